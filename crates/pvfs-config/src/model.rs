@@ -1,0 +1,317 @@
+//! The validated cluster: what the rest of pvfs works from.
+
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::str::FromStr;
+
+/// A cluster file that passed validation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cluster {
+    /// The file it was read from.
+    pub source: PathBuf,
+    pub name: String,
+    pub kind: Kind,
+    pub nodes: Vec<Node>,
+    /// The `[tls] dir`, resolved against the cluster file's directory.
+    pub tls_dir: PathBuf,
+    pub spec: KindSpec,
+    pub bench: Bench,
+}
+
+impl Cluster {
+    /// The node called `name`.
+    pub fn node(&self, name: &str) -> Option<&Node> {
+        self.nodes.iter().find(|n| n.name == name)
+    }
+}
+
+/// One `[[node]]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    pub name: String,
+    pub address: Address,
+    pub roles: Vec<Role>,
+    pub disks: Vec<PathBuf>,
+}
+
+/// The parallel file system a cluster runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    Lustre,
+    Glusterfs,
+    Beegfs,
+    /// One machine, directories as targets: runs anywhere, for trying pvfs out.
+    Local,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 4] = [Kind::Lustre, Kind::Glusterfs, Kind::Beegfs, Kind::Local];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Lustre => "lustre",
+            Kind::Glusterfs => "glusterfs",
+            Kind::Beegfs => "beegfs",
+            Kind::Local => "local",
+        }
+    }
+
+    /// The roles a node of this kind may have.
+    pub fn roles(self) -> &'static [Role] {
+        match self {
+            Kind::Lustre => &[Role::Mgs, Role::Mds, Role::Oss, Role::Client],
+            Kind::Glusterfs => &[Role::Server, Role::Client],
+            Kind::Beegfs => &[Role::Mgmtd, Role::Meta, Role::Storage, Role::Client],
+            Kind::Local => &[Role::Server, Role::Client],
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Kind {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Kind, ()> {
+        Kind::ALL.into_iter().find(|k| k.as_str() == s).ok_or(())
+    }
+}
+
+/// What a node is in its file system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Role {
+    /// Lustre management server.
+    Mgs,
+    /// Lustre metadata server.
+    Mds,
+    /// Lustre object storage server.
+    Oss,
+    /// GlusterFS server (bricks), or a local-kind target holder.
+    Server,
+    /// BeeGFS management daemon.
+    Mgmtd,
+    /// BeeGFS metadata server.
+    Meta,
+    /// BeeGFS storage server.
+    Storage,
+    /// Mounts the file system and runs benchmarks.
+    Client,
+}
+
+impl Role {
+    pub const ALL: [Role; 8] = [
+        Role::Mgs,
+        Role::Mds,
+        Role::Oss,
+        Role::Server,
+        Role::Mgmtd,
+        Role::Meta,
+        Role::Storage,
+        Role::Client,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Mgs => "mgs",
+            Role::Mds => "mds",
+            Role::Oss => "oss",
+            Role::Server => "server",
+            Role::Mgmtd => "mgmtd",
+            Role::Meta => "meta",
+            Role::Storage => "storage",
+            Role::Client => "client",
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Role {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Role, ()> {
+        Role::ALL.into_iter().find(|r| r.as_str() == s).ok_or(())
+    }
+}
+
+/// Where an agent listens.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Address {
+    pub host: Host,
+    pub port: u16,
+}
+
+/// The host part of an [`Address`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Host {
+    Ip(IpAddr),
+    /// A DNS name, resolved when dialled.
+    Name(String),
+}
+
+impl Address {
+    /// True when the address can only be reached from this machine (127.0.0.0/8, ::1,
+    /// "localhost"): the one place plaintext is allowed.
+    pub fn is_loopback(&self) -> bool {
+        match &self.host {
+            Host::Ip(ip) => ip.is_loopback(),
+            Host::Name(name) => name == "localhost",
+        }
+    }
+
+    /// The host as TLS verifies it: an IP without brackets, or the DNS name.
+    pub fn tls_name(&self) -> String {
+        match &self.host {
+            Host::Ip(ip) => ip.to_string(),
+            Host::Name(name) => name.clone(),
+        }
+    }
+
+    /// The socket address, when the host is an IP.
+    pub fn socket_addr(&self) -> Option<SocketAddr> {
+        match self.host {
+            Host::Ip(ip) => Some(SocketAddr::new(ip, self.port)),
+            Host::Name(_) => None,
+        }
+    }
+}
+
+impl From<SocketAddr> for Address {
+    fn from(addr: SocketAddr) -> Address {
+        Address { host: Host::Ip(addr.ip()), port: addr.port() }
+    }
+}
+
+impl fmt::Display for Address {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.host {
+            Host::Ip(IpAddr::V6(ip)) => write!(f, "[{ip}]:{}", self.port),
+            Host::Ip(ip) => write!(f, "{ip}:{}", self.port),
+            Host::Name(name) => write!(f, "{name}:{}", self.port),
+        }
+    }
+}
+
+impl FromStr for Address {
+    type Err = String;
+
+    /// `IP:PORT`, `[IPv6]:PORT`, `HOST:PORT`, or an IP or host alone (default port).
+    fn from_str(s: &str) -> Result<Address, String> {
+        if let Ok(addr) = s.parse::<SocketAddr>() {
+            return check_port(addr.port()).map(|port| Address { host: Host::Ip(addr.ip()), port });
+        }
+        if let Ok(ip) = s.parse::<IpAddr>() {
+            return Ok(Address { host: Host::Ip(ip), port: crate::DEFAULT_AGENT_PORT });
+        }
+        let (host, port) = match s.rsplit_once(':') {
+            Some((host, port)) => {
+                let port = port
+                    .parse::<u16>()
+                    .map_err(|_| format!("port {port:?} is not a number from 1 to 65535"))?;
+                (host, check_port(port)?)
+            }
+            None => (s, crate::DEFAULT_AGENT_PORT),
+        };
+        if host.starts_with('[') || host.contains(':') {
+            return Err(format!("{host:?} is not a valid IP address (IPv6 goes in brackets: [::1]:7070)"));
+        }
+        if !is_dns_name(host) {
+            return Err(format!(
+                "{host:?} is neither an IP address nor a host name (letters, digits, '-' and '.')"
+            ));
+        }
+        Ok(Address { host: Host::Name(host.to_ascii_lowercase()), port })
+    }
+}
+
+fn check_port(port: u16) -> Result<u16, String> {
+    if port == 0 { Err("port 0 cannot be dialled; give the port the agent listens on".into()) } else { Ok(port) }
+}
+
+/// RFC 1123 host name: dot-separated labels of letters, digits and inner hyphens.
+pub(crate) fn is_dns_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        })
+}
+
+/// Settings that depend on the kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KindSpec {
+    Lustre { fsname: String, mount: PathBuf, lnet: String },
+    Glusterfs { volume: String, mount: PathBuf },
+    Beegfs { mount: PathBuf },
+    Local { mount: PathBuf },
+}
+
+impl KindSpec {
+    /// Where clients see the file system.
+    pub fn mount(&self) -> &PathBuf {
+        match self {
+            KindSpec::Lustre { mount, .. }
+            | KindSpec::Glusterfs { mount, .. }
+            | KindSpec::Beegfs { mount }
+            | KindSpec::Local { mount } => mount,
+        }
+    }
+}
+
+/// `[bench]` defaults; each is `None` when the file leaves it to the command's default.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Bench {
+    pub mount: Option<PathBuf>,
+    pub launcher: Option<String>,
+    pub engine: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_parse_in_every_accepted_form() {
+        let cases = [
+            ("10.0.0.4:7070", "10.0.0.4:7070", false),
+            ("10.0.0.4", "10.0.0.4:7070", false),
+            ("[::1]:9000", "[::1]:9000", true),
+            ("::1", "[::1]:7070", true),
+            ("OSS00.cluster.local:7071", "oss00.cluster.local:7071", false),
+            ("localhost", "localhost:7070", true),
+            ("127.0.0.12:1", "127.0.0.12:1", true),
+        ];
+        for (input, shown, loopback) in cases {
+            let addr: Address = input.parse().unwrap_or_else(|e| panic!("{input}: {e}"));
+            assert_eq!(addr.to_string(), shown, "{input}");
+            assert_eq!(addr.is_loopback(), loopback, "{input}");
+        }
+    }
+
+    #[test]
+    fn bad_addresses_say_why() {
+        let cases = [
+            ("10.0.0.4:70x0", "port \"70x0\" is not a number from 1 to 65535"),
+            ("10.0.0.4:0", "port 0 cannot be dialled"),
+            ("10.0.0.4:99999", "port \"99999\" is not a number"),
+            ("fe80::zz:7070", "not a valid IP address"),
+            ("oss_00:7070", "neither an IP address nor a host name"),
+            ("", "neither an IP address nor a host name"),
+        ];
+        for (input, want) in cases {
+            let err = input.parse::<Address>().unwrap_err();
+            assert!(err.contains(want), "{input}: {err}");
+        }
+    }
+}

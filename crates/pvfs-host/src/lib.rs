@@ -1,0 +1,12 @@
+//! The seam between pvfs and the machine it runs on.
+//!
+//! Everything that reads the host goes through here: files under a [`Root`] (`/` in production,
+//! a temp dir in tests) and external commands through a [`Runner`] ([`SystemRunner`] in
+//! production, [`RecordedRunner`] with outputs captured from real tools in tests). The real
+//! implementations are what ships and what the end-to-end tests exercise.
+
+mod command;
+mod root;
+
+pub use command::{Command, CommandError, Output, RecordedRunner, Runner, SystemRunner};
+pub use root::{Root, RootError};

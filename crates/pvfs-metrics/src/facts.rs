@@ -1,0 +1,254 @@
+//! Node facts: what the node is, as opposed to what it is doing (samples).
+//!
+//! Each fact is one small file (`/proc/sys/kernel/hostname`, `/sys/block/sdc/size`, …) read
+//! under a [`Root`]. These are hand-written rather than taken from `sysinfo`/`procfs` because
+//! those read the real `/proc` and `/sys` only (no injectable root for tests), and `sysinfo`
+//! reports neither block devices nor NIC speeds. Essential facts (hostname, kernel, memory) fail
+//! the read; optional ones (a NIC's speed, a disk's model) degrade to "not reported".
+
+use pvfs_host::{Command, Root, RootError, Runner};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// `blkid -p` reads a few superblock locations; seconds mean a sick device.
+const BLKID_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Everything `Info` reports about a node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeFacts {
+    pub hostname: String,
+    pub os: OsRelease,
+    pub kernel: String,
+    pub cpu: Cpu,
+    pub memory_bytes: u64,
+    pub block_devices: Vec<BlockDevice>,
+    pub nics: Vec<Nic>,
+    pub uptime_seconds: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct OsRelease {
+    pub id: String,
+    pub version_id: String,
+    pub pretty_name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Cpu {
+    pub logical: u32,
+    pub model: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockDevice {
+    pub name: String,
+    pub path: String,
+    pub size_bytes: u64,
+    pub rotational: bool,
+    /// Empty when the driver does not report a model.
+    pub model: String,
+    pub signature: Signature,
+}
+
+/// What `blkid -p` says is on a device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Signature {
+    /// `blkid -p` exited 2 with nothing on stderr for a device node that exists: no
+    /// filesystem, RAID member or partition table.
+    Empty,
+    /// A signature, e.g. `xfs`, `linux_raid_member`, `gpt`.
+    Present { kind: String },
+    /// Not proven either way; never treat this as empty.
+    Unknown { detail: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Nic {
+    pub name: String,
+    pub mac: String,
+    /// Mbit/s; `None` when the driver reports none (virtual NICs, link down).
+    pub speed_mbps: Option<u32>,
+    pub mtu: u32,
+    pub operstate: String,
+    /// "full", "half", or empty when not reported.
+    pub duplex: String,
+}
+
+/// An essential fact could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FactsError {
+    #[error(transparent)]
+    Read(#[from] RootError),
+    #[error("cannot parse {path}: {what}")]
+    Parse { path: &'static str, what: String },
+}
+
+/// Reads every fact about the node under `root`, probing block devices with `runner`.
+pub async fn read(root: &Root, runner: &impl Runner) -> Result<NodeFacts, FactsError> {
+    Ok(NodeFacts {
+        hostname: root.read_trimmed("/proc/sys/kernel/hostname")?,
+        os: read_os_release(root),
+        kernel: root.read_trimmed("/proc/sys/kernel/osrelease")?,
+        cpu: read_cpu(root)?,
+        memory_bytes: read_mem_total(root)?,
+        block_devices: read_block_devices(root, runner).await,
+        nics: read_nics(root),
+        uptime_seconds: read_uptime(root)?,
+    })
+}
+
+/// `/etc/os-release`, falling back to `/usr/lib/os-release` as os-release(5) says. A node
+/// without either still reports its other facts.
+fn read_os_release(root: &Root) -> OsRelease {
+    let text = root
+        .read_to_string("/etc/os-release")
+        .or_else(|_| root.read_to_string("/usr/lib/os-release"))
+        .unwrap_or_default();
+    // KEY=value lines with optional shell quoting; no crate needed for a format this small.
+    let mut os = OsRelease::default();
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once('=') else { continue };
+        let value = value.trim().trim_matches(|c| c == '"' || c == '\'').to_owned();
+        match key.trim() {
+            "ID" => os.id = value,
+            "VERSION_ID" => os.version_id = value,
+            "PRETTY_NAME" => os.pretty_name = value,
+            _ => {}
+        }
+    }
+    os
+}
+
+fn read_cpu(root: &Root) -> Result<Cpu, FactsError> {
+    let text = root.read_to_string("/proc/cpuinfo")?;
+    let mut cpu = Cpu::default();
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once(':') else { continue };
+        match key.trim() {
+            "processor" => cpu.logical += 1,
+            "model name" if cpu.model.is_empty() => cpu.model = value.trim().to_owned(),
+            _ => {}
+        }
+    }
+    if cpu.logical == 0 {
+        return Err(FactsError::Parse { path: "/proc/cpuinfo", what: "no processor lines".into() });
+    }
+    Ok(cpu)
+}
+
+fn read_mem_total(root: &Root) -> Result<u64, FactsError> {
+    let text = root.read_to_string("/proc/meminfo")?;
+    let kib = text
+        .lines()
+        .find_map(|line| line.strip_prefix("MemTotal:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .ok_or(FactsError::Parse { path: "/proc/meminfo", what: "no MemTotal line".into() })?;
+    Ok(kib * 1024)
+}
+
+fn read_uptime(root: &Root) -> Result<u64, FactsError> {
+    let text = root.read_to_string("/proc/uptime")?;
+    text.split_whitespace()
+        .next()
+        .and_then(|s| s.parse::<f64>().ok())
+        .map(|secs| secs as u64)
+        .ok_or(FactsError::Parse { path: "/proc/uptime", what: format!("unexpected {text:?}") })
+}
+
+/// Whole block devices from `/sys/block`, each probed with `blkid -p`. RAM disks and loop
+/// devices with nothing attached (size 0) are left out: they can hold no data.
+async fn read_block_devices(root: &Root, runner: &impl Runner) -> Vec<BlockDevice> {
+    let names = match root.list_dir("/sys/block") {
+        Ok(names) => names,
+        Err(err) => {
+            tracing::warn!(error = %err, "no block devices reported");
+            return Vec::new();
+        }
+    };
+    let mut devices = Vec::new();
+    for name in names {
+        let sys = format!("/sys/block/{name}");
+        let sectors = root.read_trimmed(&format!("{sys}/size")).ok().and_then(|s| s.parse::<u64>().ok());
+        let Some(sectors) = sectors.filter(|&s| s > 0) else { continue };
+        if name.starts_with("ram") {
+            continue;
+        }
+        let path = format!("/dev/{name}");
+        let signature = probe_signature(root, runner, &path).await;
+        devices.push(BlockDevice {
+            // The kernel counts `size` in 512-byte sectors whatever the device's block size.
+            size_bytes: sectors * 512,
+            rotational: root.read_trimmed(&format!("{sys}/queue/rotational")).is_ok_and(|s| s == "1"),
+            model: root.read_trimmed(&format!("{sys}/device/model")).unwrap_or_default(),
+            name,
+            path,
+            signature,
+        });
+    }
+    devices
+}
+
+/// Asks `blkid -p` (low-level superblock probe, no cache) what is on `path`.
+///
+/// blkid exits 2 both for "nothing found" and for "could not open the device" (it prints the
+/// reason on stderr in the second case, and nothing at all for a missing node), so only a
+/// silent exit 2 on an existing device node counts as empty. Anything else is `Unknown`:
+/// a destructive step must never mistake "could not look" for "nothing there".
+pub async fn probe_signature(root: &Root, runner: &impl Runner, path: &str) -> Signature {
+    if !root.exists(path) {
+        return Signature::Unknown { detail: format!("no device node {path} here") };
+    }
+    let command = Command::new("blkid").args(["-p", "-o", "export", path]).timeout(BLKID_TIMEOUT);
+    let output = match runner.run(&command).await {
+        Ok(output) => output,
+        Err(err) => return Signature::Unknown { detail: err.to_string() },
+    };
+    match output.code {
+        Some(2) if output.stderr.trim().is_empty() => Signature::Empty,
+        Some(0) => {
+            let field = |key: &str| {
+                output.stdout.lines().find_map(|l| l.strip_prefix(key)).map(str::to_owned)
+            };
+            match field("TYPE=").or_else(|| field("PTTYPE=")) {
+                Some(kind) => Signature::Present { kind },
+                None => Signature::Present { kind: "unknown".into() },
+            }
+        }
+        _ => Signature::Unknown {
+            detail: format!("`{command}` exited {:?}: {}", output.code, output.stderr_tail(1)),
+        },
+    }
+}
+
+/// Network interfaces from `/sys/class/net`, loopback left out.
+fn read_nics(root: &Root) -> Vec<Nic> {
+    let names = match root.list_dir("/sys/class/net") {
+        Ok(names) => names,
+        Err(err) => {
+            tracing::warn!(error = %err, "no network interfaces reported");
+            return Vec::new();
+        }
+    };
+    names
+        .into_iter()
+        .filter(|name| name != "lo")
+        .map(|name| {
+            let attr = |file: &str| root.read_trimmed(&format!("/sys/class/net/{name}/{file}"));
+            Nic {
+                mac: attr("address").unwrap_or_default(),
+                // Reading `speed` fails with EINVAL for virtual NICs and gives -1 with no link.
+                speed_mbps: attr("speed").ok().and_then(|s| s.parse::<i64>().ok()).and_then(|s| {
+                    u32::try_from(s).ok().filter(|&s| s > 0)
+                }),
+                mtu: attr("mtu").ok().and_then(|s| s.parse().ok()).unwrap_or(0),
+                operstate: attr("operstate").unwrap_or_default(),
+                duplex: attr("duplex").unwrap_or_default(),
+                name,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,207 @@
+//! Facts read from a recorded host tree (files copied from a Debian 12 VM) with blkid outputs
+//! recorded from the real tool.
+
+use super::*;
+use expect_test::expect;
+use pvfs_host::RecordedRunner;
+use std::path::Path;
+
+fn write(base: &Path, rel: &str, text: &str) {
+    let path = base.join(rel.trim_start_matches('/'));
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A two-CPU Debian 12 node with a system disk, an empty data disk, an XFS brick on a loop
+/// device, an empty loop device, a RAM disk, a NIC with speed and a virtual one without.
+fn recorded_host() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let b = dir.path();
+    write(b, "/proc/sys/kernel/hostname", "oss00\n");
+    write(b, "/proc/sys/kernel/osrelease", "6.1.0-37-amd64\n");
+    write(b, "/proc/uptime", "86523.17 170012.40\n");
+    write(
+        b,
+        "/proc/meminfo",
+        "MemTotal:       24598836 kB\nMemFree:        23012345 kB\nMemAvailable:   23512345 kB\n",
+    );
+    write(
+        b,
+        "/proc/cpuinfo",
+        "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Platinum 8272CL CPU @ 2.60GHz\n\n\
+         processor\t: 1\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Platinum 8272CL CPU @ 2.60GHz\n\n",
+    );
+    write(
+        b,
+        "/etc/os-release",
+        "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nNAME=\"Debian GNU/Linux\"\nVERSION_ID=\"12\"\nID=debian\n",
+    );
+    for (name, sectors, rotational, model) in [
+        ("sda", "62914560", "1", "Virtual Disk    "),
+        ("sdc", "2147483648", "1", "Virtual Disk"),
+        ("loop0", "1048576", "0", ""),
+        ("loop1", "0", "0", ""),
+        ("ram0", "131072", "0", ""),
+    ] {
+        write(b, &format!("/sys/block/{name}/size"), &format!("{sectors}\n"));
+        write(b, &format!("/sys/block/{name}/queue/rotational"), &format!("{rotational}\n"));
+        if !model.is_empty() {
+            write(b, &format!("/sys/block/{name}/device/model"), &format!("{model}\n"));
+        }
+        if name != "sda" {
+            write(b, &format!("/dev/{name}"), "");
+        }
+    }
+    for (name, mac, speed, mtu, state, duplex) in [
+        ("eth0", "00:0d:3a:8e:11:20", Some("40000"), "1500", "up", Some("full")),
+        ("docker0", "02:42:5b:1c:aa:01", None, "1500", "down", None),
+        ("lo", "00:00:00:00:00:00", None, "65536", "unknown", None),
+        ("veth1", "5a:11:22:33:44:55", Some("-1"), "1500", "lowerlayerdown", Some("unknown")),
+    ] {
+        let dir = format!("/sys/class/net/{name}");
+        write(b, &format!("{dir}/address"), &format!("{mac}\n"));
+        write(b, &format!("{dir}/mtu"), &format!("{mtu}\n"));
+        write(b, &format!("{dir}/operstate"), &format!("{state}\n"));
+        if let Some(speed) = speed {
+            write(b, &format!("{dir}/speed"), &format!("{speed}\n"));
+        }
+        if let Some(duplex) = duplex {
+            write(b, &format!("{dir}/duplex"), &format!("{duplex}\n"));
+        }
+    }
+    dir
+}
+
+fn recorded_blkid() -> RecordedRunner {
+    RecordedRunner::new()
+        // Empty disk: exit 2, nothing printed (verified on Debian 12, util-linux 2.38).
+        .record("blkid -p -o export /dev/sdc", 2, "", "")
+        .record(
+            "blkid -p -o export /dev/loop0",
+            0,
+            "DEVNAME=/dev/loop0\nLABEL=brick1\nUUID=3f8e2c1a-5b7d-4e1f-9a2b-6c0d8e4f1a2b\nBLOCK_SIZE=512\nTYPE=xfs\nUSAGE=filesystem\n",
+            "",
+        )
+}
+
+#[tokio::test]
+async fn reads_a_recorded_debian_node() {
+    let host = recorded_host();
+    let facts = read(&Root::at(host.path()), &recorded_blkid()).await.unwrap();
+    let json = serde_json::to_string_pretty(&facts).unwrap();
+    expect![[r#"
+        {
+          "hostname": "oss00",
+          "os": {
+            "id": "debian",
+            "version_id": "12",
+            "pretty_name": "Debian GNU/Linux 12 (bookworm)"
+          },
+          "kernel": "6.1.0-37-amd64",
+          "cpu": {
+            "logical": 2,
+            "model": "Intel(R) Xeon(R) Platinum 8272CL CPU @ 2.60GHz"
+          },
+          "memory_bytes": 25189208064,
+          "block_devices": [
+            {
+              "name": "loop0",
+              "path": "/dev/loop0",
+              "size_bytes": 536870912,
+              "rotational": false,
+              "model": "",
+              "signature": {
+                "state": "present",
+                "kind": "xfs"
+              }
+            },
+            {
+              "name": "sda",
+              "path": "/dev/sda",
+              "size_bytes": 32212254720,
+              "rotational": true,
+              "model": "Virtual Disk",
+              "signature": {
+                "state": "unknown",
+                "detail": "no device node /dev/sda here"
+              }
+            },
+            {
+              "name": "sdc",
+              "path": "/dev/sdc",
+              "size_bytes": 1099511627776,
+              "rotational": true,
+              "model": "Virtual Disk",
+              "signature": {
+                "state": "empty"
+              }
+            }
+          ],
+          "nics": [
+            {
+              "name": "docker0",
+              "mac": "02:42:5b:1c:aa:01",
+              "speed_mbps": null,
+              "mtu": 1500,
+              "operstate": "down",
+              "duplex": ""
+            },
+            {
+              "name": "eth0",
+              "mac": "00:0d:3a:8e:11:20",
+              "speed_mbps": 40000,
+              "mtu": 1500,
+              "operstate": "up",
+              "duplex": "full"
+            },
+            {
+              "name": "veth1",
+              "mac": "5a:11:22:33:44:55",
+              "speed_mbps": null,
+              "mtu": 1500,
+              "operstate": "lowerlayerdown",
+              "duplex": "unknown"
+            }
+          ],
+          "uptime_seconds": 86523
+        }"#]]
+    .assert_eq(&json);
+}
+
+#[tokio::test]
+async fn blkid_exit_2_with_an_error_is_not_empty() {
+    // blkid exits 2 when it cannot open the device too; that must not read as "empty".
+    let host = recorded_host();
+    let runner = RecordedRunner::new().record(
+        "blkid -p -o export /dev/sdc",
+        2,
+        "",
+        "blkid: error: /dev/sdc: Permission denied\n",
+    );
+    let sig = probe_signature(&Root::at(host.path()), &runner, "/dev/sdc").await;
+    assert_eq!(
+        sig,
+        Signature::Unknown {
+            detail: "`blkid -p -o export /dev/sdc` exited Some(2): blkid: error: /dev/sdc: Permission denied"
+                .into()
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_missing_essential_file_is_an_error_naming_it() {
+    let host = recorded_host();
+    std::fs::remove_file(host.path().join("proc/meminfo")).unwrap();
+    let err = read(&Root::at(host.path()), &recorded_blkid()).await.unwrap_err();
+    assert!(err.to_string().starts_with("cannot read /proc/meminfo:"), "{err}");
+}
+
+#[tokio::test]
+async fn reads_this_machine() {
+    // The real readers on the real host: whatever the values, the essentials are there.
+    let facts = read(&Root::system(), &pvfs_host::SystemRunner).await.unwrap();
+    assert!(!facts.hostname.is_empty());
+    assert!(facts.cpu.logical >= 1);
+    assert!(facts.memory_bytes > 0);
+    assert!(facts.kernel.chars().next().is_some_and(|c| c.is_ascii_digit()), "{}", facts.kernel);
+}
