@@ -13,7 +13,18 @@ use std::time::Duration;
 /// `blkid -p` reads a few superblock locations; seconds mean a sick device.
 const BLKID_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Everything `Info` reports about a node.
+/// What an agent's `Info` answers: who the agent is, and the facts of its node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeInfo {
+    /// The name the agent was started with; the cluster file's node name.
+    pub agent_name: String,
+    pub agent_version: String,
+    pub agent_uptime_seconds: u64,
+    #[serde(flatten)]
+    pub facts: NodeFacts,
+}
+
+/// Everything the host tells about itself.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeFacts {
     pub hostname: String,

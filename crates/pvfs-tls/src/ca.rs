@@ -66,7 +66,10 @@ pub fn init_ca(dir: &Path) -> Result<PathBuf, TlsError> {
 
     let key = KeyPair::generate()?;
     let mut params = CertificateParams::default();
-    params.distinguished_name = dn("pvfs cluster CA");
+    // A CA name of its own, so that a certificate from another pvfs cluster's CA is reported as
+    // "unknown issuer" rather than failing a signature check against a same-named CA.
+    let id = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+    params.distinguished_name = dn(&format!("pvfs cluster CA {:x}", id ^ u128::from(std::process::id())));
     params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
     params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
     let now = OffsetDateTime::now_utc();

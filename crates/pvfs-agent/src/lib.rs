@@ -1,0 +1,174 @@
+//! The agent: the gRPC server every node runs.
+//!
+//! [`prepare`] checks the settings and loads what serving needs (the same checks
+//! `pvfs-agent --check-config` runs); [`serve`] then takes a bound listener and a cancellation
+//! token, so tests bind port 0 and stop the agent when they are done. Serving is mutual TLS
+//! unless the settings say `Insecure`, which [`prepare`] allows on loopback addresses only.
+
+mod notify;
+mod service;
+mod state;
+
+use pvfs_host::Root;
+use pvfs_tls::{CertSummary, Material, TlsError, Usage};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
+
+pub use service::AgentService;
+
+/// The agent's version, reported by `Info`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// A TLS handshake that has not finished in this long is a stuck or hostile client; drop it
+/// rather than hold a connection slot.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How the agent is run (from its flags and environment).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The node name: the cluster file's name for this node, and the name of the certificate.
+    pub name: String,
+    pub listen: SocketAddr,
+    pub security: Security,
+    /// Where the agent keeps its state (locked: one agent per state dir).
+    pub state_dir: PathBuf,
+    /// `/` in production; the root facts are read under.
+    pub root: Root,
+}
+
+/// How connections are secured.
+#[derive(Debug, Clone)]
+pub enum Security {
+    /// Serve `DIR/NAME.crt` and accept only clients with a certificate from `DIR/ca.crt`.
+    MutualTls { dir: PathBuf },
+    /// Plaintext, for loopback addresses only.
+    Insecure,
+}
+
+/// The agent cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error(
+        "refusing --insecure on {listen}: plaintext is allowed only on loopback addresses (127.0.0.0/8, ::1); \
+         serve with --tls-dir instead (certificates: `pvfsctl ca issue {name} --dir DIR --san IP`)"
+    )]
+    InsecureNotLoopback { listen: SocketAddr, name: String },
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    #[error("state directory {}: {source}", path.display())]
+    State {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("state directory {} is in use by another pvfs-agent (lock held on {})", dir.display(), lock.display())]
+    StateLocked { dir: PathBuf, lock: PathBuf },
+    #[error("cannot listen on {listen}: {source}")]
+    Bind {
+        listen: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("gRPC server failed: {0}")]
+    Serve(#[from] tonic::transport::Error),
+}
+
+/// Settings checked and loaded; what `serve` needs.
+#[derive(Debug)]
+pub struct Prepared {
+    settings: Settings,
+    tls: Option<(Material, CertSummary)>,
+}
+
+impl Prepared {
+    /// The certificate the agent will serve, when serving TLS.
+    pub fn certificate(&self) -> Option<&CertSummary> {
+        self.tls.as_ref().map(|(_, summary)| summary)
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+}
+
+/// Checks `settings` without side effects: plaintext only on loopback; the certificate
+/// exists, matches its key, chains to the CA and is valid now. `--check-config` is this.
+pub fn prepare(settings: Settings) -> Result<Prepared, AgentError> {
+    let tls = match &settings.security {
+        Security::Insecure if !settings.listen.ip().is_loopback() => {
+            return Err(AgentError::InsecureNotLoopback { listen: settings.listen, name: settings.name.clone() });
+        }
+        Security::Insecure => None,
+        Security::MutualTls { dir } => {
+            let material = pvfs_tls::load(dir, &settings.name)?;
+            let summary = pvfs_tls::check_identity(&material, Usage::Agent)?;
+            Some((material, summary))
+        }
+    };
+    state::check(&settings.state_dir)?;
+    Ok(Prepared { settings, tls })
+}
+
+/// Binds the listen address.
+pub async fn bind(listen: SocketAddr) -> Result<TcpListener, AgentError> {
+    TcpListener::bind(listen).await.map_err(|source| AgentError::Bind { listen, source })
+}
+
+/// Serves on `listener` until `shutdown` is cancelled, then drains in-flight requests.
+///
+/// Tells systemd (when started by it, or by anything that sets `NOTIFY_SOCKET`) that the agent
+/// is ready once the listener is serving.
+pub async fn serve(listener: TcpListener, prepared: Prepared, shutdown: CancellationToken) -> Result<(), AgentError> {
+    let Prepared { settings, tls } = prepared;
+    let _lock = state::lock(&settings.state_dir)?;
+    let local = listener.local_addr().map_err(|source| AgentError::Bind { listen: settings.listen, source })?;
+
+    let mut server = Server::builder();
+    if let Some((material, _)) = &tls {
+        let config = ServerTlsConfig::new()
+            .identity(Identity::from_pem(&material.cert_pem, &material.key_pem))
+            .client_ca_root(Certificate::from_pem(&material.ca_pem))
+            .timeout(HANDSHAKE_TIMEOUT);
+        server = server.tls_config(config)?;
+    }
+
+    let (health, health_service) = tonic_health::server::health_reporter();
+    let agent = AgentService::new(settings.name.clone(), settings.root.clone());
+    health.set_serving::<pvfs_proto::pb::agent_server::AgentServer<AgentService>>().await;
+
+    // Health turns NOT_SERVING as soon as shutdown starts, so a coordinator polling it sees the
+    // agent going away rather than a connection reset.
+    let health_on_shutdown = {
+        let (health, shutdown) = (health.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            shutdown.cancelled().await;
+            health.set_not_serving::<pvfs_proto::pb::agent_server::AgentServer<AgentService>>().await;
+        })
+    };
+    let watchdog = notify::spawn_watchdog(shutdown.clone());
+
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let router = server
+        .add_service(health_service)
+        .add_service(pvfs_proto::pb::agent_server::AgentServer::new(agent));
+    tracing::info!(
+        name = %settings.name,
+        listen = %local,
+        tls = tls.is_some(),
+        version = VERSION,
+        "pvfs-agent serving"
+    );
+    notify::ready(local, &settings.name);
+    let result = router.serve_with_incoming_shutdown(incoming, shutdown.cancelled()).await;
+    notify::stopping();
+    health_on_shutdown.abort();
+    if let Some(watchdog) = watchdog {
+        watchdog.abort();
+    }
+    tracing::info!(name = %settings.name, "pvfs-agent stopped");
+    result.map_err(AgentError::from)
+}

@@ -1,0 +1,47 @@
+//! Readiness and watchdog notifications to systemd (`Type=notify`, `WatchdogSec=`).
+//!
+//! Anything that sets `NOTIFY_SOCKET` gets the same messages: `pvfsctl demo` uses this to learn
+//! when, and on which port, each agent it started is serving. Without `NOTIFY_SOCKET` these
+//! are no-ops.
+
+use std::net::SocketAddr;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// The extra variable carrying the bound address (systemd ignores unknown `X_` variables).
+pub const LISTEN_VAR: &str = "X_PVFS_LISTEN";
+
+pub(crate) fn ready(local: SocketAddr, name: &str) {
+    let status = format!("serving {name} on {local}");
+    let listen = format!("{LISTEN_VAR}={local}");
+    let states = [
+        sd_notify::NotifyState::Ready,
+        sd_notify::NotifyState::Status(&status),
+        sd_notify::NotifyState::Custom(&listen),
+    ];
+    if let Err(err) = sd_notify::notify(&states) {
+        tracing::warn!(error = %err, "could not notify readiness");
+    }
+}
+
+pub(crate) fn stopping() {
+    let _ = sd_notify::notify(&[sd_notify::NotifyState::Stopping]);
+}
+
+/// Pings the watchdog at half its interval until shutdown, when systemd asked for one.
+pub(crate) fn spawn_watchdog(shutdown: CancellationToken) -> Option<JoinHandle<()>> {
+    let interval = sd_notify::watchdog_enabled()? / 2;
+    Some(tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(interval);
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = ticks.tick() => {
+                    if let Err(err) = sd_notify::notify(&[sd_notify::NotifyState::Watchdog]) {
+                        tracing::warn!(error = %err, "watchdog ping failed");
+                    }
+                }
+            }
+        }
+    }))
+}

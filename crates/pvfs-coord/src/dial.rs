@@ -1,0 +1,232 @@
+//! Dialling agents.
+//!
+//! The coordinator is the TLS client. It presents its own certificate (clientAuth) and accepts
+//! an agent only if the agent's certificate chains to the cluster CA *and* names the address
+//! dialled (an IP SAN, or the DNS name in the cluster file): a certificate copied to another
+//! machine does not make that machine a trusted agent.
+
+use pvfs_config::{Address, Node};
+use pvfs_proto::pb::agent_client::AgentClient;
+use pvfs_tls::Material;
+use std::error::Error as StdError;
+use std::fmt;
+use std::time::{Duration, Instant};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+use tonic_health::pb::health_client::HealthClient;
+
+/// How the coordinator secures its connections.
+#[derive(Debug, Clone)]
+pub enum ClientSecurity {
+    /// Present `pvfsctl.crt` and verify agents against `ca.crt`.
+    MutualTls(Material),
+    /// Plaintext, for loopback agents only.
+    Insecure,
+}
+
+/// Opens connections to agents.
+#[derive(Debug, Clone)]
+pub struct Dialer {
+    security: ClientSecurity,
+    timeout: Duration,
+}
+
+/// An open connection to one agent.
+#[derive(Debug, Clone)]
+pub struct Connection {
+    pub agent: AgentClient<Channel>,
+    pub health: HealthClient<Channel>,
+    /// TCP + TLS + HTTP/2 set-up time.
+    pub connect_time: Duration,
+}
+
+/// Why an agent could not be reached, in terms an operator can act on.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct DialError {
+    pub kind: FailureKind,
+    pub message: String,
+}
+
+/// The broad reason, for scripts (`--json` prints it as `error_kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// Nothing listens on the port (agent stopped, wrong port).
+    Refused,
+    /// No answer within the timeout (host down, packets dropped by a firewall).
+    Timeout,
+    /// No route to the host or network.
+    Unreachable,
+    /// The host name did not resolve.
+    Dns,
+    /// TLS failed: the agent's certificate, or ours as the agent judged it.
+    Tls,
+    /// Connected, but the agent answered with an error.
+    Rpc,
+    /// Refused before dialling (e.g. plaintext to a non-loopback address).
+    Config,
+    /// Anything else; the message has the detail.
+    Other,
+}
+
+impl FailureKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Refused => "refused",
+            FailureKind::Timeout => "timeout",
+            FailureKind::Unreachable => "unreachable",
+            FailureKind::Dns => "dns",
+            FailureKind::Tls => "tls",
+            FailureKind::Rpc => "rpc",
+            FailureKind::Config => "config",
+            FailureKind::Other => "other",
+        }
+    }
+}
+
+impl fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Dialer {
+    /// `timeout` bounds connecting and each request.
+    pub fn new(security: ClientSecurity, timeout: Duration) -> Dialer {
+        Dialer { security, timeout }
+    }
+
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Connects to `node`'s agent: TCP, TLS (both ways) and HTTP/2, within the timeout.
+    pub async fn connect(&self, node: &Node) -> Result<Connection, DialError> {
+        let endpoint = self.endpoint(&node.address)?;
+        let started = Instant::now();
+        let channel = match tokio::time::timeout(self.timeout, endpoint.connect()).await {
+            Err(_) => return Err(timed_out(self.timeout)),
+            Ok(Err(err)) => return Err(explain(&err, &node.address, self.timeout)),
+            Ok(Ok(channel)) => channel,
+        };
+        Ok(Connection {
+            agent: AgentClient::new(channel.clone()),
+            health: HealthClient::new(channel),
+            connect_time: started.elapsed(),
+        })
+    }
+
+    fn endpoint(&self, address: &Address) -> Result<Endpoint, DialError> {
+        let config_error = |message: String| DialError { kind: FailureKind::Config, message };
+        let scheme = match self.security {
+            ClientSecurity::MutualTls(_) => "https",
+            ClientSecurity::Insecure if address.is_loopback() => "http",
+            ClientSecurity::Insecure => {
+                return Err(config_error(format!(
+                    "refusing plaintext (--insecure) to {address}: allowed only for loopback addresses"
+                )));
+            }
+        };
+        let mut endpoint = Endpoint::from_shared(format!("{scheme}://{address}"))
+            .map_err(|e| config_error(format!("bad address {address}: {e}")))?
+            .connect_timeout(self.timeout)
+            .timeout(self.timeout)
+            .tcp_nodelay(true);
+        if let ClientSecurity::MutualTls(material) = &self.security {
+            let tls = ClientTlsConfig::new()
+                .ca_certificate(Certificate::from_pem(&material.ca_pem))
+                .identity(Identity::from_pem(&material.cert_pem, &material.key_pem))
+                .domain_name(address.tls_name());
+            endpoint = endpoint.tls_config(tls).map_err(|e| config_error(format!("TLS configuration: {e}")))?;
+        }
+        Ok(endpoint)
+    }
+}
+
+fn timed_out(timeout: Duration) -> DialError {
+    DialError { kind: FailureKind::Timeout, message: format!("timed out after {}", humanize(timeout)) }
+}
+
+fn humanize(d: Duration) -> String {
+    if d.subsec_millis() == 0 { format!("{}s", d.as_secs()) } else { format!("{:.1}s", d.as_secs_f64()) }
+}
+
+/// Turns a transport or RPC error into the reason an operator can act on, by looking for the
+/// I/O or TLS error underneath tonic's and hyper's wrappers.
+pub fn explain(err: &(dyn StdError + 'static), address: &Address, timeout: Duration) -> DialError {
+    let mut source: Option<&(dyn StdError + 'static)> = Some(err);
+    let mut innermost = err.to_string();
+    while let Some(e) = source {
+        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+            return DialError { kind: FailureKind::Tls, message: explain_tls(tls, address) };
+        }
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            // tokio-rustls reports TLS failures as io::Error wrapping the rustls::Error.
+            if let Some(tls) = io.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
+                return DialError { kind: FailureKind::Tls, message: explain_tls(tls, address) };
+            }
+            // After the handshake (TLS 1.3 sends the server's verdict on our certificate
+            // then), h2 hands the error over as text only.
+            let text = io.to_string();
+            if let Some(alert) = text.strip_prefix("received fatal alert: ") {
+                return DialError { kind: FailureKind::Tls, message: rejected_by_agent(alert) };
+            }
+            use std::io::ErrorKind as K;
+            let (kind, message) = match io.kind() {
+                K::ConnectionRefused => {
+                    (FailureKind::Refused, format!("connection refused: no agent listening on {address}"))
+                }
+                K::TimedOut => return timed_out(timeout),
+                K::HostUnreachable | K::NetworkUnreachable => {
+                    (FailureKind::Unreachable, format!("{address} is unreachable: {io}"))
+                }
+                K::ConnectionReset | K::UnexpectedEof | K::BrokenPipe => (
+                    FailureKind::Tls,
+                    format!("the agent closed the connection during set-up ({io}); it may be serving plaintext, or rejected our certificate"),
+                ),
+                _ => (FailureKind::Other, io.to_string()),
+            };
+            return DialError { kind, message };
+        }
+        let text = e.to_string();
+        if text.contains("failed to lookup address") || text.contains("Name or service not known") {
+            return DialError { kind: FailureKind::Dns, message: format!("cannot resolve {}: {text}", address.tls_name()) };
+        }
+        innermost = text;
+        source = e.source();
+    }
+    DialError { kind: FailureKind::Other, message: innermost }
+}
+
+/// The agent ended the handshake with an alert: almost always our certificate.
+fn rejected_by_agent(alert: &str) -> String {
+    format!(
+        "TLS rejected by the agent: it does not accept our certificate (alert {alert}); \
+         is pvfsctl.crt issued by the same CA as the agent's ca.crt?"
+    )
+}
+
+/// What a rustls error means for this connection.
+fn explain_tls(err: &rustls::Error, address: &Address) -> String {
+    use rustls::{CertificateError as C, Error as E};
+    match err {
+        E::InvalidCertificate(C::UnknownIssuer | C::BadSignature) => {
+            "TLS rejected: the agent's certificate is not signed by this cluster's CA (wrong --tls-dir, or the agent has another cluster's certificate)".into()
+        }
+        E::InvalidCertificate(C::NotValidForName | C::NotValidForNameContext { .. }) => format!(
+            "TLS rejected: the agent's certificate does not name {} ({err}); reissue it with `pvfsctl ca issue NODE --san {}`",
+            address.tls_name(),
+            address.tls_name()
+        ),
+        E::InvalidCertificate(C::Expired | C::ExpiredContext { .. }) => {
+            format!("TLS rejected: the agent's certificate has expired ({err}); reissue it with `pvfsctl ca issue NODE --force`")
+        }
+        E::InvalidCertificate(C::NotValidYet | C::NotValidYetContext { .. }) => {
+            format!("TLS rejected: the agent's certificate is not valid yet ({err}); check both clocks")
+        }
+        E::AlertReceived(alert) => rejected_by_agent(&format!("{alert:?}")),
+        E::InvalidMessage(_) | E::InappropriateMessage { .. } => {
+            "TLS failed: the agent did not answer with TLS (is it running with --insecure?)".into()
+        }
+        other => format!("TLS failed: {other}"),
+    }
+}

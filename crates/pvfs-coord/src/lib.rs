@@ -1,0 +1,11 @@
+//! The coordinator side of pvfs: connections to agents and the cluster-wide operations on them.
+//!
+//! - [`dial`]: one mutual-TLS gRPC connection per agent, verified against the cluster CA and
+//!   the address dialled, with failures explained (refused, timed out, which TLS check failed).
+//! - [`survey`]: every agent's facts, dialled concurrently (`pvfsctl nodes`).
+
+pub mod dial;
+pub mod survey;
+
+pub use dial::{ClientSecurity, DialError, Dialer, FailureKind};
+pub use survey::{NodeReport, Survey, survey};

@@ -1,0 +1,247 @@
+//! Real agents on port 0, a real coordinator, real mutual TLS: who gets in and who does not.
+
+use pvfs_agent::{AgentError, Security, Settings};
+use pvfs_config::{Address, Node, Role};
+use pvfs_coord::{ClientSecurity, Dialer, FailureKind};
+use pvfs_host::Root;
+use pvfs_proto::pb;
+use pvfs_tls::Usage;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
+
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A CA with a coordinator certificate, in a temp dir.
+struct Pki {
+    dir: tempfile::TempDir,
+}
+
+impl Pki {
+    fn new() -> Pki {
+        let dir = tempfile::tempdir().unwrap();
+        pvfs_tls::init_ca(dir.path()).unwrap();
+        pvfs_tls::issue(dir.path(), "pvfsctl", &[], Usage::Coordinator, false).unwrap();
+        Pki { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn agent_cert(&self, name: &str, sans: &[&str]) {
+        let sans: Vec<String> = sans.iter().map(|s| s.to_string()).collect();
+        pvfs_tls::issue(self.path(), name, &sans, Usage::Agent, false).unwrap();
+    }
+
+    fn dialer(&self) -> Dialer {
+        Dialer::new(ClientSecurity::MutualTls(pvfs_tls::load(self.path(), "pvfsctl").unwrap()), TIMEOUT)
+    }
+}
+
+struct RunningAgent {
+    addr: SocketAddr,
+    shutdown: CancellationToken,
+    task: JoinHandle<Result<(), AgentError>>,
+    _state: tempfile::TempDir,
+}
+
+impl RunningAgent {
+    async fn stop(self) {
+        self.shutdown.cancel();
+        self.task.await.unwrap().unwrap();
+    }
+}
+
+async fn start_agent(pki: &Pki, name: &str, ip: &str) -> RunningAgent {
+    let state = tempfile::tempdir().unwrap();
+    let settings = Settings {
+        name: name.into(),
+        listen: format!("{ip}:0").parse().unwrap(),
+        security: Security::MutualTls { dir: pki.path().to_owned() },
+        state_dir: state.path().join("state"),
+        root: Root::system(),
+    };
+    let prepared = pvfs_agent::prepare(settings).unwrap();
+    let listener = pvfs_agent::bind(prepared.settings().listen).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(pvfs_agent::serve(listener, prepared, shutdown.clone()));
+    RunningAgent { addr, shutdown, task, _state: state }
+}
+
+fn node(name: &str, addr: SocketAddr) -> Node {
+    Node { name: name.into(), address: Address::from(addr), roles: vec![Role::Client], disks: vec![] }
+}
+
+#[tokio::test]
+async fn a_coordinator_with_a_valid_certificate_gets_info() {
+    let pki = Pki::new();
+    pki.agent_cert("n1", &["127.0.0.1"]);
+    let agent = start_agent(&pki, "n1", "127.0.0.1").await;
+
+    let mut conn = pki.dialer().connect(&node("n1", agent.addr)).await.unwrap();
+    let info = conn.agent.info(pb::InfoRequest {}).await.unwrap().into_inner().node.unwrap();
+    assert_eq!(info.agent_name, "n1");
+    assert_eq!(info.agent_version, pvfs_agent::VERSION);
+    let here = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert_eq!(info.hostname, here.trim());
+    assert!(info.memory_bytes > 0 && info.cpu.unwrap().logical > 0);
+
+    let health = conn.health.check(tonic_health::pb::HealthCheckRequest { service: "pvfs.v1.Agent".into() }).await.unwrap();
+    assert_eq!(health.into_inner().status, tonic_health::pb::health_check_response::ServingStatus::Serving as i32);
+    agent.stop().await;
+}
+
+/// Dials with hand-made TLS settings (no certificate, or another CA's) and calls `Info`.
+async fn call_with(ca: &Path, identity: Option<(PathBuf, PathBuf)>, addr: SocketAddr) -> Result<(), String> {
+    let mut tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(std::fs::read(ca.join("ca.crt")).unwrap()))
+        .domain_name(addr.ip().to_string());
+    if let Some((cert, key)) = identity {
+        tls = tls.identity(Identity::from_pem(std::fs::read(cert).unwrap(), std::fs::read(key).unwrap()));
+    }
+    let endpoint = Endpoint::from_shared(format!("https://{addr}")).unwrap().tls_config(tls).unwrap().timeout(TIMEOUT);
+    let channel = endpoint.connect().await.map_err(|e| format!("connect: {e:?}"))?;
+    pb::agent_client::AgentClient::new(channel)
+        .info(pb::InfoRequest {})
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("rpc: {e:?}"))
+}
+
+#[tokio::test]
+async fn clients_without_a_certificate_or_from_another_ca_are_rejected() {
+    let pki = Pki::new();
+    pki.agent_cert("n1", &["127.0.0.1"]);
+    let agent = start_agent(&pki, "n1", "127.0.0.1").await;
+
+    // Control: the same hand-made client with the real coordinator certificate gets in.
+    let ours = (pki.path().join("pvfsctl.crt"), pki.path().join("pvfsctl.key"));
+    call_with(pki.path(), Some(ours), agent.addr).await.unwrap();
+
+    let err = call_with(pki.path(), None, agent.addr).await.unwrap_err();
+    assert!(err.contains("CertificateRequired") || err.contains("alert"), "{err}");
+
+    let other = Pki::new();
+    let theirs = (other.path().join("pvfsctl.crt"), other.path().join("pvfsctl.key"));
+    let err = call_with(pki.path(), Some(theirs), agent.addr).await.unwrap_err();
+    assert!(err.contains("UnknownCA") || err.contains("alert"), "{err}");
+
+    // Another agent's certificate is signed by the right CA but is for serving, not for
+    // commanding agents.
+    pki.agent_cert("n2", &["127.0.0.2"]);
+    let agent_identity = (pki.path().join("n2.crt"), pki.path().join("n2.key"));
+    let err = call_with(pki.path(), Some(agent_identity), agent.addr).await.unwrap_err();
+    assert!(err.contains("alert"), "{err}");
+    agent.stop().await;
+}
+
+#[tokio::test]
+async fn the_coordinator_explains_a_rejected_certificate() {
+    let pki = Pki::new();
+    pki.agent_cert("n1", &["127.0.0.1"]);
+    let agent = start_agent(&pki, "n1", "127.0.0.1").await;
+    let other = Pki::new();
+    // The agent's CA differs from the coordinator's: both sides reject, and the coordinator
+    // finds out first (it verifies the server certificate).
+    let err = other.dialer().connect(&node("n1", agent.addr)).await.unwrap_err();
+    assert_eq!(err.kind, FailureKind::Tls, "{err}");
+    assert!(err.message.contains("not signed by this cluster's CA"), "{err}");
+
+    // The coordinator's certificate from another CA, the agent's from ours: the agent rejects.
+    std::fs::copy(pki.path().join("ca.crt"), other.path().join("ca.crt")).unwrap();
+    let survey_cluster = cluster_of(&[node("n1", agent.addr)]);
+    let survey = pvfs_coord::survey(&survey_cluster, &other.dialer()).await;
+    let err = survey.nodes[0].result.as_ref().unwrap_err();
+    assert_eq!(err.kind, FailureKind::Tls, "{err}");
+    assert!(err.message.contains("does not accept our certificate"), "{err}");
+    agent.stop().await;
+}
+
+#[tokio::test]
+async fn an_agent_certificate_must_name_the_dialled_address() {
+    let pki = Pki::new();
+    // Issued for 127.0.0.9, served on 127.0.0.1.
+    pki.agent_cert("n1", &["127.0.0.9"]);
+    let agent = start_agent(&pki, "n1", "127.0.0.1").await;
+    let err = pki.dialer().connect(&node("n1", agent.addr)).await.unwrap_err();
+    assert_eq!(err.kind, FailureKind::Tls);
+    assert!(err.message.contains("does not name 127.0.0.1"), "{err}");
+    agent.stop().await;
+}
+
+#[tokio::test]
+async fn a_stopped_agent_is_refused_and_named() {
+    let pki = Pki::new();
+    pki.agent_cert("up", &["127.0.0.1"]);
+    pki.agent_cert("down", &["127.0.0.1"]);
+    let up = start_agent(&pki, "up", "127.0.0.1").await;
+    let down = start_agent(&pki, "down", "127.0.0.1").await;
+    let down_addr = down.addr;
+    down.stop().await;
+
+    let cluster = cluster_of(&[node("up", up.addr), node("down", down_addr)]);
+    let survey = pvfs_coord::survey(&cluster, &pki.dialer()).await;
+    assert!(survey.nodes[0].reachable(), "{:?}", survey.nodes[0].result);
+    assert!(survey.nodes[0].rtt.is_some());
+    let failed: Vec<_> = survey.unreachable().map(|n| (n.name.as_str(), n.result.as_ref().unwrap_err().kind)).collect();
+    assert_eq!(failed, [("down", FailureKind::Refused)]);
+    up.stop().await;
+}
+
+#[tokio::test]
+async fn insecure_is_refused_off_loopback_on_both_sides() {
+    let state = tempfile::tempdir().unwrap();
+    let settings = Settings {
+        name: "n1".into(),
+        listen: "0.0.0.0:7070".parse().unwrap(),
+        security: Security::Insecure,
+        state_dir: state.path().to_owned(),
+        root: Root::system(),
+    };
+    let err = pvfs_agent::prepare(settings.clone()).unwrap_err();
+    assert!(err.to_string().contains("refusing --insecure on 0.0.0.0:7070"), "{err}");
+    let loopback = Settings { listen: "127.0.0.1:0".parse().unwrap(), ..settings };
+    pvfs_agent::prepare(loopback).unwrap();
+
+    let dialer = Dialer::new(ClientSecurity::Insecure, TIMEOUT);
+    let err = dialer.connect(&node("n1", "10.0.0.5:7070".parse().unwrap())).await.unwrap_err();
+    assert_eq!(err.kind, FailureKind::Config);
+}
+
+#[tokio::test]
+async fn a_second_agent_on_the_same_state_dir_is_refused() {
+    let pki = Pki::new();
+    pki.agent_cert("n1", &["127.0.0.1"]);
+    let agent = start_agent(&pki, "n1", "127.0.0.1").await;
+    // Wait until the first agent holds its lock (it is serving once a connection succeeds).
+    pki.dialer().connect(&node("n1", agent.addr)).await.unwrap();
+    let settings = Settings {
+        name: "n1".into(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        security: Security::MutualTls { dir: pki.path().to_owned() },
+        state_dir: agent._state.path().join("state"),
+        root: Root::system(),
+    };
+    let prepared = pvfs_agent::prepare(settings).unwrap();
+    let listener = pvfs_agent::bind(prepared.settings().listen).await.unwrap();
+    let err = pvfs_agent::serve(listener, prepared, CancellationToken::new()).await.unwrap_err();
+    assert!(matches!(err, AgentError::StateLocked { .. }), "{err}");
+    agent.stop().await;
+}
+
+fn cluster_of(nodes: &[Node]) -> pvfs_config::Cluster {
+    pvfs_config::Cluster {
+        source: "cluster.toml".into(),
+        name: "test".into(),
+        kind: pvfs_config::Kind::Local,
+        nodes: nodes.to_vec(),
+        tls_dir: "tls".into(),
+        spec: pvfs_config::KindSpec::Local { mount: "/tmp".into() },
+        bench: Default::default(),
+    }
+}
