@@ -8,16 +8,20 @@ use std::net::SocketAddr;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-/// The extra variable carrying the bound address (systemd ignores unknown `X_` variables).
+/// Extra variables carrying the bound address and the agent's name (systemd ignores unknown
+/// `X_` variables).
 pub const LISTEN_VAR: &str = "X_PVFS_LISTEN";
+pub const NAME_VAR: &str = "X_PVFS_NAME";
 
 pub(crate) fn ready(local: SocketAddr, name: &str) {
     let status = format!("serving {name} on {local}");
     let listen = format!("{LISTEN_VAR}={local}");
+    let name = format!("{NAME_VAR}={name}");
     let states = [
         sd_notify::NotifyState::Ready,
         sd_notify::NotifyState::Status(&status),
         sd_notify::NotifyState::Custom(&listen),
+        sd_notify::NotifyState::Custom(&name),
     ];
     if let Err(err) = sd_notify::notify(&states) {
         tracing::warn!(error = %err, "could not notify readiness");

@@ -1,0 +1,92 @@
+//! `pvfs-agent`: run the node agent until SIGTERM or Ctrl-C.
+
+use crate::cli::AgentCli;
+use crate::{exit, logging, output};
+use anyhow::Context;
+use pvfs_agent::{Security, Settings};
+use pvfs_host::Root;
+use std::time::Duration;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio_util::sync::CancellationToken;
+
+/// After a stop signal the agent lets in-flight requests finish for this long, then exits
+/// anyway: systemd would kill it at TimeoutStopSec, and a clean exit is better than a kill.
+const DRAIN_DEADLINE: Duration = Duration::from_secs(10);
+
+pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
+    logging::init(&cli.log, "info")?;
+    let name = match cli.name {
+        Some(name) => name,
+        None => Root::system()
+            .read_trimmed("/proc/sys/kernel/hostname")
+            .context("no --name given and the host name cannot be read")?,
+    };
+    let settings = Settings {
+        name,
+        listen: cli.listen,
+        security: if cli.insecure { Security::Insecure } else { Security::MutualTls { dir: cli.tls_dir } },
+        state_dir: cli.state_dir,
+        root: Root::system(),
+    };
+    let prepared = pvfs_agent::prepare(settings)?;
+    if cli.check_config {
+        let s = prepared.settings();
+        let mut text = format!("pvfs-agent {}: configuration ok\n  name: {}\n  listen: {}\n", pvfs_agent::VERSION, s.name, s.listen);
+        match prepared.certificate() {
+            Some(cert) => {
+                text += &format!(
+                    "  tls: mutual, certificate {:?} for {} (valid until {})\n",
+                    cert.common_name,
+                    cert.sans.join(", "),
+                    cert.not_after.date()
+                );
+            }
+            None => text += "  tls: none (--insecure, loopback only)\n",
+        }
+        text += &format!("  state dir: {}\n", s.state_dir.display());
+        output::print(&text)?;
+        return Ok(exit::OK);
+    }
+
+    // Two worker threads: the agent's work is light and mostly waiting on the kernel and on
+    // child processes; fewer threads keep its idle footprint small.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async {
+        let listener = pvfs_agent::bind(prepared.settings().listen).await?;
+        let shutdown = CancellationToken::new();
+        tokio::spawn(stop_on_signal(shutdown.clone()));
+        let serve = pvfs_agent::serve(listener, prepared, shutdown.clone());
+        tokio::select! {
+            result = serve => result?,
+            () = async { shutdown.cancelled().await; tokio::time::sleep(DRAIN_DEADLINE).await } => {
+                tracing::warn!(deadline = ?DRAIN_DEADLINE, "requests still running at the drain deadline; exiting");
+            }
+        }
+        anyhow::Ok(exit::OK)
+    })
+}
+
+/// The first SIGTERM or SIGINT starts a graceful shutdown; a second one exits at once.
+async fn stop_on_signal(shutdown: CancellationToken) {
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        tracing::error!("cannot install signal handlers; stop the agent with SIGKILL");
+        return;
+    };
+    for n in 0..2 {
+        let which = tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        };
+        if n == 0 {
+            tracing::info!(signal = which, "stopping: draining requests");
+            shutdown.cancel();
+        } else {
+            tracing::warn!(signal = which, "second stop signal: exiting now");
+            std::process::exit(130);
+        }
+    }
+}

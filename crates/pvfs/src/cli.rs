@@ -1,0 +1,254 @@
+//! Command-line flags: what each personality accepts.
+//!
+//! The cluster file says *what* the cluster is; these flags say *how to run this command*.
+//! Values are checked here (parsers for durations, addresses); resolving them against files
+//! and the environment happens in the commands.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+const AFTER_CTL: &str = "\
+Exit status: 0 success, 1 the command ran and found failures (e.g. an unreachable node), 2 bad input.
+
+Start here: `pvfsctl demo` runs a local cluster of agents on this machine.";
+
+/// `pvfs`: both programs in one, by subcommand.
+#[derive(Debug, Parser)]
+#[command(name = "pvfs", version, about = "Parallel file systems: set up, benchmark, watch")]
+pub struct PvfsCli {
+    #[command(subcommand)]
+    pub command: PvfsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PvfsCommand {
+    /// The coordinator CLI (same as running `pvfsctl`).
+    Ctl(CtlCli),
+    /// The node agent (same as running `pvfs-agent`).
+    Agent(AgentCli),
+}
+
+/// `pvfsctl`: the coordinator.
+#[derive(Debug, Parser)]
+#[command(
+    name = "pvfsctl",
+    version,
+    about = "Stand up, benchmark and watch a parallel file system (Lustre, GlusterFS, BeeGFS) across its nodes",
+    after_help = AFTER_CTL
+)]
+pub struct CtlCli {
+    #[command(flatten)]
+    pub log: LogArgs,
+    #[command(subcommand)]
+    pub command: CtlCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CtlCommand {
+    /// Create the cluster CA and issue certificates.
+    #[command(subcommand)]
+    Ca(CaCommand),
+    /// Check a cluster file and print every error with its position.
+    Validate(ValidateArgs),
+    /// Ask every agent for its node's facts.
+    Nodes(NodesArgs),
+    /// Start a local cluster of agents on loopback and show it.
+    Demo(DemoArgs),
+    /// Write shell completions and man pages (used by `cargo xtask dist`).
+    #[command(hide = true)]
+    Generate(GenerateArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CaCommand {
+    /// Create a new cluster CA (DIR/ca.crt, DIR/ca.key). Never overwrites one.
+    Init {
+        /// Directory for the CA (created mode 0700 if missing).
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+    },
+    /// Issue DIR/NAME.crt and DIR/NAME.key, signed by the CA in DIR.
+    Issue(IssueArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct IssueArgs {
+    /// The holder: a node name (an agent), or `pvfsctl` for the coordinator.
+    pub name: String,
+    /// Directory holding the CA; the certificate and key are written there.
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
+    /// An IP address or DNS name the certificate is valid for (repeatable). Give agents the
+    /// address the cluster file dials them at.
+    #[arg(long = "san", value_name = "IP_OR_DNS")]
+    pub sans: Vec<String>,
+    /// What the certificate is for; by default `pvfsctl` gets a coordinator (client)
+    /// certificate and every other name an agent (server) certificate.
+    #[arg(long, value_enum)]
+    pub usage: Option<UsageArg>,
+    /// Replace an existing NAME.crt/NAME.key.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum UsageArg {
+    Agent,
+    Coordinator,
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// The cluster file.
+    #[arg(value_name = "CLUSTER.toml")]
+    pub cluster: PathBuf,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// How the coordinator connects to agents.
+#[derive(Debug, Args)]
+pub struct ConnectArgs {
+    /// Directory with ca.crt and the coordinator's certificate; defaults to the cluster file's
+    /// `[tls] dir`.
+    #[arg(long, value_name = "DIR", env = "PVFS_TLS_DIR")]
+    pub tls_dir: Option<PathBuf>,
+    /// Name of the coordinator's certificate in the TLS directory.
+    #[arg(long, value_name = "NAME", default_value = pvfs_tls::COORDINATOR_NAME)]
+    pub cert_name: String,
+    /// Plaintext instead of mutual TLS; refused unless every agent is on a loopback address.
+    #[arg(long)]
+    pub insecure: bool,
+    /// Give up on a node after this long (connect and each request).
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct NodesArgs {
+    /// The cluster file.
+    #[arg(value_name = "CLUSTER.toml")]
+    pub cluster: PathBuf,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Print `{"nodes":[…]}` instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// How many agents to start.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=50))]
+    pub agents: u8,
+    /// Keep the demo's files (CA, certificates, cluster file, agent logs) in DIR; by default
+    /// they go to a temporary directory that is removed on exit.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Exit after showing the cluster instead of waiting for Ctrl-C (the default when stdout
+    /// is not a terminal).
+    #[arg(long)]
+    pub once: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// Directory to write `completions/` and `man/` into.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+/// `pvfs-agent`: the daemon on every node.
+#[derive(Debug, Parser)]
+#[command(
+    name = "pvfs-agent",
+    version,
+    about = "The pvfs node agent: serves node facts (and, later, setup steps, metrics and benchmarks) to pvfsctl over mutual TLS",
+    after_help = "Every flag can also be set in the environment (e.g. PVFS_AGENT_LISTEN), as the systemd unit does."
+)]
+pub struct AgentCli {
+    /// Address to listen on.
+    #[arg(long, value_name = "ADDR", env = "PVFS_AGENT_LISTEN", default_value = "0.0.0.0:7070")]
+    pub listen: SocketAddr,
+    /// This node's name (the cluster file's node name, and the certificate's name); defaults
+    /// to the host name.
+    #[arg(long, value_name = "NAME", env = "PVFS_AGENT_NAME")]
+    pub name: Option<String>,
+    /// Directory with ca.crt, NAME.crt and NAME.key.
+    #[arg(long, value_name = "DIR", env = "PVFS_AGENT_TLS_DIR", default_value = "/etc/pvfs/tls")]
+    pub tls_dir: PathBuf,
+    /// Serve plaintext; refused unless --listen is a loopback address.
+    #[arg(long, env = "PVFS_AGENT_INSECURE")]
+    pub insecure: bool,
+    /// Directory for the agent's state.
+    #[arg(long, value_name = "DIR", env = "PVFS_AGENT_STATE_DIR", default_value = "/var/lib/pvfs")]
+    pub state_dir: PathBuf,
+    /// Check the configuration (certificates, addresses, state directory), print what would
+    /// be served, and exit: 0 if it would start, 2 if not.
+    #[arg(long)]
+    pub check_config: bool,
+    #[command(flatten)]
+    pub log: LogArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// Log filter: a level (error, warn, info, debug, trace) or per-target levels such as
+    /// `pvfs_agent=debug,info`.
+    #[arg(long, value_name = "FILTER", env = "PVFS_LOG", global = true)]
+    pub log: Option<String>,
+    /// Log format on stderr.
+    #[arg(long, value_enum, env = "PVFS_LOG_FORMAT", default_value = "text", global = true)]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// "5s", "500ms", "1m30s".
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| format!("{e} (examples: 5s, 500ms, 1m)"))?;
+    if d.is_zero() { Err("must be more than zero".into()) } else { Ok(d) }
+}
+
+/// The `pvfs` command tree, for completions and man pages.
+pub fn commands() -> [clap::Command; 3] {
+    use clap::CommandFactory;
+    [CtlCli::command(), AgentCli::command(), PvfsCli::command()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definitions_are_consistent() {
+        CtlCli::command().debug_assert();
+        AgentCli::command().debug_assert();
+        PvfsCli::command().debug_assert();
+    }
+
+    #[test]
+    fn timeouts_parse_as_durations() {
+        let cli = CtlCli::try_parse_from(["pvfsctl", "nodes", "c.toml", "--timeout", "1500ms"]).unwrap();
+        let CtlCommand::Nodes(args) = cli.command else { panic!() };
+        assert_eq!(args.connect.timeout, Duration::from_millis(1500));
+        let err = CtlCli::try_parse_from(["pvfsctl", "nodes", "c.toml", "--timeout", "0s"]).unwrap_err();
+        assert!(err.to_string().contains("more than zero"), "{err}");
+    }
+
+    #[test]
+    fn pvfs_reaches_both_personalities() {
+        let cli = PvfsCli::try_parse_from(["pvfs", "agent", "--listen", "127.0.0.1:0", "--insecure"]).unwrap();
+        assert!(matches!(cli.command, PvfsCommand::Agent(AgentCli { insecure: true, .. })));
+        let cli = PvfsCli::try_parse_from(["pvfs", "ctl", "validate", "c.toml"]).unwrap();
+        assert!(matches!(cli.command, PvfsCommand::Ctl(_)));
+    }
+}

@@ -1,0 +1,51 @@
+//! `pvfsctl` subcommands.
+
+mod ca;
+mod demo;
+mod generate;
+mod nodes;
+mod validate;
+
+use crate::cli::{ConnectArgs, CtlCli, CtlCommand};
+use crate::logging;
+use anyhow::Context;
+use pvfs_config::Cluster;
+use pvfs_coord::{ClientSecurity, Dialer};
+
+pub(crate) fn run(cli: CtlCli) -> anyhow::Result<u8> {
+    logging::init(&cli.log, "warn")?;
+    match cli.command {
+        CtlCommand::Ca(command) => ca::run(command),
+        CtlCommand::Validate(args) => validate::run(args),
+        CtlCommand::Nodes(args) => runtime()?.block_on(nodes::run(args)),
+        CtlCommand::Demo(args) => runtime()?.block_on(demo::run(args)),
+        CtlCommand::Generate(args) => generate::run(args),
+    }
+}
+
+/// Multi-threaded: dialling many agents means many concurrent TLS handshakes, which are CPU work.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")
+}
+
+/// The dialer for `cluster`: the TLS directory from `--tls-dir`, else the cluster file's
+/// `[tls] dir`; plaintext only when asked and only to loopback agents.
+pub(crate) fn dialer(cluster: &Cluster, args: &ConnectArgs) -> anyhow::Result<Dialer> {
+    let security = if args.insecure {
+        if let Some(node) = cluster.nodes.iter().find(|n| !n.address.is_loopback()) {
+            anyhow::bail!(
+                "refusing --insecure: node {:?} is at {}, and plaintext is allowed only when every agent is on a loopback address",
+                node.name,
+                node.address
+            );
+        }
+        ClientSecurity::Insecure
+    } else {
+        let dir = args.tls_dir.clone().unwrap_or_else(|| cluster.tls_dir.clone());
+        let material = pvfs_tls::load(&dir, &args.cert_name)?;
+        pvfs_tls::check_identity(&material, pvfs_tls::Usage::Coordinator)
+            .with_context(|| format!("the coordinator certificate in {} cannot be used", dir.display()))?;
+        ClientSecurity::MutualTls(material)
+    };
+    Ok(Dialer::new(security, args.timeout))
+}

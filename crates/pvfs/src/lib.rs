@@ -1,0 +1,71 @@
+//! The single pvfs executable: `pvfsctl` (coordinator CLI) and `pvfs-agent` (node daemon).
+//!
+//! The personality comes from argv[0], so one file copied to every node serves as both;
+//! `pvfs ctl …` and `pvfs agent …` reach the same code under any name. This crate is the CLI
+//! glue: flags ([`cli`]), logging, and output; the work is done by the library crates.
+
+mod agent;
+pub mod cli;
+mod ctl;
+mod logging;
+mod output;
+
+use clap::Parser;
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Exit codes, fixed for scripts.
+pub mod exit {
+    /// Everything asked for succeeded.
+    pub const OK: u8 = 0;
+    /// The command ran, and found failures (e.g. unreachable nodes).
+    pub const FAILURES: u8 = 1;
+    /// Bad input (flags, cluster file, certificates) or an error before the work started.
+    pub const BAD_INPUT: u8 = 2;
+}
+
+/// Which program the user ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Personality {
+    Ctl,
+    Agent,
+    /// `pvfs`: the subcommand (`ctl` or `agent`) decides.
+    Multi,
+}
+
+impl Personality {
+    /// From argv[0]'s file name: `pvfsctl…` → Ctl, `pvfs-agent…` → Agent, anything else → Multi.
+    pub fn from_argv0(argv0: &OsString) -> Personality {
+        let name = Path::new(argv0).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if name.starts_with("pvfsctl") {
+            Personality::Ctl
+        } else if name.starts_with("pvfs-agent") {
+            Personality::Agent
+        } else {
+            Personality::Multi
+        }
+    }
+}
+
+/// Parses the command line, runs the command, and maps the outcome to an exit code.
+pub fn main() -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let personality = args.first().map(Personality::from_argv0).unwrap_or(Personality::Multi);
+    let result = match personality {
+        Personality::Ctl => ctl::run(cli::CtlCli::parse_from(args)),
+        Personality::Agent => agent::run(cli::AgentCli::parse_from(args)),
+        Personality::Multi => match cli::PvfsCli::parse_from(args).command {
+            cli::PvfsCommand::Ctl(ctl) => ctl::run(ctl),
+            cli::PvfsCommand::Agent(agent) => agent::run(agent),
+        },
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(err) if output::is_broken_pipe(&err) => ExitCode::from(exit::OK),
+        Err(err) => {
+            output::error(&err);
+            ExitCode::from(exit::BAD_INPUT)
+        }
+    }
+}
