@@ -100,7 +100,10 @@ impl Prepared {
 pub fn prepare(settings: Settings) -> Result<Prepared, AgentError> {
     let tls = match &settings.security {
         Security::Insecure if !settings.listen.ip().is_loopback() => {
-            return Err(AgentError::InsecureNotLoopback { listen: settings.listen, name: settings.name.clone() });
+            return Err(AgentError::InsecureNotLoopback {
+                listen: settings.listen,
+                name: settings.name.clone(),
+            });
         }
         Security::Insecure => None,
         Security::MutualTls { dir } => {
@@ -122,10 +125,15 @@ pub async fn bind(listen: SocketAddr) -> Result<TcpListener, AgentError> {
 ///
 /// Tells systemd (when started by it, or by anything that sets `NOTIFY_SOCKET`) that the agent
 /// is ready once the listener is serving.
-pub async fn serve(listener: TcpListener, prepared: Prepared, shutdown: CancellationToken) -> Result<(), AgentError> {
+pub async fn serve(
+    listener: TcpListener,
+    prepared: Prepared,
+    shutdown: CancellationToken,
+) -> Result<(), AgentError> {
     let Prepared { settings, tls } = prepared;
     let _lock = state::lock(&settings.state_dir)?;
-    let local = listener.local_addr().map_err(|source| AgentError::Bind { listen: settings.listen, source })?;
+    let local =
+        listener.local_addr().map_err(|source| AgentError::Bind { listen: settings.listen, source })?;
 
     let mut server = Server::builder();
     if let Some((material, _)) = &tls {
@@ -152,9 +160,8 @@ pub async fn serve(listener: TcpListener, prepared: Prepared, shutdown: Cancella
     let watchdog = notify::spawn_watchdog(shutdown.clone());
 
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-    let router = server
-        .add_service(health_service)
-        .add_service(pvfs_proto::pb::agent_server::AgentServer::new(agent));
+    let router =
+        server.add_service(health_service).add_service(pvfs_proto::pb::agent_server::AgentServer::new(agent));
     tracing::info!(
         name = %settings.name,
         listen = %local,

@@ -26,10 +26,13 @@ pub(crate) fn lock(dir: &Path) -> Result<File, AgentError> {
     let state_err = |source| AgentError::State { path: dir.to_owned(), source };
     fs::create_dir_all(dir).map_err(state_err)?;
     let lock_path: PathBuf = dir.join(LOCK_FILE);
-    let file = File::options().create(true).truncate(false).write(true).open(&lock_path).map_err(state_err)?;
+    let file =
+        File::options().create(true).truncate(false).write(true).open(&lock_path).map_err(state_err)?;
     match file.try_lock() {
         Ok(()) => Ok(file),
-        Err(TryLockError::WouldBlock) => Err(AgentError::StateLocked { dir: dir.to_owned(), lock: lock_path }),
+        Err(TryLockError::WouldBlock) => {
+            Err(AgentError::StateLocked { dir: dir.to_owned(), lock: lock_path })
+        }
         Err(TryLockError::Error(err)) => Err(state_err(err)),
     }
 }

@@ -12,9 +12,9 @@
 mod diagnostic;
 mod fields;
 mod load;
-mod suggest;
 pub mod model;
 pub mod schema;
+mod suggest;
 mod validate;
 
 pub use diagnostic::{ConfigError, Diagnostic};

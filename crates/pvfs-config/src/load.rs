@@ -5,8 +5,8 @@ use crate::diagnostic::{ConfigError, Diagnostic};
 use crate::fields;
 use crate::model::Cluster;
 use crate::schema::{
-    BeegfsSection, BenchSection, ClusterFile, ClusterSection, GlusterfsSection, LocalSection,
-    LustreSection, NodeSpec, TlsSection,
+    BeegfsSection, BenchSection, ClusterFile, ClusterSection, GlusterfsSection, LocalSection, LustreSection,
+    NodeSpec, TlsSection,
 };
 use serde::de::DeserializeOwned;
 use std::path::Path;
@@ -100,7 +100,8 @@ fn read_file(source: &str, diagnostics: &mut Vec<Diagnostic>) -> Option<ClusterF
         },
     }
     let Some(cluster) = cluster else {
-        let msg = "missing [cluster] section: add one with `name` and `kind` (lustre, glusterfs, beegfs or local)";
+        let msg =
+            "missing [cluster] section: add one with `name` and `kind` (lustre, glusterfs, beegfs or local)";
         diagnostics.push(Diagnostic::at(source, 0..0, msg));
         return None;
     };
@@ -130,7 +131,11 @@ fn typed_opt<T: DeserializeOwned>(
 }
 
 /// Deserializes one section or node, reporting its error with position.
-fn typed<T: DeserializeOwned>(source: &str, value: Spanned<DeValue<'_>>, diagnostics: &mut Vec<Diagnostic>) -> Option<T> {
+fn typed<T: DeserializeOwned>(
+    source: &str,
+    value: Spanned<DeValue<'_>>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<T> {
     T::deserialize(ValueDeserializer::from(value))
         .map_err(|err| {
             let span = err.span().unwrap_or(0..0);
@@ -157,7 +162,11 @@ fn retain_known(
             Some(close) => format!("did you mean `{close}`?"),
             None => format!("expected one of: {}", known.join(", ")),
         };
-        diagnostics.push(Diagnostic::at(source, key.span(), format!("unknown key `{name}` in {place}; {hint}")));
+        diagnostics.push(Diagnostic::at(
+            source,
+            key.span(),
+            format!("unknown key `{name}` in {place}; {hint}"),
+        ));
     }
     *table = kept;
 }

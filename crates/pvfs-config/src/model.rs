@@ -103,16 +103,8 @@ pub enum Role {
 }
 
 impl Role {
-    pub const ALL: [Role; 8] = [
-        Role::Mgs,
-        Role::Mds,
-        Role::Oss,
-        Role::Server,
-        Role::Mgmtd,
-        Role::Meta,
-        Role::Storage,
-        Role::Client,
-    ];
+    pub const ALL: [Role; 8] =
+        [Role::Mgs, Role::Mds, Role::Oss, Role::Server, Role::Mgmtd, Role::Meta, Role::Storage, Role::Client];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -232,7 +224,11 @@ impl FromStr for Address {
 }
 
 fn check_port(port: u16) -> Result<u16, String> {
-    if port == 0 { Err("port 0 cannot be dialled; give the port the agent listens on".into()) } else { Ok(port) }
+    if port == 0 {
+        Err("port 0 cannot be dialled; give the port the agent listens on".into())
+    } else {
+        Ok(port)
+    }
 }
 
 /// RFC 1123 host name: dot-separated labels of letters, digits and inner hyphens.

@@ -20,7 +20,10 @@ pub(crate) fn validate(
 
     let name = file.cluster.name.get_ref().clone();
     if !is_simple_name(&name) {
-        v.error(&file.cluster.name, "cluster name must be letters, digits, '-', '_' or '.' (it labels reports and metrics)");
+        v.error(
+            &file.cluster.name,
+            "cluster name must be letters, digits, '-', '_' or '.' (it labels reports and metrics)",
+        );
     }
     let kind = match file.cluster.kind.get_ref().parse::<Kind>() {
         Ok(kind) => Some(kind),
@@ -28,7 +31,10 @@ pub(crate) fn validate(
             let given = file.cluster.kind.get_ref();
             let names: Vec<&'static str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
             let hint = closest(given, &names).map(|k| format!("; did you mean {k:?}?")).unwrap_or_default();
-            v.error(&file.cluster.kind, format!("unknown kind {given:?}: expected one of {}{hint}", names.join(", ")));
+            v.error(
+                &file.cluster.kind,
+                format!("unknown kind {given:?}: expected one of {}{hint}", names.join(", ")),
+            );
             None
         }
     };
@@ -77,7 +83,10 @@ impl Validator<'_> {
             Kind::Lustre => match &file.lustre {
                 Some(s) => {
                     let fsname = s.fsname.get_ref();
-                    if fsname.is_empty() || fsname.len() > 8 || !fsname.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                    if fsname.is_empty()
+                        || fsname.len() > 8
+                        || !fsname.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                    {
                         self.error(&s.fsname, "Lustre fsname must be 1 to 8 letters, digits, '_' or '-'");
                     }
                     let lnet = s.lnet.get_ref();
@@ -85,7 +94,11 @@ impl Validator<'_> {
                     if net != "tcp" && net != "o2ib" {
                         self.error(&s.lnet, format!("unknown LNet network {lnet:?}: use \"tcp\" or \"o2ib\" (optionally numbered, e.g. \"tcp1\")"));
                     }
-                    KindSpec::Lustre { fsname: fsname.clone(), mount: self.absolute(&s.mount), lnet: lnet.clone() }
+                    KindSpec::Lustre {
+                        fsname: fsname.clone(),
+                        mount: self.absolute(&s.mount),
+                        lnet: lnet.clone(),
+                    }
                 }
                 None => return self.missing(file, missing("fsname, mount")),
             },
@@ -117,7 +130,10 @@ impl Validator<'_> {
 
     fn nodes(&mut self, kind: Option<Kind>, file: &ClusterFile) -> Vec<Node> {
         if file.node.is_empty() {
-            self.error(&file.cluster.name, "the cluster has no nodes: add a [[node]] table with name, address and roles for each");
+            self.error(
+                &file.cluster.name,
+                "the cluster has no nodes: add a [[node]] table with name, address and roles for each",
+            );
         }
         let mut names: HashMap<&str, usize> = HashMap::new();
         let mut addresses: HashMap<Address, (&str, usize)> = HashMap::new();
@@ -128,7 +144,10 @@ impl Validator<'_> {
             if !is_simple_name(name) || name.starts_with(['.', '-']) {
                 self.error(&spec.name, format!("node name {name:?} must be letters, digits, '-', '_' or '.' (it names the node's certificate file)"));
             } else if let Some(first) = names.insert(name, line) {
-                self.error(&spec.name, format!("duplicate node name {name:?} (first defined on line {first})"));
+                self.error(
+                    &spec.name,
+                    format!("duplicate node name {name:?} (first defined on line {first})"),
+                );
             }
 
             let address = match spec.address.get_ref().parse::<Address>() {
@@ -141,7 +160,10 @@ impl Validator<'_> {
                     Some(address)
                 }
                 Err(why) => {
-                    self.error(&spec.address, format!("cannot parse address {:?}: {why}", spec.address.get_ref()));
+                    self.error(
+                        &spec.address,
+                        format!("cannot parse address {:?}: {why}", spec.address.get_ref()),
+                    );
                     None
                 }
             };
@@ -154,13 +176,17 @@ impl Validator<'_> {
                 let given = role.get_ref().as_str();
                 let Ok(parsed) = given.parse::<Role>() else {
                     let all: Vec<&'static str> = Role::ALL.iter().map(|r| r.as_str()).collect();
-                    let hint = closest(given, &all).map(|r| format!("; did you mean {r:?}?")).unwrap_or_default();
+                    let hint =
+                        closest(given, &all).map(|r| format!("; did you mean {r:?}?")).unwrap_or_default();
                     self.error(role, format!("unknown role {given:?}: roles are {}{hint}", all.join(", ")));
                     continue;
                 };
                 if let Some(kind) = kind.filter(|k| !k.roles().contains(&parsed)) {
                     let valid: Vec<&str> = kind.roles().iter().map(|r| r.as_str()).collect();
-                    self.error(role, format!("role {given:?} is not valid for kind {kind}: use {}", valid.join(", ")));
+                    self.error(
+                        role,
+                        format!("role {given:?} is not valid for kind {kind}: use {}", valid.join(", ")),
+                    );
                 } else if roles.contains(&parsed) {
                     self.error(role, format!("role {given:?} is listed twice"));
                 } else {
@@ -172,7 +198,13 @@ impl Validator<'_> {
             for disk in &spec.disks {
                 let path = PathBuf::from(disk.get_ref());
                 if !path.is_absolute() {
-                    self.error(disk, format!("disk {:?} must be an absolute device path, e.g. /dev/disk/azure/scsi1/lun0", disk.get_ref()));
+                    self.error(
+                        disk,
+                        format!(
+                            "disk {:?} must be an absolute device path, e.g. /dev/disk/azure/scsi1/lun0",
+                            disk.get_ref()
+                        ),
+                    );
                 } else if disks.contains(&path) {
                     self.error(disk, format!("disk {:?} is listed twice for node {name:?}", disk.get_ref()));
                 } else {
@@ -194,7 +226,10 @@ impl Validator<'_> {
             if allowed.contains(&value.get_ref().as_str()) {
                 Some(value.get_ref().clone())
             } else {
-                self.error(value, format!("unknown {what} {:?}: use {}", value.get_ref(), allowed.join(", ")));
+                self.error(
+                    value,
+                    format!("unknown {what} {:?}: use {}", value.get_ref(), allowed.join(", ")),
+                );
                 None
             }
         };
@@ -218,5 +253,7 @@ impl Validator<'_> {
 
 /// Names that are safe as file names and metric labels.
 fn is_simple_name(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 64 && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    !s.is_empty()
+        && s.len() <= 64
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }

@@ -136,7 +136,8 @@ impl Dialer {
                 .ca_certificate(Certificate::from_pem(&material.ca_pem))
                 .identity(Identity::from_pem(&material.cert_pem, &material.key_pem))
                 .domain_name(address.tls_name());
-            endpoint = endpoint.tls_config(tls).map_err(|e| config_error(format!("TLS configuration: {e}")))?;
+            endpoint =
+                endpoint.tls_config(tls).map_err(|e| config_error(format!("TLS configuration: {e}")))?;
         }
         Ok(endpoint)
     }
@@ -181,7 +182,9 @@ pub fn explain(err: &(dyn StdError + 'static), address: &Address, timeout: Durat
                 }
                 K::ConnectionReset | K::UnexpectedEof | K::BrokenPipe => (
                     FailureKind::Tls,
-                    format!("the agent closed the connection during set-up ({io}); it may be serving plaintext, or rejected our certificate"),
+                    format!(
+                        "the agent closed the connection during set-up ({io}); it may be serving plaintext, or rejected our certificate"
+                    ),
                 ),
                 _ => (FailureKind::Other, io.to_string()),
             };
@@ -189,7 +192,10 @@ pub fn explain(err: &(dyn StdError + 'static), address: &Address, timeout: Durat
         }
         let text = e.to_string();
         if text.contains("failed to lookup address") || text.contains("Name or service not known") {
-            return DialError { kind: FailureKind::Dns, message: format!("cannot resolve {}: {text}", address.tls_name()) };
+            return DialError {
+                kind: FailureKind::Dns,
+                message: format!("cannot resolve {}: {text}", address.tls_name()),
+            };
         }
         innermost = text;
         source = e.source();

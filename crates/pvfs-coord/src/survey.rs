@@ -60,7 +60,13 @@ pub async fn survey(cluster: &Cluster, dialer: &Dialer) -> Survey {
         .into_iter()
         .zip(&cluster.nodes)
         .map(|(slot, node)| {
-            slot.unwrap_or_else(|| report(node, None, Err(DialError { kind: FailureKind::Other, message: "internal error".into() })))
+            slot.unwrap_or_else(|| {
+                report(
+                    node,
+                    None,
+                    Err(DialError { kind: FailureKind::Other, message: "internal error".into() }),
+                )
+            })
         })
         .collect();
     Survey { nodes, elapsed: started.elapsed() }
@@ -74,7 +80,14 @@ fn report(node: &Node, rtt: Option<Duration>, result: Result<NodeInfo, DialError
         )),
         _ => None,
     };
-    NodeReport { name: node.name.clone(), roles: node.roles.clone(), address: node.address.to_string(), rtt, result, warning }
+    NodeReport {
+        name: node.name.clone(),
+        roles: node.roles.clone(),
+        address: node.address.to_string(),
+        rtt,
+        result,
+        warning,
+    }
 }
 
 async fn ask(node: &Node, dialer: &Dialer) -> NodeReport {
@@ -88,7 +101,10 @@ async fn ask(node: &Node, dialer: &Dialer) -> NodeReport {
             .map_err(|status| rpc_error(&status, node, timeout))?
             .into_inner()
             .node
-            .ok_or_else(|| DialError { kind: FailureKind::Rpc, message: "the agent sent no node facts".into() })?;
+            .ok_or_else(|| DialError {
+                kind: FailureKind::Rpc,
+                message: "the agent sent no node facts".into(),
+            })?;
         let sent = Instant::now();
         let health = conn
             .health
@@ -98,7 +114,10 @@ async fn ask(node: &Node, dialer: &Dialer) -> NodeReport {
         let rtt = sent.elapsed();
         let serving = tonic_health::pb::health_check_response::ServingStatus::Serving as i32;
         if health.into_inner().status != serving {
-            return Err(DialError { kind: FailureKind::Rpc, message: "the agent reports it is not serving (shutting down?)".into() });
+            return Err(DialError {
+                kind: FailureKind::Rpc,
+                message: "the agent reports it is not serving (shutting down?)".into(),
+            });
         }
         Ok((NodeInfo::from(info), rtt))
     };
@@ -106,7 +125,14 @@ async fn ask(node: &Node, dialer: &Dialer) -> NodeReport {
     match tokio::time::timeout(timeout, exchange).await {
         Ok(Ok((info, rtt))) => report(node, Some(rtt), Ok(info)),
         Ok(Err(err)) => report(node, None, Err(err)),
-        Err(_) => report(node, None, Err(DialError { kind: FailureKind::Timeout, message: format!("timed out after {}s", timeout.as_secs_f64()) })),
+        Err(_) => report(
+            node,
+            None,
+            Err(DialError {
+                kind: FailureKind::Timeout,
+                message: format!("timed out after {}s", timeout.as_secs_f64()),
+            }),
+        ),
     }
 }
 
@@ -120,5 +146,8 @@ fn rpc_error(status: &tonic::Status, node: &Node, timeout: Duration) -> DialErro
             return explained;
         }
     }
-    DialError { kind: FailureKind::Rpc, message: format!("the agent answered {:?}: {}", status.code(), status.message()) }
+    DialError {
+        kind: FailureKind::Rpc,
+        message: format!("the agent answered {:?}: {}", status.code(), status.message()),
+    }
 }

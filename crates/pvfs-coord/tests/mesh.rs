@@ -91,8 +91,15 @@ async fn a_coordinator_with_a_valid_certificate_gets_info() {
     assert_eq!(info.hostname, here.trim());
     assert!(info.memory_bytes > 0 && info.cpu.unwrap().logical > 0);
 
-    let health = conn.health.check(tonic_health::pb::HealthCheckRequest { service: "pvfs.v1.Agent".into() }).await.unwrap();
-    assert_eq!(health.into_inner().status, tonic_health::pb::health_check_response::ServingStatus::Serving as i32);
+    let health = conn
+        .health
+        .check(tonic_health::pb::HealthCheckRequest { service: "pvfs.v1.Agent".into() })
+        .await
+        .unwrap();
+    assert_eq!(
+        health.into_inner().status,
+        tonic_health::pb::health_check_response::ServingStatus::Serving as i32
+    );
     agent.stop().await;
 }
 
@@ -104,7 +111,8 @@ async fn call_with(ca: &Path, identity: Option<(PathBuf, PathBuf)>, addr: Socket
     if let Some((cert, key)) = identity {
         tls = tls.identity(Identity::from_pem(std::fs::read(cert).unwrap(), std::fs::read(key).unwrap()));
     }
-    let endpoint = Endpoint::from_shared(format!("https://{addr}")).unwrap().tls_config(tls).unwrap().timeout(TIMEOUT);
+    let endpoint =
+        Endpoint::from_shared(format!("https://{addr}")).unwrap().tls_config(tls).unwrap().timeout(TIMEOUT);
     let channel = endpoint.connect().await.map_err(|e| format!("connect: {e:?}"))?;
     pb::agent_client::AgentClient::new(channel)
         .info(pb::InfoRequest {})
@@ -188,7 +196,8 @@ async fn a_stopped_agent_is_refused_and_named() {
     let survey = pvfs_coord::survey(&cluster, &pki.dialer()).await;
     assert!(survey.nodes[0].reachable(), "{:?}", survey.nodes[0].result);
     assert!(survey.nodes[0].rtt.is_some());
-    let failed: Vec<_> = survey.unreachable().map(|n| (n.name.as_str(), n.result.as_ref().unwrap_err().kind)).collect();
+    let failed: Vec<_> =
+        survey.unreachable().map(|n| (n.name.as_str(), n.result.as_ref().unwrap_err().kind)).collect();
     assert_eq!(failed, [("down", FailureKind::Refused)]);
     up.stop().await;
 }

@@ -218,9 +218,8 @@ pub async fn probe_signature(root: &Root, runner: &impl Runner, path: &str) -> S
     match output.code {
         Some(2) if output.stderr.trim().is_empty() => Signature::Empty,
         Some(0) => {
-            let field = |key: &str| {
-                output.stdout.lines().find_map(|l| l.strip_prefix(key)).map(str::to_owned)
-            };
+            let field =
+                |key: &str| output.stdout.lines().find_map(|l| l.strip_prefix(key)).map(str::to_owned);
             match field("TYPE=").or_else(|| field("PTTYPE=")) {
                 Some(kind) => Signature::Present { kind },
                 None => Signature::Present { kind: "unknown".into() },
@@ -249,9 +248,10 @@ fn read_nics(root: &Root) -> Vec<Nic> {
             Nic {
                 mac: attr("address").unwrap_or_default(),
                 // Reading `speed` fails with EINVAL for virtual NICs and gives -1 with no link.
-                speed_mbps: attr("speed").ok().and_then(|s| s.parse::<i64>().ok()).and_then(|s| {
-                    u32::try_from(s).ok().filter(|&s| s > 0)
-                }),
+                speed_mbps: attr("speed")
+                    .ok()
+                    .and_then(|s| s.parse::<i64>().ok())
+                    .and_then(|s| u32::try_from(s).ok().filter(|&s| s > 0)),
                 mtu: attr("mtu").ok().and_then(|s| s.parse().ok()).unwrap_or(0),
                 operstate: attr("operstate").unwrap_or_default(),
                 duplex: attr("duplex").unwrap_or_default(),

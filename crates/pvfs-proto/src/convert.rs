@@ -4,7 +4,7 @@
 //! conversions from the wire treat a missing message as its default rather than failing.
 
 use crate::pb;
-use pvfs_metrics::facts::{BlockDevice, Cpu, NodeFacts, NodeInfo, Nic, OsRelease, Signature};
+use pvfs_metrics::facts::{BlockDevice, Cpu, Nic, NodeFacts, NodeInfo, OsRelease, Signature};
 
 impl From<NodeInfo> for pb::NodeInfo {
     fn from(info: NodeInfo) -> pb::NodeInfo {
@@ -56,8 +56,12 @@ impl From<BlockDevice> for pb::BlockDevice {
         use pb::signature::State;
         let signature = match d.signature {
             Signature::Empty => pb::Signature { state: State::Empty.into(), ..Default::default() },
-            Signature::Present { kind } => pb::Signature { state: State::Present.into(), kind, detail: String::new() },
-            Signature::Unknown { detail } => pb::Signature { state: State::Unknown.into(), kind: String::new(), detail },
+            Signature::Present { kind } => {
+                pb::Signature { state: State::Present.into(), kind, detail: String::new() }
+            }
+            Signature::Unknown { detail } => {
+                pb::Signature { state: State::Unknown.into(), kind: String::new(), detail }
+            }
         };
         pb::BlockDevice {
             name: d.name,
@@ -83,19 +87,40 @@ impl From<pb::BlockDevice> for BlockDevice {
                 detail: if sig.detail.is_empty() { "not reported by the agent".into() } else { sig.detail },
             },
         };
-        BlockDevice { name: d.name, path: d.path, size_bytes: d.size_bytes, rotational: d.rotational, model: d.model, signature }
+        BlockDevice {
+            name: d.name,
+            path: d.path,
+            size_bytes: d.size_bytes,
+            rotational: d.rotational,
+            model: d.model,
+            signature,
+        }
     }
 }
 
 impl From<Nic> for pb::Nic {
     fn from(n: Nic) -> pb::Nic {
-        pb::Nic { name: n.name, mac: n.mac, speed_mbps: n.speed_mbps, mtu: n.mtu, operstate: n.operstate, duplex: n.duplex }
+        pb::Nic {
+            name: n.name,
+            mac: n.mac,
+            speed_mbps: n.speed_mbps,
+            mtu: n.mtu,
+            operstate: n.operstate,
+            duplex: n.duplex,
+        }
     }
 }
 
 impl From<pb::Nic> for Nic {
     fn from(n: pb::Nic) -> Nic {
-        Nic { name: n.name, mac: n.mac, speed_mbps: n.speed_mbps, mtu: n.mtu, operstate: n.operstate, duplex: n.duplex }
+        Nic {
+            name: n.name,
+            mac: n.mac,
+            speed_mbps: n.speed_mbps,
+            mtu: n.mtu,
+            operstate: n.operstate,
+            duplex: n.duplex,
+        }
     }
 }
 
@@ -110,16 +135,48 @@ mod tests {
             agent_uptime_seconds: 12,
             facts: NodeFacts {
                 hostname: "oss00".into(),
-                os: OsRelease { id: "debian".into(), version_id: "12".into(), pretty_name: "Debian GNU/Linux 12 (bookworm)".into() },
+                os: OsRelease {
+                    id: "debian".into(),
+                    version_id: "12".into(),
+                    pretty_name: "Debian GNU/Linux 12 (bookworm)".into(),
+                },
                 kernel: "6.1.0-37-amd64".into(),
                 cpu: Cpu { logical: 2, model: "Xeon".into() },
                 memory_bytes: 1 << 34,
                 block_devices: vec![
-                    BlockDevice { name: "sdc".into(), path: "/dev/sdc".into(), size_bytes: 1 << 40, rotational: true, model: "Virtual Disk".into(), signature: Signature::Empty },
-                    BlockDevice { name: "sdd".into(), path: "/dev/sdd".into(), size_bytes: 1 << 40, rotational: true, model: String::new(), signature: Signature::Present { kind: "xfs".into() } },
-                    BlockDevice { name: "sde".into(), path: "/dev/sde".into(), size_bytes: 1 << 40, rotational: true, model: String::new(), signature: Signature::Unknown { detail: "no device node".into() } },
+                    BlockDevice {
+                        name: "sdc".into(),
+                        path: "/dev/sdc".into(),
+                        size_bytes: 1 << 40,
+                        rotational: true,
+                        model: "Virtual Disk".into(),
+                        signature: Signature::Empty,
+                    },
+                    BlockDevice {
+                        name: "sdd".into(),
+                        path: "/dev/sdd".into(),
+                        size_bytes: 1 << 40,
+                        rotational: true,
+                        model: String::new(),
+                        signature: Signature::Present { kind: "xfs".into() },
+                    },
+                    BlockDevice {
+                        name: "sde".into(),
+                        path: "/dev/sde".into(),
+                        size_bytes: 1 << 40,
+                        rotational: true,
+                        model: String::new(),
+                        signature: Signature::Unknown { detail: "no device node".into() },
+                    },
                 ],
-                nics: vec![Nic { name: "eth0".into(), mac: "00:0d:3a:8e:11:20".into(), speed_mbps: Some(40000), mtu: 1500, operstate: "up".into(), duplex: "full".into() }],
+                nics: vec![Nic {
+                    name: "eth0".into(),
+                    mac: "00:0d:3a:8e:11:20".into(),
+                    speed_mbps: Some(40000),
+                    mtu: 1500,
+                    operstate: "up".into(),
+                    duplex: "full".into(),
+                }],
                 uptime_seconds: 86523,
             },
         }

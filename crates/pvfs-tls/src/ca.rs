@@ -2,8 +2,8 @@
 
 use crate::{CA_CERT, CA_KEY, COORDINATOR_NAME, TlsError};
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
-    Issuer, KeyPair, KeyUsagePurpose, SanType,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+    KeyPair, KeyUsagePurpose, SanType,
 };
 use std::fs;
 use std::io::Write;
@@ -68,7 +68,8 @@ pub fn init_ca(dir: &Path) -> Result<PathBuf, TlsError> {
     let mut params = CertificateParams::default();
     // A CA name of its own, so that a certificate from another pvfs cluster's CA is reported as
     // "unknown issuer" rather than failing a signature check against a same-named CA.
-    let id = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+    let id =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
     params.distinguished_name = dn(&format!("pvfs cluster CA {:x}", id ^ u128::from(std::process::id())));
     params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
     params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
@@ -154,9 +155,13 @@ fn san_type(s: &str) -> Result<SanType, TlsError> {
         return Ok(SanType::IpAddress(ip));
     }
     if !is_dns_name(s) {
-        return Err(TlsError::BadName { name: s.to_owned(), why: "a SAN must be an IP address or a DNS name" });
+        return Err(TlsError::BadName {
+            name: s.to_owned(),
+            why: "a SAN must be an IP address or a DNS name",
+        });
     }
-    let name = s.try_into().map_err(|_| TlsError::BadName { name: s.to_owned(), why: "not a valid DNS name" })?;
+    let name =
+        s.try_into().map_err(|_| TlsError::BadName { name: s.to_owned(), why: "not a valid DNS name" })?;
     Ok(SanType::DnsName(name))
 }
 
@@ -166,13 +171,20 @@ fn check_name(name: &str) -> Result<(), TlsError> {
         && name.len() <= 64
         && !name.starts_with(['.', '-'])
         && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if ok { Ok(()) } else { Err(TlsError::BadName { name: name.to_owned(), why: "use letters, digits, '-', '_' or '.'" }) }
+    if ok {
+        Ok(())
+    } else {
+        Err(TlsError::BadName { name: name.to_owned(), why: "use letters, digits, '-', '_' or '.'" })
+    }
 }
 
 fn is_dns_name(s: &str) -> bool {
     !s.is_empty()
         && s.split('.').all(|l| {
-            !l.is_empty() && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') && !l.starts_with('-') && !l.ends_with('-')
+            !l.is_empty()
+                && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+                && !l.starts_with('-')
+                && !l.ends_with('-')
         })
         && !s.chars().all(|c| c.is_ascii_digit() || c == '.')
 }

@@ -3,10 +3,10 @@
 
 use crate::{Material, TlsError, Usage};
 use rustls::RootCertStore;
+use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::ServerCertVerifier;
 use rustls::crypto::ring;
 use rustls::server::WebPkiClientVerifier;
-use rustls::client::WebPkiServerVerifier;
 use rustls::sign::CertifiedKey;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
@@ -31,11 +31,14 @@ pub fn check_identity(material: &Material, usage: Usage) -> Result<CertSummary, 
     let ca = CertificateDer::from_pem_slice(material.ca_pem.as_bytes())
         .map_err(|_| TlsError::BadPem { path: material.ca_path.clone(), what: "CA certificate" })?;
 
-    let signing_key = ring::sign::any_supported_type(&key)
-        .map_err(|_| TlsError::BadPem { path: material.key_path.clone(), what: "private key (unsupported type)" })?;
-    CertifiedKey::new(vec![cert.clone()], signing_key)
-        .keys_match()
-        .map_err(|_| TlsError::KeyMismatch { cert: material.cert_path.clone(), key: material.key_path.clone() })?;
+    let signing_key = ring::sign::any_supported_type(&key).map_err(|_| TlsError::BadPem {
+        path: material.key_path.clone(),
+        what: "private key (unsupported type)",
+    })?;
+    CertifiedKey::new(vec![cert.clone()], signing_key).keys_match().map_err(|_| TlsError::KeyMismatch {
+        cert: material.cert_path.clone(),
+        key: material.key_path.clone(),
+    })?;
 
     let summary = summarize(&cert).ok_or_else(bad_cert)?;
     let mut roots = RootCertStore::empty();
@@ -49,8 +52,9 @@ pub fn check_identity(material: &Material, usage: Usage) -> Result<CertSummary, 
                 .build()
                 .map_err(|e| untrusted(material, e.to_string()))?;
             let name = summary.sans.first().cloned().unwrap_or_else(|| summary.common_name.clone());
-            let server_name = ServerName::try_from(name.as_str())
-                .map_err(|_| untrusted(material, format!("its name {name:?} is not a DNS name or IP address")))?;
+            let server_name = ServerName::try_from(name.as_str()).map_err(|_| {
+                untrusted(material, format!("its name {name:?} is not a DNS name or IP address"))
+            })?;
             verifier
                 .verify_server_cert(&cert, &[], &server_name, &[], now)
                 .map_err(|e| untrusted(material, e.to_string()))?;

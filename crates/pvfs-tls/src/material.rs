@@ -17,7 +17,10 @@ pub struct Material {
 impl std::fmt::Debug for Material {
     /// Never prints the key.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Material").field("ca", &self.ca_path).field("cert", &self.cert_path).finish_non_exhaustive()
+        f.debug_struct("Material")
+            .field("ca", &self.ca_path)
+            .field("cert", &self.cert_path)
+            .finish_non_exhaustive()
     }
 }
 
@@ -26,6 +29,15 @@ pub fn load(dir: &Path, name: &str) -> Result<Material, TlsError> {
     let ca_path = dir.join(CA_CERT);
     let cert_path = dir.join(format!("{name}.crt"));
     let key_path = dir.join(format!("{name}.key"));
-    let read = |path: &Path| std::fs::read_to_string(path).map_err(|source| TlsError::Read { path: path.to_owned(), source });
-    Ok(Material { ca_pem: read(&ca_path)?, cert_pem: read(&cert_path)?, key_pem: read(&key_path)?, ca_path, cert_path, key_path })
+    let read = |path: &Path| {
+        std::fs::read_to_string(path).map_err(|source| TlsError::Read { path: path.to_owned(), source })
+    };
+    Ok(Material {
+        ca_pem: read(&ca_path)?,
+        cert_pem: read(&cert_path)?,
+        key_pem: read(&key_path)?,
+        ca_path,
+        cert_path,
+        key_path,
+    })
 }

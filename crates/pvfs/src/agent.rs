@@ -31,7 +31,12 @@ pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
     let prepared = pvfs_agent::prepare(settings)?;
     if cli.check_config {
         let s = prepared.settings();
-        let mut text = format!("pvfs-agent {}: configuration ok\n  name: {}\n  listen: {}\n", pvfs_agent::VERSION, s.name, s.listen);
+        let mut text = format!(
+            "pvfs-agent {}: configuration ok\n  name: {}\n  listen: {}\n",
+            pvfs_agent::VERSION,
+            s.name,
+            s.listen
+        );
         match prepared.certificate() {
             Some(cert) => {
                 text += &format!(
@@ -72,7 +77,8 @@ pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
 
 /// The first SIGTERM or SIGINT starts a graceful shutdown; a second one exits at once.
 async fn stop_on_signal(shutdown: CancellationToken) {
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+    else {
         tracing::error!("cannot install signal handlers; stop the agent with SIGKILL");
         return;
     };

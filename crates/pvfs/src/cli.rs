@@ -246,7 +246,8 @@ mod tests {
 
     #[test]
     fn pvfs_reaches_both_personalities() {
-        let cli = PvfsCli::try_parse_from(["pvfs", "agent", "--listen", "127.0.0.1:0", "--insecure"]).unwrap();
+        let cli =
+            PvfsCli::try_parse_from(["pvfs", "agent", "--listen", "127.0.0.1:0", "--insecure"]).unwrap();
         assert!(matches!(cli.command, PvfsCommand::Agent(AgentCli { insecure: true, .. })));
         let cli = PvfsCli::try_parse_from(["pvfs", "ctl", "validate", "c.toml"]).unwrap();
         assert!(matches!(cli.command, PvfsCommand::Ctl(_)));

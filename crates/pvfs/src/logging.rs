@@ -22,7 +22,8 @@ pub(crate) fn init(args: &LogArgs, default: &str) -> anyhow::Result<()> {
             registry.with(layer).try_init()
         }
         LogFormat::Json => {
-            let layer = tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr).flatten_event(true);
+            let layer =
+                tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr).flatten_event(true);
             registry.with(layer).try_init()
         }
     }

@@ -39,7 +39,8 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<u8> {
     pvfs_tls::issue(&tls, pvfs_tls::COORDINATOR_NAME, &[], Usage::Coordinator, false)?;
 
     let notify_path = work.join("notify.sock");
-    let notify = UnixDatagram::bind(&notify_path).with_context(|| format!("binding {}", notify_path.display()))?;
+    let notify =
+        UnixDatagram::bind(&notify_path).with_context(|| format!("binding {}", notify_path.display()))?;
     let mut agents = Vec::new();
     for i in 1..=args.agents {
         let name = format!("demo{i}");
@@ -91,7 +92,12 @@ async fn show(work: &Path, notify: &UnixDatagram, agents: &mut [Agent], once: bo
     std::fs::write(&cluster_path, toml).with_context(|| format!("writing {}", cluster_path.display()))?;
     let cluster = pvfs_config::load(&cluster_path)?;
 
-    let connect = ConnectArgs { tls_dir: None, cert_name: pvfs_tls::COORDINATOR_NAME.into(), insecure: false, timeout: Duration::from_secs(5) };
+    let connect = ConnectArgs {
+        tls_dir: None,
+        cert_name: pvfs_tls::COORDINATOR_NAME.into(),
+        insecure: false,
+        timeout: Duration::from_secs(5),
+    };
     let dialer = super::dialer(&cluster, &connect)?;
     output::note(&format!("$ pvfsctl nodes {}", cluster_path.display()));
     let survey = pvfs_coord::survey(&cluster, &dialer).await;
@@ -115,12 +121,18 @@ fn work_dir(dir: Option<&Path>) -> anyhow::Result<(PathBuf, Option<tempfile::Tem
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
             let mut entries = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
             if entries.next().is_some() {
-                bail!("{} is not empty: give an empty or new directory to --dir (nothing in it was changed)", dir.display());
+                bail!(
+                    "{} is not empty: give an empty or new directory to --dir (nothing in it was changed)",
+                    dir.display()
+                );
             }
             Ok((std::path::absolute(dir)?, None))
         }
         None => {
-            let temp = tempfile::Builder::new().prefix("pvfs-demo-").tempdir().context("creating a temporary directory")?;
+            let temp = tempfile::Builder::new()
+                .prefix("pvfs-demo-")
+                .tempdir()
+                .context("creating a temporary directory")?;
             Ok((temp.path().to_owned(), Some(temp)))
         }
     }
@@ -162,11 +174,16 @@ async fn wait_ready(notify: &UnixDatagram, agents: &mut [Agent]) -> anyhow::Resu
         for agent in agents.iter_mut() {
             if let Some(status) = agent.child.try_wait()? {
                 let log = std::fs::read_to_string(agent.dir.join("agent.log")).unwrap_or_default();
-                let tail: Vec<&str> = log.lines().rev().take(5).collect::<Vec<_>>().into_iter().rev().collect();
+                let tail: Vec<&str> =
+                    log.lines().rev().take(5).collect::<Vec<_>>().into_iter().rev().collect();
                 bail!("agent {} exited ({status}) before it was ready:\n{}", agent.name, tail.join("\n"));
             }
         }
-        let received = tokio::time::timeout_at(deadline.min(tokio::time::Instant::now() + Duration::from_millis(200)), notify.recv(&mut buf)).await;
+        let received = tokio::time::timeout_at(
+            deadline.min(tokio::time::Instant::now() + Duration::from_millis(200)),
+            notify.recv(&mut buf),
+        )
+        .await;
         if tokio::time::Instant::now() >= deadline {
             bail!("agents not ready after {READY_DEADLINE:?}; see their logs under agents/*/agent.log");
         }
@@ -199,7 +216,10 @@ async fn stop(agents: &mut [Agent]) {
             Ok(Ok(status)) => output::note(&format!("agent {} exited with {status}", agent.name)),
             Ok(Err(err)) => output::note(&format!("agent {}: {err}", agent.name)),
             Err(_) => {
-                output::note(&format!("agent {} did not stop within {STOP_DEADLINE:?}; killing it", agent.name));
+                output::note(&format!(
+                    "agent {} did not stop within {STOP_DEADLINE:?}; killing it",
+                    agent.name
+                ));
                 let _ = agent.child.kill().await;
             }
         }

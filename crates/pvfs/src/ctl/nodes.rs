@@ -44,7 +44,19 @@ pub(crate) fn show(survey: &Survey, json: bool) -> anyhow::Result<()> {
 fn table(survey: &Survey) -> Table {
     let mut table = Table::new();
     table.load_style(presets::NOTHING);
-    table.set_header(["NODE", "ROLES", "ADDRESS", "REACHABLE", "RTT", "VERSION", "OS", "KERNEL", "CPUS", "MEMORY", "DISKS"]);
+    table.set_header([
+        "NODE",
+        "ROLES",
+        "ADDRESS",
+        "REACHABLE",
+        "RTT",
+        "VERSION",
+        "OS",
+        "KERNEL",
+        "CPUS",
+        "MEMORY",
+        "DISKS",
+    ]);
     for node in &survey.nodes {
         let roles: Vec<&str> = node.roles.iter().map(|r| r.as_str()).collect();
         let mut row = vec![Cell::new(&node.name), Cell::new(roles.join(",")), Cell::new(&node.address)];
@@ -52,11 +64,17 @@ fn table(survey: &Survey) -> Table {
             Ok(info) => {
                 let f = &info.facts;
                 let empty = f.block_devices.iter().filter(|d| d.signature == Signature::Empty).count();
-                let os = if f.os.pretty_name.is_empty() { format!("{} {}", f.os.id, f.os.version_id) } else { f.os.pretty_name.clone() };
+                let os = if f.os.pretty_name.is_empty() {
+                    format!("{} {}", f.os.id, f.os.version_id)
+                } else {
+                    f.os.pretty_name.clone()
+                };
                 row.extend([
                     Cell::new("yes"),
-                    Cell::new(node.rtt.map(|d| format!("{:.1}ms", d.as_secs_f64() * 1000.0)).unwrap_or_default())
-                        .set_alignment(CellAlignment::Right),
+                    Cell::new(
+                        node.rtt.map(|d| format!("{:.1}ms", d.as_secs_f64() * 1000.0)).unwrap_or_default(),
+                    )
+                    .set_alignment(CellAlignment::Right),
                     Cell::new(&info.agent_version),
                     Cell::new(os),
                     Cell::new(&f.kernel),
@@ -94,4 +112,3 @@ fn node_json(node: &NodeReport) -> serde_json::Value {
 fn millis(d: std::time::Duration) -> f64 {
     (d.as_secs_f64() * 1e6).round() / 1e3
 }
-

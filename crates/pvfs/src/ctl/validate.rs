@@ -9,7 +9,9 @@ pub(crate) fn run(args: ValidateArgs) -> anyhow::Result<u8> {
     match pvfs_config::load(&args.cluster) {
         Ok(cluster) => {
             if args.json {
-                output::json(&json!({"file": args.cluster, "valid": true, "errors": [], "nodes": cluster.nodes.len(), "kind": cluster.kind.as_str()}))?;
+                output::json(
+                    &json!({"file": args.cluster, "valid": true, "errors": [], "nodes": cluster.nodes.len(), "kind": cluster.kind.as_str()}),
+                )?;
             } else {
                 output::print(&format!(
                     "{}: ok ({} cluster {:?}, {} nodes)\n",

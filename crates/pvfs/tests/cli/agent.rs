@@ -1,0 +1,72 @@
+//! `pvfs-agent` as a process: refusals, `--check-config`, readiness and a clean stop.
+
+use crate::util::{AgentProcess, TestDir, pvfs_agent, text};
+
+#[test]
+fn insecure_on_a_non_loopback_address_is_refused() {
+    let dir = TestDir::new();
+    let out = dir
+        .command(&pvfs_agent())
+        .args(["--insecure", "--listen", "0.0.0.0:0", "--name", "n1", "--state-dir", "s"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("refusing --insecure on 0.0.0.0:0: plaintext is allowed only on loopback"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("s").exists(), "a refused start must change nothing");
+}
+
+#[test]
+fn check_config_reports_the_certificate_or_what_is_wrong() {
+    let dir = TestDir::new();
+    dir.pki();
+    let check = |name: &str| {
+        dir.command(&pvfs_agent())
+            .args([
+                "--check-config",
+                "--name",
+                name,
+                "--listen",
+                "10.1.2.3:7070",
+                "--tls-dir",
+                "tls",
+                "--state-dir",
+                "state",
+            ])
+            .output()
+            .unwrap()
+    };
+    let missing = check("n1");
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(text(&missing.stderr).contains("n1.crt"), "{}", text(&missing.stderr));
+
+    dir.issue_agent("n1", "10.1.2.3");
+    let ok = check("n1");
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    let stdout = text(&ok.stdout);
+    assert!(stdout.contains("configuration ok") && stdout.contains("for n1, 10.1.2.3"), "{stdout}");
+    assert!(!dir.path().join("state").exists(), "--check-config creates nothing");
+
+    // The coordinator's certificate is for clients: an agent must not serve with it.
+    let wrong = check("pvfsctl");
+    assert_eq!(wrong.status.code(), Some(2));
+    assert!(text(&wrong.stderr).contains("is not trusted by"), "{}", text(&wrong.stderr));
+}
+
+#[test]
+fn the_agent_signals_readiness_and_stops_cleanly_on_sigterm() {
+    let dir = TestDir::new();
+    dir.pki();
+    dir.issue_agent("n1", "127.0.0.1");
+    let mut agent = AgentProcess::start(&dir, "n1", "127.0.0.1");
+    assert!(agent.port > 0);
+    let status = agent.terminate();
+    assert!(status.success(), "{status}");
+    // systemd is told the service is stopping.
+    let mut buf = [0u8; 512];
+    let n = agent.notify.recv(&mut buf).unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).contains("STOPPING=1"));
+}

@@ -1,0 +1,8 @@
+//! The real executables, run the way users run them: fresh temp dir, cleared environment.
+
+mod agent;
+mod ca;
+mod demo;
+mod nodes;
+mod util;
+mod validate;

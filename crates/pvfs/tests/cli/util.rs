@@ -1,0 +1,138 @@
+//! Helpers: a temp dir per test, commands on the built binaries, agents started as processes.
+
+use std::io::Read;
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn pvfsctl() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_pvfsctl"))
+}
+
+pub fn pvfs_agent() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_pvfs-agent"))
+}
+
+pub struct TestDir {
+    dir: tempfile::TempDir,
+}
+
+impl TestDir {
+    pub fn new() -> TestDir {
+        TestDir { dir: tempfile::Builder::new().prefix("pvfs-cli-").tempdir().unwrap() }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// `program` in this dir with nothing from the caller's environment but PATH.
+    pub fn command(&self, program: &Path) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.current_dir(self.path()).env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default());
+        cmd
+    }
+
+    pub fn ctl(&self, args: &[&str]) -> Output {
+        self.command(&pvfsctl()).args(args).output().unwrap()
+    }
+
+    /// A CA with the coordinator's certificate in `tls/`.
+    pub fn pki(&self) -> PathBuf {
+        let tls = self.path().join("tls");
+        let init = self.ctl(&["ca", "init", "--dir", "tls"]);
+        assert!(init.status.success(), "{}", text(&init.stderr));
+        let issue = self.ctl(&["ca", "issue", "pvfsctl", "--dir", "tls"]);
+        assert!(issue.status.success(), "{}", text(&issue.stderr));
+        tls
+    }
+
+    pub fn issue_agent(&self, name: &str, ip: &str) {
+        let out = self.ctl(&["ca", "issue", name, "--dir", "tls", "--san", ip]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// An agent process, killed on drop.
+pub struct AgentProcess {
+    pub child: Child,
+    pub port: u16,
+    pub notify: UnixDatagram,
+}
+
+impl AgentProcess {
+    /// Starts `pvfs-agent` on `ip` port 0 and waits (bounded) for its readiness message.
+    pub fn start(dir: &TestDir, name: &str, ip: &str) -> AgentProcess {
+        let sock_path = dir.path().join(format!("{name}.notify"));
+        let notify = UnixDatagram::bind(&sock_path).unwrap();
+        notify.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+        let mut child = dir
+            .command(&pvfs_agent())
+            .args(["--name", name, "--listen", &format!("{ip}:0"), "--tls-dir", "tls"])
+            .arg("--state-dir")
+            .arg(dir.path().join(format!("state-{name}")))
+            .env("NOTIFY_SOCKET", &sock_path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut buf = [0u8; 2048];
+        let port = loop {
+            assert!(Instant::now() < deadline, "agent {name} not ready within 20s");
+            if let Some(status) = child.try_wait().unwrap() {
+                let mut err = String::new();
+                child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+                panic!("agent {name} exited {status}: {err}");
+            }
+            let Ok(n) = notify.recv(&mut buf) else { continue };
+            let msg = String::from_utf8_lossy(&buf[..n]).into_owned();
+            if let Some(listen) = msg.lines().find_map(|l| l.strip_prefix("X_PVFS_LISTEN=")) {
+                assert!(msg.contains("READY=1"), "{msg}");
+                break listen.parse::<std::net::SocketAddr>().unwrap().port();
+            }
+        };
+        AgentProcess { child, port, notify }
+    }
+
+    /// SIGTERM, then wait (bounded) for exit; returns the exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "agent did not stop within 15s of SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for AgentProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn cluster_file(dir: &TestDir, nodes: &[(&str, String)]) -> PathBuf {
+    let mut toml =
+        String::from("[cluster]\nname = \"t\"\nkind = \"local\"\n[local]\nmount = \"/tmp/pvfs-t\"\n");
+    for (name, address) in nodes {
+        toml += &format!("[[node]]\nname = \"{name}\"\naddress = \"{address}\"\nroles = [\"server\"]\n");
+    }
+    dir.write("cluster.toml", &toml)
+}
