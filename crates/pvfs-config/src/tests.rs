@@ -167,3 +167,17 @@ fn missing_cluster_section() {
         "#]],
     );
 }
+
+#[test]
+fn every_example_in_config_is_valid() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            crate::load(&path).unwrap_or_else(|err| panic!("{err}"));
+            seen += 1;
+        }
+    }
+    assert!(seen >= 2, "expected example cluster files in {}", dir.display());
+}

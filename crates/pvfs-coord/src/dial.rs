@@ -104,7 +104,7 @@ impl Dialer {
         let endpoint = self.endpoint(&node.address)?;
         let started = Instant::now();
         let channel = match tokio::time::timeout(self.timeout, endpoint.connect()).await {
-            Err(_) => return Err(timed_out(self.timeout)),
+            Err(_) => return Err(timed_out(&node.address, self.timeout)),
             Ok(Err(err)) => return Err(explain(&err, &node.address, self.timeout)),
             Ok(Ok(channel)) => channel,
         };
@@ -143,8 +143,15 @@ impl Dialer {
     }
 }
 
-fn timed_out(timeout: Duration) -> DialError {
-    DialError { kind: FailureKind::Timeout, message: format!("timed out after {}", humanize(timeout)) }
+/// No answer in time: the host is down, the address is wrong, or a firewall drops packets.
+pub(crate) fn timed_out(address: &Address, timeout: Duration) -> DialError {
+    DialError {
+        kind: FailureKind::Timeout,
+        message: format!(
+            "timed out after {}: no answer from {address} (host down, wrong address, or a firewall dropping packets)",
+            humanize(timeout)
+        ),
+    }
 }
 
 fn humanize(d: Duration) -> String {
@@ -176,7 +183,7 @@ pub fn explain(err: &(dyn StdError + 'static), address: &Address, timeout: Durat
                 K::ConnectionRefused => {
                     (FailureKind::Refused, format!("connection refused: no agent listening on {address}"))
                 }
-                K::TimedOut => return timed_out(timeout),
+                K::TimedOut => return timed_out(address, timeout),
                 K::HostUnreachable | K::NetworkUnreachable => {
                     (FailureKind::Unreachable, format!("{address} is unreachable: {io}"))
                 }

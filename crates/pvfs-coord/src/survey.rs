@@ -1,6 +1,6 @@
 //! `pvfsctl nodes`: dial every agent at once and collect what each says about its node.
 
-use crate::dial::{DialError, Dialer, FailureKind, explain};
+use crate::dial::{DialError, Dialer, FailureKind, explain, timed_out};
 use pvfs_config::{Cluster, Node, Role};
 use pvfs_metrics::facts::NodeInfo;
 use pvfs_proto::pb;

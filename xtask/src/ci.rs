@@ -1,0 +1,51 @@
+//! `cargo xtask ci`: what CI runs, in order, stopping at the first failure.
+
+use crate::util::{self, cargo, step};
+use anyhow::{Context, bail};
+use std::process::Command;
+
+pub fn run(no_e2e: bool) -> anyhow::Result<()> {
+    // Tools the checks use, from Debian's packages on a fresh machine.
+    let mut needed = vec![("systemd-analyze", "systemd"), ("unshare", "util-linux"), ("blkid", "util-linux")];
+    if !no_e2e {
+        needed.extend([("debootstrap", "debootstrap"), ("docker", "docker.io")]);
+    }
+    util::ensure_programs(&needed)?;
+    if !util::have("cargo-nextest") {
+        step(cargo().args(["install", "--locked", "cargo-nextest"]))?;
+    }
+
+    step(cargo().args(["fmt", "--all", "--check"]))?;
+    step(cargo().args(["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"]))?;
+    step(cargo().args(["nextest", "run", "--workspace", "--locked", "--no-fail-fast"]))?;
+    verify_unit()?;
+    let dist = crate::dist::run()?;
+    if !no_e2e {
+        crate::e2e::run_with_binary(&dist.join("bin/pvfs"), &crate::e2e::Args::default())?;
+    }
+    eprintln!("xtask ci: all checks passed");
+    Ok(())
+}
+
+/// `systemd-analyze verify` on the unit, with the freshly built agent at the path the unit
+/// names. The binary is placed there inside a private mount namespace (a tmpfs over
+/// /usr/local/bin that only this command sees), so the machine is left as it was. Any
+/// warning fails the check, not only errors.
+fn verify_unit() -> anyhow::Result<()> {
+    step(cargo().args(["build", "--locked", "-p", "pvfs", "--bin", "pvfs-agent"]))?;
+    let agent = util::root().join("target/debug/pvfs-agent");
+    let unit = util::root().join("config/pvfs-agent.service");
+    let script = format!(
+        "mount -t tmpfs tmpfs /usr/local/bin && cp '{}' /usr/local/bin/pvfs-agent && systemd-analyze verify --man=no '{}'",
+        agent.display(),
+        unit.display()
+    );
+    eprintln!("$ systemd-analyze verify config/pvfs-agent.service");
+    let out = util::capture(Command::new("unshare").args(["--mount", "sh", "-c", &script]))
+        .context("verifying the unit")?;
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    if !out.status.success() || !said.trim().is_empty() {
+        bail!("systemd-analyze verify found problems in config/pvfs-agent.service:\n{said}");
+    }
+    Ok(())
+}

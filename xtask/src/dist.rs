@@ -1,0 +1,67 @@
+//! `cargo xtask dist`: one directory (and tarball) with everything an installation needs.
+
+use crate::util::{self, cargo, read, step};
+use anyhow::Context;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Builds the release binary and writes `dist/pvfs-VERSION-ARCH-linux/`; returns that path.
+pub fn run() -> anyhow::Result<PathBuf> {
+    step(cargo().args(["build", "--release", "--locked", "-p", "pvfs", "--bin", "pvfs"]))?;
+    let root = util::root();
+    let version = version(&root)?;
+    let arch = std::env::consts::ARCH;
+    let name = format!("pvfs-{version}-{arch}-linux");
+    let out = root.join("dist").join(&name);
+    if out.exists() {
+        std::fs::remove_dir_all(&out).with_context(|| format!("clearing {}", out.display()))?;
+    }
+    let bin = out.join("bin");
+    mkdir(&bin)?;
+    copy(&root.join("target/release/pvfs"), &bin.join("pvfs"))?;
+    // One program, three names: the name picks the personality.
+    for link in ["pvfsctl", "pvfs-agent"] {
+        std::os::unix::fs::symlink("pvfs", bin.join(link)).with_context(|| format!("linking bin/{link}"))?;
+    }
+    mkdir(&out.join("systemd"))?;
+    copy(&root.join("config/pvfs-agent.service"), &out.join("systemd/pvfs-agent.service"))?;
+    copy(&root.join("config/pvfs-agent.env"), &out.join("systemd/agent.env"))?;
+    mkdir(&out.join("examples"))?;
+    for entry in std::fs::read_dir(root.join("config"))? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            copy(&path, &out.join("examples").join(path.file_name().unwrap_or_default()))?;
+        }
+    }
+    for doc in ["README.md", "ARCHITECTURE.md"] {
+        copy(&root.join(doc), &out.join(doc))?;
+    }
+    // Completions and man pages come from the binary's own command definitions.
+    step(Command::new(bin.join("pvfsctl")).arg("generate").arg("--out").arg(&out))?;
+
+    let tarball = root.join("dist").join(format!("{name}.tar.gz"));
+    step(Command::new("tar").arg("-C").arg(root.join("dist")).arg("-czf").arg(&tarball).arg(&name))?;
+    eprintln!("xtask dist: wrote {} and {}", out.display(), tarball.display());
+    Ok(out)
+}
+
+fn version(root: &Path) -> anyhow::Result<String> {
+    let meta = read(cargo().current_dir(root).args(["metadata", "--format-version", "1", "--no-deps"]))?;
+    let meta: serde_json::Value = serde_json::from_str(&meta)?;
+    meta["packages"]
+        .as_array()
+        .and_then(|p| p.iter().find(|p| p["name"] == "pvfs"))
+        .and_then(|p| p["version"].as_str())
+        .map(str::to_owned)
+        .context("no version for package pvfs in cargo metadata")
+}
+
+fn mkdir(path: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(path).with_context(|| format!("creating {}", path.display()))
+}
+
+fn copy(from: &Path, to: &Path) -> anyhow::Result<()> {
+    std::fs::copy(from, to)
+        .map(|_| ())
+        .with_context(|| format!("copying {} to {}", from.display(), to.display()))
+}

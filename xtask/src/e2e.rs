@@ -1,0 +1,227 @@
+//! `cargo xtask e2e`: real agents in containers on a private network, the coordinator on the
+//! host, real mutual TLS, and the scenarios run against them. Everything is torn down at the
+//! end, pass or fail (leftovers of a killed run are removed by the next one).
+//!
+//! Scenarios are functions of [`Env`]; later features add theirs to [`SCENARIOS`].
+
+use crate::docker::{self, Lab, docker};
+use crate::util::{self, capture, cargo, read, step};
+use anyhow::{Context, bail, ensure};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// Agent containers to start (at least 3).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(3..=20))]
+    pub nodes: u8,
+    /// Leave the network and containers running afterwards, for a look around.
+    #[arg(long)]
+    pub keep: bool,
+    /// Run only the scenarios whose name contains this.
+    #[arg(long)]
+    pub only: Option<String>,
+}
+
+impl Default for Args {
+    fn default() -> Args {
+        Args { nodes: 3, keep: false, only: None }
+    }
+}
+
+type Scenario = fn(&Env) -> anyhow::Result<()>;
+
+/// Every scenario, in the order they run.
+const SCENARIOS: &[(&str, Scenario)] = &[("mesh", mesh)];
+
+/// A running test cluster.
+pub struct Env {
+    pub lab: Lab,
+    pub binary: PathBuf,
+    pub work: PathBuf,
+    pub cluster_file: PathBuf,
+}
+
+impl Env {
+    /// Builds the image if needed, issues certificates, starts the agents and writes the
+    /// cluster file.
+    pub fn start(binary: &Path, nodes: u8, keep: bool) -> anyhow::Result<Env> {
+        docker::check_engine()?;
+        let image = crate::image::ensure()?;
+        let run_id = format!("{}", std::process::id());
+        let work = docker::work_dir(&run_id)?;
+        let mut lab = Lab::create(&run_id, keep)?;
+        let env_binary = binary.to_owned();
+        let tls = work.join("tls");
+        let ctl = |args: &[&str]| -> anyhow::Result<String> {
+            read(Command::new(&env_binary).arg("ctl").args(args))
+        };
+        ctl(&["ca", "init", "--dir", &tls.to_string_lossy()])?;
+        ctl(&["ca", "issue", "pvfsctl", "--dir", &tls.to_string_lossy()])?;
+        let mut toml = format!(
+            "# e2e cluster {run_id}\n[cluster]\nname = \"e2e\"\nkind = \"local\"\n\n[local]\nmount = \"/mnt/pvfs\"\n"
+        );
+        for n in 1..=usize::from(nodes) {
+            let name = format!("node{n}");
+            let ip = lab.ip(n);
+            ctl(&["ca", "issue", &name, "--dir", &tls.to_string_lossy(), "--san", &ip])?;
+            // Each node gets only the CA certificate and its own key.
+            let node_tls = work.join("node-tls").join(&name);
+            std::fs::create_dir_all(&node_tls)?;
+            for file in ["ca.crt".to_owned(), format!("{name}.crt"), format!("{name}.key")] {
+                std::fs::copy(tls.join(&file), node_tls.join(&file))
+                    .with_context(|| format!("copying {file}"))?;
+            }
+            lab.start_agent(&image, &name, &ip, binary, &node_tls)?;
+            toml += &format!(
+                "\n[[node]]\nname = \"{name}\"\naddress = \"{ip}:7070\"\nroles = [\"server\", \"client\"]\n"
+            );
+        }
+        let cluster_file = work.join("cluster.toml");
+        std::fs::write(&cluster_file, toml)?;
+        let env = Env { lab, binary: binary.to_owned(), work, cluster_file };
+        env.wait_all_reachable(Duration::from_secs(30))?;
+        Ok(env)
+    }
+
+    /// Runs `pvfs ctl ARGS…` on the host.
+    pub fn ctl(&self, args: &[&str]) -> anyhow::Result<Output> {
+        capture(Command::new(&self.binary).arg("ctl").args(args))
+    }
+
+    pub fn cluster(&self) -> String {
+        self.cluster_file.to_string_lossy().into_owned()
+    }
+
+    /// Polls `nodes` until every agent answers, up to `deadline`.
+    pub fn wait_all_reachable(&self, deadline: Duration) -> anyhow::Result<()> {
+        let until = Instant::now() + deadline;
+        loop {
+            let out = self.ctl(&["nodes", &self.cluster(), "--json", "--timeout", "2s"])?;
+            if out.status.success() {
+                return Ok(());
+            }
+            if Instant::now() > until {
+                bail!(
+                    "agents not all reachable after {deadline:?}:\n{}\n{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    self.lab.logs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+}
+
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    step(cargo().args(["build", "--locked", "-p", "pvfs", "--bin", "pvfs"]))?;
+    run_with_binary(&util::root().join("target/debug/pvfs"), args)
+}
+
+/// Runs the scenarios with agents and coordinator from `binary`.
+pub fn run_with_binary(binary: &Path, args: &Args) -> anyhow::Result<()> {
+    let binary = std::path::absolute(binary)?;
+    let env = Env::start(&binary, args.nodes, args.keep)?;
+    for (name, scenario) in SCENARIOS {
+        if args.only.as_deref().is_some_and(|only| !name.contains(only)) {
+            continue;
+        }
+        eprintln!("xtask e2e: scenario {name}");
+        let started = Instant::now();
+        if let Err(err) = scenario(&env) {
+            eprintln!("xtask e2e: scenario {name} FAILED; container logs:\n{}", env.lab.logs());
+            return Err(err.context(format!("e2e scenario {name}")));
+        }
+        eprintln!("xtask e2e: scenario {name} passed ({:.1}s)", started.elapsed().as_secs_f64());
+    }
+    if !args.keep {
+        std::fs::remove_dir_all(&env.work).ok();
+    } else {
+        eprintln!("xtask e2e: cluster file {}", env.cluster());
+    }
+    Ok(())
+}
+
+fn json(out: &Output) -> anyhow::Result<Value> {
+    serde_json::from_slice(&out.stdout).with_context(|| {
+        format!(
+            "not JSON: {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// The mesh: every container's agent answers with its own facts over mutual TLS; a stopped
+/// one is named within the timeout; a restarted one is back.
+fn mesh(env: &Env) -> anyhow::Result<()> {
+    let host_kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")?.trim().to_owned();
+    let out = env.ctl(&["nodes", &env.cluster(), "--json"])?;
+    ensure!(out.status.success(), "nodes failed: {}", String::from_utf8_lossy(&out.stderr));
+    let v = json(&out)?;
+    let nodes = v["nodes"].as_array().context("no nodes array")?;
+    ensure!(
+        nodes.len() == env.lab.nodes.len(),
+        "expected {} nodes, got {}",
+        env.lab.nodes.len(),
+        nodes.len()
+    );
+    for (node, lab_node) in nodes.iter().zip(&env.lab.nodes) {
+        let name = lab_node.name.as_str();
+        let info = &node["info"];
+        ensure!(node["reachable"] == true, "{name} not reachable: {node}");
+        ensure!(node["address"] == format!("{}:7070", lab_node.ip), "{name} address: {}", node["address"]);
+        // Facts come from inside each container: its own hostname, the shared kernel, the
+        // image's OS.
+        ensure!(info["hostname"] == name, "{name} reports hostname {}", info["hostname"]);
+        ensure!(info["agent_name"] == name, "{name} reports agent_name {}", info["agent_name"]);
+        ensure!(
+            info["kernel"] == host_kernel.as_str(),
+            "{name} kernel {} != host {host_kernel}",
+            info["kernel"]
+        );
+        ensure!(info["os"]["id"] == "debian", "{name} os {}", info["os"]);
+        ensure!(info["cpu"]["logical"].as_u64().unwrap_or(0) >= 1, "{name} cpus {}", info["cpu"]);
+        ensure!(info["memory_bytes"].as_u64().unwrap_or(0) > 0, "{name} memory {}", info["memory_bytes"]);
+        let nics = info["nics"].as_array().context("no nics")?;
+        ensure!(
+            nics.iter().any(|n| n["name"] == "eth0" && n["mac"].as_str().is_some_and(|m| m.len() == 17)),
+            "{name} nics {nics:?}"
+        );
+        ensure!(node["rtt_ms"].as_f64().is_some(), "{name} has no RTT");
+    }
+    // The human table, for the log.
+    let table = env.ctl(&["nodes", &env.cluster()])?;
+    eprint!("{}", String::from_utf8_lossy(&table.stdout));
+
+    let victim = env.lab.node("node2")?;
+    step(docker().args(["stop", "-t", "5", &victim.container]))?;
+    let timeout = 3.0;
+    let started = Instant::now();
+    let out = env.ctl(&["nodes", &env.cluster(), "--json", "--timeout", "3s"])?;
+    let took = started.elapsed().as_secs_f64();
+    ensure!(out.status.code() == Some(1), "nodes with node2 stopped exited {:?}", out.status.code());
+    let v = json(&out)?;
+    for node in v["nodes"].as_array().context("no nodes")? {
+        let down = node["name"] == "node2";
+        ensure!(node["reachable"] == !down, "after stopping node2: {node}");
+        if down {
+            ensure!(node["error"].as_str().is_some_and(|e| !e.is_empty()), "node2 has no reason: {node}");
+            eprintln!("xtask e2e: node2 reported as {}: {}", node["error_kind"], node["error"]);
+        }
+    }
+    // "Within its timeout": the survey is bounded by the per-node timeout, plus process start.
+    ensure!(took < timeout + 2.0, "nodes took {took:.1}s with a {timeout}s timeout");
+    let human = env.ctl(&["nodes", &env.cluster(), "--timeout", "3s"])?;
+    let stderr = String::from_utf8_lossy(&human.stderr);
+    ensure!(
+        stderr.contains(&format!("error: node node2 ({}:7070) unreachable", victim.ip)),
+        "stderr: {stderr}"
+    );
+
+    step(docker().args(["start", &victim.container]))?;
+    env.wait_all_reachable(Duration::from_secs(30)).context("node2 did not come back after docker start")?;
+    Ok(())
+}

@@ -1,0 +1,59 @@
+//! `cargo xtask …`: the project's automation, in Rust, so it runs the same on every machine.
+//!
+//! - `ci`: everything CI checks (installs what it needs on a fresh machine first).
+//! - `dist`: the release directory and tarball.
+//! - `e2e`: a real multi-host cluster in containers.
+//! - `bench-mesh`: idle agent footprint and `pvfsctl nodes` latency.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod bench;
+mod ci;
+mod dist;
+mod docker;
+mod e2e;
+mod image;
+mod util;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "pvfs project automation")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Install what the checks need (on a fresh machine), then fmt, clippy, tests, unit
+    /// verification, dist and e2e.
+    Ci {
+        /// Skip the container end-to-end tests.
+        #[arg(long)]
+        no_e2e: bool,
+    },
+    /// Build the release binary and write dist/pvfs-VERSION-ARCH-linux/ and its .tar.gz.
+    Dist,
+    /// Start a cluster of agent containers on a private Docker network and run the scenarios.
+    E2e(e2e::Args),
+    /// Measure an idle agent's CPU and memory, and `pvfsctl nodes` latency against containers.
+    BenchMesh(bench::Args),
+}
+
+fn main() -> ExitCode {
+    let result = match Cli::parse().command {
+        Command::Ci { no_e2e } => ci::run(no_e2e),
+        Command::Dist => dist::run().map(|_| ()),
+        Command::E2e(args) => e2e::run(&args),
+        Command::BenchMesh(args) => bench::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("xtask: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

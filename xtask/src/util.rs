@@ -1,0 +1,79 @@
+//! Running commands with their output shown or captured, and errors that name the command.
+
+use anyhow::{Context, bail};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The workspace root (xtask lives one level below it).
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask is inside the workspace").to_owned()
+}
+
+pub fn shown(cmd: &Command) -> String {
+    let mut s = cmd.get_program().to_string_lossy().into_owned();
+    for arg in cmd.get_args() {
+        s.push(' ');
+        s.push_str(&arg.to_string_lossy());
+    }
+    s
+}
+
+/// Runs `cmd` with its output going to the terminal; fails unless it exits 0.
+pub fn step(cmd: &mut Command) -> anyhow::Result<()> {
+    let line = shown(cmd);
+    eprintln!("$ {line}");
+    let status = cmd.status().with_context(|| format!("cannot start `{line}`"))?;
+    if !status.success() {
+        bail!("`{line}` failed: {status}");
+    }
+    Ok(())
+}
+
+/// Runs `cmd` and returns its stdout; fails (with stderr) unless it exits 0.
+pub fn read(cmd: &mut Command) -> anyhow::Result<String> {
+    let out = capture(cmd)?;
+    if !out.status.success() {
+        bail!("`{}` failed: {}\n{}", shown(cmd), out.status, String::from_utf8_lossy(&out.stderr).trim_end());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Runs `cmd`, capturing everything, whatever its exit status.
+pub fn capture(cmd: &mut Command) -> anyhow::Result<Output> {
+    cmd.stdin(Stdio::null()).output().with_context(|| format!("cannot start `{}`", shown(cmd)))
+}
+
+pub fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(root());
+    cmd
+}
+
+/// Whether `program` is on PATH.
+pub fn have(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Installs Debian packages that provide missing programs (`(program, package)` pairs).
+/// Needs root; says exactly what to install otherwise.
+pub fn ensure_programs(needed: &[(&str, &str)]) -> anyhow::Result<()> {
+    let missing: Vec<&str> = needed.iter().filter(|(prog, _)| !have(prog)).map(|(_, pkg)| *pkg).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let is_root = read(Command::new("id").arg("-u")).map(|s| s.trim() == "0").unwrap_or(false);
+    if !is_root {
+        bail!("missing programs; install them with: sudo apt-get install -y {}", missing.join(" "));
+    }
+    step(Command::new("apt-get").arg("update").arg("-q"))?;
+    step(
+        Command::new("apt-get")
+            .args(["install", "-y", "-q", "--no-install-recommends"])
+            .args(&missing)
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )
+}
