@@ -125,14 +125,7 @@ async fn ask(node: &Node, dialer: &Dialer) -> NodeReport {
     match tokio::time::timeout(timeout, exchange).await {
         Ok(Ok((info, rtt))) => report(node, Some(rtt), Ok(info)),
         Ok(Err(err)) => report(node, None, Err(err)),
-        Err(_) => report(
-            node,
-            None,
-            Err(DialError {
-                kind: FailureKind::Timeout,
-                message: format!("timed out after {}s", timeout.as_secs_f64()),
-            }),
-        ),
+        Err(_) => report(node, None, Err(timed_out(&node.address, timeout))),
     }
 }
 
