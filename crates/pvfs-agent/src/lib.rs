@@ -155,6 +155,8 @@ pub async fn serve(
         tokio::spawn(async move {
             shutdown.cancelled().await;
             health.set_not_serving::<pvfs_proto::pb::agent_server::AgentServer<AgentService>>().await;
+            // "" is the whole server, which is what `pvfsctl nodes` asks about.
+            health.set_service_status("", tonic_health::ServingStatus::NotServing).await;
         })
     };
     let watchdog = notify::spawn_watchdog(shutdown.clone());

@@ -69,3 +69,22 @@ pub fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Personality;
+
+    #[test]
+    fn the_name_picks_the_personality() {
+        for (argv0, want) in [
+            ("pvfsctl", Personality::Ctl),
+            ("/usr/local/bin/pvfs-agent", Personality::Agent),
+            ("./target/debug/pvfsctl", Personality::Ctl),
+            ("pvfs", Personality::Multi),
+            ("/opt/pvfs/bin/pvfs", Personality::Multi),
+            ("something-else", Personality::Multi),
+        ] {
+            assert_eq!(Personality::from_argv0(&argv0.into()), want, "{argv0}");
+        }
+    }
+}
