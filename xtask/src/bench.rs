@@ -47,10 +47,9 @@ fn idle_agent(binary: &std::path::Path, seconds: u64) -> anyhow::Result<()> {
     let pid = child.id();
     // Give it a moment to finish starting, so start-up is not counted as idle.
     std::thread::sleep(Duration::from_secs(2));
-    let ticks_per_s: f64 = read(Command::new("getconf").arg("CLK_TCK"))?.trim().parse()?;
-    let (cpu0, t0) = (cpu_ticks(pid)?, Instant::now());
+    let (cpu0, t0) = (cpu_ns(pid)?, Instant::now());
     std::thread::sleep(Duration::from_secs(seconds));
-    let (cpu1, wall) = (cpu_ticks(pid)?, t0.elapsed().as_secs_f64());
+    let (cpu1, wall) = (cpu_ns(pid)?, t0.elapsed().as_secs_f64());
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     let kb = |key: &str| {
         status
@@ -61,23 +60,25 @@ fn idle_agent(binary: &std::path::Path, seconds: u64) -> anyhow::Result<()> {
     };
     let _ = child.kill();
     let _ = child.wait();
-    let cpu_pct = (cpu1 - cpu0) as f64 / ticks_per_s / wall * 100.0;
+    let cpu_ms = (cpu1 - cpu0) as f64 / 1e6;
+    let cpu_pct = cpu_ms / 1000.0 / wall * 100.0;
     println!(
-        "idle agent over {wall:.0}s: CPU {cpu_pct:.3}% of one core ({} ticks), RSS {:.2} MB, peak RSS {:.2} MB",
-        cpu1 - cpu0,
+        "idle agent over {wall:.0}s: CPU {cpu_ms:.1} ms = {cpu_pct:.4}% of one core, RSS {:.2} MB, peak RSS {:.2} MB",
         kb("VmRSS:") / 1024.0,
         kb("VmHWM:") / 1024.0
     );
     Ok(())
 }
 
-/// utime + stime of a process, in clock ticks.
-fn cpu_ticks(pid: u32) -> anyhow::Result<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
-    let after = stat.rsplit_once(')').context("odd /proc/PID/stat")?.1;
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    Ok(fields[11].parse::<u64>()? + fields[12].parse::<u64>()?)
+/// CPU time of all of a process's threads, in nanoseconds (schedstat has ns resolution,
+/// where /proc/PID/stat counts 10 ms ticks: too coarse for an idle daemon).
+fn cpu_ns(pid: u32) -> anyhow::Result<u64> {
+    let mut total = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let stat = std::fs::read_to_string(task?.path().join("schedstat"))?;
+        total += stat.split_whitespace().next().context("empty schedstat")?.parse::<u64>()?;
+    }
+    Ok(total)
 }
 
 fn nodes_latency(binary: &std::path::Path, runs: usize) -> anyhow::Result<()> {
