@@ -153,6 +153,9 @@ fn spawn_agent(name: &str, ip: &str, tls: &Path, dir: &Path, notify: &Path) -> a
         .arg("--state-dir")
         .arg(dir.join("state"))
         .env("NOTIFY_SOCKET", notify)
+        // Their own process group: a Ctrl-C in the terminal reaches only the demo, which then
+        // stops each agent once, cleanly.
+        .process_group(0)
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);

@@ -70,3 +70,25 @@ fn nodes_refuses_insecure_to_remote_agents_and_finds_certificates_via_tls_dir() 
     let stderr = text(&out.stderr);
     assert!(stderr.contains("tls/ca.crt") && stderr.contains("pvfsctl ca init"), "{stderr}");
 }
+
+#[test]
+fn tls_dir_overrides_the_cluster_files_tls_section() {
+    let dir = TestDir::new();
+    dir.pki();
+    dir.issue_agent("n1", "127.0.0.1");
+    let agent = AgentProcess::start(&dir, "n1", "127.0.0.1");
+    // The cluster file lives elsewhere and its [tls] dir (default "tls", next to it) is empty.
+    std::fs::create_dir(dir.path().join("elsewhere")).unwrap();
+    let toml = format!(
+        "[cluster]\nname = \"t\"\nkind = \"local\"\n[local]\nmount = \"/tmp/t\"\n\
+         [[node]]\nname = \"n1\"\naddress = \"127.0.0.1:{}\"\nroles = [\"client\"]\n",
+        agent.port
+    );
+    let path = dir.write("elsewhere/cluster.toml", &toml);
+    let path = path.to_str().unwrap();
+    let without = dir.ctl(&["nodes", path]);
+    assert_eq!(without.status.code(), Some(2));
+    assert!(text(&without.stderr).contains("elsewhere/tls/ca.crt"), "{}", text(&without.stderr));
+    let with = dir.ctl(&["nodes", path, "--tls-dir", "tls"]);
+    assert_eq!(with.status.code(), Some(0), "{}", text(&with.stderr));
+}
