@@ -6,7 +6,7 @@ use anyhow::Context;
 use pvfs_agent::{Security, Settings};
 use pvfs_host::Root;
 use std::time::Duration;
-use tokio::signal::unix::{SignalKind, signal};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 /// After a stop signal the agent lets in-flight requests finish for this long, then exits
@@ -63,7 +63,11 @@ pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
     runtime.block_on(async {
         let listener = pvfs_agent::bind(prepared.settings().listen).await?;
         let shutdown = CancellationToken::new();
-        tokio::spawn(stop_on_signal(shutdown.clone()));
+        // Handlers are installed here, before `serve` reports readiness: a SIGTERM sent right
+        // after READY=1 must start a clean stop, not kill the process by default action.
+        let term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+        let int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+        tokio::spawn(stop_on_signal(term, int, shutdown.clone()));
         let serve = pvfs_agent::serve(listener, prepared, shutdown.clone());
         tokio::select! {
             result = serve => result?,
@@ -76,12 +80,7 @@ pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
 }
 
 /// The first SIGTERM or SIGINT starts a graceful shutdown; a second one exits at once.
-async fn stop_on_signal(shutdown: CancellationToken) {
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
-    else {
-        tracing::error!("cannot install signal handlers; stop the agent with SIGKILL");
-        return;
-    };
+async fn stop_on_signal(mut term: Signal, mut int: Signal, shutdown: CancellationToken) {
     for n in 0..2 {
         let which = tokio::select! {
             _ = term.recv() => "SIGTERM",
