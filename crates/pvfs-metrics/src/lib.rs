@@ -3,5 +3,9 @@
 //!
 //! - [`facts`]: what a node is (hostname, OS, kernel, CPUs, memory, block devices, NICs), the
 //!   payload of the agent's `Info` RPC.
+//! - [`sample`]: what the node is doing: raw cumulative counters read once per interval.
+//! - [`rates`]: iostat/sar rates from two samples, as sysstat 12.6 computes them.
 
 pub mod facts;
+pub mod rates;
+pub mod sample;

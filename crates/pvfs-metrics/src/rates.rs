@@ -1,0 +1,439 @@
+//! Rates from two samples, computed as sysstat 12.6 (Debian bookworm's iostat and sar) does.
+//!
+//! Formulas: `reference/monitoring-anchors.md` §1 (iostat.c `write_ext_stat`, rd_stats.c
+//! `compute_ext_disk_stats`, pr_stats.c, sa_common.c `compute_ifutil`/`check_net_dev_reg`).
+//! Differences from sysstat, both deliberate:
+//! - the interval is the monotonic clock's (ns), not /proc/uptime's centiseconds, which are
+//!   ±1 % at a 1 s interval;
+//! - nothing else: deltas are taken at the kernel's own widths (64-bit counts, 32-bit ms
+//!   ticks), so a genuine wrap gives the right delta, and the device-reset rules are sysstat's.
+//!
+//! Column names are spelled as iostat -x, sar -n DEV, sar -u ALL, sar -r and sar -q print them.
+
+use crate::sample::{CpuCounters, DiskCounters, Duplex, LoadCounters, MemCounters, NicCounters, Sample};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Rates for the interval between two samples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rates {
+    /// Wall-clock time of the later sample, ns since the Unix epoch.
+    pub time_unix_ns: u64,
+    /// Seconds between the samples.
+    pub interval_s: f64,
+    pub disks: BTreeMap<String, DiskRates>,
+    pub nics: BTreeMap<String, NicRates>,
+    pub cpu: CpuPercent,
+    pub mem: MemStats,
+    pub load: LoadStats,
+}
+
+impl Rates {
+    /// Rates between `prev` and `curr` (`curr` taken later). A device or interface missing from
+    /// `prev` is compared against zero, as sysstat does for new devices.
+    pub fn between(prev: &Sample, curr: &Sample) -> Rates {
+        let interval_s = curr.mono_ns.saturating_sub(prev.mono_ns) as f64 / 1e9;
+        // sysstat never divides by a zero interval (it uses 1 centisecond instead).
+        let t = if interval_s > 0.0 { interval_s } else { 0.01 };
+        Rates {
+            time_unix_ns: curr.time_unix_ns,
+            interval_s,
+            disks: curr
+                .disks
+                .iter()
+                .map(|d| (d.name.clone(), DiskRates::between(prev.disk(&d.name), d, t)))
+                .collect(),
+            nics: curr
+                .nics
+                .iter()
+                .map(|n| (n.name.clone(), NicRates::between(prev.nic(&n.name), n, t)))
+                .collect(),
+            cpu: CpuPercent::between(&prev.cpu, &curr.cpu),
+            mem: MemStats::from(&curr.mem),
+            load: LoadStats::from(&curr.load),
+        }
+    }
+}
+
+/// `iostat -x` columns for one device.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct DiskRates {
+    #[serde(rename = "r/s")]
+    pub r_s: f64,
+    #[serde(rename = "rkB/s")]
+    pub rkb_s: f64,
+    #[serde(rename = "rrqm/s")]
+    pub rrqm_s: f64,
+    #[serde(rename = "%rrqm")]
+    pub rrqm_pct: f64,
+    pub r_await: f64,
+    #[serde(rename = "rareq-sz")]
+    pub rareq_sz: f64,
+    #[serde(rename = "w/s")]
+    pub w_s: f64,
+    #[serde(rename = "wkB/s")]
+    pub wkb_s: f64,
+    #[serde(rename = "wrqm/s")]
+    pub wrqm_s: f64,
+    #[serde(rename = "%wrqm")]
+    pub wrqm_pct: f64,
+    pub w_await: f64,
+    #[serde(rename = "wareq-sz")]
+    pub wareq_sz: f64,
+    #[serde(rename = "d/s")]
+    pub d_s: f64,
+    #[serde(rename = "dkB/s")]
+    pub dkb_s: f64,
+    #[serde(rename = "drqm/s")]
+    pub drqm_s: f64,
+    #[serde(rename = "%drqm")]
+    pub drqm_pct: f64,
+    pub d_await: f64,
+    #[serde(rename = "dareq-sz")]
+    pub dareq_sz: f64,
+    #[serde(rename = "f/s")]
+    pub f_s: f64,
+    pub f_await: f64,
+    #[serde(rename = "aqu-sz")]
+    pub aqu_sz: f64,
+    #[serde(rename = "%util")]
+    pub util: f64,
+}
+
+impl DiskRates {
+    /// The column names in iostat's order, for tables.
+    pub const COLUMNS: [&'static str; 22] = [
+        "r/s", "rkB/s", "rrqm/s", "%rrqm", "r_await", "rareq-sz", "w/s", "wkB/s", "wrqm/s", "%wrqm",
+        "w_await", "wareq-sz", "d/s", "dkB/s", "drqm/s", "%drqm", "d_await", "dareq-sz", "f/s", "f_await",
+        "aqu-sz", "%util",
+    ];
+
+    /// Values in [`Self::COLUMNS`] order.
+    pub fn values(&self) -> [f64; 22] {
+        [
+            self.r_s,
+            self.rkb_s,
+            self.rrqm_s,
+            self.rrqm_pct,
+            self.r_await,
+            self.rareq_sz,
+            self.w_s,
+            self.wkb_s,
+            self.wrqm_s,
+            self.wrqm_pct,
+            self.w_await,
+            self.wareq_sz,
+            self.d_s,
+            self.dkb_s,
+            self.drqm_s,
+            self.drqm_pct,
+            self.d_await,
+            self.dareq_sz,
+            self.f_s,
+            self.f_await,
+            self.aqu_sz,
+            self.util,
+        ]
+    }
+
+    /// iostat's extended statistics over `t` seconds.
+    pub fn between(prev: Option<&DiskCounters>, curr: &DiskCounters, t: f64) -> DiskRates {
+        let zero = DiskCounters::default();
+        let mut prev = prev.unwrap_or(&zero);
+        // sysstat's removed-and-re-added test (`write_stats`): fewer I/Os than before and every
+        // sector count lower (or zero before). The old counters then mean nothing: start from 0.
+        let fell = |p: u64, c: u64| c < p || p == 0;
+        if curr.total_ios() < prev.total_ios()
+            && fell(prev.rd_sectors, curr.rd_sectors)
+            && fell(prev.wr_sectors, curr.wr_sectors)
+            && fell(prev.dc_sectors, curr.dc_sectors)
+        {
+            prev = &zero;
+        }
+        // Counts are the kernel's unsigned long (64-bit here): modular difference.
+        let d = |p: u64, c: u64| c.wrapping_sub(p) as f64;
+        // Times are printed as unsigned int ms: a difference modulo 2^32 survives a wrap.
+        let ms = |p: u64, c: u64| (c as u32).wrapping_sub(p as u32) as f64;
+        let per_s = |delta: f64| delta / t;
+        let ratio = |num: f64, den: f64| if den != 0.0 { num / den } else { 0.0 };
+        let pct_merged = |merges: f64, ios: f64| ratio(100.0 * merges, merges + ios);
+
+        let (rd, wr, dc, fl) = (
+            d(prev.rd_ios, curr.rd_ios),
+            d(prev.wr_ios, curr.wr_ios),
+            d(prev.dc_ios, curr.dc_ios),
+            d(prev.fl_ios, curr.fl_ios),
+        );
+        let (rm, wm, dm) = (
+            d(prev.rd_merges, curr.rd_merges),
+            d(prev.wr_merges, curr.wr_merges),
+            d(prev.dc_merges, curr.dc_merges),
+        );
+        let (rsec, wsec, dsec) = (
+            d(prev.rd_sectors, curr.rd_sectors),
+            d(prev.wr_sectors, curr.wr_sectors),
+            d(prev.dc_sectors, curr.dc_sectors),
+        );
+        DiskRates {
+            r_s: per_s(rd),
+            w_s: per_s(wr),
+            d_s: per_s(dc),
+            f_s: per_s(fl),
+            // Sectors are 512 bytes whatever the device: /2 gives kB (KiB).
+            rkb_s: per_s(rsec) / 2.0,
+            wkb_s: per_s(wsec) / 2.0,
+            dkb_s: per_s(dsec) / 2.0,
+            rrqm_s: per_s(rm),
+            wrqm_s: per_s(wm),
+            drqm_s: per_s(dm),
+            rrqm_pct: pct_merged(rm, rd),
+            wrqm_pct: pct_merged(wm, wr),
+            drqm_pct: pct_merged(dm, dc),
+            r_await: ratio(ms(prev.rd_ticks, curr.rd_ticks), rd),
+            w_await: ratio(ms(prev.wr_ticks, curr.wr_ticks), wr),
+            d_await: ratio(ms(prev.dc_ticks, curr.dc_ticks), dc),
+            f_await: ratio(ms(prev.fl_ticks, curr.fl_ticks), fl),
+            rareq_sz: ratio(rsec, rd) / 2.0,
+            wareq_sz: ratio(wsec, wr) / 2.0,
+            dareq_sz: ratio(dsec, dc) / 2.0,
+            aqu_sz: per_s(ms(prev.rq_ticks, curr.rq_ticks)) / 1000.0,
+            util: per_s(ms(prev.tot_ticks, curr.tot_ticks)) / 10.0,
+        }
+    }
+}
+
+/// `sar -n DEV` columns for one interface.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct NicRates {
+    #[serde(rename = "rxpck/s")]
+    pub rxpck_s: f64,
+    #[serde(rename = "txpck/s")]
+    pub txpck_s: f64,
+    #[serde(rename = "rxkB/s")]
+    pub rxkb_s: f64,
+    #[serde(rename = "txkB/s")]
+    pub txkb_s: f64,
+    #[serde(rename = "rxcmp/s")]
+    pub rxcmp_s: f64,
+    #[serde(rename = "txcmp/s")]
+    pub txcmp_s: f64,
+    #[serde(rename = "rxmcst/s")]
+    pub rxmcst_s: f64,
+    #[serde(rename = "%ifutil")]
+    pub ifutil: f64,
+}
+
+impl NicRates {
+    pub const COLUMNS: [&'static str; 8] =
+        ["rxpck/s", "txpck/s", "rxkB/s", "txkB/s", "rxcmp/s", "txcmp/s", "rxmcst/s", "%ifutil"];
+
+    pub fn values(&self) -> [f64; 8] {
+        [
+            self.rxpck_s,
+            self.txpck_s,
+            self.rxkb_s,
+            self.txkb_s,
+            self.rxcmp_s,
+            self.txcmp_s,
+            self.rxmcst_s,
+            self.ifutil,
+        ]
+    }
+
+    /// sar's network rates over `t` seconds.
+    pub fn between(prev: Option<&NicCounters>, curr: &NicCounters, t: f64) -> NicRates {
+        let zero = NicCounters::default();
+        let mut prev = prev.unwrap_or(&zero);
+        if unregistered(prev, curr) {
+            prev = &zero;
+        }
+        let rate = |p: u64, c: u64| c.wrapping_sub(p) as f64 / t;
+        let rx_bytes = rate(prev.rx_bytes, curr.rx_bytes);
+        let tx_bytes = rate(prev.tx_bytes, curr.tx_bytes);
+        NicRates {
+            rxpck_s: rate(prev.rx_packets, curr.rx_packets),
+            txpck_s: rate(prev.tx_packets, curr.tx_packets),
+            rxkb_s: rx_bytes / 1024.0,
+            txkb_s: tx_bytes / 1024.0,
+            rxcmp_s: rate(prev.rx_compressed, curr.rx_compressed),
+            txcmp_s: rate(prev.tx_compressed, curr.tx_compressed),
+            rxmcst_s: rate(prev.rx_multicast, curr.rx_multicast),
+            ifutil: ifutil(curr, rx_bytes, tx_bytes),
+        }
+    }
+}
+
+/// sar's `check_net_dev_reg`: any of its seven counters going backwards means the interface
+/// was unregistered and registered again, unless bytes and packets disagree about it and the
+/// old value was past 2^63 (a 64-bit wrap).
+fn unregistered(prev: &NicCounters, curr: &NicCounters) -> bool {
+    let pairs = [
+        (prev.rx_bytes, curr.rx_bytes),
+        (prev.tx_bytes, curr.tx_bytes),
+        (prev.rx_packets, curr.rx_packets),
+        (prev.tx_packets, curr.tx_packets),
+        (prev.rx_compressed, curr.rx_compressed),
+        (prev.tx_compressed, curr.tx_compressed),
+        (prev.rx_multicast, curr.rx_multicast),
+    ];
+    if !pairs.iter().any(|(p, c)| c < p) {
+        return false;
+    }
+    let overflow = |(pb, cb): (u64, u64), (pp, cp): (u64, u64)| {
+        ((cb < pb && cp > pp) || (cb > pb && cp < pp)) && (pb > 1 << 63 || pp > 1 << 63)
+    };
+    let rx = overflow((prev.rx_bytes, curr.rx_bytes), (prev.rx_packets, curr.rx_packets));
+    let tx = overflow((prev.tx_bytes, curr.tx_bytes), (prev.tx_packets, curr.tx_packets));
+    !(rx || tx)
+}
+
+/// Bits per second as a percentage of the link speed (sa_common.c `compute_ifutil`).
+fn ifutil(nic: &NicCounters, rx_bytes_s: f64, tx_bytes_s: f64) -> f64 {
+    if nic.speed_mbps == 0 {
+        return 0.0;
+    }
+    let speed = f64::from(nic.speed_mbps) * 1e6;
+    match nic.duplex {
+        Duplex::Full => rx_bytes_s.max(tx_bytes_s) * 800.0 / speed,
+        Duplex::Half => (rx_bytes_s + tx_bytes_s) * 800.0 / speed,
+        Duplex::Unknown => 0.0,
+    }
+}
+
+/// `sar -u ALL` percentages, all CPUs together.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuPercent {
+    #[serde(rename = "%usr")]
+    pub usr: f64,
+    #[serde(rename = "%nice")]
+    pub nice: f64,
+    #[serde(rename = "%sys")]
+    pub sys: f64,
+    #[serde(rename = "%iowait")]
+    pub iowait: f64,
+    #[serde(rename = "%steal")]
+    pub steal: f64,
+    #[serde(rename = "%irq")]
+    pub irq: f64,
+    #[serde(rename = "%soft")]
+    pub soft: f64,
+    #[serde(rename = "%guest")]
+    pub guest: f64,
+    #[serde(rename = "%gnice")]
+    pub gnice: f64,
+    #[serde(rename = "%idle")]
+    pub idle: f64,
+}
+
+impl CpuPercent {
+    pub const COLUMNS: [&'static str; 10] =
+        ["%usr", "%nice", "%sys", "%iowait", "%steal", "%irq", "%soft", "%guest", "%gnice", "%idle"];
+
+    pub fn values(&self) -> [f64; 10] {
+        [
+            self.usr,
+            self.nice,
+            self.sys,
+            self.iowait,
+            self.steal,
+            self.irq,
+            self.soft,
+            self.guest,
+            self.gnice,
+            self.idle,
+        ]
+    }
+
+    /// As sysstat's `print_cpu_stats`: the total excludes guest time (already inside user and
+    /// nice); a field that went backwards shows 0; no ticks at all means an idle (tickless) CPU.
+    pub fn between(prev: &CpuCounters, curr: &CpuCounters) -> CpuPercent {
+        let total =
+            |c: &CpuCounters| c.user + c.nice + c.system + c.idle + c.iowait + c.irq + c.softirq + c.steal;
+        let itv = total(curr).wrapping_sub(total(prev)) as f64;
+        if itv <= 0.0 || total(curr) < total(prev) {
+            return CpuPercent { idle: 100.0, ..CpuPercent::default() };
+        }
+        let pct = |p: u64, c: u64| if c < p { 0.0 } else { (c - p) as f64 / itv * 100.0 };
+        CpuPercent {
+            usr: pct(prev.user.saturating_sub(prev.guest), curr.user.saturating_sub(curr.guest)),
+            nice: pct(prev.nice.saturating_sub(prev.guest_nice), curr.nice.saturating_sub(curr.guest_nice)),
+            sys: pct(prev.system, curr.system),
+            iowait: pct(prev.iowait, curr.iowait),
+            steal: pct(prev.steal, curr.steal),
+            irq: pct(prev.irq, curr.irq),
+            soft: pct(prev.softirq, curr.softirq),
+            guest: pct(prev.guest, curr.guest),
+            gnice: pct(prev.guest_nice, curr.guest_nice),
+            idle: pct(prev.idle, curr.idle),
+        }
+    }
+}
+
+/// `sar -r` columns (kB and %), from one sample.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemStats {
+    pub kbmemfree: u64,
+    pub kbavail: u64,
+    pub kbmemused: u64,
+    #[serde(rename = "%memused")]
+    pub memused_pct: f64,
+    pub kbbuffers: u64,
+    pub kbcached: u64,
+    pub kbcommit: u64,
+    #[serde(rename = "%commit")]
+    pub commit_pct: f64,
+    pub kbactive: u64,
+    pub kbinact: u64,
+    pub kbdirty: u64,
+}
+
+impl From<&MemCounters> for MemStats {
+    /// sysstat: used = total − (free + buffers + cached + slab), never below 0.
+    fn from(m: &MemCounters) -> MemStats {
+        let not_used = (m.free_kb + m.buffers_kb + m.cached_kb + m.slab_kb).min(m.total_kb);
+        let pct = |part: u64, whole: u64| if whole == 0 { 0.0 } else { part as f64 / whole as f64 * 100.0 };
+        MemStats {
+            kbmemfree: m.free_kb,
+            kbavail: m.available_kb,
+            kbmemused: m.total_kb - not_used,
+            memused_pct: pct(m.total_kb - not_used, m.total_kb),
+            kbbuffers: m.buffers_kb,
+            kbcached: m.cached_kb,
+            kbcommit: m.committed_as_kb,
+            commit_pct: pct(m.committed_as_kb, m.total_kb + m.swap_total_kb),
+            kbactive: m.active_kb,
+            kbinact: m.inactive_kb,
+            kbdirty: m.dirty_kb,
+        }
+    }
+}
+
+/// `sar -q` columns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoadStats {
+    #[serde(rename = "runq-sz")]
+    pub runq_sz: u32,
+    #[serde(rename = "plist-sz")]
+    pub plist_sz: u32,
+    #[serde(rename = "ldavg-1")]
+    pub ldavg_1: f64,
+    #[serde(rename = "ldavg-5")]
+    pub ldavg_5: f64,
+    #[serde(rename = "ldavg-15")]
+    pub ldavg_15: f64,
+}
+
+impl From<&LoadCounters> for LoadStats {
+    fn from(l: &LoadCounters) -> LoadStats {
+        LoadStats {
+            runq_sz: l.runnable,
+            plist_sz: l.tasks,
+            ldavg_1: l.one,
+            ldavg_5: l.five,
+            ldavg_15: l.fifteen,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,355 @@
+//! Raw samples: the kernel's cumulative counters, read once per interval and kept as they are.
+//!
+//! Rates are never computed here (see [`crate::rates`]): a sample is what the kernel said at one
+//! moment, so samples can be stored, shipped and replayed, and any two of them give the rates
+//! for the time between. Parsing of the `/proc` formats is procfs-core's; which devices count,
+//! and the counter widths, follow sysstat (iostat reads whole devices from `/sys/block`, and the
+//! kernel prints the `*_ticks` fields as 32-bit milliseconds).
+
+use procfs_core::net::InterfaceDeviceStatus;
+use procfs_core::{DiskStat, FromBufRead, FromRead, LoadAverage, Meminfo};
+use pvfs_host::{Root, RootError};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::io::Cursor;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Everything read at one moment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Wall-clock time of the read, nanoseconds since the Unix epoch.
+    pub time_unix_ns: u64,
+    /// CLOCK_MONOTONIC at the read, nanoseconds: intervals between samples come from this, not
+    /// from the wall clock (which NTP may step).
+    pub mono_ns: u64,
+    pub disks: Vec<DiskCounters>,
+    pub nics: Vec<NicCounters>,
+    pub cpu: CpuCounters,
+    pub mem: MemCounters,
+    pub load: LoadCounters,
+}
+
+impl Sample {
+    pub fn disk(&self, name: &str) -> Option<&DiskCounters> {
+        self.disks.iter().find(|d| d.name == name)
+    }
+
+    pub fn nic(&self, name: &str) -> Option<&NicCounters> {
+        self.nics.iter().find(|n| n.name == name)
+    }
+}
+
+/// One block device's line of `/proc/diskstats` (fields named as sysstat's `struct io_stats`).
+/// Counts and sectors are the kernel's `unsigned long`; `*_ticks` are `unsigned int` ms.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiskCounters {
+    pub name: String,
+    pub rd_ios: u64,
+    pub rd_merges: u64,
+    pub rd_sectors: u64,
+    pub rd_ticks: u64,
+    pub wr_ios: u64,
+    pub wr_merges: u64,
+    pub wr_sectors: u64,
+    pub wr_ticks: u64,
+    /// I/Os in flight now (a gauge).
+    pub ios_pgr: u64,
+    /// Milliseconds the device had I/O in flight.
+    pub tot_ticks: u64,
+    /// Sum of the latencies of all requests, in ms (weighted time).
+    pub rq_ticks: u64,
+    pub dc_ios: u64,
+    pub dc_merges: u64,
+    pub dc_sectors: u64,
+    pub dc_ticks: u64,
+    pub fl_ios: u64,
+    pub fl_ticks: u64,
+}
+
+impl DiskCounters {
+    /// Reads + writes + discards + flushes: iostat hides a device while this is 0.
+    pub fn total_ios(&self) -> u64 {
+        self.rd_ios + self.wr_ios + self.dc_ios + self.fl_ios
+    }
+
+    fn from_stat(stat: DiskStat) -> DiskCounters {
+        DiskCounters {
+            name: stat.name,
+            rd_ios: stat.reads,
+            rd_merges: stat.merged,
+            rd_sectors: stat.sectors_read,
+            rd_ticks: stat.time_reading,
+            wr_ios: stat.writes,
+            wr_merges: stat.writes_merged,
+            wr_sectors: stat.sectors_written,
+            wr_ticks: stat.time_writing,
+            ios_pgr: stat.in_progress,
+            tot_ticks: stat.time_in_progress,
+            rq_ticks: stat.weighted_time_in_progress,
+            dc_ios: stat.discards.unwrap_or(0),
+            dc_merges: stat.discards_merged.unwrap_or(0),
+            dc_sectors: stat.sectors_discarded.unwrap_or(0),
+            dc_ticks: stat.time_discarding.unwrap_or(0),
+            fl_ios: stat.flushes.unwrap_or(0),
+            fl_ticks: stat.time_flushing.unwrap_or(0),
+        }
+    }
+}
+
+/// One interface's line of `/proc/net/dev`, with its link speed and duplex from sysfs (which
+/// sar reads every interval too, for %ifutil).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NicCounters {
+    pub name: String,
+    pub rx_bytes: u64,
+    pub rx_packets: u64,
+    pub rx_errs: u64,
+    pub rx_drop: u64,
+    pub rx_compressed: u64,
+    pub rx_multicast: u64,
+    pub tx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_errs: u64,
+    pub tx_drop: u64,
+    pub tx_compressed: u64,
+    /// Mbit/s, 0 when not reported.
+    pub speed_mbps: u32,
+    pub duplex: Duplex,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Duplex {
+    Full,
+    Half,
+    #[default]
+    Unknown,
+}
+
+/// The `cpu` line of `/proc/stat`: all CPUs together, in USER_HZ ticks. `user` and `nice`
+/// include `guest` and `guest_nice`, as the kernel counts them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuCounters {
+    pub user: u64,
+    pub nice: u64,
+    pub system: u64,
+    pub idle: u64,
+    pub iowait: u64,
+    pub irq: u64,
+    pub softirq: u64,
+    pub steal: u64,
+    pub guest: u64,
+    pub guest_nice: u64,
+}
+
+/// The `/proc/meminfo` lines sar -r uses, in kB as the kernel prints them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemCounters {
+    pub total_kb: u64,
+    pub free_kb: u64,
+    pub available_kb: u64,
+    pub buffers_kb: u64,
+    pub cached_kb: u64,
+    pub slab_kb: u64,
+    pub committed_as_kb: u64,
+    pub active_kb: u64,
+    pub inactive_kb: u64,
+    pub dirty_kb: u64,
+    pub swap_total_kb: u64,
+    pub swap_free_kb: u64,
+}
+
+/// `/proc/loadavg`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoadCounters {
+    pub one: f64,
+    pub five: f64,
+    pub fifteen: f64,
+    /// Runnable tasks (sar's runq-sz).
+    pub runnable: u32,
+    /// All tasks (sar's plist-sz).
+    pub tasks: u32,
+}
+
+/// A host file could not be read or understood.
+#[derive(Debug, thiserror::Error)]
+pub enum SampleError {
+    #[error(transparent)]
+    Read(#[from] RootError),
+    #[error("cannot parse {path}: {what}")]
+    Parse { path: &'static str, what: String },
+}
+
+/// Which block devices a sample includes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum DeviceFilter {
+    /// Whole devices (those in `/sys/block`: disks, md, dm, loop, nvme namespaces), as iostat
+    /// shows by default.
+    #[default]
+    WholeDevices,
+    /// Exactly these names, partitions included.
+    Named(Vec<String>),
+}
+
+/// Reads samples under a root, remembering which device names are whole devices so that
+/// `/sys/block` is not listed every second.
+#[derive(Debug)]
+pub struct Sampler {
+    root: Root,
+    filter: DeviceFilter,
+    whole: HashMap<String, bool>,
+}
+
+impl Sampler {
+    pub fn new(root: Root, filter: DeviceFilter) -> Sampler {
+        Sampler { root, filter, whole: HashMap::new() }
+    }
+
+    /// Reads every counter now.
+    pub fn sample(&mut self) -> Result<Sample, SampleError> {
+        let mono_ns = monotonic_ns();
+        let time_unix_ns = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        Ok(Sample {
+            time_unix_ns,
+            mono_ns,
+            disks: self.read_disks()?,
+            nics: self.read_nics()?,
+            cpu: self.read_cpu()?,
+            mem: self.read_mem()?,
+            load: self.read_load()?,
+        })
+    }
+
+    fn read_disks(&mut self) -> Result<Vec<DiskCounters>, SampleError> {
+        const PATH: &str = "/proc/diskstats";
+        let text = self.root.read_to_string(PATH)?;
+        let mut disks = Vec::new();
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let stat = DiskStat::from_line(line).map_err(|e| parse(PATH, e))?;
+            let keep = match &self.filter {
+                DeviceFilter::Named(names) => names.contains(&stat.name),
+                DeviceFilter::WholeDevices => {
+                    // sysfs spells '/' in device names (cciss/c0d0) as '!'.
+                    let root = &self.root;
+                    *self.whole.entry(stat.name.clone()).or_insert_with(|| {
+                        root.exists(&format!("/sys/block/{}", stat.name.replace('/', "!")))
+                    })
+                }
+            };
+            if keep {
+                disks.push(DiskCounters::from_stat(stat));
+            }
+        }
+        Ok(disks)
+    }
+
+    fn read_nics(&self) -> Result<Vec<NicCounters>, SampleError> {
+        const PATH: &str = "/proc/net/dev";
+        let text = self.root.read_to_string(PATH)?;
+        let status = InterfaceDeviceStatus::from_buf_read(Cursor::new(text)).map_err(|e| parse(PATH, e))?;
+        let mut nics: Vec<NicCounters> = status
+            .0
+            .into_values()
+            .map(|d| {
+                let sys = |file: &str| self.root.read_trimmed(&format!("/sys/class/net/{}/{file}", d.name));
+                NicCounters {
+                    rx_bytes: d.recv_bytes,
+                    rx_packets: d.recv_packets,
+                    rx_errs: d.recv_errs,
+                    rx_drop: d.recv_drop,
+                    rx_compressed: d.recv_compressed,
+                    rx_multicast: d.recv_multicast,
+                    tx_bytes: d.sent_bytes,
+                    tx_packets: d.sent_packets,
+                    tx_errs: d.sent_errs,
+                    tx_drop: d.sent_drop,
+                    tx_compressed: d.sent_compressed,
+                    // Virtual NICs fail the read (EINVAL) or say -1: no speed.
+                    speed_mbps: sys("speed").ok().and_then(|s| s.parse::<u32>().ok()).unwrap_or(0),
+                    duplex: match sys("duplex").as_deref() {
+                        Ok("full") => Duplex::Full,
+                        Ok("half") => Duplex::Half,
+                        _ => Duplex::Unknown,
+                    },
+                    name: d.name,
+                }
+            })
+            .collect();
+        // /proc/net/dev order is the kernel's; a map scrambled it. Names sort for stable output.
+        nics.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(nics)
+    }
+
+    fn read_cpu(&self) -> Result<CpuCounters, SampleError> {
+        const PATH: &str = "/proc/stat";
+        let text = self.root.read_to_string(PATH)?;
+        // Only the first line ("cpu  …", all CPUs) is needed; procfs-core's KernelStats would
+        // also parse every per-CPU line and convert ticks through a system-info seam.
+        let line = text.lines().find(|l| l.starts_with("cpu ")).ok_or_else(|| parse(PATH, "no cpu line"))?;
+        let mut f = line.split_ascii_whitespace().skip(1).map(|v| v.parse::<u64>());
+        let mut next = || f.next().transpose().map_err(|e| parse(PATH, e)).map(Option::unwrap_or_default);
+        Ok(CpuCounters {
+            user: next()?,
+            nice: next()?,
+            system: next()?,
+            idle: next()?,
+            iowait: next()?,
+            irq: next()?,
+            softirq: next()?,
+            steal: next()?,
+            guest: next()?,
+            guest_nice: next()?,
+        })
+    }
+
+    fn read_mem(&self) -> Result<MemCounters, SampleError> {
+        const PATH: &str = "/proc/meminfo";
+        let text = self.root.read_to_string(PATH)?;
+        let m = Meminfo::from_buf_read(Cursor::new(text)).map_err(|e| parse(PATH, e))?;
+        // procfs-core converts kB to bytes; sar reports kB.
+        let kb = |bytes: u64| bytes / 1024;
+        Ok(MemCounters {
+            total_kb: kb(m.mem_total),
+            free_kb: kb(m.mem_free),
+            available_kb: kb(m.mem_available.unwrap_or(0)),
+            buffers_kb: kb(m.buffers),
+            cached_kb: kb(m.cached),
+            slab_kb: kb(m.slab),
+            committed_as_kb: kb(m.committed_as),
+            active_kb: kb(m.active),
+            inactive_kb: kb(m.inactive),
+            dirty_kb: kb(m.dirty),
+            swap_total_kb: kb(m.swap_total),
+            swap_free_kb: kb(m.swap_free),
+        })
+    }
+
+    fn read_load(&self) -> Result<LoadCounters, SampleError> {
+        const PATH: &str = "/proc/loadavg";
+        let text = self.root.read_to_string(PATH)?;
+        let l = LoadAverage::from_read(Cursor::new(text)).map_err(|e| parse(PATH, e))?;
+        // f32 in procfs-core; the kernel prints two decimals, so nothing is lost.
+        let two = |v: f32| (f64::from(v) * 100.0).round() / 100.0;
+        Ok(LoadCounters {
+            one: two(l.one),
+            five: two(l.five),
+            fifteen: two(l.fifteen),
+            runnable: l.cur,
+            tasks: l.max,
+        })
+    }
+}
+
+fn parse(path: &'static str, what: impl std::fmt::Display) -> SampleError {
+    SampleError::Parse { path, what: what.to_string() }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: system-wide, so samples from before and after an agent
+/// restart still give true intervals.
+pub fn monotonic_ns() -> u64 {
+    match nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC) {
+        Ok(ts) => ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64,
+        // clock_gettime(CLOCK_MONOTONIC) cannot fail on Linux; keep going rather than panic.
+        Err(_) => 0,
+    }
+}
