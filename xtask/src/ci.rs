@@ -6,7 +6,13 @@ use std::process::Command;
 
 pub fn run(no_e2e: bool) -> anyhow::Result<()> {
     // Tools the checks use, from Debian's packages on a fresh machine.
-    let mut needed = vec![("systemd-analyze", "systemd"), ("unshare", "util-linux"), ("blkid", "util-linux")];
+    let mut needed = vec![
+        ("systemd-analyze", "systemd"),
+        ("unshare", "util-linux"),
+        ("blkid", "util-linux"),
+        ("iostat", "sysstat"),
+        ("fio", "fio"),
+    ];
     if !no_e2e {
         needed.extend([("debootstrap", "debootstrap"), ("docker", "docker.io")]);
     }
@@ -19,6 +25,7 @@ pub fn run(no_e2e: bool) -> anyhow::Result<()> {
     step(cargo().args(["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"]))?;
     step(cargo().args(["nextest", "run", "--workspace", "--locked", "--no-fail-fast"]))?;
     verify_unit()?;
+    crate::accuracy::run()?;
     let dist = crate::dist::run()?;
     if !no_e2e {
         crate::e2e::run_with_binary(&dist.join("bin/pvfs"), &crate::e2e::Args::default())?;

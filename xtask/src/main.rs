@@ -3,10 +3,12 @@
 //! - `ci`: everything CI checks (installs what it needs on a fresh machine first).
 //! - `dist`: the release directory and tarball.
 //! - `e2e`: a real multi-host cluster in containers.
+//! - `accuracy`: `pvfs-agent metrics` against iostat and sar over the same seconds.
 //! - `bench-mesh`: idle agent footprint and `pvfsctl nodes` latency.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod accuracy;
 mod bench;
 mod ci;
 mod dist;
@@ -38,6 +40,9 @@ enum Command {
     Dist,
     /// Start a cluster of agent containers on a private Docker network and run the scenarios.
     E2e(e2e::Args),
+    /// Compare `pvfs-agent metrics` with iostat -x and sar over the same seconds under load
+    /// (needs root for a loop device; installs sysstat and fio if missing).
+    Accuracy,
     /// Measure an idle agent's CPU and memory, and `pvfsctl nodes` latency against containers.
     BenchMesh(bench::Args),
 }
@@ -47,6 +52,7 @@ fn main() -> ExitCode {
         Command::Ci { no_e2e } => ci::run(no_e2e),
         Command::Dist => dist::run().map(|_| ()),
         Command::E2e(args) => e2e::run(&args),
+        Command::Accuracy => accuracy::run(),
         Command::BenchMesh(args) => bench::run(&args),
     };
     match result {

@@ -170,6 +170,9 @@ pub struct GenerateArgs {
     after_help = "Every flag can also be set in the environment (e.g. PVFS_AGENT_LISTEN), as the systemd unit does."
 )]
 pub struct AgentCli {
+    /// Run a tool instead of serving.
+    #[command(subcommand)]
+    pub command: Option<AgentCommand>,
     /// Address to listen on.
     #[arg(long, value_name = "ADDR", env = "PVFS_AGENT_LISTEN", default_value = "0.0.0.0:7070")]
     pub listen: SocketAddr,
@@ -192,6 +195,31 @@ pub struct AgentCli {
     pub check_config: bool,
     #[command(flatten)]
     pub log: LogArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentCommand {
+    /// Print this machine's disk, network, CPU, memory and load rates every interval, with
+    /// iostat -x / sar column names; no coordinator needed.
+    Metrics(MetricsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MetricsArgs {
+    /// Time between reports; samples are taken on multiples of it since the epoch, so every
+    /// node reports the same seconds.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub interval: Duration,
+    /// Stop after this many reports (default: until interrupted).
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+    /// One JSON object per interval instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Only these block devices (partitions allowed), shown even when idle; by default every
+    /// whole device that has done any I/O since boot, as iostat shows.
+    #[arg(long, value_name = "DEV,…", value_delimiter = ',')]
+    pub devices: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,8 @@
-//! `pvfs-agent`: run the node agent until SIGTERM or Ctrl-C.
+//! `pvfs-agent`: run the node agent until SIGTERM or Ctrl-C, or one of its tools.
 
-use crate::cli::AgentCli;
+mod metrics;
+
+use crate::cli::{AgentCli, AgentCommand};
 use crate::{exit, logging, output};
 use anyhow::Context;
 use pvfs_agent::{Security, Settings};
@@ -14,6 +16,10 @@ use tokio_util::sync::CancellationToken;
 const DRAIN_DEADLINE: Duration = Duration::from_secs(10);
 
 pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
+    if let Some(AgentCommand::Metrics(args)) = cli.command {
+        logging::init(&cli.log, "warn")?;
+        return metrics::run(args);
+    }
     logging::init(&cli.log, "info")?;
     let name = match cli.name {
         Some(name) => name,

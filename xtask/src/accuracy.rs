@@ -1,0 +1,364 @@
+//! `cargo xtask accuracy`: `pvfs-agent metrics` against the real sysstat tools, over the same
+//! seconds, under real load.
+//!
+//! A loop device gets a steady, rate-limited random read/write load from fio; a paced TCP
+//! stream loads `lo`. Then, started on the same second boundary, `iostat -dxy`, `sar -n DEV
+//! -u ALL` (through sadc's file and `sadf -j`) and `pvfs-agent metrics --json` report each of
+//! the next seconds. Seconds are matched by their timestamps, and each column's mean over the
+//! matched seconds must agree:
+//! - rates, sizes and latencies within 1 % of sysstat's, or within its print precision (0.01,
+//!   plus half a unit of rounding);
+//! - columns that are themselves percentages (%util, %rrqm, %ifutil, the CPU columns) within
+//!   one percentage point. They rest on the coarsest counters the kernel has: CPU time in
+//!   10 ms ticks, device busy time in jiffies (updated lazily, and by every reader of
+//!   diskstats while I/O is in flight), so two readers a few ms apart differ by up to a tick
+//!   or a jiffy at each end of the run.
+//!
+//! Means, not single seconds, are what is asserted: the readers cannot sample at the same
+//! instant (iostat takes ~10 ms to start), and a 10 ms shift of a one-second window moves
+//! %util by up to a point and a bursty stream by a burst. Over the whole run the shift only
+//! touches the two ends (≈ 0.2 % over 10 s), so a formula difference shows and jitter does not.
+//! The worst single second is printed too, for the record.
+
+use crate::util::{self, capture, cargo, read, step};
+use anyhow::{Context, bail, ensure};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Seconds compared.
+const SECONDS: u32 = 10;
+
+/// iostat -x's JSON spells a few columns without the `%`.
+const DISK_KEYS: [(&str, &str); 22] = [
+    ("r/s", "r/s"),
+    ("rkB/s", "rkB/s"),
+    ("rrqm/s", "rrqm/s"),
+    ("%rrqm", "rrqm"),
+    ("r_await", "r_await"),
+    ("rareq-sz", "rareq-sz"),
+    ("w/s", "w/s"),
+    ("wkB/s", "wkB/s"),
+    ("wrqm/s", "wrqm/s"),
+    ("%wrqm", "wrqm"),
+    ("w_await", "w_await"),
+    ("wareq-sz", "wareq-sz"),
+    ("d/s", "d/s"),
+    ("dkB/s", "dkB/s"),
+    ("drqm/s", "drqm/s"),
+    ("%drqm", "drqm"),
+    ("d_await", "d_await"),
+    ("dareq-sz", "dareq-sz"),
+    ("f/s", "f/s"),
+    ("f_await", "f_await"),
+    ("aqu-sz", "aqu-sz"),
+    ("%util", "util"),
+];
+
+/// sadf -j's names for sar -n DEV columns.
+const NIC_KEYS: [(&str, &str); 8] = [
+    ("rxpck/s", "rxpck"),
+    ("txpck/s", "txpck"),
+    ("rxkB/s", "rxkB"),
+    ("txkB/s", "txkB"),
+    ("rxcmp/s", "rxcmp"),
+    ("txcmp/s", "txcmp"),
+    ("rxmcst/s", "rxmcst"),
+    ("%ifutil", "ifutil-percent"),
+];
+
+const CPU_KEYS: [(&str, &str); 10] = [
+    ("%usr", "usr"),
+    ("%nice", "nice"),
+    ("%sys", "sys"),
+    ("%iowait", "iowait"),
+    ("%steal", "steal"),
+    ("%irq", "irq"),
+    ("%soft", "soft"),
+    ("%guest", "guest"),
+    ("%gnice", "gnice"),
+    ("%idle", "idle"),
+];
+
+pub fn run() -> anyhow::Result<()> {
+    util::ensure_programs(&[
+        ("iostat", "sysstat"),
+        ("sadf", "sysstat"),
+        ("fio", "fio"),
+        ("losetup", "mount"),
+    ])?;
+    step(cargo().args(["build", "--locked", "-p", "pvfs", "--bin", "pvfs-agent"]))?;
+    let agent = util::root().join("target/debug/pvfs-agent");
+    let work = util::root().join("target/accuracy");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work)?;
+
+    let loop_dev = LoopDevice::create(&work.join("disk.img"), 256 << 20)?;
+    let dev_name = loop_dev.name();
+    let load_seconds = u64::from(SECONDS) + 8;
+    let _fio = Killed(
+        Command::new("fio")
+            .args(["--name=accuracy", "--rw=randrw", "--rwmixread=50", "--bs=16k", "--direct=1"])
+            .args([
+                "--rate_iops=400,400",
+                "--ioengine=psync",
+                "--time_based",
+                &format!("--runtime={load_seconds}"),
+            ])
+            .arg(format!("--filename={}", loop_dev.path.display()))
+            .args(["--output", "/dev/null"])
+            .stdout(Stdio::null())
+            .spawn()
+            .context("starting fio")?,
+    );
+    let traffic = Traffic::start(Duration::from_secs(load_seconds))?;
+    // Let the load settle, then start all three readers on one second boundary.
+    std::thread::sleep(Duration::from_secs(2));
+    sleep_to_boundary();
+    let sa_file = work.join("sa.bin");
+    let iostat = Command::new("iostat")
+        .args(["-dxyt", "-o", "JSON", "1", &SECONDS.to_string(), &dev_name])
+        .env("TZ", "UTC")
+        .env("S_TIME_FORMAT", "ISO")
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("starting iostat")?;
+    let sar = Command::new("sar")
+        .args(["-n", "DEV", "-u", "ALL", "-o"])
+        .arg(&sa_file)
+        .args(["1", &SECONDS.to_string()])
+        .env("TZ", "UTC")
+        .stdout(Stdio::null())
+        .spawn()
+        .context("starting sar")?;
+    // Ours reports from its second sample; one extra report covers sysstat's last second.
+    let ours = Command::new(&agent)
+        .args(["metrics", "--json", "--count", &(SECONDS + 1).to_string(), "--devices", &dev_name])
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("starting pvfs-agent metrics")?;
+    let iostat = iostat.wait_with_output()?;
+    let ours = ours.wait_with_output()?;
+    let sar_status = Killed(sar).0.wait()?;
+    traffic.stop();
+    ensure!(iostat.status.success() && ours.status.success() && sar_status.success(), "a reader failed");
+    let sadf = read(
+        Command::new("sadf").env("TZ", "UTC").arg("-j").arg(&sa_file).args(["--", "-n", "DEV", "-u", "ALL"]),
+    )?;
+
+    let ours: Vec<Value> =
+        String::from_utf8_lossy(&ours.stdout).lines().map(serde_json::from_str).collect::<Result<_, _>>()?;
+    let ours: BTreeMap<String, Value> =
+        ours.into_iter().map(|v| (hms(v["time"].as_str().unwrap_or_default()), v)).collect();
+    let iostat: Value = serde_json::from_slice(&iostat.stdout).context("iostat JSON")?;
+    let sar: Value = serde_json::from_str(&sadf).context("sadf JSON")?;
+    let mut report = Report::default();
+
+    for stat in iostat["sysstat"]["hosts"][0]["statistics"].as_array().context("iostat statistics")? {
+        let second = hms(stat["timestamp"].as_str().unwrap_or_default());
+        let Some(our) = ours.get(&second) else { continue };
+        let theirs =
+            stat["disk"].as_array().and_then(|d| d.iter().find(|d| d["disk_device"] == dev_name.as_str()));
+        let theirs = theirs.with_context(|| format!("iostat has no {dev_name} at {second}"))?;
+        for (ours_key, their_key) in DISK_KEYS {
+            report.compare(
+                &format!("{dev_name} {ours_key}"),
+                &second,
+                &our["disks"][&dev_name][ours_key],
+                &theirs[their_key],
+            );
+        }
+    }
+    for stat in sar["sysstat"]["hosts"][0]["statistics"].as_array().context("sadf statistics")? {
+        let second = stat["timestamp"]["time"].as_str().unwrap_or_default().to_owned();
+        let Some(our) = ours.get(&second) else { continue };
+        for nic in stat["network"]["net-dev"].as_array().context("sadf net-dev")? {
+            let iface = nic["iface"].as_str().unwrap_or_default();
+            if iface != "lo" && our["nics"].get(iface).is_none() {
+                continue;
+            }
+            for (ours_key, their_key) in NIC_KEYS {
+                report.compare(
+                    &format!("{iface} {ours_key}"),
+                    &second,
+                    &our["nics"][iface][ours_key],
+                    &nic[their_key],
+                );
+            }
+        }
+        let cpu = &stat["cpu-load"][0];
+        for (ours_key, their_key) in CPU_KEYS {
+            report.compare(&format!("cpu {ours_key}"), &second, &our["cpu"][ours_key], &cpu[their_key]);
+        }
+    }
+    report.finish(&dev_name)
+}
+
+/// "HH:MM:SS" of an ISO 8601 time.
+fn hms(iso: &str) -> String {
+    iso.split('T').nth(1).map(|t| t.chars().take(8).collect()).unwrap_or_default()
+}
+
+fn sleep_to_boundary() {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().subsec_nanos();
+    std::thread::sleep(Duration::from_nanos(u64::from(1_000_000_000 - nanos)));
+}
+
+/// Per column: the sums of both sides over the matched seconds, and the worst single second.
+#[derive(Default)]
+struct Report {
+    compared: usize,
+    columns: BTreeMap<String, Column>,
+    missing: Vec<String>,
+}
+
+#[derive(Default)]
+struct Column {
+    n: u32,
+    ours: f64,
+    theirs: f64,
+    extra: f64,
+    worst: (f64, String),
+}
+
+impl Report {
+    fn compare(&mut self, column: &str, second: &str, ours: &Value, theirs: &Value) {
+        // One percentage point for columns that are percentages (see the module comment).
+        let extra = if column.rsplit(' ').next().is_some_and(|c| c.starts_with('%')) { 1.0 } else { 0.0 };
+        let (Some(a), Some(b)) = (ours.as_f64(), theirs.as_f64()) else {
+            self.missing.push(format!("{second} {column}: ours {ours}, sysstat {theirs}"));
+            return;
+        };
+        self.compared += 1;
+        let c = self.columns.entry(column.to_owned()).or_default();
+        c.n += 1;
+        c.ours += a;
+        c.theirs += b;
+        c.extra = extra;
+        if (a - b).abs() > c.worst.0 {
+            c.worst = ((a - b).abs(), second.to_owned());
+        }
+    }
+
+    fn finish(self, dev: &str) -> anyhow::Result<()> {
+        println!(
+            "accuracy: {} values compared over {SECONDS} seconds ({dev} under fio, lo under a paced TCP stream)",
+            self.compared
+        );
+        println!(
+            "{:<20} {:>12} {:>12} {:>10} {:>10}   {:>14}",
+            "column", "mean ours", "mean sysstat", "diff", "allowed", "worst second"
+        );
+        let mut failures = Vec::new();
+        for (name, c) in &self.columns {
+            let (a, b) = (c.ours / f64::from(c.n), c.theirs / f64::from(c.n));
+            let allowed = (0.01 * b.abs()).max(0.015).max(c.extra);
+            let diff = (a - b).abs();
+            let flag = if diff > allowed { "  <-- out of tolerance" } else { "" };
+            println!(
+                "{name:<20} {a:>12.4} {b:>12.4} {diff:>10.4} {allowed:>10.3}   {:>8.4} at {}{flag}",
+                c.worst.0, c.worst.1
+            );
+            if diff > allowed {
+                failures.push(format!("{name}: mean ours {a:.4}, sysstat {b:.4} (allowed ±{allowed:.3})"));
+            }
+        }
+        // The readers' seconds must really have lined up, or nothing was compared.
+        ensure!(
+            self.compared > 300,
+            "only {} values compared: the readers' seconds did not line up",
+            self.compared
+        );
+        ensure!(self.missing.is_empty(), "values missing:\n{}", self.missing.join("\n"));
+        // And the load must really have shown, or agreement on zeros proves nothing.
+        let busy = |name: &str| self.columns.get(name).is_some_and(|c| c.theirs / f64::from(c.n) > 1.0);
+        ensure!(
+            busy(&format!("{dev} r/s")) && busy(&format!("{dev} w/s")) && busy("lo rxkB/s"),
+            "the load did not show"
+        );
+        if !failures.is_empty() {
+            bail!("{} columns out of tolerance:\n{}", failures.len(), failures.join("\n"));
+        }
+        Ok(())
+    }
+}
+
+/// A loop device over a file, detached on drop.
+struct LoopDevice {
+    path: PathBuf,
+}
+
+impl LoopDevice {
+    fn create(file: &Path, size: u64) -> anyhow::Result<LoopDevice> {
+        let f = std::fs::File::create(file)?;
+        f.set_len(size)?;
+        let path = read(Command::new("losetup").args(["--find", "--show", "--direct-io=on"]).arg(file))?;
+        Ok(LoopDevice { path: PathBuf::from(path.trim()) })
+    }
+
+    fn name(&self) -> String {
+        self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    }
+}
+
+impl Drop for LoopDevice {
+    fn drop(&mut self) {
+        let _ = capture(Command::new("losetup").arg("-d").arg(&self.path));
+    }
+}
+
+/// A child process killed on drop.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// About 20 MB/s of TCP over loopback, in 64 KiB writes every ~3 ms (small steps, so a
+/// window shifted by a few ms sees nearly the same bytes).
+struct Traffic {
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Traffic {
+    fn start(duration: Duration) -> anyhow::Result<Traffic> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let addr = listener.local_addr()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let sink = std::thread::spawn(move || {
+            if let Ok((mut conn, _)) = listener.accept() {
+                let _ = std::io::copy(&mut conn, &mut std::io::sink());
+            }
+        });
+        let mut conn = TcpStream::connect(addr)?;
+        let flag = stop.clone();
+        let source = std::thread::spawn(move || {
+            let chunk = vec![0x5au8; 64 << 10];
+            let until = Instant::now() + duration;
+            while Instant::now() < until && !flag.load(Ordering::Relaxed) {
+                if conn.write_all(&chunk).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(3));
+            }
+        });
+        Ok(Traffic { stop, threads: vec![source, sink] })
+    }
+
+    fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads {
+            let _ = t.join();
+        }
+    }
+}
