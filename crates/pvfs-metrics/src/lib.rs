@@ -5,7 +5,9 @@
 //!   payload of the agent's `Info` RPC.
 //! - [`sample`]: what the node is doing: raw cumulative counters read once per interval.
 //! - [`rates`]: iostat/sar rates from two samples, as sysstat 12.6 computes them.
+//! - [`ring`]: the agent's bounded, compact history of samples, read by cursor.
 
 pub mod facts;
 pub mod rates;
+pub mod ring;
 pub mod sample;
