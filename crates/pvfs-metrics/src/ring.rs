@@ -43,7 +43,10 @@ pub enum Next {
     Sample(Box<Stamped>),
     /// Samples `from..=to` are no longer held (the reader fell behind by more than the ring, or
     /// its cursor is from another epoch); continue after `to`.
-    Gap { from: u64, to: u64 },
+    Gap {
+        from: u64,
+        to: u64,
+    },
     /// Nothing newer yet.
     Pending,
 }
@@ -111,7 +114,9 @@ impl Ring {
             _ => Arc::new(layout),
         };
         let base = match &self.last {
-            Some((last, prev)) if Arc::ptr_eq(last, &layout) && seq % KEYFRAME_EVERY != 0 => Some(prev.as_slice()),
+            Some((last, prev)) if Arc::ptr_eq(last, &layout) && !seq.is_multiple_of(KEYFRAME_EVERY) => {
+                Some(prev.as_slice())
+            }
             _ => None,
         };
         let mut bytes = Vec::with_capacity(values.len() + 8);
@@ -170,7 +175,11 @@ impl Ring {
                 let (raw, used) = get_varint(&entry.bytes[pos..])?;
                 pos += used;
                 let delta = unzigzag(raw);
-                decoded.push(if entry.keyframe { delta as u64 } else { values.get(i)?.wrapping_add(delta as u64) });
+                decoded.push(if entry.keyframe {
+                    delta as u64
+                } else {
+                    values.get(i)?.wrapping_add(delta as u64)
+                });
                 i += 1;
             }
             values = decoded;
@@ -225,7 +234,13 @@ fn flatten(s: &Sample) -> (Layout, Vec<u64>) {
     // Load averages have two decimals: keep them as hundredths.
     let l = &s.load;
     let hundredths = |x: f64| (x * 100.0).round() as u64;
-    v.extend([hundredths(l.one), hundredths(l.five), hundredths(l.fifteen), u64::from(l.runnable), u64::from(l.tasks)]);
+    v.extend([
+        hundredths(l.one),
+        hundredths(l.five),
+        hundredths(l.fifteen),
+        u64::from(l.runnable),
+        u64::from(l.tasks),
+    ]);
     for d in &s.disks {
         v.extend([
             d.rd_ios,

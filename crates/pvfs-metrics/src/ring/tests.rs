@@ -35,9 +35,26 @@ fn sample(i: u64, disks: &[&str]) -> Sample {
             duplex: Duplex::Full,
             ..NicCounters::default()
         }],
-        cpu: CpuCounters { user: 100_000 + i * 40, system: 30_000 + i * 5, idle: 800_000 + i * 150, iowait: 5000 + i * 3, ..CpuCounters::default() },
-        mem: MemCounters { total_kb: 24_683_656, free_kb: 22_940_380 - i * 10, available_kb: 24_160_736, ..MemCounters::default() },
-        load: LoadCounters { one: 0.52 + (i % 3) as f64 / 100.0, five: 0.31, fifteen: 0.12, runnable: 3, tasks: 187 },
+        cpu: CpuCounters {
+            user: 100_000 + i * 40,
+            system: 30_000 + i * 5,
+            idle: 800_000 + i * 150,
+            iowait: 5000 + i * 3,
+            ..CpuCounters::default()
+        },
+        mem: MemCounters {
+            total_kb: 24_683_656,
+            free_kb: 22_940_380 - i * 10,
+            available_kb: 24_160_736,
+            ..MemCounters::default()
+        },
+        load: LoadCounters {
+            one: 0.52 + (i % 3) as f64 / 100.0,
+            five: 0.31,
+            fifteen: 0.12,
+            runnable: 3,
+            tasks: 187,
+        },
     }
 }
 
@@ -66,7 +83,11 @@ fn the_ring_stays_bounded_and_the_oldest_remain_readable() {
         }
         let oldest = 500 - capacity as u64 + 1;
         for seq in oldest..=500 {
-            assert_eq!(ring.get(seq).unwrap().sample, sample(seq - 1, &["sda"]), "capacity {capacity}, seq {seq}");
+            assert_eq!(
+                ring.get(seq).unwrap().sample,
+                sample(seq - 1, &["sda"]),
+                "capacity {capacity}, seq {seq}"
+            );
         }
         assert!(ring.get(oldest - 1).is_none());
     }
