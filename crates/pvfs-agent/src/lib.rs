@@ -5,6 +5,7 @@
 //! token, so tests bind port 0 and stop the agent when they are done. Serving is mutual TLS
 //! unless the settings say `Insecure`, which [`prepare`] allows on loopback addresses only.
 
+mod history;
 mod notify;
 mod service;
 mod state;
@@ -41,7 +42,12 @@ pub struct Settings {
     pub state_dir: PathBuf,
     /// `/` in production; the root facts are read under.
     pub root: Root,
+    /// How much sample history to keep for coordinators that reconnect.
+    pub history: Duration,
 }
+
+/// Samples are taken once a second, on the second.
+pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(1);
 
 /// How connections are secured.
 #[derive(Debug, Clone)]
@@ -148,7 +154,12 @@ pub async fn serve(
     }
 
     let (health, health_service) = tonic_health::server::health_reporter();
-    let agent = AgentService::new(settings.name.clone(), settings.root.clone());
+    // The epoch tells coordinators which agent process numbered the samples.
+    let epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64);
+    let capacity = (settings.history.as_secs() / SAMPLE_INTERVAL.as_secs()).max(1) as usize;
+    let history = history::History::new(epoch, capacity);
+    let sampler = tokio::spawn(history::run_sampler(history.clone(), settings.root.clone(), SAMPLE_INTERVAL, shutdown.clone()));
+    let agent = AgentService::new(settings.name.clone(), settings.root.clone(), history, shutdown.clone());
     health.set_serving::<pvfs_proto::pb::agent_server::AgentServer<AgentService>>().await;
 
     // Health turns NOT_SERVING as soon as shutdown starts, so a coordinator polling it sees the
@@ -182,6 +193,7 @@ pub async fn serve(
     let result = router.serve_with_incoming_shutdown(incoming, shutdown.cancelled()).await;
     notify::stopping();
     health_on_shutdown.abort();
+    sampler.abort();
     if let Some(watchdog) = watchdog {
         watchdog.abort();
     }

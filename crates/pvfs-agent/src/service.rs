@@ -1,10 +1,20 @@
 //! The `pvfs.v1.Agent` gRPC service: the edge where wire types meet the agent's work.
 
+use crate::history::History;
 use pvfs_host::{Root, SystemRunner};
 use pvfs_metrics::facts::{self, NodeInfo};
+use pvfs_metrics::ring::Next;
 use pvfs_proto::pb;
+use std::sync::Arc;
 use std::time::Instant;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
+
+/// Samples a `Metrics` stream may have queued for the transport. Small on purpose: the ring is
+/// the buffer, and a slow reader just stays further behind in it.
+const STREAM_QUEUE: usize = 8;
 
 /// Answers the coordinator's requests.
 #[derive(Debug)]
@@ -12,16 +22,60 @@ pub struct AgentService {
     name: String,
     root: Root,
     started: Instant,
+    history: Arc<History>,
+    shutdown: CancellationToken,
 }
 
 impl AgentService {
-    pub fn new(name: String, root: Root) -> AgentService {
-        AgentService { name, root, started: Instant::now() }
+    pub fn new(name: String, root: Root, history: Arc<History>, shutdown: CancellationToken) -> AgentService {
+        AgentService { name, root, started: Instant::now(), history, shutdown }
     }
 }
 
 #[tonic::async_trait]
 impl pb::agent_server::Agent for AgentService {
+    type MetricsStream = ReceiverStream<Result<pb::MetricsEvent, Status>>;
+
+    async fn metrics(&self, request: Request<pb::MetricsRequest>) -> Result<Response<Self::MetricsStream>, Status> {
+        let pb::MetricsRequest { epoch, after_seq } = request.into_inner();
+        let (tx, rx) = mpsc::channel(STREAM_QUEUE);
+        let (history, shutdown) = (self.history.clone(), self.shutdown.clone());
+        // A task per stream, so the reader's pace never blocks the sampler: it reads the ring
+        // by cursor and waits on the "new sample" signal when it has caught up.
+        tokio::spawn(async move {
+            let mut newest = history.subscribe();
+            let mut cursor = (epoch, after_seq);
+            loop {
+                // Mark the current newest as seen *before* looking, so a sample pushed between
+                // the look and the wait still wakes us.
+                newest.borrow_and_update();
+                let event = match history.next_after(cursor.0, cursor.1) {
+                    Next::Sample(stamped) => {
+                        cursor = (stamped.epoch, stamped.seq);
+                        pb::metrics_event::Event::Sample(pb::Sample::from(&*stamped))
+                    }
+                    Next::Gap { from, to } => {
+                        cursor = (history.epoch(), to);
+                        pb::metrics_event::Event::Gap(pb::Gap { from_seq: from, to_seq: to })
+                    }
+                    Next::Pending => {
+                        tokio::select! {
+                            () = shutdown.cancelled() => return,
+                            () = tx.closed() => return,
+                            changed = newest.changed() => if changed.is_err() { return },
+                        }
+                        continue;
+                    }
+                };
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    sent = tx.send(Ok(pb::MetricsEvent { event: Some(event) })) => if sent.is_err() { return },
+                }
+            }
+        });
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
+
     async fn info(&self, _request: Request<pb::InfoRequest>) -> Result<Response<pb::InfoResponse>, Status> {
         let facts = facts::read(&self.root, &SystemRunner).await.map_err(|err| {
             tracing::warn!(error = %err, "cannot read node facts");

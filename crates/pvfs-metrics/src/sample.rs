@@ -340,8 +340,31 @@ impl Sampler {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::until_tick;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn ticks_land_on_interval_boundaries() {
+        let at = |s: u64, ms: u64| UNIX_EPOCH + Duration::from_secs(s) + Duration::from_millis(ms);
+        assert_eq!(until_tick(at(100, 250), Duration::from_secs(1)), Duration::from_millis(750));
+        // Exactly on a boundary: the next one, never a zero-length interval.
+        assert_eq!(until_tick(at(100, 0), Duration::from_secs(1)), Duration::from_secs(1));
+        assert_eq!(until_tick(at(101, 500), Duration::from_secs(5)), Duration::from_millis(3500));
+    }
+}
+
 fn parse(path: &'static str, what: impl std::fmt::Display) -> SampleError {
     SampleError::Parse { path, what: what.to_string() }
+}
+
+/// How long from `now` to the next multiple of `interval` since the Unix epoch (never zero):
+/// every node that samples on these ticks samples the same seconds.
+pub fn until_tick(now: SystemTime, interval: std::time::Duration) -> std::time::Duration {
+    let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos();
+    let step = interval.as_nanos().max(1);
+    std::time::Duration::from_nanos((step - since_epoch % step) as u64)
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: system-wide, so samples from before and after an agent

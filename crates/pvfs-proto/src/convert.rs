@@ -5,6 +5,8 @@
 
 use crate::pb;
 use pvfs_metrics::facts::{BlockDevice, Cpu, Nic, NodeFacts, NodeInfo, OsRelease, Signature};
+use pvfs_metrics::ring::Stamped;
+use pvfs_metrics::sample::{CpuCounters, DiskCounters, Duplex, LoadCounters, MemCounters, NicCounters, Sample};
 
 impl From<NodeInfo> for pb::NodeInfo {
     fn from(info: NodeInfo) -> pb::NodeInfo {
@@ -124,6 +126,124 @@ impl From<pb::Nic> for Nic {
     }
 }
 
+impl From<&Stamped> for pb::Sample {
+    fn from(st: &Stamped) -> pb::Sample {
+        let s = &st.sample;
+        pb::Sample {
+            epoch: st.epoch,
+            seq: st.seq,
+            time_unix_ns: s.time_unix_ns,
+            mono_ns: s.mono_ns,
+            disks: s.disks.iter().map(pb::DiskCounters::from).collect(),
+            nics: s.nics.iter().map(pb::NicCounters::from).collect(),
+            cpu: Some(pb::CpuCounters::from(&s.cpu)),
+            mem: Some(pb::MemCounters::from(&s.mem)),
+            load: Some(pb::LoadCounters::from(&s.load)),
+        }
+    }
+}
+
+impl From<pb::Sample> for Stamped {
+    fn from(p: pb::Sample) -> Stamped {
+        Stamped {
+            epoch: p.epoch,
+            seq: p.seq,
+            sample: Sample {
+                time_unix_ns: p.time_unix_ns,
+                mono_ns: p.mono_ns,
+                disks: p.disks.into_iter().map(Into::into).collect(),
+                nics: p.nics.into_iter().map(Into::into).collect(),
+                cpu: p.cpu.map(Into::into).unwrap_or_default(),
+                mem: p.mem.map(Into::into).unwrap_or_default(),
+                load: p.load.map(Into::into).unwrap_or_default(),
+            },
+        }
+    }
+}
+
+/// Both directions of a counters struct whose fields have the same names on both sides.
+macro_rules! same_fields {
+    ($domain:path, $wire:path, [$($field:ident),* $(,)?] $(, $name:ident)?) => {
+        impl From<&$domain> for $wire {
+            fn from(d: &$domain) -> $wire {
+                Self::from(d.clone())
+            }
+        }
+        impl From<$domain> for $wire {
+            fn from(d: $domain) -> $wire {
+                $wire { $($name: d.$name,)? $($field: d.$field,)* }
+            }
+        }
+        impl From<$wire> for $domain {
+            fn from(w: $wire) -> $domain {
+                $domain { $($name: w.$name,)? $($field: w.$field,)* }
+            }
+        }
+    };
+}
+
+same_fields!(DiskCounters, pb::DiskCounters, [
+    rd_ios, rd_merges, rd_sectors, rd_ticks, wr_ios, wr_merges, wr_sectors, wr_ticks, ios_pgr, tot_ticks,
+    rq_ticks, dc_ios, dc_merges, dc_sectors, dc_ticks, fl_ios, fl_ticks,
+], name);
+same_fields!(CpuCounters, pb::CpuCounters, [user, nice, system, idle, iowait, irq, softirq, steal, guest, guest_nice]);
+same_fields!(MemCounters, pb::MemCounters, [
+    total_kb, free_kb, available_kb, buffers_kb, cached_kb, slab_kb, committed_as_kb, active_kb, inactive_kb,
+    dirty_kb, swap_total_kb, swap_free_kb,
+]);
+same_fields!(LoadCounters, pb::LoadCounters, [one, five, fifteen, runnable, tasks]);
+
+impl From<&NicCounters> for pb::NicCounters {
+    fn from(n: &NicCounters) -> pb::NicCounters {
+        pb::NicCounters {
+            name: n.name.clone(),
+            rx_bytes: n.rx_bytes,
+            rx_packets: n.rx_packets,
+            rx_errs: n.rx_errs,
+            rx_drop: n.rx_drop,
+            rx_compressed: n.rx_compressed,
+            rx_multicast: n.rx_multicast,
+            tx_bytes: n.tx_bytes,
+            tx_packets: n.tx_packets,
+            tx_errs: n.tx_errs,
+            tx_drop: n.tx_drop,
+            tx_compressed: n.tx_compressed,
+            speed_mbps: n.speed_mbps,
+            duplex: match n.duplex {
+                Duplex::Full => "full",
+                Duplex::Half => "half",
+                Duplex::Unknown => "",
+            }
+            .into(),
+        }
+    }
+}
+
+impl From<pb::NicCounters> for NicCounters {
+    fn from(n: pb::NicCounters) -> NicCounters {
+        NicCounters {
+            duplex: match n.duplex.as_str() {
+                "full" => Duplex::Full,
+                "half" => Duplex::Half,
+                _ => Duplex::Unknown,
+            },
+            name: n.name,
+            rx_bytes: n.rx_bytes,
+            rx_packets: n.rx_packets,
+            rx_errs: n.rx_errs,
+            rx_drop: n.rx_drop,
+            rx_compressed: n.rx_compressed,
+            rx_multicast: n.rx_multicast,
+            tx_bytes: n.tx_bytes,
+            tx_packets: n.tx_packets,
+            tx_errs: n.tx_errs,
+            tx_drop: n.tx_drop,
+            tx_compressed: n.tx_compressed,
+            speed_mbps: n.speed_mbps,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,6 +308,26 @@ mod tests {
         let wire = prost::Message::encode_to_vec(&pb::NodeInfo::from(info.clone()));
         let back: pb::NodeInfo = prost::Message::decode(wire.as_slice()).unwrap();
         assert_eq!(NodeInfo::from(back), info);
+    }
+
+    #[test]
+    fn samples_survive_the_wire() {
+        let stamped = Stamped {
+            epoch: 17,
+            seq: 4242,
+            sample: Sample {
+                time_unix_ns: 1_763_780_000_000_000_000,
+                mono_ns: 86_400_123_456_789,
+                disks: vec![DiskCounters { name: "md0".into(), rd_ios: 1, wr_sectors: 2, fl_ticks: 3, ..Default::default() }],
+                nics: vec![NicCounters { name: "ib0".into(), rx_bytes: u64::MAX, speed_mbps: 100_000, duplex: Duplex::Full, ..Default::default() }],
+                cpu: CpuCounters { user: 5, guest_nice: 6, ..Default::default() },
+                mem: MemCounters { total_kb: 7, swap_free_kb: 8, ..Default::default() },
+                load: LoadCounters { one: 0.52, five: 0.31, fifteen: 0.12, runnable: 3, tasks: 187 },
+            },
+        };
+        let wire = prost::Message::encode_to_vec(&pb::Sample::from(&stamped));
+        let back: pb::Sample = prost::Message::decode(wire.as_slice()).unwrap();
+        assert_eq!(Stamped::from(back), stamped);
     }
 
     #[test]

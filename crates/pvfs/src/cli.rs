@@ -189,6 +189,10 @@ pub struct AgentCli {
     /// Directory for the agent's state.
     #[arg(long, value_name = "DIR", env = "PVFS_AGENT_STATE_DIR", default_value = "/var/lib/pvfs")]
     pub state_dir: PathBuf,
+    /// How much per-second history to keep for coordinators that reconnect (memory: about
+    /// 150 bytes per second on a node with a few disks).
+    #[arg(long, value_name = "DURATION", env = "PVFS_AGENT_HISTORY", default_value = "1h", value_parser = parse_duration)]
+    pub history: Duration,
     /// Check the configuration (certificates, addresses, state directory), print what would
     /// be served, and exit: 0 if it would start, 2 if not.
     #[arg(long)]

@@ -6,7 +6,7 @@ use crate::{exit, output};
 use anyhow::Context;
 use pvfs_host::Root;
 use pvfs_metrics::rates::{CpuPercent, DiskRates, NicRates, Rates};
-use pvfs_metrics::sample::{DeviceFilter, Sample, Sampler};
+use pvfs_metrics::sample::{DeviceFilter, Sample, Sampler, until_tick};
 use serde_json::{Map, Value, json};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -39,15 +39,8 @@ pub(crate) fn run(args: MetricsArgs) -> anyhow::Result<u8> {
 
 /// Sleeps to the next multiple of `interval` since the epoch, so that every node's sample is
 /// for the same second.
-pub(crate) fn sleep_until_tick(interval: Duration) {
+fn sleep_until_tick(interval: Duration) {
     std::thread::sleep(until_tick(SystemTime::now(), interval));
-}
-
-fn until_tick(now: SystemTime, interval: Duration) -> Duration {
-    let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos();
-    let step = interval.as_nanos().max(1);
-    let wait = step - since_epoch % step;
-    Duration::from_nanos(wait as u64)
 }
 
 /// Whole devices that have done I/O since boot (iostat hides the others), or every named one.
@@ -125,18 +118,4 @@ fn table(r: &Rates, devices: &[String]) -> String {
         r.load.runq_sz, r.load.plist_sz, r.load.ldavg_1, r.load.ldavg_5, r.load.ldavg_15
     );
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ticks_land_on_interval_boundaries() {
-        let at = |s: u64, ms: u64| UNIX_EPOCH + Duration::from_secs(s) + Duration::from_millis(ms);
-        assert_eq!(until_tick(at(100, 250), Duration::from_secs(1)), Duration::from_millis(750));
-        // Exactly on a boundary: the next one, never a zero-length interval.
-        assert_eq!(until_tick(at(100, 0), Duration::from_secs(1)), Duration::from_secs(1));
-        assert_eq!(until_tick(at(101, 500), Duration::from_secs(5)), Duration::from_millis(3500));
-    }
 }

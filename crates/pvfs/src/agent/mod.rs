@@ -33,6 +33,7 @@ pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
         security: if cli.insecure { Security::Insecure } else { Security::MutualTls { dir: cli.tls_dir } },
         state_dir: cli.state_dir,
         root: Root::system(),
+        history: cli.history,
     };
     let prepared = pvfs_agent::prepare(settings)?;
     if cli.check_config {
