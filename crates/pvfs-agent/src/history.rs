@@ -46,6 +46,12 @@ impl History {
         self.ring().epoch()
     }
 
+    /// The epoch and the newest sequence number (0 before the first sample).
+    pub fn newest(&self) -> (u64, u64) {
+        let ring = self.ring();
+        (ring.epoch(), ring.last_seq())
+    }
+
     /// Notified on every new sample.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.newest.subscribe()

@@ -155,10 +155,16 @@ pub async fn serve(
 
     let (health, health_service) = tonic_health::server::health_reporter();
     // The epoch tells coordinators which agent process numbered the samples.
-    let epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64);
+    let epoch =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64);
     let capacity = (settings.history.as_secs() / SAMPLE_INTERVAL.as_secs()).max(1) as usize;
     let history = history::History::new(epoch, capacity);
-    let sampler = tokio::spawn(history::run_sampler(history.clone(), settings.root.clone(), SAMPLE_INTERVAL, shutdown.clone()));
+    let sampler = tokio::spawn(history::run_sampler(
+        history.clone(),
+        settings.root.clone(),
+        SAMPLE_INTERVAL,
+        shutdown.clone(),
+    ));
     let agent = AgentService::new(settings.name.clone(), settings.root.clone(), history, shutdown.clone());
     health.set_serving::<pvfs_proto::pb::agent_server::AgentServer<AgentService>>().await;
 

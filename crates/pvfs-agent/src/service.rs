@@ -36,7 +36,10 @@ impl AgentService {
 impl pb::agent_server::Agent for AgentService {
     type MetricsStream = ReceiverStream<Result<pb::MetricsEvent, Status>>;
 
-    async fn metrics(&self, request: Request<pb::MetricsRequest>) -> Result<Response<Self::MetricsStream>, Status> {
+    async fn metrics(
+        &self,
+        request: Request<pb::MetricsRequest>,
+    ) -> Result<Response<Self::MetricsStream>, Status> {
         let pb::MetricsRequest { epoch, after_seq } = request.into_inner();
         let (tx, rx) = mpsc::channel(STREAM_QUEUE);
         let (history, shutdown) = (self.history.clone(), self.shutdown.clone());
@@ -44,7 +47,13 @@ impl pb::agent_server::Agent for AgentService {
         // by cursor and waits on the "new sample" signal when it has caught up.
         tokio::spawn(async move {
             let mut newest = history.subscribe();
-            let mut cursor = (epoch, after_seq);
+            // No cursor: live, from the newest sample (which the reader needs as a baseline).
+            let mut cursor = if epoch == 0 {
+                let (epoch, last) = history.newest();
+                (epoch, last.saturating_sub(1))
+            } else {
+                (epoch, after_seq)
+            };
             loop {
                 // Mark the current newest as seen *before* looking, so a sample pushed between
                 // the look and the wait still wakes us.

@@ -210,6 +210,21 @@ pub fn explain(err: &(dyn StdError + 'static), address: &Address, timeout: Durat
     DialError { kind: FailureKind::Other, message: innermost }
 }
 
+/// An RPC failed after connecting. Transport problems underneath (the agent's TLS alert on our
+/// certificate arrives here with TLS 1.3) are explained like connection failures.
+pub fn from_status(status: &tonic::Status, address: &Address, timeout: Duration) -> DialError {
+    if let Some(source) = status.source() {
+        let explained = explain(source, address, timeout);
+        if explained.kind != FailureKind::Other {
+            return explained;
+        }
+    }
+    DialError {
+        kind: FailureKind::Rpc,
+        message: format!("the agent answered {:?}: {}", status.code(), status.message()),
+    }
+}
+
 /// The agent ended the handshake with an alert: almost always our certificate.
 fn rejected_by_agent(alert: &str) -> String {
     format!(

@@ -3,8 +3,11 @@
 //! - [`dial`]: one mutual-TLS gRPC connection per agent, verified against the cluster CA and
 //!   the address dialled, with failures explained (refused, timed out, which TLS check failed).
 //! - [`survey`]: every agent's facts, dialled concurrently (`pvfsctl nodes`).
+//! - [`stream`]: every agent's per-second samples, followed concurrently and resumed by cursor
+//!   (`pvfsctl top`, `serve`).
 
 pub mod dial;
+pub mod stream;
 pub mod survey;
 
 pub use dial::{ClientSecurity, DialError, Dialer, FailureKind};

@@ -1,6 +1,6 @@
 //! `pvfsctl nodes`: dial every agent at once and collect what each says about its node.
 
-use crate::dial::{DialError, Dialer, FailureKind, explain, timed_out};
+use crate::dial::{DialError, Dialer, FailureKind, from_status, timed_out};
 use pvfs_config::{Cluster, Node, Role};
 use pvfs_metrics::facts::NodeInfo;
 use pvfs_proto::pb;
@@ -98,7 +98,7 @@ async fn ask(node: &Node, dialer: &Dialer) -> NodeReport {
             .agent
             .info(pb::InfoRequest {})
             .await
-            .map_err(|status| rpc_error(&status, node, timeout))?
+            .map_err(|status| from_status(&status, &node.address, timeout))?
             .into_inner()
             .node
             .ok_or_else(|| DialError {
@@ -110,7 +110,7 @@ async fn ask(node: &Node, dialer: &Dialer) -> NodeReport {
             .health
             .check(tonic_health::pb::HealthCheckRequest { service: String::new() })
             .await
-            .map_err(|status| rpc_error(&status, node, timeout))?;
+            .map_err(|status| from_status(&status, &node.address, timeout))?;
         let rtt = sent.elapsed();
         let serving = tonic_health::pb::health_check_response::ServingStatus::Serving as i32;
         if health.into_inner().status != serving {
@@ -126,21 +126,5 @@ async fn ask(node: &Node, dialer: &Dialer) -> NodeReport {
         Ok(Ok((info, rtt))) => report(node, Some(rtt), Ok(info)),
         Ok(Err(err)) => report(node, None, Err(err)),
         Err(_) => report(node, None, Err(timed_out(&node.address, timeout))),
-    }
-}
-
-/// An RPC failed after connecting. Transport problems underneath (the agent's TLS alert on our
-/// certificate arrives here with TLS 1.3) are explained like connection failures.
-fn rpc_error(status: &tonic::Status, node: &Node, timeout: Duration) -> DialError {
-    use std::error::Error as _;
-    if let Some(source) = status.source() {
-        let explained = explain(source, &node.address, timeout);
-        if explained.kind != FailureKind::Other {
-            return explained;
-        }
-    }
-    DialError {
-        kind: FailureKind::Rpc,
-        message: format!("the agent answered {:?}: {}", status.code(), status.message()),
     }
 }

@@ -6,7 +6,9 @@
 use crate::pb;
 use pvfs_metrics::facts::{BlockDevice, Cpu, Nic, NodeFacts, NodeInfo, OsRelease, Signature};
 use pvfs_metrics::ring::Stamped;
-use pvfs_metrics::sample::{CpuCounters, DiskCounters, Duplex, LoadCounters, MemCounters, NicCounters, Sample};
+use pvfs_metrics::sample::{
+    CpuCounters, DiskCounters, Duplex, LoadCounters, MemCounters, NicCounters, Sample,
+};
 
 impl From<NodeInfo> for pb::NodeInfo {
     fn from(info: NodeInfo) -> pb::NodeInfo {
@@ -182,15 +184,38 @@ macro_rules! same_fields {
     };
 }
 
-same_fields!(DiskCounters, pb::DiskCounters, [
-    rd_ios, rd_merges, rd_sectors, rd_ticks, wr_ios, wr_merges, wr_sectors, wr_ticks, ios_pgr, tot_ticks,
-    rq_ticks, dc_ios, dc_merges, dc_sectors, dc_ticks, fl_ios, fl_ticks,
-], name);
-same_fields!(CpuCounters, pb::CpuCounters, [user, nice, system, idle, iowait, irq, softirq, steal, guest, guest_nice]);
-same_fields!(MemCounters, pb::MemCounters, [
-    total_kb, free_kb, available_kb, buffers_kb, cached_kb, slab_kb, committed_as_kb, active_kb, inactive_kb,
-    dirty_kb, swap_total_kb, swap_free_kb,
-]);
+same_fields!(
+    DiskCounters,
+    pb::DiskCounters,
+    [
+        rd_ios, rd_merges, rd_sectors, rd_ticks, wr_ios, wr_merges, wr_sectors, wr_ticks, ios_pgr, tot_ticks,
+        rq_ticks, dc_ios, dc_merges, dc_sectors, dc_ticks, fl_ios, fl_ticks,
+    ],
+    name
+);
+same_fields!(
+    CpuCounters,
+    pb::CpuCounters,
+    [user, nice, system, idle, iowait, irq, softirq, steal, guest, guest_nice]
+);
+same_fields!(
+    MemCounters,
+    pb::MemCounters,
+    [
+        total_kb,
+        free_kb,
+        available_kb,
+        buffers_kb,
+        cached_kb,
+        slab_kb,
+        committed_as_kb,
+        active_kb,
+        inactive_kb,
+        dirty_kb,
+        swap_total_kb,
+        swap_free_kb,
+    ]
+);
 same_fields!(LoadCounters, pb::LoadCounters, [one, five, fifteen, runnable, tasks]);
 
 impl From<&NicCounters> for pb::NicCounters {
@@ -318,8 +343,20 @@ mod tests {
             sample: Sample {
                 time_unix_ns: 1_763_780_000_000_000_000,
                 mono_ns: 86_400_123_456_789,
-                disks: vec![DiskCounters { name: "md0".into(), rd_ios: 1, wr_sectors: 2, fl_ticks: 3, ..Default::default() }],
-                nics: vec![NicCounters { name: "ib0".into(), rx_bytes: u64::MAX, speed_mbps: 100_000, duplex: Duplex::Full, ..Default::default() }],
+                disks: vec![DiskCounters {
+                    name: "md0".into(),
+                    rd_ios: 1,
+                    wr_sectors: 2,
+                    fl_ticks: 3,
+                    ..Default::default()
+                }],
+                nics: vec![NicCounters {
+                    name: "ib0".into(),
+                    rx_bytes: u64::MAX,
+                    speed_mbps: 100_000,
+                    duplex: Duplex::Full,
+                    ..Default::default()
+                }],
                 cpu: CpuCounters { user: 5, guest_nice: 6, ..Default::default() },
                 mem: MemCounters { total_kb: 7, swap_free_kb: 8, ..Default::default() },
                 load: LoadCounters { one: 0.52, five: 0.31, fifteen: 0.12, runnable: 3, tasks: 187 },

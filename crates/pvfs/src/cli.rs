@@ -54,6 +54,8 @@ pub enum CtlCommand {
     Validate(ValidateArgs),
     /// Ask every agent for its node's facts.
     Nodes(NodesArgs),
+    /// Every node's disks, network, CPU and memory, second by second.
+    Top(TopArgs),
     /// Start a local cluster of agents on loopback and show it.
     Demo(DemoArgs),
     /// Write shell completions and man pages (used by `cargo xtask dist`).
@@ -140,6 +142,27 @@ pub struct NodesArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct TopArgs {
+    /// The cluster file.
+    #[arg(value_name = "CLUSTER.toml")]
+    pub cluster: PathBuf,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// One JSON object per node per second (the keys of `pvfs-agent metrics --json`, plus
+    /// "node"), and a line when a node goes down or comes back.
+    #[arg(long)]
+    pub json: bool,
+    /// Stop after N seconds of samples from every node that is up.
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+    /// Remember how far each node's stream got in FILE, and on the next start resume from
+    /// there: every second in between is printed, none twice (as long as the agents still hold
+    /// them; an hour by default).
+    #[arg(long, value_name = "FILE")]
+    pub cursor_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
 pub struct DemoArgs {
     /// How many agents to start.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=50))]
@@ -150,8 +173,12 @@ pub struct DemoArgs {
     pub dir: Option<PathBuf>,
     /// Exit after showing the cluster instead of waiting for Ctrl-C (the default when stdout
     /// is not a terminal).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "hold")]
     pub once: bool,
+    /// Keep the agents running until Ctrl-C or SIGTERM even when stdout is not a terminal
+    /// (to use the local cluster from scripts).
+    #[arg(long)]
+    pub hold: bool,
 }
 
 #[derive(Debug, Args)]

@@ -9,6 +9,7 @@ pub mod cli;
 mod ctl;
 mod logging;
 mod output;
+mod view;
 
 use clap::Parser;
 use std::ffi::OsString;

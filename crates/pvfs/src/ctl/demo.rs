@@ -59,7 +59,11 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<u8> {
 
     // Everything from here on must stop the agents, whatever happens.
     let result = tokio::select! {
-        result = show(&work, &notify, &mut agents, args.once) => result,
+        result = show(&work, &notify, &mut agents, args.once, args.hold) => result,
+        _ = sigterm() => {
+            output::note("terminated");
+            Ok(exit::OK)
+        }
         _ = tokio::signal::ctrl_c() => {
             output::note("interrupted");
             Ok(exit::OK)
@@ -74,7 +78,13 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<u8> {
 
 /// Waits for the agents, writes the cluster file, surveys it, and holds until Ctrl-C when
 /// interactive.
-async fn show(work: &Path, notify: &UnixDatagram, agents: &mut [Agent], once: bool) -> anyhow::Result<u8> {
+async fn show(
+    work: &Path,
+    notify: &UnixDatagram,
+    agents: &mut [Agent],
+    once: bool,
+    hold: bool,
+) -> anyhow::Result<u8> {
     let ports = wait_ready(notify, agents).await?;
     let cluster_path = work.join("cluster.toml");
     let mut toml = format!(
@@ -104,7 +114,7 @@ async fn show(work: &Path, notify: &UnixDatagram, agents: &mut [Agent], once: bo
     super::nodes::show(&survey, false)?;
     let code = if survey.unreachable().next().is_some() { exit::FAILURES } else { exit::OK };
 
-    if !once && std::io::stdout().is_terminal() {
+    if hold || (!once && std::io::stdout().is_terminal()) {
         output::note(&format!(
             "\nthe agents keep running: try `pvfsctl nodes {}` in another terminal; Ctrl-C stops them",
             cluster_path.display()
@@ -112,6 +122,16 @@ async fn show(work: &Path, notify: &UnixDatagram, agents: &mut [Agent], once: bo
         std::future::pending::<()>().await;
     }
     Ok(code)
+}
+
+/// Resolves on SIGTERM (a script stopping a held demo), so the agents are stopped cleanly.
+async fn sigterm() {
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut term) => {
+            term.recv().await;
+        }
+        Err(_) => std::future::pending().await,
+    }
 }
 
 /// The working directory: `--dir` (created, must be empty) or a temporary one.

@@ -4,6 +4,7 @@ mod ca;
 mod demo;
 mod generate;
 mod nodes;
+mod top;
 mod validate;
 
 use crate::cli::{ConnectArgs, CtlCli, CtlCommand};
@@ -18,6 +19,7 @@ pub(crate) fn run(cli: CtlCli) -> anyhow::Result<u8> {
         CtlCommand::Ca(command) => ca::run(command),
         CtlCommand::Validate(args) => validate::run(args),
         CtlCommand::Nodes(args) => runtime()?.block_on(nodes::run(args)),
+        CtlCommand::Top(args) => runtime()?.block_on(top::run(args)),
         CtlCommand::Demo(args) => runtime()?.block_on(demo::run(args)),
         CtlCommand::Generate(args) => generate::run(args),
     }

@@ -4,5 +4,6 @@ mod agent;
 mod ca;
 mod demo;
 mod nodes;
+mod top;
 mod util;
 mod validate;
