@@ -340,21 +340,6 @@ impl Sampler {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::until_tick;
-    use std::time::{Duration, UNIX_EPOCH};
-
-    #[test]
-    fn ticks_land_on_interval_boundaries() {
-        let at = |s: u64, ms: u64| UNIX_EPOCH + Duration::from_secs(s) + Duration::from_millis(ms);
-        assert_eq!(until_tick(at(100, 250), Duration::from_secs(1)), Duration::from_millis(750));
-        // Exactly on a boundary: the next one, never a zero-length interval.
-        assert_eq!(until_tick(at(100, 0), Duration::from_secs(1)), Duration::from_secs(1));
-        assert_eq!(until_tick(at(101, 500), Duration::from_secs(5)), Duration::from_millis(3500));
-    }
-}
-
 fn parse(path: &'static str, what: impl std::fmt::Display) -> SampleError {
     SampleError::Parse { path, what: what.to_string() }
 }
@@ -374,5 +359,20 @@ pub fn monotonic_ns() -> u64 {
         Ok(ts) => ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64,
         // clock_gettime(CLOCK_MONOTONIC) cannot fail on Linux; keep going rather than panic.
         Err(_) => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::until_tick;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn ticks_land_on_interval_boundaries() {
+        let at = |s: u64, ms: u64| UNIX_EPOCH + Duration::from_secs(s) + Duration::from_millis(ms);
+        assert_eq!(until_tick(at(100, 250), Duration::from_secs(1)), Duration::from_millis(750));
+        // Exactly on a boundary: the next one, never a zero-length interval.
+        assert_eq!(until_tick(at(100, 0), Duration::from_secs(1)), Duration::from_secs(1));
+        assert_eq!(until_tick(at(101, 500), Duration::from_secs(5)), Duration::from_millis(3500));
     }
 }
