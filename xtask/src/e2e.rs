@@ -34,7 +34,7 @@ impl Default for Args {
 type Scenario = fn(&Env) -> anyhow::Result<()>;
 
 /// Every scenario, in the order they run.
-const SCENARIOS: &[(&str, Scenario)] = &[("mesh", mesh)];
+const SCENARIOS: &[(&str, Scenario)] = &[("mesh", mesh), ("metrics", metrics)];
 
 /// A running test cluster.
 pub struct Env {
@@ -224,4 +224,111 @@ fn mesh(env: &Env) -> anyhow::Result<()> {
     step(docker().args(["start", &victim.container]))?;
     env.wait_all_reachable(Duration::from_secs(30)).context("node2 did not come back after docker start")?;
     Ok(())
+}
+
+/// Per node, the (seq, time) of each sample line of `top --json` output.
+fn sample_lines(stdout: &[u8]) -> anyhow::Result<std::collections::BTreeMap<String, Vec<(u64, String)>>> {
+    let mut by_node: std::collections::BTreeMap<String, Vec<(u64, String)>> = Default::default();
+    for line in String::from_utf8_lossy(stdout).lines() {
+        let v: Value = serde_json::from_str(line).with_context(|| format!("not JSON: {line}"))?;
+        if let Some(seq) = v["seq"].as_u64() {
+            let node = v["node"].as_str().unwrap_or_default().to_owned();
+            by_node.entry(node).or_default().push((seq, v["time"].as_str().unwrap_or_default().to_owned()));
+        }
+    }
+    Ok(by_node)
+}
+
+/// Per-second metrics across containers: every node every second; the coordinator away for
+/// 20 s loses nothing; a stopped or frozen node is shown down within 3 s.
+fn metrics(env: &Env) -> anyhow::Result<()> {
+    let cursor_file = env.work.join("cursors.json");
+    let cursor_arg = cursor_file.to_string_lossy().into_owned();
+    let out = env.ctl(&["top", &env.cluster(), "--json", "--count", "10", "--cursor-file", &cursor_arg])?;
+    ensure!(out.status.success(), "top failed: {}", String::from_utf8_lossy(&out.stderr));
+    let first = sample_lines(&out.stdout)?;
+    ensure!(first.len() == env.lab.nodes.len(), "top saw {} nodes of {}", first.len(), env.lab.nodes.len());
+    let seconds = |lines: &Vec<(u64, String)>| {
+        lines.iter().map(|(_, t)| t.get(..19).unwrap_or_default().to_owned()).collect::<Vec<_>>()
+    };
+    let reference = seconds(first.values().next().context("no nodes")?);
+    for (node, lines) in &first {
+        ensure!(lines.len() == 10, "{node}: {} samples, expected 10", lines.len());
+        ensure!(lines.windows(2).all(|w| w[1].0 == w[0].0 + 1), "{node}: seq not consecutive: {lines:?}");
+        ensure!(seconds(lines) == reference, "{node} reports other seconds than the rest: {lines:?}");
+    }
+    eprintln!("xtask e2e: top: {} nodes × 10 consecutive seconds, same seconds on every node", first.len());
+
+    // The coordinator is away for 20 seconds; when it comes back, nothing is missing.
+    std::thread::sleep(Duration::from_secs(20));
+    let out = env.ctl(&["top", &env.cluster(), "--json", "--count", "25", "--cursor-file", &cursor_arg])?;
+    ensure!(out.status.success(), "top (resumed) failed: {}", String::from_utf8_lossy(&out.stderr));
+    let second = sample_lines(&out.stdout)?;
+    for (node, lines) in &first {
+        let last = lines.last().map(|(s, _)| *s).unwrap_or_default();
+        let resumed: Vec<u64> =
+            second.get(node).map(|l| l.iter().map(|(s, _)| *s).collect()).unwrap_or_default();
+        let expected: Vec<u64> = ((last + 1)..=(last + 25)).collect();
+        ensure!(
+            resumed == expected,
+            "{node}: after a 20 s absence got seqs {resumed:?}, expected {expected:?}"
+        );
+    }
+    eprintln!("xtask e2e: top resumed after 20 s away: every second present on every node, none twice");
+
+    // A node stopped (docker stop) and a node frozen (docker pause: connection open, nothing
+    // sent) are both shown down within 3 s.
+    for (how, node) in [("stop", "node3"), ("pause", "node2")] {
+        let container = env.lab.node(node)?.container.clone();
+        let took = time_to_down(env, node, || step(docker().args([how, &container])))?;
+        eprintln!("xtask e2e: docker {how} {node}: shown down after {:.2}s", took.as_secs_f64());
+        ensure!(took <= Duration::from_secs(3), "docker {how} {node}: shown down only after {took:?}");
+        let undo = if how == "stop" { "start" } else { "unpause" };
+        step(docker().args([undo, &container]))?;
+    }
+    env.wait_all_reachable(Duration::from_secs(30))
+}
+
+/// Runs `top --json`, waits for `node`'s samples, calls `act`, and returns how long after it
+/// `node` was shown down.
+fn time_to_down(env: &Env, node: &str, act: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<Duration> {
+    use std::io::BufRead;
+    let mut top = Command::new(&env.binary)
+        .args(["ctl", "top", &env.cluster(), "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .context("starting top")?;
+    let stdout = top.stdout.take().context("top stdout")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send((Instant::now(), line)).is_err() {
+                return;
+            }
+        }
+    });
+    let result = (|| {
+        // Two samples from the node first, so it is known to be up.
+        let mut seen = 0;
+        while seen < 2 {
+            let (_, line) = rx.recv_timeout(Duration::from_secs(10)).context("no samples from top")?;
+            let v: Value = serde_json::from_str(&line)?;
+            if v["node"] == node && v["seq"].is_u64() {
+                seen += 1;
+            }
+        }
+        let acted = Instant::now();
+        act()?;
+        loop {
+            let (at, line) = rx.recv_timeout(Duration::from_secs(15)).context("node never shown down")?;
+            let v: Value = serde_json::from_str(&line)?;
+            if v["node"] == node && v["down"] == true {
+                return Ok(at.duration_since(acted));
+            }
+        }
+    })();
+    let _ = top.kill();
+    let _ = top.wait();
+    result
 }

@@ -81,7 +81,9 @@ pub(crate) async fn run(args: TopArgs) -> anyhow::Result<u8> {
                 let seen = state.printed.is_some_and(|c| c.epoch == stamped.epoch && stamped.seq <= c.seq);
                 let consecutive =
                     state.prev.as_ref().is_some_and(|p| p.epoch == stamped.epoch && p.seq + 1 == stamped.seq);
-                if consecutive && !seen {
+                // With --count, a node that has shown its count waits for the others silently.
+                let done = args.count.is_some_and(|n| state.shown >= n);
+                if consecutive && !seen && !done {
                     let prev = state.prev.as_ref().map(|p| &p.sample);
                     if let Some(prev) = prev {
                         let rates = Rates::between(prev, &stamped.sample);
