@@ -5,6 +5,7 @@ mod demo;
 mod generate;
 mod nodes;
 mod top;
+mod tui;
 mod validate;
 
 use crate::cli::{ConnectArgs, CtlCli, CtlCommand};

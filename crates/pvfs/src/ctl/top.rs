@@ -5,6 +5,7 @@
 //! cursor file, a restarted `top` asks each agent for the samples after the last one it
 //! printed (and the one before, as the baseline), so nothing is skipped or printed twice.
 
+use super::tui::{self, NodeRow, Screen, SortKey, Summary};
 use crate::cli::TopArgs;
 use crate::view::{table, time_text, to_json, visible_devices};
 use crate::{exit, output};
@@ -12,8 +13,10 @@ use anyhow::Context;
 use pvfs_coord::stream::{Cursor, Event, follow_cluster};
 use pvfs_metrics::rates::Rates;
 use pvfs_metrics::ring::Stamped;
+use ratatui::crossterm::event::{self as term_event, KeyCode, KeyEventKind, KeyModifiers};
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
+use std::io::IsTerminal;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio_util::sync::CancellationToken;
@@ -54,9 +57,25 @@ pub(crate) async fn run(args: TopArgs) -> anyhow::Result<u8> {
     let deadline = args.count.map(|n| tokio::time::Instant::now() + Duration::from_secs(n) + COUNT_GRACE);
     let mut flush = tokio::time::interval(Duration::from_secs(1));
     let mut dirty = false;
+    // Full screen when a person is watching; lines otherwise (pipes, --json, --count).
+    let mut sink = if !args.json && args.count.is_none() && std::io::stdout().is_terminal() {
+        Sink::Screen(Box::new(FullScreen::start(&cluster)?))
+    } else {
+        Sink::Lines { json: args.json }
+    };
+    let mut redraw = tokio::time::interval(Duration::from_millis(250));
     let outcome = loop {
         let event = tokio::select! {
             event = events.recv() => event,
+            _ = redraw.tick() => {
+                if let Sink::Screen(screen) = &mut sink {
+                    if screen.handle_keys() {
+                        break exit::OK;
+                    }
+                    screen.draw()?;
+                }
+                continue;
+            }
             _ = flush.tick() => {
                 if dirty {
                     save_cursors(args.cursor_file.as_deref(), &nodes)?;
@@ -88,7 +107,7 @@ pub(crate) async fn run(args: TopArgs) -> anyhow::Result<u8> {
                     if let Some(prev) = prev {
                         let rates = Rates::between(prev, &stamped.sample);
                         let devices = visible_devices(&stamped.sample, false);
-                        show(&node, stamped.seq, &rates, &devices, args.json)?;
+                        sink.sample(&node, stamped.seq, &rates, &devices)?;
                         state.shown += 1;
                         state.printed = Some(Cursor { epoch: stamped.epoch, seq: stamped.seq });
                         dirty = true;
@@ -100,9 +119,8 @@ pub(crate) async fn run(args: TopArgs) -> anyhow::Result<u8> {
                 if let Some(state) = nodes.get_mut(&node) {
                     state.prev = None;
                 }
-                status(
+                sink.status(
                     &node,
-                    args.json,
                     json!({"gap": {"from_seq": from, "to_seq": to}}),
                     &format!("samples {from}..{to} are no longer held by the agent"),
                 )?;
@@ -111,9 +129,8 @@ pub(crate) async fn run(args: TopArgs) -> anyhow::Result<u8> {
                 if let Some(state) = nodes.get_mut(&node) {
                     state.prev = None;
                 }
-                status(
+                sink.status(
                     &node,
-                    args.json,
                     json!({"restarted": true}),
                     "agent restarted; its samples since the last one shown are lost",
                 )?;
@@ -123,15 +140,15 @@ pub(crate) async fn run(args: TopArgs) -> anyhow::Result<u8> {
                     state.down = true;
                     state.prev = None;
                 }
-                status(
+                sink.down(&node, &error.message);
+                sink.status(
                     &node,
-                    args.json,
                     json!({"down": true, "error": error.message, "error_kind": error.kind.as_str()}),
                     &format!("down: {error}"),
                 )?;
             }
             Event::Up { node } => {
-                status(&node, args.json, json!({"up": true}), "up")?;
+                sink.status(&node, json!({"up": true}), "up")?;
             }
         }
         if let Some(count) = args.count
@@ -141,8 +158,106 @@ pub(crate) async fn run(args: TopArgs) -> anyhow::Result<u8> {
         }
     };
     shutdown.cancel();
+    drop(sink);
     save_cursors(args.cursor_file.as_deref(), &nodes)?;
     Ok(outcome)
+}
+
+/// Where `top` shows what it gets.
+enum Sink {
+    /// JSON objects or iostat-style tables, one after another.
+    Lines { json: bool },
+    /// The full-screen view.
+    Screen(Box<FullScreen>),
+}
+
+impl Sink {
+    fn sample(&mut self, node: &str, seq: u64, rates: &Rates, devices: &[String]) -> anyhow::Result<()> {
+        match self {
+            Sink::Lines { json } => show(node, seq, rates, devices, *json),
+            Sink::Screen(screen) => {
+                if let Some(row) = screen.screen.row_mut(node) {
+                    row.record(Summary::of(rates, devices));
+                }
+                screen.screen.clock = time_text(rates.time_unix_ns);
+                Ok(())
+            }
+        }
+    }
+
+    fn down(&mut self, node: &str, reason: &str) {
+        if let Sink::Screen(screen) = self
+            && let Some(row) = screen.screen.row_mut(node)
+        {
+            row.down = Some(reason.to_owned());
+        }
+    }
+
+    /// A node's change of state: a JSON line, or a line on stderr (nothing on the full screen,
+    /// where the row shows it).
+    fn status(&mut self, node: &str, fields: serde_json::Value, text: &str) -> anyhow::Result<()> {
+        match self {
+            Sink::Lines { json } => status(node, *json, fields, text),
+            Sink::Screen(_) => Ok(()),
+        }
+    }
+}
+
+/// The terminal in full-screen mode, restored when dropped (also on errors and panics:
+/// `ratatui::init` installs a panic hook that restores it).
+struct FullScreen {
+    terminal: ratatui::DefaultTerminal,
+    screen: Screen,
+}
+
+impl FullScreen {
+    fn start(cluster: &pvfs_config::Cluster) -> anyhow::Result<FullScreen> {
+        let rows = cluster
+            .nodes
+            .iter()
+            .map(|n| NodeRow::new(&n.name, &n.roles.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(",")))
+            .collect();
+        let screen = Screen {
+            title: format!("pvfs top: {} cluster {:?}", cluster.kind, cluster.name),
+            rows,
+            sort: SortKey::Name,
+            reverse: false,
+            clock: String::new(),
+        };
+        Ok(FullScreen { terminal: ratatui::init(), screen })
+    }
+
+    fn draw(&mut self) -> anyhow::Result<()> {
+        let screen = &self.screen;
+        self.terminal.draw(|frame| tui::draw(frame, screen))?;
+        Ok(())
+    }
+
+    /// Applies pending key presses; true when the user asked to quit. Never blocks: the
+    /// terminal is polled with a zero timeout on each redraw tick.
+    fn handle_keys(&mut self) -> bool {
+        while term_event::poll(Duration::ZERO).unwrap_or(false) {
+            let Ok(term_event::Event::Key(key)) = term_event::read() else { continue };
+            if key.kind != KeyEventKind::Press {
+                continue;
+            }
+            match key.code {
+                KeyCode::Char('q') | KeyCode::Esc => return true,
+                // Raw mode turns Ctrl-C into a key press instead of SIGINT.
+                KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => return true,
+                KeyCode::Char('s') => self.screen.sort = self.screen.sort.next(),
+                KeyCode::Char('r') => self.screen.reverse = !self.screen.reverse,
+                _ => {}
+            }
+        }
+        false
+    }
+}
+
+impl Drop for FullScreen {
+    fn drop(&mut self) {
+        ratatui::restore();
+    }
 }
 
 fn show(node: &str, seq: u64, rates: &Rates, devices: &[String], json: bool) -> anyhow::Result<()> {

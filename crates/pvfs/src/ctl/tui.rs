@@ -1,0 +1,374 @@
+//! The full-screen `pvfsctl top`: a row per node, cluster totals, a 60-second sparkline per
+//! node, sortable; a node that stops answering turns red within three seconds.
+//!
+//! The screen is drawn from [`Screen`], which is plain data updated from the cluster's sample
+//! stream; [`draw`] renders it with ratatui, so tests render into a `TestBackend` and read the
+//! text back.
+
+use pvfs_metrics::rates::Rates;
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Cell, Paragraph, Row, Sparkline, Table};
+use std::collections::VecDeque;
+
+/// Seconds of history in each sparkline.
+pub(crate) const HISTORY: usize = 60;
+
+/// What a row shows for one node in one second.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Summary {
+    pub read_mb_s: f64,
+    pub write_mb_s: f64,
+    pub iops: f64,
+    /// Mean latency of the second's reads and writes, weighted by their counts.
+    pub await_ms: f64,
+    /// The busiest device's %util.
+    pub util: f64,
+    pub rx_mb_s: f64,
+    pub tx_mb_s: f64,
+    pub cpu: f64,
+    pub mem: f64,
+}
+
+impl Summary {
+    /// Sums a node's devices and interfaces (`lo` left out: it is not the network).
+    pub(crate) fn of(rates: &Rates, devices: &[String]) -> Summary {
+        let disks = rates.disks.iter().filter(|(name, _)| devices.contains(name)).map(|(_, d)| d);
+        let (mut s, mut weighted, mut ios) = (Summary::default(), 0.0, 0.0);
+        for d in disks {
+            s.read_mb_s += d.rkb_s / 1024.0;
+            s.write_mb_s += d.wkb_s / 1024.0;
+            s.iops += d.r_s + d.w_s;
+            weighted += d.r_await * d.r_s + d.w_await * d.w_s;
+            ios += d.r_s + d.w_s;
+            s.util = s.util.max(d.util);
+        }
+        s.await_ms = if ios > 0.0 { weighted / ios } else { 0.0 };
+        for (_, n) in rates.nics.iter().filter(|(name, _)| name.as_str() != "lo") {
+            s.rx_mb_s += n.rxkb_s / 1024.0;
+            s.tx_mb_s += n.txkb_s / 1024.0;
+        }
+        s.cpu = 100.0 - rates.cpu.idle;
+        s.mem = rates.mem.memused_pct;
+        s
+    }
+}
+
+/// One node's line on the screen.
+#[derive(Debug, Clone)]
+pub(crate) struct NodeRow {
+    pub name: String,
+    pub roles: String,
+    pub latest: Option<Summary>,
+    /// Disk MB/s (read + write) for each of the last seconds, oldest first.
+    pub history: VecDeque<u64>,
+    /// `Some(reason)` while down.
+    pub down: Option<String>,
+}
+
+impl NodeRow {
+    pub(crate) fn new(name: &str, roles: &str) -> NodeRow {
+        NodeRow { name: name.into(), roles: roles.into(), latest: None, history: VecDeque::new(), down: None }
+    }
+
+    pub(crate) fn record(&mut self, summary: Summary) {
+        self.latest = Some(summary);
+        self.down = None;
+        if self.history.len() == HISTORY {
+            self.history.pop_front();
+        }
+        self.history.push_back((summary.read_mb_s + summary.write_mb_s).round() as u64);
+    }
+}
+
+/// Columns the table can be sorted by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SortKey {
+    Name,
+    Disk,
+    Iops,
+    Net,
+    Cpu,
+}
+
+impl SortKey {
+    pub(crate) fn next(self) -> SortKey {
+        match self {
+            SortKey::Name => SortKey::Disk,
+            SortKey::Disk => SortKey::Iops,
+            SortKey::Iops => SortKey::Net,
+            SortKey::Net => SortKey::Cpu,
+            SortKey::Cpu => SortKey::Name,
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            SortKey::Name => "node",
+            SortKey::Disk => "disk MB/s",
+            SortKey::Iops => "IOPS",
+            SortKey::Net => "net MB/s",
+            SortKey::Cpu => "CPU",
+        }
+    }
+
+    fn value(self, row: &NodeRow) -> f64 {
+        let s = row.latest.unwrap_or_default();
+        match self {
+            SortKey::Name => 0.0,
+            SortKey::Disk => s.read_mb_s + s.write_mb_s,
+            SortKey::Iops => s.iops,
+            SortKey::Net => s.rx_mb_s + s.tx_mb_s,
+            SortKey::Cpu => s.cpu,
+        }
+    }
+}
+
+/// Everything on the screen.
+#[derive(Debug, Clone)]
+pub(crate) struct Screen {
+    pub title: String,
+    pub rows: Vec<NodeRow>,
+    pub sort: SortKey,
+    pub reverse: bool,
+    /// The time of the newest sample shown.
+    pub clock: String,
+}
+
+impl Screen {
+    pub(crate) fn row_mut(&mut self, name: &str) -> Option<&mut NodeRow> {
+        self.rows.iter_mut().find(|r| r.name == name)
+    }
+
+    /// Rows in display order. Biggest first for numbers; names A–Z; `reverse` flips either.
+    fn sorted(&self) -> Vec<&NodeRow> {
+        let mut rows: Vec<&NodeRow> = self.rows.iter().collect();
+        match self.sort {
+            SortKey::Name => rows.sort_by(|a, b| a.name.cmp(&b.name)),
+            key => rows.sort_by(|a, b| key.value(b).total_cmp(&key.value(a)).then(a.name.cmp(&b.name))),
+        }
+        if self.reverse {
+            rows.reverse();
+        }
+        rows
+    }
+
+    fn totals(&self) -> Summary {
+        let up: Vec<Summary> =
+            self.rows.iter().filter(|r| r.down.is_none()).filter_map(|r| r.latest).collect();
+        let mut t = Summary::default();
+        for s in &up {
+            t.read_mb_s += s.read_mb_s;
+            t.write_mb_s += s.write_mb_s;
+            t.iops += s.iops;
+            t.rx_mb_s += s.rx_mb_s;
+            t.tx_mb_s += s.tx_mb_s;
+            t.util = t.util.max(s.util);
+        }
+        // Latency and utilisation do not add up across nodes: weighted mean and mean.
+        let ios: f64 = up.iter().map(|s| s.iops).sum();
+        t.await_ms = if ios > 0.0 { up.iter().map(|s| s.await_ms * s.iops).sum::<f64>() / ios } else { 0.0 };
+        let n = up.len().max(1) as f64;
+        t.cpu = up.iter().map(|s| s.cpu).sum::<f64>() / n;
+        t.mem = up.iter().map(|s| s.mem).sum::<f64>() / n;
+        t
+    }
+}
+
+const HEADERS: [&str; 13] = [
+    "NODE", "ROLES", "STATE", "RD MB/s", "WR MB/s", "IOPS", "AWAIT ms", "%UTIL", "RX MB/s", "TX MB/s",
+    "CPU%", "MEM%", "",
+];
+
+fn numbers(s: &Summary) -> [String; 9] {
+    [
+        format!("{:.1}", s.read_mb_s),
+        format!("{:.1}", s.write_mb_s),
+        format!("{:.0}", s.iops),
+        format!("{:.2}", s.await_ms),
+        format!("{:.1}", s.util),
+        format!("{:.1}", s.rx_mb_s),
+        format!("{:.1}", s.tx_mb_s),
+        format!("{:.1}", s.cpu),
+        format!("{:.1}", s.mem),
+    ]
+}
+
+/// Renders the screen into `frame`.
+pub(crate) fn draw(frame: &mut Frame<'_>, screen: &Screen) {
+    let up = screen.rows.iter().filter(|r| r.down.is_none() && r.latest.is_some()).count();
+    let [head, body, foot] =
+        Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(1)])
+            .areas(frame.area());
+    let title = format!(
+        "{}  {} nodes, {} up, {} down  {}",
+        screen.title,
+        screen.rows.len(),
+        up,
+        screen.rows.iter().filter(|r| r.down.is_some()).count(),
+        screen.clock
+    );
+    frame.render_widget(
+        Paragraph::new(Line::from(title).style(Style::new().add_modifier(Modifier::BOLD))),
+        head,
+    );
+    let help = format!(
+        "sorted by {}{}   s: sort   r: reverse   q: quit   sparkline: disk MB/s, last {HISTORY} s",
+        screen.sort.label(),
+        if screen.reverse { " (reversed)" } else { "" }
+    );
+    frame.render_widget(Paragraph::new(help).style(Style::new().fg(Color::DarkGray)), foot);
+
+    let rows = screen.sorted();
+    let mut table_rows: Vec<Row<'_>> = Vec::with_capacity(rows.len() + 1);
+    for row in &rows {
+        let mut cells: Vec<Cell<'_>> = vec![Cell::from(row.name.clone()), Cell::from(row.roles.clone())];
+        let style = match (&row.down, row.latest) {
+            (Some(reason), _) => {
+                // The reason goes in the wide last column, where the sparkline would be.
+                cells.push(Cell::from("DOWN"));
+                cells.extend(std::iter::repeat_n(Cell::from(""), 9));
+                cells.push(Cell::from(reason.clone()));
+                Style::new().fg(Color::Red).add_modifier(Modifier::BOLD)
+            }
+            (None, Some(s)) => {
+                cells.push(Cell::from("up"));
+                cells.extend(numbers(&s).into_iter().map(Cell::from));
+                Style::new()
+            }
+            (None, None) => {
+                cells.push(Cell::from("…"));
+                Style::new().fg(Color::DarkGray)
+            }
+        };
+        table_rows.push(Row::new(cells).style(style));
+    }
+    let mut total = vec![Cell::from("TOTAL"), Cell::from(""), Cell::from(format!("{up} up"))];
+    total.extend(numbers(&screen.totals()).into_iter().map(Cell::from));
+    table_rows.push(Row::new(total).style(Style::new().add_modifier(Modifier::BOLD)));
+
+    let widths = [
+        Constraint::Length(14),
+        Constraint::Length(10),
+        Constraint::Length(6),
+        Constraint::Length(8),
+        Constraint::Length(8),
+        Constraint::Length(8),
+        Constraint::Length(9),
+        Constraint::Length(6),
+        Constraint::Length(8),
+        Constraint::Length(8),
+        Constraint::Length(6),
+        Constraint::Length(6),
+        Constraint::Fill(1),
+    ];
+    let table = Table::new(table_rows, widths)
+        .header(Row::new(HEADERS).style(Style::new().add_modifier(Modifier::UNDERLINED)))
+        .block(Block::bordered().title(" nodes "))
+        .column_spacing(1);
+    frame.render_widget(table, body);
+
+    // Sparklines go in the last column, one per node row: the table's border, then the header.
+    let spark_x = body.x + 1 + widths_total(&widths[..12]) + 12;
+    let width = body.right().saturating_sub(spark_x + 1);
+    for (i, row) in rows.iter().enumerate() {
+        let y = body.y + 2 + i as u16;
+        if y >= body.bottom().saturating_sub(2) || width == 0 {
+            break;
+        }
+        if row.down.is_some() {
+            continue;
+        }
+        let data: Vec<u64> = row.history.iter().copied().collect();
+        let area = Rect { x: spark_x, y, width: width.min(HISTORY as u16), height: 1 };
+        // At least 1 MB/s full scale, so an idle node draws empty bars rather than full ones.
+        let max = data.iter().copied().max().unwrap_or(0).max(1);
+        frame.render_widget(
+            Sparkline::default().data(&data).max(max).style(Style::new().fg(Color::Green)),
+            area,
+        );
+    }
+}
+
+fn widths_total(widths: &[Constraint]) -> u16 {
+    widths.iter().map(|c| if let Constraint::Length(n) = c { *n } else { 0 }).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    fn summary(disk: f64, cpu: f64) -> Summary {
+        Summary {
+            read_mb_s: disk,
+            write_mb_s: 0.0,
+            iops: disk * 10.0,
+            await_ms: 1.5,
+            util: 40.0,
+            rx_mb_s: 2.0,
+            tx_mb_s: 1.0,
+            cpu,
+            mem: 12.5,
+        }
+    }
+
+    fn render(screen: &Screen) -> Vec<String> {
+        let mut terminal = Terminal::new(TestBackend::new(160, 12)).unwrap();
+        terminal.draw(|f| draw(f, screen)).unwrap();
+        let buffer = terminal.backend().buffer();
+        (0..buffer.area.height)
+            .map(|y| (0..buffer.area.width).map(|x| buffer[(x, y)].symbol().to_owned()).collect::<String>())
+            .collect()
+    }
+
+    #[test]
+    fn rows_totals_sorting_and_a_down_node() {
+        let mut a = NodeRow::new("oss00", "oss");
+        let mut b = NodeRow::new("oss01", "oss");
+        let mut c = NodeRow::new("client00", "client");
+        for i in 0..70 {
+            a.record(summary(100.0 + f64::from(i), 50.0));
+        }
+        b.record(summary(300.0, 10.0));
+        c.record(summary(5.0, 90.0));
+        c.down = Some("no sample for 2.5s".into());
+        let mut screen = Screen {
+            title: "cluster lustrefs".into(),
+            rows: vec![a, b, c],
+            sort: SortKey::Disk,
+            reverse: false,
+            clock: "04:05:06".into(),
+        };
+        let lines = render(&screen);
+        let text = lines.join("\n");
+        assert!(lines[0].contains("3 nodes, 2 up, 1 down"), "{text}");
+        let row_of = |name: &str| {
+            lines.iter().position(|l| l.contains(name)).unwrap_or_else(|| panic!("{name} missing:\n{text}"))
+        };
+        // By disk MB/s, biggest first: oss01 (300), oss00 (169).
+        assert!(row_of("oss01") < row_of("oss00"), "{text}");
+        assert!(
+            lines[row_of("client00")].contains("DOWN") && lines[row_of("client00")].contains("no sample"),
+            "{text}"
+        );
+        // Totals count only the nodes that are up: 300 + 169 MB/s.
+        assert!(lines[row_of("TOTAL")].contains("469.0"), "{text}");
+        // The sparkline holds the last 60 seconds only.
+        assert_eq!(screen.rows[0].history.len(), HISTORY);
+        assert!(lines[row_of("oss00")].chars().any(|ch| "▁▂▃▄▅▆▇█".contains(ch)), "{text}");
+
+        screen.sort = SortKey::Cpu;
+        let lines = render(&screen);
+        let row_of = |name: &str| lines.iter().position(|l| l.contains(name)).unwrap();
+        assert!(row_of("oss00") < row_of("oss01"), "CPU 50 before 10");
+        screen.sort = SortKey::Name;
+        screen.reverse = true;
+        let lines = render(&screen);
+        let row_of = |name: &str| lines.iter().position(|l| l.contains(name)).unwrap();
+        assert!(row_of("oss01") < row_of("oss00") && row_of("oss00") < row_of("client00"));
+    }
+}
