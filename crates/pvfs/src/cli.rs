@@ -251,6 +251,17 @@ pub struct MetricsArgs {
     /// whole device that has done any I/O since boot, as iostat shows.
     #[arg(long, value_name = "DEV,…", value_delimiter = ',')]
     pub devices: Vec<String>,
+    /// When samples are taken: on multiples of the interval since the epoch (the same seconds
+    /// on every node, as the agent does), or from the moment the command starts (as iostat
+    /// and sar do, to compare with them sample for sample).
+    #[arg(long, value_enum, default_value = "wall-clock")]
+    pub align: Align,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Align {
+    WallClock,
+    Start,
 }
 
 #[derive(Debug, Args)]
