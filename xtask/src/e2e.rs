@@ -34,7 +34,7 @@ impl Default for Args {
 type Scenario = fn(&Env) -> anyhow::Result<()>;
 
 /// Every scenario, in the order they run.
-const SCENARIOS: &[(&str, Scenario)] = &[("mesh", mesh), ("metrics", metrics)];
+const SCENARIOS: &[(&str, Scenario)] = &[("mesh", mesh), ("metrics", metrics), ("prometheus", prometheus)];
 
 /// A running test cluster.
 pub struct Env {
@@ -331,4 +331,106 @@ fn time_to_down(env: &Env, node: &str, act: impl FnOnce() -> anyhow::Result<()>)
     let _ = top.kill();
     let _ = top.wait();
     result
+}
+
+/// A child process killed when dropped, so a failing scenario leaves nothing running.
+struct Background(std::process::Child);
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// GETs `url` with curl and parses the JSON body.
+fn get_json(url: &str) -> anyhow::Result<Value> {
+    let body = read(Command::new("curl").args(["-sf", "--max-time", "5", url]))?;
+    serde_json::from_str(&body).with_context(|| format!("{url} did not return JSON"))
+}
+
+/// `pvfsctl serve` exporting the containers' metrics, scraped every second by a real
+/// Prometheus (Debian's), whose HTTP API then has the series of every node.
+fn prometheus(env: &Env) -> anyhow::Result<()> {
+    util::ensure_programs(&[("prometheus", "prometheus"), ("curl", "curl")])?;
+    let serve_port = free_port()?;
+    let _serve = Background(
+        Command::new(&env.binary)
+            .args(["ctl", "serve", &env.cluster(), "--metrics-listen", &format!("127.0.0.1:{serve_port}")])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .context("starting pvfsctl serve")?,
+    );
+    let prom_dir = env.work.join("prometheus");
+    std::fs::create_dir_all(&prom_dir)?;
+    let config = prom_dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: pvfs\n    static_configs:\n      - targets: ['127.0.0.1:{serve_port}']\n"
+        ),
+    )?;
+    let prom_port = free_port()?;
+    let _prometheus = Background(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!("--storage.tsdb.path={}", prom_dir.join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(prom_dir.join("prometheus.log"))?)
+            .spawn()
+            .context("starting prometheus")?,
+    );
+    let api = format!("http://127.0.0.1:{prom_port}/api/v1/query?query=");
+    let want: std::collections::BTreeSet<String> = env.lab.nodes.iter().map(|n| n.name.clone()).collect();
+    let nodes_of = |query: &str| -> anyhow::Result<std::collections::BTreeSet<String>> {
+        let v = get_json(&format!("{api}{query}"))?;
+        Ok(v["data"]["result"]
+            .as_array()
+            .map(|r| r.iter().filter_map(|s| s["metric"]["node"].as_str().map(str::to_owned)).collect())
+            .unwrap_or_default())
+    };
+    // Queries, URL-encoded by hand (curl would need --data-urlencode and -G).
+    let queries = [
+        ("node_exporter's disk bytes", "node_disk_read_bytes_total"),
+        ("the iostat %util gauge", "pvfs_disk_util_percent"),
+        ("a rate Prometheus computes from our counters", "rate(node_network_receive_bytes_total%5B5s%5D)"),
+        ("the nodes being up", "pvfs_node_up%3D%3D1"),
+    ];
+    let deadline = Instant::now() + Duration::from_secs(40);
+    for (what, query) in queries {
+        loop {
+            let got = nodes_of(query).unwrap_or_default();
+            if got == want {
+                eprintln!(
+                    "xtask e2e: prometheus has {what} ({query}) for {}",
+                    got.iter().cloned().collect::<Vec<_>>().join(", ")
+                );
+                break;
+            }
+            if Instant::now() > deadline {
+                let log = std::fs::read_to_string(prom_dir.join("prometheus.log")).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(10).collect();
+                bail!(
+                    "prometheus has {what} ({query}) only for {got:?}, expected {want:?}; its log ends:\n{}",
+                    tail.join("\n")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+    let health = get_json(&format!("http://127.0.0.1:{prom_port}/api/v1/targets"))?;
+    let target = &health["data"]["activeTargets"][0];
+    ensure!(
+        target["health"] == "up",
+        "prometheus says the pvfs target is {}: {}",
+        target["health"],
+        target["lastError"]
+    );
+    Ok(())
 }

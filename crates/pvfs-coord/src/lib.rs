@@ -5,8 +5,11 @@
 //! - [`survey`]: every agent's facts, dialled concurrently (`pvfsctl nodes`).
 //! - [`stream`]: every agent's per-second samples, followed concurrently and resumed by cursor
 //!   (`pvfsctl top`, `serve`).
+//! - [`exporter`]: the cluster's latest samples and rates in the Prometheus/OpenMetrics text
+//!   formats (`pvfsctl serve`).
 
 pub mod dial;
+pub mod exporter;
 pub mod stream;
 pub mod survey;
 

@@ -56,6 +56,8 @@ pub enum CtlCommand {
     Nodes(NodesArgs),
     /// Every node's disks, network, CPU and memory, second by second.
     Top(TopArgs),
+    /// Run as a long-lived coordinator exporting every node's metrics for Prometheus.
+    Serve(ServeArgs),
     /// Start a local cluster of agents on loopback and show it.
     Demo(DemoArgs),
     /// Write shell completions and man pages (used by `cargo xtask dist`).
@@ -160,6 +162,18 @@ pub struct TopArgs {
     /// them; an hour by default).
     #[arg(long, value_name = "FILE")]
     pub cursor_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The cluster file.
+    #[arg(value_name = "CLUSTER.toml")]
+    pub cluster: PathBuf,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Where to serve /metrics (Prometheus text format, or OpenMetrics when asked for).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9477")]
+    pub metrics_listen: SocketAddr,
 }
 
 #[derive(Debug, Args)]

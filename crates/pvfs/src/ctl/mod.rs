@@ -4,6 +4,7 @@ mod ca;
 mod demo;
 mod generate;
 mod nodes;
+mod serve;
 mod top;
 mod tui;
 mod validate;
@@ -21,6 +22,7 @@ pub(crate) fn run(cli: CtlCli) -> anyhow::Result<u8> {
         CtlCommand::Validate(args) => validate::run(args),
         CtlCommand::Nodes(args) => runtime()?.block_on(nodes::run(args)),
         CtlCommand::Top(args) => runtime()?.block_on(top::run(args)),
+        CtlCommand::Serve(args) => runtime()?.block_on(serve::run(args)),
         CtlCommand::Demo(args) => runtime()?.block_on(demo::run(args)),
         CtlCommand::Generate(args) => generate::run(args),
     }

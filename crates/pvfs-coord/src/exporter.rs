@@ -1,0 +1,346 @@
+//! The cluster as Prometheus sees it: node_exporter's names for the raw counters, iostat's and
+//! sar's rates as gauges, every series labelled by node and role.
+//!
+//! Rendered by hand from the latest sample and rates of each node. `prometheus-client` models
+//! live instruments that code updates as it goes; here the data already exists as one snapshot
+//! per node, and the two text formats (0.0.4 and OpenMetrics 1.0) are a few lines each.
+
+use crate::stream::Event;
+use pvfs_config::Cluster;
+use pvfs_metrics::rates::{CpuPercent, DiskRates, NicRates, Rates};
+use pvfs_metrics::ring::Stamped;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// Content type of the classic text format.
+pub const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
+/// Content type of OpenMetrics 1.0.
+pub const OPENMETRICS_FORMAT: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// What is known of one node.
+#[derive(Debug, Clone, Default)]
+pub struct NodeView {
+    pub role: String,
+    pub up: bool,
+    pub last: Option<Stamped>,
+    pub rates: Option<Rates>,
+}
+
+/// Every node's latest state, kept current from the cluster's stream events.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterView {
+    pub nodes: BTreeMap<String, NodeView>,
+}
+
+impl ClusterView {
+    pub fn new(cluster: &Cluster) -> ClusterView {
+        let nodes = cluster
+            .nodes
+            .iter()
+            .map(|n| {
+                let role = n.roles.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(",");
+                (n.name.clone(), NodeView { role, ..NodeView::default() })
+            })
+            .collect();
+        ClusterView { nodes }
+    }
+
+    /// Folds one event in: a sample becomes the latest (with rates when it follows the previous
+    /// one of the same agent process).
+    pub fn apply(&mut self, event: Event) {
+        match event {
+            Event::Sample { node, stamped } => {
+                let Some(view) = self.nodes.get_mut(&node) else { return };
+                view.up = true;
+                view.rates = view
+                    .last
+                    .as_ref()
+                    .filter(|p| p.epoch == stamped.epoch && p.seq + 1 == stamped.seq)
+                    .map(|p| Rates::between(&p.sample, &stamped.sample));
+                view.last = Some(*stamped);
+            }
+            Event::Down { node, .. } => {
+                if let Some(view) = self.nodes.get_mut(&node) {
+                    view.up = false;
+                }
+            }
+            Event::Gap { .. } | Event::Restarted { .. } | Event::Up { .. } => {}
+        }
+    }
+}
+
+/// A metric family being written: its samples must be contiguous, after one TYPE/HELP.
+struct Family<'a> {
+    out: &'a mut String,
+}
+
+/// Writes the exposition of `view`; `openmetrics` picks OpenMetrics 1.0 over text 0.0.4.
+pub fn render(view: &ClusterView, openmetrics: bool) -> String {
+    let mut out = String::with_capacity(64 * 1024);
+    let mut w = Writer { out: &mut out, openmetrics };
+
+    w.family(
+        "pvfs_node_up",
+        "gauge",
+        "1 while the node's agent is streaming samples, 0 when it is down.",
+        |f| {
+            for (node, v) in &view.nodes {
+                f.sample("pvfs_node_up", &[("node", node), ("role", &v.role)], if v.up { 1.0 } else { 0.0 });
+            }
+        },
+    );
+    w.family("pvfs_sample_time_seconds", "gauge", "Wall-clock time of the node's newest sample.", |f| {
+        for (node, v) in &view.nodes {
+            if let Some(s) = &v.last {
+                f.sample(
+                    "pvfs_sample_time_seconds",
+                    &[("node", node), ("role", &v.role)],
+                    s.sample.time_unix_ns as f64 / 1e9,
+                );
+            }
+        }
+    });
+
+    // node_exporter's diskstats counters (collector/diskstats_linux.go): bytes from 512-byte
+    // sectors, seconds from milliseconds, discarded sectors left in sectors as it does.
+    type DiskField = fn(&pvfs_metrics::sample::DiskCounters) -> f64;
+    let disk_counters: [(&str, &str, DiskField); 16] = [
+        ("node_disk_reads_completed_total", "Reads completed.", |d| d.rd_ios as f64),
+        ("node_disk_reads_merged_total", "Reads merged.", |d| d.rd_merges as f64),
+        ("node_disk_read_bytes_total", "Bytes read.", |d| d.rd_sectors as f64 * 512.0),
+        ("node_disk_read_time_seconds_total", "Seconds spent reading.", |d| d.rd_ticks as f64 / 1000.0),
+        ("node_disk_writes_completed_total", "Writes completed.", |d| d.wr_ios as f64),
+        ("node_disk_writes_merged_total", "Writes merged.", |d| d.wr_merges as f64),
+        ("node_disk_written_bytes_total", "Bytes written.", |d| d.wr_sectors as f64 * 512.0),
+        ("node_disk_write_time_seconds_total", "Seconds spent writing.", |d| d.wr_ticks as f64 / 1000.0),
+        ("node_disk_io_time_seconds_total", "Seconds the device had I/O in flight.", |d| {
+            d.tot_ticks as f64 / 1000.0
+        }),
+        ("node_disk_io_time_weighted_seconds_total", "Weighted seconds of I/O (sum of latencies).", |d| {
+            d.rq_ticks as f64 / 1000.0
+        }),
+        ("node_disk_discards_completed_total", "Discards completed.", |d| d.dc_ios as f64),
+        ("node_disk_discards_merged_total", "Discards merged.", |d| d.dc_merges as f64),
+        ("node_disk_discarded_sectors_total", "Sectors discarded.", |d| d.dc_sectors as f64),
+        ("node_disk_discard_time_seconds_total", "Seconds spent discarding.", |d| d.dc_ticks as f64 / 1000.0),
+        ("node_disk_flush_requests_total", "Flush requests completed.", |d| d.fl_ios as f64),
+        ("node_disk_flush_requests_time_seconds_total", "Seconds spent flushing.", |d| {
+            d.fl_ticks as f64 / 1000.0
+        }),
+    ];
+    for (name, help, value) in disk_counters {
+        w.family(name, "counter", help, |f| {
+            for (node, v) in &view.nodes {
+                let Some(s) = &v.last else { continue };
+                for d in &s.sample.disks {
+                    f.sample(name, &[("node", node), ("role", &v.role), ("device", &d.name)], value(d));
+                }
+            }
+        });
+    }
+    w.family("node_disk_io_now", "gauge", "I/Os in flight.", |f| {
+        for (node, v) in &view.nodes {
+            let Some(s) = &v.last else { continue };
+            for d in &s.sample.disks {
+                f.sample(
+                    "node_disk_io_now",
+                    &[("node", node), ("role", &v.role), ("device", &d.name)],
+                    d.ios_pgr as f64,
+                );
+            }
+        }
+    });
+
+    type NicField = fn(&pvfs_metrics::sample::NicCounters) -> u64;
+    let nic_counters: [(&str, NicField); 11] = [
+        ("node_network_receive_bytes_total", |n| n.rx_bytes),
+        ("node_network_receive_packets_total", |n| n.rx_packets),
+        ("node_network_receive_errs_total", |n| n.rx_errs),
+        ("node_network_receive_drop_total", |n| n.rx_drop),
+        ("node_network_receive_compressed_total", |n| n.rx_compressed),
+        ("node_network_receive_multicast_total", |n| n.rx_multicast),
+        ("node_network_transmit_bytes_total", |n| n.tx_bytes),
+        ("node_network_transmit_packets_total", |n| n.tx_packets),
+        ("node_network_transmit_errs_total", |n| n.tx_errs),
+        ("node_network_transmit_drop_total", |n| n.tx_drop),
+        ("node_network_transmit_compressed_total", |n| n.tx_compressed),
+    ];
+    for (name, value) in nic_counters {
+        let help = format!(
+            "Network device statistic {}.",
+            name.trim_start_matches("node_network_").trim_end_matches("_total")
+        );
+        w.family(name, "counter", &help, |f| {
+            for (node, v) in &view.nodes {
+                let Some(s) = &v.last else { continue };
+                for n in &s.sample.nics {
+                    f.sample(
+                        name,
+                        &[("node", node), ("role", &v.role), ("device", &n.name)],
+                        value(n) as f64,
+                    );
+                }
+            }
+        });
+    }
+
+    // USER_HZ is 100 on every Linux architecture pvfs runs on.
+    w.family("node_cpu_seconds_total", "counter", "Seconds all CPUs spent in each mode.", |f| {
+        for (node, v) in &view.nodes {
+            let Some(s) = &v.last else { continue };
+            let c = &s.sample.cpu;
+            for (mode, ticks) in [
+                ("user", c.user),
+                ("nice", c.nice),
+                ("system", c.system),
+                ("idle", c.idle),
+                ("iowait", c.iowait),
+                ("irq", c.irq),
+                ("softirq", c.softirq),
+                ("steal", c.steal),
+            ] {
+                f.sample(
+                    "node_cpu_seconds_total",
+                    &[("node", node), ("role", &v.role), ("cpu", "all"), ("mode", mode)],
+                    ticks as f64 / 100.0,
+                );
+            }
+        }
+    });
+    type MemField = fn(&pvfs_metrics::sample::MemCounters) -> u64;
+    let mem: [(&str, MemField); 12] = [
+        ("node_memory_MemTotal_bytes", |m| m.total_kb),
+        ("node_memory_MemFree_bytes", |m| m.free_kb),
+        ("node_memory_MemAvailable_bytes", |m| m.available_kb),
+        ("node_memory_Buffers_bytes", |m| m.buffers_kb),
+        ("node_memory_Cached_bytes", |m| m.cached_kb),
+        ("node_memory_Slab_bytes", |m| m.slab_kb),
+        ("node_memory_Committed_AS_bytes", |m| m.committed_as_kb),
+        ("node_memory_Active_bytes", |m| m.active_kb),
+        ("node_memory_Inactive_bytes", |m| m.inactive_kb),
+        ("node_memory_Dirty_bytes", |m| m.dirty_kb),
+        ("node_memory_SwapTotal_bytes", |m| m.swap_total_kb),
+        ("node_memory_SwapFree_bytes", |m| m.swap_free_kb),
+    ];
+    for (name, kb) in mem {
+        let help = format!("Memory information field {}.", name.trim_start_matches("node_memory_"));
+        w.family(name, "gauge", &help, |f| {
+            for (node, v) in &view.nodes {
+                if let Some(s) = &v.last {
+                    f.sample(name, &[("node", node), ("role", &v.role)], (kb(&s.sample.mem) * 1024) as f64);
+                }
+            }
+        });
+    }
+    for (name, which) in [("node_load1", 0), ("node_load5", 1), ("node_load15", 2)] {
+        w.family(name, "gauge", "Load average.", |f| {
+            for (node, v) in &view.nodes {
+                if let Some(s) = &v.last {
+                    let l = &s.sample.load;
+                    f.sample(name, &[("node", node), ("role", &v.role)], [l.one, l.five, l.fifteen][which]);
+                }
+            }
+        });
+    }
+
+    // iostat -x, sar -n DEV and sar -u as gauges over the last second.
+    for (i, column) in DiskRates::COLUMNS.iter().enumerate() {
+        let name = format!("pvfs_disk_{}", metric_suffix(column));
+        let help = format!("iostat -x {column} over the last second.");
+        w.family(&name, "gauge", &help, |f| {
+            for (node, v) in &view.nodes {
+                let Some(r) = &v.rates else { continue };
+                for (device, d) in &r.disks {
+                    f.sample(&name, &[("node", node), ("role", &v.role), ("device", device)], d.values()[i]);
+                }
+            }
+        });
+    }
+    for (i, column) in NicRates::COLUMNS.iter().enumerate() {
+        let name = format!("pvfs_network_{}", metric_suffix(column));
+        let help = format!("sar -n DEV {column} over the last second.");
+        w.family(&name, "gauge", &help, |f| {
+            for (node, v) in &view.nodes {
+                let Some(r) = &v.rates else { continue };
+                for (device, n) in &r.nics {
+                    f.sample(&name, &[("node", node), ("role", &v.role), ("device", device)], n.values()[i]);
+                }
+            }
+        });
+    }
+    w.family("pvfs_cpu_percent", "gauge", "sar -u ALL percentages over the last second, all CPUs.", |f| {
+        for (node, v) in &view.nodes {
+            let Some(r) = &v.rates else { continue };
+            for (column, value) in CpuPercent::COLUMNS.iter().zip(r.cpu.values()) {
+                f.sample(
+                    "pvfs_cpu_percent",
+                    &[("node", node), ("role", &v.role), ("mode", column.trim_start_matches('%'))],
+                    value,
+                );
+            }
+        }
+    });
+    if openmetrics {
+        out.push_str("# EOF\n");
+    }
+    out
+}
+
+/// `r/s` → `r_per_second`, `%util` → `util_percent`, `rareq-sz` → `rareq_sz`, `rkB/s` →
+/// `rkb_per_second`: iostat's column, spelled as a metric name.
+fn metric_suffix(column: &str) -> String {
+    let (base, percent) = match column.strip_prefix('%') {
+        Some(rest) => (rest, true),
+        None => (column, false),
+    };
+    let mut name = base.to_ascii_lowercase().replace("/s", "_per_second").replace('-', "_");
+    if percent {
+        name.push_str("_percent");
+    }
+    name
+}
+
+struct Writer<'a> {
+    out: &'a mut String,
+    openmetrics: bool,
+}
+
+impl Writer<'_> {
+    /// One family: metadata, then the samples `body` writes.
+    fn family(&mut self, name: &str, kind: &str, help: &str, body: impl FnOnce(&mut Family<'_>)) {
+        // OpenMetrics names a counter family without its `_total` sample suffix.
+        let family =
+            if self.openmetrics && kind == "counter" { name.trim_end_matches("_total") } else { name };
+        let _ = writeln!(self.out, "# HELP {family} {}", help.replace('\\', r"\\").replace('\n', r"\n"));
+        let _ = writeln!(self.out, "# TYPE {family} {kind}");
+        body(&mut Family { out: self.out });
+    }
+}
+
+impl Family<'_> {
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+        self.out.push_str(name);
+        self.out.push('{');
+        for (i, (k, v)) in labels.iter().enumerate() {
+            if i > 0 {
+                self.out.push(',');
+            }
+            let v = v.replace('\\', r"\\").replace('"', "\\\"").replace('\n', r"\n");
+            let _ = write!(self.out, "{k}=\"{v}\"");
+        }
+        self.out.push_str("} ");
+        if value.is_nan() {
+            self.out.push_str("NaN");
+        } else if value.is_infinite() {
+            self.out.push_str(if value > 0.0 { "+Inf" } else { "-Inf" });
+        } else if value.fract() == 0.0 && value.abs() < 1e15 {
+            let _ = write!(self.out, "{}", value as i64);
+        } else {
+            let _ = write!(self.out, "{value}");
+        }
+        self.out.push('\n');
+    }
+}
+
+#[cfg(test)]
+mod tests;

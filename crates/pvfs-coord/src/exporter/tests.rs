@@ -1,0 +1,103 @@
+//! The exposition, checked line by line against the text format's grammar and against values
+//! worked out from the samples.
+
+use super::*;
+use pvfs_metrics::sample::{CpuCounters, DiskCounters, MemCounters, NicCounters, Sample};
+
+fn stamped(seq: u64, reads: u64, rx: u64) -> Box<Stamped> {
+    Box::new(Stamped {
+        epoch: 9,
+        seq,
+        sample: Sample {
+            time_unix_ns: 1_763_780_000_000_000_000 + seq * 1_000_000_000,
+            mono_ns: seq * 1_000_000_000,
+            disks: vec![DiskCounters {
+                name: "md0".into(),
+                rd_ios: reads,
+                rd_sectors: reads * 8,
+                tot_ticks: seq * 500,
+                ..Default::default()
+            }],
+            nics: vec![NicCounters { name: "eth0".into(), rx_bytes: rx, ..Default::default() }],
+            cpu: CpuCounters { user: 100 * seq, idle: 100 * seq, ..Default::default() },
+            mem: MemCounters { total_kb: 1024, ..Default::default() },
+            load: Default::default(),
+        },
+    })
+}
+
+fn view() -> ClusterView {
+    let mut view = ClusterView::default();
+    view.nodes.insert("oss00".into(), NodeView { role: "oss".into(), ..Default::default() });
+    view.nodes.insert("client00".into(), NodeView { role: "client".into(), ..Default::default() });
+    view.apply(Event::Sample { node: "oss00".into(), stamped: stamped(1, 1000, 5_000_000) });
+    view.apply(Event::Sample { node: "oss00".into(), stamped: stamped(2, 1400, 5_000_000 + 1_048_576) });
+    view
+}
+
+#[test]
+fn node_exporter_names_and_iostat_gauges_per_node() {
+    let text = render(&view(), false);
+    for want in [
+        "pvfs_node_up{node=\"oss00\",role=\"oss\"} 1",
+        "pvfs_node_up{node=\"client00\",role=\"client\"} 0",
+        "node_disk_reads_completed_total{node=\"oss00\",role=\"oss\",device=\"md0\"} 1400",
+        "node_disk_read_bytes_total{node=\"oss00\",role=\"oss\",device=\"md0\"} 5734400", // 1400 × 8 × 512
+        "node_disk_io_time_seconds_total{node=\"oss00\",role=\"oss\",device=\"md0\"} 1",
+        "node_network_receive_bytes_total{node=\"oss00\",role=\"oss\",device=\"eth0\"} 6048576",
+        "node_cpu_seconds_total{node=\"oss00\",role=\"oss\",cpu=\"all\",mode=\"user\"} 2",
+        "node_memory_MemTotal_bytes{node=\"oss00\",role=\"oss\"} 1048576",
+        // Rates over the second between the two samples.
+        "pvfs_disk_r_per_second{node=\"oss00\",role=\"oss\",device=\"md0\"} 400",
+        "pvfs_disk_rkb_per_second{node=\"oss00\",role=\"oss\",device=\"md0\"} 1600",
+        "pvfs_disk_util_percent{node=\"oss00\",role=\"oss\",device=\"md0\"} 50",
+        "pvfs_network_rxkb_per_second{node=\"oss00\",role=\"oss\",device=\"eth0\"} 1024",
+        "pvfs_cpu_percent{node=\"oss00\",role=\"oss\",mode=\"usr\"} 50",
+        "# TYPE node_disk_read_bytes_total counter",
+    ] {
+        assert!(text.contains(want), "missing {want}");
+    }
+    assert!(!text.contains("# EOF"));
+    check_grammar(&text);
+}
+
+#[test]
+fn openmetrics_names_counter_families_without_total_and_ends_with_eof() {
+    let text = render(&view(), true);
+    assert!(text.contains("# TYPE node_disk_read_bytes counter\n"));
+    assert!(text.contains("node_disk_read_bytes_total{"));
+    assert!(text.ends_with("# EOF\n"));
+    check_grammar(text.trim_end_matches("# EOF\n"));
+}
+
+#[test]
+fn column_names_become_metric_names() {
+    assert_eq!(metric_suffix("r/s"), "r_per_second");
+    assert_eq!(metric_suffix("%util"), "util_percent");
+    assert_eq!(metric_suffix("rareq-sz"), "rareq_sz");
+    assert_eq!(metric_suffix("%rrqm"), "rrqm_percent");
+    assert_eq!(metric_suffix("rxkB/s"), "rxkb_per_second");
+}
+
+/// Every line is HELP, TYPE, or `name{k="v",…} value`; each family's samples are contiguous
+/// and follow its TYPE; no family appears twice.
+fn check_grammar(text: &str) {
+    let mut families = std::collections::HashSet::new();
+    let mut current = String::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            current = rest.split(' ').next().unwrap().to_owned();
+            assert!(families.insert(current.clone()), "family {current} twice");
+            continue;
+        }
+        if line.starts_with("# HELP ") {
+            continue;
+        }
+        let (name, rest) = line.split_once('{').unwrap_or_else(|| panic!("bad line {line}"));
+        assert!(name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'), "{line}");
+        assert!(name.starts_with(&current), "{name} outside its family {current}");
+        let (labels, value) = rest.rsplit_once("} ").unwrap_or_else(|| panic!("bad line {line}"));
+        assert!(labels.split(',').all(|l| l.contains("=\"") && l.ends_with('"')), "{line}");
+        assert!(value.parse::<f64>().is_ok() || value == "NaN" || value.ends_with("Inf"), "{line}");
+    }
+}
