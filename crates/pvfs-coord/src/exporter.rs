@@ -245,7 +245,7 @@ pub fn render(view: &ClusterView, openmetrics: bool) -> String {
 
     // iostat -x, sar -n DEV and sar -u as gauges over the last second.
     for (i, column) in DiskRates::COLUMNS.iter().enumerate() {
-        let name = format!("pvfs_disk_{}", metric_suffix(column));
+        let name = format!("pvfs_disk_{}", pvfs_metrics::rates::metric_suffix(column));
         let help = format!("iostat -x {column} over the last second.");
         w.family(&name, "gauge", &help, |f| {
             for (node, v) in &view.nodes {
@@ -257,7 +257,7 @@ pub fn render(view: &ClusterView, openmetrics: bool) -> String {
         });
     }
     for (i, column) in NicRates::COLUMNS.iter().enumerate() {
-        let name = format!("pvfs_network_{}", metric_suffix(column));
+        let name = format!("pvfs_network_{}", pvfs_metrics::rates::metric_suffix(column));
         let help = format!("sar -n DEV {column} over the last second.");
         w.family(&name, "gauge", &help, |f| {
             for (node, v) in &view.nodes {
@@ -284,20 +284,6 @@ pub fn render(view: &ClusterView, openmetrics: bool) -> String {
         out.push_str("# EOF\n");
     }
     out
-}
-
-/// `r/s` → `r_per_second`, `%util` → `util_percent`, `rareq-sz` → `rareq_sz`, `rkB/s` →
-/// `rkb_per_second`: iostat's column, spelled as a metric name.
-fn metric_suffix(column: &str) -> String {
-    let (base, percent) = match column.strip_prefix('%') {
-        Some(rest) => (rest, true),
-        None => (column, false),
-    };
-    let mut name = base.to_ascii_lowercase().replace("/s", "_per_second").replace('-', "_");
-    if percent {
-        name.push_str("_percent");
-    }
-    name
 }
 
 struct Writer<'a> {

@@ -14,6 +14,21 @@ use crate::sample::{CpuCounters, DiskCounters, Duplex, LoadCounters, MemCounters
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// A column's name as a metric name: `r/s` → `r_per_second`, `%util` → `util_percent`,
+/// `rareq-sz` → `rareq_sz`, `rkB/s` → `rkb_per_second`. Used by every exporter, so that the
+/// same column has the same name in Prometheus and in Ganglia.
+pub fn metric_suffix(column: &str) -> String {
+    let (base, percent) = match column.strip_prefix('%') {
+        Some(rest) => (rest, true),
+        None => (column, false),
+    };
+    let mut name = base.to_ascii_lowercase().replace("/s", "_per_second").replace('-', "_");
+    if percent {
+        name.push_str("_percent");
+    }
+    name
+}
+
 /// Rates for the interval between two samples.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Rates {

@@ -70,15 +70,6 @@ fn openmetrics_names_counter_families_without_total_and_ends_with_eof() {
     check_grammar(text.trim_end_matches("# EOF\n"));
 }
 
-#[test]
-fn column_names_become_metric_names() {
-    assert_eq!(metric_suffix("r/s"), "r_per_second");
-    assert_eq!(metric_suffix("%util"), "util_percent");
-    assert_eq!(metric_suffix("rareq-sz"), "rareq_sz");
-    assert_eq!(metric_suffix("%rrqm"), "rrqm_percent");
-    assert_eq!(metric_suffix("rxkB/s"), "rxkb_per_second");
-}
-
 /// Every line is HELP, TYPE, or `name{k="v",…} value`; each family's samples are contiguous
 /// and follow its TYPE; no family appears twice.
 fn check_grammar(text: &str) {

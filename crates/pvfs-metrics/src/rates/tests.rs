@@ -291,3 +291,12 @@ fn rates_between_two_recorded_samples() {
     assert_eq!(json["%util"], 25.0);
     assert_eq!(json.as_object().unwrap().len(), DiskRates::COLUMNS.len());
 }
+
+#[test]
+fn column_names_become_metric_names() {
+    assert_eq!(metric_suffix("r/s"), "r_per_second");
+    assert_eq!(metric_suffix("%util"), "util_percent");
+    assert_eq!(metric_suffix("rareq-sz"), "rareq_sz");
+    assert_eq!(metric_suffix("%rrqm"), "rrqm_percent");
+    assert_eq!(metric_suffix("rxkB/s"), "rxkb_per_second");
+}
