@@ -2,7 +2,8 @@
 //! stream reads it by cursor.
 
 use pvfs_host::Root;
-use pvfs_metrics::ring::{Next, Ring};
+use pvfs_metrics::rates::Rates;
+use pvfs_metrics::ring::{Next, Ring, Stamped};
 use pvfs_metrics::sample::{DeviceFilter, Sample, Sampler, until_tick};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
@@ -50,6 +51,18 @@ impl History {
     pub fn newest(&self) -> (u64, u64) {
         let ring = self.ring();
         (ring.epoch(), ring.last_seq())
+    }
+
+    /// The newest sample and the rates since the one before it (when both are held).
+    pub fn latest_with_rates(&self) -> (Option<Stamped>, Option<Rates>) {
+        let ring = self.ring();
+        let last = ring.last_seq();
+        let latest = ring.get(last);
+        let rates = match (&latest, last.checked_sub(1).and_then(|p| ring.get(p))) {
+            (Some(curr), Some(prev)) => Some(Rates::between(&prev.sample, &curr.sample)),
+            _ => None,
+        };
+        (latest, rates)
     }
 
     /// Notified on every new sample.

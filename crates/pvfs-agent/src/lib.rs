@@ -5,6 +5,7 @@
 //! token, so tests bind port 0 and stop the agent when they are done. Serving is mutual TLS
 //! unless the settings say `Insecure`, which [`prepare`] allows on loopback addresses only.
 
+mod gmond;
 mod history;
 mod notify;
 mod service;
@@ -44,6 +45,16 @@ pub struct Settings {
     pub root: Root,
     /// How much sample history to keep for coordinators that reconnect.
     pub history: Duration,
+    /// The Ganglia drop-in, when asked for: a gmond XML dump on this address.
+    pub gmond: Option<GmondSettings>,
+}
+
+/// `--gmond-xml ADDR --gmond-cluster NAME`.
+#[derive(Debug, Clone)]
+pub struct GmondSettings {
+    pub listen: SocketAddr,
+    /// The CLUSTER NAME in the dump.
+    pub cluster: String,
 }
 
 /// Samples are taken once a second, on the second.
@@ -165,6 +176,21 @@ pub async fn serve(
         SAMPLE_INTERVAL,
         shutdown.clone(),
     ));
+    let gmond = match &settings.gmond {
+        Some(g) => {
+            let listener = bind(g.listen).await?;
+            tracing::info!(listen = %g.listen, cluster = %g.cluster, "gmond XML feed on");
+            Some(tokio::spawn(gmond::serve(
+                listener,
+                history.clone(),
+                g.cluster.clone(),
+                settings.name.clone(),
+                settings.root.clone(),
+                shutdown.clone(),
+            )))
+        }
+        None => None,
+    };
     let agent = AgentService::new(settings.name.clone(), settings.root.clone(), history, shutdown.clone());
     health.set_serving::<pvfs_proto::pb::agent_server::AgentServer<AgentService>>().await;
 
@@ -200,6 +226,9 @@ pub async fn serve(
     notify::stopping();
     health_on_shutdown.abort();
     sampler.abort();
+    if let Some(gmond) = gmond {
+        gmond.abort();
+    }
     if let Some(watchdog) = watchdog {
         watchdog.abort();
     }

@@ -65,6 +65,7 @@ async fn start_agent(pki: &Pki, name: &str, ip: &str) -> RunningAgent {
         state_dir: state.path().join("state"),
         root: Root::system(),
         history: Duration::from_secs(60),
+        gmond: None,
     };
     let prepared = pvfs_agent::prepare(settings).unwrap();
     let listener = pvfs_agent::bind(prepared.settings().listen).await.unwrap();
@@ -213,6 +214,7 @@ async fn insecure_is_refused_off_loopback_on_both_sides() {
         state_dir: state.path().to_owned(),
         root: Root::system(),
         history: Duration::from_secs(60),
+        gmond: None,
     };
     let err = pvfs_agent::prepare(settings.clone()).unwrap_err();
     assert!(err.to_string().contains("refusing --insecure on 0.0.0.0:7070"), "{err}");
@@ -238,6 +240,7 @@ async fn a_second_agent_on_the_same_state_dir_is_refused() {
         state_dir: agent._state.path().join("state"),
         root: Root::system(),
         history: Duration::from_secs(60),
+        gmond: None,
     };
     let prepared = pvfs_agent::prepare(settings).unwrap();
     let listener = pvfs_agent::bind(prepared.settings().listen).await.unwrap();

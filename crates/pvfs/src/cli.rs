@@ -234,6 +234,14 @@ pub struct AgentCli {
     /// 150 bytes per second on a node with a few disks).
     #[arg(long, value_name = "DURATION", env = "PVFS_AGENT_HISTORY", default_value = "1h", value_parser = parse_duration)]
     pub history: Duration,
+    /// Also answer TCP connections on ADDR with a gmond-compatible XML dump (Ganglia 3.7.2's
+    /// layout, standard metrics plus per-disk iostat), for an unmodified gmetad to poll as a
+    /// data_source. Plain TCP and unauthenticated, like gmond: bind it to a management network.
+    #[arg(long, value_name = "ADDR", env = "PVFS_AGENT_GMOND_XML")]
+    pub gmond_xml: Option<SocketAddr>,
+    /// The CLUSTER NAME in the gmond dump.
+    #[arg(long, value_name = "NAME", env = "PVFS_AGENT_GMOND_CLUSTER", default_value = "pvfs")]
+    pub gmond_cluster: String,
     /// Check the configuration (certificates, addresses, state directory), print what would
     /// be served, and exit: 0 if it would start, 2 if not.
     #[arg(long)]

@@ -34,6 +34,9 @@ pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
         state_dir: cli.state_dir,
         root: Root::system(),
         history: cli.history,
+        gmond: cli
+            .gmond_xml
+            .map(|listen| pvfs_agent::GmondSettings { listen, cluster: cli.gmond_cluster.clone() }),
     };
     let prepared = pvfs_agent::prepare(settings)?;
     if cli.check_config {
