@@ -93,6 +93,11 @@ impl Lab {
             "/usr/local/bin/pvfs-agent",
             "--name",
             name,
+            // The Ganglia drop-in, for the gmetad scenario.
+            "--gmond-xml",
+            "0.0.0.0:8649",
+            "--gmond-cluster",
+            "e2e",
             "--log",
             "info",
         ]))

@@ -34,7 +34,8 @@ impl Default for Args {
 type Scenario = fn(&Env) -> anyhow::Result<()>;
 
 /// Every scenario, in the order they run.
-const SCENARIOS: &[(&str, Scenario)] = &[("mesh", mesh), ("metrics", metrics), ("prometheus", prometheus)];
+const SCENARIOS: &[(&str, Scenario)] =
+    &[("mesh", mesh), ("metrics", metrics), ("prometheus", prometheus), ("ganglia", ganglia)];
 
 /// A running test cluster.
 pub struct Env {
@@ -433,4 +434,81 @@ fn prometheus(env: &Env) -> anyhow::Result<()> {
         target["lastError"]
     );
     Ok(())
+}
+
+/// Each container's agent serving the gmond XML dump, polled every second by a real gmetad
+/// (Debian's 3.7.2) on the host: it must create each host's RRDs and store real values in them.
+fn ganglia(env: &Env) -> anyhow::Result<()> {
+    util::ensure_programs(&[("gmetad", "gmetad"), ("rrdtool", "rrdtool")])?;
+    let dir = env.work.join("ganglia");
+    let rrds = dir.join("rrds");
+    std::fs::create_dir_all(&rrds)?;
+    let mut conf = String::new();
+    for node in &env.lab.nodes {
+        conf += &format!("data_source \"{}\" 1 {}:8649\n", node.name, node.ip);
+    }
+    // gmetad 3.7.2 cannot bind to an address; free ports keep it out of anyone's way.
+    conf += &format!(
+        "setuid off\nrrd_rootdir \"{}\"\nxml_port {}\ninteractive_port {}\n",
+        rrds.display(),
+        free_port()?,
+        free_port()?
+    );
+    let conf_path = dir.join("gmetad.conf");
+    std::fs::write(&conf_path, conf)?;
+    let _gmetad = Background(
+        Command::new("gmetad")
+            .arg("-c")
+            .arg(&conf_path)
+            .arg("--debug=1")
+            .stdout(std::fs::File::create(dir.join("gmetad.log"))?)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .context("starting gmetad")?,
+    );
+    // The RRD directory is the dump's CLUSTER NAME (the agents run with --gmond-cluster e2e).
+    let deadline = Instant::now() + Duration::from_secs(40);
+    for node in &env.lab.nodes {
+        let host = rrds.join("e2e").join(&node.name);
+        loop {
+            match stored_values(&host) {
+                Ok(summary) => {
+                    eprintln!("xtask e2e: gmetad stored {} for {}", summary, node.name);
+                    break;
+                }
+                Err(why) if Instant::now() > deadline => {
+                    let log = std::fs::read_to_string(dir.join("gmetad.log")).unwrap_or_default();
+                    bail!("gmetad has no usable RRDs for {}: {why:#}\ngmetad log:\n{log}", node.name);
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(500)),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks a host's RRDs hold real numbers: the standard metrics and at least one per-disk
+/// iostat metric, each with a value (not NaN) among its last 30 seconds.
+fn stored_values(host: &Path) -> anyhow::Result<String> {
+    let mut files: Vec<String> = std::fs::read_dir(host)
+        .with_context(|| format!("no {}", host.display()))?
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect();
+    files.sort();
+    let iostat = files.iter().find(|f| f.starts_with("disk_") && f.ends_with("_r_per_second.rrd")).cloned();
+    let iostat = iostat.context("no per-disk iostat RRD yet")?;
+    let mut summary = Vec::new();
+    for file in ["mem_total.rrd", "load_one.rrd", "cpu_idle.rrd", "bytes_in.rrd", iostat.as_str()] {
+        let out = read(
+            Command::new("rrdtool").arg("fetch").arg(host.join(file)).args(["AVERAGE", "--start", "-30"]),
+        )?;
+        let value = out
+            .lines()
+            .filter_map(|l| l.split_once(": ").map(|(_, v)| v.trim()))
+            .filter_map(|v| v.parse::<f64>().ok())
+            .rfind(|v| v.is_finite())
+            .with_context(|| format!("{file} holds no value yet"))?;
+        summary.push(format!("{}={value}", file.trim_end_matches(".rrd")));
+    }
+    Ok(format!("{} RRDs, e.g. {}", files.len(), summary.join(", ")))
 }

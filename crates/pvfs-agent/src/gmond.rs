@@ -504,8 +504,11 @@ pub fn render(s: &Snapshot<'_>) -> String {
             metric(&mut out, m, &value, tn);
         }
     }
-    if let Some(rates) = s.rates {
-        for (device, d) in &rates.disks {
+    if let (Some(rates), Some(latest)) = (s.rates, s.latest) {
+        // Devices that never did any I/O are left out, as iostat leaves them out: each shown
+        // device costs gmetad 22 RRD files.
+        let used = |device: &str| latest.sample.disk(device).is_some_and(|d| d.total_ios() > 0);
+        for (device, d) in rates.disks.iter().filter(|(device, _)| used(device)) {
             for (column, value) in DiskRates::COLUMNS.iter().zip(d.values()) {
                 let name = format!("disk_{device}_{}", metric_suffix(column));
                 let desc = format!("iostat -x {column} of {device} over the last second");
