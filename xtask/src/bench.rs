@@ -107,3 +107,239 @@ fn nodes_latency(binary: &std::path::Path, runs: usize) -> anyhow::Result<()> {
     println!("  of which the survey (dial + TLS + Info + health, concurrent): {}", stats(&mut survey));
     Ok(())
 }
+
+#[derive(clap::Args, Debug)]
+pub struct AgentArgs {
+    /// Measurement window for each daemon.
+    #[arg(long, default_value_t = 60)]
+    pub seconds: u64,
+    /// Warm-up before each window.
+    #[arg(long, default_value_t = 15)]
+    pub warmup: u64,
+}
+
+/// One daemon's measured cost.
+struct Cost {
+    name: &'static str,
+    load: &'static str,
+    cpu_pct: f64,
+    peak_rss_mb: f64,
+    mean_rss_mb: f64,
+}
+
+/// `cargo xtask bench-agent`: pvfs-agent (sampling every second, streaming to a coordinator)
+/// against gmond (Debian's ganglia-monitor, polled over TCP every 15 s as gmetad does) and
+/// prometheus-node-exporter (scraped every second), each alone on this machine for the same
+/// window; CPU from /proc/PID/task/*/schedstat, RSS sampled every second.
+pub fn run_agent(args: &AgentArgs) -> anyhow::Result<()> {
+    util::ensure_programs(&[
+        ("gmond", "ganglia-monitor"),
+        ("prometheus-node-exporter", "prometheus-node-exporter"),
+        ("curl", "curl"),
+    ])?;
+    step(cargo().args(["build", "--release", "--locked", "-p", "pvfs", "--bin", "pvfs"]))?;
+    let binary = util::root().join("target/release/pvfs");
+    let dir = util::root().join("target/bench-agent");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    let window = Duration::from_secs(args.seconds);
+    let warmup = Duration::from_secs(args.warmup);
+    let mut costs = Vec::new();
+
+    // pvfs-agent with a coordinator (`pvfsctl top --json`) following its stream over mTLS.
+    let tls = dir.join("tls");
+    let tls_arg = tls.to_string_lossy().into_owned();
+    read(Command::new(&binary).args(["ctl", "ca", "init", "--dir", &tls_arg]))?;
+    read(Command::new(&binary).args(["ctl", "ca", "issue", "pvfsctl", "--dir", &tls_arg]))?;
+    read(Command::new(&binary).args([
+        "ctl",
+        "ca",
+        "issue",
+        "bench",
+        "--dir",
+        &tls_arg,
+        "--san",
+        "127.0.0.1",
+    ]))?;
+    let port = free_port()?;
+    std::fs::write(
+        dir.join("cluster.toml"),
+        format!(
+            "[cluster]\nname = \"bench\"\nkind = \"local\"\n[local]\nmount = \"/tmp\"\n[[node]]\nname = \"bench\"\naddress = \"127.0.0.1:{port}\"\nroles = [\"server\"]\n"
+        ),
+    )?;
+    let agent = Daemon::spawn(
+        Command::new(&binary)
+            .args([
+                "agent",
+                "--name",
+                "bench",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--tls-dir",
+                &tls_arg,
+            ])
+            .arg("--state-dir")
+            .arg(dir.join("state")),
+    )?;
+    let coordinator =
+        Daemon::spawn(Command::new(&binary).args(["ctl", "top", "--json"]).arg(dir.join("cluster.toml")))?;
+    costs.push(measure(
+        "pvfs-agent",
+        "samples every 1 s, streamed live to pvfsctl over mTLS",
+        agent.pid(),
+        warmup,
+        window,
+        || Ok(()),
+    )?);
+    drop(coordinator);
+    drop(agent);
+
+    // gmond on loopback with Debian's configuration (its default metric set and schedule).
+    let udp = free_port()?;
+    let tcp = free_port()?;
+    let conf = gmond_loopback_conf(&std::fs::read_to_string("/etc/ganglia/gmond.conf")?, udp, tcp);
+    std::fs::write(dir.join("gmond.conf"), conf)?;
+    let gmond = Daemon::spawn(Command::new("gmond").arg("-c").arg(dir.join("gmond.conf")).arg("-f"))?;
+    let mut last_poll = Instant::now() - Duration::from_secs(60);
+    costs.push(measure(
+        "gmond 3.7.2",
+        "own schedule (20-80 s), XML polled every 15 s",
+        gmond.pid(),
+        warmup,
+        window,
+        || {
+            if last_poll.elapsed() >= Duration::from_secs(15) {
+                last_poll = Instant::now();
+                let _ = std::net::TcpStream::connect(("127.0.0.1", tcp))
+                    .and_then(|mut s| std::io::copy(&mut s, &mut std::io::sink()));
+            }
+            Ok(())
+        },
+    )?);
+    drop(gmond);
+
+    let ne_port = free_port()?;
+    let exporter = Daemon::spawn(
+        Command::new("prometheus-node-exporter").arg(format!("--web.listen-address=127.0.0.1:{ne_port}")),
+    )?;
+    let url = format!("http://127.0.0.1:{ne_port}/metrics");
+    let mut last_scrape = Instant::now() - Duration::from_secs(1);
+    costs.push(measure("node_exporter", "scraped every 1 s", exporter.pid(), warmup, window, || {
+        if last_scrape.elapsed() >= Duration::from_secs(1) {
+            last_scrape = Instant::now();
+            let _ = util::capture(Command::new("curl").args(["-s", "-o", "/dev/null", &url]));
+        }
+        Ok(())
+    })?);
+    drop(exporter);
+
+    println!("\n{:<15} {:>9} {:>13} {:>13}  load", "daemon", "CPU %", "peak RSS MB", "mean RSS MB");
+    for c in &costs {
+        println!(
+            "{:<15} {:>9.4} {:>13.2} {:>13.2}  {}",
+            c.name, c.cpu_pct, c.peak_rss_mb, c.mean_rss_mb, c.load
+        );
+    }
+    let (ours, gmond, ne) = (&costs[0], &costs[1], &costs[2]);
+    println!(
+        "\npvfs-agent / gmond: CPU {:.2}×, peak RSS {:.2}×   pvfs-agent / node_exporter: CPU {:.2}×, peak RSS {:.2}×",
+        ours.cpu_pct / gmond.cpu_pct,
+        ours.peak_rss_mb / gmond.peak_rss_mb,
+        ours.cpu_pct / ne.cpu_pct,
+        ours.peak_rss_mb / ne.peak_rss_mb
+    );
+    Ok(())
+}
+
+/// Debian's gmond.conf, kept as it is (its metric modules and collection schedule) except for
+/// what a benchmark on a shared machine needs: foreground, no setuid, unicast on loopback to
+/// free ports, metadata resent (required with unicast).
+fn gmond_loopback_conf(debian: &str, udp: u16, tcp: u16) -> String {
+    let mut conf = debian
+        .replace("daemonize = yes", "daemonize = no")
+        .replace("setuid = yes", "setuid = no")
+        .replace("send_metadata_interval = 0", "send_metadata_interval = 30");
+    for (block, body) in [
+        ("udp_send_channel {", format!("host = 127.0.0.1\n  port = {udp}\n  ttl = 1\n")),
+        ("udp_recv_channel {", format!("port = {udp}\n  bind = 127.0.0.1\n")),
+        ("tcp_accept_channel {", format!("port = {tcp}\n  bind = 127.0.0.1\n")),
+    ] {
+        if let Some(start) = conf.find(block) {
+            let open = start + block.len();
+            if let Some(len) = conf[open..].find('}') {
+                conf.replace_range(open..open + len, &format!("\n  {body}"));
+            }
+        }
+    }
+    conf
+}
+
+/// A process stopped with SIGKILL when dropped.
+struct Daemon(std::process::Child);
+
+impl Daemon {
+    fn spawn(cmd: &mut Command) -> anyhow::Result<Daemon> {
+        let shown = util::shown(cmd);
+        let child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("starting {shown}"))?;
+        Ok(Daemon(child))
+    }
+
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// Warms up, then measures `pid` over `window`, calling `load` every 100 ms to drive it.
+fn measure(
+    name: &'static str,
+    load_text: &'static str,
+    pid: u32,
+    warmup: Duration,
+    window: Duration,
+    mut load: impl FnMut() -> anyhow::Result<()>,
+) -> anyhow::Result<Cost> {
+    eprintln!("xtask bench-agent: {name}: {}s warm-up, {}s window", warmup.as_secs(), window.as_secs());
+    let until = Instant::now() + warmup;
+    while Instant::now() < until {
+        load()?;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (cpu0, t0) = (cpu_ns(pid).with_context(|| format!("{name} exited during warm-up"))?, Instant::now());
+    let mut rss = Vec::new();
+    let mut next_rss = Instant::now();
+    while t0.elapsed() < window {
+        load()?;
+        if Instant::now() >= next_rss {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+                .with_context(|| format!("{name} exited"))?;
+            let kb = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok());
+            rss.push(kb.unwrap_or(0.0) / 1024.0);
+            next_rss += Duration::from_secs(1);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let cpu = (cpu_ns(pid)? - cpu0) as f64 / 1e9;
+    let wall = t0.elapsed().as_secs_f64();
+    let peak = rss.iter().copied().fold(0.0, f64::max);
+    let mean = rss.iter().sum::<f64>() / rss.len().max(1) as f64;
+    Ok(Cost { name, load: load_text, cpu_pct: cpu / wall * 100.0, peak_rss_mb: peak, mean_rss_mb: mean })
+}

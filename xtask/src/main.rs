@@ -5,6 +5,7 @@
 //! - `e2e`: a real multi-host cluster in containers.
 //! - `accuracy`: `pvfs-agent metrics` against iostat and sar over the same seconds.
 //! - `bench-mesh`: idle agent footprint and `pvfsctl nodes` latency.
+//! - `bench-agent`: pvfs-agent against gmond and node_exporter, side by side.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -43,6 +44,9 @@ enum Command {
     /// Compare `pvfs-agent metrics` with iostat -x and sar over the same seconds under load
     /// (needs root for a loop device; installs sysstat and fio if missing).
     Accuracy,
+    /// Measure pvfs-agent (streaming every second) against gmond and node_exporter: CPU and
+    /// memory over the same window, and the ratios.
+    BenchAgent(bench::AgentArgs),
     /// Measure an idle agent's CPU and memory, and `pvfsctl nodes` latency against containers.
     BenchMesh(bench::Args),
 }
@@ -54,6 +58,7 @@ fn main() -> ExitCode {
         Command::E2e(args) => e2e::run(&args),
         Command::Accuracy => accuracy::run(),
         Command::BenchMesh(args) => bench::run(&args),
+        Command::BenchAgent(args) => bench::run_agent(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -157,6 +157,13 @@ impl Ring {
 
     /// The sample numbered `seq`, if held.
     pub fn get(&self, seq: u64) -> Option<Stamped> {
+        // Live readers ask for the newest sample every second: its values are kept in full
+        // for the next delta anyway, so no decoding is needed.
+        if seq == self.last_seq()
+            && let Some((layout, values)) = &self.last
+        {
+            return Some(Stamped { epoch: self.epoch, seq, sample: unflatten(layout, values)? });
+        }
         let oldest = self.entries.front()?.seq;
         let index = usize::try_from(seq.checked_sub(oldest)?).ok()?;
         let target = self.entries.get(index)?;
