@@ -343,3 +343,167 @@ fn measure(
     let mean = rss.iter().sum::<f64>() / rss.len().max(1) as f64;
     Ok(Cost { name, load: load_text, cpu_pct: cpu / wall * 100.0, peak_rss_mb: peak, mean_rss_mb: mean })
 }
+
+#[derive(clap::Args, Debug)]
+pub struct IngestArgs {
+    /// Simulated agents.
+    #[arg(long, default_value_t = 1000)]
+    pub agents: u16,
+    /// Measurement window.
+    #[arg(long, default_value_t = 60)]
+    pub seconds: u64,
+    /// Warm-up after every agent is streaming.
+    #[arg(long, default_value_t = 10)]
+    pub warmup: u64,
+}
+
+/// `cargo xtask bench-ingest`: `pvfsctl serve` following N simulated agents (one process
+/// serving N real agent services on N ports over mTLS, each streaming this machine's samples
+/// every second). Reports the coordinator's CPU per 1,000 agents and the delay from sample
+/// time to arrival, from the coordinator's own `pvfs_ingest_delay_seconds` histogram.
+pub fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
+    util::ensure_programs(&[("curl", "curl")])?;
+    step(cargo().args(["build", "--release", "--locked", "-p", "pvfs", "--bin", "pvfs"]))?;
+    let binary = util::root().join("target/release/pvfs");
+    let dir = util::root().join("target/bench-ingest");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    let tls = dir.join("tls");
+    let tls_arg = tls.to_string_lossy().into_owned();
+    read(Command::new(&binary).args(["ctl", "ca", "init", "--dir", &tls_arg]))?;
+    read(Command::new(&binary).args(["ctl", "ca", "issue", "pvfsctl", "--dir", &tls_arg]))?;
+    read(Command::new(&binary).args(["ctl", "ca", "issue", "sim", "--dir", &tls_arg, "--san", "127.0.0.1"]))?;
+
+    let n = args.agents;
+    let base = free_range(n)?;
+    let mut toml =
+        String::from("[cluster]\nname = \"ingest\"\nkind = \"local\"\n[local]\nmount = \"/tmp\"\n");
+    for i in 0..n {
+        toml += &format!(
+            "[[node]]\nname = \"sim{i}\"\naddress = \"127.0.0.1:{}\"\nroles = [\"server\"]\n",
+            base + i
+        );
+    }
+    let cluster = dir.join("cluster.toml");
+    std::fs::write(&cluster, toml)?;
+    let simulator = Daemon::spawn(Command::new(&binary).args([
+        "agent",
+        "simulate",
+        "--agents",
+        &n.to_string(),
+        "--listen",
+        &format!("127.0.0.1:{base}"),
+        "--tls-dir",
+        &tls_arg,
+    ]))?;
+    let metrics_port = free_port()?;
+    let coordinator = Daemon::spawn(
+        Command::new(&binary)
+            .args(["ctl", "serve"])
+            .arg(&cluster)
+            .args(["--metrics-listen", &format!("127.0.0.1:{metrics_port}")]),
+    )?;
+    let url = format!("http://127.0.0.1:{metrics_port}/metrics");
+    let scrape =
+        || -> anyhow::Result<String> { read(Command::new("curl").args(["-sf", "--max-time", "10", &url])) };
+
+    // Wait (bounded) for every agent to stream.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let up = scrape()
+            .map(|t| t.lines().filter(|l| l.starts_with("pvfs_node_up{") && l.ends_with(" 1")).count())
+            .unwrap_or(0);
+        if up == usize::from(n) {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("only {up} of {n} simulated agents streaming after 120 s");
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    std::thread::sleep(Duration::from_secs(args.warmup));
+    let before = histogram(&scrape()?);
+    let (cpu0, sim0, t0) = (cpu_ns(coordinator.pid())?, cpu_ns(simulator.pid())?, Instant::now());
+    std::thread::sleep(Duration::from_secs(args.seconds));
+    let (cpu1, sim1, wall) =
+        (cpu_ns(coordinator.pid())?, cpu_ns(simulator.pid())?, t0.elapsed().as_secs_f64());
+    let after = histogram(&scrape()?);
+    let status = std::fs::read_to_string(format!("/proc/{}/status", coordinator.pid()))?;
+    let rss = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+        .unwrap_or(0.0)
+        / 1024.0;
+
+    let window: Vec<(f64, f64)> = after.iter().zip(&before).map(|((le, a), (_, b))| (*le, a - b)).collect();
+    let total = window.last().map_or(0.0, |(_, c)| *c);
+    let cpu_pct = (cpu1 - cpu0) as f64 / 1e9 / wall * 100.0;
+    let sim_pct = (sim1 - sim0) as f64 / 1e9 / wall * 100.0;
+    println!("\ncoordinator (pvfsctl serve) following {n} agents over mTLS, {wall:.0} s window:");
+    println!(
+        "  CPU {cpu_pct:.1}% of one core = {:.1}% per 1,000 agents; RSS {rss:.1} MB",
+        cpu_pct / f64::from(n) * 1000.0
+    );
+    println!(
+        "  samples received live: {total:.0} ({:.0}/s); delay from sample time to arrival: p50 {:.1} ms, p99 {:.1} ms",
+        total / wall,
+        quantile(&window, 0.5) * 1000.0,
+        quantile(&window, 0.99) * 1000.0
+    );
+    println!("  (the simulator, on the same 2 cores, used {sim_pct:.1}% of a core)");
+    println!("  extrapolated: 10,000 agents ≈ {:.0}% of one core", cpu_pct / f64::from(n) * 10_000.0);
+    drop(coordinator);
+    drop(simulator);
+    Ok(())
+}
+
+/// A run of `n` consecutive free ports on loopback.
+fn free_range(n: u16) -> anyhow::Result<u16> {
+    'bases: for base in (20_000..60_000u16).step_by(usize::from(n.max(1)) + 100) {
+        if u32::from(base) + u32::from(n) > 65_000 {
+            break;
+        }
+        for p in base..base + n {
+            if std::net::TcpListener::bind(("127.0.0.1", p)).is_err() {
+                continue 'bases;
+            }
+        }
+        return Ok(base);
+    }
+    bail!("no {n} consecutive free ports on loopback")
+}
+
+/// (upper bound, cumulative count) of `pvfs_ingest_delay_seconds`.
+fn histogram(text: &str) -> Vec<(f64, f64)> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("pvfs_ingest_delay_seconds_bucket{le=\""))
+        .filter_map(|rest| {
+            let (le, value) = rest.split_once("\"} ")?;
+            let le = if le == "+Inf" { f64::INFINITY } else { le.parse().ok()? };
+            Some((le, value.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// A quantile from cumulative buckets, interpolating linearly inside the bucket (as
+/// Prometheus's histogram_quantile does).
+fn quantile(buckets: &[(f64, f64)], q: f64) -> f64 {
+    let total = buckets.last().map_or(0.0, |(_, c)| *c);
+    if total <= 0.0 {
+        return f64::NAN;
+    }
+    let rank = q * total;
+    let mut prev = (0.0, 0.0);
+    for &(le, count) in buckets {
+        if count >= rank {
+            if le.is_infinite() {
+                return prev.0;
+            }
+            let within = if count > prev.1 { (rank - prev.1) / (count - prev.1) } else { 0.0 };
+            return prev.0 + (le - prev.0) * within;
+        }
+        prev = (le, count);
+    }
+    prev.0
+}

@@ -6,6 +6,7 @@
 //! - `accuracy`: `pvfs-agent metrics` against iostat and sar over the same seconds.
 //! - `bench-mesh`: idle agent footprint and `pvfsctl nodes` latency.
 //! - `bench-agent`: pvfs-agent against gmond and node_exporter, side by side.
+//! - `bench-ingest`: the coordinator following many simulated agents.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -47,6 +48,9 @@ enum Command {
     /// Measure pvfs-agent (streaming every second) against gmond and node_exporter: CPU and
     /// memory over the same window, and the ratios.
     BenchAgent(bench::AgentArgs),
+    /// Measure `pvfsctl serve` following N simulated agents: CPU per 1,000 agents and the
+    /// delay from sample time to arrival.
+    BenchIngest(bench::IngestArgs),
     /// Measure an idle agent's CPU and memory, and `pvfsctl nodes` latency against containers.
     BenchMesh(bench::Args),
 }
@@ -59,6 +63,7 @@ fn main() -> ExitCode {
         Command::Accuracy => accuracy::run(),
         Command::BenchMesh(args) => bench::run(&args),
         Command::BenchAgent(args) => bench::run_agent(&args),
+        Command::BenchIngest(args) => bench::run_ingest(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

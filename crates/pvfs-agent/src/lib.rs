@@ -9,6 +9,7 @@ mod gmond;
 mod history;
 mod notify;
 mod service;
+pub mod simulate;
 mod state;
 
 use pvfs_host::Root;
@@ -27,7 +28,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// A TLS handshake that has not finished in this long is a stuck or hostile client; drop it
 /// rather than hold a connection slot.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Probe an idle connection after this long.
 const TCP_KEEPALIVE: Duration = Duration::from_secs(30);

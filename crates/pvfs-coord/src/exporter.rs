@@ -26,10 +26,38 @@ pub struct NodeView {
     pub rates: Option<Rates>,
 }
 
+/// Upper bounds (seconds) of the ingest-delay histogram's buckets: fine around the tens of
+/// milliseconds where a healthy coordinator sits, coarse beyond.
+const DELAY_BUCKETS: [f64; 20] = [
+    0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0,
+    2.0, 5.0, 10.0,
+];
+
+/// How late samples arrive: from the sample's wall-clock time on the agent to its arrival here.
+#[derive(Debug, Clone, Default)]
+pub struct DelayHistogram {
+    /// Counts per bucket of DELAY_BUCKETS, plus one for larger delays.
+    counts: [u64; DELAY_BUCKETS.len() + 1],
+    sum: f64,
+    count: u64,
+}
+
+impl DelayHistogram {
+    pub fn observe(&mut self, seconds: f64) {
+        let seconds = seconds.max(0.0);
+        let bucket = DELAY_BUCKETS.iter().position(|&b| seconds <= b).unwrap_or(DELAY_BUCKETS.len());
+        self.counts[bucket] += 1;
+        self.sum += seconds;
+        self.count += 1;
+    }
+}
+
 /// Every node's latest state, kept current from the cluster's stream events.
 #[derive(Debug, Clone, Default)]
 pub struct ClusterView {
     pub nodes: BTreeMap<String, NodeView>,
+    /// Delays of the samples that arrived live (not those replayed from an agent's history).
+    pub delays: DelayHistogram,
 }
 
 impl ClusterView {
@@ -42,7 +70,7 @@ impl ClusterView {
                 (n.name.clone(), NodeView { role, ..NodeView::default() })
             })
             .collect();
-        ClusterView { nodes }
+        ClusterView { nodes, delays: DelayHistogram::default() }
     }
 
     /// Folds one event in: a sample becomes the latest (with rates when it follows the previous
@@ -52,6 +80,13 @@ impl ClusterView {
             Event::Sample { node, stamped } => {
                 let Some(view) = self.nodes.get_mut(&node) else { return };
                 view.up = true;
+                let now =
+                    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+                let delay = now.as_secs_f64() - stamped.sample.time_unix_ns as f64 / 1e9;
+                // Older than a sample interval means replayed history, not live delivery.
+                if delay < 1.0 {
+                    self.delays.observe(delay);
+                }
                 view.rates = view
                     .last
                     .as_ref()
@@ -280,6 +315,26 @@ pub fn render(view: &ClusterView, openmetrics: bool) -> String {
             }
         }
     });
+    w.family(
+        "pvfs_ingest_delay_seconds",
+        "histogram",
+        "From a sample's time on its agent to its arrival at this coordinator, live samples only.",
+        |f| {
+            let h = &view.delays;
+            let mut cumulative = 0;
+            for (bound, count) in DELAY_BUCKETS.iter().zip(h.counts) {
+                cumulative += count;
+                f.sample(
+                    "pvfs_ingest_delay_seconds_bucket",
+                    &[("le", &bound.to_string())],
+                    cumulative as f64,
+                );
+            }
+            f.sample("pvfs_ingest_delay_seconds_bucket", &[("le", "+Inf")], h.count as f64);
+            f.sample("pvfs_ingest_delay_seconds_sum", &[], h.sum);
+            f.sample("pvfs_ingest_delay_seconds_count", &[], h.count as f64);
+        },
+    );
     if openmetrics {
         out.push_str("# EOF\n");
     }
@@ -306,6 +361,11 @@ impl Writer<'_> {
 impl Family<'_> {
     fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
         self.out.push_str(name);
+        if labels.is_empty() {
+            self.out.push(' ');
+            self.write_value(value);
+            return;
+        }
         self.out.push('{');
         for (i, (k, v)) in labels.iter().enumerate() {
             if i > 0 {
@@ -315,6 +375,10 @@ impl Family<'_> {
             let _ = write!(self.out, "{k}=\"{v}\"");
         }
         self.out.push_str("} ");
+        self.write_value(value);
+    }
+
+    fn write_value(&mut self, value: f64) {
         if value.is_nan() {
             self.out.push_str("NaN");
         } else if value.is_infinite() {

@@ -255,6 +255,26 @@ pub enum AgentCommand {
     /// Print this machine's disk, network, CPU, memory and load rates every interval, with
     /// iostat -x / sar column names; no coordinator needed.
     Metrics(MetricsArgs),
+    /// Serve many simulated agents from one process (for load-testing a coordinator): agent i
+    /// listens on the --listen port + i and streams this machine's samples.
+    #[command(hide = true)]
+    Simulate(SimulateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// How many agents.
+    #[arg(long, default_value_t = 100)]
+    pub agents: u16,
+    /// The first agent's address.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: SocketAddr,
+    /// Directory with ca.crt and the certificate NAME.crt/.key all simulated agents use.
+    #[arg(long, value_name = "DIR")]
+    pub tls_dir: Option<PathBuf>,
+    /// The certificate's name in --tls-dir.
+    #[arg(long, value_name = "NAME", default_value = "sim")]
+    pub cert_name: String,
 }
 
 #[derive(Debug, Args)]

@@ -26,6 +26,18 @@ pub mod exit {
     pub const BAD_INPUT: u8 = 2;
 }
 
+/// Raises the soft limit on open files to the hard limit. A coordinator talks to thousands of
+/// agents (one socket each), and the usual soft limit of 1024 would cap it at about that.
+pub(crate) fn raise_fd_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
+        && soft < hard
+        && let Err(err) = setrlimit(Resource::RLIMIT_NOFILE, hard, hard)
+    {
+        tracing::warn!(error = %err, soft, hard, "cannot raise the open-file limit");
+    }
+}
+
 /// Which program the user ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Personality {

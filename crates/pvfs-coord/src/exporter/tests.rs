@@ -84,6 +84,12 @@ fn check_grammar(text: &str) {
         if line.starts_with("# HELP ") {
             continue;
         }
+        if let Some((name, value)) = line.split_once(' ')
+            && !name.contains('{')
+        {
+            assert!(name.starts_with(&current) && value.parse::<f64>().is_ok(), "{line}");
+            continue;
+        }
         let (name, rest) = line.split_once('{').unwrap_or_else(|| panic!("bad line {line}"));
         assert!(name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'), "{line}");
         assert!(name.starts_with(&current), "{name} outside its family {current}");
@@ -91,4 +97,20 @@ fn check_grammar(text: &str) {
         assert!(labels.split(',').all(|l| l.contains("=\"") && l.ends_with('"')), "{line}");
         assert!(value.parse::<f64>().is_ok() || value == "NaN" || value.ends_with("Inf"), "{line}");
     }
+}
+
+#[test]
+fn ingest_delays_form_a_prometheus_histogram() {
+    let mut view = view();
+    for ms in [1.0, 4.0, 4.0, 12.0, 600.0] {
+        view.delays.observe(ms / 1000.0);
+    }
+    let text = render(&view, false);
+    assert!(text.contains("# TYPE pvfs_ingest_delay_seconds histogram"));
+    assert!(text.contains("pvfs_ingest_delay_seconds_bucket{le=\"0.001\"} 1\n"));
+    assert!(text.contains("pvfs_ingest_delay_seconds_bucket{le=\"0.005\"} 3\n"));
+    assert!(text.contains("pvfs_ingest_delay_seconds_bucket{le=\"0.015\"} 4\n"));
+    assert!(text.contains("pvfs_ingest_delay_seconds_bucket{le=\"+Inf\"} 5\n"));
+    assert!(text.contains("pvfs_ingest_delay_seconds_count 5\n"));
+    check_grammar(&text);
 }

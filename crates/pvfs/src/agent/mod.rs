@@ -16,9 +16,16 @@ use tokio_util::sync::CancellationToken;
 const DRAIN_DEADLINE: Duration = Duration::from_secs(10);
 
 pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
-    if let Some(AgentCommand::Metrics(args)) = cli.command {
-        logging::init(&cli.log, "warn")?;
-        return metrics::run(args);
+    match cli.command {
+        Some(AgentCommand::Metrics(args)) => {
+            logging::init(&cli.log, "warn")?;
+            return metrics::run(args);
+        }
+        Some(AgentCommand::Simulate(args)) => {
+            logging::init(&cli.log, "info")?;
+            return simulate(args);
+        }
+        None => {}
     }
     logging::init(&cli.log, "info")?;
     let name = match cli.name {
@@ -104,4 +111,32 @@ async fn stop_on_signal(mut term: Signal, mut int: Signal, shutdown: Cancellatio
             std::process::exit(130);
         }
     }
+}
+
+/// `pvfs-agent simulate`: many agents in one process, until SIGTERM or Ctrl-C.
+fn simulate(args: crate::cli::SimulateArgs) -> anyhow::Result<u8> {
+    let tls = match &args.tls_dir {
+        Some(dir) => Some(pvfs_tls::load(dir, &args.cert_name)?),
+        None if args.listen.ip().is_loopback() => None,
+        None => anyhow::bail!("simulated agents off loopback need --tls-dir"),
+    };
+    crate::raise_fd_limit();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async {
+        let shutdown = CancellationToken::new();
+        let term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+        let int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+        tokio::spawn(stop_on_signal(term, int, shutdown.clone()));
+        let sim = pvfs_agent::simulate::Simulation {
+            agents: args.agents,
+            first: args.listen,
+            tls,
+            name_prefix: "sim".into(),
+        };
+        pvfs_agent::simulate::run(sim, shutdown).await?;
+        anyhow::Ok(exit::OK)
+    })
 }

@@ -17,6 +17,7 @@ use pvfs_coord::{ClientSecurity, Dialer};
 
 pub(crate) fn run(cli: CtlCli) -> anyhow::Result<u8> {
     logging::init(&cli.log, "warn")?;
+    crate::raise_fd_limit();
     match cli.command {
         CtlCommand::Ca(command) => ca::run(command),
         CtlCommand::Validate(args) => validate::run(args),
