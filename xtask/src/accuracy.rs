@@ -21,14 +21,14 @@
 //! the shift only touches the two ends, so a formula difference shows and jitter does not.
 //! The worst single second is printed too, for the record.
 
-use crate::util::{self, capture, cargo, read, step};
+use crate::util::{self, KillOnDrop, capture, cargo, read, step};
 use anyhow::{Context, bail, ensure};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -103,7 +103,7 @@ pub fn run() -> anyhow::Result<()> {
     let loop_dev = LoopDevice::create(&work.join("disk.img"), 256 << 20)?;
     let dev_name = loop_dev.name();
     let load_seconds = u64::from(SECONDS) + 8;
-    let _fio = Killed(
+    let _fio = KillOnDrop(
         Command::new("fio")
             .args(["--name=accuracy", "--rw=randrw", "--rwmixread=50", "--bs=16k", "--direct=1"])
             .args([
@@ -158,7 +158,7 @@ pub fn run() -> anyhow::Result<()> {
         .context("starting sar")?;
     let iostat = iostat.wait_with_output()?;
     let ours = ours.wait_with_output()?;
-    let sar_status = Killed(sar).0.wait()?;
+    let sar_status = KillOnDrop(sar).0.wait()?;
     traffic.stop();
     ensure!(iostat.status.success() && ours.status.success() && sar_status.success(), "a reader failed");
     let sadf = read(
@@ -324,16 +324,6 @@ impl LoopDevice {
 impl Drop for LoopDevice {
     fn drop(&mut self) {
         let _ = capture(Command::new("losetup").arg("-d").arg(&self.path));
-    }
-}
-
-/// A child process killed on drop.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 

@@ -5,7 +5,7 @@
 //! 2. `pvfsctl nodes` against agent containers: wall time of the whole command, and the survey
 //!    time it reports itself, over repeated runs.
 
-use crate::util::{self, cargo, read, step};
+use crate::util::{self, KillOnDrop, cargo, free_port, read, step};
 use anyhow::{Context, bail};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -168,7 +168,7 @@ pub fn run_agent(args: &AgentArgs) -> anyhow::Result<()> {
             "[cluster]\nname = \"bench\"\nkind = \"local\"\n[local]\nmount = \"/tmp\"\n[[node]]\nname = \"bench\"\naddress = \"127.0.0.1:{port}\"\nroles = [\"server\"]\n"
         ),
     )?;
-    let agent = Daemon::spawn(
+    let agent = KillOnDrop::spawn(
         Command::new(&binary)
             .args([
                 "agent",
@@ -182,8 +182,9 @@ pub fn run_agent(args: &AgentArgs) -> anyhow::Result<()> {
             .arg("--state-dir")
             .arg(dir.join("state")),
     )?;
-    let coordinator =
-        Daemon::spawn(Command::new(&binary).args(["ctl", "top", "--json"]).arg(dir.join("cluster.toml")))?;
+    let coordinator = KillOnDrop::spawn(
+        Command::new(&binary).args(["ctl", "top", "--json"]).arg(dir.join("cluster.toml")),
+    )?;
     costs.push(measure(
         "pvfs-agent",
         "samples every 1 s, streamed live to pvfsctl over mTLS",
@@ -200,7 +201,7 @@ pub fn run_agent(args: &AgentArgs) -> anyhow::Result<()> {
     let tcp = free_port()?;
     let conf = gmond_loopback_conf(&std::fs::read_to_string("/etc/ganglia/gmond.conf")?, udp, tcp);
     std::fs::write(dir.join("gmond.conf"), conf)?;
-    let gmond = Daemon::spawn(Command::new("gmond").arg("-c").arg(dir.join("gmond.conf")).arg("-f"))?;
+    let gmond = KillOnDrop::spawn(Command::new("gmond").arg("-c").arg(dir.join("gmond.conf")).arg("-f"))?;
     let mut last_poll = Instant::now() - Duration::from_secs(60);
     costs.push(measure(
         "gmond 3.7.2",
@@ -220,7 +221,7 @@ pub fn run_agent(args: &AgentArgs) -> anyhow::Result<()> {
     drop(gmond);
 
     let ne_port = free_port()?;
-    let exporter = Daemon::spawn(
+    let exporter = KillOnDrop::spawn(
         Command::new("prometheus-node-exporter").arg(format!("--web.listen-address=127.0.0.1:{ne_port}")),
     )?;
     let url = format!("http://127.0.0.1:{ne_port}/metrics");
@@ -273,36 +274,6 @@ fn gmond_loopback_conf(debian: &str, udp: u16, tcp: u16) -> String {
         }
     }
     conf
-}
-
-/// A process stopped with SIGKILL when dropped.
-struct Daemon(std::process::Child);
-
-impl Daemon {
-    fn spawn(cmd: &mut Command) -> anyhow::Result<Daemon> {
-        let shown = util::shown(cmd);
-        let child = cmd
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .with_context(|| format!("starting {shown}"))?;
-        Ok(Daemon(child))
-    }
-
-    fn pid(&self) -> u32 {
-        self.0.id()
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
 /// Warms up, then measures `pid` over `window`, calling `load` every 100 ms to drive it.
@@ -386,7 +357,7 @@ pub fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
     }
     let cluster = dir.join("cluster.toml");
     std::fs::write(&cluster, toml)?;
-    let simulator = Daemon::spawn(Command::new(&binary).args([
+    let simulator = KillOnDrop::spawn(Command::new(&binary).args([
         "agent",
         "simulate",
         "--agents",
@@ -397,7 +368,7 @@ pub fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
         &tls_arg,
     ]))?;
     let metrics_port = free_port()?;
-    let coordinator = Daemon::spawn(
+    let coordinator = KillOnDrop::spawn(
         Command::new(&binary)
             .args(["ctl", "serve"])
             .arg(&cluster)

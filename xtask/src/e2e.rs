@@ -5,7 +5,7 @@
 //! Scenarios are functions of [`Env`]; later features add theirs to [`SCENARIOS`].
 
 use crate::docker::{self, Lab, docker};
-use crate::util::{self, capture, cargo, read, step};
+use crate::util::{self, KillOnDrop, capture, cargo, free_port, read, step};
 use anyhow::{Context, bail, ensure};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -334,20 +334,6 @@ fn time_to_down(env: &Env, node: &str, act: impl FnOnce() -> anyhow::Result<()>)
     result
 }
 
-/// A child process killed when dropped, so a failing scenario leaves nothing running.
-struct Background(std::process::Child);
-
-impl Drop for Background {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
 /// GETs `url` with curl and parses the JSON body.
 fn get_json(url: &str) -> anyhow::Result<Value> {
     let body = read(Command::new("curl").args(["-sf", "--max-time", "5", url]))?;
@@ -359,7 +345,7 @@ fn get_json(url: &str) -> anyhow::Result<Value> {
 fn prometheus(env: &Env) -> anyhow::Result<()> {
     util::ensure_programs(&[("prometheus", "prometheus"), ("curl", "curl")])?;
     let serve_port = free_port()?;
-    let _serve = Background(
+    let _serve = KillOnDrop(
         Command::new(&env.binary)
             .args(["ctl", "serve", &env.cluster(), "--metrics-listen", &format!("127.0.0.1:{serve_port}")])
             .stdout(std::process::Stdio::null())
@@ -377,7 +363,7 @@ fn prometheus(env: &Env) -> anyhow::Result<()> {
         ),
     )?;
     let prom_port = free_port()?;
-    let _prometheus = Background(
+    let _prometheus = KillOnDrop(
         Command::new("prometheus")
             .arg(format!("--config.file={}", config.display()))
             .arg(format!("--storage.tsdb.path={}", prom_dir.join("data").display()))
@@ -456,7 +442,7 @@ fn ganglia(env: &Env) -> anyhow::Result<()> {
     );
     let conf_path = dir.join("gmetad.conf");
     std::fs::write(&conf_path, conf)?;
-    let _gmetad = Background(
+    let _gmetad = KillOnDrop(
         Command::new("gmetad")
             .arg("-c")
             .arg(&conf_path)

@@ -49,6 +49,38 @@ pub fn cargo() -> Command {
     cmd
 }
 
+/// A child process killed (and reaped) when dropped, so a failing step leaves nothing running.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl KillOnDrop {
+    /// Starts `cmd` with its output discarded.
+    pub fn spawn(cmd: &mut Command) -> anyhow::Result<KillOnDrop> {
+        let line = shown(cmd);
+        let child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("cannot start `{line}`"))?;
+        Ok(KillOnDrop(child))
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A TCP port free on loopback right now.
+pub fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
 /// Whether `program` is on PATH.
 pub fn have(program: &str) -> bool {
     Command::new("sh")

@@ -47,6 +47,11 @@ impl History {
         self.ring().epoch()
     }
 
+    /// The newest sample taken before `time_unix_ns` (0 if none is held).
+    pub fn seq_before(&self, time_unix_ns: u64) -> u64 {
+        self.ring().seq_before(time_unix_ns)
+    }
+
     /// The epoch and the newest sequence number (0 before the first sample).
     pub fn newest(&self) -> (u64, u64) {
         let ring = self.ring();

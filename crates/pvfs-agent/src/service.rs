@@ -40,17 +40,19 @@ impl pb::agent_server::Agent for AgentService {
         &self,
         request: Request<pb::MetricsRequest>,
     ) -> Result<Response<Self::MetricsStream>, Status> {
-        let pb::MetricsRequest { epoch, after_seq } = request.into_inner();
+        let pb::MetricsRequest { epoch, after_seq, since_unix_ns } = request.into_inner();
         let (tx, rx) = mpsc::channel(STREAM_QUEUE);
         let (history, shutdown) = (self.history.clone(), self.shutdown.clone());
         // A task per stream, so the reader's pace never blocks the sampler: it reads the ring
         // by cursor and waits on the "new sample" signal when it has caught up.
         tokio::spawn(async move {
             let mut newest = history.subscribe();
-            // No cursor: live, from the newest sample (which the reader needs as a baseline).
+            // No cursor: from the baseline for `since` (the newest sample before it), or from
+            // the newest sample; the reader needs one sample before those it shows.
             let mut cursor = if epoch == 0 {
                 let (epoch, last) = history.newest();
-                (epoch, last.saturating_sub(1))
+                let start = if since_unix_ns > 0 { history.seq_before(since_unix_ns) } else { last };
+                (epoch, start.saturating_sub(1))
             } else {
                 (epoch, after_seq)
             };

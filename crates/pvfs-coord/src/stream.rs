@@ -34,6 +34,16 @@ pub struct Cursor {
     pub seq: u64,
 }
 
+/// Where to start following a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// After this cursor (a resumed reader).
+    After(Cursor),
+    /// With the newest sample taken before this wall-clock time, then everything later. Every
+    /// node asked for the same time yields the same seconds.
+    Since { unix_ns: u64 },
+}
+
 /// What the stream of a cluster says.
 #[derive(Debug, Clone)]
 pub enum Event {
@@ -62,18 +72,19 @@ pub enum Event {
     },
 }
 
-/// Starts following every node of `cluster`, each from its cursor in `cursors` (or from the
-/// oldest sample its agent holds). Runs until `shutdown`.
+/// Starts following every node of `cluster`: from its cursor in `cursors` if it has one, else
+/// from `fresh`. Runs until `shutdown`.
 pub fn follow_cluster(
     cluster: &Cluster,
     dialer: &Dialer,
     cursors: &HashMap<String, Cursor>,
+    fresh: Start,
     shutdown: CancellationToken,
 ) -> mpsc::Receiver<Event> {
     let (tx, rx) = mpsc::channel(EVENT_QUEUE);
     for node in &cluster.nodes {
-        let cursor = cursors.get(&node.name).copied().unwrap_or_default();
-        tokio::spawn(follow(node.clone(), dialer.clone(), cursor, tx.clone(), shutdown.clone()));
+        let start = cursors.get(&node.name).map_or(fresh, |c| Start::After(*c));
+        tokio::spawn(follow(node.clone(), dialer.clone(), start, tx.clone(), shutdown.clone()));
     }
     rx
 }
@@ -81,16 +92,21 @@ pub fn follow_cluster(
 async fn follow(
     node: Node,
     dialer: Dialer,
-    mut cursor: Cursor,
+    start: Start,
     tx: mpsc::Sender<Event>,
     shutdown: CancellationToken,
 ) {
+    // Once anything has been received, a reconnection resumes after it.
+    let (mut cursor, since) = match start {
+        Start::After(cursor) => (cursor, 0),
+        Start::Since { unix_ns } => (Cursor::default(), unix_ns),
+    };
     let mut up = false;
     let mut reported_down = false;
     loop {
         let result = tokio::select! {
             () = shutdown.cancelled() => return,
-            result = stream_once(&node, &dialer, &mut cursor, &tx, &mut up) => result,
+            result = stream_once(&node, &dialer, &mut cursor, since, &tx, &mut up) => result,
         };
         let Err(error) = result else { return };
         if up || !reported_down {
@@ -112,11 +128,12 @@ async fn stream_once(
     node: &Node,
     dialer: &Dialer,
     cursor: &mut Cursor,
+    since_unix_ns: u64,
     tx: &mpsc::Sender<Event>,
     up: &mut bool,
 ) -> Result<(), DialError> {
     let mut conn = dialer.connect(node).await?;
-    let request = pb::MetricsRequest { epoch: cursor.epoch, after_seq: cursor.seq };
+    let request = pb::MetricsRequest { epoch: cursor.epoch, after_seq: cursor.seq, since_unix_ns };
     let response = tokio::time::timeout(dialer.timeout(), conn.agent.metrics(request))
         .await
         .map_err(|_| crate::dial::timed_out(&node.address, dialer.timeout()))?

@@ -60,6 +60,8 @@ struct Layout {
 #[derive(Debug)]
 struct Entry {
     seq: u64,
+    /// Kept beside the encoded values, so finding a time needs no decoding.
+    time_unix_ns: u64,
     layout: Arc<Layout>,
     keyframe: bool,
     bytes: Box<[u8]>,
@@ -128,7 +130,13 @@ impl Ring {
             put_varint(&mut bytes, zigzag(delta));
         }
         let keyframe = base.is_none();
-        self.entries.push_back(Entry { seq, layout: layout.clone(), keyframe, bytes: bytes.into() });
+        self.entries.push_back(Entry {
+            seq,
+            time_unix_ns: sample.time_unix_ns,
+            layout: layout.clone(),
+            keyframe,
+            bytes: bytes.into(),
+        });
         self.last = Some((layout, values));
         // Evict after appending, so the new entry is rewritten in full if it was the oldest's
         // dependant (a ring of one).
@@ -153,6 +161,14 @@ impl Ring {
             return Next::Gap { from: want, to: oldest - 1 };
         }
         self.get(want).map_or(Next::Pending, |s| Next::Sample(Box::new(s)))
+    }
+
+    /// The newest sample taken before `time_unix_ns` (0 when every sample held is that late or
+    /// later, or none is held).
+    pub fn seq_before(&self, time_unix_ns: u64) -> u64 {
+        // Sample times only grow (one per tick); a partition point is a binary search.
+        let after = self.entries.partition_point(|e| e.time_unix_ns < time_unix_ns);
+        after.checked_sub(1).map_or(0, |i| self.entries[i].seq)
     }
 
     /// The sample numbered `seq`, if held.

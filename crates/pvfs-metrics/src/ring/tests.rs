@@ -150,3 +150,17 @@ fn varints_and_zigzag_round_trip_at_the_edges() {
     }
     assert_eq!(get_varint(&[0x80, 0x80]), None);
 }
+
+#[test]
+fn finds_the_sample_before_a_time() {
+    let mut ring = Ring::new(1, 10);
+    for i in 0..20 {
+        ring.push(&sample(i, &["sda"]));
+    }
+    // Held: seqs 11..=20, sample i taken at base + i s (seq = i + 1).
+    let at = |i: u64| 1_763_780_000_000_000_000 + i * 1_000_000_000;
+    assert_eq!(ring.seq_before(at(15)), 15); // sample 14 (seq 15) is the last before
+    assert_eq!(ring.seq_before(at(15) + 1), 16);
+    assert_eq!(ring.seq_before(at(10)), 0); // before the oldest held
+    assert_eq!(ring.seq_before(u64::MAX), 20);
+}

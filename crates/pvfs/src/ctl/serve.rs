@@ -9,7 +9,7 @@ use axum::http::{HeaderMap, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use pvfs_coord::exporter::{self, ClusterView};
-use pvfs_coord::stream::{Event, follow_cluster};
+use pvfs_coord::stream::{Event, Start, follow_cluster};
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use tokio::signal::unix::{SignalKind, signal};
@@ -28,7 +28,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<u8> {
     let view: SharedView = Arc::new(RwLock::new(ClusterView::new(&cluster)));
     let shutdown = CancellationToken::new();
 
-    let mut events = follow_cluster(&cluster, &dialer, &HashMap::new(), shutdown.clone());
+    let mut events =
+        follow_cluster(&cluster, &dialer, &HashMap::new(), Start::Since { unix_ns: 0 }, shutdown.clone());
     let folder = {
         let view = view.clone();
         tokio::spawn(async move {

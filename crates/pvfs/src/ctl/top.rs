@@ -10,7 +10,7 @@ use crate::cli::TopArgs;
 use crate::view::{table, time_text, to_json, visible_devices};
 use crate::{exit, output};
 use anyhow::Context;
-use pvfs_coord::stream::{Cursor, Event, follow_cluster};
+use pvfs_coord::stream::{Cursor, Event, Start, follow_cluster};
 use pvfs_metrics::rates::Rates;
 use pvfs_metrics::ring::Stamped;
 use ratatui::crossterm::event::{self as term_event, KeyCode, KeyEventKind, KeyModifiers};
@@ -46,8 +46,19 @@ pub(crate) async fn run(args: TopArgs) -> anyhow::Result<u8> {
         .iter()
         .map(|(node, c)| (node.clone(), Cursor { epoch: c.epoch, seq: c.seq.saturating_sub(1) }))
         .collect();
+    // Nodes without a cursor all start with the same second: the next one after now (each
+    // agent sends the sample before it as the baseline). However late each connection is
+    // made, every node then shows the same seconds.
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let first_second = (now.as_secs() + 1) * 1_000_000_000;
     let shutdown = CancellationToken::new();
-    let mut events = follow_cluster(&cluster, &dialer, &requested, shutdown.clone());
+    let mut events = follow_cluster(
+        &cluster,
+        &dialer,
+        &requested,
+        Start::Since { unix_ns: first_second },
+        shutdown.clone(),
+    );
     let mut nodes: BTreeMap<String, NodeState> =
         cluster.nodes.iter().map(|n| (n.name.clone(), NodeState::default())).collect();
     for (name, state) in &mut nodes {
@@ -96,8 +107,12 @@ pub(crate) async fn run(args: TopArgs) -> anyhow::Result<u8> {
                 let Some(state) = nodes.get_mut(&node) else { continue };
                 state.down = false;
                 let stamped = *stamped;
-                // Already shown before a restart of `top`: only the baseline for what follows.
-                let seen = state.printed.is_some_and(|c| c.epoch == stamped.epoch && stamped.seq <= c.seq);
+                // Already shown before a restart of `top`, or before the first second shown (a
+                // fresh start): only the baseline for what follows.
+                let seen = match state.printed {
+                    Some(c) => c.epoch == stamped.epoch && stamped.seq <= c.seq,
+                    None => stamped.sample.time_unix_ns < first_second,
+                };
                 let consecutive =
                     state.prev.as_ref().is_some_and(|p| p.epoch == stamped.epoch && p.seq + 1 == stamped.seq);
                 // With --count, a node that has shown its count waits for the others silently.
