@@ -245,6 +245,9 @@ fn sample_lines(stdout: &[u8]) -> anyhow::Result<std::collections::BTreeMap<Stri
 fn metrics(env: &Env) -> anyhow::Result<()> {
     let cursor_file = env.work.join("cursors.json");
     let cursor_arg = cursor_file.to_string_lossy().into_owned();
+    // An agent restarted by the previous scenario has no sample before now yet, so it could not
+    // give rates for the first second the others show: let every agent take a sample first.
+    std::thread::sleep(Duration::from_secs(2));
     let out = env.ctl(&["top", &env.cluster(), "--json", "--count", "10", "--cursor-file", &cursor_arg])?;
     ensure!(out.status.success(), "top failed: {}", String::from_utf8_lossy(&out.stderr));
     let first = sample_lines(&out.stdout)?;

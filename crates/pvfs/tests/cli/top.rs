@@ -40,6 +40,9 @@ fn samples(stdout: &[u8]) -> BTreeMap<String, Vec<(u64, String)>> {
 fn every_node_every_second_then_resume_without_loss() {
     let dir = TestDir::new();
     let (_n1, _n2, cluster) = two_agents(&dir);
+    // Agents that have just started hold no sample before the first second `top` shows; give
+    // them one, so both can show that second.
+    std::thread::sleep(Duration::from_secs(2));
     let out = dir.ctl(&["top", &cluster, "--json", "--count", "3", "--cursor-file", "cursors.json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let first = samples(&out.stdout);
