@@ -19,12 +19,14 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct Command {
     pub program: String,
     pub args: Vec<String>,
+    /// Variables set for this command on top of the agent's environment (`LC_ALL=C` always).
+    pub env: Vec<(String, String)>,
     pub timeout: Duration,
 }
 
 impl Command {
     pub fn new(program: impl Into<String>) -> Command {
-        Command { program: program.into(), args: Vec::new(), timeout: DEFAULT_TIMEOUT }
+        Command { program: program.into(), args: Vec::new(), env: Vec::new(), timeout: DEFAULT_TIMEOUT }
     }
 
     pub fn arg(mut self, arg: impl Into<String>) -> Command {
@@ -41,6 +43,11 @@ impl Command {
         self
     }
 
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Command {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
     pub fn timeout(mut self, timeout: Duration) -> Command {
         self.timeout = timeout;
         self
@@ -52,7 +59,10 @@ impl fmt::Display for Command {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.program)?;
         for arg in &self.args {
-            if arg.is_empty() || arg.contains(|c: char| c.is_whitespace() || c == '\'' || c == '"') {
+            // Quoted as a POSIX shell needs it, so a command copied from a plan or an error
+            // message runs as shown.
+            let plain = |c: char| c.is_ascii_alphanumeric() || "_./:=,@%+-".contains(c);
+            if arg.is_empty() || !arg.chars().all(plain) {
                 write!(f, " '{}'", arg.replace('\'', r"'\''"))?;
             } else {
                 write!(f, " {arg}")?;
@@ -128,6 +138,7 @@ impl Runner for SystemRunner {
             .kill_on_drop(true)
             // Tools' messages are parsed in places (blkid, gluster): keep them in English.
             .env("LC_ALL", "C")
+            .envs(command.env.iter().map(|(k, v)| (k, v)))
             .spawn()
             .map_err(|source| CommandError::Spawn {
                 command: shown.clone(),
@@ -147,9 +158,20 @@ impl Runner for SystemRunner {
 }
 
 /// Replays outputs recorded from real tools, keyed by the exact command line.
+///
+/// A command recorded more than once answers with its recordings in order, the last one
+/// repeating: a probe before an apply and the same probe after it. Every call is logged, so a
+/// test can assert exactly which commands a step ran.
 #[derive(Debug, Clone, Default)]
 pub struct RecordedRunner {
-    outputs: HashMap<String, Output>,
+    state: std::sync::Arc<std::sync::Mutex<Recorded>>,
+}
+
+#[derive(Debug, Default)]
+struct Recorded {
+    outputs: HashMap<String, Vec<Output>>,
+    served: HashMap<String, usize>,
+    calls: Vec<String>,
 }
 
 impl RecordedRunner {
@@ -158,17 +180,36 @@ impl RecordedRunner {
     }
 
     /// Records what `command_line` (as [`Command`]'s `Display` prints it) returns.
-    pub fn record(mut self, command_line: &str, code: i32, stdout: &str, stderr: &str) -> Self {
+    pub fn record(self, command_line: &str, code: i32, stdout: &str, stderr: &str) -> Self {
         let output = Output { code: Some(code), stdout: stdout.to_owned(), stderr: stderr.to_owned() };
-        self.outputs.insert(command_line.to_owned(), output);
+        self.lock().outputs.entry(command_line.to_owned()).or_default().push(output);
         self
+    }
+
+    /// Every command line run so far, in order.
+    pub fn calls(&self) -> Vec<String> {
+        self.lock().calls.clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Recorded> {
+        // A test that panicked while holding the lock has failed already; its data is still
+        // good for the assertion messages that follow.
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
 impl Runner for RecordedRunner {
     async fn run(&self, command: &Command) -> Result<Output, CommandError> {
         let shown = command.to_string();
-        self.outputs.get(&shown).cloned().ok_or(CommandError::NotRecorded { command: shown })
+        let mut state = self.lock();
+        state.calls.push(shown.clone());
+        let served = state.served.get(&shown).copied().unwrap_or(0);
+        let output = match state.outputs.get(&shown) {
+            Some(outputs) => outputs[served.min(outputs.len() - 1)].clone(),
+            None => return Err(CommandError::NotRecorded { command: shown }),
+        };
+        state.served.insert(shown, served + 1);
+        Ok(output)
     }
 }
 
@@ -180,6 +221,8 @@ mod tests {
     fn display_quotes_only_what_needs_it() {
         let cmd = Command::new("mkfs.xfs").args(["-L", "brick one", "/dev/loop0", ""]);
         assert_eq!(cmd.to_string(), "mkfs.xfs -L 'brick one' /dev/loop0 ''");
+        let cmd = Command::new("rpm").args(["-q", "--qf", "%{VERSION}\\n", "it's"]);
+        assert_eq!(cmd.to_string(), r"rpm -q --qf '%{VERSION}\n' 'it'\''s'");
     }
 
     #[tokio::test]
@@ -214,5 +257,15 @@ mod tests {
         assert_eq!(out.code, Some(2));
         let err = runner.run(&Command::new("blkid").arg("/dev/sdd")).await.unwrap_err();
         assert!(matches!(err, CommandError::NotRecorded { .. }));
+        assert_eq!(runner.calls(), ["blkid -p /dev/sdc", "blkid /dev/sdd"]);
+    }
+
+    #[tokio::test]
+    async fn recorded_runner_answers_in_order_then_repeats_the_last() {
+        let runner = RecordedRunner::new().record("findmnt /b", 1, "", "").record("findmnt /b", 0, "/b", "");
+        let cmd = Command::new("findmnt").arg("/b");
+        for want in [Some(1), Some(0), Some(0)] {
+            assert_eq!(runner.run(&cmd).await.unwrap().code, want);
+        }
     }
 }

@@ -5,6 +5,7 @@
 //! production, [`RecordedRunner`] with outputs captured from real tools in tests). The real
 //! implementations are what ships and what the end-to-end tests exercise.
 
+pub mod blkid;
 mod command;
 mod root;
 

@@ -80,6 +80,48 @@ impl Root {
     pub fn base(&self) -> &Path {
         &self.base
     }
+
+    /// Whether a host path is a directory under this root.
+    pub fn is_dir(&self, abs: &str) -> bool {
+        self.path(abs).is_dir()
+    }
+
+    /// Replaces a file's contents all at once: written to a temporary file next to it, synced,
+    /// then renamed over it, so a crash leaves the old file or the new one, never half of one
+    /// (this is how `/etc/fstab` and config files are changed).
+    pub fn write_atomic(&self, abs: &str, contents: &[u8], mode: u32) -> Result<(), RootError> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let target = self.path(abs);
+        let err = |source| RootError { path: abs.to_owned(), source };
+        let dir = target.parent().ok_or_else(|| err(io::Error::other("no parent directory")))?;
+        let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let temp = dir.join(format!(".{name}.pvfs-new"));
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(mode)
+            .open(&temp)
+            .map_err(err)?;
+        file.write_all(contents).and_then(|()| file.sync_all()).map_err(err)?;
+        std::fs::rename(&temp, &target).map_err(err)
+    }
+
+    /// Writes a kernel attribute (sysfs, procfs) in place: those files cannot be renamed over.
+    pub fn write_attribute(&self, abs: &str, value: &str) -> Result<(), RootError> {
+        std::fs::write(self.path(abs), value).map_err(|source| RootError { path: abs.to_owned(), source })
+    }
+
+    /// Creates a directory and its missing parents; the last one gets `mode`.
+    pub fn create_dir_all(&self, abs: &str, mode: u32) -> Result<(), RootError> {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(mode)
+            .create(self.path(abs))
+            .map_err(|source| RootError { path: abs.to_owned(), source })
+    }
 }
 
 #[cfg(test)]
@@ -96,6 +138,24 @@ mod tests {
         let err = root.read_trimmed("/proc/meminfo").unwrap_err();
         assert!(err.is_not_found());
         assert_eq!(err.path, "/proc/meminfo");
+    }
+
+    #[test]
+    fn writes_whole_files_and_directories_under_the_root() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path());
+        root.create_dir_all("/etc/beegfs", 0o755).unwrap();
+        root.write_atomic("/etc/beegfs/a.conf", b"one\n", 0o644).unwrap();
+        root.write_atomic("/etc/beegfs/a.conf", b"two\n", 0o600).unwrap();
+        assert_eq!(root.read_to_string("/etc/beegfs/a.conf").unwrap(), "two\n");
+        assert!(root.is_dir("/etc/beegfs"));
+        // No temporary file is left behind.
+        assert_eq!(root.list_dir("/etc/beegfs").unwrap(), ["a.conf"]);
+        let mode = std::fs::metadata(dir.path().join("etc/beegfs/a.conf")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "the file has the mode of its last write");
+        let err = root.write_atomic("/no/such/dir/f", b"x", 0o644).unwrap_err();
+        assert_eq!(err.path, "/no/such/dir/f");
     }
 
     #[test]

@@ -6,12 +6,8 @@
 //! reports neither block devices nor NIC speeds. Essential facts (hostname, kernel, memory) fail
 //! the read; optional ones (a NIC's speed, a disk's model) degrade to "not reported".
 
-use pvfs_host::{Command, Root, RootError, Runner};
+use pvfs_host::{Root, RootError, Runner};
 use serde::{Deserialize, Serialize};
-use std::time::Duration;
-
-/// `blkid -p` reads a few superblock locations; seconds mean a sick device.
-const BLKID_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What an agent's `Info` answers: who the agent is, and the facts of its node.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -200,34 +196,14 @@ async fn read_block_devices(root: &Root, runner: &impl Runner) -> Vec<BlockDevic
     devices
 }
 
-/// Asks `blkid -p` (low-level superblock probe, no cache) what is on `path`.
-///
-/// blkid exits 2 both for "nothing found" and for "could not open the device" (it prints the
-/// reason on stderr in the second case, and nothing at all for a missing node), so only a
-/// silent exit 2 on an existing device node counts as empty. Anything else is `Unknown`:
-/// a destructive step must never mistake "could not look" for "nothing there".
+/// What `blkid -p` says is on `path` (the rule for "empty" is [`pvfs_host::blkid::probe`]'s).
 pub async fn probe_signature(root: &Root, runner: &impl Runner, path: &str) -> Signature {
-    if !root.exists(path) {
-        return Signature::Unknown { detail: format!("no device node {path} here") };
-    }
-    let command = Command::new("blkid").args(["-p", "-o", "export", path]).timeout(BLKID_TIMEOUT);
-    let output = match runner.run(&command).await {
-        Ok(output) => output,
-        Err(err) => return Signature::Unknown { detail: err.to_string() },
-    };
-    match output.code {
-        Some(2) if output.stderr.trim().is_empty() => Signature::Empty,
-        Some(0) => {
-            let field =
-                |key: &str| output.stdout.lines().find_map(|l| l.strip_prefix(key)).map(str::to_owned);
-            match field("TYPE=").or_else(|| field("PTTYPE=")) {
-                Some(kind) => Signature::Present { kind },
-                None => Signature::Present { kind: "unknown".into() },
-            }
+    match pvfs_host::blkid::probe(root, runner, path).await {
+        pvfs_host::blkid::Probe::Empty => Signature::Empty,
+        found @ pvfs_host::blkid::Probe::Found(_) => {
+            Signature::Present { kind: found.kind().unwrap_or("unknown").to_owned() }
         }
-        _ => Signature::Unknown {
-            detail: format!("`{command}` exited {:?}: {}", output.code, output.stderr_tail(1)),
-        },
+        pvfs_host::blkid::Probe::Unknown(detail) => Signature::Unknown { detail },
     }
 }
 

@@ -1,0 +1,205 @@
+//! BeeGFS 7.x service setup with `beegfs-setup-*`, node and target IDs from the cluster file.
+//!
+//! The setup scripts are not idempotent (a second `beegfs-setup-storage` exits 1: "Storage
+//! target directory is not empty"; with `-f` it appends the path again), so the state is probed
+//! first: the data directory's `format.conf`, `nodeNumID` and `targetNumID`, and the service's
+//! config file. The reference deployments skip these scripts and let first-run init pick random
+//! IDs; pvfs passes the IDs so they survive a rebuild.
+
+use crate::files::set_keys;
+use crate::{Action, Assessment, Host, StepError};
+use pvfs_host::{Command, Runner};
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BeegfsService {
+    Mgmtd,
+    Meta,
+    Storage,
+    Client,
+}
+
+impl BeegfsService {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BeegfsService::Mgmtd => "mgmtd",
+            BeegfsService::Meta => "meta",
+            BeegfsService::Storage => "storage",
+            BeegfsService::Client => "client",
+        }
+    }
+
+    /// The config key naming the data directory.
+    fn dir_key(self) -> Option<&'static str> {
+        match self {
+            BeegfsService::Mgmtd => Some("storeMgmtdDirectory"),
+            BeegfsService::Meta => Some("storeMetaDirectory"),
+            BeegfsService::Storage => Some("storeStorageDirectory"),
+            BeegfsService::Client => None,
+        }
+    }
+
+    pub fn conf(self) -> String {
+        format!("/etc/beegfs/beegfs-{}.conf", self.as_str())
+    }
+}
+
+/// A BeeGFS service initialised: its data directory formatted with the given IDs and its
+/// config pointing at the directory and the management host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BeegfsSetup {
+    pub service: BeegfsService,
+    /// The data directory (not for clients).
+    pub path: Option<String>,
+    pub node_id: Option<u32>,
+    /// Storage only.
+    pub target_id: Option<u32>,
+    /// The management daemon's host (not for mgmtd itself).
+    pub mgmt_host: Option<String>,
+}
+
+impl BeegfsSetup {
+    fn setup_command(&self) -> Command {
+        let mut cmd = Command::new(format!("beegfs-setup-{}", self.service.as_str()));
+        if let Some(path) = &self.path {
+            cmd = cmd.args(["-p", path]);
+        }
+        if let Some(id) = self.node_id {
+            cmd = cmd.args(["-s", &id.to_string()]);
+        }
+        if let Some(id) = self.target_id {
+            cmd = cmd.args(["-i", &id.to_string()]);
+        }
+        if let Some(host) = &self.mgmt_host {
+            cmd = cmd.args(["-m", host]);
+        }
+        cmd
+    }
+
+    pub(crate) fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+        let mut a = Assessment::in_sync();
+        let conf_path = self.service.conf();
+        let Some(conf) = host.read_optional(&conf_path)? else {
+            return Err(StepError::File {
+                path: conf_path,
+                message: format!("does not exist; install beegfs-{} first", self.service.as_str()),
+            });
+        };
+        if let Some(path) = &self.path {
+            if !host.root.exists(&format!("{path}/format.conf")) {
+                a.change(
+                    format!("{path} is not a formatted BeeGFS {} directory", self.service.as_str()),
+                    Action::Run(self.setup_command()),
+                );
+                return Ok(a);
+            }
+            for (file, want) in [("nodeNumID", self.node_id), ("targetNumID", self.target_id)] {
+                let (Some(want), Some(have)) = (want, host.read_optional(&format!("{path}/{file}"))?) else {
+                    continue;
+                };
+                if have.trim() != want.to_string() {
+                    return Err(StepError::Refused {
+                        reason: format!(
+                            "{path} is already BeeGFS {} with {file} {}, not {want}; IDs are fixed once a target \
+                             is formatted: fix the cluster file, or empty the directory by hand if its data may go",
+                            self.service.as_str(),
+                            have.trim()
+                        ),
+                    });
+                }
+            }
+        }
+        let mut keys = Vec::new();
+        if let (Some(key), Some(path)) = (self.service.dir_key(), &self.path) {
+            keys.push((key.to_owned(), path.clone()));
+        }
+        if let Some(mgmt) = &self.mgmt_host {
+            keys.push(("sysMgmtdHost".to_owned(), mgmt.clone()));
+        }
+        let (new, diff) = set_keys(&conf, &keys);
+        if !diff.is_empty() {
+            if self.path.is_none() {
+                // A client has no data directory: its setup script is what sets the host.
+                a.change(diff.join("; "), Action::Run(self.setup_command()));
+            } else {
+                a.diff.extend(diff);
+                a.actions.push(Action::Write { path: conf_path, contents: new, mode: 0o644 });
+            }
+        }
+        Ok(a)
+    }
+}
+
+impl fmt::Display for BeegfsSetup {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "beegfs {}", self.service.as_str())?;
+        if let Some(id) = self.node_id {
+            write!(f, " node {id}")?;
+        }
+        if let Some(id) = self.target_id {
+            write!(f, " target {id}")?;
+        }
+        if let Some(path) = &self.path {
+            write!(f, " in {path}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pvfs_host::{RecordedRunner, Root};
+
+    fn storage() -> BeegfsSetup {
+        BeegfsSetup {
+            service: BeegfsService::Storage,
+            path: Some("/data/beegfs/storage".into()),
+            node_id: Some(2),
+            target_id: Some(201),
+            mgmt_host: Some("10.0.0.4".into()),
+        }
+    }
+
+    fn host() -> (tempfile::TempDir, Host<RecordedRunner>) {
+        let dir = tempfile::tempdir().unwrap();
+        let host = Host::new(Root::at(dir.path()), RecordedRunner::new());
+        host.root.create_dir_all("/etc/beegfs", 0o755).unwrap();
+        host.root
+            .write_atomic(
+                "/etc/beegfs/beegfs-storage.conf",
+                b"sysMgmtdHost =\nstoreStorageDirectory =\n",
+                0o644,
+            )
+            .unwrap();
+        (dir, host)
+    }
+
+    #[test]
+    fn setup_runs_once_with_the_ids_from_the_cluster_file() {
+        let (_d, host) = host();
+        let a = storage().assess(&host).unwrap();
+        assert_eq!(
+            a.actions[0].to_string(),
+            "beegfs-setup-storage -p /data/beegfs/storage -s 2 -i 201 -m 10.0.0.4"
+        );
+        // What the script leaves behind (beegfs-setup-storage in BeeGFS 7.4).
+        host.root.create_dir_all("/data/beegfs/storage", 0o755).unwrap();
+        for (file, text) in
+            [("format.conf", "# BeeGFS format\nversion=1\n"), ("nodeNumID", "2\n"), ("targetNumID", "201\n")]
+        {
+            host.root.write_atomic(&format!("/data/beegfs/storage/{file}"), text.as_bytes(), 0o644).unwrap();
+        }
+        host.root
+            .write_atomic(
+                "/etc/beegfs/beegfs-storage.conf",
+                b"sysMgmtdHost = 10.0.0.4\nstoreStorageDirectory = /data/beegfs/storage\n",
+                0o644,
+            )
+            .unwrap();
+        assert!(storage().assess(&host).unwrap().is_in_sync());
+        let other = BeegfsSetup { target_id: Some(101), ..storage() };
+        let err = other.assess(&host).unwrap_err();
+        assert!(err.to_string().contains("with targetNumID 201, not 101"), "{err}");
+    }
+}

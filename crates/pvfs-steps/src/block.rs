@@ -1,0 +1,526 @@
+//! Block devices: RAID0 with mdadm, LVM thin pools, file systems, and queue tuning in sysfs.
+//!
+//! Everything destructive here goes through [`prove_empty`]: a device is formatted, made a RAID
+//! member or an LVM physical volume only when `blkid -p` finds no signature *and*
+//! `wipefs --no-act` lists none, or when the cluster file lists it for wiping. A device already
+//! holding what the step wants is left alone, so a second run changes nothing.
+
+use crate::{Action, Assessment, Host, StepError};
+use pvfs_host::blkid::{self, Probe};
+use pvfs_host::{Command, Runner};
+use std::collections::BTreeSet;
+use std::fmt;
+use std::time::Duration;
+
+/// mkfs on a multi-terabyte array takes a while (ext4 more than xfs).
+const MKFS_TIMEOUT: Duration = Duration::from_secs(1800);
+
+/// What [`prove_empty`] concluded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Emptiness {
+    /// Proven empty: no force flag needed.
+    Empty,
+    /// Holds something, but the cluster file allows wiping it: force flags may be used.
+    Wipe(String),
+}
+
+/// Proves `device` empty, or allowed to be wiped; refuses otherwise, saying what it holds and
+/// how to allow it.
+pub(crate) async fn prove_empty<R: Runner>(
+    host: &Host<R>,
+    device: &str,
+    wipe: bool,
+    purpose: &str,
+) -> Result<Emptiness, StepError> {
+    let probe = blkid::probe(&host.root, &host.runner, device).await;
+    let holds = match &probe {
+        Probe::Unknown(detail) => {
+            return Err(StepError::Refused {
+                reason: format!("cannot prove {device} empty before {purpose}: {detail}"),
+            });
+        }
+        Probe::Found(_) => Some(probe.describe()),
+        Probe::Empty => {
+            // blkid knows most signatures; wipefs is the second opinion the operator would ask.
+            let out = host.probe(Command::new("wipefs").args(["--no-act", device])).await?;
+            if !out.success() {
+                return Err(StepError::Refused {
+                    reason: format!(
+                        "cannot prove {device} empty before {purpose}: `wipefs --no-act {device}` exited {:?}: {}",
+                        out.code,
+                        crate::error_tail(&out)
+                    ),
+                });
+            }
+            let listed = out.stdout.trim();
+            (!listed.is_empty()).then(|| format!("signatures wipefs lists: {}", listed.replace('\n', "; ")))
+        }
+    };
+    match holds {
+        None => Ok(Emptiness::Empty),
+        Some(what) if wipe => Ok(Emptiness::Wipe(what)),
+        Some(what) => Err(StepError::Refused {
+            reason: format!(
+                "{device} holds {what}; pvfs {purpose} only on devices proven empty. If its contents may be \
+                 destroyed, add \"{device}\" to this node's `wipe` list in the cluster file"
+            ),
+        }),
+    }
+}
+
+/// The kernel's name for a device (`/dev/md0` → `md0`, a `/dev/disk/by-*` link → `sdc`).
+fn kernel_name<R: Runner>(host: &Host<R>, device: &str) -> String {
+    let real = host.resolve(device);
+    real.rsplit('/').next().unwrap_or(&real).to_owned()
+}
+
+/// A software RAID0 array over the node's data disks, recorded in mdadm.conf so it comes back
+/// under the same name after a reboot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Raid0 {
+    pub device: String,
+    pub members: Vec<String>,
+    /// Chunk size in KiB; mdadm's default (512) when absent.
+    pub chunk_kib: Option<u32>,
+    /// Members the cluster file allows to be wiped.
+    pub wipe: Vec<String>,
+    /// `/etc/mdadm/mdadm.conf` on Debian, `/etc/mdadm.conf` on RHEL-likes.
+    pub conf: String,
+}
+
+impl Raid0 {
+    pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+        let mut a = Assessment::in_sync();
+        let name = self.device.rsplit('/').next().unwrap_or(&self.device);
+        let want: BTreeSet<String> = self.members.iter().map(|m| host.resolve(m)).collect();
+        let level = host.read_optional(&format!("/sys/block/{name}/md/level"))?.unwrap_or_default();
+        let uuid = if !level.trim().is_empty() {
+            // The array is running: it must be the one described.
+            let detail = Command::new("mdadm").args(["--detail", "--export", &self.device]);
+            let fields = export_fields(&host.probe_ok(detail).await?);
+            let have: BTreeSet<String> = fields
+                .iter()
+                .filter(|(k, _)| k.starts_with("MD_DEVICE_") && k.ends_with("_DEV"))
+                .map(|(_, v)| v.clone())
+                .collect();
+            let level = fields.iter().find(|(k, _)| k == "MD_LEVEL").map_or("", |(_, v)| v.as_str());
+            if level != "raid0" || have != want {
+                return Err(StepError::Refused {
+                    reason: format!(
+                        "{} already exists as {level} over {}, not raid0 over {}; pvfs does not rebuild arrays: \
+                         stop it by hand (mdadm --stop {}) or name another device",
+                        self.device,
+                        join(&have),
+                        join(&want),
+                        self.device
+                    ),
+                });
+            }
+            fields.into_iter().find(|(k, _)| k == "MD_UUID").map(|(_, v)| v)
+        } else {
+            self.assess_stopped(host, &want, &mut a).await?
+        };
+        let conf = host.read_optional(&self.conf)?.unwrap_or_default();
+        let recorded = uuid.as_ref().is_some_and(|uuid| {
+            conf.lines().any(|l| l.starts_with("ARRAY") && l.contains(&format!("UUID={uuid}")))
+        });
+        if !recorded {
+            a.change(
+                format!("{} does not record {}", self.conf, self.device),
+                Action::PersistMdadm { device: self.device.clone(), conf: self.conf.clone() },
+            );
+        }
+        Ok(a)
+    }
+
+    /// No running array: assemble one the members already form, or create it on empty members.
+    /// Returns the UUID of an existing array.
+    async fn assess_stopped<R: Runner>(
+        &self,
+        host: &Host<R>,
+        want: &BTreeSet<String>,
+        a: &mut Assessment,
+    ) -> Result<Option<String>, StepError> {
+        let mut uuids = BTreeSet::new();
+        let mut superblocks = 0;
+        for member in &self.members {
+            let out = host.probe(Command::new("mdadm").args(["--examine", "--export", member])).await?;
+            // Exit 1 with "No md superblock detected" is a member that belongs to no array.
+            if out.success() {
+                let fields = export_fields(&out.stdout);
+                let get = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+                if get("MD_LEVEL").as_deref() == Some("raid0")
+                    && get("MD_DEVICES").and_then(|n| n.parse::<usize>().ok()) == Some(want.len())
+                {
+                    superblocks += 1;
+                    uuids.extend(get("MD_UUID"));
+                }
+            }
+        }
+        if superblocks == self.members.len() && uuids.len() == 1 {
+            let mut assemble = Command::new("mdadm").args(["--assemble", &self.device]);
+            assemble = assemble.args(&self.members);
+            a.change(
+                format!("{} is not running; its members form one raid0 array", self.device),
+                Action::Run(assemble),
+            );
+            return Ok(uuids.into_iter().next());
+        }
+        let mut wipes = Vec::new();
+        for member in &self.members {
+            let allowed = self.wipe.contains(member);
+            if let Emptiness::Wipe(what) = prove_empty(host, member, allowed, "creates RAID arrays").await? {
+                wipes.push((member.clone(), what));
+            }
+        }
+        for (member, what) in wipes {
+            a.change(
+                format!("{member} holds {what} (listed under wipe)"),
+                Action::Run(Command::new("wipefs").args(["--all", &member])),
+            );
+        }
+        let mut create = Command::new("mdadm").args([
+            "--create",
+            &self.device,
+            "--run",
+            "--level=0",
+            &format!("--raid-devices={}", self.members.len()),
+        ]);
+        if let Some(chunk) = self.chunk_kib {
+            create = create.arg(format!("--chunk={chunk}"));
+        }
+        a.change(format!("{} does not exist", self.device), Action::Run(create.args(&self.members)));
+        Ok(None)
+    }
+}
+
+impl fmt::Display for Raid0 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "raid0 {} over {} disks", self.device, self.members.len())
+    }
+}
+
+fn join(set: &BTreeSet<String>) -> String {
+    set.iter().cloned().collect::<Vec<_>>().join(",")
+}
+
+/// `KEY=value` lines (mdadm --export).
+fn export_fields(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect()
+}
+
+/// mdadm.conf with `line` as the one ARRAY line for `device`.
+pub(crate) fn mdadm_conf_with(old: &str, device: &str, line: &str) -> String {
+    let name = device.rsplit('/').next().unwrap_or(device);
+    let same = |l: &str| {
+        let mut words = l.split_whitespace();
+        words.next() == Some("ARRAY")
+            && words.next().is_some_and(|d| d == device || d == format!("/dev/md/{name}"))
+    };
+    let mut lines: Vec<&str> = old.lines().filter(|l| !same(l)).collect();
+    lines.push(line);
+    let mut out = lines.join("\n");
+    out.push('\n');
+    out
+}
+
+/// An LVM thin pool on one physical volume and a thin volume in it (the seed's GlusterFS
+/// brick layout: `pvcreate`, `vgcreate`, `lvcreate -T`, `lvchange --zero n`, `lvcreate -V`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LvmThin {
+    pub pv: String,
+    pub vg: String,
+    pub pool: String,
+    /// `-L` of the pool, e.g. `9216g`, or `-l` when it ends in `%FREE`/`%VG`.
+    pub pool_size: String,
+    /// Pool chunk size (`-c`), e.g. `256K`.
+    pub chunk: Option<String>,
+    pub lv: String,
+    /// `-V` of the thin volume.
+    pub virtual_size: String,
+    pub data_alignment: Option<String>,
+    pub extent_size: Option<String>,
+    /// Zero new pool blocks (LVM's default); the seed turns it off for speed.
+    pub zero: bool,
+    /// The cluster file allows wiping the PV device.
+    pub wipe: bool,
+}
+
+impl LvmThin {
+    /// The thin volume's device path.
+    pub fn device(&self) -> String {
+        format!("/dev/{}/{}", self.vg, self.lv)
+    }
+
+    fn lvm(tool: &str) -> Command {
+        // Without this, every LVM tool started by a process holding other descriptors warns
+        // "File descriptor N leaked" on stderr.
+        Command::new(tool).env("LVM_SUPPRESS_FD_WARNINGS", "1")
+    }
+
+    /// One report from an LVM tool as JSON rows; `None` when the object does not exist (exit
+    /// 5, "not found" on stderr).
+    async fn report<R: Runner>(
+        host: &Host<R>,
+        command: Command,
+        section: &str,
+    ) -> Result<Option<Vec<serde_json::Map<String, serde_json::Value>>>, StepError> {
+        let shown = command.to_string();
+        let out = host.probe(command).await?;
+        if out.code == Some(5) {
+            return Ok(None);
+        }
+        if !out.success() {
+            return Err(StepError::Command {
+                command: shown,
+                code: out.code,
+                stderr: crate::error_tail(&out),
+                hint: None,
+            });
+        }
+        let json: serde_json::Value = serde_json::from_str(&out.stdout)
+            .map_err(|e| StepError::Unexpected { command: shown.clone(), message: e.to_string() })?;
+        let rows = json["report"][0][section].as_array().ok_or_else(|| StepError::Unexpected {
+            command: shown,
+            message: format!("no report[0].{section}"),
+        })?;
+        Ok(Some(rows.iter().filter_map(|r| r.as_object().cloned()).collect()))
+    }
+
+    pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+        let mut a = Assessment::in_sync();
+        let field = |row: &serde_json::Map<String, serde_json::Value>, key: &str| {
+            row.get(key).and_then(|v| v.as_str()).unwrap_or_default().to_owned()
+        };
+        let pvs = Self::lvm("pvs").args(["--reportformat", "json", "-o", "pv_name,vg_name", &self.pv]);
+        match Self::report(host, pvs, "pv").await?.and_then(|rows| rows.into_iter().next()) {
+            Some(row) => {
+                let vg = field(&row, "vg_name");
+                if !vg.is_empty() && vg != self.vg {
+                    return Err(StepError::Refused {
+                        reason: format!(
+                            "{} is already a physical volume of volume group {vg}, not {}",
+                            self.pv, self.vg
+                        ),
+                    });
+                }
+            }
+            None => {
+                let force = prove_empty(host, &self.pv, self.wipe, "creates LVM physical volumes").await?;
+                let mut pvcreate = Self::lvm("pvcreate");
+                if let Emptiness::Wipe(_) = force {
+                    pvcreate = pvcreate.args(["--force", "--yes"]);
+                }
+                if let Some(align) = &self.data_alignment {
+                    pvcreate = pvcreate.args(["--dataalignment", align]);
+                }
+                a.change(
+                    format!("{} is not an LVM physical volume", self.pv),
+                    Action::Run(pvcreate.arg(&self.pv)),
+                );
+            }
+        }
+        let vgs = Self::lvm("vgs").args(["--reportformat", "json", "-o", "vg_name", &self.vg]);
+        if Self::report(host, vgs, "vg").await?.is_none_or(|rows| rows.is_empty()) {
+            let mut vgcreate = Self::lvm("vgcreate");
+            if let Some(size) = &self.extent_size {
+                vgcreate = vgcreate.args(["--physicalextentsize", size]);
+            }
+            a.change(
+                format!("volume group {} does not exist", self.vg),
+                Action::Run(vgcreate.args([&self.vg, &self.pv])),
+            );
+        }
+        let lvs = Self::lvm("lvs").args([
+            "--reportformat",
+            "json",
+            "--binary",
+            "-o",
+            "lv_name,segtype,pool_lv,zero",
+            &self.vg,
+        ]);
+        let rows = Self::report(host, lvs, "lv").await?.unwrap_or_default();
+        let find = |name: &str| rows.iter().find(|r| field(r, "lv_name") == name);
+        let pool_spec = format!("{}/{}", self.vg, self.pool);
+        match find(&self.pool) {
+            Some(row) if field(row, "segtype") != "thin-pool" => {
+                return Err(StepError::Refused {
+                    reason: format!(
+                        "{pool_spec} exists but is a {} volume, not a thin pool",
+                        field(row, "segtype")
+                    ),
+                });
+            }
+            Some(row) => {
+                if !self.zero && field(row, "zero") == "1" {
+                    a.change(
+                        format!("thin pool {pool_spec} zeroes new blocks"),
+                        Action::Run(Self::lvm("lvchange").args(["--zero", "n", &pool_spec])),
+                    );
+                }
+            }
+            None => {
+                let size_flag = if self.pool_size.contains('%') { "-l" } else { "-L" };
+                let mut create = Self::lvm("lvcreate").args([size_flag, &self.pool_size, "-T", &pool_spec]);
+                if let Some(chunk) = &self.chunk {
+                    create = create.args(["-c", chunk]);
+                }
+                a.change(format!("thin pool {pool_spec} does not exist"), Action::Run(create));
+                if !self.zero {
+                    a.actions.push(Action::Run(Self::lvm("lvchange").args(["--zero", "n", &pool_spec])));
+                }
+            }
+        }
+        match find(&self.lv) {
+            Some(row) if field(row, "segtype") != "thin" || field(row, "pool_lv") != self.pool => {
+                return Err(StepError::Refused {
+                    reason: format!(
+                        "{}/{} exists but is not a thin volume in {}; pvfs will not replace it",
+                        self.vg, self.lv, self.pool
+                    ),
+                });
+            }
+            Some(_) => {}
+            None => a.change(
+                format!("thin volume {}/{} does not exist", self.vg, self.lv),
+                Action::Run(Self::lvm("lvcreate").args([
+                    "-V",
+                    &self.virtual_size,
+                    "-T",
+                    &pool_spec,
+                    "-n",
+                    &self.lv,
+                ])),
+            ),
+        }
+        Ok(a)
+    }
+}
+
+impl fmt::Display for LvmThin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "lvm thin volume {} in {}/{} on {}", self.device(), self.vg, self.pool, self.pv)
+    }
+}
+
+/// A file system on a device (xfs or ext4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mkfs {
+    pub device: String,
+    pub fstype: String,
+    /// Extra `mkfs.<fstype>` options, e.g. `-K -i size=512 -n size=8192`. Never a force flag:
+    /// pvfs adds that itself, only for devices listed for wiping.
+    pub options: Vec<String>,
+    pub label: Option<String>,
+    pub wipe: bool,
+}
+
+impl Mkfs {
+    pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+        let mut a = Assessment::in_sync();
+        let probe = blkid::probe(&host.root, &host.runner, &self.device).await;
+        if probe.kind() == Some(self.fstype.as_str())
+            && self.label.as_deref().is_none_or(|label| probe.field("LABEL") == Some(label))
+        {
+            return Ok(a);
+        }
+        let force = prove_empty(host, &self.device, self.wipe, "makes file systems").await?;
+        let mut mkfs = Command::new(format!("mkfs.{}", self.fstype));
+        let why = match &force {
+            Emptiness::Empty => format!("{} has no file system", self.device),
+            Emptiness::Wipe(what) => {
+                mkfs = mkfs.arg(if self.fstype == "xfs" { "-f" } else { "-F" });
+                format!("{} holds {what}, not {} (listed under wipe)", self.device, self.fstype)
+            }
+        };
+        mkfs = mkfs.args(&self.options);
+        if let Some(label) = &self.label {
+            mkfs = mkfs.args(["-L", label]);
+        }
+        a.change(why, Action::Run(mkfs.arg(&self.device).timeout(MKFS_TIMEOUT)));
+        Ok(a)
+    }
+}
+
+impl fmt::Display for Mkfs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} on {}", self.fstype, self.device)?;
+        if let Some(label) = &self.label {
+            write!(f, " (label {label})")?;
+        }
+        Ok(())
+    }
+}
+
+/// Block-queue settings in sysfs (seed Tables 11–12: scheduler, nr_requests, read_ahead_kb).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockQueue {
+    pub device: String,
+    pub scheduler: Option<String>,
+    pub nr_requests: Option<u32>,
+    pub read_ahead_kb: Option<u32>,
+}
+
+impl BlockQueue {
+    pub(crate) fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+        let mut a = Assessment::in_sync();
+        let queue = format!("/sys/block/{}/queue", kernel_name(host, &self.device));
+        if !host.root.is_dir(&queue) {
+            return Err(StepError::File {
+                path: queue,
+                message: format!("no queue settings for {}", self.device),
+            });
+        }
+        let read = |attr: &str| -> Result<String, StepError> {
+            Ok(host.read_optional(&format!("{queue}/{attr}"))?.unwrap_or_default().trim().to_owned())
+        };
+        if let Some(want) = &self.scheduler {
+            let line = read("scheduler")?;
+            // "[mq-deadline] kyber none": the current one is in brackets. Blk-mq kernels call
+            // the seed's "deadline" mq-deadline (and accept "deadline" as an alias).
+            let current = line.split_whitespace().find_map(|w| w.strip_prefix('[')?.strip_suffix(']'));
+            let same =
+                current == Some(want.as_str()) || (want == "deadline" && current == Some("mq-deadline"));
+            if !same {
+                a.change(
+                    format!("{} scheduler is {}, not {want}", self.device, current.unwrap_or("unknown")),
+                    Action::Attribute { path: format!("{queue}/scheduler"), value: want.clone() },
+                );
+            }
+        }
+        for (attr, want) in [("nr_requests", self.nr_requests), ("read_ahead_kb", self.read_ahead_kb)] {
+            if let Some(want) = want {
+                let have = read(attr)?;
+                if have != want.to_string() {
+                    a.change(
+                        format!("{} {attr} is {have}, not {want}", self.device),
+                        Action::Attribute { path: format!("{queue}/{attr}"), value: want.to_string() },
+                    );
+                }
+            }
+        }
+        Ok(a)
+    }
+}
+
+impl fmt::Display for BlockQueue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        if let Some(s) = &self.scheduler {
+            parts.push(format!("scheduler={s}"));
+        }
+        if let Some(n) = self.nr_requests {
+            parts.push(format!("nr_requests={n}"));
+        }
+        if let Some(r) = self.read_ahead_kb {
+            parts.push(format!("read_ahead_kb={r}"));
+        }
+        write!(f, "queue of {}: {}", self.device, parts.join(" "))
+    }
+}
+
+#[cfg(test)]
+mod tests;

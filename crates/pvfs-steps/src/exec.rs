@@ -1,0 +1,174 @@
+//! Running one step: assess, then (unless dry) apply and verify; gates probe until they hold.
+
+use crate::{Action, Assessment, Host, Step, StepError};
+use pvfs_host::{Command, Runner};
+use std::time::{Duration, Instant};
+
+/// How one step ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// In sync already, or a gate that holds (`detail` says what it saw).
+    Ok {
+        detail: Option<String>,
+    },
+    /// Apply changed the node; `diff` is what was different before.
+    Changed {
+        diff: Vec<String>,
+    },
+    /// Dry run: what differs, and exactly what apply would run.
+    WouldChange {
+        diff: Vec<String>,
+        would_run: Vec<String>,
+    },
+    /// Dry run: a gate that does not hold yet (a readiness wait the run would wait on).
+    Pending {
+        detail: String,
+    },
+    Failed(Failure),
+}
+
+impl Outcome {
+    pub fn failed(&self) -> bool {
+        matches!(self, Outcome::Failed(_))
+    }
+}
+
+/// A failed step, as the coordinator reports it: what, which command, its exit code and the
+/// tail of its stderr.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub message: String,
+    pub command: Option<String>,
+    pub code: Option<i32>,
+    pub stderr_tail: String,
+}
+
+impl From<StepError> for Failure {
+    fn from(err: StepError) -> Failure {
+        let (code, stderr_tail) = match &err {
+            StepError::Command { code, stderr, .. } => (*code, stderr.clone()),
+            _ => (None, String::new()),
+        };
+        Failure { command: err.command().map(str::to_owned), message: err.to_string(), code, stderr_tail }
+    }
+}
+
+/// A command apply ran, for the live event stream and the record of the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandRecord {
+    pub command: String,
+    pub code: Option<i32>,
+    pub duration: Duration,
+}
+
+/// Runs `step` on `host`. With `dry_run` nothing is changed: the assessment is reported as
+/// [`Outcome::WouldChange`], gates are probed once. `on_command` hears of every command apply
+/// runs, as it finishes.
+pub async fn execute<R: Runner>(
+    step: &Step,
+    host: &Host<R>,
+    dry_run: bool,
+    mut on_command: impl FnMut(&CommandRecord) + Send,
+) -> Outcome {
+    if let Step::Gate(gate) = step {
+        return if dry_run {
+            match gate.probe(host).await {
+                Ok(crate::gate::GateState::Ready(detail)) => Outcome::Ok { detail: Some(detail) },
+                Ok(crate::gate::GateState::NotReady(detail)) => Outcome::Pending { detail },
+                Err(err) => Outcome::Failed(err.into()),
+            }
+        } else {
+            match gate.wait(host).await {
+                Ok(detail) => Outcome::Ok { detail: Some(detail) },
+                Err(err) => Outcome::Failed(err.into()),
+            }
+        };
+    }
+    let assessment = match step.assess(host).await {
+        Ok(a) => a,
+        Err(err) => return Outcome::Failed(err.into()),
+    };
+    if assessment.is_in_sync() {
+        return Outcome::Ok { detail: None };
+    }
+    if dry_run {
+        let would_run = assessment.actions.iter().map(ToString::to_string).collect();
+        return Outcome::WouldChange { diff: assessment.diff, would_run };
+    }
+    let Assessment { diff, actions } = assessment;
+    for action in &actions {
+        if let Err(err) = perform(action, host, &mut on_command).await {
+            return Outcome::Failed(err.into());
+        }
+    }
+    // Verify: the node must now be what the step says. A tool that exits 0 without doing its
+    // job (mount.glusterfs without CAP_SYS_ADMIN) is caught here.
+    match step.assess(host).await {
+        Ok(after) if after.is_in_sync() => Outcome::Changed { diff },
+        Ok(after) => Outcome::Failed(StepError::NotConverged { diff: after.diff }.into()),
+        Err(err) => Outcome::Failed(err.into()),
+    }
+}
+
+/// Carries out one action.
+pub(crate) async fn perform<R: Runner>(
+    action: &Action,
+    host: &Host<R>,
+    on_command: &mut (impl FnMut(&CommandRecord) + Send),
+) -> Result<(), StepError> {
+    let file_err =
+        |err: pvfs_host::RootError| StepError::File { path: err.path, message: err.source.to_string() };
+    match action {
+        Action::Run(command) => run(command, host, on_command).await.map(drop),
+        Action::Write { path, contents, mode } => {
+            host.root.write_atomic(path, contents.as_bytes(), *mode).map_err(file_err)
+        }
+        Action::Mkdir { path, mode } => host.root.create_dir_all(path, *mode).map_err(file_err),
+        Action::Attribute { path, value } => host.root.write_attribute(path, value).map_err(file_err),
+        Action::PersistMdadm { device, conf } => {
+            let brief = Command::new("mdadm").args(["--detail", "--brief", device]);
+            let line = run(&brief, host, on_command).await?;
+            let line = line.lines().find(|l| l.starts_with("ARRAY ")).ok_or_else(|| {
+                StepError::Unexpected { command: brief.to_string(), message: "no ARRAY line".into() }
+            })?;
+            let old = host.read_optional(conf)?.unwrap_or_default();
+            let contents = crate::block::mdadm_conf_with(&old, device, line);
+            if let Some(dir) = conf.rsplit_once('/').map(|(d, _)| d).filter(|d| !d.is_empty()) {
+                host.root.create_dir_all(dir, 0o755).map_err(file_err)?;
+            }
+            host.root.write_atomic(conf, contents.as_bytes(), 0o644).map_err(file_err)?;
+            // Debian assembles arrays from the initramfs copy of mdadm.conf; without this the
+            // array can come back as md127 after a reboot. Distributions without
+            // update-initramfs (dracut) read /etc/mdadm.conf at boot.
+            if host.root.exists("/usr/sbin/update-initramfs") {
+                let update = Command::new("update-initramfs").arg("-u").timeout(Duration::from_secs(300));
+                run(&update, host, on_command).await?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Runs a command that must succeed; returns its stdout.
+async fn run<R: Runner>(
+    command: &Command,
+    host: &Host<R>,
+    on_command: &mut (impl FnMut(&CommandRecord) + Send),
+) -> Result<String, StepError> {
+    let started = Instant::now();
+    let out = host.runner.run(command).await;
+    let shown = command.to_string();
+    let code = out.as_ref().ok().and_then(|o| o.code);
+    on_command(&CommandRecord { command: shown.clone(), code, duration: started.elapsed() });
+    let out = out.map_err(|err| StepError::Run { message: err.to_string() })?;
+    if out.success() {
+        Ok(out.stdout)
+    } else {
+        Err(StepError::Command {
+            command: shown,
+            code: out.code,
+            stderr: crate::error_tail(&out),
+            hint: None,
+        })
+    }
+}

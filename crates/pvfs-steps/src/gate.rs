@@ -1,0 +1,291 @@
+//! Gates: readiness waits between nodes and validations at the end. They change nothing; they
+//! probe until a condition holds or their deadline passes, backing off between probes.
+
+use crate::gluster::{GlusterVolume, peers};
+use crate::{Host, StepError};
+use pvfs_host::{Command, Runner};
+use std::fmt;
+use std::time::Duration;
+
+/// A condition the run waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gate {
+    pub kind: GateKind,
+    /// How long to wait before failing.
+    pub deadline: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GateKind {
+    /// Every peer is connected and "Peer in Cluster" (glusterd has finished the handshake; a
+    /// volume create before that fails with "Host … is not in 'Peer in Cluster' state").
+    GlusterPeersInCluster { peers: Vec<String> },
+    /// Every brick process of the volume is online (`volume status`).
+    GlusterBricksOnline { volume: String, bricks: Vec<String> },
+    /// The node reaches a Lustre NID over LNet (`lctl ping`): the MGS before OSTs or clients
+    /// mount.
+    LnetPing { nid: String },
+    /// `lfs check servers` on a client: every MDT/OST connection active.
+    LfsCheckServers,
+    /// The BeeGFS management daemon answers (`beegfs-ctl --listnodes --nodetype=management
+    /// --reachable --errorcodes`).
+    BeegfsMgmtdReachable,
+    /// `beegfs-check-servers`: every management, metadata and storage server reachable.
+    BeegfsCheckServers,
+    /// A file can be created, written, synced, read back and removed in this directory: the
+    /// client's view of the file system works end to end.
+    Writable { dir: String },
+}
+
+impl GateKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            GateKind::GlusterPeersInCluster { .. } => "wait-gluster-peers",
+            GateKind::GlusterBricksOnline { .. } => "check-gluster-bricks",
+            GateKind::LnetPing { .. } => "wait-lnet",
+            GateKind::LfsCheckServers => "check-lustre-servers",
+            GateKind::BeegfsMgmtdReachable => "wait-beegfs-mgmtd",
+            GateKind::BeegfsCheckServers => "check-beegfs-servers",
+            GateKind::Writable { .. } => "check-writable",
+        }
+    }
+}
+
+/// One probe's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum GateState {
+    Ready(String),
+    NotReady(String),
+}
+
+impl Gate {
+    /// Probes once.
+    pub(crate) async fn probe<R: Runner>(&self, host: &Host<R>) -> Result<GateState, StepError> {
+        use GateState::{NotReady, Ready};
+        Ok(match &self.kind {
+            GateKind::GlusterPeersInCluster { peers: want } => {
+                let known = peers(host).await?;
+                let waiting: Vec<String> = want
+                    .iter()
+                    .filter_map(|p| match known.iter().find(|k| k.names.contains(p)) {
+                        Some(k) if k.in_cluster() => None,
+                        Some(k) => Some(format!(
+                            "{p}: {} ({})",
+                            k.state,
+                            if k.connected { "connected" } else { "disconnected" }
+                        )),
+                        None => Some(format!("{p}: not in the pool")),
+                    })
+                    .collect();
+                if waiting.is_empty() {
+                    Ready(format!("{} peers in cluster", want.len()))
+                } else {
+                    NotReady(waiting.join("; "))
+                }
+            }
+            GateKind::GlusterBricksOnline { volume, bricks } => {
+                let v = GlusterVolume {
+                    name: volume.clone(),
+                    layout: crate::GlusterLayout::Distribute,
+                    bricks: bricks.clone(),
+                    options: vec![],
+                };
+                let offline = v.offline_bricks(host).await?;
+                if offline.is_empty() {
+                    Ready(format!("{} bricks online", bricks.len()))
+                } else {
+                    NotReady(format!("offline: {}", offline.join(" ")))
+                }
+            }
+            GateKind::LnetPing { nid } => {
+                exit_zero(host, Command::new("lctl").args(["ping", nid]), &format!("{nid} answers over LNet"))
+                    .await?
+            }
+            GateKind::LfsCheckServers => {
+                let out = host.probe(Command::new("lfs").args(["check", "servers"])).await?;
+                let inactive: Vec<&str> =
+                    out.stdout.lines().filter(|l| !l.trim_end().ends_with("active")).collect();
+                if out.success() && inactive.is_empty() {
+                    Ready(format!("{} server connections active", out.stdout.lines().count()))
+                } else {
+                    NotReady(format!("{} {}", inactive.join("; "), crate::error_tail(&out)).trim().to_owned())
+                }
+            }
+            GateKind::BeegfsMgmtdReachable => {
+                let cmd = Command::new("beegfs-ctl").args([
+                    "--listnodes",
+                    "--nodetype=management",
+                    "--reachable",
+                    "--errorcodes",
+                ]);
+                exit_zero(host, cmd, "management daemon reachable").await?
+            }
+            GateKind::BeegfsCheckServers => {
+                let out = host.probe(Command::new("beegfs-check-servers")).await?;
+                let servers = out.stdout.lines().filter(|l| l.contains("[ID:")).count();
+                let unreachable: Vec<&str> = out
+                    .stdout
+                    .lines()
+                    .filter(|l| l.contains("[ID:") && !l.contains("reachable at"))
+                    .collect();
+                if out.success() && servers > 0 && unreachable.is_empty() {
+                    Ready(format!("{servers} servers reachable"))
+                } else {
+                    NotReady(
+                        format!("{} {}", unreachable.join("; "), crate::error_tail(&out)).trim().to_owned(),
+                    )
+                }
+            }
+            GateKind::Writable { dir } => writable(host, dir),
+        })
+    }
+
+    /// Probes until the condition holds (returns what the last probe saw) or the deadline
+    /// passes.
+    pub(crate) async fn wait<R: Runner>(&self, host: &Host<R>) -> Result<String, StepError> {
+        let started = tokio::time::Instant::now();
+        let mut pause = Duration::from_millis(250);
+        loop {
+            match self.probe(host).await? {
+                GateState::Ready(detail) => return Ok(detail),
+                GateState::NotReady(last) => {
+                    if started.elapsed() + pause > self.deadline {
+                        return Err(StepError::Deadline { after: self.deadline, last });
+                    }
+                    tracing::debug!(gate = self.kind.name(), %last, "not ready yet");
+                }
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(5));
+        }
+    }
+}
+
+/// Ready when `command` exits 0; otherwise not ready, with what it said.
+async fn exit_zero<R: Runner>(host: &Host<R>, command: Command, ready: &str) -> Result<GateState, StepError> {
+    let shown = command.to_string();
+    let out = host.probe(command).await?;
+    Ok(if out.success() {
+        GateState::Ready(ready.to_owned())
+    } else {
+        let code = out.code.map_or("on a signal".to_owned(), |c| c.to_string());
+        GateState::NotReady(format!("`{shown}` exited {code}: {}", crate::error_tail(&out)))
+    })
+}
+
+/// Creates, writes, syncs, reads back and removes a probe file in `dir`.
+fn writable<R: Runner>(host: &Host<R>, dir: &str) -> GateState {
+    let path = host.root.path(dir).join(format!(".pvfs-probe-{}", std::process::id()));
+    let payload = b"pvfs write probe\n";
+    let result = (|| -> std::io::Result<()> {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&path)?;
+        f.write_all(payload)?;
+        f.sync_all()?;
+        let back = std::fs::read(&path)?;
+        std::fs::remove_file(&path)?;
+        if back != payload {
+            return Err(std::io::Error::other("read back different bytes"));
+        }
+        Ok(())
+    })();
+    match result {
+        Ok(()) => GateState::Ready(format!("{dir} is writable")),
+        Err(err) => {
+            let _ = std::fs::remove_file(&path);
+            GateState::NotReady(format!("{dir}: {err}"))
+        }
+    }
+}
+
+impl fmt::Display for Gate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            GateKind::GlusterPeersInCluster { peers } => {
+                write!(f, "wait until {} are in cluster", peers.join(", "))
+            }
+            GateKind::GlusterBricksOnline { volume, bricks } => {
+                write!(f, "check the {} bricks of {volume} are online", bricks.len())
+            }
+            GateKind::LnetPing { nid } => write!(f, "wait until {nid} answers lctl ping"),
+            GateKind::LfsCheckServers => f.write_str("check lfs check servers"),
+            GateKind::BeegfsMgmtdReachable => {
+                f.write_str("wait until the BeeGFS management daemon is reachable")
+            }
+            GateKind::BeegfsCheckServers => f.write_str("check beegfs-check-servers"),
+            GateKind::Writable { dir } => write!(f, "check {dir} is writable"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Outcome, Step, execute};
+    use pvfs_host::{RecordedRunner, Root};
+
+    fn host(runner: RecordedRunner) -> (tempfile::TempDir, Host<RecordedRunner>) {
+        let dir = tempfile::tempdir().unwrap();
+        let host = Host::new(Root::at(dir.path()), runner);
+        (dir, host)
+    }
+
+    const ACCEPTED: &str = r#"<?xml version="1.0"?><cliOutput><opRet>0</opRet><opErrno>0</opErrno><opErrstr/><peerStatus><peer><uuid>a</uuid><hostname>10.254.0.2</hostname><connected>1</connected><state>5</state><stateStr>Accepted peer request</stateStr></peer></peerStatus></cliOutput>"#;
+    const IN_CLUSTER: &str = r#"<?xml version="1.0"?><cliOutput><opRet>0</opRet><opErrno>0</opErrno><opErrstr/><peerStatus><peer><uuid>a</uuid><hostname>10.254.0.2</hostname><connected>1</connected><state>3</state><stateStr>Peer in Cluster</stateStr></peer></peerStatus></cliOutput>"#;
+
+    #[tokio::test(start_paused = true)]
+    async fn waits_until_peers_are_in_cluster() {
+        let runner = RecordedRunner::new()
+            .record("gluster --xml peer status", 0, ACCEPTED, "")
+            .record("gluster --xml peer status", 0, ACCEPTED, "")
+            .record("gluster --xml peer status", 0, IN_CLUSTER, "");
+        let (_d, host) = host(runner.clone());
+        let gate = Gate {
+            kind: GateKind::GlusterPeersInCluster { peers: vec!["10.254.0.2".into()] },
+            deadline: Duration::from_secs(30),
+        };
+        assert_eq!(
+            execute(&Step::Gate(gate.clone()), &host, true, |_| {}).await,
+            Outcome::Pending { detail: "10.254.0.2: Accepted peer request (connected)".into() }
+        );
+        assert_eq!(
+            execute(&Step::Gate(gate), &host, false, |_| {}).await,
+            Outcome::Ok { detail: Some("1 peers in cluster".into()) }
+        );
+        assert_eq!(runner.calls().len(), 3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_deadline_names_what_was_last_seen() {
+        let runner = RecordedRunner::new().record(
+            "lctl ping 10.0.0.4@tcp",
+            5,
+            "",
+            "failed to ping 10.0.0.4@tcp: Input/output error\n",
+        );
+        let (_d, host) = host(runner.clone());
+        let gate = Gate {
+            kind: GateKind::LnetPing { nid: "10.0.0.4@tcp".into() },
+            deadline: Duration::from_secs(20),
+        };
+        let Outcome::Failed(f) = execute(&Step::Gate(gate), &host, false, |_| {}).await else { panic!() };
+        assert_eq!(
+            f.message,
+            "not ready after 20s: `lctl ping 10.0.0.4@tcp` exited 5: failed to ping 10.0.0.4@tcp: Input/output error"
+        );
+        // Backing off 0.25, 0.5, 1, 2, 4, 5, 5 … seconds: a bounded number of probes.
+        assert!((5..=10).contains(&runner.calls().len()), "{}", runner.calls().len());
+    }
+
+    #[tokio::test]
+    async fn writable_proves_a_round_trip() {
+        let (dir, host) = host(RecordedRunner::new());
+        std::fs::create_dir_all(dir.path().join("mnt")).unwrap();
+        let gate = Gate { kind: GateKind::Writable { dir: "/mnt".into() }, deadline: Duration::from_secs(1) };
+        assert_eq!(gate.probe(&host).await.unwrap(), GateState::Ready("/mnt is writable".into()));
+        assert_eq!(std::fs::read_dir(dir.path().join("mnt")).unwrap().count(), 0, "the probe file is gone");
+        let gate =
+            Gate { kind: GateKind::Writable { dir: "/nope".into() }, deadline: Duration::from_secs(1) };
+        assert!(matches!(gate.probe(&host).await.unwrap(), GateState::NotReady(_)));
+    }
+}

@@ -1,0 +1,306 @@
+//! The typed step catalogue: everything `pvfsctl up` can make a node be.
+//!
+//! A [`Step`] is data (a directory, a package set, a RAID0 array, a gluster volume, …), built
+//! by the planner from the cluster file and carried over the wire as typed messages, never as
+//! command strings. On the node, the agent runs it in three phases:
+//!
+//! 1. **assess** (read-only): probe the node and compare with the step. The result is an
+//!    [`Assessment`]: the differences, in words, and the exact [`Action`]s that would remove
+//!    them. No actions means in sync. `pvfsctl up --plan` shows exactly this, so the plan is
+//!    what the run would do, not a guess.
+//! 2. **apply**: carry out those actions, in order, stopping at the first that fails.
+//! 3. **verify**: assess again; anything left over is a failure (this is what catches a FUSE
+//!    mount that exits 0 with nothing mounted).
+//!
+//! Gates ([`Gate`]: readiness waits and validations) change nothing: they probe until a
+//! condition holds or their deadline passes.
+//!
+//! Destructive actions (mkfs, `mdadm --create`, `pvcreate`, wipes) are only ever planned for
+//! devices that `blkid -p` *and* `wipefs --no-act` prove empty, or that the cluster file lists
+//! for wiping. A device holding what the step wants is never touched again.
+
+mod beegfs;
+mod block;
+mod exec;
+mod files;
+mod gate;
+mod gluster;
+mod lustre;
+mod mount;
+mod packages;
+mod service;
+
+pub use beegfs::{BeegfsService, BeegfsSetup};
+pub use block::{BlockQueue, LvmThin, Mkfs, Raid0};
+pub use exec::{CommandRecord, Failure, Outcome, execute};
+pub use files::{ConfigKeys, Directory, File};
+pub use gate::{Gate, GateKind};
+pub use gluster::{GlusterLayout, GlusterPeers, GlusterVolume};
+pub use lustre::{LustreRole, LustreTarget};
+pub use mount::Mount;
+pub use packages::{Package, PackageManager, Packages};
+pub use service::Service;
+
+use pvfs_host::{Command, Root, Runner};
+use std::fmt;
+use std::time::Duration;
+
+/// The node a step runs on: its files (under a root, `/` in production) and its commands.
+#[derive(Debug, Clone)]
+pub struct Host<R> {
+    pub root: Root,
+    pub runner: R,
+}
+
+impl<R: Runner> Host<R> {
+    pub fn new(root: Root, runner: R) -> Host<R> {
+        Host { root, runner }
+    }
+
+    /// Runs a probe: any exit code is an answer, only failing to run it is an error.
+    pub(crate) async fn probe(&self, command: Command) -> Result<pvfs_host::Output, StepError> {
+        self.runner.run(&command).await.map_err(|err| StepError::Run { message: err.to_string() })
+    }
+
+    /// Runs a probe that must exit 0.
+    pub(crate) async fn probe_ok(&self, command: Command) -> Result<String, StepError> {
+        let shown = command.to_string();
+        let out = self.probe(command).await?;
+        if out.success() {
+            Ok(out.stdout)
+        } else {
+            Err(StepError::Command { command: shown, code: out.code, stderr: error_tail(&out), hint: None })
+        }
+    }
+
+    /// A host path read, `None` when it does not exist.
+    pub(crate) fn read_optional(&self, path: &str) -> Result<Option<String>, StepError> {
+        match self.root.read_to_string(path) {
+            Ok(text) => Ok(Some(text)),
+            Err(err) if err.is_not_found() => Ok(None),
+            Err(err) => Err(StepError::File { path: path.to_owned(), message: err.source.to_string() }),
+        }
+    }
+
+    /// The real path behind a device name (`/dev/disk/azure/scsi1/lun0` → `/dev/sdc`), as the
+    /// host sees it. Unresolvable paths come back unchanged.
+    pub(crate) fn resolve(&self, path: &str) -> String {
+        match std::fs::canonicalize(self.root.path(path)) {
+            Ok(real) => match real.strip_prefix(self.root.base()) {
+                Ok(rel) => format!("/{}", rel.display()),
+                Err(_) => real.display().to_string(),
+            },
+            Err(_) => path.to_owned(),
+        }
+    }
+}
+
+/// One thing a node should be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    Packages(Packages),
+    File(File),
+    ConfigKeys(ConfigKeys),
+    Directory(Directory),
+    Service(Service),
+    Raid0(Raid0),
+    LvmThin(LvmThin),
+    Mkfs(Mkfs),
+    LustreTarget(LustreTarget),
+    Mount(Mount),
+    BlockQueue(BlockQueue),
+    GlusterPeers(GlusterPeers),
+    GlusterVolume(GlusterVolume),
+    BeegfsSetup(BeegfsSetup),
+    Gate(Gate),
+}
+
+impl Step {
+    /// A short name for the kind of step (`mkfs`, `mount`, `gluster-volume`, …), for recaps and
+    /// JSON events.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Step::Packages(_) => "packages",
+            Step::File(_) => "file",
+            Step::ConfigKeys(_) => "config-keys",
+            Step::Directory(_) => "directory",
+            Step::Service(_) => "service",
+            Step::Raid0(_) => "raid0",
+            Step::LvmThin(_) => "lvm-thin",
+            Step::Mkfs(_) => "mkfs",
+            Step::LustreTarget(_) => "lustre-target",
+            Step::Mount(_) => "mount",
+            Step::BlockQueue(_) => "block-queue",
+            Step::GlusterPeers(_) => "gluster-peers",
+            Step::GlusterVolume(_) => "gluster-volume",
+            Step::BeegfsSetup(_) => "beegfs-setup",
+            Step::Gate(gate) => gate.kind.name(),
+        }
+    }
+
+    /// Read-only: what differs on the node, and what apply would run about it. Gates have no
+    /// assessment; see [`Gate::probe`].
+    pub async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+        match self {
+            Step::Packages(s) => s.assess(host).await,
+            Step::File(s) => s.assess(host),
+            Step::ConfigKeys(s) => s.assess(host),
+            Step::Directory(s) => s.assess(host),
+            Step::Service(s) => s.assess(host).await,
+            Step::Raid0(s) => s.assess(host).await,
+            Step::LvmThin(s) => s.assess(host).await,
+            Step::Mkfs(s) => s.assess(host).await,
+            Step::LustreTarget(s) => s.assess(host).await,
+            Step::Mount(s) => s.assess(host).await,
+            Step::BlockQueue(s) => s.assess(host),
+            Step::GlusterPeers(s) => s.assess(host).await,
+            Step::GlusterVolume(s) => s.assess(host).await,
+            Step::BeegfsSetup(s) => s.assess(host),
+            Step::Gate(_) => Ok(Assessment::in_sync()),
+        }
+    }
+}
+
+impl fmt::Display for Step {
+    /// What the step makes true, in a few words: `mount /dev/loop0 on /bricks/b1 (xfs)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Step::Packages(s) => s.fmt(f),
+            Step::File(s) => s.fmt(f),
+            Step::ConfigKeys(s) => s.fmt(f),
+            Step::Directory(s) => s.fmt(f),
+            Step::Service(s) => s.fmt(f),
+            Step::Raid0(s) => s.fmt(f),
+            Step::LvmThin(s) => s.fmt(f),
+            Step::Mkfs(s) => s.fmt(f),
+            Step::LustreTarget(s) => s.fmt(f),
+            Step::Mount(s) => s.fmt(f),
+            Step::BlockQueue(s) => s.fmt(f),
+            Step::GlusterPeers(s) => s.fmt(f),
+            Step::GlusterVolume(s) => s.fmt(f),
+            Step::BeegfsSetup(s) => s.fmt(f),
+            Step::Gate(s) => s.fmt(f),
+        }
+    }
+}
+
+/// What a step found and would do.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Assessment {
+    /// How the node differs from the step, one line each (`fstab has no entry for /rhs/brick1`).
+    pub diff: Vec<String>,
+    /// What apply runs to remove the differences, in order. Empty: in sync.
+    pub actions: Vec<Action>,
+}
+
+impl Assessment {
+    pub fn in_sync() -> Assessment {
+        Assessment::default()
+    }
+
+    pub fn is_in_sync(&self) -> bool {
+        self.actions.is_empty()
+    }
+
+    pub(crate) fn change(&mut self, why: impl Into<String>, action: Action) {
+        self.diff.push(why.into());
+        self.actions.push(action);
+    }
+}
+
+/// One thing apply does. Data, so that a plan can show it and a test can compare it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Run a command; it must exit 0.
+    Run(Command),
+    /// Replace a file's contents (atomically: temp file, then rename).
+    Write { path: String, contents: String, mode: u32 },
+    /// Create a directory and its parents.
+    Mkdir { path: String, mode: u32 },
+    /// Write a kernel attribute (`/sys/block/md0/queue/scheduler`).
+    Attribute { path: String, value: String },
+    /// Record an md array in mdadm.conf from `mdadm --detail --brief` (known only once the
+    /// array exists), then rebuild the initramfs so it assembles under the same name at boot.
+    PersistMdadm { device: String, conf: String },
+}
+
+impl fmt::Display for Action {
+    /// The action as an operator would type it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Action::Run(command) => command.fmt(f),
+            Action::Write { path, .. } => write!(f, "write {path}"),
+            Action::Mkdir { path, mode } => write!(f, "mkdir -p -m {mode:o} {path}"),
+            Action::Attribute { path, value } => write!(f, "echo {value} > {path}"),
+            Action::PersistMdadm { device, conf } => {
+                write!(f, "mdadm --detail --brief {device} >> {conf}; update-initramfs -u")
+            }
+        }
+    }
+}
+
+/// Why a step could not be assessed, applied or verified.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StepError {
+    /// The step would destroy or override something the cluster file did not allow.
+    #[error("refusing: {reason}")]
+    Refused { reason: String },
+    /// A command exited with a failure.
+    #[error("`{command}` exited {}{}{}", code.map_or("on a signal".to_owned(), |c| c.to_string()),
+        if stderr.is_empty() { String::new() } else { format!(": {stderr}") },
+        hint.as_ref().map_or(String::new(), |h| format!(" ({h})")))]
+    Command { command: String, code: Option<i32>, stderr: String, hint: Option<String> },
+    /// A command could not be run (not installed, timed out).
+    #[error("{message}")]
+    Run { message: String },
+    /// A tool answered something pvfs cannot read.
+    #[error("`{command}` answered something unexpected: {message}")]
+    Unexpected { command: String, message: String },
+    #[error("{path}: {message}")]
+    File { path: String, message: String },
+    /// Apply finished but the node still differs.
+    #[error("applied, but the node still differs: {}", diff.join("; "))]
+    NotConverged { diff: Vec<String> },
+    /// A gate's condition did not hold before its deadline.
+    #[error("not ready after {}s: {last}", after.as_secs())]
+    Deadline { after: Duration, last: String },
+}
+
+impl StepError {
+    /// The command involved, when there was one.
+    pub fn command(&self) -> Option<&str> {
+        match self {
+            StepError::Command { command, .. } | StepError::Unexpected { command, .. } => Some(command),
+            _ => None,
+        }
+    }
+}
+
+/// Lines of `text` that differ from `want`, as `-old`/`+new` for a short human diff.
+pub(crate) fn line_diff(old: &str, new: &str) -> Vec<String> {
+    let old_lines: Vec<&str> = old.lines().collect();
+    let new_lines: Vec<&str> = new.lines().collect();
+    let mut out = Vec::new();
+    for line in &old_lines {
+        if !new_lines.contains(line) {
+            out.push(format!("-{line}"));
+        }
+    }
+    for line in &new_lines {
+        if !old_lines.contains(line) {
+            out.push(format!("+{line}"));
+        }
+    }
+    out
+}
+
+/// The last lines a failed command printed: stderr, or stdout for tools that report errors
+/// there.
+pub(crate) fn error_tail(out: &pvfs_host::Output) -> String {
+    let tail = out.stderr_tail(5);
+    if !tail.is_empty() {
+        return tail;
+    }
+    let lines: Vec<&str> = out.stdout.trim_end().lines().collect();
+    lines[lines.len().saturating_sub(5)..].join("\n")
+}
