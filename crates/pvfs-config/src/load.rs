@@ -6,7 +6,7 @@ use crate::fields;
 use crate::model::Cluster;
 use crate::schema::{
     BeegfsSection, BenchSection, ClusterFile, ClusterSection, GlusterfsSection, LocalSection, LustreSection,
-    NodeSpec, TlsSection,
+    NodeSpec, PackagesSection, RepoSpec, TlsSection,
 };
 use serde::de::DeserializeOwned;
 use std::path::Path;
@@ -68,6 +68,7 @@ fn read_file(source: &str, diagnostics: &mut Vec<Diagnostic>) -> Option<ClusterF
     let beegfs = section("beegfs", fields::of::<BeegfsSection>());
     let local = section("local", fields::of::<LocalSection>());
     let bench = section("bench", fields::of::<BenchSection>());
+    let packages = section("packages", fields::of::<PackagesSection>());
     let cluster: Option<ClusterSection> = typed_opt(source, cluster, diagnostics, &mut complete);
     let tls: Option<TlsSection> = typed_opt(source, tls, diagnostics, &mut complete);
     let lustre = typed_opt(source, lustre, diagnostics, &mut complete);
@@ -75,30 +76,10 @@ fn read_file(source: &str, diagnostics: &mut Vec<Diagnostic>) -> Option<ClusterF
     let beegfs = typed_opt(source, beegfs, diagnostics, &mut complete);
     let local = typed_opt(source, local, diagnostics, &mut complete);
     let bench = typed_opt(source, bench, diagnostics, &mut complete);
+    let packages = typed_opt(source, packages, diagnostics, &mut complete);
+    let repo = array_of_tables(source, &root, "repo", fields::of::<RepoSpec>(), diagnostics, &mut complete);
 
-    let mut node = Vec::new();
-    match root.get("node") {
-        None => {}
-        Some(value) => match value.get_ref() {
-            DeValue::Array(items) if items.iter().all(|i| i.get_ref().is_table()) => {
-                for item in items.iter() {
-                    let mut item = item.clone();
-                    if let DeValue::Table(table) = item.get_mut() {
-                        retain_known(source, table, fields::of::<NodeSpec>(), "[[node]]", diagnostics);
-                    }
-                    match typed(source, item, diagnostics) {
-                        Some(spec) => node.push(spec),
-                        None => complete = false,
-                    }
-                }
-            }
-            _ => {
-                let msg = "`node` must be an array of tables: write each node as a [[node]] table";
-                diagnostics.push(Diagnostic::at(source, value.span(), msg));
-                complete = false;
-            }
-        },
-    }
+    let node = array_of_tables(source, &root, "node", fields::of::<NodeSpec>(), diagnostics, &mut complete);
     let Some(cluster) = cluster else {
         let msg =
             "missing [cluster] section: add one with `name` and `kind` (lustre, glusterfs, beegfs or local)";
@@ -114,7 +95,42 @@ fn read_file(source: &str, diagnostics: &mut Vec<Diagnostic>) -> Option<ClusterF
         beegfs,
         local,
         bench,
+        packages,
+        repo,
     })
+}
+
+/// A `[[key]]` array of tables, each checked for unknown keys and deserialized on its own.
+fn array_of_tables<T: DeserializeOwned>(
+    source: &str,
+    root: &DeTable<'_>,
+    key: &str,
+    known: &'static [&'static str],
+    diagnostics: &mut Vec<Diagnostic>,
+    complete: &mut bool,
+) -> Vec<T> {
+    let mut out = Vec::new();
+    let Some(value) = root.get(key) else { return out };
+    match value.get_ref() {
+        DeValue::Array(items) if items.iter().all(|i| i.get_ref().is_table()) => {
+            for item in items.iter() {
+                let mut item = item.clone();
+                if let DeValue::Table(table) = item.get_mut() {
+                    retain_known(source, table, known, &format!("[[{key}]]"), diagnostics);
+                }
+                match typed(source, item, diagnostics) {
+                    Some(spec) => out.push(spec),
+                    None => *complete = false,
+                }
+            }
+        }
+        _ => {
+            let msg = format!("`{key}` must be an array of tables: write each as a [[{key}]] table");
+            diagnostics.push(Diagnostic::at(source, value.span(), msg));
+            *complete = false;
+        }
+    }
+    out
 }
 
 /// Deserializes an optional section; a failure clears `complete`.

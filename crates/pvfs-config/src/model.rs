@@ -17,12 +17,19 @@ pub struct Cluster {
     pub tls_dir: PathBuf,
     pub spec: KindSpec,
     pub bench: Bench,
+    pub packages: Packages,
+    pub repos: Vec<Repo>,
 }
 
 impl Cluster {
     /// The node called `name`.
     pub fn node(&self, name: &str) -> Option<&Node> {
         self.nodes.iter().find(|n| n.name == name)
+    }
+
+    /// The nodes with `role`, in file order.
+    pub fn with_role(&self, role: Role) -> impl Iterator<Item = &Node> {
+        self.nodes.iter().filter(move |n| n.roles.contains(&role))
     }
 }
 
@@ -33,6 +40,21 @@ pub struct Node {
     pub address: Address,
     pub roles: Vec<Role>,
     pub disks: Vec<PathBuf>,
+    /// Disks the cluster file allows pvfs to destroy the contents of.
+    pub wipe: Vec<PathBuf>,
+    /// The node's number in the file system (OST index, BeeGFS node ID), when given.
+    pub id: Option<u32>,
+}
+
+impl Node {
+    pub fn has(&self, role: Role) -> bool {
+        self.roles.contains(&role)
+    }
+
+    /// Whether `disk` may be wiped.
+    pub fn may_wipe(&self, disk: &std::path::Path) -> bool {
+        self.wipe.iter().any(|w| w == disk)
+    }
 }
 
 /// The parallel file system a cluster runs.
@@ -247,10 +269,34 @@ pub(crate) fn is_dns_name(s: &str) -> bool {
 /// Settings that depend on the kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KindSpec {
-    Lustre { fsname: String, mount: PathBuf, lnet: String },
-    Glusterfs { volume: String, mount: PathBuf },
-    Beegfs { mount: PathBuf },
-    Local { mount: PathBuf },
+    Lustre {
+        fsname: String,
+        mount: PathBuf,
+        lnet: String,
+        /// Pins the Lustre packages.
+        version: Option<String>,
+        mdt: Target,
+        ost: Target,
+    },
+    Glusterfs {
+        volume: String,
+        mount: PathBuf,
+        layout: Layout,
+        options: Vec<(String, String)>,
+        brick: Target,
+    },
+    Beegfs {
+        mount: PathBuf,
+        mgmtd_dir: PathBuf,
+        meta: Target,
+        storage: Target,
+        client_tuning: Vec<(String, String)>,
+    },
+    Local {
+        mount: PathBuf,
+        /// Where servers keep their target directories.
+        targets: PathBuf,
+    },
 }
 
 impl KindSpec {
@@ -259,10 +305,84 @@ impl KindSpec {
         match self {
             KindSpec::Lustre { mount, .. }
             | KindSpec::Glusterfs { mount, .. }
-            | KindSpec::Beegfs { mount }
-            | KindSpec::Local { mount } => mount,
+            | KindSpec::Beegfs { mount, .. }
+            | KindSpec::Local { mount, .. } => mount,
         }
     }
+}
+
+/// How a GlusterFS volume places files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    Distribute,
+    Replicate { replica: u32 },
+    Disperse { disperse: u32, redundancy: u32 },
+}
+
+/// How a server's disks become the file system a target lives on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The md device made from the node's disks when it has more than one.
+    pub raid: String,
+    pub raid_chunk_kib: Option<u32>,
+    pub lvm: Option<Lvm>,
+    /// xfs or ext4 (unused for Lustre targets).
+    pub fs: String,
+    pub mkfs_options: Vec<String>,
+    pub mount_options: String,
+    pub label: Option<String>,
+    /// Where the target's file system is mounted.
+    pub path: PathBuf,
+    pub queue: Option<Queue>,
+    /// BeeGFS config keys.
+    pub tuning: Vec<(String, String)>,
+}
+
+/// An LVM thin pool and volume between disks and file system.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lvm {
+    pub vg: String,
+    pub pool: String,
+    pub lv: String,
+    pub pool_size: String,
+    pub virtual_size: String,
+    pub chunk: Option<String>,
+    pub data_alignment: Option<String>,
+    pub extent_size: Option<String>,
+    pub zero: bool,
+}
+
+/// Block-queue settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Queue {
+    pub scheduler: Option<String>,
+    pub nr_requests: Option<u32>,
+    pub read_ahead_kb: Option<u32>,
+}
+
+/// `[packages]`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Packages {
+    /// "auto", "apt", "dnf" or "yum".
+    pub manager: String,
+    /// Lists replacing the kind's defaults, per role: (name, pinned version).
+    pub per_role: Vec<(Role, Vec<(String, Option<String>)>)>,
+}
+
+impl Packages {
+    /// The list the file gives for `role`, if any.
+    pub fn for_role(&self, role: Role) -> Option<&[(String, Option<String>)]> {
+        self.per_role.iter().find(|(r, _)| *r == role).map(|(_, list)| list.as_slice())
+    }
+}
+
+/// `[[repo]]`: a yum/dnf repository.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repo {
+    pub name: String,
+    pub baseurl: String,
+    /// Empty: every node.
+    pub roles: Vec<Role>,
 }
 
 /// `[bench]` defaults; each is `None` when the file leaves it to the command's default.

@@ -6,6 +6,7 @@
 //! them with positions.
 
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use toml::Spanned;
 
 /// The whole file.
@@ -30,6 +31,11 @@ pub struct ClusterFile {
     pub local: Option<LocalSection>,
     /// Benchmark defaults (`pvfsctl bench`).
     pub bench: Option<BenchSection>,
+    /// How packages are installed, and per-role package lists replacing the kind's defaults.
+    pub packages: Option<PackagesSection>,
+    /// Package repositories (yum/dnf) written before any package is installed.
+    #[serde(default)]
+    pub repo: Vec<RepoSpec>,
 }
 
 /// `[cluster]`
@@ -56,6 +62,14 @@ pub struct NodeSpec {
     /// Block devices the node contributes (RAID0 members, bricks, targets), by stable path.
     #[serde(default)]
     pub disks: Vec<Spanned<String>>,
+    /// Disks whose current contents may be destroyed. Without this, pvfs formats, RAIDs or
+    /// LVMs only disks that `blkid -p` and `wipefs` prove empty.
+    #[serde(default)]
+    pub wipe: Vec<Spanned<String>>,
+    /// The node's fixed number in the file system: the OST (or MDT) index on Lustre, the
+    /// numeric node ID on BeeGFS (storage target = id × 100 + 1). Needed when several nodes
+    /// have the role; never derived from VM order.
+    pub id: Option<Spanned<u32>>,
 }
 
 /// `[tls]`
@@ -89,6 +103,13 @@ pub struct LustreSection {
     /// LNet network type: "tcp" (or "o2ib" on InfiniBand).
     #[serde(default = "default_lnet")]
     pub lnet: Spanned<String>,
+    /// Lustre version the packages are pinned to, e.g. "2.9.0" (the seed's).
+    pub version: Option<Spanned<String>>,
+    /// The metadata target: its disk layout and mount point (default `/mnt/mgsmds`).
+    pub mdt: Option<TargetSection>,
+    /// Object storage targets: disk layout (default RAID0 on `/dev/md0` when a node has
+    /// several disks) and mount point (default `/mnt/oss`).
+    pub ost: Option<TargetSection>,
 }
 
 fn default_lnet() -> Spanned<String> {
@@ -103,6 +124,25 @@ pub struct GlusterfsSection {
     pub volume: Spanned<String>,
     /// Where clients mount the volume.
     pub mount: Spanned<String>,
+    /// How files are placed: "distribute" (the seed's), "replicate" or "disperse".
+    #[serde(default = "default_layout")]
+    pub layout: Spanned<String>,
+    /// Copies of each file, with layout = "replicate".
+    pub replica: Option<Spanned<u32>>,
+    /// Bricks per erasure-coded set, with layout = "disperse".
+    pub disperse: Option<Spanned<u32>>,
+    /// Bricks of a set that may be lost, with layout = "disperse".
+    pub redundancy: Option<Spanned<u32>>,
+    /// `gluster volume set` options, e.g. `{ "performance.cache-size" = "1GB" }`.
+    #[serde(default)]
+    pub options: BTreeMap<String, String>,
+    /// Each server's brick file system: disk layout and mount point (default `/rhs/brick1`;
+    /// the brick itself is the volume's directory inside it).
+    pub brick: Option<TargetSection>,
+}
+
+fn default_layout() -> Spanned<String> {
+    Spanned::new(0..0, "distribute".to_owned())
 }
 
 /// `[beegfs]`
@@ -111,6 +151,17 @@ pub struct GlusterfsSection {
 pub struct BeegfsSection {
     /// Where clients mount the file system.
     pub mount: Spanned<String>,
+    /// The management daemon's data directory (default `/data/beegfs/mgmtd`).
+    pub mgmtd_dir: Option<Spanned<String>>,
+    /// Metadata servers: disk layout, mount point (default `/data/beegfs/meta`), and
+    /// `beegfs-meta.conf` tuning (seed Table 12).
+    pub meta: Option<TargetSection>,
+    /// Storage servers: disk layout, mount point (default `/data/beegfs/storage`), and
+    /// `beegfs-storage.conf` tuning (seed Table 11).
+    pub storage: Option<TargetSection>,
+    /// `beegfs-client.conf` tuning on clients.
+    #[serde(default)]
+    pub client_tuning: BTreeMap<String, String>,
 }
 
 /// `[local]`
@@ -119,6 +170,107 @@ pub struct BeegfsSection {
 pub struct LocalSection {
     /// Directory used as the file system's mount point on every node.
     pub mount: Spanned<String>,
+    /// Where server nodes keep their target directories (default: `targets` next to `mount`).
+    pub targets: Option<Spanned<String>>,
+}
+
+/// How a server's disks become the file system a target lives on: `[glusterfs.brick]`,
+/// `[lustre.mdt]`, `[lustre.ost]`, `[beegfs.meta]`, `[beegfs.storage]`.
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct TargetSection {
+    /// The md device for a RAID0 of the node's disks, used when it has more than one disk
+    /// (default `/dev/md0`).
+    pub raid: Option<Spanned<String>>,
+    /// RAID0 chunk size in KiB (mdadm's default when absent).
+    pub raid_chunk_kib: Option<u32>,
+    /// An LVM thin pool and thin volume between the disks and the file system (the seed's
+    /// GlusterFS bricks).
+    pub lvm: Option<LvmSection>,
+    /// File system: "xfs" or "ext4" (Lustre targets are always made by mkfs.lustre).
+    pub fs: Option<Spanned<String>>,
+    /// Extra mkfs options, e.g. `["-K", "-i", "size=512", "-n", "size=8192"]`. No force flag:
+    /// list the disk under the node's `wipe` instead.
+    #[serde(default)]
+    pub mkfs_options: Vec<Spanned<String>>,
+    /// Mount options, e.g. "defaults,inode64,noatime,nouuid".
+    pub mount_options: Option<Spanned<String>>,
+    /// File system label.
+    pub label: Option<Spanned<String>>,
+    /// Where the target's file system is mounted on the server.
+    pub path: Option<Spanned<String>>,
+    /// Block-queue tuning of the target device (seed Tables 11–12).
+    pub queue: Option<QueueSection>,
+    /// BeeGFS only: keys set in the service's config file (seed Tables 11–12).
+    pub tuning: Option<Spanned<BTreeMap<String, String>>>,
+}
+
+/// `lvm = { … }` in a target section.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LvmSection {
+    /// Volume group name (the seed's "rhgs-data").
+    pub vg: String,
+    /// Thin pool name ("brickpool").
+    pub pool: String,
+    /// Thin volume name ("brick1").
+    pub lv: String,
+    /// Pool size: an lvcreate -L size ("9216g") or -l extent share ("95%FREE").
+    pub pool_size: String,
+    /// Thin volume virtual size ("9216g").
+    pub virtual_size: String,
+    /// Pool chunk size ("256K").
+    pub chunk: Option<String>,
+    /// pvcreate --dataalignment ("1024K").
+    pub data_alignment: Option<String>,
+    /// vgcreate --physicalextentsize ("256K").
+    pub extent_size: Option<String>,
+    /// Zero new pool blocks (LVM's default true; the seed sets false with lvchange --zero n).
+    #[serde(default = "yes")]
+    pub zero: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `queue = { … }` in a target section: `/sys/block/DEV/queue/*`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueSection {
+    /// I/O scheduler ("deadline", "mq-deadline", "none", …).
+    pub scheduler: Option<String>,
+    pub nr_requests: Option<u32>,
+    pub read_ahead_kb: Option<u32>,
+}
+
+/// `[packages]`
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PackagesSection {
+    /// "auto" (the node's own: apt-get, dnf or yum), "apt", "dnf" or "yum".
+    pub manager: Option<Spanned<String>>,
+    /// Per-role lists that replace the kind's default packages for that role; `name=version`
+    /// pins a version.
+    pub mgs: Option<Vec<Spanned<String>>>,
+    pub mds: Option<Vec<Spanned<String>>>,
+    pub oss: Option<Vec<Spanned<String>>>,
+    pub server: Option<Vec<Spanned<String>>>,
+    pub mgmtd: Option<Vec<Spanned<String>>>,
+    pub meta: Option<Vec<Spanned<String>>>,
+    pub storage: Option<Vec<Spanned<String>>>,
+    pub client: Option<Vec<Spanned<String>>>,
+}
+
+/// `[[repo]]`: a yum/dnf repository, written to `/etc/yum.repos.d/NAME.repo`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RepoSpec {
+    pub name: Spanned<String>,
+    pub baseurl: Spanned<String>,
+    /// Only on nodes with one of these roles (default: every node).
+    #[serde(default)]
+    pub roles: Vec<Spanned<String>>,
 }
 
 /// `[bench]`

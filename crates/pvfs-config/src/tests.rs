@@ -105,6 +105,7 @@ mount = "/mnt/lustre"
 "#,
         expect![[r#"
             /etc/pvfs/cluster.toml:5:1: unknown key `colour` in [cluster]; expected one of: name, kind
+            /etc/pvfs/cluster.toml:11:8: node "server1" has role server but lists no disks; its target needs at least one (`disks = ["/dev/…"]`)
             /etc/pvfs/cluster.toml:13:20: role "oss" is not valid for kind glusterfs: use server, client
             /etc/pvfs/cluster.toml:14:1: unknown key `rolse` in [[node]]; did you mean `roles`?
             /etc/pvfs/cluster.toml:17:8: duplicate node name "server1" (first defined on line 11)
@@ -124,6 +125,8 @@ fn a_missing_kind_section_and_unknown_kind_are_named() {
         "[cluster]\nname = \"x\"\nkind = \"lustre\"\n[[node]]\nname = \"a\"\naddress = \"10.0.0.1\"\nroles = [\"mgs\"]\n",
         expect![[r#"
             /etc/pvfs/cluster.toml:3:8: kind = "lustre" needs a [lustre] section (fsname, mount)
+            /etc/pvfs/cluster.toml:3:8: a lustre cluster needs at least one node with role "oss"
+            /etc/pvfs/cluster.toml:5:8: node "a" has role mgs but lists no disks; its target needs at least one (`disks = ["/dev/…"]`)
         "#]],
     );
     check(
@@ -164,6 +167,118 @@ fn missing_cluster_section() {
         "[[node]]\nname = \"a\"\naddress = \"127.0.0.1\"\nroles = [\"client\"]\n",
         expect![[r#"
             /etc/pvfs/cluster.toml:1:1: missing [cluster] section: add one with `name` and `kind` (lustre, glusterfs, beegfs or local)
+        "#]],
+    );
+}
+
+#[test]
+fn setup_settings_are_checked_across_nodes() {
+    check(
+        r#"
+[cluster]
+name = "gfs"
+kind = "glusterfs"
+
+[packages]
+manager = "zypper"
+server = ["glusterfs-server=", "xfsprogs"]
+oss = ["lustre"]
+
+[[repo]]
+name = "gluster 10"
+baseurl = "ftp.example.com/gluster"
+
+[[node]]
+name = "s1"
+address = "10.0.0.1"
+roles = ["server"]
+disks = ["/dev/sdc"]
+wipe = ["/dev/sdd"]
+
+[[node]]
+name = "s2"
+address = "10.0.0.2"
+roles = ["server"]
+disks = ["/dev/sdc"]
+
+[[node]]
+name = "s3"
+address = "10.0.0.3"
+roles = ["server"]
+disks = ["/dev/sdc"]
+
+[glusterfs]
+volume = "gv0"
+mount = "/mnt/gv0"
+layout = "replicate"
+replica = 2
+
+[glusterfs.brick]
+fs = "btrfs"
+mkfs_options = ["-f", "-i", "size=512"]
+tuning = { tuneNumWorkers = "64" }
+"#,
+        expect![[r#"
+            /etc/pvfs/cluster.toml:4:8: 3 servers cannot form whole sets of 2 bricks: use a multiple of 2 servers
+            /etc/pvfs/cluster.toml:7:11: unknown package manager "zypper": use auto, apt, dnf or yum
+            /etc/pvfs/cluster.toml:8:11: "glusterfs-server=" is not a package: write `name` or `name=version`
+            /etc/pvfs/cluster.toml:9:8: [packages] oss: there is no role oss in a glusterfs cluster
+            /etc/pvfs/cluster.toml:12:8: repository name must be letters, digits, '-', '_' or '.' (it names /etc/yum.repos.d/NAME.repo)
+            /etc/pvfs/cluster.toml:13:11: baseurl "ftp.example.com/gluster" must be an http(s)://, ftp:// or file:// URL
+            /etc/pvfs/cluster.toml:20:9: "/dev/sdd" is not one of node "s1"'s disks; `wipe` may only list entries of `disks`
+            /etc/pvfs/cluster.toml:41:6: [glusterfs.brick]: file system "btrfs" is not supported: use "xfs" or "ext4"
+            /etc/pvfs/cluster.toml:42:17: [glusterfs.brick]: no force flag in mkfs_options: pvfs adds it itself, only for disks listed under the node's `wipe`
+            /etc/pvfs/cluster.toml:43:10: [glusterfs.brick]: `tuning` sets BeeGFS config keys and is only valid in [beegfs.meta] and [beegfs.storage]
+        "#]],
+    );
+}
+
+#[test]
+fn ids_come_from_the_file_and_are_unique() {
+    check(
+        r#"
+[cluster]
+name = "lfs"
+kind = "lustre"
+
+[[node]]
+name = "mgs"
+address = "10.0.0.1"
+roles = ["mgs", "mds"]
+disks = ["/dev/sdc"]
+
+[[node]]
+name = "oss0"
+address = "10.0.0.2"
+roles = ["oss"]
+disks = ["/dev/sdc"]
+id = 0
+
+[[node]]
+name = "oss1"
+address = "10.0.0.3"
+roles = ["oss"]
+disks = ["/dev/sdc"]
+id = 0
+
+[[node]]
+name = "oss2"
+address = "10.0.0.4"
+roles = ["oss", "mgs"]
+disks = ["/dev/sdc"]
+
+[lustre]
+fsname = "LustreFS"
+mount = "/mnt/lustre"
+
+[lustre.ost]
+fs = "xfs"
+"#,
+        expect![[r#"
+            /etc/pvfs/cluster.toml:24:6: id 0 is already node "oss0"'s; every oss needs its own
+            /etc/pvfs/cluster.toml:27:8: node "oss2": several nodes are oss, so each needs its own `id` (its target index); pvfs never numbers targets by VM or file order
+            /etc/pvfs/cluster.toml:29:9: node "oss2" is a second mgs; a lustre cluster has exactly one
+            /etc/pvfs/cluster.toml:37:6: [lustre.ost]: Lustre targets are made by mkfs.lustre (ldiskfs); remove `fs`
         "#]],
     );
 }

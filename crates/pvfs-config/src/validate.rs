@@ -1,8 +1,8 @@
 //! The validation pass: everything serde cannot check, every error collected.
 
 use crate::diagnostic::Diagnostic;
-use crate::model::{Address, Bench, Cluster, Kind, KindSpec, Node, Role};
-use crate::schema::ClusterFile;
+use crate::model::{Address, Bench, Cluster, Kind, KindSpec, Layout, Lvm, Node, Packages, Queue, Repo, Role, Target};
+use crate::schema::{ClusterFile, NodeSpec, TargetSection};
 use crate::suggest::closest;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -41,7 +41,13 @@ pub(crate) fn validate(
 
     let spec = kind.and_then(|kind| v.kind_spec(kind, &file));
     let nodes = v.nodes(kind, &file);
+    if let Some(kind) = kind {
+        v.cross_checks(kind, spec.as_ref(), &file, &nodes);
+    }
+    let nodes = nodes.into_iter().map(|(node, _)| node).collect();
     let bench = v.bench(&file);
+    let packages = v.packages(kind, &file);
+    let repos = v.repos(kind, &file);
 
     let base = path.parent().unwrap_or(Path::new("."));
     Some(Cluster {
@@ -52,7 +58,21 @@ pub(crate) fn validate(
         tls_dir: base.join(&file.tls.dir),
         spec: spec?,
         bench,
+        packages,
+        repos,
     })
+}
+
+/// Defaults of a target section, per kind and role.
+struct TargetDefaults {
+    fs: &'static str,
+    mkfs_options: &'static [&'static str],
+    mount_options: &'static str,
+    path: &'static str,
+    /// The kind lets `tuning` through (BeeGFS only).
+    tuning: bool,
+    /// Lustre: mkfs.lustre makes the file system, so `fs`/`mkfs_options` do not apply.
+    lustre: bool,
 }
 
 struct Validator<'a> {
@@ -62,7 +82,11 @@ struct Validator<'a> {
 
 impl Validator<'_> {
     fn error<T>(&mut self, at: &Spanned<T>, message: impl Into<String>) {
-        self.diagnostics.push(Diagnostic::at(self.source, at.span(), message));
+        self.error_at(at.span(), message);
+    }
+
+    fn error_at(&mut self, span: std::ops::Range<usize>, message: impl Into<String>) {
+        self.diagnostics.push(Diagnostic::at(self.source, span, message));
     }
 
     /// The section of `kind`, and an error for every section of another kind.
@@ -94,10 +118,21 @@ impl Validator<'_> {
                     if net != "tcp" && net != "o2ib" {
                         self.error(&s.lnet, format!("unknown LNet network {lnet:?}: use \"tcp\" or \"o2ib\" (optionally numbered, e.g. \"tcp1\")"));
                     }
+                    let lustre = |path| TargetDefaults {
+                        fs: "ldiskfs",
+                        mkfs_options: &[],
+                        mount_options: "defaults",
+                        path,
+                        tuning: false,
+                        lustre: true,
+                    };
                     KindSpec::Lustre {
                         fsname: fsname.clone(),
                         mount: self.absolute(&s.mount),
                         lnet: lnet.clone(),
+                        version: s.version.as_ref().map(|v| v.get_ref().clone()),
+                        mdt: self.target(s.mdt.as_ref(), "[lustre.mdt]", &lustre("/mnt/mgsmds")),
+                        ost: self.target(s.ost.as_ref(), "[lustre.ost]", &lustre("/mnt/oss")),
                     }
                 }
                 None => return self.missing(file, missing("fsname, mount")),
@@ -107,16 +142,64 @@ impl Validator<'_> {
                     if !is_simple_name(s.volume.get_ref()) {
                         self.error(&s.volume, "volume name must be letters, digits, '-', '_' or '.'");
                     }
-                    KindSpec::Glusterfs { volume: s.volume.get_ref().clone(), mount: self.absolute(&s.mount) }
+                    let layout = self.layout(s);
+                    let defaults = TargetDefaults {
+                        fs: "xfs",
+                        // Gluster keeps its metadata in xattrs: 512-byte inodes hold them inline.
+                        mkfs_options: &["-i", "size=512"],
+                        mount_options: "defaults,inode64,noatime",
+                        path: "/rhs/brick1",
+                        tuning: false,
+                        lustre: false,
+                    };
+                    KindSpec::Glusterfs {
+                        volume: s.volume.get_ref().clone(),
+                        mount: self.absolute(&s.mount),
+                        layout,
+                        options: s.options.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                        brick: self.target(s.brick.as_ref(), "[glusterfs.brick]", &defaults),
+                    }
                 }
                 None => return self.missing(file, missing("volume, mount")),
             },
             Kind::Beegfs => match &file.beegfs {
-                Some(s) => KindSpec::Beegfs { mount: self.absolute(&s.mount) },
+                Some(s) => {
+                    let meta = TargetDefaults {
+                        fs: "ext4",
+                        // BeeGFS's metadata recommendations: small inodes, large journal.
+                        mkfs_options: &["-i", "2048", "-I", "512", "-J", "size=400", "-O", "dir_index,filetype"],
+                        mount_options: "defaults,noatime,nodiratime",
+                        path: "/data/beegfs/meta",
+                        tuning: true,
+                        lustre: false,
+                    };
+                    let storage = TargetDefaults {
+                        fs: "xfs",
+                        mkfs_options: &[],
+                        mount_options: "defaults,noatime,nodiratime,logbufs=8,logbsize=256k,largeio,inode64,swalloc,allocsize=131072k",
+                        path: "/data/beegfs/storage",
+                        tuning: true,
+                        lustre: false,
+                    };
+                    KindSpec::Beegfs {
+                        mount: self.absolute(&s.mount),
+                        mgmtd_dir: s.mgmtd_dir.as_ref().map_or("/data/beegfs/mgmtd".into(), |d| self.absolute(d)),
+                        meta: self.target(s.meta.as_ref(), "[beegfs.meta]", &meta),
+                        storage: self.target(s.storage.as_ref(), "[beegfs.storage]", &storage),
+                        client_tuning: s.client_tuning.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                    }
+                }
                 None => return self.missing(file, missing("mount")),
             },
             Kind::Local => match &file.local {
-                Some(s) => KindSpec::Local { mount: self.absolute(&s.mount) },
+                Some(s) => {
+                    let mount = self.absolute(&s.mount);
+                    let targets = match &s.targets {
+                        Some(t) => self.absolute(t),
+                        None => mount.parent().unwrap_or(Path::new("/")).join("targets"),
+                    };
+                    KindSpec::Local { mount, targets }
+                }
                 None => return self.missing(file, missing("mount")),
             },
         };
@@ -128,7 +211,7 @@ impl Validator<'_> {
         None
     }
 
-    fn nodes(&mut self, kind: Option<Kind>, file: &ClusterFile) -> Vec<Node> {
+    fn nodes<'f>(&mut self, kind: Option<Kind>, file: &'f ClusterFile) -> Vec<(Node, &'f NodeSpec)> {
         if file.node.is_empty() {
             self.error(
                 &file.cluster.name,
@@ -212,11 +295,263 @@ impl Validator<'_> {
                 }
             }
 
+            let mut wipe = Vec::new();
+            for w in &spec.wipe {
+                let path = PathBuf::from(w.get_ref());
+                if disks.contains(&path) {
+                    wipe.push(path);
+                } else {
+                    self.error(w, format!("{:?} is not one of node {name:?}'s disks; `wipe` may only list entries of `disks`", w.get_ref()));
+                }
+            }
+
             if let Some(address) = address {
-                nodes.push(Node { name: name.to_owned(), address, roles, disks });
+                let id = spec.id.as_ref().map(|id| *id.get_ref());
+                nodes.push((Node { name: name.to_owned(), address, roles, disks, wipe, id }, spec));
             }
         }
         nodes
+    }
+
+    /// The section's target settings over the kind's defaults.
+    fn target(&mut self, section: Option<&TargetSection>, place: &str, d: &TargetDefaults) -> Target {
+        let empty = TargetSection::default();
+        let t = section.unwrap_or(&empty);
+        if d.lustre {
+            if let Some(fs) = &t.fs {
+                self.error(fs, format!("{place}: Lustre targets are made by mkfs.lustre (ldiskfs); remove `fs`"));
+            }
+            if let Some(opt) = t.mkfs_options.first() {
+                self.error(opt, format!("{place}: mkfs_options are not used for Lustre targets"));
+            }
+        }
+        let fs = match &t.fs {
+            Some(fs) if !d.lustre && !["xfs", "ext4"].contains(&fs.get_ref().as_str()) => {
+                self.error(fs, format!("{place}: file system {:?} is not supported: use \"xfs\" or \"ext4\"", fs.get_ref()));
+                d.fs.to_owned()
+            }
+            Some(fs) => fs.get_ref().clone(),
+            None => d.fs.to_owned(),
+        };
+        for opt in &t.mkfs_options {
+            if ["-f", "-F", "--force"].contains(&opt.get_ref().as_str()) {
+                self.error(opt, format!("{place}: no force flag in mkfs_options: pvfs adds it itself, only for disks listed under the node's `wipe`"));
+            }
+        }
+        if let Some(tuning) = t.tuning.as_ref().filter(|_| !d.tuning) {
+            self.error(tuning, format!("{place}: `tuning` sets BeeGFS config keys and is only valid in [beegfs.meta] and [beegfs.storage]"));
+        }
+        let raid = t.raid.as_ref().map_or("/dev/md0".to_owned(), |r| {
+            if !r.get_ref().starts_with("/dev/md") {
+                self.error(r, format!("{place}: raid must name an md device such as /dev/md0"));
+            }
+            r.get_ref().clone()
+        });
+        Target {
+            raid,
+            raid_chunk_kib: t.raid_chunk_kib,
+            lvm: t.lvm.as_ref().map(|l| Lvm {
+                vg: l.vg.clone(),
+                pool: l.pool.clone(),
+                lv: l.lv.clone(),
+                pool_size: l.pool_size.clone(),
+                virtual_size: l.virtual_size.clone(),
+                chunk: l.chunk.clone(),
+                data_alignment: l.data_alignment.clone(),
+                extent_size: l.extent_size.clone(),
+                zero: l.zero,
+            }),
+            fs,
+            mkfs_options: if t.mkfs_options.is_empty() && t.fs.is_none() {
+                d.mkfs_options.iter().map(|o| o.to_string()).collect()
+            } else {
+                t.mkfs_options.iter().map(|o| o.get_ref().clone()).collect()
+            },
+            mount_options: t.mount_options.as_ref().map_or(d.mount_options.to_owned(), |o| o.get_ref().clone()),
+            label: t.label.as_ref().map(|l| l.get_ref().clone()),
+            path: t.path.as_ref().map_or(PathBuf::from(d.path), |p| self.absolute(p)),
+            queue: t.queue.as_ref().map(|q| Queue {
+                scheduler: q.scheduler.clone(),
+                nr_requests: q.nr_requests,
+                read_ahead_kb: q.read_ahead_kb,
+            }),
+            tuning: t.tuning.as_ref().map(|t| t.get_ref().iter().map(|(k, v)| (k.clone(), v.clone())).collect()).unwrap_or_default(),
+        }
+    }
+
+    fn layout(&mut self, s: &crate::schema::GlusterfsSection) -> Layout {
+        let count = |v: &Option<Spanned<u32>>| v.as_ref().map(|v| *v.get_ref());
+        match s.layout.get_ref().as_str() {
+            "distribute" => {
+                for extra in [&s.replica, &s.disperse, &s.redundancy].into_iter().flatten() {
+                    self.error(extra, "only used with layout = \"replicate\" (replica) or \"disperse\" (disperse, redundancy)");
+                }
+                Layout::Distribute
+            }
+            "replicate" => match count(&s.replica) {
+                Some(replica) if replica >= 2 => Layout::Replicate { replica },
+                _ => {
+                    let at = s.replica.as_ref().map_or(s.layout.span(), |r| r.span());
+                    self.error_at(at, "layout = \"replicate\" needs replica = 2 or more");
+                    Layout::Distribute
+                }
+            },
+            "disperse" => match (count(&s.disperse), count(&s.redundancy)) {
+                (Some(disperse), Some(redundancy)) if disperse >= 3 && redundancy >= 1 && 2 * redundancy < disperse => {
+                    Layout::Disperse { disperse, redundancy }
+                }
+                _ => {
+                    self.error_at(
+                        s.disperse.as_ref().map_or(s.layout.span(), |d| d.span()),
+                        "layout = \"disperse\" needs disperse = N (3 or more) and redundancy = R with 1 <= R < N/2",
+                    );
+                    Layout::Distribute
+                }
+            },
+            other => {
+                self.error(&s.layout, format!("unknown layout {other:?}: use \"distribute\", \"replicate\" or \"disperse\""));
+                Layout::Distribute
+            }
+        }
+    }
+
+    /// What needs the whole node list: one MGS, unique IDs, disks where targets need them.
+    fn cross_checks(&mut self, kind: Kind, spec: Option<&KindSpec>, file: &ClusterFile, nodes: &[(Node, &NodeSpec)]) {
+        let with = |role: Role| nodes.iter().filter(move |(n, _)| n.has(role)).collect::<Vec<_>>();
+        let kind_at = &file.cluster.kind;
+        // Roles that must exist exactly once, and roles whose nodes need their own disks.
+        let (single, need_disks, numbered): (&[Role], &[Role], &[Role]) = match kind {
+            Kind::Lustre => (&[Role::Mgs], &[Role::Mds, Role::Oss, Role::Mgs], &[Role::Mds, Role::Oss]),
+            Kind::Glusterfs => (&[], &[Role::Server], &[]),
+            Kind::Beegfs => (&[Role::Mgmtd], &[], &[Role::Meta, Role::Storage]),
+            Kind::Local => (&[], &[], &[]),
+        };
+        for &role in single {
+            let holders = with(role);
+            match holders.as_slice() {
+                [] => self.error(kind_at, format!("a {kind} cluster needs one node with role {role:?}", role = role.as_str())),
+                [_] => {}
+                [_, rest @ ..] => {
+                    for (n, spec) in rest {
+                        self.error(&spec.roles, format!("node {:?} is a second {}; a {kind} cluster has exactly one", n.name, role.as_str()));
+                    }
+                }
+            }
+        }
+        let server_role = match kind {
+            Kind::Lustre => Role::Oss,
+            Kind::Beegfs => Role::Storage,
+            _ => Role::Server,
+        };
+        if with(server_role).is_empty() {
+            self.error(kind_at, format!("a {kind} cluster needs at least one node with role {:?}", server_role.as_str()));
+        }
+        for &role in need_disks {
+            for (n, spec) in with(role) {
+                if n.disks.is_empty() {
+                    self.error(&spec.name, format!("node {:?} has role {} but lists no disks; its target needs at least one (`disks = [\"/dev/…\"]`)", n.name, role.as_str()));
+                }
+            }
+        }
+        for &role in numbered {
+            let holders = with(role);
+            let mut seen: HashMap<u32, &str> = HashMap::new();
+            for (n, spec) in &holders {
+                match (n.id, &spec.id) {
+                    (None, _) if holders.len() > 1 => self.error(
+                        &spec.name,
+                        format!("node {:?}: several nodes are {}, so each needs its own `id` (its {}); pvfs never numbers targets by VM or file order", n.name, role.as_str(), if kind == Kind::Lustre { "target index" } else { "BeeGFS node ID" }),
+                    ),
+                    (Some(id), Some(at)) => {
+                        if kind == Kind::Beegfs && id == 0 {
+                            self.error(at, "BeeGFS IDs start at 1");
+                        }
+                        if let Some(other) = seen.insert(id, &n.name) {
+                            self.error(at, format!("id {id} is already node {other:?}'s; every {} needs its own", role.as_str()));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if let Some(KindSpec::Glusterfs { layout, .. }) = spec {
+            let servers = with(Role::Server).len() as u32;
+            let set = match layout {
+                Layout::Distribute => 1,
+                Layout::Replicate { replica } => *replica,
+                Layout::Disperse { disperse, .. } => *disperse,
+            };
+            if servers > 0 && servers % set != 0 {
+                self.error(kind_at, format!("{servers} servers cannot form whole sets of {set} bricks: use a multiple of {set} servers"));
+            }
+        }
+    }
+
+    fn packages(&mut self, kind: Option<Kind>, file: &ClusterFile) -> Packages {
+        let Some(p) = &file.packages else { return Packages { manager: "auto".into(), per_role: vec![] } };
+        let manager = match &p.manager {
+            Some(m) if ["auto", "apt", "dnf", "yum"].contains(&m.get_ref().as_str()) => m.get_ref().clone(),
+            Some(m) => {
+                self.error(m, format!("unknown package manager {:?}: use auto, apt, dnf or yum", m.get_ref()));
+                "auto".into()
+            }
+            None => "auto".into(),
+        };
+        let lists = [
+            (Role::Mgs, &p.mgs),
+            (Role::Mds, &p.mds),
+            (Role::Oss, &p.oss),
+            (Role::Server, &p.server),
+            (Role::Mgmtd, &p.mgmtd),
+            (Role::Meta, &p.meta),
+            (Role::Storage, &p.storage),
+            (Role::Client, &p.client),
+        ];
+        let mut per_role = Vec::new();
+        for (role, list) in lists {
+            let Some(list) = list else { continue };
+            if let (Some(kind), Some(first)) = (kind, list.first()) {
+                if !kind.roles().contains(&role) {
+                    self.error(first, format!("[packages] {}: there is no role {} in a {kind} cluster", role.as_str(), role.as_str()));
+                }
+            }
+            let mut parsed = Vec::new();
+            for item in list {
+                let (name, version) = match item.get_ref().split_once('=') {
+                    Some((n, v)) => (n.trim().to_owned(), Some(v.trim().to_owned())),
+                    None => (item.get_ref().trim().to_owned(), None),
+                };
+                if name.is_empty() || version.as_deref() == Some("") || name.contains(char::is_whitespace) {
+                    self.error(item, format!("{:?} is not a package: write `name` or `name=version`", item.get_ref()));
+                } else {
+                    parsed.push((name, version));
+                }
+            }
+            per_role.push((role, parsed));
+        }
+        Packages { manager, per_role }
+    }
+
+    fn repos(&mut self, kind: Option<Kind>, file: &ClusterFile) -> Vec<Repo> {
+        let mut repos = Vec::new();
+        for r in &file.repo {
+            if !is_simple_name(r.name.get_ref()) {
+                self.error(&r.name, "repository name must be letters, digits, '-', '_' or '.' (it names /etc/yum.repos.d/NAME.repo)");
+            }
+            let url = r.baseurl.get_ref();
+            if !["http://", "https://", "file://", "ftp://"].iter().any(|p| url.starts_with(p)) {
+                self.error(&r.baseurl, format!("baseurl {url:?} must be an http(s)://, ftp:// or file:// URL"));
+            }
+            let mut roles = Vec::new();
+            for role in &r.roles {
+                match role.get_ref().parse::<Role>() {
+                    Ok(parsed) if kind.is_none_or(|k| k.roles().contains(&parsed)) => roles.push(parsed),
+                    _ => self.error(role, format!("unknown role {:?} for this cluster's kind", role.get_ref())),
+                }
+            }
+            repos.push(Repo { name: r.name.get_ref().clone(), baseurl: url.clone(), roles });
+        }
+        repos
     }
 
     fn bench(&mut self, file: &ClusterFile) -> Bench {

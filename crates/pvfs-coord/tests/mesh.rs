@@ -76,7 +76,14 @@ async fn start_agent(pki: &Pki, name: &str, ip: &str) -> RunningAgent {
 }
 
 fn node(name: &str, addr: SocketAddr) -> Node {
-    Node { name: name.into(), address: Address::from(addr), roles: vec![Role::Client], disks: vec![] }
+    Node {
+        name: name.into(),
+        address: Address::from(addr),
+        roles: vec![Role::Client],
+        disks: vec![],
+        wipe: vec![],
+        id: None,
+    }
 }
 
 #[tokio::test]
@@ -256,7 +263,9 @@ fn cluster_of(nodes: &[Node]) -> pvfs_config::Cluster {
         kind: pvfs_config::Kind::Local,
         nodes: nodes.to_vec(),
         tls_dir: "tls".into(),
-        spec: pvfs_config::KindSpec::Local { mount: "/tmp".into() },
+        spec: pvfs_config::KindSpec::Local { mount: "/tmp".into(), targets: "/tmp/targets".into() },
         bench: Default::default(),
+        packages: Default::default(),
+        repos: vec![],
     }
 }
