@@ -378,8 +378,10 @@ pub fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
     let scrape =
         || -> anyhow::Result<String> { read(Command::new("curl").args(["-sf", "--max-time", "10", &url])) };
 
-    // Wait (bounded) for every agent to stream.
-    let deadline = Instant::now() + Duration::from_secs(120);
+    // Wait (bounded) for every agent to stream. Every agent costs a TLS handshake on each
+    // side, on the same two cores: 10,000 of them take minutes to connect.
+    let ramp = Duration::from_secs(120.max(u64::from(n) / 25));
+    let deadline = Instant::now() + ramp;
     loop {
         let up = scrape()
             .map(|t| t.lines().filter(|l| l.starts_with("pvfs_node_up{") && l.ends_with(" 1")).count())
@@ -388,7 +390,7 @@ pub fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
             break;
         }
         if Instant::now() > deadline {
-            bail!("only {up} of {n} simulated agents streaming after 120 s");
+            bail!("only {up} of {n} simulated agents streaming after {} s", ramp.as_secs());
         }
         std::thread::sleep(Duration::from_secs(1));
     }

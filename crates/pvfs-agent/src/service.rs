@@ -8,7 +8,7 @@ use pvfs_proto::pb;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::wrappers::{ReceiverStream, UnboundedReceiverStream};
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
@@ -24,17 +24,75 @@ pub struct AgentService {
     started: Instant,
     history: Arc<History>,
     shutdown: CancellationToken,
+    /// Held for the whole of an `Apply`: two coordinators converging one node at once would
+    /// race each other's probes (both see "no volume", both create it).
+    converging: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl AgentService {
     pub fn new(name: String, root: Root, history: Arc<History>, shutdown: CancellationToken) -> AgentService {
-        AgentService { name, root, started: Instant::now(), history, shutdown }
+        AgentService {
+            name,
+            root,
+            started: Instant::now(),
+            history,
+            shutdown,
+            converging: Arc::new(tokio::sync::Mutex::new(())),
+        }
     }
 }
 
 #[tonic::async_trait]
 impl pb::agent_server::Agent for AgentService {
     type MetricsStream = ReceiverStream<Result<pb::MetricsEvent, Status>>;
+    type ApplyStream = UnboundedReceiverStream<Result<pb::ApplyEvent, Status>>;
+
+    async fn apply(&self, request: Request<pb::ApplyRequest>) -> Result<Response<Self::ApplyStream>, Status> {
+        let pb::ApplyRequest { steps, dry_run, after_changes, label } = request.into_inner();
+        let steps = pvfs_proto::convert::steps_from_wire(steps)
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let guard = self.converging.clone().try_lock_owned().map_err(|_| {
+            Status::aborted("another `pvfsctl up` is converging this node right now; wait for it to finish, then run again")
+        })?;
+        // Unbounded on purpose: a unit's events are bounded by its steps and their commands
+        // (a few dozen), and the steps must never wait on a slow reader mid-way.
+        let (tx, rx) = mpsc::unbounded_channel();
+        let host = pvfs_steps::Host::new(self.root.clone(), SystemRunner);
+        let name = self.name.clone();
+        // Its own task, not the request's: if the coordinator goes away, the step under way
+        // finishes (a half-made file system is worse than a finished one) and no other starts.
+        tokio::spawn(async move {
+            let _guard = guard;
+            tracing::info!(node = %name, unit = %label, steps = steps.len(), dry_run, "converging");
+            let closed = tx.clone();
+            let summary = pvfs_steps::run_unit(
+                &steps,
+                &host,
+                dry_run,
+                after_changes,
+                |event| {
+                    if let pvfs_steps::Event::Done {
+                        index, outcome: pvfs_steps::Outcome::Failed(f), ..
+                    } = &event
+                    {
+                        tracing::warn!(unit = %label, step = index, error = %f.message, "step failed");
+                    }
+                    let _ = tx.send(Ok(pb::ApplyEvent::from(&event)));
+                },
+                move || !closed.is_closed(),
+            )
+            .await;
+            tracing::info!(
+                unit = %label,
+                ok = summary.ok,
+                changed = summary.changed,
+                failed = summary.failed,
+                skipped = summary.skipped,
+                "converged"
+            );
+        });
+        Ok(Response::new(UnboundedReceiverStream::new(rx)))
+    }
 
     async fn metrics(
         &self,

@@ -40,6 +40,8 @@ pub struct Node {
     pub address: Address,
     pub roles: Vec<Role>,
     pub disks: Vec<PathBuf>,
+    /// BeeGFS: the metadata target's disks when they are not `disks`.
+    pub meta_disks: Vec<PathBuf>,
     /// Disks the cluster file allows pvfs to destroy the contents of.
     pub wipe: Vec<PathBuf>,
     /// The node's number in the file system (OST index, BeeGFS node ID), when given.
@@ -360,18 +362,21 @@ pub struct Queue {
     pub read_ahead_kb: Option<u32>,
 }
 
+/// A package name and the version it is pinned to, if any.
+pub type PinnedPackage = (String, Option<String>);
+
 /// `[packages]`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Packages {
     /// "auto", "apt", "dnf" or "yum".
     pub manager: String,
-    /// Lists replacing the kind's defaults, per role: (name, pinned version).
-    pub per_role: Vec<(Role, Vec<(String, Option<String>)>)>,
+    /// Lists replacing the kind's defaults, per role.
+    pub per_role: Vec<(Role, Vec<PinnedPackage>)>,
 }
 
 impl Packages {
     /// The list the file gives for `role`, if any.
-    pub fn for_role(&self, role: Role) -> Option<&[(String, Option<String>)]> {
+    pub fn for_role(&self, role: Role) -> Option<&[PinnedPackage]> {
         self.per_role.iter().find(|(r, _)| *r == role).map(|(_, list)| list.as_slice())
     }
 }

@@ -66,6 +66,10 @@ pub struct NodeSpec {
     /// LVMs only disks that `blkid -p` and `wipefs` prove empty.
     #[serde(default)]
     pub wipe: Vec<Spanned<String>>,
+    /// BeeGFS: the metadata target's own disks on a node that is both meta and storage (the
+    /// seed's six small SSDs next to ten large ones); `disks` are then the storage target's.
+    #[serde(default)]
+    pub meta_disks: Vec<Spanned<String>>,
     /// The node's fixed number in the file system: the OST (or MDT) index on Lustre, the
     /// numeric node ID on BeeGFS (storage target = id × 100 + 1). Needed when several nodes
     /// have the role; never derived from VM order.

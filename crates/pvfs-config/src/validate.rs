@@ -1,7 +1,9 @@
 //! The validation pass: everything serde cannot check, every error collected.
 
 use crate::diagnostic::Diagnostic;
-use crate::model::{Address, Bench, Cluster, Kind, KindSpec, Layout, Lvm, Node, Packages, Queue, Repo, Role, Target};
+use crate::model::{
+    Address, Bench, Cluster, Kind, KindSpec, Layout, Lvm, Node, Packages, Queue, Repo, Role, Target,
+};
 use crate::schema::{ClusterFile, NodeSpec, TargetSection};
 use crate::suggest::closest;
 use std::collections::HashMap;
@@ -65,6 +67,7 @@ pub(crate) fn validate(
 
 /// Defaults of a target section, per kind and role.
 struct TargetDefaults {
+    raid: &'static str,
     fs: &'static str,
     mkfs_options: &'static [&'static str],
     mount_options: &'static str,
@@ -119,6 +122,7 @@ impl Validator<'_> {
                         self.error(&s.lnet, format!("unknown LNet network {lnet:?}: use \"tcp\" or \"o2ib\" (optionally numbered, e.g. \"tcp1\")"));
                     }
                     let lustre = |path| TargetDefaults {
+                        raid: "/dev/md0",
                         fs: "ldiskfs",
                         mkfs_options: &[],
                         mount_options: "defaults",
@@ -144,6 +148,7 @@ impl Validator<'_> {
                     }
                     let layout = self.layout(s);
                     let defaults = TargetDefaults {
+                        raid: "/dev/md0",
                         fs: "xfs",
                         // Gluster keeps its metadata in xattrs: 512-byte inodes hold them inline.
                         mkfs_options: &["-i", "size=512"],
@@ -164,16 +169,28 @@ impl Validator<'_> {
             },
             Kind::Beegfs => match &file.beegfs {
                 Some(s) => {
+                    // az-cat's names: md20 for metadata, md10 for storage, so both fit one node.
                     let meta = TargetDefaults {
+                        raid: "/dev/md20",
                         fs: "ext4",
                         // BeeGFS's metadata recommendations: small inodes, large journal.
-                        mkfs_options: &["-i", "2048", "-I", "512", "-J", "size=400", "-O", "dir_index,filetype"],
+                        mkfs_options: &[
+                            "-i",
+                            "2048",
+                            "-I",
+                            "512",
+                            "-J",
+                            "size=400",
+                            "-O",
+                            "dir_index,filetype",
+                        ],
                         mount_options: "defaults,noatime,nodiratime",
                         path: "/data/beegfs/meta",
                         tuning: true,
                         lustre: false,
                     };
                     let storage = TargetDefaults {
+                        raid: "/dev/md10",
                         fs: "xfs",
                         mkfs_options: &[],
                         mount_options: "defaults,noatime,nodiratime,logbufs=8,logbsize=256k,largeio,inode64,swalloc,allocsize=131072k",
@@ -183,7 +200,10 @@ impl Validator<'_> {
                     };
                     KindSpec::Beegfs {
                         mount: self.absolute(&s.mount),
-                        mgmtd_dir: s.mgmtd_dir.as_ref().map_or("/data/beegfs/mgmtd".into(), |d| self.absolute(d)),
+                        mgmtd_dir: s
+                            .mgmtd_dir
+                            .as_ref()
+                            .map_or("/data/beegfs/mgmtd".into(), |d| self.absolute(d)),
                         meta: self.target(s.meta.as_ref(), "[beegfs.meta]", &meta),
                         storage: self.target(s.storage.as_ref(), "[beegfs.storage]", &storage),
                         client_tuning: s.client_tuning.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
@@ -295,10 +315,22 @@ impl Validator<'_> {
                 }
             }
 
+            let mut meta_disks: Vec<PathBuf> = Vec::new();
+            for disk in &spec.meta_disks {
+                let path = PathBuf::from(disk.get_ref());
+                if kind.is_some_and(|k| k != Kind::Beegfs) {
+                    self.error(disk, "meta_disks is for BeeGFS nodes that are both meta and storage");
+                } else if !path.is_absolute() || disks.contains(&path) || meta_disks.contains(&path) {
+                    self.error(disk, format!("meta disk {:?} must be an absolute device path listed once, and not also under `disks`", disk.get_ref()));
+                } else {
+                    meta_disks.push(path);
+                }
+            }
+
             let mut wipe = Vec::new();
             for w in &spec.wipe {
                 let path = PathBuf::from(w.get_ref());
-                if disks.contains(&path) {
+                if disks.contains(&path) || meta_disks.contains(&path) {
                     wipe.push(path);
                 } else {
                     self.error(w, format!("{:?} is not one of node {name:?}'s disks; `wipe` may only list entries of `disks`", w.get_ref()));
@@ -307,7 +339,10 @@ impl Validator<'_> {
 
             if let Some(address) = address {
                 let id = spec.id.as_ref().map(|id| *id.get_ref());
-                nodes.push((Node { name: name.to_owned(), address, roles, disks, wipe, id }, spec));
+                nodes.push((
+                    Node { name: name.to_owned(), address, roles, disks, meta_disks, wipe, id },
+                    spec,
+                ));
             }
         }
         nodes
@@ -319,7 +354,10 @@ impl Validator<'_> {
         let t = section.unwrap_or(&empty);
         if d.lustre {
             if let Some(fs) = &t.fs {
-                self.error(fs, format!("{place}: Lustre targets are made by mkfs.lustre (ldiskfs); remove `fs`"));
+                self.error(
+                    fs,
+                    format!("{place}: Lustre targets are made by mkfs.lustre (ldiskfs); remove `fs`"),
+                );
             }
             if let Some(opt) = t.mkfs_options.first() {
                 self.error(opt, format!("{place}: mkfs_options are not used for Lustre targets"));
@@ -327,7 +365,13 @@ impl Validator<'_> {
         }
         let fs = match &t.fs {
             Some(fs) if !d.lustre && !["xfs", "ext4"].contains(&fs.get_ref().as_str()) => {
-                self.error(fs, format!("{place}: file system {:?} is not supported: use \"xfs\" or \"ext4\"", fs.get_ref()));
+                self.error(
+                    fs,
+                    format!(
+                        "{place}: file system {:?} is not supported: use \"xfs\" or \"ext4\"",
+                        fs.get_ref()
+                    ),
+                );
                 d.fs.to_owned()
             }
             Some(fs) => fs.get_ref().clone(),
@@ -341,7 +385,7 @@ impl Validator<'_> {
         if let Some(tuning) = t.tuning.as_ref().filter(|_| !d.tuning) {
             self.error(tuning, format!("{place}: `tuning` sets BeeGFS config keys and is only valid in [beegfs.meta] and [beegfs.storage]"));
         }
-        let raid = t.raid.as_ref().map_or("/dev/md0".to_owned(), |r| {
+        let raid = t.raid.as_ref().map_or(d.raid.to_owned(), |r| {
             if !r.get_ref().starts_with("/dev/md") {
                 self.error(r, format!("{place}: raid must name an md device such as /dev/md0"));
             }
@@ -367,7 +411,10 @@ impl Validator<'_> {
             } else {
                 t.mkfs_options.iter().map(|o| o.get_ref().clone()).collect()
             },
-            mount_options: t.mount_options.as_ref().map_or(d.mount_options.to_owned(), |o| o.get_ref().clone()),
+            mount_options: t
+                .mount_options
+                .as_ref()
+                .map_or(d.mount_options.to_owned(), |o| o.get_ref().clone()),
             label: t.label.as_ref().map(|l| l.get_ref().clone()),
             path: t.path.as_ref().map_or(PathBuf::from(d.path), |p| self.absolute(p)),
             queue: t.queue.as_ref().map(|q| Queue {
@@ -375,7 +422,11 @@ impl Validator<'_> {
                 nr_requests: q.nr_requests,
                 read_ahead_kb: q.read_ahead_kb,
             }),
-            tuning: t.tuning.as_ref().map(|t| t.get_ref().iter().map(|(k, v)| (k.clone(), v.clone())).collect()).unwrap_or_default(),
+            tuning: t
+                .tuning
+                .as_ref()
+                .map(|t| t.get_ref().iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+                .unwrap_or_default(),
         }
     }
 
@@ -397,7 +448,9 @@ impl Validator<'_> {
                 }
             },
             "disperse" => match (count(&s.disperse), count(&s.redundancy)) {
-                (Some(disperse), Some(redundancy)) if disperse >= 3 && redundancy >= 1 && 2 * redundancy < disperse => {
+                (Some(disperse), Some(redundancy))
+                    if disperse >= 3 && redundancy >= 1 && 2 * redundancy < disperse =>
+                {
                     Layout::Disperse { disperse, redundancy }
                 }
                 _ => {
@@ -409,14 +462,23 @@ impl Validator<'_> {
                 }
             },
             other => {
-                self.error(&s.layout, format!("unknown layout {other:?}: use \"distribute\", \"replicate\" or \"disperse\""));
+                self.error(
+                    &s.layout,
+                    format!("unknown layout {other:?}: use \"distribute\", \"replicate\" or \"disperse\""),
+                );
                 Layout::Distribute
             }
         }
     }
 
     /// What needs the whole node list: one MGS, unique IDs, disks where targets need them.
-    fn cross_checks(&mut self, kind: Kind, spec: Option<&KindSpec>, file: &ClusterFile, nodes: &[(Node, &NodeSpec)]) {
+    fn cross_checks(
+        &mut self,
+        kind: Kind,
+        spec: Option<&KindSpec>,
+        file: &ClusterFile,
+        nodes: &[(Node, &NodeSpec)],
+    ) {
         let with = |role: Role| nodes.iter().filter(move |(n, _)| n.has(role)).collect::<Vec<_>>();
         let kind_at = &file.cluster.kind;
         // Roles that must exist exactly once, and roles whose nodes need their own disks.
@@ -429,11 +491,21 @@ impl Validator<'_> {
         for &role in single {
             let holders = with(role);
             match holders.as_slice() {
-                [] => self.error(kind_at, format!("a {kind} cluster needs one node with role {role:?}", role = role.as_str())),
+                [] => self.error(
+                    kind_at,
+                    format!("a {kind} cluster needs one node with role {role:?}", role = role.as_str()),
+                ),
                 [_] => {}
                 [_, rest @ ..] => {
                     for (n, spec) in rest {
-                        self.error(&spec.roles, format!("node {:?} is a second {}; a {kind} cluster has exactly one", n.name, role.as_str()));
+                        self.error(
+                            &spec.roles,
+                            format!(
+                                "node {:?} is a second {}; a {kind} cluster has exactly one",
+                                n.name,
+                                role.as_str()
+                            ),
+                        );
                     }
                 }
             }
@@ -443,8 +515,12 @@ impl Validator<'_> {
             Kind::Beegfs => Role::Storage,
             _ => Role::Server,
         };
-        if with(server_role).is_empty() {
-            self.error(kind_at, format!("a {kind} cluster needs at least one node with role {:?}", server_role.as_str()));
+        // A local cluster may be only clients (a set of machines to watch with `top`).
+        if kind != Kind::Local && with(server_role).is_empty() {
+            self.error(
+                kind_at,
+                format!("a {kind} cluster needs at least one node with role {:?}", server_role.as_str()),
+            );
         }
         for &role in need_disks {
             for (n, spec) in with(role) {
@@ -481,7 +557,7 @@ impl Validator<'_> {
                 Layout::Replicate { replica } => *replica,
                 Layout::Disperse { disperse, .. } => *disperse,
             };
-            if servers > 0 && servers % set != 0 {
+            if servers > 0 && !servers.is_multiple_of(set) {
                 self.error(kind_at, format!("{servers} servers cannot form whole sets of {set} bricks: use a multiple of {set} servers"));
             }
         }
@@ -492,7 +568,10 @@ impl Validator<'_> {
         let manager = match &p.manager {
             Some(m) if ["auto", "apt", "dnf", "yum"].contains(&m.get_ref().as_str()) => m.get_ref().clone(),
             Some(m) => {
-                self.error(m, format!("unknown package manager {:?}: use auto, apt, dnf or yum", m.get_ref()));
+                self.error(
+                    m,
+                    format!("unknown package manager {:?}: use auto, apt, dnf or yum", m.get_ref()),
+                );
                 "auto".into()
             }
             None => "auto".into(),
@@ -510,10 +589,11 @@ impl Validator<'_> {
         let mut per_role = Vec::new();
         for (role, list) in lists {
             let Some(list) = list else { continue };
-            if let (Some(kind), Some(first)) = (kind, list.first()) {
-                if !kind.roles().contains(&role) {
-                    self.error(first, format!("[packages] {}: there is no role {} in a {kind} cluster", role.as_str(), role.as_str()));
-                }
+            if let (Some(kind), Some(first)) = (kind, list.first())
+                && !kind.roles().contains(&role)
+            {
+                let role = role.as_str();
+                self.error(first, format!("[packages] {role}: there is no role {role} in a {kind} cluster"));
             }
             let mut parsed = Vec::new();
             for item in list {
@@ -522,7 +602,10 @@ impl Validator<'_> {
                     None => (item.get_ref().trim().to_owned(), None),
                 };
                 if name.is_empty() || version.as_deref() == Some("") || name.contains(char::is_whitespace) {
-                    self.error(item, format!("{:?} is not a package: write `name` or `name=version`", item.get_ref()));
+                    self.error(
+                        item,
+                        format!("{:?} is not a package: write `name` or `name=version`", item.get_ref()),
+                    );
                 } else {
                     parsed.push((name, version));
                 }
@@ -540,13 +623,18 @@ impl Validator<'_> {
             }
             let url = r.baseurl.get_ref();
             if !["http://", "https://", "file://", "ftp://"].iter().any(|p| url.starts_with(p)) {
-                self.error(&r.baseurl, format!("baseurl {url:?} must be an http(s)://, ftp:// or file:// URL"));
+                self.error(
+                    &r.baseurl,
+                    format!("baseurl {url:?} must be an http(s)://, ftp:// or file:// URL"),
+                );
             }
             let mut roles = Vec::new();
             for role in &r.roles {
                 match role.get_ref().parse::<Role>() {
                     Ok(parsed) if kind.is_none_or(|k| k.roles().contains(&parsed)) => roles.push(parsed),
-                    _ => self.error(role, format!("unknown role {:?} for this cluster's kind", role.get_ref())),
+                    _ => {
+                        self.error(role, format!("unknown role {:?} for this cluster's kind", role.get_ref()))
+                    }
                 }
             }
             repos.push(Repo { name: r.name.get_ref().clone(), baseurl: url.clone(), roles });

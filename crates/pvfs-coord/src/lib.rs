@@ -5,9 +5,11 @@
 //! - [`survey`]: every agent's facts, dialled concurrently (`pvfsctl nodes`).
 //! - [`stream`]: every agent's per-second samples, followed concurrently and resumed by cursor
 //!   (`pvfsctl top`, `serve`).
+//! - [`converge`]: a plan's units run on the agents in dependency order (`pvfsctl up`).
 //! - [`exporter`]: the cluster's latest samples and rates in the Prometheus/OpenMetrics text
 //!   formats (`pvfsctl serve`).
 
+pub mod converge;
 pub mod dial;
 pub mod exporter;
 pub mod stream;

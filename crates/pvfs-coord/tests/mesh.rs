@@ -81,6 +81,7 @@ fn node(name: &str, addr: SocketAddr) -> Node {
         address: Address::from(addr),
         roles: vec![Role::Client],
         disks: vec![],
+        meta_disks: vec![],
         wipe: vec![],
         id: None,
     }

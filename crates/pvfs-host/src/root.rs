@@ -104,6 +104,10 @@ impl Root {
             .mode(mode)
             .open(&temp)
             .map_err(err)?;
+        // The mode exactly, whatever the process umask (the agent's unit sets 0077, and an
+        // fstab readable by root only would break every other reader).
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(mode)).map_err(err)?;
         file.write_all(contents).and_then(|()| file.sync_all()).map_err(err)?;
         std::fs::rename(&temp, &target).map_err(err)
     }
@@ -113,14 +117,18 @@ impl Root {
         std::fs::write(self.path(abs), value).map_err(|source| RootError { path: abs.to_owned(), source })
     }
 
-    /// Creates a directory and its missing parents; the last one gets `mode`.
+    /// Creates a directory and its missing parents; a directory it creates gets `mode`
+    /// exactly (whatever the umask); an existing one is left as it is.
     pub fn create_dir_all(&self, abs: &str, mode: u32) -> Result<(), RootError> {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(mode)
-            .create(self.path(abs))
-            .map_err(|source| RootError { path: abs.to_owned(), source })
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        let path = self.path(abs);
+        let err = |source| RootError { path: abs.to_owned(), source };
+        let existed = path.is_dir();
+        std::fs::DirBuilder::new().recursive(true).mode(mode).create(&path).map_err(err)?;
+        if !existed {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).map_err(err)?;
+        }
+        Ok(())
     }
 }
 

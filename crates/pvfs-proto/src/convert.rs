@@ -373,3 +373,6 @@ mod tests {
         assert!(matches!(BlockDevice::from(d).signature, Signature::Unknown { .. }));
     }
 }
+
+mod steps;
+pub use steps::{StepDecodeError, steps_from_wire};

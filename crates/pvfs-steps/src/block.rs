@@ -84,8 +84,9 @@ pub struct Raid0 {
     pub chunk_kib: Option<u32>,
     /// Members the cluster file allows to be wiped.
     pub wipe: Vec<String>,
-    /// `/etc/mdadm/mdadm.conf` on Debian, `/etc/mdadm.conf` on RHEL-likes.
-    pub conf: String,
+    /// Where arrays are recorded; `None`: `/etc/mdadm/mdadm.conf` where `/etc/mdadm` exists
+    /// (Debian), `/etc/mdadm.conf` otherwise (RHEL-likes).
+    pub conf: Option<String>,
 }
 
 impl Raid0 {
@@ -120,14 +121,21 @@ impl Raid0 {
         } else {
             self.assess_stopped(host, &want, &mut a).await?
         };
-        let conf = host.read_optional(&self.conf)?.unwrap_or_default();
+        let conf_path = self.conf.clone().unwrap_or_else(|| {
+            if host.root.is_dir("/etc/mdadm") {
+                "/etc/mdadm/mdadm.conf".into()
+            } else {
+                "/etc/mdadm.conf".into()
+            }
+        });
+        let conf = host.read_optional(&conf_path)?.unwrap_or_default();
         let recorded = uuid.as_ref().is_some_and(|uuid| {
             conf.lines().any(|l| l.starts_with("ARRAY") && l.contains(&format!("UUID={uuid}")))
         });
         if !recorded {
             a.change(
-                format!("{} does not record {}", self.conf, self.device),
-                Action::PersistMdadm { device: self.device.clone(), conf: self.conf.clone() },
+                format!("{conf_path} does not record {}", self.device),
+                Action::PersistMdadm { device: self.device.clone(), conf: conf_path },
             );
         }
         Ok(a)

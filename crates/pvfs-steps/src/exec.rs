@@ -20,11 +20,16 @@ pub enum Outcome {
         diff: Vec<String>,
         would_run: Vec<String>,
     },
-    /// Dry run: a gate that does not hold yet (a readiness wait the run would wait on).
+    /// Dry run: a gate that does not hold yet (a readiness wait the run would wait on), or a
+    /// step that cannot be assessed before earlier changes are made.
     Pending {
         detail: String,
     },
     Failed(Failure),
+    /// Not run, because an earlier step of the unit failed (or the unit's dependencies did).
+    Skipped {
+        reason: String,
+    },
 }
 
 impl Outcome {
@@ -51,6 +56,15 @@ impl From<StepError> for Failure {
         };
         Failure { command: err.command().map(str::to_owned), message: err.to_string(), code, stderr_tail }
     }
+}
+
+/// What an agent reports while it converges, in order: each step starts, its commands finish,
+/// it is done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    Started { index: u32 },
+    Command { index: u32, record: CommandRecord },
+    Done { index: u32, outcome: Outcome, duration: Duration },
 }
 
 /// A command apply ran, for the live event stream and the record of the run.
@@ -171,4 +185,82 @@ async fn run<R: Runner>(
             hint: None,
         })
     }
+}
+
+/// Runs a unit's steps in order on `host`, telling `emit` what happens.
+///
+/// The first failure skips the rest. In a dry run (`dry_run`), a step that cannot be assessed
+/// after an earlier step would have changed something (or when `after_changes` says steps on
+/// other nodes would) is reported as pending with the reason, not as failed: the device an
+/// earlier step creates does not exist yet. `keep_going` is asked before each step; when it
+/// says no (the coordinator went away), no further step starts.
+pub async fn run_unit<R: Runner>(
+    steps: &[Step],
+    host: &Host<R>,
+    dry_run: bool,
+    after_changes: bool,
+    mut emit: impl FnMut(Event) + Send,
+    keep_going: impl Fn() -> bool + Send,
+) -> UnitSummary {
+    let mut summary = UnitSummary::default();
+    let mut uncertain = after_changes;
+    let mut failed_at: Option<usize> = None;
+    for (i, step) in steps.iter().enumerate() {
+        let index = i as u32;
+        if let Some(at) = failed_at {
+            let reason = format!("step {} ({}) failed", at + 1, steps[at]);
+            emit(Event::Done { index, outcome: Outcome::Skipped { reason }, duration: Duration::ZERO });
+            summary.skipped += 1;
+            continue;
+        }
+        if !keep_going() {
+            let reason = "the coordinator went away before this step started".to_owned();
+            emit(Event::Done { index, outcome: Outcome::Skipped { reason }, duration: Duration::ZERO });
+            summary.skipped += 1;
+            continue;
+        }
+        emit(Event::Started { index });
+        let started = Instant::now();
+        let mut commands = Vec::new();
+        let mut outcome = execute(step, host, dry_run, |record| commands.push(record.clone())).await;
+        for record in commands {
+            emit(Event::Command { index, record });
+        }
+        if dry_run
+            && uncertain
+            && let Outcome::Failed(failure) = &outcome
+        {
+            outcome =
+                Outcome::Pending { detail: format!("depends on the changes before it: {}", failure.message) };
+        }
+        match &outcome {
+            Outcome::Ok { .. } => summary.ok += 1,
+            Outcome::Changed { .. } => summary.changed += 1,
+            Outcome::WouldChange { .. } => {
+                summary.changed += 1;
+                uncertain = true;
+            }
+            Outcome::Pending { .. } => {
+                summary.pending += 1;
+                uncertain = true;
+            }
+            Outcome::Failed(_) => {
+                summary.failed += 1;
+                failed_at = Some(i);
+            }
+            Outcome::Skipped { .. } => summary.skipped += 1,
+        }
+        emit(Event::Done { index, outcome, duration: started.elapsed() });
+    }
+    summary
+}
+
+/// Counts of a unit's outcomes (a dry run counts would-change as changed).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UnitSummary {
+    pub ok: usize,
+    pub changed: usize,
+    pub failed: usize,
+    pub skipped: usize,
+    pub pending: usize,
 }

@@ -32,7 +32,7 @@ mod service;
 
 pub use beegfs::{BeegfsService, BeegfsSetup};
 pub use block::{BlockQueue, LvmThin, Mkfs, Raid0};
-pub use exec::{CommandRecord, Failure, Outcome, execute};
+pub use exec::{CommandRecord, Event, Failure, Outcome, UnitSummary, execute, run_unit};
 pub use files::{ConfigKeys, Directory, File};
 pub use gate::{Gate, GateKind};
 pub use gluster::{GlusterLayout, GlusterPeers, GlusterVolume};
@@ -233,7 +233,9 @@ impl fmt::Display for Action {
             Action::Mkdir { path, mode } => write!(f, "mkdir -p -m {mode:o} {path}"),
             Action::Attribute { path, value } => write!(f, "echo {value} > {path}"),
             Action::PersistMdadm { device, conf } => {
-                write!(f, "mdadm --detail --brief {device} >> {conf}; update-initramfs -u")
+                write!(f, "mdadm --detail --brief {device} >> {conf}")?;
+                // Debian's path; that is where update-initramfs exists to be run.
+                if conf.starts_with("/etc/mdadm/") { f.write_str("; update-initramfs -u") } else { Ok(()) }
             }
         }
     }

@@ -46,19 +46,50 @@ impl fmt::Display for Package {
     }
 }
 
-/// These packages are installed.
+/// These packages are installed (from these repositories, on yum/dnf nodes).
+///
+/// Package names differ between distributions (glusterfs-client on Debian is glusterfs-fuse on
+/// RHEL), so the step carries both lists and the node's package manager picks one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Packages {
     pub manager: PackageManager,
-    pub packages: Vec<Package>,
+    /// For apt.
+    pub apt: Vec<Package>,
+    /// For dnf and yum.
+    pub rpm: Vec<Package>,
+    /// yum/dnf repositories (name, baseurl) written to /etc/yum.repos.d before installing.
+    pub repos: Vec<(String, String)>,
+}
+
+/// A `.repo` file as the seed writes LustrePack.repo.
+fn repo_file(name: &str, baseurl: &str) -> String {
+    format!("[{name}]\nname={name}\nbaseurl={baseurl}\nenabled=1\ngpgcheck=0\n")
 }
 
 impl Packages {
     pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
         let manager = self.resolve(host)?;
         let mut a = Assessment::in_sync();
+        let list = if manager == PackageManager::Apt { &self.apt } else { &self.rpm };
+        if manager == PackageManager::Apt && !self.repos.is_empty() {
+            return Err(StepError::Refused {
+                reason: "[[repo]] entries are yum/dnf repositories, and this node uses apt; add apt sources by hand \
+                         or remove the [[repo]] entries"
+                    .into(),
+            });
+        }
+        for (name, baseurl) in &self.repos {
+            let file = crate::File {
+                path: format!("/etc/yum.repos.d/{name}.repo"),
+                contents: repo_file(name, baseurl),
+                mode: 0o644,
+            };
+            let repo = file.assess(host)?;
+            a.diff.extend(repo.diff);
+            a.actions.extend(repo.actions);
+        }
         let mut missing = Vec::new();
-        for package in &self.packages {
+        for package in list {
             let installed = installed_version(host, manager, &package.name).await?;
             match (&installed, &package.version) {
                 (None, _) => a.diff.push(format!("{} is not installed", package.name)),
@@ -95,8 +126,16 @@ impl Packages {
 
 impl fmt::Display for Packages {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<String> = self.packages.iter().map(ToString::to_string).collect();
-        write!(f, "packages {}", names.join(" "))
+        let names = |list: &[Package]| list.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ");
+        if self.apt == self.rpm {
+            write!(f, "packages {}", names(&self.apt))
+        } else if self.apt.is_empty() {
+            write!(f, "packages (rpm) {}", names(&self.rpm))
+        } else if self.rpm.is_empty() {
+            write!(f, "packages (apt) {}", names(&self.apt))
+        } else {
+            write!(f, "packages {} (rpm: {})", names(&self.apt), names(&self.rpm))
+        }
     }
 }
 
@@ -187,7 +226,9 @@ mod tests {
         let host = Host::new(Root::at(dir.path()), runner);
         let step = Packages {
             manager: PackageManager::Apt,
-            packages: vec![
+            rpm: vec![pkg("glusterfs-fuse", None)],
+            repos: vec![],
+            apt: vec![
                 pkg("xfsprogs", None),
                 pkg("glusterfs-server", Some("10.3-5")),
                 pkg("mdadm", None),
@@ -223,11 +264,21 @@ mod tests {
         let host = Host::new(Root::at(dir.path()), runner);
         let step = Packages {
             manager: PackageManager::Auto,
-            packages: vec![pkg("lustre", Some("2.9.0")), pkg("kmod-lustre", Some("2.9.0"))],
+            apt: vec![],
+            rpm: vec![pkg("lustre", Some("2.9.0")), pkg("kmod-lustre", Some("2.9.0"))],
+            repos: vec![(
+                "lustre-server".into(),
+                "https://downloads.whamcloud.com/public/lustre/lustre-2.9.0/el7/server/".into(),
+            )],
         };
+        std::fs::create_dir_all(dir.path().join("etc/yum.repos.d")).unwrap();
         let a = step.assess(&host).await.unwrap();
-        assert_eq!(a.diff, ["kmod-lustre is not installed"]);
-        assert_eq!(a.actions[0].to_string(), "yum install -y kmod-lustre-2.9.0");
+        assert_eq!(
+            a.diff,
+            ["/etc/yum.repos.d/lustre-server.repo does not exist", "kmod-lustre is not installed"]
+        );
+        let shown: Vec<String> = a.actions.iter().map(ToString::to_string).collect();
+        assert_eq!(shown, ["write /etc/yum.repos.d/lustre-server.repo", "yum install -y kmod-lustre-2.9.0"]);
         assert!(!version_matches("2.9.01-1", "2.9.0"));
     }
 
@@ -235,7 +286,12 @@ mod tests {
     async fn no_package_manager_is_a_clear_refusal() {
         let dir = tempfile::tempdir().unwrap();
         let host = Host::new(Root::at(dir.path()), RecordedRunner::new());
-        let step = Packages { manager: PackageManager::Auto, packages: vec![pkg("fio", None)] };
+        let step = Packages {
+            manager: PackageManager::Auto,
+            apt: vec![pkg("fio", None)],
+            rpm: vec![],
+            repos: vec![],
+        };
         let err = step.assess(&host).await.unwrap_err();
         assert!(err.to_string().contains("set [packages] manager"), "{err}");
     }

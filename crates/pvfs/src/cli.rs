@@ -54,6 +54,9 @@ pub enum CtlCommand {
     Validate(ValidateArgs),
     /// Ask every agent for its node's facts.
     Nodes(NodesArgs),
+    /// Converge every node to the cluster file (packages, RAID0, LVM, mkfs, mounts, services,
+    /// tuning, validation), in dependency order across nodes; `--plan` changes nothing.
+    Up(UpArgs),
     /// Every node's disks, network, CPU and memory, second by second.
     Top(TopArgs),
     /// Run as a long-lived coordinator exporting every node's metrics for Prometheus.
@@ -141,6 +144,24 @@ pub struct NodesArgs {
     /// Print `{"nodes":[…]}` instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct UpArgs {
+    /// The cluster file.
+    #[arg(value_name = "CLUSTER.toml")]
+    pub cluster: PathBuf,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Show every step that would change, why, and the exact commands; change nothing.
+    #[arg(long)]
+    pub plan: bool,
+    /// One JSON object per event (unit and step starts, commands, outcomes), then a recap.
+    #[arg(long)]
+    pub json: bool,
+    /// Also list steps that were already in sync.
+    #[arg(long, short)]
+    pub verbose: bool,
 }
 
 #[derive(Debug, Args)]

@@ -110,7 +110,7 @@ fn raid(members: &[&str]) -> Raid0 {
         members: members.iter().map(|m| m.to_string()).collect(),
         chunk_kib: None,
         wipe: vec![],
-        conf: "/etc/mdadm/mdadm.conf".into(),
+        conf: Some("/etc/mdadm/mdadm.conf".into()),
     }
 }
 

@@ -7,6 +7,7 @@ mod nodes;
 mod serve;
 mod top;
 mod tui;
+mod up;
 mod validate;
 
 use crate::cli::{ConnectArgs, CtlCli, CtlCommand};
@@ -22,6 +23,7 @@ pub(crate) fn run(cli: CtlCli) -> anyhow::Result<u8> {
         CtlCommand::Ca(command) => ca::run(command),
         CtlCommand::Validate(args) => validate::run(args),
         CtlCommand::Nodes(args) => runtime()?.block_on(nodes::run(args)),
+        CtlCommand::Up(args) => runtime()?.block_on(up::run(args)),
         CtlCommand::Top(args) => runtime()?.block_on(top::run(args)),
         CtlCommand::Serve(args) => runtime()?.block_on(serve::run(args)),
         CtlCommand::Demo(args) => runtime()?.block_on(demo::run(args)),

@@ -19,7 +19,9 @@ fn a_bad_cluster_file_yields_all_its_errors_with_positions_and_exit_2() {
         "bad.toml:11:8: duplicate node name \"a\" (first defined on line 7)",
         "bad.toml:12:11: cannot parse address \"10.0.0.1:7x\"",
         "bad.toml:14:1: unknown key `size` in [[node]]",
-        "4 errors found",
+        "bad.toml:3:8: a beegfs cluster needs one node with role \"mgmtd\"",
+        "bad.toml:3:8: a beegfs cluster needs at least one node with role \"storage\"",
+        "6 errors found",
     ] {
         assert!(stderr.contains(want), "missing {want:?} in:\n{stderr}");
     }
@@ -29,8 +31,8 @@ fn a_bad_cluster_file_yields_all_its_errors_with_positions_and_exit_2() {
     assert_eq!(json.status.code(), Some(2));
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(v["valid"], false);
-    assert_eq!(v["errors"].as_array().unwrap().len(), 4);
-    assert_eq!(v["errors"][0]["line"], 9);
+    assert_eq!(v["errors"].as_array().unwrap().len(), 6);
+    assert_eq!(v["errors"][0]["line"], 3);
 }
 
 #[test]

@@ -1,0 +1,310 @@
+//! `pvfsctl up`: a plan's units run across the cluster in dependency order, independent units
+//! in parallel, every step reported as it happens.
+//!
+//! A unit starts when every unit it depends on has succeeded. A unit that fails (a step
+//! failed, or its agent could not be reached or went away) skips everything that depends on
+//! it; independent work goes on. Nothing is retried here: steps are assessed before they act,
+//! so running `up` again after a fix resumes where the cluster is.
+//!
+//! A dry run (`--plan`) walks the same order, but no unit waits for another's success (nothing
+//! is changed, so nothing can fail to be made); a unit whose upstream would change something is
+//! told so, and reports steps it cannot assess yet as pending rather than failed.
+
+use crate::dial::{Dialer, from_status};
+use pvfs_config::Cluster;
+use pvfs_plan::{Plan, Unit};
+use pvfs_proto::pb;
+use pvfs_steps::{Event, Outcome};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+/// What happens during a run, for the live view, `--json` and the recap.
+#[derive(Debug, Clone)]
+pub enum UpEvent {
+    UnitStarted {
+        unit: usize,
+        node: String,
+        label: String,
+        steps: usize,
+    },
+    /// A step event from the unit's agent, with the step it is about.
+    Step {
+        unit: usize,
+        node: String,
+        step: String,
+        kind: &'static str,
+        event: Event,
+    },
+    UnitDone {
+        unit: usize,
+        node: String,
+        label: String,
+        result: Result<(), String>,
+        elapsed: Duration,
+    },
+    /// Not run: a unit it depends on failed.
+    UnitSkipped {
+        unit: usize,
+        node: String,
+        label: String,
+        reason: String,
+    },
+}
+
+/// Per-node counts of step outcomes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub ok: usize,
+    pub changed: usize,
+    pub failed: usize,
+    pub skipped: usize,
+    /// Dry runs: gates not holding yet, steps that depend on earlier changes.
+    pub pending: usize,
+}
+
+/// How the run ended: counts per node (in cluster-file order) and the failures, each naming
+/// node, unit and what went wrong.
+#[derive(Debug, Clone, Default)]
+pub struct Recap {
+    pub nodes: Vec<(String, Counts)>,
+    pub failures: Vec<String>,
+    pub elapsed: Duration,
+}
+
+impl Recap {
+    pub fn failed(&self) -> bool {
+        !self.failures.is_empty()
+    }
+
+    pub fn changed(&self) -> usize {
+        self.nodes.iter().map(|(_, c)| c.changed).sum()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Waiting,
+    Running,
+    Succeeded,
+    Failed,
+    Skipped,
+}
+
+/// Runs `plan` on `cluster`'s agents. Events go to `events` as they happen (a closed receiver
+/// is fine).
+pub async fn converge(
+    cluster: &Cluster,
+    plan: &Plan,
+    dialer: &Dialer,
+    dry_run: bool,
+    events: mpsc::UnboundedSender<UpEvent>,
+) -> Recap {
+    let started = Instant::now();
+    let mut counts: BTreeMap<String, Counts> =
+        cluster.nodes.iter().map(|n| (n.name.clone(), Counts::default())).collect();
+    let mut failures = Vec::new();
+    let mut state = vec![State::Waiting; plan.units.len()];
+    // Dry runs: whether a unit (or anything before it) would change something.
+    let mut would_change = vec![false; plan.units.len()];
+    let mut tasks = JoinSet::new();
+    loop {
+        // Skip what can no longer run, start what can.
+        for unit in &plan.units {
+            if state[unit.id] != State::Waiting {
+                continue;
+            }
+            let deps: Vec<State> = unit.after.iter().map(|&d| state[d]).collect();
+            if !dry_run && deps.iter().any(|s| matches!(s, State::Failed | State::Skipped)) {
+                state[unit.id] = State::Skipped;
+                let failed: Vec<String> = unit
+                    .after
+                    .iter()
+                    .filter(|&&d| matches!(state[d], State::Failed | State::Skipped))
+                    .map(|&d| format!("{} {}", plan.units[d].node, plan.units[d].label))
+                    .collect();
+                let reason = format!("depends on {}, which did not succeed", failed.join(", "));
+                counts.entry(unit.node.clone()).or_default().skipped += unit.steps.len();
+                let _ = events.send(UpEvent::UnitSkipped {
+                    unit: unit.id,
+                    node: unit.node.clone(),
+                    label: unit.label.clone(),
+                    reason,
+                });
+                continue;
+            }
+            let ready = deps.iter().all(|s| {
+                matches!(s, State::Succeeded) || (dry_run && matches!(s, State::Failed | State::Skipped))
+            });
+            if ready {
+                state[unit.id] = State::Running;
+                let after_changes = unit.after.iter().any(|&d| would_change[d]);
+                let node = cluster.node(&unit.node).cloned();
+                let (unit, dialer, events) = (unit.clone(), dialer.clone(), events.clone());
+                tasks.spawn(async move {
+                    let result = match node {
+                        Some(node) => run_unit(&node, &unit, &dialer, dry_run, after_changes, &events).await,
+                        None => UnitResult::unreachable(
+                            &unit,
+                            format!("no node {} in the cluster file", unit.node),
+                        ),
+                    };
+                    (unit.id, result)
+                });
+            }
+        }
+        // (Units only depend on units before them, so one pass in order skips transitively.)
+        let Some(joined) = tasks.join_next().await else { break };
+        let (id, result) = match joined {
+            Ok(done) => done,
+            // A panic in a unit's task is a bug; the unit then stays "running" and the run
+            // ends with what finished.
+            Err(err) => {
+                failures.push(format!("internal error: {err}"));
+                continue;
+            }
+        };
+        let unit = &plan.units[id];
+        let c = counts.entry(unit.node.clone()).or_default();
+        c.ok += result.counts.ok;
+        c.changed += result.counts.changed;
+        c.failed += result.counts.failed;
+        c.skipped += result.counts.skipped;
+        c.pending += result.counts.pending;
+        would_change[id] = result.counts.changed > 0
+            || result.counts.pending > 0
+            || unit.after.iter().any(|&d| would_change[d]);
+        state[id] = if result.failures.is_empty() { State::Succeeded } else { State::Failed };
+        failures.extend(result.failures.iter().map(|f| format!("{} ({}): {f}", unit.node, unit.label)));
+        let _ = events.send(UpEvent::UnitDone {
+            unit: id,
+            node: unit.node.clone(),
+            label: unit.label.clone(),
+            result: if result.failures.is_empty() { Ok(()) } else { Err(result.failures.join("; ")) },
+            elapsed: result.elapsed,
+        });
+    }
+    let nodes = cluster
+        .nodes
+        .iter()
+        .map(|n| (n.name.clone(), counts.get(&n.name).copied().unwrap_or_default()))
+        .collect();
+    Recap { nodes, failures, elapsed: started.elapsed() }
+}
+
+/// How one unit went.
+struct UnitResult {
+    counts: Counts,
+    failures: Vec<String>,
+    elapsed: Duration,
+}
+
+impl UnitResult {
+    /// The agent could not be asked: nothing ran.
+    fn unreachable(unit: &Unit, why: String) -> UnitResult {
+        UnitResult {
+            counts: Counts { failed: 1, skipped: unit.steps.len().saturating_sub(1), ..Counts::default() },
+            failures: vec![why],
+            elapsed: Duration::ZERO,
+        }
+    }
+}
+
+/// Sends one unit to its agent and follows the events until the last step is done.
+async fn run_unit(
+    node: &pvfs_config::Node,
+    unit: &Unit,
+    dialer: &Dialer,
+    dry_run: bool,
+    after_changes: bool,
+    events: &mpsc::UnboundedSender<UpEvent>,
+) -> UnitResult {
+    let started = Instant::now();
+    let _ = events.send(UpEvent::UnitStarted {
+        unit: unit.id,
+        node: unit.node.clone(),
+        label: unit.label.clone(),
+        steps: unit.steps.len(),
+    });
+    let mut conn = match dialer.connect(node).await {
+        Ok(conn) => conn,
+        Err(err) => return UnitResult::unreachable(unit, format!("cannot reach the agent: {err}")),
+    };
+    let request = pb::ApplyRequest {
+        steps: unit.steps.iter().map(pb::Step::from).collect(),
+        dry_run,
+        after_changes,
+        label: unit.label.clone(),
+    };
+    // The connect timeout bounds the call's start; steps themselves have their own limits.
+    let mut stream = match conn.agent.apply(request).await {
+        Ok(response) => response.into_inner(),
+        Err(status) => {
+            let err = from_status(&status, &node.address, dialer.timeout());
+            return UnitResult::unreachable(unit, format!("the agent refused the steps: {err}"));
+        }
+    };
+    let mut counts = Counts::default();
+    let mut failures = Vec::new();
+    let mut done = vec![false; unit.steps.len()];
+    loop {
+        match stream.message().await {
+            Ok(Some(message)) => {
+                let Some(event) = Option::<Event>::from(message) else { continue };
+                let index = match &event {
+                    Event::Started { index } | Event::Command { index, .. } | Event::Done { index, .. } => {
+                        *index as usize
+                    }
+                };
+                let Some(step) = unit.steps.get(index) else { continue };
+                if let Event::Done { outcome, .. } = &event {
+                    done[index] = true;
+                    match outcome {
+                        Outcome::Ok { .. } => counts.ok += 1,
+                        Outcome::Changed { .. } | Outcome::WouldChange { .. } => counts.changed += 1,
+                        Outcome::Pending { .. } => counts.pending += 1,
+                        Outcome::Skipped { .. } => counts.skipped += 1,
+                        Outcome::Failed(f) => {
+                            counts.failed += 1;
+                            let mut line = format!("step {} ({step}) failed: {}", index + 1, f.message);
+                            if let (Some(cmd), false) = (&f.command, f.message.contains("exited")) {
+                                line += &format!(" [command: {cmd}, exit {:?}]", f.code);
+                            }
+                            failures.push(line);
+                        }
+                    }
+                }
+                let _ = events.send(UpEvent::Step {
+                    unit: unit.id,
+                    node: unit.node.clone(),
+                    step: step.to_string(),
+                    kind: step.kind(),
+                    event,
+                });
+            }
+            Ok(None) => break,
+            Err(status) => {
+                // The agent went away mid-unit (killed, rebooted, network cut): the step under
+                // way may or may not have finished; the next run's assessment will tell.
+                let err = from_status(&status, &node.address, dialer.timeout());
+                let at = done.iter().position(|d| !d).unwrap_or(unit.steps.len());
+                failures.push(format!(
+                    "lost the agent during step {} of {}: {err}",
+                    at + 1,
+                    unit.steps.len()
+                ));
+                break;
+            }
+        }
+    }
+    let unfinished = done.iter().filter(|d| !**d).count();
+    if unfinished > 0 {
+        if failures.is_empty() {
+            failures.push(format!("the agent ended the stream with {unfinished} steps unreported"));
+        }
+        counts.failed += 1;
+        counts.skipped += unfinished - 1;
+    }
+    UnitResult { counts, failures, elapsed: started.elapsed() }
+}

@@ -1,0 +1,173 @@
+//! From a validated cluster to a plan: what every node must become, and in which order.
+//!
+//! A [`Plan`] is a DAG of [`Unit`]s. A unit is an ordered list of typed steps on one node (a
+//! server's brick, the trusted pool, a client's mount); its `after` edges name the units, on
+//! this or other nodes, that must have finished first (MGS/MDT mounted → OSTs → clients;
+//! bricks → pool → volume → clients; mgmtd → meta + storage → clients). Readiness between nodes
+//! is not assumed from ordering alone: units that depend on another node's daemon start with a
+//! gate (`lctl ping`, "Peer in Cluster") that waits for it with a deadline.
+//!
+//! Everything here is pure: the same cluster file gives the same plan, so plans are tested as
+//! snapshots against the seed's documented command sequences.
+
+mod beegfs;
+mod gluster;
+mod local;
+mod lustre;
+mod storage;
+
+use pvfs_config::{Cluster, Kind, Node, Role};
+use pvfs_steps::{Package, PackageManager, Packages, Step};
+use std::fmt;
+use std::time::Duration;
+
+/// Readiness waits between nodes: long enough for a daemon to start and a handshake to
+/// finish on a loaded cluster, short enough that a dead peer is reported within minutes.
+pub const READY_DEADLINE: Duration = Duration::from_secs(120);
+
+/// Validations after a change (bricks coming online, servers answering).
+pub const CHECK_DEADLINE: Duration = Duration::from_secs(60);
+
+/// Steps on one node, run in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unit {
+    pub id: usize,
+    pub node: String,
+    /// What the unit achieves: `brick`, `pool`, `volume`, `mount`, `mdt`, `ost`, …
+    pub label: String,
+    pub steps: Vec<Step>,
+    /// Units that must have succeeded first.
+    pub after: Vec<usize>,
+}
+
+/// Every unit of a cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Plan {
+    pub units: Vec<Unit>,
+}
+
+impl Plan {
+    /// Adds a unit; returns its id.
+    pub(crate) fn add(&mut self, node: &Node, label: &str, steps: Vec<Step>, after: Vec<usize>) -> usize {
+        let id = self.units.len();
+        // A node's units also run one after the other: the agent converges one unit at a time.
+        let mut after = after;
+        if let Some(prev) = self.units.iter().rev().find(|u| u.node == node.name)
+            && !after.contains(&prev.id)
+        {
+            after.push(prev.id);
+        }
+        after.sort_unstable();
+        self.units.push(Unit { id, node: node.name.clone(), label: label.to_owned(), steps, after });
+        id
+    }
+
+    /// Units on `node`, in order.
+    pub fn units_of<'a>(&'a self, node: &'a str) -> impl Iterator<Item = &'a Unit> + 'a {
+        self.units.iter().filter(move |u| u.node == node)
+    }
+
+    /// Units that (transitively) depend on `id`.
+    pub fn dependents(&self, id: usize) -> Vec<usize> {
+        let mut out: Vec<usize> = Vec::new();
+        let mut frontier = vec![id];
+        while let Some(cur) = frontier.pop() {
+            for u in &self.units {
+                if u.after.contains(&cur) && !out.contains(&u.id) {
+                    out.push(u.id);
+                    frontier.push(u.id);
+                }
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+}
+
+impl fmt::Display for Plan {
+    /// One block per unit: `#2 server1 pool (after #0 #1)` and its steps.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for u in &self.units {
+            let after: Vec<String> = u.after.iter().map(|a| format!("#{a}")).collect();
+            if after.is_empty() {
+                writeln!(f, "#{} {} {}", u.id, u.node, u.label)?;
+            } else {
+                writeln!(f, "#{} {} {} (after {})", u.id, u.node, u.label, after.join(" "))?;
+            }
+            for step in &u.steps {
+                writeln!(f, "    {step}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The plan for `cluster`.
+pub fn plan(cluster: &Cluster) -> Plan {
+    let mut plan = Plan::default();
+    match cluster.kind {
+        Kind::Local => local::plan(cluster, &mut plan),
+        Kind::Glusterfs => gluster::plan(cluster, &mut plan),
+        Kind::Lustre => lustre::plan(cluster, &mut plan),
+        Kind::Beegfs => beegfs::plan(cluster, &mut plan),
+    }
+    plan
+}
+
+/// The host part of a node's agent address: how other nodes reach its services too (the
+/// agent runs on the node).
+pub(crate) fn host_of(node: &Node) -> String {
+    node.address.tls_name()
+}
+
+/// The packages step for `role` on `node`: the cluster file's list for the role, or the
+/// kind's defaults (`apt`, `rpm`), plus `extra` tools the node's layout needs (mdadm, lvm2).
+pub(crate) fn packages(
+    cluster: &Cluster,
+    node: &Node,
+    role: Role,
+    apt: &[&str],
+    rpm: &[&str],
+    extra: &[&str],
+) -> Step {
+    let manager = match cluster.packages.manager.as_str() {
+        "apt" => PackageManager::Apt,
+        "dnf" => PackageManager::Dnf,
+        "yum" => PackageManager::Yum,
+        _ => PackageManager::Auto,
+    };
+    let to_packages = |names: &[&str]| -> Vec<Package> {
+        names.iter().chain(extra).map(|n| Package { name: (*n).to_owned(), version: None }).collect()
+    };
+    let (apt, rpm) = match cluster.packages.for_role(role) {
+        Some(list) => {
+            let given: Vec<Package> = list
+                .iter()
+                .map(|(name, version)| Package { name: name.clone(), version: version.clone() })
+                .chain(extra.iter().map(|n| Package { name: (*n).to_owned(), version: None }))
+                .collect();
+            (given.clone(), given)
+        }
+        None => (to_packages(apt), to_packages(rpm)),
+    };
+    let repos = cluster
+        .repos
+        .iter()
+        .filter(|r| r.roles.is_empty() || r.roles.iter().any(|role| node.has(*role)))
+        .map(|r| (r.name.clone(), r.baseurl.clone()))
+        .collect();
+    Step::Packages(Packages { manager, apt: dedup(apt), rpm: dedup(rpm), repos })
+}
+
+fn dedup(list: Vec<Package>) -> Vec<Package> {
+    let mut out: Vec<Package> = Vec::new();
+    for p in list {
+        if !out.iter().any(|q| q.name == p.name) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

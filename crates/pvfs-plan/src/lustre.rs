@@ -1,0 +1,118 @@
+//! Lustre, as the seed builds it: packages and LNet on every server; the MGS/MDT formatted and
+//! mounted; each OSS's RAID0 formatted as an OST with its index from the cluster file and
+//! mounted, once the MGS answers over LNet; then clients mount and check every server.
+
+use crate::{CHECK_DEADLINE, Plan, READY_DEADLINE, host_of, packages, storage};
+use pvfs_config::{Cluster, KindSpec, Node, Role, Target};
+use pvfs_steps::{File, Gate, GateKind, LustreRole, LustreTarget, Mount, Service, Step};
+
+const SERVER_RPMS: &[&str] =
+    &["lustre", "kmod-lustre", "kmod-lustre-osd-ldiskfs", "lustre-osd-ldiskfs-mount", "e2fsprogs"];
+const CLIENT_RPMS: &[&str] = &["kmod-lustre-client", "lustre-client"];
+
+pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
+    let KindSpec::Lustre { fsname, mount, lnet, version, mdt, ost } = &cluster.spec else { return };
+    let Some(mgs) = cluster.with_role(Role::Mgs).next() else { return };
+    let mgs_nid = format!("{}@{lnet}", host_of(mgs));
+    let lnet_steps = |node: &Node, role: Role, rpms: &[&str], tools: &[&str]| -> Vec<Step> {
+        vec![
+            pinned(packages(cluster, node, role, rpms, rpms, tools), version.as_deref()),
+            Step::File(File {
+                path: "/etc/modprobe.d/lnet.conf".into(),
+                contents: format!("options lnet networks={lnet}\n"),
+                mode: 0o644,
+            }),
+            Step::Service(Service { unit: "lnet".into(), enabled: true, running: true }),
+        ]
+    };
+
+    // The MGS (with the MDT when the same node is an mds, as the seed's MGSMDS00).
+    let target_steps =
+        |node: &Node, target: &Target, role: LustreRole, index: u32, mgsnode: Option<String>| {
+            let device = storage::device(node, &node.disks, target);
+            let mut steps = device.steps;
+            steps.push(Step::LustreTarget(LustreTarget {
+                device: device.path.clone(),
+                fsname: fsname.clone(),
+                role,
+                index,
+                mgsnode,
+                backfstype: "ldiskfs".into(),
+                wipe: device.wipe,
+            }));
+            let path = target.path.display().to_string();
+            steps.push(Step::Mount(Mount {
+                source: device.path,
+                target: path,
+                fstype: "lustre".into(),
+                options: target.mount_options.clone(),
+                fstab: true,
+            }));
+            steps.extend(storage::queue(&node.disks, target));
+            (steps, device.tools)
+        };
+
+    let mut metadata = Vec::new();
+    let mgs_role = if mgs.has(Role::Mds) { LustreRole::MgsMdt } else { LustreRole::Mgs };
+    let (mut steps, tools) = target_steps(mgs, mdt, mgs_role, mgs.id.unwrap_or(0), None);
+    let mut all = lnet_steps(mgs, Role::Mgs, SERVER_RPMS, &tools);
+    all.append(&mut steps);
+    let mgs_unit = plan.add(mgs, if mgs.has(Role::Mds) { "mgs+mdt" } else { "mgs" }, all, vec![]);
+    metadata.push(mgs_unit);
+    for node in cluster.with_role(Role::Mds).filter(|n| n.name != mgs.name) {
+        let (mut steps, tools) =
+            target_steps(node, mdt, LustreRole::Mdt, node.id.unwrap_or(0), Some(mgs_nid.clone()));
+        let mut all = lnet_steps(node, Role::Mds, SERVER_RPMS, &tools);
+        all.push(lnet_gate(&mgs_nid));
+        all.append(&mut steps);
+        metadata.push(plan.add(node, "mdt", all, vec![mgs_unit]));
+    }
+
+    let mut osts = Vec::new();
+    for node in cluster.with_role(Role::Oss) {
+        let (mut steps, tools) =
+            target_steps(node, ost, LustreRole::Ost, node.id.unwrap_or(0), Some(mgs_nid.clone()));
+        let mut all = lnet_steps(node, Role::Oss, SERVER_RPMS, &tools);
+        all.push(lnet_gate(&mgs_nid));
+        all.append(&mut steps);
+        osts.push(plan.add(node, "ost", all, metadata.clone()));
+    }
+
+    let servers: Vec<usize> = metadata.iter().chain(&osts).copied().collect();
+    for node in cluster.with_role(Role::Client) {
+        let mount_str = mount.display().to_string();
+        let mut steps = lnet_steps(node, Role::Client, CLIENT_RPMS, &[]);
+        steps.push(lnet_gate(&mgs_nid));
+        steps.push(Step::Mount(Mount {
+            source: format!("{mgs_nid}:/{fsname}"),
+            target: mount_str.clone(),
+            fstype: "lustre".into(),
+            options: "defaults,_netdev".into(),
+            fstab: true,
+        }));
+        steps.push(Step::Gate(Gate { kind: GateKind::LfsCheckServers, deadline: CHECK_DEADLINE }));
+        steps
+            .push(Step::Gate(Gate { kind: GateKind::Writable { dir: mount_str }, deadline: CHECK_DEADLINE }));
+        plan.add(node, "client", steps, servers.clone());
+    }
+}
+
+fn lnet_gate(nid: &str) -> Step {
+    Step::Gate(Gate { kind: GateKind::LnetPing { nid: nid.to_owned() }, deadline: READY_DEADLINE })
+}
+
+/// Pins the Lustre packages (those named lustre* or kmod-lustre*) to `version`, unless the
+/// cluster file pinned them itself.
+fn pinned(step: Step, version: Option<&str>) -> Step {
+    let (Step::Packages(mut p), Some(version)) = (step.clone(), version) else { return step };
+    for list in [&mut p.apt, &mut p.rpm] {
+        for pkg in list.iter_mut() {
+            if pkg.version.is_none()
+                && (pkg.name.starts_with("lustre") || pkg.name.starts_with("kmod-lustre"))
+            {
+                pkg.version = Some(version.to_owned());
+            }
+        }
+    }
+    Step::Packages(p)
+}

@@ -1,0 +1,548 @@
+//! Plans for the example cluster files, as the commands they would run on fresh nodes.
+//!
+//! Each example's plan is dry-run against simulated nodes on which nothing is set up yet
+//! (every probe answers as the real tool does on a bare machine: no package, no signature, no
+//! mount, no array, no volume; the packages' own files, such as /etc/beegfs/*.conf, are
+//! present so that later steps can be assessed). The snapshot is the command sequence per
+//! node, to be read next to the seed's: see the notes above each test for what differs and why.
+
+use crate::{Plan, plan};
+use expect_test::{Expect, expect};
+use pvfs_host::{Command, CommandError, Output, Root, Runner};
+use pvfs_steps::{Event, Host, Outcome, Step, run_unit};
+use std::path::Path;
+
+/// Answers every probe as a bare node would.
+struct BareNode;
+
+fn out(code: i32, stdout: &str, stderr: &str) -> Output {
+    Output { code: Some(code), stdout: stdout.into(), stderr: stderr.into() }
+}
+
+impl Runner for BareNode {
+    async fn run(&self, command: &Command) -> Result<Output, CommandError> {
+        let args: Vec<&str> = command.args.iter().map(String::as_str).collect();
+        Ok(match (command.program.as_str(), args.as_slice()) {
+            ("blkid", _) => out(2, "", ""),
+            ("wipefs", _) => out(0, "", ""),
+            ("mdadm", ["--examine", ..]) => out(1, "", "mdadm: No md superblock detected.\n"),
+            ("pvs" | "vgs" | "lvs", _) => {
+                out(5, "{\"report\":[{\"pv\":[],\"vg\":[],\"lv\":[]}]}", "  not found\n")
+            }
+            ("findmnt", _) => out(1, "", ""),
+            ("rpm", [.., name]) => out(1, &format!("package {name} is not installed\n"), ""),
+            ("dpkg-query", [.., name]) => {
+                out(1, "", &format!("dpkg-query: no packages found matching {name}\n"))
+            }
+            ("systemctl", ["is-enabled", ..]) => out(1, "disabled\n", ""),
+            ("systemctl", ["is-active", ..]) => out(3, "inactive\n", ""),
+            ("gluster", ["--xml", "peer", "status"]) => out(
+                0,
+                "<?xml version=\"1.0\"?><cliOutput><opRet>0</opRet><opErrno>0</opErrno><opErrstr/><peerStatus/></cliOutput>",
+                "",
+            ),
+            ("gluster", ["--xml", "volume", "info", name]) => out(
+                0,
+                &format!(
+                    "<?xml version=\"1.0\"?><cliOutput><opRet>-1</opRet><opErrno>30806</opErrno><opErrstr>Volume {name} does not exist</opErrstr></cliOutput>"
+                ),
+                "",
+            ),
+            ("gluster", ["--xml", "volume", "status", name]) => out(
+                0,
+                &format!(
+                    "<?xml version=\"1.0\"?><cliOutput><opRet>-1</opRet><opErrno>30806</opErrno><opErrstr>Volume {name} does not exist</opErrstr></cliOutput>"
+                ),
+                "",
+            ),
+            ("lctl", ["ping", nid]) => out(5, "", &format!("failed to ping {nid}: Input/output error\n")),
+            ("lfs", ["check", "servers"]) => {
+                out(2, "", "lfs check: cannot find mounted Lustre file system\n")
+            }
+            ("tunefs.lustre", [_, dev]) => out(
+                19,
+                "",
+                &format!("\ntunefs.lustre FATAL: Device {dev} has not been formatted with mkfs.lustre\n"),
+            ),
+            _ => return Err(CommandError::NotRecorded { command: command.to_string() }),
+        })
+    }
+}
+
+/// The plan's units with, under each step, the commands it would run (`$ …`), or why not.
+async fn render(plan: &Plan, devices: &[&str], rpm: bool) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let touch = |path: &str, text: &str| {
+        let p = dir.path().join(path.trim_start_matches('/'));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    std::fs::create_dir_all(dir.path().join("run/systemd/system")).unwrap();
+    std::fs::create_dir_all(dir.path().join("etc/yum.repos.d")).unwrap();
+    touch(if rpm { "/usr/bin/yum" } else { "/usr/bin/apt-get" }, "");
+    touch("/etc/fstab", "");
+    for service in ["mgmtd", "meta", "storage", "client"] {
+        touch(&format!("/etc/beegfs/beegfs-{service}.conf"), "sysMgmtdHost =\n");
+    }
+    for dev in devices {
+        touch(dev, "");
+    }
+    let host = Host::new(Root::at(dir.path()), BareNode);
+    let mut shown = String::new();
+    for unit in &plan.units {
+        let after: Vec<String> = unit.after.iter().map(|a| format!("#{a}")).collect();
+        let after = if after.is_empty() { String::new() } else { format!(" (after {})", after.join(" ")) };
+        shown += &format!("#{} {} {}{after}\n", unit.id, unit.node, unit.label);
+        // As `up --plan` runs it: a unit after others that would change is told so.
+        let mut outcomes = Vec::new();
+        run_unit(
+            &unit.steps,
+            &host,
+            true,
+            !unit.after.is_empty(),
+            |e| {
+                if let Event::Done { outcome, .. } = e {
+                    outcomes.push(outcome);
+                }
+            },
+            || true,
+        )
+        .await;
+        for (step, outcome) in unit.steps.iter().zip(outcomes) {
+            shown += &format!("  {step}\n");
+            match outcome {
+                Outcome::WouldChange { would_run, .. } => {
+                    for cmd in would_run {
+                        shown += &format!("    $ {cmd}\n");
+                    }
+                }
+                Outcome::Pending { .. } if matches!(step, Step::Gate(_)) => shown += "    (waits)\n",
+                Outcome::Pending { detail } => shown += &format!("    (pending: {detail})\n"),
+                Outcome::Ok { .. } => shown += "    (in sync)\n",
+                other => shown += &format!("    !! {other:?}\n"),
+            }
+        }
+    }
+    shown
+}
+
+fn example(name: &str) -> pvfs_config::Cluster {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config").join(name);
+    pvfs_config::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+async fn check(name: &str, devices: &[&str], rpm: bool, expect: Expect) {
+    let plan = plan(&example(name));
+    expect.assert_eq(&render(&plan, devices, rpm).await);
+}
+
+fn luns(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("/dev/disk/azure/scsi1/lun{i}")).collect()
+}
+
+/// Seed 000, GlusterFS section, steps 2–7 and "Set up the GlusterFS volume": the same commands
+/// in the same order, except: `mdadm` gets `--run` (no prompt) and writes mdadm.conf from the
+/// array's own `--detail --brief`; `mkfs.xfs` has no `-f` (the device is proven empty first);
+/// mounts are checked with findmnt and written to fstab once, not appended; peers are probed
+/// once from one server (probing is idempotent; the second probe "to set its host name" is
+/// only needed with host names, not the IPs used here); the brick is a directory under the
+/// brick mount; the volume gets `transport tcp` explicitly.
+#[tokio::test]
+async fn glusterfs_follows_the_seed() {
+    let mut devices: Vec<String> = luns(10);
+    devices.extend(["/dev/md0".into(), "/dev/rhgs-data/brick1".into()]);
+    let devices: Vec<&str> = devices.iter().map(String::as_str).collect();
+    check("glusterfs.toml", &devices, true, expect![[r#"
+        #0 glusterserver1 brick
+          packages (rpm) centos-release-gluster
+            $ yum install -y centos-release-gluster
+          packages glusterfs-server mdadm lvm2 xfsprogs (rpm: glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs mdadm lvm2 xfsprogs)
+            $ yum install -y glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs mdadm lvm2 xfsprogs
+          service glusterd enabled and running
+            $ systemctl enable glusterd
+            $ systemctl start glusterd
+          raid0 /dev/md0 over 10 disks
+            $ mdadm --create /dev/md0 --run --level=0 --raid-devices=10 /dev/disk/azure/scsi1/lun0 /dev/disk/azure/scsi1/lun1 /dev/disk/azure/scsi1/lun2 /dev/disk/azure/scsi1/lun3 /dev/disk/azure/scsi1/lun4 /dev/disk/azure/scsi1/lun5 /dev/disk/azure/scsi1/lun6 /dev/disk/azure/scsi1/lun7 /dev/disk/azure/scsi1/lun8 /dev/disk/azure/scsi1/lun9
+            $ mdadm --detail --brief /dev/md0 >> /etc/mdadm.conf
+          lvm thin volume /dev/rhgs-data/brick1 in rhgs-data/brickpool on /dev/md0
+            $ pvcreate --dataalignment 1024K /dev/md0
+            $ vgcreate --physicalextentsize 256K rhgs-data /dev/md0
+            $ lvcreate -L 9216g -T rhgs-data/brickpool -c 256K
+            $ lvchange --zero n rhgs-data/brickpool
+            $ lvcreate -V 9216g -T rhgs-data/brickpool -n brick1
+          xfs on /dev/rhgs-data/brick1
+            $ mkfs.xfs -K -i size=512 -n size=8192 /dev/rhgs-data/brick1
+          mount /dev/rhgs-data/brick1 on /rhs/brick1 (xfs)
+            $ mkdir -p -m 755 /rhs/brick1
+            $ write /etc/fstab
+            $ mount -t xfs -o defaults,inode64,noatime,nouuid /dev/rhgs-data/brick1 /rhs/brick1
+          directory /rhs/brick1/dist-vol
+            $ mkdir -p -m 755 /rhs/brick1/dist-vol
+        #1 glusterserver2 brick
+          packages (rpm) centos-release-gluster
+            $ yum install -y centos-release-gluster
+          packages glusterfs-server mdadm lvm2 xfsprogs (rpm: glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs mdadm lvm2 xfsprogs)
+            $ yum install -y glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs mdadm lvm2 xfsprogs
+          service glusterd enabled and running
+            $ systemctl enable glusterd
+            $ systemctl start glusterd
+          raid0 /dev/md0 over 10 disks
+            $ mdadm --create /dev/md0 --run --level=0 --raid-devices=10 /dev/disk/azure/scsi1/lun0 /dev/disk/azure/scsi1/lun1 /dev/disk/azure/scsi1/lun2 /dev/disk/azure/scsi1/lun3 /dev/disk/azure/scsi1/lun4 /dev/disk/azure/scsi1/lun5 /dev/disk/azure/scsi1/lun6 /dev/disk/azure/scsi1/lun7 /dev/disk/azure/scsi1/lun8 /dev/disk/azure/scsi1/lun9
+            $ mdadm --detail --brief /dev/md0 >> /etc/mdadm.conf
+          lvm thin volume /dev/rhgs-data/brick1 in rhgs-data/brickpool on /dev/md0
+            $ pvcreate --dataalignment 1024K /dev/md0
+            $ vgcreate --physicalextentsize 256K rhgs-data /dev/md0
+            $ lvcreate -L 9216g -T rhgs-data/brickpool -c 256K
+            $ lvchange --zero n rhgs-data/brickpool
+            $ lvcreate -V 9216g -T rhgs-data/brickpool -n brick1
+          xfs on /dev/rhgs-data/brick1
+            $ mkfs.xfs -K -i size=512 -n size=8192 /dev/rhgs-data/brick1
+          mount /dev/rhgs-data/brick1 on /rhs/brick1 (xfs)
+            $ mkdir -p -m 755 /rhs/brick1
+            $ write /etc/fstab
+            $ mount -t xfs -o defaults,inode64,noatime,nouuid /dev/rhgs-data/brick1 /rhs/brick1
+          directory /rhs/brick1/dist-vol
+            $ mkdir -p -m 755 /rhs/brick1/dist-vol
+        #2 glusterserver1 volume (after #0 #1)
+          trusted pool with 10.0.0.6
+            $ gluster --mode=script peer probe 10.0.0.6
+          wait until 10.0.0.6 are in cluster
+            (waits)
+          gluster volume dist-vol (distribute, 2 bricks)
+            $ gluster --mode=script volume create dist-vol transport tcp 10.0.0.5:/rhs/brick1/dist-vol 10.0.0.6:/rhs/brick1/dist-vol
+            $ gluster --mode=script volume start dist-vol
+          check the 2 bricks of dist-vol are online
+            (waits)
+        #3 client00 mount (after #2)
+          packages glusterfs-client (rpm: glusterfs-fuse)
+            $ yum install -y glusterfs-fuse
+          mount 10.0.0.5:/dist-vol on /mnt/gluster (glusterfs)
+            $ mkdir -p -m 755 /mnt/gluster
+            $ write /etc/fstab
+            $ mount -t glusterfs -o defaults,_netdev,backup-volfile-servers=10.0.0.6 10.0.0.5:/dist-vol /mnt/gluster
+          check /mnt/gluster is writable
+            (waits)
+        #4 client01 mount (after #2)
+          packages glusterfs-client (rpm: glusterfs-fuse)
+            $ yum install -y glusterfs-fuse
+          mount 10.0.0.5:/dist-vol on /mnt/gluster (glusterfs)
+            $ mkdir -p -m 755 /mnt/gluster
+            $ write /etc/fstab
+            $ mount -t glusterfs -o defaults,_netdev,backup-volfile-servers=10.0.0.6 10.0.0.5:/dist-vol /mnt/gluster
+          check /mnt/gluster is writable
+            (waits)
+    "#]]).await;
+}
+
+/// Seed 000, Lustre section: the repository, packages, lnet.conf and `lnet` enabled on every
+/// server; `mkfs.lustre --mgs --mdt` on the MGS/MDS and its mount; `mdadm -C /dev/md0 -l raid0
+/// -n 10` and `mkfs.lustre --ost --mgsnode --index` on each OSS with the index from the file;
+/// then the client's mount. Differences: no `--reformat` (devices proven empty), `--index=0`
+/// given for the MDT too, an `lctl ping` of the MGS before OSTs and clients mount, fstab
+/// entries, and the validation the seed does by hand (`lfs check servers`) as a gate.
+#[tokio::test]
+async fn lustre_follows_the_seed() {
+    let mut devices: Vec<String> = luns(10);
+    devices.push("/dev/md0".into());
+    let devices: Vec<&str> = devices.iter().map(String::as_str).collect();
+    check("lustre.toml", &devices, true, expect![[r#"
+        #0 mgsmds00 mgs+mdt
+          packages kernel=3.10.0-514.el7_lustre lustre=2.9.0 kmod-lustre=2.9.0 kmod-lustre-osd-ldiskfs=2.9.0 lustre-osd-ldiskfs-mount=2.9.0 e2fsprogs
+            $ write /etc/yum.repos.d/lustreserver.repo
+            $ write /etc/yum.repos.d/e2fsprogs.repo
+            $ yum install -y kernel-3.10.0-514.el7_lustre lustre-2.9.0 kmod-lustre-2.9.0 kmod-lustre-osd-ldiskfs-2.9.0 lustre-osd-ldiskfs-mount-2.9.0 e2fsprogs
+          file /etc/modprobe.d/lnet.conf
+            $ write /etc/modprobe.d/lnet.conf
+          service lnet enabled and running
+            $ systemctl enable lnet
+            $ systemctl start lnet
+          lustre mgs+mdt LustreFS-MDT0000 on /dev/disk/azure/scsi1/lun0
+            $ mkfs.lustre --fsname=LustreFS --backfstype=ldiskfs --mgs --mdt --index=0 /dev/disk/azure/scsi1/lun0
+          mount /dev/disk/azure/scsi1/lun0 on /mnt/mgsmds (lustre)
+            $ mkdir -p -m 755 /mnt/mgsmds
+            $ write /etc/fstab
+            $ mount -t lustre -o defaults /dev/disk/azure/scsi1/lun0 /mnt/mgsmds
+        #1 oss00 ost (after #0)
+          packages kernel=3.10.0-514.el7_lustre lustre=2.9.0 kmod-lustre=2.9.0 kmod-lustre-osd-ldiskfs=2.9.0 lustre-osd-ldiskfs-mount=2.9.0 e2fsprogs mdadm
+            $ write /etc/yum.repos.d/lustreserver.repo
+            $ write /etc/yum.repos.d/e2fsprogs.repo
+            $ yum install -y kernel-3.10.0-514.el7_lustre lustre-2.9.0 kmod-lustre-2.9.0 kmod-lustre-osd-ldiskfs-2.9.0 lustre-osd-ldiskfs-mount-2.9.0 e2fsprogs mdadm
+          file /etc/modprobe.d/lnet.conf
+            $ write /etc/modprobe.d/lnet.conf
+          service lnet enabled and running
+            $ systemctl enable lnet
+            $ systemctl start lnet
+          wait until 10.0.0.4@tcp answers lctl ping
+            (waits)
+          raid0 /dev/md0 over 10 disks
+            $ mdadm --create /dev/md0 --run --level=0 --raid-devices=10 /dev/disk/azure/scsi1/lun0 /dev/disk/azure/scsi1/lun1 /dev/disk/azure/scsi1/lun2 /dev/disk/azure/scsi1/lun3 /dev/disk/azure/scsi1/lun4 /dev/disk/azure/scsi1/lun5 /dev/disk/azure/scsi1/lun6 /dev/disk/azure/scsi1/lun7 /dev/disk/azure/scsi1/lun8 /dev/disk/azure/scsi1/lun9
+            $ mdadm --detail --brief /dev/md0 >> /etc/mdadm.conf
+          lustre ost LustreFS-OST0000 on /dev/md0
+            $ mkfs.lustre --fsname=LustreFS --backfstype=ldiskfs --ost --mgsnode=10.0.0.4@tcp --index=0 /dev/md0
+          mount /dev/md0 on /mnt/oss (lustre)
+            $ mkdir -p -m 755 /mnt/oss
+            $ write /etc/fstab
+            $ mount -t lustre -o defaults /dev/md0 /mnt/oss
+        #2 oss01 ost (after #0)
+          packages kernel=3.10.0-514.el7_lustre lustre=2.9.0 kmod-lustre=2.9.0 kmod-lustre-osd-ldiskfs=2.9.0 lustre-osd-ldiskfs-mount=2.9.0 e2fsprogs mdadm
+            $ write /etc/yum.repos.d/lustreserver.repo
+            $ write /etc/yum.repos.d/e2fsprogs.repo
+            $ yum install -y kernel-3.10.0-514.el7_lustre lustre-2.9.0 kmod-lustre-2.9.0 kmod-lustre-osd-ldiskfs-2.9.0 lustre-osd-ldiskfs-mount-2.9.0 e2fsprogs mdadm
+          file /etc/modprobe.d/lnet.conf
+            $ write /etc/modprobe.d/lnet.conf
+          service lnet enabled and running
+            $ systemctl enable lnet
+            $ systemctl start lnet
+          wait until 10.0.0.4@tcp answers lctl ping
+            (waits)
+          raid0 /dev/md0 over 10 disks
+            $ mdadm --create /dev/md0 --run --level=0 --raid-devices=10 /dev/disk/azure/scsi1/lun0 /dev/disk/azure/scsi1/lun1 /dev/disk/azure/scsi1/lun2 /dev/disk/azure/scsi1/lun3 /dev/disk/azure/scsi1/lun4 /dev/disk/azure/scsi1/lun5 /dev/disk/azure/scsi1/lun6 /dev/disk/azure/scsi1/lun7 /dev/disk/azure/scsi1/lun8 /dev/disk/azure/scsi1/lun9
+            $ mdadm --detail --brief /dev/md0 >> /etc/mdadm.conf
+          lustre ost LustreFS-OST0001 on /dev/md0
+            $ mkfs.lustre --fsname=LustreFS --backfstype=ldiskfs --ost --mgsnode=10.0.0.4@tcp --index=1 /dev/md0
+          mount /dev/md0 on /mnt/oss (lustre)
+            $ mkdir -p -m 755 /mnt/oss
+            $ write /etc/fstab
+            $ mount -t lustre -o defaults /dev/md0 /mnt/oss
+        #3 client00 client (after #0 #1 #2)
+          packages kmod-lustre-client=2.9.0 lustre-client=2.9.0 lustre-client-dkms=2.9.0
+            $ write /etc/yum.repos.d/lustreclient.repo
+            $ yum install -y kmod-lustre-client-2.9.0 lustre-client-2.9.0 lustre-client-dkms-2.9.0
+          file /etc/modprobe.d/lnet.conf
+            $ write /etc/modprobe.d/lnet.conf
+          service lnet enabled and running
+            $ systemctl enable lnet
+            $ systemctl start lnet
+          wait until 10.0.0.4@tcp answers lctl ping
+            (waits)
+          mount 10.0.0.4@tcp:/LustreFS on /mnt/lustre (lustre)
+            $ mkdir -p -m 755 /mnt/lustre
+            $ write /etc/fstab
+            $ mount -t lustre -o defaults,_netdev 10.0.0.4@tcp:/LustreFS /mnt/lustre
+          check lfs check servers
+            (waits)
+          check /mnt/lustre is writable
+            (waits)
+    "#]]).await;
+}
+
+/// Seed 000, BeeGFS section and Tables 11–12 (the seed deployed BeeGFS from a template; its
+/// steps are the az-cat scripts': RAID0s md20/md10, ext4 for metadata, xfs for storage, the
+/// services' config keys, enable/start), with `beegfs-setup-*` and fixed IDs instead of
+/// first-run init.
+#[tokio::test]
+async fn beegfs_follows_the_seed() {
+    let mut devices: Vec<String> = luns(16);
+    devices.extend(["/dev/md10".into(), "/dev/md20".into()]);
+    let devices: Vec<&str> = devices.iter().map(String::as_str).collect();
+    check("beegfs.toml", &devices, true, expect![[r#"
+        #0 mgmt mgmtd
+          packages beegfs-mgmtd beegfs-utils
+            $ yum install -y beegfs-mgmtd beegfs-utils
+          beegfs mgmtd in /data/beegfs/mgmtd
+            $ beegfs-setup-mgmtd -p /data/beegfs/mgmtd
+          service beegfs-mgmtd enabled and running
+            $ systemctl enable beegfs-mgmtd
+            $ systemctl start beegfs-mgmtd
+        #1 storage0 meta (after #0)
+          packages beegfs-meta mdadm e2fsprogs
+            $ yum install -y beegfs-meta mdadm e2fsprogs
+          raid0 /dev/md20 over 6 disks
+            $ mdadm --create /dev/md20 --run --level=0 --raid-devices=6 /dev/disk/azure/scsi1/lun10 /dev/disk/azure/scsi1/lun11 /dev/disk/azure/scsi1/lun12 /dev/disk/azure/scsi1/lun13 /dev/disk/azure/scsi1/lun14 /dev/disk/azure/scsi1/lun15
+            $ mdadm --detail --brief /dev/md20 >> /etc/mdadm.conf
+          ext4 on /dev/md20
+            $ mkfs.ext4 -i 2048 -I 512 -J size=400 -O dir_index,filetype /dev/md20
+          mount /dev/md20 on /data/beegfs/meta (ext4)
+            $ mkdir -p -m 755 /data/beegfs/meta
+            $ write /etc/fstab
+            $ mount -t ext4 -o defaults,noatime,nodiratime /dev/md20 /data/beegfs/meta
+          queue of /dev/md20: scheduler=deadline nr_requests=128 read_ahead_kb=128
+            (pending: depends on the changes before it: /sys/block/md20/queue: no queue settings for /dev/md20)
+          beegfs meta node 1 in /data/beegfs/meta/beegfs_meta
+            $ beegfs-setup-meta -p /data/beegfs/meta/beegfs_meta -s 1 -m 10.0.0.4
+          settings in /etc/beegfs/beegfs-meta.conf: connMaxInternodeNum=32 tuneNumWorkers=64
+            $ write /etc/beegfs/beegfs-meta.conf
+          service beegfs-meta enabled and running
+            $ systemctl enable beegfs-meta
+            $ systemctl start beegfs-meta
+        #2 storage1 meta (after #0)
+          packages beegfs-meta mdadm e2fsprogs
+            $ yum install -y beegfs-meta mdadm e2fsprogs
+          raid0 /dev/md20 over 6 disks
+            $ mdadm --create /dev/md20 --run --level=0 --raid-devices=6 /dev/disk/azure/scsi1/lun10 /dev/disk/azure/scsi1/lun11 /dev/disk/azure/scsi1/lun12 /dev/disk/azure/scsi1/lun13 /dev/disk/azure/scsi1/lun14 /dev/disk/azure/scsi1/lun15
+            $ mdadm --detail --brief /dev/md20 >> /etc/mdadm.conf
+          ext4 on /dev/md20
+            $ mkfs.ext4 -i 2048 -I 512 -J size=400 -O dir_index,filetype /dev/md20
+          mount /dev/md20 on /data/beegfs/meta (ext4)
+            $ mkdir -p -m 755 /data/beegfs/meta
+            $ write /etc/fstab
+            $ mount -t ext4 -o defaults,noatime,nodiratime /dev/md20 /data/beegfs/meta
+          queue of /dev/md20: scheduler=deadline nr_requests=128 read_ahead_kb=128
+            (pending: depends on the changes before it: /sys/block/md20/queue: no queue settings for /dev/md20)
+          beegfs meta node 2 in /data/beegfs/meta/beegfs_meta
+            $ beegfs-setup-meta -p /data/beegfs/meta/beegfs_meta -s 2 -m 10.0.0.4
+          settings in /etc/beegfs/beegfs-meta.conf: connMaxInternodeNum=32 tuneNumWorkers=64
+            $ write /etc/beegfs/beegfs-meta.conf
+          service beegfs-meta enabled and running
+            $ systemctl enable beegfs-meta
+            $ systemctl start beegfs-meta
+        #3 storage0 storage (after #0 #1)
+          packages beegfs-storage mdadm xfsprogs
+            $ yum install -y beegfs-storage mdadm xfsprogs
+          raid0 /dev/md10 over 10 disks
+            $ mdadm --create /dev/md10 --run --level=0 --raid-devices=10 /dev/disk/azure/scsi1/lun0 /dev/disk/azure/scsi1/lun1 /dev/disk/azure/scsi1/lun2 /dev/disk/azure/scsi1/lun3 /dev/disk/azure/scsi1/lun4 /dev/disk/azure/scsi1/lun5 /dev/disk/azure/scsi1/lun6 /dev/disk/azure/scsi1/lun7 /dev/disk/azure/scsi1/lun8 /dev/disk/azure/scsi1/lun9
+            $ mdadm --detail --brief /dev/md10 >> /etc/mdadm.conf
+          xfs on /dev/md10
+            $ mkfs.xfs /dev/md10
+          mount /dev/md10 on /data/beegfs/storage (xfs)
+            $ mkdir -p -m 755 /data/beegfs/storage
+            $ write /etc/fstab
+            $ mount -t xfs -o defaults,noatime,nodiratime,logbufs=8,logbsize=256k,largeio,inode64,swalloc,allocsize=131072k /dev/md10 /data/beegfs/storage
+          queue of /dev/md10: scheduler=deadline nr_requests=4096 read_ahead_kb=32768
+            (pending: depends on the changes before it: /sys/block/md10/queue: no queue settings for /dev/md10)
+          beegfs storage node 1 target 101 in /data/beegfs/storage/beegfs_storage
+            $ beegfs-setup-storage -p /data/beegfs/storage/beegfs_storage -s 1 -i 101 -m 10.0.0.4
+          settings in /etc/beegfs/beegfs-storage.conf: connMaxInternodeNum=32 tuneFileReadAheadSize=32m tuneFileReadAheadTriggerSize=2m tuneFileReadSize=256K tuneFileWriteSize=256K tuneNumWorkers=64 tuneWorkerBufSize=16m
+            $ write /etc/beegfs/beegfs-storage.conf
+          service beegfs-storage enabled and running
+            $ systemctl enable beegfs-storage
+            $ systemctl start beegfs-storage
+        #4 storage1 storage (after #0 #2)
+          packages beegfs-storage mdadm xfsprogs
+            $ yum install -y beegfs-storage mdadm xfsprogs
+          raid0 /dev/md10 over 10 disks
+            $ mdadm --create /dev/md10 --run --level=0 --raid-devices=10 /dev/disk/azure/scsi1/lun0 /dev/disk/azure/scsi1/lun1 /dev/disk/azure/scsi1/lun2 /dev/disk/azure/scsi1/lun3 /dev/disk/azure/scsi1/lun4 /dev/disk/azure/scsi1/lun5 /dev/disk/azure/scsi1/lun6 /dev/disk/azure/scsi1/lun7 /dev/disk/azure/scsi1/lun8 /dev/disk/azure/scsi1/lun9
+            $ mdadm --detail --brief /dev/md10 >> /etc/mdadm.conf
+          xfs on /dev/md10
+            $ mkfs.xfs /dev/md10
+          mount /dev/md10 on /data/beegfs/storage (xfs)
+            $ mkdir -p -m 755 /data/beegfs/storage
+            $ write /etc/fstab
+            $ mount -t xfs -o defaults,noatime,nodiratime,logbufs=8,logbsize=256k,largeio,inode64,swalloc,allocsize=131072k /dev/md10 /data/beegfs/storage
+          queue of /dev/md10: scheduler=deadline nr_requests=4096 read_ahead_kb=32768
+            (pending: depends on the changes before it: /sys/block/md10/queue: no queue settings for /dev/md10)
+          beegfs storage node 2 target 201 in /data/beegfs/storage/beegfs_storage
+            $ beegfs-setup-storage -p /data/beegfs/storage/beegfs_storage -s 2 -i 201 -m 10.0.0.4
+          settings in /etc/beegfs/beegfs-storage.conf: connMaxInternodeNum=32 tuneFileReadAheadSize=32m tuneFileReadAheadTriggerSize=2m tuneFileReadSize=256K tuneFileWriteSize=256K tuneNumWorkers=64 tuneWorkerBufSize=16m
+            $ write /etc/beegfs/beegfs-storage.conf
+          service beegfs-storage enabled and running
+            $ systemctl enable beegfs-storage
+            $ systemctl start beegfs-storage
+        #5 client00 client (after #0 #1 #2 #3 #4)
+          packages beegfs-client beegfs-helperd beegfs-utils
+            $ yum install -y beegfs-client beegfs-helperd beegfs-utils
+          beegfs client
+            $ beegfs-setup-client -m 10.0.0.4
+          settings in /etc/beegfs/beegfs-client.conf: connMaxInternodeNum=32
+            $ write /etc/beegfs/beegfs-client.conf
+          directory /mnt/beegfs
+            $ mkdir -p -m 755 /mnt/beegfs
+          file /etc/beegfs/beegfs-mounts.conf
+            $ write /etc/beegfs/beegfs-mounts.conf
+          service beegfs-helperd enabled and running
+            $ systemctl enable beegfs-helperd
+            $ systemctl start beegfs-helperd
+          service beegfs-client enabled and running
+            $ systemctl enable beegfs-client
+            $ systemctl start beegfs-client
+          check beegfs-check-servers
+            (waits)
+          check /mnt/beegfs is writable
+            (waits)
+    "#]]).await;
+}
+
+#[tokio::test]
+async fn the_e2e_gluster_cluster_on_debian() {
+    check("glusterfs-e2e.toml", &["/dev/pvfs-disk0"], false, expect![[r#"
+        #0 gfs1 brick
+          packages (rpm) centos-release-gluster
+            (in sync)
+          packages glusterfs-server xfsprogs (rpm: glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs xfsprogs)
+            $ apt-get install -y --no-install-recommends -o Dpkg::Options::=--force-confold glusterfs-server xfsprogs
+          service glusterd enabled and running
+            $ systemctl enable glusterd
+            $ systemctl start glusterd
+          xfs on /dev/pvfs-disk0
+            $ mkfs.xfs -i size=512 /dev/pvfs-disk0
+          mount /dev/pvfs-disk0 on /bricks/brick1 (xfs)
+            $ mkdir -p -m 755 /bricks/brick1
+            $ write /etc/fstab
+            $ mount -t xfs -o defaults,inode64,noatime /dev/pvfs-disk0 /bricks/brick1
+          directory /bricks/brick1/gv0
+            $ mkdir -p -m 755 /bricks/brick1/gv0
+        #1 gfs2 brick
+          packages (rpm) centos-release-gluster
+            (in sync)
+          packages glusterfs-server xfsprogs (rpm: glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs xfsprogs)
+            $ apt-get install -y --no-install-recommends -o Dpkg::Options::=--force-confold glusterfs-server xfsprogs
+          service glusterd enabled and running
+            $ systemctl enable glusterd
+            $ systemctl start glusterd
+          xfs on /dev/pvfs-disk0
+            $ mkfs.xfs -i size=512 /dev/pvfs-disk0
+          mount /dev/pvfs-disk0 on /bricks/brick1 (xfs)
+            $ mkdir -p -m 755 /bricks/brick1
+            $ write /etc/fstab
+            $ mount -t xfs -o defaults,inode64,noatime /dev/pvfs-disk0 /bricks/brick1
+          directory /bricks/brick1/gv0
+            $ mkdir -p -m 755 /bricks/brick1/gv0
+        #2 gfs1 volume (after #0 #1)
+          trusted pool with 10.213.250.12
+            $ gluster --mode=script peer probe 10.213.250.12
+          wait until 10.213.250.12 are in cluster
+            (waits)
+          gluster volume gv0 (distribute, 2 bricks)
+            $ gluster --mode=script volume create gv0 transport tcp 10.213.250.11:/bricks/brick1/gv0 10.213.250.12:/bricks/brick1/gv0
+            $ gluster --mode=script volume start gv0
+          check the 2 bricks of gv0 are online
+            (waits)
+        #3 client1 mount (after #2)
+          packages glusterfs-client (rpm: glusterfs-fuse)
+            $ apt-get install -y --no-install-recommends -o Dpkg::Options::=--force-confold glusterfs-client
+          mount 10.213.250.11:/gv0 on /mnt/gv0 (glusterfs)
+            $ mkdir -p -m 755 /mnt/gv0
+            $ write /etc/fstab
+            $ mount -t glusterfs -o defaults,_netdev,backup-volfile-servers=10.213.250.12 10.213.250.11:/gv0 /mnt/gv0
+          check /mnt/gv0 is writable
+            (waits)
+    "#]]).await;
+}
+
+#[test]
+fn units_order_across_nodes() {
+    let plan = plan(&example("glusterfs-e2e.toml"));
+    expect![[r#"
+        #0 gfs1 brick
+            packages (rpm) centos-release-gluster
+            packages glusterfs-server xfsprogs (rpm: glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs xfsprogs)
+            service glusterd enabled and running
+            xfs on /dev/pvfs-disk0
+            mount /dev/pvfs-disk0 on /bricks/brick1 (xfs)
+            directory /bricks/brick1/gv0
+        #1 gfs2 brick
+            packages (rpm) centos-release-gluster
+            packages glusterfs-server xfsprogs (rpm: glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs xfsprogs)
+            service glusterd enabled and running
+            xfs on /dev/pvfs-disk0
+            mount /dev/pvfs-disk0 on /bricks/brick1 (xfs)
+            directory /bricks/brick1/gv0
+        #2 gfs1 volume (after #0 #1)
+            trusted pool with 10.213.250.12
+            wait until 10.213.250.12 are in cluster
+            gluster volume gv0 (distribute, 2 bricks)
+            check the 2 bricks of gv0 are online
+        #3 client1 mount (after #2)
+            packages glusterfs-client (rpm: glusterfs-fuse)
+            mount 10.213.250.11:/gv0 on /mnt/gv0 (glusterfs)
+            check /mnt/gv0 is writable
+    "#]]
+    .assert_eq(&plan.to_string());
+    assert_eq!(plan.dependents(0), [2, 3]);
+    let local = plan_of_local();
+    assert!(local.units.iter().all(|u| u.steps.iter().all(|s| !matches!(s, Step::Packages(_)))));
+}
+
+fn plan_of_local() -> Plan {
+    plan(&example("local.toml"))
+}

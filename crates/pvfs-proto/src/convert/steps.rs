@@ -1,0 +1,479 @@
+//! Typed steps and their events, wire ⇄ domain.
+//!
+//! Steps come *from* the wire on the agent, so decoding is strict: a step kind or enum value
+//! this agent does not know is an error naming it, never a silent default.
+
+use crate::pb;
+use crate::pb::step::Step as S;
+use pvfs_steps::{
+    BeegfsService, BeegfsSetup, BlockQueue, CommandRecord, ConfigKeys, Directory, Event, Failure, File, Gate,
+    GateKind, GlusterLayout, GlusterPeers, GlusterVolume, LustreRole, LustreTarget, LvmThin, Mkfs, Mount,
+    Outcome, Package, PackageManager, Packages, Raid0, Service, Step,
+};
+use std::time::Duration;
+
+/// A step from the wire this agent cannot carry out.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("step {index}: {message} (is the agent older than the coordinator?)")]
+pub struct StepDecodeError {
+    pub index: usize,
+    pub message: String,
+}
+
+fn kv(pairs: &[(String, String)]) -> Vec<pb::KeyValue> {
+    pairs.iter().map(|(key, value)| pb::KeyValue { key: key.clone(), value: value.clone() }).collect()
+}
+
+fn pairs(kv: Vec<pb::KeyValue>) -> Vec<(String, String)> {
+    kv.into_iter().map(|p| (p.key, p.value)).collect()
+}
+
+fn packages_to(list: &[Package]) -> Vec<pb::Package> {
+    list.iter().map(|p| pb::Package { name: p.name.clone(), version: p.version.clone() }).collect()
+}
+
+fn packages_from(list: Vec<pb::Package>) -> Vec<Package> {
+    list.into_iter().map(|p| Package { name: p.name, version: p.version }).collect()
+}
+
+impl From<&Step> for pb::Step {
+    fn from(step: &Step) -> pb::Step {
+        let inner = match step {
+            Step::Packages(p) => S::Packages(pb::PackagesStep {
+                manager: match p.manager {
+                    PackageManager::Auto => pb::packages_step::Manager::Auto,
+                    PackageManager::Apt => pb::packages_step::Manager::Apt,
+                    PackageManager::Dnf => pb::packages_step::Manager::Dnf,
+                    PackageManager::Yum => pb::packages_step::Manager::Yum,
+                } as i32,
+                apt: packages_to(&p.apt),
+                rpm: packages_to(&p.rpm),
+                repos: p
+                    .repos
+                    .iter()
+                    .map(|(name, baseurl)| pb::Repo { name: name.clone(), baseurl: baseurl.clone() })
+                    .collect(),
+            }),
+            Step::File(f) => {
+                S::File(pb::FileStep { path: f.path.clone(), contents: f.contents.clone(), mode: f.mode })
+            }
+            Step::ConfigKeys(c) => {
+                S::ConfigKeys(pb::ConfigKeysStep { path: c.path.clone(), keys: kv(&c.keys) })
+            }
+            Step::Directory(d) => S::Directory(pb::DirectoryStep { path: d.path.clone(), mode: d.mode }),
+            Step::Service(s) => {
+                S::Service(pb::ServiceStep { unit: s.unit.clone(), enabled: s.enabled, running: s.running })
+            }
+            Step::Raid0(r) => S::Raid0(pb::Raid0Step {
+                device: r.device.clone(),
+                members: r.members.clone(),
+                chunk_kib: r.chunk_kib,
+                wipe: r.wipe.clone(),
+                conf: r.conf.clone(),
+            }),
+            Step::LvmThin(l) => S::LvmThin(pb::LvmThinStep {
+                pv: l.pv.clone(),
+                vg: l.vg.clone(),
+                pool: l.pool.clone(),
+                pool_size: l.pool_size.clone(),
+                chunk: l.chunk.clone(),
+                lv: l.lv.clone(),
+                virtual_size: l.virtual_size.clone(),
+                data_alignment: l.data_alignment.clone(),
+                extent_size: l.extent_size.clone(),
+                zero: l.zero,
+                wipe: l.wipe,
+            }),
+            Step::Mkfs(m) => S::Mkfs(pb::MkfsStep {
+                device: m.device.clone(),
+                fstype: m.fstype.clone(),
+                options: m.options.clone(),
+                label: m.label.clone(),
+                wipe: m.wipe,
+            }),
+            Step::LustreTarget(t) => S::LustreTarget(pb::LustreTargetStep {
+                device: t.device.clone(),
+                fsname: t.fsname.clone(),
+                role: match t.role {
+                    LustreRole::MgsMdt => pb::lustre_target_step::Role::MgsMdt,
+                    LustreRole::Mgs => pb::lustre_target_step::Role::Mgs,
+                    LustreRole::Mdt => pb::lustre_target_step::Role::Mdt,
+                    LustreRole::Ost => pb::lustre_target_step::Role::Ost,
+                } as i32,
+                index: t.index,
+                mgsnode: t.mgsnode.clone(),
+                backfstype: t.backfstype.clone(),
+                wipe: t.wipe,
+            }),
+            Step::Mount(m) => S::Mount(pb::MountStep {
+                source: m.source.clone(),
+                target: m.target.clone(),
+                fstype: m.fstype.clone(),
+                options: m.options.clone(),
+                fstab: m.fstab,
+            }),
+            Step::BlockQueue(q) => S::BlockQueue(pb::BlockQueueStep {
+                device: q.device.clone(),
+                scheduler: q.scheduler.clone(),
+                nr_requests: q.nr_requests,
+                read_ahead_kb: q.read_ahead_kb,
+            }),
+            Step::GlusterPeers(p) => S::GlusterPeers(pb::GlusterPeersStep { peers: p.peers.clone() }),
+            Step::GlusterVolume(v) => {
+                use pb::gluster_volume_step::Layout as L;
+                let (layout, replica, disperse, redundancy) = match v.layout {
+                    GlusterLayout::Distribute => (L::Distribute, 0, 0, 0),
+                    GlusterLayout::Replicate { replica } => (L::Replicate, replica, 0, 0),
+                    GlusterLayout::Disperse { disperse, redundancy } => {
+                        (L::Disperse, 0, disperse, redundancy)
+                    }
+                };
+                S::GlusterVolume(pb::GlusterVolumeStep {
+                    name: v.name.clone(),
+                    layout: layout as i32,
+                    replica,
+                    disperse,
+                    redundancy,
+                    bricks: v.bricks.clone(),
+                    options: kv(&v.options),
+                })
+            }
+            Step::BeegfsSetup(b) => S::BeegfsSetup(pb::BeegfsSetupStep {
+                service: match b.service {
+                    BeegfsService::Mgmtd => pb::beegfs_setup_step::Service::Mgmtd,
+                    BeegfsService::Meta => pb::beegfs_setup_step::Service::Meta,
+                    BeegfsService::Storage => pb::beegfs_setup_step::Service::Storage,
+                    BeegfsService::Client => pb::beegfs_setup_step::Service::Client,
+                } as i32,
+                path: b.path.clone(),
+                node_id: b.node_id,
+                target_id: b.target_id,
+                mgmt_host: b.mgmt_host.clone(),
+            }),
+            Step::Gate(g) => {
+                use pb::gate_step::Kind as K;
+                let kind = match &g.kind {
+                    GateKind::GlusterPeersInCluster { peers } => {
+                        K::GlusterPeersInCluster(pb::StringList { items: peers.clone() })
+                    }
+                    GateKind::GlusterBricksOnline { volume, bricks } => {
+                        K::GlusterBricksOnline(pb::GlusterBricks {
+                            volume: volume.clone(),
+                            bricks: bricks.clone(),
+                        })
+                    }
+                    GateKind::LnetPing { nid } => K::LnetPing(nid.clone()),
+                    GateKind::LfsCheckServers => K::LfsCheckServers(pb::Empty {}),
+                    GateKind::BeegfsMgmtdReachable => K::BeegfsMgmtdReachable(pb::Empty {}),
+                    GateKind::BeegfsCheckServers => K::BeegfsCheckServers(pb::Empty {}),
+                    GateKind::Writable { dir } => K::Writable(dir.clone()),
+                };
+                S::Gate(pb::GateStep { deadline_ms: g.deadline.as_millis() as u64, kind: Some(kind) })
+            }
+        };
+        pb::Step { step: Some(inner) }
+    }
+}
+
+/// Decodes the steps of a request.
+pub fn steps_from_wire(steps: Vec<pb::Step>) -> Result<Vec<Step>, StepDecodeError> {
+    steps
+        .into_iter()
+        .enumerate()
+        .map(|(index, s)| step_from(s).map_err(|message| StepDecodeError { index, message }))
+        .collect()
+}
+
+fn unknown(what: &str, value: i32) -> String {
+    format!("unknown {what} {value}")
+}
+
+fn step_from(step: pb::Step) -> Result<Step, String> {
+    let inner = step.step.ok_or("a step of a kind this agent does not know")?;
+    Ok(match inner {
+        S::Packages(p) => Step::Packages(Packages {
+            manager: match pb::packages_step::Manager::try_from(p.manager)
+                .map_err(|_| unknown("package manager", p.manager))?
+            {
+                pb::packages_step::Manager::Auto => PackageManager::Auto,
+                pb::packages_step::Manager::Apt => PackageManager::Apt,
+                pb::packages_step::Manager::Dnf => PackageManager::Dnf,
+                pb::packages_step::Manager::Yum => PackageManager::Yum,
+            },
+            apt: packages_from(p.apt),
+            rpm: packages_from(p.rpm),
+            repos: p.repos.into_iter().map(|r| (r.name, r.baseurl)).collect(),
+        }),
+        S::File(f) => Step::File(File { path: f.path, contents: f.contents, mode: f.mode }),
+        S::ConfigKeys(c) => Step::ConfigKeys(ConfigKeys { path: c.path, keys: pairs(c.keys) }),
+        S::Directory(d) => Step::Directory(Directory { path: d.path, mode: d.mode }),
+        S::Service(s) => Step::Service(Service { unit: s.unit, enabled: s.enabled, running: s.running }),
+        S::Raid0(r) => Step::Raid0(Raid0 {
+            device: r.device,
+            members: r.members,
+            chunk_kib: r.chunk_kib,
+            wipe: r.wipe,
+            conf: r.conf,
+        }),
+        S::LvmThin(l) => Step::LvmThin(LvmThin {
+            pv: l.pv,
+            vg: l.vg,
+            pool: l.pool,
+            pool_size: l.pool_size,
+            chunk: l.chunk,
+            lv: l.lv,
+            virtual_size: l.virtual_size,
+            data_alignment: l.data_alignment,
+            extent_size: l.extent_size,
+            zero: l.zero,
+            wipe: l.wipe,
+        }),
+        S::Mkfs(m) => Step::Mkfs(Mkfs {
+            device: m.device,
+            fstype: m.fstype,
+            options: m.options,
+            label: m.label,
+            wipe: m.wipe,
+        }),
+        S::LustreTarget(t) => Step::LustreTarget(LustreTarget {
+            device: t.device,
+            fsname: t.fsname,
+            role: match pb::lustre_target_step::Role::try_from(t.role) {
+                Ok(pb::lustre_target_step::Role::MgsMdt) => LustreRole::MgsMdt,
+                Ok(pb::lustre_target_step::Role::Mgs) => LustreRole::Mgs,
+                Ok(pb::lustre_target_step::Role::Mdt) => LustreRole::Mdt,
+                Ok(pb::lustre_target_step::Role::Ost) => LustreRole::Ost,
+                _ => return Err(unknown("Lustre target role", t.role)),
+            },
+            index: t.index,
+            mgsnode: t.mgsnode,
+            backfstype: t.backfstype,
+            wipe: t.wipe,
+        }),
+        S::Mount(m) => Step::Mount(Mount {
+            source: m.source,
+            target: m.target,
+            fstype: m.fstype,
+            options: m.options,
+            fstab: m.fstab,
+        }),
+        S::BlockQueue(q) => Step::BlockQueue(BlockQueue {
+            device: q.device,
+            scheduler: q.scheduler,
+            nr_requests: q.nr_requests,
+            read_ahead_kb: q.read_ahead_kb,
+        }),
+        S::GlusterPeers(p) => Step::GlusterPeers(GlusterPeers { peers: p.peers }),
+        S::GlusterVolume(v) => {
+            use pb::gluster_volume_step::Layout as L;
+            let layout = match L::try_from(v.layout).map_err(|_| unknown("gluster layout", v.layout))? {
+                L::Distribute => GlusterLayout::Distribute,
+                L::Replicate => GlusterLayout::Replicate { replica: v.replica },
+                L::Disperse => GlusterLayout::Disperse { disperse: v.disperse, redundancy: v.redundancy },
+            };
+            Step::GlusterVolume(GlusterVolume {
+                name: v.name,
+                layout,
+                bricks: v.bricks,
+                options: pairs(v.options),
+            })
+        }
+        S::BeegfsSetup(b) => Step::BeegfsSetup(BeegfsSetup {
+            service: match pb::beegfs_setup_step::Service::try_from(b.service) {
+                Ok(pb::beegfs_setup_step::Service::Mgmtd) => BeegfsService::Mgmtd,
+                Ok(pb::beegfs_setup_step::Service::Meta) => BeegfsService::Meta,
+                Ok(pb::beegfs_setup_step::Service::Storage) => BeegfsService::Storage,
+                Ok(pb::beegfs_setup_step::Service::Client) => BeegfsService::Client,
+                _ => return Err(unknown("BeeGFS service", b.service)),
+            },
+            path: b.path,
+            node_id: b.node_id,
+            target_id: b.target_id,
+            mgmt_host: b.mgmt_host,
+        }),
+        S::Gate(g) => {
+            use pb::gate_step::Kind as K;
+            let kind = match g.kind.ok_or("a gate of a kind this agent does not know")? {
+                K::GlusterPeersInCluster(list) => GateKind::GlusterPeersInCluster { peers: list.items },
+                K::GlusterBricksOnline(b) => {
+                    GateKind::GlusterBricksOnline { volume: b.volume, bricks: b.bricks }
+                }
+                K::LnetPing(nid) => GateKind::LnetPing { nid },
+                K::LfsCheckServers(_) => GateKind::LfsCheckServers,
+                K::BeegfsMgmtdReachable(_) => GateKind::BeegfsMgmtdReachable,
+                K::BeegfsCheckServers(_) => GateKind::BeegfsCheckServers,
+                K::Writable(dir) => GateKind::Writable { dir },
+            };
+            Step::Gate(Gate { kind, deadline: Duration::from_millis(g.deadline_ms) })
+        }
+    })
+}
+
+impl From<&Event> for pb::ApplyEvent {
+    fn from(event: &Event) -> pb::ApplyEvent {
+        use pb::apply_event::Event as E;
+        let inner = match event {
+            Event::Started { index } => E::Started(pb::StepStarted { index: *index }),
+            Event::Command { index, record } => E::Command(pb::CommandDone {
+                index: *index,
+                command: record.command.clone(),
+                code: record.code,
+                duration_ms: record.duration.as_millis() as u64,
+            }),
+            Event::Done { index, outcome, duration } => {
+                use pb::step_done::Status;
+                let mut done = pb::StepDone {
+                    index: *index,
+                    duration_ms: duration.as_millis() as u64,
+                    ..Default::default()
+                };
+                let status = match outcome {
+                    Outcome::Ok { detail } => {
+                        done.detail = detail.clone().unwrap_or_default();
+                        Status::Ok
+                    }
+                    Outcome::Changed { diff } => {
+                        done.diff = diff.clone();
+                        Status::Changed
+                    }
+                    Outcome::WouldChange { diff, would_run } => {
+                        done.diff = diff.clone();
+                        done.would_run = would_run.clone();
+                        Status::WouldChange
+                    }
+                    Outcome::Pending { detail } => {
+                        done.detail = detail.clone();
+                        Status::Pending
+                    }
+                    Outcome::Failed(f) => {
+                        done.detail = f.message.clone();
+                        done.command = f.command.clone().unwrap_or_default();
+                        done.code = f.code;
+                        done.stderr_tail = f.stderr_tail.clone();
+                        Status::Failed
+                    }
+                    Outcome::Skipped { reason } => {
+                        done.detail = reason.clone();
+                        Status::Skipped
+                    }
+                };
+                done.status = status as i32;
+                E::Done(done)
+            }
+        };
+        pb::ApplyEvent { event: Some(inner) }
+    }
+}
+
+impl From<pb::ApplyEvent> for Option<Event> {
+    /// `None` for an event kind this coordinator does not know (a newer agent).
+    fn from(event: pb::ApplyEvent) -> Option<Event> {
+        use pb::apply_event::Event as E;
+        Some(match event.event? {
+            E::Started(s) => Event::Started { index: s.index },
+            E::Command(c) => Event::Command {
+                index: c.index,
+                record: CommandRecord {
+                    command: c.command,
+                    code: c.code,
+                    duration: Duration::from_millis(c.duration_ms),
+                },
+            },
+            E::Done(d) => {
+                use pb::step_done::Status;
+                let outcome = match Status::try_from(d.status).unwrap_or(Status::Unspecified) {
+                    Status::Ok => Outcome::Ok { detail: (!d.detail.is_empty()).then_some(d.detail) },
+                    Status::Changed => Outcome::Changed { diff: d.diff },
+                    Status::WouldChange => Outcome::WouldChange { diff: d.diff, would_run: d.would_run },
+                    Status::Pending => Outcome::Pending { detail: d.detail },
+                    Status::Skipped => Outcome::Skipped { reason: d.detail },
+                    Status::Failed | Status::Unspecified => Outcome::Failed(Failure {
+                        message: if d.detail.is_empty() {
+                            "the agent reported an unknown status".into()
+                        } else {
+                            d.detail
+                        },
+                        command: (!d.command.is_empty()).then_some(d.command),
+                        code: d.code,
+                        stderr_tail: d.stderr_tail,
+                    }),
+                };
+                Event::Done { index: d.index, outcome, duration: Duration::from_millis(d.duration_ms) }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every step of every example plan survives the trip over the wire unchanged.
+    #[test]
+    fn steps_round_trip() {
+        let steps = vec![
+            Step::Packages(Packages {
+                manager: PackageManager::Yum,
+                apt: vec![],
+                rpm: vec![Package { name: "lustre".into(), version: Some("2.9.0".into()) }],
+                repos: vec![("lustre".into(), "https://x/".into())],
+            }),
+            Step::Raid0(Raid0 {
+                device: "/dev/md0".into(),
+                members: vec!["/dev/sdc".into()],
+                chunk_kib: Some(256),
+                wipe: vec![],
+                conf: None,
+            }),
+            Step::GlusterVolume(GlusterVolume {
+                name: "gv0".into(),
+                layout: GlusterLayout::Disperse { disperse: 3, redundancy: 1 },
+                bricks: vec!["a:/b".into()],
+                options: vec![("k".into(), "v".into())],
+            }),
+            Step::LustreTarget(LustreTarget {
+                device: "/dev/md0".into(),
+                fsname: "LustreFS".into(),
+                role: LustreRole::Ost,
+                index: 7,
+                mgsnode: Some("10.0.0.4@tcp".into()),
+                backfstype: "ldiskfs".into(),
+                wipe: false,
+            }),
+            Step::Gate(Gate {
+                kind: GateKind::LnetPing { nid: "10.0.0.4@tcp".into() },
+                deadline: Duration::from_secs(120),
+            }),
+            Step::Gate(Gate { kind: GateKind::BeegfsCheckServers, deadline: Duration::from_secs(60) }),
+        ];
+        let wire: Vec<pb::Step> = steps.iter().map(pb::Step::from).collect();
+        assert_eq!(steps_from_wire(wire).unwrap(), steps);
+        let err = steps_from_wire(vec![pb::Step { step: None }]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "step 0: a step of a kind this agent does not know (is the agent older than the coordinator?)"
+        );
+    }
+
+    #[test]
+    fn outcomes_round_trip() {
+        let failure = Outcome::Failed(Failure {
+            message: "`mkfs.xfs /dev/loop0` exited 1: boom".into(),
+            command: Some("mkfs.xfs /dev/loop0".into()),
+            code: Some(1),
+            stderr_tail: "boom".into(),
+        });
+        for outcome in [
+            Outcome::Ok { detail: None },
+            Outcome::Changed { diff: vec!["a".into()] },
+            Outcome::WouldChange { diff: vec!["a".into()], would_run: vec!["b".into()] },
+            Outcome::Pending { detail: "p".into() },
+            Outcome::Skipped { reason: "s".into() },
+            failure,
+        ] {
+            let event = Event::Done { index: 3, outcome, duration: Duration::from_millis(12) };
+            let back: Option<Event> = pb::ApplyEvent::from(&event).into();
+            assert_eq!(back, Some(event));
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! `pvfsctl up CLUSTER.toml [--plan] [--json]`: converge every node to the cluster file, with
+//! live progress and a recap; `--plan` shows what would change and changes nothing.
+
+use crate::cli::UpArgs;
+use crate::{exit, output};
+use pvfs_coord::converge::{Counts, Recap, UpEvent};
+use pvfs_steps::{Event, Outcome};
+use serde_json::json;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+pub(crate) async fn run(args: UpArgs) -> anyhow::Result<u8> {
+    let cluster = pvfs_config::load(&args.cluster)?;
+    let dialer = super::dialer(&cluster, &args.connect)?;
+    let plan = pvfs_plan::plan(&cluster);
+    let nodes = plan.units.iter().map(|u| u.node.as_str()).collect::<std::collections::BTreeSet<_>>().len();
+    if !args.json {
+        let what = if args.plan { "planning" } else { "converging" };
+        output::print(&format!(
+            "{what} {} ({}, {} nodes): {} units, {} steps\n",
+            cluster.name,
+            cluster.kind,
+            nodes,
+            plan.units.len(),
+            plan.units.iter().map(|u| u.steps.len()).sum::<usize>()
+        ))?;
+    }
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let work = {
+        let (cluster, plan, dialer, dry_run) = (cluster.clone(), plan.clone(), dialer.clone(), args.plan);
+        tokio::spawn(
+            async move { pvfs_coord::converge::converge(&cluster, &plan, &dialer, dry_run, tx).await },
+        )
+    };
+    let mut view = View { json: args.json, plan: args.plan, verbose: args.verbose };
+    while let Some(event) = rx.recv().await {
+        view.show(&event)?;
+    }
+    let recap = work.await?;
+    view.recap(&recap)?;
+    Ok(if recap.failed() { exit::FAILURES } else { exit::OK })
+}
+
+/// Prints events as they come: a line per step that changes (or fails, or waits), with its
+/// diff and commands; JSON lines with `--json`.
+struct View {
+    json: bool,
+    plan: bool,
+    verbose: bool,
+}
+
+fn ms(d: Duration) -> u64 {
+    d.as_millis() as u64
+}
+
+impl View {
+    fn show(&mut self, event: &UpEvent) -> anyhow::Result<()> {
+        if self.json {
+            return output::json(&event_json(event));
+        }
+        let line = match event {
+            UpEvent::UnitStarted { node, label, steps, .. } => format!("[{node}] {label}: {steps} steps\n"),
+            UpEvent::UnitSkipped { node, label, reason, .. } => {
+                format!("[{node}] {label}: skipped, {reason}\n")
+            }
+            UpEvent::UnitDone { node, label, result, elapsed, .. } => match result {
+                Ok(()) => format!("[{node}] {label}: done in {:.1}s\n", elapsed.as_secs_f64()),
+                Err(err) => format!("[{node}] {label}: FAILED after {:.1}s: {err}\n", elapsed.as_secs_f64()),
+            },
+            UpEvent::Step { node, step, event, .. } => match event {
+                Event::Started { .. } | Event::Command { .. } => String::new(),
+                Event::Done { index, outcome, duration } => {
+                    self.step_line(node, *index, step, outcome, *duration)
+                }
+            },
+        };
+        if !line.is_empty() {
+            output::print(&line)?;
+        }
+        Ok(())
+    }
+
+    fn step_line(&self, node: &str, index: u32, step: &str, outcome: &Outcome, took: Duration) -> String {
+        let head = format!("[{node}]   {:>2}. {step}", index + 1);
+        let secs = if took >= Duration::from_millis(100) {
+            format!(" ({:.1}s)", took.as_secs_f64())
+        } else {
+            String::new()
+        };
+        let mut out = match outcome {
+            Outcome::Ok { detail } if self.verbose => {
+                format!("{head}: ok{}{secs}\n", detail.as_ref().map(|d| format!(", {d}")).unwrap_or_default())
+            }
+            Outcome::Ok { .. } => String::new(),
+            Outcome::Changed { diff } => {
+                let mut s = format!("{head}: changed{secs}\n");
+                for d in diff {
+                    s += &format!("          - {d}\n");
+                }
+                s
+            }
+            Outcome::WouldChange { diff, would_run } => {
+                let mut s = format!("{head}: would change\n");
+                for d in diff {
+                    s += &format!("          - {d}\n");
+                }
+                for cmd in would_run {
+                    s += &format!("          $ {cmd}\n");
+                }
+                s
+            }
+            Outcome::Pending { detail } => format!("{head}: pending: {detail}\n"),
+            Outcome::Skipped { reason } => format!("{head}: skipped ({reason})\n"),
+            Outcome::Failed(f) => {
+                let mut s = format!("{head}: FAILED{secs}\n          {}\n", f.message);
+                if let Some(cmd) = &f.command {
+                    let code = f.code.map_or("none (signal or not run)".to_owned(), |c| c.to_string());
+                    s += &format!("          command: {cmd}\n          exit code: {code}\n");
+                }
+                if !f.stderr_tail.is_empty() && !f.message.contains(&f.stderr_tail) {
+                    for l in f.stderr_tail.lines() {
+                        s += &format!("          | {l}\n");
+                    }
+                }
+                s
+            }
+        };
+        if self.plan && matches!(outcome, Outcome::Skipped { .. }) {
+            out.clear();
+        }
+        out
+    }
+
+    fn recap(&self, recap: &Recap) -> anyhow::Result<()> {
+        if self.json {
+            let nodes: Vec<_> = recap.nodes.iter().map(|(name, c)| counts_json(name, c)).collect();
+            return output::json(&json!({
+                "event": "recap",
+                "plan": self.plan,
+                "nodes": nodes,
+                "failures": recap.failures,
+                "elapsed_ms": ms(recap.elapsed),
+            }));
+        }
+        let width = recap.nodes.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+        let mut text =
+            format!("\n{} ({:.1}s)\n", if self.plan { "PLAN" } else { "RECAP" }, recap.elapsed.as_secs_f64());
+        for (name, c) in &recap.nodes {
+            text += &if self.plan {
+                format!(
+                    "{name:width$}  ok={} change={} pending={} failed={}\n",
+                    c.ok, c.changed, c.pending, c.failed
+                )
+            } else {
+                format!(
+                    "{name:width$}  ok={} changed={} failed={} skipped={}\n",
+                    c.ok, c.changed, c.failed, c.skipped
+                )
+            };
+        }
+        output::print(&text)?;
+        for failure in &recap.failures {
+            output::note(&format!("error: {failure}"));
+        }
+        if self.plan && !recap.failed() {
+            let changes = recap.changed();
+            output::note(&if changes == 0 {
+                "nothing to change: the cluster is as the file describes".to_owned()
+            } else {
+                format!("{changes} steps would change; run without --plan to apply them")
+            });
+        }
+        Ok(())
+    }
+}
+
+fn counts_json(name: &str, c: &Counts) -> serde_json::Value {
+    json!({"name": name, "ok": c.ok, "changed": c.changed, "failed": c.failed, "skipped": c.skipped, "pending": c.pending})
+}
+
+/// One JSON line per event, for scripts.
+fn event_json(event: &UpEvent) -> serde_json::Value {
+    match event {
+        UpEvent::UnitStarted { unit, node, label, steps } => {
+            json!({"event": "unit_started", "unit": unit, "node": node, "label": label, "steps": steps})
+        }
+        UpEvent::UnitSkipped { unit, node, label, reason } => {
+            json!({"event": "unit_skipped", "unit": unit, "node": node, "label": label, "reason": reason})
+        }
+        UpEvent::UnitDone { unit, node, label, result, elapsed } => json!({
+            "event": "unit_done", "unit": unit, "node": node, "label": label,
+            "ok": result.is_ok(), "error": result.as_ref().err(), "elapsed_ms": ms(*elapsed),
+        }),
+        UpEvent::Step { unit, node, step, kind, event } => match event {
+            Event::Started { index } => {
+                json!({"event": "step_started", "unit": unit, "node": node, "index": index, "step": step, "kind": kind})
+            }
+            Event::Command { index, record } => json!({
+                "event": "command", "unit": unit, "node": node, "index": index,
+                "command": record.command, "code": record.code, "duration_ms": ms(record.duration),
+            }),
+            Event::Done { index, outcome, duration } => {
+                let mut v = json!({
+                    "event": "step_done", "unit": unit, "node": node, "index": index, "step": step, "kind": kind,
+                    "duration_ms": ms(*duration),
+                });
+                let (status, extra) = match outcome {
+                    Outcome::Ok { detail } => ("ok", json!({"detail": detail})),
+                    Outcome::Changed { diff } => ("changed", json!({"diff": diff})),
+                    Outcome::WouldChange { diff, would_run } => {
+                        ("would_change", json!({"diff": diff, "would_run": would_run}))
+                    }
+                    Outcome::Pending { detail } => ("pending", json!({"detail": detail})),
+                    Outcome::Skipped { reason } => ("skipped", json!({"detail": reason})),
+                    Outcome::Failed(f) => (
+                        "failed",
+                        json!({"detail": f.message, "command": f.command, "code": f.code, "stderr_tail": f.stderr_tail}),
+                    ),
+                };
+                v["status"] = json!(status);
+                if let (Some(obj), Some(extra)) = (v.as_object_mut(), extra.as_object()) {
+                    obj.extend(extra.clone());
+                }
+                v
+            }
+        },
+    }
+}
