@@ -124,9 +124,29 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 /// Runs the scenarios with agents and coordinator from `binary`.
 pub fn run_with_binary(binary: &Path, args: &Args) -> anyhow::Result<()> {
     let binary = std::path::absolute(binary)?;
-    let env = Env::start(&binary, args.nodes, args.keep)?;
+    let wanted = |name: &str| args.only.as_deref().is_none_or(|only| name.contains(only));
+    if SCENARIOS.iter().any(|(name, _)| wanted(name)) {
+        run_lab_scenarios(&binary, args, &wanted)?;
+    }
+    // Its own lab: systemd in each container, loop devices, the cluster file's fixed network.
+    if wanted("gluster") {
+        eprintln!("xtask e2e: scenario gluster");
+        let started = Instant::now();
+        let image = crate::image::ensure()?;
+        let work = docker::work_dir(&format!("gluster-{}", std::process::id()))?;
+        crate::gluster::run(&binary, &image, &work, args.keep).context("e2e scenario gluster")?;
+        if !args.keep {
+            std::fs::remove_dir_all(&work).ok();
+        }
+        eprintln!("xtask e2e: scenario gluster passed ({:.1}s)", started.elapsed().as_secs_f64());
+    }
+    Ok(())
+}
+
+fn run_lab_scenarios(binary: &Path, args: &Args, wanted: &dyn Fn(&str) -> bool) -> anyhow::Result<()> {
+    let env = Env::start(binary, args.nodes, args.keep)?;
     for (name, scenario) in SCENARIOS {
-        if args.only.as_deref().is_some_and(|only| !name.contains(only)) {
+        if !wanted(name) {
             continue;
         }
         eprintln!("xtask e2e: scenario {name}");

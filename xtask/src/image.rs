@@ -10,9 +10,23 @@ use anyhow::{Context, bail};
 use std::hash::{Hash, Hasher};
 use std::process::{Command, Stdio};
 
-/// Packages on every node. Later scenarios add theirs (glusterfs-server, xfsprogs, sysstat,
-/// fio, openmpi) here; the tag changes and the image is rebuilt.
-pub const PACKAGES: &[&str] = &["iproute2", "procps", "ca-certificates"];
+/// Packages on every node. Later scenarios add theirs (sysstat, fio, openmpi) here; the tag
+/// changes and the image is rebuilt. systemd boots the gluster scenario's containers (glusterd
+/// and the agent run as the services they are on a real node); GlusterFS 10.3 and XFS are
+/// preinstalled because the containers reach no package mirror.
+pub const PACKAGES: &[&str] = &[
+    "iproute2",
+    "procps",
+    "ca-certificates",
+    "systemd",
+    "systemd-sysv",
+    "dbus",
+    "util-linux",
+    "xfsprogs",
+    "fuse3",
+    "glusterfs-server",
+    "glusterfs-client",
+];
 
 /// Bump to force a rebuild when the build steps below change.
 const RECIPE_VERSION: u32 = 1;

@@ -16,6 +16,7 @@ mod ci;
 mod dist;
 mod docker;
 mod e2e;
+mod gluster;
 mod image;
 mod util;
 

@@ -88,6 +88,7 @@ impl pb::agent_server::Agent for AgentService {
                 changed = summary.changed,
                 failed = summary.failed,
                 skipped = summary.skipped,
+                pending = summary.pending,
                 "converged"
             );
         });

@@ -290,7 +290,8 @@ async fn run_unit(
                 let err = from_status(&status, &node.address, dialer.timeout());
                 let at = done.iter().position(|d| !d).unwrap_or(unit.steps.len());
                 failures.push(format!(
-                    "lost the agent during step {} of {}: {err}",
+                    "lost the agent during step {} of {} (it, its node or the network went away; \
+                     run `up` again once it is back: finished steps are kept): {err}",
                     at + 1,
                     unit.steps.len()
                 ));

@@ -160,3 +160,33 @@ async fn create_then_verify_runs_each_command_once() {
     assert_eq!(ran.len(), 2);
     assert_eq!(execute(&step, &host, false, |_| {}).await, Outcome::Ok { detail: None });
 }
+
+/// Answers recorded from Debian's glusterfs 10.3 in the e2e containers (after `pvfsctl up
+/// config/glusterfs-e2e.toml`): the converged cluster is in sync, step by step.
+#[tokio::test]
+async fn real_answers_of_a_converged_cluster_are_in_sync() {
+    const INFO_REAL: &str = include_str!("../../testdata/gluster-10.3/volume-info.xml");
+    const STATUS_REAL: &str = include_str!("../../testdata/gluster-10.3/volume-status.xml");
+    const PEERS_REAL: &str = include_str!("../../testdata/gluster-10.3/peer-status.xml");
+    let bricks = ["10.213.250.11:/bricks/brick1/gv0", "10.213.250.12:/bricks/brick1/gv0"];
+    let runner = RecordedRunner::new()
+        .record(INFO, 0, INFO_REAL, "")
+        .record("gluster --xml volume status gv0", 0, STATUS_REAL, "")
+        .record("gluster --xml peer status", 0, PEERS_REAL, "");
+    let (_d, host) = gluster_host(runner);
+    assert!(volume(&bricks).assess(&host).await.unwrap().is_in_sync());
+    assert!(volume(&bricks).offline_bricks(&host).await.unwrap().is_empty());
+    let peers = GlusterPeers { peers: vec!["10.213.250.12".into()] };
+    assert!(peers.assess(&host).await.unwrap().is_in_sync());
+    let gate = crate::Gate {
+        kind: crate::GateKind::GlusterPeersInCluster { peers: vec!["10.213.250.12".into()] },
+        deadline: std::time::Duration::from_secs(1),
+    };
+    assert_eq!(
+        execute(&Step::Gate(gate), &host, true, |_| {}).await,
+        Outcome::Ok { detail: Some("1 peers in cluster".into()) }
+    );
+    // A third server is a brick to add to the real volume.
+    let grown = volume(&[bricks[0], bricks[1], "10.213.250.14:/bricks/brick1/gv0"]);
+    assert_eq!(grown.assess(&host).await.unwrap().actions.len(), 2);
+}

@@ -1,0 +1,390 @@
+//! The GlusterFS end-to-end scenario: `pvfsctl up config/glusterfs-e2e.toml` on two server
+//! containers and one client, for real.
+//!
+//! Each container boots systemd (so glusterd and the agent run as the services they are on a
+//! real node, the agent from config/pvfs-agent.service); each server gets a loop device of the
+//! host as /dev/pvfs-disk0 for its XFS brick; the client has /dev/fuse. The scenario:
+//!
+//! 1. `up --plan` on the fresh cluster lists the steps and changes nothing;
+//! 2. `up`, with gfs2's container killed while it starts glusterd: the run fails naming gfs2,
+//!    and the volume and client units are skipped;
+//! 3. gfs2 started again, `up` again: it converges;
+//! 4. the client's mount is a real FUSE mount (`findmnt`) and files written there land on both
+//!    bricks;
+//! 5. a second `up` changes nothing, and `--plan` finds nothing to change;
+//! 6. nothing was done twice: one fstab line per mount, `mkfs.xfs` run at most once per disk,
+//!    two bricks in the volume, one peer.
+
+use crate::docker::{LABEL, docker};
+use crate::util::{capture, read, root, step};
+use anyhow::{Context, bail, ensure};
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The cluster file's fixed network (config/glusterfs-e2e.toml).
+const SUBNET: &str = "10.213.250.0/24";
+const NODES: [(&str, &str, bool); 3] =
+    [("gfs1", "10.213.250.11", true), ("gfs2", "10.213.250.12", true), ("client1", "10.213.250.13", false)];
+/// xfsprogs 6.1 refuses file systems under 300 MB.
+const DISK_BYTES: u64 = 512 << 20;
+
+/// Containers, network and loop devices of one run, removed on drop (unless kept).
+struct Lab {
+    run_id: String,
+    network: String,
+    loops: Vec<String>,
+    keep: bool,
+}
+
+impl Lab {
+    fn container(&self, name: &str) -> String {
+        format!("pvfs-e2e-{}-{name}", self.run_id)
+    }
+
+    fn exec(&self, name: &str, args: &[&str]) -> anyhow::Result<String> {
+        read(docker().arg("exec").arg(self.container(name)).args(args))
+    }
+
+    fn logs(&self) -> String {
+        let mut all = String::new();
+        for (name, _, _) in NODES {
+            let journal = capture(docker().args([
+                "exec",
+                &self.container(name),
+                "journalctl",
+                "--no-pager",
+                "-n",
+                "40",
+                "-u",
+                "pvfs-agent",
+                "-u",
+                "glusterd",
+            ]));
+            let text = journal.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
+            all += &format!("--- {name} ---\n{text}\n");
+        }
+        all
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        if self.keep {
+            eprintln!("xtask e2e: kept the gluster lab (network {}, loops {:?})", self.network, self.loops);
+            return;
+        }
+        for (name, _, _) in NODES {
+            let _ = capture(docker().args(["rm", "--force", "--volumes", &self.container(name)]));
+        }
+        let _ = capture(docker().args(["network", "rm", &self.network]));
+        for dev in &self.loops {
+            let _ = capture(Command::new("losetup").args(["-d", dev]));
+        }
+    }
+}
+
+/// Runs the scenario with agents from `binary`.
+pub fn run(binary: &Path, image: &str, work: &Path, keep: bool) -> anyhow::Result<()> {
+    crate::util::ensure_programs(&[("losetup", "mount")])?;
+    let run_id = format!("{}", std::process::id());
+    let mut lab =
+        Lab { run_id: run_id.clone(), network: format!("pvfs-e2e-gluster-{run_id}"), loops: vec![], keep };
+    step(docker().args(["network", "create", "--driver", "bridge", "--subnet", SUBNET]).args([
+        "--label",
+        &format!("{LABEL}={run_id}"),
+        &lab.network,
+    ]))
+    .with_context(|| format!("creating the gluster network {SUBNET} (is another e2e run using it?)"))?;
+
+    let tls = work.join("gluster-tls");
+    let ctl = |args: &[&str]| read(Command::new(binary).arg("ctl").args(args));
+    let tls_arg = tls.to_string_lossy().into_owned();
+    ctl(&["ca", "init", "--dir", &tls_arg])?;
+    ctl(&["ca", "issue", "pvfsctl", "--dir", &tls_arg])?;
+    let unit = root().join("config/pvfs-agent.service");
+    for (name, ip, server) in NODES {
+        ctl(&["ca", "issue", name, "--dir", &tls_arg, "--san", ip])?;
+        let node_dir = work.join("gluster-nodes").join(name);
+        let node_tls = node_dir.join("tls");
+        std::fs::create_dir_all(&node_tls)?;
+        for file in ["ca.crt".to_owned(), format!("{name}.crt"), format!("{name}.key")] {
+            std::fs::copy(tls.join(&file), node_tls.join(&file))
+                .with_context(|| format!("copying {file}"))?;
+        }
+        std::fs::write(node_dir.join("agent.env"), format!("PVFS_AGENT_NAME={name}\nPVFS_AGENT_LOG=info\n"))?;
+        let mut run = docker();
+        run.args(["run", "--detach", "--name", &lab.container(name), "--hostname", name])
+            .args(["--network", &lab.network, "--ip", ip, "--label", &format!("{LABEL}={run_id}")])
+            // systemd as PID 1: it needs to know it is in a container, its own /run, the
+            // cgroup tree (v1 here), and the stop signal it understands.
+            .args(["--env", "container=docker", "--stop-signal", "SIGRTMIN+3"])
+            .args(["--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp"])
+            .args(["--volume", "/sys/fs/cgroup:/sys/fs/cgroup:ro"])
+            // Mounting XFS and FUSE, and glusterd's trusted.* xattrs, need CAP_SYS_ADMIN; the
+            // default seccomp and AppArmor profiles forbid mount(2) even then.
+            .args([
+                "--cap-add",
+                "SYS_ADMIN",
+                "--security-opt",
+                "seccomp=unconfined",
+                "--security-opt",
+                "apparmor=unconfined",
+            ])
+            .args(["--device", "/dev/fuse"])
+            .args(["--volume", &format!("{}:/usr/local/bin/pvfs-agent:ro", binary.display())])
+            .args(["--volume", &format!("{}:/etc/pvfs/tls:ro", node_tls.display())])
+            .args(["--volume", &format!("{}:/etc/pvfs/agent.env:ro", node_dir.join("agent.env").display())])
+            .args(["--volume", &format!("{}:/etc/systemd/system/pvfs-agent.service:ro", unit.display())]);
+        if server {
+            let disk = node_dir.join("disk.img");
+            let file = std::fs::File::create(&disk)?;
+            file.set_len(DISK_BYTES)?;
+            let dev = read(Command::new("losetup").args(["--find", "--show"]).arg(&disk))?.trim().to_owned();
+            lab.loops.push(dev.clone());
+            run.args(["--device", &format!("{dev}:/dev/pvfs-disk0")]);
+        }
+        run.args([image, "/sbin/init"]);
+        read(&mut run).with_context(|| format!("starting container for {name}"))?;
+    }
+    for (name, _, _) in NODES {
+        boot(&lab, name)?;
+        lab.exec(name, &["systemctl", "enable", "--now", "pvfs-agent"])?;
+    }
+    let cluster = root().join("config/glusterfs-e2e.toml");
+    let cluster = cluster.to_string_lossy().into_owned();
+    let up = |extra: &[&str]| -> anyhow::Result<(Option<i32>, Vec<Value>, String)> {
+        let out = capture(
+            Command::new(binary).args(["ctl", "up", &cluster, "--tls-dir", &tls_arg, "--json"]).args(extra),
+        )?;
+        let events = json_lines(&out.stdout)?;
+        Ok((out.status.code(), events, String::from_utf8_lossy(&out.stderr).into_owned()))
+    };
+    wait_reachable(binary, &cluster, &tls_arg, Duration::from_secs(60))?;
+    let result = scenario(&lab, binary, &cluster, &tls_arg, &up);
+    if result.is_err() {
+        eprintln!("xtask e2e: gluster scenario failed; journals:\n{}", lab.logs());
+    }
+    result
+}
+
+type Up<'a> = dyn Fn(&[&str]) -> anyhow::Result<(Option<i32>, Vec<Value>, String)> + 'a;
+
+fn scenario(lab: &Lab, binary: &Path, cluster: &str, tls: &str, up: &Up<'_>) -> anyhow::Result<()> {
+    // 1. The plan on fresh nodes: steps listed, nothing changed.
+    let fstab_before = lab.exec("gfs1", &["cat", "/etc/fstab"])?;
+    let (code, events, stderr) = up(&["--plan"])?;
+    ensure!(code == Some(0), "up --plan exited {code:?}: {stderr}");
+    let would: Vec<&Value> = events.iter().filter(|e| e["status"] == "would_change").collect();
+    ensure!(would.len() >= 8, "up --plan listed only {} changes: {events:?}", would.len());
+    for kind in ["mkfs", "mount", "service"] {
+        ensure!(would.iter().any(|e| e["kind"] == kind), "up --plan has no {kind} change");
+    }
+    // glusterd is not running before the plan's own service step starts it, so the pool and
+    // the volume cannot be assessed yet: the plan says so rather than guessing.
+    for kind in ["gluster-peers", "gluster-volume"] {
+        ensure!(
+            events
+                .iter()
+                .any(|e| e["kind"] == kind && (e["status"] == "would_change" || e["status"] == "pending")),
+            "up --plan says nothing of {kind}"
+        );
+    }
+    ensure!(events.iter().all(|e| e["event"] != "command"), "up --plan ran commands");
+    ensure!(lab.exec("gfs1", &["cat", "/etc/fstab"])? == fstab_before, "up --plan changed gfs1's fstab");
+    // glusterd's own record of volumes (the daemon is not even started by a plan).
+    let volumes = lab.exec("gfs1", &["sh", "-c", "ls -A /var/lib/glusterd/vols 2>/dev/null || true"])?;
+    ensure!(volumes.trim().is_empty(), "a volume exists after --plan: {volumes}");
+    let active =
+        capture(docker().args(["exec", &lab.container("gfs1"), "systemctl", "is-active", "glusterd"]))?;
+    ensure!(!active.status.success(), "up --plan started glusterd");
+    let blkid = capture(docker().args(["exec", &lab.container("gfs1"), "blkid", "-p", "/dev/pvfs-disk0"]))?;
+    ensure!(blkid.status.code() == Some(2), "the disk was touched by --plan: {blkid:?}");
+    eprintln!(
+        "xtask e2e: up --plan on the fresh cluster: {} steps would change, nothing changed",
+        would.len()
+    );
+
+    // 2. up, with gfs2 killed while it converges its brick.
+    let started = Instant::now();
+    let mut child = Command::new(binary)
+        .args(["ctl", "up", cluster, "--tls-dir", tls, "--json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("starting up")?;
+    let stdout = child.stdout.take().context("up stdout")?;
+    let mut first_run = Vec::new();
+    let mut killed = false;
+    for line in BufReader::new(stdout).lines() {
+        let line = line?;
+        let event: Value = serde_json::from_str(&line).with_context(|| format!("not JSON: {line}"))?;
+        // Kill the node while it starts glusterd (about a second: long enough for the kill to
+        // land mid-step; the steps after it, mkfs and mount, have not run).
+        if !killed
+            && event["node"] == "gfs2"
+            && event["event"] == "step_started"
+            && event["kind"] == "service"
+        {
+            step(docker().args(["kill", &lab.container("gfs2")]))?;
+            killed = true;
+        }
+        first_run.push(event);
+        ensure!(started.elapsed() < Duration::from_secs(600), "up ran for 10 minutes");
+    }
+    let status = child.wait()?;
+    ensure!(killed, "up never started gfs2's service step: {first_run:?}");
+    ensure!(status.code() == Some(1), "up with gfs2 killed exited {status}");
+    let recap = first_run.last().context("no recap")?;
+    let failures = recap["failures"].as_array().context("no failures")?;
+    ensure!(
+        failures.iter().any(|f| f.as_str().is_some_and(|f| f.starts_with("gfs2 (brick)"))),
+        "the failure does not name gfs2: {recap}"
+    );
+    let skipped: Vec<&str> = first_run
+        .iter()
+        .filter(|e| e["event"] == "unit_skipped")
+        .filter_map(|e| e["label"].as_str())
+        .collect();
+    ensure!(
+        skipped.contains(&"volume") && skipped.contains(&"mount"),
+        "dependents of gfs2 not skipped: {skipped:?}"
+    );
+    eprintln!("xtask e2e: gfs2 killed mid-up: exit 1, {}", failures[0]);
+
+    // 3. gfs2 back, up again: it converges.
+    step(docker().args(["start", &lab.container("gfs2")]))?;
+    boot(lab, "gfs2")?;
+    wait_reachable(binary, cluster, tls, Duration::from_secs(60))?;
+    let (code, second_run, stderr) = up(&[])?;
+    ensure!(code == Some(0), "up after gfs2's restart exited {code:?}: {stderr}\n{second_run:?}");
+    let changed = total(&second_run, "changed");
+    eprintln!("xtask e2e: up after the restart converged ({changed} steps changed)");
+
+    // 4. A real FUSE mount, and files on both bricks.
+    let mnt =
+        lab.exec("client1", &["findmnt", "-J", "-o", "TARGET,SOURCE,FSTYPE", "--mountpoint", "/mnt/gv0"])?;
+    let mnt: Value = serde_json::from_str(&mnt)?;
+    ensure!(mnt["filesystems"][0]["fstype"] == "fuse.glusterfs", "client mount: {mnt}");
+    ensure!(mnt["filesystems"][0]["source"] == "10.213.250.11:/gv0", "client mount: {mnt}");
+    lab.exec(
+        "client1",
+        &["sh", "-c", "for i in $(seq 1 20); do echo pvfs-$i > /mnt/gv0/file-$i; done; sync"],
+    )?;
+    let count = |node: &str| -> anyhow::Result<usize> {
+        Ok(lab
+            .exec(node, &["sh", "-c", "ls /bricks/brick1/gv0 | grep -c '^file-' || true"])?
+            .trim()
+            .parse()?)
+    };
+    let (on1, on2) = (count("gfs1")?, count("gfs2")?);
+    ensure!(
+        on1 > 0 && on2 > 0 && on1 + on2 == 20,
+        "files per brick: gfs1 {on1}, gfs2 {on2} (want both > 0, 20 in all)"
+    );
+    eprintln!("xtask e2e: 20 files written on client1: {on1} on gfs1's brick, {on2} on gfs2's");
+
+    // 5. Converged: nothing changes, and the plan says so.
+    let (code, third_run, stderr) = up(&[])?;
+    ensure!(code == Some(0), "third up exited {code:?}: {stderr}");
+    let recap = third_run.last().context("no recap")?;
+    for node in recap["nodes"].as_array().context("no nodes")? {
+        ensure!(node["changed"] == 0 && node["failed"] == 0, "second up on a converged cluster: {node}");
+    }
+    let (code, plan, stderr) = up(&["--plan"])?;
+    ensure!(
+        code == Some(0) && total(&plan, "changed") == 0,
+        "--plan on a converged cluster: {stderr} {plan:?}"
+    );
+    eprintln!("xtask e2e: up on the converged cluster: 0 changed; --plan: nothing to change");
+
+    // 6. Nothing done twice.
+    let all_runs: Vec<&Value> = first_run.iter().chain(&second_run).chain(&third_run).collect();
+    for node in ["gfs1", "gfs2"] {
+        let mkfs = all_runs
+            .iter()
+            .filter(|e| e["event"] == "command" && e["node"] == node)
+            .filter(|e| e["command"].as_str().is_some_and(|c| c.starts_with("mkfs.xfs")))
+            .count();
+        ensure!(mkfs == 1, "{node}: mkfs.xfs ran {mkfs} times");
+        let fstab = lab.exec(node, &["cat", "/etc/fstab"])?;
+        let lines = fstab.lines().filter(|l| l.contains(" /bricks/brick1 ")).count();
+        ensure!(lines == 1, "{node}: {lines} fstab lines for the brick:\n{fstab}");
+    }
+    let fstab = lab.exec("client1", &["cat", "/etc/fstab"])?;
+    ensure!(fstab.lines().filter(|l| l.contains(" /mnt/gv0 ")).count() == 1, "client fstab:\n{fstab}");
+    let info = lab.exec("gfs1", &["gluster", "--xml", "volume", "info", "gv0"])?;
+    ensure!(info.matches("<brick ").count() == 2, "volume gv0 bricks:\n{info}");
+    let peers = lab.exec("gfs1", &["gluster", "--xml", "peer", "status"])?;
+    ensure!(peers.matches("<peer>").count() == 1, "gfs1's peers:\n{peers}");
+    // Keep what real glusterfs said, for the step tests' recordings.
+    let testdata = root().join("target/e2e/gluster-recorded");
+    std::fs::create_dir_all(&testdata)?;
+    std::fs::write(testdata.join("volume-info.xml"), &info)?;
+    std::fs::write(testdata.join("peer-status.xml"), &peers)?;
+    std::fs::write(
+        testdata.join("volume-status.xml"),
+        lab.exec("gfs1", &["gluster", "--xml", "volume", "status", "gv0"])?,
+    )?;
+    eprintln!(
+        "xtask e2e: nothing done twice: mkfs once per brick, one fstab line per mount, 2 bricks, 1 peer"
+    );
+    Ok(())
+}
+
+/// Waits (bounded) until systemd in the container has finished booting.
+fn boot(lab: &Lab, name: &str) -> anyhow::Result<()> {
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = capture(docker().args(["exec", &lab.container(name), "systemctl", "is-system-running"]))?;
+        let state = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        // "degraded" (a unit that does not fit a container failed) is booted too.
+        if state == "running" || state == "degraded" {
+            return Ok(());
+        }
+        if Instant::now() > until {
+            bail!("{name}: systemd did not finish booting in 60 s (state {state:?})");
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn wait_reachable(binary: &Path, cluster: &str, tls: &str, deadline: Duration) -> anyhow::Result<()> {
+    let until = Instant::now() + deadline;
+    loop {
+        let out = capture(Command::new(binary).args([
+            "ctl",
+            "nodes",
+            cluster,
+            "--tls-dir",
+            tls,
+            "--timeout",
+            "2s",
+        ]))?;
+        if out.status.success() {
+            return Ok(());
+        }
+        if Instant::now() > until {
+            bail!("agents not reachable after {deadline:?}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn json_lines(stdout: &[u8]) -> anyhow::Result<Vec<Value>> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).with_context(|| format!("not JSON: {l}")))
+        .collect()
+}
+
+/// The recap's sum of `field` over nodes.
+fn total(events: &[Value], field: &str) -> u64 {
+    events
+        .last()
+        .and_then(|r| r["nodes"].as_array())
+        .map_or(0, |nodes| nodes.iter().filter_map(|n| n[field].as_u64()).sum())
+}
