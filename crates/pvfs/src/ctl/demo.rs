@@ -112,7 +112,15 @@ async fn show(
     output::note(&format!("$ pvfsctl nodes {}", cluster_path.display()));
     let survey = pvfs_coord::survey(&cluster, &dialer).await;
     super::nodes::show(&survey, false)?;
-    let code = if survey.unreachable().next().is_some() { exit::FAILURES } else { exit::OK };
+    let mut code = if survey.unreachable().next().is_some() { exit::FAILURES } else { exit::OK };
+
+    // Set the cluster up (kind local: a target directory per server, the shared mount on every
+    // client), then again to show that a converged cluster is left alone.
+    for pass in ["", "   # again: a converged cluster is left alone"] {
+        output::print(&format!("\n$ pvfsctl up {}{pass}\n", cluster_path.display()))?;
+        let view = super::up::View { json: false, plan: false, verbose: false };
+        code = code.max(super::up::converge(&cluster, &dialer, view).await?);
+    }
 
     if hold || (!once && std::io::stdout().is_terminal()) {
         output::note(&format!(

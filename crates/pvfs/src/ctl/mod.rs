@@ -7,7 +7,7 @@ mod nodes;
 mod serve;
 mod top;
 mod tui;
-mod up;
+pub(crate) mod up;
 mod validate;
 
 use crate::cli::{ConnectArgs, CtlCli, CtlCommand};

@@ -3,6 +3,8 @@
 
 use crate::cli::UpArgs;
 use crate::{exit, output};
+use pvfs_config::Cluster;
+use pvfs_coord::Dialer;
 use pvfs_coord::converge::{Counts, Recap, UpEvent};
 use pvfs_steps::{Event, Outcome};
 use serde_json::json;
@@ -12,10 +14,16 @@ use tokio::sync::mpsc;
 pub(crate) async fn run(args: UpArgs) -> anyhow::Result<u8> {
     let cluster = pvfs_config::load(&args.cluster)?;
     let dialer = super::dialer(&cluster, &args.connect)?;
-    let plan = pvfs_plan::plan(&cluster);
+    let view = View { json: args.json, plan: args.plan, verbose: args.verbose };
+    converge(&cluster, &dialer, view).await
+}
+
+/// Plans `cluster`, runs (or only assesses) it, shows it as it goes; the exit code.
+pub(crate) async fn converge(cluster: &Cluster, dialer: &Dialer, mut view: View) -> anyhow::Result<u8> {
+    let plan = pvfs_plan::plan(cluster);
     let nodes = plan.units.iter().map(|u| u.node.as_str()).collect::<std::collections::BTreeSet<_>>().len();
-    if !args.json {
-        let what = if args.plan { "planning" } else { "converging" };
+    if !view.json {
+        let what = if view.plan { "planning" } else { "converging" };
         output::print(&format!(
             "{what} {} ({}, {} nodes): {} units, {} steps\n",
             cluster.name,
@@ -27,12 +35,11 @@ pub(crate) async fn run(args: UpArgs) -> anyhow::Result<u8> {
     }
     let (tx, mut rx) = mpsc::unbounded_channel();
     let work = {
-        let (cluster, plan, dialer, dry_run) = (cluster.clone(), plan.clone(), dialer.clone(), args.plan);
+        let (cluster, plan, dialer, dry_run) = (cluster.clone(), plan.clone(), dialer.clone(), view.plan);
         tokio::spawn(
             async move { pvfs_coord::converge::converge(&cluster, &plan, &dialer, dry_run, tx).await },
         )
     };
-    let mut view = View { json: args.json, plan: args.plan, verbose: args.verbose };
     while let Some(event) = rx.recv().await {
         view.show(&event)?;
     }
@@ -43,10 +50,10 @@ pub(crate) async fn run(args: UpArgs) -> anyhow::Result<u8> {
 
 /// Prints events as they come: a line per step that changes (or fails, or waits), with its
 /// diff and commands; JSON lines with `--json`.
-struct View {
-    json: bool,
-    plan: bool,
-    verbose: bool,
+pub(crate) struct View {
+    pub json: bool,
+    pub plan: bool,
+    pub verbose: bool,
 }
 
 fn ms(d: Duration) -> u64 {

@@ -5,5 +5,6 @@ mod ca;
 mod demo;
 mod nodes;
 mod top;
+mod up;
 mod util;
 mod validate;

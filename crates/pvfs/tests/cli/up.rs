@@ -1,0 +1,137 @@
+//! `pvfsctl up` on a local-kind cluster of real agents over mutual TLS.
+
+use crate::util::{AgentProcess, TestDir, text};
+use serde_json::Value;
+
+/// Two agents, each a server and a client of a local cluster living in the test's dir.
+fn local_cluster(dir: &TestDir, agents: &[&AgentProcess]) -> String {
+    let mut toml = format!(
+        "[cluster]\nname = \"t\"\nkind = \"local\"\n[local]\nmount = \"{0}/mnt\"\ntargets = \"{0}/targets\"\n",
+        dir.path().display()
+    );
+    for (i, agent) in agents.iter().enumerate() {
+        toml += &format!(
+            "[[node]]\nname = \"n{}\"\naddress = \"127.0.0.1:{}\"\nroles = [\"server\", \"client\"]\n",
+            i + 1,
+            agent.port
+        );
+    }
+    dir.write("cluster.toml", &toml).to_string_lossy().into_owned()
+}
+
+fn events(stdout: &[u8]) -> Vec<Value> {
+    text(stdout).lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+}
+
+fn recap_counts(events: &[Value], field: &str) -> Vec<u64> {
+    let recap = events.last().unwrap();
+    assert_eq!(recap["event"], "recap", "{recap}");
+    recap["nodes"].as_array().unwrap().iter().map(|n| n[field].as_u64().unwrap()).collect()
+}
+
+#[test]
+fn plan_changes_nothing_up_converges_and_a_second_up_changes_nothing() {
+    let dir = TestDir::new();
+    dir.pki();
+    dir.issue_agent("n1", "127.0.0.1");
+    dir.issue_agent("n2", "127.0.0.1");
+    let (a1, a2) =
+        (AgentProcess::start(&dir, "n1", "127.0.0.1"), AgentProcess::start(&dir, "n2", "127.0.0.1"));
+    let cluster = local_cluster(&dir, &[&a1, &a2]);
+
+    let plan = dir.ctl(&["up", &cluster, "--plan"]);
+    assert_eq!(plan.status.code(), Some(0), "{}", text(&plan.stderr));
+    let shown = text(&plan.stdout);
+    assert!(shown.contains("directory ") && shown.contains("would change"), "{shown}");
+    assert!(shown.contains("$ mkdir -p -m 755 "), "the plan shows the exact actions: {shown}");
+    assert!(!dir.path().join("targets").exists(), "--plan created the targets");
+    assert!(!dir.path().join("mnt").exists(), "--plan created the mount");
+
+    let up = dir.ctl(&["up", &cluster, "--json"]);
+    assert_eq!(up.status.code(), Some(0), "{}", text(&up.stderr));
+    let first = events(&up.stdout);
+    assert_eq!(recap_counts(&first, "failed"), [0, 0]);
+    assert!(recap_counts(&first, "changed").iter().sum::<u64>() >= 5, "{first:?}");
+    let format = std::fs::read_to_string(dir.path().join("targets/n2/format.conf")).unwrap();
+    assert_eq!(format, "# pvfs local target\ncluster = t\nnode = n2\n");
+    // Every step reports started, then done; targets finish before any mount starts.
+    let order: Vec<(String, String)> = first
+        .iter()
+        .filter(|e| e["event"] == "unit_started" || e["event"] == "unit_done")
+        .map(|e| (e["event"].as_str().unwrap().to_owned(), e["label"].as_str().unwrap().to_owned()))
+        .collect();
+    let last_target_done = order.iter().rposition(|(e, l)| e == "unit_done" && l == "target").unwrap();
+    let first_mount_start = order.iter().position(|(e, l)| e == "unit_started" && l == "mount").unwrap();
+    assert!(last_target_done < first_mount_start, "{order:?}");
+
+    let again = dir.ctl(&["up", &cluster, "--json"]);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again.stderr));
+    let second = events(&again.stdout);
+    assert_eq!(recap_counts(&second, "changed"), [0, 0]);
+    assert_eq!(recap_counts(&second, "ok"), [4, 4]);
+    let human = dir.ctl(&["up", &cluster]);
+    assert!(text(&human.stdout).contains("n1  ok=4 changed=0 failed=0 skipped=0"), "{}", text(&human.stdout));
+}
+
+#[test]
+fn a_failure_names_node_step_and_cause_skips_dependents_and_a_rerun_resumes() {
+    let dir = TestDir::new();
+    dir.pki();
+    dir.issue_agent("n1", "127.0.0.1");
+    dir.issue_agent("n2", "127.0.0.1");
+    let (a1, a2) =
+        (AgentProcess::start(&dir, "n1", "127.0.0.1"), AgentProcess::start(&dir, "n2", "127.0.0.1"));
+    let cluster = local_cluster(&dir, &[&a1, &a2]);
+    // A file where n2's target directory should be: pvfs will not move it away.
+    std::fs::create_dir_all(dir.path().join("targets")).unwrap();
+    dir.write("targets/n2", "not a directory\n");
+
+    let up = dir.ctl(&["up", &cluster]);
+    assert_eq!(up.status.code(), Some(1));
+    let (stdout, stderr) = (text(&up.stdout), text(&up.stderr));
+    let target = dir.path().join("targets/n2");
+    assert!(
+        stderr.contains(&format!(
+            "error: n2 (target): step 1 (directory {}) failed: refusing: {} exists and is not a directory; move it away, then run again",
+            target.display(),
+            target.display()
+        )),
+        "{stderr}"
+    );
+    // n1's own target is made; every mount waits for all targets, so none is attempted.
+    assert!(dir.path().join("targets/n1/format.conf").exists());
+    assert!(stdout.contains("[n1] mount: skipped, depends on n2 target, which did not succeed"), "{stdout}");
+    assert!(stdout.contains("n2  ok=0 changed=0 failed=1 skipped=3"), "{stdout}");
+    assert!(stdout.contains("n1  ok=0 changed=2 failed=0 skipped=2"), "{stdout}");
+    assert!(!dir.path().join("mnt").exists());
+
+    std::fs::remove_file(&target).unwrap();
+    let rerun = dir.ctl(&["up", &cluster, "--json"]);
+    assert_eq!(rerun.status.code(), Some(0), "{}", text(&rerun.stderr));
+    let events = events(&rerun.stdout);
+    // n1's target was kept from the first run: only n2's target and the mounts change.
+    let changed: Vec<String> = events
+        .iter()
+        .filter(|e| e["event"] == "step_done" && e["status"] == "changed")
+        .map(|e| format!("{} {}", e["node"].as_str().unwrap(), e["kind"].as_str().unwrap()))
+        .collect();
+    assert!(!changed.iter().any(|c| c.starts_with("n1 file")), "n1's target redone: {changed:?}");
+    assert!(changed.contains(&"n2 file".to_owned()), "{changed:?}");
+}
+
+#[test]
+fn an_unreachable_node_fails_its_units_and_only_those() {
+    let dir = TestDir::new();
+    dir.pki();
+    dir.issue_agent("n1", "127.0.0.1");
+    dir.issue_agent("n2", "127.0.0.1");
+    let a1 = AgentProcess::start(&dir, "n1", "127.0.0.1");
+    let mut a2 = AgentProcess::start(&dir, "n2", "127.0.0.1");
+    let cluster = local_cluster(&dir, &[&a1, &a2]);
+    a2.terminate();
+    let up = dir.ctl(&["up", &cluster, "--timeout", "2s"]);
+    assert_eq!(up.status.code(), Some(1));
+    let stderr = text(&up.stderr);
+    assert!(stderr.contains("error: n2 (target): cannot reach the agent: connection refused"), "{stderr}");
+    assert!(dir.path().join("targets/n1").is_dir(), "independent work finished");
+}
