@@ -480,3 +480,126 @@ fn quantile(buckets: &[(f64, f64)], q: f64) -> f64 {
     }
     prev.0
 }
+
+#[derive(clap::Args, Debug)]
+pub struct UpArgs {
+    /// Cluster sizes to measure.
+    #[arg(long, value_delimiter = ',', default_value = "20,1000")]
+    pub nodes: Vec<u16>,
+    /// No-op runs per size (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    pub runs: usize,
+}
+
+/// `cargo xtask bench-up`: the wall time of `pvfsctl up` on an already converged cluster (a
+/// no-op: every step assessed, nothing changed) of N nodes, simulated by one process serving
+/// N real agent services over mTLS, on a local-kind cluster.
+///
+/// Two shapes: servers only (the orchestration: one unit of two steps per node), and servers
+/// that are also clients (each client's unit ends with the write probe in the shared mount, an
+/// fsync each, all on this machine's one disk; on a real cluster each client fsyncs its own).
+pub fn run_up(args: &UpArgs) -> anyhow::Result<()> {
+    step(cargo().args(["build", "--release", "--locked", "-p", "pvfs", "--bin", "pvfs"]))?;
+    let binary = util::root().join("target/release/pvfs");
+    let mut rows = Vec::new();
+    let variants = [
+        ("\"server\"", "servers (1 unit, 2 steps per node)"),
+        ("\"server\", \"client\"", "servers+clients (2 units, 4 steps per node)"),
+    ];
+    for (roles, what) in variants {
+        for &n in &args.nodes {
+            let (first, noop) = up_on(&binary, n, roles, args.runs)?;
+            rows.push((what, n, first, noop));
+        }
+    }
+    println!("\npvfsctl up on a converged local-kind cluster (agents simulated in one process, mTLS):");
+    println!(
+        "{:<44} {:>6}  {:>9}  {:>12}  {:>8}  {:>8}",
+        "", "nodes", "first up", "no-op median", "min", "max"
+    );
+    for (what, n, first, noop) in rows {
+        println!(
+            "{what:<44} {n:>6}  {:>8.2}s  {:>11.2}s  {:>7.2}s  {:>7.2}s",
+            first.as_secs_f64(),
+            noop[noop.len() / 2].as_secs_f64(),
+            noop[0].as_secs_f64(),
+            noop[noop.len() - 1].as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+/// The first `up` on `n` simulated nodes with `roles`, then `runs` no-op ones (sorted).
+fn up_on(
+    binary: &std::path::Path,
+    n: u16,
+    roles: &str,
+    runs: usize,
+) -> anyhow::Result<(Duration, Vec<Duration>)> {
+    let dir = util::root().join("target/bench-up");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    let tls = dir.join("tls");
+    let tls_arg = tls.to_string_lossy().into_owned();
+    read(Command::new(binary).args(["ctl", "ca", "init", "--dir", &tls_arg]))?;
+    read(Command::new(binary).args(["ctl", "ca", "issue", "pvfsctl", "--dir", &tls_arg]))?;
+    read(Command::new(binary).args(["ctl", "ca", "issue", "sim", "--dir", &tls_arg, "--san", "127.0.0.1"]))?;
+    let base = free_range(n)?;
+    let mut toml = format!(
+        "[cluster]\nname = \"bench-up\"\nkind = \"local\"\n[local]\nmount = \"{0}/mnt\"\ntargets = \"{0}/targets\"\n",
+        dir.display()
+    );
+    for i in 0..n {
+        toml += &format!(
+            "[[node]]\nname = \"sim{i}\"\naddress = \"127.0.0.1:{}\"\nroles = [{roles}]\n",
+            base + i
+        );
+    }
+    let cluster = dir.join("cluster.toml");
+    std::fs::write(&cluster, toml)?;
+    let _simulator = KillOnDrop::spawn(Command::new(binary).args([
+        "agent",
+        "simulate",
+        "--agents",
+        &n.to_string(),
+        "--listen",
+        &format!("127.0.0.1:{base}"),
+        "--tls-dir",
+        &tls_arg,
+    ]))?;
+    let up = || -> anyhow::Result<(Duration, serde_json::Value)> {
+        let started = Instant::now();
+        let out = util::capture(Command::new(binary).args(["ctl", "up"]).arg(&cluster).args([
+            "--json",
+            "--timeout",
+            "30s",
+        ]))?;
+        let took = started.elapsed();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let last = stdout.lines().last().unwrap_or_default();
+        if !out.status.success() {
+            bail!("up on {n} nodes failed: {}\n{last}", String::from_utf8_lossy(&out.stderr));
+        }
+        Ok((took, serde_json::from_str(last)?))
+    };
+    // The simulated agents take a moment to bind; the first up converges.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let first = loop {
+        match up() {
+            Ok((took, _)) => break took,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_secs(1)),
+            Err(err) => return Err(err),
+        }
+    };
+    let mut noop = Vec::new();
+    for _ in 0..runs.max(1) {
+        let (took, recap) = up()?;
+        let changed: u64 =
+            recap["nodes"].as_array().context("no recap")?.iter().filter_map(|n| n["changed"].as_u64()).sum();
+        anyhow::ensure!(changed == 0, "a no-op up on {n} nodes changed {changed} steps");
+        noop.push(took);
+    }
+    noop.sort();
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok((first, noop))
+}

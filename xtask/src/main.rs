@@ -7,6 +7,7 @@
 //! - `bench-mesh`: idle agent footprint and `pvfsctl nodes` latency.
 //! - `bench-agent`: pvfs-agent against gmond and node_exporter, side by side.
 //! - `bench-ingest`: the coordinator following many simulated agents.
+//! - `bench-up`: a no-op `pvfsctl up` on many simulated nodes.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -52,6 +53,8 @@ enum Command {
     /// Measure `pvfsctl serve` following N simulated agents: CPU per 1,000 agents and the
     /// delay from sample time to arrival.
     BenchIngest(bench::IngestArgs),
+    /// Wall time of a no-op `pvfsctl up` on 20 and 1,000 simulated nodes.
+    BenchUp(bench::UpArgs),
     /// Measure an idle agent's CPU and memory, and `pvfsctl nodes` latency against containers.
     BenchMesh(bench::Args),
 }
@@ -65,6 +68,7 @@ fn main() -> ExitCode {
         Command::BenchMesh(args) => bench::run(&args),
         Command::BenchAgent(args) => bench::run_agent(&args),
         Command::BenchIngest(args) => bench::run_ingest(&args),
+        Command::BenchUp(args) => bench::run_up(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

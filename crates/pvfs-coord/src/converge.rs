@@ -10,7 +10,7 @@
 //! is changed, so nothing can fail to be made); a unit whose upstream would change something is
 //! told so, and reports steps it cannot assess yet as pending rather than failed.
 
-use crate::dial::{Dialer, from_status};
+use crate::dial::{Connection, DialError, Dialer, from_status};
 use pvfs_config::Cluster;
 use pvfs_plan::{Plan, Unit};
 use pvfs_proto::pb;
@@ -109,6 +109,9 @@ pub async fn converge(
     // Dry runs: whether a unit (or anything before it) would change something.
     let mut would_change = vec![false; plan.units.len()];
     let mut tasks = JoinSet::new();
+    // One connection per node for all its units: a TLS handshake per unit would be most of a
+    // no-op run's cost on a large cluster. A broken channel reconnects by itself.
+    let connections: Connections = Default::default();
     loop {
         // Skip what can no longer run, start what can.
         for unit in &plan.units {
@@ -142,9 +145,13 @@ pub async fn converge(
                 let after_changes = unit.after.iter().any(|&d| would_change[d]);
                 let node = cluster.node(&unit.node).cloned();
                 let (unit, dialer, events) = (unit.clone(), dialer.clone(), events.clone());
+                let connections = connections.clone();
                 tasks.spawn(async move {
                     let result = match node {
-                        Some(node) => run_unit(&node, &unit, &dialer, dry_run, after_changes, &events).await,
+                        Some(node) => {
+                            let conn = connect(&connections, &node, &dialer).await;
+                            run_unit(&node, &unit, conn, &dialer, dry_run, after_changes, &events).await
+                        }
                         None => UnitResult::unreachable(
                             &unit,
                             format!("no node {} in the cluster file", unit.node),
@@ -193,6 +200,22 @@ pub async fn converge(
     Recap { nodes, failures, elapsed: started.elapsed() }
 }
 
+type Connections = std::sync::Arc<tokio::sync::Mutex<std::collections::HashMap<String, Connection>>>;
+
+/// The node's connection: the one already open, or a new one.
+async fn connect(
+    connections: &Connections,
+    node: &pvfs_config::Node,
+    dialer: &Dialer,
+) -> Result<Connection, DialError> {
+    if let Some(conn) = connections.lock().await.get(&node.name) {
+        return Ok(conn.clone());
+    }
+    let conn = dialer.connect(node).await?;
+    connections.lock().await.insert(node.name.clone(), conn.clone());
+    Ok(conn)
+}
+
 /// How one unit went.
 struct UnitResult {
     counts: Counts,
@@ -215,6 +238,7 @@ impl UnitResult {
 async fn run_unit(
     node: &pvfs_config::Node,
     unit: &Unit,
+    conn: Result<Connection, DialError>,
     dialer: &Dialer,
     dry_run: bool,
     after_changes: bool,
@@ -227,7 +251,7 @@ async fn run_unit(
         label: unit.label.clone(),
         steps: unit.steps.len(),
     });
-    let mut conn = match dialer.connect(node).await {
+    let mut conn = match conn {
         Ok(conn) => conn,
         Err(err) => return UnitResult::unreachable(unit, format!("cannot reach the agent: {err}")),
     };

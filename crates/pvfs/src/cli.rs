@@ -228,7 +228,7 @@ pub struct GenerateArgs {
 #[command(
     name = "pvfs-agent",
     version,
-    about = "The pvfs node agent: serves node facts (and, later, setup steps, metrics and benchmarks) to pvfsctl over mutual TLS",
+    about = "The pvfs node agent: serves node facts, per-second metrics and typed setup steps (later, benchmarks) to pvfsctl over mutual TLS",
     after_help = "Every flag can also be set in the environment (e.g. PVFS_AGENT_LISTEN), as the systemd unit does."
 )]
 pub struct AgentCli {
