@@ -3,7 +3,7 @@
 //! seed's Tables 11–12 and node/target IDs from the cluster file; then clients, which mount
 //! through the beegfs-client service and check every server.
 
-use crate::{CHECK_DEADLINE, Plan, host_of, packages, storage};
+use crate::{CHECK_DEADLINE, Plan, READY_DEADLINE, host_of, packages, storage};
 use pvfs_config::{Cluster, KindSpec, Node, Role, Target};
 use pvfs_steps::{BeegfsService, BeegfsSetup, ConfigKeys, Directory, File, Gate, GateKind, Service, Step};
 
@@ -93,6 +93,9 @@ pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
                 mgmt_host: Some(mgmt_host.clone()),
             }),
         ];
+        // beegfs-ctl reads the client config just written: the management daemon must answer
+        // before the client service tries to mount.
+        steps.push(Step::Gate(Gate { kind: GateKind::BeegfsMgmtdReachable, deadline: READY_DEADLINE }));
         if !client_tuning.is_empty() {
             steps.push(Step::ConfigKeys(ConfigKeys {
                 path: BeegfsService::Client.conf(),

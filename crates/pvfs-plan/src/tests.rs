@@ -56,6 +56,7 @@ impl Runner for BareNode {
                 "",
             ),
             ("lctl", ["ping", nid]) => out(5, "", &format!("failed to ping {nid}: Input/output error\n")),
+            ("beegfs-ctl", ["--listnodes", ..]) => out(1, "", "Unable to connect to management daemon\n"),
             ("lfs", ["check", "servers"]) => {
                 out(2, "", "lfs check: cannot find mounted Lustre file system\n")
             }
@@ -433,6 +434,8 @@ async fn beegfs_follows_the_seed() {
             $ yum install -y beegfs-client beegfs-helperd beegfs-utils
           beegfs client
             $ beegfs-setup-client -m 10.0.0.4
+          wait until the BeeGFS management daemon is reachable
+            (waits)
           settings in /etc/beegfs/beegfs-client.conf: connMaxInternodeNum=32
             $ write /etc/beegfs/beegfs-client.conf
           directory /mnt/beegfs

@@ -180,7 +180,7 @@ async fn real_answers_of_a_converged_cluster_are_in_sync() {
     assert!(peers.assess(&host).await.unwrap().is_in_sync());
     let gate = crate::Gate {
         kind: crate::GateKind::GlusterPeersInCluster { peers: vec!["10.213.250.12".into()] },
-        deadline: std::time::Duration::from_secs(1),
+        deadline: Duration::from_secs(1),
     };
     assert_eq!(
         execute(&Step::Gate(gate), &host, true, |_| {}).await,
