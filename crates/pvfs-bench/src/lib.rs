@@ -2,8 +2,13 @@
 //!
 //! - [`model`]: the result shapes every source produces (parsed IOR/mdtest outputs, the
 //!   built-in engine), as `pvfsctl bench import --json` prints them.
+//! - [`params`]: the seed's presets and every parameter's override, and the exact IOR and
+//!   mdtest arguments they stand for (`-B` before IOR 3.3, `--posix.odirect` after).
+//! - [`engine`]: the built-in engine, IOR's and mdtest's semantics without IOR installed.
 //! - [`parse`]: IOR (3.2–4.1; text, JSON and CSV summaries) and mdtest outputs, including
 //!   failed runs.
 
+pub mod engine;
 pub mod model;
+pub mod params;
 pub mod parse;

@@ -1,0 +1,167 @@
+//! The engine on a real file system (a directory under target/, on disk: O_DIRECT is refused by
+//! tmpfs).
+
+use super::*;
+use crate::params::{IorParams, MdtestParams};
+use std::path::PathBuf;
+
+fn scratch() -> tempfile::TempDir {
+    let base = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/engine-tests"));
+    std::fs::create_dir_all(&base).unwrap();
+    tempfile::tempdir_in(base).unwrap()
+}
+
+fn ior(file_per_proc: bool) -> IorParams {
+    IorParams {
+        write: true,
+        read: true,
+        odirect: false,
+        reorder: false,
+        iterations: 1,
+        transfer: 64 << 10,
+        block: 256 << 10,
+        segments: 2,
+        file_per_proc,
+        random: false,
+        fsync: true,
+    }
+}
+
+fn job(dir: &std::path::Path, params: IorParams, tasks: u32) -> IorJob {
+    IorJob {
+        params,
+        base: dir.join("ior"),
+        tasks: 0..tasks,
+        total_tasks: tasks,
+        tasks_per_client: 1,
+        iteration: 0,
+    }
+}
+
+#[test]
+fn file_per_process_writes_each_tasks_blocks_and_reads_them_back() {
+    let dir = scratch();
+    let job = job(dir.path(), ior(true), 2);
+    let progress = Progress::default();
+    let written = run_ior_phase(&job, IorPhase::Write, &progress);
+    assert!(written.iter().all(|r| r.error.is_none()), "{written:?}");
+    assert_eq!(written.iter().map(|r| r.bytes).collect::<Vec<_>>(), [512 << 10, 512 << 10]);
+    assert_eq!(written.iter().map(|r| r.ops).sum::<u64>(), 16);
+    for task in 0..2 {
+        let len = std::fs::metadata(dir.path().join(format!("ior.{task:08}"))).unwrap().len();
+        assert_eq!(len, 512 << 10, "IOR's layout: segments back to back in the task's own file");
+    }
+    let read = run_ior_phase(&job, IorPhase::Read, &progress);
+    assert!(read.iter().all(|r| r.error.is_none() && r.bytes == 512 << 10), "{read:?}");
+    assert_eq!(progress.bytes.load(std::sync::atomic::Ordering::Relaxed), 2 << 20);
+    let t = totals(&read).unwrap();
+    assert_eq!(t.bytes, 1 << 20);
+    assert!(t.bw_mib > 0.0 && t.seconds > 0.0);
+    remove_files(&job).unwrap();
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn a_shared_file_interleaves_the_tasks_blocks() {
+    let dir = scratch();
+    let mut params = ior(false);
+    params.segments = 1;
+    let job = job(dir.path(), params, 3);
+    let written = run_ior_phase(&job, IorPhase::Write, &Progress::default());
+    assert!(written.iter().all(|r| r.error.is_none()), "{written:?}");
+    assert_eq!(std::fs::metadata(dir.path().join("ior")).unwrap().len(), 3 * (256 << 10));
+    // Task 2's first transfer is at 2 × block.
+    assert_eq!(job.offsets(2, 0)[0], 2 * (256 << 10));
+}
+
+#[test]
+fn reorder_reads_another_clients_data() {
+    let dir = scratch();
+    let mut params = ior(true);
+    params.reorder = true;
+    let job = job(dir.path(), params, 2);
+    run_ior_phase(&job, IorPhase::Write, &Progress::default());
+    // Take task 0's file away: task 1 (reading task 0's) fails, task 0 (reading task 1's) not.
+    std::fs::remove_file(dir.path().join("ior.00000000")).unwrap();
+    let read = run_ior_phase(&job, IorPhase::Read, &Progress::default());
+    assert!(read[0].error.is_none(), "{read:?}");
+    let err = read[1].error.as_deref().unwrap();
+    assert!(err.starts_with("open ") && err.contains("ior.00000000: No such file"), "{err}");
+}
+
+#[test]
+fn random_offsets_cover_the_block_once_each() {
+    let dir = scratch();
+    let mut params = ior(true);
+    params.random = true;
+    let job = job(dir.path(), params, 1);
+    let mut shuffled = job.offsets(0, 7);
+    let sequential: Vec<u64> = (0..8).map(|i| i * (64 << 10)).collect();
+    assert_ne!(shuffled, sequential, "shuffled");
+    shuffled.sort_unstable();
+    assert_eq!(shuffled, sequential);
+    assert_ne!(job.offsets(0, 7), job.offsets(0, 8), "each iteration shuffles anew");
+}
+
+#[test]
+fn odirect_moves_aligned_transfers() {
+    let dir = scratch();
+    let mut params = ior(true);
+    params.odirect = true;
+    params.transfer = 4096;
+    params.block = 64 << 10;
+    let job = job(dir.path(), params, 2);
+    for phase in [IorPhase::Write, IorPhase::Read] {
+        let r = run_ior_phase(&job, phase, &Progress::default());
+        assert!(r.iter().all(|r| r.error.is_none() && r.ops == 32), "{r:?}");
+    }
+}
+
+#[test]
+fn an_unwritable_directory_is_named() {
+    let dir = scratch();
+    let job = job(&dir.path().join("missing"), ior(true), 1);
+    let r = run_ior_phase(&job, IorPhase::Write, &Progress::default());
+    let err = r[0].error.as_deref().unwrap();
+    assert!(err.contains("missing/ior.00000000: No such file or directory"), "{err}");
+}
+
+#[test]
+fn mdtest_phases_create_stat_read_and_remove_a_tree() {
+    let dir = scratch();
+    let params = MdtestParams {
+        create: false,
+        stat: false,
+        read: false,
+        remove: false,
+        iterations: 1,
+        items: 3,
+        depth: 2,
+        branch: 2,
+        leaf_only: false,
+        unique_dir: true,
+        files_only: false,
+    };
+    let job = MdtestJob { params: params.clone(), dir: dir.path().to_owned(), tasks: 0..2, iteration: 0 };
+    let phases = MdtestPhase::sequence(&params);
+    assert_eq!(phases.len(), 9, "all of mdtest's phases when none is chosen");
+    let mut ops = Vec::new();
+    for phase in phases {
+        let r = run_mdtest_phase(&job, phase, &Progress::default());
+        assert!(r.iter().all(|r| r.error.is_none()), "{phase:?}: {r:?}");
+        ops.push((phase.row(), r.iter().map(|r| r.ops).sum::<u64>()));
+    }
+    // 7 directories per task's tree, 3 items in each.
+    assert_eq!(ops[0], ("Tree creation", 14));
+    assert_eq!(ops[1], ("Directory creation", 42));
+    assert_eq!(ops[7], ("File removal", 42));
+    assert_eq!(ops[8], ("Tree removal", 14));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing left behind");
+
+    let leaf = MdtestJob { params: MdtestParams { leaf_only: true, files_only: true, ..params }, ..job };
+    let sequence = MdtestPhase::sequence(&leaf.params);
+    assert!(!sequence.contains(&MdtestPhase::DirCreate));
+    run_mdtest_phase(&leaf, MdtestPhase::TreeCreate, &Progress::default());
+    let files = run_mdtest_phase(&leaf, MdtestPhase::FileCreate, &Progress::default());
+    assert_eq!(files.iter().map(|r| r.ops).sum::<u64>(), 2 * 4 * 3, "items only in the 4 leaves");
+}
