@@ -4,11 +4,14 @@
 //!   built-in engine), as `pvfsctl bench import --json` prints them.
 //! - [`params`]: the seed's presets and every parameter's override, and the exact IOR and
 //!   mdtest arguments they stand for (`-B` before IOR 3.3, `--posix.odirect` after).
-//! - [`engine`]: the built-in engine, IOR's and mdtest's semantics without IOR installed.
+//! - [`engine`]: the built-in engine, IOR's and mdtest's semantics without IOR installed;
+//!   [`local`] runs it on one machine; [`summary`] turns phases into IOR/mdtest summary rows.
 //! - [`parse`]: IOR (3.2–4.1; text, JSON and CSV summaries) and mdtest outputs, including
 //!   failed runs.
 
 pub mod engine;
+pub mod local;
 pub mod model;
 pub mod params;
 pub mod parse;
+pub mod summary;

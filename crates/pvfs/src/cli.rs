@@ -276,10 +276,35 @@ pub enum AgentCommand {
     /// Print this machine's disk, network, CPU, memory and load rates every interval, with
     /// iostat -x / sar column names; no coordinator needed.
     Metrics(MetricsArgs),
+    /// Run the built-in IOR/mdtest engine on this machine (no coordinator, no IOR needed):
+    /// the seed's presets or any parameters, IOR's summary as a table or JSON.
+    Engine(EngineArgs),
     /// Serve many simulated agents from one process (for load-testing a coordinator): agent i
     /// listens on the --listen port + i and streams this machine's samples.
     #[command(hide = true)]
     Simulate(SimulateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct EngineArgs {
+    /// Directory to run in (on the file system to measure).
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
+    /// throughput, iops, metadata or metadata-lustre.
+    #[arg(long, default_value = "throughput")]
+    pub preset: String,
+    /// Parallel tasks (threads), as IOR's processes.
+    #[arg(long, default_value_t = 1)]
+    pub tasks: u32,
+    /// Override a parameter: transfer, block, segments, iterations, file_per_proc, random,
+    /// fsync, reorder, odirect, write, read (IOR); items, depth, branch, iterations, create,
+    /// stat, read, remove, leaf_only, unique_dir, files_only (mdtest); or their IOR/mdtest
+    /// letters (t=1m, b=64m, i=2, z=true). Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// One JSON object with the summary rows instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

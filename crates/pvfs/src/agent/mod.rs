@@ -1,5 +1,6 @@
 //! `pvfs-agent`: run the node agent until SIGTERM or Ctrl-C, or one of its tools.
 
+mod engine;
 mod metrics;
 
 use crate::cli::{AgentCli, AgentCommand};
@@ -20,6 +21,10 @@ pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
         Some(AgentCommand::Metrics(args)) => {
             logging::init(&cli.log, "warn")?;
             return metrics::run(args);
+        }
+        Some(AgentCommand::Engine(args)) => {
+            logging::init(&cli.log, "warn")?;
+            return engine::run(args);
         }
         Some(AgentCommand::Simulate(args)) => {
             logging::init(&cli.log, "info")?;

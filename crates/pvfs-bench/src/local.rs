@@ -1,0 +1,72 @@
+//! A whole run on one machine: every iteration's phases in order, with the summary IOR or
+//! mdtest would print. What `pvfs-agent engine` runs, and what `cargo xtask bench-engine`
+//! measures against fio.
+
+use crate::engine::{self, IorJob, IorPhase, MdtestJob, MdtestPhase, PhaseTotals, Progress, TaskResult};
+use crate::model::{IorIteration, IorSummary, MdtestSummary};
+use crate::params::Workload;
+use crate::summary;
+use std::path::Path;
+
+/// What a local run measured.
+#[derive(Debug, Clone, Default)]
+pub struct LocalRun {
+    pub iterations: Vec<IorIteration>,
+    pub ior: Vec<IorSummary>,
+    pub mdtest: Vec<MdtestSummary>,
+}
+
+/// Runs `workload` with `tasks` threads in `dir`. The first task error stops the run and is
+/// returned, naming the file and operation.
+pub fn run(workload: &Workload, dir: &Path, tasks: u32) -> Result<LocalRun, String> {
+    let progress = Progress::default();
+    let check = |results: Vec<TaskResult>| -> Result<PhaseTotals, String> {
+        if let Some(err) = results.iter().find_map(|r| r.error.clone()) {
+            return Err(err);
+        }
+        engine::totals(&results).ok_or_else(|| "no task ran".to_owned())
+    };
+    let mut out = LocalRun::default();
+    match workload {
+        Workload::Ior(p) => {
+            let (mut writes, mut reads) = (Vec::new(), Vec::new());
+            for iteration in 0..p.iterations {
+                let job = IorJob {
+                    params: p.clone(),
+                    base: dir.join("ior"),
+                    tasks: 0..tasks,
+                    total_tasks: tasks,
+                    tasks_per_client: tasks,
+                    iteration,
+                };
+                if p.write {
+                    let t = check(engine::run_ior_phase(&job, IorPhase::Write, &progress))?;
+                    out.iterations.push(summary::ior_iteration("write", iteration.into(), &t, p));
+                    writes.push(t);
+                }
+                if p.read {
+                    let t = check(engine::run_ior_phase(&job, IorPhase::Read, &progress))?;
+                    out.iterations.push(summary::ior_iteration("read", iteration.into(), &t, p));
+                    reads.push(t);
+                }
+                engine::remove_files(&job)?;
+            }
+            out.ior.extend(summary::ior_summary("write", &writes, p, tasks));
+            out.ior.extend(summary::ior_summary("read", &reads, p, tasks));
+        }
+        Workload::Mdtest(p) => {
+            let phases = MdtestPhase::sequence(p);
+            let mut per_phase: Vec<Vec<PhaseTotals>> = vec![Vec::new(); phases.len()];
+            for iteration in 0..p.iterations {
+                let job = MdtestJob { params: p.clone(), dir: dir.to_owned(), tasks: 0..tasks, iteration };
+                for (i, phase) in phases.iter().enumerate() {
+                    per_phase[i].push(check(engine::run_mdtest_phase(&job, *phase, &progress))?);
+                }
+            }
+            for (phase, totals) in phases.iter().zip(&per_phase) {
+                out.mdtest.extend(summary::mdtest_summary(phase.row(), totals));
+            }
+        }
+    }
+    Ok(out)
+}

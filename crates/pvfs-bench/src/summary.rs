@@ -1,0 +1,110 @@
+//! From phase totals to IOR's and mdtest's summary rows, computed as the tools compute them
+//! (max, min, mean and population standard deviation over iterations), so the built-in
+//! engine's results read like IOR's.
+
+use crate::engine::PhaseTotals;
+use crate::model::{IorIteration, IorSummary, MdtestSummary};
+use crate::params::IorParams;
+
+/// max, min, mean, population std.
+fn stats(values: &[f64]) -> Option<(f64, f64, f64, f64)> {
+    if values.is_empty() {
+        return None;
+    }
+    let n = values.len() as f64;
+    let max = values.iter().copied().fold(f64::MIN, f64::max);
+    let min = values.iter().copied().fold(f64::MAX, f64::min);
+    let mean = values.iter().sum::<f64>() / n;
+    let std = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt();
+    Some((max, min, mean, std))
+}
+
+/// A row of IOR's Results table for one iteration's phase.
+pub fn ior_iteration(operation: &str, iteration: u64, t: &PhaseTotals, p: &IorParams) -> IorIteration {
+    IorIteration {
+        operation: operation.to_owned(),
+        iteration,
+        bw_mib: Some(t.bw_mib),
+        iops: Some(t.ops_per_sec),
+        latency_s: (t.ops > 0).then(|| t.seconds / t.ops as f64),
+        block_kib: Some(p.block as f64 / 1024.0),
+        xfer_kib: Some(p.transfer as f64 / 1024.0),
+        open_s: None,
+        wrrd_s: None,
+        close_s: None,
+        total_s: Some(t.seconds),
+    }
+}
+
+/// IOR's "Summary of all tests" row for `operation` over its iterations.
+pub fn ior_summary(
+    operation: &str,
+    iterations: &[PhaseTotals],
+    p: &IorParams,
+    tasks: u32,
+) -> Option<IorSummary> {
+    let bw: Vec<f64> = iterations.iter().map(|t| t.bw_mib).collect();
+    let ops: Vec<f64> = iterations.iter().map(|t| t.ops_per_sec).collect();
+    let (bw_max, bw_min, bw_mean, bw_std) = stats(&bw)?;
+    let (ops_max, ops_min, ops_mean, ops_std) = stats(&ops)?;
+    Some(IorSummary {
+        operation: operation.to_owned(),
+        bw_max_mib: Some(bw_max),
+        bw_min_mib: Some(bw_min),
+        bw_mean_mib: Some(bw_mean),
+        bw_std_mib: Some(bw_std),
+        ops_max: Some(ops_max),
+        ops_min: Some(ops_min),
+        ops_mean: Some(ops_mean),
+        ops_std: Some(ops_std),
+        mean_time_s: Some(iterations.iter().map(|t| t.seconds).sum::<f64>() / iterations.len() as f64),
+        tasks: Some(u64::from(tasks)),
+        iterations: Some(iterations.len() as u64),
+        block_bytes: Some(p.block),
+        transfer_bytes: Some(p.transfer),
+        file_per_proc: Some(p.file_per_proc),
+    })
+}
+
+/// mdtest's SUMMARY row (ops/sec) for `operation` over its iterations.
+pub fn mdtest_summary(operation: &str, iterations: &[PhaseTotals]) -> Option<MdtestSummary> {
+    let rates: Vec<f64> = iterations.iter().map(|t| t.ops_per_sec).collect();
+    let (max, min, mean, std) = stats(&rates)?;
+    Some(MdtestSummary {
+        operation: operation.to_owned(),
+        max: Some(max),
+        min: Some(min),
+        mean: Some(mean),
+        std: Some(std),
+        unit: "ops/sec".to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(bw: f64, seconds: f64) -> PhaseTotals {
+        PhaseTotals { bytes: 0, ops: 10, seconds, bw_mib: bw, ops_per_sec: bw * 2.0 }
+    }
+
+    #[test]
+    fn the_summary_is_iors_arithmetic() {
+        // IOR's StdDev is the population one: 10 and 20 give 5 (the sample std would be 7.07).
+        let p = match crate::params::Preset::Throughput.workload() {
+            crate::params::Workload::Ior(p) => p,
+            _ => unreachable!(),
+        };
+        let s = ior_summary("write", &[t(10.0, 0.168237), t(20.0, 0.168315)], &p, 2).unwrap();
+        assert_eq!(
+            (s.bw_max_mib, s.bw_min_mib, s.bw_mean_mib, s.bw_std_mib),
+            (Some(20.0), Some(10.0), Some(15.0), Some(5.0))
+        );
+        // ior_tput.txt: total(s) 0.168237 and 0.168315 give Mean(s) 0.16828.
+        assert_eq!(format!("{:.5}", s.mean_time_s.unwrap()), "0.16828");
+        assert_eq!((s.tasks, s.iterations, s.block_bytes), (Some(2), Some(2), Some(4 << 30)));
+        assert!(ior_summary("read", &[], &p, 2).is_none());
+        let m = mdtest_summary("File creation", &[t(100.0, 1.0), t(50.0, 1.0)]).unwrap();
+        assert_eq!((m.max, m.min, m.mean, m.std), (Some(200.0), Some(100.0), Some(150.0), Some(50.0)));
+    }
+}
