@@ -603,3 +603,122 @@ fn up_on(
     let _ = std::fs::remove_dir_all(&dir);
     Ok((first, noop))
 }
+
+#[derive(clap::Args, Debug)]
+pub struct EngineArgs {
+    /// Directory on the file system to measure (default: target/bench-engine, on this
+    /// machine's disk).
+    #[arg(long)]
+    pub dir: Option<std::path::PathBuf>,
+    /// Runs of each tool per pattern, alternating (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// Bytes per task for the sequential pattern.
+    #[arg(long, default_value = "512m")]
+    pub seq_size: String,
+    /// Bytes per task for the random pattern.
+    #[arg(long, default_value = "64m")]
+    pub rand_size: String,
+}
+
+/// `cargo xtask bench-engine`: the built-in engine (`pvfs-agent engine`) and fio on the same
+/// file system with the same pattern, side by side, alternating runs: 1 MiB sequential
+/// O_DIRECT write then read, and 4 KiB random O_DIRECT write then read, one task each. fio uses
+/// the same system calls (psync: pwrite/pread) and no preallocation (the engine does not
+/// preallocate either), and covers each block once as the engine's shuffle does.
+pub fn run_engine(args: &EngineArgs) -> anyhow::Result<()> {
+    util::ensure_programs(&[("fio", "fio")])?;
+    step(cargo().args(["build", "--release", "--locked", "-p", "pvfs", "--bin", "pvfs"]))?;
+    let binary = util::root().join("target/release/pvfs");
+    let dir = args.dir.clone().unwrap_or_else(|| util::root().join("target/bench-engine"));
+    std::fs::create_dir_all(&dir)?;
+    let patterns =
+        [("sequential 1 MiB", "1m", &args.seq_size, false), ("random 4 KiB", "4k", &args.rand_size, true)];
+    println!(
+        "\nbuilt-in engine vs fio, O_DIRECT, 1 task, {} (median of {} runs each):",
+        dir.display(),
+        args.runs
+    );
+    println!("{:<18} {:<6} {:>14} {:>12} {:>8}", "pattern", "op", "engine MiB/s", "fio MiB/s", "ratio");
+    for (name, bs, size, random) in patterns {
+        let (mut engine_w, mut engine_r, mut fio_w, mut fio_r) = (vec![], vec![], vec![], vec![]);
+        for _ in 0..args.runs {
+            let (w, r) = engine_once(&binary, &dir, bs, size, random)?;
+            engine_w.push(w);
+            engine_r.push(r);
+            let (w, r) = fio_once(&dir, bs, size, random)?;
+            fio_w.push(w);
+            fio_r.push(r);
+        }
+        for (op, engine, fio) in [("write", &mut engine_w, &mut fio_w), ("read", &mut engine_r, &mut fio_r)] {
+            let (e, f) = (median(engine), median(fio));
+            println!("{name:<18} {op:<6} {e:>14.1} {f:>12.1} {:>8.3}", e / f);
+        }
+    }
+    Ok(())
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// One write+read of the engine: mean MiB/s of each.
+fn engine_once(
+    binary: &std::path::Path,
+    dir: &std::path::Path,
+    bs: &str,
+    size: &str,
+    random: bool,
+) -> anyhow::Result<(f64, f64)> {
+    let preset = if random { "iops" } else { "throughput" };
+    let out = read(
+        Command::new(binary)
+            .args(["agent", "engine", "--json", "--tasks", "1", "--preset", preset, "--dir"])
+            .arg(dir)
+            .args([
+                "--set",
+                &format!("t={bs}"),
+                "--set",
+                &format!("b={size}"),
+                "--set",
+                "i=1",
+                "--set",
+                "C=false",
+            ]),
+    )?;
+    let v: serde_json::Value = serde_json::from_str(&out)?;
+    let bw = |op: &str| -> anyhow::Result<f64> {
+        v["ior"]
+            .as_array()
+            .and_then(|rows| rows.iter().find(|r| r["operation"] == op))
+            .and_then(|r| r["bw_mean_mib"].as_f64())
+            .with_context(|| format!("no {op} row in {out}"))
+    };
+    Ok((bw("write")?, bw("read")?))
+}
+
+/// One write+read of fio on a fresh file: MiB/s of each.
+fn fio_once(dir: &std::path::Path, bs: &str, size: &str, random: bool) -> anyhow::Result<(f64, f64)> {
+    let file = dir.join("fio.data");
+    let _ = std::fs::remove_file(&file);
+    let mut result = Vec::new();
+    for (rw, key) in [
+        (if random { "randwrite" } else { "write" }, "write"),
+        (if random { "randread" } else { "read" }, "read"),
+    ] {
+        let out = read(
+            Command::new("fio")
+                .args(["--name=pvfs", "--ioengine=psync", "--direct=1", "--fallocate=none", "--numjobs=1"])
+                .args([format!("--rw={rw}"), format!("--bs={bs}"), format!("--size={size}")])
+                .arg(format!("--filename={}", file.display()))
+                .arg("--output-format=json"),
+        )?;
+        let v: serde_json::Value =
+            serde_json::from_str(&out).with_context(|| format!("fio output: {out}"))?;
+        let bytes = v["jobs"][0][key]["bw_bytes"].as_f64().context("no bw_bytes in fio's output")?;
+        result.push(bytes / (1u64 << 20) as f64);
+    }
+    let _ = std::fs::remove_file(&file);
+    Ok((result[0], result[1]))
+}

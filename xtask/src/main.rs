@@ -8,6 +8,7 @@
 //! - `bench-agent`: pvfs-agent against gmond and node_exporter, side by side.
 //! - `bench-ingest`: the coordinator following many simulated agents.
 //! - `bench-up`: a no-op `pvfsctl up` on many simulated nodes.
+//! - `bench-engine`: the built-in engine against fio.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -55,6 +56,8 @@ enum Command {
     BenchIngest(bench::IngestArgs),
     /// Wall time of a no-op `pvfsctl up` on 20 and 1,000 simulated nodes.
     BenchUp(bench::UpArgs),
+    /// The built-in engine against fio, same pattern, same file system.
+    BenchEngine(bench::EngineArgs),
     /// Measure an idle agent's CPU and memory, and `pvfsctl nodes` latency against containers.
     BenchMesh(bench::Args),
 }
@@ -69,6 +72,7 @@ fn main() -> ExitCode {
         Command::BenchAgent(args) => bench::run_agent(&args),
         Command::BenchIngest(args) => bench::run_ingest(&args),
         Command::BenchUp(args) => bench::run_up(&args),
+        Command::BenchEngine(args) => bench::run_engine(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
