@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("../../proto");
-    let files = ["pvfs/v1/agent.proto", "pvfs/v1/steps.proto"];
+    let files = ["pvfs/v1/agent.proto", "pvfs/v1/bench.proto", "pvfs/v1/steps.proto"];
     for file in files {
         println!("cargo:rerun-if-changed={}", root.join(file).display());
     }

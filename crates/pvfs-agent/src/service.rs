@@ -12,6 +12,9 @@ use tokio_stream::wrappers::{ReceiverStream, UnboundedReceiverStream};
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
+/// How far ahead a benchmark phase may be scheduled.
+const BENCH_START_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Samples a `Metrics` stream may have queued for the transport. Small on purpose: the ring is
 /// the buffer, and a slow reader just stays further behind in it.
 const STREAM_QUEUE: usize = 8;
@@ -27,6 +30,8 @@ pub struct AgentService {
     /// Held for the whole of an `Apply`: two coordinators converging one node at once would
     /// race each other's probes (both see "no volume", both create it).
     converging: Arc<tokio::sync::Mutex<()>>,
+    /// Held while a benchmark phase runs: two runs on one client would measure each other.
+    benching: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl AgentService {
@@ -38,6 +43,7 @@ impl AgentService {
             history,
             shutdown,
             converging: Arc::new(tokio::sync::Mutex::new(())),
+            benching: Arc::new(tokio::sync::Mutex::new(())),
         }
     }
 }
@@ -46,6 +52,84 @@ impl AgentService {
 impl pb::agent_server::Agent for AgentService {
     type MetricsStream = ReceiverStream<Result<pb::MetricsEvent, Status>>;
     type ApplyStream = UnboundedReceiverStream<Result<pb::ApplyEvent, Status>>;
+    type BenchPhaseStream = ReceiverStream<Result<pb::BenchEvent, Status>>;
+
+    async fn bench_phase(
+        &self,
+        request: Request<pb::BenchPhaseRequest>,
+    ) -> Result<Response<Self::BenchPhaseStream>, Status> {
+        let (req, start_at) = pvfs_proto::convert::bench::phase_request_from(request.into_inner())
+            .map_err(Status::invalid_argument)?;
+        let guard = self.benching.clone().try_lock_owned().map_err(|_| {
+            Status::aborted("another benchmark is running on this client; wait for it to finish")
+        })?;
+        let wait = match start_at {
+            Some(at) => at.duration_since(std::time::SystemTime::now()).unwrap_or_default(),
+            None => std::time::Duration::ZERO,
+        };
+        // Clients start a phase together at an instant the coordinator picks a moment ahead;
+        // one minutes away is a clock far off or a confused caller.
+        if wait > BENCH_START_LIMIT {
+            return Err(Status::invalid_argument(format!(
+                "asked to start in {}s; is this node's clock (or the coordinator's) off?",
+                wait.as_secs()
+            )));
+        }
+        let (tx, rx) = mpsc::channel(STREAM_QUEUE);
+        let shutdown = self.shutdown.clone();
+        tokio::spawn(async move {
+            let _guard = guard;
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = shutdown.cancelled() => return,
+            }
+            let needs_dir = matches!(
+                req.phase,
+                pvfs_bench::engine::Phase::Ior(pvfs_bench::engine::IorPhase::Write)
+                    | pvfs_bench::engine::Phase::Mdtest(pvfs_bench::engine::MdtestPhase::TreeCreate)
+            );
+            if needs_dir && let Err(err) = std::fs::create_dir_all(&req.dir) {
+                let status =
+                    Status::failed_precondition(format!("cannot create {}: {err}", req.dir.display()));
+                let _ = tx.send(Err(status)).await;
+                return;
+            }
+            let progress = Arc::new(pvfs_bench::engine::Progress::default());
+            let mut work = {
+                let progress = progress.clone();
+                // The engine's tasks are blocking I/O threads, not async work.
+                tokio::task::spawn_blocking(move || pvfs_bench::engine::run_phase(&req, &progress))
+            };
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+            tick.tick().await;
+            let done = loop {
+                tokio::select! {
+                    done = &mut work => break done,
+                    _ = tick.tick() => {
+                        use std::sync::atomic::Ordering::Relaxed;
+                        let event = pb::bench_event::Event::Progress(pb::BenchProgress {
+                            bytes: progress.bytes.load(Relaxed),
+                            ops: progress.ops.load(Relaxed),
+                        });
+                        // A reader that went away does not stop the tasks (threads cannot be
+                        // interrupted mid-write); they finish and the result is dropped.
+                        let _ = tx.try_send(Ok(pb::BenchEvent { event: Some(event) }));
+                    }
+                }
+            };
+            let message = match done {
+                Ok(Ok(tasks)) => Ok(pb::BenchEvent {
+                    event: Some(pb::bench_event::Event::Done(pb::BenchPhaseDone {
+                        tasks: tasks.iter().map(pb::TaskResult::from).collect(),
+                    })),
+                }),
+                Ok(Err(err)) => Err(Status::failed_precondition(err)),
+                Err(err) => Err(Status::internal(format!("benchmark tasks failed: {err}"))),
+            };
+            let _ = tx.send(message).await;
+        });
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
 
     async fn apply(&self, request: Request<pb::ApplyRequest>) -> Result<Response<Self::ApplyStream>, Status> {
         let pb::ApplyRequest { steps, dry_run, after_changes, label } = request.into_inner();

@@ -69,3 +69,53 @@ pub fn totals(results: &[TaskResult]) -> Option<PhaseTotals> {
 
 #[cfg(test)]
 mod tests;
+
+/// Any phase of the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Ior(IorPhase),
+    /// Remove the client's IOR files (after the last read).
+    IorCleanup,
+    Mdtest(MdtestPhase),
+}
+
+/// One client's share of one phase, as the coordinator asks for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PhaseRequest {
+    pub workload: crate::params::Workload,
+    /// The run's directory on this client.
+    pub dir: std::path::PathBuf,
+    pub first_task: u32,
+    pub tasks: u32,
+    pub total_tasks: u32,
+    pub tasks_per_client: u32,
+    pub iteration: u32,
+    pub phase: Phase,
+}
+
+/// Runs one phase on this client. A workload that does not match the phase is an error.
+pub fn run_phase(req: &PhaseRequest, progress: &Progress) -> Result<Vec<TaskResult>, String> {
+    let tasks = req.first_task..req.first_task + req.tasks;
+    match (&req.workload, req.phase) {
+        (crate::params::Workload::Ior(params), phase @ (Phase::Ior(_) | Phase::IorCleanup)) => {
+            let job = IorJob {
+                params: params.clone(),
+                base: req.dir.join("ior"),
+                tasks,
+                total_tasks: req.total_tasks,
+                tasks_per_client: req.tasks_per_client,
+                iteration: req.iteration,
+            };
+            match phase {
+                Phase::Ior(p) => Ok(run_ior_phase(&job, p, progress)),
+                _ => remove_files(&job).map(|()| Vec::new()),
+            }
+        }
+        (crate::params::Workload::Mdtest(params), Phase::Mdtest(phase)) => {
+            let job =
+                MdtestJob { params: params.clone(), dir: req.dir.clone(), tasks, iteration: req.iteration };
+            Ok(run_mdtest_phase(&job, phase, progress))
+        }
+        (_, phase) => Err(format!("phase {phase:?} does not belong to this workload")),
+    }
+}

@@ -396,7 +396,18 @@ pub struct Bench {
     pub mount: Option<PathBuf>,
     pub launcher: Option<String>,
     pub engine: Option<String>,
+    pub preset: Option<String>,
+    pub procs_per_client: Option<u32>,
+    /// Overrides, checked against the preset (or "throughput") when the file is loaded.
+    pub params: Vec<(String, String)>,
+    pub vm_limit_mib: Option<OrderedF64>,
 }
+
+/// An f64 that compares by bits, so the model can stay `Eq`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OrderedF64(pub f64);
+
+impl Eq for OrderedF64 {}
 
 #[cfg(test)]
 mod tests {

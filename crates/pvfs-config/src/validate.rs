@@ -658,7 +658,32 @@ impl Validator<'_> {
         };
         let launcher = one_of(&b.launcher, "launcher", &["agents", "mpi"]);
         let engine = one_of(&b.engine, "engine", &["ior", "builtin", "fio"]);
-        Bench { mount: b.mount.as_ref().map(|m| self.absolute(m)), launcher, engine }
+        let presets: Vec<&str> = pvfs_bench::params::Preset::ALL.iter().map(|p| p.as_str()).collect();
+        let preset = one_of(&b.preset, "preset", &presets);
+        let mut params = Vec::new();
+        if let Some(given) = &b.params {
+            // Checked against the preset they modify, so a mistake shows here, with its line.
+            let base = preset.as_deref().and_then(|p| pvfs_bench::params::Preset::parse(p).ok());
+            let mut workload = base.unwrap_or(pvfs_bench::params::Preset::Throughput).workload();
+            for (key, value) in given.get_ref() {
+                if let Err(err) = workload.set(key, value) {
+                    self.error(given, format!("[bench] params: {err}"));
+                }
+                params.push((key.clone(), value.clone()));
+            }
+        }
+        if let Some(procs) = b.procs_per_client.as_ref().filter(|p| *p.get_ref() == 0) {
+            self.error(procs, "procs_per_client must be at least 1");
+        }
+        Bench {
+            mount: b.mount.as_ref().map(|m| self.absolute(m)),
+            launcher,
+            engine,
+            preset,
+            procs_per_client: b.procs_per_client.as_ref().map(|p| *p.get_ref()),
+            params,
+            vm_limit_mib: b.vm_limit_mib.map(crate::model::OrderedF64),
+        }
     }
 
     fn absolute(&mut self, path: &Spanned<String>) -> PathBuf {

@@ -5,10 +5,13 @@
 //! - [`survey`]: every agent's facts, dialled concurrently (`pvfsctl nodes`).
 //! - [`stream`]: every agent's per-second samples, followed concurrently and resumed by cursor
 //!   (`pvfsctl top`, `serve`).
+//! - [`bench`]: the built-in engine's phases on every client at once, with barriers between
+//!   them (`pvfsctl bench`, agents launcher).
 //! - [`converge`]: a plan's units run on the agents in dependency order (`pvfsctl up`).
 //! - [`exporter`]: the cluster's latest samples and rates in the Prometheus/OpenMetrics text
 //!   formats (`pvfsctl serve`).
 
+pub mod bench;
 pub mod converge;
 pub mod dial;
 pub mod exporter;

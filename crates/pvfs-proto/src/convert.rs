@@ -374,5 +374,6 @@ mod tests {
     }
 }
 
+pub mod bench;
 mod steps;
 pub use steps::{StepDecodeError, steps_from_wire};

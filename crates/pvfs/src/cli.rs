@@ -57,6 +57,8 @@ pub enum CtlCommand {
     /// Converge every node to the cluster file (packages, RAID0, LVM, mkfs, mounts, services,
     /// tuning, validation), in dependency order across nodes; `--plan` changes nothing.
     Up(UpArgs),
+    /// Run the seed's IOR/mdtest methodology on the clients and record every node's metrics.
+    Bench(BenchArgs),
     /// Every node's disks, network, CPU and memory, second by second.
     Top(TopArgs),
     /// Run as a long-lived coordinator exporting every node's metrics for Prometheus.
@@ -162,6 +164,45 @@ pub struct UpArgs {
     /// Also list steps that were already in sync.
     #[arg(long, short)]
     pub verbose: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// The cluster file.
+    #[arg(value_name = "CLUSTER.toml")]
+    pub cluster: PathBuf,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// throughput (-w -r -B -C -i4 -t32m -b4G -F), iops (-t4k -b320m -z), metadata (mdtest -C -T
+    /// -i4 -I 2000 -z 2 -b 4 -L -u -F) or metadata-lustre (-I 10 -i 2 -z 5 -b 5); default: the
+    /// cluster file's [bench] preset, else throughput.
+    #[arg(long)]
+    pub preset: Option<String>,
+    /// Tasks (IOR processes) per client; default: [bench] procs_per_client, else 1.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub procs: Option<u32>,
+    /// Override a parameter after the preset and [bench] params: transfer, block, segments,
+    /// iterations, file_per_proc, random, fsync, reorder, odirect (IOR); items, depth, branch,
+    /// iterations, create, stat, read, remove, leaf_only, unique_dir, files_only (mdtest); or
+    /// their letters (t=1m, b=64m, i=2). Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// builtin (default), ior or fio.
+    #[arg(long)]
+    pub engine: Option<String>,
+    /// agents (default) or mpi.
+    #[arg(long)]
+    pub launcher: Option<String>,
+    /// The directory on the clients to run in (a `pvfs-bench/RUN` directory is made inside);
+    /// default: [bench] mount, else the file system's mount.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Where results go (a directory per run is made inside).
+    #[arg(long, value_name = "DIR", default_value = "pvfs-results")]
+    pub results: PathBuf,
+    /// One JSON object per event (phase starts, progress, phase results), then a summary.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -1,5 +1,6 @@
 //! `pvfsctl` subcommands.
 
+mod bench;
 mod ca;
 mod demo;
 mod generate;
@@ -24,6 +25,7 @@ pub(crate) fn run(cli: CtlCli) -> anyhow::Result<u8> {
         CtlCommand::Validate(args) => validate::run(args),
         CtlCommand::Nodes(args) => runtime()?.block_on(nodes::run(args)),
         CtlCommand::Up(args) => runtime()?.block_on(up::run(args)),
+        CtlCommand::Bench(args) => runtime()?.block_on(bench::run(args)),
         CtlCommand::Top(args) => runtime()?.block_on(top::run(args)),
         CtlCommand::Serve(args) => runtime()?.block_on(serve::run(args)),
         CtlCommand::Demo(args) => runtime()?.block_on(demo::run(args)),

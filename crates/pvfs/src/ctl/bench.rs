@@ -1,0 +1,392 @@
+//! `pvfsctl bench CLUSTER.toml`: the seed's IOR/mdtest methodology on the cluster's clients,
+//! every node's per-second metrics recorded alongside, and a results directory that keeps
+//! everything (the cluster file, the equivalent commands, every phase and task, the metrics),
+//! whether the run finished or not.
+
+use crate::cli::BenchArgs;
+use crate::view::{time_text, to_json, visible_devices};
+use crate::{exit, output};
+use anyhow::{Context, bail};
+use pvfs_bench::params::{Preset, Workload, format_size, ior_args, mdtest_args};
+use pvfs_config::{Cluster, Role};
+use pvfs_coord::bench::{BenchEvent, BenchOutcome, BenchSpec};
+use pvfs_coord::stream::{Event, Start, follow_cluster};
+use pvfs_metrics::rates::Rates;
+use serde_json::json;
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// What the run is, resolved from flags over the cluster file's `[bench]` over the defaults.
+struct Resolved {
+    preset: Preset,
+    workload: Workload,
+    tasks_per_client: u32,
+    dir: PathBuf,
+    run_id: String,
+    results: PathBuf,
+}
+
+fn resolve(cluster: &Cluster, args: &BenchArgs) -> anyhow::Result<Resolved> {
+    let engine = args.engine.clone().or(cluster.bench.engine.clone()).unwrap_or_else(|| "builtin".into());
+    let launcher =
+        args.launcher.clone().or(cluster.bench.launcher.clone()).unwrap_or_else(|| "agents".into());
+    if engine != "builtin" || launcher != "agents" {
+        bail!(
+            "engine {engine:?} with launcher {launcher:?} is not available yet: this version runs engine = \"builtin\" \
+             with launcher = \"agents\" (set them in [bench] or with --engine builtin --launcher agents)"
+        );
+    }
+    let preset_name =
+        args.preset.clone().or(cluster.bench.preset.clone()).unwrap_or_else(|| "throughput".into());
+    let preset = Preset::parse(&preset_name)?;
+    let mut workload = preset.workload();
+    for (key, value) in &cluster.bench.params {
+        workload
+            .set(key, value)
+            .with_context(|| format!("[bench] params in {}", cluster.source.display()))?;
+    }
+    for item in &args.set {
+        let (key, value) =
+            item.split_once('=').with_context(|| format!("--set {item:?}: expected KEY=VALUE"))?;
+        workload.set(key.trim(), value.trim()).with_context(|| format!("--set {item}"))?;
+    }
+    let tasks_per_client = args.procs.or(cluster.bench.procs_per_client).unwrap_or(1);
+    let now = SystemTime::now();
+    let stamp = humantime::format_rfc3339_seconds(now).to_string().replace([':', '-'], "");
+    let run_id = format!("{}-{}-{}", cluster.name, preset.as_str(), stamp.trim_end_matches('Z'));
+    let base =
+        args.dir.clone().or(cluster.bench.mount.clone()).unwrap_or_else(|| cluster.spec.mount().clone());
+    let dir = base.join("pvfs-bench").join(&run_id);
+    let results = args.results.join(&run_id);
+    Ok(Resolved { preset, workload, tasks_per_client, dir, run_id, results })
+}
+
+pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<u8> {
+    let cluster = pvfs_config::load(&args.cluster)?;
+    let dialer = super::dialer(&cluster, &args.connect)?;
+    let r = resolve(&cluster, &args)?;
+    let clients: Vec<_> = cluster.with_role(Role::Client).cloned().collect();
+    if clients.is_empty() {
+        bail!("{} has no node with role \"client\": the benchmark runs on clients", cluster.source.display());
+    }
+    std::fs::create_dir_all(r.results.join("metrics"))
+        .with_context(|| format!("creating the results directory {}", r.results.display()))?;
+    std::fs::copy(&cluster.source, r.results.join("cluster.toml"))
+        .with_context(|| format!("copying {} into the results", cluster.source.display()))?;
+    let tasks = r.tasks_per_client * clients.len() as u32;
+    let equivalent = match &r.workload {
+        Workload::Ior(p) => format!(
+            "mpirun -np {tasks} ior {}",
+            ior_args(p, pvfs_bench::params::IorVersion(4, 1, 0), &r.dir.join("ior").display().to_string())
+                .join(" ")
+        ),
+        Workload::Mdtest(p) => {
+            format!("mpirun -np {tasks} mdtest {}", mdtest_args(p, &r.dir.display().to_string()).join(" "))
+        }
+    };
+    std::fs::write(
+        r.results.join("commands.txt"),
+        format!(
+            "# pvfsctl bench {} (engine builtin, launcher agents, {} clients x {} tasks)\n# The IOR/mdtest command it stands for:\n{equivalent}\n",
+            args.cluster.display(),
+            clients.len(),
+            r.tasks_per_client
+        ),
+    )?;
+    let json = args.json;
+    if !json {
+        output::print(&format!(
+            "bench {} on {} ({} clients x {} tasks), preset {}: {equivalent}\nresults: {}\n",
+            r.run_id,
+            cluster.name,
+            clients.len(),
+            r.tasks_per_client,
+            r.preset,
+            r.results.display()
+        ))?;
+    }
+
+    // Every node's metrics for the whole run, from one second before it starts.
+    let shutdown = CancellationToken::new();
+    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64;
+    let samples =
+        follow_cluster(&cluster, &dialer, &HashMap::new(), Start::Since { unix_ns: since }, shutdown.clone());
+    let recorder = tokio::spawn(record_metrics(samples, r.results.join("metrics"), shutdown.clone()));
+
+    let spec = BenchSpec {
+        workload: r.workload.clone(),
+        clients,
+        tasks_per_client: r.tasks_per_client,
+        dir: r.dir.clone(),
+    };
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let work = {
+        let dialer = dialer.clone();
+        tokio::spawn(async move { pvfs_coord::bench::run(&spec, &dialer, tx).await })
+    };
+    let mut events_file = std::fs::File::create(r.results.join("events.jsonl"))?;
+    let mut progress: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut phase_start = SystemTime::now();
+    let mut last_line = SystemTime::now();
+    while let Some(event) = rx.recv().await {
+        let value = event_json(&event);
+        writeln!(events_file, "{value}")?;
+        if json {
+            output::json(&value)?;
+            continue;
+        }
+        match &event {
+            BenchEvent::PhaseStarted { iteration, phase, at } => {
+                progress.clear();
+                phase_start = *at;
+                output::print(&format!("iteration {iteration} {phase}: started\n"))?;
+            }
+            BenchEvent::Progress { node, bytes, ops } => {
+                progress.insert(node.clone(), (*bytes, *ops));
+                // One line a second across all clients while a phase runs.
+                if last_line.elapsed().unwrap_or_default() >= Duration::from_secs(1) {
+                    last_line = SystemTime::now();
+                    let (bytes, ops): (u64, u64) =
+                        progress.values().fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+                    let secs = phase_start.elapsed().unwrap_or_default().as_secs_f64().max(1e-3);
+                    output::print(&format!(
+                        "  {:>6.1}s  {} moved, {:.1} MiB/s, {:.0} ops/s so far\n",
+                        secs,
+                        output::bytes(bytes),
+                        bytes as f64 / 1048576.0 / secs,
+                        ops as f64 / secs
+                    ))?;
+                }
+            }
+            BenchEvent::PhaseDone { record } => {
+                let t = &record.totals;
+                output::print(&format!(
+                    "iteration {} {}: {:.2} MiB/s, {:.2} ops/s, {} in {:.3}s\n",
+                    record.iteration,
+                    record.label,
+                    t.bw_mib,
+                    t.ops_per_sec,
+                    output::bytes(t.bytes),
+                    t.seconds
+                ))?;
+            }
+        }
+    }
+    let outcome = work.await?;
+    // Let the metrics catch up with the last second of the run, then stop following.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    shutdown.cancel();
+    let recorded = recorder.await??;
+    write_results(&r, &outcome, &recorded)?;
+    if json {
+        output::json(
+            &json!({"event": "summary", "run": r.run_id, "results": r.results, "ior": outcome.ior, "mdtest": outcome.mdtest, "error": outcome.error}),
+        )?;
+    } else {
+        output::print(&summary_table(&outcome))?;
+    }
+    if let Some(err) = &outcome.error {
+        output::note(&format!("error: the run stopped: {err}"));
+        output::note(&format!(
+            "partial results and every node's metrics are kept in {}",
+            r.results.display()
+        ));
+        return Ok(exit::FAILURES);
+    }
+    Ok(exit::OK)
+}
+
+/// Writes each node's per-second rates to `metrics/NODE.jsonl` until `shutdown`; returns how
+/// many seconds each node recorded.
+async fn record_metrics(
+    mut samples: mpsc::Receiver<Event>,
+    dir: PathBuf,
+    shutdown: CancellationToken,
+) -> anyhow::Result<BTreeMap<String, u64>> {
+    let mut files: HashMap<String, std::fs::File> = HashMap::new();
+    let mut prev: HashMap<String, pvfs_metrics::ring::Stamped> = HashMap::new();
+    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    loop {
+        let event = tokio::select! {
+            () = shutdown.cancelled() => break,
+            event = samples.recv() => match event { Some(e) => e, None => break },
+        };
+        match event {
+            Event::Sample { node, stamped } => {
+                let stamped = *stamped;
+                if let Some(p) =
+                    prev.get(&node).filter(|p| p.epoch == stamped.epoch && p.seq + 1 == stamped.seq)
+                {
+                    let rates = Rates::between(&p.sample, &stamped.sample);
+                    let mut value = to_json(&rates, &visible_devices(&stamped.sample, false));
+                    value["node"] = json!(node);
+                    let file = match files.entry(node.clone()) {
+                        std::collections::hash_map::Entry::Occupied(f) => f.into_mut(),
+                        std::collections::hash_map::Entry::Vacant(v) => {
+                            v.insert(std::fs::File::create(dir.join(format!("{node}.jsonl")))?)
+                        }
+                    };
+                    writeln!(file, "{value}")?;
+                    *counts.entry(node.clone()).or_default() += 1;
+                }
+                prev.insert(node, stamped);
+            }
+            Event::Down { node, error } => {
+                prev.remove(&node);
+                let line =
+                    json!({"node": node, "time": time_text(now_ns()), "down": true, "error": error.message});
+                if let Some(f) = files.get_mut(&node) {
+                    writeln!(f, "{line}")?;
+                }
+            }
+            Event::Gap { node, .. } | Event::Restarted { node } => {
+                prev.remove(&node);
+            }
+            Event::Up { .. } => {}
+        }
+    }
+    Ok(counts)
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64
+}
+
+fn unix(t: SystemTime) -> f64 {
+    t.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs_f64()
+}
+
+fn event_json(event: &BenchEvent) -> serde_json::Value {
+    match event {
+        BenchEvent::PhaseStarted { iteration, phase, at } => {
+            json!({"event": "phase_started", "iteration": iteration, "phase": phase, "at": unix(*at)})
+        }
+        BenchEvent::Progress { node, bytes, ops } => {
+            json!({"event": "progress", "node": node, "bytes": bytes, "ops": ops, "time": unix(SystemTime::now())})
+        }
+        BenchEvent::PhaseDone { record } => json!({
+            "event": "phase_done",
+            "iteration": record.iteration,
+            "phase": record.label,
+            "bytes": record.totals.bytes,
+            "ops": record.totals.ops,
+            "seconds": record.totals.seconds,
+            "bw_mib": record.totals.bw_mib,
+            "ops_per_sec": record.totals.ops_per_sec,
+        }),
+    }
+}
+
+/// results.json (everything) and results.csv (one row per iteration and phase).
+fn write_results(r: &Resolved, o: &BenchOutcome, metrics: &BTreeMap<String, u64>) -> anyhow::Result<()> {
+    let phases: Vec<_> = o
+        .phases
+        .iter()
+        .map(|p| {
+            let tasks: Vec<_> = p
+                .tasks
+                .iter()
+                .map(|(node, t)| {
+                    json!({"node": node, "task": t.task, "start": unix(t.start), "end": unix(t.end), "bytes": t.bytes, "ops": t.ops, "error": t.error})
+                })
+                .collect();
+            json!({"iteration": p.iteration, "phase": p.label, "bytes": p.totals.bytes, "ops": p.totals.ops, "seconds": p.totals.seconds, "bw_mib": p.totals.bw_mib, "ops_per_sec": p.totals.ops_per_sec, "tasks": tasks})
+        })
+        .collect();
+    let (workload, params) = match &r.workload {
+        Workload::Ior(p) => (
+            "ior",
+            json!({
+                "write": p.write, "read": p.read, "odirect": p.odirect, "reorder": p.reorder, "iterations": p.iterations,
+                "transfer": p.transfer, "block": p.block, "segments": p.segments, "file_per_proc": p.file_per_proc,
+                "random": p.random, "fsync": p.fsync, "transfer_text": format_size(p.transfer), "block_text": format_size(p.block),
+            }),
+        ),
+        Workload::Mdtest(p) => (
+            "mdtest",
+            json!({
+                "create": p.create, "stat": p.stat, "read": p.read, "remove": p.remove, "iterations": p.iterations,
+                "items": p.items, "depth": p.depth, "branch": p.branch, "leaf_only": p.leaf_only,
+                "unique_dir": p.unique_dir, "files_only": p.files_only,
+            }),
+        ),
+    };
+    let doc = json!({
+        "run": r.run_id,
+        "preset": r.preset.as_str(),
+        "engine": "builtin",
+        "launcher": "agents",
+        "tool": workload,
+        "params": params,
+        "tasks_per_client": r.tasks_per_client,
+        "dir": r.dir,
+        "started": o.started.map(unix),
+        "finished": o.finished.map(unix),
+        "error": o.error,
+        "summary": {"ior": o.ior, "mdtest": o.mdtest},
+        "iterations": o.iterations,
+        "phases": phases,
+        "metrics_seconds": metrics,
+    });
+    std::fs::write(r.results.join("results.json"), serde_json::to_string_pretty(&doc)? + "\n")?;
+    let mut csv = String::from("iteration,phase,bytes,ops,seconds,bw_mib,ops_per_sec\n");
+    for p in &o.phases {
+        csv += &format!(
+            "{},{},{},{},{:.6},{:.3},{:.3}\n",
+            p.iteration,
+            p.label,
+            p.totals.bytes,
+            p.totals.ops,
+            p.totals.seconds,
+            p.totals.bw_mib,
+            p.totals.ops_per_sec
+        );
+    }
+    std::fs::write(r.results.join("results.csv"), csv)?;
+    Ok(())
+}
+
+/// IOR's or mdtest's summary table.
+fn summary_table(o: &BenchOutcome) -> String {
+    let f = |v: Option<f64>| v.map_or("NA".to_owned(), |v| format!("{v:.2}"));
+    let mut text = String::new();
+    if !o.ior.is_empty() {
+        text += "\nOperation   Max(MiB)   Min(MiB)  Mean(MiB)     StdDev   Max(OPs)   Min(OPs)  Mean(OPs)     StdDev    Mean(s) #Tasks reps\n";
+        for r in &o.ior {
+            text += &format!(
+                "{:<9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10.5} {:>6} {:>4}\n",
+                r.operation,
+                f(r.bw_max_mib),
+                f(r.bw_min_mib),
+                f(r.bw_mean_mib),
+                f(r.bw_std_mib),
+                f(r.ops_max),
+                f(r.ops_min),
+                f(r.ops_mean),
+                f(r.ops_std),
+                r.mean_time_s.unwrap_or_default(),
+                r.tasks.unwrap_or_default(),
+                r.iterations.unwrap_or_default()
+            );
+        }
+    }
+    if !o.mdtest.is_empty() {
+        text += "\nSUMMARY rate (in ops/sec):\n   Operation                     Max            Min           Mean        Std Dev\n";
+        for r in &o.mdtest {
+            let g = |v: Option<f64>| v.map_or("NA".to_owned(), |v| format!("{v:.3}"));
+            text += &format!(
+                "   {:<22} {:>14} {:>14} {:>14} {:>14}\n",
+                r.operation,
+                g(r.max),
+                g(r.min),
+                g(r.mean),
+                g(r.std)
+            );
+        }
+    }
+    text
+}
