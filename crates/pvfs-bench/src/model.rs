@@ -58,7 +58,9 @@ pub struct MdtestSummary {
     pub min: Option<f64>,
     pub mean: Option<f64>,
     pub std: Option<f64>,
-    /// "ops/sec", or "ms/op"… as the output states it (mdtest -Z prints times per op).
+    /// "ops/sec" for a rate table; "sec" for a time table (`-Z`, `-P`): the seconds each phase
+    /// took. mdtest 4.1 heads that table "(in ms/op)", but its values are phase times (see
+    /// `parse::mdtest`).
     pub unit: String,
 }
 

@@ -306,7 +306,7 @@ pub fn parse_size(s: &str) -> Option<u64> {
 /// A size as IOR takes it, in the largest exact unit: `32m`, `4g`, `4k`.
 pub fn format_size(bytes: u64) -> String {
     for (unit, shift) in [("t", 40), ("g", 30), ("m", 20), ("k", 10)] {
-        if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
             return format!("{}{unit}", bytes >> shift);
         }
     }

@@ -177,7 +177,7 @@ fn run_task(job: &MdtestJob, phase: MdtestPhase, task: u32, progress: &Progress)
                                 std::fs::create_dir(&sub).map_err(|e| io("mkdir", &sub, e))?
                             }
                             MdtestPhase::DirStat => {
-                                drop(std::fs::metadata(&sub).map_err(|e| io("stat", &sub, e))?)
+                                std::fs::metadata(&sub).map_err(|e| io("stat", &sub, e))?;
                             }
                             MdtestPhase::DirRemove => {
                                 std::fs::remove_dir(&sub).map_err(|e| io("rmdir", &sub, e))?
@@ -186,7 +186,7 @@ fn run_task(job: &MdtestJob, phase: MdtestPhase, task: u32, progress: &Progress)
                                 drop(std::fs::File::create(&file).map_err(|e| io("create", &file, e))?)
                             }
                             MdtestPhase::FileStat => {
-                                drop(std::fs::metadata(&file).map_err(|e| io("stat", &file, e))?)
+                                std::fs::metadata(&file).map_err(|e| io("stat", &file, e))?;
                             }
                             // mdtest reads -e bytes (0 by default): open, read, close.
                             MdtestPhase::FileRead => {

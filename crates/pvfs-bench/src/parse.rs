@@ -1,1 +1,0 @@
-//! Parsers (being written).
