@@ -58,7 +58,7 @@ pub enum CtlCommand {
     /// tuning, validation), in dependency order across nodes; `--plan` changes nothing.
     Up(UpArgs),
     /// Run the seed's IOR/mdtest methodology on the clients and record every node's metrics.
-    Bench(BenchArgs),
+    Bench(BenchCli),
     /// Every node's disks, network, CPU and memory, second by second.
     Top(TopArgs),
     /// Run as a long-lived coordinator exporting every node's metrics for Prometheus.
@@ -166,11 +166,42 @@ pub struct UpArgs {
     pub verbose: bool,
 }
 
+/// `pvfsctl bench CLUSTER.toml …` runs a benchmark; `pvfsctl bench import FILE…` reads
+/// existing IOR/mdtest outputs.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct BenchCli {
+    #[command(subcommand)]
+    pub command: Option<BenchCommand>,
+    #[command(flatten)]
+    pub run: BenchArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Read existing IOR (3.2–4.1: text, JSON, CSV) and mdtest outputs into the results store,
+    /// as if pvfs had run them; `--json` prints what each file says.
+    Import(ImportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// IOR or mdtest output files (stdout, or stdout and stderr together).
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Where the imported runs go (a directory per file is made inside).
+    #[arg(long, value_name = "DIR", default_value = "pvfs-results")]
+    pub results: PathBuf,
+    /// Per file: {"file","tool","version","command","summary":[…]}.
+    #[arg(long)]
+    pub json: bool,
+}
+
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// The cluster file.
-    #[arg(value_name = "CLUSTER.toml")]
-    pub cluster: PathBuf,
+    #[arg(value_name = "CLUSTER.toml", required = true)]
+    pub cluster: Option<PathBuf>,
     #[command(flatten)]
     pub connect: ConnectArgs,
     /// throughput (-w -r -B -C -i4 -t32m -b4G -F), iops (-t4k -b320m -z), metadata (mdtest -C -T

@@ -3,7 +3,7 @@
 //! everything (the cluster file, the equivalent commands, every phase and task, the metrics),
 //! whether the run finished or not.
 
-use crate::cli::BenchArgs;
+use crate::cli::{BenchArgs, ImportArgs};
 use crate::view::{time_text, to_json, visible_devices};
 use crate::{exit, output};
 use anyhow::{Context, bail};
@@ -66,7 +66,8 @@ fn resolve(cluster: &Cluster, args: &BenchArgs) -> anyhow::Result<Resolved> {
 }
 
 pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<u8> {
-    let cluster = pvfs_config::load(&args.cluster)?;
+    let path = args.cluster.clone().context("a cluster file is needed: pvfsctl bench CLUSTER.toml")?;
+    let cluster = pvfs_config::load(&path)?;
     let dialer = super::dialer(&cluster, &args.connect)?;
     let r = resolve(&cluster, &args)?;
     let clients: Vec<_> = cluster.with_role(Role::Client).cloned().collect();
@@ -92,7 +93,7 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<u8> {
         r.results.join("commands.txt"),
         format!(
             "# pvfsctl bench {} (engine builtin, launcher agents, {} clients x {} tasks)\n# The IOR/mdtest command it stands for:\n{equivalent}\n",
-            args.cluster.display(),
+            path.display(),
             clients.len(),
             r.tasks_per_client
         ),
@@ -389,4 +390,57 @@ fn summary_table(o: &BenchOutcome) -> String {
         }
     }
     text
+}
+
+/// `pvfsctl bench import FILE…`: each file parsed and stored as a run of its own.
+pub(crate) fn import(args: ImportArgs) -> anyhow::Result<u8> {
+    let mut failed = 0;
+    for file in &args.files {
+        let shown = file.display().to_string();
+        let parsed = match pvfs_bench::parse::parse_file(file) {
+            Ok(parsed) => parsed,
+            Err(err) => {
+                output::note(&format!("error: {err}"));
+                failed += 1;
+                continue;
+            }
+        };
+        if args.json {
+            output::json(&parsed.to_import_json(&shown))?;
+        }
+        if let Some(why) = parsed.failure() {
+            output::note(&format!("error: {shown}: the run failed: {why}"));
+            failed += 1;
+            continue;
+        }
+        let stem = file.file_stem().map_or("output".into(), |s| s.to_string_lossy().into_owned());
+        let stamp = humantime::format_rfc3339_seconds(SystemTime::now()).to_string().replace([':', '-'], "");
+        let dir = args.results.join(format!("imported-{stem}-{}", stamp.trim_end_matches('Z')));
+        std::fs::create_dir_all(dir.join("raw")).with_context(|| format!("creating {}", dir.display()))?;
+        let name = file.file_name().map_or("output".into(), |n| n.to_os_string());
+        std::fs::copy(file, dir.join("raw").join(name)).with_context(|| format!("copying {shown}"))?;
+        let doc = json!({
+            "run": dir.file_name().map(|n| n.to_string_lossy().into_owned()),
+            "imported_from": shown,
+            "tool": parsed.tool,
+            "version": parsed.version,
+            "command": parsed.command,
+            "summary": {"ior": parsed.ior, "mdtest": parsed.mdtest},
+            "iterations": parsed.iterations,
+        });
+        std::fs::write(dir.join("results.json"), serde_json::to_string_pretty(&doc)? + "\n")?;
+        if !args.json {
+            let rows = parsed.ior.len() + parsed.mdtest.len();
+            output::print(&format!(
+                "{shown}: {} {}, {rows} summary rows -> {}\n",
+                match parsed.tool {
+                    pvfs_bench::model::Tool::Ior => "IOR",
+                    pvfs_bench::model::Tool::Mdtest => "mdtest",
+                },
+                parsed.version.as_deref().unwrap_or("(version not stated)"),
+                dir.display()
+            ))?;
+        }
+    }
+    Ok(if failed > 0 { exit::FAILURES } else { exit::OK })
 }

@@ -25,7 +25,10 @@ pub(crate) fn run(cli: CtlCli) -> anyhow::Result<u8> {
         CtlCommand::Validate(args) => validate::run(args),
         CtlCommand::Nodes(args) => runtime()?.block_on(nodes::run(args)),
         CtlCommand::Up(args) => runtime()?.block_on(up::run(args)),
-        CtlCommand::Bench(args) => runtime()?.block_on(bench::run(args)),
+        CtlCommand::Bench(cli) => match cli.command {
+            Some(crate::cli::BenchCommand::Import(args)) => bench::import(args),
+            None => runtime()?.block_on(bench::run(cli.run)),
+        },
         CtlCommand::Top(args) => runtime()?.block_on(top::run(args)),
         CtlCommand::Serve(args) => runtime()?.block_on(serve::run(args)),
         CtlCommand::Demo(args) => runtime()?.block_on(demo::run(args)),
