@@ -59,6 +59,8 @@ pub enum CtlCommand {
     Up(UpArgs),
     /// Run the seed's IOR/mdtest methodology on the clients and record every node's metrics.
     Bench(BenchCli),
+    /// Write a Markdown report with SVG and PNG charts over one or more benchmark runs.
+    Report(ReportArgs),
     /// Every node's disks, network, CPU and memory, second by second.
     Top(TopArgs),
     /// Run as a long-lived coordinator exporting every node's metrics for Prometheus.
@@ -232,8 +234,24 @@ pub struct BenchArgs {
     #[arg(long, value_name = "DIR", default_value = "pvfs-results")]
     pub results: PathBuf,
     /// One JSON object per event (phase starts, progress, phase results), then a summary.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "watch")]
     pub json: bool,
+    /// Show the run live in the terminal: phase, elapsed, aggregate MiB/s and ops/s with a
+    /// per-second chart, and every node's disk and network rates (`q` leaves the view; the run
+    /// goes on). Lines when stdout is not a terminal.
+    #[arg(long)]
+    pub watch: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Results directories of runs (`pvfs-results/RUN`), e.g. the same preset at several server
+    /// counts for the scale-out figure.
+    #[arg(value_name = "RUN", required = true)]
+    pub runs: Vec<PathBuf>,
+    /// Where report.md and its charts go.
+    #[arg(long, value_name = "DIR", default_value = "pvfs-report")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -3,6 +3,8 @@
 //! everything (the cluster file, the equivalent commands, every phase and task, the metrics),
 //! whether the run finished or not.
 
+use super::tui::Summary;
+use super::watch::Watch;
 use crate::cli::{BenchArgs, ImportArgs};
 use crate::view::{time_text, to_json, visible_devices};
 use crate::{exit, output};
@@ -14,6 +16,7 @@ use pvfs_coord::stream::{Event, Start, follow_cluster};
 use pvfs_metrics::rates::Rates;
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
+use std::io::IsTerminal;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -22,6 +25,11 @@ use tokio_util::sync::CancellationToken;
 
 /// What the run is, resolved from flags over the cluster file's `[bench]` over the defaults.
 struct Resolved {
+    /// Nodes serving the file system (for the report's scale-out and VM-limit columns).
+    servers: usize,
+    clients: usize,
+    kind: String,
+    vm_limit_mib: Option<f64>,
     preset: Preset,
     workload: Workload,
     tasks_per_client: u32,
@@ -62,7 +70,19 @@ fn resolve(cluster: &Cluster, args: &BenchArgs) -> anyhow::Result<Resolved> {
         args.dir.clone().or(cluster.bench.mount.clone()).unwrap_or_else(|| cluster.spec.mount().clone());
     let dir = base.join("pvfs-bench").join(&run_id);
     let results = args.results.join(&run_id);
-    Ok(Resolved { preset, workload, tasks_per_client, dir, run_id, results })
+    let servers = cluster.nodes.iter().filter(|n| n.roles.iter().any(|r| *r != Role::Client)).count();
+    Ok(Resolved {
+        servers,
+        clients: cluster.with_role(Role::Client).count(),
+        kind: cluster.kind.to_string(),
+        vm_limit_mib: cluster.bench.vm_limit_mib.map(|l| l.0),
+        preset,
+        workload,
+        tasks_per_client,
+        dir,
+        run_id,
+        results,
+    })
 }
 
 pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<u8> {
@@ -116,7 +136,9 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<u8> {
     let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64;
     let samples =
         follow_cluster(&cluster, &dialer, &HashMap::new(), Start::Since { unix_ns: since }, shutdown.clone());
-    let recorder = tokio::spawn(record_metrics(samples, r.results.join("metrics"), shutdown.clone()));
+    let (summaries_tx, mut summaries) = mpsc::unbounded_channel();
+    let recorder =
+        tokio::spawn(record_metrics(samples, r.results.join("metrics"), summaries_tx, shutdown.clone()));
 
     let spec = BenchSpec {
         workload: r.workload.clone(),
@@ -130,52 +152,58 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<u8> {
         tokio::spawn(async move { pvfs_coord::bench::run(&spec, &dialer, tx).await })
     };
     let mut events_file = std::fs::File::create(r.results.join("events.jsonl"))?;
-    let mut progress: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-    let mut phase_start = SystemTime::now();
-    let mut last_line = SystemTime::now();
-    while let Some(event) = rx.recv().await {
-        let value = event_json(&event);
-        writeln!(events_file, "{value}")?;
-        if json {
-            output::json(&value)?;
-            continue;
-        }
-        match &event {
-            BenchEvent::PhaseStarted { iteration, phase, at } => {
-                progress.clear();
-                phase_start = *at;
-                output::print(&format!("iteration {iteration} {phase}: started\n"))?;
-            }
-            BenchEvent::Progress { node, bytes, ops } => {
-                progress.insert(node.clone(), (*bytes, *ops));
-                // One line a second across all clients while a phase runs.
-                if last_line.elapsed().unwrap_or_default() >= Duration::from_secs(1) {
-                    last_line = SystemTime::now();
-                    let (bytes, ops): (u64, u64) =
-                        progress.values().fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
-                    let secs = phase_start.elapsed().unwrap_or_default().as_secs_f64().max(1e-3);
-                    output::print(&format!(
-                        "  {:>6.1}s  {} moved, {:.1} MiB/s, {:.0} ops/s so far\n",
-                        secs,
-                        output::bytes(bytes),
-                        bytes as f64 / 1048576.0 / secs,
-                        ops as f64 / secs
-                    ))?;
+    let mut lines = Lines::default();
+    let mut screen = if args.watch && std::io::stdout().is_terminal() {
+        Some((ratatui::init(), Watch::new(format!("pvfs bench {} ({})", r.run_id, equivalent), &cluster)))
+    } else {
+        None
+    };
+    let mut second = tokio::time::interval(Duration::from_secs(1));
+    let mut redraw = tokio::time::interval(Duration::from_millis(250));
+    loop {
+        tokio::select! {
+            event = rx.recv() => {
+                let Some(event) = event else { break };
+                let value = event_json(&event);
+                writeln!(events_file, "{value}")?;
+                if json {
+                    output::json(&value)?;
+                } else if let Some((_, watch)) = &mut screen {
+                    match &event {
+                        BenchEvent::PhaseStarted { iteration, phase, at } => watch.phase_started(format!("iteration {iteration} {phase}"), *at),
+                        BenchEvent::Progress { node, bytes, ops } => watch.progress(node, *bytes, *ops),
+                        BenchEvent::PhaseDone { record } => watch.phase_done(phase_line(record)),
+                    }
+                } else {
+                    lines.show(&event)?;
                 }
             }
-            BenchEvent::PhaseDone { record } => {
-                let t = &record.totals;
-                output::print(&format!(
-                    "iteration {} {}: {:.2} MiB/s, {:.2} ops/s, {} in {:.3}s\n",
-                    record.iteration,
-                    record.label,
-                    t.bw_mib,
-                    t.ops_per_sec,
-                    output::bytes(t.bytes),
-                    t.seconds
-                ))?;
+            summary = summaries.recv() => {
+                if let (Some((node, s)), Some((_, watch))) = (summary, &mut screen)
+                    && let Some(row) = watch.nodes.row_mut(&node)
+                {
+                    row.record(s);
+                }
+            }
+            _ = second.tick() => {
+                if let Some((_, watch)) = &mut screen {
+                    watch.tick(SystemTime::now());
+                }
+            }
+            _ = redraw.tick() => {
+                if let Some((terminal, watch)) = &mut screen {
+                    terminal.draw(|frame| super::watch::draw(frame, watch))?;
+                    if quit_pressed() {
+                        ratatui::restore();
+                        screen = None;
+                        output::note("left the live view; the run goes on");
+                    }
+                }
             }
         }
+    }
+    if screen.take().is_some() {
+        ratatui::restore();
     }
     let outcome = work.await?;
     // Let the metrics catch up with the last second of the run, then stop following.
@@ -206,6 +234,7 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<u8> {
 async fn record_metrics(
     mut samples: mpsc::Receiver<Event>,
     dir: PathBuf,
+    summaries: mpsc::UnboundedSender<(String, Summary)>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<BTreeMap<String, u64>> {
     let mut files: HashMap<String, std::fs::File> = HashMap::new();
@@ -223,7 +252,9 @@ async fn record_metrics(
                     prev.get(&node).filter(|p| p.epoch == stamped.epoch && p.seq + 1 == stamped.seq)
                 {
                     let rates = Rates::between(&p.sample, &stamped.sample);
-                    let mut value = to_json(&rates, &visible_devices(&stamped.sample, false));
+                    let devices = visible_devices(&stamped.sample, false);
+                    let _ = summaries.send((node.clone(), Summary::of(&rates, &devices)));
+                    let mut value = to_json(&rates, &devices);
                     value["node"] = json!(node);
                     let file = match files.entry(node.clone()) {
                         std::collections::hash_map::Entry::Occupied(f) => f.into_mut(),
@@ -251,6 +282,76 @@ async fn record_metrics(
         }
     }
     Ok(counts)
+}
+
+/// Progress as lines: a line a second across all clients while a phase runs, and a line per
+/// finished phase.
+#[derive(Default)]
+struct Lines {
+    progress: BTreeMap<String, (u64, u64)>,
+    phase_start: Option<SystemTime>,
+    last_line: Option<SystemTime>,
+}
+
+impl Lines {
+    fn show(&mut self, event: &BenchEvent) -> anyhow::Result<()> {
+        match event {
+            BenchEvent::PhaseStarted { iteration, phase, at } => {
+                self.progress.clear();
+                self.phase_start = Some(*at);
+                output::print(&format!("iteration {iteration} {phase}: started\n"))?;
+            }
+            BenchEvent::Progress { node, bytes, ops } => {
+                self.progress.insert(node.clone(), (*bytes, *ops));
+                if self.last_line.is_some_and(|t| t.elapsed().unwrap_or_default() < Duration::from_secs(1)) {
+                    return Ok(());
+                }
+                self.last_line = Some(SystemTime::now());
+                let (bytes, ops): (u64, u64) =
+                    self.progress.values().fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+                let secs =
+                    self.phase_start.map_or(1.0, |t| t.elapsed().unwrap_or_default().as_secs_f64()).max(1e-3);
+                output::print(&format!(
+                    "  {secs:>6.1}s  {} moved, {:.1} MiB/s, {:.0} ops/s so far\n",
+                    output::bytes(bytes),
+                    bytes as f64 / 1048576.0 / secs,
+                    ops as f64 / secs
+                ))?;
+            }
+            BenchEvent::PhaseDone { record } => output::print(&format!("{}\n", phase_line(record)))?,
+        }
+        Ok(())
+    }
+}
+
+fn phase_line(record: &pvfs_coord::bench::PhaseRecord) -> String {
+    let t = &record.totals;
+    format!(
+        "iteration {} {}: {:.2} MiB/s, {:.2} ops/s, {} in {:.3}s",
+        record.iteration,
+        record.label,
+        t.bw_mib,
+        t.ops_per_sec,
+        output::bytes(t.bytes),
+        t.seconds
+    )
+}
+
+/// Whether `q`, Esc or Ctrl-C was pressed (never blocks).
+fn quit_pressed() -> bool {
+    use ratatui::crossterm::event::{self as term_event, KeyCode, KeyEventKind, KeyModifiers};
+    while term_event::poll(Duration::ZERO).unwrap_or(false) {
+        let Ok(term_event::Event::Key(key)) = term_event::read() else { continue };
+        if key.kind != KeyEventKind::Press {
+            continue;
+        }
+        match key.code {
+            KeyCode::Char('q') | KeyCode::Esc => return true,
+            KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => return true,
+            _ => {}
+        }
+    }
+    false
 }
 
 fn now_ns() -> u64 {
@@ -324,6 +425,10 @@ fn write_results(r: &Resolved, o: &BenchOutcome, metrics: &BTreeMap<String, u64>
         "tool": workload,
         "params": params,
         "tasks_per_client": r.tasks_per_client,
+        "kind": r.kind,
+        "servers": r.servers,
+        "clients": r.clients,
+        "vm_limit_mib": r.vm_limit_mib,
         "dir": r.dir,
         "started": o.started.map(unix),
         "finished": o.finished.map(unix),

@@ -10,6 +10,7 @@ mod top;
 mod tui;
 pub(crate) mod up;
 mod validate;
+mod watch;
 
 use crate::cli::{ConnectArgs, CtlCli, CtlCommand};
 use crate::logging;
@@ -29,6 +30,16 @@ pub(crate) fn run(cli: CtlCli) -> anyhow::Result<u8> {
             Some(crate::cli::BenchCommand::Import(args)) => bench::import(args),
             None => runtime()?.block_on(bench::run(cli.run)),
         },
+        CtlCommand::Report(args) => {
+            let written = pvfs_bench::report::write(&args.runs, &args.out)?;
+            crate::output::print(&format!(
+                "wrote {} and {} charts (SVG and PNG) in {}\n",
+                written.markdown.display(),
+                written.charts.len(),
+                args.out.display()
+            ))?;
+            Ok(crate::exit::OK)
+        }
         CtlCommand::Top(args) => runtime()?.block_on(top::run(args)),
         CtlCommand::Serve(args) => runtime()?.block_on(serve::run(args)),
         CtlCommand::Demo(args) => runtime()?.block_on(demo::run(args)),

@@ -198,10 +198,14 @@ fn numbers(s: &Summary) -> [String; 9] {
 
 /// Renders the screen into `frame`.
 pub(crate) fn draw(frame: &mut Frame<'_>, screen: &Screen) {
+    draw_in(frame, frame.area(), screen);
+}
+
+/// Renders the screen into `area` of `frame` (`bench --watch` puts its own panel above).
+pub(crate) fn draw_in(frame: &mut Frame<'_>, area: Rect, screen: &Screen) {
     let up = screen.rows.iter().filter(|r| r.down.is_none() && r.latest.is_some()).count();
     let [head, body, foot] =
-        Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(1)])
-            .areas(frame.area());
+        Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(1)]).areas(area);
     let title = format!(
         "{}  {} nodes, {} up, {} down  {}",
         screen.title,

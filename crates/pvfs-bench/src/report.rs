@@ -1,0 +1,486 @@
+//! Reports over one or more runs, like the seed's: tables per run (servers, VM limit, write,
+//! read, efficiency), the scale-out figure across runs (bars against the VM limit, the seed's
+//! Fig. 13), per-client fairness (spread of bandwidth and completion time, seed 004's Fig. 9),
+//! and network bytes against application bytes from the per-second counters (seed 004's
+//! read-ahead amplification). Markdown, with every chart as SVG and PNG.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The font the PNG charts are drawn with, embedded so a report renders the same on a bare
+/// server (DejaVu Sans, Bitstream Vera license: assets/DejaVuSans.LICENSE).
+const FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("{path}: {message}")]
+    Run { path: PathBuf, message: String },
+    #[error("writing {path}: {message}")]
+    Write { path: PathBuf, message: String },
+}
+
+/// One run's results, as `results.json` holds them.
+#[derive(Debug, Clone)]
+pub struct RunData {
+    pub dir: PathBuf,
+    pub name: String,
+    pub doc: Value,
+}
+
+impl RunData {
+    pub fn load(dir: &Path) -> Result<RunData, ReportError> {
+        let path = dir.join("results.json");
+        let text = std::fs::read_to_string(&path).map_err(|e| ReportError::Run {
+            path: path.clone(),
+            message: format!("{e} (is {} a pvfs results directory?)", dir.display()),
+        })?;
+        let doc: Value = serde_json::from_str(&text)
+            .map_err(|e| ReportError::Run { path: path.clone(), message: e.to_string() })?;
+        let name = doc["run"].as_str().map(str::to_owned).unwrap_or_else(|| dir.display().to_string());
+        Ok(RunData { dir: dir.to_owned(), name, doc })
+    }
+
+    fn servers(&self) -> Option<u64> {
+        self.doc["servers"].as_u64()
+    }
+
+    fn vm_limit(&self) -> Option<f64> {
+        self.doc["vm_limit_mib"].as_f64()
+    }
+
+    /// The summary row's mean bandwidth for "write" or "read".
+    fn bw(&self, op: &str) -> Option<f64> {
+        self.doc["summary"]["ior"].as_array()?.iter().find(|r| r["operation"] == op)?["bw_mean_mib"].as_f64()
+    }
+
+    fn ops(&self, op: &str) -> Option<f64> {
+        self.doc["summary"]["ior"].as_array()?.iter().find(|r| r["operation"] == op)?["ops_mean"].as_f64()
+    }
+
+    /// What the VM limit is for the whole run: per-VM limit × servers.
+    fn cluster_limit(&self) -> Option<f64> {
+        Some(self.vm_limit()? * self.servers()? as f64)
+    }
+
+    fn label(&self) -> String {
+        match self.servers() {
+            Some(n) => format!("{n} servers"),
+            None => self.name.clone(),
+        }
+    }
+}
+
+/// What was written.
+#[derive(Debug, Clone, Default)]
+pub struct Written {
+    pub markdown: PathBuf,
+    pub charts: Vec<PathBuf>,
+}
+
+/// Writes the report over `runs` into `out`.
+pub fn write(runs: &[PathBuf], out: &Path) -> Result<Written, ReportError> {
+    let runs: Vec<RunData> = runs.iter().map(|d| RunData::load(d)).collect::<Result<_, _>>()?;
+    std::fs::create_dir_all(out)
+        .map_err(|e| ReportError::Write { path: out.to_owned(), message: e.to_string() })?;
+    let mut written = Written::default();
+    let mut md = String::from("# pvfs benchmark report\n\n");
+    md += &format!(
+        "{} run(s): {}.\n\n",
+        runs.len(),
+        runs.iter().map(|r| format!("`{}`", r.name)).collect::<Vec<_>>().join(", ")
+    );
+
+    let ior: Vec<&RunData> =
+        runs.iter().filter(|r| r.bw("write").is_some() || r.bw("read").is_some()).collect();
+    if !ior.is_empty() {
+        md += "## Throughput and IOPS\n\n";
+        md += "As the seed's tables: the VM limit is the per-VM limit (`[bench] vm_limit_mib`) times the servers.\n\n";
+        md += "| run | servers | clients × tasks | VM limit (MiB/s) | write (MiB/s) | read (MiB/s) | write IOPS | read IOPS | write eff. | read eff. |\n";
+        md += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+        for r in &ior {
+            let limit = r.cluster_limit();
+            let eff = |bw: Option<f64>| match (bw, limit) {
+                (Some(bw), Some(l)) if l > 0.0 => format!("{:.0} %", bw / l * 100.0),
+                _ => "–".into(),
+            };
+            md += &format!(
+                "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                r.name,
+                r.servers().map_or("–".into(), |s| s.to_string()),
+                match (r.doc["clients"].as_u64(), r.doc["tasks_per_client"].as_u64()) {
+                    (Some(c), Some(t)) => format!("{c} × {t}"),
+                    _ => "–".into(),
+                },
+                limit.map_or("–".into(), |l| format!("{l:.0}")),
+                num(r.bw("write")),
+                num(r.bw("read")),
+                num(r.ops("write")),
+                num(r.ops("read")),
+                eff(r.bw("write")),
+                eff(r.bw("read")),
+            );
+        }
+        md += "\n";
+        let categories: Vec<String> = ior.iter().map(|r| r.label()).collect();
+        let series = vec![
+            (
+                "write",
+                ior.iter().map(|r| r.bw("write").unwrap_or(0.0)).collect::<Vec<_>>(),
+                RGBColor(31, 119, 180),
+            ),
+            (
+                "read",
+                ior.iter().map(|r| r.bw("read").unwrap_or(0.0)).collect::<Vec<_>>(),
+                RGBColor(255, 127, 14),
+            ),
+        ];
+        let limits: Vec<Option<f64>> = ior.iter().map(|r| r.cluster_limit()).collect();
+        let files = chart(
+            out,
+            "scale-out",
+            "Throughput per run against the VM limit",
+            "MiB/s",
+            &categories,
+            &series,
+            &limits,
+        )?;
+        md += "![scale-out](scale-out.svg)\n\n";
+        written.charts.extend(files);
+    }
+
+    let md_runs: Vec<&RunData> = runs
+        .iter()
+        .filter(|r| r.doc["summary"]["mdtest"].as_array().is_some_and(|a| !a.is_empty()))
+        .collect();
+    if !md_runs.is_empty() {
+        md += "## Metadata (mdtest)\n\n| run | operation | max | min | mean | std | unit |\n|---|---|---:|---:|---:|---:|---|\n";
+        for r in &md_runs {
+            for row in r.doc["summary"]["mdtest"].as_array().into_iter().flatten() {
+                md += &format!(
+                    "| `{}` | {} | {} | {} | {} | {} | {} |\n",
+                    r.name,
+                    row["operation"].as_str().unwrap_or("?"),
+                    num(row["max"].as_f64()),
+                    num(row["min"].as_f64()),
+                    num(row["mean"].as_f64()),
+                    num(row["std"].as_f64()),
+                    row["unit"].as_str().unwrap_or("")
+                );
+            }
+        }
+        md += "\n";
+    }
+
+    for r in &runs {
+        let Some(phases) = r.doc["phases"].as_array().filter(|p| !p.is_empty()) else { continue };
+        let slug = slug(&r.name);
+        md += &format!("## Per-client fairness: `{}`\n\n", r.name);
+        md += "Each client's bandwidth (its bytes over its own first start to last end) and when it finished, \
+               in seconds after the phase began, averaged over iterations; the spread is what a seed-004-style \
+               fairness plot shows.\n\n";
+        let fair = fairness(phases);
+        let ops: Vec<&String> =
+            fair.keys().map(|(_, op)| op).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+        md += "| client |";
+        for op in &ops {
+            md += &format!(" {op} (MiB/s) | {op} done (s) |");
+        }
+        md += "\n|---|";
+        md += &"---:|---:|".repeat(ops.len());
+        md += "\n";
+        let clients: Vec<&String> =
+            fair.keys().map(|(c, _)| c).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+        for client in &clients {
+            md += &format!("| {client} |");
+            for op in &ops {
+                match fair.get(&((*client).clone(), (*op).clone())) {
+                    Some(f) => md += &format!(" {:.1} | {:.3} |", f.bw_mib, f.done_s),
+                    None => md += " – | – |",
+                }
+            }
+            md += "\n";
+        }
+        for op in &ops {
+            let values: Vec<f64> = clients
+                .iter()
+                .filter_map(|c| fair.get(&((*c).clone(), (*op).clone())))
+                .map(|f| f.bw_mib)
+                .collect();
+            if let (Some(max), Some(min)) =
+                (values.iter().copied().reduce(f64::max), values.iter().copied().reduce(f64::min))
+            {
+                md += &format!(
+                    "\n{op}: fastest client {max:.1} MiB/s, slowest {min:.1} MiB/s ({:.0} % spread).",
+                    if max > 0.0 { (max - min) / max * 100.0 } else { 0.0 }
+                );
+            }
+        }
+        md += "\n\n";
+        let categories: Vec<String> = clients.iter().map(|c| (*c).clone()).collect();
+        let colors = [RGBColor(31, 119, 180), RGBColor(255, 127, 14), RGBColor(44, 160, 44)];
+        let series: Vec<(&str, Vec<f64>, RGBColor)> = ops
+            .iter()
+            .zip(colors.iter().cycle())
+            .map(|(op, color)| {
+                let values = clients
+                    .iter()
+                    .map(|c| fair.get(&((*c).clone(), (*op).clone())).map_or(0.0, |f| f.bw_mib))
+                    .collect();
+                (op.as_str(), values, *color)
+            })
+            .collect();
+        let name = format!("fairness-{slug}");
+        let files = chart(
+            out,
+            &name,
+            &format!("Per-client bandwidth, {}", r.name),
+            "MiB/s",
+            &categories,
+            &series,
+            &[],
+        )?;
+        md += &format!("![fairness]({name}.svg)\n\n");
+        written.charts.extend(files);
+
+        let amp = amplification(r, phases);
+        if !amp.is_empty() {
+            md += &format!("### Network bytes against application bytes: `{}`\n\n", r.name);
+            md += "From the clients' NIC counters over each phase's seconds: how many bytes crossed the network \
+                   per byte the application moved (more than 1 on reads is read-ahead fetching what was never read, \
+                   as seed 004 found).\n\n| phase | application bytes | client NIC bytes | ratio |\n|---|---:|---:|---:|\n";
+            for (phase, app, net) in amp {
+                // No bytes on the NICs at all: clients and servers share a machine (kind local), so
+                // there is no network to measure; a ratio of 0 would read as a finding.
+                let ratio = if app > 0.0 && net > 0.0 {
+                    format!("{:.2}", net / app)
+                } else {
+                    "– (no network traffic)".into()
+                };
+                md += &format!("| {phase} | {app:.0} | {net:.0} | {ratio} |\n");
+            }
+            md += "\n";
+        }
+    }
+
+    let path = out.join("report.md");
+    std::fs::write(&path, md)
+        .map_err(|e| ReportError::Write { path: path.clone(), message: e.to_string() })?;
+    written.markdown = path;
+    Ok(written)
+}
+
+fn num(v: Option<f64>) -> String {
+    v.map_or("–".into(), |v| if v >= 100.0 { format!("{v:.0}") } else { format!("{v:.2}") })
+}
+
+fn slug(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
+}
+
+/// A client's share of one kind of phase.
+#[derive(Debug, Clone, Copy)]
+struct Fair {
+    bw_mib: f64,
+    done_s: f64,
+}
+
+/// Per (client, phase kind): bandwidth and completion time, averaged over iterations.
+fn fairness(phases: &[Value]) -> BTreeMap<(String, String), Fair> {
+    let mut acc: BTreeMap<(String, String), (f64, f64, u32)> = BTreeMap::new();
+    for phase in phases {
+        let op = phase["phase"].as_str().unwrap_or("?").to_owned();
+        let tasks = phase["tasks"].as_array().cloned().unwrap_or_default();
+        let begin = tasks.iter().filter_map(|t| t["start"].as_f64()).fold(f64::MAX, f64::min);
+        let mut by_client: BTreeMap<String, (f64, f64, f64)> = BTreeMap::new();
+        for t in &tasks {
+            let node = t["node"].as_str().unwrap_or("?").to_owned();
+            let (s, e, b) = (
+                t["start"].as_f64().unwrap_or(0.0),
+                t["end"].as_f64().unwrap_or(0.0),
+                t["bytes"].as_f64().unwrap_or(0.0),
+            );
+            let entry = by_client.entry(node).or_insert((f64::MAX, 0.0, 0.0));
+            entry.0 = entry.0.min(s);
+            entry.1 = entry.1.max(e);
+            entry.2 += b;
+        }
+        for (client, (s, e, b)) in by_client {
+            let bw = b / 1048576.0 / (e - s).max(1e-9);
+            let slot = acc.entry((client, op.clone())).or_insert((0.0, 0.0, 0));
+            slot.0 += bw;
+            slot.1 += e - begin;
+            slot.2 += 1;
+        }
+    }
+    acc.into_iter()
+        .map(|(k, (bw, done, n))| (k, Fair { bw_mib: bw / f64::from(n), done_s: done / f64::from(n) }))
+        .collect()
+}
+
+/// Per phase kind: application bytes, and bytes the clients' NICs moved (rx for reads, tx for
+/// writes) during the seconds the phases ran, from `metrics/NODE.jsonl`.
+fn amplification(run: &RunData, phases: &[Value]) -> Vec<(String, f64, f64)> {
+    let clients: std::collections::BTreeSet<String> = phases
+        .iter()
+        .flat_map(|p| p["tasks"].as_array().cloned().unwrap_or_default())
+        .filter_map(|t| t["node"].as_str().map(str::to_owned))
+        .collect();
+    // Per client: (second's end time, rx bytes, tx bytes) for every recorded second.
+    let mut seconds: Vec<(f64, f64, f64, f64)> = Vec::new();
+    for client in &clients {
+        let Ok(text) = std::fs::read_to_string(run.dir.join("metrics").join(format!("{client}.jsonl")))
+        else {
+            continue;
+        };
+        for line in text.lines() {
+            let Ok(v) = serde_json::from_str::<Value>(line) else { continue };
+            let (Some(time), Some(interval)) = (v["time"].as_str(), v["interval_s"].as_f64()) else {
+                continue;
+            };
+            let Ok(t) = humantime::parse_rfc3339(time) else { continue };
+            let end = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs_f64();
+            let (mut rx, mut tx) = (0.0, 0.0);
+            for (name, nic) in v["nics"].as_object().into_iter().flatten() {
+                if name == "lo" {
+                    continue;
+                }
+                rx += nic["rxkB/s"].as_f64().unwrap_or(0.0) * 1024.0 * interval;
+                tx += nic["txkB/s"].as_f64().unwrap_or(0.0) * 1024.0 * interval;
+            }
+            seconds.push((end - interval, end, rx, tx));
+        }
+    }
+    if seconds.is_empty() {
+        return Vec::new();
+    }
+    let mut out: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    for phase in phases {
+        let op = phase["phase"].as_str().unwrap_or("?").to_owned();
+        let tasks = phase["tasks"].as_array().cloned().unwrap_or_default();
+        let start = tasks.iter().filter_map(|t| t["start"].as_f64()).fold(f64::MAX, f64::min);
+        let end = tasks.iter().filter_map(|t| t["end"].as_f64()).fold(0.0, f64::max);
+        let app = phase["bytes"].as_f64().unwrap_or(0.0);
+        // Each second counts in proportion to its overlap with the phase.
+        let mut net = 0.0;
+        for (s, e, rx, tx) in &seconds {
+            let overlap = (e.min(end) - s.max(start)).max(0.0) / (e - s).max(1e-9);
+            net += overlap * if op == "write" { *tx } else { *rx };
+        }
+        let slot = out.entry(op).or_default();
+        slot.0 += app;
+        slot.1 += net;
+    }
+    out.into_iter().filter(|(_, (app, _))| *app > 0.0).map(|(op, (app, net))| (op, app, net)).collect()
+}
+
+/// Grouped bars, one group per category, with optional limit marks, as `NAME.svg` and
+/// `NAME.png` in `out`.
+fn chart(
+    out: &Path,
+    name: &str,
+    title: &str,
+    y_label: &str,
+    categories: &[String],
+    series: &[(&str, Vec<f64>, RGBColor)],
+    limits: &[Option<f64>],
+) -> Result<Vec<PathBuf>, ReportError> {
+    // Registering twice is harmless; every chart registers so callers need not remember to.
+    let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
+    let svg = out.join(format!("{name}.svg"));
+    let png = out.join(format!("{name}.png"));
+    let err = |path: &Path, e: String| ReportError::Write { path: path.to_owned(), message: e };
+    {
+        let root = SVGBackend::new(&svg, (900, 500)).into_drawing_area();
+        draw(&root, title, y_label, categories, series, limits).map_err(|e| err(&svg, e))?;
+        root.present().map_err(|e| err(&svg, e.to_string()))?;
+    }
+    {
+        let root = BitMapBackend::new(&png, (900, 500)).into_drawing_area();
+        draw(&root, title, y_label, categories, series, limits).map_err(|e| err(&png, e))?;
+        root.present().map_err(|e| err(&png, e.to_string()))?;
+    }
+    Ok(vec![svg, png])
+}
+
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    y_label: &str,
+    categories: &[String],
+    series: &[(&str, Vec<f64>, RGBColor)],
+    limits: &[Option<f64>],
+) -> Result<(), String> {
+    let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
+    root.fill(&WHITE).map_err(e)?;
+    let top = series
+        .iter()
+        .flat_map(|(_, v, _)| v.iter().copied())
+        .chain(limits.iter().flatten().copied())
+        .fold(0.0_f64, f64::max)
+        .max(1.0)
+        * 1.15;
+    let n = categories.len().max(1);
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 22))
+        .margin(15)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0.0..n as f64, 0.0..top)
+        .map_err(e)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        // Categories are drawn below by hand, centred under their bars: the mesh's own x labels
+        // fall wherever its key points do.
+        .x_labels(0)
+        .y_desc(y_label)
+        .label_style(("sans-serif", 14))
+        .draw()
+        .map_err(e)?;
+    let width = 0.8 / series.len().max(1) as f64;
+    for (k, (label, values, color)) in series.iter().enumerate() {
+        let color = *color;
+        chart
+            .draw_series(values.iter().enumerate().map(|(i, v)| {
+                let x0 = i as f64 + 0.1 + k as f64 * width;
+                Rectangle::new([(x0, 0.0), (x0 + width * 0.95, *v)], color.filled())
+            }))
+            .map_err(e)?
+            .label(*label)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+    }
+    if limits.iter().any(Option::is_some) {
+        chart
+            .draw_series(limits.iter().enumerate().filter_map(|(i, l)| {
+                l.map(|l| {
+                    PathElement::new(vec![(i as f64 + 0.05, l), (i as f64 + 0.95, l)], BLACK.stroke_width(2))
+                })
+            }))
+            .map_err(e)?
+            .label("VM limit")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], BLACK.stroke_width(2)));
+    }
+    for (i, category) in categories.iter().enumerate() {
+        let (x, y) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
+        let style =
+            TextStyle::from(("sans-serif", 14).into_font()).pos(plotters::style::text_anchor::Pos::new(
+                plotters::style::text_anchor::HPos::Center,
+                plotters::style::text_anchor::VPos::Top,
+            ));
+        root.draw(&Text::new(category.clone(), (x, y + 8), style)).map_err(e)?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()
+        .map_err(e)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

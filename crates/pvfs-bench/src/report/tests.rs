@@ -1,0 +1,70 @@
+//! A report over two hand-made runs: the numbers in it are worked out here by hand.
+
+use super::*;
+use serde_json::json;
+
+/// A run on `servers` servers: write 100·servers MiB/s, read 150·servers; two clients whose
+/// tasks take 1 s and 2 s for 100 MiB each; client c1's NIC received 300 MiB during the read.
+fn run(base: &Path, name: &str, servers: u64) -> PathBuf {
+    let dir = base.join(name);
+    std::fs::create_dir_all(dir.join("metrics")).unwrap();
+    let mib = 1048576.0;
+    let task = |node: &str, task: u32, start: f64, secs: f64| json!({"node": node, "task": task, "start": start, "end": start + secs, "bytes": 100.0 * mib, "ops": 100, "error": null});
+    let doc = json!({
+        "run": name,
+        "servers": servers,
+        "clients": 2,
+        "tasks_per_client": 1,
+        "vm_limit_mib": 250.0,
+        "summary": {
+            "ior": [
+                {"operation": "write", "bw_mean_mib": 100.0 * servers as f64, "ops_mean": 1000.0},
+                {"operation": "read", "bw_mean_mib": 150.0 * servers as f64, "ops_mean": 1500.0},
+            ],
+            "mdtest": [],
+        },
+        "phases": [
+            {"iteration": 0, "phase": "write", "bytes": 200.0 * mib, "tasks": [task("c1", 0, 1000.0, 1.0), task("c2", 1, 1000.0, 2.0)]},
+            {"iteration": 0, "phase": "read", "bytes": 200.0 * mib, "tasks": [task("c1", 0, 1010.0, 1.0), task("c2", 1, 1010.0, 1.0)]},
+        ],
+    });
+    std::fs::write(dir.join("results.json"), doc.to_string()).unwrap();
+    // c1's counters for the second 1010..1011 (the read): 300 MiB received.
+    let line = json!({"time": "1970-01-01T00:16:51Z", "interval_s": 1.0, "nics": {"eth0": {"rxkB/s": 300.0 * 1024.0, "txkB/s": 0.0}, "lo": {"rxkB/s": 9999.0, "txkB/s": 9999.0}}});
+    std::fs::write(dir.join("metrics/c1.jsonl"), format!("{line}\n")).unwrap();
+    dir
+}
+
+#[test]
+fn tables_charts_fairness_and_amplification() {
+    let base = tempfile::tempdir().unwrap();
+    let runs = [run(base.path(), "one", 1), run(base.path(), "two", 2)];
+    let out = base.path().join("report");
+    let written = write(&runs, &out).unwrap();
+    let md = std::fs::read_to_string(&written.markdown).unwrap();
+    // 200 MiB/s write on 2 servers against 2 × 250: 40 %; read 300 of 500: 60 %.
+    assert!(md.contains("| `two` | 2 | 2 × 1 | 500 | 200 | 300 | 1000 | 1500 | 40 % | 60 % |"), "{md}");
+    assert!(md.contains("| `one` | 1 | 2 × 1 | 250 | 100 | 150 |"), "{md}");
+    // c1 wrote 100 MiB in 1 s, c2 in 2 s: 100 and 50 MiB/s, done at 1 s and 2 s.
+    assert!(md.contains("| c1 | 100.0 | 1.000 |"), "{md}");
+    assert!(md.contains("| c2 |") && md.contains("| 50.0 | 2.000 |"), "{md}");
+    assert!(md.contains("write: fastest client 100.0 MiB/s, slowest 50.0 MiB/s (50 % spread)."), "{md}");
+    // 300 MiB over the NIC for 200 MiB read: 1.50 (lo is not the network).
+    assert!(md.contains(&format!("| read | {} | {} | 1.50 |", 200 * 1048576, 300 * 1048576)), "{md}");
+    assert_eq!(written.charts.len(), 2 + 2 * 2);
+    let svg = std::fs::read_to_string(out.join("scale-out.svg")).unwrap();
+    let texts: Vec<&str> =
+        svg.split("<text").skip(1).map(|t| t.split('>').nth(1).unwrap_or("").trim()).collect();
+    assert!(texts.iter().any(|t| t.starts_with("VM limit")), "the legend names the limit: {texts:?}");
+    assert!(texts.iter().any(|t| t.starts_with("2 servers")), "the x axis names the runs: {texts:?}");
+    let png = std::fs::read(out.join("scale-out.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    assert!(png.len() > 5_000, "a real picture, text included: {} bytes", png.len());
+}
+
+#[test]
+fn a_directory_without_results_is_named() {
+    let base = tempfile::tempdir().unwrap();
+    let err = write(&[base.path().join("nope")], &base.path().join("out")).unwrap_err();
+    assert!(err.to_string().contains("a pvfs results directory?"), "{err}");
+}
