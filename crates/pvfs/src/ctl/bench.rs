@@ -86,6 +86,11 @@ fn resolve(cluster: &Cluster, args: &BenchArgs) -> anyhow::Result<Resolved> {
 }
 
 pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<u8> {
+    Ok(run_to(args).await?.0)
+}
+
+/// Runs the benchmark; the exit code and the run's results directory.
+pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
     let path = args.cluster.clone().context("a cluster file is needed: pvfsctl bench CLUSTER.toml")?;
     let cluster = pvfs_config::load(&path)?;
     let dialer = super::dialer(&cluster, &args.connect)?;
@@ -224,9 +229,9 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<u8> {
             "partial results and every node's metrics are kept in {}",
             r.results.display()
         ));
-        return Ok(exit::FAILURES);
+        return Ok((exit::FAILURES, r.results));
     }
-    Ok(exit::OK)
+    Ok((exit::OK, r.results))
 }
 
 /// Writes each node's per-second rates to `metrics/NODE.jsonl` until `shutdown`; returns how

@@ -57,9 +57,16 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<u8> {
     }
     output::note(&format!("started {} agents on loopback; files in {}", agents.len(), work.display()));
 
+    // Benchmark results and the report outlive the demo: in --dir, or in the current directory
+    // (the temporary directory with the agents' files goes when the demo ends).
+    let kept = match &args.dir {
+        Some(_) => work.clone(),
+        None => std::env::current_dir().context("the current directory")?,
+    };
+
     // Everything from here on must stop the agents, whatever happens.
     let result = tokio::select! {
-        result = show(&work, &notify, &mut agents, args.once, args.hold) => result,
+        result = show(&work, &kept, &notify, &mut agents, args.once, args.hold) => result,
         _ = sigterm() => {
             output::note("terminated");
             Ok(exit::OK)
@@ -80,6 +87,7 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<u8> {
 /// interactive.
 async fn show(
     work: &Path,
+    kept: &Path,
     notify: &UnixDatagram,
     agents: &mut [Agent],
     once: bool,
@@ -121,6 +129,45 @@ async fn show(
         let view = super::up::View { json: false, plan: false, verbose: false };
         code = code.max(super::up::converge(&cluster, &dialer, view).await?);
     }
+
+    // The seed's throughput run, small: every agent a client with two tasks, the built-in
+    // engine, 64 MiB per task; watched live in a terminal; then the report.
+    let results = kept.join("pvfs-results");
+    let settings = ["t=1m", "b=64m", "i=2"];
+    output::print(&format!(
+        "\n$ pvfsctl bench {} --preset throughput --procs 2 {} --results {} --watch\n",
+        cluster_path.display(),
+        settings.iter().map(|s| format!("--set {s}")).collect::<Vec<_>>().join(" "),
+        results.display()
+    ))?;
+    let bench = crate::cli::BenchArgs {
+        cluster: Some(cluster_path.clone()),
+        connect: ConnectArgs {
+            tls_dir: None,
+            cert_name: pvfs_tls::COORDINATOR_NAME.into(),
+            insecure: false,
+            timeout: Duration::from_secs(5),
+        },
+        preset: Some("throughput".into()),
+        procs: Some(2),
+        set: settings.iter().map(|s| s.to_string()).collect(),
+        engine: None,
+        launcher: None,
+        dir: None,
+        results: results.clone(),
+        json: false,
+        watch: true,
+    };
+    let (bench_code, run) = super::bench::run_to(bench).await?;
+    code = code.max(bench_code);
+    let report = kept.join("pvfs-report");
+    output::print(&format!("\n$ pvfsctl report {} --out {}\n", run.display(), report.display()))?;
+    let written = pvfs_bench::report::write(&[run], &report)?;
+    output::print(&format!(
+        "wrote {} and {} charts (SVG and PNG)\n",
+        written.markdown.display(),
+        written.charts.len()
+    ))?;
 
     if hold || (!once && std::io::stdout().is_terminal()) {
         output::note(&format!(

@@ -1,6 +1,6 @@
 //! `pvfsctl` subcommands.
 
-mod bench;
+pub(crate) mod bench;
 mod ca;
 mod demo;
 mod generate;

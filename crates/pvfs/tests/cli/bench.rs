@@ -1,0 +1,221 @@
+//! `pvfsctl bench`, `bench import` and `report` on real agents over mutual TLS.
+
+use crate::util::{AgentProcess, TestDir, pvfsctl, text};
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+/// A local cluster of client agents whose mount is a directory of the test.
+fn cluster(dir: &TestDir, agents: &[&AgentProcess]) -> String {
+    let mut toml = format!(
+        "[cluster]\nname = \"b\"\nkind = \"local\"\n[local]\nmount = \"{0}/mnt\"\n[bench]\nvm_limit_mib = 500.0\n",
+        dir.path().display()
+    );
+    for (i, agent) in agents.iter().enumerate() {
+        toml += &format!(
+            "[[node]]\nname = \"n{}\"\naddress = \"127.0.0.1:{}\"\nroles = [\"server\", \"client\"]\n",
+            i + 1,
+            agent.port
+        );
+    }
+    std::fs::create_dir_all(dir.path().join("mnt")).unwrap();
+    dir.write("cluster.toml", &toml).to_string_lossy().into_owned()
+}
+
+fn agents(dir: &TestDir, n: usize) -> Vec<AgentProcess> {
+    dir.pki();
+    (1..=n)
+        .map(|i| {
+            let name = format!("n{i}");
+            dir.issue_agent(&name, "127.0.0.1");
+            AgentProcess::start(dir, &name, "127.0.0.1")
+        })
+        .collect()
+}
+
+fn lines(stdout: &[u8]) -> Vec<Value> {
+    text(stdout).lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+}
+
+#[test]
+fn a_throughput_run_keeps_everything_and_reports_like_ior() {
+    let dir = TestDir::new();
+    let agents = agents(&dir, 2);
+    let cluster = cluster(&dir, &agents.iter().collect::<Vec<_>>());
+    let out = dir.ctl(&[
+        "bench",
+        &cluster,
+        "--json",
+        "--procs",
+        "2",
+        "--set",
+        "t=64k",
+        "--set",
+        "b=1m",
+        "--set",
+        "i=2",
+        "--results",
+        "res",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let events = lines(&out.stdout);
+    let done: Vec<&Value> = events.iter().filter(|e| e["event"] == "phase_done").collect();
+    assert_eq!(done.len(), 4, "write and read, two iterations: {events:?}");
+    // 2 clients x 2 tasks x 1 MiB per phase.
+    assert!(done.iter().all(|e| e["bytes"] == 4 << 20 && e["ops"] == 64), "{done:?}");
+    let summary = events.last().unwrap();
+    assert_eq!(summary["event"], "summary");
+    let write = &summary["ior"][0];
+    assert_eq!(
+        (write["operation"].as_str(), write["tasks"].as_u64(), write["iterations"].as_u64()),
+        (Some("write"), Some(4), Some(2))
+    );
+    assert_eq!(write["transfer_bytes"], 65536);
+
+    let run = std::path::PathBuf::from(summary["results"].as_str().unwrap());
+    let run = dir.path().join(run);
+    for file in
+        ["cluster.toml", "commands.txt", "events.jsonl", "results.json", "results.csv", "metrics/n1.jsonl"]
+    {
+        assert!(run.join(file).exists(), "{file} missing from {}", run.display());
+    }
+    let commands = std::fs::read_to_string(run.join("commands.txt")).unwrap();
+    assert!(
+        commands.contains("mpirun -np 4 ior -w -r --posix.odirect -C -i2 -t64k -b1m -F -o "),
+        "{commands}"
+    );
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
+    assert_eq!((results["servers"].as_u64(), results["clients"].as_u64()), (Some(2), Some(2)));
+    assert_eq!(results["phases"][0]["tasks"].as_array().unwrap().len(), 4);
+    assert_eq!(std::fs::read_to_string(run.join("results.csv")).unwrap().lines().count(), 5);
+    assert!(
+        std::fs::read_dir(dir.path().join("mnt/pvfs-bench")).unwrap().flatten().all(|d| std::fs::read_dir(
+            d.path()
+        )
+        .unwrap()
+        .count()
+            == 0),
+        "the test files are removed after each iteration, as IOR does"
+    );
+
+    let report = dir.ctl(&["report", run.to_str().unwrap(), "--out", "rep"]);
+    assert_eq!(report.status.code(), Some(0), "{}", text(&report.stderr));
+    let md = std::fs::read_to_string(dir.path().join("rep/report.md")).unwrap();
+    assert!(md.contains("| 2 | 2 × 2 | 1000 |"), "2 servers at 500 MiB/s each: {md}");
+    assert!(md.contains("## Per-client fairness") && md.contains("| n1 |") && md.contains("| n2 |"), "{md}");
+    assert!(dir.path().join("rep/scale-out.png").exists());
+}
+
+#[test]
+fn a_metadata_run_reports_mdtest_rows() {
+    let dir = TestDir::new();
+    let agents = agents(&dir, 1);
+    let cluster = cluster(&dir, &agents.iter().collect::<Vec<_>>());
+    let out = dir.ctl(&[
+        "bench",
+        &cluster,
+        "--preset",
+        "metadata",
+        "--set",
+        "I=5",
+        "--set",
+        "i=1",
+        "--results",
+        "res",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("mpirun -np 1 mdtest -C -T -i1 -I 5 -z 2 -b 4 -L -u -F -d "), "{stdout}");
+    for row in ["Tree creation", "File creation", "File stat"] {
+        assert!(stdout.contains(&format!("   {row}")), "{row} missing: {stdout}");
+    }
+    assert!(!stdout.contains("File removal"), "-C -T runs only creation and stat");
+}
+
+#[test]
+fn a_client_lost_mid_run_ends_it_naming_the_client_and_keeps_what_was_done() {
+    let dir = TestDir::new();
+    let mut agents = agents(&dir, 2);
+    let cluster = cluster(&dir, &agents.iter().collect::<Vec<_>>());
+    let mut child = dir
+        .command(&pvfsctl())
+        .args([
+            "bench",
+            &cluster,
+            "--json",
+            "--set",
+            "t=1m",
+            "--set",
+            "b=64m",
+            "--set",
+            "i=50",
+            "--results",
+            "res",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    for line in BufReader::new(stdout).lines() {
+        let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        // After the first phase, take n2 away for good.
+        if event["event"] == "phase_done" && seen.iter().all(|e: &Value| e["event"] != "phase_done") {
+            agents[1].child.kill().unwrap();
+        }
+        seen.push(event);
+    }
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("error: the run stopped: iteration ") && stderr.contains("client n2"),
+        "{stderr}"
+    );
+    let summary = seen.last().unwrap();
+    assert!(summary["error"].as_str().unwrap().contains("client n2"), "{summary}");
+    let run = dir.path().join(summary["results"].as_str().unwrap());
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
+    assert!(!results["phases"].as_array().unwrap().is_empty(), "the phases before the loss are kept");
+    assert!(results["error"].as_str().unwrap().contains("client n2"));
+    assert!(run.join("metrics/n1.jsonl").exists(), "the surviving node's metrics are kept");
+}
+
+#[test]
+fn import_reads_ior_and_mdtest_outputs_and_names_failed_runs() {
+    let dir = TestDir::new();
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../pvfs-bench/testdata/ior");
+    let tput = fixtures.join("ior_tput.txt");
+    let md = fixtures.join("mdtest_paper_pvfs.txt");
+    let bad = fixtures.join("err_ior_paper_literal_B.txt");
+    let out = dir.ctl(&[
+        "bench",
+        "import",
+        "--json",
+        tput.to_str().unwrap(),
+        md.to_str().unwrap(),
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "a failed run among the files");
+    let per_file = lines(&out.stdout);
+    assert_eq!(per_file.len(), 3);
+    assert_eq!(per_file[0]["tool"], "ior");
+    assert_eq!(per_file[0]["version"], "4.1.0+dev");
+    // ior_tput.txt's summary: write Max 760.83, read Mean 873.61.
+    assert_eq!(per_file[0]["summary"][0]["bw_max_mib"], 760.83);
+    assert_eq!(per_file[0]["summary"][1]["bw_mean_mib"], 873.61);
+    assert_eq!(per_file[1]["tool"], "mdtest");
+    assert_eq!(per_file[1]["summary"][0]["operation"], "File creation");
+    assert_eq!(per_file[1]["summary"][0]["unit"], "ops/sec");
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("err_ior_paper_literal_B.txt: the run failed: Error invalid argument: -B"),
+        "{stderr}"
+    );
+    // Two runs stored; the failed one is not.
+    assert_eq!(std::fs::read_dir(dir.path().join("pvfs-results")).unwrap().count(), 2);
+}
