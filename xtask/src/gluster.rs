@@ -13,14 +13,17 @@
 //!    bricks;
 //! 5. a second `up` changes nothing, and `--plan` finds nothing to change;
 //! 6. nothing was done twice: one fstab line per mount, `mkfs.xfs` run at most once per disk,
-//!    two bricks in the volume, one peer.
+//!    two bricks in the volume, one peer;
+//! 7. `pvfsctl bench` with the built-in engine runs on the FUSE client and keeps every node's
+//!    metrics, `pvfsctl report` finds real network traffic, and a client cut off the network
+//!    mid-run ends the run with an error naming it, partial results kept.
 
 use crate::docker::{LABEL, docker};
 use crate::util::{capture, read, root, step};
 use anyhow::{Context, bail, ensure};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -34,6 +37,7 @@ const DISK_BYTES: u64 = 512 << 20;
 /// Containers, network and loop devices of one run, removed on drop (unless kept).
 struct Lab {
     run_id: String,
+    work: PathBuf,
     network: String,
     loops: Vec<String>,
     keep: bool,
@@ -90,8 +94,13 @@ impl Drop for Lab {
 pub fn run(binary: &Path, image: &str, work: &Path, keep: bool) -> anyhow::Result<()> {
     crate::util::ensure_programs(&[("losetup", "mount")])?;
     let run_id = format!("{}", std::process::id());
-    let mut lab =
-        Lab { run_id: run_id.clone(), network: format!("pvfs-e2e-gluster-{run_id}"), loops: vec![], keep };
+    let mut lab = Lab {
+        run_id: run_id.clone(),
+        work: work.to_owned(),
+        network: format!("pvfs-e2e-gluster-{run_id}"),
+        loops: vec![],
+        keep,
+    };
     step(docker().args(["network", "create", "--driver", "bridge", "--subnet", SUBNET]).args([
         "--label",
         &format!("{LABEL}={run_id}"),
@@ -332,6 +341,87 @@ fn scenario(lab: &Lab, binary: &Path, cluster: &str, tls: &str, up: &Up<'_>) -> 
     eprintln!(
         "xtask e2e: nothing done twice: mkfs once per brick, one fstab line per mount, 2 bricks, 1 peer"
     );
+    bench(lab, binary, cluster, tls)
+}
+
+/// 7. `pvfsctl bench` with the built-in engine on the FUSE client, its report, and a client cut
+/// off the network mid-run.
+fn bench(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyhow::Result<()> {
+    let results = lab.work.join("results");
+    let results_arg = results.to_string_lossy().into_owned();
+    let bench_cmd = |extra: &[&str]| {
+        let mut cmd = Command::new(binary);
+        cmd.args(["ctl", "bench", cluster, "--tls-dir", tls, "--json", "--results", &results_arg])
+            .args(extra);
+        cmd
+    };
+    let out = capture(&mut bench_cmd(&["--procs", "2", "--set", "t=1m", "--set", "b=16m", "--set", "i=2"]))?;
+    let events = json_lines(&out.stdout)?;
+    ensure!(out.status.success(), "bench failed: {}\n{events:?}", String::from_utf8_lossy(&out.stderr));
+    let summary = events.last().context("no summary")?;
+    let row = |op: &str| {
+        summary["ior"]
+            .as_array()
+            .and_then(|r| r.iter().find(|r| r["operation"] == op))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let (write, read) = (row("write"), row("read"));
+    ensure!(write["tasks"] == 2 && write["iterations"] == 2, "write row: {write}");
+    let done: Vec<&Value> = events.iter().filter(|e| e["event"] == "phase_done").collect();
+    ensure!(done.len() == 4 && done.iter().all(|e| e["bytes"] == 32 << 20), "phases: {done:?}");
+    let dir = PathBuf::from(summary["results"].as_str().context("no results dir")?);
+    for node in ["gfs1", "gfs2", "client1"] {
+        let metrics = std::fs::read_to_string(dir.join("metrics").join(format!("{node}.jsonl")))
+            .with_context(|| format!("no metrics for {node}"))?;
+        ensure!(metrics.lines().count() >= 2, "{node}: {} seconds of metrics", metrics.lines().count());
+    }
+    eprintln!(
+        "xtask e2e: bench on the FUSE mount: write {:.1} MiB/s, read {:.1} MiB/s (2 tasks x 16 MiB, 2 iterations)",
+        write["bw_mean_mib"].as_f64().unwrap_or(0.0),
+        read["bw_mean_mib"].as_f64().unwrap_or(0.0)
+    );
+    let report = lab.work.join("report");
+    let out = capture(Command::new(binary).args(["ctl", "report"]).arg(&dir).arg("--out").arg(&report))?;
+    ensure!(out.status.success(), "report failed: {}", String::from_utf8_lossy(&out.stderr));
+    let md = std::fs::read_to_string(report.join("report.md"))?;
+    // The client's NIC carried the data to and from the bricks: a real ratio, not "no traffic".
+    ensure!(
+        md.contains("### Network bytes against application bytes") && !md.contains("no network traffic"),
+        "report without network figures:\n{md}"
+    );
+    ensure!(report.join("scale-out.png").exists(), "no PNG chart in {}", report.display());
+
+    // A client cut off the network mid-run: the run ends naming it, and keeps what it has.
+    let mut child = bench_cmd(&["--set", "t=1m", "--set", "b=64m", "--set", "i=50"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let mut cut = None;
+    let mut events = Vec::new();
+    for line in BufReader::new(child.stdout.take().context("bench stdout")?).lines() {
+        let event: Value = serde_json::from_str(&line?)?;
+        if cut.is_none() && event["event"] == "phase_done" {
+            step(docker().args(["network", "disconnect", &lab.network, &lab.container("client1")]))?;
+            cut = Some(Instant::now());
+        }
+        events.push(event);
+    }
+    let status = child.wait()?;
+    let took = cut.context("no phase finished before the cut")?.elapsed();
+    let summary = events.last().context("no summary after the cut")?;
+    let error = summary["error"].as_str().unwrap_or_default();
+    ensure!(
+        status.code() == Some(1) && error.contains("client client1"),
+        "after the cut: {status}, {summary}"
+    );
+    ensure!(took < Duration::from_secs(40), "the cut took {took:?} to end the run");
+    let dir = PathBuf::from(summary["results"].as_str().context("no results dir")?);
+    let kept: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("results.json"))?)?;
+    ensure!(kept["phases"].as_array().is_some_and(|p| !p.is_empty()), "no phases kept: {kept}");
+    ensure!(dir.join("metrics/gfs1.jsonl").exists(), "metrics not kept");
+    eprintln!("xtask e2e: client1 cut off mid-run: the run ended after {:.0}s: {error}", took.as_secs_f64());
     Ok(())
 }
 
