@@ -344,8 +344,8 @@ fn scenario(lab: &Lab, binary: &Path, cluster: &str, tls: &str, up: &Up<'_>) -> 
     bench(lab, binary, cluster, tls)
 }
 
-/// 7. `pvfsctl bench` with the built-in engine on the FUSE client, its report, and a client cut
-/// off the network mid-run.
+/// Part 7 of the scenario: `pvfsctl bench` with the built-in engine on the FUSE client, its
+/// report, and a client cut off the network mid-run.
 fn bench(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyhow::Result<()> {
     let results = lab.work.join("results");
     let results_arg = results.to_string_lossy().into_owned();
