@@ -66,6 +66,11 @@ impl RunData {
     }
 
     fn label(&self) -> String {
+        if let (Some(key), Some(value)) =
+            (self.doc["sweep"]["key"].as_str(), self.doc["sweep"]["value"].as_str())
+        {
+            return format!("{key}={value}");
+        }
         match self.servers() {
             Some(n) => format!("{n} servers"),
             None => self.name.clone(),

@@ -121,7 +121,7 @@ pub struct ValidateArgs {
 }
 
 /// How the coordinator connects to agents.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ConnectArgs {
     /// Directory with ca.crt and the coordinator's certificate; defaults to the cluster file's
     /// `[tls] dir`.
@@ -199,7 +199,7 @@ pub struct ImportArgs {
     pub json: bool,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
     /// The cluster file.
     #[arg(value_name = "CLUSTER.toml", required = true)]
@@ -236,6 +236,13 @@ pub struct BenchArgs {
     /// One JSON object per event (phase starts, progress, phase results), then a summary.
     #[arg(long, conflicts_with = "watch")]
     pub json: bool,
+    /// Run once per value, e.g. `procs=16,32,64,128` or `transfer=1m,4m,32m`: a results directory
+    /// per point, and a table across them at the end (`pvfsctl report` draws them side by side).
+    #[arg(long, value_name = "KEY=V1,V2,…")]
+    pub sweep: Option<String>,
+    /// The sweep point this run is (set by --sweep for each of its runs).
+    #[arg(skip)]
+    pub sweep_point: Option<(String, String)>,
     /// Show the run live in the terminal: phase, elapsed, aggregate MiB/s and ops/s with a
     /// per-second chart, and every node's disk and network rates (`q` leaves the view; the run
     /// goes on). Lines when stdout is not a terminal.

@@ -30,6 +30,7 @@ struct Resolved {
     clients: usize,
     kind: String,
     vm_limit_mib: Option<f64>,
+    sweep_point: Option<(String, String)>,
     preset: Preset,
     workload: Workload,
     tasks_per_client: u32,
@@ -65,7 +66,10 @@ fn resolve(cluster: &Cluster, args: &BenchArgs) -> anyhow::Result<Resolved> {
     let tasks_per_client = args.procs.or(cluster.bench.procs_per_client).unwrap_or(1);
     let now = SystemTime::now();
     let stamp = humantime::format_rfc3339_seconds(now).to_string().replace([':', '-'], "");
-    let run_id = format!("{}-{}-{}", cluster.name, preset.as_str(), stamp.trim_end_matches('Z'));
+    let mut run_id = format!("{}-{}-{}", cluster.name, preset.as_str(), stamp.trim_end_matches('Z'));
+    if let Some((key, value)) = &args.sweep_point {
+        run_id += &format!("-{key}{value}");
+    }
     let base =
         args.dir.clone().or(cluster.bench.mount.clone()).unwrap_or_else(|| cluster.spec.mount().clone());
     let dir = base.join("pvfs-bench").join(&run_id);
@@ -76,6 +80,7 @@ fn resolve(cluster: &Cluster, args: &BenchArgs) -> anyhow::Result<Resolved> {
         clients: cluster.with_role(Role::Client).count(),
         kind: cluster.kind.to_string(),
         vm_limit_mib: cluster.bench.vm_limit_mib.map(|l| l.0),
+        sweep_point: args.sweep_point.clone(),
         preset,
         workload,
         tasks_per_client,
@@ -86,7 +91,75 @@ fn resolve(cluster: &Cluster, args: &BenchArgs) -> anyhow::Result<Resolved> {
 }
 
 pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<u8> {
-    Ok(run_to(args).await?.0)
+    let Some(sweep) = args.sweep.clone() else { return Ok(run_to(args).await?.0) };
+    let (key, values) =
+        sweep.split_once('=').with_context(|| format!("--sweep {sweep:?}: expected KEY=V1,V2,…"))?;
+    let (key, values): (String, Vec<String>) = (
+        key.trim().to_owned(),
+        values.split(',').map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()).collect(),
+    );
+    if values.is_empty() {
+        bail!("--sweep {sweep:?}: no values");
+    }
+    // Check every point before running any, so a typo in the last value costs nothing.
+    for value in &values {
+        if key == "procs" {
+            value
+                .parse::<u32>()
+                .ok()
+                .filter(|n| *n > 0)
+                .with_context(|| format!("--sweep procs={value}: not a count"))?;
+        } else {
+            let mut check = args.clone();
+            check.set.push(format!("{key}={value}"));
+            let path = check.cluster.clone().context("a cluster file is needed")?;
+            resolve(&pvfs_config::load(&path)?, &check)?;
+        }
+    }
+    let mut code = exit::OK;
+    let mut points = Vec::new();
+    for value in &values {
+        let mut point = args.clone();
+        point.sweep = None;
+        point.sweep_point = Some((key.clone(), value.clone()));
+        if key == "procs" {
+            point.procs = value.parse().ok();
+        } else {
+            point.set.push(format!("{key}={value}"));
+        }
+        if !args.json {
+            output::print(&format!("\n== sweep {key}={value}\n"))?;
+        }
+        let (point_code, dir) = run_to(point).await?;
+        code = code.max(point_code);
+        points.push((value.clone(), dir));
+        if point_code != exit::OK {
+            output::note(&format!("error: the sweep stopped at {key}={value}"));
+            break;
+        }
+    }
+    if !args.json {
+        let mut table = format!(
+            "\nsweep over {key}:\n{:>12}  {:>12}  {:>12}  results\n",
+            key, "write MiB/s", "read MiB/s"
+        );
+        for (value, dir) in &points {
+            let doc: serde_json::Value = std::fs::read_to_string(dir.join("results.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str(&t).ok())
+                .unwrap_or_default();
+            let bw = |op: &str| {
+                doc["summary"]["ior"]
+                    .as_array()
+                    .and_then(|rows| rows.iter().find(|r| r["operation"] == op))
+                    .and_then(|r| r["bw_mean_mib"].as_f64())
+                    .map_or("–".to_owned(), |v| format!("{v:.1}"))
+            };
+            table += &format!("{value:>12}  {:>12}  {:>12}  {}\n", bw("write"), bw("read"), dir.display());
+        }
+        output::print(&table)?;
+    }
+    Ok(code)
 }
 
 /// Runs the benchmark; the exit code and the run's results directory.
@@ -434,6 +507,7 @@ fn write_results(r: &Resolved, o: &BenchOutcome, metrics: &BTreeMap<String, u64>
         "servers": r.servers,
         "clients": r.clients,
         "vm_limit_mib": r.vm_limit_mib,
+        "sweep": r.sweep_point.as_ref().map(|(k, v)| json!({"key": k, "value": v})),
         "dir": r.dir,
         "started": o.started.map(unix),
         "finished": o.finished.map(unix),

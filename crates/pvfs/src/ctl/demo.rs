@@ -157,6 +157,8 @@ async fn show(
         results: results.clone(),
         json: false,
         watch: true,
+        sweep: None,
+        sweep_point: None,
     };
     let (bench_code, run) = super::bench::run_to(bench).await?;
     code = code.max(bench_code);

@@ -219,3 +219,48 @@ fn import_reads_ior_and_mdtest_outputs_and_names_failed_runs() {
     // Two runs stored; the failed one is not.
     assert_eq!(std::fs::read_dir(dir.path().join("pvfs-results")).unwrap().count(), 2);
 }
+
+#[test]
+fn a_sweep_runs_each_point_and_tables_them() {
+    let dir = TestDir::new();
+    let agents = agents(&dir, 1);
+    let cluster = cluster(&dir, &agents.iter().collect::<Vec<_>>());
+    let bad =
+        dir.ctl(&["bench", &cluster, "--sweep", "transfer=64k,3m", "--set", "b=1m", "--results", "res"]);
+    assert_eq!(bad.status.code(), Some(2), "a bad point is refused before anything runs");
+    assert!(text(&bad.stderr).contains("multiple of transfer"), "{}", text(&bad.stderr));
+    assert!(!dir.path().join("res").exists());
+    let out = dir.ctl(&[
+        "bench",
+        &cluster,
+        "--sweep",
+        "procs=1,3",
+        "--set",
+        "t=64k",
+        "--set",
+        "b=512k",
+        "--set",
+        "i=1",
+        "--results",
+        "res",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("== sweep procs=1") && stdout.contains("== sweep procs=3"), "{stdout}");
+    assert!(stdout.contains("sweep over procs:"), "{stdout}");
+    let runs: Vec<_> =
+        std::fs::read_dir(dir.path().join("res")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(runs.len(), 2);
+    let tasks: Vec<u64> = runs
+        .iter()
+        .map(|r| {
+            let doc: Value =
+                serde_json::from_str(&std::fs::read_to_string(r.join("results.json")).unwrap()).unwrap();
+            assert_eq!(doc["sweep"]["key"], "procs");
+            doc["summary"]["ior"][0]["tasks"].as_u64().unwrap()
+        })
+        .collect();
+    let mut tasks = tasks;
+    tasks.sort_unstable();
+    assert_eq!(tasks, [1, 3]);
+}
