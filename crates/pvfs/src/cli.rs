@@ -58,7 +58,7 @@ pub enum CtlCommand {
     /// tuning, validation), in dependency order across nodes; `--plan` changes nothing.
     Up(UpArgs),
     /// Run the seed's IOR/mdtest methodology on the clients and record every node's metrics.
-    Bench(BenchCli),
+    Bench(Box<BenchCli>),
     /// Write a Markdown report with SVG and PNG charts over one or more benchmark runs.
     Report(ReportArgs),
     /// Every node's disks, network, CPU and memory, second by second.
