@@ -12,6 +12,35 @@ use tokio_stream::wrappers::{ReceiverStream, UnboundedReceiverStream};
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
+/// A benchmark phase under way: the tasks' results, or why there are none (the outer error is a
+/// task that could not be joined).
+type PhaseWork = std::pin::Pin<
+    Box<dyn Future<Output = Result<Result<Vec<pvfs_bench::engine::TaskResult>, String>, String>> + Send>,
+>;
+
+/// One IOR phase of `req` as a fio run: one fio job per task, on IOR's file names.
+async fn run_fio(
+    req: &pvfs_bench::engine::PhaseRequest,
+    phase: pvfs_bench::engine::IorPhase,
+) -> Result<Vec<pvfs_bench::engine::TaskResult>, String> {
+    use pvfs_host::Runner;
+    let args = pvfs_bench::fio::args(req, phase)?;
+    // A phase takes as long as the storage needs; the coordinator watches for silence.
+    let command =
+        pvfs_host::Command::new("fio").args(args).timeout(std::time::Duration::from_secs(7 * 24 * 3600));
+    let started = std::time::SystemTime::now();
+    let out = SystemRunner.run(&command).await.map_err(|e| match e {
+        pvfs_host::CommandError::Spawn { .. } => {
+            "fio is not installed on this client (apt-get install fio, or dnf install fio)".to_owned()
+        }
+        other => other.to_string(),
+    })?;
+    if !out.success() {
+        return Err(format!("`{command}` exited {:?}: {}", out.code, out.stderr_tail(5)));
+    }
+    pvfs_bench::fio::results(&out.stdout, phase, started)
+}
+
 /// How far ahead a benchmark phase may be scheduled.
 const BENCH_START_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
 
@@ -95,10 +124,17 @@ impl pb::agent_server::Agent for AgentService {
                 return;
             }
             let progress = Arc::new(pvfs_bench::engine::Progress::default());
-            let mut work = {
-                let progress = progress.clone();
-                // The engine's tasks are blocking I/O threads, not async work.
-                tokio::task::spawn_blocking(move || pvfs_bench::engine::run_phase(&req, &progress))
+            let mut work: PhaseWork = match (req.engine, req.phase) {
+                (pvfs_bench::engine::Engine::Fio, pvfs_bench::engine::Phase::Ior(phase)) => {
+                    Box::pin(async move { Ok(run_fio(&req, phase).await) })
+                }
+                _ => {
+                    let progress = progress.clone();
+                    // The engine's tasks are blocking I/O threads, not async work.
+                    let task =
+                        tokio::task::spawn_blocking(move || pvfs_bench::engine::run_phase(&req, &progress));
+                    Box::pin(async move { task.await.map_err(|e| e.to_string()) })
+                }
             };
             let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
             tick.tick().await;

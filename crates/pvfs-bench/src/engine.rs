@@ -79,9 +79,20 @@ pub enum Phase {
     Mdtest(MdtestPhase),
 }
 
+/// What does the I/O of a phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Engine {
+    /// This module, in the agent.
+    #[default]
+    Builtin,
+    /// fio on the client (IOR-style workloads), one job per task.
+    Fio,
+}
+
 /// One client's share of one phase, as the coordinator asks for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PhaseRequest {
+    pub engine: Engine,
     pub workload: crate::params::Workload,
     /// The run's directory on this client.
     pub dir: std::path::PathBuf,

@@ -11,6 +11,7 @@
 //! - [`report`]: Markdown with SVG and PNG charts over one or more runs.
 
 pub mod engine;
+pub mod fio;
 pub mod local;
 pub mod model;
 pub mod params;

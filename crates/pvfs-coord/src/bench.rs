@@ -29,6 +29,7 @@ const START_MARGIN: Duration = Duration::from_millis(500);
 /// What to run and where.
 #[derive(Debug, Clone)]
 pub struct BenchSpec {
+    pub engine: engine::Engine,
     pub workload: Workload,
     pub clients: Vec<Node>,
     /// Tasks ("processes") per client.
@@ -193,6 +194,7 @@ async fn run_phase(
     let mut calls = JoinSet::new();
     for (i, (node, conn)) in connections.iter().enumerate() {
         let req = PhaseRequest {
+            engine: spec.engine,
             workload: spec.workload.clone(),
             dir: spec.dir.clone(),
             first_task: i as u32 * spec.tasks_per_client,

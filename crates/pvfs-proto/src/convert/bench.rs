@@ -2,7 +2,7 @@
 
 use crate::pb;
 use crate::pb::bench_phase_request::Phase as P;
-use pvfs_bench::engine::{IorPhase, MdtestPhase, Phase, PhaseRequest, TaskResult};
+use pvfs_bench::engine::{Engine, IorPhase, MdtestPhase, Phase, PhaseRequest, TaskResult};
 use pvfs_bench::params::{IorParams, MdtestParams, Workload};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -138,6 +138,10 @@ pub fn phase_request_to(req: &PhaseRequest, start_at: SystemTime) -> pb::BenchPh
         iteration: req.iteration,
         phase: phase_to(req.phase) as i32,
         start_at_unix_ns: nanos(start_at),
+        engine: match req.engine {
+            Engine::Builtin => pb::bench_phase_request::Engine::Builtin,
+            Engine::Fio => pb::bench_phase_request::Engine::Fio,
+        } as i32,
     }
 }
 
@@ -164,6 +168,11 @@ pub fn phase_request_from(req: pb::BenchPhaseRequest) -> Result<(PhaseRequest, O
     let start = (req.start_at_unix_ns > 0).then(|| time(req.start_at_unix_ns));
     Ok((
         PhaseRequest {
+            engine: match pb::bench_phase_request::Engine::try_from(req.engine) {
+                Ok(pb::bench_phase_request::Engine::Builtin) => Engine::Builtin,
+                Ok(pb::bench_phase_request::Engine::Fio) => Engine::Fio,
+                Err(_) => return Err(format!("unknown benchmark engine {}", req.engine)),
+            },
             workload,
             dir,
             first_task: req.first_task,
@@ -212,6 +221,7 @@ mod tests {
     fn requests_and_results_round_trip() {
         for preset in Preset::ALL {
             let req = PhaseRequest {
+                engine: Engine::Fio,
                 workload: preset.workload(),
                 dir: "/mnt/gv0/bench".into(),
                 first_task: 4,
@@ -243,6 +253,7 @@ mod tests {
     fn bad_requests_are_refused_before_running() {
         let mut wire = phase_request_to(
             &PhaseRequest {
+                engine: Engine::Builtin,
                 workload: Preset::Throughput.workload(),
                 dir: "/mnt/x".into(),
                 first_task: 0,

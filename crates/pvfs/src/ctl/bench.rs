@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 /// What the run is, resolved from flags over the cluster file's `[bench]` over the defaults.
 struct Resolved {
+    engine: pvfs_bench::engine::Engine,
     /// Nodes serving the file system (for the report's scale-out and VM-limit columns).
     servers: usize,
     clients: usize,
@@ -43,12 +44,14 @@ fn resolve(cluster: &Cluster, args: &BenchArgs) -> anyhow::Result<Resolved> {
     let engine = args.engine.clone().or(cluster.bench.engine.clone()).unwrap_or_else(|| "builtin".into());
     let launcher =
         args.launcher.clone().or(cluster.bench.launcher.clone()).unwrap_or_else(|| "agents".into());
-    if engine != "builtin" || launcher != "agents" {
-        bail!(
+    let engine = match (engine.as_str(), launcher.as_str()) {
+        ("builtin", "agents") => pvfs_bench::engine::Engine::Builtin,
+        ("fio", "agents") => pvfs_bench::engine::Engine::Fio,
+        _ => bail!(
             "engine {engine:?} with launcher {launcher:?} is not available yet: this version runs engine = \"builtin\" \
-             with launcher = \"agents\" (set them in [bench] or with --engine builtin --launcher agents)"
-        );
-    }
+             or \"fio\" with launcher = \"agents\" (set them in [bench] or with --engine/--launcher)"
+        ),
+    };
     let preset_name =
         args.preset.clone().or(cluster.bench.preset.clone()).unwrap_or_else(|| "throughput".into());
     let preset = Preset::parse(&preset_name)?;
@@ -75,7 +78,13 @@ fn resolve(cluster: &Cluster, args: &BenchArgs) -> anyhow::Result<Resolved> {
     let dir = base.join("pvfs-bench").join(&run_id);
     let results = args.results.join(&run_id);
     let servers = cluster.nodes.iter().filter(|n| n.roles.iter().any(|r| *r != Role::Client)).count();
+    if engine == pvfs_bench::engine::Engine::Fio
+        && let Workload::Mdtest(_) = &workload
+    {
+        bail!("engine fio runs IOR-style presets (throughput, iops); metadata presets need engine builtin");
+    }
     Ok(Resolved {
+        engine,
         servers,
         clients: cluster.with_role(Role::Client).count(),
         kind: cluster.kind.to_string(),
@@ -190,8 +199,9 @@ pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
     std::fs::write(
         r.results.join("commands.txt"),
         format!(
-            "# pvfsctl bench {} (engine builtin, launcher agents, {} clients x {} tasks)\n# The IOR/mdtest command it stands for:\n{equivalent}\n",
+            "# pvfsctl bench {} (engine {}, launcher agents, {} clients x {} tasks)\n# The IOR/mdtest command it stands for:\n{equivalent}\n",
             path.display(),
+            engine_name(r.engine),
             clients.len(),
             r.tasks_per_client
         ),
@@ -219,6 +229,7 @@ pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
         tokio::spawn(record_metrics(samples, r.results.join("metrics"), summaries_tx, shutdown.clone()));
 
     let spec = BenchSpec {
+        engine: r.engine,
         workload: r.workload.clone(),
         clients,
         tasks_per_client: r.tasks_per_client,
@@ -381,6 +392,10 @@ impl Lines {
             }
             BenchEvent::Progress { node, bytes, ops } => {
                 self.progress.insert(node.clone(), (*bytes, *ops));
+                // fio reports only at the end of a phase: nothing to show meanwhile.
+                if self.progress.values().all(|(b, o)| *b == 0 && *o == 0) {
+                    return Ok(());
+                }
                 if self.last_line.is_some_and(|t| t.elapsed().unwrap_or_default() < Duration::from_secs(1)) {
                     return Ok(());
                 }
@@ -430,6 +445,13 @@ fn quit_pressed() -> bool {
         }
     }
     false
+}
+
+fn engine_name(engine: pvfs_bench::engine::Engine) -> &'static str {
+    match engine {
+        pvfs_bench::engine::Engine::Builtin => "builtin",
+        pvfs_bench::engine::Engine::Fio => "fio",
+    }
 }
 
 fn now_ns() -> u64 {
@@ -498,7 +520,7 @@ fn write_results(r: &Resolved, o: &BenchOutcome, metrics: &BTreeMap<String, u64>
     let doc = json!({
         "run": r.run_id,
         "preset": r.preset.as_str(),
-        "engine": "builtin",
+        "engine": engine_name(r.engine),
         "launcher": "agents",
         "tool": workload,
         "params": params,

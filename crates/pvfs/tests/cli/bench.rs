@@ -264,3 +264,39 @@ fn a_sweep_runs_each_point_and_tables_them() {
     tasks.sort_unstable();
     assert_eq!(tasks, [1, 3]);
 }
+
+#[test]
+fn the_fio_engine_runs_real_fio_on_iors_files() {
+    let dir = TestDir::new();
+    let agents = agents(&dir, 2);
+    let cluster = cluster(&dir, &agents.iter().collect::<Vec<_>>());
+    let out = dir.ctl(&[
+        "bench",
+        &cluster,
+        "--engine",
+        "fio",
+        "--json",
+        "--set",
+        "t=64k",
+        "--set",
+        "b=1m",
+        "--set",
+        "i=2",
+        "--results",
+        "res",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let events = lines(&out.stdout);
+    let done: Vec<&Value> = events.iter().filter(|e| e["event"] == "phase_done").collect();
+    assert_eq!(done.len(), 4);
+    // fio's own counts: 2 tasks x 1 MiB in 64 KiB requests per phase.
+    assert!(done.iter().all(|e| e["bytes"] == 2 << 20 && e["ops"] == 32), "{done:?}");
+    let summary = events.last().unwrap();
+    let run = dir.path().join(summary["results"].as_str().unwrap());
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["engine"], "fio");
+    let bad = dir.ctl(&["bench", &cluster, "--engine", "fio", "--preset", "metadata"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad.stderr).contains("metadata presets need engine builtin"), "{}", text(&bad.stderr));
+}

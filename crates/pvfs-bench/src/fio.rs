@@ -1,0 +1,157 @@
+//! `engine = "fio"`: an IOR phase as one fio run per client, one fio job per task on IOR's own
+//! file names and offsets, so fio's numbers and the built-in engine's describe the same I/O.
+//! Building the arguments and reading fio's JSON are here; the agent runs the command.
+
+use crate::engine::{IorPhase, PhaseRequest, TaskResult};
+use crate::params::Workload;
+use serde_json::Value;
+use std::time::{Duration, SystemTime};
+
+/// fio's arguments for `req` (an IOR write or read phase), or why fio cannot run it.
+pub fn args(req: &PhaseRequest, phase: IorPhase) -> Result<Vec<String>, String> {
+    let Workload::Ior(p) = &req.workload else {
+        return Err("the fio engine runs IOR-style workloads (throughput, iops), not mdtest's".into());
+    };
+    if p.segments > 1 {
+        return Err("the fio engine runs one segment per task (segments = 1)".into());
+    }
+    let rw = match (phase, p.random) {
+        (IorPhase::Write, false) => "write",
+        (IorPhase::Write, true) => "randwrite",
+        (IorPhase::Read, false) => "read",
+        (IorPhase::Read, true) => "randread",
+    };
+    // Global options first; each `--name` then opens a job that inherits them.
+    let mut args = vec![
+        "--output-format=json".to_owned(),
+        "--ioengine=psync".to_owned(),
+        // The built-in engine does not preallocate, and neither does IOR.
+        "--fallocate=none".to_owned(),
+        format!("--rw={rw}"),
+        format!("--bs={}", p.transfer),
+        format!("--size={}", p.block),
+        format!("--direct={}", u8::from(p.odirect)),
+        // Each random offset once, as IOR's shuffle does.
+        "--norandommap=0".to_owned(),
+    ];
+    if phase == IorPhase::Write && p.fsync {
+        args.push("--end_fsync=1".to_owned());
+    }
+    let job = crate::engine::IorJob {
+        params: p.clone(),
+        base: req.dir.join("ior"),
+        tasks: req.first_task..req.first_task + req.tasks,
+        total_tasks: req.total_tasks,
+        tasks_per_client: req.tasks_per_client,
+        iteration: req.iteration,
+    };
+    for task in job.tasks.clone() {
+        // -C: read back what a task on another client wrote.
+        let owner = if phase == IorPhase::Read && p.reorder && req.total_tasks > 1 {
+            (task + req.tasks_per_client) % req.total_tasks
+        } else {
+            task
+        };
+        args.push(format!("--name=task{task}"));
+        args.push(format!("--filename={}", job.file_of(owner).display()));
+        if !p.file_per_proc {
+            args.push(format!("--offset={}", u64::from(owner) * p.block));
+        }
+    }
+    Ok(args)
+}
+
+/// Each task's result from fio's JSON: bytes and I/Os from the job, its end from the job's run
+/// time after `started` (when fio was started: fio reports no per-job start time).
+pub fn results(json: &str, phase: IorPhase, started: SystemTime) -> Result<Vec<TaskResult>, String> {
+    // fio may print warnings before the document.
+    let at = json.find('{').ok_or("fio printed no JSON")?;
+    let doc: Value =
+        serde_json::from_str(&json[at..]).map_err(|e| format!("fio's JSON does not parse: {e}"))?;
+    let key = if phase == IorPhase::Write { "write" } else { "read" };
+    let jobs = doc["jobs"].as_array().ok_or("fio's JSON has no jobs")?;
+    jobs.iter()
+        .map(|job| {
+            let name = job["jobname"].as_str().unwrap_or_default();
+            let task = name
+                .strip_prefix("task")
+                .and_then(|n| n.parse::<u32>().ok())
+                .ok_or_else(|| format!("fio job {name:?} is not one of ours"))?;
+            let runtime = job["job_runtime"].as_u64().unwrap_or(0);
+            let error = match job["error"].as_i64() {
+                Some(0) | None => None,
+                Some(code) => Some(format!(
+                    "fio job {name}: error {code} ({})",
+                    std::io::Error::from_raw_os_error(code as i32)
+                )),
+            };
+            Ok(TaskResult {
+                task,
+                start: started,
+                end: started + Duration::from_millis(runtime),
+                bytes: job[key]["io_bytes"].as_u64().unwrap_or(0),
+                ops: job[key]["total_ios"].as_u64().unwrap_or(0),
+                error,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Phase;
+    use crate::params::Preset;
+
+    fn request(preset: Preset, first: u32) -> PhaseRequest {
+        let mut workload = preset.workload();
+        workload.set("t", "1m").unwrap();
+        workload.set("b", "256m").unwrap();
+        PhaseRequest {
+            engine: crate::engine::Engine::Fio,
+            workload,
+            dir: "/mnt/gv0/bench".into(),
+            first_task: first,
+            tasks: 2,
+            total_tasks: 4,
+            tasks_per_client: 2,
+            iteration: 0,
+            phase: Phase::Ior(IorPhase::Read),
+        }
+    }
+
+    #[test]
+    fn one_job_per_task_on_iors_files() {
+        let a = args(&request(Preset::Throughput, 2), IorPhase::Read).unwrap();
+        assert_eq!(
+            a.join(" "),
+            "--output-format=json --ioengine=psync --fallocate=none --rw=read --bs=1048576 --size=268435456 \
+             --direct=1 --norandommap=0 --name=task2 --filename=/mnt/gv0/bench/ior.00000000 \
+             --name=task3 --filename=/mnt/gv0/bench/ior.00000001"
+        );
+        let w = args(&request(Preset::Iops, 0), IorPhase::Write).unwrap();
+        assert!(
+            w.contains(&"--rw=randwrite".to_owned())
+                && w.contains(&"--filename=/mnt/gv0/bench/ior.00000000".to_owned())
+        );
+        let md = PhaseRequest { workload: Preset::Metadata.workload(), ..request(Preset::Throughput, 0) };
+        assert!(args(&md, IorPhase::Write).unwrap_err().contains("not mdtest's"));
+    }
+
+    #[test]
+    fn results_come_from_fios_json() {
+        // A real fio 3.33 run (fixtures/ior/fio_seq_1m.json): a job writing 256 MiB in 1266 ms,
+        // then one reading it back.
+        let json = include_str!("../testdata/ior/fio_seq_1m.json")
+            .replace("\"seqwrite\"", "\"task5\"")
+            .replace("\"seqread\"", "\"task6\"");
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
+        let r = results(&format!("fio: a warning\n{json}"), IorPhase::Write, t0).unwrap();
+        assert_eq!(r.len(), 2);
+        assert_eq!((r[0].task, r[0].bytes, r[0].ops), (5, 268435456, 256));
+        assert_eq!(r[0].end, t0 + Duration::from_millis(1266));
+        assert_eq!((r[1].task, r[1].bytes), (6, 0), "the read job wrote nothing");
+        let err = results(include_str!("../testdata/ior/fio_seq_1m.json"), IorPhase::Write, t0).unwrap_err();
+        assert!(err.contains("\"seqwrite\" is not one of ours"), "{err}");
+    }
+}
