@@ -33,6 +33,32 @@ pub struct TaskResult {
     pub error: Option<String>,
 }
 
+/// Runs `run` for every task, one thread each, and returns their results in task order. A task
+/// whose thread panicked is reported as a failed task rather than taking the phase down.
+fn each_task(tasks: std::ops::Range<u32>, run: impl Fn(u32) -> TaskResult + Sync) -> Vec<TaskResult> {
+    let run = &run;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = tasks.clone().map(|task| scope.spawn(move || run(task))).collect();
+        handles
+            .into_iter()
+            .zip(tasks)
+            .map(|(handle, task)| {
+                handle.join().unwrap_or_else(|_| {
+                    let now = SystemTime::now();
+                    TaskResult {
+                        task,
+                        start: now,
+                        end: now,
+                        bytes: 0,
+                        ops: 0,
+                        error: Some("the task's thread panicked".into()),
+                    }
+                })
+            })
+            .collect()
+    })
+}
+
 /// Live counters a phase updates as it goes, read once a second for `--watch`.
 #[derive(Debug, Default)]
 pub struct Progress {

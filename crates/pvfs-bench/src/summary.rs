@@ -80,6 +80,48 @@ pub fn mdtest_summary(operation: &str, iterations: &[PhaseTotals]) -> Option<Mdt
     })
 }
 
+/// IOR's "Summary of all tests" table (the columns the runs fill) and mdtest's SUMMARY table,
+/// as text: what `pvfs-agent engine` and `pvfsctl bench` print at the end.
+pub fn tables(ior: &[IorSummary], mdtest: &[MdtestSummary]) -> String {
+    let f = |v: Option<f64>| v.map_or("NA".to_owned(), |v| format!("{v:.2}"));
+    let mut text = String::new();
+    if !ior.is_empty() {
+        text += "Operation   Max(MiB)   Min(MiB)  Mean(MiB)     StdDev   Max(OPs)   Min(OPs)  Mean(OPs)     StdDev    Mean(s) #Tasks reps\n";
+        for r in ior {
+            text += &format!(
+                "{:<9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10.5} {:>6} {:>4}\n",
+                r.operation,
+                f(r.bw_max_mib),
+                f(r.bw_min_mib),
+                f(r.bw_mean_mib),
+                f(r.bw_std_mib),
+                f(r.ops_max),
+                f(r.ops_min),
+                f(r.ops_mean),
+                f(r.ops_std),
+                r.mean_time_s.unwrap_or_default(),
+                r.tasks.unwrap_or_default(),
+                r.iterations.unwrap_or_default()
+            );
+        }
+    }
+    if !mdtest.is_empty() {
+        text += "SUMMARY rate (in ops/sec):\n   Operation                     Max            Min           Mean        Std Dev\n";
+        for r in mdtest {
+            let g = |v: Option<f64>| v.map_or("NA".to_owned(), |v| format!("{v:.3}"));
+            text += &format!(
+                "   {:<22} {:>14} {:>14} {:>14} {:>14}\n",
+                r.operation,
+                g(r.max),
+                g(r.min),
+                g(r.mean),
+                g(r.std)
+            );
+        }
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

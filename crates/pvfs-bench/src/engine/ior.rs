@@ -103,24 +103,7 @@ impl Aligned {
 /// Runs `phase` for every task of `job` on this client, one thread each; returns when all are
 /// done. `progress` counts bytes and transfers as they complete.
 pub fn run_ior_phase(job: &IorJob, phase: IorPhase, progress: &Progress) -> Vec<TaskResult> {
-    std::thread::scope(|scope| {
-        let handles: Vec<_> =
-            job.tasks.clone().map(|task| scope.spawn(move || run_task(job, phase, task, progress))).collect();
-        handles
-            .into_iter()
-            .zip(job.tasks.clone())
-            .map(|(handle, task)| {
-                handle.join().unwrap_or_else(|_| TaskResult {
-                    task,
-                    start: SystemTime::now(),
-                    end: SystemTime::now(),
-                    bytes: 0,
-                    ops: 0,
-                    error: Some("the task's thread panicked".into()),
-                })
-            })
-            .collect()
-    })
+    super::each_task(job.tasks.clone(), |task| run_task(job, phase, task, progress))
 }
 
 fn run_task(job: &IorJob, phase: IorPhase, task: u32, progress: &Progress) -> TaskResult {

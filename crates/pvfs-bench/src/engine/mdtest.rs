@@ -119,24 +119,7 @@ impl MdtestJob {
 
 /// Runs `phase` for every task of `job` on this client, one thread each.
 pub fn run_mdtest_phase(job: &MdtestJob, phase: MdtestPhase, progress: &Progress) -> Vec<TaskResult> {
-    std::thread::scope(|scope| {
-        let handles: Vec<_> =
-            job.tasks.clone().map(|task| scope.spawn(move || run_task(job, phase, task, progress))).collect();
-        handles
-            .into_iter()
-            .zip(job.tasks.clone())
-            .map(|(h, task)| {
-                h.join().unwrap_or_else(|_| TaskResult {
-                    task,
-                    start: SystemTime::now(),
-                    end: SystemTime::now(),
-                    bytes: 0,
-                    ops: 0,
-                    error: Some("the task's thread panicked".into()),
-                })
-            })
-            .collect()
-    })
+    super::each_task(job.tasks.clone(), |task| run_task(job, phase, task, progress))
 }
 
 fn run_task(job: &MdtestJob, phase: MdtestPhase, task: u32, progress: &Progress) -> TaskResult {

@@ -305,7 +305,7 @@ pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
             &json!({"event": "summary", "run": r.run_id, "results": r.results, "ior": outcome.ior, "mdtest": outcome.mdtest, "error": outcome.error}),
         )?;
     } else {
-        output::print(&summary_table(&outcome))?;
+        output::print(&format!("\n{}", pvfs_bench::summary::tables(&outcome.ior, &outcome.mdtest)))?;
     }
     if let Some(err) = &outcome.error {
         output::note(&format!("error: the run stopped: {err}"));
@@ -555,47 +555,6 @@ fn write_results(r: &Resolved, o: &BenchOutcome, metrics: &BTreeMap<String, u64>
     }
     std::fs::write(r.results.join("results.csv"), csv)?;
     Ok(())
-}
-
-/// IOR's or mdtest's summary table.
-fn summary_table(o: &BenchOutcome) -> String {
-    let f = |v: Option<f64>| v.map_or("NA".to_owned(), |v| format!("{v:.2}"));
-    let mut text = String::new();
-    if !o.ior.is_empty() {
-        text += "\nOperation   Max(MiB)   Min(MiB)  Mean(MiB)     StdDev   Max(OPs)   Min(OPs)  Mean(OPs)     StdDev    Mean(s) #Tasks reps\n";
-        for r in &o.ior {
-            text += &format!(
-                "{:<9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10.5} {:>6} {:>4}\n",
-                r.operation,
-                f(r.bw_max_mib),
-                f(r.bw_min_mib),
-                f(r.bw_mean_mib),
-                f(r.bw_std_mib),
-                f(r.ops_max),
-                f(r.ops_min),
-                f(r.ops_mean),
-                f(r.ops_std),
-                r.mean_time_s.unwrap_or_default(),
-                r.tasks.unwrap_or_default(),
-                r.iterations.unwrap_or_default()
-            );
-        }
-    }
-    if !o.mdtest.is_empty() {
-        text += "\nSUMMARY rate (in ops/sec):\n   Operation                     Max            Min           Mean        Std Dev\n";
-        for r in &o.mdtest {
-            let g = |v: Option<f64>| v.map_or("NA".to_owned(), |v| format!("{v:.3}"));
-            text += &format!(
-                "   {:<22} {:>14} {:>14} {:>14} {:>14}\n",
-                r.operation,
-                g(r.max),
-                g(r.min),
-                g(r.mean),
-                g(r.std)
-            );
-        }
-    }
-    text
 }
 
 /// `pvfsctl bench import FILE…`: each file parsed and stored as a run of its own.
