@@ -19,9 +19,18 @@ use tokio_util::sync::CancellationToken;
 /// off), which puts "down" on screen within three seconds of the last sample.
 pub const SILENCE: Duration = Duration::from_millis(2500);
 
-/// Between reconnection attempts to a node that is down. Short, because a node coming back
-/// should show up quickly, and one attempt a second per down node is cheap.
+/// Between reconnection attempts to a node that is down: one second at first, because a node
+/// coming back should show up quickly; doubling (with jitter) up to [`RETRY_MAX`] while it stays
+/// down, so that thousands of unreachable nodes do not turn into thousands of handshakes a
+/// second.
 const RETRY: Duration = Duration::from_secs(1);
+const RETRY_MAX: Duration = Duration::from_secs(8);
+
+/// Connection attempts (TCP + TLS + the stream request) under way at once across the cluster.
+/// Starting 10,000 streams at once made every handshake slower than the connect timeout on a
+/// small coordinator, so attempts failed and were retried in a storm; a bounded number of
+/// attempts at a time finishes them all sooner.
+const MAX_DIALS: usize = 128;
 
 /// Events queued for a consumer that is busy (printing, drawing). When full, node tasks wait,
 /// which is fine: their agents hold the history.
@@ -82,9 +91,17 @@ pub fn follow_cluster(
     shutdown: CancellationToken,
 ) -> mpsc::Receiver<Event> {
     let (tx, rx) = mpsc::channel(EVENT_QUEUE);
+    let dials = std::sync::Arc::new(tokio::sync::Semaphore::new(MAX_DIALS));
     for node in &cluster.nodes {
         let start = cursors.get(&node.name).map_or(fresh, |c| Start::After(*c));
-        tokio::spawn(follow(node.clone(), dialer.clone(), start, tx.clone(), shutdown.clone()));
+        tokio::spawn(follow(
+            node.clone(),
+            dialer.clone(),
+            start,
+            tx.clone(),
+            dials.clone(),
+            shutdown.clone(),
+        ));
     }
     rx
 }
@@ -94,6 +111,7 @@ async fn follow(
     dialer: Dialer,
     start: Start,
     tx: mpsc::Sender<Event>,
+    dials: std::sync::Arc<tokio::sync::Semaphore>,
     shutdown: CancellationToken,
 ) {
     // Once anything has been received, a reconnection resumes after it.
@@ -103,12 +121,17 @@ async fn follow(
     };
     let mut up = false;
     let mut reported_down = false;
+    let mut retry = RETRY;
     loop {
         let result = tokio::select! {
             () = shutdown.cancelled() => return,
-            result = stream_once(&node, &dialer, &mut cursor, since, &tx, &mut up) => result,
+            result = stream_once(&node, &dialer, &mut cursor, since, &tx, &mut up, &dials) => result,
         };
         let Err(error) = result else { return };
+        // A node that was streaming is retried at once-a-second pace again.
+        if up {
+            retry = RETRY;
+        }
         if up || !reported_down {
             up = false;
             reported_down = true;
@@ -116,10 +139,13 @@ async fn follow(
                 return;
             }
         }
+        // Jitter spreads the retries of nodes that went down together.
+        let pause = retry.mul_f64(1.0 + fastrand::f64() * 0.5);
         tokio::select! {
             () = shutdown.cancelled() => return,
-            () = tokio::time::sleep(RETRY) => {}
+            () = tokio::time::sleep(pause) => {}
         }
+        retry = (retry * 2).min(RETRY_MAX);
     }
 }
 
@@ -131,13 +157,21 @@ async fn stream_once(
     since_unix_ns: u64,
     tx: &mpsc::Sender<Event>,
     up: &mut bool,
+    dials: &tokio::sync::Semaphore,
 ) -> Result<(), DialError> {
-    let mut conn = dialer.connect(node).await?;
-    let request = pb::MetricsRequest { epoch: cursor.epoch, after_seq: cursor.seq, since_unix_ns };
-    let response = tokio::time::timeout(dialer.timeout(), conn.agent.metrics(request))
-        .await
-        .map_err(|_| crate::dial::timed_out(&node.address, dialer.timeout()))?
-        .map_err(|status| from_status(&status, &node.address, dialer.timeout()))?;
+    let response = {
+        // Held until the stream is open: the handshake and the request are the costly part.
+        let _permit = dials
+            .acquire()
+            .await
+            .map_err(|_| DialError { kind: FailureKind::Other, message: "shutting down".into() })?;
+        let mut conn = dialer.connect(node).await?;
+        let request = pb::MetricsRequest { epoch: cursor.epoch, after_seq: cursor.seq, since_unix_ns };
+        tokio::time::timeout(dialer.timeout(), conn.agent.metrics(request))
+            .await
+            .map_err(|_| crate::dial::timed_out(&node.address, dialer.timeout()))?
+            .map_err(|status| from_status(&status, &node.address, dialer.timeout()))?
+    };
     let mut stream = response.into_inner();
     if !*up {
         *up = true;

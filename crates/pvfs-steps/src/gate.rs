@@ -136,7 +136,21 @@ impl Gate {
                     )
                 }
             }
-            GateKind::Writable { dir } => writable(host, dir),
+            GateKind::Writable { dir } => {
+                // On its own thread with a limit: I/O on a hung network mount blocks in the
+                // kernel, and must not take one of the agent's runtime threads with it.
+                let path = host.root.path(dir);
+                let (shown, probe) = (dir.clone(), tokio::task::spawn_blocking(move || writable(&path)));
+                match tokio::time::timeout(WRITE_PROBE_LIMIT, probe).await {
+                    Ok(Ok(Ok(()))) => Ready(format!("{shown} is writable")),
+                    Ok(Ok(Err(err))) => NotReady(format!("{shown}: {err}")),
+                    Ok(Err(err)) => NotReady(format!("{shown}: the probe failed: {err}")),
+                    Err(_) => NotReady(format!(
+                        "{shown}: no answer within {}s (a hung mount?)",
+                        WRITE_PROBE_LIMIT.as_secs()
+                    )),
+                }
+            }
         })
     }
 
@@ -173,12 +187,15 @@ async fn exit_zero<R: Runner>(host: &Host<R>, command: Command, ready: &str) -> 
     })
 }
 
-/// Creates, writes, syncs, reads back and removes a probe file in `dir`.
-fn writable<R: Runner>(host: &Host<R>, dir: &str) -> GateState {
-    let path = host.root.path(dir).join(format!(".pvfs-probe-{}", std::process::id()));
+/// How long one write probe may take before the mount is called hung.
+const WRITE_PROBE_LIMIT: Duration = Duration::from_secs(30);
+
+/// Creates, writes, syncs, reads back and removes a probe file in `dir` (a host path).
+fn writable(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::io::Write;
+    let path = dir.join(format!(".pvfs-probe-{}", std::process::id()));
     let payload = b"pvfs write probe\n";
     let result = (|| -> std::io::Result<()> {
-        use std::io::Write;
         let mut f = std::fs::File::create(&path)?;
         f.write_all(payload)?;
         f.sync_all()?;
@@ -189,13 +206,10 @@ fn writable<R: Runner>(host: &Host<R>, dir: &str) -> GateState {
         }
         Ok(())
     })();
-    match result {
-        Ok(()) => GateState::Ready(format!("{dir} is writable")),
-        Err(err) => {
-            let _ = std::fs::remove_file(&path);
-            GateState::NotReady(format!("{dir}: {err}"))
-        }
+    if result.is_err() {
+        let _ = std::fs::remove_file(&path);
     }
+    result
 }
 
 impl fmt::Display for Gate {
