@@ -315,6 +315,9 @@ fn measure(
     Ok(Cost { name, load: load_text, cpu_pct: cpu / wall * 100.0, peak_rss_mb: peak, mean_rss_mb: mean })
 }
 
+/// Simulated agents per simulator process (see `run_ingest`).
+const AGENTS_PER_SIMULATOR: u16 = 4000;
+
 #[derive(clap::Args, Debug)]
 pub struct IngestArgs {
     /// Simulated agents.
@@ -357,16 +360,24 @@ pub fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
     }
     let cluster = dir.join("cluster.toml");
     std::fs::write(&cluster, toml)?;
-    let simulator = KillOnDrop::spawn(Command::new(&binary).args([
-        "agent",
-        "simulate",
-        "--agents",
-        &n.to_string(),
-        "--listen",
-        &format!("127.0.0.1:{base}"),
-        "--tls-dir",
-        &tls_arg,
-    ]))?;
+    // Several simulator processes: each simulated agent holds a listening socket and an
+    // accepted connection, and one process for 10,000 of them would need more descriptors than
+    // a usual hard limit (20,000 here) allows.
+    let mut simulators = Vec::new();
+    for first in (0..n).step_by(usize::from(AGENTS_PER_SIMULATOR)) {
+        let count = AGENTS_PER_SIMULATOR.min(n - first);
+        simulators.push(KillOnDrop::spawn(Command::new(&binary).args([
+            "agent",
+            "simulate",
+            "--agents",
+            &count.to_string(),
+            "--listen",
+            &format!("127.0.0.1:{}", base + first),
+            "--tls-dir",
+            &tls_arg,
+        ]))?);
+    }
+    let sim_cpu = || -> anyhow::Result<u64> { simulators.iter().map(|s| cpu_ns(s.pid())).sum() };
     let metrics_port = free_port()?;
     let coordinator = KillOnDrop::spawn(
         Command::new(&binary)
@@ -396,10 +407,9 @@ pub fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
     }
     std::thread::sleep(Duration::from_secs(args.warmup));
     let before = histogram(&scrape()?);
-    let (cpu0, sim0, t0) = (cpu_ns(coordinator.pid())?, cpu_ns(simulator.pid())?, Instant::now());
+    let (cpu0, sim0, t0) = (cpu_ns(coordinator.pid())?, sim_cpu()?, Instant::now());
     std::thread::sleep(Duration::from_secs(args.seconds));
-    let (cpu1, sim1, wall) =
-        (cpu_ns(coordinator.pid())?, cpu_ns(simulator.pid())?, t0.elapsed().as_secs_f64());
+    let (cpu1, sim1, wall) = (cpu_ns(coordinator.pid())?, sim_cpu()?, t0.elapsed().as_secs_f64());
     let after = histogram(&scrape()?);
     let status = std::fs::read_to_string(format!("/proc/{}/status", coordinator.pid()))?;
     let rss = status
@@ -424,10 +434,10 @@ pub fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
         quantile(&window, 0.5) * 1000.0,
         quantile(&window, 0.99) * 1000.0
     );
-    println!("  (the simulator, on the same 2 cores, used {sim_pct:.1}% of a core)");
+    println!("  (the simulators, on the same 2 cores, used {sim_pct:.1}% of a core)");
     println!("  extrapolated: 10,000 agents ≈ {:.0}% of one core", cpu_pct / f64::from(n) * 10_000.0);
     drop(coordinator);
-    drop(simulator);
+    drop(simulators);
     Ok(())
 }
 
