@@ -12,6 +12,8 @@ pub fn run(no_e2e: bool) -> anyhow::Result<()> {
         ("blkid", "util-linux"),
         ("iostat", "sysstat"),
         ("fio", "fio"),
+        // The mpi launcher's tests run real mpirun.
+        ("mpirun", "openmpi-bin"),
     ];
     if !no_e2e {
         needed.extend([("debootstrap", "debootstrap"), ("docker", "docker.io")]);

@@ -26,6 +26,8 @@ pub const PACKAGES: &[&str] = &[
     "fuse3",
     "glusterfs-server",
     "glusterfs-client",
+    // The mpi launcher: mpirun on the client (IOR itself is not in Debian).
+    "openmpi-bin",
 ];
 
 /// Bump to force a rebuild when the build steps below change.

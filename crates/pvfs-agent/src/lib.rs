@@ -7,6 +7,7 @@
 
 mod gmond;
 mod history;
+mod launch;
 mod notify;
 mod service;
 pub mod simulate;

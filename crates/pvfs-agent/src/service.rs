@@ -82,6 +82,25 @@ impl pb::agent_server::Agent for AgentService {
     type MetricsStream = ReceiverStream<Result<pb::MetricsEvent, Status>>;
     type ApplyStream = UnboundedReceiverStream<Result<pb::ApplyEvent, Status>>;
     type BenchPhaseStream = ReceiverStream<Result<pb::BenchEvent, Status>>;
+    type LaunchStream = ReceiverStream<Result<pb::LaunchEvent, Status>>;
+
+    async fn launch(
+        &self,
+        request: Request<pb::LaunchRequest>,
+    ) -> Result<Response<Self::LaunchStream>, Status> {
+        let req = pvfs_proto::convert::bench::launch_request_from(request.into_inner())
+            .map_err(Status::invalid_argument)?;
+        let guard = self.benching.clone().try_lock_owned().map_err(|_| {
+            Status::aborted("another benchmark is running on this client; wait for it to finish")
+        })?;
+        let (tx, rx) = mpsc::channel(64);
+        let shutdown = self.shutdown.clone();
+        tokio::spawn(async move {
+            let _guard = guard;
+            crate::launch::run(req, tx, shutdown).await;
+        });
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
 
     async fn bench_phase(
         &self,

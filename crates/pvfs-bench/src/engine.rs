@@ -105,6 +105,27 @@ pub enum Phase {
     Mdtest(MdtestPhase),
 }
 
+/// The phases of one iteration, in order, with their labels ("write", "read", or mdtest's row
+/// name such as "File creation"). IOR's removal of the test files after each iteration
+/// ([`Phase::IorCleanup`]) is not among them: it is not measured.
+pub fn iteration_phases(workload: &crate::params::Workload) -> Vec<(Phase, &'static str)> {
+    match workload {
+        crate::params::Workload::Ior(p) => {
+            let mut out = Vec::new();
+            if p.write {
+                out.push((Phase::Ior(IorPhase::Write), "write"));
+            }
+            if p.read {
+                out.push((Phase::Ior(IorPhase::Read), "read"));
+            }
+            out
+        }
+        crate::params::Workload::Mdtest(p) => {
+            MdtestPhase::sequence(p).into_iter().map(|m| (Phase::Mdtest(m), m.row())).collect()
+        }
+    }
+}
+
 /// What does the I/O of a phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Engine {

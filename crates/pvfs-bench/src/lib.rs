@@ -8,12 +8,14 @@
 //!   [`local`] runs it on one machine; [`summary`] turns phases into IOR/mdtest summary rows.
 //! - [`parse`]: IOR (3.2–4.1; text, JSON and CSV summaries) and mdtest outputs, including
 //!   failed runs.
+//! - [`mpi`]: the `mpi` launcher's hostfile, and the built-in engine run as MPI ranks.
 //! - [`report`]: Markdown with SVG and PNG charts over one or more runs.
 
 pub mod engine;
 pub mod fio;
 pub mod local;
 pub mod model;
+pub mod mpi;
 pub mod params;
 pub mod parse;
 pub mod report;

@@ -179,6 +179,8 @@ pub enum ParamError {
     UnknownKey { tool: &'static str, key: String, known: &'static str },
     #[error("{key} = {value:?}: {why}")]
     BadValue { key: String, value: String, why: String },
+    #[error("{0}")]
+    Inconsistent(String),
 }
 
 const IOR_KEYS: &str = "transfer (t), block (b), segments (s), iterations (i), file_per_proc (F), random (z), \
@@ -187,8 +189,60 @@ const MDTEST_KEYS: &str = "items (I), depth (z), branch (b), iterations (i), cre
                            remove (r), leaf_only (L), unique_dir (u), files_only (F)";
 
 impl Workload {
-    /// Sets one parameter by name (or by its IOR/mdtest letter), checking the value.
+    /// Sets one parameter by name (or by its IOR/mdtest letter), checking the value and the
+    /// workload as it then stands.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), ParamError> {
+        self.assign(key, value)?;
+        self.check().map_err(|why| ParamError::BadValue { key: key.to_owned(), value: value.to_owned(), why })
+    }
+
+    /// Sets every pair, then checks the whole: a full set of values (as [`Workload::settings`]
+    /// gives) may pass through combinations that are invalid only halfway.
+    pub fn set_all<'a>(
+        &mut self,
+        pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<(), ParamError> {
+        for (key, value) in pairs {
+            self.assign(key, value)?;
+        }
+        self.check().map_err(ParamError::Inconsistent)
+    }
+
+    /// Every parameter as `(name, value)`, in words `set` takes back: how a workload travels
+    /// on a command line (`pvfs-agent engine --set …` under mpirun).
+    pub fn settings(&self) -> Vec<(&'static str, String)> {
+        match self {
+            Workload::Ior(p) => vec![
+                ("write", p.write.to_string()),
+                ("read", p.read.to_string()),
+                ("odirect", p.odirect.to_string()),
+                ("reorder", p.reorder.to_string()),
+                ("iterations", p.iterations.to_string()),
+                ("transfer", p.transfer.to_string()),
+                ("block", p.block.to_string()),
+                ("segments", p.segments.to_string()),
+                ("file_per_proc", p.file_per_proc.to_string()),
+                ("random", p.random.to_string()),
+                ("fsync", p.fsync.to_string()),
+            ],
+            Workload::Mdtest(p) => vec![
+                ("create", p.create.to_string()),
+                ("stat", p.stat.to_string()),
+                ("read", p.read.to_string()),
+                ("remove", p.remove.to_string()),
+                ("iterations", p.iterations.to_string()),
+                ("items", p.items.to_string()),
+                ("depth", p.depth.to_string()),
+                ("branch", p.branch.to_string()),
+                ("leaf_only", p.leaf_only.to_string()),
+                ("unique_dir", p.unique_dir.to_string()),
+                ("files_only", p.files_only.to_string()),
+            ],
+        }
+    }
+
+    /// Sets one parameter without checking the workload as a whole.
+    fn assign(&mut self, key: &str, value: &str) -> Result<(), ParamError> {
         let bad = |why: &str| ParamError::BadValue {
             key: key.to_owned(),
             value: value.to_owned(),
@@ -241,7 +295,7 @@ impl Workload {
                 }
             },
         }
-        self.check().map_err(|why| bad(&why))
+        Ok(())
     }
 
     /// Combinations IOR itself would refuse, said before anything runs.
@@ -328,6 +382,17 @@ impl IorVersion {
             parts.next().flatten().unwrap_or(0),
             parts.next().flatten().unwrap_or(0),
         ))
+    }
+
+    /// From `ior -h`, which states no version in 3.3 and later: a banner if there is one,
+    /// else 3.3 when the options list `--posix.odirect` (added in 3.3, when `-B` went), else
+    /// 3.2. Only the `-B` question depends on it.
+    pub fn from_help(text: &str) -> IorVersion {
+        IorVersion::from_banner(text).unwrap_or(if text.contains("--posix.odirect") {
+            IorVersion(3, 3, 0)
+        } else {
+            IorVersion(3, 2, 0)
+        })
     }
 
     /// IOR 3.3 removed `-B`; O_DIRECT is `--posix.odirect` since.
@@ -423,6 +488,10 @@ mod tests {
         assert_eq!(IorVersion::from_banner("IOR-3.2.1: MPI Coordinated"), Some(IorVersion(3, 2, 1)));
         assert!(IorVersion(3, 2, 1).has_dash_b() && !IorVersion(3, 3, 0).has_dash_b());
         assert_eq!(IorVersion::from_banner("mdtest-4.1.0"), None);
+        // `ior -h` of 4.1 states no version, but lists --posix.odirect (3.3 and later).
+        let help = include_str!("../testdata/ior/ior_help.txt");
+        assert!(!IorVersion::from_help(help).has_dash_b());
+        assert!(IorVersion::from_help("  -B  useO_DIRECT -- uses O_DIRECT for POSIX").has_dash_b());
     }
 
     #[test]

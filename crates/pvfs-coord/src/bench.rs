@@ -7,12 +7,15 @@
 //! error naming it; the phases finished before are kept for the record.
 
 use crate::dial::{Connection, Dialer, from_status};
-use pvfs_bench::engine::{self, IorPhase, MdtestPhase, Phase, PhaseRequest, PhaseTotals, TaskResult};
+use pvfs_bench::engine::{self, MdtestPhase, Phase, PhaseRequest, PhaseTotals, TaskResult};
 use pvfs_bench::model::{IorIteration, IorSummary, MdtestSummary};
+use pvfs_bench::mpi::{LaunchRequest, Program, RankLine};
 use pvfs_bench::params::Workload;
 use pvfs_bench::summary;
 use pvfs_config::Node;
+use pvfs_config::model::Host;
 use pvfs_proto::pb;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::mpsc;
@@ -36,6 +39,9 @@ pub struct BenchSpec {
     pub tasks_per_client: u32,
     /// The run's directory, the same path on every client (inside the file system's mount).
     pub dir: PathBuf,
+    /// `Some`: the mpi launcher, one MPI job started from the first client running this
+    /// program; `None`: the agents launcher with `engine`.
+    pub mpi: Option<Program>,
 }
 
 /// Live events, for `--watch` and `--json`.
@@ -54,6 +60,17 @@ pub enum BenchEvent {
     },
     PhaseDone {
         record: PhaseRecord,
+    },
+    /// The mpi launcher started its job (the exact command, run on `node`).
+    Launched {
+        node: String,
+        command: String,
+        hostfile: String,
+    },
+    /// A line of mpirun's output (the tool's own output, and every rank's).
+    Output {
+        stderr: bool,
+        text: String,
     },
 }
 
@@ -81,31 +98,15 @@ pub struct BenchOutcome {
     pub finished: Option<SystemTime>,
 }
 
-/// The phases of one iteration, with their labels.
-fn phases(workload: &Workload) -> Vec<(Phase, String)> {
-    match workload {
-        Workload::Ior(p) => {
-            let mut out = Vec::new();
-            if p.write {
-                out.push((Phase::Ior(IorPhase::Write), "write".to_owned()));
-            }
-            if p.read {
-                out.push((Phase::Ior(IorPhase::Read), "read".to_owned()));
-            }
-            out
-        }
-        Workload::Mdtest(p) => {
-            MdtestPhase::sequence(p).into_iter().map(|m| (Phase::Mdtest(m), m.row().to_owned())).collect()
-        }
-    }
-}
-
 /// Runs `spec` on its clients.
 pub async fn run(
     spec: &BenchSpec,
     dialer: &Dialer,
     events: mpsc::UnboundedSender<BenchEvent>,
 ) -> BenchOutcome {
+    if let Some(program) = spec.mpi {
+        return run_mpi(spec, program, dialer, events).await;
+    }
     let mut outcome = BenchOutcome { started: Some(SystemTime::now()), ..Default::default() };
     let mut connections = Vec::new();
     for node in &spec.clients {
@@ -122,7 +123,7 @@ pub async fn run(
         Workload::Ior(p) => p.iterations,
         Workload::Mdtest(p) => p.iterations,
     };
-    let phase_list = phases(&spec.workload);
+    let phase_list = engine::iteration_phases(&spec.workload);
     'run: for iteration in 0..iterations {
         for (phase, label) in &phase_list {
             match run_phase(spec, &connections, dialer, iteration, *phase, label, &events).await {
@@ -282,6 +283,234 @@ async fn client_phase(
                 return Ok(done.tasks.into_iter().map(TaskResult::from).collect());
             }
             None => {}
+        }
+    }
+}
+
+/// The mpi launcher: one MPI job started from the first client, as the seed ran IOR. With the
+/// built-in engine the ranks' JSON lines give every task's result, so phases, progress and
+/// the summary are the same as the agents launcher's; with IOR or mdtest the summary is
+/// parsed from the tool's output when it ends.
+async fn run_mpi(
+    spec: &BenchSpec,
+    program: Program,
+    dialer: &Dialer,
+    events: mpsc::UnboundedSender<BenchEvent>,
+) -> BenchOutcome {
+    let mut outcome = BenchOutcome { started: Some(SystemTime::now()), ..Default::default() };
+    let result = mpi_job(spec, program, dialer, &events, &mut outcome).await;
+    if let Err(err) = result {
+        outcome.error = Some(err);
+    }
+    if program == Program::Builtin {
+        summarize(spec, &mut outcome);
+    }
+    outcome.finished = Some(SystemTime::now());
+    outcome
+}
+
+async fn mpi_job(
+    spec: &BenchSpec,
+    program: Program,
+    dialer: &Dialer,
+    events: &mpsc::UnboundedSender<BenchEvent>,
+    outcome: &mut BenchOutcome,
+) -> Result<(), String> {
+    let Some(first) = spec.clients.first() else { return Err("no clients".into()) };
+    let request = LaunchRequest {
+        program,
+        workload: spec.workload.clone(),
+        dir: spec.dir.clone(),
+        clients: spec
+            .clients
+            .iter()
+            .map(|n| {
+                let host = match &n.address.host {
+                    Host::Ip(ip) => ip.to_string(),
+                    Host::Name(name) => name.clone(),
+                };
+                (n.name.clone(), host)
+            })
+            .collect(),
+        tasks_per_node: spec.tasks_per_client,
+    };
+    let owners = request.hostfile().owners;
+    let launcher = &first.name;
+    let mut conn = dialer
+        .connect(first)
+        .await
+        .map_err(|err| format!("client {launcher}, which starts mpirun, cannot be reached: {err}"))?;
+    let timeout = dialer.timeout();
+    let mut stream = conn
+        .agent
+        .launch(pvfs_proto::convert::bench::launch_request_to(&request))
+        .await
+        .map_err(|status| format!("client {launcher}: {}", from_status(&status, &first.address, timeout)))?
+        .into_inner();
+    let mut job = MpiJob { ranks: request.ranks(), owners, ..Default::default() };
+    let started = Instant::now();
+    let exited = loop {
+        let message = match tokio::time::timeout(SILENCE_LIMIT, stream.message()).await {
+            Err(_) => {
+                return Err(format!(
+                    "client {launcher}, which runs mpirun: no word for {}s (after {:.0}s of the run): network cut, or \
+                     the node hung",
+                    SILENCE_LIMIT.as_secs(),
+                    started.elapsed().as_secs_f64()
+                ));
+            }
+            Ok(Err(status)) => {
+                return Err(format!("client {launcher}: {}", from_status(&status, &first.address, timeout)));
+            }
+            Ok(Ok(None)) => {
+                return Err(format!("client {launcher} ended the job's stream without its exit status"));
+            }
+            Ok(Ok(Some(message))) => message,
+        };
+        match message.event {
+            Some(pb::launch_event::Event::Started(s)) => {
+                let _ = events.send(BenchEvent::Launched {
+                    node: launcher.clone(),
+                    command: s.command,
+                    hostfile: s.hostfile,
+                });
+            }
+            Some(pb::launch_event::Event::Line(line)) => {
+                if program == Program::Builtin
+                    && let Some(rank_line) = RankLine::parse(&line.text)
+                {
+                    job.take(rank_line, events, outcome);
+                    continue;
+                }
+                job.output.push_str(&line.text);
+                job.output.push('\n');
+                // Open MPI frames its messages in lines of dashes; they say nothing.
+                let said = line.text.trim();
+                if line.stderr && !said.is_empty() && !said.chars().all(|c| c == '-') {
+                    if said.starts_with("error:") && job.first_error.is_none() {
+                        job.first_error = Some(said.to_owned());
+                    }
+                    job.stderr_tail.push(said.to_owned());
+                    if job.stderr_tail.len() > 6 {
+                        job.stderr_tail.remove(0);
+                    }
+                }
+                let _ = events.send(BenchEvent::Output { stderr: line.stderr, text: line.text });
+            }
+            Some(pb::launch_event::Event::Alive(_)) | None => {}
+            Some(pb::launch_event::Event::Exited(exited)) => break exited,
+        }
+    };
+    let how = if exited.signal.is_empty() {
+        format!("exit {}", exited.code)
+    } else {
+        format!("signal {}", exited.signal)
+    };
+    match program {
+        Program::Builtin => {
+            if let Some(err) = job.task_errors.first() {
+                return Err(err.clone());
+            }
+            if exited.code != 0 || !job.pending.is_empty() {
+                return Err(format!(
+                    "mpirun on {launcher} ended with {how}: {}",
+                    job.stderr_tail.join(" | ")
+                ));
+            }
+            Ok(())
+        }
+        Program::Ior => {
+            let tool = match spec.workload {
+                Workload::Ior(_) => "IOR",
+                Workload::Mdtest(_) => "mdtest",
+            };
+            let parsed = pvfs_bench::parse::parse(&job.output);
+            match parsed {
+                Ok(parsed) if parsed.failure().is_none() && exited.code == 0 => {
+                    outcome.ior = parsed.ior;
+                    outcome.iterations = parsed.iterations;
+                    outcome.mdtest = parsed.mdtest;
+                    Ok(())
+                }
+                Ok(parsed) => Err(format!(
+                    "{tool} under mpirun on {launcher} ended with {how}: {}",
+                    parsed.failure().unwrap_or_else(|| job.stderr_tail.join(" | "))
+                )),
+                Err(err) => Err(format!(
+                    "{tool} under mpirun on {launcher} ended with {how}, and its output is not a result ({err}): {}",
+                    job.stderr_tail.join(" | ")
+                )),
+            }
+        }
+    }
+}
+
+/// The built-in engine's ranks as their lines arrive.
+#[derive(Default)]
+struct MpiJob {
+    ranks: u32,
+    /// The client each rank runs on.
+    owners: Vec<String>,
+    /// Phases some ranks have finished, by (iteration, label).
+    pending: BTreeMap<(u32, String), Vec<(String, TaskResult)>>,
+    /// This phase's progress per rank.
+    progress: BTreeMap<u32, (u64, u64)>,
+    task_errors: Vec<String>,
+    /// The first `error: …` a rank printed (a barrier timed out, the directory is missing).
+    first_error: Option<String>,
+    /// mpirun's output that is not the ranks' lines (IOR's whole report, with IOR).
+    output: String,
+    stderr_tail: Vec<String>,
+}
+
+impl MpiJob {
+    fn owner(&self, rank: u32) -> String {
+        self.owners.get(rank as usize).cloned().unwrap_or_else(|| format!("rank {rank}"))
+    }
+
+    fn take(
+        &mut self,
+        line: RankLine,
+        events: &mpsc::UnboundedSender<BenchEvent>,
+        outcome: &mut BenchOutcome,
+    ) {
+        match &line {
+            RankLine::Started { iteration, phase, at_unix_ns } => {
+                self.progress.clear();
+                let at = std::time::UNIX_EPOCH + Duration::from_nanos(*at_unix_ns);
+                let _ =
+                    events.send(BenchEvent::PhaseStarted { iteration: *iteration, phase: phase.clone(), at });
+            }
+            RankLine::Progress { rank, bytes, ops } => {
+                self.progress.insert(*rank, (*bytes, *ops));
+                let node = self.owner(*rank);
+                let (bytes, ops) = self
+                    .progress
+                    .iter()
+                    .filter(|(r, _)| self.owner(**r) == node)
+                    .fold((0, 0), |a, (_, b)| (a.0 + b.0, a.1 + b.1));
+                let _ = events.send(BenchEvent::Progress { node, bytes, ops });
+            }
+            RankLine::Phase { rank, iteration, phase, .. } => {
+                let Some(result) = line.task_result() else { return };
+                let node = self.owner(*rank);
+                if let Some(err) = &result.error {
+                    self.task_errors.push(format!("client {node}, task {rank}: {err}"));
+                }
+                let key = (*iteration, phase.clone());
+                let tasks = self.pending.entry(key.clone()).or_default();
+                tasks.push((node, result));
+                if tasks.len() as u32 == self.ranks {
+                    let mut tasks = self.pending.remove(&key).unwrap_or_default();
+                    tasks.sort_by_key(|(_, r)| r.task);
+                    let results: Vec<TaskResult> = tasks.iter().map(|(_, r)| r.clone()).collect();
+                    if let Some(totals) = engine::totals(&results) {
+                        let record = PhaseRecord { iteration: key.0, label: key.1, totals, tasks };
+                        let _ = events.send(BenchEvent::PhaseDone { record: record.clone() });
+                        outcome.phases.push(record);
+                    }
+                }
+            }
         }
     }
 }

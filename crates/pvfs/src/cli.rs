@@ -402,6 +402,14 @@ pub struct EngineArgs {
     /// One JSON object with the summary rows instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Run as one rank of an MPI job (started by mpirun, as the mpi launcher does): task RANK
+    /// of SIZE from mpirun's environment, meeting the other ranks in DIR between phases, a JSON
+    /// line per phase on standard output.
+    #[arg(long, conflicts_with_all = ["tasks", "json"])]
+    pub mpi: bool,
+    /// With --mpi: ranks per client (for -C's read-back from the next client).
+    #[arg(long, default_value_t = 1, requires = "mpi")]
+    pub tasks_per_node: u32,
 }
 
 #[derive(Debug, Args)]

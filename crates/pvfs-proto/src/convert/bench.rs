@@ -3,6 +3,7 @@
 use crate::pb;
 use crate::pb::bench_phase_request::Phase as P;
 use pvfs_bench::engine::{Engine, IorPhase, MdtestPhase, Phase, PhaseRequest, TaskResult};
+use pvfs_bench::mpi::{LaunchRequest, Program};
 use pvfs_bench::params::{IorParams, MdtestParams, Workload};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -186,6 +187,67 @@ pub fn phase_request_from(req: pb::BenchPhaseRequest) -> Result<(PhaseRequest, O
     ))
 }
 
+pub fn launch_request_to(req: &LaunchRequest) -> pb::LaunchRequest {
+    pb::LaunchRequest {
+        workload: Some(match &req.workload {
+            Workload::Ior(p) => pb::launch_request::Workload::Ior(p.into()),
+            Workload::Mdtest(p) => pb::launch_request::Workload::Mdtest(p.into()),
+        }),
+        dir: req.dir.display().to_string(),
+        hosts: req
+            .clients
+            .iter()
+            .map(|(name, host)| pb::LaunchHost { name: name.clone(), host: host.clone() })
+            .collect(),
+        tasks_per_host: req.tasks_per_node,
+        program: match req.program {
+            Program::Builtin => pb::launch_request::Program::Builtin,
+            Program::Ior => pb::launch_request::Program::Ior,
+        } as i32,
+    }
+}
+
+/// A launch request from the wire, checked before anything runs: the workload, an absolute
+/// directory, at least one host, and host names mpirun can take (no spaces, nothing a
+/// hostfile line could be split on).
+pub fn launch_request_from(req: pb::LaunchRequest) -> Result<LaunchRequest, String> {
+    let workload = match req.workload.ok_or("no workload in the request")? {
+        pb::launch_request::Workload::Ior(p) => Workload::Ior(p.into()),
+        pb::launch_request::Workload::Mdtest(p) => Workload::Mdtest(p.into()),
+    };
+    workload.check()?;
+    let dir = std::path::PathBuf::from(&req.dir);
+    if !dir.is_absolute() {
+        return Err(format!("benchmark directory {:?} must be absolute", req.dir));
+    }
+    if req.hosts.is_empty() {
+        return Err("no hosts to run on".into());
+    }
+    if req.tasks_per_host == 0 {
+        return Err("tasks per host must be at least 1".into());
+    }
+    for h in &req.hosts {
+        let fine = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':');
+        if h.host.is_empty() || !h.host.chars().all(fine) {
+            return Err(format!(
+                "client {}: {:?} is not a host name or address mpirun can use",
+                h.name, h.host
+            ));
+        }
+    }
+    Ok(LaunchRequest {
+        program: match pb::launch_request::Program::try_from(req.program) {
+            Ok(pb::launch_request::Program::Builtin) => Program::Builtin,
+            Ok(pb::launch_request::Program::Ior) => Program::Ior,
+            Err(_) => return Err(format!("unknown program {}", req.program)),
+        },
+        workload,
+        dir,
+        clients: req.hosts.into_iter().map(|h| (h.name, h.host)).collect(),
+        tasks_per_node: req.tasks_per_host,
+    })
+}
+
 impl From<&TaskResult> for pb::TaskResult {
     fn from(r: &TaskResult) -> pb::TaskResult {
         pb::TaskResult {
@@ -247,6 +309,25 @@ mod tests {
             error: Some("write …: No space left on device".into()),
         };
         assert_eq!(TaskResult::from(pb::TaskResult::from(&r)), r);
+    }
+
+    #[test]
+    fn launch_requests_round_trip_and_bad_hosts_are_refused() {
+        let req = LaunchRequest {
+            program: Program::Ior,
+            workload: Preset::Metadata.workload(),
+            dir: "/mnt/gv0/pvfs-bench/run".into(),
+            clients: vec![("c1".into(), "10.0.0.5".into()), ("c2".into(), "client2.example".into())],
+            tasks_per_node: 4,
+        };
+        assert_eq!(launch_request_from(launch_request_to(&req)).unwrap(), req);
+        let mut wire = launch_request_to(&req);
+        wire.hosts[1].host = "c2 slots=99".into();
+        let err = launch_request_from(wire).unwrap_err();
+        assert!(err.contains("client c2") && err.contains("not a host name"), "{err}");
+        let mut wire = launch_request_to(&req);
+        wire.dir = "relative".into();
+        assert!(launch_request_from(wire).unwrap_err().contains("must be absolute"));
     }
 
     #[test]

@@ -9,6 +9,7 @@ use crate::cli::{BenchArgs, ImportArgs};
 use crate::view::{time_text, to_json, visible_devices};
 use crate::{exit, output};
 use anyhow::{Context, bail};
+use pvfs_bench::mpi::Program;
 use pvfs_bench::params::{Preset, Workload, format_size, ior_args, mdtest_args};
 use pvfs_config::{Cluster, Role};
 use pvfs_coord::bench::{BenchEvent, BenchOutcome, BenchSpec};
@@ -26,6 +27,11 @@ use tokio_util::sync::CancellationToken;
 /// What the run is, resolved from flags over the cluster file's `[bench]` over the defaults.
 struct Resolved {
     engine: pvfs_bench::engine::Engine,
+    /// `Some` with the mpi launcher: what mpirun runs.
+    mpi: Option<Program>,
+    /// As the user named them.
+    engine_name: String,
+    launcher: String,
     /// Nodes serving the file system (for the report's scale-out and VM-limit columns).
     servers: usize,
     clients: usize,
@@ -44,12 +50,24 @@ fn resolve(cluster: &Cluster, args: &BenchArgs) -> anyhow::Result<Resolved> {
     let engine = args.engine.clone().or(cluster.bench.engine.clone()).unwrap_or_else(|| "builtin".into());
     let launcher =
         args.launcher.clone().or(cluster.bench.launcher.clone()).unwrap_or_else(|| "agents".into());
-    let engine = match (engine.as_str(), launcher.as_str()) {
-        ("builtin", "agents") => pvfs_bench::engine::Engine::Builtin,
-        ("fio", "agents") => pvfs_bench::engine::Engine::Fio,
+    use pvfs_bench::engine::Engine;
+    let (engine_kind, mpi) = match (engine.as_str(), launcher.as_str()) {
+        ("builtin", "agents") => (Engine::Builtin, None),
+        ("fio", "agents") => (Engine::Fio, None),
+        ("builtin", "mpi") => (Engine::Builtin, Some(Program::Builtin)),
+        ("ior", "mpi") => (Engine::Builtin, Some(Program::Ior)),
+        ("ior", "agents") => bail!(
+            "engine \"ior\" runs under launcher \"mpi\": IOR is an MPI program whose tasks meet through MPI, so \
+             the agents cannot start its share on each client. Set launcher = \"mpi\" (mpirun on the first client \
+             must reach every client, e.g. by ssh) or keep launcher \"agents\" with engine \"builtin\" or \"fio\""
+        ),
+        ("fio", "mpi") => bail!(
+            "engine \"fio\" is not an MPI program: use it with launcher \"agents\", or use engine \"builtin\" or \
+             \"ior\" with launcher \"mpi\""
+        ),
         _ => bail!(
-            "engine {engine:?} with launcher {launcher:?} is not available yet: this version runs engine = \"builtin\" \
-             or \"fio\" with launcher = \"agents\" (set them in [bench] or with --engine/--launcher)"
+            "engine {engine:?} with launcher {launcher:?}: engines are builtin, fio and ior; launchers are agents \
+             and mpi"
         ),
     };
     let preset_name =
@@ -78,13 +96,16 @@ fn resolve(cluster: &Cluster, args: &BenchArgs) -> anyhow::Result<Resolved> {
     let dir = base.join("pvfs-bench").join(&run_id);
     let results = args.results.join(&run_id);
     let servers = cluster.nodes.iter().filter(|n| n.roles.iter().any(|r| *r != Role::Client)).count();
-    if engine == pvfs_bench::engine::Engine::Fio
+    if engine_kind == Engine::Fio
         && let Workload::Mdtest(_) = &workload
     {
         bail!("engine fio runs IOR-style presets (throughput, iops); metadata presets need engine builtin");
     }
     Ok(Resolved {
-        engine,
+        engine: engine_kind,
+        mpi,
+        engine_name: engine,
+        launcher,
         servers,
         clients: cluster.with_role(Role::Client).count(),
         kind: cluster.kind.to_string(),
@@ -199,9 +220,10 @@ pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
     std::fs::write(
         r.results.join("commands.txt"),
         format!(
-            "# pvfsctl bench {} (engine {}, launcher agents, {} clients x {} tasks)\n# The IOR/mdtest command it stands for:\n{equivalent}\n",
+            "# pvfsctl bench {} (engine {}, launcher {}, {} clients x {} tasks)\n# The IOR/mdtest command it stands for:\n{equivalent}\n",
             path.display(),
-            engine_name(r.engine),
+            r.engine_name,
+            r.launcher,
             clients.len(),
             r.tasks_per_client
         ),
@@ -234,6 +256,7 @@ pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
         clients,
         tasks_per_client: r.tasks_per_client,
         dir: r.dir.clone(),
+        mpi: r.mpi,
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
     let work = {
@@ -241,6 +264,8 @@ pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
         tokio::spawn(async move { pvfs_coord::bench::run(&spec, &dialer, tx).await })
     };
     let mut events_file = std::fs::File::create(r.results.join("events.jsonl"))?;
+    // mpirun's output, as it comes: the tool's report (IOR's, mdtest's) and any error.
+    let mut raw_output: Option<std::fs::File> = None;
     let mut lines = Lines::default();
     let mut screen = if args.watch && std::io::stdout().is_terminal() {
         Some((ratatui::init(), Watch::new(format!("pvfs bench {} ({})", r.run_id, equivalent), &cluster)))
@@ -255,6 +280,20 @@ pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
                 let Some(event) = event else { break };
                 let value = event_json(&event);
                 writeln!(events_file, "{value}")?;
+                match &event {
+                    BenchEvent::Launched { node, command, hostfile } => {
+                        let mut f = std::fs::OpenOptions::new().append(true).open(r.results.join("commands.txt"))?;
+                        writeln!(f, "# Run on {node}:\n{command}\n# {}:\n{}", r.dir.join("mpi-hostfile").display(), hostfile.trim_end().lines().map(|l| format!("#   {l}")).collect::<Vec<_>>().join("\n"))?;
+                        std::fs::create_dir_all(r.results.join("raw"))?;
+                        raw_output = Some(std::fs::File::create(r.results.join("raw").join("mpirun.out"))?);
+                    }
+                    BenchEvent::Output { text, .. } => {
+                        if let Some(f) = &mut raw_output {
+                            writeln!(f, "{text}")?;
+                        }
+                    }
+                    _ => {}
+                }
                 if json {
                     output::json(&value)?;
                 } else if let Some((_, watch)) = &mut screen {
@@ -262,6 +301,8 @@ pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
                         BenchEvent::PhaseStarted { iteration, phase, at } => watch.phase_started(format!("iteration {iteration} {phase}"), *at),
                         BenchEvent::Progress { node, bytes, ops } => watch.progress(node, *bytes, *ops),
                         BenchEvent::PhaseDone { record } => watch.phase_done(phase_line(record)),
+                        BenchEvent::Launched { node, .. } => watch.phase_started(format!("mpirun on {node}"), SystemTime::now()),
+                        BenchEvent::Output { .. } => {}
                     }
                 } else {
                     lines.show(&event)?;
@@ -412,6 +453,8 @@ impl Lines {
                 ))?;
             }
             BenchEvent::PhaseDone { record } => output::print(&format!("{}\n", phase_line(record)))?,
+            BenchEvent::Launched { node, command, .. } => output::print(&format!("on {node}: {command}\n"))?,
+            BenchEvent::Output { text, .. } => output::print(&format!("  | {text}\n"))?,
         }
         Ok(())
     }
@@ -447,13 +490,6 @@ fn quit_pressed() -> bool {
     false
 }
 
-fn engine_name(engine: pvfs_bench::engine::Engine) -> &'static str {
-    match engine {
-        pvfs_bench::engine::Engine::Builtin => "builtin",
-        pvfs_bench::engine::Engine::Fio => "fio",
-    }
-}
-
 fn now_ns() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64
 }
@@ -470,6 +506,10 @@ fn event_json(event: &BenchEvent) -> serde_json::Value {
         BenchEvent::Progress { node, bytes, ops } => {
             json!({"event": "progress", "node": node, "bytes": bytes, "ops": ops, "time": unix(SystemTime::now())})
         }
+        BenchEvent::Launched { node, command, hostfile } => {
+            json!({"event": "launched", "node": node, "command": command, "hostfile": hostfile})
+        }
+        BenchEvent::Output { stderr, text } => json!({"event": "output", "stderr": stderr, "text": text}),
         BenchEvent::PhaseDone { record } => json!({
             "event": "phase_done",
             "iteration": record.iteration,
@@ -520,8 +560,8 @@ fn write_results(r: &Resolved, o: &BenchOutcome, metrics: &BTreeMap<String, u64>
     let doc = json!({
         "run": r.run_id,
         "preset": r.preset.as_str(),
-        "engine": engine_name(r.engine),
-        "launcher": "agents",
+        "engine": r.engine_name,
+        "launcher": r.launcher,
         "tool": workload,
         "params": params,
         "tasks_per_client": r.tasks_per_client,

@@ -300,3 +300,162 @@ fn the_fio_engine_runs_real_fio_on_iors_files() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(text(&bad.stderr).contains("metadata presets need engine builtin"), "{}", text(&bad.stderr));
 }
+
+/// The mpi launcher with the built-in engine: the first client's agent runs real Open MPI
+/// `mpirun` over a hostfile of both clients (one machine here, so one merged line), each rank
+/// a `pvfs-agent engine --mpi` process, meeting the others in the run's directory.
+#[test]
+fn the_mpi_launcher_runs_the_engine_as_ranks_under_real_mpirun() {
+    let dir = TestDir::new();
+    let agents = agents(&dir, 2);
+    let cluster = cluster(&dir, &agents.iter().collect::<Vec<_>>());
+    let out = dir.ctl(&[
+        "bench",
+        &cluster,
+        "--launcher",
+        "mpi",
+        "--json",
+        "--procs",
+        "2",
+        "--set",
+        "t=64k",
+        "--set",
+        "b=1m",
+        "--set",
+        "i=2",
+        "--results",
+        "res",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    let events = lines(&out.stdout);
+    let launched = events.iter().find(|e| e["event"] == "launched").expect("a launched event");
+    let command = launched["command"].as_str().unwrap();
+    assert_eq!(launched["node"], "n1");
+    assert!(command.starts_with("mpirun --hostfile ") && command.contains(" -np 4 "), "{command}");
+    assert!(
+        command.contains(" engine --mpi --dir ") && command.contains("--set transfer=65536"),
+        "{command}"
+    );
+    assert_eq!(launched["hostfile"], "127.0.0.1 slots=4\n");
+    let done: Vec<&Value> = events.iter().filter(|e| e["event"] == "phase_done").collect();
+    assert_eq!(done.len(), 4, "write and read, two iterations: {events:?}");
+    assert!(done.iter().all(|e| e["bytes"] == 4 << 20 && e["ops"] == 64), "{done:?}");
+    let summary = events.last().unwrap();
+    assert_eq!(summary["ior"][0]["tasks"], 4);
+    let run = dir.path().join(summary["results"].as_str().unwrap());
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
+    assert_eq!((results["launcher"].as_str(), results["engine"].as_str()), (Some("mpi"), Some("builtin")));
+    let nodes: Vec<&str> = results["phases"][0]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["node"].as_str().unwrap())
+        .collect();
+    assert_eq!(nodes, ["n1", "n1", "n2", "n2"], "ranks fill the first client's slots first");
+    let commands = std::fs::read_to_string(run.join("commands.txt")).unwrap();
+    assert!(commands.contains("# Run on n1:\nmpirun --hostfile "), "{commands}");
+    assert!(run.join("raw/mpirun.out").exists());
+    let left: Vec<_> = std::fs::read_dir(dir.path().join("mnt/pvfs-bench"))
+        .unwrap()
+        .flatten()
+        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten().map(|e| e.file_name()))
+        .collect();
+    assert_eq!(left, [std::ffi::OsString::from("mpi-hostfile")], "test files and barriers removed");
+}
+
+/// A stand-in for `ior`: IOR is not packaged in Debian and these machines reach no other
+/// source, so real IOR cannot run here. The script answers `ior -h` with IOR 4.1's real help
+/// and, as rank 0, prints a real IOR 4.1 output (or a real failed one) after recording its
+/// arguments. mpirun, the agent and the parsing are the real ones.
+fn stand_in_ior(dir: &TestDir, output: &str, code: i32) -> std::path::PathBuf {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../pvfs-bench/testdata/ior");
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = format!(
+        "#!/bin/sh\nif [ \"$1\" = -h ]; then cat '{help}'; exit 1; fi\n\
+         if [ \"${{OMPI_COMM_WORLD_RANK:-0}}\" = 0 ]; then echo \"$@\" > '{args}'; cat '{out}'; fi\nexit {code}\n",
+        help = data.join("ior_help.txt").display(),
+        args = dir.path().join("ior-args").display(),
+        out = data.join(output).display(),
+    );
+    let path = bin.join("ior");
+    std::fs::write(&path, script).unwrap();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut std::fs::metadata(&path).unwrap().permissions(), 0o755);
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    bin
+}
+
+#[test]
+fn engine_ior_runs_under_mpirun_and_its_report_is_parsed() {
+    let dir = TestDir::new();
+    dir.pki();
+    let bin = stand_in_ior(&dir, "ior_tput.txt", 0);
+    dir.issue_agent("n1", "127.0.0.1");
+    let agent = AgentProcess::start_with_path(&dir, "n1", "127.0.0.1", Some(&bin));
+    let cluster = cluster(&dir, &[&agent]);
+    let out = dir.ctl(&[
+        "bench",
+        &cluster,
+        "--launcher",
+        "mpi",
+        "--engine",
+        "ior",
+        "--json",
+        "--procs",
+        "2",
+        "--set",
+        "t=1m",
+        "--set",
+        "b=64m",
+        "--set",
+        "i=2",
+        "--results",
+        "res",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    // IOR 4.1's help lists --posix.odirect, so -B is not used.
+    let args = std::fs::read_to_string(dir.path().join("ior-args")).unwrap();
+    assert!(args.starts_with("-w -r --posix.odirect -C -i2 -t1m -b64m -F -o "), "{args}");
+    let summary = lines(&out.stdout).pop().unwrap();
+    // The numbers of ior_tput.txt's summary: write 760.66 mean, read 1047.36 max.
+    assert_eq!(summary["ior"][0]["operation"], "write");
+    assert_eq!(summary["ior"][0]["bw_mean_mib"], 760.66);
+    assert_eq!(summary["ior"][1]["bw_max_mib"], 1047.36);
+    let run = dir.path().join(summary["results"].as_str().unwrap());
+    let raw = std::fs::read_to_string(run.join("raw/mpirun.out")).unwrap();
+    assert!(raw.contains("Summary of all tests:"), "{raw}");
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["engine"], "ior");
+
+    // A failed IOR: its ERROR line and the node, exit 1.
+    std::fs::remove_file(bin.join("ior")).unwrap();
+    stand_in_ior(&dir, "err_ior_block_not_multiple_of_xfer.txt", 255);
+    let out = dir.ctl(&["bench", &cluster, "--launcher", "mpi", "--engine", "ior", "--results", "res"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("IOR under mpirun on n1 ended with exit"), "{err}");
+    assert!(err.contains("ERROR: block size must be a multiple of transfer size"), "{err}");
+}
+
+#[test]
+fn engine_ior_without_ior_installed_or_with_agents_is_refused_clearly() {
+    let dir = TestDir::new();
+    let agents = agents(&dir, 1);
+    let cluster = cluster(&dir, &agents.iter().collect::<Vec<_>>());
+    let out = dir.ctl(&["bench", &cluster, "--engine", "ior"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("engine \"ior\" runs under launcher \"mpi\""),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = dir.ctl(&["bench", &cluster, "--engine", "fio", "--launcher", "mpi"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("not an MPI program"), "{}", text(&out.stderr));
+    let out = dir.ctl(&["bench", &cluster, "--engine", "ior", "--launcher", "mpi", "--results", "res"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("client n1") && err.contains("ior is not installed on this client"), "{err}");
+}

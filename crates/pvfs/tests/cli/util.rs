@@ -74,11 +74,21 @@ pub struct AgentProcess {
 impl AgentProcess {
     /// Starts `pvfs-agent` on `ip` port 0 and waits (bounded) for its readiness message.
     pub fn start(dir: &TestDir, name: &str, ip: &str) -> AgentProcess {
+        AgentProcess::start_with_path(dir, name, ip, None)
+    }
+
+    /// As [`AgentProcess::start`], with `bin` first in the agent's PATH (programs the agent runs).
+    pub fn start_with_path(dir: &TestDir, name: &str, ip: &str, bin: Option<&Path>) -> AgentProcess {
         let sock_path = dir.path().join(format!("{name}.notify"));
         let notify = UnixDatagram::bind(&sock_path).unwrap();
         notify.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
-        let mut child = dir
-            .command(&pvfs_agent())
+        let mut command = dir.command(&pvfs_agent());
+        if let Some(bin) = bin {
+            let mut paths = vec![bin.to_owned()];
+            paths.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
+            command.env("PATH", std::env::join_paths(paths).unwrap());
+        }
+        let mut child = command
             .args(["--name", name, "--listen", &format!("{ip}:0"), "--tls-dir", "tls"])
             .arg("--state-dir")
             .arg(dir.path().join(format!("state-{name}")))

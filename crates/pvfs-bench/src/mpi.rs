@@ -1,0 +1,438 @@
+//! The `mpi` launcher's pieces that are not MPI itself: the hostfile mpirun reads, and the
+//! built-in engine run as an MPI job (`mpirun … pvfs-agent engine --mpi`), one process per
+//! rank, as IOR runs.
+//!
+//! A rank runs task `rank` of `size`. pvfs links no MPI library, so ranks cannot call
+//! `MPI_Barrier`; they meet instead in the run's directory on the file system under test (a
+//! [`Barrier`]), which every rank sees because that is what a parallel file system is for.
+//! Each rank prints one JSON line per phase ([`RankLine`]), which mpirun forwards to the
+//! launching client and the coordinator reads: the same task results the `agents` launcher
+//! gets over gRPC, so the arithmetic (total bytes / (last end − first start)) is the same.
+
+use crate::engine::{self, Phase, PhaseRequest, Progress, TaskResult};
+use crate::params::Workload;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How long a rank waits at a barrier for the others before giving up. Long, because a slow
+/// rank may still be writing its share of a large block; bounded, because a rank that died
+/// without mpirun noticing must not hold the others forever.
+pub const BARRIER_LIMIT: Duration = Duration::from_secs(30 * 60);
+
+/// The hostfile mpirun reads, from the clients' hosts in order. Open MPI refuses a host listed
+/// twice with `slots=` (two local-kind clients on one machine), so repeats are merged and
+/// their slots added.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hostfile {
+    /// `host slots=N` lines.
+    pub text: String,
+    /// Which client each rank runs on: mpirun's default mapping fills a host's slots before
+    /// the next host's, in hostfile order.
+    pub owners: Vec<String>,
+}
+
+impl Hostfile {
+    /// `clients` as `(name, host)`, each running `slots` ranks.
+    pub fn new(clients: &[(String, String)], slots: u32) -> Hostfile {
+        let mut hosts: Vec<(&str, Vec<&str>)> = Vec::new();
+        for (name, host) in clients {
+            match hosts.iter_mut().find(|(h, _)| h == host) {
+                Some((_, names)) => names.push(name),
+                None => hosts.push((host, vec![name])),
+            }
+        }
+        let mut text = String::new();
+        let mut owners = Vec::new();
+        for (host, names) in &hosts {
+            text += &format!("{host} slots={}\n", slots * names.len() as u32);
+            for name in names {
+                owners.extend(std::iter::repeat_n((*name).to_owned(), slots as usize));
+            }
+        }
+        Hostfile { text, owners }
+    }
+}
+
+/// What runs under mpirun.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Program {
+    /// `pvfs-agent engine --mpi`, one rank per task.
+    Builtin,
+    /// IOR for IOR workloads, mdtest for mdtest workloads.
+    Ior,
+}
+
+/// A whole run as one MPI job, as the coordinator asks the launching client for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchRequest {
+    pub program: Program,
+    pub workload: Workload,
+    /// The run's directory, the same path on every client.
+    pub dir: PathBuf,
+    /// Every client as `(name, host)`, in order.
+    pub clients: Vec<(String, String)>,
+    pub tasks_per_node: u32,
+}
+
+impl LaunchRequest {
+    pub fn hostfile(&self) -> Hostfile {
+        Hostfile::new(&self.clients, self.tasks_per_node)
+    }
+
+    /// MPI processes in all.
+    pub fn ranks(&self) -> u32 {
+        self.tasks_per_node * self.clients.len() as u32
+    }
+}
+
+/// What a rank prints, one JSON object per line, for the coordinator.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "pvfs_rank_event", rename_all = "snake_case")]
+pub enum RankLine {
+    /// Rank 0, as each phase starts (after the barrier).
+    Started { iteration: u32, phase: String, at_unix_ns: u64 },
+    /// Once a second while a phase runs: what this rank moved in it so far.
+    Progress { rank: u32, bytes: u64, ops: u64 },
+    /// This rank's part of a phase is over.
+    Phase {
+        rank: u32,
+        iteration: u32,
+        phase: String,
+        start_unix_ns: u64,
+        end_unix_ns: u64,
+        bytes: u64,
+        ops: u64,
+        error: Option<String>,
+    },
+}
+
+impl RankLine {
+    /// A line of mpirun's output, if it is one of ours.
+    pub fn parse(line: &str) -> Option<RankLine> {
+        let line = line.trim();
+        if !line.starts_with('{') || !line.contains("pvfs_rank_event") {
+            return None;
+        }
+        serde_json::from_str(line).ok()
+    }
+
+    /// The task result a `Phase` line carries.
+    pub fn task_result(&self) -> Option<TaskResult> {
+        let RankLine::Phase { rank, start_unix_ns, end_unix_ns, bytes, ops, error, .. } = self else {
+            return None;
+        };
+        Some(TaskResult {
+            task: *rank,
+            start: UNIX_EPOCH + Duration::from_nanos(*start_unix_ns),
+            end: UNIX_EPOCH + Duration::from_nanos(*end_unix_ns),
+            bytes: *bytes,
+            ops: *ops,
+            error: error.clone(),
+        })
+    }
+}
+
+/// This process's rank and the job's size, from the environment mpirun gives its processes
+/// (Open MPI, then MPICH/PMI, then PMIx).
+pub fn rank_from_env() -> Option<(u32, u32)> {
+    let var = |names: &[&str]| names.iter().find_map(|n| std::env::var(n).ok()?.parse::<u32>().ok());
+    let rank = var(&["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"])?;
+    let size = var(&["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"])?;
+    (rank < size).then_some((rank, size))
+}
+
+/// Ranks meeting in a directory: each creates `DIR/NAME/RANK` and waits until `size` entries
+/// are there.
+#[derive(Debug, Clone)]
+pub struct Barrier {
+    pub dir: PathBuf,
+    pub rank: u32,
+    pub size: u32,
+    pub limit: Duration,
+}
+
+impl Barrier {
+    pub fn wait(&self, name: &str) -> Result<(), String> {
+        let dir = self.dir.join(name);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("barrier {}: {e}", dir.display()))?;
+        let mine = dir.join(self.rank.to_string());
+        std::fs::write(&mine, b"").map_err(|e| format!("barrier {}: {e}", mine.display()))?;
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(1);
+        loop {
+            let arrived = std::fs::read_dir(&dir)
+                .map_err(|e| format!("barrier {}: {e}", dir.display()))?
+                .filter(|e| e.is_ok())
+                .count();
+            if arrived >= self.size as usize {
+                return Ok(());
+            }
+            if started.elapsed() > self.limit {
+                return Err(format!(
+                    "rank {}: only {arrived} of {} ranks reached {} within {}s",
+                    self.rank,
+                    self.size,
+                    dir.display(),
+                    self.limit.as_secs()
+                ));
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(20));
+        }
+    }
+}
+
+/// One rank's whole run.
+#[derive(Debug, Clone)]
+pub struct RankJob {
+    pub workload: Workload,
+    /// The run's directory (the same on every client).
+    pub dir: PathBuf,
+    pub rank: u32,
+    pub size: u32,
+    /// Ranks per client, for `-C`'s read-back from the next client.
+    pub tasks_per_node: u32,
+    pub barrier_limit: Duration,
+}
+
+/// Runs every iteration's phases as task `rank`, meeting the other ranks before each, and
+/// hands each line to `emit`. A task error is emitted and returned: the rank exits non-zero
+/// and mpirun ends the job.
+pub fn run_rank(job: &RankJob, emit: &(dyn Fn(&RankLine) + Sync)) -> Result<(), String> {
+    std::fs::create_dir_all(&job.dir).map_err(|e| format!("creating {}: {e}", job.dir.display()))?;
+    let barrier =
+        Barrier { dir: barrier_dir(&job.dir), rank: job.rank, size: job.size, limit: job.barrier_limit };
+    let iterations = match &job.workload {
+        Workload::Ior(p) => p.iterations,
+        Workload::Mdtest(p) => p.iterations,
+    };
+    let request = |iteration, phase| PhaseRequest {
+        engine: engine::Engine::Builtin,
+        workload: job.workload.clone(),
+        dir: job.dir.clone(),
+        first_task: job.rank,
+        tasks: 1,
+        total_tasks: job.size,
+        tasks_per_client: job.tasks_per_node,
+        iteration,
+        phase,
+    };
+    for iteration in 0..iterations {
+        for (phase, label) in engine::iteration_phases(&job.workload) {
+            barrier.wait(&format!("{iteration}-{}", label.replace(' ', "-")))?;
+            if job.rank == 0 {
+                emit(&RankLine::Started {
+                    iteration,
+                    phase: label.to_owned(),
+                    at_unix_ns: unix_ns(SystemTime::now()),
+                });
+            }
+            let results = with_progress(job.rank, emit, |progress| {
+                engine::run_phase(&request(iteration, phase), progress)
+            })?;
+            for r in results {
+                let error = r.error.clone();
+                emit(&RankLine::Phase {
+                    rank: r.task,
+                    iteration,
+                    phase: label.to_owned(),
+                    start_unix_ns: unix_ns(r.start),
+                    end_unix_ns: unix_ns(r.end),
+                    bytes: r.bytes,
+                    ops: r.ops,
+                    error: error.clone(),
+                });
+                if let Some(error) = error {
+                    return Err(error);
+                }
+            }
+        }
+        if matches!(job.workload, Workload::Ior(_)) {
+            // Nobody removes a file another rank may still read back (-C).
+            barrier.wait(&format!("{iteration}-cleanup"))?;
+            engine::run_phase(&request(iteration, Phase::IorCleanup), &Progress::default())?;
+        }
+    }
+    Ok(())
+}
+
+/// Where the ranks of a run in `dir` meet. Removed by whoever started them once mpirun has
+/// exited: no rank can know that every other has stopped looking at it.
+pub fn barrier_dir(dir: &Path) -> PathBuf {
+    dir.join(".pvfs-barrier")
+}
+
+/// Runs `phase` while a thread emits this rank's progress once a second.
+fn with_progress<T>(rank: u32, emit: &(dyn Fn(&RankLine) + Sync), phase: impl FnOnce(&Progress) -> T) -> T {
+    let progress = Progress::default();
+    let done = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut last = Instant::now();
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(50));
+                if last.elapsed() >= Duration::from_secs(1) {
+                    last = Instant::now();
+                    emit(&RankLine::Progress {
+                        rank,
+                        bytes: progress.bytes.load(Ordering::Relaxed),
+                        ops: progress.ops.load(Ordering::Relaxed),
+                    });
+                }
+            }
+        });
+        let out = phase(&progress);
+        done.store(true, Ordering::Relaxed);
+        out
+    })
+}
+
+fn unix_ns(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64
+}
+
+/// The arguments after the program for `pvfs-agent engine` as one MPI rank.
+pub fn engine_args(workload: &Workload, dir: &Path, tasks_per_node: u32) -> Vec<String> {
+    let tool = match workload {
+        Workload::Ior(_) => "throughput",
+        Workload::Mdtest(_) => "metadata",
+    };
+    let mut args = vec![
+        "engine".to_owned(),
+        "--mpi".to_owned(),
+        "--dir".to_owned(),
+        dir.display().to_string(),
+        "--tasks-per-node".to_owned(),
+        tasks_per_node.to_string(),
+        "--preset".to_owned(),
+        tool.to_owned(),
+    ];
+    for (key, value) in workload.settings() {
+        args.push("--set".to_owned());
+        args.push(format!("{key}={value}"));
+    }
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::Preset;
+    use std::sync::Mutex;
+
+    fn clients(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter().map(|(n, h)| ((*n).to_owned(), (*h).to_owned())).collect()
+    }
+
+    #[test]
+    fn hostfile_merges_repeated_hosts_and_maps_ranks_by_slot() {
+        let h = Hostfile::new(&clients(&[("a", "10.0.0.1"), ("b", "10.0.0.2"), ("c", "10.0.0.1")]), 2);
+        assert_eq!(h.text, "10.0.0.1 slots=4\n10.0.0.2 slots=2\n");
+        assert_eq!(h.owners, ["a", "a", "c", "c", "b", "b"]);
+    }
+
+    #[test]
+    fn rank_lines_round_trip_and_other_output_is_not_ours() {
+        let line = RankLine::Phase {
+            rank: 3,
+            iteration: 1,
+            phase: "File creation".into(),
+            start_unix_ns: 1_000_000_000,
+            end_unix_ns: 3_000_000_000,
+            bytes: 0,
+            ops: 40,
+            error: None,
+        };
+        let text = serde_json::to_string(&line).unwrap();
+        assert_eq!(RankLine::parse(&text), Some(line.clone()));
+        let task = line.task_result().unwrap();
+        assert_eq!(task.end.duration_since(task.start).unwrap(), Duration::from_secs(2));
+        assert_eq!(RankLine::parse("[vm:01234] mca: base: component_find"), None);
+        assert_eq!(RankLine::parse("{\"tests\": []}"), None);
+    }
+
+    #[test]
+    fn engine_args_carry_every_parameter_back_exactly() {
+        let mut w = Preset::Iops.workload();
+        // Valid only as a whole: setting transfer=3k alone fails against the preset's block.
+        w.set_all([("t", "3k"), ("b", "9k"), ("B", "false"), ("i", "2")]).unwrap();
+        let args = engine_args(&w, Path::new("/mnt/x"), 2);
+        let mut back = Preset::Throughput.workload();
+        let pairs: Vec<(&str, &str)> = args
+            .iter()
+            .skip_while(|a| *a != "--set")
+            .filter(|a| *a != "--set")
+            .map(|a| a.split_once('=').unwrap())
+            .collect();
+        back.set_all(pairs).unwrap();
+        assert_eq!(back, w);
+    }
+
+    /// Three ranks as threads in one directory: the barrier holds each phase until all arrive,
+    /// -C reads what another rank wrote, the files go after each iteration, and the results
+    /// add up to every rank's share.
+    #[test]
+    fn ranks_meet_at_barriers_and_report_every_phase() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = Preset::Throughput.workload();
+        w.set_all([("t", "64k"), ("b", "256k"), ("B", "false"), ("i", "2")]).unwrap();
+        let lines = Mutex::new(Vec::new());
+        let emit = |l: &RankLine| lines.lock().unwrap().push(l.clone());
+        std::thread::scope(|scope| {
+            for rank in 0..3 {
+                let job = RankJob {
+                    workload: w.clone(),
+                    dir: dir.path().join("run"),
+                    rank,
+                    size: 3,
+                    tasks_per_node: 1,
+                    barrier_limit: Duration::from_secs(60),
+                };
+                let emit = &emit;
+                scope.spawn(move || run_rank(&job, emit).unwrap());
+            }
+        });
+        std::fs::remove_dir_all(barrier_dir(&dir.path().join("run"))).unwrap();
+        let lines = lines.into_inner().unwrap();
+        let phases: Vec<_> = lines.iter().filter_map(RankLine::task_result).collect();
+        assert_eq!(phases.len(), 3 * 2 * 2, "3 ranks x 2 iterations x (write, read)");
+        assert!(phases.iter().all(|t| t.bytes == 256 << 10 && t.ops == 4 && t.error.is_none()));
+        let started: Vec<_> = lines
+            .iter()
+            .filter_map(|l| match l {
+                RankLine::Started { iteration, phase, .. } => Some(format!("{iteration} {phase}")),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(started, ["0 write", "0 read", "1 write", "1 read"]);
+        // Every rank's read of an iteration starts after every rank's write of it ended.
+        for iteration in 0..2 {
+            let of = |label: &str| -> Vec<TaskResult> {
+                lines
+                    .iter()
+                    .filter(|l| matches!(l, RankLine::Phase { iteration: i, phase, .. } if *i == iteration && phase == label))
+                    .filter_map(RankLine::task_result)
+                    .collect()
+            };
+            let last_write = of("write").iter().map(|t| t.end).max().unwrap();
+            let first_read = of("read").iter().map(|t| t.start).min().unwrap();
+            assert!(
+                first_read >= last_write,
+                "iteration {iteration}: a read began before the last write ended"
+            );
+        }
+        let left: Vec<_> =
+            std::fs::read_dir(dir.path().join("run")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(left.is_empty(), "test files and barriers removed, found {left:?}");
+    }
+
+    #[test]
+    fn a_missing_rank_times_out_naming_the_barrier() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = Barrier { dir: dir.path().to_owned(), rank: 0, size: 2, limit: Duration::from_millis(100) };
+        let err = b.wait("0-write").unwrap_err();
+        assert!(err.contains("only 1 of 2 ranks reached") && err.contains("0-write"), "{err}");
+    }
+}
