@@ -16,7 +16,9 @@
 //!    two bricks in the volume, one peer;
 //! 7. `pvfsctl bench` with the built-in engine runs on the FUSE client and keeps every node's
 //!    metrics, `pvfsctl report` finds real network traffic, and a client cut off the network
-//!    mid-run ends the run with an error naming it, partial results kept.
+//!    mid-run ends the run with an error naming it, partial results kept;
+//! 8. the mpi launcher: mpirun (Debian's Open MPI) started by the client's agent runs the
+//!    built-in engine as MPI ranks; `--engine ior` fails naming the client, as IOR is absent.
 
 use crate::docker::{LABEL, docker};
 use crate::util::{capture, read, root, step};
@@ -391,6 +393,7 @@ fn bench(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyhow::Result<(
         "report without network figures:\n{md}"
     );
     ensure!(report.join("scale-out.png").exists(), "no PNG chart in {}", report.display());
+    mpi(&bench_cmd)?;
 
     // A client cut off the network mid-run: the run ends naming it, and keeps what it has.
     let mut child = bench_cmd(&["--set", "t=1m", "--set", "b=64m", "--set", "i=50"])
@@ -422,6 +425,50 @@ fn bench(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyhow::Result<(
     ensure!(kept["phases"].as_array().is_some_and(|p| !p.is_empty()), "no phases kept: {kept}");
     ensure!(dir.join("metrics/gfs1.jsonl").exists(), "metrics not kept");
     eprintln!("xtask e2e: client1 cut off mid-run: the run ended after {:.0}s: {error}", took.as_secs_f64());
+    Ok(())
+}
+
+/// The mpi launcher on the FUSE client: the agent runs Debian's Open MPI `mpirun`, the
+/// built-in engine's ranks meet at barriers on the gluster mount; and `--engine ior`, with no
+/// IOR in the image (nor in Debian), fails naming the client and what to install.
+fn mpi(bench_cmd: &dyn Fn(&[&str]) -> Command) -> anyhow::Result<()> {
+    let args = ["--launcher", "mpi", "--procs", "2", "--set", "t=1m", "--set", "b=16m", "--set", "i=2"];
+    let out = capture(&mut bench_cmd(&args))?;
+    let events = json_lines(&out.stdout)?;
+    ensure!(
+        out.status.success(),
+        "bench --launcher mpi failed: {}\n{events:?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let launched = events.iter().find(|e| e["event"] == "launched").context("no launched event")?;
+    let command = launched["command"].as_str().unwrap_or_default();
+    ensure!(
+        launched["node"] == "client1"
+            && command.starts_with("mpirun --hostfile ")
+            && command.contains(" -np 2 "),
+        "launched: {launched}"
+    );
+    let done: Vec<&Value> = events.iter().filter(|e| e["event"] == "phase_done").collect();
+    ensure!(done.len() == 4 && done.iter().all(|e| e["bytes"] == 32 << 20), "mpi phases: {done:?}");
+    let summary = events.last().context("no summary")?;
+    let write = summary["ior"].as_array().and_then(|r| r.first()).cloned().unwrap_or_default();
+    ensure!(write["operation"] == "write" && write["tasks"] == 2, "mpi write row: {write}");
+    eprintln!(
+        "xtask e2e: mpirun on client1 ({}): write {:.1} MiB/s over 2 ranks",
+        launched["hostfile"].as_str().unwrap_or_default().trim(),
+        write["bw_mean_mib"].as_f64().unwrap_or(0.0)
+    );
+
+    let out = capture(&mut bench_cmd(&["--launcher", "mpi", "--engine", "ior"]))?;
+    let events = json_lines(&out.stdout)?;
+    let error = events.last().and_then(|s| s["error"].as_str()).unwrap_or_default().to_owned();
+    ensure!(
+        out.status.code() == Some(1)
+            && error.contains("client client1")
+            && error.contains("ior is not installed"),
+        "engine ior without IOR: {:?}, {error}",
+        out.status
+    );
     Ok(())
 }
 

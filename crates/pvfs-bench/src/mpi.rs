@@ -179,7 +179,7 @@ impl Barrier {
                 ));
             }
             std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(20));
+            pause = (pause * 2).min(Duration::from_millis(10));
         }
     }
 }

@@ -54,7 +54,7 @@ lnet = "tcp"
 
 [bench]
 mount = "/mnt/lustre/bench"
-launcher = "agents"
+launcher = "mpi"
 engine = "ior"
 "#,
         expect![[r#"
@@ -134,6 +134,23 @@ fn a_missing_kind_section_and_unknown_kind_are_named() {
         expect![[r#"
             /etc/pvfs/cluster.toml:2:8: the cluster has no nodes: add a [[node]] table with name, address and roles for each
             /etc/pvfs/cluster.toml:3:8: unknown kind "lustr": expected one of lustre, glusterfs, beegfs, local; did you mean "lustre"?
+        "#]],
+    );
+}
+
+#[test]
+fn engines_only_run_under_launchers_that_can_start_them() {
+    let local = "[cluster]\nname = \"x\"\nkind = \"local\"\n[local]\nmount = \"/m\"\n[[node]]\nname = \"a\"\naddress = \"10.0.0.1\"\nroles = [\"client\"]\n";
+    check(
+        &format!("{local}[bench]\nengine = \"ior\"\n"),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:11:10: engine "ior" needs launcher = "mpi" (IOR is an MPI program); with the agents launcher use engine "builtin" or "fio"
+        "#]],
+    );
+    check(
+        &format!("{local}[bench]\nlauncher = \"mpi\"\nengine = \"fio\"\n"),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:12:10: engine "fio" is not an MPI program: use it with launcher = "agents"
         "#]],
     );
 }

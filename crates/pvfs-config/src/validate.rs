@@ -660,6 +660,23 @@ impl Validator<'_> {
         let engine = one_of(&b.engine, "engine", &["ior", "builtin", "fio"]);
         let presets: Vec<&str> = pvfs_bench::params::Preset::ALL.iter().map(|p| p.as_str()).collect();
         let preset = one_of(&b.preset, "preset", &presets);
+        // IOR's tasks meet through MPI, so only mpirun can start them; fio is no MPI program.
+        let pair = (engine.as_deref(), launcher.as_deref().unwrap_or("agents"));
+        if let (Some(at), Some(why)) = (
+            &b.engine,
+            match pair {
+                (Some("ior"), "agents") => Some(
+                    "engine \"ior\" needs launcher = \"mpi\" (IOR is an MPI program); with the agents launcher use \
+                     engine \"builtin\" or \"fio\"",
+                ),
+                (Some("fio"), "mpi") => {
+                    Some("engine \"fio\" is not an MPI program: use it with launcher = \"agents\"")
+                }
+                _ => None,
+            },
+        ) {
+            self.error(at, why.to_owned());
+        }
         let mut params = Vec::new();
         if let Some(given) = &b.params {
             // Checked against the preset they modify, so a mistake shows here, with its line.
