@@ -166,9 +166,13 @@ impl pb::agent_server::Agent for AgentService {
                             bytes: progress.bytes.load(Relaxed),
                             ops: progress.ops.load(Relaxed),
                         });
-                        // A reader that went away does not stop the tasks (threads cannot be
-                        // interrupted mid-write); they finish and the result is dropped.
                         let _ = tx.try_send(Ok(pb::BenchEvent { event: Some(event) }));
+                        // The coordinator went away: the built-in engine's tasks stop at their
+                        // next transfer (a write under way finishes; threads cannot be
+                        // interrupted mid-call). fio runs to its end.
+                        if tx.is_closed() {
+                            progress.cancelled.store(true, Relaxed);
+                        }
                     }
                 }
             };

@@ -59,11 +59,25 @@ fn each_task(tasks: std::ops::Range<u32>, run: impl Fn(u32) -> TaskResult + Sync
     })
 }
 
-/// Live counters a phase updates as it goes, read once a second for `--watch`.
+/// Live counters a phase updates as it goes, read once a second for `--watch`, and the flag
+/// that stops it early.
 #[derive(Debug, Default)]
 pub struct Progress {
     pub bytes: AtomicU64,
     pub ops: AtomicU64,
+    /// Set when nobody waits for the phase any more (the coordinator went away): every task
+    /// stops at its next transfer or item instead of loading the file system for nothing.
+    pub cancelled: std::sync::atomic::AtomicBool,
+}
+
+impl Progress {
+    /// An error once the phase is cancelled; tasks check it before each transfer or item.
+    pub fn check(&self) -> Result<(), String> {
+        if self.cancelled.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err("stopped: nobody is waiting for this phase any more".into());
+        }
+        Ok(())
+    }
 }
 
 /// Aggregate of a phase over every task of every client: IOR's "bw" and "IOPS" with barriers.

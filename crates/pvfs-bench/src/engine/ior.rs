@@ -153,6 +153,7 @@ fn transfer_all(
 ) -> Result<(), String> {
     let file = open(path, phase, p)?;
     for &offset in offsets {
+        progress.check()?;
         let moved = match phase {
             IorPhase::Write => file.write_all_at(buffer.bytes(), offset).map(|()| buffer.len),
             IorPhase::Read => file.read_exact_at(buffer.bytes_mut(), offset).map(|()| buffer.len),

@@ -153,6 +153,7 @@ fn run_task(job: &MdtestJob, phase: MdtestPhase, task: u32, progress: &Progress)
             _ => {
                 for dir in job.item_dirs(&root) {
                     for n in 0..job.params.items {
+                        progress.check()?;
                         let file = dir.join(format!("file.mdtest.{task}.{n}"));
                         let sub = dir.join(format!("dir.mdtest.{task}.{n}"));
                         match phase {

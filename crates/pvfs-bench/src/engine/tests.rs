@@ -165,3 +165,48 @@ fn mdtest_phases_create_stat_read_and_remove_a_tree() {
     let files = run_mdtest_phase(&leaf, MdtestPhase::FileCreate, &Progress::default());
     assert_eq!(files.iter().map(|r| r.ops).sum::<u64>(), 2 * 4 * 3, "items only in the 4 leaves");
 }
+
+/// A phase nobody waits for stops: cancelled midway (from another thread, as the agent does
+/// when the coordinator's stream closes), each task ends at its next transfer with an error
+/// saying why, having moved less than its share.
+#[test]
+fn a_cancelled_phase_stops_at_the_next_transfer() {
+    let dir = scratch();
+    let mut params = ior(true);
+    (params.transfer, params.block, params.segments, params.fsync) = (4 << 10, 64 << 20, 1, false);
+    let job = job(dir.path(), params, 2);
+    let progress = Progress::default();
+    let results = std::thread::scope(|scope| {
+        let run = scope.spawn(|| run_ior_phase(&job, IorPhase::Write, &progress));
+        while progress.ops.load(std::sync::atomic::Ordering::Relaxed) < 10 {
+            std::thread::yield_now();
+        }
+        progress.cancelled.store(true, std::sync::atomic::Ordering::Relaxed);
+        run.join().unwrap()
+    });
+    for r in &results {
+        assert!(r.error.as_deref().is_some_and(|e| e.contains("nobody is waiting")), "{r:?}");
+        assert!(r.bytes < 64 << 20, "task {} moved its whole block: {r:?}", r.task);
+    }
+    remove_files(&job).unwrap();
+    let md = MdtestJob {
+        params: MdtestParams {
+            create: true,
+            stat: false,
+            read: false,
+            remove: false,
+            iterations: 1,
+            items: 5,
+            depth: 0,
+            branch: 1,
+            leaf_only: false,
+            unique_dir: false,
+            files_only: true,
+        },
+        dir: dir.path().to_owned(),
+        tasks: 0..1,
+        iteration: 0,
+    };
+    let stopped = run_mdtest_phase(&md, MdtestPhase::FileCreate, &progress);
+    assert!(stopped[0].error.is_some() && stopped[0].ops == 0, "{stopped:?}");
+}
