@@ -323,7 +323,7 @@ pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
             _ = redraw.tick() => {
                 if let Some((terminal, watch)) = &mut screen {
                     terminal.draw(|frame| super::watch::draw(frame, watch))?;
-                    if quit_pressed() {
+                    if keys(watch) {
                         ratatui::restore();
                         screen = None;
                         output::note("left the live view; the run goes on");
@@ -473,8 +473,9 @@ fn phase_line(record: &pvfs_coord::bench::PhaseRecord) -> String {
     )
 }
 
-/// Whether `q`, Esc or Ctrl-C was pressed (never blocks).
-fn quit_pressed() -> bool {
+/// Handles the keys pressed since the last call (never blocks): `s` and `r` sort the node
+/// table as in `top`; true when `q`, Esc or Ctrl-C asks to leave the view.
+fn keys(watch: &mut Watch) -> bool {
     use ratatui::crossterm::event::{self as term_event, KeyCode, KeyEventKind, KeyModifiers};
     while term_event::poll(Duration::ZERO).unwrap_or(false) {
         let Ok(term_event::Event::Key(key)) = term_event::read() else { continue };
@@ -484,6 +485,8 @@ fn quit_pressed() -> bool {
         match key.code {
             KeyCode::Char('q') | KeyCode::Esc => return true,
             KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => return true,
+            KeyCode::Char('s') => watch.nodes.sort = watch.nodes.sort.next(),
+            KeyCode::Char('r') => watch.nodes.reverse = !watch.nodes.reverse,
             _ => {}
         }
     }
