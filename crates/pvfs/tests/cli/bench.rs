@@ -381,7 +381,6 @@ fn stand_in_ior(dir: &TestDir, output: &str, code: i32) -> std::path::PathBuf {
     );
     let path = bin.join("ior");
     std::fs::write(&path, script).unwrap();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut std::fs::metadata(&path).unwrap().permissions(), 0o755);
     std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     bin
 }
