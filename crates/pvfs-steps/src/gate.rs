@@ -59,6 +59,11 @@ pub(crate) enum GateState {
 }
 
 impl Gate {
+    /// The longest an agent waits for a gate. The planner's deadlines are minutes; a caller
+    /// asking for more is refused where steps are decoded, so one call cannot keep a node busy
+    /// (and its Apply lock held) for longer.
+    pub const MAX_DEADLINE: Duration = Duration::from_secs(3600);
+
     /// Probes once.
     pub(crate) async fn probe<R: Runner>(&self, host: &Host<R>) -> Result<GateState, StepError> {
         use GateState::{NotReady, Ready};
