@@ -239,9 +239,19 @@ pub async fn run_unit<R: Runner>(
             continue;
         }
         if !keep_going() {
-            let reason = "the coordinator went away before this step started".to_owned();
-            emit(Event::Done { index, outcome: Outcome::Skipped { reason }, duration: Duration::ZERO });
-            summary.skipped += 1;
+            // A failure, not a skip: the unit is unfinished, and a coordinator still listening
+            // (the agent is stopping) must not count it as done and go on to its dependents.
+            let failure = Failure {
+                message: "not started: the agent is stopping, or the coordinator went away; \
+                          run `up` again to carry on from here"
+                    .to_owned(),
+                command: None,
+                code: None,
+                stderr_tail: String::new(),
+            };
+            emit(Event::Done { index, outcome: Outcome::Failed(failure), duration: Duration::ZERO });
+            summary.failed += 1;
+            failed_at = Some(i);
             continue;
         }
         emit(Event::Started { index });
