@@ -166,3 +166,25 @@ fn simulate(args: crate::cli::SimulateArgs) -> anyhow::Result<u8> {
         anyhow::Ok(exit::OK)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::DRAIN_DEADLINE;
+    use std::time::Duration;
+
+    /// systemd must not SIGKILL the agent while it is still within its own drain deadline
+    /// (and leaves it some time to exit after it).
+    #[test]
+    fn the_drain_deadline_fits_in_the_units_stop_timeout() {
+        let unit = include_str!("../../../../config/pvfs-agent.service");
+        let setting = |key: &str| {
+            unit.lines()
+                .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+                .unwrap_or_else(|| panic!("{key}"))
+        };
+        let stop = Duration::from_secs(setting("TimeoutStopSec").parse().unwrap());
+        assert!(DRAIN_DEADLINE + Duration::from_secs(10) <= stop, "{DRAIN_DEADLINE:?} vs {stop:?}");
+        // And only the agent is stopped: what it started (FUSE clients, mkfs) is left running.
+        assert_eq!(setting("KillMode"), "process");
+    }
+}
