@@ -215,8 +215,9 @@ pub fn revoke_named(dir: &Path, what: &str) -> Result<Revocation, TlsError> {
 /// read: an edit in place and a replacement by rename are both seen on the next request, with
 /// no timer and no restart. File times move in clock ticks, so two edits within one tick can
 /// look alike; as git does for its index, a file changed within a second of being read is
-/// read again on every call until it is older than that. A list that cannot be read is an error for every caller until it
-/// is fixed: the agent then refuses requests rather than forget a revocation.
+/// read again on every call until it is older than that. A list that cannot be read is an
+/// error for every caller until it is fixed: the agent then refuses requests rather than
+/// forget a revocation.
 #[derive(Debug, Clone)]
 pub struct RevokedWatch {
     path: PathBuf,
