@@ -10,6 +10,9 @@ pub fn run(no_e2e: bool) -> anyhow::Result<()> {
         ("systemd-analyze", "systemd"),
         ("unshare", "util-linux"),
         ("blkid", "util-linux"),
+        // The agent's stop-mid-mkfs tests format a real loop device.
+        ("losetup", "mount"),
+        ("mkfs.ext4", "e2fsprogs"),
         ("iostat", "sysstat"),
         ("fio", "fio"),
         // The mpi launcher's tests run real mpirun.

@@ -9,6 +9,7 @@
 //! (`pvfs-hostile-*`) and cleaned up even when an assertion fails.
 
 mod harness;
+mod lifecycle;
 
 use harness::{Agent, Pki};
 
