@@ -61,6 +61,8 @@ pub struct AgentService {
     converging: Arc<tokio::sync::Mutex<()>>,
     /// Held while a benchmark phase runs: two runs on one client would measure each other.
     benching: Arc<tokio::sync::Mutex<()>>,
+    /// What `Apply` may do on this node.
+    policy: Arc<pvfs_steps::Policy>,
 }
 
 impl AgentService {
@@ -73,7 +75,13 @@ impl AgentService {
             shutdown,
             converging: Arc::new(tokio::sync::Mutex::new(())),
             benching: Arc::new(tokio::sync::Mutex::new(())),
+            policy: Arc::new(pvfs_steps::Policy::default()),
         }
+    }
+
+    /// The same service under `policy` instead of the built-in one.
+    pub fn with_policy(self, policy: pvfs_steps::Policy) -> AgentService {
+        AgentService { policy: Arc::new(policy), ..self }
     }
 }
 
@@ -194,6 +202,13 @@ impl pb::agent_server::Agent for AgentService {
         let pb::ApplyRequest { steps, dry_run, after_changes, label } = request.into_inner();
         let steps = pvfs_proto::convert::steps_from_wire(steps)
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        // The policy, before anything runs (dry runs too): a refused unit changes nothing, and
+        // the refusal names the step, the rule and what to do. `run_unit` checks again.
+        self.policy.check_unit_on(&steps, &self.root).map_err(|refused| {
+            tracing::warn!(unit = %label, step = refused.index, rule = refused.error.rule, value = %refused.error.value,
+                "unit refused by the agent's policy");
+            Status::permission_denied(format!("the agent's policy refuses this unit: {refused}"))
+        })?;
         let guard = self.converging.clone().try_lock_owned().map_err(|_| {
             Status::aborted("another `pvfsctl up` is converging this node right now; wait for it to finish, then run again")
         })?;
@@ -202,6 +217,7 @@ impl pb::agent_server::Agent for AgentService {
         let (tx, rx) = mpsc::unbounded_channel();
         let host = pvfs_steps::Host::new(self.root.clone(), SystemRunner);
         let name = self.name.clone();
+        let policy = self.policy.clone();
         // Its own task, not the request's: if the coordinator goes away, the step under way
         // finishes (a half-made file system is worse than a finished one) and no other starts.
         tokio::spawn(async move {
@@ -211,6 +227,7 @@ impl pb::agent_server::Agent for AgentService {
             let summary = pvfs_steps::run_unit(
                 &steps,
                 &host,
+                &policy,
                 dry_run,
                 after_changes,
                 |event| {

@@ -66,6 +66,8 @@ async fn start_agent(pki: &Pki, name: &str, ip: &str) -> RunningAgent {
         root: Root::system(),
         history: Duration::from_secs(60),
         gmond: None,
+        policy: pvfs_steps::Policy::default(),
+        policy_file: None,
     };
     let prepared = pvfs_agent::prepare(settings).unwrap();
     let listener = pvfs_agent::bind(prepared.settings().listen).await.unwrap();
@@ -223,6 +225,8 @@ async fn insecure_is_refused_off_loopback_on_both_sides() {
         root: Root::system(),
         history: Duration::from_secs(60),
         gmond: None,
+        policy: pvfs_steps::Policy::default(),
+        policy_file: None,
     };
     let err = pvfs_agent::prepare(settings.clone()).unwrap_err();
     assert!(err.to_string().contains("refusing --insecure on 0.0.0.0:7070"), "{err}");
@@ -249,6 +253,8 @@ async fn a_second_agent_on_the_same_state_dir_is_refused() {
         root: Root::system(),
         history: Duration::from_secs(60),
         gmond: None,
+        policy: pvfs_steps::Policy::default(),
+        policy_file: None,
     };
     let prepared = pvfs_agent::prepare(settings).unwrap();
     let listener = pvfs_agent::bind(prepared.settings().listen).await.unwrap();
