@@ -9,6 +9,7 @@
 //! (`pvfs-hostile-*`) and cleaned up even when an assertion fails.
 
 mod harness;
+mod policy;
 
 use harness::{Agent, Pki};
 
