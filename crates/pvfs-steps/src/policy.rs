@@ -1543,8 +1543,13 @@ fn no_symlink(root: &Root, path: &str) -> Result<(), PolicyError> {
                 ));
             }
             Ok(_) => {}
-            // What does not exist yet cannot be a link; the step creates it.
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            // What does not exist yet cannot be a link; the step creates it. A file where a
+            // directory should be is no link either: the step itself reports that.
+            Err(err)
+                if matches!(err.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) =>
+            {
+                return Ok(());
+            }
             Err(err) => {
                 return Err(PolicyError::new(
                     "symlink",

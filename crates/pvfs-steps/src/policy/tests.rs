@@ -562,6 +562,9 @@ fn symbolic_links_on_the_way_are_refused() {
     assert_eq!(err.rule, "symlink");
     assert!(err.problem.contains("/data/link is a symbolic link (to /etc/cron.d)"), "{err}");
     assert_eq!(policy.check_step_on(&file("/data/real/new/x", "", 0o644), &root, &[]), Ok(()));
+    // A file where a directory should be is not a link; the step reports it itself.
+    std::fs::write(dir.path().join("data/real/plain"), "").unwrap();
+    assert_eq!(policy.check_step_on(&file("/data/real/plain/x", "", 0o644), &root, &[]), Ok(()));
     // The backstop checks actions too.
     let action = Action::Write { path: "/data/link/job".into(), contents: String::new(), mode: 0o644 };
     assert_eq!(policy.check_action_on("file", &action, &root).unwrap_err().rule, "symlink");
