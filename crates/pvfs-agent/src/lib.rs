@@ -17,6 +17,7 @@ mod gmond;
 mod history;
 mod launch;
 mod notify;
+pub mod policy;
 mod service;
 pub mod simulate;
 mod state;
@@ -57,6 +58,10 @@ pub struct Settings {
     pub history: Duration,
     /// The Ganglia drop-in, when asked for: a gmond XML dump on this address.
     pub gmond: Option<GmondSettings>,
+    /// What steps this agent carries out (`Policy::default()`, or a site's policy file).
+    pub policy: pvfs_steps::Policy,
+    /// The policy file it came from, if any (for `--check-config`).
+    pub policy_file: Option<PathBuf>,
 }
 
 /// `--gmond-xml ADDR --gmond-cluster NAME`.
@@ -201,7 +206,8 @@ pub async fn serve(
         }
         None => None,
     };
-    let agent = AgentService::new(settings.name.clone(), settings.root.clone(), history, shutdown.clone());
+    let agent = AgentService::new(settings.name.clone(), settings.root.clone(), history, shutdown.clone())
+        .with_policy(settings.policy.clone());
     let units = agent.units();
     health.set_serving::<pvfs_proto::pb::agent_server::AgentServer<AgentService>>().await;
 

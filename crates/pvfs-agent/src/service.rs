@@ -64,6 +64,8 @@ pub struct AgentService {
     units: TaskTracker,
     /// Held while a benchmark phase runs: two runs on one client would measure each other.
     benching: Arc<tokio::sync::Mutex<()>>,
+    /// What `Apply` may do on this node.
+    policy: Arc<pvfs_steps::Policy>,
 }
 
 impl AgentService {
@@ -77,12 +79,18 @@ impl AgentService {
             converging: Arc::new(tokio::sync::Mutex::new(())),
             benching: Arc::new(tokio::sync::Mutex::new(())),
             units: TaskTracker::new(),
+            policy: Arc::new(pvfs_steps::Policy::default()),
         }
     }
 
     /// The tasks of the units being converged (the agent waits for them when it stops).
     pub(crate) fn units(&self) -> TaskTracker {
         self.units.clone()
+    }
+
+    /// The same service under `policy` instead of the built-in one.
+    pub fn with_policy(self, policy: pvfs_steps::Policy) -> AgentService {
+        AgentService { policy: Arc::new(policy), ..self }
     }
 }
 
@@ -207,6 +215,13 @@ impl pb::agent_server::Agent for AgentService {
         if self.shutdown.is_cancelled() {
             return Err(Status::unavailable("this agent is stopping; run again once it is back"));
         }
+        // The policy, before anything runs (dry runs too): a refused unit changes nothing, and
+        // the refusal names the step, the rule and what to do. `run_unit` checks again.
+        self.policy.check_unit_on(&steps, &self.root).map_err(|refused| {
+            tracing::warn!(unit = %label, step = refused.index, rule = refused.error.rule, value = %refused.error.value,
+                "unit refused by the agent's policy");
+            Status::permission_denied(format!("the agent's policy refuses this unit: {refused}"))
+        })?;
         let guard = self.converging.clone().try_lock_owned().map_err(|_| {
             Status::aborted("another `pvfsctl up` is converging this node right now; wait for it to finish, then run again")
         })?;
@@ -216,6 +231,7 @@ impl pb::agent_server::Agent for AgentService {
         let host = pvfs_steps::Host::new(self.root.clone(), SystemRunner);
         let name = self.name.clone();
         let stopping = self.shutdown.clone();
+        let policy = self.policy.clone();
         // Its own task, not the request's: if the coordinator goes away, the step under way
         // finishes (a half-made file system is worse than a finished one) and no other starts;
         // likewise when the agent is stopping, which waits for this task (tracked).
@@ -226,6 +242,7 @@ impl pb::agent_server::Agent for AgentService {
             let summary = pvfs_steps::run_unit(
                 &steps,
                 &host,
+                &policy,
                 dry_run,
                 after_changes,
                 |event| {

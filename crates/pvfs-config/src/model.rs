@@ -388,6 +388,11 @@ pub struct Repo {
     pub baseurl: String,
     /// Empty: every node.
     pub roles: Vec<Role>,
+    pub gpgkey: Option<String>,
+    /// Signatures checked (the default); `false` only where the file says `gpgcheck = false`.
+    pub gpgcheck: bool,
+    /// The file allows plain http for this repository.
+    pub allow_http: bool,
 }
 
 /// `[bench]` defaults; each is `None` when the file leaves it to the command's default.

@@ -275,6 +275,15 @@ pub struct RepoSpec {
     /// Only on nodes with one of these roles (default: every node).
     #[serde(default)]
     pub roles: Vec<Spanned<String>>,
+    /// The URL of the key the packages are signed with (yum's `gpgkey`); leave it out when a
+    /// release package already imported the key.
+    pub gpgkey: Option<Spanned<String>>,
+    /// Check the packages' signatures (default: true). `false` is for repositories whose
+    /// publisher does not sign them (Whamcloud's Lustre RPMs); plans show it as a warning.
+    pub gpgcheck: Option<Spanned<bool>>,
+    /// Allow plain `http://` URLs (default: false): anyone on the path can swap the packages,
+    /// so say so explicitly; plans show it as a warning.
+    pub allow_http: Option<Spanned<bool>>,
 }
 
 /// `[bench]`

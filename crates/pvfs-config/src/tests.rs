@@ -306,10 +306,63 @@ fn every_example_in_config_is_valid() {
     let mut seen = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "toml") {
+        // policy*.toml is the agent's policy file, not a cluster file (pvfs-agent loads it).
+        let policy = path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("policy"));
+        if path.extension().is_some_and(|e| e == "toml") && !policy {
             crate::load(&path).unwrap_or_else(|err| panic!("{err}"));
             seen += 1;
         }
     }
     assert!(seen >= 2, "expected example cluster files in {}", dir.display());
+}
+
+#[test]
+fn repositories_are_https_and_signed_unless_the_file_says_otherwise() {
+    let file = |repos: &str| {
+        format!(
+            "[cluster]\nname = \"l\"\nkind = \"local\"\n\n{repos}\n[[node]]\nname = \"n1\"\naddress = \"127.0.0.1\"\nroles = [\"server\", \"client\"]\n\n[local]\nmount = \"/tmp/l\"\n"
+        )
+    };
+    check(
+        &file(
+            r#"[[repo]]
+name = "lustre"
+baseurl = "http://downloads.whamcloud.com/public/lustre/"
+gpgkey = "http://downloads.whamcloud.com/key"
+
+[[repo]]
+name = "plain"
+baseurl = "https://downloads.whamcloud.com/public/x/\ngpgcheck=0"
+gpgkey = "ftp://x/key"
+"#,
+        ),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:7:11: baseurl "http://downloads.whamcloud.com/public/lustre/" is plain http, which lets anyone on the path swap the packages: use https, or add `allow_http = true` to this [[repo]] if you mean it
+            /etc/pvfs/cluster.toml:8:10: gpgkey "http://downloads.whamcloud.com/key" is plain http, which lets anyone on the path swap the packages: use https, or add `allow_http = true` to this [[repo]] if you mean it
+            /etc/pvfs/cluster.toml:12:11: baseurl "https://downloads.whamcloud.com/public/x/\ngpgcheck=0" holds whitespace; it becomes a line of the .repo file
+            /etc/pvfs/cluster.toml:13:10: gpgkey "ftp://x/key" must be an https:// or file:/// URL
+        "#]],
+    );
+    let path = Path::new("/etc/pvfs/cluster.toml");
+    let cluster = parse(
+        path,
+        &file(
+            "[[repo]]\nname = \"lustre\"\nbaseurl = \"http://downloads.whamcloud.com/public/lustre/\"\nallow_http = true\ngpgcheck = false\n\n[[repo]]\nname = \"signed\"\nbaseurl = \"https://x/\"\ngpgkey = \"file:///etc/pki/rpm-gpg/KEY\"\n",
+        ),
+    )
+    .unwrap();
+    let shown: Vec<String> = cluster
+        .repos
+        .iter()
+        .map(|r| {
+            format!("{} gpgcheck={} allow_http={} gpgkey={:?}", r.name, r.gpgcheck, r.allow_http, r.gpgkey)
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            "lustre gpgcheck=false allow_http=true gpgkey=None",
+            "signed gpgcheck=true allow_http=false gpgkey=Some(\"file:///etc/pki/rpm-gpg/KEY\")"
+        ]
+    );
 }

@@ -622,11 +622,37 @@ impl Validator<'_> {
                 self.error(&r.name, "repository name must be letters, digits, '-', '_' or '.' (it names /etc/yum.repos.d/NAME.repo)");
             }
             let url = r.baseurl.get_ref();
+            let allow_http = r.allow_http.as_ref().is_some_and(|a| *a.get_ref());
             if !["http://", "https://", "file://", "ftp://"].iter().any(|p| url.starts_with(p)) {
                 self.error(
                     &r.baseurl,
                     format!("baseurl {url:?} must be an http(s)://, ftp:// or file:// URL"),
                 );
+            }
+            // The agents refuse these too; saying it here puts the line number on it.
+            for (what, value) in [("baseurl", Some(&r.baseurl)), ("gpgkey", r.gpgkey.as_ref())] {
+                let Some(value) = value else { continue };
+                let v = value.get_ref();
+                if v.starts_with("http://") && !allow_http {
+                    self.error(
+                        value,
+                        format!(
+                            "{what} {v:?} is plain http, which lets anyone on the path swap the packages: use https, \
+                             or add `allow_http = true` to this [[repo]] if you mean it"
+                        ),
+                    );
+                }
+                if v.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                    self.error(
+                        value,
+                        format!("{what} {v:?} holds whitespace; it becomes a line of the .repo file"),
+                    );
+                }
+            }
+            if let Some(key) = &r.gpgkey
+                && !["https://", "http://", "file:///"].iter().any(|p| key.get_ref().starts_with(p))
+            {
+                self.error(key, format!("gpgkey {:?} must be an https:// or file:/// URL", key.get_ref()));
             }
             let mut roles = Vec::new();
             for role in &r.roles {
@@ -637,7 +663,14 @@ impl Validator<'_> {
                     }
                 }
             }
-            repos.push(Repo { name: r.name.get_ref().clone(), baseurl: url.clone(), roles });
+            repos.push(Repo {
+                name: r.name.get_ref().clone(),
+                baseurl: url.clone(),
+                roles,
+                gpgkey: r.gpgkey.as_ref().map(|k| k.get_ref().clone()),
+                gpgcheck: r.gpgcheck.as_ref().is_none_or(|g| *g.get_ref()),
+                allow_http,
+            });
         }
         repos
     }

@@ -264,6 +264,14 @@ async fn run_unit(
     // The connect timeout bounds the call's start; steps themselves have their own limits.
     let mut stream = match conn.agent.apply(request).await {
         Ok(response) => response.into_inner(),
+        // The agent's policy refused the unit before anything ran: its message names the step,
+        // the rule and what to do, which is all the operator needs.
+        Err(status) if status.code() == tonic::Code::PermissionDenied => {
+            return UnitResult::unreachable(
+                unit,
+                format!("{}; nothing ran on {}", status.message(), unit.node),
+            );
+        }
         Err(status) => {
             let err = from_status(&status, &node.address, dialer.timeout());
             return UnitResult::unreachable(unit, format!("the agent refused the steps: {err}"));

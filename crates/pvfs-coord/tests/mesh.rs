@@ -66,6 +66,8 @@ async fn start_agent(pki: &Pki, name: &str, ip: &str) -> RunningAgent {
         root: Root::system(),
         history: Duration::from_secs(60),
         gmond: None,
+        policy: pvfs_steps::Policy::default(),
+        policy_file: None,
     };
     let prepared = pvfs_agent::prepare(settings).unwrap();
     let listener = pvfs_agent::bind(prepared.settings().listen).await.unwrap();
@@ -250,6 +252,8 @@ async fn a_second_agent_on_the_same_state_dir_is_refused() {
         root: Root::system(),
         history: Duration::from_secs(60),
         gmond: None,
+        policy: pvfs_steps::Policy::default(),
+        policy_file: None,
     };
     let prepared = pvfs_agent::prepare(settings).unwrap();
     let listener = pvfs_agent::bind(prepared.settings().listen).await.unwrap();

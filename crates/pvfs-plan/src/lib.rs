@@ -17,7 +17,7 @@ mod lustre;
 mod storage;
 
 use pvfs_config::{Cluster, Kind, Node, Role};
-use pvfs_steps::{Package, PackageManager, Packages, Step};
+use pvfs_steps::{Package, PackageManager, Packages, Repo, Step};
 use std::fmt;
 use std::time::Duration;
 
@@ -154,7 +154,13 @@ pub(crate) fn packages(
         .repos
         .iter()
         .filter(|r| r.roles.is_empty() || r.roles.iter().any(|role| node.has(*role)))
-        .map(|r| (r.name.clone(), r.baseurl.clone()))
+        .map(|r| Repo {
+            name: r.name.clone(),
+            baseurl: r.baseurl.clone(),
+            gpgkey: r.gpgkey.clone(),
+            gpgcheck: r.gpgcheck,
+            allow_http: r.allow_http,
+        })
         .collect();
     Step::Packages(Packages { manager, apt: dedup(apt), rpm: dedup(rpm), repos })
 }

@@ -9,7 +9,7 @@
 use crate::{Plan, plan};
 use expect_test::{Expect, expect};
 use pvfs_host::{Command, CommandError, Output, Root, Runner};
-use pvfs_steps::{Event, Host, Outcome, Step, run_unit};
+use pvfs_steps::{Event, Host, Outcome, Policy, Step, run_unit};
 use std::path::Path;
 
 /// Answers every probe as a bare node would.
@@ -99,6 +99,7 @@ async fn render(plan: &Plan, devices: &[&str], rpm: bool) -> String {
         run_unit(
             &unit.steps,
             &host,
+            &Policy::default(),
             true,
             !unit.after.is_empty(),
             |e| {
@@ -156,9 +157,9 @@ async fn glusterfs_follows_the_seed() {
     check("glusterfs.toml", &devices, true, expect![[r#"
         #0 glusterserver1 brick
           packages (rpm) centos-release-gluster
-            $ yum install -y centos-release-gluster
+            $ yum install -y -- centos-release-gluster
           packages glusterfs-server mdadm lvm2 xfsprogs (rpm: glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs mdadm lvm2 xfsprogs)
-            $ yum install -y glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs mdadm lvm2 xfsprogs
+            $ yum install -y -- glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs mdadm lvm2 xfsprogs
           service glusterd enabled and running
             $ systemctl enable glusterd
             $ systemctl start glusterd
@@ -181,9 +182,9 @@ async fn glusterfs_follows_the_seed() {
             $ mkdir -p -m 755 /rhs/brick1/dist-vol
         #1 glusterserver2 brick
           packages (rpm) centos-release-gluster
-            $ yum install -y centos-release-gluster
+            $ yum install -y -- centos-release-gluster
           packages glusterfs-server mdadm lvm2 xfsprogs (rpm: glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs mdadm lvm2 xfsprogs)
-            $ yum install -y glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs mdadm lvm2 xfsprogs
+            $ yum install -y -- glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs mdadm lvm2 xfsprogs
           service glusterd enabled and running
             $ systemctl enable glusterd
             $ systemctl start glusterd
@@ -216,7 +217,7 @@ async fn glusterfs_follows_the_seed() {
             (waits)
         #3 client00 mount (after #2)
           packages glusterfs-client (rpm: glusterfs-fuse)
-            $ yum install -y glusterfs-fuse
+            $ yum install -y -- glusterfs-fuse
           mount 10.0.0.5:/dist-vol on /mnt/gluster (glusterfs)
             $ mkdir -p -m 755 /mnt/gluster
             $ write /etc/fstab
@@ -225,7 +226,7 @@ async fn glusterfs_follows_the_seed() {
             (waits)
         #4 client01 mount (after #2)
           packages glusterfs-client (rpm: glusterfs-fuse)
-            $ yum install -y glusterfs-fuse
+            $ yum install -y -- glusterfs-fuse
           mount 10.0.0.5:/dist-vol on /mnt/gluster (glusterfs)
             $ mkdir -p -m 755 /mnt/gluster
             $ write /etc/fstab
@@ -248,10 +249,10 @@ async fn lustre_follows_the_seed() {
     let devices: Vec<&str> = devices.iter().map(String::as_str).collect();
     check("lustre.toml", &devices, true, expect![[r#"
         #0 mgsmds00 mgs+mdt
-          packages kernel=3.10.0-514.el7_lustre lustre=2.9.0 kmod-lustre=2.9.0 kmod-lustre-osd-ldiskfs=2.9.0 lustre-osd-ldiskfs-mount=2.9.0 e2fsprogs
+          packages kernel=3.10.0-514.el7_lustre lustre=2.9.0 kmod-lustre=2.9.0 kmod-lustre-osd-ldiskfs=2.9.0 lustre-osd-ldiskfs-mount=2.9.0 e2fsprogs [WARNING: repository lustreserver is not GPG-checked (gpgcheck = false)] [WARNING: repository e2fsprogs is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustreserver.repo
             $ write /etc/yum.repos.d/e2fsprogs.repo
-            $ yum install -y kernel-3.10.0-514.el7_lustre lustre-2.9.0 kmod-lustre-2.9.0 kmod-lustre-osd-ldiskfs-2.9.0 lustre-osd-ldiskfs-mount-2.9.0 e2fsprogs
+            $ yum install -y -- kernel-3.10.0-514.el7_lustre lustre-2.9.0 kmod-lustre-2.9.0 kmod-lustre-osd-ldiskfs-2.9.0 lustre-osd-ldiskfs-mount-2.9.0 e2fsprogs
           file /etc/modprobe.d/lnet.conf
             $ write /etc/modprobe.d/lnet.conf
           service lnet enabled and running
@@ -264,10 +265,10 @@ async fn lustre_follows_the_seed() {
             $ write /etc/fstab
             $ mount -t lustre -o defaults /dev/disk/azure/scsi1/lun0 /mnt/mgsmds
         #1 oss00 ost (after #0)
-          packages kernel=3.10.0-514.el7_lustre lustre=2.9.0 kmod-lustre=2.9.0 kmod-lustre-osd-ldiskfs=2.9.0 lustre-osd-ldiskfs-mount=2.9.0 e2fsprogs mdadm
+          packages kernel=3.10.0-514.el7_lustre lustre=2.9.0 kmod-lustre=2.9.0 kmod-lustre-osd-ldiskfs=2.9.0 lustre-osd-ldiskfs-mount=2.9.0 e2fsprogs mdadm [WARNING: repository lustreserver is not GPG-checked (gpgcheck = false)] [WARNING: repository e2fsprogs is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustreserver.repo
             $ write /etc/yum.repos.d/e2fsprogs.repo
-            $ yum install -y kernel-3.10.0-514.el7_lustre lustre-2.9.0 kmod-lustre-2.9.0 kmod-lustre-osd-ldiskfs-2.9.0 lustre-osd-ldiskfs-mount-2.9.0 e2fsprogs mdadm
+            $ yum install -y -- kernel-3.10.0-514.el7_lustre lustre-2.9.0 kmod-lustre-2.9.0 kmod-lustre-osd-ldiskfs-2.9.0 lustre-osd-ldiskfs-mount-2.9.0 e2fsprogs mdadm
           file /etc/modprobe.d/lnet.conf
             $ write /etc/modprobe.d/lnet.conf
           service lnet enabled and running
@@ -285,10 +286,10 @@ async fn lustre_follows_the_seed() {
             $ write /etc/fstab
             $ mount -t lustre -o defaults /dev/md0 /mnt/oss
         #2 oss01 ost (after #0)
-          packages kernel=3.10.0-514.el7_lustre lustre=2.9.0 kmod-lustre=2.9.0 kmod-lustre-osd-ldiskfs=2.9.0 lustre-osd-ldiskfs-mount=2.9.0 e2fsprogs mdadm
+          packages kernel=3.10.0-514.el7_lustre lustre=2.9.0 kmod-lustre=2.9.0 kmod-lustre-osd-ldiskfs=2.9.0 lustre-osd-ldiskfs-mount=2.9.0 e2fsprogs mdadm [WARNING: repository lustreserver is not GPG-checked (gpgcheck = false)] [WARNING: repository e2fsprogs is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustreserver.repo
             $ write /etc/yum.repos.d/e2fsprogs.repo
-            $ yum install -y kernel-3.10.0-514.el7_lustre lustre-2.9.0 kmod-lustre-2.9.0 kmod-lustre-osd-ldiskfs-2.9.0 lustre-osd-ldiskfs-mount-2.9.0 e2fsprogs mdadm
+            $ yum install -y -- kernel-3.10.0-514.el7_lustre lustre-2.9.0 kmod-lustre-2.9.0 kmod-lustre-osd-ldiskfs-2.9.0 lustre-osd-ldiskfs-mount-2.9.0 e2fsprogs mdadm
           file /etc/modprobe.d/lnet.conf
             $ write /etc/modprobe.d/lnet.conf
           service lnet enabled and running
@@ -306,9 +307,9 @@ async fn lustre_follows_the_seed() {
             $ write /etc/fstab
             $ mount -t lustre -o defaults /dev/md0 /mnt/oss
         #3 client00 client (after #0 #1 #2)
-          packages kmod-lustre-client=2.9.0 lustre-client=2.9.0 lustre-client-dkms=2.9.0
+          packages kmod-lustre-client=2.9.0 lustre-client=2.9.0 lustre-client-dkms=2.9.0 [WARNING: repository lustreclient is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustreclient.repo
-            $ yum install -y kmod-lustre-client-2.9.0 lustre-client-2.9.0 lustre-client-dkms-2.9.0
+            $ yum install -y -- kmod-lustre-client-2.9.0 lustre-client-2.9.0 lustre-client-dkms-2.9.0
           file /etc/modprobe.d/lnet.conf
             $ write /etc/modprobe.d/lnet.conf
           service lnet enabled and running
@@ -339,7 +340,7 @@ async fn beegfs_follows_the_seed() {
     check("beegfs.toml", &devices, true, expect![[r#"
         #0 mgmt mgmtd
           packages beegfs-mgmtd beegfs-utils
-            $ yum install -y beegfs-mgmtd beegfs-utils
+            $ yum install -y -- beegfs-mgmtd beegfs-utils
           beegfs mgmtd in /data/beegfs/mgmtd
             $ beegfs-setup-mgmtd -p /data/beegfs/mgmtd
           service beegfs-mgmtd enabled and running
@@ -347,7 +348,7 @@ async fn beegfs_follows_the_seed() {
             $ systemctl start beegfs-mgmtd
         #1 storage0 meta (after #0)
           packages beegfs-meta mdadm e2fsprogs
-            $ yum install -y beegfs-meta mdadm e2fsprogs
+            $ yum install -y -- beegfs-meta mdadm e2fsprogs
           raid0 /dev/md20 over 6 disks
             $ mdadm --create /dev/md20 --run --level=0 --raid-devices=6 /dev/disk/azure/scsi1/lun10 /dev/disk/azure/scsi1/lun11 /dev/disk/azure/scsi1/lun12 /dev/disk/azure/scsi1/lun13 /dev/disk/azure/scsi1/lun14 /dev/disk/azure/scsi1/lun15
             $ mdadm --detail --brief /dev/md20 >> /etc/mdadm.conf
@@ -368,7 +369,7 @@ async fn beegfs_follows_the_seed() {
             $ systemctl start beegfs-meta
         #2 storage1 meta (after #0)
           packages beegfs-meta mdadm e2fsprogs
-            $ yum install -y beegfs-meta mdadm e2fsprogs
+            $ yum install -y -- beegfs-meta mdadm e2fsprogs
           raid0 /dev/md20 over 6 disks
             $ mdadm --create /dev/md20 --run --level=0 --raid-devices=6 /dev/disk/azure/scsi1/lun10 /dev/disk/azure/scsi1/lun11 /dev/disk/azure/scsi1/lun12 /dev/disk/azure/scsi1/lun13 /dev/disk/azure/scsi1/lun14 /dev/disk/azure/scsi1/lun15
             $ mdadm --detail --brief /dev/md20 >> /etc/mdadm.conf
@@ -389,7 +390,7 @@ async fn beegfs_follows_the_seed() {
             $ systemctl start beegfs-meta
         #3 storage0 storage (after #0 #1)
           packages beegfs-storage mdadm xfsprogs
-            $ yum install -y beegfs-storage mdadm xfsprogs
+            $ yum install -y -- beegfs-storage mdadm xfsprogs
           raid0 /dev/md10 over 10 disks
             $ mdadm --create /dev/md10 --run --level=0 --raid-devices=10 /dev/disk/azure/scsi1/lun0 /dev/disk/azure/scsi1/lun1 /dev/disk/azure/scsi1/lun2 /dev/disk/azure/scsi1/lun3 /dev/disk/azure/scsi1/lun4 /dev/disk/azure/scsi1/lun5 /dev/disk/azure/scsi1/lun6 /dev/disk/azure/scsi1/lun7 /dev/disk/azure/scsi1/lun8 /dev/disk/azure/scsi1/lun9
             $ mdadm --detail --brief /dev/md10 >> /etc/mdadm.conf
@@ -410,7 +411,7 @@ async fn beegfs_follows_the_seed() {
             $ systemctl start beegfs-storage
         #4 storage1 storage (after #0 #2)
           packages beegfs-storage mdadm xfsprogs
-            $ yum install -y beegfs-storage mdadm xfsprogs
+            $ yum install -y -- beegfs-storage mdadm xfsprogs
           raid0 /dev/md10 over 10 disks
             $ mdadm --create /dev/md10 --run --level=0 --raid-devices=10 /dev/disk/azure/scsi1/lun0 /dev/disk/azure/scsi1/lun1 /dev/disk/azure/scsi1/lun2 /dev/disk/azure/scsi1/lun3 /dev/disk/azure/scsi1/lun4 /dev/disk/azure/scsi1/lun5 /dev/disk/azure/scsi1/lun6 /dev/disk/azure/scsi1/lun7 /dev/disk/azure/scsi1/lun8 /dev/disk/azure/scsi1/lun9
             $ mdadm --detail --brief /dev/md10 >> /etc/mdadm.conf
@@ -431,7 +432,7 @@ async fn beegfs_follows_the_seed() {
             $ systemctl start beegfs-storage
         #5 client00 client (after #0 #1 #2 #3 #4)
           packages beegfs-client beegfs-helperd beegfs-utils
-            $ yum install -y beegfs-client beegfs-helperd beegfs-utils
+            $ yum install -y -- beegfs-client beegfs-helperd beegfs-utils
           beegfs client
             $ beegfs-setup-client -m 10.0.0.4
           wait until the BeeGFS management daemon is reachable
@@ -462,7 +463,7 @@ async fn the_e2e_gluster_cluster_on_debian() {
           packages (rpm) centos-release-gluster
             (in sync)
           packages glusterfs-server xfsprogs (rpm: glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs xfsprogs)
-            $ apt-get install -y --no-install-recommends -o Dpkg::Options::=--force-confold glusterfs-server xfsprogs
+            $ apt-get install -y --no-install-recommends -o Dpkg::Options::=--force-confold -- glusterfs-server xfsprogs
           service glusterd enabled and running
             $ systemctl enable glusterd
             $ systemctl start glusterd
@@ -478,7 +479,7 @@ async fn the_e2e_gluster_cluster_on_debian() {
           packages (rpm) centos-release-gluster
             (in sync)
           packages glusterfs-server xfsprogs (rpm: glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs xfsprogs)
-            $ apt-get install -y --no-install-recommends -o Dpkg::Options::=--force-confold glusterfs-server xfsprogs
+            $ apt-get install -y --no-install-recommends -o Dpkg::Options::=--force-confold -- glusterfs-server xfsprogs
           service glusterd enabled and running
             $ systemctl enable glusterd
             $ systemctl start glusterd
@@ -502,7 +503,7 @@ async fn the_e2e_gluster_cluster_on_debian() {
             (waits)
         #3 client1 mount (after #2)
           packages glusterfs-client (rpm: glusterfs-fuse)
-            $ apt-get install -y --no-install-recommends -o Dpkg::Options::=--force-confold glusterfs-client
+            $ apt-get install -y --no-install-recommends -o Dpkg::Options::=--force-confold -- glusterfs-client
           mount 10.213.250.11:/gv0 on /mnt/gv0 (glusterfs)
             $ mkdir -p -m 755 /mnt/gv0
             $ write /etc/fstab
@@ -548,4 +549,60 @@ fn units_order_across_nodes() {
 
 fn plan_of_local() -> Plan {
     plan(&example("local.toml"))
+}
+
+/// The policy must never get in the way of real work: every step the planner makes for every
+/// example cluster file passes the agents' default policy (the pure rules, and the node's on a
+/// bare simulated node), and so do the actions their dry runs produce.
+#[tokio::test]
+async fn every_example_plan_passes_the_default_policy() {
+    let policy = Policy::default();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.ends_with(".toml") || name.starts_with("policy") {
+            continue;
+        }
+        let plan = plan(&example(&name));
+        let devices: Vec<String> = plan
+            .units
+            .iter()
+            .flat_map(|u| &u.steps)
+            .filter_map(|s| match s {
+                Step::Raid0(r) => Some(r.members.clone()),
+                Step::Mkfs(m) => Some(vec![m.device.clone()]),
+                Step::LvmThin(l) => Some(vec![l.pv.clone()]),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        let tmp = tempfile::tempdir().unwrap();
+        let root = Root::at(tmp.path());
+        for unit in &plan.units {
+            if let Err(refused) = policy.check_unit_on(&unit.steps, &root) {
+                panic!("{name}: unit #{} on {} ({}): {refused}", unit.id, unit.node, unit.label);
+            }
+            checked += unit.steps.len();
+        }
+        // And the actions a dry run on bare nodes lists: run_unit checks each step again and
+        // would report a refusal as a failure, which `render` shows as `!!`.
+        let devices: Vec<&str> = devices.iter().map(String::as_str).collect();
+        for rpm in [false, true] {
+            let shown = render(&plan, &devices, rpm).await;
+            assert!(!shown.contains("refused by policy"), "{name}:\n{shown}");
+        }
+    }
+    assert!(checked > 50, "only {checked} steps checked");
+}
+
+#[test]
+fn plans_show_unsigned_repositories() {
+    let plan = plan(&example("lustre.toml"));
+    let shown = plan.to_string();
+    assert!(
+        shown.contains("[WARNING: repository lustreserver is not GPG-checked (gpgcheck = false)]"),
+        "{shown}"
+    );
 }

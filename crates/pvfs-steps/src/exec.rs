@@ -1,6 +1,6 @@
 //! Running one step: assess, then (unless dry) apply and verify; gates probe until they hold.
 
-use crate::{Action, Assessment, Host, Step, StepError};
+use crate::{Action, Assessment, Host, Policy, Step, StepError};
 use pvfs_host::{Command, Runner};
 use std::time::{Duration, Instant};
 
@@ -75,27 +75,38 @@ pub struct CommandRecord {
     pub duration: Duration,
 }
 
-/// Runs `step` on `host`. With `dry_run` nothing is changed: the assessment is reported as
-/// [`Outcome::WouldChange`], gates are probed once. `on_command` hears of every command apply
-/// runs, as it finishes.
+/// Runs `step` on `host`, if `policy` allows it. With `dry_run` nothing is changed: the
+/// assessment is reported as [`Outcome::WouldChange`], gates are probed once. `on_command`
+/// hears of every command apply runs, as it finishes.
 pub async fn execute<R: Runner>(
     step: &Step,
     host: &Host<R>,
+    policy: &Policy,
     dry_run: bool,
     on_command: impl FnMut(&CommandRecord) + Send,
 ) -> Outcome {
-    execute_while(step, host, dry_run, on_command, &|| true).await
+    execute_while(step, host, policy, &[], dry_run, on_command, &|| true).await
 }
 
-/// [`execute`], for a caller that may go away: a gate stops waiting once `keep_going` says no
-/// (it changes nothing, so nothing is left half-done). Actions are not interrupted.
+/// [`execute`] as a step of a unit whose caller may go away. `made` are the devices earlier
+/// steps of the unit create, which the site's device list allows for this one. A gate stops
+/// waiting once `keep_going` says no (it changes nothing, so nothing is left half-done);
+/// actions are not interrupted.
 async fn execute_while<R: Runner>(
     step: &Step,
     host: &Host<R>,
+    policy: &Policy,
+    made: &[String],
     dry_run: bool,
     mut on_command: impl FnMut(&CommandRecord) + Send,
     keep_going: &(dyn Fn() -> bool + Sync),
 ) -> Outcome {
+    // Checked again here although the agent checked the unit on arrival: earlier steps may
+    // have changed the node (a package that installs a symbolic link), and `execute` has
+    // other callers than the agent's Apply.
+    if let Err(err) = policy.check_step_on(step, &host.root, made) {
+        return Outcome::Failed(StepError::from(err).into());
+    }
     if let Step::Gate(gate) = step {
         return if dry_run {
             match gate.probe(host).await {
@@ -132,6 +143,10 @@ async fn execute_while<R: Runner>(
     }
     let Assessment { diff, actions } = assessment;
     for action in &actions {
+        // The backstop: a bug in an assessment cannot become a write outside the policy.
+        if let Err(err) = policy.check_action_on(step.kind(), action, &host.root) {
+            return Outcome::Failed(StepError::from(err).into());
+        }
         if let Err(err) = perform(action, host, &mut on_command).await {
             return Outcome::Failed(err.into());
         }
@@ -213,7 +228,8 @@ async fn run<R: Runner>(
 
 /// Runs a unit's steps in order on `host`, telling `emit` what happens.
 ///
-/// The first failure skips the rest. In a dry run (`dry_run`), a step that cannot be assessed
+/// `policy` is checked for the whole unit first: a refused step fails (with the rule) before
+/// anything runs, and every other step is reported skipped. The first failure skips the rest. In a dry run (`dry_run`), a step that cannot be assessed
 /// after an earlier step would have changed something (or when `after_changes` says steps on
 /// other nodes would) is reported as pending with the reason, not as failed: the device an
 /// earlier step creates does not exist yet. `keep_going` is asked before each step and between
@@ -222,12 +238,31 @@ async fn run<R: Runner>(
 pub async fn run_unit<R: Runner>(
     steps: &[Step],
     host: &Host<R>,
+    policy: &Policy,
     dry_run: bool,
     after_changes: bool,
     mut emit: impl FnMut(Event) + Send,
     keep_going: impl Fn() -> bool + Send + Sync,
 ) -> UnitSummary {
     let mut summary = UnitSummary::default();
+    if let Err(refused) = policy.check_unit_on(steps, &host.root) {
+        for index in 0..steps.len() {
+            let outcome = if index == refused.index {
+                summary.failed += 1;
+                Outcome::Failed(StepError::from(refused.error.clone()).into())
+            } else {
+                summary.skipped += 1;
+                let reason = format!(
+                    "step {} of the unit was refused by the agent's policy; nothing ran",
+                    refused.index + 1
+                );
+                Outcome::Skipped { reason }
+            };
+            emit(Event::Done { index: index as u32, outcome, duration: Duration::ZERO });
+        }
+        return summary;
+    }
+    let made = crate::policy::made_devices(steps);
     let mut uncertain = after_changes;
     let mut failed_at: Option<usize> = None;
     for (i, step) in steps.iter().enumerate() {
@@ -257,8 +292,16 @@ pub async fn run_unit<R: Runner>(
         emit(Event::Started { index });
         let started = Instant::now();
         let mut commands = Vec::new();
-        let mut outcome =
-            execute_while(step, host, dry_run, |record| commands.push(record.clone()), &keep_going).await;
+        let mut outcome = execute_while(
+            step,
+            host,
+            policy,
+            &made[i],
+            dry_run,
+            |record| commands.push(record.clone()),
+            &keep_going,
+        )
+        .await;
         for record in commands {
             emit(Event::Command { index, record });
         }

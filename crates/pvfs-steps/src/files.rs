@@ -155,7 +155,7 @@ mod tests {
             contents: "options lnet networks=tcp\n".into(),
             mode: 0o644,
         });
-        let plan = execute(&step, &host, true, |_| {}).await;
+        let plan = execute(&step, &host, &crate::Policy::default(), true, |_| {}).await;
         assert_eq!(
             plan,
             Outcome::WouldChange {
@@ -164,13 +164,23 @@ mod tests {
             }
         );
         assert!(!host.root.exists("/etc/modprobe.d/lnet.conf"), "a dry run writes nothing");
-        assert!(matches!(execute(&step, &host, false, |_| {}).await, Outcome::Changed { .. }));
-        assert_eq!(execute(&step, &host, false, |_| {}).await, Outcome::Ok { detail: None });
+        assert!(matches!(
+            execute(&step, &host, &crate::Policy::default(), false, |_| {}).await,
+            Outcome::Changed { .. }
+        ));
+        assert_eq!(
+            execute(&step, &host, &crate::Policy::default(), false, |_| {}).await,
+            Outcome::Ok { detail: None }
+        );
         // The quotes az-cat's script wrote (“tcp”) are drift, shown line by line.
         host.root
             .write_atomic("/etc/modprobe.d/lnet.conf", "options lnet networks=“tcp”\n".as_bytes(), 0o644)
             .unwrap();
-        let Outcome::WouldChange { diff, .. } = execute(&step, &host, true, |_| {}).await else { panic!() };
+        let Outcome::WouldChange { diff, .. } =
+            execute(&step, &host, &crate::Policy::default(), true, |_| {}).await
+        else {
+            panic!()
+        };
         assert_eq!(
             diff,
             [

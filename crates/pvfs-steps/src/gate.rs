@@ -291,11 +291,11 @@ mod tests {
             deadline: Duration::from_secs(30),
         };
         assert_eq!(
-            execute(&Step::Gate(gate.clone()), &host, true, |_| {}).await,
+            execute(&Step::Gate(gate.clone()), &host, &crate::Policy::default(), true, |_| {}).await,
             Outcome::Pending { detail: "10.254.0.2: Accepted peer request (connected)".into() }
         );
         assert_eq!(
-            execute(&Step::Gate(gate), &host, false, |_| {}).await,
+            execute(&Step::Gate(gate), &host, &crate::Policy::default(), false, |_| {}).await,
             Outcome::Ok { detail: Some("1 peers in cluster".into()) }
         );
         assert_eq!(runner.calls().len(), 3);
@@ -314,7 +314,11 @@ mod tests {
             kind: GateKind::LnetPing { nid: "10.0.0.4@tcp".into() },
             deadline: Duration::from_secs(20),
         };
-        let Outcome::Failed(f) = execute(&Step::Gate(gate), &host, false, |_| {}).await else { panic!() };
+        let Outcome::Failed(f) =
+            execute(&Step::Gate(gate), &host, &crate::Policy::default(), false, |_| {}).await
+        else {
+            panic!()
+        };
         assert_eq!(
             f.message,
             "not ready after 20s: `lctl ping 10.0.0.4@tcp` exited 5: failed to ping 10.0.0.4@tcp: Input/output error"
@@ -361,6 +365,7 @@ mod tests {
         let summary = crate::run_unit(
             &[Step::Gate(gate), later],
             &host,
+            &crate::Policy::default(),
             false,
             false,
             |event| {

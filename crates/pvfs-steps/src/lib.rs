@@ -18,6 +18,9 @@
 //! Destructive actions (mkfs, `mdadm --create`, `pvcreate`, wipes) are only ever planned for
 //! devices that `blkid -p` *and* `wipefs --no-act` prove empty, or that the cluster file lists
 //! for wiping. A device holding what the step wants is never touched again.
+//!
+//! Nothing runs unless the agent's [`policy::Policy`] allows it: [`run_unit`] and [`execute`]
+//! check every step before assessing it and every action before performing it.
 
 mod beegfs;
 mod block;
@@ -28,6 +31,7 @@ mod gluster;
 mod lustre;
 mod mount;
 mod packages;
+pub mod policy;
 mod service;
 
 pub use beegfs::{BeegfsService, BeegfsSetup};
@@ -38,7 +42,8 @@ pub use gate::{Gate, GateKind};
 pub use gluster::{GlusterLayout, GlusterPeers, GlusterVolume};
 pub use lustre::{LustreRole, LustreTarget};
 pub use mount::Mount;
-pub use packages::{Package, PackageManager, Packages};
+pub use packages::{Package, PackageManager, Packages, Repo};
+pub use policy::{Policy, PolicyError, StepRefused};
 pub use service::Service;
 
 use pvfs_host::{Command, Root, Runner};
@@ -244,6 +249,9 @@ impl fmt::Display for Action {
 /// Why a step could not be assessed, applied or verified.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StepError {
+    /// The agent's policy does not allow the step or one of its actions.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
     /// The step would destroy or override something the cluster file did not allow.
     #[error("refusing: {reason}")]
     Refused { reason: String },

@@ -124,14 +124,27 @@ impl Mount {
                     ),
                 });
             }
-            None => a.change(
-                format!("{} is not mounted", self.target),
-                Action::Run(
-                    Command::new("mount")
-                        .args(["-t", &self.fstype, "-o", &self.options, &self.source, &self.target])
-                        .timeout(MOUNT_TIMEOUT),
-                ),
-            ),
+            None => {
+                // Mounting over files hides them (or, on someone's home, shadows it with
+                // files another node serves): refused, whoever asks.
+                if let Some(entry) = first_entry(host, &self.target) {
+                    return Err(crate::PolicyError::new(
+                        "mount-target",
+                        &self.target,
+                        format!("{} is not empty (it holds {entry:?}) and nothing is mounted on it", self.target),
+                        "mount only on an empty directory: move its contents away first, or choose another mount point",
+                    )
+                    .into());
+                }
+                a.change(
+                    format!("{} is not mounted", self.target),
+                    Action::Run(
+                        Command::new("mount")
+                            .args(["-t", &self.fstype, "-o", &self.options, &self.source, &self.target])
+                            .timeout(MOUNT_TIMEOUT),
+                    ),
+                );
+            }
         }
         Ok(a)
     }
@@ -141,6 +154,12 @@ impl fmt::Display for Mount {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "mount {} on {} ({})", self.source, self.target, self.fstype)
     }
+}
+
+/// The name of some entry in directory `path`, if it is a directory with anything in it.
+fn first_entry<R: Runner>(host: &Host<R>, path: &str) -> Option<String> {
+    let mut entries = std::fs::read_dir(host.root.path(path)).ok()?;
+    entries.find_map(Result::ok).map(|e| e.file_name().to_string_lossy().into_owned())
 }
 
 /// fstab with `line` as the only entry for `target`, and why it changed (`None`: unchanged).
@@ -217,7 +236,11 @@ mod tests {
             .record(MOUNT, 0, "", "")
             .record(FINDMNT, 0, MOUNTED, "");
         let host = Host::new(root, runner.clone());
-        let Outcome::Changed { diff } = execute(&client(), &host, false, |_| {}).await else { panic!() };
+        let Outcome::Changed { diff } =
+            execute(&client(), &host, &crate::Policy::default(), false, |_| {}).await
+        else {
+            panic!()
+        };
         assert_eq!(
             diff,
             [
@@ -230,7 +253,10 @@ mod tests {
             std::fs::read_to_string(dir.path().join("etc/fstab")).unwrap(),
             "# UNCONFIGURED FSTAB FOR BASE SYSTEM\n10.254.0.1:/gv0 /mnt/gv0 glusterfs defaults,_netdev 0 0\n"
         );
-        assert_eq!(execute(&client(), &host, false, |_| {}).await, Outcome::Ok { detail: None });
+        assert_eq!(
+            execute(&client(), &host, &crate::Policy::default(), false, |_| {}).await,
+            Outcome::Ok { detail: None }
+        );
         assert_eq!(runner.calls().iter().filter(|c| c.starts_with("mount ")).count(), 1, "mounted once");
     }
 
@@ -245,7 +271,11 @@ mod tests {
             "/usr/bin/fusermount-glusterfs: mount failed: Operation not permitted\n",
         );
         let host = Host::new(root, runner);
-        let Outcome::Failed(failure) = execute(&client(), &host, false, |_| {}).await else { panic!() };
+        let Outcome::Failed(failure) =
+            execute(&client(), &host, &crate::Policy::default(), false, |_| {}).await
+        else {
+            panic!()
+        };
         assert_eq!(failure.message, "applied, but the node still differs: /mnt/gv0 is not mounted");
     }
 
@@ -256,8 +286,37 @@ mod tests {
         let other =
             r#"{"filesystems":[{"target":"/mnt/gv0","source":"/dev/sdz","fstype":"ext4","options":"rw"}]}"#;
         let host = Host::new(root, RecordedRunner::new().record(FINDMNT, 0, other, ""));
-        let Outcome::Failed(failure) = execute(&client(), &host, true, |_| {}).await else { panic!() };
+        let Outcome::Failed(failure) =
+            execute(&client(), &host, &crate::Policy::default(), true, |_| {}).await
+        else {
+            panic!()
+        };
         assert!(failure.message.contains("/mnt/gv0 has /dev/sdz (ext4) mounted"), "{}", failure.message);
+    }
+
+    #[tokio::test]
+    async fn a_mount_onto_a_non_empty_directory_is_refused() {
+        let (dir, root) = root();
+        std::fs::create_dir_all(dir.path().join("mnt/gv0")).unwrap();
+        std::fs::write(dir.path().join("mnt/gv0/notes.txt"), "mine").unwrap();
+        let host = Host::new(root, RecordedRunner::new().record(FINDMNT, 1, "", ""));
+        let Outcome::Failed(failure) =
+            execute(&client(), &host, &crate::Policy::default(), false, |_| {}).await
+        else {
+            panic!()
+        };
+        assert!(
+            failure.message.starts_with(
+                "refused by policy rule `mount-target`: /mnt/gv0 is not empty (it holds \"notes.txt\")"
+            ),
+            "{}",
+            failure.message
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("etc/fstab")).unwrap(),
+            "# UNCONFIGURED FSTAB FOR BASE SYSTEM\n",
+            "nothing was written"
+        );
     }
 
     #[test]

@@ -57,13 +57,59 @@ pub struct Packages {
     pub apt: Vec<Package>,
     /// For dnf and yum.
     pub rpm: Vec<Package>,
-    /// yum/dnf repositories (name, baseurl) written to /etc/yum.repos.d before installing.
-    pub repos: Vec<(String, String)>,
+    /// yum/dnf repositories written to /etc/yum.repos.d before installing.
+    pub repos: Vec<Repo>,
 }
 
-/// A `.repo` file as the seed writes LustrePack.repo.
-fn repo_file(name: &str, baseurl: &str) -> String {
-    format!("[{name}]\nname={name}\nbaseurl={baseurl}\nenabled=1\ngpgcheck=0\n")
+/// A yum/dnf repository (`[[repo]]` in the cluster file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repo {
+    /// Also its file name: `/etc/yum.repos.d/NAME.repo`.
+    pub name: String,
+    pub baseurl: String,
+    /// Where yum fetches the signing key; `None`: keys already imported (a release package).
+    pub gpgkey: Option<String>,
+    /// Packages' signatures are checked. Off only where the cluster file says
+    /// `gpgcheck = false`, and plans show it.
+    pub gpgcheck: bool,
+    /// The cluster file allows plain `http://` URLs for this repository.
+    pub allow_http: bool,
+}
+
+impl Repo {
+    /// Why this repository is weaker than a signed https one, if it is (for plans).
+    pub fn warning(&self) -> Option<String> {
+        let http = self.allow_http
+            && (self.baseurl.starts_with("http://")
+                || self.gpgkey.as_deref().is_some_and(|k| k.starts_with("http://")));
+        match (self.gpgcheck, http) {
+            (true, false) => None,
+            (false, false) => {
+                Some(format!("WARNING: repository {} is not GPG-checked (gpgcheck = false)", self.name))
+            }
+            (true, true) => Some(format!("WARNING: repository {} is fetched over plain http", self.name)),
+            (false, true) => Some(format!(
+                "WARNING: repository {} is not GPG-checked and is fetched over plain http",
+                self.name
+            )),
+        }
+    }
+}
+
+/// A `.repo` file as the seed writes LustrePack.repo, with the signature check the cluster
+/// file asks for (and a comment saying so when it is off, for whoever reads the node).
+fn repo_file(repo: &Repo) -> String {
+    let Repo { name, baseurl, gpgkey, gpgcheck, .. } = repo;
+    let mut text = String::new();
+    if !gpgcheck {
+        text += "# gpgcheck=0: the cluster file says gpgcheck = false for this repository\n";
+    }
+    text +=
+        &format!("[{name}]\nname={name}\nbaseurl={baseurl}\nenabled=1\ngpgcheck={}\n", u8::from(*gpgcheck));
+    if let Some(key) = gpgkey {
+        text += &format!("gpgkey={key}\n");
+    }
+    text
 }
 
 impl Packages {
@@ -78,10 +124,10 @@ impl Packages {
                     .into(),
             });
         }
-        for (name, baseurl) in &self.repos {
+        for repo in &self.repos {
             let file = crate::File {
-                path: format!("/etc/yum.repos.d/{name}.repo"),
-                contents: repo_file(name, baseurl),
+                path: format!("/etc/yum.repos.d/{}.repo", repo.name),
+                contents: repo_file(repo),
                 mode: 0o644,
             };
             let repo = file.assess(host)?;
@@ -135,7 +181,11 @@ impl fmt::Display for Packages {
             write!(f, "packages (apt) {}", names(&self.apt))
         } else {
             write!(f, "packages {} (rpm: {})", names(&self.apt), names(&self.rpm))
+        }?;
+        for warning in self.repos.iter().filter_map(Repo::warning) {
+            write!(f, " [{warning}]")?;
         }
+        Ok(())
     }
 }
 
@@ -192,7 +242,10 @@ fn install_command(manager: PackageManager, packages: &[&Package]) -> Command {
         _ => Command::new("yum").args(["install", "-y"]),
     };
     let sep = if manager == PackageManager::Apt { "=" } else { "-" };
+    // `--`: whatever a name holds, it is never read as an option (the policy already refuses
+    // names starting with '-'; this is the second lock).
     command
+        .arg("--")
         .args(packages.iter().map(|p| match &p.version {
             Some(v) => format!("{}{sep}{v}", p.name),
             None => p.name.clone(),
@@ -243,7 +296,7 @@ mod tests {
         assert_eq!(
             a.actions.iter().map(ToString::to_string).collect::<Vec<_>>(),
             [
-                "apt-get install -y --no-install-recommends -o Dpkg::Options::=--force-confold glusterfs-server=10.3-5 mdadm fio=3.35-1"
+                "apt-get install -y --no-install-recommends -o Dpkg::Options::=--force-confold -- glusterfs-server=10.3-5 mdadm fio=3.35-1"
             ]
         );
     }
@@ -266,10 +319,13 @@ mod tests {
             manager: PackageManager::Auto,
             apt: vec![],
             rpm: vec![pkg("lustre", Some("2.9.0")), pkg("kmod-lustre", Some("2.9.0"))],
-            repos: vec![(
-                "lustre-server".into(),
-                "https://downloads.whamcloud.com/public/lustre/lustre-2.9.0/el7/server/".into(),
-            )],
+            repos: vec![Repo {
+                name: "lustre-server".into(),
+                baseurl: "https://downloads.whamcloud.com/public/lustre/lustre-2.9.0/el7/server/".into(),
+                gpgkey: None,
+                gpgcheck: false,
+                allow_http: false,
+            }],
         };
         std::fs::create_dir_all(dir.path().join("etc/yum.repos.d")).unwrap();
         let a = step.assess(&host).await.unwrap();
@@ -278,7 +334,10 @@ mod tests {
             ["/etc/yum.repos.d/lustre-server.repo does not exist", "kmod-lustre is not installed"]
         );
         let shown: Vec<String> = a.actions.iter().map(ToString::to_string).collect();
-        assert_eq!(shown, ["write /etc/yum.repos.d/lustre-server.repo", "yum install -y kmod-lustre-2.9.0"]);
+        assert_eq!(
+            shown,
+            ["write /etc/yum.repos.d/lustre-server.repo", "yum install -y -- kmod-lustre-2.9.0"]
+        );
         assert!(!version_matches("2.9.01-1", "2.9.0"));
     }
 

@@ -380,8 +380,13 @@ pub struct AgentCli {
     /// The CLUSTER NAME in the gmond dump.
     #[arg(long, value_name = "NAME", env = "PVFS_AGENT_GMOND_CLUSTER", default_value = "pvfs")]
     pub gmond_cluster: String,
-    /// Check the configuration (certificates, addresses, state directory), print what would
-    /// be served, and exit: 0 if it would start, 2 if not.
+    /// The site's policy file: what this node lets a coordinator ask of it (step kinds,
+    /// devices, data roots, repository mirrors, units). Default: /etc/pvfs/policy.toml if it
+    /// exists, else the built-in policy; a file named here must exist.
+    #[arg(long, value_name = "FILE", env = "PVFS_AGENT_POLICY")]
+    pub policy: Option<PathBuf>,
+    /// Check the configuration (certificates, addresses, state directory, policy), print what
+    /// would be served, and exit: 0 if it would start, 2 if not.
     #[arg(long)]
     pub check_config: bool,
     #[command(flatten)]

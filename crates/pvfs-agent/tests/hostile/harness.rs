@@ -58,6 +58,8 @@ impl Agent {
             root: Root::system(),
             history: Duration::from_secs(60),
             gmond: None,
+            policy: pvfs_steps::Policy::default(),
+            policy_file: None,
         };
         adjust(&mut settings);
         let prepared = pvfs_agent::prepare(settings).unwrap();

@@ -10,6 +10,7 @@
 
 mod harness;
 mod lifecycle;
+mod policy;
 
 use harness::{Agent, Pki};
 

@@ -8,7 +8,7 @@ use crate::pb::step::Step as S;
 use pvfs_steps::{
     BeegfsService, BeegfsSetup, BlockQueue, CommandRecord, ConfigKeys, Directory, Event, Failure, File, Gate,
     GateKind, GlusterLayout, GlusterPeers, GlusterVolume, LustreRole, LustreTarget, LvmThin, Mkfs, Mount,
-    Outcome, Package, PackageManager, Packages, Raid0, Service, Step,
+    Outcome, Package, PackageManager, Packages, Raid0, Repo, Service, Step,
 };
 use std::time::Duration;
 
@@ -51,7 +51,13 @@ impl From<&Step> for pb::Step {
                 repos: p
                     .repos
                     .iter()
-                    .map(|(name, baseurl)| pb::Repo { name: name.clone(), baseurl: baseurl.clone() })
+                    .map(|r| pb::Repo {
+                        name: r.name.clone(),
+                        baseurl: r.baseurl.clone(),
+                        gpgkey: r.gpgkey.clone(),
+                        gpgcheck_disabled: !r.gpgcheck,
+                        allow_http: r.allow_http,
+                    })
                     .collect(),
             }),
             Step::File(f) => {
@@ -205,7 +211,17 @@ fn step_from(step: pb::Step) -> Result<Step, String> {
             },
             apt: packages_from(p.apt),
             rpm: packages_from(p.rpm),
-            repos: p.repos.into_iter().map(|r| (r.name, r.baseurl)).collect(),
+            repos: p
+                .repos
+                .into_iter()
+                .map(|r| Repo {
+                    name: r.name,
+                    baseurl: r.baseurl,
+                    gpgkey: r.gpgkey,
+                    gpgcheck: !r.gpgcheck_disabled,
+                    allow_http: r.allow_http,
+                })
+                .collect(),
         }),
         S::File(f) => Step::File(File { path: f.path, contents: f.contents, mode: f.mode }),
         S::ConfigKeys(c) => Step::ConfigKeys(ConfigKeys { path: c.path, keys: pairs(c.keys) }),
@@ -432,7 +448,22 @@ mod tests {
                 manager: PackageManager::Yum,
                 apt: vec![],
                 rpm: vec![Package { name: "lustre".into(), version: Some("2.9.0".into()) }],
-                repos: vec![("lustre".into(), "https://x/".into())],
+                repos: vec![
+                    Repo {
+                        name: "lustre".into(),
+                        baseurl: "https://x/".into(),
+                        gpgkey: None,
+                        gpgcheck: false,
+                        allow_http: false,
+                    },
+                    Repo {
+                        name: "mirror".into(),
+                        baseurl: "http://mirror/".into(),
+                        gpgkey: Some("http://mirror/key".into()),
+                        gpgcheck: true,
+                        allow_http: true,
+                    },
+                ],
             }),
             Step::Raid0(Raid0 {
                 device: "/dev/md0".into(),
@@ -464,6 +495,12 @@ mod tests {
         ];
         let wire: Vec<pb::Step> = steps.iter().map(pb::Step::from).collect();
         assert_eq!(steps_from_wire(wire).unwrap(), steps);
+        // A coordinator that does not know the GPG fields asks for signatures to be checked.
+        let old = pb::Repo { name: "r".into(), baseurl: "https://x/".into(), ..Default::default() };
+        let packages =
+            pb::Step { step: Some(S::Packages(pb::PackagesStep { repos: vec![old], ..Default::default() })) };
+        let Step::Packages(decoded) = &steps_from_wire(vec![packages]).unwrap()[0] else { unreachable!() };
+        assert!(decoded.repos[0].gpgcheck && !decoded.repos[0].allow_http);
         let err = steps_from_wire(vec![pb::Step { step: None }]).unwrap_err();
         assert_eq!(
             err.to_string(),

@@ -285,7 +285,9 @@ async fn queue_settings_are_written_and_then_in_sync() {
         nr_requests: Some(4096),
         read_ahead_kb: Some(32768),
     });
-    let Outcome::WouldChange { diff, would_run } = execute(&step, &host, true, |_| {}).await else {
+    let Outcome::WouldChange { diff, would_run } =
+        execute(&step, &host, &crate::Policy::default(), true, |_| {}).await
+    else {
         panic!()
     };
     assert_eq!(
@@ -299,8 +301,14 @@ async fn queue_settings_are_written_and_then_in_sync() {
     assert_eq!(would_run[0], "echo deadline > /sys/block/md0/queue/scheduler");
     // Blk-mq kernels show the seed's "deadline" as mq-deadline: that is in sync.
     std::fs::write(queue.join("scheduler"), "none [mq-deadline]\n").unwrap();
-    let Outcome::Changed { diff } = execute(&step, &host, false, |_| {}).await else { panic!() };
+    let Outcome::Changed { diff } = execute(&step, &host, &crate::Policy::default(), false, |_| {}).await
+    else {
+        panic!()
+    };
     assert_eq!(diff.len(), 2);
-    assert_eq!(execute(&step, &host, false, |_| {}).await, Outcome::Ok { detail: None });
+    assert_eq!(
+        execute(&step, &host, &crate::Policy::default(), false, |_| {}).await,
+        Outcome::Ok { detail: None }
+    );
     assert_eq!(std::fs::read_to_string(queue.join("read_ahead_kb")).unwrap(), "32768");
 }

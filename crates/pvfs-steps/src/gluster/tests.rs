@@ -155,10 +155,15 @@ async fn create_then_verify_runs_each_command_once() {
     let (_d, host) = gluster_host(runner.clone());
     let step = Step::GlusterVolume(volume(&[B1, B2]));
     let mut ran = Vec::new();
-    let outcome = execute(&step, &host, false, |c| ran.push((c.command.clone(), c.code))).await;
+    let outcome =
+        execute(&step, &host, &crate::Policy::default(), false, |c| ran.push((c.command.clone(), c.code)))
+            .await;
     assert!(matches!(outcome, Outcome::Changed { .. }), "{outcome:?}");
     assert_eq!(ran.len(), 2);
-    assert_eq!(execute(&step, &host, false, |_| {}).await, Outcome::Ok { detail: None });
+    assert_eq!(
+        execute(&step, &host, &crate::Policy::default(), false, |_| {}).await,
+        Outcome::Ok { detail: None }
+    );
 }
 
 /// Answers recorded from Debian's glusterfs 10.3 in the e2e containers (after `pvfsctl up
@@ -183,7 +188,7 @@ async fn real_answers_of_a_converged_cluster_are_in_sync() {
         deadline: Duration::from_secs(1),
     };
     assert_eq!(
-        execute(&Step::Gate(gate), &host, true, |_| {}).await,
+        execute(&Step::Gate(gate), &host, &crate::Policy::default(), true, |_| {}).await,
         Outcome::Ok { detail: Some("1 peers in cluster".into()) }
     );
     // A third server is a brick to add to the real volume.

@@ -47,6 +47,15 @@ pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
             .read_trimmed("/proc/sys/kernel/hostname")
             .context("no --name given and the host name cannot be read")?,
     };
+    // An explicit --policy must exist; the default file is used only when it does.
+    let policy_file = cli.policy.clone().or_else(|| {
+        let default = std::path::PathBuf::from(pvfs_agent::policy::DEFAULT_POLICY_FILE);
+        default.exists().then_some(default)
+    });
+    let policy = match &policy_file {
+        Some(path) => pvfs_agent::policy::load(path)?,
+        None => pvfs_steps::Policy::default(),
+    };
     let settings = Settings {
         name,
         listen: cli.listen,
@@ -57,6 +66,8 @@ pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
         gmond: cli
             .gmond_xml
             .map(|listen| pvfs_agent::GmondSettings { listen, cluster: cli.gmond_cluster.clone() }),
+        policy,
+        policy_file,
     };
     let prepared = pvfs_agent::prepare(settings)?;
     if cli.check_config {
@@ -83,6 +94,13 @@ pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
             if revoked.path().exists() { ", re-read when it changes" } else { " does not exist" }
         );
         text += &format!("  state dir: {}\n", s.state_dir.display());
+        match &s.policy_file {
+            Some(path) => text += &format!("  policy: {}\n", path.display()),
+            None => text += "  policy: built-in (no policy file)\n",
+        }
+        for line in s.policy.describe() {
+            text += &format!("    {line}\n");
+        }
         output::print(&text)?;
         return Ok(exit::OK);
     }

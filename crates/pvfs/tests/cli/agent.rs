@@ -81,3 +81,39 @@ fn the_agent_signals_readiness_and_stops_cleanly_on_sigterm() {
     let n = agent.notify.recv(&mut buf).unwrap();
     assert!(String::from_utf8_lossy(&buf[..n]).contains("STOPPING=1"));
 }
+
+#[test]
+fn check_config_shows_the_policy_and_refuses_a_bad_or_missing_file() {
+    let dir = TestDir::new();
+    dir.pki();
+    dir.issue_agent("n1", "127.0.0.1");
+    let check = |extra: &[&str]| {
+        dir.command(&pvfs_agent())
+            .args(["--check-config", "--name", "n1", "--listen", "127.0.0.1:7070", "--tls-dir", "tls"])
+            .args(["--state-dir", "state"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../../config/policy.example.toml");
+    let ok = check(&["--policy", example]);
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    let stdout = text(&ok.stdout);
+    assert!(stdout.contains("policy: ") && stdout.contains("policy.example.toml"), "{stdout}");
+    assert!(stdout.contains("    devices: /dev/disk/azure/scsi1/lun*\n"), "{stdout}");
+    assert!(stdout.contains("    unsigned repositories: refused\n"), "{stdout}");
+
+    let missing = check(&["--policy", "nope.toml"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(text(&missing.stderr).contains("cannot read policy file nope.toml"), "{}", text(&missing.stderr));
+
+    dir.write("bad.toml", "kinds = [\"mkfs\"]\ndata_roots = [\"/etc\"]\n");
+    let bad = check(&["--policy", "bad.toml"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        text(&bad.stderr)
+            .contains("bad.toml:2:15: data_roots: \"/etc\" cannot be a data root: /etc is in a system tree"),
+        "{}",
+        text(&bad.stderr)
+    );
+}

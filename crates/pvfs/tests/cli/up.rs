@@ -135,3 +135,49 @@ fn an_unreachable_node_fails_its_units_and_only_those() {
     assert!(stderr.contains("error: n2 (target): cannot reach the agent: connection refused"), "{stderr}");
     assert!(dir.path().join("targets/n1").is_dir(), "independent work finished");
 }
+
+#[test]
+fn a_policy_refusal_is_a_clear_failure_of_that_nodes_unit() {
+    let dir = TestDir::new();
+    dir.pki();
+    dir.issue_agent("n1", "127.0.0.1");
+    dir.issue_agent("n2", "127.0.0.1");
+    // n2's site policy keeps its directories under /srv: the test's targets are elsewhere.
+    let policy = dir.write("policy.toml", "data_roots = [\"/srv/pvfs-cli-nowhere\"]\n");
+    let a1 = AgentProcess::start(&dir, "n1", "127.0.0.1");
+    let a2 = AgentProcess::start_with_args(
+        &dir,
+        "n2",
+        "127.0.0.1",
+        None,
+        &["--policy", &policy.to_string_lossy()],
+    );
+    let cluster = local_cluster(&dir, &[&a1, &a2]);
+
+    for plan in [true, false] {
+        let mut args = vec!["up", cluster.as_str()];
+        if plan {
+            args.push("--plan");
+        }
+        let up = dir.ctl(&args);
+        assert_eq!(up.status.code(), Some(1), "plan={plan}");
+        let (stdout, stderr) = (text(&up.stdout), text(&up.stderr));
+        let target = dir.path().join("targets/n2");
+        assert!(
+            stderr.contains(&format!(
+                "the agent's policy refuses this unit: step 1 (directory {}) of the unit: \
+                 refused by policy rule `data-root`: {} (a directory) is outside this node's data roots; use a path \
+                 under /srv/pvfs-cli-nowhere, or add a root to `data_roots` in the agent's policy file; nothing ran on n2",
+                target.display(),
+                target.display()
+            )),
+            "plan={plan}: {stderr}"
+        );
+        assert!(stderr.contains("n2 (target)") || stderr.contains("[n2] target: FAILED"), "{stderr}");
+        let recap = if plan { "n2  ok=0 change=0 pending=0 failed=2" } else { "n2  ok=0 changed=0 failed=1" };
+        assert!(stdout.contains(recap), "plan={plan}: {stdout}");
+        assert!(!target.exists(), "nothing ran on n2");
+    }
+    // n1's own target, under the default policy, was made.
+    assert!(dir.path().join("targets/n1/format.conf").exists());
+}

@@ -79,6 +79,17 @@ impl AgentProcess {
 
     /// As [`AgentProcess::start`], with `bin` first in the agent's PATH (programs the agent runs).
     pub fn start_with_path(dir: &TestDir, name: &str, ip: &str, bin: Option<&Path>) -> AgentProcess {
+        AgentProcess::start_with_args(dir, name, ip, bin, &[])
+    }
+
+    /// As [`AgentProcess::start_with_path`], with `extra` flags for the agent (`--policy FILE`).
+    pub fn start_with_args(
+        dir: &TestDir,
+        name: &str,
+        ip: &str,
+        bin: Option<&Path>,
+        extra: &[&str],
+    ) -> AgentProcess {
         let sock_path = dir.path().join(format!("{name}.notify"));
         // A restarted agent of the same name gets a fresh socket.
         let _ = std::fs::remove_file(&sock_path);
@@ -92,6 +103,7 @@ impl AgentProcess {
         }
         let mut child = command
             .args(["--name", name, "--listen", &format!("{ip}:0"), "--tls-dir", "tls"])
+            .args(extra)
             .arg("--state-dir")
             .arg(dir.path().join(format!("state-{name}")))
             .env("NOTIFY_SOCKET", &sock_path)

@@ -1,0 +1,1604 @@
+//! The agent's authorization policy: THE list of what a step may make a node do.
+//!
+//! A coordinator certificate lets its holder converge a node to a described state; it must not
+//! be a remote root shell. Every step that reaches an agent is checked here twice: when the
+//! agent decodes an `Apply` request (the whole unit is refused before anything runs, dry runs
+//! included), and again inside [`crate::run_unit`]/[`crate::execute`] before each step is
+//! assessed and before each action is performed, so that a bug in a step's assessment cannot
+//! turn into a write outside this list. Each refusal is a [`PolicyError`] naming a short, stable
+//! rule id, the offending value and what to do.
+//!
+//! # The rules
+//!
+//! **Paths** (`path-canonical`, `path-hidden`): absolute and canonical — no `.` or `..`
+//! component, no `//`, no trailing `/` — at most 4095 bytes (255 a component), no control
+//! characters, and no component starting with `.` (dotfiles: `.bashrc`,
+//! `.ssh/authorized_keys`). On the node (`symlink`), no existing component of a path a step
+//! writes, creates or mounts on may be a symbolic link: a link is how a data path becomes
+//! `/etc/cron.d`.
+//!
+//! **System trees** (`system-tree`): `/` itself and everything under [`SYSTEM_TREES`] (`/bin`,
+//! `/boot`, `/dev`, `/etc`, `/lib*`, `/opt`, `/proc`, `/root`, `/run`, `/sbin`, `/sys`, `/usr`,
+//! `/var`, and `/nix`, `/snap` whose stores hold programs too). No step creates a directory in
+//! them, mounts on them, or uses them as a brick, target, data directory or probe. Everything
+//! else is a *data path*; a site may narrow data paths to its `data_roots` (`data-root`).
+//! The only places in system trees a step may write are listed below, each for one step kind.
+//!
+//! **Files** (`file-place`, `file-mode`, `file-content`): a `File` step may write
+//! - `/etc/modprobe.d/NAME.conf`, whose lines may only be comments or
+//!   `options MODULE key=value…` (an `install` or `remove` line runs a shell command as root);
+//! - `/etc/lnet.conf` (LNet's own YAML configuration, read by `lnetctl import`);
+//! - `/etc/beegfs/beegfs-mounts.conf`, lines `MOUNTPOINT /etc/beegfs/beegfs-client*.conf` with
+//!   the mount point a data path. *Refinement*: not every `/etc/beegfs/*.conf`, because
+//!   `beegfs-client-autobuild.conf` carries `make` arguments for the client module build, and
+//!   `make CC=…` runs any program as root;
+//! - files under data paths.
+//!
+//! Modes never carry setuid, setgid or sticky bits, are never world-writable, and — a
+//! refinement of "no execute bits under data paths" — carry no execute bit anywhere: every
+//! file pvfs writes is data or configuration, never a program.
+//! `/etc/fstab` is written only by `Mount` (its own line), `/etc/mdadm.conf` and
+//! `/etc/mdadm/mdadm.conf` only by `Raid0` (whose `conf` must be one of them),
+//! `/etc/yum.repos.d/NAME.repo` only by `Packages`, and `/etc/udev/rules.d/` by no step at
+//! all: udev rules can RUN programs, so it is reserved for a future typed step whose content
+//! the agent generates itself.
+//!
+//! **Settings** (`config-keys`): `ConfigKeys` only edits the BeeGFS service configurations
+//! ([`BEEGFS_SERVICE_CONFS`]); keys are identifiers, values have no control characters, and a
+//! value that is a path (the `*File`/`*Directory` keys: logs, connection files, store
+//! directories) must be a data path or lie under `/etc/beegfs/` or `/var/log/beegfs/`: a log
+//! file name is otherwise a way to make a root daemon write wherever it is told.
+//!
+//! **Directories** (`dir-mode`): data paths only; no setuid or setgid bit, not world-writable.
+//!
+//! **Packages** (`package-name`, `package-version`): names by the union of Debian's and rpm's
+//! grammars (letters, digits, `.+-_`, never starting with `-` or `.`), versions by grammar.
+//! Install commands also put `--` before the package arguments.
+//!
+//! **Repositories** (`repo-name`, `repo-url`, `repo-prefix`, `repo-unsigned`): the name is a
+//! file name; `baseurl` and `gpgkey` are `https://` URLs — plain `http://` only when the
+//! cluster file's `[[repo]]` says `allow_http = true` — and must start with one of the
+//! agent's allowed prefixes ([`DEFAULT_REPOSITORIES`], the upstreams the example cluster files
+//! use; a site replaces the list with its mirrors). GPG checks stay on unless the cluster file
+//! says `gpgcheck = false`, which `--plan` shows as a warning; a site may refuse unsigned
+//! repositories outright. Why so strict: adding a repository and installing a package from it
+//! *is* a remote root shell, because package scriptlets run as root.
+//!
+//! **Services** (`service-unit`): unit names by grammar (a `.service` suffix or none), and by
+//! default only the units pvfs's plans manage ([`DEFAULT_SERVICES`]); a site may add more.
+//! (`debug-shell.service` is a root shell on tty9.)
+//!
+//! **Block devices** (`device-path`, `device-not-allowed`, `name`, `size`, `fstype`, `nid`,
+//! `wipe`, `queue-value`): devices are canonical paths under `/dev` (never its pseudo file
+//! systems `/dev/shm`, `/dev/pts`, `/dev/mqueue`, `/dev/hugepages`, `/dev/fd`), arrays are
+//! `/dev/mdN` or `/dev/md/NAME`; LVM names, labels, fsnames, NIDs and sizes by grammar; file
+//! system types from a fixed set. A site may list the devices this node may format, put in an
+//! array or make a physical volume (globs, matched against the path as given and as resolved
+//! through `/dev/disk/by-*` links); arrays and LVM volumes that an earlier step of the same
+//! unit makes from allowed devices are allowed too. (Whether a device is *empty* is
+//! `block::prove_empty`'s business, not this module's.)
+//!
+//! **Mounts** (`mount-fstype`, `mount-source`, `mount-options`, `mount-target`): the target
+//! is a data path; the source is a `/dev` path for xfs, ext4 and Lustre targets,
+//! `host:/volume` for glusterfs, `nid[:nid…]:/fsname` for Lustre clients, `beegfs_nodev` for
+//! BeeGFS; options are `key[=value]` words without whitespace, `#` or control characters
+//! (they reach fstab), with no value naming a path, and none of the options that make a
+//! mount write host files or bring in other devices or programs (`helper=`, `logdev=`,
+//! `rtdev=`, `journal_path=`, `journal_dev=`, `log-file=`, `dump-fuse=`, SELinux contexts,
+//! `x-systemd.*` dependencies, which pull arbitrary units in at boot). A mount onto a
+//! non-empty directory that is not already this mount is refused when the step is assessed
+//! (`mount-target`): it would hide data, or shadow someone's home with another's files.
+//!
+//! **Gluster, BeeGFS, gates** (`name`, `gluster-option`, `nid`): volume names, peer hosts and
+//! brick hosts by grammar, brick paths data paths, option keys by grammar and values without
+//! control characters (a value that is a path must be a data path); BeeGFS data directories
+//! are data paths and the management host a host name; the `Writable` gate's directory is a
+//! data path and `LnetPing`'s NID is a NID.
+//!
+//! **Kinds** (`kind-not-allowed`): a site may list the step kinds its node runs. Gates change
+//! nothing (they only probe) and are always allowed.
+//!
+//! **Actions** (`action-kind`, `program`): the backstop. Each step kind may only produce its
+//! own kinds of action on its own places (a `mount` step: mkdir of its target, `/etc/fstab`,
+//! `mount`), and `Action::Run` only its own programs ([`programs_of`]).
+
+use crate::{Action, Gate, GateKind, Step};
+use pvfs_host::Root;
+use std::collections::BTreeSet;
+use std::fmt;
+
+/// Directories no step may create things in, mount on, or use as data paths (and `/` itself).
+/// `/lib*` is matched by prefix (`/lib`, `/lib32`, `/lib64`, `/libx32`).
+pub const SYSTEM_TREES: &[&str] = &[
+    "/bin", "/boot", "/dev", "/etc", "/lib", "/nix", "/opt", "/proc", "/root", "/run", "/sbin", "/snap",
+    "/sys", "/usr", "/var",
+];
+
+/// Repository URL prefixes allowed by default: the upstreams the example cluster files (and
+/// the packages they install, such as centos-release-gluster and epel-release) use. Compared
+/// without the scheme, so an `allow_http` repository on the same host still matches.
+pub const DEFAULT_REPOSITORIES: &[&str] = &[
+    "https://downloads.whamcloud.com/public/",
+    "https://www.beegfs.io/release/",
+    "https://download.gluster.org/pub/gluster/",
+    "https://mirror.centos.org/",
+    "https://vault.centos.org/",
+    "https://dl.fedoraproject.org/pub/epel/",
+    "https://download.fedoraproject.org/pub/epel/",
+];
+
+/// Where a `gpgkey` may also point: the keys a distribution's release packages install.
+const LOCAL_GPG_KEYS: &str = "file:///etc/pki/rpm-gpg/";
+
+/// The systemd units pvfs's plans manage (`pvfs-plan`: lustre, glusterfs, beegfs).
+pub const DEFAULT_SERVICES: &[&str] =
+    &["lnet", "glusterd", "beegfs-mgmtd", "beegfs-meta", "beegfs-storage", "beegfs-client", "beegfs-helperd"];
+
+/// The BeeGFS service configurations `ConfigKeys` and `BeegfsSetup` may edit.
+pub const BEEGFS_SERVICE_CONFS: &[&str] = &[
+    "/etc/beegfs/beegfs-mgmtd.conf",
+    "/etc/beegfs/beegfs-meta.conf",
+    "/etc/beegfs/beegfs-storage.conf",
+    "/etc/beegfs/beegfs-client.conf",
+    "/etc/beegfs/beegfs-helperd.conf",
+];
+
+/// Where `Raid0` records its arrays (Debian's and RHEL's).
+pub const MDADM_CONFS: &[&str] = &["/etc/mdadm/mdadm.conf", "/etc/mdadm.conf"];
+
+/// The file BeeGFS's client service reads its mounts from.
+const BEEGFS_MOUNTS: &str = "/etc/beegfs/beegfs-mounts.conf";
+
+/// File systems `Mkfs` makes.
+const MKFS_TYPES: &[&str] = &["xfs", "ext4"];
+
+/// File systems `Mount` mounts.
+const MOUNT_TYPES: &[&str] = &["xfs", "ext4", "lustre", "glusterfs", "beegfs"];
+
+/// Every step kind ([`Step::kind`] of the non-gate steps), for site policies.
+pub const STEP_KINDS: &[&str] = &[
+    "packages",
+    "file",
+    "config-keys",
+    "directory",
+    "service",
+    "raid0",
+    "lvm-thin",
+    "mkfs",
+    "lustre-target",
+    "mount",
+    "block-queue",
+    "gluster-peers",
+    "gluster-volume",
+    "beegfs-setup",
+];
+
+/// Mount options that make a mount write host files, bring in another device, or run or pull
+/// in programs (matched on the key, before any `=`).
+const DANGEROUS_MOUNT_OPTIONS: &[&str] = &[
+    "helper",
+    "logdev",
+    "rtdev",
+    "journal_path",
+    "journal_dev",
+    "log-file",
+    "dump-fuse",
+    "context",
+    "fscontext",
+    "defcontext",
+    "rootcontext",
+    "x-systemd.requires",
+    "x-systemd.requires-mounts-for",
+    "x-systemd.wants",
+    "x-systemd.before",
+    "x-systemd.after",
+    "x-systemd.wanted-by",
+    "x-systemd.required-by",
+    "x-systemd.makefs",
+    "x-systemd.growfs",
+    "comment",
+];
+
+/// A refusal: which rule, the value it refused, and what to do instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("refused by policy rule `{rule}`: {problem}; {fix}")]
+pub struct PolicyError {
+    /// A short, stable id (`file-mode`, `repo-url`, …) that tests, logs and docs can name.
+    pub rule: &'static str,
+    /// The offending value, as given.
+    pub value: String,
+    /// What is wrong with it, in a sentence that names the value.
+    pub problem: String,
+    /// What to do about it.
+    pub fix: String,
+}
+
+impl PolicyError {
+    pub(crate) fn new(
+        rule: &'static str,
+        value: &str,
+        problem: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> PolicyError {
+        PolicyError { rule, value: value.to_owned(), problem: problem.into(), fix: fix.into() }
+    }
+}
+
+/// A unit refused because of one of its steps.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("step {} ({step}) of the unit: {error}", index + 1)]
+pub struct StepRefused {
+    /// 0-based, as in the wire's events.
+    pub index: usize,
+    /// The step as plans show it.
+    pub step: String,
+    pub error: PolicyError,
+}
+
+/// A site's narrowing of the default policy (the agent's policy file). Every field left out
+/// keeps the default.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Site {
+    /// Step kinds this node runs ([`STEP_KINDS`]); `None`: all.
+    pub kinds: Option<Vec<String>>,
+    /// Globs (`*`, `?`) of the devices this node may format, put in an array or make a
+    /// physical volume; `None`: any device under `/dev`.
+    pub devices: Option<Vec<String>>,
+    /// Where directories, mounts, bricks and targets may be; `None`: any data path.
+    pub data_roots: Option<Vec<String>>,
+    /// Repository URL prefixes; replaces [`DEFAULT_REPOSITORIES`].
+    pub repositories: Option<Vec<String>>,
+    /// Units allowed on top of [`DEFAULT_SERVICES`].
+    pub services: Vec<String>,
+    /// Refuse repositories with `gpgcheck = false`, whatever the cluster file says.
+    pub refuse_unsigned: bool,
+}
+
+/// A value in a site policy that cannot be used: which key, which entry, why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key}[{index}]: {message}")]
+pub struct SiteError {
+    pub key: &'static str,
+    pub index: usize,
+    pub message: String,
+}
+
+/// What the agent allows. [`Policy::default`] is the built-in policy; [`Policy::new`] narrows
+/// it with a site's file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    kinds: Option<BTreeSet<String>>,
+    devices: Option<Vec<String>>,
+    data_roots: Option<Vec<String>>,
+    repositories: Vec<String>,
+    services: BTreeSet<String>,
+    refuse_unsigned: bool,
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy {
+            kinds: None,
+            devices: None,
+            data_roots: None,
+            repositories: DEFAULT_REPOSITORIES.iter().map(|s| (*s).to_owned()).collect(),
+            services: DEFAULT_SERVICES.iter().map(|s| (*s).to_owned()).collect(),
+            refuse_unsigned: false,
+        }
+    }
+}
+
+impl Policy {
+    /// The default policy narrowed by `site`; every unusable value is reported.
+    pub fn new(site: Site) -> Result<Policy, Vec<SiteError>> {
+        let mut errors = Vec::new();
+        let mut policy = Policy { refuse_unsigned: site.refuse_unsigned, ..Policy::default() };
+        let mut err = |key: &'static str, index: usize, message: String| {
+            errors.push(SiteError { key, index, message });
+        };
+        if let Some(kinds) = site.kinds {
+            for (i, kind) in kinds.iter().enumerate() {
+                if !STEP_KINDS.contains(&kind.as_str()) {
+                    err("kinds", i, format!("unknown step kind {kind:?}: use {}", STEP_KINDS.join(", ")));
+                }
+            }
+            policy.kinds = Some(kinds.into_iter().collect());
+        }
+        if let Some(devices) = site.devices {
+            for (i, glob) in devices.iter().enumerate() {
+                if let Err(e) = device_path(glob) {
+                    err("devices", i, format!("{glob:?} is not a device path under /dev: {}", e.problem));
+                }
+            }
+            policy.devices = Some(devices);
+        }
+        if let Some(roots) = site.data_roots {
+            for (i, root) in roots.iter().enumerate() {
+                if let Err(e) = canonical(root).and_then(|()| not_system(root)) {
+                    err("data_roots", i, format!("{root:?} cannot be a data root: {}", e.problem));
+                }
+            }
+            policy.data_roots = Some(roots);
+        }
+        if let Some(prefixes) = site.repositories {
+            for (i, prefix) in prefixes.iter().enumerate() {
+                let scheme_ok =
+                    ["https://", "http://", "file:///", "ftp://"].iter().any(|s| prefix.starts_with(s));
+                let host_end = prefix.split_once("://").is_some_and(|(_, rest)| rest.contains('/'));
+                if !scheme_ok || !host_end || !prefix.ends_with('/') || url_chars(prefix).is_err() {
+                    err(
+                        "repositories",
+                        i,
+                        format!(
+                            "{prefix:?} must be a URL prefix such as \"https://mirror.example.com/lustre/\", \
+                             ending in '/' (so that \"https://mirror.example.com.evil.org/\" cannot match)"
+                        ),
+                    );
+                }
+            }
+            policy.repositories = prefixes;
+        }
+        for (i, unit) in site.services.iter().enumerate() {
+            if let Err(e) = unit_name(unit) {
+                err("services", i, e.problem);
+            }
+            policy.services.insert(unit.strip_suffix(".service").unwrap_or(unit).to_owned());
+        }
+        if errors.is_empty() { Ok(policy) } else { Err(errors) }
+    }
+
+    /// The pure rules for one step (everything but what needs the node: symbolic links, the
+    /// site's device list). See [`Policy::check_step_on`].
+    pub fn check_step(&self, step: &Step) -> Result<(), PolicyError> {
+        if !matches!(step, Step::Gate(_))
+            && let Some(kinds) = &self.kinds
+            && !kinds.contains(step.kind())
+        {
+            return Err(PolicyError::new(
+                "kind-not-allowed",
+                step.kind(),
+                format!("this node's policy does not run {} steps", step.kind()),
+                "run this role on another node, or add the kind to `kinds` in the agent's policy file",
+            ));
+        }
+        match step {
+            Step::Packages(p) => {
+                for package in p.apt.iter().chain(&p.rpm) {
+                    package_name(&package.name)?;
+                    if let Some(version) = &package.version {
+                        package_version(&package.name, version)?;
+                    }
+                }
+                for repo in &p.repos {
+                    self.repo(repo)?;
+                }
+                Ok(())
+            }
+            Step::File(f) => self.file_write(&f.path, &f.contents, f.mode),
+            Step::ConfigKeys(c) => {
+                beegfs_conf(&c.path)?;
+                for (key, value) in &c.keys {
+                    self.config_key(&c.path, key, value)?;
+                }
+                Ok(())
+            }
+            Step::Directory(d) => self.mkdir(&d.path, d.mode),
+            Step::Service(s) => self.service(&s.unit),
+            Step::Raid0(r) => {
+                md_device(&r.device)?;
+                for member in &r.members {
+                    device_path(member)?;
+                }
+                if let Some(extra) = r.wipe.iter().find(|w| !r.members.contains(w)) {
+                    return Err(PolicyError::new(
+                        "wipe",
+                        extra,
+                        format!("{extra} is listed for wiping but is not a member of {}", r.device),
+                        "list only the array's members under `wipe`",
+                    ));
+                }
+                if let Some(conf) = &r.conf {
+                    mdadm_conf(conf)?;
+                }
+                Ok(())
+            }
+            Step::LvmThin(l) => {
+                device_path(&l.pv)?;
+                for (what, name) in
+                    [("volume group", &l.vg), ("thin pool", &l.pool), ("logical volume", &l.lv)]
+                {
+                    lvm_name(what, name)?;
+                }
+                size(&l.pool_size)?;
+                size(&l.virtual_size)?;
+                for value in [&l.chunk, &l.data_alignment, &l.extent_size].into_iter().flatten() {
+                    size(value)?;
+                }
+                Ok(())
+            }
+            Step::Mkfs(m) => {
+                device_path(&m.device)?;
+                one_of("fstype", &m.fstype, MKFS_TYPES, "file system")?;
+                if let Some(label) = &m.label {
+                    simple_name("file system label", label, 16, "")?;
+                }
+                Ok(())
+            }
+            Step::LustreTarget(t) => {
+                device_path(&t.device)?;
+                fsname(&t.fsname)?;
+                if let Some(mgs) = &t.mgsnode {
+                    nid_list(mgs)?;
+                }
+                // ZFS targets name a pool/dataset, not a device: not something pvfs plans.
+                one_of("fstype", &t.backfstype, &["ldiskfs"], "Lustre backing file system")
+            }
+            Step::Mount(m) => self.mount(m),
+            Step::BlockQueue(q) => {
+                device_path(&q.device)?;
+                if let Some(scheduler) = &q.scheduler
+                    && (scheduler.is_empty()
+                        || scheduler.len() > 32
+                        || !scheduler
+                            .chars()
+                            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'))
+                {
+                    return Err(PolicyError::new(
+                        "queue-value",
+                        scheduler,
+                        format!("{scheduler:?} is not an I/O scheduler name"),
+                        "use one the kernel lists in /sys/block/DEV/queue/scheduler (mq-deadline, none, …)",
+                    ));
+                }
+                Ok(())
+            }
+            Step::GlusterPeers(p) => p.peers.iter().try_for_each(|peer| host("gluster peer", peer)),
+            Step::GlusterVolume(v) => {
+                simple_name("gluster volume name", &v.name, 64, "")?;
+                for brick in &v.bricks {
+                    self.brick(brick)?;
+                }
+                for (key, value) in &v.options {
+                    self.gluster_option(key, value)?;
+                }
+                Ok(())
+            }
+            Step::BeegfsSetup(b) => {
+                if let Some(path) = &b.path {
+                    self.data_path(path, "a BeeGFS data directory")?;
+                }
+                if let Some(mgmt) = &b.mgmt_host {
+                    host("BeeGFS management host", mgmt)?;
+                }
+                Ok(())
+            }
+            Step::Gate(gate) => self.gate(gate),
+        }
+    }
+
+    /// [`Policy::check_step`], plus the rules that need the node: no symbolic link on the
+    /// paths the step writes, creates or mounts on, and the site's device list (checked
+    /// against each device as given and as resolved under `root`). `made` lists the devices
+    /// earlier steps of the same unit create (`/dev/md0`, `/dev/vg/lv`).
+    pub fn check_step_on(&self, step: &Step, root: &Root, made: &[String]) -> Result<(), PolicyError> {
+        self.check_step(step)?;
+        for path in touched_paths(step) {
+            no_symlink(root, &path)?;
+        }
+        if let Some(globs) = &self.devices {
+            for device in consumed_devices(step) {
+                if made.contains(&device) {
+                    continue;
+                }
+                let resolved = resolve(root, &device);
+                if !globs.iter().any(|g| glob_match(g, &device) || glob_match(g, &resolved)) {
+                    let shown =
+                        if resolved == device { device.clone() } else { format!("{device} (= {resolved})") };
+                    return Err(PolicyError::new(
+                        "device-not-allowed",
+                        &device,
+                        format!("this node's policy does not allow {} on {shown}", step.kind()),
+                        format!(
+                            "name one of the devices the agent's policy file lists ({}), or add it to `devices` there",
+                            globs.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every step of a unit, in order, with the node's checks: the first refusal, naming the
+    /// step. Devices an earlier step makes from allowed ones (arrays, thin volumes) are
+    /// allowed for the steps after it.
+    pub fn check_unit_on(&self, steps: &[Step], root: &Root) -> Result<(), StepRefused> {
+        let made = made_devices(steps);
+        for (index, step) in steps.iter().enumerate() {
+            self.check_step_on(step, root, &made[index]).map_err(|error| StepRefused {
+                index,
+                step: step.to_string(),
+                error,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The pure rules for every step of a unit (what can be said without the node).
+    pub fn check_unit(&self, steps: &[Step]) -> Result<(), StepRefused> {
+        for (index, step) in steps.iter().enumerate() {
+            self.check_step(step).map_err(|error| StepRefused { index, step: step.to_string(), error })?;
+        }
+        Ok(())
+    }
+
+    /// The backstop: may a step of kind `step_kind` perform `action`?
+    pub fn check_action(&self, step_kind: &str, action: &Action) -> Result<(), PolicyError> {
+        if let Action::Run(command) = action {
+            for word in std::iter::once(&command.program).chain(&command.args) {
+                no_control(word, "command argument")?;
+            }
+        }
+        match (step_kind, action) {
+            ("file", Action::Write { path, contents, mode }) => self.file_write(path, contents, *mode),
+            ("packages", Action::Write { path, mode, .. }) => {
+                let name = path.strip_prefix("/etc/yum.repos.d/").and_then(|n| n.strip_suffix(".repo"));
+                match name {
+                    Some(name) => repo_name(name)?,
+                    None => return Err(misplaced(step_kind, path)),
+                }
+                plain_mode(path, *mode)
+            }
+            ("config-keys" | "beegfs-setup", Action::Write { path, mode, .. }) => {
+                beegfs_conf(path)?;
+                plain_mode(path, *mode)
+            }
+            ("mount", Action::Write { path, mode, .. }) if path == "/etc/fstab" => plain_mode(path, *mode),
+            ("directory" | "mount", Action::Mkdir { path, mode }) => self.mkdir(path, *mode),
+            ("raid0", Action::PersistMdadm { device, conf }) => {
+                md_device(device)?;
+                mdadm_conf(conf)
+            }
+            ("block-queue", Action::Attribute { path, .. }) => queue_attribute(path),
+            ("service", Action::Run(command)) => {
+                program(step_kind, &command.program)?;
+                match command.args.as_slice() {
+                    [verb, unit] if verb == "enable" || verb == "start" => self.service(unit),
+                    _ => Err(PolicyError::new(
+                        "program",
+                        &command.to_string(),
+                        format!("a service step only enables or starts a unit, not `{command}`"),
+                        "this is a bug in pvfs; report it",
+                    )),
+                }
+            }
+            ("packages", Action::Run(command)) => {
+                program(step_kind, &command.program)?;
+                if command.args.first().map(String::as_str) != Some("install") {
+                    return Err(PolicyError::new(
+                        "program",
+                        &command.to_string(),
+                        format!("a packages step only installs, not `{command}`"),
+                        "this is a bug in pvfs; report it",
+                    ));
+                }
+                Ok(())
+            }
+            (_, Action::Run(command)) => program(step_kind, &command.program),
+            (_, other) => Err(PolicyError::new(
+                "action-kind",
+                &other.to_string(),
+                format!("a {step_kind} step may not `{other}`"),
+                "this is a bug in pvfs (a step produced an action outside its place); report it",
+            )),
+        }
+    }
+
+    /// [`Policy::check_action`], plus no symbolic link on the path the action writes or
+    /// creates.
+    pub fn check_action_on(&self, step_kind: &str, action: &Action, root: &Root) -> Result<(), PolicyError> {
+        self.check_action(step_kind, action)?;
+        match action {
+            Action::Write { path, .. } | Action::Mkdir { path, .. } => no_symlink(root, path),
+            Action::PersistMdadm { conf, .. } => no_symlink(root, conf),
+            Action::Run(_) | Action::Attribute { .. } => Ok(()),
+        }
+    }
+
+    /// The policy, one line per rule that a site can change, for `--check-config`.
+    pub fn describe(&self) -> Vec<String> {
+        let list = |items: &mut dyn Iterator<Item = &String>| items.cloned().collect::<Vec<_>>().join(", ");
+        vec![
+            match &self.kinds {
+                Some(kinds) => format!("step kinds: {} (and gates)", list(&mut kinds.iter())),
+                None => "step kinds: all".to_owned(),
+            },
+            match &self.devices {
+                Some(devices) => format!("devices: {}", list(&mut devices.iter())),
+                None => "devices: any canonical path under /dev".to_owned(),
+            },
+            match &self.data_roots {
+                Some(roots) => format!("data roots: {}", list(&mut roots.iter())),
+                None => format!("data roots: anything outside / and {}", SYSTEM_TREES.join(" ")),
+            },
+            format!("repositories: {}", list(&mut self.repositories.iter())),
+            format!(
+                "unsigned repositories: {}",
+                if self.refuse_unsigned {
+                    "refused"
+                } else {
+                    "only where the cluster file says gpgcheck = false"
+                }
+            ),
+            format!("services: {}", list(&mut self.services.iter())),
+        ]
+    }
+
+    fn repo(&self, repo: &crate::Repo) -> Result<(), PolicyError> {
+        repo_name(&repo.name)?;
+        self.repo_url(repo, "baseurl", &repo.baseurl)?;
+        if let Some(key) = &repo.gpgkey {
+            if !key.starts_with(LOCAL_GPG_KEYS) {
+                self.repo_url(repo, "gpgkey", key)?;
+            } else {
+                url_chars(key)?;
+                canonical(&key["file://".len()..])?;
+            }
+        }
+        if !repo.gpgcheck && self.refuse_unsigned {
+            return Err(PolicyError::new(
+                "repo-unsigned",
+                &repo.name,
+                format!(
+                    "repository {} has gpgcheck = false, and this node's policy refuses unsigned repositories",
+                    repo.name
+                ),
+                "use a signed repository (gpgcheck on, with its gpgkey), or ask the node's administrator",
+            ));
+        }
+        Ok(())
+    }
+
+    fn repo_url(&self, repo: &crate::Repo, what: &str, url: &str) -> Result<(), PolicyError> {
+        url_chars(url)?;
+        let literal = self.repositories.iter().any(|p| url.starts_with(p.as_str()));
+        if url.starts_with("http://") && !repo.allow_http {
+            return Err(PolicyError::new(
+                "repo-url",
+                url,
+                format!(
+                    "{what} {url} of repository {} is plain http: anyone on the path can swap the packages",
+                    repo.name
+                ),
+                "use https, or say allow_http = true in the cluster file's [[repo]] if this is really wanted",
+            ));
+        }
+        if !url.starts_with("https://") && !url.starts_with("http://") && !literal {
+            return Err(PolicyError::new(
+                "repo-url",
+                url,
+                format!("{what} {url} of repository {} is not an https URL", repo.name),
+                "use https (other schemes only where the agent's policy file lists the prefix)",
+            ));
+        }
+        let scheme_less = |u: &str| u.split_once("://").map_or(u.to_owned(), |(_, rest)| rest.to_owned());
+        let allowed = self.repositories.iter().any(|p| scheme_less(url).starts_with(&scheme_less(p)));
+        if !allowed {
+            return Err(PolicyError::new(
+                "repo-prefix",
+                url,
+                format!("{what} {url} of repository {} is not under an allowed repository prefix", repo.name),
+                format!(
+                    "use one of {}, or add your mirror to `repositories` in the agent's policy file \
+                     (a repository is root on the node: its packages' scripts run as root)",
+                    self.repositories.join(", ")
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn service(&self, unit: &str) -> Result<(), PolicyError> {
+        unit_name(unit)?;
+        let bare = unit.strip_suffix(".service").unwrap_or(unit);
+        if !self.services.contains(bare) {
+            return Err(PolicyError::new(
+                "service-unit",
+                unit,
+                format!("{unit} is not a unit pvfs manages"),
+                format!(
+                    "pvfs starts only {}; add the unit to `services` in the agent's policy file if this node should",
+                    self.services.iter().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A directory, a mount point, a brick, a target: canonical, outside the system trees,
+    /// under a site's data roots.
+    fn data_path(&self, path: &str, what: &str) -> Result<(), PolicyError> {
+        canonical(path)?;
+        not_system(path).map_err(|e| PolicyError { problem: format!("{} ({what})", e.problem), ..e })?;
+        if let Some(roots) = &self.data_roots
+            && !roots.iter().any(|root| under(path, root))
+        {
+            return Err(PolicyError::new(
+                "data-root",
+                path,
+                format!("{path} ({what}) is outside this node's data roots"),
+                format!(
+                    "use a path under {}, or add a root to `data_roots` in the agent's policy file",
+                    roots.join(", ")
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn mkdir(&self, path: &str, mode: u32) -> Result<(), PolicyError> {
+        self.data_path(path, "a directory")?;
+        if mode & !0o7777 != 0 || mode & 0o6000 != 0 || mode & 0o002 != 0 {
+            return Err(PolicyError::new(
+                "dir-mode",
+                &format!("{mode:04o}"),
+                format!(
+                    "directory {path} with mode {mode:04o}: setuid, setgid and world-writable directories are never made by pvfs"
+                ),
+                "use a mode such as 0755 or 0750",
+            ));
+        }
+        Ok(())
+    }
+
+    /// A whole file written by a `File` step (or its action).
+    fn file_write(&self, path: &str, contents: &str, mode: u32) -> Result<(), PolicyError> {
+        canonical(path)?;
+        if let Some(name) = path.strip_prefix("/etc/modprobe.d/") {
+            simple_name("modprobe file", name.strip_suffix(".conf").unwrap_or("-"), 64, path).map_err(
+                |e| PolicyError { rule: "file-place", fix: "write /etc/modprobe.d/NAME.conf".into(), ..e },
+            )?;
+            modprobe_contents(path, contents)?;
+        } else if path == BEEGFS_MOUNTS {
+            self.beegfs_mounts(contents)?;
+        } else if path != "/etc/lnet.conf" {
+            if let Some(fix) = reserved(path) {
+                return Err(PolicyError::new(
+                    "file-place",
+                    path,
+                    format!("{path} may not be written by a file step"),
+                    fix,
+                ));
+            }
+            self.data_path(path, "a file").map_err(|e| {
+                if e.rule == "system-tree" {
+                    PolicyError::new(
+                        "file-place",
+                        path,
+                        format!("{path} is not a place a file step may write"),
+                        "file steps write /etc/modprobe.d/NAME.conf, /etc/lnet.conf, /etc/beegfs/beegfs-mounts.conf \
+                         and files under data paths; nothing else in the system trees",
+                    )
+                } else {
+                    e
+                }
+            })?;
+        }
+        if contents.contains('\0') {
+            return Err(PolicyError::new(
+                "file-content",
+                path,
+                format!("{path}: contents hold a NUL byte"),
+                "write text",
+            ));
+        }
+        plain_mode(path, mode)
+    }
+
+    fn beegfs_mounts(&self, contents: &str) -> Result<(), PolicyError> {
+        for line in contents.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let ok = match words.as_slice() {
+                [mount, conf] => {
+                    self.data_path(mount, "a BeeGFS mount point")?;
+                    conf.starts_with("/etc/beegfs/beegfs-client")
+                        && conf.ends_with(".conf")
+                        && canonical(conf).is_ok()
+                }
+                _ => false,
+            };
+            if !ok {
+                return Err(PolicyError::new(
+                    "file-content",
+                    line,
+                    format!("{BEEGFS_MOUNTS}: {line:?} is not `MOUNTPOINT /etc/beegfs/beegfs-client.conf`"),
+                    "write one mount point and its client configuration per line",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn config_key(&self, path: &str, key: &str, value: &str) -> Result<(), PolicyError> {
+        let key_ok = !key.is_empty()
+            && key.len() <= 64
+            && key.starts_with(|c: char| c.is_ascii_alphabetic())
+            && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !key_ok {
+            return Err(PolicyError::new(
+                "config-keys",
+                key,
+                format!("{key:?} is not a BeeGFS configuration key (in {path})"),
+                "keys are identifiers such as tuneNumWorkers",
+            ));
+        }
+        if value.chars().any(char::is_control) {
+            return Err(PolicyError::new(
+                "config-keys",
+                value,
+                format!("the value of {key} in {path} holds a control character"),
+                "write the value on one line",
+            ));
+        }
+        if value.starts_with('/')
+            && !under(value, "/etc/beegfs")
+            && !under(value, "/var/log/beegfs")
+            && self.data_path(value, "a path in a BeeGFS setting").is_err()
+        {
+            return Err(PolicyError::new(
+                "config-keys",
+                value,
+                format!("{key} = {value} in {path} names a path in a system tree"),
+                "BeeGFS paths must be data paths, or under /etc/beegfs or /var/log/beegfs",
+            ));
+        }
+        Ok(())
+    }
+
+    fn mount(&self, m: &crate::Mount) -> Result<(), PolicyError> {
+        one_of("mount-fstype", &m.fstype, MOUNT_TYPES, "mount type")?;
+        self.data_path(&m.target, "a mount point")?;
+        let bad_source = |expected: &str| {
+            PolicyError::new(
+                "mount-source",
+                &m.source,
+                format!("{:?} is not a {} source", m.source, m.fstype),
+                format!("a {} mount's source is {expected}", m.fstype),
+            )
+        };
+        match m.fstype.as_str() {
+            "xfs" | "ext4" => device_path(&m.source).map_err(|_| bad_source("a device path under /dev"))?,
+            "lustre" if m.source.starts_with('/') => {
+                device_path(&m.source).map_err(|_| bad_source("a device path, or NID[:NID…]:/fsname"))?;
+            }
+            "lustre" => {
+                let (nids, fs) = m.source.split_once(":/").ok_or_else(|| bad_source("NID[:NID…]:/fsname"))?;
+                nid_list(nids).map_err(|_| bad_source("NID[:NID…]:/fsname"))?;
+                fsname(fs).map_err(|_| bad_source("NID[:NID…]:/fsname"))?;
+            }
+            "glusterfs" => {
+                let (server, volume) = m.source.split_once(":/").ok_or_else(|| bad_source("HOST:/VOLUME"))?;
+                host("gluster server", server).map_err(|_| bad_source("HOST:/VOLUME"))?;
+                simple_name("gluster volume", volume, 64, "").map_err(|_| bad_source("HOST:/VOLUME"))?;
+            }
+            _ if m.source != "beegfs_nodev" => return Err(bad_source("beegfs_nodev")),
+            _ => {}
+        }
+        mount_options(&m.options)
+    }
+
+    fn brick(&self, brick: &str) -> Result<(), PolicyError> {
+        let Some((server, path)) = brick.split_once(":/") else {
+            return Err(PolicyError::new(
+                "name",
+                brick,
+                format!("{brick:?} is not a brick"),
+                "bricks are HOST:/PATH, the path a directory under the brick's mount",
+            ));
+        };
+        host("brick host", server)?;
+        self.data_path(&format!("/{path}"), "a brick")
+    }
+
+    fn gluster_option(&self, key: &str, value: &str) -> Result<(), PolicyError> {
+        let key_ok = !key.is_empty()
+            && key.len() <= 128
+            && key.starts_with(|c: char| c.is_ascii_alphabetic())
+            && key.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+        if !key_ok {
+            return Err(PolicyError::new(
+                "gluster-option",
+                key,
+                format!("{key:?} is not a gluster volume option"),
+                "option keys look like performance.cache-size",
+            ));
+        }
+        if value.is_empty() || value.len() > 1024 || value.chars().any(char::is_control) {
+            return Err(PolicyError::new(
+                "gluster-option",
+                value,
+                format!("the value of {key} is empty, too long or holds a control character"),
+                "give a one-line value",
+            ));
+        }
+        if value.starts_with('/') {
+            self.data_path(value, "a path in a gluster option")
+                .map_err(|e| PolicyError { rule: "gluster-option", ..e })?;
+        }
+        Ok(())
+    }
+
+    fn gate(&self, gate: &Gate) -> Result<(), PolicyError> {
+        match &gate.kind {
+            GateKind::GlusterPeersInCluster { peers } => {
+                peers.iter().try_for_each(|p| host("gluster peer", p))
+            }
+            GateKind::GlusterBricksOnline { volume, bricks } => {
+                simple_name("gluster volume name", volume, 64, "")?;
+                bricks.iter().try_for_each(|b| self.brick(b))
+            }
+            GateKind::LnetPing { nid: n } => nid(n),
+            GateKind::LfsCheckServers | GateKind::BeegfsMgmtdReachable | GateKind::BeegfsCheckServers => {
+                Ok(())
+            }
+            GateKind::Writable { dir } => self.data_path(dir, "a directory to probe"),
+        }
+    }
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe().join("\n"))
+    }
+}
+
+/// The programs a step kind's actions may run (derived from each step's `assess` and
+/// `exec::perform`).
+pub fn programs_of(step_kind: &str) -> &'static [&'static str] {
+    match step_kind {
+        "packages" => &["apt-get", "dnf", "yum"],
+        "service" => &["systemctl"],
+        // wipefs --all for members listed under `wipe`; update-initramfs from PersistMdadm.
+        "raid0" => &["mdadm", "wipefs", "update-initramfs"],
+        "lvm-thin" => &["pvcreate", "vgcreate", "lvcreate", "lvchange"],
+        "mkfs" => &["mkfs.xfs", "mkfs.ext4"],
+        "lustre-target" => &["mkfs.lustre"],
+        "mount" => &["mount"],
+        "gluster-peers" | "gluster-volume" => &["gluster"],
+        "beegfs-setup" => {
+            &["beegfs-setup-mgmtd", "beegfs-setup-meta", "beegfs-setup-storage", "beegfs-setup-client"]
+        }
+        _ => &[],
+    }
+}
+
+fn program(step_kind: &str, name: &str) -> Result<(), PolicyError> {
+    let allowed = programs_of(step_kind);
+    if allowed.contains(&name) {
+        return Ok(());
+    }
+    Err(PolicyError::new(
+        "program",
+        name,
+        format!("a {step_kind} step may not run {name}"),
+        if allowed.is_empty() {
+            format!("{step_kind} steps run no programs; this is a bug in pvfs, report it")
+        } else {
+            format!("{step_kind} steps run only {}; this is a bug in pvfs, report it", allowed.join(", "))
+        },
+    ))
+}
+
+fn misplaced(step_kind: &str, path: &str) -> PolicyError {
+    PolicyError::new(
+        "action-kind",
+        path,
+        format!("a {step_kind} step may not write {path}"),
+        "this is a bug in pvfs (a step produced a write outside its place); report it",
+    )
+}
+
+/// Places in the system trees that only a typed step writes, and which one.
+fn reserved(path: &str) -> Option<&'static str> {
+    if path == "/etc/fstab" {
+        Some("/etc/fstab is written only by mount steps, one line per mount")
+    } else if MDADM_CONFS.contains(&path) {
+        Some("mdadm.conf is written only by raid0 steps, from the array's own `mdadm --detail --brief`")
+    } else if under(path, "/etc/yum.repos.d") || under(path, "/etc/apt") {
+        Some("repositories are written only by packages steps ([[repo]] in the cluster file)")
+    } else if under(path, "/etc/udev") {
+        Some(
+            "udev rules can run programs; they are reserved for a typed step whose content the agent writes itself",
+        )
+    } else if under(path, "/etc/beegfs") {
+        Some("BeeGFS service configurations change only through config-keys and beegfs-setup steps")
+    } else {
+        None
+    }
+}
+
+/// `path` is `root` or lies under it (component-wise: `/data2` is not under `/data`).
+fn under(path: &str, root: &str) -> bool {
+    let root = root.trim_end_matches('/');
+    path == root || path.strip_prefix(root).is_some_and(|rest| rest.starts_with('/')) || root.is_empty()
+}
+
+/// Absolute, canonical, printable, no hidden components.
+fn canonical(path: &str) -> Result<(), PolicyError> {
+    let bad = |problem: &str| {
+        PolicyError::new(
+            "path-canonical",
+            path,
+            format!("{path:?} {problem}"),
+            "give an absolute path without `.`/`..` components, `//` or a trailing `/`",
+        )
+    };
+    if !path.starts_with('/') {
+        return Err(bad("is not absolute"));
+    }
+    if path.len() > 4095 {
+        return Err(bad("is longer than PATH_MAX"));
+    }
+    if path.chars().any(char::is_control) {
+        return Err(bad("holds a control character"));
+    }
+    if path == "/" {
+        return Ok(());
+    }
+    if path.ends_with('/') {
+        return Err(bad("ends with '/'"));
+    }
+    for component in path[1..].split('/') {
+        match component {
+            "" => return Err(bad("has an empty component (`//`)")),
+            "." | ".." => return Err(bad("has a `.` or `..` component")),
+            c if c.len() > 255 => return Err(bad("has a component longer than 255 bytes")),
+            c if c.starts_with('.') => {
+                return Err(PolicyError::new(
+                    "path-hidden",
+                    path,
+                    format!(
+                        "{path:?} has a hidden component {c:?} (dotfiles such as .bashrc or .ssh are never pvfs's)"
+                    ),
+                    "use a path without components starting with '.'",
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn is_system(path: &str) -> bool {
+    let first = path.trim_start_matches('/').split('/').next().unwrap_or_default();
+    path == "/" || first.starts_with("lib") || SYSTEM_TREES.iter().any(|t| t[1..] == *first)
+}
+
+fn not_system(path: &str) -> Result<(), PolicyError> {
+    if is_system(path) {
+        return Err(PolicyError::new(
+            "system-tree",
+            path,
+            format!("{path} is in a system tree"),
+            format!(
+                "use a data path outside / and {} (for example under /data, /mnt or /srv)",
+                SYSTEM_TREES.join(" ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A device path: canonical, under /dev, not one of its pseudo file systems.
+fn device_path(path: &str) -> Result<(), PolicyError> {
+    let bad = |problem: String| {
+        PolicyError::new(
+            "device-path",
+            path,
+            problem,
+            "name a block device by a canonical path under /dev (/dev/sdc, /dev/disk/by-id/…, /dev/md0)",
+        )
+    };
+    canonical(path).map_err(|e| bad(e.problem))?;
+    if !path.starts_with("/dev/") {
+        return Err(bad(format!("{path} is not under /dev")));
+    }
+    for pseudo in ["/dev/shm", "/dev/pts", "/dev/mqueue", "/dev/hugepages", "/dev/fd", "/dev/std"] {
+        if path.starts_with(pseudo) {
+            return Err(bad(format!("{path} is not a block device path")));
+        }
+    }
+    Ok(())
+}
+
+/// `/dev/mdN` or `/dev/md/NAME`.
+fn md_device(path: &str) -> Result<(), PolicyError> {
+    device_path(path)?;
+    let numbered =
+        path.strip_prefix("/dev/md").is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+    let named = path.strip_prefix("/dev/md/").is_some_and(|n| simple_name("array", n, 32, "").is_ok());
+    if numbered || named {
+        Ok(())
+    } else {
+        Err(PolicyError::new(
+            "device-path",
+            path,
+            format!("{path} is not an md array name"),
+            "name arrays /dev/mdN or /dev/md/NAME",
+        ))
+    }
+}
+
+fn mdadm_conf(conf: &str) -> Result<(), PolicyError> {
+    if MDADM_CONFS.contains(&conf) {
+        return Ok(());
+    }
+    Err(PolicyError::new(
+        "file-place",
+        conf,
+        format!("{conf} is not where mdadm reads its arrays"),
+        format!("use {} (or leave it out: the node's own is picked)", MDADM_CONFS.join(" or ")),
+    ))
+}
+
+fn beegfs_conf(path: &str) -> Result<(), PolicyError> {
+    if BEEGFS_SERVICE_CONFS.contains(&path) {
+        return Ok(());
+    }
+    Err(PolicyError::new(
+        "file-place",
+        path,
+        format!("{path} is not a BeeGFS service configuration"),
+        format!("settings steps edit only {}", BEEGFS_SERVICE_CONFS.join(", ")),
+    ))
+}
+
+/// Modes of files pvfs writes: data and configuration, never programs.
+fn plain_mode(path: &str, mode: u32) -> Result<(), PolicyError> {
+    let problem = if mode & !0o7777 != 0 {
+        Some("is not a permission mode")
+    } else if mode & 0o4000 != 0 {
+        Some("has the setuid bit")
+    } else if mode & 0o2000 != 0 {
+        Some("has the setgid bit")
+    } else if mode & 0o1000 != 0 {
+        Some("has the sticky bit")
+    } else if mode & 0o002 != 0 {
+        Some("is world-writable")
+    } else if mode & 0o111 != 0 {
+        Some("has an execute bit (pvfs writes data and configuration, never programs)")
+    } else {
+        None
+    };
+    match problem {
+        None => Ok(()),
+        Some(problem) => Err(PolicyError::new(
+            "file-mode",
+            &format!("{mode:04o}"),
+            format!("mode {mode:04o} for {path} {problem}"),
+            "use a mode such as 0644 or 0600",
+        )),
+    }
+}
+
+fn modprobe_contents(path: &str, contents: &str) -> Result<(), PolicyError> {
+    for line in contents.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        let first = words.next().unwrap_or_default();
+        let module = words.next().unwrap_or_default();
+        let params_ok = words.all(|w| {
+            let (key, value) = w.split_once('=').unwrap_or((w, "x"));
+            !key.is_empty()
+                && key.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+                && !value.is_empty()
+                && value.chars().all(|c| c.is_ascii_graphic())
+        });
+        let module_ok =
+            !module.is_empty() && module.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'));
+        if first != "options" || !module_ok || !params_ok {
+            return Err(PolicyError::new(
+                "file-content",
+                line,
+                format!("{path}: {line:?} is not an `options MODULE key=value…` line"),
+                "modprobe files written by pvfs hold only comments and options lines (an install or remove line runs a shell command as root)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn no_control(value: &str, what: &str) -> Result<(), PolicyError> {
+    if value.chars().any(char::is_control) {
+        return Err(PolicyError::new(
+            "name",
+            value,
+            format!("{what} {value:?} holds a control character"),
+            "give a one-line value",
+        ));
+    }
+    Ok(())
+}
+
+/// Letters, digits, `_.+-`; not starting with `-` or `.`; at most `max` bytes.
+fn simple_name(what: &str, value: &str, max: usize, shown: &str) -> Result<(), PolicyError> {
+    let ok = !value.is_empty()
+        && value.len() <= max
+        && !value.starts_with(['-', '.'])
+        && value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '+' | '-'));
+    if ok {
+        return Ok(());
+    }
+    let shown = if shown.is_empty() { value } else { shown };
+    Err(PolicyError::new(
+        "name",
+        shown,
+        format!("{shown:?} is not a valid {what}"),
+        format!("a {what} is 1 to {max} letters, digits, '_', '.', '+' or '-', not starting with '-' or '.'"),
+    ))
+}
+
+fn lvm_name(what: &str, value: &str) -> Result<(), PolicyError> {
+    simple_name(what, value, 127, "")?;
+    // LVM reserves these (lvm(8), "VALID NAMES").
+    if value.starts_with("snapshot")
+        || value.starts_with("pvmove")
+        || value.contains("_mlog")
+        || value.contains("_tdata")
+    {
+        return Err(PolicyError::new(
+            "name",
+            value,
+            format!("{value:?} is a name LVM reserves"),
+            "choose another name",
+        ));
+    }
+    Ok(())
+}
+
+fn fsname(value: &str) -> Result<(), PolicyError> {
+    let ok = !value.is_empty()
+        && value.len() <= 8
+        && value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
+        && !value.starts_with('-');
+    if ok {
+        return Ok(());
+    }
+    Err(PolicyError::new(
+        "name",
+        value,
+        format!("{value:?} is not a Lustre file system name"),
+        "a Lustre fsname is 1 to 8 letters, digits, '_' or '-'",
+    ))
+}
+
+/// A host name or an IP address.
+fn host(what: &str, value: &str) -> Result<(), PolicyError> {
+    let hostname = !value.is_empty()
+        && value.len() <= 253
+        && value.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        });
+    if hostname || value.parse::<std::net::IpAddr>().is_ok() {
+        return Ok(());
+    }
+    Err(PolicyError::new(
+        "name",
+        value,
+        format!("{value:?} is not a valid {what} (a host name or an IP address)"),
+        "give the node's address as the cluster file's `address` does",
+    ))
+}
+
+/// `ADDR@NET` (`10.0.0.4@tcp`, `mgs@o2ib1`, `0@lo`).
+fn nid(value: &str) -> Result<(), PolicyError> {
+    let ok = value.split_once('@').is_some_and(|(addr, net)| {
+        (addr == "0" || host("", addr).is_ok())
+            && net.len() <= 16
+            && net.starts_with(|c: char| c.is_ascii_lowercase())
+            && net.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+    });
+    if ok {
+        return Ok(());
+    }
+    Err(PolicyError::new(
+        "nid",
+        value,
+        format!("{value:?} is not a Lustre NID"),
+        "a NID is ADDRESS@NETWORK, such as 10.0.0.4@tcp",
+    ))
+}
+
+/// NIDs separated by `:` (failover) or `,` (several NIDs of one node).
+fn nid_list(value: &str) -> Result<(), PolicyError> {
+    value.split([':', ',']).try_for_each(nid).map_err(|e| PolicyError { value: value.to_owned(), ..e })
+}
+
+/// `9216g`, `256K`, `1.5T`, `100%FREE`.
+fn size(value: &str) -> Result<(), PolicyError> {
+    let (number, unit) = match value.split_once('%') {
+        Some((n, of)) => (n, if ["FREE", "VG", "PVS", "ORIGIN"].contains(&of) { "" } else { "?" }),
+        None => {
+            let split = value.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(value.len());
+            (&value[..split], &value[split..])
+        }
+    };
+    let number_ok = !number.is_empty()
+        && number.len() <= 20
+        && number.chars().all(|c| c.is_ascii_digit() || c == '.')
+        && number.matches('.').count() <= 1
+        && number.starts_with(|c: char| c.is_ascii_digit());
+    let unit_ok = unit.is_empty() || (unit.len() == 1 && "bBsSkKmMgGtTpPeE".contains(unit));
+    if number_ok && unit_ok {
+        return Ok(());
+    }
+    Err(PolicyError::new(
+        "size",
+        value,
+        format!("{value:?} is not a size"),
+        "write a number with an optional unit (256K, 9216g) or a percentage (100%FREE)",
+    ))
+}
+
+fn one_of(rule: &'static str, value: &str, allowed: &[&str], what: &str) -> Result<(), PolicyError> {
+    if allowed.contains(&value) {
+        return Ok(());
+    }
+    Err(PolicyError::new(
+        rule,
+        value,
+        format!("{value:?} is not a {what} pvfs uses"),
+        format!("use {}", allowed.join(", ")),
+    ))
+}
+
+fn package_name(name: &str) -> Result<(), PolicyError> {
+    let ok = !name.is_empty()
+        && name.len() <= 128
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '-' | '_'));
+    if ok {
+        return Ok(());
+    }
+    Err(PolicyError::new(
+        "package-name",
+        name,
+        format!("{name:?} is not a package name"),
+        "package names are letters, digits, '.', '+', '-' or '_', starting with a letter or digit (never '-': that is an option)",
+    ))
+}
+
+fn package_version(name: &str, version: &str) -> Result<(), PolicyError> {
+    let ok = !version.is_empty()
+        && version.len() <= 128
+        && version.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && version
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '-' | '_' | '~' | ':' | '^'));
+    if ok {
+        return Ok(());
+    }
+    Err(PolicyError::new(
+        "package-version",
+        version,
+        format!("{version:?} is not a version of {name}"),
+        "versions are letters, digits and . + - _ ~ : ^, starting with a letter or digit",
+    ))
+}
+
+fn repo_name(name: &str) -> Result<(), PolicyError> {
+    simple_name("repository name", name, 64, "").map_err(|e| PolicyError { rule: "repo-name", ..e })
+}
+
+/// Characters a URL written into a .repo file may hold: no whitespace (a newline would add
+/// lines such as `gpgcheck=0`), quotes, backslashes or `#`.
+fn url_chars(url: &str) -> Result<(), PolicyError> {
+    let bad = url
+        .chars()
+        .find(|c| c.is_whitespace() || c.is_control() || matches!(c, '"' | '\'' | '\\' | '#' | '<' | '>'));
+    if url.is_empty() || url.len() > 2048 || bad.is_some() {
+        return Err(PolicyError::new(
+            "repo-url",
+            url,
+            format!("{url:?} is not a plain URL"),
+            "give a URL without whitespace, quotes, '\\' or '#'",
+        ));
+    }
+    Ok(())
+}
+
+fn unit_name(unit: &str) -> Result<(), PolicyError> {
+    let bare = unit.strip_suffix(".service").unwrap_or(unit);
+    let ok = !bare.is_empty()
+        && bare.len() <= 240
+        && !bare.starts_with(['-', '.'])
+        && bare.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, ':' | '_' | '.' | '@' | '-'))
+        && !bare.contains('.');
+    if ok {
+        return Ok(());
+    }
+    Err(PolicyError::new(
+        "service-unit",
+        unit,
+        format!("{unit:?} is not a service unit name"),
+        "name a service unit (letters, digits, ':', '_', '@', '-'; optionally ending in .service)",
+    ))
+}
+
+fn mount_options(options: &str) -> Result<(), PolicyError> {
+    let bad = |problem: String| {
+        PolicyError::new(
+            "mount-options",
+            options,
+            problem,
+            "write comma-separated options (defaults,noatime,…) without whitespace, '#', paths, or options that bring in other files, devices or programs",
+        )
+    };
+    if options.is_empty() || options.len() > 1024 {
+        return Err(bad(format!("mount options {options:?} are empty or too long")));
+    }
+    for option in options.split(',') {
+        let (key, value) = option.split_once('=').unwrap_or((option, ""));
+        let chars_ok = |s: &str| {
+            s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':' | '@' | '+'))
+        };
+        if key.is_empty() || !chars_ok(key) || !chars_ok(value) {
+            return Err(bad(format!(
+                "mount option {option:?} holds a character fstab cannot carry safely (whitespace, '#', '/', quotes, control)"
+            )));
+        }
+        if DANGEROUS_MOUNT_OPTIONS.contains(&key)
+            || (key.starts_with("x-systemd.") && !key.ends_with("timeout") && key != "x-systemd.automount")
+        {
+            return Err(bad(format!(
+                "mount option {key} makes the mount write host files or bring in other devices or programs"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn queue_attribute(path: &str) -> Result<(), PolicyError> {
+    let ok = path.strip_prefix("/sys/block/").and_then(|rest| rest.split_once("/queue/")).is_some_and(
+        |(name, attr)| {
+            simple_name("", name, 64, "").is_ok()
+                && ["scheduler", "nr_requests", "read_ahead_kb"].contains(&attr)
+        },
+    );
+    if ok {
+        return Ok(());
+    }
+    Err(misplaced("block-queue", path))
+}
+
+/// The paths a step writes, creates or mounts on, on this node (for the symlink rule).
+fn touched_paths(step: &Step) -> Vec<String> {
+    match step {
+        Step::File(f) => vec![f.path.clone()],
+        Step::ConfigKeys(c) => vec![c.path.clone()],
+        Step::Directory(d) => vec![d.path.clone()],
+        Step::Mount(m) => {
+            let mut paths = vec![m.target.clone()];
+            if m.fstab {
+                paths.push("/etc/fstab".into());
+            }
+            paths
+        }
+        Step::Packages(p) => p.repos.iter().map(|r| format!("/etc/yum.repos.d/{}.repo", r.name)).collect(),
+        Step::Raid0(r) => r.conf.iter().cloned().collect(),
+        Step::BeegfsSetup(b) => b.path.iter().cloned().chain([b.service.conf()]).collect(),
+        Step::Gate(Gate { kind: GateKind::Writable { dir }, .. }) => vec![dir.clone()],
+        _ => vec![],
+    }
+}
+
+/// The devices a step formats, puts in an array or makes a physical volume (for the site's
+/// device list).
+fn consumed_devices(step: &Step) -> Vec<String> {
+    match step {
+        Step::Raid0(r) => r.members.clone(),
+        Step::LvmThin(l) => vec![l.pv.clone()],
+        Step::Mkfs(m) => vec![m.device.clone()],
+        Step::LustreTarget(t) => vec![t.device.clone()],
+        _ => vec![],
+    }
+}
+
+/// For each step, the devices the steps before it in the unit make.
+pub(crate) fn made_devices(steps: &[Step]) -> Vec<Vec<String>> {
+    let mut made = Vec::new();
+    let mut so_far: Vec<String> = Vec::new();
+    for step in steps {
+        made.push(so_far.clone());
+        match step {
+            Step::Raid0(r) => so_far.push(r.device.clone()),
+            Step::LvmThin(l) => so_far.push(l.device()),
+            _ => {}
+        }
+    }
+    made
+}
+
+/// No existing component of `path` (under `root`) is a symbolic link.
+fn no_symlink(root: &Root, path: &str) -> Result<(), PolicyError> {
+    let mut prefix = String::new();
+    for component in path.trim_start_matches('/').split('/').filter(|c| !c.is_empty()) {
+        prefix.push('/');
+        prefix.push_str(component);
+        match std::fs::symlink_metadata(root.path(&prefix)) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let target = std::fs::read_link(root.path(&prefix))
+                    .map(|t| t.display().to_string())
+                    .unwrap_or_default();
+                return Err(PolicyError::new(
+                    "symlink",
+                    path,
+                    format!("{prefix} is a symbolic link (to {target}), so {path} may not be where it says"),
+                    "use the real path, or remove the link",
+                ));
+            }
+            Ok(_) => {}
+            // What does not exist yet cannot be a link; the step creates it. A file where a
+            // directory should be is no link either: the step itself reports that.
+            Err(err)
+                if matches!(err.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) =>
+            {
+                return Ok(());
+            }
+            Err(err) => {
+                return Err(PolicyError::new(
+                    "symlink",
+                    path,
+                    format!("cannot check {prefix} for symbolic links: {err}"),
+                    "check the path's permissions",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The real path behind a device name under `root`; unresolvable paths come back unchanged.
+fn resolve(root: &Root, path: &str) -> String {
+    match std::fs::canonicalize(root.path(path)) {
+        Ok(real) => match real.strip_prefix(root.base()) {
+            Ok(rel) => format!("/{}", rel.display()),
+            Err(_) => real.display().to_string(),
+        },
+        Err(_) => path.to_owned(),
+    }
+}
+
+/// Shell-style glob: `*` any run of characters but `/`, `?` one character but `/`.
+fn glob_match(pattern: &str, text: &str) -> bool {
+    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    // Classic backtracking over the last `*`.
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == t[ti] || (p[pi] == '?' && t[ti] != '/')) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if let Some((sp, st)) = star
+            && t[st] != '/'
+        {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}
+
+#[cfg(test)]
+mod tests;

