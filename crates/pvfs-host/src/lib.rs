@@ -7,6 +7,7 @@
 
 pub mod blkid;
 mod command;
+pub mod mkfs_options;
 mod root;
 
 pub use command::{Command, CommandError, Output, RecordedRunner, Runner, SystemRunner};
