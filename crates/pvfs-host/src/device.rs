@@ -266,12 +266,12 @@ pub fn check_unused(root: &Root, id: &Identity) -> Result<(), DeviceError> {
     let mountinfo = root.read_to_string("/proc/self/mountinfo").map_err(host)?;
     for line in mountinfo.lines() {
         let Some(mount) = MountLine::parse(line) else { continue };
-        // By number first; btrfs shows an anonymous 0:N there, so its source names the device.
-        let hit = family.find_dev(mount.dev).or_else(|| {
-            source_dev(root, &mount.source)
-                .and_then(|dev| family.find_dev(dev))
-                .or_else(|| (mount.source == id.node).then_some(id.name.as_str()))
-        });
+        // By number; btrfs shows an anonymous 0:N there instead, and its source is the device
+        // node, matched by the kernel's name (the O_EXCL open catches it anyway; this names it).
+        let anonymous = mount.dev.major == 0 && mount.source.starts_with("/dev/");
+        let hit = family
+            .find_dev(mount.dev)
+            .or_else(|| anonymous.then(|| family.find_name(kernel_name(&mount.source))).flatten());
         if let Some(name) = hit {
             return Err(DeviceError::Mounted {
                 path: id.path.clone(),
@@ -302,25 +302,21 @@ pub fn check_unused(root: &Root, id: &Identity) -> Result<(), DeviceError> {
         Err(err) => return Err(host(err)),
     };
     for line in swaps.lines().skip(1) {
-        let Some(file) = line.split_whitespace().next().map(unescape) else { continue };
-        let base = file.rsplit('/').next().unwrap_or(&file);
-        let hit =
-            source_dev(root, &file).and_then(|dev| family.find_dev(dev)).or_else(|| family.find_name(base));
-        if let Some(name) = hit {
+        // `Filename Type Size Used Priority`. A swap *file* lives on a file system, and a
+        // mounted one is refused above. The kernel prints a swap device by its devtmpfs node
+        // (`/dev/sdc2`, `/dev/dm-1`), so its last component is the kernel's name.
+        let mut fields = line.split_whitespace();
+        let (Some(file), Some("partition")) = (fields.next().map(unescape), fields.next()) else { continue };
+        if let Some(name) = family.find_name(kernel_name(&file)) {
             return Err(DeviceError::Swap { path: id.path.clone(), what: family.what(id, name) });
         }
     }
     Ok(())
 }
 
-/// The block device number behind a device path named in mountinfo or /proc/swaps, when it
-/// is one on this node.
-fn source_dev(root: &Root, source: &str) -> Option<DevNum> {
-    if !source.starts_with('/') {
-        return None;
-    }
-    let meta = std::fs::metadata(root.path(source)).ok()?;
-    meta.file_type().is_block_device().then(|| DevNum::from_rdev(meta.rdev()))
+/// The last component of a device path (`/dev/sdc2` → `sdc2`).
+fn kernel_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
 }
 
 /// The fields of a `/proc/self/mountinfo` line pvfs needs (Documentation/filesystems/proc.rst,

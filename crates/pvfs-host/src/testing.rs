@@ -4,7 +4,7 @@
 //! These need root (CI runs the workspace's tests as root) and a kernel with loop devices.
 //! Nothing here skips quietly: without them a test fails, saying so.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 /// Runs a tool a test needs, panicking with its stderr when it fails.
@@ -87,11 +87,14 @@ pub struct Mounted {
 }
 
 impl Mounted {
-    /// Makes an ext4 file system on `device` and mounts it on a new temp dir.
+    /// Makes an ext4 file system on `device` and mounts it, read-only, on a new temp dir.
+    /// Read-only so that nothing writes to the device while it is mounted or when it is
+    /// unmounted (a read-write ext4 updates its superblock and journal): tests compare the
+    /// device's checksum before and after. For the kernel it is mounted all the same.
     pub fn ext4(device: &str) -> Mounted {
-        run("mkfs.ext4", &["-q", device]);
+        run("mkfs.ext4", &["-q", "-E", "lazy_itable_init=0,lazy_journal_init=0", device]);
         let dir = tempfile::Builder::new().prefix("pvfs-mnt-").tempdir().expect("a mount point");
-        run("mount", &[device, &dir.path().to_string_lossy()]);
+        run("mount", &["-o", "ro", device, &dir.path().to_string_lossy()]);
         Mounted { target: dir.path().to_owned(), _dir: dir }
     }
 }
@@ -123,9 +126,11 @@ impl Drop for Swap {
     }
 }
 
-/// A test root whose `/proc` and `/sys` are the machine's and whose `/dev/NAME`s are links to
-/// real devices: step tests name devices as a cluster file would (`/dev/sdc`) while every
-/// check runs against the real kernel.
+/// A test root whose `/dev/NAME`s are links to real devices, with the machine's `/proc` and,
+/// of `/sys`, only what the device rules read about those devices (`/sys/dev/block/MAJ:MIN`
+/// and `/sys/class/block/NAME`): step tests name devices as a cluster file would
+/// (`/dev/sdc`) while every device check runs against the real kernel, and nothing else of
+/// the machine's sysfs (queue settings, md state) leaks into the test.
 #[derive(Debug)]
 pub struct DeviceRoot {
     pub dir: tempfile::TempDir,
@@ -134,19 +139,53 @@ pub struct DeviceRoot {
 impl DeviceRoot {
     pub fn new() -> DeviceRoot {
         let dir = tempfile::tempdir().expect("a temp root");
-        for kernel in ["proc", "sys"] {
-            std::os::unix::fs::symlink(Path::new("/").join(kernel), dir.path().join(kernel))
-                .expect("a link to the kernel's files");
+        std::os::unix::fs::symlink("/proc", dir.path().join("proc")).expect("a link to /proc");
+        for sub in ["dev", "sys/dev/block", "sys/class/block"] {
+            std::fs::create_dir_all(dir.path().join(sub)).expect("the root's directories");
         }
-        std::fs::create_dir(dir.path().join("dev")).expect("dev");
         DeviceRoot { dir }
     }
 
-    /// Makes `name` (e.g. `/dev/sdc`) under the root a link to the real device `real`.
+    /// Makes `name` (e.g. `/dev/sdc`) under the root a link to the real device `real`, and
+    /// shows that device's sysfs entries under the root.
     pub fn link(&self, name: &str, real: &str) {
         let path = self.dir.path().join(name.trim_start_matches('/'));
         std::fs::create_dir_all(path.parent().expect("a parent")).expect("the link's directory");
         std::os::unix::fs::symlink(real, path).expect("a device link");
+        self.show_in_sysfs(real);
+    }
+
+    /// Makes `name` under the root a device node of its own for the real device `real` (same
+    /// major:minor), so the path resolves to itself: the kernel's name is `real`'s, but what
+    /// the root calls it (and what steps derive from the name, e.g. `/sys/block/md0`) stays
+    /// `name`'s. Needs CAP_MKNOD and a temp dir on a file system without `nodev`.
+    pub fn node(&self, name: &str, real: &str) {
+        use nix::sys::stat::{Mode, SFlag};
+        use std::os::unix::fs::MetadataExt;
+        let path = self.dir.path().join(name.trim_start_matches('/'));
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("the node's directory");
+        let rdev = std::fs::metadata(real).expect("the real device").rdev();
+        nix::sys::stat::mknod(&path, SFlag::S_IFBLK, Mode::from_bits_truncate(0o600), rdev).unwrap_or_else(
+            |err| panic!("mknod {}: {err} (tests of real devices run as root)", path.display()),
+        );
+        self.show_in_sysfs(real);
+    }
+
+    fn show_in_sysfs(&self, real: &str) {
+        use std::os::unix::fs::MetadataExt;
+        let rdev = std::fs::metadata(real).expect("the real device").rdev();
+        let dev = format!("{}:{}", nix::sys::stat::major(rdev), nix::sys::stat::minor(rdev));
+        let sysfs = std::fs::canonicalize(format!("/sys/dev/block/{dev}")).expect("the device in sysfs");
+        let kernel = sysfs.file_name().expect("a kernel name").to_string_lossy().into_owned();
+        for (link, target) in [
+            (format!("sys/dev/block/{dev}"), sysfs.clone()),
+            (format!("sys/class/block/{kernel}"), PathBuf::from(format!("/sys/class/block/{kernel}"))),
+        ] {
+            let at = self.dir.path().join(link);
+            if std::fs::symlink_metadata(&at).is_err() {
+                std::os::unix::fs::symlink(target, at).expect("a sysfs link");
+            }
+        }
     }
 
     pub fn root(&self) -> crate::Root {
