@@ -10,6 +10,11 @@ pub fn run(no_e2e: bool) -> anyhow::Result<()> {
         ("systemd-analyze", "systemd"),
         ("unshare", "util-linux"),
         ("blkid", "util-linux"),
+        // The device rules' tests run on real loop devices: made, formatted, mounted, swapped.
+        ("wipefs", "util-linux"),
+        ("mkswap", "util-linux"),
+        ("losetup", "mount"),
+        ("mkfs.ext4", "e2fsprogs"),
         ("iostat", "sysstat"),
         ("fio", "fio"),
         // The mpi launcher's tests run real mpirun.
