@@ -372,6 +372,10 @@ pub struct Claim {
 /// Rules 1–5 on `path`: the device it names, unused, claimed exclusively.
 pub fn claim(root: &Root, path: &str) -> Result<Claim, DeviceError> {
     let (identity, real) = resolve(root, path)?;
+    // The files first, for a refusal that names the user (the mount point, the array). The
+    // exclusive open is what holds: once it succeeds no mount, array, mapping or swap can
+    // take the device until the claim is dropped, and one that appeared after the files
+    // were read makes the open fail.
     check_unused(root, &identity)?;
     let file = std::fs::OpenOptions::new()
         .read(true)

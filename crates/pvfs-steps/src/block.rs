@@ -130,8 +130,9 @@ async fn examine<R: Runner>(
 /// The caller drops the claims right before it starts the command, not after: every tool run
 /// on these devices (mkfs.xfs, mke2fs and so mkfs.lustre, wipefs --all, mdadm --create,
 /// pvcreate) opens the device `O_EXCL` itself and fails with EBUSY while pvfs holds it
-/// (verified for mkfs.ext4, mkfs.xfs, wipefs and mkswap on Linux 6.18; mdadm's open_dev_excl()
-/// and LVM's exclusive opens do the same by their source). The tool's own claim then closes
+/// (verified for mkfs.ext4, mkfs.xfs, wipefs and mkswap on Linux 6.18; mdadm's Create opens
+/// every member `O_RDONLY|O_EXCL`, and pvcreate reopens its device exclusively, "Can't open …
+/// exclusively. Mounted filesystem?", by their source). The tool's own claim then closes
 /// the window from its side: what is left is the time between our close and its open, with
 /// the device unused and re-proven a moment before; the verify pass after apply reads the
 /// result back from the node.
