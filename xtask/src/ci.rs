@@ -10,7 +10,8 @@ pub fn run(no_e2e: bool) -> anyhow::Result<()> {
         ("systemd-analyze", "systemd"),
         ("unshare", "util-linux"),
         ("blkid", "util-linux"),
-        // The device rules' tests run on real loop devices: made, formatted, mounted, swapped.
+        // The device rules' tests and the agent's stop-mid-mkfs tests run on real loop devices:
+        // made, formatted, mounted, swapped.
         ("wipefs", "util-linux"),
         ("mkswap", "util-linux"),
         ("losetup", "mount"),

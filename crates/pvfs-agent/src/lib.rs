@@ -2,9 +2,17 @@
 //!
 //! [`prepare`] checks the settings and loads what serving needs (the same checks
 //! `pvfs-agent --check-config` runs); [`serve`] then takes a bound listener and a cancellation
-//! token, so tests bind port 0 and stop the agent when they are done. Serving is mutual TLS
-//! unless the settings say `Insecure`, which [`prepare`] allows on loopback addresses only.
+//! token, so tests bind port 0 and stop the agent when they are done. Serving is always mutual
+//! TLS, and every request to the Agent service must come from a coordinator certificate that
+//! is not revoked (`auth`). There is no plaintext mode: loopback is not a boundary between a
+//! machine's users, and the agent is root.
+//!
+//! Stopping drains: once `shutdown` is cancelled no new unit is accepted and no new step
+//! starts, but a step under way runs to its end and its result still reaches a coordinator
+//! that is listening; [`serve`] returns when those are done (the caller bounds how long it
+//! waits, see `pvfs-agent`'s drain deadline).
 
+mod auth;
 mod gmond;
 mod history;
 mod launch;
@@ -14,7 +22,7 @@ pub mod simulate;
 mod state;
 
 use pvfs_host::Root;
-use pvfs_tls::{CertSummary, Material, TlsError, Usage};
+use pvfs_tls::{CertSummary, Material, RevokedWatch, TlsError, Usage};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -63,22 +71,20 @@ pub struct GmondSettings {
 pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(1);
 
 /// How connections are secured.
+///
+/// Mutual TLS is the only way. (An enum still, so that another real boundary, such as a Unix
+/// socket admitting only root, would have a place; unauthenticated plaintext, which gave every
+/// local user root through loopback, is deliberately gone.)
 #[derive(Debug, Clone)]
 pub enum Security {
-    /// Serve `DIR/NAME.crt` and accept only clients with a certificate from `DIR/ca.crt`.
+    /// Serve `DIR/NAME.crt`, accept only clients with a certificate from `DIR/ca.crt`, and
+    /// refuse those listed in `DIR/revoked.txt`.
     MutualTls { dir: PathBuf },
-    /// Plaintext, for loopback addresses only.
-    Insecure,
 }
 
 /// The agent cannot start.
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
-    #[error(
-        "refusing --insecure on {listen}: plaintext is allowed only on loopback addresses (127.0.0.0/8, ::1); \
-         serve with --tls-dir instead (certificates: `pvfsctl ca issue {name} --dir DIR --san IP`)"
-    )]
-    InsecureNotLoopback { listen: SocketAddr, name: String },
     #[error(transparent)]
     Tls(#[from] TlsError),
     #[error("state directory {}: {source}", path.display())]
@@ -103,13 +109,20 @@ pub enum AgentError {
 #[derive(Debug)]
 pub struct Prepared {
     settings: Settings,
-    tls: Option<(Material, CertSummary)>,
+    material: Material,
+    certificate: CertSummary,
+    revoked: RevokedWatch,
 }
 
 impl Prepared {
-    /// The certificate the agent will serve, when serving TLS.
-    pub fn certificate(&self) -> Option<&CertSummary> {
-        self.tls.as_ref().map(|(_, summary)| summary)
+    /// The certificate the agent will serve.
+    pub fn certificate(&self) -> &CertSummary {
+        &self.certificate
+    }
+
+    /// The revoked serials the agent will refuse (re-read while serving when the file changes).
+    pub fn revoked(&self) -> &RevokedWatch {
+        &self.revoked
     }
 
     pub fn settings(&self) -> &Settings {
@@ -117,25 +130,25 @@ impl Prepared {
     }
 }
 
-/// Checks `settings` without side effects: plaintext only on loopback; the certificate
-/// exists, matches its key, chains to the CA and is valid now. `--check-config` is this.
+/// Checks `settings` without side effects: the certificate exists, matches its key, chains to
+/// the CA, is valid now and is an agent's (serverAuth, not clientAuth); the revoked list, if
+/// any, reads. `--check-config` is this.
 pub fn prepare(settings: Settings) -> Result<Prepared, AgentError> {
-    let tls = match &settings.security {
-        Security::Insecure if !settings.listen.ip().is_loopback() => {
-            return Err(AgentError::InsecureNotLoopback {
-                listen: settings.listen,
-                name: settings.name.clone(),
-            });
-        }
-        Security::Insecure => None,
-        Security::MutualTls { dir } => {
-            let material = pvfs_tls::load(dir, &settings.name)?;
-            let summary = pvfs_tls::check_identity(&material, Usage::Agent)?;
-            Some((material, summary))
-        }
-    };
+    let Security::MutualTls { dir } = &settings.security;
+    let material = pvfs_tls::load(dir, &settings.name)?;
+    let certificate = pvfs_tls::check_identity(&material, Usage::Agent)?;
+    let revoked = RevokedWatch::new(dir)?;
     state::check(&settings.state_dir)?;
-    Ok(Prepared { settings, tls })
+    Ok(Prepared { settings, material, certificate, revoked })
+}
+
+/// The server's TLS: its certificate, and client certificates required and verified against
+/// the cluster CA (what a client certificate may *do* is `auth`'s question).
+pub(crate) fn server_tls(material: &Material) -> ServerTlsConfig {
+    ServerTlsConfig::new()
+        .identity(Identity::from_pem(&material.cert_pem, &material.key_pem))
+        .client_ca_root(Certificate::from_pem(&material.ca_pem))
+        .timeout(HANDSHAKE_TIMEOUT)
 }
 
 /// Binds the listen address.
@@ -143,7 +156,9 @@ pub async fn bind(listen: SocketAddr) -> Result<TcpListener, AgentError> {
     TcpListener::bind(listen).await.map_err(|source| AgentError::Bind { listen, source })
 }
 
-/// Serves on `listener` until `shutdown` is cancelled, then drains in-flight requests.
+/// Serves on `listener` until `shutdown` is cancelled, then drains: stops accepting, lets open
+/// streams finish (a unit's step under way, reported to its coordinator if it is still there)
+/// and waits for every unit's task, even those whose coordinator has gone.
 ///
 /// Tells systemd (when started by it, or by anything that sets `NOTIFY_SOCKET`) that the agent
 /// is ready once the listener is serving.
@@ -152,19 +167,12 @@ pub async fn serve(
     prepared: Prepared,
     shutdown: CancellationToken,
 ) -> Result<(), AgentError> {
-    let Prepared { settings, tls } = prepared;
+    let Prepared { settings, material, revoked, .. } = prepared;
     let _lock = state::lock(&settings.state_dir)?;
     let local =
         listener.local_addr().map_err(|source| AgentError::Bind { listen: settings.listen, source })?;
 
-    let mut server = Server::builder();
-    if let Some((material, _)) = &tls {
-        let config = ServerTlsConfig::new()
-            .identity(Identity::from_pem(&material.cert_pem, &material.key_pem))
-            .client_ca_root(Certificate::from_pem(&material.ca_pem))
-            .timeout(HANDSHAKE_TIMEOUT);
-        server = server.tls_config(config)?;
-    }
+    let mut server = Server::builder().tls_config(server_tls(&material))?;
 
     let (health, health_service) = tonic_health::server::health_reporter();
     // The epoch tells coordinators which agent process numbered the samples.
@@ -194,6 +202,7 @@ pub async fn serve(
         None => None,
     };
     let agent = AgentService::new(settings.name.clone(), settings.root.clone(), history, shutdown.clone());
+    let units = agent.units();
     health.set_serving::<pvfs_proto::pb::agent_server::AgentServer<AgentService>>().await;
 
     // Health turns NOT_SERVING as soon as shutdown starts, so a coordinator polling it sees the
@@ -214,18 +223,27 @@ pub async fn serve(
     let incoming = tonic::transport::server::TcpIncoming::from(listener)
         .with_nodelay(Some(true))
         .with_keepalive(Some(TCP_KEEPALIVE));
-    let router =
-        server.add_service(health_service).add_service(pvfs_proto::pb::agent_server::AgentServer::new(agent));
-    tracing::info!(
-        name = %settings.name,
-        listen = %local,
-        tls = tls.is_some(),
-        version = VERSION,
-        "pvfs-agent serving"
+    let router = server.add_service(health_service).add_service(
+        pvfs_proto::pb::agent_server::AgentServer::with_interceptor(
+            agent,
+            auth::CoordinatorOnly::new(revoked),
+        ),
     );
+    tracing::info!(name = %settings.name, listen = %local, version = VERSION, "pvfs-agent serving");
     notify::ready(local, &settings.name);
-    let result = router.serve_with_incoming_shutdown(incoming, shutdown.cancelled()).await;
-    notify::stopping();
+    let stopping = async {
+        shutdown.cancelled().await;
+        notify::stopping();
+        if !units.is_empty() {
+            tracing::info!(units = units.len(), "stopping: letting the steps under way finish");
+        }
+    };
+    // Graceful: the server stops accepting, and waits for open connections to finish their
+    // streams, so a coordinator still listening receives the result of the step under way.
+    let result = router.serve_with_incoming_shutdown(incoming, stopping).await;
+    // Units whose coordinator went away are not held by any stream; wait for them too.
+    units.close();
+    units.wait().await;
     health_on_shutdown.abort();
     sampler.abort();
     if let Some(gmond) = gmond {

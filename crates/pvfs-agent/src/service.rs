@@ -10,6 +10,7 @@ use std::time::Instant;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::{ReceiverStream, UnboundedReceiverStream};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use tonic::{Request, Response, Status};
 
 /// A benchmark phase under way: the tasks' results, or why there are none (the outer error is a
@@ -59,6 +60,8 @@ pub struct AgentService {
     /// Held for the whole of an `Apply`: two coordinators converging one node at once would
     /// race each other's probes (both see "no volume", both create it).
     converging: Arc<tokio::sync::Mutex<()>>,
+    /// Every `Apply`'s task, so that stopping waits for the step under way to finish.
+    units: TaskTracker,
     /// Held while a benchmark phase runs: two runs on one client would measure each other.
     benching: Arc<tokio::sync::Mutex<()>>,
 }
@@ -73,7 +76,13 @@ impl AgentService {
             shutdown,
             converging: Arc::new(tokio::sync::Mutex::new(())),
             benching: Arc::new(tokio::sync::Mutex::new(())),
+            units: TaskTracker::new(),
         }
+    }
+
+    /// The tasks of the units being converged (the agent waits for them when it stops).
+    pub(crate) fn units(&self) -> TaskTracker {
+        self.units.clone()
     }
 }
 
@@ -194,6 +203,10 @@ impl pb::agent_server::Agent for AgentService {
         let pb::ApplyRequest { steps, dry_run, after_changes, label } = request.into_inner();
         let steps = pvfs_proto::convert::steps_from_wire(steps)
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        // Stopping: the unit under way may finish, nothing new starts.
+        if self.shutdown.is_cancelled() {
+            return Err(Status::unavailable("this agent is stopping; run again once it is back"));
+        }
         let guard = self.converging.clone().try_lock_owned().map_err(|_| {
             Status::aborted("another `pvfsctl up` is converging this node right now; wait for it to finish, then run again")
         })?;
@@ -202,9 +215,11 @@ impl pb::agent_server::Agent for AgentService {
         let (tx, rx) = mpsc::unbounded_channel();
         let host = pvfs_steps::Host::new(self.root.clone(), SystemRunner);
         let name = self.name.clone();
+        let stopping = self.shutdown.clone();
         // Its own task, not the request's: if the coordinator goes away, the step under way
-        // finishes (a half-made file system is worse than a finished one) and no other starts.
-        tokio::spawn(async move {
+        // finishes (a half-made file system is worse than a finished one) and no other starts;
+        // likewise when the agent is stopping, which waits for this task (tracked).
+        self.units.spawn(async move {
             let _guard = guard;
             tracing::info!(node = %name, unit = %label, steps = steps.len(), dry_run, "converging");
             let closed = tx.clone();
@@ -222,7 +237,9 @@ impl pb::agent_server::Agent for AgentService {
                     }
                     let _ = tx.send(Ok(pb::ApplyEvent::from(&event)));
                 },
-                move || !closed.is_closed(),
+                // The lock (`_guard`) goes with this task: a gate whose caller left stops
+                // waiting, so a vanished coordinator cannot keep the node locked.
+                move || !closed.is_closed() && !stopping.is_cancelled(),
             )
             .await;
             tracing::info!(

@@ -3,13 +3,13 @@
 //! real sampler (this machine's counters, so every message has a real node's size).
 
 use crate::history::{History, run_sampler};
-use crate::{AgentError, AgentService, HANDSHAKE_TIMEOUT, SAMPLE_INTERVAL};
+use crate::{AgentError, AgentService, SAMPLE_INTERVAL};
 use pvfs_host::Root;
-use pvfs_tls::Material;
+use pvfs_tls::{Material, RevokedWatch};
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
+use tonic::transport::Server;
 
 /// What `pvfs-agent simulate` runs.
 #[derive(Debug, Clone)]
@@ -17,8 +17,11 @@ pub struct Simulation {
     pub agents: u16,
     /// The first agent's address; agent i listens on port + i.
     pub first: SocketAddr,
-    /// One certificate for all (it must name the address's IP).
-    pub tls: Option<Material>,
+    /// One certificate for all (it must name the address's IP). Simulated agents are real
+    /// agent services on this machine, so they take mutual TLS like any other.
+    pub tls: Material,
+    /// The revoked serials they refuse.
+    pub revoked: RevokedWatch,
     pub name_prefix: String,
 }
 
@@ -33,18 +36,14 @@ pub async fn run(sim: Simulation, shutdown: CancellationToken) -> Result<(), Age
     for i in 0..sim.agents {
         let addr = SocketAddr::new(sim.first.ip(), sim.first.port() + i);
         let listener = crate::bind(addr).await?;
-        let mut server = Server::builder();
-        if let Some(material) = &sim.tls {
-            let config = ServerTlsConfig::new()
-                .identity(Identity::from_pem(&material.cert_pem, &material.key_pem))
-                .client_ca_root(Certificate::from_pem(&material.ca_pem))
-                .timeout(HANDSHAKE_TIMEOUT);
-            server = server.tls_config(config)?;
-        }
+        let mut server = Server::builder().tls_config(crate::server_tls(&sim.tls))?;
         let name = format!("{}{i}", sim.name_prefix);
         let service = AgentService::new(name, Root::system(), history.clone(), shutdown.clone());
         let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
-        let router = server.add_service(pvfs_proto::pb::agent_server::AgentServer::new(service));
+        let router = server.add_service(pvfs_proto::pb::agent_server::AgentServer::with_interceptor(
+            service,
+            crate::auth::CoordinatorOnly::new(sim.revoked.clone()),
+        ));
         let stop = shutdown.clone();
         tokio::spawn(async move {
             if let Err(err) = router.serve_with_incoming_shutdown(incoming, stop.cancelled()).await {

@@ -174,7 +174,7 @@ pub enum Host {
 
 impl Address {
     /// True when the address can only be reached from this machine (127.0.0.0/8, ::1,
-    /// "localhost"): the one place plaintext is allowed.
+    /// "localhost"). Not a security boundary: every user of the machine reaches it too.
     pub fn is_loopback(&self) -> bool {
         match &self.host {
             Host::Ip(ip) => ip.is_loopback(),

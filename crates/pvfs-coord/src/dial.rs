@@ -14,13 +14,11 @@ use std::time::{Duration, Instant};
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 use tonic_health::pb::health_client::HealthClient;
 
-/// How the coordinator secures its connections.
+/// How the coordinator secures its connections: always mutual TLS (agents serve nothing else).
 #[derive(Debug, Clone)]
 pub enum ClientSecurity {
     /// Present `pvfsctl.crt` and verify agents against `ca.crt`.
     MutualTls(Material),
-    /// Plaintext, for loopback agents only.
-    Insecure,
 }
 
 /// Opens connections to agents.
@@ -62,7 +60,10 @@ pub enum FailureKind {
     Tls,
     /// Connected, but the agent answered with an error.
     Rpc,
-    /// Refused before dialling (e.g. plaintext to a non-loopback address).
+    /// The agent refused our certificate's authority: not a coordinator certificate, or
+    /// revoked.
+    Denied,
+    /// Refused before dialling (a bad address or TLS configuration).
     Config,
     /// Anything else; the message has the detail.
     Other,
@@ -77,6 +78,7 @@ impl FailureKind {
             FailureKind::Dns => "dns",
             FailureKind::Tls => "tls",
             FailureKind::Rpc => "rpc",
+            FailureKind::Denied => "denied",
             FailureKind::Config => "config",
             FailureKind::Other => "other",
         }
@@ -117,29 +119,18 @@ impl Dialer {
 
     fn endpoint(&self, address: &Address) -> Result<Endpoint, DialError> {
         let config_error = |message: String| DialError { kind: FailureKind::Config, message };
-        let scheme = match self.security {
-            ClientSecurity::MutualTls(_) => "https",
-            ClientSecurity::Insecure if address.is_loopback() => "http",
-            ClientSecurity::Insecure => {
-                return Err(config_error(format!(
-                    "refusing plaintext (--insecure) to {address}: allowed only for loopback addresses"
-                )));
-            }
-        };
-        let mut endpoint = Endpoint::from_shared(format!("{scheme}://{address}"))
+        let ClientSecurity::MutualTls(material) = &self.security;
+        let tls = ClientTlsConfig::new()
+            .ca_certificate(Certificate::from_pem(&material.ca_pem))
+            .identity(Identity::from_pem(&material.cert_pem, &material.key_pem))
+            .domain_name(address.tls_name());
+        Endpoint::from_shared(format!("https://{address}"))
             .map_err(|e| config_error(format!("bad address {address}: {e}")))?
             .connect_timeout(self.timeout)
             .timeout(self.timeout)
-            .tcp_nodelay(true);
-        if let ClientSecurity::MutualTls(material) = &self.security {
-            let tls = ClientTlsConfig::new()
-                .ca_certificate(Certificate::from_pem(&material.ca_pem))
-                .identity(Identity::from_pem(&material.cert_pem, &material.key_pem))
-                .domain_name(address.tls_name());
-            endpoint =
-                endpoint.tls_config(tls).map_err(|e| config_error(format!("TLS configuration: {e}")))?;
-        }
-        Ok(endpoint)
+            .tcp_nodelay(true)
+            .tls_config(tls)
+            .map_err(|e| config_error(format!("TLS configuration: {e}")))
     }
 }
 
@@ -190,7 +181,7 @@ pub fn explain(err: &(dyn StdError + 'static), address: &Address, timeout: Durat
                 K::ConnectionReset | K::UnexpectedEof | K::BrokenPipe => (
                     FailureKind::Tls,
                     format!(
-                        "the agent closed the connection during set-up ({io}); it may be serving plaintext, or rejected our certificate"
+                        "the agent closed the connection during set-up ({io}); it may have rejected our certificate, or something other than a pvfs agent listens there"
                     ),
                 ),
                 _ => (FailureKind::Other, io.to_string()),
@@ -218,6 +209,14 @@ pub fn from_status(status: &tonic::Status, address: &Address, timeout: Duration)
         if explained.kind != FailureKind::Other {
             return explained;
         }
+    }
+    if status.code() == tonic::Code::PermissionDenied {
+        // The agent's own checks after the handshake (usage, revocation): its message says
+        // which and what to do.
+        return DialError {
+            kind: FailureKind::Denied,
+            message: format!("the agent refused this coordinator: {}", status.message()),
+        };
     }
     DialError {
         kind: FailureKind::Rpc,
@@ -253,7 +252,7 @@ fn explain_tls(err: &rustls::Error, address: &Address) -> String {
         }
         E::AlertReceived(alert) => rejected_by_agent(&format!("{alert:?}")),
         E::InvalidMessage(_) | E::InappropriateMessage { .. } => {
-            "TLS failed: the agent did not answer with TLS (is it running with --insecure?)".into()
+            "TLS failed: the peer did not answer with TLS (is something other than a pvfs agent listening there?)".into()
         }
         other => format!("TLS failed: {other}"),
     }

@@ -213,25 +213,26 @@ async fn a_stopped_agent_is_refused_and_named() {
 }
 
 #[tokio::test]
-async fn insecure_is_refused_off_loopback_on_both_sides() {
-    let state = tempfile::tempdir().unwrap();
-    let settings = Settings {
-        name: "n1".into(),
-        listen: "0.0.0.0:7070".parse().unwrap(),
-        security: Security::Insecure,
-        state_dir: state.path().to_owned(),
-        root: Root::system(),
-        history: Duration::from_secs(60),
-        gmond: None,
-    };
-    let err = pvfs_agent::prepare(settings.clone()).unwrap_err();
-    assert!(err.to_string().contains("refusing --insecure on 0.0.0.0:7070"), "{err}");
-    let loopback = Settings { listen: "127.0.0.1:0".parse().unwrap(), ..settings };
-    pvfs_agent::prepare(loopback).unwrap();
+async fn a_revoked_coordinator_is_told_why_it_is_refused() {
+    let pki = Pki::new();
+    pki.agent_cert("n1", &["127.0.0.1"]);
+    let agent = start_agent(&pki, "n1", "127.0.0.1").await;
+    let cluster = cluster_of(&[node("n1", agent.addr)]);
+    assert!(pvfs_coord::survey(&cluster, &pki.dialer()).await.nodes[0].reachable());
 
-    let dialer = Dialer::new(ClientSecurity::Insecure, TIMEOUT);
-    let err = dialer.connect(&node("n1", "10.0.0.5:7070".parse().unwrap())).await.unwrap_err();
-    assert_eq!(err.kind, FailureKind::Config);
+    let revocation = pvfs_tls::revoke_named(pki.path(), "pvfsctl").unwrap();
+    let survey = pvfs_coord::survey(&cluster, &pki.dialer()).await;
+    let err = survey.nodes[0].result.as_ref().unwrap_err();
+    assert_eq!(err.kind, FailureKind::Denied, "{err}");
+    assert_eq!(err.kind.as_str(), "denied");
+    assert!(
+        err.message.starts_with(&format!(
+            "the agent refused this coordinator: certificate \"pvfsctl\" (serial {}) is revoked",
+            revocation.serial
+        )),
+        "{err}"
+    );
+    agent.stop().await;
 }
 
 #[tokio::test]

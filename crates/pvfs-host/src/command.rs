@@ -2,6 +2,14 @@
 //!
 //! A [`Command`] is a program and its arguments, never a shell string: nothing here goes through
 //! `sh -c`, so no argument can be reinterpreted by a shell.
+//!
+//! Commands come in two lifetimes. A *probe* (`blkid -p`, `findmnt`, `gluster peer status`)
+//! reads the node; it is killed when it runs past its limit or when whoever waits for it goes
+//! away. An *action* ([`Runner::run_action`]: `mkfs`, `mdadm --create`, package installs,
+//! mounts) changes the node, and a half-done action is worse than a finished one, so the agent
+//! never kills it: it runs in its own process group (a signal meant for the agent does not
+//! reach it), writes its output to files rather than to pipes (it does not die of SIGPIPE when
+//! the agent exits), and past its limit it is reported as still running, with its pid.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -106,6 +114,15 @@ pub enum CommandError {
     },
     #[error("`{command}` did not finish within {}s and was killed", timeout.as_secs())]
     TimedOut { command: String, timeout: Duration },
+    /// An action past its limit. It is left running: killing a half-made file system or a
+    /// half-installed package would leave the node worse than letting it finish.
+    #[error(
+        "`{command}` has not finished after {}s; it is still running as pid {pid} and was left to \
+         finish (stopping it half-way would leave the node worse); wait for it (`ps -p {pid}`), \
+         then run again",
+        after.as_secs()
+    )]
+    StillRunning { command: String, pid: u32, after: Duration },
     #[error("`{command}` failed while its output was read: {source}")]
     Io {
         command: String,
@@ -119,7 +136,14 @@ pub enum CommandError {
 /// Runs commands. The trait exists so tests can replay recorded outputs; production uses
 /// [`SystemRunner`].
 pub trait Runner: Send + Sync {
+    /// Runs a probe: killed past its limit, or when the returned future is dropped.
     fn run(&self, command: &Command) -> impl Future<Output = Result<Output, CommandError>> + Send;
+
+    /// Runs an action: a command that changes the node, which the caller never kills (see the
+    /// module's documentation). Runners that do not start processes treat both alike.
+    fn run_action(&self, command: &Command) -> impl Future<Output = Result<Output, CommandError>> + Send {
+        self.run(command)
+    }
 }
 
 /// Runs commands on this machine.
@@ -155,6 +179,63 @@ impl Runner for SystemRunner {
             stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         })
     }
+
+    async fn run_action(&self, command: &Command) -> Result<Output, CommandError> {
+        let shown = command.to_string();
+        let io_err = |source| CommandError::Io { command: shown.clone(), source };
+        // Unnamed files (O_TMPFILE), not pipes: a pipe's reader is the agent, and a child that
+        // writes to a pipe nobody reads any more dies of SIGPIPE once the agent has exited.
+        // Files also do not make us wait for a daemon the command leaves behind holding them
+        // (mount.glusterfs's FUSE client), only for the command itself.
+        let stdout = tempfile::tempfile().map_err(io_err)?;
+        let stderr = tempfile::tempfile().map_err(io_err)?;
+        let mut child = tokio::process::Command::new(&command.program)
+            .args(&command.args)
+            .stdin(Stdio::null())
+            .stdout(stdout.try_clone().map_err(io_err)?)
+            .stderr(stderr.try_clone().map_err(io_err)?)
+            // Its own process group: a Ctrl-C or a signal to the agent's group does not reach
+            // it. (Not a new session: that needs `setsid` between fork and exec, which is
+            // `unsafe`; a process group is what keeps group-wide signals off it.)
+            .process_group(0)
+            // Never killed by the agent, not even when the future waiting for it is dropped
+            // (an agent stopping, a caller going away): it runs to its end.
+            .kill_on_drop(false)
+            .env("LC_ALL", "C")
+            .envs(command.env.iter().map(|(k, v)| (k, v)))
+            .spawn()
+            .map_err(|source| CommandError::Spawn {
+                command: shown.clone(),
+                program: command.program.clone(),
+                source,
+            })?;
+        let pid = child.id().unwrap_or_default();
+        let status = match tokio::time::timeout(command.timeout, child.wait()).await {
+            Ok(status) => status.map_err(io_err)?,
+            Err(_) => {
+                // Left running, and reaped when it ends so it does not linger as a zombie.
+                tokio::spawn(async move {
+                    let _ = child.wait().await;
+                });
+                return Err(CommandError::StillRunning { command: shown, pid, after: command.timeout });
+            }
+        };
+        Ok(Output {
+            code: status.code(),
+            stdout: read_back(stdout).await.map_err(io_err)?,
+            stderr: read_back(stderr).await.map_err(io_err)?,
+        })
+    }
+}
+
+/// What a finished action wrote to one of its output files.
+async fn read_back(file: std::fs::File) -> io::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncSeekExt};
+    let mut file = tokio::fs::File::from_std(file);
+    file.seek(io::SeekFrom::Start(0)).await?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).await?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Replays outputs recorded from real tools, keyed by the exact command line.
@@ -248,6 +329,77 @@ mod tests {
         let cmd = Command::new("sleep").arg("5").timeout(Duration::from_millis(100));
         let err = SystemRunner.run(&cmd).await.unwrap_err();
         assert!(matches!(err, CommandError::TimedOut { .. }), "{err}");
+    }
+
+    /// Waits (bounded) until `path` exists: what a command left running does at its end.
+    async fn appears(path: &std::path::Path) -> bool {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while tokio::time::Instant::now() < deadline {
+            if path.exists() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    }
+
+    #[tokio::test]
+    async fn an_action_reports_its_exit_code_and_output() {
+        let cmd = Command::new("sh").args(["-c", "echo out; echo err >&2; exit 3"]);
+        let out = SystemRunner.run_action(&cmd).await.unwrap();
+        assert_eq!((out.code, out.stdout.as_str(), out.stderr.as_str()), (Some(3), "out\n", "err\n"));
+        let err = SystemRunner.run_action(&Command::new("pvfs-no-such-tool")).await.unwrap_err();
+        assert!(matches!(err, CommandError::Spawn { .. }), "{err}");
+    }
+
+    #[tokio::test]
+    async fn an_action_runs_in_its_own_process_group() {
+        // Field 5 of /proc/PID/stat is the process group; the shell's own pid is `$$`.
+        let cmd = Command::new("sh").args(["-c", "echo $$; cat /proc/$$/stat"]);
+        let out = SystemRunner.run_action(&cmd).await.unwrap();
+        let mut lines = out.stdout.lines();
+        let pid = lines.next().unwrap();
+        let stat = lines.next().unwrap();
+        let after_comm = stat.rsplit_once(") ").unwrap().1;
+        let pgrp = after_comm.split(' ').nth(2).unwrap();
+        assert_eq!(pgrp, pid, "{stat}");
+        let ours = std::fs::read_to_string("/proc/self/stat").unwrap();
+        let our_pgrp = ours.rsplit_once(") ").unwrap().1.split(' ').nth(2).unwrap().to_owned();
+        assert_ne!(pgrp, our_pgrp, "not in the caller's group");
+    }
+
+    #[tokio::test]
+    async fn an_action_past_its_limit_is_left_running_and_named_by_pid() {
+        let dir = tempfile::tempdir().unwrap();
+        let done = dir.path().join("done");
+        let script = format!("sleep 1; echo finished > {}", done.display());
+        let cmd = Command::new("sh").args(["-c", &script]).timeout(Duration::from_millis(100));
+        let err = SystemRunner.run_action(&cmd).await.unwrap_err();
+        let text = err.to_string();
+        let CommandError::StillRunning { pid, .. } = err else { panic!("{text}") };
+        assert!(pid > 0);
+        assert!(text.contains(&format!("still running as pid {pid} and was left to finish")), "{text}");
+        assert!(!done.exists(), "reported before it finished");
+        assert!(appears(&done).await, "the action was killed instead of finishing");
+    }
+
+    #[tokio::test]
+    async fn an_action_outlives_the_future_waiting_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (started, done) = (dir.path().join("started"), dir.path().join("done"));
+        // Writes output after the waiting future is gone: with a pipe it would die of SIGPIPE.
+        let script = format!(
+            "touch {}; sleep 1; echo still writing; echo finished > {}",
+            started.display(),
+            done.display()
+        );
+        let cmd = Command::new("sh").args(["-c", &script]);
+        let waiting = tokio::spawn(async move { SystemRunner.run_action(&cmd).await });
+        assert!(appears(&started).await);
+        waiting.abort();
+        assert!(waiting.await.unwrap_err().is_cancelled());
+        assert!(appears(&done).await, "dropping the future killed the action");
+        assert_eq!(std::fs::read_to_string(&done).unwrap(), "finished\n");
     }
 
     #[tokio::test]

@@ -82,7 +82,19 @@ pub async fn execute<R: Runner>(
     step: &Step,
     host: &Host<R>,
     dry_run: bool,
+    on_command: impl FnMut(&CommandRecord) + Send,
+) -> Outcome {
+    execute_while(step, host, dry_run, on_command, &|| true).await
+}
+
+/// [`execute`], for a caller that may go away: a gate stops waiting once `keep_going` says no
+/// (it changes nothing, so nothing is left half-done). Actions are not interrupted.
+async fn execute_while<R: Runner>(
+    step: &Step,
+    host: &Host<R>,
+    dry_run: bool,
     mut on_command: impl FnMut(&CommandRecord) + Send,
+    keep_going: &(dyn Fn() -> bool + Sync),
 ) -> Outcome {
     if let Step::Gate(gate) = step {
         return if dry_run {
@@ -92,8 +104,17 @@ pub async fn execute<R: Runner>(
                 Err(err) => Outcome::Failed(err.into()),
             }
         } else {
-            match gate.wait(host).await {
-                Ok(detail) => Outcome::Ok { detail: Some(detail) },
+            match gate.wait(host, keep_going).await {
+                Ok(crate::gate::Waited::Ready(detail)) => Outcome::Ok { detail: Some(detail) },
+                Ok(crate::gate::Waited::Abandoned { after, last }) => Outcome::Failed(Failure {
+                    message: format!(
+                        "stopped waiting after {}s: the coordinator went away or the agent is stopping (last seen: {last})",
+                        after.as_secs()
+                    ),
+                    command: None,
+                    code: None,
+                    stderr_tail: String::new(),
+                }),
                 Err(err) => Outcome::Failed(err.into()),
             }
         };
@@ -170,14 +191,17 @@ pub(crate) async fn perform<R: Runner>(
     }
 }
 
-/// Runs a command that must succeed; returns its stdout.
+/// Runs a command of an action, which must succeed; returns its stdout.
+///
+/// As an action ([`Runner::run_action`]): once started it runs to its end whatever happens to
+/// the agent or the caller, and one past its limit is reported as still running, never killed.
 async fn run<R: Runner>(
     command: &Command,
     host: &Host<R>,
     on_command: &mut (impl FnMut(&CommandRecord) + Send),
 ) -> Result<String, StepError> {
     let started = Instant::now();
-    let out = host.runner.run(command).await;
+    let out = host.runner.run_action(command).await;
     let shown = command.to_string();
     let code = out.as_ref().ok().and_then(|o| o.code);
     on_command(&CommandRecord { command: shown.clone(), code, duration: started.elapsed() });
@@ -199,15 +223,16 @@ async fn run<R: Runner>(
 /// The first failure skips the rest. In a dry run (`dry_run`), a step that cannot be assessed
 /// after an earlier step would have changed something (or when `after_changes` says steps on
 /// other nodes would) is reported as pending with the reason, not as failed: the device an
-/// earlier step creates does not exist yet. `keep_going` is asked before each step; when it
-/// says no (the coordinator went away), no further step starts.
+/// earlier step creates does not exist yet. `keep_going` is asked before each step and between
+/// a gate's probes; when it says no (the coordinator went away, the agent is stopping), a gate
+/// stops waiting and no further step starts. A step that acts runs to its end.
 pub async fn run_unit<R: Runner>(
     steps: &[Step],
     host: &Host<R>,
     dry_run: bool,
     after_changes: bool,
     mut emit: impl FnMut(Event) + Send,
-    keep_going: impl Fn() -> bool + Send,
+    keep_going: impl Fn() -> bool + Send + Sync,
 ) -> UnitSummary {
     let mut summary = UnitSummary::default();
     let mut uncertain = after_changes;
@@ -221,15 +246,26 @@ pub async fn run_unit<R: Runner>(
             continue;
         }
         if !keep_going() {
-            let reason = "the coordinator went away before this step started".to_owned();
-            emit(Event::Done { index, outcome: Outcome::Skipped { reason }, duration: Duration::ZERO });
-            summary.skipped += 1;
+            // A failure, not a skip: the unit is unfinished, and a coordinator still listening
+            // (the agent is stopping) must not count it as done and go on to its dependents.
+            let failure = Failure {
+                message: "not started: the agent is stopping, or the coordinator went away; \
+                          run `up` again to carry on from here"
+                    .to_owned(),
+                command: None,
+                code: None,
+                stderr_tail: String::new(),
+            };
+            emit(Event::Done { index, outcome: Outcome::Failed(failure), duration: Duration::ZERO });
+            summary.failed += 1;
+            failed_at = Some(i);
             continue;
         }
         emit(Event::Started { index });
         let started = Instant::now();
         let mut commands = Vec::new();
-        let mut outcome = execute(step, host, dry_run, |record| commands.push(record.clone())).await;
+        let mut outcome =
+            execute_while(step, host, dry_run, |record| commands.push(record.clone()), &keep_going).await;
         for record in commands {
             emit(Event::Command { index, record });
         }

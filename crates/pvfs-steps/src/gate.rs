@@ -59,6 +59,11 @@ pub(crate) enum GateState {
 }
 
 impl Gate {
+    /// The longest an agent waits for a gate. The planner's deadlines are minutes; a caller
+    /// asking for more is refused where steps are decoded, so one call cannot keep a node busy
+    /// (and its Apply lock held) for longer.
+    pub const MAX_DEADLINE: Duration = Duration::from_secs(3600);
+
     /// Probes once.
     pub(crate) async fn probe<R: Runner>(&self, host: &Host<R>) -> Result<GateState, StepError> {
         use GateState::{NotReady, Ready};
@@ -154,25 +159,52 @@ impl Gate {
         })
     }
 
-    /// Probes until the condition holds (returns what the last probe saw) or the deadline
-    /// passes.
-    pub(crate) async fn wait<R: Runner>(&self, host: &Host<R>) -> Result<String, StepError> {
+    /// Probes until the condition holds (returns what the last probe saw), the deadline passes,
+    /// or `keep_going` says the caller is gone: the gate then stops within
+    /// [`CALLER_CHECK`], so a caller that went away does not keep the agent busy (and its
+    /// Apply lock held) until a deadline that may be an hour off.
+    pub(crate) async fn wait<R: Runner>(
+        &self,
+        host: &Host<R>,
+        keep_going: &(dyn Fn() -> bool + Sync),
+    ) -> Result<Waited, StepError> {
         let started = tokio::time::Instant::now();
         let mut pause = Duration::from_millis(250);
         loop {
-            match self.probe(host).await? {
-                GateState::Ready(detail) => return Ok(detail),
-                GateState::NotReady(last) => {
-                    if started.elapsed() + pause > self.deadline {
-                        return Err(StepError::Deadline { after: self.deadline, last });
-                    }
-                    tracing::debug!(gate = self.kind.name(), %last, "not ready yet");
-                }
+            let last = match self.probe(host).await? {
+                GateState::Ready(detail) => return Ok(Waited::Ready(detail)),
+                GateState::NotReady(last) => last,
+            };
+            if started.elapsed() + pause > self.deadline {
+                return Err(StepError::Deadline { after: self.deadline, last });
             }
-            tokio::time::sleep(pause).await;
+            tracing::debug!(gate = self.kind.name(), %last, "not ready yet");
+            let wake = tokio::time::Instant::now() + pause;
+            loop {
+                if !keep_going() {
+                    return Ok(Waited::Abandoned { after: started.elapsed(), last });
+                }
+                let now = tokio::time::Instant::now();
+                if now >= wake {
+                    break;
+                }
+                tokio::time::sleep((wake - now).min(CALLER_CHECK)).await;
+            }
             pause = (pause * 2).min(Duration::from_secs(5));
         }
     }
+}
+
+/// How often a waiting gate looks whether its caller is still there.
+const CALLER_CHECK: Duration = Duration::from_millis(250);
+
+/// How a wait ended, short of an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Waited {
+    /// The condition holds; what the last probe saw.
+    Ready(String),
+    /// The caller went away first; how long the gate waited and what it saw last.
+    Abandoned { after: Duration, last: String },
 }
 
 /// Ready when `command` exits 0; otherwise not ready, with what it said.
@@ -311,6 +343,64 @@ mod tests {
         );
         // Backing off 0.25, 0.5, 1, 2, 4, 5, 5 … seconds: a bounded number of probes.
         assert!((5..=10).contains(&runner.calls().len()), "{}", runner.calls().len());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_gate_stops_waiting_once_its_caller_is_gone() {
+        let runner = RecordedRunner::new().record("lctl ping 10.0.0.4@tcp", 5, "", "no route\n");
+        let (_d, host) = host(runner.clone());
+        let gate = Gate {
+            kind: GateKind::LnetPing { nid: "10.0.0.4@tcp".into() },
+            deadline: Duration::from_secs(3600),
+        };
+        let started = tokio::time::Instant::now();
+        let gone_at = started + Duration::from_secs(7);
+        let keep_going = move || tokio::time::Instant::now() < gone_at;
+        let Waited::Abandoned { after, last } = gate.wait(&host, &keep_going).await.unwrap() else {
+            panic!()
+        };
+        // Noticed within one check of the caller going, not at the hour's deadline.
+        assert!(
+            after >= Duration::from_secs(7) && after <= Duration::from_secs(7) + CALLER_CHECK,
+            "{after:?}"
+        );
+        assert!(last.contains("no route"), "{last}");
+        let probes = runner.calls().len();
+        assert!((3..=6).contains(&probes), "{probes}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_unit_whose_caller_goes_fails_the_gate_and_starts_nothing_more() {
+        let runner = RecordedRunner::new().record("lctl ping 10.0.0.4@tcp", 5, "", "no route\n");
+        let (dir, host) = host(runner);
+        let gate = Gate {
+            kind: GateKind::LnetPing { nid: "10.0.0.4@tcp".into() },
+            deadline: Duration::from_secs(3600),
+        };
+        let later = Step::Directory(crate::Directory { path: "/after".into(), mode: 0o755 });
+        let gone_at = tokio::time::Instant::now() + Duration::from_secs(2);
+        let mut outcomes = Vec::new();
+        let summary = crate::run_unit(
+            &[Step::Gate(gate), later],
+            &host,
+            false,
+            false,
+            |event| {
+                if let crate::Event::Done { outcome, .. } = event {
+                    outcomes.push(outcome);
+                }
+            },
+            move || tokio::time::Instant::now() < gone_at,
+        )
+        .await;
+        assert_eq!((summary.failed, summary.skipped), (1, 1));
+        let Outcome::Failed(f) = &outcomes[0] else { panic!("{outcomes:?}") };
+        assert!(
+            f.message.starts_with("stopped waiting after 2s: the coordinator went away"),
+            "{}",
+            f.message
+        );
+        assert!(!dir.path().join("after").exists(), "no step starts after the caller went");
     }
 
     #[tokio::test]

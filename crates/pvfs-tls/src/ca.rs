@@ -1,6 +1,6 @@
 //! Creating the cluster CA and issuing certificates from it.
 
-use crate::{CA_CERT, CA_KEY, COORDINATOR_NAME, TlsError};
+use crate::{CA_CERT, CA_KEY, COORDINATOR_NAME, Serial, TlsError};
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
     KeyPair, KeyUsagePurpose, SanType,
@@ -15,8 +15,8 @@ use time::{Duration, OffsetDateTime};
 /// A cluster outlives hardware refreshes; ten years keeps CA rotation off the to-do list of a
 /// benchmark campaign.
 const CA_VALIDITY: Duration = Duration::days(3650);
-/// Leaf certificates are cheap to reissue.
-const LEAF_VALIDITY: Duration = Duration::days(825);
+/// Leaf certificates are cheap to reissue; `--days` shortens (or lengthens) this.
+const LEAF_VALIDITY_DAYS: u32 = 825;
 /// Certificates are valid from a little in the past so a node whose clock is a few minutes
 /// behind the issuer's still accepts them.
 const CLOCK_SKEW: Duration = Duration::minutes(10);
@@ -46,6 +46,21 @@ pub struct Issued {
     /// Subject alternative names, as given (the name itself first when it is a DNS name).
     pub sans: Vec<String>,
     pub not_after: OffsetDateTime,
+    /// What `pvfsctl ca revoke` (and `revoked.txt`) names this certificate by.
+    pub serial: Serial,
+}
+
+/// How to issue a certificate ([`issue_with`]).
+#[derive(Debug, Clone)]
+pub struct IssueOptions {
+    /// Extra subject alternative names (IP addresses or DNS names).
+    pub sans: Vec<String>,
+    pub usage: Usage,
+    /// Replace an existing `NAME.crt`/`NAME.key` (never the CA's files).
+    pub force: bool,
+    /// Lifetime in days; 825 when not given. A short one limits what a lost certificate is
+    /// worth; it may not outlast the CA.
+    pub days: Option<u32>,
 }
 
 /// Creates a new CA in `dir` (created if missing, mode 0700). Refuses to replace an existing
@@ -89,7 +104,15 @@ pub fn init_ca(dir: &Path) -> Result<PathBuf, TlsError> {
 /// added when it is a valid DNS name. Agents need the address the coordinator dials among
 /// them, since that is what the coordinator verifies.
 pub fn issue(dir: &Path, name: &str, sans: &[String], usage: Usage, force: bool) -> Result<Issued, TlsError> {
+    issue_with(dir, name, &IssueOptions { sans: sans.to_vec(), usage, force, days: None })
+}
+
+/// [`issue`], with every option.
+pub fn issue_with(dir: &Path, name: &str, options: &IssueOptions) -> Result<Issued, TlsError> {
+    let IssueOptions { sans, usage, force, days } = options;
+    let (usage, force) = (*usage, *force);
     check_name(name)?;
+    crate::check_not_reserved(name)?;
     let cert_path = dir.join(format!("{name}.crt"));
     let key_path = dir.join(format!("{name}.key"));
     if !force {
@@ -107,6 +130,26 @@ pub fn issue(dir: &Path, name: &str, sans: &[String], usage: Usage, force: bool)
         .map_err(|_| TlsError::BadPem { path: ca_key_path.clone(), what: "private key" })?;
     let issuer = Issuer::from_ca_cert_pem(&ca_pem, ca_key)
         .map_err(|_| TlsError::BadPem { path: ca_cert_path.clone(), what: "CA certificate" })?;
+    let ca_not_after = crate::check::not_after_of_pem(&ca_pem)
+        .ok_or_else(|| TlsError::BadPem { path: ca_cert_path.clone(), what: "CA certificate" })?;
+    let now = OffsetDateTime::now_utc();
+    let days = days.unwrap_or(LEAF_VALIDITY_DAYS);
+    if days == 0 {
+        return Err(TlsError::BadLifetime {
+            days,
+            why: "a certificate must be valid for at least a day".into(),
+        });
+    }
+    let not_after = now + Duration::days(i64::from(days));
+    if not_after > ca_not_after {
+        return Err(TlsError::BadLifetime {
+            days,
+            why: format!(
+                "it would outlast the CA, which is valid until {}; ask for fewer days",
+                ca_not_after.date()
+            ),
+        });
+    }
 
     let mut all_sans = Vec::new();
     if is_dns_name(name) {
@@ -126,21 +169,23 @@ pub fn issue(dir: &Path, name: &str, sans: &[String], usage: Usage, force: bool)
         Usage::Coordinator => ExtendedKeyUsagePurpose::ClientAuth,
     }];
     params.use_authority_key_identifier_extension = true;
-    let now = OffsetDateTime::now_utc();
     params.not_before = now - CLOCK_SKEW;
-    params.not_after = now + LEAF_VALIDITY;
+    params.not_after = not_after;
     let key = KeyPair::generate()?;
     let cert = params.signed_by(&key, &issuer)?;
+    let serial = crate::serial_of(cert.der())
+        .ok_or_else(|| TlsError::BadPem { path: cert_path.clone(), what: "certificate (just issued)" })?;
 
     if force {
-        // Replacing: remove first so the new files are created with our modes.
+        // Replacing: remove first so the new files are created with our modes. (A name that
+        // is a symbolic link loses the link, not what it points to.)
         for path in [&cert_path, &key_path] {
             let _ = fs::remove_file(path);
         }
     }
     write_new(&key_path, key.serialize_pem().as_bytes(), 0o600)?;
     write_new(&cert_path, cert.pem().as_bytes(), 0o644)?;
-    Ok(Issued { cert: cert_path, key: key_path, usage, sans: all_sans, not_after: params.not_after })
+    Ok(Issued { cert: cert_path, key: key_path, usage, sans: all_sans, not_after, serial })
 }
 
 fn dn(common_name: &str) -> DistinguishedName {
@@ -166,7 +211,7 @@ fn san_type(s: &str) -> Result<SanType, TlsError> {
 }
 
 /// Names become file names: keep them to the characters the cluster file allows for nodes.
-fn check_name(name: &str) -> Result<(), TlsError> {
+pub(crate) fn check_name(name: &str) -> Result<(), TlsError> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && !name.starts_with(['.', '-'])

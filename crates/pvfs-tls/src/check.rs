@@ -1,7 +1,7 @@
 //! Checking that a certificate is usable before serving or dialling with it, so a mistake
 //! shows up as a clear message at start-up rather than as a failed handshake on a peer.
 
-use crate::{Material, TlsError, Usage};
+use crate::{Material, RevokedList, Serial, TlsError, Usage};
 use rustls::RootCertStore;
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::ServerCertVerifier;
@@ -66,7 +66,109 @@ pub fn check_identity(material: &Material, usage: Usage) -> Result<CertSummary, 
             verifier.verify_client_cert(&cert, &[], now).map_err(|e| untrusted(material, e.to_string()))?;
         }
     }
+    let usages = usages_of(&cert).ok_or_else(bad_cert)?;
+    let wrong = |role, reason: &str| TlsError::WrongUsage {
+        cert: material.cert_path.clone(),
+        role,
+        reason: format!("{reason} (its extended key usages: {usages})"),
+    };
+    // webpki accepts a certificate without the extended-key-usage extension for any purpose;
+    // pvfs does not: each holder's certificate must say what it is for.
+    match usage {
+        Usage::Agent if !usages.server_auth => {
+            return Err(wrong("by an agent", "an agent's certificate must have the serverAuth usage"));
+        }
+        // An agent's certificate that is also a client certificate would let whoever takes
+        // one node command every other node.
+        Usage::Agent if usages.client_auth => {
+            return Err(wrong(
+                "by an agent",
+                "an agent's certificate must not have the clientAuth usage (it could command other agents)",
+            ));
+        }
+        Usage::Coordinator if !usages.client_auth => {
+            return Err(wrong(
+                "as the coordinator",
+                "a coordinator certificate must have the clientAuth usage; issue one with `pvfsctl ca issue pvfsctl --dir DIR`",
+            ));
+        }
+        _ => {}
+    }
     Ok(summary)
+}
+
+/// The extended key usages a certificate names, as far as pvfs cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Usages {
+    /// The extension is there at all.
+    present: bool,
+    server_auth: bool,
+    client_auth: bool,
+}
+
+impl std::fmt::Display for Usages {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let named: Vec<&str> = [(self.server_auth, "serverAuth"), (self.client_auth, "clientAuth")]
+            .into_iter()
+            .filter_map(|(has, name)| has.then_some(name))
+            .collect();
+        match (self.present, named.is_empty()) {
+            (false, _) => f.write_str("none: the extension is absent"),
+            (true, true) => f.write_str("neither serverAuth nor clientAuth"),
+            (true, false) => f.write_str(&named.join(", ")),
+        }
+    }
+}
+
+fn usages_of(cert: &[u8]) -> Option<Usages> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(cert).ok()?;
+    Some(match parsed.extended_key_usage().ok()? {
+        Some(eku) => {
+            Usages { present: true, server_auth: eku.value.server_auth, client_auth: eku.value.client_auth }
+        }
+        None => Usages { present: false, server_auth: false, client_auth: false },
+    })
+}
+
+/// Why an agent refuses a client that passed the TLS handshake.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("the client certificate cannot be parsed")]
+    Unreadable,
+    #[error(
+        "certificate {subject:?} (serial {serial}) is not a coordinator certificate: it lacks the clientAuth \
+         usage (its extended key usages: {usages}); only a certificate from `pvfsctl ca issue pvfsctl` may command agents"
+    )]
+    NotClientAuth { subject: String, serial: Serial, usages: String },
+    #[error(
+        "certificate {subject:?} (serial {serial}) is revoked (listed in this agent's revoked.txt); \
+         use a newly issued coordinator certificate (`pvfsctl ca issue pvfsctl --dir DIR --force`)"
+    )]
+    Revoked { subject: String, serial: Serial },
+}
+
+/// Decides whether the client certificate `cert` (DER, already verified against the CA by the
+/// TLS handshake) may command an agent: it must name the clientAuth usage explicitly (an
+/// absent extension is not enough, whatever webpki makes of it) and not be revoked.
+pub fn check_coordinator(cert: &[u8], revoked: &RevokedList) -> Result<(), Refusal> {
+    let der = CertificateDer::from(cert);
+    let summary = summarize(&der).ok_or(Refusal::Unreadable)?;
+    let serial = crate::serial_of(cert).ok_or(Refusal::Unreadable)?;
+    let usages = usages_of(cert).ok_or(Refusal::Unreadable)?;
+    let subject = summary.common_name;
+    if revoked.contains(&serial) {
+        return Err(Refusal::Revoked { subject, serial });
+    }
+    if !usages.client_auth {
+        return Err(Refusal::NotClientAuth { subject, serial, usages: usages.to_string() });
+    }
+    Ok(())
+}
+
+/// When a PEM certificate stops being valid.
+pub(crate) fn not_after_of_pem(pem: &str) -> Option<OffsetDateTime> {
+    let der = CertificateDer::from_pem_slice(pem.as_bytes()).ok()?;
+    Some(summarize(&der)?.not_after)
 }
 
 fn untrusted(material: &Material, reason: String) -> TlsError {

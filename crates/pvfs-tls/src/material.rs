@@ -26,6 +26,8 @@ impl std::fmt::Debug for Material {
 
 /// Reads `dir/ca.crt`, `dir/NAME.crt` and `dir/NAME.key`.
 pub fn load(dir: &Path, name: &str) -> Result<Material, TlsError> {
+    // A holder named like the directory's own files would load the CA as its identity.
+    crate::check_not_reserved(name)?;
     let ca_path = dir.join(CA_CERT);
     let cert_path = dir.join(format!("{name}.crt"));
     let key_path = dir.join(format!("{name}.key"));

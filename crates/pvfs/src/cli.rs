@@ -80,8 +80,22 @@ pub enum CaCommand {
         #[arg(long, value_name = "DIR")]
         dir: PathBuf,
     },
-    /// Issue DIR/NAME.crt and DIR/NAME.key, signed by the CA in DIR.
+    /// Issue DIR/NAME.crt and DIR/NAME.key, signed by the CA in DIR; prints its serial.
     Issue(IssueArgs),
+    /// Revoke a certificate: add its serial to DIR/revoked.txt, the list agents refuse. Copy
+    /// the file to every node's TLS directory; agents re-read it without a restart.
+    Revoke(RevokeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RevokeArgs {
+    /// A holder's name (revokes DIR/NAME.crt), or a certificate serial in hexadecimal (as
+    /// `ca issue` prints it, or `openssl x509 -serial` shows it).
+    #[arg(value_name = "NAME|SERIAL")]
+    pub target: String,
+    /// Directory holding the CA and the list (DIR/revoked.txt).
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -99,9 +113,14 @@ pub struct IssueArgs {
     /// certificate and every other name an agent (server) certificate.
     #[arg(long, value_enum)]
     pub usage: Option<UsageArg>,
-    /// Replace an existing NAME.crt/NAME.key.
+    /// Replace an existing NAME.crt/NAME.key (never the CA's files: `ca` is not a holder's
+    /// name). Revoke the old certificate too if it may have leaked.
     #[arg(long)]
     pub force: bool,
+    /// How long the certificate is valid, in days (default 825). A short lifetime limits what
+    /// a lost coordinator certificate is worth; re-issue before it runs out.
+    #[arg(long, value_name = "N")]
+    pub days: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -130,8 +149,8 @@ pub struct ConnectArgs {
     /// Name of the coordinator's certificate in the TLS directory.
     #[arg(long, value_name = "NAME", default_value = pvfs_tls::COORDINATOR_NAME)]
     pub cert_name: String,
-    /// Plaintext instead of mutual TLS; refused unless every agent is on a loopback address.
-    #[arg(long)]
+    /// Removed: agents serve only mutual TLS. Kept so that passing it explains what to do.
+    #[arg(long, hide = true)]
     pub insecure: bool,
     /// Give up on a node after this long (connect and each request).
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
@@ -342,8 +361,9 @@ pub struct AgentCli {
     /// Directory with ca.crt, NAME.crt and NAME.key.
     #[arg(long, value_name = "DIR", env = "PVFS_AGENT_TLS_DIR", default_value = "/etc/pvfs/tls")]
     pub tls_dir: PathBuf,
-    /// Serve plaintext; refused unless --listen is a loopback address.
-    #[arg(long, env = "PVFS_AGENT_INSECURE")]
+    /// Removed: the agent serves only mutual TLS. Kept (with PVFS_AGENT_INSECURE) so that
+    /// passing it explains what to do.
+    #[arg(long, hide = true)]
     pub insecure: bool,
     /// Directory for the agent's state.
     #[arg(long, value_name = "DIR", env = "PVFS_AGENT_STATE_DIR", default_value = "/var/lib/pvfs")]
@@ -420,9 +440,10 @@ pub struct SimulateArgs {
     /// The first agent's address.
     #[arg(long, value_name = "ADDR")]
     pub listen: SocketAddr,
-    /// Directory with ca.crt and the certificate NAME.crt/.key all simulated agents use.
+    /// Directory with ca.crt and the certificate NAME.crt/.key all simulated agents use (and
+    /// revoked.txt, if any): simulated agents serve mutual TLS like real ones.
     #[arg(long, value_name = "DIR")]
-    pub tls_dir: Option<PathBuf>,
+    pub tls_dir: PathBuf,
     /// The certificate's name in --tls-dir.
     #[arg(long, value_name = "NAME", default_value = "sim")]
     pub cert_name: String,
@@ -509,9 +530,8 @@ mod tests {
 
     #[test]
     fn pvfs_reaches_both_personalities() {
-        let cli =
-            PvfsCli::try_parse_from(["pvfs", "agent", "--listen", "127.0.0.1:0", "--insecure"]).unwrap();
-        assert!(matches!(cli.command, PvfsCommand::Agent(AgentCli { insecure: true, .. })));
+        let cli = PvfsCli::try_parse_from(["pvfs", "agent", "--listen", "127.0.0.1:0"]).unwrap();
+        assert!(matches!(cli.command, PvfsCommand::Agent(AgentCli { check_config: false, .. })));
         let cli = PvfsCli::try_parse_from(["pvfs", "ctl", "validate", "c.toml"]).unwrap();
         assert!(matches!(cli.command, PvfsCommand::Ctl(_)));
     }

@@ -10,6 +10,7 @@
 
 mod devices;
 mod harness;
+mod lifecycle;
 
 use harness::{Agent, Pki};
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 /// A step from the wire this agent cannot carry out.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("step {index}: {message} (is the agent older than the coordinator?)")]
+#[error("step {index}: {message}")]
 pub struct StepDecodeError {
     pub index: usize,
     pub message: String,
@@ -184,12 +184,15 @@ pub fn steps_from_wire(steps: Vec<pb::Step>) -> Result<Vec<Step>, StepDecodeErro
         .collect()
 }
 
+/// What a step or value this agent does not know most likely means.
+const OLDER: &str = "(is the agent older than the coordinator?)";
+
 fn unknown(what: &str, value: i32) -> String {
-    format!("unknown {what} {value}")
+    format!("unknown {what} {value} {OLDER}")
 }
 
 fn step_from(step: pb::Step) -> Result<Step, String> {
-    let inner = step.step.ok_or("a step of a kind this agent does not know")?;
+    let inner = step.step.ok_or_else(|| format!("a step of a kind this agent does not know {OLDER}"))?;
     Ok(match inner {
         S::Packages(p) => Step::Packages(Packages {
             manager: match pb::packages_step::Manager::try_from(p.manager)
@@ -293,18 +296,31 @@ fn step_from(step: pb::Step) -> Result<Step, String> {
         }),
         S::Gate(g) => {
             use pb::gate_step::Kind as K;
-            let kind = match g.kind.ok_or("a gate of a kind this agent does not know")? {
-                K::GlusterPeersInCluster(list) => GateKind::GlusterPeersInCluster { peers: list.items },
-                K::GlusterBricksOnline(b) => {
-                    GateKind::GlusterBricksOnline { volume: b.volume, bricks: b.bricks }
-                }
-                K::LnetPing(nid) => GateKind::LnetPing { nid },
-                K::LfsCheckServers(_) => GateKind::LfsCheckServers,
-                K::BeegfsMgmtdReachable(_) => GateKind::BeegfsMgmtdReachable,
-                K::BeegfsCheckServers(_) => GateKind::BeegfsCheckServers,
-                K::Writable(dir) => GateKind::Writable { dir },
-            };
-            Step::Gate(Gate { kind, deadline: Duration::from_millis(g.deadline_ms) })
+            let kind =
+                match g.kind.ok_or_else(|| format!("a gate of a kind this agent does not know {OLDER}"))? {
+                    K::GlusterPeersInCluster(list) => GateKind::GlusterPeersInCluster { peers: list.items },
+                    K::GlusterBricksOnline(b) => {
+                        GateKind::GlusterBricksOnline { volume: b.volume, bricks: b.bricks }
+                    }
+                    K::LnetPing(nid) => GateKind::LnetPing { nid },
+                    K::LfsCheckServers(_) => GateKind::LfsCheckServers,
+                    K::BeegfsMgmtdReachable(_) => GateKind::BeegfsMgmtdReachable,
+                    K::BeegfsCheckServers(_) => GateKind::BeegfsCheckServers,
+                    K::Writable(dir) => GateKind::Writable { dir },
+                };
+            // Refused rather than clamped: a gate that quietly waits less than it was asked to
+            // is a different gate, and the planner never asks for more than a few minutes, so
+            // only a broken or hostile caller gets here. Without a cap, one call could hold the
+            // agent's Apply lock for years.
+            let deadline = Duration::from_millis(g.deadline_ms);
+            if deadline > Gate::MAX_DEADLINE {
+                return Err(format!(
+                    "a gate deadline of {deadline:?} is longer than an agent waits ({}s at most); \
+                     ask for a shorter one, or run the step again after it expires",
+                    Gate::MAX_DEADLINE.as_secs()
+                ));
+            }
+            Step::Gate(Gate { kind, deadline })
         }
     })
 }
@@ -453,6 +469,27 @@ mod tests {
             err.to_string(),
             "step 0: a step of a kind this agent does not know (is the agent older than the coordinator?)"
         );
+    }
+
+    #[test]
+    fn gate_deadlines_over_the_cap_are_refused() {
+        let gate = |deadline_ms| pb::Step {
+            step: Some(S::Gate(pb::GateStep {
+                deadline_ms,
+                kind: Some(pb::gate_step::Kind::LnetPing("10.0.0.4@tcp".into())),
+            })),
+        };
+        let at_cap = Gate::MAX_DEADLINE.as_millis() as u64;
+        assert!(steps_from_wire(vec![gate(at_cap)]).is_ok());
+        let err = steps_from_wire(vec![gate(at_cap + 1), gate(u64::MAX)]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "step 0: a gate deadline of 3600.001s is longer than an agent waits (3600s at most); \
+             ask for a shorter one, or run the step again after it expires"
+        );
+        let err = steps_from_wire(vec![gate(1000), gate(u64::MAX)]).unwrap_err();
+        assert_eq!(err.index, 1);
+        assert!(err.message.starts_with("a gate deadline of 18446744073709551.615s"), "{err}");
     }
 
     #[test]

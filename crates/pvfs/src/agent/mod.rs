@@ -12,11 +12,19 @@ use std::time::Duration;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
-/// After a stop signal the agent lets in-flight requests finish for this long, then exits
-/// anyway: systemd would kill it at TimeoutStopSec, and a clean exit is better than a kill.
-const DRAIN_DEADLINE: Duration = Duration::from_secs(10);
+/// After a stop signal the agent lets the steps under way finish (and report) for this long,
+/// then exits anyway. It agrees with the unit's `TimeoutStopSec=150`: systemd would kill the
+/// agent then, and a clean exit is better than a kill. Commands that act on the node run in
+/// their own process group and outlive the agent either way (`KillMode=process` leaves them to
+/// finish); what the deadline bounds is how long a coordinator can wait for their results.
+const DRAIN_DEADLINE: Duration = Duration::from_secs(120);
 
 pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
+    // Refused before anything else, so a unit file or script still asking for plaintext
+    // fails loudly instead of serving something other than what it asked for.
+    if cli.insecure || insecure_in_environment() {
+        anyhow::bail!("{}", crate::ctl::INSECURE_REMOVED);
+    }
     match cli.command {
         Some(AgentCommand::Metrics(args)) => {
             logging::init(&cli.log, "warn")?;
@@ -42,7 +50,7 @@ pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
     let settings = Settings {
         name,
         listen: cli.listen,
-        security: if cli.insecure { Security::Insecure } else { Security::MutualTls { dir: cli.tls_dir } },
+        security: Security::MutualTls { dir: cli.tls_dir },
         state_dir: cli.state_dir,
         root: Root::system(),
         history: cli.history,
@@ -59,17 +67,21 @@ pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
             s.name,
             s.listen
         );
-        match prepared.certificate() {
-            Some(cert) => {
-                text += &format!(
-                    "  tls: mutual, certificate {:?} for {} (valid until {})\n",
-                    cert.common_name,
-                    cert.sans.join(", "),
-                    cert.not_after.date()
-                );
-            }
-            None => text += "  tls: none (--insecure, loopback only)\n",
-        }
+        let cert = prepared.certificate();
+        text += &format!(
+            "  tls: mutual, certificate {:?} for {} (valid until {})\n",
+            cert.common_name,
+            cert.sans.join(", "),
+            cert.not_after.date()
+        );
+        let revoked = prepared.revoked();
+        let listed = revoked.current().map_err(anyhow::Error::msg)?.len();
+        text += &format!(
+            "  revoked: {listed} serial{} ({}{})\n",
+            if listed == 1 { "" } else { "s" },
+            revoked.path().display(),
+            if revoked.path().exists() { ", re-read when it changes" } else { " does not exist" }
+        );
         text += &format!("  state dir: {}\n", s.state_dir.display());
         output::print(&text)?;
         return Ok(exit::OK);
@@ -94,10 +106,21 @@ pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
         tokio::select! {
             result = serve => result?,
             () = async { shutdown.cancelled().await; tokio::time::sleep(DRAIN_DEADLINE).await } => {
-                tracing::warn!(deadline = ?DRAIN_DEADLINE, "requests still running at the drain deadline; exiting");
+                tracing::warn!(
+                    deadline = ?DRAIN_DEADLINE,
+                    "steps still running at the drain deadline; exiting (commands under way keep running on their own)"
+                );
             }
         }
         anyhow::Ok(exit::OK)
+    })
+}
+
+/// `PVFS_AGENT_INSECURE` set to anything clap would have read as true (not empty, `0`,
+/// `false`, `no`, `off`, `n`, `f`).
+fn insecure_in_environment() -> bool {
+    std::env::var("PVFS_AGENT_INSECURE").is_ok_and(|value| {
+        !matches!(value.trim().to_ascii_lowercase().as_str(), "" | "0" | "false" | "no" | "off" | "n" | "f")
     })
 }
 
@@ -120,11 +143,8 @@ async fn stop_on_signal(mut term: Signal, mut int: Signal, shutdown: Cancellatio
 
 /// `pvfs-agent simulate`: many agents in one process, until SIGTERM or Ctrl-C.
 fn simulate(args: crate::cli::SimulateArgs) -> anyhow::Result<u8> {
-    let tls = match &args.tls_dir {
-        Some(dir) => Some(pvfs_tls::load(dir, &args.cert_name)?),
-        None if args.listen.ip().is_loopback() => None,
-        None => anyhow::bail!("simulated agents off loopback need --tls-dir"),
-    };
+    let tls = pvfs_tls::load(&args.tls_dir, &args.cert_name)?;
+    let revoked = pvfs_tls::RevokedWatch::new(&args.tls_dir)?;
     crate::raise_fd_limit();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -139,9 +159,32 @@ fn simulate(args: crate::cli::SimulateArgs) -> anyhow::Result<u8> {
             agents: args.agents,
             first: args.listen,
             tls,
+            revoked,
             name_prefix: "sim".into(),
         };
         pvfs_agent::simulate::run(sim, shutdown).await?;
         anyhow::Ok(exit::OK)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DRAIN_DEADLINE;
+    use std::time::Duration;
+
+    /// systemd must not SIGKILL the agent while it is still within its own drain deadline
+    /// (and leaves it some time to exit after it).
+    #[test]
+    fn the_drain_deadline_fits_in_the_units_stop_timeout() {
+        let unit = include_str!("../../../../config/pvfs-agent.service");
+        let setting = |key: &str| {
+            unit.lines()
+                .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+                .unwrap_or_else(|| panic!("{key}"))
+        };
+        let stop = Duration::from_secs(setting("TimeoutStopSec").parse().unwrap());
+        assert!(DRAIN_DEADLINE + Duration::from_secs(10) <= stop, "{DRAIN_DEADLINE:?} vs {stop:?}");
+        // And only the agent is stopped: what it started (FUSE clients, mkfs) is left running.
+        assert_eq!(setting("KillMode"), "process");
+    }
 }

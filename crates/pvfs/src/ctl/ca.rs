@@ -1,4 +1,4 @@
-//! `pvfsctl ca init|issue`.
+//! `pvfsctl ca init|issue|revoke`.
 
 use crate::cli::{CaCommand, UsageArg};
 use crate::{exit, output};
@@ -21,22 +21,44 @@ pub(crate) fn run(command: CaCommand) -> anyhow::Result<u8> {
                 Some(UsageArg::Coordinator) => Usage::Coordinator,
                 None => Usage::default_for(&args.name),
             };
-            let issued = pvfs_tls::issue(&args.dir, &args.name, &args.sans, usage, args.force)?;
+            let options =
+                pvfs_tls::IssueOptions { sans: args.sans.clone(), usage, force: args.force, days: args.days };
+            let issued = pvfs_tls::issue_with(&args.dir, &args.name, &options)?;
             let what = match issued.usage {
                 Usage::Agent => "agent (server)",
                 Usage::Coordinator => "coordinator (client)",
             };
             let names = if issued.sans.is_empty() { "no names".to_owned() } else { issued.sans.join(", ") };
             output::print(&format!(
-                "issued {what} certificate {} for {names}, valid until {}\nkey: {} (mode 0600)\n",
+                "issued {what} certificate {} for {names}, valid until {}\nserial: {}\nkey: {} (mode 0600)\n",
                 issued.cert.display(),
                 issued.not_after.date(),
+                issued.serial,
                 issued.key.display()
             ))?;
             if usage == Usage::Agent && issued.sans.iter().all(|s| s.parse::<std::net::IpAddr>().is_err()) {
                 output::note(
                     "note: no IP address among the names; the coordinator verifies agents by the address it dials, so add --san IP unless the cluster file uses DNS names",
                 );
+            }
+        }
+        CaCommand::Revoke(args) => {
+            let done = pvfs_tls::revoke_named(&args.dir, &args.target)?;
+            let which = match &done.holder {
+                Some(name) => format!("{name}'s certificate (serial {})", done.serial),
+                None => format!("serial {}", done.serial),
+            };
+            let what = if done.added { "revoked" } else { "already revoked:" };
+            output::print(&format!(
+                "{what} {which} in {list}\nnext: copy {list} to every node's TLS directory (/etc/pvfs/tls/revoked.txt); \
+                 agents re-read it on their next request, no restart needed\n",
+                list = done.list.display(),
+            ))?;
+            if let Some(name) = &done.holder {
+                output::note(&format!(
+                    "note: {name}.crt is still in {dir}; issue a new one with `pvfsctl ca issue {name} --dir {dir} --force`",
+                    dir = args.dir.display()
+                ));
             }
         }
     }

@@ -53,23 +53,21 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 /// The dialer for `cluster`: the TLS directory from `--tls-dir`, else the cluster file's
-/// `[tls] dir`; plaintext only when asked and only to loopback agents.
+/// `[tls] dir`. Mutual TLS only.
 pub(crate) fn dialer(cluster: &Cluster, args: &ConnectArgs) -> anyhow::Result<Dialer> {
-    let security = if args.insecure {
-        if let Some(node) = cluster.nodes.iter().find(|n| !n.address.is_loopback()) {
-            anyhow::bail!(
-                "refusing --insecure: node {:?} is at {}, and plaintext is allowed only when every agent is on a loopback address",
-                node.name,
-                node.address
-            );
-        }
-        ClientSecurity::Insecure
-    } else {
-        let dir = args.tls_dir.clone().unwrap_or_else(|| cluster.tls_dir.clone());
-        let material = pvfs_tls::load(&dir, &args.cert_name)?;
-        pvfs_tls::check_identity(&material, pvfs_tls::Usage::Coordinator)
-            .with_context(|| format!("the coordinator certificate in {} cannot be used", dir.display()))?;
-        ClientSecurity::MutualTls(material)
-    };
-    Ok(Dialer::new(security, args.timeout))
+    if args.insecure {
+        anyhow::bail!("{INSECURE_REMOVED}");
+    }
+    let dir = args.tls_dir.clone().unwrap_or_else(|| cluster.tls_dir.clone());
+    let material = pvfs_tls::load(&dir, &args.cert_name)?;
+    pvfs_tls::check_identity(&material, pvfs_tls::Usage::Coordinator)
+        .with_context(|| format!("the coordinator certificate in {} cannot be used", dir.display()))?;
+    Ok(Dialer::new(ClientSecurity::MutualTls(material), args.timeout))
 }
+
+/// What `--insecure` gets now, on either side.
+pub(crate) const INSECURE_REMOVED: &str = "--insecure was removed: unauthenticated plaintext let any user of an agent's machine \
+     command it as root (loopback is not a boundary between users). Agents serve only mutual TLS: \
+     `pvfsctl ca init --dir tls`, `pvfsctl ca issue pvfsctl --dir tls`, `pvfsctl ca issue NODE --dir tls --san NODE_IP`, \
+     then `pvfs-agent --tls-dir DIR` on each node and `pvfsctl … --tls-dir tls` (or `[tls] dir` in the cluster file); \
+     `pvfsctl demo` does all of it for a local cluster";

@@ -3,20 +3,30 @@
 use crate::util::{AgentProcess, TestDir, pvfs_agent, text};
 
 #[test]
-fn insecure_on_a_non_loopback_address_is_refused() {
+fn insecure_is_refused_with_what_to_use_instead_even_on_loopback() {
     let dir = TestDir::new();
+    let base = ["--listen", "127.0.0.1:0", "--name", "n1", "--state-dir", "s"];
+    let by_flag = dir.command(&pvfs_agent()).arg("--insecure").args(base).output().unwrap();
+    let by_env = dir.command(&pvfs_agent()).args(base).env("PVFS_AGENT_INSECURE", "true").output().unwrap();
+    for out in [by_flag, by_env] {
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains("--insecure was removed: unauthenticated plaintext let any user"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("then `pvfs-agent --tls-dir DIR` on each node"), "{stderr}");
+    }
+    assert!(!dir.path().join("s").exists(), "a refused start must change nothing");
+    // A false value (as clap reads it) is not a request for plaintext.
     let out = dir
         .command(&pvfs_agent())
-        .args(["--insecure", "--listen", "0.0.0.0:0", "--name", "n1", "--state-dir", "s"])
+        .args(["--check-config", "--tls-dir", "tls"])
+        .args(base)
+        .env("PVFS_AGENT_INSECURE", "0")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("refusing --insecure on 0.0.0.0:0: plaintext is allowed only on loopback"),
-        "{stderr}"
-    );
-    assert!(!dir.path().join("s").exists(), "a refused start must change nothing");
+    assert!(text(&out.stderr).contains("tls/ca.crt"), "{}", text(&out.stderr));
 }
 
 #[test]
@@ -48,6 +58,7 @@ fn check_config_reports_the_certificate_or_what_is_wrong() {
     assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
     let stdout = text(&ok.stdout);
     assert!(stdout.contains("configuration ok") && stdout.contains("for n1, 10.1.2.3"), "{stdout}");
+    assert!(stdout.contains("revoked: 0 serials (tls/revoked.txt does not exist)"), "{stdout}");
     assert!(!dir.path().join("state").exists(), "--check-config creates nothing");
 
     // The coordinator's certificate is for clients: an agent must not serve with it.

@@ -53,16 +53,15 @@ fn nodes_shows_every_agent_and_exits_1_naming_a_stopped_one() {
 }
 
 #[test]
-fn nodes_refuses_insecure_to_remote_agents_and_finds_certificates_via_tls_dir() {
+fn nodes_refuses_insecure_even_to_loopback_and_finds_certificates_via_tls_dir() {
     let dir = TestDir::new();
-    let path = cluster_file(&dir, &[("n1", "10.9.9.9:7070".into())]);
+    // Loopback too: plaintext there let any local user command the agent as root.
+    let path = cluster_file(&dir, &[("n1", "127.0.0.1:7070".into())]);
     let out = dir.ctl(&["nodes", path.to_str().unwrap(), "--insecure"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("refusing --insecure: node \"n1\" is at 10.9.9.9:7070"),
-        "{}",
-        text(&out.stderr)
-    );
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("--insecure was removed: unauthenticated plaintext"), "{stderr}");
+    assert!(stderr.contains("`pvfsctl ca init --dir tls`") && stderr.contains("pvfsctl demo"), "{stderr}");
 
     // No certificates where the cluster file says: the error names the file and the fix.
     let out = dir.ctl(&["nodes", path.to_str().unwrap()]);

@@ -80,6 +80,8 @@ impl AgentProcess {
     /// As [`AgentProcess::start`], with `bin` first in the agent's PATH (programs the agent runs).
     pub fn start_with_path(dir: &TestDir, name: &str, ip: &str, bin: Option<&Path>) -> AgentProcess {
         let sock_path = dir.path().join(format!("{name}.notify"));
+        // A restarted agent of the same name gets a fresh socket.
+        let _ = std::fs::remove_file(&sock_path);
         let notify = UnixDatagram::bind(&sock_path).unwrap();
         notify.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
         let mut command = dir.command(&pvfs_agent());
