@@ -10,7 +10,10 @@ pub fn run(no_e2e: bool) -> anyhow::Result<()> {
         ("systemd-analyze", "systemd"),
         ("unshare", "util-linux"),
         ("blkid", "util-linux"),
-        // The agent's stop-mid-mkfs tests format a real loop device.
+        // The device rules' tests and the agent's stop-mid-mkfs tests run on real loop devices:
+        // made, formatted, mounted, swapped.
+        ("wipefs", "util-linux"),
+        ("mkswap", "util-linux"),
         ("losetup", "mount"),
         ("mkfs.ext4", "e2fsprogs"),
         ("iostat", "sysstat"),

@@ -244,8 +244,45 @@ tuning = { tuneNumWorkers = "64" }
             /etc/pvfs/cluster.toml:13:11: baseurl "ftp.example.com/gluster" must be an http(s)://, ftp:// or file:// URL
             /etc/pvfs/cluster.toml:20:9: "/dev/sdd" is not one of node "s1"'s disks; `wipe` may only list entries of `disks`
             /etc/pvfs/cluster.toml:41:6: [glusterfs.brick]: file system "btrfs" is not supported: use "xfs" or "ext4"
-            /etc/pvfs/cluster.toml:42:17: [glusterfs.brick]: no force flag in mkfs_options: pvfs adds it itself, only for disks listed under the node's `wipe`
+            /etc/pvfs/cluster.toml:42:17: [glusterfs.brick]: mkfs_options: mkfs.xfs option -f: no force flag (pvfs adds one itself, only for devices listed under the node's `wipe`)
             /etc/pvfs/cluster.toml:43:10: [glusterfs.brick]: `tuning` sets BeeGFS config keys and is only valid in [beegfs.meta] and [beegfs.storage]
+        "#]],
+    );
+}
+
+#[test]
+fn mkfs_options_are_checked_against_the_tools_allow_list() {
+    check(
+        r#"
+[cluster]
+name = "local"
+kind = "beegfs"
+
+[[node]]
+name = "s1"
+address = "10.0.0.1"
+roles = ["mgmtd", "meta", "storage", "client"]
+disks = ["/dev/sdc"]
+meta_disks = ["/dev/sdd"]
+
+[beegfs]
+mount = "/mnt/beegfs"
+
+[beegfs.meta]
+fs = "ext4"
+mkfs_options = ["-I", "512", "-J", "device=/dev/sde", "-d", "/etc"]
+
+[beegfs.storage]
+fs = "xfs"
+mkfs_options = ["-Kf", "-l", "logdev=/dev/sdf,size=64m", "-F", "/dev/sdg"]
+"#,
+        expect![[r#"
+            /etc/pvfs/cluster.toml:18:30: [beegfs.meta]: mkfs_options: mkfs.ext4 option -J device=/dev/sde: no second device (-J device= puts the journal on another device: pvfs formats only the device the target names; external logs, journals and realtime devices are not supported)
+            /etc/pvfs/cluster.toml:18:55: [beegfs.meta]: mkfs_options: mkfs.ext4 option -d /etc: no files of the node (-d populates from a directory or tarball: a file system is made from nothing but its device)
+            /etc/pvfs/cluster.toml:22:17: [beegfs.storage]: mkfs_options: mkfs.xfs option -f (in "-Kf"): no force flag (pvfs adds one itself, only for devices listed under the node's `wipe`)
+            /etc/pvfs/cluster.toml:22:24: [beegfs.storage]: mkfs_options: mkfs.xfs option -l logdev=/dev/sdf: no second device (-l logdev puts the log on another device: pvfs formats only the device the target names; external logs, journals and realtime devices are not supported)
+            /etc/pvfs/cluster.toml:22:58: [beegfs.storage]: mkfs_options: mkfs.xfs option -F: allowed options only (-K -b -d -i -l -m -n -q -r -s)
+            /etc/pvfs/cluster.toml:22:64: [beegfs.storage]: mkfs_options: mkfs.xfs option /dev/sdg: options only (a word that is not an option is read by mkfs as a device or a size; write values after their flag, e.g. "-i", "size=512")
         "#]],
     );
 }

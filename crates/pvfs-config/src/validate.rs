@@ -377,9 +377,12 @@ impl Validator<'_> {
             Some(fs) => fs.get_ref().clone(),
             None => d.fs.to_owned(),
         };
-        for opt in &t.mkfs_options {
-            if ["-f", "-F", "--force"].contains(&opt.get_ref().as_str()) {
-                self.error(opt, format!("{place}: no force flag in mkfs_options: pvfs adds it itself, only for disks listed under the node's `wipe`"));
+        if !d.lustre {
+            // The agent checks the same words against the same allow-list before it runs
+            // mkfs; here the refusal gets its file:line:col.
+            let words: Vec<String> = t.mkfs_options.iter().map(|o| o.get_ref().clone()).collect();
+            for refused in pvfs_host::mkfs_options::check(&fs, &words) {
+                self.error(&t.mkfs_options[refused.index], format!("{place}: mkfs_options: {refused}"));
             }
         }
         if let Some(tuning) = t.tuning.as_ref().filter(|_| !d.tuning) {

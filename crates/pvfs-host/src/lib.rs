@@ -7,7 +7,11 @@
 
 pub mod blkid;
 mod command;
+pub mod device;
+pub mod mkfs_options;
 mod root;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 pub use command::{Command, CommandError, Output, RecordedRunner, Runner, SystemRunner};
 pub use root::{Root, RootError};

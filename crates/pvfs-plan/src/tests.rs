@@ -8,6 +8,7 @@
 
 use crate::{Plan, plan};
 use expect_test::{Expect, expect};
+use pvfs_host::testing::{DeviceRoot, LoopDevice};
 use pvfs_host::{Command, CommandError, Output, Root, Runner};
 use pvfs_steps::{Event, Host, Outcome, Policy, Step, run_unit};
 use std::path::Path;
@@ -71,8 +72,14 @@ impl Runner for BareNode {
 }
 
 /// The plan's units with, under each step, the commands it would run (`$ …`), or why not.
+///
+/// The node's disks are real: every device name is a node for one zeroed loop device (a bare
+/// node's disks are unused and empty, and the agent proves that on the device itself, as
+/// root; a dry run only looks, so one device can stand for all of them).
 async fn render(plan: &Plan, devices: &[&str], rpm: bool) -> String {
-    let dir = tempfile::tempdir().unwrap();
+    let node = DeviceRoot::new();
+    let disk = LoopDevice::new(64 << 20);
+    let dir = &node.dir;
     let touch = |path: &str, text: &str| {
         let p = dir.path().join(path.trim_start_matches('/'));
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -86,7 +93,9 @@ async fn render(plan: &Plan, devices: &[&str], rpm: bool) -> String {
         touch(&format!("/etc/beegfs/beegfs-{service}.conf"), "sysMgmtdHost =\n");
     }
     for dev in devices {
-        touch(dev, "");
+        // Nodes of their own, not links: a name such as /dev/md20 must stay md20 for the
+        // steps that derive sysfs paths from it (queue settings), as on a real node.
+        node.node(dev, &disk.path);
     }
     let host = Host::new(Root::at(dir.path()), BareNode);
     let mut shown = String::new();
@@ -143,8 +152,8 @@ fn luns(n: usize) -> Vec<String> {
 }
 
 /// Seed 000, GlusterFS section, steps 2–7 and "Set up the GlusterFS volume": the same commands
-/// in the same order, except: `mdadm` gets `--run` (no prompt) and writes mdadm.conf from the
-/// array's own `--detail --brief`; `mkfs.xfs` has no `-f` (the device is proven empty first);
+/// in the same order, except: `mdadm` gets `--run` (no prompt) only because every member was
+/// proven empty, and writes mdadm.conf from the array's own `--detail --brief`; `mkfs.xfs` has no `-f` (the device is proven empty first);
 /// mounts are checked with findmnt and written to fstab once, not appended; peers are probed
 /// once from one server (probing is idempotent; the second probe "to set its host name" is
 /// only needed with host names, not the IPs used here); the brick is a directory under the
@@ -566,7 +575,7 @@ async fn every_example_plan_passes_the_default_policy() {
             continue;
         }
         let plan = plan(&example(&name));
-        let devices: Vec<String> = plan
+        let mut devices: Vec<String> = plan
             .units
             .iter()
             .flat_map(|u| &u.steps)
@@ -578,6 +587,9 @@ async fn every_example_plan_passes_the_default_policy() {
             })
             .flatten()
             .collect();
+        // Every node has the same disk names; the simulated node needs each once.
+        devices.sort();
+        devices.dedup();
         let tmp = tempfile::tempdir().unwrap();
         let root = Root::at(tmp.path());
         for unit in &plan.units {

@@ -1,12 +1,17 @@
 //! Block devices: RAID0 with mdadm, LVM thin pools, file systems, and queue tuning in sysfs.
 //!
-//! Everything destructive here goes through [`prove_empty`]: a device is formatted, made a RAID
-//! member or an LVM physical volume only when `blkid -p` finds no signature *and*
-//! `wipefs --no-act` lists none, or when the cluster file lists it for wiping. A device already
-//! holding what the step wants is left alone, so a second run changes nothing.
+//! Everything destructive here goes through [`prove_empty`] when assessed and [`reprove`]
+//! just before it runs: a device is formatted, made a RAID member or an LVM physical volume
+//! only when it is a block device nothing uses that pvfs could claim exclusively
+//! (`pvfs_host::device`), and either it is empty — its first and last MiB (and the other
+//! places signatures live) read as zeros, `blkid -p` finds no signature and `wipefs --no-act`
+//! lists none — or the cluster file lists it for wiping. The wipe list waives emptiness only:
+//! a mounted, held, swap or busy device is refused even when listed. A device already holding
+//! what the step wants is left alone, so a second run changes nothing.
 
 use crate::{Action, Assessment, Host, StepError};
 use pvfs_host::blkid::{self, Probe};
+use pvfs_host::device::{self, Claim, Content, DevNum};
 use pvfs_host::{Command, Runner};
 use std::collections::BTreeSet;
 use std::fmt;
@@ -24,19 +29,72 @@ pub(crate) enum Emptiness {
     Wipe(String),
 }
 
-/// Proves `device` empty, or allowed to be wiped; refuses otherwise, saying what it holds and
-/// how to allow it.
+/// A device assessment found may be destroyed, as apply must find it again: the same device
+/// (`major:minor`), still unused, and still empty unless it is listed for wiping.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proven {
+    /// The path the step names (and the command is given).
+    pub path: String,
+    /// The device it named when assessed.
+    pub dev: DevNum,
+    /// Listed for wiping: its contents need not be proven empty again.
+    pub wipe: bool,
+    /// It was proven empty when assessed (so the command carries no force flag).
+    pub empty: bool,
+}
+
+/// Proves `device` empty, or allowed to be wiped; refuses otherwise, naming the rule, what
+/// the device holds and how to allow it. `purpose` reads "pvfs {purpose} only on …".
 pub(crate) async fn prove_empty<R: Runner>(
     host: &Host<R>,
     device: &str,
     wipe: bool,
     purpose: &str,
-) -> Result<Emptiness, StepError> {
+) -> Result<(Emptiness, Proven), StepError> {
+    let claim = device::claim(&host.root, device).map_err(|err| refused(device, purpose, err))?;
+    let holds = examine(host, &claim, device, purpose).await?;
+    let proven = Proven { path: device.to_owned(), dev: claim.identity().dev, wipe, empty: holds.is_none() };
+    // The claim ends here: assessment only looks. Apply claims the device again.
+    drop(claim);
+    match holds {
+        None => Ok((Emptiness::Empty, proven)),
+        Some(what) if wipe => Ok((Emptiness::Wipe(what), proven)),
+        Some(what) => Err(StepError::Refused {
+            reason: format!(
+                "{device} holds {what} (rule: pvfs {purpose} only on devices proven empty: no signature, and \
+                 zeros in the first and last MiB). If its contents may be destroyed, add \"{device}\" to this \
+                 node's `wipe` list in the cluster file"
+            ),
+        }),
+    }
+}
+
+/// A refusal from the device rules, or a failure to examine the device.
+fn refused(device: &str, purpose: &str, err: device::DeviceError) -> StepError {
+    let reason = match err.rule() {
+        Some(_) => err.to_string(),
+        None => format!("cannot prove {device} empty before pvfs {purpose}: {err}"),
+    };
+    StepError::Refused { reason }
+}
+
+/// What a claimed device holds, in words; `None` when it is empty: zeros where data and
+/// signatures live, and nothing blkid or wipefs knows. The tools are asked even on zeros,
+/// because a signature can live where pvfs does not read; on data they name what it is.
+async fn examine<R: Runner>(
+    host: &Host<R>,
+    claim: &Claim,
+    device: &str,
+    purpose: &str,
+) -> Result<Option<String>, StepError> {
+    let content = claim.content().map_err(|err| refused(device, purpose, err))?;
+    // blkid -p and wipefs --no-act open the device without O_EXCL: they run while the claim
+    // is held (verified with util-linux 2.38).
     let probe = blkid::probe(&host.root, &host.runner, device).await;
-    let holds = match &probe {
+    let signature = match &probe {
         Probe::Unknown(detail) => {
             return Err(StepError::Refused {
-                reason: format!("cannot prove {device} empty before {purpose}: {detail}"),
+                reason: format!("cannot prove {device} empty before pvfs {purpose}: {detail}"),
             });
         }
         Probe::Found(_) => Some(probe.describe()),
@@ -46,7 +104,7 @@ pub(crate) async fn prove_empty<R: Runner>(
             if !out.success() {
                 return Err(StepError::Refused {
                     reason: format!(
-                        "cannot prove {device} empty before {purpose}: `wipefs --no-act {device}` exited {:?}: {}",
+                        "cannot prove {device} empty before pvfs {purpose}: `wipefs --no-act {device}` exited {:?}: {}",
                         out.code,
                         crate::error_tail(&out)
                     ),
@@ -56,16 +114,49 @@ pub(crate) async fn prove_empty<R: Runner>(
             (!listed.is_empty()).then(|| format!("signatures wipefs lists: {}", listed.replace('\n', "; ")))
         }
     };
-    match holds {
-        None => Ok(Emptiness::Empty),
-        Some(what) if wipe => Ok(Emptiness::Wipe(what)),
-        Some(what) => Err(StepError::Refused {
-            reason: format!(
-                "{device} holds {what}; pvfs {purpose} only on devices proven empty. If its contents may be \
-                 destroyed, add \"{device}\" to this node's `wipe` list in the cluster file"
-            ),
-        }),
+    Ok(match (signature, content) {
+        (Some(what), _) => Some(what),
+        (None, Content::Zeros) => None,
+        (None, data @ Content::Data { .. }) => {
+            Some(format!("data but no signature blkid or wipefs knows ({data})"))
+        }
+    })
+}
+
+/// Proves again, just before a destructive command runs, what assessment proved: each device
+/// is the same one (`major:minor`), still passes every rule of `pvfs_host::device`, and, if it
+/// was proven empty rather than listed for wiping, is still empty. Returns the claims.
+///
+/// The caller drops the claims right before it starts the command, not after: every tool run
+/// on these devices (mkfs.xfs, mke2fs and so mkfs.lustre, wipefs --all, mdadm --create,
+/// pvcreate) opens the device `O_EXCL` itself and fails with EBUSY while pvfs holds it
+/// (verified for mkfs.ext4, mkfs.xfs, wipefs and mkswap on Linux 6.18; mdadm's Create opens
+/// every member `O_RDONLY|O_EXCL`, and pvcreate reopens its device exclusively, "Can't open …
+/// exclusively. Mounted filesystem?", by their source). The tool's own claim then closes
+/// the window from its side: what is left is the time between our close and its open, with
+/// the device unused and re-proven a moment before; the verify pass after apply reads the
+/// result back from the node.
+pub(crate) async fn reprove<R: Runner>(host: &Host<R>, devices: &[Proven]) -> Result<Vec<Claim>, StepError> {
+    let purpose = "acts";
+    let mut claims = Vec::new();
+    for proven in devices {
+        let claim = device::reclaim(&host.root, &proven.path, proven.dev)
+            .map_err(|err| refused(&proven.path, purpose, err))?;
+        if proven.empty
+            && !proven.wipe
+            && let Some(what) = examine(host, &claim, &proven.path, purpose).await?
+        {
+            return Err(StepError::Refused {
+                reason: format!(
+                    "{} was proven empty when assessed but now holds {what} (rule: the device acted on is \
+                     the one checked, as it was checked); nothing was done: run again to assess it anew",
+                    proven.path
+                ),
+            });
+        }
+        claims.push(claim);
     }
+    Ok(claims)
 }
 
 /// The kernel's name for a device (`/dev/md0` → `md0`, a `/dev/disk/by-*` link → `sdc`).
@@ -174,30 +265,43 @@ impl Raid0 {
             );
             return Ok(uuids.into_iter().next());
         }
+        let mut proofs = Vec::new();
         let mut wipes = Vec::new();
         for member in &self.members {
             let allowed = self.wipe.contains(member);
-            if let Emptiness::Wipe(what) = prove_empty(host, member, allowed, "creates RAID arrays").await? {
-                wipes.push((member.clone(), what));
+            let (emptiness, proven) = prove_empty(host, member, allowed, "creates RAID arrays").await?;
+            if let Emptiness::Wipe(what) = emptiness {
+                wipes.push((proven.clone(), what));
             }
+            proofs.push(proven);
         }
-        for (member, what) in wipes {
+        let all_empty = wipes.is_empty();
+        for (proven, what) in wipes {
             a.change(
-                format!("{member} holds {what} (listed under wipe)"),
-                Action::Run(Command::new("wipefs").args(["--all", &member])),
+                format!("{} holds {what} (listed under wipe)", proven.path),
+                Action::Destroy {
+                    command: Command::new("wipefs").args(["--all", &proven.path]),
+                    devices: vec![proven],
+                },
             );
         }
-        let mut create = Command::new("mdadm").args([
-            "--create",
-            &self.device,
-            "--run",
-            "--level=0",
-            &format!("--raid-devices={}", self.members.len()),
-        ]);
+        let mut create = Command::new("mdadm").args(["--create", &self.device]);
+        // --run skips mdadm's own "appears to contain a file system / partition table"
+        // question. It is passed only when every member was proven empty (then mdadm has
+        // nothing to ask, and an unattended run must not stop on a question); with a member
+        // that relied on the wipe list, mdadm's guard stays as a last check after wipefs
+        // (with stdin closed a question is answered "no" and the create aborts).
+        if all_empty {
+            create = create.arg("--run");
+        }
+        create = create.args(["--level=0".to_owned(), format!("--raid-devices={}", self.members.len())]);
         if let Some(chunk) = self.chunk_kib {
             create = create.arg(format!("--chunk={chunk}"));
         }
-        a.change(format!("{} does not exist", self.device), Action::Run(create.args(&self.members)));
+        a.change(
+            format!("{} does not exist", self.device),
+            Action::Destroy { command: create.args(&self.members), devices: proofs },
+        );
         Ok(None)
     }
 }
@@ -317,7 +421,8 @@ impl LvmThin {
                 }
             }
             None => {
-                let force = prove_empty(host, &self.pv, self.wipe, "creates LVM physical volumes").await?;
+                let (force, proven) =
+                    prove_empty(host, &self.pv, self.wipe, "creates LVM physical volumes").await?;
                 let mut pvcreate = Self::lvm("pvcreate");
                 if let Emptiness::Wipe(_) = force {
                     pvcreate = pvcreate.args(["--force", "--yes"]);
@@ -327,7 +432,7 @@ impl LvmThin {
                 }
                 a.change(
                     format!("{} is not an LVM physical volume", self.pv),
-                    Action::Run(pvcreate.arg(&self.pv)),
+                    Action::Destroy { command: pvcreate.arg(&self.pv), devices: vec![proven] },
                 );
             }
         }
@@ -429,13 +534,33 @@ pub struct Mkfs {
 impl Mkfs {
     pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
         let mut a = Assessment::in_sync();
+        // The request itself first, whatever the device holds: a type pvfs does not make, or
+        // an option off the tool's allow-list, is refused before anything is probed.
+        if !pvfs_host::mkfs_options::FS_TYPES.contains(&self.fstype.as_str()) {
+            return Err(StepError::Refused {
+                reason: format!(
+                    "file system type {:?} (rule: pvfs makes only {} file systems)",
+                    self.fstype,
+                    pvfs_host::mkfs_options::FS_TYPES.join(" and ")
+                ),
+            });
+        }
+        let bad: Vec<String> = pvfs_host::mkfs_options::check(&self.fstype, &self.options)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        if !bad.is_empty() {
+            return Err(StepError::Refused {
+                reason: format!("mkfs options of {}: {}", self.device, bad.join("; ")),
+            });
+        }
         let probe = blkid::probe(&host.root, &host.runner, &self.device).await;
         if probe.kind() == Some(self.fstype.as_str())
             && self.label.as_deref().is_none_or(|label| probe.field("LABEL") == Some(label))
         {
             return Ok(a);
         }
-        let force = prove_empty(host, &self.device, self.wipe, "makes file systems").await?;
+        let (force, proven) = prove_empty(host, &self.device, self.wipe, "makes file systems").await?;
         let mut mkfs = Command::new(format!("mkfs.{}", self.fstype));
         let why = match &force {
             Emptiness::Empty => format!("{} has no file system", self.device),
@@ -448,7 +573,10 @@ impl Mkfs {
         if let Some(label) = &self.label {
             mkfs = mkfs.args(["-L", label]);
         }
-        a.change(why, Action::Run(mkfs.arg(&self.device).timeout(MKFS_TIMEOUT)));
+        a.change(
+            why,
+            Action::Destroy { command: mkfs.arg(&self.device).timeout(MKFS_TIMEOUT), devices: vec![proven] },
+        );
         Ok(a)
     }
 }

@@ -170,6 +170,13 @@ pub(crate) async fn perform<R: Runner>(
         |err: pvfs_host::RootError| StepError::File { path: err.path, message: err.source.to_string() };
     match action {
         Action::Run(command) => run(command, host, on_command).await.map(drop),
+        Action::Destroy { command, devices } => {
+            let claims = crate::block::reprove(host, devices).await?;
+            // Released right before the command: the tool claims the device O_EXCL itself
+            // and would fail while pvfs holds it (see `block::reprove`).
+            drop(claims);
+            run(command, host, on_command).await.map(drop)
+        }
         Action::Write { path, contents, mode } => {
             host.root.write_atomic(path, contents.as_bytes(), *mode).map_err(file_err)
         }

@@ -223,25 +223,47 @@ async fn exit_zero<R: Runner>(host: &Host<R>, command: Command, ready: &str) -> 
 const WRITE_PROBE_LIMIT: Duration = Duration::from_secs(30);
 
 /// Creates, writes, syncs, reads back and removes a probe file in `dir` (a host path).
+///
+/// The directory is a client mount other users write to, so the probe's name is random and
+/// created `O_EXCL|O_NOFOLLOW`: a name planted in advance (a symlink to a root file, say) is
+/// never opened, only skipped. The read-back goes through the same descriptor, never the
+/// name again.
 fn writable(dir: &std::path::Path) -> std::io::Result<()> {
-    use std::io::Write;
-    let path = dir.join(format!(".pvfs-probe-{}", std::process::id()));
+    use std::io::{Read, Seek, Write};
+    use std::os::unix::fs::OpenOptionsExt;
     let payload = b"pvfs write probe\n";
+    let (path, mut f) = {
+        let mut tries = 0;
+        loop {
+            let path = dir.join(format!(".pvfs-probe-{:016x}", fastrand::u64(..)));
+            let opened = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(nix::libc::O_NOFOLLOW)
+                .open(&path);
+            match opened {
+                Ok(f) => break (path, f),
+                Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists && tries < 16 => tries += 1,
+                Err(err) => return Err(err),
+            }
+        }
+    };
     let result = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&path)?;
         f.write_all(payload)?;
         f.sync_all()?;
-        let back = std::fs::read(&path)?;
-        std::fs::remove_file(&path)?;
+        f.rewind()?;
+        let mut back = Vec::new();
+        f.read_to_end(&mut back)?;
         if back != payload {
             return Err(std::io::Error::other("read back different bytes"));
         }
         Ok(())
     })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&path);
-    }
-    result
+    // The name is ours (created O_EXCL), so removing it removes only what the probe made.
+    let removed = std::fs::remove_file(&path);
+    result.and(removed)
 }
 
 impl fmt::Display for Gate {
@@ -396,5 +418,25 @@ mod tests {
         let gate =
             Gate { kind: GateKind::Writable { dir: "/nope".into() }, deadline: Duration::from_secs(1) };
         assert!(matches!(gate.probe(&host).await.unwrap(), GateState::NotReady(_)));
+    }
+
+    #[tokio::test]
+    async fn the_write_probe_follows_no_planted_name() {
+        use std::os::unix::fs::PermissionsExt;
+        let (dir, host) = host(RecordedRunner::new());
+        let mnt = dir.path().join("mnt");
+        std::fs::create_dir_all(&mnt).unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious\n").unwrap();
+        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
+        // The names the old probe used (its pid) and a few more, all links to the victim.
+        for name in [format!(".pvfs-probe-{}", std::process::id()), ".pvfs-probe-0".into()] {
+            std::os::unix::fs::symlink(&victim, mnt.join(name)).unwrap();
+        }
+        let gate = Gate { kind: GateKind::Writable { dir: "/mnt".into() }, deadline: Duration::from_secs(1) };
+        assert_eq!(gate.probe(&host).await.unwrap(), GateState::Ready("/mnt is writable".into()));
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+        assert_eq!(std::fs::metadata(&victim).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::read_dir(&mnt).unwrap().count(), 2, "only the planted links remain");
     }
 }

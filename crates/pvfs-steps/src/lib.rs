@@ -16,8 +16,10 @@
 //! condition holds or their deadline passes.
 //!
 //! Destructive actions (mkfs, `mdadm --create`, `pvcreate`, wipes) are only ever planned for
-//! devices that `blkid -p` *and* `wipefs --no-act` prove empty, or that the cluster file lists
-//! for wiping. A device holding what the step wants is never touched again.
+//! block devices nothing uses (not mounted, held, swap, and claimable `O_EXCL`) that are
+//! proven empty — zeros in the first and last MiB, no signature `blkid -p` or `wipefs
+//! --no-act` knows — or that the cluster file lists for wiping; apply proves the same again
+//! just before it acts. A device holding what the step wants is never touched again.
 //!
 //! Nothing runs unless the agent's [`policy::Policy`] allows it: [`run_unit`] and [`execute`]
 //! check every step before assessing it and every action before performing it.
@@ -35,7 +37,7 @@ pub mod policy;
 mod service;
 
 pub use beegfs::{BeegfsService, BeegfsSetup};
-pub use block::{BlockQueue, LvmThin, Mkfs, Raid0};
+pub use block::{BlockQueue, LvmThin, Mkfs, Proven, Raid0};
 pub use exec::{CommandRecord, Event, Failure, Outcome, UnitSummary, execute, run_unit};
 pub use files::{ConfigKeys, Directory, File};
 pub use gate::{Gate, GateKind};
@@ -218,6 +220,10 @@ impl Assessment {
 pub enum Action {
     /// Run a command; it must exit 0.
     Run(Command),
+    /// Run a command that destroys what is on `devices` (mkfs, `mdadm --create`, `pvcreate`,
+    /// `wipefs --all`). Apply proves the devices again first, the same devices as assessed
+    /// (`block::reprove`), and refuses if anything changed.
+    Destroy { command: Command, devices: Vec<Proven> },
     /// Replace a file's contents (atomically: temp file, then rename).
     Write { path: String, contents: String, mode: u32 },
     /// Create a directory and its parents.
@@ -233,7 +239,7 @@ impl fmt::Display for Action {
     /// The action as an operator would type it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Action::Run(command) => command.fmt(f),
+            Action::Run(command) | Action::Destroy { command, .. } => command.fmt(f),
             Action::Write { path, .. } => write!(f, "write {path}"),
             Action::Mkdir { path, mode } => write!(f, "mkdir -p -m {mode:o} {path}"),
             Action::Attribute { path, value } => write!(f, "echo {value} > {path}"),

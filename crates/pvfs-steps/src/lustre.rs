@@ -143,7 +143,7 @@ impl LustreTarget {
                 hint: None,
             });
         }
-        let force = prove_empty(host, &self.device, self.wipe, "makes Lustre targets").await?;
+        let (force, proven) = prove_empty(host, &self.device, self.wipe, "makes Lustre targets").await?;
         let mut mkfs = Command::new("mkfs.lustre")
             .arg(format!("--fsname={}", self.fsname))
             .arg(format!("--backfstype={}", self.backfstype));
@@ -159,7 +159,7 @@ impl LustreTarget {
         }
         a.change(
             format!("{} is not a Lustre target; it becomes {}", self.device, self.svname()),
-            Action::Run(mkfs.arg(&self.device).timeout(MKFS_TIMEOUT)),
+            Action::Destroy { command: mkfs.arg(&self.device).timeout(MKFS_TIMEOUT), devices: vec![proven] },
         );
         Ok(a)
     }
@@ -174,6 +174,7 @@ impl fmt::Display for LustreTarget {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pvfs_host::testing::{DeviceRoot, LoopDevice};
     use pvfs_host::{RecordedRunner, Root};
 
     /// print_ldd() output for an OST that has registered (setup-anchors §2b).
@@ -212,6 +213,15 @@ mod tests {
         );
     }
 
+    /// `/dev/md0` a link to a real, zeroed loop device (the device rules run for real).
+    fn host_on_a_loop(runner: RecordedRunner) -> (DeviceRoot, LoopDevice, Host<RecordedRunner>) {
+        let root = DeviceRoot::new();
+        let disk = LoopDevice::new(64 << 20);
+        root.link("/dev/md0", &disk.path);
+        let host = Host::new(root.root(), runner);
+        (root, disk, host)
+    }
+
     #[tokio::test]
     async fn an_empty_device_is_formatted_without_reformat() {
         let runner = RecordedRunner::new()
@@ -223,12 +233,19 @@ mod tests {
             )
             .record("blkid -p -o export /dev/md0", 2, "", "")
             .record("wipefs --no-act /dev/md0", 0, "", "");
-        let (_d, h) = host(runner);
+        let (_root, disk, h) = host_on_a_loop(runner);
         let a = ost(3, false).assess(&h).await.unwrap();
         assert_eq!(
             a.actions[0].to_string(),
             "mkfs.lustre --fsname=LustreFS --backfstype=ldiskfs --ost --mgsnode=10.0.0.4@tcp --index=3 /dev/md0"
         );
         assert_eq!(ost(10, false).svname(), "LustreFS-OST000a");
+
+        // Data without a signature: --reformat only when listed for wiping.
+        disk.write_at(8192, b"an old target's objects");
+        let err = ost(3, false).assess(&h).await.unwrap_err();
+        assert!(err.to_string().contains("/dev/md0 holds data but no signature"), "{err}");
+        let a = ost(3, true).assess(&h).await.unwrap();
+        assert!(a.actions[0].to_string().contains(" --reformat "), "{}", a.actions[0]);
     }
 }

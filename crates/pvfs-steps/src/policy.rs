@@ -534,7 +534,7 @@ impl Policy {
 
     /// The backstop: may a step of kind `step_kind` perform `action`?
     pub fn check_action(&self, step_kind: &str, action: &Action) -> Result<(), PolicyError> {
-        if let Action::Run(command) = action {
+        if let Action::Run(command) | Action::Destroy { command, .. } = action {
             for word in std::iter::once(&command.program).chain(&command.args) {
                 no_control(word, "command argument")?;
             }
@@ -585,6 +585,12 @@ impl Policy {
                 Ok(())
             }
             (_, Action::Run(command)) => program(step_kind, &command.program),
+            // Destroying is for the block steps only, with their own programs; the devices
+            // themselves were checked with the step (paths, the site's `devices`) and are
+            // proven unused and empty again right before the command.
+            ("raid0" | "lvm-thin" | "mkfs" | "lustre-target", Action::Destroy { command, .. }) => {
+                program(step_kind, &command.program)
+            }
             (_, other) => Err(PolicyError::new(
                 "action-kind",
                 &other.to_string(),
@@ -601,7 +607,7 @@ impl Policy {
         match action {
             Action::Write { path, .. } | Action::Mkdir { path, .. } => no_symlink(root, path),
             Action::PersistMdadm { conf, .. } => no_symlink(root, conf),
-            Action::Run(_) | Action::Attribute { .. } => Ok(()),
+            Action::Run(_) | Action::Destroy { .. } | Action::Attribute { .. } => Ok(()),
         }
     }
 

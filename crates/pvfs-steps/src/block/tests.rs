@@ -1,24 +1,54 @@
 //! Block steps against recorded outputs of the real tools (blkid, wipefs and findmnt recorded on
 //! this machine; mdadm and LVM outputs from reference/setup-anchors.md, as md and dm are absent
-//! from this kernel).
+//! from this kernel), on real devices: every device a test names (`/dev/sdc`, `/dev/md0`) is a
+//! link to a loop device made for the test, so the device rules (block device, unused,
+//! claimable, zeros) run against the real kernel. These tests need root, as CI runs them.
 
 use super::*;
 use crate::{Outcome, Step, execute};
-use pvfs_host::{RecordedRunner, Root};
+use pvfs_host::testing::{DeviceRoot, LoopDevice, Mounted};
+use pvfs_host::{RecordedRunner, SystemRunner};
 
 const BLKID_EXT4: &str = "DEVNAME=/dev/loop0\nLABEL=tgt\nUUID=8f780630-8498-4c6c-854b-fa2623ee30e9\nVERSION=1.0\nBLOCK_SIZE=1024\nTYPE=ext4\nUSAGE=filesystem\n";
 const WIPEFS_EXT4: &str = "DEVICE OFFSET TYPE UUID                                 LABEL\nloop0  0x438  ext4 8f780630-8498-4c6c-854b-fa2623ee30e9 tgt\n";
 const BLKID_XFS: &str = "DEVNAME=/dev/loop0\nLABEL=brick1\nUUID=0b0e8c7e-5ad3-4c55-a2b5-95d2d9ff1c39\nBLOCK_SIZE=512\nTYPE=xfs\nUSAGE=filesystem\n";
 
-/// A root with device nodes (empty files: only their existence is looked at).
-fn host_with(devices: &[&str], runner: RecordedRunner) -> (tempfile::TempDir, Host<RecordedRunner>) {
+/// The node's disks: a test root and the loop devices its `/dev` names link to (detached when
+/// this drops, after the host).
+struct Disks {
+    root: DeviceRoot,
+    loops: Vec<LoopDevice>,
+}
+
+impl Disks {
+    fn get(&self, i: usize) -> &LoopDevice {
+        &self.loops[i]
+    }
+}
+
+/// A root where each of `devices` is a zeroed 64 MiB loop device.
+fn host_with<R: Runner>(devices: &[&str], runner: R) -> (Disks, Host<R>) {
+    let root = DeviceRoot::new();
+    let mut loops = Vec::new();
+    for dev in devices {
+        let disk = LoopDevice::new(64 << 20);
+        root.link(dev, &disk.path);
+        loops.push(disk);
+    }
+    let host = Host::new(root.root(), runner);
+    (Disks { root, loops }, host)
+}
+
+/// A root with device nodes as empty files, for steps that find their device already in use
+/// by what they want (a running array, a PV in its VG) and so prove nothing.
+fn plain_host(devices: &[&str], runner: RecordedRunner) -> (tempfile::TempDir, Host<RecordedRunner>) {
     let dir = tempfile::tempdir().unwrap();
     for dev in devices {
         let path = dir.path().join(dev.trim_start_matches('/'));
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, "").unwrap();
     }
-    let host = Host::new(Root::at(dir.path()), runner);
+    let host = Host::new(pvfs_host::Root::at(dir.path()), runner);
     (dir, host)
 }
 
@@ -53,7 +83,7 @@ async fn mkfs_formats_a_device_proven_empty_without_force() {
 #[tokio::test]
 async fn mkfs_leaves_the_wanted_file_system_alone() {
     let runner = RecordedRunner::new().record("blkid -p -o export /dev/loop0", 0, BLKID_XFS, "");
-    let (_d, host) = host_with(&["/dev/loop0"], runner.clone());
+    let (_d, host) = plain_host(&["/dev/loop0"], runner.clone());
     assert!(brick(true).assess(&host).await.unwrap().is_in_sync());
     assert_eq!(runner.calls(), ["blkid -p -o export /dev/loop0"], "nothing else is even probed");
 }
@@ -65,8 +95,9 @@ async fn mkfs_refuses_a_device_with_data_unless_listed_for_wiping() {
     let err = brick(false).assess(&host).await.unwrap_err();
     assert_eq!(
         err.to_string(),
-        "refusing: /dev/loop0 holds ext4 (LABEL=tgt); pvfs makes file systems only on devices proven empty. \
-         If its contents may be destroyed, add \"/dev/loop0\" to this node's `wipe` list in the cluster file"
+        "refusing: /dev/loop0 holds ext4 (LABEL=tgt) (rule: pvfs makes file systems only on devices proven \
+         empty: no signature, and zeros in the first and last MiB). If its contents may be destroyed, add \
+         \"/dev/loop0\" to this node's `wipe` list in the cluster file"
     );
     let a = brick(true).assess(&host).await.unwrap();
     assert_eq!(shown(&a), ["mkfs.xfs -f -K -i size=512 -n size=8192 -L brick1 /dev/loop0"]);
@@ -101,7 +132,159 @@ async fn an_unreadable_or_missing_device_is_never_empty() {
     }
     let (_d, host) = host_with(&[], RecordedRunner::new());
     let err = brick(true).assess(&host).await.unwrap_err();
-    assert!(err.to_string().contains("no device node /dev/loop0"), "{err}");
+    assert!(err.to_string().contains("cannot prove /dev/loop0 empty"), "{err}");
+    assert!(err.to_string().contains("/dev/loop0: no such device on this node"), "{err}");
+}
+
+#[tokio::test]
+async fn data_without_a_signature_is_not_empty() {
+    // The finding of issue 10: a device with data blkid and wipefs know nothing about was
+    // formatted. Both tools say nothing here (recorded on this machine for such a device).
+    let runner = RecordedRunner::new().record("blkid -p -o export /dev/loop0", 2, "", "").record(
+        "wipefs --no-act /dev/loop0",
+        0,
+        "",
+        "",
+    );
+    let (disks, host) = host_with(&["/dev/loop0"], runner.clone());
+    disks.get(0).write_at(4096, b"rows of a database, no signature");
+    let err = brick(false).assess(&host).await.unwrap_err();
+    assert!(
+        err.to_string().starts_with(
+            "refusing: /dev/loop0 holds data but no signature blkid or wipefs knows (data at byte 4096 (first \
+             MiB)) (rule: pvfs makes file systems only on devices proven empty"
+        ),
+        "{err}"
+    );
+    let a = brick(true).assess(&host).await.unwrap();
+    assert_eq!(shown(&a), ["mkfs.xfs -f -K -i size=512 -n size=8192 -L brick1 /dev/loop0"]);
+}
+
+#[tokio::test]
+async fn a_mounted_device_is_refused_even_when_listed_for_wiping() {
+    let runner = RecordedRunner::new().record("blkid -p -o export /dev/loop0", 0, BLKID_EXT4, "");
+    let (disks, host) = host_with(&["/dev/loop0"], runner);
+    let mounted = Mounted::ext4(&disks.get(0).path);
+    let before = disks.get(0).checksum();
+    for wipe in [false, true] {
+        let err = brick(wipe).assess(&host).await.unwrap_err();
+        assert!(err.to_string().contains(&format!("is mounted on {}", mounted.target.display())), "{err}");
+        assert!(
+            err.to_string()
+                .contains("rule: a mounted device is never formatted, even when listed under `wipe`")
+        );
+    }
+    // Compared while still mounted: mounting itself changes what the device reads (ext4
+    // marks its superblock in use), and unmounting changes it back.
+    assert_eq!(disks.get(0).checksum(), before);
+    drop(mounted);
+}
+
+#[tokio::test]
+async fn a_regular_file_is_refused_as_a_device() {
+    let (disks, host) = host_with(&[], RecordedRunner::new());
+    std::fs::write(disks.root.dir.path().join("dev/loop0"), vec![0u8; 1 << 20]).unwrap();
+    for wipe in [false, true] {
+        let err = brick(wipe).assess(&host).await.unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                "refusing: /dev/loop0 is a regular file, not a block device (rule: only block devices"
+            ),
+            "{err}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn options_off_the_allow_list_and_unknown_types_are_refused_before_anything_is_probed() {
+    let runner = RecordedRunner::new();
+    let (_d, host) = host_with(&["/dev/loop0"], runner.clone());
+    for options in [&["-Kf"][..], &["-l", "logdev=/dev/sdb"], &["-K", "-f"]] {
+        let step = Mkfs { options: options.iter().map(|o| o.to_string()).collect(), ..brick(true) };
+        let err = step.assess(&host).await.unwrap_err();
+        assert!(
+            err.to_string().starts_with("refusing: mkfs options of /dev/loop0: mkfs.xfs option -"),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains("no force flag") || err.to_string().contains("no second device"),
+            "{err}"
+        );
+    }
+    let step = Mkfs { fstype: "../../tmp/evil".into(), options: vec![], ..brick(true) };
+    let err = step.assess(&host).await.unwrap_err();
+    assert!(err.to_string().contains("rule: pvfs makes only xfs and ext4 file systems"), "{err}");
+    assert_eq!(runner.calls(), Vec::<String>::new(), "nothing was run, not even a probe");
+}
+
+/// Apply proves again just before it acts: a device that changed after assessment is left
+/// alone.
+#[tokio::test]
+async fn apply_refuses_a_device_that_changed_since_it_was_assessed() {
+    let runner = RecordedRunner::new().record("blkid -p -o export /dev/loop0", 2, "", "").record(
+        "wipefs --no-act /dev/loop0",
+        0,
+        "",
+        "",
+    );
+    let (disks, host) = host_with(&["/dev/loop0"], runner.clone());
+    let a = brick(false).assess(&host).await.unwrap();
+    let [action] = &a.actions[..] else { panic!("{a:?}") };
+    let perform = async |action: &Action| {
+        crate::exec::perform(action, &host, &mut |_: &crate::CommandRecord| {}).await.unwrap_err().to_string()
+    };
+
+    // Data written since: no longer proven empty.
+    disks.get(0).write_at(1 << 16, b"written after the plan was made");
+    let before = disks.get(0).checksum();
+    let err = perform(action).await;
+    assert!(err.contains("was proven empty when assessed but now holds data"), "{err}");
+    disk_unchanged(&disks, before);
+    disks.get(0).write_at(1 << 16, &[0; 31]);
+
+    // Mounted since.
+    let mounted = Mounted::ext4(&disks.get(0).path);
+    let err = perform(action).await;
+    assert!(err.contains("rule: a mounted device is never formatted"), "{err}");
+    drop(mounted);
+
+    // The name points at another device since.
+    let other = LoopDevice::new(64 << 20);
+    std::fs::remove_file(disks.root.dir.path().join("dev/loop0")).unwrap();
+    disks.root.link("/dev/loop0", &other.path);
+    let err = perform(action).await;
+    assert!(err.contains("rule: the device acted on is the one checked"), "{err}");
+    assert!(!runner.calls().iter().any(|c| c.starts_with("mkfs")), "{:?}", runner.calls());
+}
+
+fn disk_unchanged(disks: &Disks, before: u64) {
+    assert_eq!(disks.get(0).checksum(), before, "the device was left as it was");
+}
+
+/// The whole path for real: a zeroed loop device is proven empty, formatted by the real
+/// mkfs.ext4 (after apply proved it again and let go of it), and then in sync.
+#[tokio::test]
+async fn a_zeroed_device_is_formatted_for_real() {
+    let disk = LoopDevice::new(64 << 20);
+    let host = Host::new(pvfs_host::Root::system(), SystemRunner);
+    let step = Step::Mkfs(Mkfs {
+        device: disk.path.clone(),
+        fstype: "ext4".into(),
+        options: vec!["-q".into(), "-E".into(), "nodiscard".into()],
+        label: Some("brick1".into()),
+        wipe: false,
+    });
+    let Outcome::Changed { diff } = execute(&step, &host, &crate::Policy::default(), false, |_| {}).await
+    else {
+        panic!()
+    };
+    assert_eq!(diff, [format!("{} has no file system", disk.path)]);
+    assert_eq!(
+        execute(&step, &host, &crate::Policy::default(), false, |_| {}).await,
+        Outcome::Ok { detail: None }
+    );
+    let probe = blkid::probe(&host.root, &host.runner, &disk.path).await;
+    assert_eq!((probe.kind(), probe.field("LABEL")), (Some("ext4"), Some("brick1")));
 }
 
 fn raid(members: &[&str]) -> Raid0 {
@@ -140,6 +323,34 @@ async fn raid0_is_created_on_empty_members_and_recorded() {
     );
 }
 
+#[tokio::test]
+async fn a_wiped_member_keeps_mdadms_own_guard() {
+    let mut runner = RecordedRunner::new()
+        .record("blkid -p -o export /dev/sdc", 0, &BLKID_EXT4.replace("loop0", "sdc"), "")
+        .record("blkid -p -o export /dev/sdd", 2, "", "")
+        .record("wipefs --no-act /dev/sdd", 0, "", "");
+    for dev in ["/dev/sdc", "/dev/sdd"] {
+        runner = runner.record(
+            &format!("mdadm --examine --export {dev}"),
+            1,
+            "",
+            &format!("mdadm: No md superblock detected on {dev}.\n"),
+        );
+    }
+    let (disks, host) = host_with(&["/dev/sdc", "/dev/sdd"], runner);
+    disks.get(0).write_at(1024, b"an old ext4 superblock, say");
+    let raid = Raid0 { wipe: vec!["/dev/sdc".into()], ..raid(&["/dev/sdc", "/dev/sdd"]) };
+    let a = raid.assess(&host).await.unwrap();
+    assert_eq!(
+        shown(&a)[..2],
+        ["wipefs --all /dev/sdc", "mdadm --create /dev/md0 --level=0 --raid-devices=2 /dev/sdc /dev/sdd"]
+    );
+    // The member not listed for wiping must be empty, whatever its neighbour's listing.
+    disks.get(1).write_at(512 << 10, b"data");
+    let err = raid.assess(&host).await.unwrap_err();
+    assert!(err.to_string().contains("refusing: /dev/sdd holds data but no signature"), "{err}");
+}
+
 /// `mdadm --detail --export /dev/md0` as mdadm 4.2 prints it (Detail.c), members unsorted.
 const DETAIL: &str = "MD_LEVEL=raid0\nMD_DEVICES=2\nMD_METADATA=1.2\nMD_UUID=3b1e8a44:0c4f7d52:8f2e6b3a:1d9c0e7f\n\
 MD_DEVNAME=0\nMD_NAME=oss00:0\nMD_DEVICE_dev_sdd_ROLE=1\nMD_DEVICE_dev_sdd_DEV=/dev/sdd\nMD_DEVICE_dev_sdc_ROLE=0\nMD_DEVICE_dev_sdc_DEV=/dev/sdc\n";
@@ -147,7 +358,7 @@ MD_DEVNAME=0\nMD_NAME=oss00:0\nMD_DEVICE_dev_sdd_ROLE=1\nMD_DEVICE_dev_sdd_DEV=/
 #[tokio::test]
 async fn a_running_raid0_with_the_same_members_is_in_sync() {
     let runner = RecordedRunner::new().record("mdadm --detail --export /dev/md0", 0, DETAIL, "");
-    let (dir, host) = host_with(&["/dev/sdc", "/dev/sdd"], runner);
+    let (dir, host) = plain_host(&["/dev/sdc", "/dev/sdd"], runner);
     std::fs::create_dir_all(dir.path().join("sys/block/md0/md")).unwrap();
     std::fs::write(dir.path().join("sys/block/md0/md/level"), "raid0\n").unwrap();
     std::fs::create_dir_all(dir.path().join("etc/mdadm")).unwrap();
@@ -176,7 +387,7 @@ async fn a_stopped_array_is_assembled_not_recreated() {
         examine,
         "",
     );
-    let (_d, host) = host_with(&["/dev/sdc", "/dev/sdd"], runner);
+    let (_d, host) = plain_host(&["/dev/sdc", "/dev/sdd"], runner);
     let a = raid(&["/dev/sdc", "/dev/sdd"]).assess(&host).await.unwrap();
     assert_eq!(shown(&a)[0], "mdadm --assemble /dev/md0 /dev/sdc /dev/sdd");
 }
@@ -185,7 +396,7 @@ async fn a_stopped_array_is_assembled_not_recreated() {
 async fn persisting_replaces_the_array_line() {
     let brief = "ARRAY /dev/md0 metadata=1.2 name=oss00:0 UUID=3b1e8a44:0c4f7d52:8f2e6b3a:1d9c0e7f\n";
     let runner = RecordedRunner::new().record("mdadm --detail --brief /dev/md0", 0, brief, "");
-    let (dir, host) = host_with(&[], runner);
+    let (dir, host) = plain_host(&[], runner);
     std::fs::create_dir_all(dir.path().join("etc/mdadm")).unwrap();
     std::fs::write(dir.path().join("etc/mdadm/mdadm.conf"), "HOMEHOST <system>\nARRAY /dev/md0 UUID=old\n")
         .unwrap();
@@ -257,7 +468,7 @@ async fn lvm_thin_in_place_is_in_sync_and_a_foreign_vg_is_refused() {
             "",
         )
         .record("lvs --reportformat json --binary -o lv_name,segtype,pool_lv,zero rhgs-data", 0, lvs, "");
-    let (_d, host) = host_with(&["/dev/md0"], runner);
+    let (_d, host) = plain_host(&["/dev/md0"], runner);
     assert!(thin().assess(&host).await.unwrap().is_in_sync());
 
     let runner = RecordedRunner::new().record(
@@ -266,14 +477,14 @@ async fn lvm_thin_in_place_is_in_sync_and_a_foreign_vg_is_refused() {
         r#"{"report":[{"pv":[{"pv_name":"/dev/md0","vg_name":"vg_db"}]}]}"#,
         "",
     );
-    let (_d, host) = host_with(&["/dev/md0"], runner);
+    let (_d, host) = plain_host(&["/dev/md0"], runner);
     let err = thin().assess(&host).await.unwrap_err();
     assert!(err.to_string().contains("already a physical volume of volume group vg_db"), "{err}");
 }
 
 #[tokio::test]
 async fn queue_settings_are_written_and_then_in_sync() {
-    let (dir, host) = host_with(&["/dev/md0"], RecordedRunner::new());
+    let (dir, host) = plain_host(&["/dev/md0"], RecordedRunner::new());
     let queue = dir.path().join("sys/block/md0/queue");
     std::fs::create_dir_all(&queue).unwrap();
     std::fs::write(queue.join("scheduler"), "[none] mq-deadline\n").unwrap();

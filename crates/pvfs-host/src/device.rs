@@ -1,0 +1,466 @@
+//! Proof that a block device may be destroyed: it is a block device nothing uses, claimed
+//! exclusively, and (unless the node's `wipe` list names it) it reads as zeros where data and
+//! signatures live.
+//!
+//! Every destructive step (mkfs, `mkfs.lustre`, `mdadm --create`, `pvcreate`, `wipefs --all`)
+//! asks this on the node just before it acts, so the rules live in one place:
+//!
+//! 1. the path resolves (links followed: `/dev/disk/azure/scsi1/lun0` → `/dev/sdc`) to a
+//!    *block device* (S_ISBLK), known by its `major:minor`;
+//! 2. neither it nor any of its partitions is *mounted* (`/proc/self/mountinfo`, matched by
+//!    `major:minor`: the kernel's view, not a tool's);
+//! 3. neither it nor any of its partitions has *holders* (`/sys/class/block/NAME/holders`: an
+//!    md array, a device-mapper or LVM mapping built on it);
+//! 4. neither it nor any of its partitions is active *swap* (`/proc/swaps`);
+//! 5. it can be *opened `O_EXCL`*: the kernel refuses that while anything has the device
+//!    claimed, which also covers what the files above cannot show (a mount in another mount
+//!    namespace, another program's exclusive open);
+//! 6. its first and last MiB, and the other places signatures live, read as *zeros* — a
+//!    condition the `wipe` list waives; the others it never does.
+//!
+//! `/proc` and `/sys` are read under the [`Root`] seam, so unit tests drive rules 2–4 with
+//! recorded trees; the device itself is always opened and read for real.
+
+use crate::{Root, RootError};
+use std::fmt;
+use std::fs::File;
+use std::io::{self, Seek, SeekFrom};
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+const MIB: u64 = 1 << 20;
+
+/// Where signatures live beyond the first and last MiB: btrfs's superblock mirrors at 64 MiB
+/// and 256 GiB, and the first ext2/3/4 backup superblock with 4 KiB blocks (group 1, block
+/// 32768 = 128 MiB), which survives a wipe of the primary. 64 KiB is read at each.
+const SIGNATURE_PLACES: &[(u64, &str)] = &[
+    (64 * MIB, "btrfs superblock mirror"),
+    (128 * MIB, "ext4 backup superblock"),
+    (256 << 30, "btrfs superblock mirror"),
+];
+const PLACE_LEN: u64 = 64 << 10;
+
+/// A block device number, as sysfs and mountinfo write it (`8:32`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DevNum {
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl DevNum {
+    fn from_rdev(rdev: u64) -> DevNum {
+        // Both fit in u32 by construction (12+20 bits today, 32+32 at most in glibc's encoding).
+        DevNum {
+            major: u32::try_from(nix::sys::stat::major(rdev)).unwrap_or(u32::MAX),
+            minor: u32::try_from(nix::sys::stat::minor(rdev)).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// Parses `8:32`.
+    pub fn parse(text: &str) -> Option<DevNum> {
+        let (major, minor) = text.trim().split_once(':')?;
+        Some(DevNum { major: major.parse().ok()?, minor: minor.parse().ok()? })
+    }
+}
+
+impl fmt::Display for DevNum {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.major, self.minor)
+    }
+}
+
+/// Which block device a path names, as the kernel knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The path as given, e.g. `/dev/disk/azure/scsi1/lun0`.
+    pub path: String,
+    /// The device node it resolves to, e.g. `/dev/sdc` (a host path).
+    pub node: String,
+    /// The kernel's name, e.g. `sdc` (from `/sys/dev/block/MAJ:MIN`).
+    pub name: String,
+    pub dev: DevNum,
+}
+
+/// What the places data and signatures live in hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Content {
+    /// Every byte read was zero.
+    Zeros,
+    /// A non-zero byte at `offset` (the first one found).
+    Data { offset: u64, place: &'static str },
+}
+
+impl fmt::Display for Content {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Content::Zeros => f.write_str("zeros"),
+            Content::Data { offset, place } => write!(f, "data at byte {offset} ({place})"),
+        }
+    }
+}
+
+/// Why a device may not be destroyed, or could not be examined. Each names the rule, the
+/// device, and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum DeviceError {
+    #[error("{path}: no such device on this node ({source}); name a disk the node has")]
+    Missing {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error(
+        "{path} is {kind}, not a block device (rule: only block devices are formatted, made array members \
+         or physical volumes); name the disk's device node, e.g. /dev/sdc or /dev/disk/azure/scsi1/lun0"
+    )]
+    NotBlock { path: String, kind: String },
+    #[error(
+        "{path} ({what}) is mounted on {mount_point} (rule: a mounted device is never formatted, even when \
+         listed under `wipe`); unmount it and remove it from /etc/fstab first, or name another disk"
+    )]
+    Mounted { path: String, what: String, mount_point: String },
+    #[error(
+        "{path} ({what}) is held by {holders} (rule: a device an md array or a device-mapper/LVM mapping is \
+         built on is never formatted, even when listed under `wipe`); stop the array or remove the mapping \
+         first, or name another disk"
+    )]
+    Held { path: String, what: String, holders: String },
+    #[error(
+        "{path} ({what}) is active swap (rule: swap is never formatted, even when listed under `wipe`); \
+         swapoff it and remove it from /etc/fstab first, or name another disk"
+    )]
+    Swap { path: String, what: String },
+    #[error(
+        "{path} ({node}) cannot be opened exclusively: {source} (rule: pvfs acts only on a device the kernel \
+         lets it claim, and it refuses while anything holds one: a mount in any namespace, md, device-mapper, \
+         another program's exclusive open, even when listed under `wipe`); find the user with `lsblk` and \
+         `fuser -v {node}`"
+    )]
+    Busy {
+        path: String,
+        node: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error(
+        "{path} is now device {now}, not {was} as when it was assessed (rule: the device acted on is the one \
+         checked); nothing was done: run again to assess the device the path names now"
+    )]
+    Changed { path: String, was: DevNum, now: DevNum },
+    #[error("cannot read {path} ({node}) to prove what it holds: {source}")]
+    Unreadable {
+        path: String,
+        node: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot examine {path}: {source}")]
+    Host {
+        path: String,
+        #[source]
+        source: RootError,
+    },
+}
+
+impl DeviceError {
+    /// The rule a refusal is about, in a few words (`None` for failures to examine).
+    pub fn rule(&self) -> Option<&'static str> {
+        match self {
+            DeviceError::NotBlock { .. } => Some("block device"),
+            DeviceError::Mounted { .. } => Some("not mounted"),
+            DeviceError::Held { .. } => Some("no holders"),
+            DeviceError::Swap { .. } => Some("not swap"),
+            DeviceError::Busy { .. } => Some("exclusive open"),
+            DeviceError::Changed { .. } => Some("same device"),
+            DeviceError::Missing { .. } | DeviceError::Unreadable { .. } | DeviceError::Host { .. } => None,
+        }
+    }
+}
+
+/// Resolves `path` to the block device it names (rule 1).
+pub fn identify(root: &Root, path: &str) -> Result<Identity, DeviceError> {
+    resolve(root, path).map(|(identity, _)| identity)
+}
+
+/// [`identify`], and where the device node is on this machine (under the root, or where a
+/// link out of a test root led).
+fn resolve(root: &Root, path: &str) -> Result<(Identity, PathBuf), DeviceError> {
+    let missing = |source| DeviceError::Missing { path: path.to_owned(), source };
+    let real = std::fs::canonicalize(root.path(path)).map_err(missing)?;
+    let meta = std::fs::metadata(&real).map_err(missing)?;
+    let kind = meta.file_type();
+    if !kind.is_block_device() {
+        let kind = if kind.is_file() {
+            "a regular file"
+        } else if kind.is_dir() {
+            "a directory"
+        } else if kind.is_char_device() {
+            "a character device"
+        } else {
+            "a special file"
+        };
+        return Err(DeviceError::NotBlock { path: path.to_owned(), kind: kind.into() });
+    }
+    let dev = DevNum::from_rdev(meta.rdev());
+    let node = host_path(root, &real);
+    let link = format!("/sys/dev/block/{dev}");
+    let target =
+        root.read_link(&link).map_err(|source| DeviceError::Host { path: path.to_owned(), source })?;
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    Ok((Identity { path: path.to_owned(), node, name, dev }, real))
+}
+
+/// `real` as the host sees it (without the test root's prefix).
+fn host_path(root: &Root, real: &Path) -> String {
+    match real.strip_prefix(root.base()) {
+        Ok(rel) => format!("/{}", rel.display()),
+        Err(_) => real.display().to_string(),
+    }
+}
+
+/// A block device and its partitions, as the kernel names them.
+struct Family {
+    /// `(kernel name, device number)`, the device itself first.
+    members: Vec<(String, DevNum)>,
+}
+
+impl Family {
+    fn of(root: &Root, id: &Identity) -> Result<Family, DeviceError> {
+        let host = |source| DeviceError::Host { path: id.path.clone(), source };
+        let mut members = vec![(id.name.clone(), id.dev)];
+        // Partitions are the subdirectories of the disk's sysfs directory that hold a
+        // `partition` attribute (Documentation/ABI/stable/sysfs-block).
+        let dir = format!("/sys/class/block/{}", id.name);
+        for entry in root.list_dir(&dir).map_err(host)? {
+            let part = format!("{dir}/{entry}");
+            if root.exists(&format!("{part}/partition")) {
+                let dev = root.read_trimmed(&format!("{part}/dev")).map_err(host)?;
+                if let Some(dev) = DevNum::parse(&dev) {
+                    members.push((entry, dev));
+                }
+            }
+        }
+        Ok(Family { members })
+    }
+
+    /// `sdc` for the device itself, `partition sdc1 of sdc` for a partition.
+    fn what(&self, id: &Identity, name: &str) -> String {
+        if name == id.name { format!("{}, {}", id.name, id.dev) } else { format!("its partition {name}") }
+    }
+
+    fn find_dev(&self, dev: DevNum) -> Option<&str> {
+        self.members.iter().find(|(_, d)| *d == dev).map(|(n, _)| n.as_str())
+    }
+
+    fn find_name(&self, name: &str) -> Option<&str> {
+        self.members.iter().find(|(n, _)| n == name).map(|(n, _)| n.as_str())
+    }
+}
+
+/// Rules 2–4 over `/proc` and `/sys` under `root`: nothing mounts, holds or swaps on the
+/// device or any of its partitions.
+pub fn check_unused(root: &Root, id: &Identity) -> Result<(), DeviceError> {
+    let host = |source| DeviceError::Host { path: id.path.clone(), source };
+    let family = Family::of(root, id)?;
+
+    let mountinfo = root.read_to_string("/proc/self/mountinfo").map_err(host)?;
+    for line in mountinfo.lines() {
+        let Some(mount) = MountLine::parse(line) else { continue };
+        // By number; btrfs shows an anonymous 0:N there instead, and its source is the device
+        // node, matched by the kernel's name (the O_EXCL open catches it anyway; this names it).
+        let anonymous = mount.dev.major == 0 && mount.source.starts_with("/dev/");
+        let hit = family
+            .find_dev(mount.dev)
+            .or_else(|| anonymous.then(|| family.find_name(kernel_name(&mount.source))).flatten());
+        if let Some(name) = hit {
+            return Err(DeviceError::Mounted {
+                path: id.path.clone(),
+                what: family.what(id, name),
+                mount_point: mount.mount_point,
+            });
+        }
+    }
+
+    for (name, _) in &family.members {
+        let holders = root.list_dir(&format!("/sys/class/block/{name}/holders")).or_else(|err| {
+            // A recorded tree, or an old kernel, may lack the directory: nothing holds it.
+            if err.is_not_found() { Ok(Vec::new()) } else { Err(host(err)) }
+        })?;
+        if !holders.is_empty() {
+            return Err(DeviceError::Held {
+                path: id.path.clone(),
+                what: family.what(id, name),
+                holders: holders.join(", "),
+            });
+        }
+    }
+
+    let swaps = match root.read_to_string("/proc/swaps") {
+        Ok(text) => text,
+        // A kernel built without swap has no /proc/swaps: nothing is swap.
+        Err(err) if err.is_not_found() => String::new(),
+        Err(err) => return Err(host(err)),
+    };
+    for line in swaps.lines().skip(1) {
+        // `Filename Type Size Used Priority`. A swap *file* lives on a file system, and a
+        // mounted one is refused above. The kernel prints a swap device by its devtmpfs node
+        // (`/dev/sdc2`, `/dev/dm-1`), so its last component is the kernel's name.
+        let mut fields = line.split_whitespace();
+        let (Some(file), Some("partition")) = (fields.next().map(unescape), fields.next()) else { continue };
+        if let Some(name) = family.find_name(kernel_name(&file)) {
+            return Err(DeviceError::Swap { path: id.path.clone(), what: family.what(id, name) });
+        }
+    }
+    Ok(())
+}
+
+/// The last component of a device path (`/dev/sdc2` → `sdc2`).
+fn kernel_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// The fields of a `/proc/self/mountinfo` line pvfs needs (Documentation/filesystems/proc.rst,
+/// 3.5: `36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue`).
+struct MountLine {
+    dev: DevNum,
+    mount_point: String,
+    source: String,
+}
+
+impl MountLine {
+    fn parse(line: &str) -> Option<MountLine> {
+        let mut fields = line.split(' ');
+        let dev = DevNum::parse(fields.nth(2)?)?;
+        let mount_point = unescape(fields.nth(1)?);
+        // Optional fields end at a lone "-"; then the type and the source.
+        let mut rest = fields.skip_while(|f| *f != "-").skip(1);
+        let source = unescape(rest.nth(1).unwrap_or_default());
+        Some(MountLine { dev, mount_point, source })
+    }
+}
+
+/// Undoes the kernel's octal escapes in mountinfo and /proc/swaps (`\040` for a space).
+fn unescape(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes.get(i + 1..i + 4).filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
+        match (bytes[i], octal) {
+            (b'\\', Some(digits)) => {
+                out.push(digits.iter().fold(0u8, |n, d| n.wrapping_mul(8).wrapping_add(d - b'0')));
+                i += 4;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A device that passed rules 1–5, held open `O_EXCL`: while this lives, the kernel lets no
+/// one else claim it (no mount, no array, no other exclusive opener).
+#[derive(Debug)]
+pub struct Claim {
+    identity: Identity,
+    file: File,
+    size: u64,
+}
+
+/// Rules 1–5 on `path`: the device it names, unused, claimed exclusively.
+pub fn claim(root: &Root, path: &str) -> Result<Claim, DeviceError> {
+    let (identity, real) = resolve(root, path)?;
+    // The files first, for a refusal that names the user (the mount point, the array). The
+    // exclusive open is what holds: once it succeeds no mount, array, mapping or swap can
+    // take the device until the claim is dropped, and one that appeared after the files
+    // were read makes the open fail.
+    check_unused(root, &identity)?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        // On a block device O_EXCL without O_CREAT asks the kernel for an exclusive claim
+        // (open(2)); it fails with EBUSY while anything else has one.
+        .custom_flags(nix::libc::O_EXCL)
+        .open(&real)
+        .map_err(|source| match source.raw_os_error() {
+            Some(nix::libc::EBUSY) => {
+                DeviceError::Busy { path: path.to_owned(), node: identity.node.clone(), source }
+            }
+            _ => DeviceError::Unreadable { path: path.to_owned(), node: identity.node.clone(), source },
+        })?;
+    // The descriptor is the device identified, not one swapped in under the same name since.
+    let meta = file.metadata().map_err(|source| DeviceError::Unreadable {
+        path: path.to_owned(),
+        node: identity.node.clone(),
+        source,
+    })?;
+    let opened = DevNum::from_rdev(meta.rdev());
+    if opened != identity.dev {
+        return Err(DeviceError::Changed { path: path.to_owned(), was: identity.dev, now: opened });
+    }
+    let size = (&file).seek(SeekFrom::End(0)).map_err(|source| DeviceError::Unreadable {
+        path: path.to_owned(),
+        node: identity.node.clone(),
+        source,
+    })?;
+    Ok(Claim { identity, file, size })
+}
+
+/// [`claim`], refusing unless `path` still names the device `was` (assessment recorded it;
+/// apply checks again just before acting).
+pub fn reclaim(root: &Root, path: &str, was: DevNum) -> Result<Claim, DeviceError> {
+    let identity = identify(root, path)?;
+    if identity.dev != was {
+        return Err(DeviceError::Changed { path: path.to_owned(), was, now: identity.dev });
+    }
+    claim(root, path).and_then(|claim| {
+        if claim.identity.dev == was {
+            Ok(claim)
+        } else {
+            Err(DeviceError::Changed { path: path.to_owned(), was, now: claim.identity.dev })
+        }
+    })
+}
+
+impl Claim {
+    pub fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    /// The device's size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Rule 6: reads the first and last MiB and the other places signatures live
+    /// ([`SIGNATURE_PLACES`]) through the claimed descriptor.
+    pub fn content(&self) -> Result<Content, DeviceError> {
+        let mut places = vec![(0, self.size.min(MIB), "first MiB")];
+        if self.size > MIB {
+            let start = self.size.saturating_sub(MIB).max(MIB);
+            places.push((start, self.size - start, "last MiB"));
+        }
+        for &(offset, place) in SIGNATURE_PLACES {
+            if offset + PLACE_LEN <= self.size.saturating_sub(MIB) {
+                places.push((offset, PLACE_LEN, place));
+            }
+        }
+        let mut buf = vec![0u8; MIB as usize];
+        for (offset, len, place) in places {
+            let chunk = &mut buf[..len as usize];
+            self.file.read_exact_at(chunk, offset).map_err(|source| DeviceError::Unreadable {
+                path: self.identity.path.clone(),
+                node: self.identity.node.clone(),
+                source,
+            })?;
+            if let Some(at) = chunk.iter().position(|b| *b != 0) {
+                return Ok(Content::Data { offset: offset + at as u64, place });
+            }
+        }
+        Ok(Content::Zeros)
+    }
+}
+
+#[cfg(test)]
+mod tests;
