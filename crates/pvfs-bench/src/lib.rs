@@ -12,6 +12,7 @@
 //! - [`report`]: Markdown with SVG and PNG charts over one or more runs.
 
 pub mod engine;
+pub mod files;
 pub mod fio;
 pub mod local;
 pub mod model;

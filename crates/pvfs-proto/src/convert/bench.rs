@@ -153,7 +153,7 @@ pub fn phase_request_from(req: pb::BenchPhaseRequest) -> Result<(PhaseRequest, O
         pb::bench_phase_request::Workload::Ior(p) => Workload::Ior(p.into()),
         pb::bench_phase_request::Workload::Mdtest(p) => Workload::Mdtest(p.into()),
     };
-    workload.check()?;
+    workload.check().map_err(|v| v.to_string())?;
     if req.tasks == 0 || req.first_task + req.tasks > req.total_tasks {
         return Err(format!(
             "tasks {}..{} of {}: not a valid share",
@@ -215,7 +215,7 @@ pub fn launch_request_from(req: pb::LaunchRequest) -> Result<LaunchRequest, Stri
         pb::launch_request::Workload::Ior(p) => Workload::Ior(p.into()),
         pb::launch_request::Workload::Mdtest(p) => Workload::Mdtest(p.into()),
     };
-    workload.check()?;
+    workload.check().map_err(|v| v.to_string())?;
     let dir = std::path::PathBuf::from(&req.dir);
     if !dir.is_absolute() {
         return Err(format!("benchmark directory {:?} must be absolute", req.dir));
