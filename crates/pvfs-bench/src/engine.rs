@@ -11,6 +11,7 @@
 
 mod ior;
 mod mdtest;
+mod shuffle;
 
 pub use ior::{IorJob, IorPhase, remove_files, run_ior_phase};
 pub use mdtest::{MdtestJob, MdtestPhase, run_mdtest_phase};
@@ -34,29 +35,36 @@ pub struct TaskResult {
 }
 
 /// Runs `run` for every task, one thread each, and returns their results in task order. A task
-/// whose thread panicked is reported as a failed task rather than taking the phase down.
+/// whose thread could not be started (the process is out of threads or memory) or panicked is
+/// reported as a failed task rather than taking the phase, or the process, down.
 fn each_task(tasks: std::ops::Range<u32>, run: impl Fn(u32) -> TaskResult + Sync) -> Vec<TaskResult> {
     let run = &run;
     std::thread::scope(|scope| {
-        let handles: Vec<_> = tasks.clone().map(|task| scope.spawn(move || run(task))).collect();
+        let handles: Vec<_> = tasks
+            .clone()
+            .map(|task| {
+                std::thread::Builder::new()
+                    .name(format!("task {task}"))
+                    .spawn_scoped(scope, move || run(task))
+            })
+            .collect();
         handles
             .into_iter()
             .zip(tasks)
-            .map(|(handle, task)| {
-                handle.join().unwrap_or_else(|_| {
-                    let now = SystemTime::now();
-                    TaskResult {
-                        task,
-                        start: now,
-                        end: now,
-                        bytes: 0,
-                        ops: 0,
-                        error: Some("the task's thread panicked".into()),
-                    }
-                })
+            .map(|(handle, task)| match handle {
+                Ok(handle) => {
+                    handle.join().unwrap_or_else(|_| failed(task, "the task's thread panicked".into()))
+                }
+                Err(err) => failed(task, format!("cannot start a thread for task {task}: {err}")),
             })
             .collect()
     })
+}
+
+/// A task that did nothing and why.
+fn failed(task: u32, error: String) -> TaskResult {
+    let now = SystemTime::now();
+    TaskResult { task, start: now, end: now, bytes: 0, ops: 0, error: Some(error) }
 }
 
 /// Live counters a phase updates as it goes, read once a second for `--watch`, and the flag
@@ -165,9 +173,37 @@ pub struct PhaseRequest {
     pub phase: Phase,
 }
 
-/// Runs one phase on this client. A workload that does not match the phase is an error.
+impl PhaseRequest {
+    /// Whether the phase starts the run here and makes its directory first (IOR's write,
+    /// mdtest's tree creation); the others find it made.
+    pub fn creates_dir(&self) -> bool {
+        matches!(self.phase, Phase::Ior(IorPhase::Write) | Phase::Mdtest(MdtestPhase::TreeCreate))
+    }
+
+    /// This client's tasks, checked against the run's size (no sum can wrap).
+    pub fn task_range(&self) -> Result<std::ops::Range<u32>, String> {
+        self.first_task
+            .checked_add(self.tasks)
+            .filter(|end| self.tasks > 0 && *end <= self.total_tasks)
+            .map(|end| self.first_task..end)
+            .ok_or_else(|| {
+                format!(
+                    "first_task {} and tasks {}: not a share of {} tasks",
+                    self.first_task, self.tasks, self.total_tasks
+                )
+            })
+    }
+}
+
+/// Runs one phase on this client, after checking the workload against the run's size and
+/// making the run's directory (without following symlinks) when the phase starts the run. A
+/// workload that does not match the phase is an error.
 pub fn run_phase(req: &PhaseRequest, progress: &Progress) -> Result<Vec<TaskResult>, String> {
-    let tasks = req.first_task..req.first_task + req.tasks;
+    req.workload.check_run(req.total_tasks).map_err(|v| v.to_string())?;
+    let tasks = req.task_range()?;
+    if req.creates_dir() {
+        crate::files::Dir::create_all(&req.dir)?;
+    }
     match (&req.workload, req.phase) {
         (crate::params::Workload::Ior(params), phase @ (Phase::Ior(_) | Phase::IorCleanup)) => {
             let job = IorJob {

@@ -142,9 +142,15 @@ impl Dir {
     /// Creates file `name`, which must not exist: `O_CREAT | O_EXCL | O_NOFOLLOW`.
     pub fn create_new(&self, name: &str, mode: u32) -> Result<File, String> {
         let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-        openat(&self.fd, name, flags, Mode::from_bits_truncate(mode))
-            .map(File::from)
-            .map_err(|e| explain("create", &self.path.join(name), e))
+        openat(&self.fd, name, flags, Mode::from_bits_truncate(mode)).map(File::from).map_err(|e| {
+            // O_EXCL fails on any existing name; say so plainly when it is a symlink.
+            let is_link = e == Errno::EEXIST && self.is_symlink(name);
+            explain("create", &self.path.join(name), if is_link { Errno::ELOOP } else { e })
+        })
+    }
+
+    fn is_symlink(&self, name: &str) -> bool {
+        self.stat(name).is_ok_and(|st| st.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFLNK.bits())
     }
 
     /// Opens file `name` for writing, creating it if missing, as IOR's write phase does (no
@@ -305,7 +311,9 @@ mod tests {
         let err = dir.open_read("ior.00000000", OFlag::empty()).unwrap_err();
         assert!(err.contains("it is a symlink"), "{err}");
         let err = dir.create_new("ior.00000000", 0o644).unwrap_err();
-        assert!(err.contains("File exists"), "{err}");
+        assert!(err.contains("ior.00000000: it is a symlink"), "{err}");
+        std::fs::write(tmp.path().join("plain"), "").unwrap();
+        assert!(dir.create_new("plain", 0o644).unwrap_err().contains("File exists"));
         std::fs::hard_link(&victim, tmp.path().join("ior.00000001")).unwrap();
         let err = dir.open_write("ior.00000001", OFlag::empty()).unwrap_err();
         assert!(err.contains("it has 2 hard links"), "{err}");
