@@ -452,10 +452,7 @@ mod tests {
         let big = pb::BenchPhaseRequest { total_tasks: 1 << 20, ..good.clone() };
         let Some(pb::bench_phase_request::Workload::Ior(p)) = &big.workload else { unreachable!() };
         let big = pb::BenchPhaseRequest {
-            workload: Some(pb::bench_phase_request::Workload::Ior(pb::IorWorkload {
-                block: 16 << 40,
-                ..p.clone()
-            })),
+            workload: Some(pb::bench_phase_request::Workload::Ior(pb::IorWorkload { block: 16 << 40, ..*p })),
             ..big
         };
         let err = phase_request_from(big).unwrap_err();
