@@ -88,6 +88,32 @@ impl Progress {
     }
 }
 
+/// Runs `phase` while a thread hands `progress` to `report` every `every` (the engine's tasks
+/// update it as they go). The reporting thread ends with the phase.
+pub fn with_progress<T>(
+    progress: &Progress,
+    every: std::time::Duration,
+    report: &(dyn Fn(&Progress) + Sync),
+    phase: impl FnOnce() -> T,
+) -> T {
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut last = std::time::Instant::now();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                if last.elapsed() >= every {
+                    last = std::time::Instant::now();
+                    report(progress);
+                }
+            }
+        });
+        let out = phase();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        out
+    })
+}
+
 /// Aggregate of a phase over every task of every client: IOR's "bw" and "IOPS" with barriers.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PhaseTotals {
@@ -125,6 +151,47 @@ pub enum Phase {
     /// Remove the client's IOR files (after the last read).
     IorCleanup,
     Mdtest(MdtestPhase),
+}
+
+impl Phase {
+    pub const ALL: [Phase; 12] = [
+        Phase::Ior(IorPhase::Write),
+        Phase::Ior(IorPhase::Read),
+        Phase::IorCleanup,
+        Phase::Mdtest(MdtestPhase::TreeCreate),
+        Phase::Mdtest(MdtestPhase::DirCreate),
+        Phase::Mdtest(MdtestPhase::DirStat),
+        Phase::Mdtest(MdtestPhase::DirRemove),
+        Phase::Mdtest(MdtestPhase::FileCreate),
+        Phase::Mdtest(MdtestPhase::FileStat),
+        Phase::Mdtest(MdtestPhase::FileRead),
+        Phase::Mdtest(MdtestPhase::FileRemove),
+        Phase::Mdtest(MdtestPhase::TreeRemove),
+    ];
+
+    /// The phase's name on a command line (`ior-write`, `md-file-create`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Ior(IorPhase::Write) => "ior-write",
+            Phase::Ior(IorPhase::Read) => "ior-read",
+            Phase::IorCleanup => "ior-cleanup",
+            Phase::Mdtest(m) => match m {
+                MdtestPhase::TreeCreate => "md-tree-create",
+                MdtestPhase::DirCreate => "md-dir-create",
+                MdtestPhase::DirStat => "md-dir-stat",
+                MdtestPhase::DirRemove => "md-dir-remove",
+                MdtestPhase::FileCreate => "md-file-create",
+                MdtestPhase::FileStat => "md-file-stat",
+                MdtestPhase::FileRead => "md-file-read",
+                MdtestPhase::FileRemove => "md-file-remove",
+                MdtestPhase::TreeRemove => "md-tree-remove",
+            },
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Phase> {
+        Phase::ALL.into_iter().find(|p| p.name() == name)
+    }
 }
 
 /// The phases of one iteration, in order, with their labels ("write", "read", or mdtest's row
@@ -174,6 +241,22 @@ pub struct PhaseRequest {
 }
 
 impl PhaseRequest {
+    /// What this client's share of the phase needs in memory: a transfer buffer per IOR task
+    /// (plus its alignment), every task thread's stack and bookkeeping, and the process. The
+    /// agent refuses a phase its node cannot hold and sets the engine's memory limit from it.
+    /// (Bounded: at most 4096 tasks of 1 GiB each.)
+    pub fn memory_needed(&self) -> u64 {
+        /// The binary, its runtime and allocator arenas.
+        const PROCESS: u64 = 64 << 20;
+        /// A task thread's stack (std's default, 2 MiB) and what it allocates besides.
+        const PER_TASK: u64 = 3 << 20;
+        let buffer = match (&self.workload, self.phase) {
+            (crate::params::Workload::Ior(p), Phase::Ior(_)) => p.transfer.saturating_add(4096),
+            _ => 0,
+        };
+        PROCESS.saturating_add(u64::from(self.tasks).saturating_mul(PER_TASK.saturating_add(buffer)))
+    }
+
     /// Whether the phase starts the run here and makes its directory first (IOR's write,
     /// mdtest's tree creation); the others find it made.
     pub fn creates_dir(&self) -> bool {

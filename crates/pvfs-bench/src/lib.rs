@@ -11,6 +11,7 @@
 //! - [`mpi`]: the `mpi` launcher's hostfile, and the built-in engine run as MPI ranks.
 //! - [`report`]: Markdown with SVG and PNG charts over one or more runs.
 
+pub mod child;
 pub mod engine;
 pub mod files;
 pub mod fio;

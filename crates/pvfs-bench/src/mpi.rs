@@ -14,7 +14,7 @@ use crate::files::Dir;
 use crate::params::Workload;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// How long a rank waits at a barrier for the others before giving up. Long, because a slow
@@ -266,29 +266,17 @@ pub fn barrier_dir(dir: &Path) -> PathBuf {
 /// Runs `phase` while a thread emits this rank's progress once a second.
 fn with_progress<T>(rank: u32, emit: &(dyn Fn(&RankLine) + Sync), phase: impl FnOnce(&Progress) -> T) -> T {
     let progress = Progress::default();
-    let done = AtomicBool::new(false);
-    std::thread::scope(|scope| {
-        scope.spawn(|| {
-            let mut last = Instant::now();
-            while !done.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(50));
-                if last.elapsed() >= Duration::from_secs(1) {
-                    last = Instant::now();
-                    emit(&RankLine::Progress {
-                        rank,
-                        bytes: progress.bytes.load(Ordering::Relaxed),
-                        ops: progress.ops.load(Ordering::Relaxed),
-                    });
-                }
-            }
-        });
-        let out = phase(&progress);
-        done.store(true, Ordering::Relaxed);
-        out
-    })
+    let report = |p: &Progress| {
+        emit(&RankLine::Progress {
+            rank,
+            bytes: p.bytes.load(Ordering::Relaxed),
+            ops: p.ops.load(Ordering::Relaxed),
+        })
+    };
+    engine::with_progress(&progress, Duration::from_secs(1), &report, || phase(&progress))
 }
 
-fn unix_ns(t: SystemTime) -> u64 {
+pub(crate) fn unix_ns(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64
 }
 
