@@ -5,6 +5,7 @@
 //! token, so tests bind port 0 and stop the agent when they are done. Serving is mutual TLS
 //! unless the settings say `Insecure`, which [`prepare`] allows on loopback addresses only.
 
+mod child;
 mod gmond;
 mod history;
 mod launch;
