@@ -16,7 +16,7 @@
 
 use pvfs_bench::child::{MAX_LINE, PhaseLine};
 use pvfs_bench::engine::{PhaseRequest, Progress, TaskResult};
-use pvfs_bench::params::format_size;
+use pvfs_bench::params::format_bytes;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -171,8 +171,8 @@ pub(crate) fn engine_memory(req: &PhaseRequest) -> Result<u64, String> {
             "{} tasks need about {} of memory (a transfer buffer and a thread each), more than half of this \
              client's {}: lower procs or transfer",
             req.tasks,
-            format_size(needed),
-            format_size(total)
+            format_bytes(needed),
+            format_bytes(total)
         ));
     }
     Ok(needed.saturating_add(total / 2).min(total))
@@ -292,7 +292,7 @@ fn death(
     match status.signal() {
         Some(9) if oom_kills().zip(oom_before).is_some_and(|(after, before)| after > before) => {
             let limit = match contained {
-                Containment::Scope => format!("its limit of {}", format_size(memory_max)),
+                Containment::Scope => format!("its limit of {}", format_bytes(memory_max)),
                 Containment::Plain(_) => "the node's memory".to_owned(),
             };
             EngineError::OutOfMemory(format!(

@@ -23,11 +23,6 @@ async fn run_fio(
 ) -> Result<Vec<pvfs_bench::engine::TaskResult>, String> {
     use pvfs_host::Runner;
     let args = pvfs_bench::fio::args(req, phase)?;
-    if !crate::child::on_path("fio") {
-        return Err(
-            "fio is not installed on this client (apt-get install fio, or dnf install fio)".to_owned()
-        );
-    }
     // fio opens its files by path, following symlinks. Each is made (or, to be read, checked)
     // here first, through the run directory opened without following any: a symlink planted
     // at a test file's name is refused, not followed. What remains is the instant between
@@ -42,6 +37,11 @@ async fn run_fio(
             pvfs_bench::engine::IorPhase::Write => drop(dir.open_write(&name, nix::fcntl::OFlag::empty())?),
             pvfs_bench::engine::IorPhase::Read => drop(dir.open_read(&name, nix::fcntl::OFlag::empty())?),
         }
+    }
+    if !crate::child::on_path("fio") {
+        return Err(
+            "fio is not installed on this client (apt-get install fio, or dnf install fio)".to_owned()
+        );
     }
     let mut fio = vec!["fio".to_owned()];
     fio.extend(args.iter().cloned());

@@ -661,6 +661,15 @@ pub fn format_size(bytes: u64) -> String {
     bytes.to_string()
 }
 
+/// A size for people, rounded to one decimal in binary units: `4.0 TiB`, `23.5 GiB`.
+pub fn format_bytes(bytes: u64) -> String {
+    let units = [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)];
+    match units.iter().find(|(_, shift)| bytes >= 1 << shift) {
+        Some((unit, shift)) => format!("{:.1} {unit}", bytes as f64 / (1u64 << shift) as f64),
+        None => format!("{bytes} bytes"),
+    }
+}
+
 /// An IOR version, from its banner (`IOR-4.1.0+dev: MPI Coordinated Test of Parallel I/O`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct IorVersion(pub u32, pub u32, pub u32);
@@ -808,6 +817,9 @@ mod tests {
         assert_eq!(parse_size("4G"), Some(4 << 30));
         assert_eq!(format_size(320 << 20), "320m");
         assert_eq!(format_size(4097), "4097");
+        assert_eq!(format_bytes(24683656 << 10), "23.5 GiB");
+        assert_eq!(format_bytes(4206672 << 20), "4.0 TiB");
+        assert_eq!(format_bytes(100), "100 bytes");
         assert_eq!(
             Preset::parse("iopz").unwrap_err().to_string(),
             "unknown preset \"iopz\": use throughput, iops, metadata or metadata-lustre"
