@@ -227,15 +227,11 @@ async fn a_planted_symlink_at_the_hostfile_is_not_followed() {
 async fn launch_stream_error(agent: &Agent, req: pb::LaunchRequest) -> tonic::Status {
     let mut client = agent.client.clone();
     let mut stream = client.launch(req).await.expect("accepted").into_inner();
-    loop {
-        match tokio::time::timeout(Duration::from_secs(30), stream.message())
-            .await
-            .expect("an answer in time")
-        {
-            Ok(Some(event)) => panic!("the launch went ahead: {event:?}"),
-            Ok(None) => panic!("the launch ended without an error"),
-            Err(status) => return status,
-        }
+    // The first message is the refusal: nothing starts before the hostfile is written.
+    match tokio::time::timeout(Duration::from_secs(30), stream.message()).await.expect("an answer in time") {
+        Ok(Some(event)) => panic!("the launch went ahead: {event:?}"),
+        Ok(None) => panic!("the launch ended without an error"),
+        Err(status) => status,
     }
 }
 
