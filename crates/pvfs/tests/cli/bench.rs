@@ -743,3 +743,55 @@ fn the_engine_process_follows_no_symlink_and_stops_when_its_input_closes() {
         assert!(task["bytes"].as_u64().unwrap() < 256 << 20, "{task}");
     }
 }
+
+/// The coordinator goes away mid-phase: the agent closes the engine's standard input and the
+/// engine process stops at its next transfer, well before its block is written.
+#[test]
+fn an_engine_whose_coordinator_went_away_stops_at_its_next_transfer() {
+    let dir = TestDir::new();
+    let agents = agents(&dir, 1);
+    let cluster = cluster(&dir, &agents.iter().collect::<Vec<_>>());
+    // 2 GiB in 4 KiB O_DIRECT writes: half a million requests, far longer than the test waits.
+    let mut bench = dir
+        .command(&pvfsctl())
+        .args([
+            "bench",
+            &cluster,
+            "--json",
+            "--set",
+            "t=4k",
+            "--set",
+            "b=2g",
+            "--set",
+            "i=1",
+            "--results",
+            "res",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let engine = loop {
+        assert!(std::time::Instant::now() < deadline, "no engine process appeared under the agent");
+        if let Some((pid, _)) =
+            children_of(agents[0].child.id()).into_iter().find(|(_, cmd)| cmd.contains(" engine-phase "))
+        {
+            break pid;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    bench.kill().unwrap();
+    bench.wait().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::path::Path::new(&format!("/proc/{engine}")).exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the engine (pid {engine}) still runs 30 s after its coordinator left"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let run = std::fs::read_dir(dir.path().join("mnt/pvfs-bench")).unwrap().next().unwrap().unwrap().path();
+    let written = std::fs::metadata(run.join("ior.00000000")).map(|m| m.len()).unwrap_or(0);
+    assert!(written < 2 << 30, "the engine wrote its whole block ({written} bytes) for nobody");
+}
