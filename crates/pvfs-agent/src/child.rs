@@ -35,24 +35,62 @@ pub const ENGINE_OOM_SCORE_ADJ: i32 = 1000;
 /// (0 and -500), after the built-in engine.
 pub const TOOL_OOM_SCORE_ADJ: i32 = 500;
 
-/// This program, as the command that runs its agent personality.
-pub(crate) fn self_command() -> Result<Vec<String>, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find pvfs-agent's own executable: {e}"))?;
-    let name = exe.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let mut out = vec![exe.display().to_string()];
-    // The multi-call `pvfs` binary needs its subcommand; `pvfs-agent` is the agent already.
-    if !name.starts_with("pvfs-agent") {
-        out.push("agent".to_owned());
-    }
-    Ok(out)
+/// A command line for a process the agent starts, and the name to start it under when that
+/// differs from its program's path: this binary picks its personality from the name it runs
+/// as, and `pvfsctl demo` runs its agents as `pvfsctl` renamed `pvfs-agent`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Argv {
+    pub args: Vec<String>,
+    pub arg0: Option<String>,
 }
 
-/// `command` (program first) run with OOM score `score`: through `oom-exec`, as argv.
-pub(crate) fn with_oom_score(score: i32, command: Vec<String>) -> Result<Vec<String>, String> {
-    let mut out = self_command()?;
-    out.extend(["oom-exec".to_owned(), "--score".to_owned(), score.to_string(), "--".to_owned()]);
-    out.extend(command);
-    Ok(out)
+impl Argv {
+    /// The command, ready for its standard streams.
+    pub(crate) fn command(&self) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(&self.args[0]);
+        if let Some(arg0) = &self.arg0 {
+            command.arg0(arg0);
+        }
+        command.args(&self.args[1..]).env("LC_ALL", "C");
+        command
+    }
+}
+
+/// This program, as the command that runs its agent personality.
+pub(crate) fn self_argv() -> Result<Argv, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find pvfs-agent's own executable: {e}"))?;
+    let name = exe.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let path = exe.display().to_string();
+    Ok(if name.starts_with("pvfs-agent") {
+        Argv { args: vec![path], arg0: None }
+    } else if name.starts_with("pvfsctl") {
+        Argv { args: vec![path], arg0: Some("pvfs-agent".to_owned()) }
+    } else {
+        // The multi-call `pvfs` binary needs its subcommand.
+        Argv { args: vec![path, "agent".to_owned()], arg0: None }
+    })
+}
+
+/// This program's agent personality as a plain command line, for commands that cannot carry
+/// a name of their own (mpirun's ranks): right for `pvfs-agent` and `pvfs`.
+pub(crate) fn self_command() -> Result<Vec<String>, String> {
+    let Argv { mut args, arg0 } = self_argv()?;
+    if arg0.is_some() {
+        args.push("agent".to_owned());
+    }
+    Ok(args)
+}
+
+/// `inner` run with OOM score `score`: through `oom-exec`, which sets it and becomes `inner`.
+pub(crate) fn with_oom_score(score: i32, inner: Argv) -> Result<Argv, String> {
+    let mut outer = self_argv()?;
+    outer.args.extend(["oom-exec".to_owned(), "--score".to_owned(), score.to_string()]);
+    if let Some(arg0) = inner.arg0 {
+        outer.args.extend(["--arg0".to_owned(), arg0]);
+    }
+    outer.args.push("--".to_owned());
+    outer.args.extend(inner.args);
+    Ok(outer)
 }
 
 /// Whether `program` is on PATH.
@@ -202,27 +240,27 @@ pub(crate) async fn run_engine(
 ) -> Result<Vec<TaskResult>, EngineError> {
     static SEQ: AtomicU64 = AtomicU64::new(0);
     let died = |why: String| EngineError::Died(format!("the built-in engine on {node} {why}"));
-    let mut inner = self_command().map_err(&died)?;
-    inner.extend(pvfs_bench::child::phase_args(req));
+    let mut inner = self_argv().map_err(&died)?;
+    inner.args.extend(pvfs_bench::child::phase_args(req));
     let mut argv = with_oom_score(ENGINE_OOM_SCORE_ADJ, inner).map_err(&died)?;
     let contained = containment().await;
     if *contained == Containment::Scope {
+        // systemd-run execs the command in the new scope: the trampoline is named as itself.
         let unit =
             format!("pvfs-bench-engine-{}-{}", std::process::id(), SEQ.fetch_add(1, Ordering::Relaxed));
         let mut scoped = vec!["systemd-run".to_owned()];
         scoped.extend(scope_args(&unit, memory_max));
-        scoped.extend(argv);
-        argv = scoped;
+        scoped.extend(argv.args);
+        argv = Argv { args: scoped, arg0: None };
     }
     let oom_before = oom_kills();
-    let mut child = tokio::process::Command::new(&argv[0])
-        .args(&argv[1..])
-        .env("LC_ALL", "C")
+    let mut child = argv
+        .command()
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| died(format!("could not be started ({}): {e}", argv[0])))?;
+        .map_err(|e| died(format!("could not be started ({}): {e}", argv.args[0])))?;
     let pid = child.id().unwrap_or_default();
     tracing::debug!(pid, phase = req.phase.name(), tasks = req.tasks, memory_max, "engine started");
     let stderr = tokio::spawn(stderr_tail(child.stderr.take()));
@@ -231,9 +269,10 @@ pub(crate) async fn run_engine(
         BufReader::new(child.stdout.take().ok_or_else(|| died("has no standard output".into()))?);
     let mut tasks = Vec::new();
     let (mut done, mut failed) = (false, None);
+    let mut partial = Vec::new();
     loop {
         let line = tokio::select! {
-            line = read_line(&mut stdout) => line,
+            line = read_line(&mut stdout, &mut partial) => line,
             // Closing its standard input is the engine's signal to stop.
             () = cancel.cancelled(), if stdin.is_some() => { stdin = None; continue }
         };
@@ -316,17 +355,25 @@ fn death(
 }
 
 /// The next line of the engine's output, `None` at its end. A line longer than [`MAX_LINE`] is
-/// an error rather than a buffer that grows with whatever the child prints.
-async fn read_line(out: &mut BufReader<ChildStdout>) -> Result<Option<String>, String> {
-    let mut buf = Vec::new();
-    let limit = u64::try_from(MAX_LINE).unwrap_or(u64::MAX);
-    let read = (&mut *out).take(limit + 1).read_until(b'\n', &mut buf).await;
-    match read {
-        Ok(0) => Ok(None),
-        Ok(_) if buf.len() > MAX_LINE => Err(format!("printed a line longer than {MAX_LINE} bytes")),
-        Ok(_) => Ok(Some(String::from_utf8_lossy(&buf).into_owned())),
-        Err(e) => Err(format!("could not be read from: {e}")),
+/// an error rather than a buffer that grows with whatever the child prints. `buf` lives across
+/// calls: in a `select!`, a read interrupted mid-line keeps what it had read there (tokio's
+/// `read_until` appends as it consumes), and the next call goes on from it.
+async fn read_line(out: &mut BufReader<ChildStdout>, buf: &mut Vec<u8>) -> Result<Option<String>, String> {
+    let room = u64::try_from((MAX_LINE + 1).saturating_sub(buf.len())).unwrap_or(u64::MAX);
+    let read = (&mut *out)
+        .take(room)
+        .read_until(b'\n', buf)
+        .await
+        .map_err(|e| format!("could not be read from: {e}"))?;
+    if read == 0 && buf.is_empty() {
+        return Ok(None);
     }
+    if buf.len() > MAX_LINE {
+        return Err(format!("printed a line longer than {MAX_LINE} bytes"));
+    }
+    let line = String::from_utf8_lossy(buf).into_owned();
+    buf.clear();
+    Ok(Some(line))
 }
 
 /// The last lines the engine wrote to standard error (a panic's message), read to the end so
@@ -368,9 +415,44 @@ mod tests {
 
     #[test]
     fn benchmark_commands_go_through_the_trampoline() {
-        let argv = with_oom_score(TOOL_OOM_SCORE_ADJ, vec!["fio".into(), "--version".into()]).unwrap();
-        let at = argv.iter().position(|a| a == "oom-exec").unwrap();
-        assert_eq!(argv[at..].join(" "), "oom-exec --score 500 -- fio --version");
+        let fio = Argv { args: vec!["fio".into(), "--version".into()], arg0: None };
+        let argv = with_oom_score(TOOL_OOM_SCORE_ADJ, fio).unwrap();
+        let at = argv.args.iter().position(|a| a == "oom-exec").unwrap();
+        assert_eq!(argv.args[at..].join(" "), "oom-exec --score 500 -- fio --version");
+        let renamed = Argv {
+            args: vec!["/bin/pvfsctl".into(), "engine-phase".into()],
+            arg0: Some("pvfs-agent".into()),
+        };
+        let argv = with_oom_score(ENGINE_OOM_SCORE_ADJ, renamed).unwrap();
+        let at = argv.args.iter().position(|a| a == "oom-exec").unwrap();
+        assert_eq!(
+            argv.args[at..].join(" "),
+            "oom-exec --score 1000 --arg0 pvfs-agent -- /bin/pvfsctl engine-phase"
+        );
+    }
+
+    /// The engine's output is read a bounded line at a time: a child printing without end gets
+    /// an error, not a buffer growing with it.
+    #[tokio::test]
+    async fn engine_lines_are_bounded() {
+        let output = |program: &str, args: &[&str]| {
+            let mut child = tokio::process::Command::new(program)
+                .args(args)
+                .stdout(Stdio::piped())
+                .kill_on_drop(true)
+                .spawn()
+                .unwrap();
+            let out = BufReader::new(child.stdout.take().unwrap());
+            (child, out)
+        };
+        let (_printf, mut out) = output("printf", &["one\\ntwo"]);
+        let mut buf = Vec::new();
+        assert_eq!(read_line(&mut out, &mut buf).await, Ok(Some("one\n".into())));
+        assert_eq!(read_line(&mut out, &mut buf).await, Ok(Some("two".into())));
+        assert_eq!(read_line(&mut out, &mut buf).await, Ok(None));
+        let (_cat, mut endless) = output("cat", &["/dev/zero"]);
+        let err = read_line(&mut endless, &mut Vec::new()).await.unwrap_err();
+        assert_eq!(err, "printed a line longer than 65536 bytes");
     }
 
     #[test]

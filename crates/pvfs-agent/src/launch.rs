@@ -123,20 +123,15 @@ pub async fn run(
         .await;
     }
     // mpirun and the ranks it forks must not inherit the agent's protection from the OOM killer.
-    let mut argv = vec![command.program.clone()];
-    argv.extend(command.args.iter().cloned());
+    let mut mpirun = vec![command.program.clone()];
+    mpirun.extend(command.args.iter().cloned());
+    let argv = crate::child::Argv { args: mpirun, arg0: None };
     let argv = match crate::child::with_oom_score(crate::child::TOOL_OOM_SCORE_ADJ, argv) {
         Ok(argv) => argv,
         Err(err) => return fail(err).await,
     };
-    let mut child = tokio::process::Command::new(&argv[0]);
-    child
-        .args(&argv[1..])
-        .env("LC_ALL", "C")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
+    let mut child = argv.command();
+    child.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
     let mut child = match child.spawn() {
         Ok(child) => child,
         Err(err) => return fail(format!("cannot start `{command}`: {err}")).await,

@@ -21,7 +21,6 @@ async fn run_fio(
     req: &pvfs_bench::engine::PhaseRequest,
     phase: pvfs_bench::engine::IorPhase,
 ) -> Result<Vec<pvfs_bench::engine::TaskResult>, String> {
-    use pvfs_host::Runner;
     let args = pvfs_bench::fio::args(req, phase)?;
     // fio opens its files by path, following symlinks. Each is made (or, to be read, checked)
     // here first, through the run directory opened without following any: a symlink planted
@@ -45,17 +44,27 @@ async fn run_fio(
     }
     let mut fio = vec!["fio".to_owned()];
     fio.extend(args.iter().cloned());
-    let argv = crate::child::with_oom_score(crate::child::TOOL_OOM_SCORE_ADJ, fio)?;
-    // A phase takes as long as the storage needs; the coordinator watches for silence.
-    let command = pvfs_host::Command::new(argv[0].clone())
-        .args(argv[1..].iter().cloned())
-        .timeout(std::time::Duration::from_secs(7 * 24 * 3600));
+    let argv = crate::child::with_oom_score(
+        crate::child::TOOL_OOM_SCORE_ADJ,
+        crate::child::Argv { args: fio, arg0: None },
+    )?;
+    // A phase takes as long as the storage needs; the coordinator watches for silence. Killed
+    // if the phase's task is dropped (the agent stopping).
     let started = std::time::SystemTime::now();
-    let out = SystemRunner.run(&command).await.map_err(|e| e.to_string())?;
-    if !out.success() {
-        return Err(format!("`fio {}` exited {:?}: {}", args.join(" "), out.code, out.stderr_tail(5)));
+    let out = argv
+        .command()
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|e| format!("cannot start fio: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = stderr.lines().rev().take(5).collect::<Vec<_>>().into_iter().rev().collect();
+        return Err(format!("`fio {}` exited {:?}: {}", args.join(" "), out.status.code(), tail.join("\n")));
     }
-    pvfs_bench::fio::results(&out.stdout, phase, started)
+    pvfs_bench::fio::results(&stdout, phase, started)
 }
 
 /// How far ahead a benchmark phase may be scheduled.

@@ -427,6 +427,10 @@ pub struct OomExecArgs {
     /// The score to set in /proc/self/oom_score_adj (-1000 to 1000; higher is killed first).
     #[arg(long, allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-1000..=1000))]
     pub score: i32,
+    /// The name PROGRAM runs as (its argv[0]), when not its path: this binary picks its
+    /// personality from it.
+    #[arg(long, value_name = "NAME")]
+    pub arg0: Option<std::ffi::OsString>,
     /// The program and its arguments.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "PROGRAM")]
     pub command: Vec<std::ffi::OsString>,

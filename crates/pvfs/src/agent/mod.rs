@@ -143,7 +143,11 @@ fn oom_exec(args: crate::cli::OomExecArgs) -> u8 {
         return 126;
     }
     let Some((program, rest)) = args.command.split_first() else { return 126 };
-    let err = std::process::Command::new(program).args(rest).exec();
+    let mut command = std::process::Command::new(program);
+    if let Some(arg0) = &args.arg0 {
+        command.arg0(arg0);
+    }
+    let err = command.args(rest).exec();
     output::error(&anyhow::anyhow!("cannot run {}: {err}", program.to_string_lossy()));
     if err.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 }
 }
