@@ -19,6 +19,9 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+/// The hostfile's name in the run's directory.
+const HOSTFILE: &str = "mpi-hostfile";
+
 /// How long mpirun gets to stop its ranks after SIGTERM before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
@@ -27,7 +30,7 @@ const STOP_GRACE: Duration = Duration::from_secs(5);
 pub async fn command(req: &LaunchRequest, hostfile_path: &std::path::Path) -> Result<Command, String> {
     let program: Vec<String> = match (req.program, &req.workload) {
         (Program::Builtin, workload) => {
-            let mut program = self_command()?;
+            let mut program = crate::child::self_command()?;
             program.extend(pvfs_bench::mpi::engine_args(workload, &req.dir, req.tasks_per_node));
             program
         }
@@ -38,7 +41,7 @@ pub async fn command(req: &LaunchRequest, hostfile_path: &std::path::Path) -> Re
             program
         }
         (Program::Ior, Workload::Mdtest(p)) => {
-            if !on_path("mdtest") {
+            if !crate::child::on_path("mdtest") {
                 return Err(not_installed("mdtest"));
             }
             let mut program = vec!["mdtest".to_owned()];
@@ -57,23 +60,6 @@ pub async fn command(req: &LaunchRequest, hostfile_path: &std::path::Path) -> Re
     Ok(command.args(program))
 }
 
-/// This program, as the command that runs its agent personality.
-fn self_command() -> Result<Vec<String>, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find pvfs-agent's own executable: {e}"))?;
-    let name = exe.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let mut out = vec![exe.display().to_string()];
-    // The multi-call `pvfs` binary needs its subcommand; `pvfs-agent` is the agent already.
-    if !name.starts_with("pvfs-agent") {
-        out.push("agent".to_owned());
-    }
-    Ok(out)
-}
-
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
-}
-
 fn not_installed(program: &str) -> String {
     format!(
         "{program} is not installed on this client (not found in PATH): install IOR (which provides ior and \
@@ -83,7 +69,7 @@ fn not_installed(program: &str) -> String {
 
 /// IOR's version from `ior -h` (which exits 1, having printed its options).
 async fn ior_version() -> Result<IorVersion, String> {
-    if !on_path("ior") {
+    if !crate::child::on_path("ior") {
         return Err(not_installed("ior"));
     }
     let mut command = tokio::process::Command::new("ior");
@@ -115,36 +101,39 @@ pub async fn run(
             let _ = tx.send(Err(tonic::Status::failed_precondition(why))).await;
         }
     };
-    if let Err(err) = std::fs::create_dir_all(&req.dir) {
-        return fail(format!("cannot create {}: {err}", req.dir.display())).await;
-    }
+    // The run's directory is on the shared file system: made and written without following
+    // symlinks, the hostfile through a random temporary name renamed into place.
     let hostfile = req.hostfile();
-    let hostfile_path: PathBuf = req.dir.join("mpi-hostfile");
-    if let Err(err) = std::fs::write(&hostfile_path, &hostfile.text) {
-        return fail(format!("cannot write {}: {err}", hostfile_path.display())).await;
+    let written = pvfs_bench::files::Dir::create_all(&req.dir)
+        .and_then(|dir| dir.replace_file(HOSTFILE, hostfile.text.as_bytes(), 0o644));
+    if let Err(err) = written {
+        return fail(format!("cannot write the MPI hostfile: {err}")).await;
     }
+    let hostfile_path: PathBuf = req.dir.join(HOSTFILE);
     let command = match command(&req, &hostfile_path).await {
         Ok(command) => command,
         Err(err) => return fail(err).await,
     };
-    let mut child = tokio::process::Command::new(&command.program);
-    child
-        .args(&command.args)
-        .env("LC_ALL", "C")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
+    if !crate::child::on_path(&command.program) {
+        return fail(
+            "mpirun is not installed on this client: install Open MPI (apt-get install openmpi-bin, or dnf install \
+             openmpi) on every client, or use launcher = \"agents\""
+                .into(),
+        )
+        .await;
+    }
+    // mpirun and the ranks it forks must not inherit the agent's protection from the OOM killer.
+    let mut mpirun = vec![command.program.clone()];
+    mpirun.extend(command.args.iter().cloned());
+    let argv = crate::child::Argv { args: mpirun, arg0: None };
+    let argv = match crate::child::with_oom_score(crate::child::TOOL_OOM_SCORE_ADJ, argv) {
+        Ok(argv) => argv,
+        Err(err) => return fail(err).await,
+    };
+    let mut child = argv.command();
+    child.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
     let mut child = match child.spawn() {
         Ok(child) => child,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            return fail(
-                "mpirun is not installed on this client: install Open MPI (apt-get install openmpi-bin, or dnf \
-                 install openmpi) on every client, or use launcher = \"agents\""
-                    .into(),
-            )
-            .await;
-        }
         Err(err) => return fail(format!("cannot start `{command}`: {err}")).await,
     };
     let started = pb::LaunchStarted { command: command.to_string(), hostfile: hostfile.text.clone() };

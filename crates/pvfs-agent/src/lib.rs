@@ -13,6 +13,7 @@
 //! waits, see `pvfs-agent`'s drain deadline).
 
 mod auth;
+mod child;
 mod gmond;
 mod history;
 mod launch;

@@ -13,33 +13,59 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tonic::{Request, Response, Status};
 
-/// A benchmark phase under way: the tasks' results, or why there are none (the outer error is a
-/// task that could not be joined).
-type PhaseWork = std::pin::Pin<
-    Box<dyn Future<Output = Result<Result<Vec<pvfs_bench::engine::TaskResult>, String>, String>> + Send>,
->;
+/// A benchmark phase under way: the tasks' results, or why there are none.
+type PhaseWork =
+    std::pin::Pin<Box<dyn Future<Output = Result<Vec<pvfs_bench::engine::TaskResult>, Status>> + Send>>;
 
 /// One IOR phase of `req` as a fio run: one fio job per task, on IOR's file names.
 async fn run_fio(
     req: &pvfs_bench::engine::PhaseRequest,
     phase: pvfs_bench::engine::IorPhase,
 ) -> Result<Vec<pvfs_bench::engine::TaskResult>, String> {
-    use pvfs_host::Runner;
     let args = pvfs_bench::fio::args(req, phase)?;
-    // A phase takes as long as the storage needs; the coordinator watches for silence.
-    let command =
-        pvfs_host::Command::new("fio").args(args).timeout(std::time::Duration::from_secs(7 * 24 * 3600));
-    let started = std::time::SystemTime::now();
-    let out = SystemRunner.run(&command).await.map_err(|e| match e {
-        pvfs_host::CommandError::Spawn { .. } => {
-            "fio is not installed on this client (apt-get install fio, or dnf install fio)".to_owned()
+    // fio opens its files by path, following symlinks. Each is made (or, to be read, checked)
+    // here first, through the run directory opened without following any: a symlink planted
+    // at a test file's name is refused, not followed. What remains is the instant between
+    // this and fio's own open, in a directory the agent made.
+    let dir = if req.creates_dir() {
+        pvfs_bench::files::Dir::create_all(&req.dir)?
+    } else {
+        pvfs_bench::files::Dir::open(&req.dir)?
+    };
+    for name in pvfs_bench::fio::file_names(req, phase)? {
+        match phase {
+            pvfs_bench::engine::IorPhase::Write => drop(dir.open_write(&name, nix::fcntl::OFlag::empty())?),
+            pvfs_bench::engine::IorPhase::Read => drop(dir.open_read(&name, nix::fcntl::OFlag::empty())?),
         }
-        other => other.to_string(),
-    })?;
-    if !out.success() {
-        return Err(format!("`{command}` exited {:?}: {}", out.code, out.stderr_tail(5)));
     }
-    pvfs_bench::fio::results(&out.stdout, phase, started)
+    if !crate::child::on_path("fio") {
+        return Err(
+            "fio is not installed on this client (apt-get install fio, or dnf install fio)".to_owned()
+        );
+    }
+    let mut fio = vec!["fio".to_owned()];
+    fio.extend(args.iter().cloned());
+    let argv = crate::child::with_oom_score(
+        crate::child::TOOL_OOM_SCORE_ADJ,
+        crate::child::Argv { args: fio, arg0: None },
+    )?;
+    // A phase takes as long as the storage needs; the coordinator watches for silence. Killed
+    // if the phase's task is dropped (the agent stopping).
+    let started = std::time::SystemTime::now();
+    let out = argv
+        .command()
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|e| format!("cannot start fio: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = stderr.lines().rev().take(5).collect::<Vec<_>>().into_iter().rev().collect();
+        return Err(format!("`fio {}` exited {:?}: {}", args.join(" "), out.status.code(), tail.join("\n")));
+    }
+    pvfs_bench::fio::results(&stdout, phase, started)
 }
 
 /// How far ahead a benchmark phase may be scheduled.
@@ -123,8 +149,15 @@ impl pb::agent_server::Agent for AgentService {
         &self,
         request: Request<pb::BenchPhaseRequest>,
     ) -> Result<Response<Self::BenchPhaseStream>, Status> {
+        use pvfs_bench::engine::{Engine, Phase};
         let (req, start_at) = pvfs_proto::convert::bench::phase_request_from(request.into_inner())
             .map_err(Status::invalid_argument)?;
+        // The built-in engine's memory is known from the request: a phase this node cannot
+        // hold is refused before anything starts.
+        let memory_max = match req.engine {
+            Engine::Builtin => crate::child::engine_memory(&req).map_err(Status::failed_precondition)?,
+            Engine::Fio => 0,
+        };
         let guard = self.benching.clone().try_lock_owned().map_err(|_| {
             Status::aborted("another benchmark is running on this client; wait for it to finish")
         })?;
@@ -142,34 +175,37 @@ impl pb::agent_server::Agent for AgentService {
         }
         let (tx, rx) = mpsc::channel(STREAM_QUEUE);
         let shutdown = self.shutdown.clone();
+        let node = self.name.clone();
         tokio::spawn(async move {
             let _guard = guard;
             tokio::select! {
                 () = tokio::time::sleep(wait) => {}
                 () = shutdown.cancelled() => return,
             }
-            let needs_dir = matches!(
-                req.phase,
-                pvfs_bench::engine::Phase::Ior(pvfs_bench::engine::IorPhase::Write)
-                    | pvfs_bench::engine::Phase::Mdtest(pvfs_bench::engine::MdtestPhase::TreeCreate)
-            );
-            if needs_dir && let Err(err) = std::fs::create_dir_all(&req.dir) {
-                let status =
-                    Status::failed_precondition(format!("cannot create {}: {err}", req.dir.display()));
-                let _ = tx.send(Err(status)).await;
-                return;
-            }
             let progress = Arc::new(pvfs_bench::engine::Progress::default());
+            // Stops the built-in engine at its next transfer: the coordinator went away, or
+            // the agent is stopping (a child of the shutdown token).
+            let cancel = shutdown.child_token();
+            let phase_name = req.phase.name();
             let mut work: PhaseWork = match (req.engine, req.phase) {
-                (pvfs_bench::engine::Engine::Fio, pvfs_bench::engine::Phase::Ior(phase)) => {
-                    Box::pin(async move { Ok(run_fio(&req, phase).await) })
+                (Engine::Fio, Phase::Ior(phase)) => {
+                    Box::pin(async move { run_fio(&req, phase).await.map_err(Status::failed_precondition) })
                 }
                 _ => {
-                    let progress = progress.clone();
-                    // The engine's tasks are blocking I/O threads, not async work.
-                    let task =
-                        tokio::task::spawn_blocking(move || pvfs_bench::engine::run_phase(&req, &progress));
-                    Box::pin(async move { task.await.map_err(|e| e.to_string()) })
+                    let (progress, cancel) = (progress.clone(), cancel.clone());
+                    // Its own process: its memory, threads and crashes are not the agent's.
+                    Box::pin(async move {
+                        crate::child::run_engine(&node, &req, memory_max, progress, cancel).await.map_err(
+                            |e| {
+                                use crate::child::EngineError;
+                                match e {
+                                    EngineError::Refused(why) => Status::failed_precondition(why),
+                                    EngineError::OutOfMemory(why) => Status::resource_exhausted(why),
+                                    EngineError::Died(why) => Status::internal(why),
+                                }
+                            },
+                        )
+                    })
                 }
             };
             let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
@@ -184,24 +220,22 @@ impl pb::agent_server::Agent for AgentService {
                             ops: progress.ops.load(Relaxed),
                         });
                         let _ = tx.try_send(Ok(pb::BenchEvent { event: Some(event) }));
-                        // The coordinator went away: the built-in engine's tasks stop at their
-                        // next transfer (a write under way finishes; threads cannot be
-                        // interrupted mid-call). fio runs to its end.
+                        // The coordinator went away: the built-in engine stops at its next
+                        // transfer (a write under way finishes). fio runs to its end.
                         if tx.is_closed() {
-                            progress.cancelled.store(true, Relaxed);
+                            cancel.cancel();
                         }
                     }
                 }
             };
-            let message = match done {
-                Ok(Ok(tasks)) => Ok(pb::BenchEvent {
-                    event: Some(pb::bench_event::Event::Done(pb::BenchPhaseDone {
-                        tasks: tasks.iter().map(pb::TaskResult::from).collect(),
-                    })),
-                }),
-                Ok(Err(err)) => Err(Status::failed_precondition(err)),
-                Err(err) => Err(Status::internal(format!("benchmark tasks failed: {err}"))),
-            };
+            let message = done.map(|tasks| pb::BenchEvent {
+                event: Some(pb::bench_event::Event::Done(pb::BenchPhaseDone {
+                    tasks: tasks.iter().map(pb::TaskResult::from).collect(),
+                })),
+            });
+            if let Err(status) = &message {
+                tracing::warn!(phase = phase_name, error = %status.message(), "benchmark phase failed");
+            }
             let _ = tx.send(message).await;
         });
         Ok(Response::new(ReceiverStream::new(rx)))

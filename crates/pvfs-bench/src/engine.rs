@@ -11,6 +11,7 @@
 
 mod ior;
 mod mdtest;
+mod shuffle;
 
 pub use ior::{IorJob, IorPhase, remove_files, run_ior_phase};
 pub use mdtest::{MdtestJob, MdtestPhase, run_mdtest_phase};
@@ -34,29 +35,36 @@ pub struct TaskResult {
 }
 
 /// Runs `run` for every task, one thread each, and returns their results in task order. A task
-/// whose thread panicked is reported as a failed task rather than taking the phase down.
+/// whose thread could not be started (the process is out of threads or memory) or panicked is
+/// reported as a failed task rather than taking the phase, or the process, down.
 fn each_task(tasks: std::ops::Range<u32>, run: impl Fn(u32) -> TaskResult + Sync) -> Vec<TaskResult> {
     let run = &run;
     std::thread::scope(|scope| {
-        let handles: Vec<_> = tasks.clone().map(|task| scope.spawn(move || run(task))).collect();
+        let handles: Vec<_> = tasks
+            .clone()
+            .map(|task| {
+                std::thread::Builder::new()
+                    .name(format!("task {task}"))
+                    .spawn_scoped(scope, move || run(task))
+            })
+            .collect();
         handles
             .into_iter()
             .zip(tasks)
-            .map(|(handle, task)| {
-                handle.join().unwrap_or_else(|_| {
-                    let now = SystemTime::now();
-                    TaskResult {
-                        task,
-                        start: now,
-                        end: now,
-                        bytes: 0,
-                        ops: 0,
-                        error: Some("the task's thread panicked".into()),
-                    }
-                })
+            .map(|(handle, task)| match handle {
+                Ok(handle) => {
+                    handle.join().unwrap_or_else(|_| failed(task, "the task's thread panicked".into()))
+                }
+                Err(err) => failed(task, format!("cannot start a thread for task {task}: {err}")),
             })
             .collect()
     })
+}
+
+/// A task that did nothing and why.
+fn failed(task: u32, error: String) -> TaskResult {
+    let now = SystemTime::now();
+    TaskResult { task, start: now, end: now, bytes: 0, ops: 0, error: Some(error) }
 }
 
 /// Live counters a phase updates as it goes, read once a second for `--watch`, and the flag
@@ -78,6 +86,32 @@ impl Progress {
         }
         Ok(())
     }
+}
+
+/// Runs `phase` while a thread hands `progress` to `report` every `every` (the engine's tasks
+/// update it as they go). The reporting thread ends with the phase.
+pub fn with_progress<T>(
+    progress: &Progress,
+    every: std::time::Duration,
+    report: &(dyn Fn(&Progress) + Sync),
+    phase: impl FnOnce() -> T,
+) -> T {
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut last = std::time::Instant::now();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                if last.elapsed() >= every {
+                    last = std::time::Instant::now();
+                    report(progress);
+                }
+            }
+        });
+        let out = phase();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        out
+    })
 }
 
 /// Aggregate of a phase over every task of every client: IOR's "bw" and "IOPS" with barriers.
@@ -117,6 +151,47 @@ pub enum Phase {
     /// Remove the client's IOR files (after the last read).
     IorCleanup,
     Mdtest(MdtestPhase),
+}
+
+impl Phase {
+    pub const ALL: [Phase; 12] = [
+        Phase::Ior(IorPhase::Write),
+        Phase::Ior(IorPhase::Read),
+        Phase::IorCleanup,
+        Phase::Mdtest(MdtestPhase::TreeCreate),
+        Phase::Mdtest(MdtestPhase::DirCreate),
+        Phase::Mdtest(MdtestPhase::DirStat),
+        Phase::Mdtest(MdtestPhase::DirRemove),
+        Phase::Mdtest(MdtestPhase::FileCreate),
+        Phase::Mdtest(MdtestPhase::FileStat),
+        Phase::Mdtest(MdtestPhase::FileRead),
+        Phase::Mdtest(MdtestPhase::FileRemove),
+        Phase::Mdtest(MdtestPhase::TreeRemove),
+    ];
+
+    /// The phase's name on a command line (`ior-write`, `md-file-create`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Ior(IorPhase::Write) => "ior-write",
+            Phase::Ior(IorPhase::Read) => "ior-read",
+            Phase::IorCleanup => "ior-cleanup",
+            Phase::Mdtest(m) => match m {
+                MdtestPhase::TreeCreate => "md-tree-create",
+                MdtestPhase::DirCreate => "md-dir-create",
+                MdtestPhase::DirStat => "md-dir-stat",
+                MdtestPhase::DirRemove => "md-dir-remove",
+                MdtestPhase::FileCreate => "md-file-create",
+                MdtestPhase::FileStat => "md-file-stat",
+                MdtestPhase::FileRead => "md-file-read",
+                MdtestPhase::FileRemove => "md-file-remove",
+                MdtestPhase::TreeRemove => "md-tree-remove",
+            },
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Phase> {
+        Phase::ALL.into_iter().find(|p| p.name() == name)
+    }
 }
 
 /// The phases of one iteration, in order, with their labels ("write", "read", or mdtest's row
@@ -165,9 +240,53 @@ pub struct PhaseRequest {
     pub phase: Phase,
 }
 
-/// Runs one phase on this client. A workload that does not match the phase is an error.
+impl PhaseRequest {
+    /// What this client's share of the phase needs in memory: a transfer buffer per IOR task
+    /// (plus its alignment), every task thread's stack and bookkeeping, and the process. The
+    /// agent refuses a phase its node cannot hold and sets the engine's memory limit from it.
+    /// (Bounded: at most 4096 tasks of 1 GiB each.)
+    pub fn memory_needed(&self) -> u64 {
+        /// The binary, its runtime and allocator arenas.
+        const PROCESS: u64 = 64 << 20;
+        /// A task thread's stack (std's default, 2 MiB) and what it allocates besides.
+        const PER_TASK: u64 = 3 << 20;
+        let buffer = match (&self.workload, self.phase) {
+            (crate::params::Workload::Ior(p), Phase::Ior(_)) => p.transfer.saturating_add(4096),
+            _ => 0,
+        };
+        PROCESS.saturating_add(u64::from(self.tasks).saturating_mul(PER_TASK.saturating_add(buffer)))
+    }
+
+    /// Whether the phase starts the run here and makes its directory first (IOR's write,
+    /// mdtest's tree creation); the others find it made.
+    pub fn creates_dir(&self) -> bool {
+        matches!(self.phase, Phase::Ior(IorPhase::Write) | Phase::Mdtest(MdtestPhase::TreeCreate))
+    }
+
+    /// This client's tasks, checked against the run's size (no sum can wrap).
+    pub fn task_range(&self) -> Result<std::ops::Range<u32>, String> {
+        self.first_task
+            .checked_add(self.tasks)
+            .filter(|end| self.tasks > 0 && *end <= self.total_tasks)
+            .map(|end| self.first_task..end)
+            .ok_or_else(|| {
+                format!(
+                    "first_task {} and tasks {}: not a share of {} tasks",
+                    self.first_task, self.tasks, self.total_tasks
+                )
+            })
+    }
+}
+
+/// Runs one phase on this client, after checking the workload against the run's size and
+/// making the run's directory (without following symlinks) when the phase starts the run. A
+/// workload that does not match the phase is an error.
 pub fn run_phase(req: &PhaseRequest, progress: &Progress) -> Result<Vec<TaskResult>, String> {
-    let tasks = req.first_task..req.first_task + req.tasks;
+    req.workload.check_run(req.total_tasks).map_err(|v| v.to_string())?;
+    let tasks = req.task_range()?;
+    if req.creates_dir() {
+        crate::files::Dir::create_all(&req.dir)?;
+    }
     match (&req.workload, req.phase) {
         (crate::params::Workload::Ior(params), phase @ (Phase::Ior(_) | Phase::IorCleanup)) => {
             let job = IorJob {

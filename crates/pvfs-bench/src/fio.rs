@@ -37,21 +37,8 @@ pub fn args(req: &PhaseRequest, phase: IorPhase) -> Result<Vec<String>, String> 
     if phase == IorPhase::Write && p.fsync {
         args.push("--end_fsync=1".to_owned());
     }
-    let job = crate::engine::IorJob {
-        params: p.clone(),
-        base: req.dir.join("ior"),
-        tasks: req.first_task..req.first_task + req.tasks,
-        total_tasks: req.total_tasks,
-        tasks_per_client: req.tasks_per_client,
-        iteration: req.iteration,
-    };
-    for task in job.tasks.clone() {
-        // -C: read back what a task on another client wrote.
-        let owner = if phase == IorPhase::Read && p.reorder && req.total_tasks > 1 {
-            (task + req.tasks_per_client) % req.total_tasks
-        } else {
-            task
-        };
+    let job = job(req)?;
+    for (task, owner) in owners(req, phase)? {
         args.push(format!("--name=task{task}"));
         args.push(format!("--filename={}", job.file_of(owner).display()));
         if !p.file_per_proc {
@@ -59,6 +46,42 @@ pub fn args(req: &PhaseRequest, phase: IorPhase) -> Result<Vec<String>, String> 
         }
     }
     Ok(args)
+}
+
+/// The names (in the run directory) of the files `phase` of `req` opens, which the agent makes
+/// or checks before fio runs.
+pub fn file_names(req: &PhaseRequest, phase: IorPhase) -> Result<Vec<String>, String> {
+    let job = job(req)?;
+    let mut names: Vec<String> =
+        owners(req, phase)?.into_iter().map(|(_, owner)| job.file_name_of(owner)).collect();
+    names.dedup();
+    Ok(names)
+}
+
+fn job(req: &PhaseRequest) -> Result<crate::engine::IorJob, String> {
+    let Workload::Ior(p) = &req.workload else {
+        return Err("the fio engine runs IOR-style workloads (throughput, iops), not mdtest's".into());
+    };
+    Ok(crate::engine::IorJob {
+        params: p.clone(),
+        base: req.dir.join("ior"),
+        tasks: req.task_range()?,
+        total_tasks: req.total_tasks,
+        tasks_per_client: req.tasks_per_client,
+        iteration: req.iteration,
+    })
+}
+
+/// Each task with the task whose data it moves: itself, or with `-C` on a read, the same task
+/// of the next client.
+fn owners(req: &PhaseRequest, phase: IorPhase) -> Result<Vec<(u32, u32)>, String> {
+    let job = job(req)?;
+    let reorder = phase == IorPhase::Read && job.params.reorder && req.total_tasks > 1;
+    // Both below 2^20 once the request is checked: the sum cannot wrap.
+    Ok(job
+        .tasks
+        .map(|task| (task, if reorder { (task + req.tasks_per_client) % req.total_tasks } else { task }))
+        .collect())
 }
 
 /// Each task's result from fio's JSON: bytes and I/Os from the job, its end from the job's run

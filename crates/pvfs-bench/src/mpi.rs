@@ -10,10 +10,11 @@
 //! gets over gRPC, so the arithmetic (total bytes / (last end − first start)) is the same.
 
 use crate::engine::{self, Phase, PhaseRequest, Progress, TaskResult};
+use crate::files::Dir;
 use crate::params::Workload;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// How long a rank waits at a barrier for the others before giving up. Long, because a slow
@@ -46,7 +47,8 @@ impl Hostfile {
         let mut text = String::new();
         let mut owners = Vec::new();
         for (host, names) in &hosts {
-            text += &format!("{host} slots={}\n", slots * names.len() as u32);
+            // In u64: no wrap, whatever the counts (the agent bounds them before this).
+            text += &format!("{host} slots={}\n", u64::from(slots) * names.len() as u64);
             for name in names {
                 owners.extend(std::iter::repeat_n((*name).to_owned(), slots as usize));
             }
@@ -81,9 +83,9 @@ impl LaunchRequest {
         Hostfile::new(&self.clients, self.tasks_per_node)
     }
 
-    /// MPI processes in all.
+    /// MPI processes in all (saturating; `launch_request_from` bounds it well below).
     pub fn ranks(&self) -> u32 {
-        self.tasks_per_node * self.clients.len() as u32
+        self.tasks_per_node.saturating_mul(u32::try_from(self.clients.len()).unwrap_or(u32::MAX))
     }
 }
 
@@ -144,7 +146,8 @@ pub fn rank_from_env() -> Option<(u32, u32)> {
 }
 
 /// Ranks meeting in a directory: each creates `DIR/NAME/RANK` and waits until `size` entries
-/// are there.
+/// are there. The directory is on the shared file system, so it is opened without following
+/// symlinks and each rank's file is created with `O_EXCL | O_NOFOLLOW`.
 #[derive(Debug, Clone)]
 pub struct Barrier {
     pub dir: PathBuf,
@@ -155,17 +158,13 @@ pub struct Barrier {
 
 impl Barrier {
     pub fn wait(&self, name: &str) -> Result<(), String> {
-        let dir = self.dir.join(name);
-        std::fs::create_dir_all(&dir).map_err(|e| format!("barrier {}: {e}", dir.display()))?;
-        let mine = dir.join(self.rank.to_string());
-        std::fs::write(&mine, b"").map_err(|e| format!("barrier {}: {e}", mine.display()))?;
+        let barrier = |e: String| format!("barrier: {e}");
+        let here = Dir::create_all(&self.dir).and_then(|dir| dir.create_dir(name)).map_err(barrier)?;
+        drop(here.create_new(&self.rank.to_string(), 0o644).map_err(barrier)?);
         let started = Instant::now();
         let mut pause = Duration::from_millis(1);
         loop {
-            let arrived = std::fs::read_dir(&dir)
-                .map_err(|e| format!("barrier {}: {e}", dir.display()))?
-                .filter(|e| e.is_ok())
-                .count();
+            let arrived = here.count_entries().map_err(barrier)?;
             if arrived >= self.size as usize {
                 return Ok(());
             }
@@ -174,7 +173,7 @@ impl Barrier {
                     "rank {}: only {arrived} of {} ranks reached {} within {}s",
                     self.rank,
                     self.size,
-                    dir.display(),
+                    here.path().display(),
                     self.limit.as_secs()
                 ));
             }
@@ -201,7 +200,7 @@ pub struct RankJob {
 /// hands each line to `emit`. A task error is emitted and returned: the rank exits non-zero
 /// and mpirun ends the job.
 pub fn run_rank(job: &RankJob, emit: &(dyn Fn(&RankLine) + Sync)) -> Result<(), String> {
-    std::fs::create_dir_all(&job.dir).map_err(|e| format!("creating {}: {e}", job.dir.display()))?;
+    Dir::create_all(&job.dir)?;
     let barrier =
         Barrier { dir: barrier_dir(&job.dir), rank: job.rank, size: job.size, limit: job.barrier_limit };
     let iterations = match &job.workload {
@@ -267,29 +266,17 @@ pub fn barrier_dir(dir: &Path) -> PathBuf {
 /// Runs `phase` while a thread emits this rank's progress once a second.
 fn with_progress<T>(rank: u32, emit: &(dyn Fn(&RankLine) + Sync), phase: impl FnOnce(&Progress) -> T) -> T {
     let progress = Progress::default();
-    let done = AtomicBool::new(false);
-    std::thread::scope(|scope| {
-        scope.spawn(|| {
-            let mut last = Instant::now();
-            while !done.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(50));
-                if last.elapsed() >= Duration::from_secs(1) {
-                    last = Instant::now();
-                    emit(&RankLine::Progress {
-                        rank,
-                        bytes: progress.bytes.load(Ordering::Relaxed),
-                        ops: progress.ops.load(Ordering::Relaxed),
-                    });
-                }
-            }
-        });
-        let out = phase(&progress);
-        done.store(true, Ordering::Relaxed);
-        out
-    })
+    let report = |p: &Progress| {
+        emit(&RankLine::Progress {
+            rank,
+            bytes: p.bytes.load(Ordering::Relaxed),
+            ops: p.ops.load(Ordering::Relaxed),
+        })
+    };
+    engine::with_progress(&progress, Duration::from_secs(1), &report, || phase(&progress))
 }
 
-fn unix_ns(t: SystemTime) -> u64 {
+pub(crate) fn unix_ns(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64
 }
 
@@ -426,6 +413,19 @@ mod tests {
         let left: Vec<_> =
             std::fs::read_dir(dir.path().join("run")).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert!(left.is_empty(), "test files and barriers removed, found {left:?}");
+    }
+
+    #[test]
+    fn a_planted_barrier_file_is_refused_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        std::fs::create_dir_all(dir.path().join("0-write")).unwrap();
+        std::os::unix::fs::symlink(&victim, dir.path().join("0-write/0")).unwrap();
+        let b = Barrier { dir: dir.path().to_owned(), rank: 0, size: 1, limit: Duration::from_secs(1) };
+        let err = b.wait("0-write").unwrap_err();
+        assert!(err.contains("0-write/0: it is a symlink"), "{err}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
     }
 
     #[test]

@@ -64,14 +64,25 @@ impl MdtestParams {
         }
     }
 
-    /// Directories in the tree (root included): 1 + b + b² + … + b^z.
-    pub fn tree_dirs(&self) -> u64 {
-        (0..=self.depth).map(|level| u64::from(self.branch).pow(level)).sum()
+    /// Directories in the tree (root included): 1 + b + b² + … + b^z, or `None` when that does
+    /// not fit in a u64 (branch and depth come from users and from the wire).
+    pub fn tree_dirs(&self) -> Option<u64> {
+        (0..=self.depth).try_fold(0u64, |sum, level| sum.checked_add(self.dirs_at(level)?))
+    }
+
+    /// Directories at `level` of the tree (b^level), `None` on overflow.
+    pub fn dirs_at(&self, level: u32) -> Option<u64> {
+        u64::from(self.branch).checked_pow(level)
     }
 
     /// Directories that hold items: the leaves with `-L`, all of them otherwise.
-    pub fn item_dirs(&self) -> u64 {
-        if self.leaf_only { u64::from(self.branch).pow(self.depth) } else { self.tree_dirs() }
+    pub fn item_dirs(&self) -> Option<u64> {
+        if self.leaf_only { self.dirs_at(self.depth) } else { self.tree_dirs() }
+    }
+
+    /// Items (files or directories) one task makes per phase: `-I` in each item directory.
+    pub fn items_per_task(&self) -> Option<u64> {
+        self.item_dirs()?.checked_mul(u64::from(self.items))
     }
 }
 
@@ -179,8 +190,73 @@ pub enum ParamError {
     UnknownKey { tool: &'static str, key: String, known: &'static str },
     #[error("{key} = {value:?}: {why}")]
     BadValue { key: String, value: String, why: String },
-    #[error("{0}")]
-    Inconsistent(String),
+    /// The workload as a whole breaks a rule: a bound, or a combination IOR would refuse.
+    #[error(transparent)]
+    Invalid(#[from] Violation),
+}
+
+/// A parameter beyond its bound, or a combination IOR or mdtest would refuse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{why}")]
+pub struct Violation {
+    /// The parameter at fault by its full name (`transfer`, `segments`, `items`, or `tasks` for
+    /// the run's size): the name cluster files, `--set` and the wire's fields use, so each
+    /// can point at its own place.
+    pub field: &'static str,
+    /// What is wrong, with the value and the limit, and what to do instead.
+    pub why: String,
+}
+
+impl Violation {
+    fn new(field: &'static str, why: impl Into<String>) -> Violation {
+        Violation { field, why: why.into() }
+    }
+}
+
+/// The bounds on every size and count a workload may ask for, in one place.
+///
+/// A workload comes from a cluster file, a command line or the wire, and the agent that runs
+/// it is root on a storage node: nothing a caller says may make it allocate, loop or overflow
+/// without limit. Each bound is far beyond any real run (the seed's values are given for
+/// scale) and small enough that every product of them below fits in a u64.
+pub mod limits {
+    /// `-t`: every task holds one transfer in memory (IOR's buffer and the engine's). The seed's
+    /// largest is 32 MiB and IOR's default 256 KiB; a single request above 1 GiB per task
+    /// measures the memory system, not storage.
+    pub const MAX_TRANSFER: u64 = 1 << 30;
+    /// `-b × -s`: what one task moves per phase, its file's size with `-F`. 16 TiB is ext4's
+    /// largest file and four thousand times the seed's 4 GiB block.
+    pub const MAX_BYTES_PER_TASK: u64 = 16 << 40;
+    /// Transfers per task per phase (`b / t × s`), the offsets a task visits: 2^32 is 16 TiB in
+    /// 4 KiB requests, more than an hour per phase even at a million IOPS per task.
+    pub const MAX_TRANSFERS_PER_TASK: u64 = 1 << 32;
+    /// `-s`: every segment is at least one request per task; 10^8 of them is more than a day
+    /// at a thousand IOPS per task. (The seed runs one.)
+    pub const MAX_SEGMENTS: u32 = 100_000_000;
+    /// `-i`: the seed repeats a run 4 times; a thousand repetitions is a soak test.
+    pub const MAX_ITERATIONS: u32 = 1000;
+    /// Tasks on one client. The engine runs a thread per task (IOR a process per core), and
+    /// 4096 is more than any client has cores; `pvfsctl bench --procs` has the same range.
+    pub const MAX_TASKS_PER_CLIENT: u32 = 4096;
+    /// Tasks in a run across every client: 2^20, 256 clients at the per-client maximum or a
+    /// thousand clients at 1024 tasks each.
+    pub const MAX_TOTAL_TASKS: u32 = 1 << 20;
+    /// Items (files or directories) one task makes per phase, `-I` × item directories. The
+    /// seed's metadata preset makes 32 000; 10^8 is more than a day at a thousand creates a
+    /// second per task.
+    pub const MAX_ITEMS_PER_TASK: u64 = 100_000_000;
+    /// Items a phase makes across every task (and tree directories, with `-u`): ten billion,
+    /// nearly three hours per phase for a metadata service creating a million files a second.
+    pub const MAX_TOTAL_ITEMS: u64 = 10_000_000_000;
+    /// `-z`: each level adds a `mdtest_tree.D.I/` component (at most 25 bytes), so 32 levels
+    /// stay far below PATH_MAX (4096) under any run directory. The seed's deepest tree is 5.
+    pub const MAX_DEPTH: u32 = 32;
+    /// Directories in one mdtest tree (1 + b + … + b^z): ten million, 2500 times the seed's
+    /// Lustre tree (3906).
+    pub const MAX_TREE_DIRS: u64 = 10_000_000;
+    /// Bytes a phase moves across every task: the largest file offset Linux takes (`off_t`
+    /// is signed 64-bit), since a shared file holds every task's blocks.
+    pub const MAX_PHASE_BYTES: u64 = i64::MAX as u64;
 }
 
 const IOR_KEYS: &str = "transfer (t), block (b), segments (s), iterations (i), file_per_proc (F), random (z), \
@@ -188,12 +264,49 @@ const IOR_KEYS: &str = "transfer (t), block (b), segments (s), iterations (i), f
 const MDTEST_KEYS: &str = "items (I), depth (z), branch (b), iterations (i), create (C), stat (T), read (E), \
                            remove (r), leaf_only (L), unique_dir (u), files_only (F)";
 
+/// How many tasks a run has: `per_client` on each of `clients`, within the bounds.
+pub fn total_tasks(per_client: u32, clients: usize) -> Result<u32, Violation> {
+    use limits::{MAX_TASKS_PER_CLIENT, MAX_TOTAL_TASKS};
+    if per_client == 0 {
+        return Err(Violation::new("tasks", "procs (tasks per client) must be at least 1"));
+    }
+    if per_client > MAX_TASKS_PER_CLIENT {
+        return Err(Violation::new(
+            "tasks",
+            format!(
+                "procs {per_client} is more than {MAX_TASKS_PER_CLIENT} tasks per client: the engine runs a thread per \
+                 task, and no client has that many cores; use fewer procs"
+            ),
+        ));
+    }
+    u32::try_from(clients)
+        .ok()
+        .and_then(|clients| per_client.checked_mul(clients))
+        .filter(|total| *total <= MAX_TOTAL_TASKS)
+        .ok_or_else(|| {
+            Violation::new(
+                "tasks",
+                format!(
+                    "{per_client} procs on each of {clients} clients is more than {MAX_TOTAL_TASKS} tasks in all; use \
+                     fewer procs or clients"
+                ),
+            )
+        })
+}
+
 impl Workload {
     /// Sets one parameter by name (or by its IOR/mdtest letter), checking the value and the
-    /// workload as it then stands.
+    /// workload as it then stands; a refused value leaves the workload as it was.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), ParamError> {
-        self.assign(key, value)?;
-        self.check().map_err(|why| ParamError::BadValue { key: key.to_owned(), value: value.to_owned(), why })
+        let mut changed = self.clone();
+        changed.assign(key, value)?;
+        changed.check().map_err(|v| ParamError::BadValue {
+            key: key.to_owned(),
+            value: value.to_owned(),
+            why: v.why,
+        })?;
+        *self = changed;
+        Ok(())
     }
 
     /// Sets every pair, then checks the whole: a full set of values (as [`Workload::settings`]
@@ -205,7 +318,7 @@ impl Workload {
         for (key, value) in pairs {
             self.assign(key, value)?;
         }
-        self.check().map_err(ParamError::Inconsistent)
+        Ok(self.check()?)
     }
 
     /// Every parameter as `(name, value)`, in words `set` takes back: how a workload travels
@@ -241,8 +354,42 @@ impl Workload {
         }
     }
 
-    /// Sets one parameter without checking the workload as a whole.
-    fn assign(&mut self, key: &str, value: &str) -> Result<(), ParamError> {
+    /// The full name of parameter `key` (a name or an IOR/mdtest letter), as [`Violation::field`]
+    /// names it; `None` for a key this workload does not have.
+    pub fn field(&self, key: &str) -> Option<&'static str> {
+        let known: &[(&str, &str)] = match self {
+            Workload::Ior(_) => &[
+                ("transfer", "t"),
+                ("block", "b"),
+                ("segments", "s"),
+                ("iterations", "i"),
+                ("file_per_proc", "F"),
+                ("random", "z"),
+                ("fsync", "e"),
+                ("reorder", "C"),
+                ("odirect", "B"),
+                ("write", "w"),
+                ("read", "r"),
+            ],
+            Workload::Mdtest(_) => &[
+                ("items", "I"),
+                ("depth", "z"),
+                ("branch", "b"),
+                ("iterations", "i"),
+                ("create", "C"),
+                ("stat", "T"),
+                ("read", "E"),
+                ("remove", "r"),
+                ("leaf_only", "L"),
+                ("unique_dir", "u"),
+                ("files_only", "F"),
+            ],
+        };
+        known.iter().find(|(name, letter)| key == *name || key == *letter).map(|(name, _)| *name)
+    }
+
+    /// Sets one parameter without checking the workload as a whole (the value must still parse).
+    pub fn assign(&mut self, key: &str, value: &str) -> Result<(), ParamError> {
         let bad = |why: &str| ParamError::BadValue {
             key: key.to_owned(),
             value: value.to_owned(),
@@ -252,87 +399,234 @@ impl Workload {
         let count = || {
             value.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| bad("expected a whole number above 0"))
         };
-        match self {
-            Workload::Ior(p) => match key {
-                "transfer" | "t" => {
-                    p.transfer =
-                        parse_size(value).ok_or_else(|| bad("expected a size such as 4k, 32m, 4g"))?
+        let Some(field) = self.field(key) else {
+            return Err(match self {
+                Workload::Ior(_) => {
+                    ParamError::UnknownKey { tool: "IOR", key: key.to_owned(), known: IOR_KEYS }
                 }
-                "block" | "b" => {
+                Workload::Mdtest(_) => {
+                    ParamError::UnknownKey { tool: "mdtest", key: key.to_owned(), known: MDTEST_KEYS }
+                }
+            });
+        };
+        match self {
+            Workload::Ior(p) => match field {
+                "transfer" => {
+                    p.transfer =
+                        parse_size(value).ok_or_else(|| bad("expected a size such as 4k, 32m, 1g"))?
+                }
+                "block" => {
                     p.block = parse_size(value).ok_or_else(|| bad("expected a size such as 320m, 4g"))?
                 }
-                "segments" | "s" => p.segments = count()?,
-                "iterations" | "i" => p.iterations = count()?,
-                "file_per_proc" | "F" => p.file_per_proc = flag()?,
-                "random" | "z" => p.random = flag()?,
-                "fsync" | "e" => p.fsync = flag()?,
-                "reorder" | "C" => p.reorder = flag()?,
-                "odirect" | "B" => p.odirect = flag()?,
-                "write" | "w" => p.write = flag()?,
-                "read" | "r" => p.read = flag()?,
-                _ => {
-                    return Err(ParamError::UnknownKey { tool: "IOR", key: key.to_owned(), known: IOR_KEYS });
-                }
+                "segments" => p.segments = count()?,
+                "iterations" => p.iterations = count()?,
+                "file_per_proc" => p.file_per_proc = flag()?,
+                "random" => p.random = flag()?,
+                "fsync" => p.fsync = flag()?,
+                "reorder" => p.reorder = flag()?,
+                "odirect" => p.odirect = flag()?,
+                "write" => p.write = flag()?,
+                _ => p.read = flag()?,
             },
-            Workload::Mdtest(p) => match key {
-                "items" | "I" => p.items = count()?,
-                "depth" | "z" => p.depth = value.parse().map_err(|_| bad("expected a whole number"))?,
-                "branch" | "b" => p.branch = count()?,
-                "iterations" | "i" => p.iterations = count()?,
-                "create" | "C" => p.create = flag()?,
-                "stat" | "T" => p.stat = flag()?,
-                "read" | "E" => p.read = flag()?,
-                "remove" | "r" => p.remove = flag()?,
-                "leaf_only" | "L" => p.leaf_only = flag()?,
-                "unique_dir" | "u" => p.unique_dir = flag()?,
-                "files_only" | "F" => p.files_only = flag()?,
-                _ => {
-                    return Err(ParamError::UnknownKey {
-                        tool: "mdtest",
-                        key: key.to_owned(),
-                        known: MDTEST_KEYS,
-                    });
-                }
+            Workload::Mdtest(p) => match field {
+                "items" => p.items = count()?,
+                "depth" => p.depth = value.parse().map_err(|_| bad("expected a whole number"))?,
+                "branch" => p.branch = count()?,
+                "iterations" => p.iterations = count()?,
+                "create" => p.create = flag()?,
+                "stat" => p.stat = flag()?,
+                "read" => p.read = flag()?,
+                "remove" => p.remove = flag()?,
+                "leaf_only" => p.leaf_only = flag()?,
+                "unique_dir" => p.unique_dir = flag()?,
+                _ => p.files_only = flag()?,
             },
         }
         Ok(())
     }
 
-    /// Combinations IOR itself would refuse, said before anything runs.
-    pub fn check(&self) -> Result<(), String> {
+    /// Every bound of [`limits`] on the workload's own parameters, and the combinations IOR
+    /// itself would refuse, said before anything runs. All arithmetic is checked: the values
+    /// may come from the wire.
+    pub fn check(&self) -> Result<(), Violation> {
+        match self {
+            Workload::Ior(p) => check_ior(p),
+            Workload::Mdtest(p) => check_mdtest(p),
+        }
+    }
+
+    /// [`Workload::check`], and what depends on the run's size too: the bytes a phase moves
+    /// across `total_tasks` (a shared file's size), the items it makes.
+    pub fn check_run(&self, total_tasks: u32) -> Result<(), Violation> {
+        use limits::*;
+        self.check()?;
+        if total_tasks == 0 || total_tasks > MAX_TOTAL_TASKS {
+            return Err(Violation::new(
+                "tasks",
+                format!("{total_tasks} tasks in all: a run has 1 to {MAX_TOTAL_TASKS} tasks"),
+            ));
+        }
+        let tasks = u64::from(total_tasks);
         match self {
             Workload::Ior(p) => {
-                if p.transfer == 0 || p.block == 0 {
-                    return Err("transfer and block must be above 0".into());
-                }
-                if p.block % p.transfer != 0 {
-                    return Err(format!(
-                        "block ({}) must be a multiple of transfer ({}), as IOR requires",
-                        format_size(p.block),
-                        format_size(p.transfer)
+                let per_task = p.block * u64::from(p.segments); // bounded by check()
+                if per_task.checked_mul(tasks).is_none_or(|all| all > MAX_PHASE_BYTES) {
+                    return Err(Violation::new(
+                        "tasks",
+                        format!(
+                            "{total_tasks} tasks x {} each is more than a phase can move: a shared file would pass \
+                             the largest file offset (2^63 - 1 bytes); use fewer tasks or a smaller block",
+                            format_size(per_task)
+                        ),
                     ));
                 }
-                if p.odirect && p.transfer % 512 != 0 {
-                    return Err("O_DIRECT needs transfers in multiples of 512 bytes".into());
-                }
-                if !p.write && !p.read {
-                    return Err("neither write nor read: nothing to do".into());
-                }
-                Ok(())
             }
             Workload::Mdtest(p) => {
-                if p.depth > 0 && p.branch == 0 {
-                    return Err("a tree deeper than 0 needs branch >= 1".into());
-                }
-                if p.tree_dirs() > 10_000_000 {
-                    return Err(format!(
-                        "a tree of depth {} and branch {} has too many directories",
-                        p.depth, p.branch
+                let items = p.items_per_task().unwrap_or(u64::MAX); // bounded by check()
+                if items.checked_mul(tasks).is_none_or(|all| all > MAX_TOTAL_ITEMS) {
+                    return Err(Violation::new(
+                        "items",
+                        format!(
+                            "{total_tasks} tasks x {items} items each is more than {MAX_TOTAL_ITEMS} items per phase; \
+                             use fewer items or tasks"
+                        ),
                     ));
                 }
-                Ok(())
+                let trees = if p.unique_dir { tasks } else { 1 };
+                let dirs = p.tree_dirs().unwrap_or(u64::MAX);
+                if dirs.checked_mul(trees).is_none_or(|all| all > MAX_TOTAL_ITEMS) {
+                    return Err(Violation::new(
+                        "branch",
+                        format!(
+                            "{total_tasks} trees (unique_dir) of {dirs} directories each is more than \
+                             {MAX_TOTAL_ITEMS} directories; use a smaller tree or fewer tasks"
+                        ),
+                    ));
+                }
             }
         }
+        Ok(())
+    }
+}
+
+fn check_ior(p: &IorParams) -> Result<(), Violation> {
+    use limits::*;
+    let (t, b) = (format_size(p.transfer), format_size(p.block));
+    if p.transfer == 0 || p.block == 0 {
+        let field = if p.transfer == 0 { "transfer" } else { "block" };
+        return Err(Violation::new(field, "transfer and block must be above 0"));
+    }
+    if p.transfer > MAX_TRANSFER {
+        return Err(Violation::new(
+            "transfer",
+            format!(
+                "transfer {t} is larger than {}, the most one task may hold in memory: a request above 1 GiB is \
+                 not a storage benchmark (the seed's largest is 32m); use a smaller transfer",
+                format_size(MAX_TRANSFER)
+            ),
+        ));
+    }
+    if p.block > MAX_BYTES_PER_TASK {
+        return Err(Violation::new(
+            "block",
+            format!(
+                "block {b} is larger than {} per task (ext4's largest file; the seed's block is 4g); use a smaller \
+                 block",
+                format_size(MAX_BYTES_PER_TASK)
+            ),
+        ));
+    }
+    if p.segments == 0 || p.segments > MAX_SEGMENTS {
+        return Err(Violation::new(
+            "segments",
+            format!("segments {} is not between 1 and {MAX_SEGMENTS}", p.segments),
+        ));
+    }
+    if p.iterations == 0 || p.iterations > MAX_ITERATIONS {
+        return Err(Violation::new(
+            "iterations",
+            format!("iterations {} is not between 1 and {MAX_ITERATIONS}", p.iterations),
+        ));
+    }
+    if !p.block.is_multiple_of(p.transfer) {
+        return Err(Violation::new(
+            "block",
+            format!("block ({b}) must be a multiple of transfer ({t}), as IOR requires"),
+        ));
+    }
+    if p.odirect && !p.transfer.is_multiple_of(512) {
+        return Err(Violation::new("transfer", "O_DIRECT needs transfers in multiples of 512 bytes"));
+    }
+    let per_task = p.block.checked_mul(u64::from(p.segments)).filter(|n| *n <= MAX_BYTES_PER_TASK);
+    let Some(per_task) = per_task else {
+        return Err(Violation::new(
+            "segments",
+            format!(
+                "block {b} x {} segments is more than {} per task (ext4's largest file); use fewer segments or a \
+                 smaller block",
+                p.segments,
+                format_size(MAX_BYTES_PER_TASK)
+            ),
+        ));
+    };
+    let transfers = per_task / p.transfer;
+    if transfers > MAX_TRANSFERS_PER_TASK {
+        return Err(Violation::new(
+            "transfer",
+            format!(
+                "{} per task in transfers of {t} is {transfers} requests per task per phase, more than \
+                 {MAX_TRANSFERS_PER_TASK}; use a larger transfer",
+                format_size(per_task)
+            ),
+        ));
+    }
+    if !p.write && !p.read {
+        return Err(Violation::new("write", "neither write nor read: nothing to do"));
+    }
+    Ok(())
+}
+
+fn check_mdtest(p: &MdtestParams) -> Result<(), Violation> {
+    use limits::*;
+    if p.iterations == 0 || p.iterations > MAX_ITERATIONS {
+        return Err(Violation::new(
+            "iterations",
+            format!("iterations {} is not between 1 and {MAX_ITERATIONS}", p.iterations),
+        ));
+    }
+    if p.items == 0 {
+        return Err(Violation::new("items", "items must be at least 1"));
+    }
+    if p.depth > MAX_DEPTH {
+        return Err(Violation::new(
+            "depth",
+            format!("depth {} is deeper than {MAX_DEPTH} levels (paths would near PATH_MAX)", p.depth),
+        ));
+    }
+    if p.depth > 0 && p.branch == 0 {
+        return Err(Violation::new("branch", "a tree deeper than 0 needs branch >= 1"));
+    }
+    if p.tree_dirs().is_none_or(|dirs| dirs > MAX_TREE_DIRS) {
+        return Err(Violation::new(
+            "branch",
+            format!(
+                "a tree of depth {} and branch {} has more than {MAX_TREE_DIRS} directories (branch^depth grows \
+                 fast); use a smaller branch or depth",
+                p.depth, p.branch
+            ),
+        ));
+    }
+    match p.items_per_task() {
+        Some(items) if items <= MAX_ITEMS_PER_TASK => Ok(()),
+        _ => Err(Violation::new(
+            "items",
+            format!(
+                "{} items in each of {} directories is more than {MAX_ITEMS_PER_TASK} items per task; use fewer \
+                 items or a smaller tree",
+                p.items,
+                p.item_dirs().unwrap_or(u64::MAX)
+            ),
+        )),
     }
 }
 
@@ -365,6 +659,15 @@ pub fn format_size(bytes: u64) -> String {
         }
     }
     bytes.to_string()
+}
+
+/// A size for people, rounded to one decimal in binary units: `4.0 TiB`, `23.5 GiB`.
+pub fn format_bytes(bytes: u64) -> String {
+    let units = [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)];
+    match units.iter().find(|(_, shift)| bytes >= 1 << shift) {
+        Some((unit, shift)) => format!("{:.1} {unit}", bytes as f64 / (1u64 << shift) as f64),
+        None => format!("{bytes} bytes"),
+    }
 }
 
 /// An IOR version, from its banner (`IOR-4.1.0+dev: MPI Coordinated Test of Parallel I/O`).
@@ -478,8 +781,8 @@ mod tests {
         let Workload::Mdtest(lustre) = Preset::MetadataLustre.workload() else { panic!() };
         assert_eq!(mdtest_args(&lustre, "/d").join(" "), "-i2 -I 10 -z 5 -b 5 -d /d");
         assert_eq!(lustre.phases(), (true, true, true, true));
-        assert_eq!(lustre.tree_dirs(), 1 + 5 + 25 + 125 + 625 + 3125);
-        assert_eq!(md.item_dirs(), 16);
+        assert_eq!(lustre.tree_dirs(), Some(1 + 5 + 25 + 125 + 625 + 3125));
+        assert_eq!(md.item_dirs(), Some(16));
     }
 
     #[test]
@@ -514,9 +817,81 @@ mod tests {
         assert_eq!(parse_size("4G"), Some(4 << 30));
         assert_eq!(format_size(320 << 20), "320m");
         assert_eq!(format_size(4097), "4097");
+        assert_eq!(format_bytes(24683656 << 10), "23.5 GiB");
+        assert_eq!(format_bytes(4206672 << 20), "4.0 TiB");
+        assert_eq!(format_bytes(100), "100 bytes");
         assert_eq!(
             Preset::parse("iopz").unwrap_err().to_string(),
             "unknown preset \"iopz\": use throughput, iops, metadata or metadata-lustre"
         );
+    }
+
+    /// Every size and count is bounded, each refusal naming the parameter, its value and the
+    /// limit; products are checked, never wrapped.
+    #[test]
+    fn sizes_and_counts_are_bounded() {
+        let mut w = Preset::Throughput.workload();
+        let err = w.set("t", "1t").unwrap_err().to_string();
+        assert!(err.starts_with("t = \"1t\": transfer 1t is larger than 1g, the most one task"), "{err}");
+        let err = w.set("b", "32t").unwrap_err().to_string();
+        assert!(err.contains("block 32t is larger than 16t per task"), "{err}");
+        w.set("b", "1t").unwrap();
+        let err = w.set("s", "17").unwrap_err().to_string();
+        assert!(err.contains("block 1t x 17 segments is more than 16t per task"), "{err}");
+        assert!(w.set("s", "100000001").unwrap_err().to_string().contains("not between 1 and 100000000"));
+        assert!(
+            w.set("i", "1001").unwrap_err().to_string().contains("iterations 1001 is not between 1 and 1000")
+        );
+        let mut tiny = Preset::Throughput.workload();
+        tiny.set_all([("B", "false"), ("t", "1"), ("b", "8g")]).unwrap_err();
+        let err = tiny.set_all([("B", "false"), ("t", "1"), ("b", "4g"), ("s", "2")]).unwrap_err();
+        let ParamError::Invalid(v) = &err else { panic!("{err:?}") };
+        assert_eq!(v.field, "transfer");
+        assert!(v.why.contains("8589934592 requests per task per phase"), "{v}");
+
+        // From the wire, anything can arrive: the product overflows u64 and is refused, not wrapped.
+        let Workload::Ior(mut p) = Preset::Throughput.workload() else { panic!() };
+        (p.block, p.segments) = (1 << 40, 100_000_000);
+        let v = Workload::Ior(p.clone()).check().unwrap_err();
+        assert_eq!(v.field, "segments", "{v}");
+        p.segments = 0;
+        assert_eq!(Workload::Ior(p).check().unwrap_err().field, "segments");
+
+        let mut md = Preset::Metadata.workload();
+        let err = md.set("z", "33").unwrap_err().to_string();
+        assert!(err.contains("depth 33 is deeper than 32 levels"), "{err}");
+        let err = md.set("b", "4000000").unwrap_err().to_string();
+        assert!(err.contains("more than 10000000 directories"), "{err}");
+        let Workload::Mdtest(mut m) = Preset::Metadata.workload() else { panic!() };
+        (m.branch, m.depth) = (u32::MAX, 32);
+        assert_eq!(m.tree_dirs(), None, "u32::MAX^32 does not fit");
+        assert_eq!(Workload::Mdtest(m.clone()).check().unwrap_err().field, "branch");
+        (m.branch, m.depth, m.items) = (10, 6, 200);
+        let v = Workload::Mdtest(m).check().unwrap_err();
+        assert_eq!(v.field, "items");
+        assert!(v.why.contains("200 items in each of 1000000 directories"), "{v}");
+    }
+
+    #[test]
+    fn the_runs_size_is_bounded_too() {
+        assert_eq!(total_tasks(4, 3), Ok(12));
+        assert!(total_tasks(0, 3).unwrap_err().why.contains("at least 1"));
+        assert!(total_tasks(4097, 1).unwrap_err().why.contains("more than 4096 tasks per client"));
+        let v = total_tasks(4096, 1 << 20).unwrap_err();
+        assert_eq!(v.field, "tasks");
+        assert!(v.why.contains("4096 procs on each of 1048576 clients"), "{v}");
+        assert!(total_tasks(4096, usize::MAX).is_err(), "more clients than a u32 holds");
+
+        let mut w = Preset::Throughput.workload();
+        w.set_all([("b", "16t"), ("t", "1g")]).unwrap();
+        w.check_run((1 << 19) - 1).unwrap();
+        let v = w.check_run(1 << 19).unwrap_err();
+        assert!(v.why.contains("largest file offset"), "{v}");
+        assert_eq!(w.check_run(0).unwrap_err().field, "tasks");
+        let mut md = Preset::Metadata.workload();
+        md.set("I", "1000000").unwrap();
+        let v = md.check_run(1000).unwrap_err();
+        assert_eq!(v.field, "items");
+        assert!(v.why.contains("1000 tasks x 16000000 items each"), "{v}");
     }
 }

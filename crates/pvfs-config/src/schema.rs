@@ -302,7 +302,7 @@ pub struct BenchSection {
     pub procs_per_client: Option<Spanned<u32>>,
     /// Parameter overrides on top of the preset, by name or IOR/mdtest letter, e.g.
     /// `{ transfer = "1m", block = "64m", iterations = "2" }`.
-    pub params: Option<Spanned<BTreeMap<String, String>>>,
+    pub params: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
     /// What one VM can do at most (its documented network or disk limit), MiB/s: reports show
     /// efficiency against it, as the seed's tables do.
     pub vm_limit_mib: Option<f64>,

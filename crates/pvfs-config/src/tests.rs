@@ -155,6 +155,50 @@ fn engines_only_run_under_launchers_that_can_start_them() {
     );
 }
 
+/// Benchmark sizes are bounded when the file is loaded, each refusal at the line of the value
+/// at fault, naming the parameter, the value and the limit; values are applied together, so
+/// a valid set in any order passes.
+#[test]
+fn bench_params_out_of_bounds_are_named_at_their_line() {
+    let local = "[cluster]\nname = \"x\"\nkind = \"local\"\n[local]\nmount = \"/m\"\n[[node]]\nname = \"a\"\naddress = \"10.0.0.1\"\nroles = [\"client\"]\n";
+    check(
+        &format!("{local}[bench]\n[bench.params]\nb = \"1t\"\nt = \"1t\"\n"),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:13:5: [bench] params: t = "1t": transfer 1t is larger than 1g, the most one task may hold in memory: a request above 1 GiB is not a storage benchmark (the seed's largest is 32m); use a smaller transfer
+        "#]],
+    );
+    check(
+        &format!("{local}[bench]\nparams = {{ segments = \"100\", block = \"1t\" }}\n"),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:11:23: [bench] params: segments = "100": block 1t x 100 segments is more than 16t per task (ext4's largest file); use fewer segments or a smaller block
+        "#]],
+    );
+    check(
+        &format!("{local}[bench]\nprocs_per_client = 5000\nparams = {{ z = \"x\" }}\n"),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:11:20: procs_per_client: procs 5000 is more than 4096 tasks per client: the engine runs a thread per task, and no client has that many cores; use fewer procs
+            /etc/pvfs/cluster.toml:12:16: [bench] params: z = "x": expected true or false
+        "#]],
+    );
+    check(
+        &format!(
+            "{local}[bench]\npreset = \"metadata\"\nprocs_per_client = 4096\nparams = {{ I = \"100000\" }}\n"
+        ),
+        expect![[r#"
+            x (local) tls=/etc/pvfs/tls
+            a 10.0.0.1:7070 [client] disks=0
+        "#]],
+    );
+    // Block first in the file's order is fine: the whole set is checked, not each step.
+    check(
+        &format!("{local}[bench]\nparams = {{ block = \"9m\", transfer = \"3m\", odirect = \"false\" }}\n"),
+        expect![[r#"
+            x (local) tls=/etc/pvfs/tls
+            a 10.0.0.1:7070 [client] disks=0
+        "#]],
+    );
+}
+
 #[test]
 fn type_errors_in_several_nodes_are_all_reported() {
     check(

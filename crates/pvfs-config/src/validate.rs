@@ -4,7 +4,7 @@ use crate::diagnostic::Diagnostic;
 use crate::model::{
     Address, Bench, Cluster, Kind, KindSpec, Layout, Lvm, Node, Packages, Queue, Repo, Role, Target,
 };
-use crate::schema::{ClusterFile, NodeSpec, TargetSection};
+use crate::schema::{BenchSection, ClusterFile, NodeSpec, TargetSection};
 use crate::suggest::closest;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -46,8 +46,9 @@ pub(crate) fn validate(
     if let Some(kind) = kind {
         v.cross_checks(kind, spec.as_ref(), &file, &nodes);
     }
+    let clients = nodes.iter().filter(|(node, _)| node.roles.contains(&Role::Client)).count();
     let nodes = nodes.into_iter().map(|(node, _)| node).collect();
-    let bench = v.bench(&file);
+    let bench = v.bench(&file, clients);
     let packages = v.packages(kind, &file);
     let repos = v.repos(kind, &file);
 
@@ -678,7 +679,7 @@ impl Validator<'_> {
         repos
     }
 
-    fn bench(&mut self, file: &ClusterFile) -> Bench {
+    fn bench(&mut self, file: &ClusterFile, clients: usize) -> Bench {
         let Some(b) = &file.bench else { return Bench::default() };
         let mut one_of = |value: &Option<Spanned<String>>, what: &str, allowed: &[&str]| {
             let value = value.as_ref()?;
@@ -713,21 +714,7 @@ impl Validator<'_> {
         ) {
             self.error(at, why.to_owned());
         }
-        let mut params = Vec::new();
-        if let Some(given) = &b.params {
-            // Checked against the preset they modify, so a mistake shows here, with its line.
-            let base = preset.as_deref().and_then(|p| pvfs_bench::params::Preset::parse(p).ok());
-            let mut workload = base.unwrap_or(pvfs_bench::params::Preset::Throughput).workload();
-            for (key, value) in given.get_ref() {
-                if let Err(err) = workload.set(key, value) {
-                    self.error(given, format!("[bench] params: {err}"));
-                }
-                params.push((key.clone(), value.clone()));
-            }
-        }
-        if let Some(procs) = b.procs_per_client.as_ref().filter(|p| *p.get_ref() == 0) {
-            self.error(procs, "procs_per_client must be at least 1");
-        }
+        let params = self.bench_params(b, preset.as_deref(), clients);
         Bench {
             mount: b.mount.as_ref().map(|m| self.absolute(m)),
             launcher,
@@ -737,6 +724,61 @@ impl Validator<'_> {
             params,
             vm_limit_mib: b.vm_limit_mib.map(crate::model::OrderedF64),
         }
+    }
+
+    /// `[bench] params` and `procs_per_client`, checked against the preset they modify (or
+    /// "throughput") and the run's size (procs x the file's clients), so a mistake shows here
+    /// with its line: each value that does not parse at its own place, a bound or combination
+    /// at the parameter it names.
+    fn bench_params(
+        &mut self,
+        b: &BenchSection,
+        preset: Option<&str>,
+        clients: usize,
+    ) -> Vec<(String, String)> {
+        use pvfs_bench::params::{Preset, total_tasks};
+        let base = preset.and_then(|p| Preset::parse(p).ok());
+        let mut workload = base.unwrap_or(Preset::Throughput).workload();
+        let mut params = Vec::new();
+        let mut parsed = true;
+        if let Some(given) = &b.params {
+            for (key, value) in given.get_ref() {
+                if let Err(err) = workload.assign(key, value.get_ref()) {
+                    self.error(value, format!("[bench] params: {err}"));
+                    parsed = false;
+                }
+                params.push((key.clone(), value.get_ref().clone()));
+            }
+        }
+        let procs = b.procs_per_client.as_ref();
+        let tasks = match total_tasks(procs.map_or(1, |p| *p.get_ref()), clients.max(1)) {
+            Ok(tasks) => tasks,
+            Err(v) => {
+                if let Some(procs) = procs {
+                    self.error(procs, format!("procs_per_client: {v}"));
+                }
+                return params;
+            }
+        };
+        if !parsed {
+            return params;
+        }
+        let Err(v) = workload.check_run(tasks) else { return params };
+        let named = b.params.as_ref().and_then(|given| {
+            given.get_ref().iter().find(|(key, _)| workload.field(key) == Some(v.field)).map(
+                |(key, value)| (format!("[bench] params: {key} = {:?}: {v}", value.get_ref()), value.span()),
+            )
+        });
+        match (named, procs, &b.params) {
+            (Some((message, span)), _, _) => self.error_at(span, message),
+            (None, Some(procs), _) if v.field == "tasks" => {
+                self.error(procs, format!("procs_per_client: {v} ({clients} clients)"))
+            }
+            (None, _, Some(given)) => self.error(given, format!("[bench] params: {v}")),
+            (None, Some(procs), None) => self.error(procs, format!("procs_per_client: {v}")),
+            (None, None, None) => {}
+        }
+        params
     }
 
     fn absolute(&mut self, path: &Spanned<String>) -> PathBuf {

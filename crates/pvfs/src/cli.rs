@@ -405,6 +405,60 @@ pub enum AgentCommand {
     /// listens on the --listen port + i and streams this machine's samples.
     #[command(hide = true)]
     Simulate(SimulateArgs),
+    /// One phase of the built-in engine for this client's tasks, as the agent runs it: a child
+    /// process of its own (its memory, threads and crashes cannot take the agent down), JSON
+    /// lines on standard output, stopping at the next transfer once standard input closes.
+    #[command(hide = true)]
+    EnginePhase(EnginePhaseArgs),
+    /// Set this process's OOM score, then become PROGRAM: how the agent starts benchmark
+    /// processes (the engine, fio, mpirun and its ranks) so they do not inherit its own
+    /// protection from the OOM killer.
+    #[command(hide = true)]
+    OomExec(OomExecArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct EnginePhaseArgs {
+    /// The run's directory on this client.
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
+    /// ior-write, ior-read, ior-cleanup, md-tree-create, md-file-create, …
+    #[arg(long)]
+    pub phase: String,
+    #[arg(long)]
+    pub iteration: u32,
+    /// The first of this client's tasks (global task number).
+    #[arg(long)]
+    pub first_task: u32,
+    /// This client's tasks.
+    #[arg(long)]
+    pub tasks: u32,
+    /// Tasks across every client.
+    #[arg(long)]
+    pub total_tasks: u32,
+    /// Tasks per client (for -C's read-back from the next client).
+    #[arg(long)]
+    pub tasks_per_client: u32,
+    /// throughput (IOR) or metadata (mdtest): the workload's kind; --set gives every value.
+    #[arg(long)]
+    pub preset: String,
+    /// Every parameter, as `engine --set` takes them.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct OomExecArgs {
+    /// The score to set in /proc/self/oom_score_adj (-1000 to 1000; higher is killed first).
+    #[arg(long, allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-1000..=1000))]
+    pub score: i32,
+    /// The name PROGRAM runs as (its argv[0]), when not its path: this binary picks its
+    /// personality from it.
+    #[arg(long, value_name = "NAME")]
+    pub arg0: Option<std::ffi::OsString>,
+    /// The program and its arguments.
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "PROGRAM")]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 #[derive(Debug, Args)]

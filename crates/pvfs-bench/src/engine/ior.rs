@@ -3,11 +3,14 @@
 //! shuffled offsets, O_DIRECT, fsync at the end of writes, and `-C`'s read-back of another
 //! client's data.
 
+use super::shuffle::Permutation;
 use super::{Progress, TaskResult};
-use crate::params::IorParams;
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use crate::files::Dir;
+use crate::params::{IorParams, Workload, format_size};
+use nix::fcntl::OFlag;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
@@ -40,39 +43,89 @@ pub struct IorJob {
 impl IorJob {
     /// The file task `task` uses.
     pub fn file_of(&self, task: u32) -> PathBuf {
-        if self.params.file_per_proc {
-            PathBuf::from(format!("{}.{task:08}", self.base.display()))
-        } else {
-            self.base.clone()
-        }
+        self.base.with_file_name(self.file_name_of(task))
     }
 
-    /// Bytes each task moves per phase.
+    /// The name of the file task `task` uses, in the run directory.
+    pub fn file_name_of(&self, task: u32) -> String {
+        let base = self.base.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if self.params.file_per_proc { format!("{base}.{task:08}") } else { base }
+    }
+
+    /// Bytes each task moves per phase (bounded by [`IorJob::check`]).
     pub fn bytes_per_task(&self) -> u64 {
-        self.params.block * u64::from(self.params.segments)
+        self.params.block.saturating_mul(u64::from(self.params.segments))
     }
 
-    /// Offsets task `owner`'s data occupies in its file, in the order `task` accesses them.
-    pub(crate) fn offsets(&self, owner: u32, shuffle_seed: u64) -> Vec<u64> {
+    /// The workload's bounds for this job's size, which every offset computation below relies
+    /// on: checked once per phase, so no product can wrap.
+    pub fn check(&self) -> Result<(), String> {
+        Workload::Ior(self.params.clone()).check_run(self.total_tasks).map_err(|v| v.to_string())?;
+        if self.tasks.end > self.total_tasks {
+            return Err(format!("tasks {:?} of {}: not a valid share", self.tasks, self.total_tasks));
+        }
+        Ok(())
+    }
+
+    /// Offsets task `owner`'s data occupies in its file, in the order `task` accesses them,
+    /// computed one at a time: a task of 16 TiB in 4 KiB transfers visits 2^32 offsets, which
+    /// IOR (and this engine, once) allocates up front.
+    pub(crate) fn offsets(&self, owner: u32, shuffle_seed: u64) -> Offsets {
         let p = &self.params;
         let per_block = p.block / p.transfer;
-        let mut offsets = Vec::with_capacity((per_block * u64::from(p.segments)) as usize);
-        for segment in 0..u64::from(p.segments) {
+        let count = per_block * u64::from(p.segments);
+        Offsets {
+            next: 0,
+            count,
+            per_block,
+            block: p.block,
+            transfer: p.transfer,
             // IOR's layout: per-process files hold a task's segments back to back; a shared
             // file interleaves the tasks' blocks within each segment.
-            let base = if p.file_per_proc {
-                segment * p.block
-            } else {
-                (segment * u64::from(self.total_tasks) + u64::from(owner)) * p.block
-            };
-            offsets.extend((0..per_block).map(|i| base + i * p.transfer));
+            segment_stride: if p.file_per_proc { 1 } else { u64::from(self.total_tasks) },
+            owner: if p.file_per_proc { 0 } else { u64::from(owner) },
+            order: p.random.then(|| Permutation::new(count, shuffle_seed)),
         }
-        if p.random {
-            fastrand::Rng::with_seed(shuffle_seed).shuffle(&mut offsets);
-        }
-        offsets
     }
 }
+
+/// The offsets of one task's data, in access order, as an iterator that holds no list.
+#[derive(Debug, Clone)]
+pub(crate) struct Offsets {
+    next: u64,
+    count: u64,
+    per_block: u64,
+    block: u64,
+    transfer: u64,
+    /// Blocks between one segment's start and the next (the tasks sharing the file).
+    segment_stride: u64,
+    /// This task's block within each segment of a shared file.
+    owner: u64,
+    /// `-z`: visit the transfers in a shuffled order, each once.
+    order: Option<Permutation>,
+}
+
+impl Iterator for Offsets {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        if self.next == self.count {
+            return None;
+        }
+        let index = self.order.as_ref().map_or(self.next, |order| order.at(self.next));
+        self.next += 1;
+        let (segment, within) = (index / self.per_block, index % self.per_block);
+        // Bounded by `IorJob::check`: segments x tasks x block fits a file offset.
+        Some((segment * self.segment_stride + self.owner) * self.block + within * self.transfer)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = usize::try_from(self.count - self.next).unwrap_or(usize::MAX);
+        (left, Some(left))
+    }
+}
+
+impl ExactSizeIterator for Offsets {}
 
 /// A buffer of `len` bytes at an `ALIGN`ed address, made without `unsafe`: over-allocate and
 /// start at the first aligned byte.
@@ -83,12 +136,20 @@ struct Aligned {
 }
 
 impl Aligned {
-    fn new(len: usize, fill_seed: u64) -> Aligned {
-        let mut storage = vec![0u8; len + ALIGN];
+    /// Allocated fallibly: `len` comes from the request, and a refusal here is a task error,
+    /// not an abort of the process.
+    fn new(len: u64, fill_seed: u64) -> Result<Aligned, String> {
+        let cannot =
+            |why: String| format!("cannot allocate a transfer buffer of {}: {why}", format_size(len));
+        let len = usize::try_from(len).map_err(|e| cannot(e.to_string()))?;
+        let total = len.checked_add(ALIGN).ok_or_else(|| cannot("too large".into()))?;
+        let mut storage = Vec::new();
+        storage.try_reserve_exact(total).map_err(|e| cannot(e.to_string()))?;
+        storage.resize(total, 0);
         let start = (ALIGN - storage.as_ptr() as usize % ALIGN) % ALIGN;
         // Incompressible data, as IOR's default packets are for a compressing file system.
         fastrand::Rng::with_seed(fill_seed).fill(&mut storage[start..start + len]);
-        Aligned { storage, start, len }
+        Ok(Aligned { storage, start, len })
     }
 
     fn bytes(&self) -> &[u8] {
@@ -103,23 +164,36 @@ impl Aligned {
 /// Runs `phase` for every task of `job` on this client, one thread each; returns when all are
 /// done. `progress` counts bytes and transfers as they complete.
 pub fn run_ior_phase(job: &IorJob, phase: IorPhase, progress: &Progress) -> Vec<TaskResult> {
-    super::each_task(job.tasks.clone(), |task| run_task(job, phase, task, progress))
+    // The run directory is opened once, without following symlinks; every task opens its file
+    // through it. Anything wrong here is every task's error.
+    let dir = job.check().and_then(|()| {
+        let parent = job.base.parent().ok_or_else(|| format!("{}: no directory", job.base.display()))?;
+        Dir::open(parent)
+    });
+    super::each_task(job.tasks.clone(), |task| match &dir {
+        Ok(dir) => run_task(job, dir, phase, task, progress),
+        Err(err) => super::failed(task, err.clone()),
+    })
 }
 
-fn run_task(job: &IorJob, phase: IorPhase, task: u32, progress: &Progress) -> TaskResult {
+fn run_task(job: &IorJob, dir: &Dir, phase: IorPhase, task: u32, progress: &Progress) -> TaskResult {
     let p = &job.params;
     // -C: read what a task on another client wrote, so this client's cache cannot serve it.
+    // (Both below 2^20 after `IorJob::check`, so the sum cannot wrap.)
     let owner = match phase {
         IorPhase::Read if p.reorder && job.total_tasks > 1 => (task + job.tasks_per_client) % job.total_tasks,
         _ => task,
     };
-    let path = job.file_of(owner);
+    let name = job.file_name_of(owner);
     let seed = u64::from(job.iteration) << 32 | u64::from(task);
     let offsets = job.offsets(owner, seed);
-    let mut buffer = Aligned::new(p.transfer as usize, seed ^ 0x9e37_79b9_7f4a_7c15);
+    let mut buffer = match Aligned::new(p.transfer, seed ^ 0x9e37_79b9_7f4a_7c15) {
+        Ok(buffer) => buffer,
+        Err(err) => return super::failed(task, err),
+    };
     let start = SystemTime::now();
     let mut done = TaskResult { task, start, end: start, bytes: 0, ops: 0, error: None };
-    let outcome = transfer_all(&path, phase, p, &offsets, &mut buffer, progress, &mut done);
+    let outcome = transfer_all(dir, &name, phase, p, offsets, &mut buffer, progress, &mut done);
     done.end = SystemTime::now();
     if let Err(err) = outcome {
         done.error = Some(err);
@@ -127,32 +201,32 @@ fn run_task(job: &IorJob, phase: IorPhase, task: u32, progress: &Progress) -> Ta
     done
 }
 
-fn open(path: &Path, phase: IorPhase, p: &IorParams) -> Result<File, String> {
-    let mut options = OpenOptions::new();
+/// Opens a task's file through the run directory: never through a symlink, only a plain file.
+/// Writes create the file and do not truncate it, as IOR's do (per-process files start empty
+/// because IOR removes them after each iteration; a shared file is written in place by every
+/// task).
+fn open(dir: &Dir, name: &str, phase: IorPhase, p: &IorParams) -> Result<File, String> {
+    let direct = if p.odirect { OFlag::O_DIRECT } else { OFlag::empty() };
     match phase {
-        // Per-process files start empty (IOR removes them before writing); a shared file is
-        // written in place by every task.
-        IorPhase::Write => options.write(true).create(true).truncate(false),
-        IorPhase::Read => options.read(true),
-    };
-    if p.odirect {
-        options.custom_flags(nix::fcntl::OFlag::O_DIRECT.bits());
+        IorPhase::Write => dir.open_write(name, direct),
+        IorPhase::Read => dir.open_read(name, direct),
     }
-    options.mode(0o644);
-    options.open(path).map_err(|e| format!("open {}: {e}", path.display()))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn transfer_all(
-    path: &Path,
+    dir: &Dir,
+    name: &str,
     phase: IorPhase,
     p: &IorParams,
-    offsets: &[u64],
+    offsets: Offsets,
     buffer: &mut Aligned,
     progress: &Progress,
     done: &mut TaskResult,
 ) -> Result<(), String> {
-    let file = open(path, phase, p)?;
-    for &offset in offsets {
+    let path = dir.path().join(name);
+    let file = open(dir, name, phase, p)?;
+    for offset in offsets {
         progress.check()?;
         let moved = match phase {
             IorPhase::Write => file.write_all_at(buffer.bytes(), offset).map(|()| buffer.len),
@@ -176,22 +250,19 @@ fn transfer_all(
 }
 
 /// Removes this client's test files after the last read (IOR does unless `-k`): every task's
-/// own file, or the shared file from the client that runs task 0.
+/// own file, or the shared file from the client that runs task 0. Names are removed in the run
+/// directory opened without following symlinks (a symlink at a name is removed, not followed).
 pub fn remove_files(job: &IorJob) -> Result<(), String> {
-    let paths: Vec<PathBuf> = if job.params.file_per_proc {
-        job.tasks.clone().map(|t| job.file_of(t)).collect()
+    let names: Vec<String> = if job.params.file_per_proc {
+        job.tasks.clone().map(|t| job.file_name_of(t)).collect()
     } else if job.tasks.contains(&0) {
-        vec![job.base.clone()]
+        vec![job.file_name_of(0)]
     } else {
         vec![]
     };
-    for path in paths {
-        match std::fs::remove_file(&path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(format!("remove {}: {e}", path.display()));
-            }
-            _ => {}
-        }
+    if names.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    let dir = Dir::open(job.base.parent().ok_or_else(|| format!("{}: no directory", job.base.display()))?)?;
+    names.iter().try_for_each(|name| dir.remove_file(name, true))
 }

@@ -4,7 +4,8 @@
 //! the same way.
 
 use super::{Progress, TaskResult};
-use crate::params::MdtestParams;
+use crate::files::Dir;
+use crate::params::{MdtestParams, Workload};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;
@@ -74,118 +75,178 @@ pub struct MdtestJob {
 }
 
 impl MdtestJob {
-    /// The tree's root for `task`: its own with `-u`, the shared one otherwise.
-    fn root(&self, task: u32) -> PathBuf {
-        let base = self.dir.join(format!("test-dir.0-{}", self.iteration));
-        if self.params.unique_dir {
-            base.join(format!("mdtest_tree.{task}.0"))
-        } else {
-            base.join("mdtest_tree.0")
-        }
+    /// The per-iteration directory every tree sits in, relative to `dir`.
+    fn iteration_dir(&self) -> String {
+        format!("test-dir.0-{}", self.iteration)
     }
 
-    /// Every directory of the tree under `root`, parents first.
-    fn tree(&self, root: &Path) -> Vec<PathBuf> {
-        let mut all = vec![root.to_owned()];
-        let mut level = vec![root.to_owned()];
-        for depth in 1..=self.params.depth {
-            level = level
-                .iter()
-                .flat_map(|p| {
-                    (0..self.params.branch).map(move |i| p.join(format!("mdtest_tree.{depth}.{i}")))
-                })
-                .collect();
-            all.extend(level.iter().cloned());
-        }
-        all
-    }
-
-    /// Directories that hold items: the leaves with `-L`, every directory otherwise.
-    fn item_dirs(&self, root: &Path) -> Vec<PathBuf> {
-        let tree = self.tree(root);
-        if self.params.leaf_only {
-            let leaves = u64::from(self.params.branch).pow(self.params.depth) as usize;
-            tree[tree.len() - leaves..].to_vec()
-        } else {
-            tree
-        }
+    /// The name of the tree's root for `task` in the iteration's directory: its own with `-u`,
+    /// the shared one otherwise.
+    fn root_name(&self, task: u32) -> String {
+        if self.params.unique_dir { format!("mdtest_tree.{task}.0") } else { "mdtest_tree.0".to_owned() }
     }
 
     /// Whether `task` creates and removes the tree (every task with `-u`; the first otherwise).
     fn owns_tree(&self, task: u32) -> bool {
         self.params.unique_dir || task == 0
     }
+
+    /// The workload's bounds (tree size, items per task), which the walks below rely on.
+    pub fn check(&self) -> Result<(), String> {
+        let tasks = self.tasks.end.max(1);
+        Workload::Mdtest(self.params.clone()).check_run(tasks).map_err(|v| v.to_string())
+    }
 }
 
-/// Runs `phase` for every task of `job` on this client, one thread each.
+/// The children of a tree directory at `level` (0 is the root): `mdtest_tree.{level+1}.{i}`.
+fn child_name(level: u32, i: u32) -> String {
+    format!("mdtest_tree.{}.{i}", level + 1)
+}
+
+/// Runs `phase` for every task of `job` on this client, one thread each. The run directory is
+/// opened once without following symlinks; every tree directory is reached from it one
+/// component at a time, and every item is made, read or removed by name in its directory
+/// (`mkdirat`, `O_CREAT | O_EXCL | O_NOFOLLOW`, `fstatat` without following, `unlinkat`).
 pub fn run_mdtest_phase(job: &MdtestJob, phase: MdtestPhase, progress: &Progress) -> Vec<TaskResult> {
-    super::each_task(job.tasks.clone(), |task| run_task(job, phase, task, progress))
+    let dir = job.check().and_then(|()| Dir::open(&job.dir));
+    super::each_task(job.tasks.clone(), |task| match &dir {
+        Ok(dir) => run_task(job, dir, phase, task, progress),
+        Err(err) => super::failed(task, err.clone()),
+    })
 }
 
-fn run_task(job: &MdtestJob, phase: MdtestPhase, task: u32, progress: &Progress) -> TaskResult {
+fn run_task(
+    job: &MdtestJob,
+    run_dir: &Dir,
+    phase: MdtestPhase,
+    task: u32,
+    progress: &Progress,
+) -> TaskResult {
     let start = SystemTime::now();
     let mut r = TaskResult { task, start, end: start, bytes: 0, ops: 0, error: None };
-    let count = |r: &mut TaskResult| {
+    let mut count = || {
         r.ops += 1;
         progress.ops.fetch_add(1, Ordering::Relaxed);
     };
     let outcome = (|| -> Result<(), String> {
-        let root = job.root(task);
-        let io = |what: &str, path: &Path, e: std::io::Error| format!("{what} {}: {e}", path.display());
+        let tree = Tree { params: &job.params, progress };
+        let root = job.root_name(task);
         match phase {
             MdtestPhase::TreeCreate if job.owns_tree(task) => {
-                for dir in job.tree(&root) {
-                    std::fs::create_dir_all(&dir).map_err(|e| io("mkdir", &dir, e))?;
-                    count(&mut r);
-                }
+                let parent = run_dir.create_dir(job.iteration_dir())?;
+                let root = parent.create_dir(&root)?;
+                count();
+                tree.create(&root, 0, &mut count)
             }
             MdtestPhase::TreeRemove if job.owns_tree(task) => {
-                for dir in job.tree(&root).iter().rev() {
-                    std::fs::remove_dir(dir).map_err(|e| io("rmdir", dir, e))?;
-                    count(&mut r);
-                }
-                if job.params.unique_dir || task == 0 {
-                    // The per-iteration parent, once empty (the last task's removal wins).
-                    let _ = root.parent().map(std::fs::remove_dir);
-                }
+                let parent = run_dir.open_dir(Path::new(&job.iteration_dir()))?;
+                tree.remove(&parent.open_dir(Path::new(&root))?, 0, &mut count)?;
+                parent.remove_dir(&root)?;
+                count();
+                // The per-iteration parent, once empty (the last task's removal wins).
+                let _ = run_dir.remove_dir(&job.iteration_dir());
+                Ok(())
             }
-            MdtestPhase::TreeCreate | MdtestPhase::TreeRemove => {}
+            MdtestPhase::TreeCreate | MdtestPhase::TreeRemove => Ok(()),
             _ => {
-                for dir in job.item_dirs(&root) {
-                    for n in 0..job.params.items {
-                        progress.check()?;
-                        let file = dir.join(format!("file.mdtest.{task}.{n}"));
-                        let sub = dir.join(format!("dir.mdtest.{task}.{n}"));
-                        match phase {
-                            MdtestPhase::DirCreate => {
-                                std::fs::create_dir(&sub).map_err(|e| io("mkdir", &sub, e))?
-                            }
-                            MdtestPhase::DirStat => {
-                                std::fs::metadata(&sub).map_err(|e| io("stat", &sub, e))?;
-                            }
-                            MdtestPhase::DirRemove => {
-                                std::fs::remove_dir(&sub).map_err(|e| io("rmdir", &sub, e))?
-                            }
-                            MdtestPhase::FileCreate => {
-                                drop(std::fs::File::create(&file).map_err(|e| io("create", &file, e))?)
-                            }
-                            MdtestPhase::FileStat => {
-                                std::fs::metadata(&file).map_err(|e| io("stat", &file, e))?;
-                            }
-                            // mdtest reads -e bytes (0 by default): open, read, close.
-                            MdtestPhase::FileRead => {
-                                drop(std::fs::read(&file).map_err(|e| io("read", &file, e))?)
-                            }
-                            _ => std::fs::remove_file(&file).map_err(|e| io("unlink", &file, e))?,
-                        }
-                        count(&mut r);
-                    }
-                }
+                let root = run_dir.open_dir(&Path::new(&job.iteration_dir()).join(root))?;
+                tree.each_item_dir(&root, 0, &mut |dir| items(job, dir, phase, task, progress, &mut count))
             }
         }
-        Ok(())
     })();
     r.end = SystemTime::now();
     r.error = outcome.err();
     r
+}
+
+/// One phase's items in one directory.
+fn items(
+    job: &MdtestJob,
+    dir: &Dir,
+    phase: MdtestPhase,
+    task: u32,
+    progress: &Progress,
+    count: &mut dyn FnMut(),
+) -> Result<(), String> {
+    for n in 0..job.params.items {
+        progress.check()?;
+        let file = format!("file.mdtest.{task}.{n}");
+        let sub = format!("dir.mdtest.{task}.{n}");
+        match phase {
+            MdtestPhase::DirCreate => dir.mkdir(&sub)?,
+            MdtestPhase::DirStat => drop(dir.stat(&sub)?),
+            MdtestPhase::DirRemove => dir.remove_dir(&sub)?,
+            MdtestPhase::FileCreate => drop(dir.create_new(&file, 0o644)?),
+            MdtestPhase::FileStat => drop(dir.stat(&file)?),
+            // mdtest reads -e bytes (0 by default): open, one read, close. The files are
+            // created empty; a bounded read keeps anything else found there harmless.
+            MdtestPhase::FileRead => {
+                let mut buf = [0u8; 4096];
+                let mut opened = dir.open_read(&file, nix::fcntl::OFlag::empty())?;
+                std::io::Read::read(&mut opened, &mut buf)
+                    .map_err(|e| format!("read {}: {e}", dir.path().join(&file).display()))?;
+            }
+            _ => dir.remove_file(&file, false)?,
+        }
+        count();
+    }
+    Ok(())
+}
+
+/// Depth-first walks of a task's tree, each directory opened through its parent without
+/// following symlinks. A walk holds one open directory per level (at most `MAX_DEPTH` + 1)
+/// and no list of directories, whatever the tree's size.
+struct Tree<'a> {
+    params: &'a MdtestParams,
+    progress: &'a Progress,
+}
+
+impl Tree<'_> {
+    /// Makes the directories below `dir` (at `level`), parents first.
+    fn create(&self, dir: &Dir, level: u32, count: &mut dyn FnMut()) -> Result<(), String> {
+        if level == self.params.depth {
+            return Ok(());
+        }
+        for i in 0..self.params.branch {
+            self.progress.check()?;
+            let child = dir.create_dir(child_name(level, i))?;
+            count();
+            self.create(&child, level + 1, count)?;
+        }
+        Ok(())
+    }
+
+    /// Removes the directories below `dir` (at `level`), children first.
+    fn remove(&self, dir: &Dir, level: u32, count: &mut dyn FnMut()) -> Result<(), String> {
+        if level == self.params.depth {
+            return Ok(());
+        }
+        for i in 0..self.params.branch {
+            self.progress.check()?;
+            let name = child_name(level, i);
+            self.remove(&dir.open_dir(Path::new(&name))?, level + 1, count)?;
+            dir.remove_dir(&name)?;
+            count();
+        }
+        Ok(())
+    }
+
+    /// Calls `visit` on every directory that holds items (the leaves with `-L`, all otherwise).
+    fn each_item_dir(
+        &self,
+        dir: &Dir,
+        level: u32,
+        visit: &mut dyn FnMut(&Dir) -> Result<(), String>,
+    ) -> Result<(), String> {
+        if !self.params.leaf_only || level == self.params.depth {
+            visit(dir)?;
+        }
+        if level == self.params.depth {
+            return Ok(());
+        }
+        for i in 0..self.params.branch {
+            self.each_item_dir(&dir.open_dir(Path::new(&child_name(level, i)))?, level + 1, visit)?;
+        }
+        Ok(())
+    }
 }

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 fn scratch() -> tempfile::TempDir {
     let base = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/engine-tests"));
     std::fs::create_dir_all(&base).unwrap();
-    tempfile::tempdir_in(base).unwrap()
+    // The engine refuses `..` in its directory's path: give it the real one.
+    tempfile::tempdir_in(base.canonicalize().unwrap()).unwrap()
 }
 
 fn ior(file_per_proc: bool) -> IorParams {
@@ -71,7 +72,7 @@ fn a_shared_file_interleaves_the_tasks_blocks() {
     assert!(written.iter().all(|r| r.error.is_none()), "{written:?}");
     assert_eq!(std::fs::metadata(dir.path().join("ior")).unwrap().len(), 3 * (256 << 10));
     // Task 2's first transfer is at 2 × block.
-    assert_eq!(job.offsets(2, 0)[0], 2 * (256 << 10));
+    assert_eq!(job.offsets(2, 0).next(), Some(2 * (256 << 10)));
 }
 
 #[test]
@@ -95,12 +96,74 @@ fn random_offsets_cover_the_block_once_each() {
     let mut params = ior(true);
     params.random = true;
     let job = job(dir.path(), params, 1);
-    let mut shuffled = job.offsets(0, 7);
+    let mut shuffled: Vec<u64> = job.offsets(0, 7).collect();
     let sequential: Vec<u64> = (0..8).map(|i| i * (64 << 10)).collect();
+    assert_eq!(job.offsets(0, 7).len(), 8);
     assert_ne!(shuffled, sequential, "shuffled");
     shuffled.sort_unstable();
     assert_eq!(shuffled, sequential);
-    assert_ne!(job.offsets(0, 7), job.offsets(0, 8), "each iteration shuffles anew");
+    assert_ne!(
+        job.offsets(0, 7).collect::<Vec<_>>(),
+        job.offsets(0, 8).collect::<Vec<_>>(),
+        "each iteration shuffles anew"
+    );
+    let r = run_ior_phase(&job, IorPhase::Write, &Progress::default());
+    assert!(r[0].error.is_none() && r[0].ops == 8, "{r:?}");
+}
+
+/// Offsets are computed as they are used: a task of 16 TiB in 4 KiB transfers (2^32 offsets,
+/// 32 GiB as a list) costs nothing until it runs, shuffled or not, and a shared file's
+/// segments interleave every task's blocks.
+#[test]
+fn offsets_are_lazy_even_for_the_largest_task() {
+    let mut params = ior(false);
+    (params.transfer, params.block, params.segments, params.random) = (4096, 16 << 40, 1, true);
+    let job = job(std::path::Path::new("/nonexistent"), params.clone(), 4);
+    job.check().unwrap();
+    let offsets = job.offsets(3, 1);
+    assert_eq!(offsets.len(), 1 << 32);
+    assert!(size_of_val(&offsets) < 256);
+    let first: Vec<u64> = offsets.take(3).collect();
+    assert!(first.iter().all(|o| o % 4096 == 0 && *o >= 3 * (16 << 40) && *o < 4 * (16 << 40)), "{first:?}");
+
+    (params.block, params.segments, params.random) = (8192, 3, false);
+    let shared: Vec<u64> = job_with(params, 2).offsets(1, 0).collect();
+    assert_eq!(shared, [8192, 12288, 3 * 8192, 3 * 8192 + 4096, 5 * 8192, 5 * 8192 + 4096]);
+}
+
+fn job_with(params: IorParams, tasks: u32) -> IorJob {
+    job(std::path::Path::new("/nonexistent"), params, tasks)
+}
+
+/// A planted symlink at a test file's name is refused with a clear error, and its target is
+/// left as it was; so is a symlinked run directory.
+#[test]
+fn a_planted_symlink_is_never_followed() {
+    let dir = scratch();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "precious").unwrap();
+    let run = dir.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    std::os::unix::fs::symlink(&victim, run.join("ior.00000001")).unwrap();
+    let job = job(&run, ior(true), 2);
+    let r = run_ior_phase(&job, IorPhase::Write, &Progress::default());
+    assert!(r[0].error.is_none(), "{r:?}");
+    let err = r[1].error.as_deref().unwrap();
+    assert!(err.contains("run/ior.00000001: it is a symlink, and pvfs never follows symlinks"), "{err}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    remove_files(&job).unwrap();
+    assert!(victim.exists(), "removing the test files removes the link, not its target");
+
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, dir.path().join("linked-run")).unwrap();
+    let job = IorJob { base: dir.path().join("linked-run/ior"), ..job };
+    let r = run_ior_phase(&job, IorPhase::Write, &Progress::default());
+    assert!(
+        r.iter().all(|r| r.error.as_deref().is_some_and(|e| e.contains("linked-run: it is a symlink"))),
+        "{r:?}"
+    );
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
 }
 
 #[test]
@@ -123,7 +186,7 @@ fn an_unwritable_directory_is_named() {
     let job = job(&dir.path().join("missing"), ior(true), 1);
     let r = run_ior_phase(&job, IorPhase::Write, &Progress::default());
     let err = r[0].error.as_deref().unwrap();
-    assert!(err.contains("missing/ior.00000000: No such file or directory"), "{err}");
+    assert!(err.contains("open ") && err.contains("/missing: No such file or directory"), "{err}");
 }
 
 #[test]
@@ -166,6 +229,53 @@ fn mdtest_phases_create_stat_read_and_remove_a_tree() {
     assert_eq!(files.iter().map(|r| r.ops).sum::<u64>(), 2 * 4 * 3, "items only in the 4 leaves");
 }
 
+/// mdtest's items and tree directories are made by name in directories opened without
+/// following symlinks: a planted symlink at an item's name or in place of a tree directory is
+/// refused, its target untouched.
+#[test]
+fn mdtest_follows_no_planted_symlink() {
+    let dir = scratch();
+    let victim = dir.path().join("victim");
+    std::fs::create_dir(&victim).unwrap();
+    let run = dir.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    let params = MdtestParams {
+        create: true,
+        stat: true,
+        read: true,
+        remove: true,
+        iterations: 1,
+        items: 2,
+        depth: 1,
+        branch: 2,
+        leaf_only: true,
+        unique_dir: false,
+        files_only: true,
+    };
+    let job = MdtestJob { params, dir: run.clone(), tasks: 0..1, iteration: 0 };
+    let tree = run.join("test-dir.0-0/mdtest_tree.0");
+    let r = run_mdtest_phase(&job, MdtestPhase::TreeCreate, &Progress::default());
+    assert!(r[0].error.is_none(), "{r:?}");
+    std::os::unix::fs::symlink(victim.join("planted"), tree.join("mdtest_tree.1.0/file.mdtest.0.1")).unwrap();
+    let r = run_mdtest_phase(&job, MdtestPhase::FileCreate, &Progress::default());
+    let err = r[0].error.as_deref().unwrap();
+    assert!(err.contains("mdtest_tree.1.0/file.mdtest.0.1: it is a symlink"), "{err}");
+    assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0, "nothing created through the link");
+
+    std::fs::remove_dir_all(tree.join("mdtest_tree.1.1")).unwrap();
+    std::os::unix::fs::symlink(&victim, tree.join("mdtest_tree.1.1")).unwrap();
+    let r = run_mdtest_phase(&job, MdtestPhase::FileStat, &Progress::default());
+    let err = r[0].error.as_deref().unwrap_or_default();
+    assert!(err.contains("mdtest_tree.1.1: it is a symlink"), "{err}");
+    for file in std::fs::read_dir(tree.join("mdtest_tree.1.0")).unwrap() {
+        std::fs::remove_file(file.unwrap().path()).unwrap();
+    }
+    let r = run_mdtest_phase(&job, MdtestPhase::TreeRemove, &Progress::default());
+    let err = r[0].error.as_deref().unwrap_or_default();
+    assert!(err.contains("mdtest_tree.1.1: it is a symlink"), "{err}");
+    assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0);
+}
+
 /// A phase nobody waits for stops: cancelled midway (from another thread, as the agent does
 /// when the coordinator's stream closes), each task ends at its next transfer with an error
 /// saying why, having moved less than its share.
@@ -178,7 +288,7 @@ fn a_cancelled_phase_stops_at_the_next_transfer() {
     let progress = Progress::default();
     let results = std::thread::scope(|scope| {
         let run = scope.spawn(|| run_ior_phase(&job, IorPhase::Write, &progress));
-        while progress.ops.load(std::sync::atomic::Ordering::Relaxed) < 10 {
+        while progress.ops.load(std::sync::atomic::Ordering::Relaxed) < 10 && !run.is_finished() {
             std::thread::yield_now();
         }
         progress.cancelled.store(true, std::sync::atomic::Ordering::Relaxed);

@@ -4,7 +4,8 @@ use crate::pb;
 use crate::pb::bench_phase_request::Phase as P;
 use pvfs_bench::engine::{Engine, IorPhase, MdtestPhase, Phase, PhaseRequest, TaskResult};
 use pvfs_bench::mpi::{LaunchRequest, Program};
-use pvfs_bench::params::{IorParams, MdtestParams, Workload};
+use pvfs_bench::params::{IorParams, MdtestParams, Violation, Workload};
+use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 impl From<&IorParams> for pb::IorWorkload {
@@ -35,7 +36,8 @@ impl From<pb::IorWorkload> for IorParams {
             iterations: p.iterations,
             transfer: p.transfer,
             block: p.block,
-            segments: p.segments.max(1),
+            // Not defaulted: 0 is refused by `Workload::check`, naming the field.
+            segments: p.segments,
             file_per_proc: p.file_per_proc,
             random: p.random,
             fsync: p.fsync,
@@ -146,33 +148,92 @@ pub fn phase_request_to(req: &PhaseRequest, start_at: SystemTime) -> pb::BenchPh
     }
 }
 
-/// A phase request from the wire, and when to start it; checked like the engine's own
-/// parameters, so a bad request is refused before anything runs.
+/// The wire's name for a workload's field: `workload.ior.transfer`.
+fn workload_field(workload: &Workload, violation: &Violation) -> String {
+    let kind = match workload {
+        Workload::Ior(_) => "ior",
+        Workload::Mdtest(_) => "mdtest",
+    };
+    match violation.field {
+        // The run's size is the request's own fields, not the workload's.
+        "tasks" => format!("total_tasks: {violation}"),
+        field => format!("workload.{kind}.{field}: {violation}"),
+    }
+}
+
+/// A benchmark directory from the wire: absolute, plain components only, and a run's own
+/// directory, `…/pvfs-bench/RUN`, as every coordinator names it. The engine creates and
+/// writes files there as root, so a request cannot point it at `/etc` or climb out with `..`.
+fn bench_dir(field: &str, dir: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(dir);
+    let plain = path.components().skip(1).all(|c| matches!(c, Component::Normal(_)));
+    let in_run_dir = path.parent().and_then(Path::file_name).is_some_and(|name| name == "pvfs-bench");
+    if !path.is_absolute() || !plain || dir.len() > 4096 || dir.contains('\0') {
+        return Err(format!("{field} = {dir:?}: must be an absolute path of plain names (no .., no .)"));
+    }
+    if !in_run_dir {
+        return Err(format!(
+            "{field} = {dir:?}: a benchmark runs in its own directory, MOUNT/pvfs-bench/RUN; the agent makes and \
+             writes files only there"
+        ));
+    }
+    Ok(path)
+}
+
+/// A phase request from the wire, and when to start it. Every field is checked before anything
+/// runs, with checked arithmetic (a request may say anything): the workload's own bounds, this
+/// client's share of the run, the run's size, the iteration, the directory. Each refusal names
+/// the field.
 pub fn phase_request_from(req: pb::BenchPhaseRequest) -> Result<(PhaseRequest, Option<SystemTime>), String> {
+    use pvfs_bench::params::limits::{MAX_TASKS_PER_CLIENT, MAX_TOTAL_TASKS};
     let workload = match req.workload.ok_or("no workload in the request")? {
         pb::bench_phase_request::Workload::Ior(p) => Workload::Ior(p.into()),
         pb::bench_phase_request::Workload::Mdtest(p) => Workload::Mdtest(p.into()),
     };
-    workload.check()?;
-    if req.tasks == 0 || req.first_task + req.tasks > req.total_tasks {
+    workload.check().map_err(|v| workload_field(&workload, &v))?;
+    if req.tasks == 0 || req.tasks > MAX_TASKS_PER_CLIENT {
         return Err(format!(
-            "tasks {}..{} of {}: not a valid share",
-            req.first_task,
-            req.first_task + req.tasks,
-            req.total_tasks
+            "tasks = {}: a client runs 1 to {MAX_TASKS_PER_CLIENT} tasks (a thread each)",
+            req.tasks
         ));
     }
-    let dir = std::path::PathBuf::from(&req.dir);
-    if !dir.is_absolute() {
-        return Err(format!("benchmark directory {:?} must be absolute", req.dir));
+    if req.total_tasks == 0 || req.total_tasks > MAX_TOTAL_TASKS {
+        return Err(format!("total_tasks = {}: a run has 1 to {MAX_TOTAL_TASKS} tasks", req.total_tasks));
     }
+    match req.first_task.checked_add(req.tasks) {
+        Some(end) if end <= req.total_tasks => {}
+        end => {
+            return Err(format!(
+                "first_task = {}: tasks {}..{} are not a share of total_tasks = {}",
+                req.first_task,
+                req.first_task,
+                end.map_or_else(|| "(past 2^32)".to_owned(), |e| e.to_string()),
+                req.total_tasks
+            ));
+        }
+    }
+    if req.tasks_per_client > MAX_TASKS_PER_CLIENT {
+        return Err(format!(
+            "tasks_per_client = {}: a client runs at most {MAX_TASKS_PER_CLIENT} tasks",
+            req.tasks_per_client
+        ));
+    }
+    let iterations = match &workload {
+        Workload::Ior(p) => p.iterations,
+        Workload::Mdtest(p) => p.iterations,
+    };
+    if req.iteration >= iterations {
+        return Err(format!("iteration = {}: the workload has {iterations} iterations", req.iteration));
+    }
+    workload.check_run(req.total_tasks).map_err(|v| workload_field(&workload, &v))?;
+    let dir = bench_dir("dir", &req.dir)?;
     let start = (req.start_at_unix_ns > 0).then(|| time(req.start_at_unix_ns));
     Ok((
         PhaseRequest {
             engine: match pb::bench_phase_request::Engine::try_from(req.engine) {
                 Ok(pb::bench_phase_request::Engine::Builtin) => Engine::Builtin,
                 Ok(pb::bench_phase_request::Engine::Fio) => Engine::Fio,
-                Err(_) => return Err(format!("unknown benchmark engine {}", req.engine)),
+                Err(_) => return Err(format!("engine = {}: unknown benchmark engine", req.engine)),
             },
             workload,
             dir,
@@ -207,39 +268,43 @@ pub fn launch_request_to(req: &LaunchRequest) -> pb::LaunchRequest {
     }
 }
 
-/// A launch request from the wire, checked before anything runs: the workload, an absolute
-/// directory, at least one host, and host names mpirun can take (no spaces, nothing a
-/// hostfile line could be split on).
+/// A launch request from the wire, checked before anything runs: the workload, the run's size
+/// (hosts x tasks per host, checked), an absolute run directory, and host names mpirun can
+/// take (no spaces, nothing a hostfile line could be split on). Each refusal names the field.
 pub fn launch_request_from(req: pb::LaunchRequest) -> Result<LaunchRequest, String> {
     let workload = match req.workload.ok_or("no workload in the request")? {
         pb::launch_request::Workload::Ior(p) => Workload::Ior(p.into()),
         pb::launch_request::Workload::Mdtest(p) => Workload::Mdtest(p.into()),
     };
-    workload.check()?;
-    let dir = std::path::PathBuf::from(&req.dir);
-    if !dir.is_absolute() {
-        return Err(format!("benchmark directory {:?} must be absolute", req.dir));
-    }
+    workload.check().map_err(|v| workload_field(&workload, &v))?;
+    let dir = bench_dir("dir", &req.dir)?;
     if req.hosts.is_empty() {
-        return Err("no hosts to run on".into());
+        return Err("hosts: no hosts to run on".into());
     }
     if req.tasks_per_host == 0 {
-        return Err("tasks per host must be at least 1".into());
+        return Err("tasks_per_host = 0: tasks per host must be at least 1".into());
     }
+    let ranks = pvfs_bench::params::total_tasks(req.tasks_per_host, req.hosts.len())
+        .map_err(|v| format!("tasks_per_host = {} on {} hosts: {v}", req.tasks_per_host, req.hosts.len()))?;
+    workload.check_run(ranks).map_err(|v| workload_field(&workload, &v))?;
     for h in &req.hosts {
         let fine = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':');
-        if h.host.is_empty() || !h.host.chars().all(fine) {
+        // 253: the longest DNS name; an IPv6 address is shorter.
+        if h.host.is_empty() || h.host.len() > 253 || !h.host.chars().all(fine) {
             return Err(format!(
-                "client {}: {:?} is not a host name or address mpirun can use",
+                "hosts: client {}: {:?} is not a host name or address mpirun can use",
                 h.name, h.host
             ));
+        }
+        if h.name.len() > 253 {
+            return Err(format!("hosts: a client name of {} bytes is not a node name", h.name.len()));
         }
     }
     Ok(LaunchRequest {
         program: match pb::launch_request::Program::try_from(req.program) {
             Ok(pb::launch_request::Program::Builtin) => Program::Builtin,
             Ok(pb::launch_request::Program::Ior) => Program::Ior,
-            Err(_) => return Err(format!("unknown program {}", req.program)),
+            Err(_) => return Err(format!("program = {}: unknown program", req.program)),
         },
         workload,
         dir,
@@ -285,12 +350,12 @@ mod tests {
             let req = PhaseRequest {
                 engine: Engine::Fio,
                 workload: preset.workload(),
-                dir: "/mnt/gv0/bench".into(),
+                dir: "/mnt/gv0/pvfs-bench/run".into(),
                 first_task: 4,
                 tasks: 4,
                 total_tasks: 8,
                 tasks_per_client: 4,
-                iteration: 2,
+                iteration: 1,
                 phase: match preset.workload() {
                     Workload::Ior(_) => Phase::Ior(IorPhase::Read),
                     Workload::Mdtest(_) => Phase::Mdtest(MdtestPhase::FileStat),
@@ -327,7 +392,83 @@ mod tests {
         assert!(err.contains("client c2") && err.contains("not a host name"), "{err}");
         let mut wire = launch_request_to(&req);
         wire.dir = "relative".into();
-        assert!(launch_request_from(wire).unwrap_err().contains("must be absolute"));
+        assert!(launch_request_from(wire).unwrap_err().contains("must be an absolute path"));
+        let mut wire = launch_request_to(&req);
+        wire.tasks_per_host = u32::MAX;
+        let err = launch_request_from(wire).unwrap_err();
+        assert!(
+            err.starts_with("tasks_per_host = 4294967295 on 2 hosts: procs 4294967295 is more than 4096"),
+            "{err}"
+        );
+    }
+
+    /// What a hostile coordinator might send: sizes that would abort the agent on allocation,
+    /// sums and products that wrap in release builds. Each is refused naming the field.
+    #[test]
+    fn oversized_and_overflowing_requests_name_the_field() {
+        let good = phase_request_to(
+            &PhaseRequest {
+                engine: Engine::Builtin,
+                workload: Preset::Throughput.workload(),
+                dir: "/mnt/x/pvfs-bench/run".into(),
+                first_task: 0,
+                tasks: 2,
+                total_tasks: 4,
+                tasks_per_client: 2,
+                iteration: 0,
+                phase: Phase::Ior(IorPhase::Write),
+            },
+            UNIX_EPOCH,
+        );
+        phase_request_from(good.clone()).unwrap();
+        let ior = |f: &dyn Fn(&mut pb::IorWorkload)| {
+            let mut wire = good.clone();
+            let Some(pb::bench_phase_request::Workload::Ior(p)) = &mut wire.workload else { unreachable!() };
+            f(p);
+            phase_request_from(wire).unwrap_err()
+        };
+        let err = ior(&|p| (p.transfer, p.block) = (1 << 40, 1 << 40));
+        assert!(err.starts_with("workload.ior.transfer: transfer 1t is larger than 1g"), "{err}");
+        let err = ior(&|p| (p.block, p.segments) = (1 << 40, 100_000_000));
+        assert!(err.starts_with("workload.ior.segments: block 1t x 100000000 segments"), "{err}");
+        let err = ior(&|p| p.segments = 0);
+        assert!(err.starts_with("workload.ior.segments: segments 0 is not between 1"), "{err}");
+        let err = ior(&|p| p.iterations = u32::MAX);
+        assert!(err.starts_with("workload.ior.iterations:"), "{err}");
+
+        let share = |first_task, tasks, total_tasks| {
+            phase_request_from(pb::BenchPhaseRequest { first_task, tasks, total_tasks, ..good.clone() })
+                .unwrap_err()
+        };
+        let err = share(u32::MAX, 2, 4);
+        assert!(
+            err.starts_with("first_task = 4294967295: tasks 4294967295..(past 2^32) are not a share"),
+            "{err}"
+        );
+        assert!(share(0, 5000, 8000).starts_with("tasks = 5000: a client runs 1 to 4096 tasks"));
+        assert!(share(0, 2, u32::MAX).starts_with("total_tasks = 4294967295: a run has 1 to 1048576 tasks"));
+        let err = phase_request_from(pb::BenchPhaseRequest { iteration: 4, ..good.clone() }).unwrap_err();
+        assert!(err.starts_with("iteration = 4: the workload has 4 iterations"), "{err}");
+        let big = pb::BenchPhaseRequest { total_tasks: 1 << 20, ..good.clone() };
+        let Some(pb::bench_phase_request::Workload::Ior(p)) = &big.workload else { unreachable!() };
+        let big = pb::BenchPhaseRequest {
+            workload: Some(pb::bench_phase_request::Workload::Ior(pb::IorWorkload { block: 16 << 40, ..*p })),
+            ..big
+        };
+        let err = phase_request_from(big).unwrap_err();
+        assert!(err.starts_with("total_tasks: 1048576 tasks x 16t each"), "{err}");
+
+        let mut md = good.clone();
+        md.phase = P::MdFileCreate as i32;
+        md.workload = Some(pb::bench_phase_request::Workload::Mdtest(pb::MdtestWorkload {
+            iterations: 1,
+            items: u32::MAX,
+            depth: u32::MAX,
+            branch: u32::MAX,
+            ..Default::default()
+        }));
+        let err = phase_request_from(md).unwrap_err();
+        assert!(err.starts_with("workload.mdtest.depth: depth 4294967295 is deeper than 32"), "{err}");
     }
 
     #[test]
@@ -347,10 +488,15 @@ mod tests {
             UNIX_EPOCH,
         );
         wire.dir = "relative".into();
-        assert!(phase_request_from(wire.clone()).unwrap_err().contains("must be absolute"));
-        wire.dir = "/mnt/x".into();
+        assert!(phase_request_from(wire.clone()).unwrap_err().contains("must be an absolute path"));
+        wire.dir = "/mnt/x/pvfs-bench/../../../etc".into();
+        assert!(phase_request_from(wire.clone()).unwrap_err().contains("no .."));
+        wire.dir = "/etc".into();
+        let err = phase_request_from(wire.clone()).unwrap_err();
+        assert!(err.starts_with("dir = \"/etc\": a benchmark runs in its own directory"), "{err}");
+        wire.dir = "/mnt/x/pvfs-bench/run".into();
         wire.tasks = 2;
-        assert!(phase_request_from(wire.clone()).unwrap_err().contains("not a valid share"));
+        assert!(phase_request_from(wire.clone()).unwrap_err().contains("not a share of total_tasks = 1"));
         wire.tasks = 1;
         if let Some(pb::bench_phase_request::Workload::Ior(ior)) = &mut wire.workload {
             ior.transfer = 3 << 20;

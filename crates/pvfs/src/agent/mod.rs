@@ -38,6 +38,12 @@ pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
             logging::init(&cli.log, "info")?;
             return simulate(args);
         }
+        Some(AgentCommand::EnginePhase(args)) => {
+            logging::init(&cli.log, "warn")?;
+            return engine::phase(args);
+        }
+        // No logging set up: this process becomes another program at once.
+        Some(AgentCommand::OomExec(args)) => return Ok(oom_exec(args)),
         None => {}
     }
     logging::init(&cli.log, "info")?;
@@ -157,6 +163,34 @@ async fn stop_on_signal(mut term: Signal, mut int: Signal, shutdown: Cancellatio
             std::process::exit(130);
         }
     }
+}
+
+/// `pvfs-agent oom-exec --score N -- PROGRAM ARGS…`: sets this process's OOM score, then
+/// becomes PROGRAM (same pid, so whatever it starts inherits the score).
+///
+/// The agent runs with `OOMScoreAdjust=-500` (its unit) so that under memory pressure the
+/// kernel does not pick it; every child inherits that, and a benchmark process must not be
+/// the last one killed. The workspace forbids `unsafe`, so there is no `pre_exec` hook to set
+/// the score between fork and exec; writing `/proc/PID/oom_score_adj` from the agent after
+/// spawning would leave a window in which mpirun has already forked its ranks at -500. This
+/// trampoline closes it: the score is set before the real program runs a single instruction.
+/// Raising one's own score needs no privilege. Exit codes follow the shell's: 127 when
+/// PROGRAM is not found, 126 when it cannot be run (or the score cannot be set: running it
+/// protected would defeat the purpose).
+fn oom_exec(args: crate::cli::OomExecArgs) -> u8 {
+    use std::os::unix::process::CommandExt;
+    if let Err(err) = std::fs::write("/proc/self/oom_score_adj", args.score.to_string()) {
+        output::error(&anyhow::anyhow!("cannot set /proc/self/oom_score_adj to {}: {err}", args.score));
+        return 126;
+    }
+    let Some((program, rest)) = args.command.split_first() else { return 126 };
+    let mut command = std::process::Command::new(program);
+    if let Some(arg0) = &args.arg0 {
+        command.arg0(arg0);
+    }
+    let err = command.args(rest).exec();
+    output::error(&anyhow::anyhow!("cannot run {}: {err}", program.to_string_lossy()));
+    if err.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 }
 }
 
 /// `pvfs-agent simulate`: many agents in one process, until SIGTERM or Ctrl-C.

@@ -74,17 +74,22 @@ fn resolve(cluster: &Cluster, args: &BenchArgs) -> anyhow::Result<Resolved> {
         args.preset.clone().or(cluster.bench.preset.clone()).unwrap_or_else(|| "throughput".into());
     let preset = Preset::parse(&preset_name)?;
     let mut workload = preset.workload();
-    for (key, value) in &cluster.bench.params {
-        workload
-            .set(key, value)
-            .with_context(|| format!("[bench] params in {}", cluster.source.display()))?;
-    }
+    // The file's values as one set (they were checked so at load, against the file's preset).
+    workload
+        .set_all(cluster.bench.params.iter().map(|(key, value)| (key.as_str(), value.as_str())))
+        .with_context(|| format!("[bench] params in {}", cluster.source.display()))?;
     for item in &args.set {
         let (key, value) =
             item.split_once('=').with_context(|| format!("--set {item:?}: expected KEY=VALUE"))?;
         workload.set(key.trim(), value.trim()).with_context(|| format!("--set {item}"))?;
     }
     let tasks_per_client = args.procs.or(cluster.bench.procs_per_client).unwrap_or(1);
+    // The run's size bounds it too (a shared file's size, the files a phase makes).
+    let clients = cluster.with_role(Role::Client).count().max(1);
+    let total_tasks = pvfs_bench::params::total_tasks(tasks_per_client, clients)?;
+    workload
+        .check_run(total_tasks)
+        .with_context(|| format!("{clients} clients x {tasks_per_client} tasks"))?;
     let now = SystemTime::now();
     let stamp = humantime::format_rfc3339_seconds(now).to_string().replace([':', '-'], "");
     let mut run_id = format!("{}-{}-{}", cluster.name, preset.as_str(), stamp.trim_end_matches('Z'));

@@ -1,6 +1,6 @@
 //! `pvfsctl bench`, `bench import` and `report` on real agents over mutual TLS.
 
-use crate::util::{AgentProcess, TestDir, pvfsctl, text};
+use crate::util::{AgentProcess, TestDir, pvfs_agent, pvfsctl, text};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
@@ -374,9 +374,11 @@ fn stand_in_ior(dir: &TestDir, output: &str, code: i32) -> std::path::PathBuf {
     std::fs::create_dir_all(&bin).unwrap();
     let script = format!(
         "#!/bin/sh\nif [ \"$1\" = -h ]; then cat '{help}'; exit 1; fi\n\
-         if [ \"${{OMPI_COMM_WORLD_RANK:-0}}\" = 0 ]; then echo \"$@\" > '{args}'; cat '{out}'; fi\nexit {code}\n",
+         if [ \"${{OMPI_COMM_WORLD_RANK:-0}}\" = 0 ]; then echo \"$@\" > '{args}'; \
+         cat /proc/self/oom_score_adj > '{oom}'; cat '{out}'; fi\nexit {code}\n",
         help = data.join("ior_help.txt").display(),
         args = dir.path().join("ior-args").display(),
+        oom = dir.path().join("ior-oom").display(),
         out = data.join(output).display(),
     );
     let path = bin.join("ior");
@@ -392,6 +394,7 @@ fn engine_ior_runs_under_mpirun_and_its_report_is_parsed() {
     let bin = stand_in_ior(&dir, "ior_tput.txt", 0);
     dir.issue_agent("n1", "127.0.0.1");
     let agent = AgentProcess::start_with_path(&dir, "n1", "127.0.0.1", Some(&bin));
+    protect_like_the_unit(&agent);
     let cluster = cluster(&dir, &[&agent]);
     let out = dir.ctl(&[
         "bench",
@@ -416,6 +419,9 @@ fn engine_ior_runs_under_mpirun_and_its_report_is_parsed() {
     // IOR 4.1's help lists --posix.odirect, so -B is not used.
     let args = std::fs::read_to_string(dir.path().join("ior-args")).unwrap();
     assert!(args.starts_with("-w -r --posix.odirect -C -i2 -t1m -b64m -F -o "), "{args}");
+    // An MPI rank (started by the real mpirun, started by the agent at -500) is not protected.
+    let oom = std::fs::read_to_string(dir.path().join("ior-oom")).unwrap();
+    assert_eq!(oom.trim(), "500", "the rank's oom_score_adj");
     let summary = lines(&out.stdout).pop().unwrap();
     // The numbers of ior_tput.txt's summary: write 760.66 mean, read 1047.36 max.
     assert_eq!(summary["ior"][0]["operation"], "write");
@@ -457,4 +463,335 @@ fn engine_ior_without_ior_installed_or_with_agents_is_refused_clearly() {
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(err.contains("client n1") && err.contains("ior is not installed on this client"), "{err}");
+}
+
+/// The agent's systemd unit sets `OOMScoreAdjust=-500`; do the same to the test's agent, so
+/// that what its children get is not merely the test runner's 0, and return the score set.
+/// Lowering a score needs CAP_SYS_RESOURCE, which some test machines (containers) withhold;
+/// there the agent gets a distinctive raised score instead, which its children would equally
+/// inherit without the trampoline.
+fn protect_like_the_unit(agent: &AgentProcess) -> i32 {
+    let path = format!("/proc/{}/oom_score_adj", agent.child.id());
+    let score = match std::fs::write(&path, "-500") {
+        Ok(()) => -500,
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            std::fs::write(&path, "321").unwrap();
+            321
+        }
+        Err(e) => panic!("{path}: {e}"),
+    };
+    assert_eq!(std::fs::read_to_string(&path).unwrap().trim(), score.to_string());
+    score
+}
+
+/// The processes whose parent is `pid`, with their command lines.
+fn children_of(pid: u32) -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(child) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // pid (comm) state ppid …: the comm may hold spaces, so look after its closing paren.
+        let ppid =
+            stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+        if ppid == Some(pid) {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            out.push((child, String::from_utf8_lossy(&cmdline).replace('\0', " ")));
+        }
+    }
+    out
+}
+
+#[test]
+fn oversized_parameters_are_refused_before_anything_runs() {
+    let dir = TestDir::new();
+    let agents = agents(&dir, 1);
+    let cluster = cluster(&dir, &agents.iter().collect::<Vec<_>>());
+    // What once aborted the agent on a 1 TiB allocation.
+    let out = dir.ctl(&["bench", &cluster, "--set", "b=1t", "--set", "t=1t", "--results", "res"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("--set t=1t") && err.contains("transfer 1t is larger than 1g"), "{err}");
+    assert!(!dir.path().join("res").exists(), "nothing ran");
+
+    // The same in the cluster file: named at its line.
+    let toml = std::fs::read_to_string(&cluster).unwrap() + "[bench.params]\nt = \"1t\"\n";
+    let bad = dir.write("bad.toml", &toml);
+    let line = toml.lines().count();
+    let out = dir.ctl(&["bench", bad.to_str().unwrap(), "--results", "res"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "bad.toml:{line}:5: [bench] params: t = \"1t\": transfer 1t is larger than 1g"
+        )),
+        "{err}"
+    );
+
+    // Within every bound, but more memory than the client has: the agent says so, and serves on.
+    let out = dir.ctl(&[
+        "bench",
+        &cluster,
+        "--procs",
+        "4096",
+        "--set",
+        "t=1g",
+        "--set",
+        "b=1g",
+        "--results",
+        "res",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("client n1") && err.contains("4096 tasks need about 4.0 TiB of memory"), "{err}");
+    let out = dir.ctl(&[
+        "bench",
+        &cluster,
+        "--set",
+        "t=64k",
+        "--set",
+        "b=256k",
+        "--set",
+        "i=1",
+        "--results",
+        "res",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+/// The built-in engine runs as the agent's child, with the highest OOM score whatever the
+/// agent's own; killed mid-phase (as the OOM killer would), the phase ends with an error naming
+/// the client and the cause, and the agent runs the next benchmark.
+#[test]
+fn a_killed_engine_ends_the_phase_clearly_and_the_agent_serves_the_next() {
+    let dir = TestDir::new();
+    let agents = agents(&dir, 1);
+    let agent_score = protect_like_the_unit(&agents[0]);
+    let cluster = cluster(&dir, &agents.iter().collect::<Vec<_>>());
+    let mut bench = dir
+        .command(&pvfsctl())
+        .args([
+            "bench",
+            &cluster,
+            "--json",
+            "--set",
+            "t=1m",
+            "--set",
+            "b=64m",
+            "--set",
+            "i=200",
+            "--results",
+            "res",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let agent_pid = agents[0].child.id();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let (engine, score) = loop {
+        assert!(std::time::Instant::now() < deadline, "no engine process appeared under the agent");
+        // Once the trampoline has become the engine (its command line no longer says
+        // oom-exec), the score it set is in place.
+        let found = children_of(agent_pid)
+            .into_iter()
+            .find(|(_, cmd)| cmd.contains(" engine-phase ") && !cmd.contains("oom-exec"));
+        if let Some((pid, _)) = found
+            && let Ok(score) = std::fs::read_to_string(format!("/proc/{pid}/oom_score_adj"))
+        {
+            let killed = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            if killed.is_ok() {
+                break (pid, score);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(score.trim(), "1000", "the engine's oom_score_adj (the agent's is {agent_score})");
+    let status = bench.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut bench.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("client n1: the agent answered Internal: the built-in engine on n1 (pid {engine}) was killed by SIGKILL (not by the OOM killer")),
+        "{stderr}"
+    );
+    let out = dir.ctl(&[
+        "bench",
+        &cluster,
+        "--set",
+        "t=64k",
+        "--set",
+        "b=256k",
+        "--set",
+        "i=1",
+        "--results",
+        "res",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "the agent serves the next run: {}", text(&out.stderr));
+}
+
+/// fio starts through the trampoline too: a stand-in records the score it runs with.
+#[test]
+fn fio_does_not_inherit_the_agents_oom_protection() {
+    let dir = TestDir::new();
+    dir.pki();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = format!(
+        "#!/bin/sh\ncat /proc/self/oom_score_adj > '{}'\necho 'fio: stand-in' >&2\nexit 1\n",
+        dir.path().join("fio-oom").display()
+    );
+    std::fs::write(bin.join("fio"), script).unwrap();
+    std::fs::set_permissions(bin.join("fio"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    dir.issue_agent("n1", "127.0.0.1");
+    let agent = AgentProcess::start_with_path(&dir, "n1", "127.0.0.1", Some(&bin));
+    protect_like_the_unit(&agent);
+    let cluster = cluster(&dir, &[&agent]);
+    let out = dir.ctl(&[
+        "bench",
+        &cluster,
+        "--engine",
+        "fio",
+        "--set",
+        "t=64k",
+        "--set",
+        "b=256k",
+        "--results",
+        "res",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("fio: stand-in"), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(dir.path().join("fio-oom")).unwrap().trim(), "500");
+}
+
+#[test]
+fn oom_exec_sets_the_score_then_becomes_the_program() {
+    let dir = TestDir::new();
+    let out = dir
+        .command(&pvfs_agent())
+        .args(["oom-exec", "--score", "500", "--", "cat", "/proc/self/oom_score_adj"])
+        .output()
+        .unwrap();
+    assert_eq!((out.status.code(), text(&out.stdout).trim()), (Some(0), "500"), "{}", text(&out.stderr));
+    let out = dir
+        .command(&pvfs_agent())
+        .args(["oom-exec", "--score", "500", "--", "/nonexistent/tool"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(127));
+    assert!(
+        text(&out.stderr).contains("cannot run /nonexistent/tool: No such file or directory"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// The engine's child process on its own: a planted symlink at a test file's name is an error
+/// of that task (its target untouched), and closing its standard input stops every task.
+#[test]
+fn the_engine_process_follows_no_symlink_and_stops_when_its_input_closes() {
+    let dir = TestDir::new();
+    let run = dir.path().join("mnt/pvfs-bench/run");
+    std::fs::create_dir_all(&run).unwrap();
+    let victim = dir.write("victim", "root-owned contents");
+    std::os::unix::fs::symlink(&victim, run.join("ior.00000001")).unwrap();
+    let phase = |extra: &[&str]| {
+        let mut command = dir.command(&pvfs_agent());
+        command
+            .args([
+                "engine-phase",
+                "--dir",
+                run.to_str().unwrap(),
+                "--phase",
+                "ior-write",
+                "--iteration",
+                "0",
+            ])
+            .args(["--first-task", "0", "--tasks", "2", "--total-tasks", "2", "--tasks-per-client", "2"])
+            .args(["--preset", "throughput", "--set", "odirect=false", "--set", "i=1"])
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        command.spawn().unwrap()
+    };
+    let tasks = |child: std::process::Child, close_now: bool| {
+        let mut child = child;
+        let stdin = child.stdin.take();
+        if close_now {
+            drop(stdin);
+        }
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let lines: Vec<Value> = lines(&out.stdout);
+        assert_eq!(lines.last().unwrap()["pvfs_phase_event"], "done", "{lines:?}");
+        lines.into_iter().filter(|l| l["pvfs_phase_event"] == "task").collect::<Vec<_>>()
+    };
+    let done = tasks(phase(&["--set", "t=64k", "--set", "b=256k"]), false);
+    assert_eq!(done.len(), 2);
+    assert!(done[0]["error"].is_null() && done[0]["bytes"] == 256 << 10, "{done:?}");
+    let err = done[1]["error"].as_str().unwrap();
+    assert!(err.contains("run/ior.00000001: it is a symlink, and pvfs never follows symlinks"), "{err}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "root-owned contents");
+
+    std::fs::remove_file(run.join("ior.00000001")).unwrap();
+    let stopped = tasks(phase(&["--set", "t=4k", "--set", "b=256m"]), true);
+    for task in &stopped {
+        assert!(task["error"].as_str().unwrap().contains("nobody is waiting"), "{task}");
+        assert!(task["bytes"].as_u64().unwrap() < 256 << 20, "{task}");
+    }
+}
+
+/// The coordinator goes away mid-phase: the agent closes the engine's standard input and the
+/// engine process stops at its next transfer, well before its block is written.
+#[test]
+fn an_engine_whose_coordinator_went_away_stops_at_its_next_transfer() {
+    let dir = TestDir::new();
+    let agents = agents(&dir, 1);
+    let cluster = cluster(&dir, &agents.iter().collect::<Vec<_>>());
+    // 2 GiB in 4 KiB O_DIRECT writes: half a million requests, far longer than the test waits.
+    let mut bench = dir
+        .command(&pvfsctl())
+        .args([
+            "bench",
+            &cluster,
+            "--json",
+            "--set",
+            "t=4k",
+            "--set",
+            "b=2g",
+            "--set",
+            "i=1",
+            "--results",
+            "res",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let engine = loop {
+        assert!(std::time::Instant::now() < deadline, "no engine process appeared under the agent");
+        if let Some((pid, _)) =
+            children_of(agents[0].child.id()).into_iter().find(|(_, cmd)| cmd.contains(" engine-phase "))
+        {
+            break pid;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    bench.kill().unwrap();
+    bench.wait().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::path::Path::new(&format!("/proc/{engine}")).exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the engine (pid {engine}) still runs 30 s after its coordinator left"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let run = std::fs::read_dir(dir.path().join("mnt/pvfs-bench")).unwrap().next().unwrap().unwrap().path();
+    let written = std::fs::metadata(run.join("ior.00000000")).map(|m| m.len()).unwrap_or(0);
+    assert!(written < 2 << 30, "the engine wrote its whole block ({written} bytes) for nobody");
 }

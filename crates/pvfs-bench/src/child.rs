@@ -1,0 +1,209 @@
+//! The built-in engine as a child process of the agent: `pvfs-agent engine-phase …` runs one
+//! phase of one client's tasks and reports on standard output, one JSON object per line, as
+//! `engine --mpi` does for a rank. Its memory, its threads and its crashes are its own: the
+//! agent reads its lines, and an engine killed by the OOM killer or dead of a panic ends the
+//! phase with an error while the agent goes on serving.
+//!
+//! The request travels as arguments ([`phase_args`]), parsed back and checked again by the
+//! child, so `ps` shows what a phase is doing. The child stops at its next transfer or item
+//! once its standard input closes: the agent closes it when the coordinator goes away, and
+//! the kernel closes it if the agent dies.
+
+use crate::engine::{self, PhaseRequest, Progress, TaskResult};
+use crate::mpi::unix_ns;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, UNIX_EPOCH};
+
+/// How often the child reports progress: twice per agent tick, so the coordinator's
+/// per-second view is never more than a tick behind.
+pub const PROGRESS_EVERY: Duration = Duration::from_millis(500);
+
+/// The longest line the child prints (an error naming a long path is the longest); the agent
+/// refuses anything longer rather than buffer it.
+pub const MAX_LINE: usize = 64 << 10;
+
+/// What the engine child prints, one JSON object per line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "pvfs_phase_event", rename_all = "snake_case")]
+pub enum PhaseLine {
+    /// What this client's tasks moved so far in the phase.
+    Progress { bytes: u64, ops: u64 },
+    /// One task's result.
+    Task { task: u32, start_unix_ns: u64, end_unix_ns: u64, bytes: u64, ops: u64, error: Option<String> },
+    /// The phase could not run at all (a bad request, its directory): no task lines follow.
+    Failed { error: String },
+    /// Every task's line has been printed.
+    Done,
+}
+
+impl PhaseLine {
+    /// A line of the child's output, if it is one of ours.
+    pub fn parse(line: &str) -> Option<PhaseLine> {
+        let line = line.trim();
+        if !line.starts_with('{') || !line.contains("pvfs_phase_event") {
+            return None;
+        }
+        serde_json::from_str(line).ok()
+    }
+
+    fn task(r: &TaskResult) -> PhaseLine {
+        PhaseLine::Task {
+            task: r.task,
+            start_unix_ns: unix_ns(r.start),
+            end_unix_ns: unix_ns(r.end),
+            bytes: r.bytes,
+            ops: r.ops,
+            error: r.error.as_deref().map(|e| truncate(e, MAX_LINE / 2)),
+        }
+    }
+
+    /// The task result a `Task` line carries.
+    pub fn task_result(&self) -> Option<TaskResult> {
+        let PhaseLine::Task { task, start_unix_ns, end_unix_ns, bytes, ops, error } = self else {
+            return None;
+        };
+        Some(TaskResult {
+            task: *task,
+            start: UNIX_EPOCH + Duration::from_nanos(*start_unix_ns),
+            end: UNIX_EPOCH + Duration::from_nanos(*end_unix_ns),
+            bytes: *bytes,
+            ops: *ops,
+            error: error.clone(),
+        })
+    }
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_owned(),
+    }
+}
+
+/// The arguments after the program for `pvfs-agent engine-phase` running `req`.
+pub fn phase_args(req: &PhaseRequest) -> Vec<String> {
+    let tool = match req.workload {
+        crate::params::Workload::Ior(_) => "throughput",
+        crate::params::Workload::Mdtest(_) => "metadata",
+    };
+    let mut args: Vec<String> = vec!["engine-phase".into(), "--dir".into(), req.dir.display().to_string()];
+    for (flag, value) in [
+        ("--phase", req.phase.name().to_owned()),
+        ("--iteration", req.iteration.to_string()),
+        ("--first-task", req.first_task.to_string()),
+        ("--tasks", req.tasks.to_string()),
+        ("--total-tasks", req.total_tasks.to_string()),
+        ("--tasks-per-client", req.tasks_per_client.to_string()),
+        ("--preset", tool.to_owned()),
+    ] {
+        args.extend([flag.to_owned(), value]);
+    }
+    for (key, value) in req.workload.settings() {
+        args.extend(["--set".to_owned(), format!("{key}={value}")]);
+    }
+    args
+}
+
+/// Runs `req` (the built-in engine's phase) and hands every line to `emit`: progress every
+/// [`PROGRESS_EVERY`], then a line per task and `Done`, or `Failed`. Returns whether the phase
+/// ran (task errors included).
+pub fn run(req: &PhaseRequest, progress: &Progress, emit: &(dyn Fn(&PhaseLine) + Sync)) -> bool {
+    let report = |p: &Progress| {
+        emit(&PhaseLine::Progress {
+            bytes: p.bytes.load(Ordering::Relaxed),
+            ops: p.ops.load(Ordering::Relaxed),
+        })
+    };
+    let outcome =
+        engine::with_progress(progress, PROGRESS_EVERY, &report, || engine::run_phase(req, progress));
+    match outcome {
+        Ok(results) => {
+            report(progress);
+            results.iter().for_each(|r| emit(&PhaseLine::task(r)));
+            emit(&PhaseLine::Done);
+            true
+        }
+        Err(error) => {
+            emit(&PhaseLine::Failed { error: truncate(&error, MAX_LINE / 2) });
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Engine, IorPhase, MdtestPhase, Phase};
+    use crate::params::Preset;
+    use std::sync::Mutex;
+
+    fn request(dir: &std::path::Path, phase: Phase) -> PhaseRequest {
+        let mut workload = Preset::Throughput.workload();
+        workload.set_all([("t", "64k"), ("b", "256k"), ("B", "false"), ("i", "2")]).unwrap();
+        PhaseRequest {
+            engine: Engine::Builtin,
+            workload,
+            dir: dir.to_owned(),
+            first_task: 2,
+            tasks: 2,
+            total_tasks: 4,
+            tasks_per_client: 2,
+            iteration: 1,
+            phase,
+        }
+    }
+
+    #[test]
+    fn a_phase_is_reported_as_lines_that_round_trip() {
+        let tmp = tempfile::tempdir().unwrap();
+        let req = request(&tmp.path().join("pvfs-bench/run"), Phase::Ior(IorPhase::Write));
+        let lines = Mutex::new(Vec::new());
+        let emit = |l: &PhaseLine| lines.lock().unwrap().push(serde_json::to_string(l).unwrap());
+        assert!(run(&req, &Progress::default(), &emit));
+        let lines: Vec<PhaseLine> =
+            lines.into_inner().unwrap().iter().map(|l| PhaseLine::parse(l).unwrap()).collect();
+        assert_eq!(lines.last(), Some(&PhaseLine::Done));
+        let tasks: Vec<TaskResult> = lines.iter().filter_map(PhaseLine::task_result).collect();
+        assert_eq!(
+            tasks.iter().map(|t| (t.task, t.bytes, t.ops)).collect::<Vec<_>>(),
+            [(2, 262144, 4), (3, 262144, 4)]
+        );
+        assert!(tmp.path().join("pvfs-bench/run/ior.00000003").exists(), "the phase made its directory");
+        assert_eq!(PhaseLine::parse("[warn] something else"), None);
+    }
+
+    #[test]
+    fn a_phase_that_cannot_run_says_why_in_one_line() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut req = request(&tmp.path().join("run"), Phase::Mdtest(MdtestPhase::FileStat));
+        let lines = Mutex::new(Vec::new());
+        let emit = |l: &PhaseLine| lines.lock().unwrap().push(l.clone());
+        assert!(!run(&req, &Progress::default(), &emit));
+        let lines = lines.into_inner().unwrap();
+        let [PhaseLine::Failed { error }] = &lines[..] else { panic!("{lines:?}") };
+        assert!(error.contains("does not belong to this workload"), "{error}");
+        req.first_task = u32::MAX;
+        req.phase = Phase::Ior(IorPhase::Read);
+        let failed = Mutex::new(None);
+        run(&req, &Progress::default(), &|l| *failed.lock().unwrap() = Some(l.clone()));
+        let Some(PhaseLine::Failed { error }) = failed.into_inner().unwrap() else { panic!() };
+        assert!(error.contains("first_task 4294967295 and tasks 2: not a share of 4 tasks"), "{error}");
+    }
+
+    #[test]
+    fn the_arguments_name_the_whole_request() {
+        let req = request(std::path::Path::new("/mnt/gv0/pvfs-bench/r1"), Phase::Ior(IorPhase::Read));
+        let args = phase_args(&req).join(" ");
+        assert!(
+            args.starts_with(
+                "engine-phase --dir /mnt/gv0/pvfs-bench/r1 --phase ior-read --iteration 1 --first-task 2 --tasks 2 \
+                 --total-tasks 4 --tasks-per-client 2 --preset throughput --set write=true"
+            ),
+            "{args}"
+        );
+        for phase in Phase::ALL {
+            assert_eq!(Phase::from_name(phase.name()), Some(phase));
+        }
+    }
+}

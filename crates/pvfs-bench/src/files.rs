@@ -1,0 +1,358 @@
+//! Files that root makes in directories other users can write to, following no symlink.
+//!
+//! A benchmark's run directory is on the file system under test, which is shared: any user
+//! of the cluster may have created `pvfs-bench/RUN/ior.00000003` as a symlink to
+//! `/etc/shadow` before the agent (root) writes it. So every name is resolved here one
+//! component at a time from a directory descriptor with `O_NOFOLLOW` (a symlink anywhere in
+//! the path is refused, the run directory's own components included), files are opened with
+//! `O_NOFOLLOW`, new ones with `O_EXCL`, anything that is not a plain file with a single
+//! link is refused before a byte is written, and files written whole go to a random temporary
+//! name first and are renamed into place.
+//!
+//! Every refusal says which path, why, and that pvfs never follows symlinks there; errors are
+//! strings, as the engine's task errors are.
+
+use nix::errno::Errno;
+use nix::fcntl::{AtFlags, FcntlArg, OFlag, openat, renameat};
+use nix::sys::stat::{Mode, SFlag, fstatat, mkdirat};
+use nix::unistd::{UnlinkatFlags, unlinkat};
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path, PathBuf};
+
+/// A directory opened without following symlinks, with its path for messages. Everything
+/// below it is reached through its descriptor, so renaming a directory on the way and putting
+/// a symlink in its place changes nothing for a `Dir` already open.
+#[derive(Debug)]
+pub struct Dir {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+/// The flags every directory in a walk is opened with: a symlink fails with ELOOP (or ENOTDIR)
+/// instead of being followed.
+fn dir_flags() -> OFlag {
+    OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC
+}
+
+/// The message for `errno` from `what` on `path`, spelling out the symlink case.
+fn explain(what: &str, path: &Path, errno: Errno) -> String {
+    match errno {
+        Errno::ELOOP => format!(
+            "{what} {}: it is a symlink, and pvfs never follows symlinks in a benchmark's directory (other users \
+             can write there); remove it, or use the real path",
+            path.display()
+        ),
+        _ => format!("{what} {}: {}", path.display(), std::io::Error::from(errno)),
+    }
+}
+
+/// Opens directory `name` under `parent` without following a symlink there. With
+/// `O_DIRECTORY`, Linux says ENOTDIR for a symlink rather than ELOOP: look, so the message
+/// says what is really there.
+fn open_dir_at(parent: BorrowedFd<'_>, name: &std::ffi::OsStr, path: &Path) -> Result<OwnedFd, String> {
+    openat(parent, name, dir_flags(), Mode::empty()).map_err(|e| {
+        let is_link = e == Errno::ENOTDIR
+            && fstatat(parent, name, AtFlags::AT_SYMLINK_NOFOLLOW)
+                .is_ok_and(|st| st.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFLNK.bits());
+        explain("open", path, if is_link { Errno::ELOOP } else { e })
+    })
+}
+
+/// The normal components of `rel`, refusing `..` and absolute paths: a walk must stay below
+/// its start.
+fn components(rel: &Path) -> Result<Vec<&std::ffi::OsStr>, String> {
+    rel.components()
+        .filter(|c| *c != Component::CurDir)
+        .map(|c| match c {
+            Component::Normal(name) => Ok(name),
+            _ => Err(format!("{}: only plain names below the run directory (no .., no /)", rel.display())),
+        })
+        .collect()
+}
+
+impl Dir {
+    /// Opens absolute `path`, refusing a symlink at any of its components.
+    pub fn open(path: &Path) -> Result<Dir, String> {
+        Dir::walk(path, false)
+    }
+
+    /// Creates `path` and its missing parents (mode 0755, less the umask), refusing a symlink
+    /// at any component, and opens it.
+    pub fn create_all(path: &Path) -> Result<Dir, String> {
+        Dir::walk(path, true)
+    }
+
+    fn walk(path: &Path, create: bool) -> Result<Dir, String> {
+        if !path.is_absolute() {
+            return Err(format!("{}: the benchmark directory must be an absolute path", path.display()));
+        }
+        let root = Path::new("/");
+        let fd = openat(nix::fcntl::AT_FDCWD, root, dir_flags(), Mode::empty())
+            .map_err(|e| explain("open", root, e))?;
+        let mut dir = Dir { fd, path: root.to_owned() };
+        for name in components(path.strip_prefix("/").unwrap_or(path))? {
+            dir = if create { dir.create_dir(name)? } else { dir.open_dir(Path::new(name))? };
+        }
+        Ok(dir)
+    }
+
+    /// The directory's path, as it was opened.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Opens the directory `rel` below this one, one component at a time, refusing symlinks.
+    pub fn open_dir(&self, rel: &Path) -> Result<Dir, String> {
+        let mut fd: Option<OwnedFd> = None;
+        let mut path = self.path.clone();
+        for name in components(rel)? {
+            path.push(name);
+            let parent = fd.as_ref().map_or(self.fd.as_fd(), |fd| fd.as_fd());
+            fd = Some(open_dir_at(parent, name, &path)?);
+        }
+        match fd {
+            Some(fd) => Ok(Dir { fd, path }),
+            None => nix::unistd::dup(&self.fd)
+                .map(|fd| Dir { fd, path })
+                .map_err(|e| explain("open", &self.path, e)),
+        }
+    }
+
+    /// Makes directory `name` here unless it exists (as a real directory), and opens it.
+    pub fn create_dir(&self, name: impl AsRef<Path>) -> Result<Dir, String> {
+        let name = name.as_ref();
+        let path = self.path.join(name);
+        match mkdirat(&self.fd, name, Mode::from_bits_truncate(0o755)) {
+            Ok(()) | Err(Errno::EEXIST) => {}
+            Err(e) => return Err(explain("mkdir", &path, e)),
+        }
+        // A symlink planted at the name is EEXIST above, and refused here.
+        self.open_dir(name)
+    }
+
+    /// Makes directory `name` here, which must not exist (mdtest's directory items).
+    pub fn mkdir(&self, name: &str) -> Result<(), String> {
+        mkdirat(&self.fd, name, Mode::from_bits_truncate(0o755))
+            .map_err(|e| explain("mkdir", &self.path.join(name), e))
+    }
+
+    /// Creates file `name`, which must not exist: `O_CREAT | O_EXCL | O_NOFOLLOW`.
+    pub fn create_new(&self, name: &str, mode: u32) -> Result<File, String> {
+        let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        openat(&self.fd, name, flags, Mode::from_bits_truncate(mode)).map(File::from).map_err(|e| {
+            // O_EXCL fails on any existing name; say so plainly when it is a symlink.
+            let is_link = e == Errno::EEXIST && self.is_symlink(name);
+            explain("create", &self.path.join(name), if is_link { Errno::ELOOP } else { e })
+        })
+    }
+
+    fn is_symlink(&self, name: &str) -> bool {
+        self.stat(name).is_ok_and(|st| st.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFLNK.bits())
+    }
+
+    /// Opens file `name` for writing, creating it if missing, as IOR's write phase does (no
+    /// truncation: a shared file is written in place by every task). `extra` adds flags such
+    /// as `O_DIRECT`. A symlink, a device, a FIFO or a file with other hard links is refused.
+    pub fn open_write(&self, name: &str, extra: OFlag) -> Result<File, String> {
+        let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | extra;
+        let file = self.open_checked(name, flags, "open")?;
+        let links =
+            file.metadata().map_err(|e| format!("stat {}: {e}", self.path.join(name).display()))?.nlink();
+        if links > 1 {
+            return Err(format!(
+                "open {}: it has {links} hard links, so writing it would change another file too; pvfs writes only \
+                 its own files in a benchmark's directory: remove it",
+                self.path.join(name).display()
+            ));
+        }
+        Ok(file)
+    }
+
+    /// Opens file `name` for reading; a symlink, a device or a FIFO is refused (and a FIFO
+    /// cannot make the open hang).
+    pub fn open_read(&self, name: &str, extra: OFlag) -> Result<File, String> {
+        self.open_checked(name, OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | extra, "open")
+    }
+
+    /// Opens with `O_NONBLOCK` (so a FIFO planted at the name cannot block the open), checks
+    /// that a plain file was opened, then clears `O_NONBLOCK` for the I/O itself.
+    fn open_checked(&self, name: &str, flags: OFlag, what: &str) -> Result<File, String> {
+        let path = self.path.join(name);
+        let fd = openat(&self.fd, name, flags | OFlag::O_NONBLOCK, Mode::from_bits_truncate(0o644))
+            .map_err(|e| explain(what, &path, e))?;
+        let file = File::from(fd);
+        let meta = file.metadata().map_err(|e| format!("stat {}: {e}", path.display()))?;
+        if !meta.file_type().is_file() {
+            return Err(format!(
+                "{what} {}: not a regular file; pvfs reads and writes only plain files in a benchmark's directory",
+                path.display()
+            ));
+        }
+        let status = nix::fcntl::fcntl(&file, FcntlArg::F_GETFL).map_err(|e| explain("fcntl", &path, e))?;
+        let blocking = OFlag::from_bits_truncate(status) - OFlag::O_NONBLOCK;
+        nix::fcntl::fcntl(&file, FcntlArg::F_SETFL(blocking)).map_err(|e| explain("fcntl", &path, e))?;
+        Ok(file)
+    }
+
+    /// `lstat` of `name` here: what it is, never what a symlink points at.
+    pub fn stat(&self, name: &str) -> Result<nix::sys::stat::FileStat, String> {
+        fstatat(&self.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW)
+            .map_err(|e| explain("stat", &self.path.join(name), e))
+    }
+
+    /// Removes file `name` here (a symlink is removed, never followed); a missing one is fine
+    /// when `missing_ok`.
+    pub fn remove_file(&self, name: &str, missing_ok: bool) -> Result<(), String> {
+        match unlinkat(&self.fd, name, UnlinkatFlags::NoRemoveDir) {
+            Err(Errno::ENOENT) if missing_ok => Ok(()),
+            other => other.map_err(|e| explain("unlink", &self.path.join(name), e)),
+        }
+    }
+
+    /// Removes the empty directory `name` here.
+    pub fn remove_dir(&self, name: &str) -> Result<(), String> {
+        unlinkat(&self.fd, name, UnlinkatFlags::RemoveDir)
+            .map_err(|e| explain("rmdir", &self.path.join(name), e))
+    }
+
+    /// Writes `contents` as file `name`: to a random new name first (`O_EXCL | O_NOFOLLOW`),
+    /// synced, then renamed over `name`, and the directory synced. A rename replaces a symlink
+    /// at `name` rather than following it; one found there beforehand is refused all the same,
+    /// since it means someone is trying.
+    pub fn replace_file(&self, name: &str, contents: &[u8], mode: u32) -> Result<(), String> {
+        let path = self.path.join(name);
+        match self.stat(name) {
+            Ok(st) if SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits()) != SFlag::S_IFREG => {
+                return Err(format!(
+                    "write {}: it exists and is not a plain file (a symlink?); pvfs never follows symlinks in a \
+                     benchmark's directory (other users can write there): remove it",
+                    path.display()
+                ));
+            }
+            _ => {}
+        }
+        let (temp, mut file) = loop {
+            let temp = format!(".{name}.{:016x}", fastrand::u64(..));
+            match self.create_new(&temp, mode) {
+                Ok(file) => break (temp, file),
+                // Someone holds that name already: draw another.
+                Err(_) if self.stat(&temp).is_ok() => continue,
+                Err(err) => return Err(err),
+            }
+        };
+        let written = file
+            .write_all(contents)
+            .and_then(|()| file.sync_all())
+            .map_err(|e| format!("write {}: {e}", self.path.join(&temp).display()));
+        drop(file);
+        if let Err(err) = written.and_then(|()| {
+            renameat(&self.fd, temp.as_str(), &self.fd, name).map_err(|e| explain("rename into", &path, e))
+        }) {
+            let _ = self.remove_file(&temp, true);
+            return Err(err);
+        }
+        nix::unistd::fsync(&self.fd).map_err(|e| explain("fsync", &self.path, e))
+    }
+
+    /// Entries in the directory, counted through its descriptor (so a directory renamed away and
+    /// replaced is not the one counted).
+    pub fn count_entries(&self) -> Result<usize, String> {
+        let by_fd = PathBuf::from(format!("/proc/self/fd/{}", self.fd.as_raw_fd()));
+        let entries = std::fs::read_dir(&by_fd).map_err(|e| format!("list {}: {e}", self.path.display()))?;
+        Ok(entries.filter(Result::is_ok).count())
+    }
+
+    pub fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn directories_are_made_and_opened_without_following_symlinks() {
+        let tmp = tempfile::tempdir().unwrap();
+        let run = tmp.path().join("pvfs-bench/run");
+        let dir = Dir::create_all(&run).unwrap();
+        assert!(run.is_dir());
+        assert_eq!(dir.path(), run);
+        Dir::open(&run).unwrap();
+
+        // A symlink anywhere on the way is refused, and what it points at is left alone.
+        let elsewhere = tmp.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        symlink(&elsewhere, tmp.path().join("pvfs-bench/linked")).unwrap();
+        for path in [tmp.path().join("pvfs-bench/linked"), tmp.path().join("pvfs-bench/linked/sub")] {
+            let err = Dir::create_all(&path).unwrap_err();
+            assert!(err.contains("linked: it is a symlink, and pvfs never follows symlinks"), "{err}");
+            let err = Dir::open(&path).unwrap_err();
+            assert!(err.contains("pvfs-bench/linked: it is a symlink"), "{err}");
+        }
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0, "nothing made through the link");
+        assert!(Dir::create_all(Path::new("relative/dir")).unwrap_err().contains("absolute"));
+        assert!(dir.open_dir(Path::new("../x")).unwrap_err().contains("no .."));
+    }
+
+    #[test]
+    fn files_refuse_symlinks_links_and_devices() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::create_all(tmp.path()).unwrap();
+        let victim = tmp.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        symlink(&victim, tmp.path().join("ior.00000000")).unwrap();
+        let err = dir.open_write("ior.00000000", OFlag::empty()).unwrap_err();
+        assert!(err.contains("ior.00000000: it is a symlink"), "{err}");
+        let err = dir.open_read("ior.00000000", OFlag::empty()).unwrap_err();
+        assert!(err.contains("it is a symlink"), "{err}");
+        let err = dir.create_new("ior.00000000", 0o644).unwrap_err();
+        assert!(err.contains("ior.00000000: it is a symlink"), "{err}");
+        std::fs::write(tmp.path().join("plain"), "").unwrap();
+        assert!(dir.create_new("plain", 0o644).unwrap_err().contains("File exists"));
+        std::fs::hard_link(&victim, tmp.path().join("ior.00000001")).unwrap();
+        let err = dir.open_write("ior.00000001", OFlag::empty()).unwrap_err();
+        assert!(err.contains("it has 2 hard links"), "{err}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+
+        // A FIFO cannot make the open hang, and is refused.
+        nix::unistd::mkfifo(&tmp.path().join("fifo"), Mode::from_bits_truncate(0o600)).unwrap();
+        assert!(dir.open_read("fifo", OFlag::empty()).unwrap_err().contains("not a regular file"));
+        let null = Dir::open(Path::new("/dev")).unwrap();
+        assert!(null.open_read("null", OFlag::empty()).unwrap_err().contains("not a regular file"));
+
+        // A plain file is written and read, blocking as usual.
+        let mut w = dir.open_write("ior", OFlag::empty()).unwrap();
+        w.write_all(b"data").unwrap();
+        let r = dir.open_read("ior", OFlag::empty()).unwrap();
+        let flags = OFlag::from_bits_truncate(nix::fcntl::fcntl(&r, FcntlArg::F_GETFL).unwrap());
+        assert!(!flags.contains(OFlag::O_NONBLOCK));
+        dir.remove_file("ior", false).unwrap();
+        dir.remove_file("ior", true).unwrap();
+        // Removing a symlink removes the link, not its target.
+        dir.remove_file("ior.00000000", false).unwrap();
+        assert!(victim.exists());
+    }
+
+    #[test]
+    fn a_replaced_file_goes_through_a_temporary_and_never_through_a_symlink() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::create_all(tmp.path()).unwrap();
+        dir.replace_file("mpi-hostfile", b"a slots=1\n", 0o644).unwrap();
+        dir.replace_file("mpi-hostfile", b"b slots=2\n", 0o644).unwrap();
+        assert_eq!(std::fs::read_to_string(tmp.path().join("mpi-hostfile")).unwrap(), "b slots=2\n");
+        assert_eq!(dir.count_entries().unwrap(), 1, "no temporary left behind");
+
+        let victim = tmp.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        std::fs::remove_file(tmp.path().join("mpi-hostfile")).unwrap();
+        symlink(&victim, tmp.path().join("mpi-hostfile")).unwrap();
+        let err = dir.replace_file("mpi-hostfile", b"c slots=3\n", 0o644).unwrap_err();
+        assert!(err.contains("mpi-hostfile: it exists and is not a plain file"), "{err}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    }
+}
