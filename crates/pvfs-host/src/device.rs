@@ -154,6 +154,9 @@ pub enum DeviceError {
         #[source]
         source: io::Error,
     },
+    /// The kernel's mount table held a line pvfs cannot read: nothing is assumed unmounted.
+    #[error("cannot tell whether {path} is mounted: {message}")]
+    Mountinfo { path: String, message: String },
     #[error("cannot examine {path}: {source}")]
     Host {
         path: String,
@@ -172,7 +175,10 @@ impl DeviceError {
             DeviceError::Swap { .. } => Some("not swap"),
             DeviceError::Busy { .. } => Some("exclusive open"),
             DeviceError::Changed { .. } => Some("same device"),
-            DeviceError::Missing { .. } | DeviceError::Unreadable { .. } | DeviceError::Host { .. } => None,
+            DeviceError::Missing { .. }
+            | DeviceError::Unreadable { .. }
+            | DeviceError::Mountinfo { .. }
+            | DeviceError::Host { .. } => None,
         }
     }
 }
@@ -263,9 +269,11 @@ pub fn check_unused(root: &Root, id: &Identity) -> Result<(), DeviceError> {
     let host = |source| DeviceError::Host { path: id.path.clone(), source };
     let family = Family::of(root, id)?;
 
-    let mountinfo = root.read_to_string("/proc/self/mountinfo").map_err(host)?;
-    for line in mountinfo.lines() {
-        let Some(mount) = MountLine::parse(line) else { continue };
+    let mounts = crate::mountinfo::read(root).map_err(|err| match err {
+        crate::mountinfo::MountinfoError::Read(source) => host(source),
+        other => DeviceError::Mountinfo { path: id.path.clone(), message: other.to_string() },
+    })?;
+    for mount in mounts {
         // By number; btrfs shows an anonymous 0:N there instead, and its source is the device
         // node, matched by the kernel's name (the O_EXCL open catches it anyway; this names it).
         let anonymous = mount.dev.major == 0 && mount.source.starts_with("/dev/");
@@ -306,7 +314,10 @@ pub fn check_unused(root: &Root, id: &Identity) -> Result<(), DeviceError> {
         // mounted one is refused above. The kernel prints a swap device by its devtmpfs node
         // (`/dev/sdc2`, `/dev/dm-1`), so its last component is the kernel's name.
         let mut fields = line.split_whitespace();
-        let (Some(file), Some("partition")) = (fields.next().map(unescape), fields.next()) else { continue };
+        let (Some(file), Some("partition")) = (fields.next().map(crate::mountinfo::unescape), fields.next())
+        else {
+            continue;
+        };
         if let Some(name) = family.find_name(kernel_name(&file)) {
             return Err(DeviceError::Swap { path: id.path.clone(), what: family.what(id, name) });
         }
@@ -317,47 +328,6 @@ pub fn check_unused(root: &Root, id: &Identity) -> Result<(), DeviceError> {
 /// The last component of a device path (`/dev/sdc2` → `sdc2`).
 fn kernel_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
-}
-
-/// The fields of a `/proc/self/mountinfo` line pvfs needs (Documentation/filesystems/proc.rst,
-/// 3.5: `36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue`).
-struct MountLine {
-    dev: DevNum,
-    mount_point: String,
-    source: String,
-}
-
-impl MountLine {
-    fn parse(line: &str) -> Option<MountLine> {
-        let mut fields = line.split(' ');
-        let dev = DevNum::parse(fields.nth(2)?)?;
-        let mount_point = unescape(fields.nth(1)?);
-        // Optional fields end at a lone "-"; then the type and the source.
-        let mut rest = fields.skip_while(|f| *f != "-").skip(1);
-        let source = unescape(rest.nth(1).unwrap_or_default());
-        Some(MountLine { dev, mount_point, source })
-    }
-}
-
-/// Undoes the kernel's octal escapes in mountinfo and /proc/swaps (`\040` for a space).
-fn unescape(field: &str) -> String {
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let octal = bytes.get(i + 1..i + 4).filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
-        match (bytes[i], octal) {
-            (b'\\', Some(digits)) => {
-                out.push(digits.iter().fold(0u8, |n, d| n.wrapping_mul(8).wrapping_add(d - b'0')));
-                i += 4;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// A device that passed rules 1–5, held open `O_EXCL`: while this lives, the kernel lets no

@@ -30,7 +30,6 @@ impl Runner for BareNode {
             ("pvs" | "vgs" | "lvs", _) => {
                 out(5, "{\"report\":[{\"pv\":[],\"vg\":[],\"lv\":[]}]}", "  not found\n")
             }
-            ("findmnt", _) => out(1, "", ""),
             ("rpm", [.., name]) => out(1, &format!("package {name} is not installed\n"), ""),
             ("dpkg-query", [.., name]) => {
                 out(1, "", &format!("dpkg-query: no packages found matching {name}\n"))
@@ -154,7 +153,7 @@ fn luns(n: usize) -> Vec<String> {
 /// Seed 000, GlusterFS section, steps 2–7 and "Set up the GlusterFS volume": the same commands
 /// in the same order, except: `mdadm` gets `--run` (no prompt) only because every member was
 /// proven empty, and writes mdadm.conf from the array's own `--detail --brief`; `mkfs.xfs` has no `-f` (the device is proven empty first);
-/// mounts are checked with findmnt and written to fstab once, not appended; peers are probed
+/// mounts are checked in the kernel's mount table and written to fstab once, not appended; peers are probed
 /// once from one server (probing is idempotent; the second probe "to set its host name" is
 /// only needed with host names, not the IPs used here); the brick is a directory under the
 /// brick mount; the volume gets `transport tcp` explicitly.

@@ -71,11 +71,16 @@ pub(crate) async fn prove_empty<R: Runner>(
 
 /// A refusal from the device rules, or a failure to examine the device.
 fn refused(device: &str, purpose: &str, err: device::DeviceError) -> StepError {
-    let reason = match err.rule() {
-        Some(_) => err.to_string(),
-        None => format!("cannot prove {device} empty before pvfs {purpose}: {err}"),
-    };
-    StepError::Refused { reason }
+    match (err.rule(), &err) {
+        (Some(_), _) => StepError::Refused { reason: err.to_string() },
+        // Not there (yet): an earlier step may be what makes it.
+        (None, device::DeviceError::Missing { .. }) => StepError::Unproven {
+            reason: format!("cannot prove {device} empty before pvfs {purpose}: {err}"),
+        },
+        (None, _) => {
+            StepError::Refused { reason: format!("cannot prove {device} empty before pvfs {purpose}: {err}") }
+        }
+    }
 }
 
 /// What a claimed device holds, in words; `None` when it is empty: zeros where data and

@@ -46,6 +46,9 @@ pub struct Failure {
     pub command: Option<String>,
     pub code: Option<i32>,
     pub stderr_tail: String,
+    /// A safety refusal ([`StepError::is_refusal`]): shown as a refusal wherever it is shown,
+    /// and never relabeled pending in a dry run.
+    pub refused: bool,
 }
 
 impl From<StepError> for Failure {
@@ -54,7 +57,13 @@ impl From<StepError> for Failure {
             StepError::Command { code, stderr, .. } => (*code, stderr.clone()),
             _ => (None, String::new()),
         };
-        Failure { command: err.command().map(str::to_owned), message: err.to_string(), code, stderr_tail }
+        Failure {
+            command: err.command().map(str::to_owned),
+            message: err.to_string(),
+            code,
+            stderr_tail,
+            refused: err.is_refusal(),
+        }
     }
 }
 
@@ -125,6 +134,7 @@ async fn execute_while<R: Runner>(
                     command: None,
                     code: None,
                     stderr_tail: String::new(),
+                    refused: false,
                 }),
                 Err(err) => Outcome::Failed(err.into()),
             }
@@ -239,7 +249,8 @@ async fn run<R: Runner>(
 /// anything runs, and every other step is reported skipped. The first failure skips the rest. In a dry run (`dry_run`), a step that cannot be assessed
 /// after an earlier step would have changed something (or when `after_changes` says steps on
 /// other nodes would) is reported as pending with the reason, not as failed: the device an
-/// earlier step creates does not exist yet. `keep_going` is asked before each step and between
+/// earlier step creates does not exist yet. A safety refusal is never relabeled so: it is
+/// about what the node holds now. `keep_going` is asked before each step and between
 /// a gate's probes; when it says no (the coordinator went away, the agent is stopping), a gate
 /// stops waiting and no further step starts. A step that acts runs to its end.
 pub async fn run_unit<R: Runner>(
@@ -290,6 +301,7 @@ pub async fn run_unit<R: Runner>(
                 command: None,
                 code: None,
                 stderr_tail: String::new(),
+                refused: false,
             };
             emit(Event::Done { index, outcome: Outcome::Failed(failure), duration: Duration::ZERO });
             summary.failed += 1;
@@ -312,9 +324,12 @@ pub async fn run_unit<R: Runner>(
         for record in commands {
             emit(Event::Command { index, record });
         }
+        // A refusal stands whatever comes before it: what it refuses (a disk holding data, a
+        // mount point with files) is on the node now, not something an earlier step makes.
         if dry_run
             && uncertain
             && let Outcome::Failed(failure) = &outcome
+            && !failure.refused
         {
             outcome =
                 Outcome::Pending { detail: format!("depends on the changes before it: {}", failure.message) };

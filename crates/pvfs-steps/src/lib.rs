@@ -261,6 +261,12 @@ pub enum StepError {
     /// The step would destroy or override something the cluster file did not allow.
     #[error("refusing: {reason}")]
     Refused { reason: String },
+    /// The step would act on a device that is not there, so nothing can be proven about it.
+    /// A run fails on it like a refusal; a dry run after earlier changes reports it pending,
+    /// as an earlier step (an array, a volume) makes the device. Unlike [`StepError::Refused`],
+    /// it says nothing about what a device holds.
+    #[error("refusing: {reason}")]
+    Unproven { reason: String },
     /// A command exited with a failure.
     #[error("`{command}` exited {}{}{}", code.map_or("on a signal".to_owned(), |c| c.to_string()),
         if stderr.is_empty() { String::new() } else { format!(": {stderr}") },
@@ -283,6 +289,13 @@ pub enum StepError {
 }
 
 impl StepError {
+    /// A safety refusal: the policy forbids the step, or it would destroy or override what
+    /// the node holds. Always reported as a refusal, never as "pending" (a disk with data must
+    /// not look like one an earlier step has yet to make).
+    pub fn is_refusal(&self) -> bool {
+        matches!(self, StepError::Policy(_) | StepError::Refused { .. })
+    }
+
     /// The command involved, when there was one.
     pub fn command(&self) -> Option<&str> {
         match self {

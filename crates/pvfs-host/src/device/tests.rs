@@ -170,18 +170,6 @@ fn a_tree_without_the_files_cannot_prove_anything() {
     assert_eq!(err.rule(), None);
 }
 
-#[test]
-fn mountinfo_fields_and_escapes() {
-    let line = MountLine::parse(
-        "36 35 98:0 /mnt1 /mnt\\0402 rw,noatime master:1 - ext3 /dev/root rw,errors=continue",
-    )
-    .unwrap();
-    assert_eq!(line.dev, DevNum { major: 98, minor: 0 });
-    assert_eq!(line.mount_point, "/mnt 2");
-    assert_eq!(line.source, "/dev/root");
-    assert_eq!(unescape("a\\011b\\134c\\9"), "a\tb\\c\\9");
-}
-
 // Real loop devices from here on.
 
 const SIZE: u64 = 200 * MIB;

@@ -382,6 +382,7 @@ impl From<&Event> for pb::ApplyEvent {
                         done.command = f.command.clone().unwrap_or_default();
                         done.code = f.code;
                         done.stderr_tail = f.stderr_tail.clone();
+                        done.refused = f.refused;
                         Status::Failed
                     }
                     Outcome::Skipped { reason } => {
@@ -428,6 +429,7 @@ impl From<pb::ApplyEvent> for Option<Event> {
                         command: (!d.command.is_empty()).then_some(d.command),
                         code: d.code,
                         stderr_tail: d.stderr_tail,
+                        refused: d.refused,
                     }),
                 };
                 Event::Done { index: d.index, outcome, duration: Duration::from_millis(d.duration_ms) }
@@ -536,6 +538,14 @@ mod tests {
             command: Some("mkfs.xfs /dev/loop0".into()),
             code: Some(1),
             stderr_tail: "boom".into(),
+            refused: false,
+        });
+        let refusal = Outcome::Failed(Failure {
+            message: "refusing: /dev/sdc holds xfs".into(),
+            command: None,
+            code: None,
+            stderr_tail: String::new(),
+            refused: true,
         });
         for outcome in [
             Outcome::Ok { detail: None },
@@ -544,6 +554,7 @@ mod tests {
             Outcome::Pending { detail: "p".into() },
             Outcome::Skipped { reason: "s".into() },
             failure,
+            refusal,
         ] {
             let event = Event::Done { index: 3, outcome, duration: Duration::from_millis(12) };
             let back: Option<Event> = pb::ApplyEvent::from(&event).into();

@@ -1,4 +1,4 @@
-//! Block steps against recorded outputs of the real tools (blkid, wipefs and findmnt recorded on
+//! Block steps against recorded outputs of the real tools (blkid and wipefs recorded on
 //! this machine; mdadm and LVM outputs from reference/setup-anchors.md, as md and dm are absent
 //! from this kernel), on real devices: every device a test names (`/dev/sdc`, `/dev/md0`) is a
 //! link to a loop device made for the test, so the device rules (block device, unused,

@@ -119,7 +119,9 @@ impl View {
             Outcome::Pending { detail } => format!("{head}: pending: {detail}\n"),
             Outcome::Skipped { reason } => format!("{head}: skipped ({reason})\n"),
             Outcome::Failed(f) => {
-                let mut s = format!("{head}: FAILED{secs}\n          {}\n", f.message);
+                // A refusal reads as one, in a plan too: a disk holding data is never "pending".
+                let label = if f.refused { "REFUSED" } else { "FAILED" };
+                let mut s = format!("{head}: {label}{secs}\n          {}\n", f.message);
                 if let Some(cmd) = &f.command {
                     let code = f.code.map_or("none (signal or not run)".to_owned(), |c| c.to_string());
                     s += &format!("          command: {cmd}\n          exit code: {code}\n");
@@ -220,7 +222,7 @@ fn event_json(event: &UpEvent) -> serde_json::Value {
                     Outcome::Pending { detail } => ("pending", json!({"detail": detail})),
                     Outcome::Skipped { reason } => ("skipped", json!({"detail": reason})),
                     Outcome::Failed(f) => (
-                        "failed",
+                        if f.refused { "refused" } else { "failed" },
                         json!({"detail": f.message, "command": f.command, "code": f.code, "stderr_tail": f.stderr_tail}),
                     ),
                 };
