@@ -136,11 +136,14 @@ impl Packages {
         }
         let mut missing = Vec::new();
         for package in list {
-            let installed = installed_version(host, manager, &package.name).await?;
-            match (&installed, &package.version) {
-                (None, _) => a.diff.push(format!("{} is not installed", package.name)),
-                (Some(have), Some(want)) if !version_matches(have, want) => {
-                    a.diff.push(format!("{} is {have}, not {want}", package.name));
+            let installed = installed_versions(host, manager, &package.name).await?;
+            match &package.version {
+                _ if installed.is_empty() => a.diff.push(format!("{} is not installed", package.name)),
+                // Several versions can be installed at once (kernels, multilib): the pin
+                // holds when one of them is the version pinned.
+                Some(want) if !installed.iter().any(|have| have.matches(want)) => {
+                    let have: Vec<String> = installed.iter().map(ToString::to_string).collect();
+                    a.diff.push(format!("{} is {}, not {want}", package.name, have.join(", ")));
                 }
                 _ => continue,
             }
@@ -189,46 +192,142 @@ impl fmt::Display for Packages {
     }
 }
 
+/// One installed version of a package, as its package manager reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Installed {
+    /// rpm's epoch, when the package has one (`1` of `1:2.4.6-80.el7`); dpkg keeps it in
+    /// `version`.
+    pub epoch: Option<String>,
+    /// `2.9.0-1.el7.x86_64` (rpm: version-release.arch) or `10.3-5` (dpkg).
+    pub version: String,
+}
+
+impl Installed {
+    /// A pin matches exactly, or as a prefix up to a `-`/`.`/`+`/`~` boundary (`2.9.0`
+    /// matches rpm's `2.9.0-1.el7.x86_64`); a pin with an epoch (`1:2.4.6`) must match the
+    /// epoch too.
+    pub(crate) fn matches(&self, want: &str) -> bool {
+        match (want.split_once(':'), &self.epoch) {
+            (Some((epoch, rest)), Some(have)) => epoch == have && version_matches(&self.version, rest),
+            (Some((epoch, rest)), None) => {
+                // dpkg writes the epoch into the version itself.
+                version_matches(&self.version, want) || (epoch == "0" && version_matches(&self.version, rest))
+            }
+            (None, _) => version_matches(&self.version, want),
+        }
+    }
+}
+
+impl fmt::Display for Installed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.epoch {
+            Some(epoch) => write!(f, "{epoch}:{}", self.version),
+            None => f.write_str(&self.version),
+        }
+    }
+}
+
 /// A pin matches the installed version exactly, or as a prefix up to a `-`/`.`/`+` boundary
 /// (`2.9.0` matches rpm's `2.9.0-1.el7`).
 fn version_matches(have: &str, want: &str) -> bool {
     have == want || have.strip_prefix(want).is_some_and(|rest| rest.starts_with(['-', '.', '+', '~']))
 }
 
-/// The installed version, or `None`.
-async fn installed_version<R: Runner>(
+/// rpm's query format for one installed package: `%{EVR}` is `[EPOCH:]VERSION-RELEASE`
+/// (the epoch only where the package has one), then the architecture. One line per
+/// installed instance: `rpm -q kernel` lists every installed kernel, oldest first.
+const RPM_FORMAT: &str = "%{EVR}.%{ARCH}\\n";
+
+/// dpkg-query's format: the three-letter status (desired action, state, error flag:
+/// dpkg-query(1), `db:Status-Abbrev`) and the version. A package of several architectures
+/// (multiarch) prints one line each.
+const DPKG_FORMAT: &str = "${db:Status-Abbrev}|${Version}\\n";
+
+/// Every installed version of `name`, empty when none is.
+pub(crate) async fn installed_versions<R: Runner>(
     host: &Host<R>,
     manager: PackageManager,
     name: &str,
-) -> Result<Option<String>, StepError> {
+) -> Result<Vec<Installed>, StepError> {
     let command = match manager {
-        PackageManager::Apt => {
-            Command::new("dpkg-query").args(["-W", "-f", "${db:Status-Abbrev}|${Version}\\n", name])
-        }
-        _ => Command::new("rpm").args(["-q", "--qf", "%{VERSION}-%{RELEASE}\\n", name]),
+        PackageManager::Apt => Command::new("dpkg-query").args(["-W", "-f", DPKG_FORMAT, name]),
+        _ => Command::new("rpm").args(["-q", "--qf", RPM_FORMAT, name]),
     };
     let shown = command.to_string();
     let out = host.probe(command).await?;
+    let failed = |out: &pvfs_host::Output| StepError::Command {
+        command: shown.clone(),
+        code: out.code,
+        stderr: crate::error_tail(out),
+        hint: None,
+    };
     match (manager, out.code) {
-        // "ii |10.3-5": only "ii" is installed; "rc" (removed, config kept) and "un" are not.
-        (PackageManager::Apt, Some(0)) => {
-            let line = out.stdout.lines().next().unwrap_or_default();
-            let (status, version) = line.split_once('|').ok_or_else(|| StepError::Unexpected {
-                command: shown.clone(),
-                message: format!("{line:?}"),
-            })?;
-            Ok(status.starts_with("ii").then(|| version.trim().to_owned()))
-        }
-        // dpkg-query: "no packages found matching X"; rpm: "package X is not installed".
-        (_, Some(1)) => Ok(None),
-        (_, Some(0)) => Ok(out.stdout.lines().next().map(|l| l.trim().to_owned())),
-        _ => Err(StepError::Command {
-            command: shown,
-            code: out.code,
-            stderr: crate::error_tail(&out),
-            hint: None,
-        }),
+        (PackageManager::Apt, Some(0)) => parse_dpkg_query(&shown, &out.stdout),
+        // "dpkg-query: no packages found matching NAME" on stderr.
+        (PackageManager::Apt, Some(1)) if out.stderr.contains("no packages found matching") => Ok(Vec::new()),
+        (PackageManager::Apt, _) => Err(failed(&out)),
+        (_, Some(0)) => parse_rpm_query(&shown, &out.stdout),
+        // "package NAME is not installed" on stdout; any other exit 1 (a damaged rpm
+        // database: "error: rpmdb: …") is a failure, not an absent package.
+        (_, Some(1)) if out.stdout.trim_end().ends_with("is not installed") => Ok(Vec::new()),
+        _ => Err(failed(&out)),
     }
+}
+
+/// `rpm -q --qf RPM_FORMAT` lines: `3.10.0-1160.45.1.el7.x86_64`, `1:2.4.6-80.el7.centos.x86_64`.
+fn parse_rpm_query(command: &str, stdout: &str) -> Result<Vec<Installed>, StepError> {
+    let unexpected = |line: &str, why: &str| StepError::Unexpected {
+        command: command.to_owned(),
+        message: format!("{why} in {line:?} (expected [EPOCH:]VERSION-RELEASE.ARCH)"),
+    };
+    let installed: Vec<Installed> = stdout
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|line| {
+            let (epoch, version) = match line.split_once(':') {
+                Some((epoch, rest)) if !epoch.is_empty() && epoch.bytes().all(|b| b.is_ascii_digit()) => {
+                    (Some(epoch.to_owned()), rest)
+                }
+                Some(_) => return Err(unexpected(line, "an epoch that is not a number")),
+                None => (None, line),
+            };
+            if !version.contains('-') || version.contains(char::is_whitespace) {
+                return Err(unexpected(line, "no VERSION-RELEASE"));
+            }
+            Ok(Installed { epoch, version: version.to_owned() })
+        })
+        .collect::<Result<_, _>>()?;
+    if installed.is_empty() {
+        return Err(StepError::Unexpected {
+            command: command.to_owned(),
+            message: "exit 0 and no version".into(),
+        });
+    }
+    Ok(installed)
+}
+
+/// `dpkg-query -W -f DPKG_FORMAT` lines: `ii |6.1.0-1`. Installed means the state letter
+/// (the second) is `i`, with no error flag: `ii` and `hi` (held) are installed; `rc`
+/// (removed, configuration kept), `un` (unknown), `iU`/`iF` (unpacked, half-configured) and
+/// `iiR` (reinstall required) are not.
+fn parse_dpkg_query(command: &str, stdout: &str) -> Result<Vec<Installed>, StepError> {
+    let mut installed = Vec::new();
+    for line in stdout.lines().filter(|l| !l.is_empty()) {
+        let unexpected = || StepError::Unexpected {
+            command: command.to_owned(),
+            message: format!("{line:?} is not STATUS|VERSION with a three-letter status (dpkg-query(1))"),
+        };
+        let (status, version) = line.split_once('|').ok_or_else(unexpected)?;
+        let letters: Vec<char> = status.chars().collect();
+        if letters.len() != 3 || !letters[..2].iter().all(char::is_ascii_alphabetic) {
+            return Err(unexpected());
+        }
+        if letters[1] == 'i' && letters[2] == ' ' && !version.trim().is_empty() {
+            installed.push(Installed { epoch: None, version: version.trim().to_owned() });
+        }
+    }
+    Ok(installed)
 }
 
 fn install_command(manager: PackageManager, packages: &[&Package]) -> Command {
@@ -307,9 +406,9 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("usr/bin")).unwrap();
         std::fs::write(dir.path().join("usr/bin/yum"), "").unwrap();
         let runner = RecordedRunner::new()
-            .record("rpm -q --qf '%{VERSION}-%{RELEASE}\\n' lustre", 0, "2.9.0-1.el7\n", "")
+            .record("rpm -q --qf '%{EVR}.%{ARCH}\\n' lustre", 0, "2.9.0-1.el7.x86_64\n", "")
             .record(
-                "rpm -q --qf '%{VERSION}-%{RELEASE}\\n' kmod-lustre",
+                "rpm -q --qf '%{EVR}.%{ARCH}\\n' kmod-lustre",
                 1,
                 "package kmod-lustre is not installed\n",
                 "",
@@ -339,6 +438,122 @@ mod tests {
             ["write /etc/yum.repos.d/lustre-server.repo", "yum install -y -- kmod-lustre-2.9.0"]
         );
         assert!(!version_matches("2.9.01-1", "2.9.0"));
+    }
+
+    /// A fixture of `testdata/packages/` without its `#` header (the citation).
+    fn fixture(name: &str) -> String {
+        let path = format!("{}/testdata/packages/{name}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{path}: {err}"));
+        text.lines().filter(|l| !l.starts_with('#')).map(|l| format!("{l}\n")).collect()
+    }
+
+    fn rpm_host(
+        name: &str,
+        code: i32,
+        stdout: &str,
+        stderr: &str,
+    ) -> (tempfile::TempDir, Host<RecordedRunner>) {
+        let dir = tempfile::tempdir().unwrap();
+        let command = format!("rpm -q --qf '%{{EVR}}.%{{ARCH}}\\n' {name}");
+        let host =
+            Host::new(Root::at(dir.path()), RecordedRunner::new().record(&command, code, stdout, stderr));
+        (dir, host)
+    }
+
+    fn rpm_step(name: &str, version: Option<&str>) -> Packages {
+        Packages { manager: PackageManager::Dnf, apt: vec![], rpm: vec![pkg(name, version)], repos: vec![] }
+    }
+
+    #[tokio::test]
+    async fn every_installed_rpm_counts_not_only_the_first() {
+        for fixture_name in ["rpm-q-kernel-ol6.txt", "rpm-q-kernel-ol7.txt"] {
+            let out = fixture(fixture_name);
+            let all: Vec<&str> = out.lines().collect();
+            let (_dir, host) = rpm_host("kernel", 0, &out, "");
+            // Each installed kernel satisfies a pin on it, wherever rpm lists it.
+            for have in &all {
+                let pinned = have.rsplit_once('.').unwrap().0; // without the arch
+                let a = rpm_step("kernel", Some(pinned)).assess(&host).await.unwrap();
+                assert!(a.is_in_sync(), "{fixture_name}: {pinned}: {:?}", a.diff);
+            }
+            let a = rpm_step("kernel", Some("4.18.0")).assess(&host).await.unwrap();
+            assert_eq!(a.diff, [format!("kernel is {}, not 4.18.0", all.join(", "))], "{fixture_name}");
+            assert_eq!(
+                a.actions.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                ["dnf install -y -- kernel-4.18.0"]
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn rpm_epochs_are_read_and_matched() {
+        let (_dir, host) = rpm_host("mod_ssl", 0, &fixture("rpm-q-epoch-el7.txt"), "");
+        let installed = installed_versions(&host, PackageManager::Yum, "mod_ssl").await.unwrap();
+        assert_eq!(
+            installed,
+            [Installed { epoch: Some("1".into()), version: "2.4.6-80.el7.centos.x86_64".into() }]
+        );
+        for (pin, ok) in [
+            ("2.4.6", true),
+            ("1:2.4.6", true),
+            ("1:2.4.6-80.el7.centos", true),
+            ("2:2.4.6", false),
+            ("2.4.7", false),
+        ] {
+            assert_eq!(installed[0].matches(pin), ok, "{pin}");
+        }
+    }
+
+    #[tokio::test]
+    async fn rpm_answers_other_than_installed_or_not_are_errors_naming_the_command() {
+        // Not installed: rpm says so on stdout and exits 1.
+        let (_dir, host) = rpm_host("kmod-lustre", 1, "package kmod-lustre is not installed\n", "");
+        assert_eq!(installed_versions(&host, PackageManager::Yum, "kmod-lustre").await.unwrap(), []);
+        // Exit 1 for another reason (a damaged rpm database) is not "not installed".
+        let (_dir, host) =
+            rpm_host("lustre", 1, "", "error: cannot open Packages database in /var/lib/rpm\n");
+        let err = installed_versions(&host, PackageManager::Yum, "lustre").await.unwrap_err();
+        assert!(err.to_string().contains("error: cannot open Packages database"), "{err}");
+        // A format pvfs does not know (an rpm whose query format differs) is refused by name.
+        for garbage in ["lustre-2.9.0-1.el7.x86_64 is installed\n", "x:2.9.0-1.el7.x86_64\n", "\n", "2.9.0\n"]
+        {
+            let (_dir, host) = rpm_host("lustre", 0, garbage, "");
+            let err = installed_versions(&host, PackageManager::Yum, "lustre").await.unwrap_err();
+            assert!(matches!(err, StepError::Unexpected { .. }), "{garbage:?}: {err}");
+            assert!(
+                err.to_string().starts_with("`rpm -q --qf '%{EVR}.%{ARCH}\\n' lustre` answered"),
+                "{err}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn dpkg_states_installed_held_removed_and_broken() {
+        let query = |name: &str| format!("dpkg-query -W -f '${{db:Status-Abbrev}}|${{Version}}\\n' {name}");
+        let runner = RecordedRunner::new()
+            .record(&query("libc6"), 0, &fixture("dpkg-query-debian12.txt"), "")
+            // The other states dpkg-query(1) documents for db:Status-Abbrev: held installed,
+            // removed with its configuration kept, half-installed with reinstall required.
+            .record(&query("held"), 0, "hi |1.0-1\n", "")
+            .record(&query("removed"), 0, "rc |1.0-1\n", "")
+            .record(&query("broken"), 0, "iHR|1.0-1\n", "")
+            .record(&query("nosuchpkg"), 1, "", "dpkg-query: no packages found matching nosuchpkg\n")
+            .record(&query("odd"), 0, "installed 1.0\n", "")
+            // Exit 2 is dpkg-query's fatal error (dpkg-query(1), EXIT STATUS): not "absent".
+            .record(&query("locked"), 2, "", "dpkg-query: error: cannot open /var/lib/dpkg/status\n");
+        let dir = tempfile::tempdir().unwrap();
+        let host = Host::new(Root::at(dir.path()), runner);
+        let versions = |v: Vec<Installed>| v.into_iter().map(|i| i.version).collect::<Vec<_>>();
+        let apt = PackageManager::Apt;
+        assert_eq!(versions(installed_versions(&host, apt, "libc6").await.unwrap()), ["2.36-9+deb12u14"]);
+        assert_eq!(versions(installed_versions(&host, apt, "held").await.unwrap()), ["1.0-1"]);
+        for absent in ["removed", "broken", "nosuchpkg"] {
+            assert_eq!(installed_versions(&host, apt, absent).await.unwrap(), [], "{absent}");
+        }
+        let err = installed_versions(&host, apt, "odd").await.unwrap_err();
+        assert!(matches!(err, StepError::Unexpected { .. }), "{err}");
+        let err = installed_versions(&host, apt, "locked").await.unwrap_err();
+        assert!(err.to_string().contains("cannot open /var/lib/dpkg/status"), "{err}");
     }
 
     #[tokio::test]
