@@ -391,11 +391,18 @@ impl LvmThin {
             return Ok(None);
         }
         if !out.success() {
+            // lvm2 before 2.02.158 has no JSON reports (EL7 until 7.3, whose lvm2 is 2.02.166):
+            // getopt's "unrecognized option '--reportformat'", exit 3.
+            let hint = out.stderr.contains("--reportformat").then(|| {
+                "pvfs reads LVM reports as JSON, which needs lvm2 2.02.158 or later (EL7.3 ships 2.02.166): \
+                 update lvm2 on this node"
+                    .to_owned()
+            });
             return Err(StepError::Command {
                 command: shown,
                 code: out.code,
                 stderr: crate::error_tail(&out),
-                hint: None,
+                hint,
             });
         }
         let json: serde_json::Value = serde_json::from_str(&out.stdout)

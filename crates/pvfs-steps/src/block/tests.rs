@@ -452,6 +452,49 @@ async fn lvm_thin_from_nothing_is_the_seed_sequence() {
 }
 
 #[tokio::test]
+async fn a_physical_volume_in_no_group_gets_only_its_group() {
+    // `pvs --reportformat json` (lvm2 2.03, Amazon Linux 2023) for a PV in no volume group, as
+    // posted in amazonlinux/amazon-linux-2023#698: indented, and `"vg_name":""`.
+    let pvs = "  {\n      \"report\": [\n          {\n              \"pv\": [\n                  {\"pv_name\":\"/dev/md0\", \"vg_name\":\"\"}\n              ]\n          }\n      ]\n  }\n";
+    let runner = RecordedRunner::new()
+        .record("pvs --reportformat json -o pv_name,vg_name /dev/md0", 0, pvs, "")
+        .record(
+            "vgs --reportformat json -o vg_name rhgs-data",
+            5,
+            "{\"report\":[{\"vg\":[]}]}",
+            "  Volume group \"rhgs-data\" not found\n",
+        )
+        .record(
+            "lvs --reportformat json --binary -o lv_name,segtype,pool_lv,zero rhgs-data",
+            5,
+            "{\"report\":[{\"lv\":[]}]}",
+            "  Volume group \"rhgs-data\" not found\n",
+        );
+    let (_d, host) = plain_host(&["/dev/md0"], runner);
+    let a = thin().assess(&host).await.unwrap();
+    assert_eq!(
+        shown(&a)[0],
+        "vgcreate --physicalextentsize 256K rhgs-data /dev/md0",
+        "no pvcreate: {:?}",
+        shown(&a)
+    );
+}
+
+#[tokio::test]
+async fn an_lvm2_without_json_reports_says_which_version_is_needed() {
+    // lvm2 before 2.02.158 (EL7.0-7.2): getopt refuses the option, lvm exits 3 (EINVALID_CMD_LINE).
+    let runner = RecordedRunner::new().record(
+        "pvs --reportformat json -o pv_name,vg_name /dev/md0",
+        3,
+        "",
+        "pvs: unrecognized option '--reportformat'\n  Error during parsing of command line.\n",
+    );
+    let (_d, host) = plain_host(&["/dev/md0"], runner);
+    let err = thin().assess(&host).await.unwrap_err();
+    assert!(err.to_string().contains("needs lvm2 2.02.158 or later"), "{err}");
+}
+
+#[tokio::test]
 async fn lvm_thin_in_place_is_in_sync_and_a_foreign_vg_is_refused() {
     let lvs = r#"{"report":[{"lv":[{"lv_name":"brickpool","segtype":"thin-pool","pool_lv":"","zero":"0"},{"lv_name":"brick1","segtype":"thin","pool_lv":"brickpool","zero":"0"}]}]}"#;
     let runner = RecordedRunner::new()
