@@ -176,4 +176,6 @@ fn dedup(list: Vec<Package>) -> Vec<Package> {
 }
 
 #[cfg(test)]
+mod scenario;
+#[cfg(test)]
 mod tests;
