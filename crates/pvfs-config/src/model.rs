@@ -274,7 +274,10 @@ pub enum KindSpec {
     Lustre {
         fsname: String,
         mount: PathBuf,
+        /// The LNet network (`tcp`, `o2ib1`).
         lnet: String,
+        /// The interface LNet is pinned to (`lnet = "tcp(eth0)"`), if any.
+        interface: Option<String>,
         /// Pins the Lustre packages.
         version: Option<String>,
         mdt: Target,

@@ -104,7 +104,8 @@ pub struct LustreSection {
     pub fsname: Spanned<String>,
     /// Where clients mount the file system.
     pub mount: Spanned<String>,
-    /// LNet network type: "tcp" (or "o2ib" on InfiniBand).
+    /// LNet network: "tcp" (or "o2ib" on InfiniBand, optionally numbered: "tcp1"), optionally
+    /// pinned to one interface as lnet's `networks=` option writes it: "tcp(eth0)".
     #[serde(default = "default_lnet")]
     pub lnet: Spanned<String>,
     /// Lustre version the packages are pinned to, e.g. "2.9.0" (the seed's).

@@ -447,3 +447,37 @@ gpgkey = "ftp://x/key"
         ]
     );
 }
+
+#[test]
+fn lnet_may_pin_an_interface_and_bad_forms_are_named_at_their_position() {
+    let cluster = |lnet: &str| {
+        format!(
+            "[cluster]\nname = \"x\"\nkind = \"lustre\"\n[[node]]\nname = \"m\"\naddress = \"10.0.0.4\"\nroles = [\"mgs\", \"mds\", \"oss\"]\ndisks = [\"/dev/sdc\"]\n[lustre]\nfsname = \"fs\"\nmount = \"/mnt/lustre\"\nlnet = {lnet}\n"
+        )
+    };
+    let spec = |lnet: &str| match parse(Path::new("/c.toml"), &cluster(lnet)).unwrap().spec {
+        crate::KindSpec::Lustre { lnet, interface, .. } => (lnet, interface),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(spec("\"tcp\""), ("tcp".to_owned(), None));
+    assert_eq!(spec("\"tcp(eth0)\""), ("tcp".to_owned(), Some("eth0".to_owned())));
+    assert_eq!(spec("\"o2ib1(ib0)\""), ("o2ib1".to_owned(), Some("ib0".to_owned())));
+    check(
+        &cluster("\"tcp(eth0\""),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:12:8: LNet network "tcp(eth0" opens '(' without closing it: use "tcp" or "o2ib" (optionally numbered, e.g. "tcp1"), pinned to an interface as "tcp(eth0)"
+        "#]],
+    );
+    check(
+        &cluster("\"tcp(eth0,eth1)\""),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:12:8: LNet interface "eth0,eth1" in "tcp(eth0,eth1)" is not one interface name (letters, digits, '_', '-', '.', ':', at most 15): use "tcp" or "o2ib" (optionally numbered, e.g. "tcp1"), pinned to an interface as "tcp(eth0)"
+        "#]],
+    );
+    check(
+        &cluster("\"ib(ib0)\""),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:12:8: unknown LNet network "ib": use "tcp" or "o2ib" (optionally numbered, e.g. "tcp1"), pinned to an interface as "tcp(eth0)"
+        "#]],
+    );
+}

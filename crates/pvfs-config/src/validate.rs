@@ -66,6 +66,38 @@ pub(crate) fn validate(
     })
 }
 
+/// `[lustre] lnet`: an LNet network (`tcp`, `tcp1`, `o2ib`), optionally pinned to an
+/// interface the way lnet's `networks=` module option writes it (`tcp(eth0)`, `o2ib0(ib0)`).
+/// One network and one interface: the form pvfs writes to lnet.conf and derives NIDs from.
+pub(crate) fn parse_lnet(text: &str) -> Result<(String, Option<String>), String> {
+    let hint = "use \"tcp\" or \"o2ib\" (optionally numbered, e.g. \"tcp1\"), pinned to an interface as \"tcp(eth0)\"";
+    let (net, interface) = match text.split_once('(') {
+        None => (text, None),
+        Some((net, rest)) => {
+            let Some(interface) = rest.strip_suffix(')') else {
+                return Err(format!("LNet network {text:?} opens '(' without closing it: {hint}"));
+            };
+            // Linux interface names: at most 15 bytes (IFNAMSIZ - 1), no '/', ',', ')' or
+            // spaces; one interface, because pvfs derives the node's NID from it.
+            let valid = !interface.is_empty()
+                && interface.len() <= 15
+                && interface.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'));
+            if !valid {
+                return Err(format!(
+                    "LNet interface {interface:?} in {text:?} is not one interface name (letters, digits, '_', '-', \
+                     '.', ':', at most 15): {hint}"
+                ));
+            }
+            (net, Some(interface.to_owned()))
+        }
+    };
+    let kind = net.trim_end_matches(|c: char| c.is_ascii_digit());
+    if kind != "tcp" && kind != "o2ib" {
+        return Err(format!("unknown LNet network {net:?}: {hint}"));
+    }
+    Ok((net.to_owned(), interface))
+}
+
 /// Defaults of a target section, per kind and role.
 struct TargetDefaults {
     raid: &'static str,
@@ -117,16 +149,23 @@ impl Validator<'_> {
                     {
                         self.error(&s.fsname, "Lustre fsname must be 1 to 8 letters, digits, '_' or '-'");
                     }
-                    let lnet = s.lnet.get_ref();
-                    let net = lnet.trim_end_matches(|c: char| c.is_ascii_digit());
-                    if net != "tcp" && net != "o2ib" {
-                        self.error(&s.lnet, format!("unknown LNet network {lnet:?}: use \"tcp\" or \"o2ib\" (optionally numbered, e.g. \"tcp1\")"));
-                    }
+                    let (lnet, interface) = match parse_lnet(s.lnet.get_ref()) {
+                        Ok(parsed) => parsed,
+                        Err(message) => {
+                            self.error(&s.lnet, message);
+                            ("tcp".to_owned(), None)
+                        }
+                    };
                     let lustre = |path| TargetDefaults {
                         raid: "/dev/md0",
                         fs: "ldiskfs",
                         mkfs_options: &[],
-                        mount_options: "defaults",
+                        // As Lustre's manual writes server fstab lines: `_netdev` orders the
+                        // mount after the network at boot (LNet needs it). No x-systemd.*
+                        // option: mount.lustre hands options it does not know to the kernel
+                        // (parse_options in lustre/utils/mount_lustre.c), so the same string
+                        // given to `mount -o` would reach ldiskfs and fail the mount.
+                        mount_options: "defaults,_netdev",
                         path,
                         tuning: false,
                         lustre: true,
@@ -134,7 +173,8 @@ impl Validator<'_> {
                     KindSpec::Lustre {
                         fsname: fsname.clone(),
                         mount: self.absolute(&s.mount),
-                        lnet: lnet.clone(),
+                        lnet,
+                        interface,
                         version: s.version.as_ref().map(|v| v.get_ref().clone()),
                         mdt: self.target(s.mdt.as_ref(), "[lustre.mdt]", &lustre("/mnt/mgsmds")),
                         ost: self.target(s.ost.as_ref(), "[lustre.ost]", &lustre("/mnt/oss")),

@@ -64,18 +64,44 @@ pub struct Counts {
     pub pending: usize,
 }
 
-/// How the run ended: counts per node (in cluster-file order) and the failures, each naming
-/// node, unit and what went wrong.
+/// How the run ended: counts per node (in cluster-file order), the failures, each naming
+/// node, unit and what went wrong, and the nodes that must boot into another kernel.
 #[derive(Debug, Clone, Default)]
 pub struct Recap {
     pub nodes: Vec<(String, Counts)>,
     pub failures: Vec<String>,
+    /// Nodes whose units stopped because they must boot into an installed kernel first.
+    pub boots: Vec<Boot>,
     pub elapsed: Duration,
+}
+
+/// A node that must boot into `kernel` (installed) before its units can go on; it runs
+/// `running`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Boot {
+    pub node: String,
+    pub kernel: String,
+    pub running: String,
+}
+
+impl Boot {
+    /// The exact next step, for the operator.
+    pub fn next_step(&self) -> String {
+        format!(
+            "reboot {} into {} (it runs {}), then run pvfsctl up again",
+            self.node, self.kernel, self.running
+        )
+    }
 }
 
 impl Recap {
     pub fn failed(&self) -> bool {
         !self.failures.is_empty()
+    }
+
+    /// Every unit ran to its end: nothing failed and no node waits for a reboot.
+    pub fn converged(&self) -> bool {
+        self.failures.is_empty() && self.boots.is_empty()
     }
 
     pub fn changed(&self) -> usize {
@@ -105,6 +131,7 @@ pub async fn converge(
     let mut counts: BTreeMap<String, Counts> =
         cluster.nodes.iter().map(|n| (n.name.clone(), Counts::default())).collect();
     let mut failures = Vec::new();
+    let mut boots: Vec<Boot> = Vec::new();
     let mut state = vec![State::Waiting; plan.units.len()];
     // Dry runs: whether a unit (or anything before it) would change something.
     let mut would_change = vec![false; plan.units.len()];
@@ -116,6 +143,19 @@ pub async fn converge(
         // Skip what can no longer run, start what can.
         for unit in &plan.units {
             if state[unit.id] != State::Waiting {
+                continue;
+            }
+            // A node that must boot into another kernel runs nothing more this time: its
+            // other units would meet the wrong kernel too.
+            if let Some(boot) = boots.iter().find(|b| b.node == unit.node) {
+                state[unit.id] = State::Skipped;
+                counts.entry(unit.node.clone()).or_default().skipped += unit.steps.len();
+                let _ = events.send(UpEvent::UnitSkipped {
+                    unit: unit.id,
+                    node: unit.node.clone(),
+                    label: unit.label.clone(),
+                    reason: format!("{} must boot into kernel {} first", boot.node, boot.kernel),
+                });
                 continue;
             }
             let deps: Vec<State> = unit.after.iter().map(|&d| state[d]).collect();
@@ -182,13 +222,28 @@ pub async fn converge(
         would_change[id] = result.counts.changed > 0
             || result.counts.pending > 0
             || unit.after.iter().any(|&d| would_change[d]);
-        state[id] = if result.failures.is_empty() { State::Succeeded } else { State::Failed };
+        state[id] = if result.failures.is_empty() && result.boot.is_none() {
+            State::Succeeded
+        } else {
+            State::Failed
+        };
+        if let Some((kernel, running)) = &result.boot
+            && !boots.iter().any(|b| b.node == unit.node)
+        {
+            boots.push(Boot { node: unit.node.clone(), kernel: kernel.clone(), running: running.clone() });
+        }
         failures.extend(result.failures.iter().map(|f| format!("{} ({}): {f}", unit.node, unit.label)));
         let _ = events.send(UpEvent::UnitDone {
             unit: id,
             node: unit.node.clone(),
             label: unit.label.clone(),
-            result: if result.failures.is_empty() { Ok(()) } else { Err(result.failures.join("; ")) },
+            result: match (&result.boot, result.failures.is_empty()) {
+                (_, false) => Err(result.failures.join("; ")),
+                (Some((kernel, running)), true) => {
+                    Err(format!("stopped: the node must boot into kernel {kernel} (it runs {running})"))
+                }
+                (None, true) => Ok(()),
+            },
             elapsed: result.elapsed,
         });
     }
@@ -197,7 +252,7 @@ pub async fn converge(
         .iter()
         .map(|n| (n.name.clone(), counts.get(&n.name).copied().unwrap_or_default()))
         .collect();
-    Recap { nodes, failures, elapsed: started.elapsed() }
+    Recap { nodes, failures, boots, elapsed: started.elapsed() }
 }
 
 type Connections = std::sync::Arc<tokio::sync::Mutex<std::collections::HashMap<String, Connection>>>;
@@ -220,6 +275,8 @@ async fn connect(
 struct UnitResult {
     counts: Counts,
     failures: Vec<String>,
+    /// The kernel the node must boot into (and the one it runs), when a step said so.
+    boot: Option<(String, String)>,
     elapsed: Duration,
 }
 
@@ -229,6 +286,7 @@ impl UnitResult {
         UnitResult {
             counts: Counts { failed: 1, skipped: unit.steps.len().saturating_sub(1), ..Counts::default() },
             failures: vec![why],
+            boot: None,
             elapsed: Duration::ZERO,
         }
     }
@@ -279,6 +337,7 @@ async fn run_unit(
     };
     let mut counts = Counts::default();
     let mut failures = Vec::new();
+    let mut boot = None;
     let mut done = vec![false; unit.steps.len()];
     loop {
         match stream.message().await {
@@ -297,6 +356,9 @@ async fn run_unit(
                         Outcome::Changed { .. } | Outcome::WouldChange { .. } => counts.changed += 1,
                         Outcome::Pending { .. } => counts.pending += 1,
                         Outcome::Skipped { .. } => counts.skipped += 1,
+                        Outcome::MustBoot { kernel, running } => {
+                            boot = Some((kernel.clone(), running.clone()));
+                        }
                         Outcome::Failed(f) => {
                             counts.failed += 1;
                             let mut line = format!("step {} ({step}) failed: {}", index + 1, f.message);
@@ -339,5 +401,5 @@ async fn run_unit(
         counts.failed += 1;
         counts.skipped += unfinished - 1;
     }
-    UnitResult { counts, failures, elapsed: started.elapsed() }
+    UnitResult { counts, failures, boot, elapsed: started.elapsed() }
 }

@@ -8,10 +8,23 @@ use pvfs_steps::{File, Gate, GateKind, LustreRole, LustreTarget, Mount, Service,
 
 const SERVER_RPMS: &[&str] =
     &["lustre", "kmod-lustre", "kmod-lustre-osd-ldiskfs", "lustre-osd-ldiskfs-mount", "e2fsprogs"];
+/// The prebuilt client module for the kernel the repository targets, never lustre-client-dkms:
+/// that one needs dkms (EPEL) and kernel-devel for the running kernel, which the seed's nodes
+/// lacked (it installed it with `--skip-broken`, so it was in effect never installed).
 const CLIENT_RPMS: &[&str] = &["kmod-lustre-client", "lustre-client"];
 
 pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
-    let KindSpec::Lustre { fsname, mount, lnet, version, mdt, ost } = &cluster.spec else { return };
+    let KindSpec::Lustre { fsname, mount, lnet, interface, version, mdt, ost } = &cluster.spec else {
+        return;
+    };
+    // lnet's `networks=` option: the network, pinned to an interface when the file says so
+    // (`tcp(eth0)`); otherwise LNet picks the first interface that is up. NIDs are derived
+    // from each node's address in the cluster file, so with a pinned interface that address
+    // must be the interface's.
+    let networks = match interface {
+        Some(interface) => format!("{lnet}({interface})"),
+        None => lnet.clone(),
+    };
     let Some(mgs) = cluster.with_role(Role::Mgs).next() else { return };
     let mgs_nid = format!("{}@{lnet}", host_of(mgs));
     let lnet_steps = |node: &Node, role: Role, rpms: &[&str], tools: &[&str]| -> Vec<Step> {
@@ -19,7 +32,7 @@ pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
             pinned(packages(cluster, node, role, rpms, rpms, tools), version.as_deref()),
             Step::File(File {
                 path: "/etc/modprobe.d/lnet.conf".into(),
-                contents: format!("options lnet networks={lnet}\n"),
+                contents: format!("options lnet networks={networks}\n"),
                 mode: 0o644,
             }),
             Step::Service(Service { unit: "lnet".into(), enabled: true, running: true }),

@@ -271,7 +271,7 @@ async fn lustre_follows_the_seed() {
           mount /dev/disk/azure/scsi1/lun0 on /mnt/mgsmds (lustre)
             $ mkdir -p -m 755 /mnt/mgsmds
             $ write /etc/fstab
-            $ mount -t lustre -o defaults /dev/disk/azure/scsi1/lun0 /mnt/mgsmds
+            $ mount -t lustre -o defaults,_netdev /dev/disk/azure/scsi1/lun0 /mnt/mgsmds
         #1 oss00 ost (after #0)
           packages kernel=3.10.0-514.el7_lustre lustre=2.9.0 kmod-lustre=2.9.0 kmod-lustre-osd-ldiskfs=2.9.0 lustre-osd-ldiskfs-mount=2.9.0 e2fsprogs mdadm [WARNING: repository lustreserver is not GPG-checked (gpgcheck = false)] [WARNING: repository e2fsprogs is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustreserver.repo
@@ -292,7 +292,7 @@ async fn lustre_follows_the_seed() {
           mount /dev/md0 on /mnt/oss (lustre)
             $ mkdir -p -m 755 /mnt/oss
             $ write /etc/fstab
-            $ mount -t lustre -o defaults /dev/md0 /mnt/oss
+            $ mount -t lustre -o defaults,_netdev /dev/md0 /mnt/oss
         #2 oss01 ost (after #0)
           packages kernel=3.10.0-514.el7_lustre lustre=2.9.0 kmod-lustre=2.9.0 kmod-lustre-osd-ldiskfs=2.9.0 lustre-osd-ldiskfs-mount=2.9.0 e2fsprogs mdadm [WARNING: repository lustreserver is not GPG-checked (gpgcheck = false)] [WARNING: repository e2fsprogs is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustreserver.repo
@@ -313,11 +313,11 @@ async fn lustre_follows_the_seed() {
           mount /dev/md0 on /mnt/oss (lustre)
             $ mkdir -p -m 755 /mnt/oss
             $ write /etc/fstab
-            $ mount -t lustre -o defaults /dev/md0 /mnt/oss
+            $ mount -t lustre -o defaults,_netdev /dev/md0 /mnt/oss
         #3 client00 client (after #0 #1 #2)
-          packages kmod-lustre-client=2.9.0 lustre-client=2.9.0 lustre-client-dkms=2.9.0 [WARNING: repository lustreclient is not GPG-checked (gpgcheck = false)]
+          packages kmod-lustre-client=2.9.0 lustre-client=2.9.0 [WARNING: repository lustreclient is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustreclient.repo
-            $ yum install -y -- kmod-lustre-client-2.9.0 lustre-client-2.9.0 lustre-client-dkms-2.9.0
+            $ yum install -y -- kmod-lustre-client-2.9.0 lustre-client-2.9.0
           file /etc/modprobe.d/lnet.conf
             $ write /etc/modprobe.d/lnet.conf
           service lnet enabled and running
@@ -329,6 +329,93 @@ async fn lustre_follows_the_seed() {
             $ mkdir -p -m 755 /mnt/lustre
             $ write /etc/fstab
             $ mount -t lustre -o defaults,_netdev 10.0.0.4@tcp:/LustreFS /mnt/lustre
+          check lfs check servers
+            (waits)
+          check /mnt/lustre is writable
+            (waits)
+    "#]]).await;
+}
+
+/// The modern counterpart of the seed's Lustre: 2.15 on EL8 with dnf, patchless ldiskfs
+/// servers on the stock kernel (no kernel package, so no reboot), the same layout and order as
+/// `lustre.toml`, LNet pinned to eth0 in lnet.conf.
+#[tokio::test]
+async fn lustre_2_15_on_el8() {
+    let devices = ["/dev/nvme1n1", "/dev/nvme2n1", "/dev/nvme3n1", "/dev/nvme4n1", "/dev/md0"];
+    check("lustre-2.15-el8.toml", &devices, true, expect![[r#"
+        #0 mgsmds00 mgs+mdt
+          packages lustre=2.15.4 kmod-lustre=2.15.4 kmod-lustre-osd-ldiskfs=2.15.4 lustre-osd-ldiskfs-mount=2.15.4 e2fsprogs [WARNING: repository lustre-server is not GPG-checked (gpgcheck = false)] [WARNING: repository e2fsprogs-wc is not GPG-checked (gpgcheck = false)]
+            $ write /etc/yum.repos.d/lustre-server.repo
+            $ write /etc/yum.repos.d/e2fsprogs-wc.repo
+            $ dnf install -y -- lustre-2.15.4 kmod-lustre-2.15.4 kmod-lustre-osd-ldiskfs-2.15.4 lustre-osd-ldiskfs-mount-2.15.4 e2fsprogs
+          file /etc/modprobe.d/lnet.conf
+            $ write /etc/modprobe.d/lnet.conf
+          service lnet enabled and running
+            $ systemctl enable lnet
+            $ systemctl start lnet
+          lustre mgs+mdt lustre-MDT0000 on /dev/nvme1n1
+            $ mkfs.lustre --fsname=lustre --backfstype=ldiskfs --mgs --mdt --index=0 /dev/nvme1n1
+          mount /dev/nvme1n1 on /mnt/mgsmds (lustre)
+            $ mkdir -p -m 755 /mnt/mgsmds
+            $ write /etc/fstab
+            $ mount -t lustre -o defaults,_netdev /dev/nvme1n1 /mnt/mgsmds
+        #1 oss00 ost (after #0)
+          packages lustre=2.15.4 kmod-lustre=2.15.4 kmod-lustre-osd-ldiskfs=2.15.4 lustre-osd-ldiskfs-mount=2.15.4 e2fsprogs mdadm [WARNING: repository lustre-server is not GPG-checked (gpgcheck = false)] [WARNING: repository e2fsprogs-wc is not GPG-checked (gpgcheck = false)]
+            $ write /etc/yum.repos.d/lustre-server.repo
+            $ write /etc/yum.repos.d/e2fsprogs-wc.repo
+            $ dnf install -y -- lustre-2.15.4 kmod-lustre-2.15.4 kmod-lustre-osd-ldiskfs-2.15.4 lustre-osd-ldiskfs-mount-2.15.4 e2fsprogs mdadm
+          file /etc/modprobe.d/lnet.conf
+            $ write /etc/modprobe.d/lnet.conf
+          service lnet enabled and running
+            $ systemctl enable lnet
+            $ systemctl start lnet
+          wait until 10.0.0.4@tcp answers lctl ping
+            (waits)
+          raid0 /dev/md0 over 4 disks
+            $ mdadm --create /dev/md0 --run --level=0 --raid-devices=4 /dev/nvme1n1 /dev/nvme2n1 /dev/nvme3n1 /dev/nvme4n1
+            $ mdadm --detail --brief /dev/md0 >> /etc/mdadm.conf
+          lustre ost lustre-OST0000 on /dev/md0
+            $ mkfs.lustre --fsname=lustre --backfstype=ldiskfs --ost --mgsnode=10.0.0.4@tcp --index=0 /dev/md0
+          mount /dev/md0 on /mnt/oss (lustre)
+            $ mkdir -p -m 755 /mnt/oss
+            $ write /etc/fstab
+            $ mount -t lustre -o defaults,_netdev /dev/md0 /mnt/oss
+        #2 oss01 ost (after #0)
+          packages lustre=2.15.4 kmod-lustre=2.15.4 kmod-lustre-osd-ldiskfs=2.15.4 lustre-osd-ldiskfs-mount=2.15.4 e2fsprogs mdadm [WARNING: repository lustre-server is not GPG-checked (gpgcheck = false)] [WARNING: repository e2fsprogs-wc is not GPG-checked (gpgcheck = false)]
+            $ write /etc/yum.repos.d/lustre-server.repo
+            $ write /etc/yum.repos.d/e2fsprogs-wc.repo
+            $ dnf install -y -- lustre-2.15.4 kmod-lustre-2.15.4 kmod-lustre-osd-ldiskfs-2.15.4 lustre-osd-ldiskfs-mount-2.15.4 e2fsprogs mdadm
+          file /etc/modprobe.d/lnet.conf
+            $ write /etc/modprobe.d/lnet.conf
+          service lnet enabled and running
+            $ systemctl enable lnet
+            $ systemctl start lnet
+          wait until 10.0.0.4@tcp answers lctl ping
+            (waits)
+          raid0 /dev/md0 over 4 disks
+            $ mdadm --create /dev/md0 --run --level=0 --raid-devices=4 /dev/nvme1n1 /dev/nvme2n1 /dev/nvme3n1 /dev/nvme4n1
+            $ mdadm --detail --brief /dev/md0 >> /etc/mdadm.conf
+          lustre ost lustre-OST0001 on /dev/md0
+            $ mkfs.lustre --fsname=lustre --backfstype=ldiskfs --ost --mgsnode=10.0.0.4@tcp --index=1 /dev/md0
+          mount /dev/md0 on /mnt/oss (lustre)
+            $ mkdir -p -m 755 /mnt/oss
+            $ write /etc/fstab
+            $ mount -t lustre -o defaults,_netdev /dev/md0 /mnt/oss
+        #3 client00 client (after #0 #1 #2)
+          packages kmod-lustre-client=2.15.4 lustre-client=2.15.4 [WARNING: repository lustre-client is not GPG-checked (gpgcheck = false)]
+            $ write /etc/yum.repos.d/lustre-client.repo
+            $ dnf install -y -- kmod-lustre-client-2.15.4 lustre-client-2.15.4
+          file /etc/modprobe.d/lnet.conf
+            $ write /etc/modprobe.d/lnet.conf
+          service lnet enabled and running
+            $ systemctl enable lnet
+            $ systemctl start lnet
+          wait until 10.0.0.4@tcp answers lctl ping
+            (waits)
+          mount 10.0.0.4@tcp:/lustre on /mnt/lustre (lustre)
+            $ mkdir -p -m 755 /mnt/lustre
+            $ write /etc/fstab
+            $ mount -t lustre -o defaults,_netdev 10.0.0.4@tcp:/lustre /mnt/lustre
           check lfs check servers
             (waits)
           check /mnt/lustre is writable
@@ -616,4 +703,35 @@ fn plans_show_unsigned_repositories() {
         shown.contains("[WARNING: repository lustreserver is not GPG-checked (gpgcheck = false)]"),
         "{shown}"
     );
+}
+
+#[test]
+fn a_pinned_lnet_interface_reaches_lnet_conf() {
+    let plan = plan(&example("lustre-2.15-el8.toml"));
+    let confs: Vec<&str> = plan
+        .units
+        .iter()
+        .flat_map(|u| &u.steps)
+        .filter_map(|s| match s {
+            Step::File(f) if f.path == "/etc/modprobe.d/lnet.conf" => Some(f.contents.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(confs.len(), 4, "every server and the client");
+    assert!(confs.iter().all(|c| *c == "options lnet networks=tcp(eth0)\n"), "{confs:?}");
+    // The seed's file leaves the interface to LNet.
+    let seed = plan_lnet_conf(&example("lustre.toml"));
+    assert_eq!(seed, "options lnet networks=tcp\n");
+}
+
+fn plan_lnet_conf(cluster: &pvfs_config::Cluster) -> String {
+    plan(cluster)
+        .units
+        .iter()
+        .flat_map(|u| &u.steps)
+        .find_map(|s| match s {
+            Step::File(f) if f.path == "/etc/modprobe.d/lnet.conf" => Some(f.contents.clone()),
+            _ => None,
+        })
+        .unwrap()
 }

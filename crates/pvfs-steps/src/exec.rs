@@ -26,6 +26,13 @@ pub enum Outcome {
         detail: String,
     },
     Failed(Failure),
+    /// The node must boot into `kernel` (installed; it runs `running`) before the rest of the
+    /// unit can run: neither done nor failed. The unit stops here; rebooting is the operator's
+    /// call (or the coordinator's, with `--allow-reboot`), then `up` carries on.
+    MustBoot {
+        kernel: String,
+        running: String,
+    },
     /// Not run, because an earlier step of the unit failed (or the unit's dependencies did).
     Skipped {
         reason: String,
@@ -142,7 +149,7 @@ async fn execute_while<R: Runner>(
     }
     let assessment = match step.assess(host).await {
         Ok(a) => a,
-        Err(err) => return Outcome::Failed(err.into()),
+        Err(err) => return outcome_of(err),
     };
     if assessment.is_in_sync() {
         return Outcome::Ok { detail: None };
@@ -166,7 +173,15 @@ async fn execute_while<R: Runner>(
     match step.assess(host).await {
         Ok(after) if after.is_in_sync() => Outcome::Changed { diff },
         Ok(after) => Outcome::Failed(StepError::NotConverged { diff: after.diff }.into()),
-        Err(err) => Outcome::Failed(err.into()),
+        Err(err) => outcome_of(err),
+    }
+}
+
+/// A step's error as its outcome: a kernel to boot into is its own outcome, not a failure.
+fn outcome_of(err: StepError) -> Outcome {
+    match err {
+        StepError::MustBoot { kernel, running } => Outcome::MustBoot { kernel, running },
+        err => Outcome::Failed(err.into()),
     }
 }
 
@@ -283,8 +298,16 @@ pub async fn run_unit<R: Runner>(
     let made = crate::policy::made_devices(steps);
     let mut uncertain = after_changes;
     let mut failed_at: Option<usize> = None;
+    // Set when a step says the node must boot into another kernel: what follows is skipped.
+    let mut boot: Option<String> = None;
     for (i, step) in steps.iter().enumerate() {
         let index = i as u32;
+        if let Some(kernel) = &boot {
+            let reason = format!("the node must boot into kernel {kernel} first");
+            emit(Event::Done { index, outcome: Outcome::Skipped { reason }, duration: Duration::ZERO });
+            summary.skipped += 1;
+            continue;
+        }
         if let Some(at) = failed_at {
             let reason = format!("step {} ({}) failed", at + 1, steps[at]);
             emit(Event::Done { index, outcome: Outcome::Skipped { reason }, duration: Duration::ZERO });
@@ -350,6 +373,10 @@ pub async fn run_unit<R: Runner>(
                 failed_at = Some(i);
             }
             Outcome::Skipped { .. } => summary.skipped += 1,
+            Outcome::MustBoot { kernel, .. } => {
+                summary.must_boot = Some(kernel.clone());
+                boot = Some(kernel.clone());
+            }
         }
         emit(Event::Done { index, outcome, duration: started.elapsed() });
     }
@@ -357,11 +384,13 @@ pub async fn run_unit<R: Runner>(
 }
 
 /// Counts of a unit's outcomes (a dry run counts would-change as changed).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct UnitSummary {
     pub ok: usize,
     pub changed: usize,
     pub failed: usize,
     pub skipped: usize,
     pub pending: usize,
+    /// The kernel the node must boot into before the unit can go on (it stopped there).
+    pub must_boot: Option<String>,
 }

@@ -107,14 +107,12 @@ impl Gate {
                     .await?
             }
             GateKind::LfsCheckServers => {
-                let out = host.probe(Command::new("lfs").args(["check", "servers"])).await?;
-                let inactive: Vec<&str> =
-                    out.stdout.lines().filter(|l| !l.trim_end().ends_with("active")).collect();
-                if out.success() && inactive.is_empty() {
-                    Ready(format!("{} server connections active", out.stdout.lines().count()))
-                } else {
-                    NotReady(format!("{} {}", inactive.join("; "), crate::error_tail(&out)).trim().to_owned())
-                }
+                let command = Command::new("lfs").args(["check", "servers"]);
+                let shown = command.to_string();
+                let out = host.probe(command).await?;
+                let servers = parse_check_servers(&out.stdout, &out.stderr)
+                    .map_err(|message| StepError::Unexpected { command: shown, message })?;
+                check_servers_state(&servers, &out)
             }
             GateKind::BeegfsMgmtdReachable => {
                 let cmd = Command::new("beegfs-ctl").args([
@@ -217,6 +215,91 @@ async fn exit_zero<R: Runner>(host: &Host<R>, command: Command, ready: &str) -> 
         let code = out.code.map_or("on a signal".to_owned(), |c| c.to_string());
         GateState::NotReady(format!("`{shown}` exited {code}: {}", crate::error_tail(&out)))
     })
+}
+
+/// One connection `lfs check servers` reports on: the client's device for a target
+/// (`lustrefs-OST0001-osc-ffff88003bfbd000`) and its state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ServerConnection {
+    pub(crate) device: String,
+    pub(crate) state: ConnectionState,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ConnectionState {
+    /// `NAME active.`: the target answered a ping.
+    Active,
+    /// `NAME inactive.`: the import is deactivated (ENOTCONN), by an administrator or because the
+    /// target was never reached.
+    Inactive,
+    /// `error: check 'NAME': MESSAGE (ERRNO)` on stderr: the ping failed (EAGAIN while the
+    /// target recovers, EIO, ETIMEDOUT, …); the message as lfs printed it.
+    Error(String),
+}
+
+/// Reads `lfs check servers`.
+///
+/// The format is liblustreapi's `do_target_check()` (lustre/utils/liblustreapi.c, the same from
+/// 2.4 through 2.15): one line per mdc/osc device on stdout, `"%s active.\n"` or
+/// `"%s inactive.\n"`, and for any other failure of the ping `llapi_error(..., "error: check
+/// '%s'", name)` on stderr, which appends `": strerror (errno)"`. Some versions and vendor
+/// builds print the name with a colon and no period (`NAME: active`), so the state is the last
+/// word with a trailing period removed and the name loses a trailing colon; the state must be
+/// exactly `active` or `inactive` (a suffix test would take `inactive.` for active). Any other
+/// stdout line is refused: a probe that cannot read its tool must not pass a gate.
+pub(crate) fn parse_check_servers(stdout: &str, stderr: &str) -> Result<Vec<ServerConnection>, String> {
+    let mut servers = Vec::new();
+    for line in stdout.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let (device, state) =
+            line.rsplit_once(char::is_whitespace).ok_or_else(|| format!("line {line:?}"))?;
+        let device = device.trim_end().trim_end_matches(':');
+        let state = match state.strip_suffix('.').unwrap_or(state) {
+            "active" => ConnectionState::Active,
+            "inactive" => ConnectionState::Inactive,
+            _ => return Err(format!("line {line:?} (expected NAME active. or NAME inactive.)")),
+        };
+        if device.is_empty() || device.contains(char::is_whitespace) {
+            return Err(format!("line {line:?} (no device name)"));
+        }
+        servers.push(ServerConnection { device: device.to_owned(), state });
+    }
+    for line in stderr.lines() {
+        // "error: check 'NAME': Resource temporarily unavailable (11)", possibly behind a
+        // program-name prefix ("lfs check: ...").
+        let Some((_, rest)) = line.split_once("check '") else { continue };
+        let Some((device, message)) = rest.split_once('\'') else { continue };
+        let message = message.trim_start_matches(':').trim();
+        let state =
+            ConnectionState::Error(if message.is_empty() { "error".into() } else { message.to_owned() });
+        servers.push(ServerConnection { device: device.to_owned(), state });
+    }
+    Ok(servers)
+}
+
+/// Ready when lfs exited 0, listed at least one connection and every one is active.
+fn check_servers_state(servers: &[ServerConnection], out: &pvfs_host::Output) -> GateState {
+    let waiting: Vec<String> = servers
+        .iter()
+        .filter_map(|s| match &s.state {
+            ConnectionState::Active => None,
+            ConnectionState::Inactive => Some(format!("{} inactive", s.device)),
+            ConnectionState::Error(message) => Some(format!("{}: {message}", s.device)),
+        })
+        .collect();
+    if !waiting.is_empty() {
+        return GateState::NotReady(waiting.join("; "));
+    }
+    if !out.success() {
+        let code = out.code.map_or("on a signal".to_owned(), |c| c.to_string());
+        return GateState::NotReady(format!("`lfs check servers` exited {code}: {}", crate::error_tail(out)));
+    }
+    if servers.is_empty() {
+        // lfs prints nothing when the client has no mdc/osc devices: no Lustre mounted here.
+        return GateState::NotReady(
+            "`lfs check servers` listed no server connections (no Lustre client mounted?)".into(),
+        );
+    }
+    GateState::Ready(format!("{} server connections active", servers.len()))
 }
 
 /// How long one write probe may take before the mount is called hung.
@@ -406,6 +489,76 @@ mod tests {
             f.message
         );
         assert!(!dir.path().join("after").exists(), "no step starts after the caller went");
+    }
+
+    /// A fixture's text without its `# ` header lines (which cite the source).
+    fn fixture(text: &str) -> String {
+        text.lines().filter(|l| !l.starts_with("# ")).map(|l| format!("{l}\n")).collect()
+    }
+
+    const CHECK_2_10: &str = include_str!("../testdata/lustre/lfs-check-servers-2.10.txt");
+
+    #[tokio::test]
+    async fn lfs_check_servers_reads_the_real_output_as_ready() {
+        let runner = RecordedRunner::new().record("lfs check servers", 0, &fixture(CHECK_2_10), "");
+        let (_d, host) = host(runner);
+        let gate = Gate { kind: GateKind::LfsCheckServers, deadline: Duration::from_secs(1) };
+        assert_eq!(gate.probe(&host).await.unwrap(), GateState::Ready("7 server connections active".into()));
+    }
+
+    #[test]
+    fn check_servers_tells_active_from_inactive_and_errors() {
+        // The lines liblustreapi's do_target_check() prints (lustre/lustre-release,
+        // lustre/utils/liblustreapi.c): "%s active.\n" / "%s inactive.\n" on stdout, and
+        // llapi_error(…, "error: check '%s'", name) on stderr with ": strerror (errno)" appended.
+        let stdout = "lustrefs-MDT0000-mdc-ffff88003bfbd000 active.\nlustrefs-OST0001-osc-ffff88003bfbd000 inactive.\n";
+        let stderr =
+            "error: check 'lustrefs-OST0002-osc-ffff88003bfbd000': Resource temporarily unavailable (11)\n";
+        let servers = parse_check_servers(stdout, stderr).unwrap();
+        assert_eq!(
+            servers.iter().map(|s| (s.device.as_str(), s.state.clone())).collect::<Vec<_>>(),
+            [
+                ("lustrefs-MDT0000-mdc-ffff88003bfbd000", ConnectionState::Active),
+                ("lustrefs-OST0001-osc-ffff88003bfbd000", ConnectionState::Inactive),
+                (
+                    "lustrefs-OST0002-osc-ffff88003bfbd000",
+                    ConnectionState::Error("Resource temporarily unavailable (11)".into())
+                ),
+            ]
+        );
+        let out = pvfs_host::Output { code: Some(11), stdout: stdout.into(), stderr: stderr.into() };
+        assert_eq!(
+            check_servers_state(&servers, &out),
+            GateState::NotReady(
+                "lustrefs-OST0001-osc-ffff88003bfbd000 inactive; lustrefs-OST0002-osc-ffff88003bfbd000: \
+                 Resource temporarily unavailable (11)"
+                    .into()
+            )
+        );
+        // The colon form some builds print reads the same; "inactive." is never active.
+        let colon = parse_check_servers("pfs-OST0000-osc-ffff88003d223400: active\n", "").unwrap();
+        assert_eq!(colon[0].device, "pfs-OST0000-osc-ffff88003d223400");
+        assert_eq!(colon[0].state, ConnectionState::Active);
+        assert_eq!(parse_check_servers("x inactive.\n", "").unwrap()[0].state, ConnectionState::Inactive);
+    }
+
+    #[tokio::test]
+    async fn check_servers_with_nothing_listed_or_garbage_is_not_ready_or_refused() {
+        let runner = RecordedRunner::new().record("lfs check servers", 0, "", "");
+        let (_d, empty) = host(runner);
+        let gate = Gate { kind: GateKind::LfsCheckServers, deadline: Duration::from_secs(1) };
+        let GateState::NotReady(why) = gate.probe(&empty).await.unwrap() else { panic!() };
+        assert!(why.contains("listed no server connections"), "{why}");
+
+        let runner =
+            RecordedRunner::new().record("lfs check servers", 0, "lustrefs-OST0001-osc-x activated\n", "");
+        let (_d, odd) = host(runner);
+        let err = gate.probe(&odd).await.unwrap_err();
+        assert!(
+            matches!(&err, StepError::Unexpected { command, .. } if command == "lfs check servers"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("activated"), "{err}");
     }
 
     #[tokio::test]

@@ -283,6 +283,11 @@ pub enum StepError {
     /// Apply finished but the node still differs.
     #[error("applied, but the node still differs: {}", diff.join("; "))]
     NotConverged { diff: Vec<String> },
+    /// The step's packages are in place but the node runs another kernel than the one the
+    /// cluster file pins: it must boot into `kernel` (installed) before anything after this step
+    /// can work. Reported as [`Outcome::MustBoot`], not as a failure.
+    #[error("this node must boot into kernel {kernel} (it runs {running})")]
+    MustBoot { kernel: String, running: String },
     /// A gate's condition did not hold before its deadline.
     #[error("not ready after {}s: {last}", after.as_secs())]
     Deadline { after: Duration, last: String },

@@ -135,7 +135,20 @@ impl Packages {
             a.actions.extend(repo.actions);
         }
         let mut missing = Vec::new();
+        // A pinned kernel that is installed but not running: the node must boot into it.
+        let mut boot_into = None;
         for package in list {
+            if manager != PackageManager::Apt && package.name == "kernel" {
+                match kernel(host, package.version.as_deref()).await? {
+                    Kernel::Ready => {}
+                    Kernel::Missing(why) => {
+                        a.diff.push(why);
+                        missing.push(package);
+                    }
+                    Kernel::NotRunning { installed, running } => boot_into = Some((installed, running)),
+                }
+                continue;
+            }
             let installed = installed_versions(host, manager, &package.name).await?;
             match &package.version {
                 _ if installed.is_empty() => a.diff.push(format!("{} is not installed", package.name)),
@@ -150,7 +163,15 @@ impl Packages {
             missing.push(package);
         }
         if !missing.is_empty() {
+            if let Some((kernel, _)) = &boot_into {
+                a.diff.push(format!("then the node must boot into kernel {kernel}"));
+            }
             a.actions.push(Action::Run(install_command(manager, &missing)));
+        } else if let Some((kernel, running)) = boot_into {
+            // Everything is installed; what is left cannot be done by installing. Not a
+            // failure and not in sync: its own outcome, which stops the unit (nothing after
+            // this step can work on the wrong kernel) and tells the operator what to do.
+            return Err(StepError::MustBoot { kernel, running });
         }
         Ok(a)
     }
@@ -330,6 +351,61 @@ fn parse_dpkg_query(command: &str, stdout: &str) -> Result<Vec<Installed>, StepE
     Ok(installed)
 }
 
+/// Where a pinned kernel stands on the node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Kernel {
+    /// Installed and running (or not pinned and some kernel is installed).
+    Ready,
+    /// Not installed; why, for the plan.
+    Missing(String),
+    /// Installed (this full version, `3.10.0-514.el7_lustre.x86_64`) but the node runs another.
+    NotRunning { installed: String, running: String },
+}
+
+/// The `kernel` package, read as what it is: a set of installed kernels (`rpm -q kernel` lists
+/// every one, oldest first; the first line is not "the" kernel) and the one running, which the
+/// kernel itself says in `/proc/sys/kernel/osrelease` (what `uname -r` prints).
+async fn kernel<R: Runner>(host: &Host<R>, want: Option<&str>) -> Result<Kernel, StepError> {
+    // rpm's `%{EVR}.%{ARCH}` of a kernel (no epoch) is exactly what the kernel calls its
+    // release: `3.10.0-514.el7_lustre.x86_64`.
+    let installed: Vec<String> = installed_versions(host, PackageManager::Yum, "kernel")
+        .await?
+        .into_iter()
+        .map(|have| have.version)
+        .collect();
+    let running = running_kernel(host)?;
+    let Some(want) = want else {
+        return Ok(if installed.is_empty() {
+            Kernel::Missing(format!("kernel is not installed (running {running})"))
+        } else {
+            Kernel::Ready
+        });
+    };
+    if version_matches(&running, want) {
+        return Ok(Kernel::Ready);
+    }
+    match installed.iter().find(|v| version_matches(v, want)) {
+        Some(found) => Ok(Kernel::NotRunning { installed: found.clone(), running }),
+        None => Ok(Kernel::Missing(format!(
+            "kernel {want} is not installed (installed: {}; running {running})",
+            if installed.is_empty() { "none".to_owned() } else { installed.join(", ") }
+        ))),
+    }
+}
+
+/// The running kernel's release, from the kernel (`uname -r` reads the same string).
+fn running_kernel<R: Runner>(host: &Host<R>) -> Result<String, StepError> {
+    const OSRELEASE: &str = "/proc/sys/kernel/osrelease";
+    let text = host.read_optional(OSRELEASE)?.ok_or_else(|| StepError::File {
+        path: OSRELEASE.into(),
+        message: "missing: cannot tell which kernel is running (is /proc mounted?)".into(),
+    })?;
+    match text.trim() {
+        "" => Err(StepError::File { path: OSRELEASE.into(), message: "empty".into() }),
+        release => Ok(release.to_owned()),
+    }
+}
+
 fn install_command(manager: PackageManager, packages: &[&Package]) -> Command {
     let command = match manager {
         // noninteractive: no debconf prompt may wait for a terminal nobody watches; confold:
@@ -469,19 +545,59 @@ mod tests {
         for fixture_name in ["rpm-q-kernel-ol6.txt", "rpm-q-kernel-ol7.txt"] {
             let out = fixture(fixture_name);
             let all: Vec<&str> = out.lines().collect();
-            let (_dir, host) = rpm_host("kernel", 0, &out, "");
+            // kernel-devel is installed side by side like kernel (installonly), and read by the
+            // generic path; `kernel` itself is also judged by the running kernel (below).
+            let (_dir, host) = rpm_host("kernel-devel", 0, &out, "");
             // Each installed kernel satisfies a pin on it, wherever rpm lists it.
             for have in &all {
                 let pinned = have.rsplit_once('.').unwrap().0; // without the arch
-                let a = rpm_step("kernel", Some(pinned)).assess(&host).await.unwrap();
+                let a = rpm_step("kernel-devel", Some(pinned)).assess(&host).await.unwrap();
                 assert!(a.is_in_sync(), "{fixture_name}: {pinned}: {:?}", a.diff);
             }
-            let a = rpm_step("kernel", Some("4.18.0")).assess(&host).await.unwrap();
-            assert_eq!(a.diff, [format!("kernel is {}, not 4.18.0", all.join(", "))], "{fixture_name}");
+            let a = rpm_step("kernel-devel", Some("4.18.0")).assess(&host).await.unwrap();
+            assert_eq!(a.diff, [format!("kernel-devel is {}, not 4.18.0", all.join(", "))], "{fixture_name}");
             assert_eq!(
                 a.actions.iter().map(ToString::to_string).collect::<Vec<_>>(),
-                ["dnf install -y -- kernel-4.18.0"]
+                ["dnf install -y -- kernel-devel-4.18.0"]
             );
+        }
+    }
+
+    /// A fixture's text without its `# ` header lines (which cite the source).
+    fn without_header(text: &str) -> String {
+        text.lines().filter(|l| !l.starts_with("# ")).map(|l| format!("{l}\n")).collect()
+    }
+
+    const KERNELS_EL6: &str = include_str!("../testdata/packages/rpm-q-kernel-el6.txt");
+
+    /// A yum node running `running`, whose `rpm -q kernel` answers `installed`.
+    fn kernel_host(installed: &str, running: &str) -> (tempfile::TempDir, Host<RecordedRunner>) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc/sys/kernel")).unwrap();
+        std::fs::write(dir.path().join("proc/sys/kernel/osrelease"), format!("{running}\n")).unwrap();
+        // `installed` is `rpm -q kernel` (NAME-VERSION-RELEASE.ARCH a line); the step asks with
+        // `--qf '%{EVR}.%{ARCH}'`, which for a package without an epoch (kernels have none)
+        // prints the same line without `kernel-`.
+        let query = Command::new("rpm").args(["-q", "--qf", RPM_FORMAT, "kernel"]).to_string();
+        let runner = if installed.is_empty() {
+            RecordedRunner::new().record(&query, 1, "package kernel is not installed\n", "")
+        } else {
+            let evr: String = installed
+                .lines()
+                .map(|l| format!("{}\n", l.strip_prefix("kernel-").unwrap_or(l)))
+                .collect();
+            RecordedRunner::new().record(&query, 0, &evr, "")
+        };
+        let host = Host::new(Root::at(dir.path()), runner);
+        (dir, host)
+    }
+
+    fn kernel_step(pin: &str) -> Packages {
+        Packages {
+            manager: PackageManager::Yum,
+            apt: vec![],
+            rpm: vec![pkg("kernel", Some(pin))],
+            repos: vec![],
         }
     }
 
@@ -554,6 +670,91 @@ mod tests {
         assert!(matches!(err, StepError::Unexpected { .. }), "{err}");
         let err = installed_versions(&host, apt, "locked").await.unwrap_err();
         assert!(err.to_string().contains("cannot open /var/lib/dpkg/status"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_pinned_kernel_is_read_from_the_installed_set_and_the_running_one() {
+        // Every installed kernel counts, not the first line rpm prints (the oldest).
+        let real = without_header(KERNELS_EL6);
+        let (_d, host) = kernel_host(&real, "2.6.32-358.6.1.el6.x86_64");
+        assert!(kernel_step("2.6.32-358.6.1.el6").assess(&host).await.unwrap().is_in_sync());
+
+        // Installed (the second of three) but another is running: the node must boot into it.
+        let (_d, host) = kernel_host(&real, "2.6.32-358.6.1.el6.x86_64");
+        let err = kernel_step("2.6.32-279.el6").assess(&host).await.unwrap_err();
+        assert_eq!(
+            err,
+            StepError::MustBoot {
+                kernel: "2.6.32-279.el6.x86_64".into(),
+                running: "2.6.32-358.6.1.el6.x86_64".into()
+            }
+        );
+
+        // Not installed: installed, then the node must boot into it.
+        let (_d, host) = kernel_host(&real, "2.6.32-358.6.1.el6.x86_64");
+        let a = kernel_step("3.10.0-514.el7_lustre").assess(&host).await.unwrap();
+        assert_eq!(
+            a.diff,
+            ["kernel 3.10.0-514.el7_lustre is not installed (installed: 2.6.32-279.14.1.el6.i686, \
+              2.6.32-279.el6.x86_64, 2.6.32-358.6.1.el6.x86_64; running 2.6.32-358.6.1.el6.x86_64)"]
+        );
+        assert_eq!(a.actions[0].to_string(), "yum install -y -- kernel-3.10.0-514.el7_lustre");
+    }
+
+    #[tokio::test]
+    async fn a_must_boot_kernel_is_its_own_outcome_and_stops_the_unit() {
+        // The seed's server after `yum install kernel-3.10.0-514.el7_lustre`, still on CentOS
+        // 7.3's kernel (rpm's default format, one NVRA a line, oldest first).
+        let installed = "kernel-3.10.0-514.el7.x86_64\nkernel-3.10.0-514.el7_lustre.x86_64\n";
+        let (dir, host) = kernel_host(installed, "3.10.0-514.el7.x86_64");
+        let later = crate::Step::Directory(crate::Directory { path: "/after".into(), mode: 0o755 });
+        let mut outcomes = Vec::new();
+        let summary = crate::run_unit(
+            &[crate::Step::Packages(kernel_step("3.10.0-514.el7_lustre")), later],
+            &host,
+            &crate::Policy::default(),
+            false,
+            false,
+            |event| {
+                if let crate::Event::Done { outcome, .. } = event {
+                    outcomes.push(outcome);
+                }
+            },
+            || true,
+        )
+        .await;
+        assert_eq!(
+            outcomes,
+            [
+                crate::Outcome::MustBoot {
+                    kernel: "3.10.0-514.el7_lustre.x86_64".into(),
+                    running: "3.10.0-514.el7.x86_64".into()
+                },
+                crate::Outcome::Skipped {
+                    reason: "the node must boot into kernel 3.10.0-514.el7_lustre.x86_64 first".into()
+                },
+            ]
+        );
+        assert_eq!(
+            (summary.failed, summary.skipped, summary.must_boot.as_deref()),
+            (0, 1, Some("3.10.0-514.el7_lustre.x86_64"))
+        );
+        assert!(!dir.path().join("after").exists());
+
+        // Once booted into it, the step is in sync.
+        let (_d, host) = kernel_host(installed, "3.10.0-514.el7_lustre.x86_64");
+        assert!(kernel_step("3.10.0-514.el7_lustre").assess(&host).await.unwrap().is_in_sync());
+    }
+
+    #[tokio::test]
+    async fn odd_rpm_output_or_no_osrelease_is_refused_clearly() {
+        let (_d, host) = kernel_host("package kernel-x\n", "3.10.0-514.el7.x86_64");
+        let err = kernel_step("3.10.0-514.el7_lustre").assess(&host).await.unwrap_err();
+        assert!(matches!(&err, StepError::Unexpected { command, .. } if command.starts_with("rpm -q")), "{err}");
+        let (dir, host) = kernel_host("kernel-3.10.0-514.el7.x86_64\n", "x");
+        std::fs::remove_file(dir.path().join("proc/sys/kernel/osrelease")).unwrap();
+        let err = kernel_step("3.10.0-514.el7_lustre").assess(&host).await.unwrap_err();
+        assert!(err.to_string().contains("/proc/sys/kernel/osrelease"), "{err}");
     }
 
     #[tokio::test]

@@ -389,6 +389,11 @@ impl From<&Event> for pb::ApplyEvent {
                         done.detail = reason.clone();
                         Status::Skipped
                     }
+                    Outcome::MustBoot { kernel, running } => {
+                        done.boot_kernel = kernel.clone();
+                        done.running_kernel = running.clone();
+                        Status::MustBoot
+                    }
                 };
                 done.status = status as i32;
                 E::Done(done)
@@ -420,6 +425,20 @@ impl From<pb::ApplyEvent> for Option<Event> {
                     Status::WouldChange => Outcome::WouldChange { diff: d.diff, would_run: d.would_run },
                     Status::Pending => Outcome::Pending { detail: d.detail },
                     Status::Skipped => Outcome::Skipped { reason: d.detail },
+                    // Strict: a must-boot without the kernel to boot into cannot be acted on.
+                    Status::MustBoot if d.boot_kernel.is_empty() || d.running_kernel.is_empty() => {
+                        Outcome::Failed(Failure {
+                            message: "the agent said the node must boot into another kernel but did not \
+                                      name the kernel (a mismatched agent version?)"
+                                .into(),
+                            command: None,
+                            code: None,
+                            stderr_tail: String::new(),
+                        })
+                    }
+                    Status::MustBoot => {
+                        Outcome::MustBoot { kernel: d.boot_kernel, running: d.running_kernel }
+                    }
                     Status::Failed | Status::Unspecified => Outcome::Failed(Failure {
                         message: if d.detail.is_empty() {
                             "the agent reported an unknown status".into()
@@ -553,6 +572,10 @@ mod tests {
             Outcome::WouldChange { diff: vec!["a".into()], would_run: vec!["b".into()] },
             Outcome::Pending { detail: "p".into() },
             Outcome::Skipped { reason: "s".into() },
+            Outcome::MustBoot {
+                kernel: "3.10.0-514.el7_lustre.x86_64".into(),
+                running: "3.10.0-514.el7.x86_64".into(),
+            },
             failure,
             refusal,
         ] {
@@ -560,5 +583,18 @@ mod tests {
             let back: Option<Event> = pb::ApplyEvent::from(&event).into();
             assert_eq!(back, Some(event));
         }
+    }
+
+    #[test]
+    fn a_must_boot_without_its_kernel_is_refused() {
+        let done = pb::StepDone {
+            index: 0,
+            status: pb::step_done::Status::MustBoot as i32,
+            running_kernel: "3.10.0-514.el7.x86_64".into(),
+            ..Default::default()
+        };
+        let event: Option<Event> = pb::ApplyEvent { event: Some(pb::apply_event::Event::Done(done)) }.into();
+        let Some(Event::Done { outcome: Outcome::Failed(f), .. }) = event else { panic!("{event:?}") };
+        assert!(f.message.contains("did not name the kernel"), "{}", f.message);
     }
 }

@@ -45,7 +45,8 @@ pub(crate) async fn converge(cluster: &Cluster, dialer: &Dialer, mut view: View)
     }
     let recap = work.await?;
     view.recap(&recap)?;
-    Ok(if recap.failed() { exit::FAILURES } else { exit::OK })
+    // A node waiting for a reboot is not converged: scripts must not take it for done.
+    Ok(if recap.converged() { exit::OK } else { exit::FAILURES })
 }
 
 /// Prints events as they come: a line per step that changes (or fails, or waits), with its
@@ -118,6 +119,11 @@ impl View {
             }
             Outcome::Pending { detail } => format!("{head}: pending: {detail}\n"),
             Outcome::Skipped { reason } => format!("{head}: skipped ({reason})\n"),
+            Outcome::MustBoot { kernel, running } => {
+                format!(
+                    "{head}: MUST BOOT into kernel {kernel} (it runs {running}); the node's units stop here\n"
+                )
+            }
             Outcome::Failed(f) => {
                 // A refusal reads as one, in a plan too: a disk holding data is never "pending".
                 let label = if f.refused { "REFUSED" } else { "FAILED" };
@@ -148,6 +154,9 @@ impl View {
                 "plan": self.plan,
                 "nodes": nodes,
                 "failures": recap.failures,
+                "boots": recap.boots.iter().map(|b| json!({
+                    "node": b.node, "kernel": b.kernel, "running": b.running, "next_step": b.next_step(),
+                })).collect::<Vec<_>>(),
                 "elapsed_ms": ms(recap.elapsed),
             }));
         }
@@ -170,6 +179,9 @@ impl View {
         output::print(&text)?;
         for failure in &recap.failures {
             output::note(&format!("error: {failure}"));
+        }
+        for boot in &recap.boots {
+            output::note(&format!("next: {}", boot.next_step()));
         }
         if self.plan && !recap.failed() {
             let changes = recap.changed();
@@ -221,6 +233,9 @@ fn event_json(event: &UpEvent) -> serde_json::Value {
                     }
                     Outcome::Pending { detail } => ("pending", json!({"detail": detail})),
                     Outcome::Skipped { reason } => ("skipped", json!({"detail": reason})),
+                    Outcome::MustBoot { kernel, running } => {
+                        ("must_boot", json!({"kernel": kernel, "running": running}))
+                    }
                     Outcome::Failed(f) => (
                         if f.refused { "refused" } else { "failed" },
                         json!({"detail": f.message, "command": f.command, "code": f.code, "stderr_tail": f.stderr_tail}),
