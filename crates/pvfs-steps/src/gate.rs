@@ -35,6 +35,10 @@ pub enum GateKind {
     /// A file can be created, written, synced, read back and removed in this directory: the
     /// client's view of the file system works end to end.
     Writable { dir: String },
+    /// The topmost mount on `dir` is of type `fstype`, as the kernel says
+    /// (`/proc/self/mountinfo`): the write probe alone also passes on a plain directory, or
+    /// on whatever was mounted there instead.
+    MountedAs { dir: String, fstype: String },
 }
 
 impl GateKind {
@@ -47,6 +51,7 @@ impl GateKind {
             GateKind::BeegfsMgmtdReachable => "wait-beegfs-mgmtd",
             GateKind::BeegfsCheckServers => "check-beegfs-servers",
             GateKind::Writable { .. } => "check-writable",
+            GateKind::MountedAs { .. } => "check-mounted",
         }
     }
 }
@@ -141,6 +146,23 @@ impl Gate {
                     )
                 }
             }
+            GateKind::MountedAs { dir, fstype } => {
+                let text = host.read_optional("/proc/self/mountinfo")?.ok_or_else(|| StepError::File {
+                    path: "/proc/self/mountinfo".into(),
+                    message: "does not exist: is /proc mounted?".into(),
+                })?;
+                let mounts = mountinfo(&text).map_err(|message| StepError::Unexpected {
+                    command: "cat /proc/self/mountinfo".into(),
+                    message,
+                })?;
+                // Later lines are later mounts: the last one on `dir` is what a path there
+                // reaches.
+                match mounts.iter().rev().find(|(point, _)| point == dir) {
+                    Some((_, have)) if have == fstype => Ready(format!("{dir} is a {fstype} mount")),
+                    Some((_, have)) => NotReady(format!("{dir} is a {have} mount, not {fstype}")),
+                    None => NotReady(format!("nothing is mounted on {dir}")),
+                }
+            }
             GateKind::Writable { dir } => {
                 // On its own thread with a limit: I/O on a hung network mount blocks in the
                 // kernel, and must not take one of the agent's runtime threads with it.
@@ -219,6 +241,46 @@ async fn exit_zero<R: Runner>(host: &Host<R>, command: Command, ready: &str) -> 
     })
 }
 
+/// `(mount point, file system type)` of each line of `/proc/self/mountinfo`, in order: `ID
+/// PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL…] - FSTYPE SOURCE SUPEROPTIONS`
+/// (Documentation/filesystems/proc.rst), paths with octal escapes (`\040` for a space).
+/// A line not of that shape is an error naming it: the kernel never writes one.
+pub(crate) fn mountinfo(text: &str) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let sep = fields.iter().position(|f| *f == "-");
+        let ok = fields.len() >= 6 && fields[0].parse::<u64>().is_ok() && fields[2].contains(':');
+        match (ok, sep) {
+            (true, Some(sep)) if sep >= 6 && fields.len() > sep + 1 => {
+                out.push((unescape_octal(fields[4]), unescape_octal(fields[sep + 1])));
+            }
+            _ => return Err(format!("{line:?} is not a mountinfo line")),
+        }
+    }
+    Ok(out)
+}
+
+/// Undoes the kernel's `\ooo` escapes of space, tab, newline and backslash.
+fn unescape_octal(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\'
+            && i + 3 < bytes.len()
+            && bytes[i + 1..i + 4].iter().all(|b| (b'0'..=b'7').contains(b))
+        {
+            out.push((bytes[i + 1] - b'0') * 64 + (bytes[i + 2] - b'0') * 8 + (bytes[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// How long one write probe may take before the mount is called hung.
 const WRITE_PROBE_LIMIT: Duration = Duration::from_secs(30);
 
@@ -282,6 +344,7 @@ impl fmt::Display for Gate {
             }
             GateKind::BeegfsCheckServers => f.write_str("check beegfs-check-servers"),
             GateKind::Writable { dir } => write!(f, "check {dir} is writable"),
+            GateKind::MountedAs { dir, fstype } => write!(f, "check {dir} is a {fstype} mount"),
         }
     }
 }
@@ -406,6 +469,42 @@ mod tests {
             f.message
         );
         assert!(!dir.path().join("after").exists(), "no step starts after the caller went");
+    }
+
+    /// A BeeGFS client's mount table (testdata/mountinfo-beegfs-client.txt, the kernel's
+    /// documented format): the gate holds only where the topmost mount is beegfs.
+    #[tokio::test]
+    async fn the_client_mount_must_be_beegfs_by_the_kernels_word() {
+        let text: String = include_str!("../testdata/mountinfo-beegfs-client.txt")
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let (dir, host) = host(RecordedRunner::new());
+        std::fs::create_dir_all(dir.path().join("proc/self")).unwrap();
+        std::fs::write(dir.path().join("proc/self/mountinfo"), &text).unwrap();
+        let gate = |d: &str| Gate {
+            kind: GateKind::MountedAs { dir: d.into(), fstype: "beegfs".into() },
+            deadline: Duration::from_secs(1),
+        };
+        let state = |d: &str| {
+            let (gate, host) = (gate(d), &host);
+            async move { gate.probe(host).await.unwrap() }
+        };
+        assert_eq!(state("/mnt/beegfs").await, GateState::Ready("/mnt/beegfs is a beegfs mount".into()));
+        assert_eq!(state("/mnt/bee gfs").await, GateState::Ready("/mnt/bee gfs is a beegfs mount".into()));
+        assert_eq!(
+            state("/mnt/plain").await,
+            GateState::NotReady("/mnt/plain is a xfs mount, not beegfs".into())
+        );
+        assert_eq!(
+            state("/mnt/hidden").await,
+            GateState::NotReady("/mnt/hidden is a tmpfs mount, not beegfs".into())
+        );
+        assert_eq!(state("/data").await, GateState::NotReady("nothing is mounted on /data".into()));
+        std::fs::write(dir.path().join("proc/self/mountinfo"), "22 1 253:0 / / rw\n").unwrap();
+        let err = gate("/mnt/beegfs").probe(&host).await.unwrap_err();
+        assert!(matches!(err, StepError::Unexpected { .. }), "{err}");
     }
 
     #[tokio::test]

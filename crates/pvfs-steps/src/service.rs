@@ -1,4 +1,14 @@
-//! A systemd unit enabled (starts at boot) and running.
+//! A systemd unit enabled (starts at boot) and running, and restarted once when a step of
+//! the same unit changed a file it reads.
+//!
+//! A daemon reads its configuration when it starts: a changed `beegfs-meta.conf`, a new
+//! `beegfs-mounts.conf` or LNet's module options mean nothing until the service restarts, and
+//! `up` must not report a node converged while its daemons run with old settings. So a
+//! service step names the files its unit reads (`configs`); [`crate::run_unit`] notes every
+//! file the unit's earlier steps changed (`Step::configures`) and, when one of them is among
+//! a running service's `configs`, this step restarts it — once, after all the unit's changes
+//! to it, and only then. A service that is not running yet is simply started and reads the
+//! new files. Plans show the restart where it would happen.
 
 use crate::{Action, Assessment, Host, StepError};
 use pvfs_host::{Command, Runner};
@@ -13,10 +23,23 @@ pub struct Service {
     pub unit: String,
     pub enabled: bool,
     pub running: bool,
+    /// The files the unit reads at start: a change to one of them by an earlier step of the
+    /// same unit restarts it.
+    pub configs: Vec<String>,
 }
 
 impl Service {
     pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+        self.assess_after(host, &[]).await
+    }
+
+    /// The assessment when earlier steps of the unit changed `changed` (files): a running
+    /// unit that reads one of them is restarted.
+    pub(crate) async fn assess_after<R: Runner>(
+        &self,
+        host: &Host<R>,
+        changed: &[String],
+    ) -> Result<Assessment, StepError> {
         if !host.root.is_dir("/run/systemd/system") {
             return Err(StepError::Refused {
                 reason: format!(
@@ -48,10 +71,19 @@ impl Service {
         if self.running {
             let out = host.probe(Command::new("systemctl").args(["is-active", &self.unit])).await?;
             let state = out.stdout.trim();
+            let stale: Vec<&str> =
+                changed.iter().filter(|c| self.configs.contains(c)).map(String::as_str).collect();
             if state != "active" {
                 a.change(
                     format!("{} is {}", self.unit, if state.is_empty() { "not running" } else { state }),
                     Action::Run(Command::new("systemctl").args(["start", &self.unit]).timeout(START_TIMEOUT)),
+                );
+            } else if !stale.is_empty() {
+                a.change(
+                    format!("{} runs with its old settings: {} changed", self.unit, stale.join(", ")),
+                    Action::Run(
+                        Command::new("systemctl").args(["restart", &self.unit]).timeout(START_TIMEOUT),
+                    ),
                 );
             }
         }
@@ -67,7 +99,11 @@ impl fmt::Display for Service {
             (false, true) => "running",
             (false, false) => "known",
         };
-        write!(f, "service {} {what}", self.unit)
+        write!(f, "service {} {what}", self.unit)?;
+        if !self.configs.is_empty() {
+            write!(f, ", restarted when {} changes", self.configs.join(" or "))?;
+        }
+        Ok(())
     }
 }
 
@@ -84,18 +120,89 @@ mod tests {
             .record("systemctl is-enabled glusterd", 1, "disabled\n", "")
             .record("systemctl is-active glusterd", 3, "inactive\n", "");
         let host = Host::new(Root::at(dir.path()), runner);
-        let step = Service { unit: "glusterd".into(), enabled: true, running: true };
+        let step = Service { unit: "glusterd".into(), enabled: true, running: true, configs: vec![] };
         let a = step.assess(&host).await.unwrap();
         assert_eq!(a.diff, ["glusterd is disabled", "glusterd is inactive"]);
         let shown: Vec<String> = a.actions.iter().map(ToString::to_string).collect();
         assert_eq!(shown, ["systemctl enable glusterd", "systemctl start glusterd"]);
     }
 
+    /// A unit whose configuration an earlier step changed: a running daemon restarts once,
+    /// at its service step; one that is not running just starts; no change, no restart.
+    #[tokio::test]
+    async fn a_changed_configuration_restarts_a_running_unit_once() {
+        use crate::{ConfigKeys, Event, Outcome, Policy, Step, run_unit};
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("run/systemd/system")).unwrap();
+        std::fs::create_dir_all(dir.path().join("etc/beegfs")).unwrap();
+        let conf = dir.path().join("etc/beegfs/beegfs-meta.conf");
+        std::fs::write(&conf, "sysMgmtdHost = 10.0.0.4\ntuneNumWorkers = 12\n").unwrap();
+        // systemd 239 (EL8) answers for a running, enabled unit.
+        let runner = RecordedRunner::new()
+            .record("systemctl is-enabled beegfs-meta", 0, "enabled\n", "")
+            .record("systemctl is-active beegfs-meta", 0, "active\n", "")
+            .record("systemctl restart beegfs-meta", 0, "", "");
+        let host = Host::new(Root::at(dir.path()), runner.clone());
+        let keys = |key: &str, value: &str| {
+            Step::ConfigKeys(ConfigKeys {
+                path: "/etc/beegfs/beegfs-meta.conf".into(),
+                keys: vec![(key.into(), value.into())],
+            })
+        };
+        let service = Step::Service(Service {
+            unit: "beegfs-meta".into(),
+            enabled: true,
+            running: true,
+            configs: vec!["/etc/beegfs/beegfs-meta.conf".into()],
+        });
+        let steps = [keys("tuneNumWorkers", "64"), keys("connMaxInternodeNum", "32"), service.clone()];
+        let run = |dry_run: bool| {
+            let (host, steps) = (&host, &steps);
+            async move {
+                let mut outcomes = Vec::new();
+                run_unit(
+                    steps,
+                    host,
+                    &Policy::default(),
+                    dry_run,
+                    false,
+                    |e| {
+                        if let Event::Done { outcome, .. } = e {
+                            outcomes.push(outcome);
+                        }
+                    },
+                    || true,
+                )
+                .await;
+                outcomes
+            }
+        };
+        let plan = run(true).await;
+        let Outcome::WouldChange { diff, would_run } = &plan[2] else { panic!("{plan:?}") };
+        assert_eq!(diff, &["beegfs-meta runs with its old settings: /etc/beegfs/beegfs-meta.conf changed"]);
+        assert_eq!(would_run, &["systemctl restart beegfs-meta"]);
+        let ran = run(false).await;
+        assert!(matches!(ran[2], Outcome::Changed { .. }), "{ran:?}");
+        let restarts = |r: &RecordedRunner| {
+            r.calls().iter().filter(|c| c.as_str() == "systemctl restart beegfs-meta").count()
+        };
+        assert_eq!(restarts(&runner), 1, "two changes, one restart");
+        // The same unit again: nothing changed, nothing restarts.
+        let again = run(false).await;
+        assert!(again.iter().all(|o| matches!(o, Outcome::Ok { .. })), "{again:?}");
+        assert_eq!(restarts(&runner), 1);
+        // Shown in plans.
+        assert_eq!(
+            service.to_string(),
+            "service beegfs-meta enabled and running, restarted when /etc/beegfs/beegfs-meta.conf changes"
+        );
+    }
+
     #[tokio::test]
     async fn a_missing_unit_or_missing_systemd_is_named() {
         let dir = tempfile::tempdir().unwrap();
         let host = Host::new(Root::at(dir.path()), RecordedRunner::new());
-        let step = Service { unit: "glusterd".into(), enabled: true, running: true };
+        let step = Service { unit: "glusterd".into(), enabled: true, running: true, configs: vec![] };
         let err = step.assess(&host).await.unwrap_err();
         assert!(err.to_string().contains("systemd is not running"), "{err}");
 
