@@ -248,6 +248,38 @@ mod tests {
         assert_eq!(again, new);
     }
 
+    /// The default beegfs-storage.conf of BeeGFS 7.3/7.4 (testdata/beegfs-7/beegfs-storage.conf):
+    /// the authentication, interface and tuning keys it already lists are set in place, in
+    /// its layout, and nothing is appended twice.
+    #[test]
+    fn config_keys_edit_the_packaged_beegfs_conf_in_place() {
+        let conf = include_str!("../testdata/beegfs-7/beegfs-storage.conf");
+        let keys: Vec<(String, String)> = [
+            ("connAuthFile", "/etc/beegfs/connauthfile"),
+            ("connDisableAuthentication", "false"),
+            ("connInterfacesFile", "/etc/beegfs/interfaces"),
+            ("tuneNumWorkers", "64"),
+            ("tuneFileReadAheadSize", "32m"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+        let (new, diff) = set_keys(conf, &keys);
+        assert_eq!(
+            diff,
+            [
+                "connAuthFile:  -> /etc/beegfs/connauthfile",
+                "connInterfacesFile:  -> /etc/beegfs/interfaces",
+                "tuneNumWorkers: 12 -> 64",
+                "tuneFileReadAheadSize: 0m -> 32m"
+            ]
+        );
+        assert_eq!(new.lines().count(), conf.lines().count(), "set in place, nothing appended");
+        assert!(new.contains("\nconnAuthFile = /etc/beegfs/connauthfile\n"), "{new}");
+        assert!(new.contains("\nlogStdFile                   = /var/log/beegfs-storage.log\n"));
+        assert_eq!(set_keys(&new, &keys).1, Vec::<String>::new());
+    }
+
     #[tokio::test]
     async fn config_keys_need_the_packaged_file() {
         let (_dir, host) = host();

@@ -132,18 +132,32 @@ impl Gate {
             }
             GateKind::BeegfsCheckServers => {
                 let out = host.probe(Command::new("beegfs-check-servers")).await?;
-                let servers = out.stdout.lines().filter(|l| l.contains("[ID:")).count();
-                let unreachable: Vec<&str> = out
-                    .stdout
-                    .lines()
-                    .filter(|l| l.contains("[ID:") && !l.contains("reachable at"))
-                    .collect();
-                if out.success() && servers > 0 && unreachable.is_empty() {
-                    Ready(format!("{servers} servers reachable"))
+                if !out.success() {
+                    // beegfs-ctl failed (no management daemon, a wrong secret): the script
+                    // passes its output to stderr and exits 1.
+                    return Ok(NotReady(format!("beegfs-check-servers failed: {}", crate::error_tail(&out))));
+                }
+                let sections = check_servers(&out.stdout).map_err(|message| StepError::Unexpected {
+                    command: "beegfs-check-servers".into(),
+                    message,
+                })?;
+                let mut waiting = Vec::new();
+                let mut count = 0;
+                for (section, servers) in &sections {
+                    if servers.is_empty() {
+                        waiting.push(format!("no {} server registered yet", section.to_lowercase()));
+                    }
+                    for (name, reachable) in servers {
+                        count += 1;
+                        if !reachable {
+                            waiting.push(format!("{section} {name} unreachable"));
+                        }
+                    }
+                }
+                if waiting.is_empty() {
+                    Ready(format!("{count} servers reachable"))
                 } else {
-                    NotReady(
-                        format!("{} {}", unreachable.join("; "), crate::error_tail(&out)).trim().to_owned(),
-                    )
+                    NotReady(waiting.join("; "))
                 }
             }
             GateKind::MountedAs { dir, fstype } => {
@@ -239,6 +253,55 @@ async fn exit_zero<R: Runner>(host: &Host<R>, command: Command, ready: &str) -> 
         let code = out.code.map_or("on a signal".to_owned(), |c| c.to_string());
         GateState::NotReady(format!("`{shown}` exited {code}: {}", crate::error_tail(&out)))
     })
+}
+
+/// A node type's heading in `beegfs-check-servers` output, and each server under it with
+/// whether it is reachable.
+pub(crate) type CheckSection = (String, Vec<(String, bool)>);
+
+/// The sections of `beegfs-check-servers` output (ThinkParQ/beegfs
+/// utils/scripts/beegfs-check-servers, 7.x): `Management`, `Metadata`, `Storage`, each a
+/// heading, a `==========` line and one line per registered server, `NAME [ID: N]: reachable
+/// at ADDR:PORT (protocol: …)` or `NAME [ID: N]: UNREACHABLE`. Each section with its servers
+/// and whether each is reachable; the three sections must all be there.
+pub(crate) fn check_servers(text: &str) -> Result<Vec<CheckSection>, String> {
+    let mut sections: Vec<CheckSection> = Vec::new();
+    let mut lines = text.lines().map(str::trim_end).peekable();
+    while let Some(line) = lines.next() {
+        if line.is_empty() {
+            continue;
+        }
+        if matches!(line, "Management" | "Metadata" | "Storage") && lines.peek() == Some(&"==========") {
+            lines.next();
+            sections.push((line.to_owned(), Vec::new()));
+            continue;
+        }
+        let Some((_, servers)) = sections.last_mut() else {
+            return Err(format!("{line:?} comes before any section heading"));
+        };
+        let server = line.split_once("]: ").and_then(|(name, state)| {
+            name.contains(" [ID: ").then_some(())?;
+            let reachable = if state.starts_with("reachable at ") {
+                true
+            } else if state == "UNREACHABLE" {
+                false
+            } else {
+                return None;
+            };
+            Some((format!("{name}]"), reachable))
+        });
+        match server {
+            Some(server) => servers.push(server),
+            None => {
+                return Err(format!("{line:?} is not `NAME [ID: N]: reachable at …` or `…: UNREACHABLE`"));
+            }
+        }
+    }
+    let names: Vec<&str> = sections.iter().map(|(s, _)| s.as_str()).collect();
+    if names != ["Management", "Metadata", "Storage"] {
+        return Err(format!("sections {names:?}, not Management, Metadata and Storage"));
+    }
+    Ok(sections)
 }
 
 /// `(mount point, file system type)` of each line of `/proc/self/mountinfo`, in order: `ID
@@ -469,6 +532,40 @@ mod tests {
             f.message
         );
         assert!(!dir.path().join("after").exists(), "no step starts after the caller went");
+    }
+
+    fn fixture(text: &str) -> String {
+        text.lines().filter(|l| !l.starts_with('#')).map(|l| format!("{l}\n")).collect()
+    }
+
+    /// beegfs-check-servers as the seed printed it, with a server down, and before the
+    /// servers registered: only the first is ready.
+    #[tokio::test]
+    async fn check_servers_waits_for_every_kind_of_server_to_answer() {
+        let probe = |out: &str| {
+            let runner = RecordedRunner::new().record("beegfs-check-servers", 0, &fixture(out), "");
+            let gate = Gate { kind: GateKind::BeegfsCheckServers, deadline: Duration::from_secs(1) };
+            async move {
+                let (_d, host) = host(runner);
+                gate.probe(&host).await
+            }
+        };
+        assert_eq!(
+            probe(include_str!("../testdata/beegfs-7/check-servers-seed.txt")).await.unwrap(),
+            GateState::Ready("9 servers reachable".into())
+        );
+        assert_eq!(
+            probe(include_str!("../testdata/beegfs-7/check-servers-unreachable.txt")).await.unwrap(),
+            GateState::NotReady("Storage storage1 [ID: 2] unreachable".into())
+        );
+        assert_eq!(
+            probe(include_str!("../testdata/beegfs-7/check-servers-no-storage.txt")).await.unwrap(),
+            GateState::NotReady("no metadata server registered yet; no storage server registered yet".into())
+        );
+        let err = probe("Management\n==========\nmgmt [ID: 1]: maybe\n").await.unwrap_err();
+        assert!(matches!(err, StepError::Unexpected { .. }), "{err}");
+        let err = probe("Storage\n==========\n").await.unwrap_err();
+        assert!(err.to_string().contains("not Management, Metadata and Storage"), "{err}");
     }
 
     /// A BeeGFS client's mount table (testdata/mountinfo-beegfs-client.txt, the kernel's

@@ -85,10 +85,72 @@ impl Service {
                         Command::new("systemctl").args(["restart", &self.unit]).timeout(START_TIMEOUT),
                     ),
                 );
+            } else if let Some(newer) = self.changed_since_start(host).await? {
+                // Read back, not remembered: a run that changed the file and then stopped
+                // before this step (a later step failed, the agent was stopped) left the
+                // daemon on its old settings, and the next run sees the file in sync.
+                a.change(
+                    format!("{} runs with its old settings: {newer} changed after it started", self.unit),
+                    Action::Run(
+                        Command::new("systemctl").args(["restart", &self.unit]).timeout(START_TIMEOUT),
+                    ),
+                );
             }
         }
         Ok(a)
     }
+}
+
+impl Service {
+    /// The first of `configs` modified after the running unit entered the active state
+    /// (`ActiveEnterTimestampMonotonic`, µs of CLOCK_MONOTONIC; systemd 219 on EL7 has it),
+    /// comparing on the monotonic clock: file times are wall-clock, so they are moved onto it
+    /// by the current offset between the two clocks on this node.
+    async fn changed_since_start<R: Runner>(&self, host: &Host<R>) -> Result<Option<String>, StepError> {
+        if self.configs.is_empty() {
+            return Ok(None);
+        }
+        let show =
+            Command::new("systemctl").args(["show", "--property=ActiveEnterTimestampMonotonic", &self.unit]);
+        let shown = show.to_string();
+        let out = host.probe_ok(show).await?;
+        let started: u64 = out
+            .lines()
+            .find_map(|l| l.strip_prefix("ActiveEnterTimestampMonotonic="))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| StepError::Unexpected {
+                command: shown,
+                message: format!("{:?} has no ActiveEnterTimestampMonotonic=MICROSECONDS", out.trim()),
+            })?;
+        let Some(offset) = realtime_minus_monotonic_us() else { return Ok(None) };
+        for config in &self.configs {
+            let Ok(meta) = std::fs::metadata(host.root.path(config)) else { continue };
+            let Ok(modified) = meta.modified() else { continue };
+            let Ok(since_epoch) = modified.duration_since(std::time::UNIX_EPOCH) else { continue };
+            let modified_mono = since_epoch.as_micros() as i128 - offset;
+            if started > 0 && modified_mono > i128::from(started) {
+                return Ok(Some(config.clone()));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// CLOCK_REALTIME − CLOCK_MONOTONIC now, in µs.
+fn realtime_minus_monotonic_us() -> Option<i128> {
+    use nix::time::{ClockId, clock_gettime};
+    let us =
+        |t: nix::sys::time::TimeSpec| i128::from(t.tv_sec()) * 1_000_000 + i128::from(t.tv_nsec()) / 1000;
+    let real = clock_gettime(ClockId::CLOCK_REALTIME).ok()?;
+    let mono = clock_gettime(ClockId::CLOCK_MONOTONIC).ok()?;
+    Some(us(real) - us(mono))
+}
+
+/// The current CLOCK_MONOTONIC in µs, for tests that record systemd's answers.
+#[cfg(test)]
+fn monotonic_now_us() -> u64 {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).unwrap();
+    t.tv_sec() as u64 * 1_000_000 + t.tv_nsec() as u64 / 1000
 }
 
 impl fmt::Display for Service {
@@ -141,7 +203,14 @@ mod tests {
         let runner = RecordedRunner::new()
             .record("systemctl is-enabled beegfs-meta", 0, "enabled\n", "")
             .record("systemctl is-active beegfs-meta", 0, "active\n", "")
-            .record("systemctl restart beegfs-meta", 0, "", "");
+            .record("systemctl restart beegfs-meta", 0, "", "")
+            // systemd 239's answer; the unit (re)started after every write of this test.
+            .record(
+                "systemctl show --property=ActiveEnterTimestampMonotonic beegfs-meta",
+                0,
+                &format!("ActiveEnterTimestampMonotonic={}\n", monotonic_now_us() + 3_600_000_000),
+                "",
+            );
         let host = Host::new(Root::at(dir.path()), runner.clone());
         let keys = |key: &str, value: &str| {
             Step::ConfigKeys(ConfigKeys {
@@ -196,6 +265,61 @@ mod tests {
             service.to_string(),
             "service beegfs-meta enabled and running, restarted when /etc/beegfs/beegfs-meta.conf changes"
         );
+    }
+
+    /// A run that changed the configuration and stopped before the service step: the next
+    /// run finds the file in sync but newer than the daemon, and restarts it.
+    #[tokio::test]
+    async fn a_daemon_older_than_its_configuration_is_restarted() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("run/systemd/system")).unwrap();
+        std::fs::create_dir_all(dir.path().join("etc/beegfs")).unwrap();
+        std::fs::write(dir.path().join("etc/beegfs/beegfs-client.conf"), "sysMgmtdHost = 10.0.0.4\n")
+            .unwrap();
+        let show = "systemctl show --property=ActiveEnterTimestampMonotonic beegfs-client";
+        let step = Service {
+            unit: "beegfs-client".into(),
+            enabled: true,
+            running: true,
+            configs: vec!["/etc/beegfs/beegfs-client.conf".into(), "/etc/beegfs/beegfs-mounts.conf".into()],
+        };
+        // The unit entered the active state now; the file's time decides.
+        let started = || {
+            RecordedRunner::new()
+                .record("systemctl is-enabled beegfs-client", 0, "enabled\n", "")
+                .record("systemctl is-active beegfs-client", 0, "active\n", "")
+                .record(show, 0, &format!("ActiveEnterTimestampMonotonic={}\n", monotonic_now_us()), "")
+        };
+        let touch = |when: std::time::SystemTime| {
+            std::fs::File::options()
+                .write(true)
+                .open(dir.path().join("etc/beegfs/beegfs-client.conf"))
+                .unwrap()
+                .set_modified(when)
+                .unwrap();
+        };
+        // Written after the daemon started (ten minutes from now, as a later run would).
+        touch(std::time::SystemTime::now() + Duration::from_secs(600));
+        let host = Host::new(Root::at(dir.path()), started());
+        let a = step.assess(&host).await.unwrap();
+        assert_eq!(
+            a.diff,
+            [
+                "beegfs-client runs with its old settings: /etc/beegfs/beegfs-client.conf changed after it started"
+            ]
+        );
+        assert_eq!(a.actions[0].to_string(), "systemctl restart beegfs-client");
+        // Written a minute before it started: in sync.
+        touch(std::time::SystemTime::now() - Duration::from_secs(60));
+        let host = Host::new(Root::at(dir.path()), started());
+        assert!(step.assess(&host).await.unwrap().is_in_sync());
+        // systemd answering something else is named.
+        let odd = RecordedRunner::new()
+            .record("systemctl is-enabled beegfs-client", 0, "enabled\n", "")
+            .record("systemctl is-active beegfs-client", 0, "active\n", "")
+            .record(show, 0, "ActiveEnterTimestampMonotonic=n/a\n", "");
+        let err = step.assess(&Host::new(Root::at(dir.path()), odd)).await.unwrap_err();
+        assert!(matches!(err, StepError::Unexpected { .. }), "{err}");
     }
 
     #[tokio::test]
