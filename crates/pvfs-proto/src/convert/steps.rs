@@ -506,6 +506,23 @@ mod tests {
                 deadline: Duration::from_secs(120),
             }),
             Step::Gate(Gate { kind: GateKind::BeegfsCheckServers, deadline: Duration::from_secs(60) }),
+            Step::Gate(Gate {
+                kind: GateKind::MountedAs { dir: "/mnt/beegfs".into(), fstype: "beegfs".into() },
+                deadline: Duration::from_secs(60),
+            }),
+            Step::BlockQueue(BlockQueue {
+                device: "/dev/md10".into(),
+                members: vec!["/dev/disk/azure/scsi1/lun0".into(), "/dev/disk/azure/scsi1/lun1".into()],
+                scheduler: Some("deadline".into()),
+                nr_requests: Some(4096),
+                read_ahead_kb: Some(32768),
+            }),
+            Step::Service(Service {
+                unit: "beegfs-meta".into(),
+                enabled: true,
+                running: true,
+                configs: vec!["/etc/beegfs/beegfs-meta.conf".into(), "/etc/beegfs/connauthfile".into()],
+            }),
         ];
         let wire: Vec<pb::Step> = steps.iter().map(pb::Step::from).collect();
         assert_eq!(steps_from_wire(wire).unwrap(), steps);
