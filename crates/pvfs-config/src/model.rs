@@ -296,6 +296,12 @@ pub enum KindSpec {
         meta: Target,
         storage: Target,
         client_tuning: Vec<(String, String)>,
+        /// Connection authentication between every BeeGFS service and client.
+        auth: BeegfsAuth,
+        /// `connInterfacesFile`: the interfaces the services and clients use, in order.
+        interfaces: Vec<String>,
+        /// `connNetFilterFile`: the subnets they may connect to.
+        net_filter: Vec<String>,
     },
     Local {
         mount: PathBuf,
@@ -312,6 +318,26 @@ impl KindSpec {
             | KindSpec::Glusterfs { mount, .. }
             | KindSpec::Beegfs { mount, .. }
             | KindSpec::Local { mount, .. } => mount,
+        }
+    }
+}
+
+/// How BeeGFS services authenticate each other (`connAuthFile`, BeeGFS 7.3+ requires it or
+/// `connDisableAuthentication`).
+#[derive(Clone, PartialEq, Eq)]
+pub enum BeegfsAuth {
+    /// The shared secret's contents, copied to every node.
+    Secret(String),
+    /// `connDisableAuthentication = true`.
+    Disabled,
+}
+
+impl fmt::Debug for BeegfsAuth {
+    /// Never the secret itself: plans and errors are logged.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BeegfsAuth::Secret(s) => write!(f, "Secret(<{} bytes>)", s.len()),
+            BeegfsAuth::Disabled => f.write_str("Disabled"),
         }
     }
 }

@@ -167,6 +167,23 @@ pub struct BeegfsSection {
     /// `beegfs-client.conf` tuning on clients.
     #[serde(default)]
     pub client_tuning: BTreeMap<String, String>,
+    /// A file next to the cluster file holding the shared secret BeeGFS authenticates
+    /// connections with: pvfs copies it to `/etc/beegfs/connauthfile` (mode 0400) on every
+    /// node and sets `connAuthFile` in every service's configuration. Make one with
+    /// `head -c 48 /dev/urandom | base64 > beegfs.auth`. BeeGFS 7.3 and later refuse to start
+    /// without it unless `disable_authentication = true`.
+    pub auth_secret: Option<Spanned<String>>,
+    /// Run without connection authentication (`connDisableAuthentication = true`), as BeeGFS
+    /// before 7.3 did: anyone who reaches the servers' ports can use the file system.
+    pub disable_authentication: Option<Spanned<bool>>,
+    /// The network interfaces BeeGFS uses, in order of preference (`connInterfacesFile`),
+    /// e.g. `["ib0", "eth0"]`; default: all.
+    #[serde(default)]
+    pub interfaces: Vec<Spanned<String>>,
+    /// The subnets BeeGFS may connect to (`connNetFilterFile`), e.g. `["10.0.0.0/24"]`;
+    /// default: any.
+    #[serde(default)]
+    pub net_filter: Vec<Spanned<String>>,
 }
 
 /// `[local]`
@@ -245,8 +262,12 @@ fn yes() -> bool {
 pub struct QueueSection {
     /// I/O scheduler ("deadline", "mq-deadline", "none", …).
     pub scheduler: Option<String>,
+    /// Requests the member disks' queues hold. The kernel takes at most 2048 with a
+    /// scheduler on multi-queue kernels (EL8 and later); more is clamped, and plans say so.
     pub nr_requests: Option<u32>,
-    pub read_ahead_kb: Option<u32>,
+    /// Read-ahead of the target device and its member disks, in KiB: a multiple of 4, as the
+    /// kernel keeps it in pages.
+    pub read_ahead_kb: Option<Spanned<u32>>,
 }
 
 /// `[packages]`

@@ -311,6 +311,7 @@ meta_disks = ["/dev/sdd"]
 
 [beegfs]
 mount = "/mnt/beegfs"
+disable_authentication = true
 
 [beegfs.meta]
 fs = "ext4"
@@ -321,14 +322,56 @@ fs = "xfs"
 mkfs_options = ["-Kf", "-l", "logdev=/dev/sdf,size=64m", "-F", "/dev/sdg"]
 "#,
         expect![[r#"
-            /etc/pvfs/cluster.toml:18:30: [beegfs.meta]: mkfs_options: mkfs.ext4 option -J device=/dev/sde: no second device (-J device= puts the journal on another device: pvfs formats only the device the target names; external logs, journals and realtime devices are not supported)
-            /etc/pvfs/cluster.toml:18:55: [beegfs.meta]: mkfs_options: mkfs.ext4 option -d /etc: no files of the node (-d populates from a directory or tarball: a file system is made from nothing but its device)
-            /etc/pvfs/cluster.toml:22:17: [beegfs.storage]: mkfs_options: mkfs.xfs option -f (in "-Kf"): no force flag (pvfs adds one itself, only for devices listed under the node's `wipe`)
-            /etc/pvfs/cluster.toml:22:24: [beegfs.storage]: mkfs_options: mkfs.xfs option -l logdev=/dev/sdf: no second device (-l logdev puts the log on another device: pvfs formats only the device the target names; external logs, journals and realtime devices are not supported)
-            /etc/pvfs/cluster.toml:22:58: [beegfs.storage]: mkfs_options: mkfs.xfs option -F: allowed options only (-K -b -d -i -l -m -n -q -r -s)
-            /etc/pvfs/cluster.toml:22:64: [beegfs.storage]: mkfs_options: mkfs.xfs option /dev/sdg: options only (a word that is not an option is read by mkfs as a device or a size; write values after their flag, e.g. "-i", "size=512")
+            /etc/pvfs/cluster.toml:19:30: [beegfs.meta]: mkfs_options: mkfs.ext4 option -J device=/dev/sde: no second device (-J device= puts the journal on another device: pvfs formats only the device the target names; external logs, journals and realtime devices are not supported)
+            /etc/pvfs/cluster.toml:19:55: [beegfs.meta]: mkfs_options: mkfs.ext4 option -d /etc: no files of the node (-d populates from a directory or tarball: a file system is made from nothing but its device)
+            /etc/pvfs/cluster.toml:23:17: [beegfs.storage]: mkfs_options: mkfs.xfs option -f (in "-Kf"): no force flag (pvfs adds one itself, only for devices listed under the node's `wipe`)
+            /etc/pvfs/cluster.toml:23:24: [beegfs.storage]: mkfs_options: mkfs.xfs option -l logdev=/dev/sdf: no second device (-l logdev puts the log on another device: pvfs formats only the device the target names; external logs, journals and realtime devices are not supported)
+            /etc/pvfs/cluster.toml:23:58: [beegfs.storage]: mkfs_options: mkfs.xfs option -F: allowed options only (-K -b -d -i -l -m -n -q -r -s)
+            /etc/pvfs/cluster.toml:23:64: [beegfs.storage]: mkfs_options: mkfs.xfs option /dev/sdg: options only (a word that is not an option is read by mkfs as a device or a size; write values after their flag, e.g. "-i", "size=512")
         "#]],
     );
+}
+
+/// BeeGFS 7.3+ services refuse to start without connAuthFile unless authentication is
+/// disabled explicitly; the secret must be readable text; interfaces and subnets by grammar;
+/// read-ahead in whole pages.
+#[test]
+fn beegfs_needs_a_secret_or_says_it_runs_without() {
+    let file = |beegfs: &str| {
+        format!(
+            "[cluster]\nname = \"b\"\nkind = \"beegfs\"\n\n[[node]]\nname = \"s1\"\naddress = \"10.0.0.1\"\nroles = [\"mgmtd\", \"meta\", \"storage\", \"client\"]\n\n[beegfs]\nmount = \"/mnt/beegfs\"\n{beegfs}"
+        )
+    };
+    check(
+        &file(
+            "interfaces = [\"eth0\", \"eth 1\"]\nnet_filter = [\"10.0.0.0/24\", \"10.0.0.0\"]\n[beegfs.storage]\nqueue = { read_ahead_kb = 130 }\n",
+        ),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:11:9: [beegfs]: BeeGFS 7.3 and later refuse to start without connection authentication: set auth_secret = "FILE" (a shared secret next to the cluster file, copied to every node), or disable_authentication = true
+            /etc/pvfs/cluster.toml:12:23: "eth 1" is not a network interface name (eth0, ib0, …)
+            /etc/pvfs/cluster.toml:13:30: "10.0.0.0" is not a subnet such as 10.0.0.0/24
+            /etc/pvfs/cluster.toml:15:27: [beegfs.storage]: read_ahead_kb = 130 is not a multiple of 4: the kernel keeps read-ahead in pages, so it would read back as 128
+        "#]],
+    );
+    check(
+        &file("auth_secret = \"no-such.auth\"\n"),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:12:15: cannot read the BeeGFS shared secret /etc/pvfs/no-such.auth: No such file or directory (os error 2); make one with `head -c 48 /dev/urandom | base64 > /etc/pvfs/no-such.auth && chmod 400 /etc/pvfs/no-such.auth`
+        "#]],
+    );
+    check(
+        &file("auth_secret = \"x\"\ndisable_authentication = true\n"),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:13:26: [beegfs]: give auth_secret or disable_authentication = true, not both
+        "#]],
+    );
+    // The example's secret, read as text, never shown.
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/beegfs.toml");
+    let cluster = crate::load(&example).unwrap();
+    let crate::KindSpec::Beegfs { auth, .. } = &cluster.spec else { panic!() };
+    let crate::BeegfsAuth::Secret(secret) = auth else { panic!("{auth:?}") };
+    assert!(secret.len() >= 32);
+    assert!(!format!("{auth:?}").contains(secret.trim()), "{auth:?}");
 }
 
 #[test]

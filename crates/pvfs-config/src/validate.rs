@@ -2,7 +2,8 @@
 
 use crate::diagnostic::Diagnostic;
 use crate::model::{
-    Address, Bench, Cluster, Kind, KindSpec, Layout, Lvm, Node, Packages, Queue, Repo, Role, Target,
+    Address, BeegfsAuth, Bench, Cluster, Kind, KindSpec, Layout, Lvm, Node, Packages, Queue, Repo, Role,
+    Target,
 };
 use crate::schema::{BenchSection, ClusterFile, NodeSpec, TargetSection};
 use crate::suggest::closest;
@@ -18,7 +19,8 @@ pub(crate) fn validate(
     file: ClusterFile,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Option<Cluster> {
-    let mut v = Validator { source, diagnostics };
+    let base = path.parent().unwrap_or(Path::new("."));
+    let mut v = Validator { source, diagnostics, base };
 
     let name = file.cluster.name.get_ref().clone();
     if !is_simple_name(&name) {
@@ -52,7 +54,6 @@ pub(crate) fn validate(
     let packages = v.packages(kind, &file);
     let repos = v.repos(kind, &file);
 
-    let base = path.parent().unwrap_or(Path::new("."));
     Some(Cluster {
         source: path.to_owned(),
         name,
@@ -114,6 +115,9 @@ struct TargetDefaults {
 struct Validator<'a> {
     source: &'a str,
     diagnostics: &'a mut Vec<Diagnostic>,
+    /// The cluster file's directory: relative paths in it (`[tls] dir`, BeeGFS's
+    /// `auth_secret`) are relative to it.
+    base: &'a Path,
 }
 
 impl Validator<'_> {
@@ -248,6 +252,19 @@ impl Validator<'_> {
                         meta: self.target(s.meta.as_ref(), "[beegfs.meta]", &meta),
                         storage: self.target(s.storage.as_ref(), "[beegfs.storage]", &storage),
                         client_tuning: s.client_tuning.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                        auth: self.beegfs_auth(s),
+                        interfaces: s
+                            .interfaces
+                            .iter()
+                            .filter(|i| self.interface(i))
+                            .map(|i| i.get_ref().clone())
+                            .collect(),
+                        net_filter: s
+                            .net_filter
+                            .iter()
+                            .filter(|n| self.cidr(n))
+                            .map(|n| n.get_ref().clone())
+                            .collect(),
                     }
                 }
                 None => return self.missing(file, missing("mount")),
@@ -461,10 +478,24 @@ impl Validator<'_> {
                 .map_or(d.mount_options.to_owned(), |o| o.get_ref().clone()),
             label: t.label.as_ref().map(|l| l.get_ref().clone()),
             path: t.path.as_ref().map_or(PathBuf::from(d.path), |p| self.absolute(p)),
-            queue: t.queue.as_ref().map(|q| Queue {
-                scheduler: q.scheduler.clone(),
-                nr_requests: q.nr_requests,
-                read_ahead_kb: q.read_ahead_kb,
+            queue: t.queue.as_ref().map(|q| {
+                if let Some(ra) = &q.read_ahead_kb
+                    && ra.get_ref() % 4 != 0
+                {
+                    self.error(
+                        ra,
+                        format!(
+                            "{place}: read_ahead_kb = {} is not a multiple of 4: the kernel keeps read-ahead in pages, so it would read back as {}",
+                            ra.get_ref(),
+                            ra.get_ref() / 4 * 4
+                        ),
+                    );
+                }
+                Queue {
+                    scheduler: q.scheduler.clone(),
+                    nr_requests: q.nr_requests,
+                    read_ahead_kb: q.read_ahead_kb.as_ref().map(|r| *r.get_ref()),
+                }
             }),
             tuning: t
                 .tuning
@@ -819,6 +850,96 @@ impl Validator<'_> {
             (None, None, None) => {}
         }
         params
+    }
+
+    /// BeeGFS 7.3 and later refuse to start without a `connAuthFile` unless
+    /// `connDisableAuthentication = true` (AbstractConfig::initConnAuthHash in
+    /// common/source/common/app/config/AbstractConfig.cpp): one of the two is required.
+    fn beegfs_auth(&mut self, s: &crate::schema::BeegfsSection) -> BeegfsAuth {
+        match (&s.auth_secret, &s.disable_authentication) {
+            (Some(_), Some(disable)) if *disable.get_ref() => {
+                self.error(disable, "[beegfs]: give auth_secret or disable_authentication = true, not both");
+                BeegfsAuth::Disabled
+            }
+            (Some(secret), _) => {
+                let path = self.base.join(secret.get_ref());
+                let shown = path.display();
+                match std::fs::read(&path) {
+                    Ok(bytes) => match String::from_utf8(bytes) {
+                        // BeeGFS hashes the file's first 4 KiB; too short a secret is no secret.
+                        Ok(text) if text.trim().len() >= 32 && text.len() <= 4096 && !text.contains('\0') => {
+                            BeegfsAuth::Secret(text)
+                        }
+                        Ok(_) => {
+                            self.error(
+                                secret,
+                                format!(
+                                    "{shown}: a BeeGFS shared secret must be 32 to 4096 bytes of text; make one with \
+                                     `head -c 48 /dev/urandom | base64 > {shown} && chmod 400 {shown}`"
+                                ),
+                            );
+                            BeegfsAuth::Disabled
+                        }
+                        Err(_) => {
+                            self.error(
+                                secret,
+                                format!(
+                                    "{shown} is not text; pvfs copies the secret as text (`head -c 48 /dev/urandom | base64 > {shown}`)"
+                                ),
+                            );
+                            BeegfsAuth::Disabled
+                        }
+                    },
+                    Err(err) => {
+                        self.error(
+                            secret,
+                            format!(
+                                "cannot read the BeeGFS shared secret {shown}: {err}; make one with \
+                                 `head -c 48 /dev/urandom | base64 > {shown} && chmod 400 {shown}`"
+                            ),
+                        );
+                        BeegfsAuth::Disabled
+                    }
+                }
+            }
+            (None, Some(disable)) if *disable.get_ref() => BeegfsAuth::Disabled,
+            (None, _) => {
+                self.error(
+                    &s.mount,
+                    "[beegfs]: BeeGFS 7.3 and later refuse to start without connection authentication: set \
+                     auth_secret = \"FILE\" (a shared secret next to the cluster file, copied to every node), or \
+                     disable_authentication = true",
+                );
+                BeegfsAuth::Disabled
+            }
+        }
+    }
+
+    /// An interface name as `ip link` shows it (IFNAMSIZ: at most 15 bytes).
+    fn interface(&mut self, name: &Spanned<String>) -> bool {
+        let n = name.get_ref();
+        let ok = !n.is_empty()
+            && n.len() <= 15
+            && n.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '@'));
+        if !ok {
+            self.error(name, format!("{n:?} is not a network interface name (eth0, ib0, …)"));
+        }
+        ok
+    }
+
+    /// `ADDRESS/BITS`, as BeeGFS's connNetFilterFile takes it.
+    fn cidr(&mut self, net: &Spanned<String>) -> bool {
+        let ok = net.get_ref().split_once('/').is_some_and(|(addr, bits)| {
+            match (addr.parse::<std::net::IpAddr>(), bits.parse::<u8>()) {
+                (Ok(std::net::IpAddr::V4(_)), Ok(b)) => b <= 32,
+                (Ok(std::net::IpAddr::V6(_)), Ok(b)) => b <= 128,
+                _ => false,
+            }
+        });
+        if !ok {
+            self.error(net, format!("{:?} is not a subnet such as 10.0.0.0/24", net.get_ref()));
+        }
+        ok
     }
 
     fn absolute(&mut self, path: &Spanned<String>) -> PathBuf {

@@ -1,29 +1,122 @@
 //! BeeGFS 7, as the seed tunes it: the management daemon first; then metadata and storage
 //! servers, each on its RAID0 (when given disks) with the block-queue and service tuning of the
-//! seed's Tables 11–12 and node/target IDs from the cluster file; then clients, which mount
-//! through the beegfs-client service and check every server.
+//! seed's Tables 11–12 and node/target IDs from the cluster file; then clients, which build
+//! their kernel module, mount through the beegfs-client service and check every server.
+//!
+//! Every node gets the connection settings first: the shared secret (`connAuthFile`, which
+//! BeeGFS 7.3 and later require unless `connDisableAuthentication = true`), and the interface
+//! and subnet lists when the cluster file gives them. Each service step names the files its
+//! daemon reads, so a change to any of them restarts it once, after all of them.
 
 use crate::{CHECK_DEADLINE, Plan, READY_DEADLINE, host_of, packages, storage};
-use pvfs_config::{Cluster, KindSpec, Node, Role, Target};
+use pvfs_config::{BeegfsAuth, Cluster, KindSpec, Node, Role, Target};
+use pvfs_steps::policy::{BEEGFS_AUTH_FILE, BEEGFS_INTERFACES, BEEGFS_NET_FILTER};
 use pvfs_steps::{BeegfsService, BeegfsSetup, ConfigKeys, Directory, File, Gate, GateKind, Service, Step};
 
+/// The client's mount list, read by the beegfs-client service.
+const MOUNTS_CONF: &str = "/etc/beegfs/beegfs-mounts.conf";
+
+/// What the client needs to build its kernel module: `beegfs-client` compiles it against the
+/// running kernel when its service starts (the `beegfs-client` init script's rebuild, with
+/// `beegfs-client-autobuild.conf`), so the kernel headers and a compiler must be there.
+const CLIENT_BUILD_RPM: &[&str] = &["kernel-devel", "gcc", "make", "elfutils-libelf-devel"];
+const CLIENT_BUILD_APT: &[&str] = &["gcc", "make"];
+
+/// The connection settings every BeeGFS service of a cluster shares.
+struct Connection {
+    /// Files written on every node before the services are set up.
+    files: Vec<Step>,
+    /// Keys for every service's configuration.
+    keys: Vec<(String, String)>,
+    /// The files among them that daemons read at start.
+    configs: Vec<String>,
+}
+
+fn connection(auth: &BeegfsAuth, interfaces: &[String], net_filter: &[String]) -> Connection {
+    let mut c = Connection { files: Vec::new(), keys: Vec::new(), configs: Vec::new() };
+    match auth {
+        BeegfsAuth::Secret(secret) => {
+            c.files.push(Step::File(File {
+                path: BEEGFS_AUTH_FILE.into(),
+                contents: secret.clone(),
+                mode: 0o400,
+            }));
+            c.keys.push(("connAuthFile".into(), BEEGFS_AUTH_FILE.into()));
+            c.keys.push(("connDisableAuthentication".into(), "false".into()));
+            c.configs.push(BEEGFS_AUTH_FILE.into());
+        }
+        BeegfsAuth::Disabled => c.keys.push(("connDisableAuthentication".into(), "true".into())),
+    }
+    for (path, key, list) in [
+        (BEEGFS_INTERFACES, "connInterfacesFile", interfaces),
+        (BEEGFS_NET_FILTER, "connNetFilterFile", net_filter),
+    ] {
+        if list.is_empty() {
+            continue;
+        }
+        let mut contents = list.join("\n");
+        contents.push('\n');
+        c.files.push(Step::File(File { path: path.into(), contents, mode: 0o644 }));
+        c.keys.push((key.into(), path.into()));
+        c.configs.push(path.into());
+    }
+    c
+}
+
+impl Connection {
+    /// The keys a service's configuration takes (helperd knows no interface or subnet lists).
+    fn keys_for(&self, service: &str) -> Vec<(String, String)> {
+        self.keys
+            .iter()
+            .filter(|(k, _)| {
+                service != "helperd" || k.starts_with("connAuth") || k == "connDisableAuthentication"
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// The service step for `unit`, restarted when `conf` or a shared connection file changes.
+    fn service(&self, unit: &str, conf: &[String]) -> Step {
+        let mut configs: Vec<String> = conf.to_vec();
+        let helperd = unit == "beegfs-helperd";
+        configs.extend(self.configs.iter().filter(|c| !helperd || c.as_str() == BEEGFS_AUTH_FILE).cloned());
+        Step::Service(Service { unit: unit.into(), enabled: true, running: true, configs })
+    }
+}
+
 pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
-    let KindSpec::Beegfs { mount, mgmtd_dir, meta, storage: storage_target, client_tuning } = &cluster.spec
+    let KindSpec::Beegfs {
+        mount,
+        mgmtd_dir,
+        meta,
+        storage: storage_target,
+        client_tuning,
+        auth,
+        interfaces,
+        net_filter,
+    } = &cluster.spec
     else {
         return;
     };
     let Some(mgmtd) = cluster.with_role(Role::Mgmtd).next() else { return };
     let mgmt_host = host_of(mgmtd);
+    let conn = connection(auth, interfaces, net_filter);
+    let settings = |service: BeegfsService, tuning: &[(String, String)]| -> Step {
+        let mut keys = conn.keys_for(service.as_str());
+        keys.extend(tuning.iter().cloned());
+        Step::ConfigKeys(ConfigKeys { path: service.conf(), keys })
+    };
 
-    let steps = vec![
-        packages(
-            cluster,
-            mgmtd,
-            Role::Mgmtd,
-            &["beegfs-mgmtd", "beegfs-utils"],
-            &["beegfs-mgmtd", "beegfs-utils"],
-            &[],
-        ),
+    let mut steps = vec![packages(
+        cluster,
+        mgmtd,
+        Role::Mgmtd,
+        &["beegfs-mgmtd", "beegfs-utils"],
+        &["beegfs-mgmtd", "beegfs-utils"],
+        &[],
+    )];
+    steps.extend(conn.files.iter().cloned());
+    steps.extend([
         Step::BeegfsSetup(BeegfsSetup {
             service: BeegfsService::Mgmtd,
             path: Some(mgmtd_dir.display().to_string()),
@@ -31,8 +124,9 @@ pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
             target_id: None,
             mgmt_host: None,
         }),
-        Step::Service(Service { unit: "beegfs-mgmtd".into(), enabled: true, running: true }),
-    ];
+        settings(BeegfsService::Mgmtd, &[]),
+        conn.service("beegfs-mgmtd", &[BeegfsService::Mgmtd.conf()]),
+    ]);
     let mgmtd_unit = plan.add(mgmtd, "mgmtd", steps, vec![]);
 
     let server = |plan: &mut Plan, node: &Node, role: Role, service: BeegfsService, target: &Target| {
@@ -52,6 +146,7 @@ pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
         };
         let mut steps = vec![packages(cluster, node, role, &[&package], &[&package], &tools)];
         steps.extend(fs_steps);
+        steps.extend(conn.files.iter().cloned());
         let node_id = node.id.unwrap_or(1);
         steps.push(Step::BeegfsSetup(BeegfsSetup {
             service,
@@ -64,10 +159,8 @@ pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
             target_id: (service == BeegfsService::Storage).then_some(node_id * 100 + 1),
             mgmt_host: Some(mgmt_host.clone()),
         }));
-        if !target.tuning.is_empty() {
-            steps.push(Step::ConfigKeys(ConfigKeys { path: service.conf(), keys: target.tuning.clone() }));
-        }
-        steps.push(Step::Service(Service { unit: package, enabled: true, running: true }));
+        steps.push(settings(service, &target.tuning));
+        steps.push(conn.service(&package, &[service.conf()]));
         plan.add(node, service.as_str(), steps, vec![mgmtd_unit])
     };
     let mut servers = Vec::new();
@@ -83,8 +176,11 @@ pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
     for node in cluster.with_role(Role::Client) {
         let mount_str = mount.display().to_string();
         let client_pkgs = ["beegfs-client", "beegfs-helperd", "beegfs-utils"];
-        let mut steps = vec![
-            packages(cluster, node, Role::Client, &client_pkgs, &client_pkgs, &[]),
+        let apt: Vec<&str> = client_pkgs.iter().chain(CLIENT_BUILD_APT).copied().collect();
+        let rpm: Vec<&str> = client_pkgs.iter().chain(CLIENT_BUILD_RPM).copied().collect();
+        let mut steps = vec![packages(cluster, node, Role::Client, &apt, &rpm, &[])];
+        steps.extend(conn.files.iter().cloned());
+        steps.extend([
             Step::BeegfsSetup(BeegfsSetup {
                 service: BeegfsService::Client,
                 path: None,
@@ -92,26 +188,27 @@ pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
                 target_id: None,
                 mgmt_host: Some(mgmt_host.clone()),
             }),
-        ];
-        // beegfs-ctl reads the client config just written: the management daemon must answer
-        // before the client service tries to mount.
-        steps.push(Step::Gate(Gate { kind: GateKind::BeegfsMgmtdReachable, deadline: READY_DEADLINE }));
-        if !client_tuning.is_empty() {
-            steps.push(Step::ConfigKeys(ConfigKeys {
-                path: BeegfsService::Client.conf(),
-                keys: client_tuning.clone(),
-            }));
-        }
-        steps.extend([
+            settings(BeegfsService::Client, client_tuning),
+            Step::ConfigKeys(ConfigKeys {
+                path: "/etc/beegfs/beegfs-helperd.conf".into(),
+                keys: conn.keys_for("helperd"),
+            }),
+            // beegfs-ctl reads the client configuration just written (management host and
+            // secret): the management daemon must answer before the client service mounts.
+            Step::Gate(Gate { kind: GateKind::BeegfsMgmtdReachable, deadline: READY_DEADLINE }),
             Step::Directory(Directory { path: mount_str.clone(), mode: 0o755 }),
             Step::File(File {
-                path: "/etc/beegfs/beegfs-mounts.conf".into(),
-                contents: format!("{mount_str} /etc/beegfs/beegfs-client.conf\n"),
+                path: MOUNTS_CONF.into(),
+                contents: format!("{mount_str} {}\n", BeegfsService::Client.conf()),
                 mode: 0o644,
             }),
-            Step::Service(Service { unit: "beegfs-helperd".into(), enabled: true, running: true }),
-            Step::Service(Service { unit: "beegfs-client".into(), enabled: true, running: true }),
+            conn.service("beegfs-helperd", &["/etc/beegfs/beegfs-helperd.conf".into()]),
+            conn.service("beegfs-client", &[BeegfsService::Client.conf(), MOUNTS_CONF.into()]),
             Step::Gate(Gate { kind: GateKind::BeegfsCheckServers, deadline: CHECK_DEADLINE }),
+            Step::Gate(Gate {
+                kind: GateKind::MountedAs { dir: mount_str.clone(), fstype: "beegfs".into() },
+                deadline: CHECK_DEADLINE,
+            }),
             Step::Gate(Gate { kind: GateKind::Writable { dir: mount_str }, deadline: CHECK_DEADLINE }),
         ]);
         plan.add(node, "client", steps, servers.clone());

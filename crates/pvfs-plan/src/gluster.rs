@@ -35,7 +35,7 @@ pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
                 ],
                 &tools,
             ),
-            Step::Service(Service { unit: "glusterd".into(), enabled: true, running: true }),
+            Step::Service(Service { unit: "glusterd".into(), enabled: true, running: true, configs: vec![] }),
         ];
         steps.extend(fs_steps);
         // The brick is a directory inside the brick file system, never its root: a volume on

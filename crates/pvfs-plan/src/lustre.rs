@@ -35,7 +35,14 @@ pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
                 contents: format!("options lnet networks={networks}\n"),
                 mode: 0o644,
             }),
-            Step::Service(Service { unit: "lnet".into(), enabled: true, running: true }),
+            // LNet reads its module options when the lnet service loads the modules: a change
+            // restarts it (which fails, naming the reason, while targets are mounted).
+            Step::Service(Service {
+                unit: "lnet".into(),
+                enabled: true,
+                running: true,
+                configs: vec!["/etc/modprobe.d/lnet.conf".into()],
+            }),
         ]
     };
 

@@ -54,12 +54,20 @@ pub(crate) fn device(node: &Node, disks: &[PathBuf], target: &Target) -> Device 
     Device { steps, path, tools, wipe }
 }
 
-/// Queue tuning of the device under the file system (the md array, as the seed tunes it).
+/// Queue tuning of the device under the file system and, for a RAID0, of its member disks:
+/// the array has no request queue of its own, so the scheduler and `nr_requests` of the
+/// seed's Tables 11–12 go to the disks (as BeeGFS's tuning guide applies them), and
+/// read-ahead to both (see `pvfs_steps::BlockQueue`).
 pub(crate) fn queue(disks: &[PathBuf], target: &Target) -> Option<Step> {
     let q = target.queue.as_ref()?;
-    let device = if disks.len() > 1 { target.raid.clone() } else { disks.first()?.display().to_string() };
+    let (device, members) = if disks.len() > 1 {
+        (target.raid.clone(), disks.iter().map(|d| d.display().to_string()).collect())
+    } else {
+        (disks.first()?.display().to_string(), Vec::new())
+    };
     Some(Step::BlockQueue(BlockQueue {
         device,
+        members,
         scheduler: q.scheduler.clone(),
         nr_requests: q.nr_requests,
         read_ahead_kb: q.read_ahead_kb,

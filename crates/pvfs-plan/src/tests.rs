@@ -88,7 +88,7 @@ async fn render(plan: &Plan, devices: &[&str], rpm: bool) -> String {
     std::fs::create_dir_all(dir.path().join("etc/yum.repos.d")).unwrap();
     touch(if rpm { "/usr/bin/yum" } else { "/usr/bin/apt-get" }, "");
     touch("/etc/fstab", "");
-    for service in ["mgmtd", "meta", "storage", "client"] {
+    for service in ["mgmtd", "meta", "storage", "client", "helperd"] {
         touch(&format!("/etc/beegfs/beegfs-{service}.conf"), "sysMgmtdHost =\n");
     }
     for dev in devices {
@@ -263,7 +263,7 @@ async fn lustre_follows_the_seed() {
             $ yum install -y -- kernel-3.10.0-514.el7_lustre lustre-2.9.0 kmod-lustre-2.9.0 kmod-lustre-osd-ldiskfs-2.9.0 lustre-osd-ldiskfs-mount-2.9.0 e2fsprogs
           file /etc/modprobe.d/lnet.conf
             $ write /etc/modprobe.d/lnet.conf
-          service lnet enabled and running
+          service lnet enabled and running, restarted when /etc/modprobe.d/lnet.conf changes
             $ systemctl enable lnet
             $ systemctl start lnet
           lustre mgs+mdt LustreFS-MDT0000 on /dev/disk/azure/scsi1/lun0
@@ -279,7 +279,7 @@ async fn lustre_follows_the_seed() {
             $ yum install -y -- kernel-3.10.0-514.el7_lustre lustre-2.9.0 kmod-lustre-2.9.0 kmod-lustre-osd-ldiskfs-2.9.0 lustre-osd-ldiskfs-mount-2.9.0 e2fsprogs mdadm
           file /etc/modprobe.d/lnet.conf
             $ write /etc/modprobe.d/lnet.conf
-          service lnet enabled and running
+          service lnet enabled and running, restarted when /etc/modprobe.d/lnet.conf changes
             $ systemctl enable lnet
             $ systemctl start lnet
           wait until 10.0.0.4@tcp answers lctl ping
@@ -300,7 +300,7 @@ async fn lustre_follows_the_seed() {
             $ yum install -y -- kernel-3.10.0-514.el7_lustre lustre-2.9.0 kmod-lustre-2.9.0 kmod-lustre-osd-ldiskfs-2.9.0 lustre-osd-ldiskfs-mount-2.9.0 e2fsprogs mdadm
           file /etc/modprobe.d/lnet.conf
             $ write /etc/modprobe.d/lnet.conf
-          service lnet enabled and running
+          service lnet enabled and running, restarted when /etc/modprobe.d/lnet.conf changes
             $ systemctl enable lnet
             $ systemctl start lnet
           wait until 10.0.0.4@tcp answers lctl ping
@@ -320,7 +320,7 @@ async fn lustre_follows_the_seed() {
             $ yum install -y -- kmod-lustre-client-2.9.0 lustre-client-2.9.0
           file /etc/modprobe.d/lnet.conf
             $ write /etc/modprobe.d/lnet.conf
-          service lnet enabled and running
+          service lnet enabled and running, restarted when /etc/modprobe.d/lnet.conf changes
             $ systemctl enable lnet
             $ systemctl start lnet
           wait until 10.0.0.4@tcp answers lctl ping
@@ -435,14 +435,20 @@ async fn beegfs_follows_the_seed() {
     check("beegfs.toml", &devices, true, expect![[r#"
         #0 mgmt mgmtd
           packages beegfs-mgmtd beegfs-utils
+            $ write /etc/yum.repos.d/beegfs.repo
             $ yum install -y -- beegfs-mgmtd beegfs-utils
+          file /etc/beegfs/connauthfile
+            $ write /etc/beegfs/connauthfile
           beegfs mgmtd in /data/beegfs/mgmtd
             $ beegfs-setup-mgmtd -p /data/beegfs/mgmtd
-          service beegfs-mgmtd enabled and running
+          settings in /etc/beegfs/beegfs-mgmtd.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false
+            $ write /etc/beegfs/beegfs-mgmtd.conf
+          service beegfs-mgmtd enabled and running, restarted when /etc/beegfs/beegfs-mgmtd.conf or /etc/beegfs/connauthfile changes
             $ systemctl enable beegfs-mgmtd
             $ systemctl start beegfs-mgmtd
         #1 storage0 meta (after #0)
           packages beegfs-meta mdadm e2fsprogs
+            $ write /etc/yum.repos.d/beegfs.repo
             $ yum install -y -- beegfs-meta mdadm e2fsprogs
           raid0 /dev/md20 over 6 disks
             $ mdadm --create /dev/md20 --run --level=0 --raid-devices=6 /dev/disk/azure/scsi1/lun10 /dev/disk/azure/scsi1/lun11 /dev/disk/azure/scsi1/lun12 /dev/disk/azure/scsi1/lun13 /dev/disk/azure/scsi1/lun14 /dev/disk/azure/scsi1/lun15
@@ -453,17 +459,20 @@ async fn beegfs_follows_the_seed() {
             $ mkdir -p -m 755 /data/beegfs/meta
             $ write /etc/fstab
             $ mount -t ext4 -o defaults,noatime,nodiratime /dev/md20 /data/beegfs/meta
-          queue of /dev/md20: scheduler=deadline nr_requests=128 read_ahead_kb=128
-            (pending: depends on the changes before it: /sys/block/md20/queue: no queue settings for /dev/md20)
+          queue of /dev/md20 and its 6 disks: scheduler=deadline nr_requests=128 read_ahead_kb=128
+            (pending: depends on the changes before it: /sys/block/md20/queue: no queue settings for /dev/md20: it is not a whole disk or array the kernel knows (a partition has none))
+          file /etc/beegfs/connauthfile
+            $ write /etc/beegfs/connauthfile
           beegfs meta node 1 in /data/beegfs/meta/beegfs_meta
             $ beegfs-setup-meta -p /data/beegfs/meta/beegfs_meta -s 1 -m 10.0.0.4
-          settings in /etc/beegfs/beegfs-meta.conf: connMaxInternodeNum=32 tuneNumWorkers=64
+          settings in /etc/beegfs/beegfs-meta.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false connMaxInternodeNum=32 tuneNumWorkers=64
             $ write /etc/beegfs/beegfs-meta.conf
-          service beegfs-meta enabled and running
+          service beegfs-meta enabled and running, restarted when /etc/beegfs/beegfs-meta.conf or /etc/beegfs/connauthfile changes
             $ systemctl enable beegfs-meta
             $ systemctl start beegfs-meta
         #2 storage1 meta (after #0)
           packages beegfs-meta mdadm e2fsprogs
+            $ write /etc/yum.repos.d/beegfs.repo
             $ yum install -y -- beegfs-meta mdadm e2fsprogs
           raid0 /dev/md20 over 6 disks
             $ mdadm --create /dev/md20 --run --level=0 --raid-devices=6 /dev/disk/azure/scsi1/lun10 /dev/disk/azure/scsi1/lun11 /dev/disk/azure/scsi1/lun12 /dev/disk/azure/scsi1/lun13 /dev/disk/azure/scsi1/lun14 /dev/disk/azure/scsi1/lun15
@@ -474,17 +483,20 @@ async fn beegfs_follows_the_seed() {
             $ mkdir -p -m 755 /data/beegfs/meta
             $ write /etc/fstab
             $ mount -t ext4 -o defaults,noatime,nodiratime /dev/md20 /data/beegfs/meta
-          queue of /dev/md20: scheduler=deadline nr_requests=128 read_ahead_kb=128
-            (pending: depends on the changes before it: /sys/block/md20/queue: no queue settings for /dev/md20)
+          queue of /dev/md20 and its 6 disks: scheduler=deadline nr_requests=128 read_ahead_kb=128
+            (pending: depends on the changes before it: /sys/block/md20/queue: no queue settings for /dev/md20: it is not a whole disk or array the kernel knows (a partition has none))
+          file /etc/beegfs/connauthfile
+            $ write /etc/beegfs/connauthfile
           beegfs meta node 2 in /data/beegfs/meta/beegfs_meta
             $ beegfs-setup-meta -p /data/beegfs/meta/beegfs_meta -s 2 -m 10.0.0.4
-          settings in /etc/beegfs/beegfs-meta.conf: connMaxInternodeNum=32 tuneNumWorkers=64
+          settings in /etc/beegfs/beegfs-meta.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false connMaxInternodeNum=32 tuneNumWorkers=64
             $ write /etc/beegfs/beegfs-meta.conf
-          service beegfs-meta enabled and running
+          service beegfs-meta enabled and running, restarted when /etc/beegfs/beegfs-meta.conf or /etc/beegfs/connauthfile changes
             $ systemctl enable beegfs-meta
             $ systemctl start beegfs-meta
         #3 storage0 storage (after #0 #1)
           packages beegfs-storage mdadm xfsprogs
+            $ write /etc/yum.repos.d/beegfs.repo
             $ yum install -y -- beegfs-storage mdadm xfsprogs
           raid0 /dev/md10 over 10 disks
             $ mdadm --create /dev/md10 --run --level=0 --raid-devices=10 /dev/disk/azure/scsi1/lun0 /dev/disk/azure/scsi1/lun1 /dev/disk/azure/scsi1/lun2 /dev/disk/azure/scsi1/lun3 /dev/disk/azure/scsi1/lun4 /dev/disk/azure/scsi1/lun5 /dev/disk/azure/scsi1/lun6 /dev/disk/azure/scsi1/lun7 /dev/disk/azure/scsi1/lun8 /dev/disk/azure/scsi1/lun9
@@ -495,17 +507,20 @@ async fn beegfs_follows_the_seed() {
             $ mkdir -p -m 755 /data/beegfs/storage
             $ write /etc/fstab
             $ mount -t xfs -o defaults,noatime,nodiratime,logbufs=8,logbsize=256k,largeio,inode64,swalloc,allocsize=131072k /dev/md10 /data/beegfs/storage
-          queue of /dev/md10: scheduler=deadline nr_requests=4096 read_ahead_kb=32768
-            (pending: depends on the changes before it: /sys/block/md10/queue: no queue settings for /dev/md10)
+          queue of /dev/md10 and its 10 disks: scheduler=deadline nr_requests=4096 read_ahead_kb=32768
+            (pending: depends on the changes before it: /sys/block/md10/queue: no queue settings for /dev/md10: it is not a whole disk or array the kernel knows (a partition has none))
+          file /etc/beegfs/connauthfile
+            $ write /etc/beegfs/connauthfile
           beegfs storage node 1 target 101 in /data/beegfs/storage/beegfs_storage
             $ beegfs-setup-storage -p /data/beegfs/storage/beegfs_storage -s 1 -i 101 -m 10.0.0.4
-          settings in /etc/beegfs/beegfs-storage.conf: connMaxInternodeNum=32 tuneFileReadAheadSize=32m tuneFileReadAheadTriggerSize=2m tuneFileReadSize=256K tuneFileWriteSize=256K tuneNumWorkers=64 tuneWorkerBufSize=16m
+          settings in /etc/beegfs/beegfs-storage.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false connMaxInternodeNum=32 tuneFileReadAheadSize=32m tuneFileReadAheadTriggerSize=2m tuneFileReadSize=256K tuneFileWriteSize=256K tuneNumWorkers=64 tuneWorkerBufSize=16m
             $ write /etc/beegfs/beegfs-storage.conf
-          service beegfs-storage enabled and running
+          service beegfs-storage enabled and running, restarted when /etc/beegfs/beegfs-storage.conf or /etc/beegfs/connauthfile changes
             $ systemctl enable beegfs-storage
             $ systemctl start beegfs-storage
         #4 storage1 storage (after #0 #2)
           packages beegfs-storage mdadm xfsprogs
+            $ write /etc/yum.repos.d/beegfs.repo
             $ yum install -y -- beegfs-storage mdadm xfsprogs
           raid0 /dev/md10 over 10 disks
             $ mdadm --create /dev/md10 --run --level=0 --raid-devices=10 /dev/disk/azure/scsi1/lun0 /dev/disk/azure/scsi1/lun1 /dev/disk/azure/scsi1/lun2 /dev/disk/azure/scsi1/lun3 /dev/disk/azure/scsi1/lun4 /dev/disk/azure/scsi1/lun5 /dev/disk/azure/scsi1/lun6 /dev/disk/azure/scsi1/lun7 /dev/disk/azure/scsi1/lun8 /dev/disk/azure/scsi1/lun9
@@ -516,39 +531,264 @@ async fn beegfs_follows_the_seed() {
             $ mkdir -p -m 755 /data/beegfs/storage
             $ write /etc/fstab
             $ mount -t xfs -o defaults,noatime,nodiratime,logbufs=8,logbsize=256k,largeio,inode64,swalloc,allocsize=131072k /dev/md10 /data/beegfs/storage
-          queue of /dev/md10: scheduler=deadline nr_requests=4096 read_ahead_kb=32768
-            (pending: depends on the changes before it: /sys/block/md10/queue: no queue settings for /dev/md10)
+          queue of /dev/md10 and its 10 disks: scheduler=deadline nr_requests=4096 read_ahead_kb=32768
+            (pending: depends on the changes before it: /sys/block/md10/queue: no queue settings for /dev/md10: it is not a whole disk or array the kernel knows (a partition has none))
+          file /etc/beegfs/connauthfile
+            $ write /etc/beegfs/connauthfile
           beegfs storage node 2 target 201 in /data/beegfs/storage/beegfs_storage
             $ beegfs-setup-storage -p /data/beegfs/storage/beegfs_storage -s 2 -i 201 -m 10.0.0.4
-          settings in /etc/beegfs/beegfs-storage.conf: connMaxInternodeNum=32 tuneFileReadAheadSize=32m tuneFileReadAheadTriggerSize=2m tuneFileReadSize=256K tuneFileWriteSize=256K tuneNumWorkers=64 tuneWorkerBufSize=16m
+          settings in /etc/beegfs/beegfs-storage.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false connMaxInternodeNum=32 tuneFileReadAheadSize=32m tuneFileReadAheadTriggerSize=2m tuneFileReadSize=256K tuneFileWriteSize=256K tuneNumWorkers=64 tuneWorkerBufSize=16m
             $ write /etc/beegfs/beegfs-storage.conf
-          service beegfs-storage enabled and running
+          service beegfs-storage enabled and running, restarted when /etc/beegfs/beegfs-storage.conf or /etc/beegfs/connauthfile changes
             $ systemctl enable beegfs-storage
             $ systemctl start beegfs-storage
         #5 client00 client (after #0 #1 #2 #3 #4)
-          packages beegfs-client beegfs-helperd beegfs-utils
-            $ yum install -y -- beegfs-client beegfs-helperd beegfs-utils
+          packages beegfs-client beegfs-helperd beegfs-utils gcc make (rpm: beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel)
+            $ write /etc/yum.repos.d/beegfs.repo
+            $ yum install -y -- beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel
+          file /etc/beegfs/connauthfile
+            $ write /etc/beegfs/connauthfile
           beegfs client
             $ beegfs-setup-client -m 10.0.0.4
+          settings in /etc/beegfs/beegfs-client.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false connMaxInternodeNum=32
+            $ write /etc/beegfs/beegfs-client.conf
+          settings in /etc/beegfs/beegfs-helperd.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false
+            $ write /etc/beegfs/beegfs-helperd.conf
           wait until the BeeGFS management daemon is reachable
             (waits)
-          settings in /etc/beegfs/beegfs-client.conf: connMaxInternodeNum=32
-            $ write /etc/beegfs/beegfs-client.conf
           directory /mnt/beegfs
             $ mkdir -p -m 755 /mnt/beegfs
           file /etc/beegfs/beegfs-mounts.conf
             $ write /etc/beegfs/beegfs-mounts.conf
-          service beegfs-helperd enabled and running
+          service beegfs-helperd enabled and running, restarted when /etc/beegfs/beegfs-helperd.conf or /etc/beegfs/connauthfile changes
             $ systemctl enable beegfs-helperd
             $ systemctl start beegfs-helperd
-          service beegfs-client enabled and running
+          service beegfs-client enabled and running, restarted when /etc/beegfs/beegfs-client.conf or /etc/beegfs/beegfs-mounts.conf or /etc/beegfs/connauthfile changes
             $ systemctl enable beegfs-client
             $ systemctl start beegfs-client
           check beegfs-check-servers
             (waits)
+          check /mnt/beegfs is a beegfs mount
+            (waits)
           check /mnt/beegfs is writable
             (waits)
     "#]]).await;
+}
+
+/// BeeGFS 7.4 on EL8 with authentication: the same layout as `beegfs.toml`, with dnf from
+/// ThinkParQ's signed 7.4.6 repository, the shared secret copied to every node (mode 0400,
+/// never shown) and named in every service's configuration with the interface and subnet
+/// lists, each service restarted when one of its files changes, and the client checked to be
+/// a BeeGFS mount before the write probe.
+#[tokio::test]
+async fn beegfs_7_4_on_el8_authenticates() {
+    let mut devices: Vec<String> = luns(12);
+    devices.extend(["/dev/md10".into(), "/dev/md20".into()]);
+    let devices: Vec<&str> = devices.iter().map(String::as_str).collect();
+    check("beegfs-7.4-el8.toml", &devices, true, expect![[r#"
+        #0 mgmt mgmtd
+          packages beegfs-mgmtd beegfs-utils
+            $ write /etc/yum.repos.d/beegfs.repo
+            $ dnf install -y -- beegfs-mgmtd beegfs-utils
+          file /etc/beegfs/connauthfile
+            $ write /etc/beegfs/connauthfile
+          file /etc/beegfs/interfaces
+            $ write /etc/beegfs/interfaces
+          file /etc/beegfs/netfilter
+            $ write /etc/beegfs/netfilter
+          beegfs mgmtd in /data/beegfs/mgmtd
+            $ beegfs-setup-mgmtd -p /data/beegfs/mgmtd
+          settings in /etc/beegfs/beegfs-mgmtd.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter
+            $ write /etc/beegfs/beegfs-mgmtd.conf
+          service beegfs-mgmtd enabled and running, restarted when /etc/beegfs/beegfs-mgmtd.conf or /etc/beegfs/connauthfile or /etc/beegfs/interfaces or /etc/beegfs/netfilter changes
+            $ systemctl enable beegfs-mgmtd
+            $ systemctl start beegfs-mgmtd
+        #1 storage0 meta (after #0)
+          packages beegfs-meta mdadm e2fsprogs
+            $ write /etc/yum.repos.d/beegfs.repo
+            $ dnf install -y -- beegfs-meta mdadm e2fsprogs
+          raid0 /dev/md20 over 2 disks
+            $ mdadm --create /dev/md20 --run --level=0 --raid-devices=2 /dev/disk/azure/scsi1/lun10 /dev/disk/azure/scsi1/lun11
+            $ mdadm --detail --brief /dev/md20 >> /etc/mdadm.conf
+          ext4 on /dev/md20
+            $ mkfs.ext4 -i 2048 -I 512 -J size=400 -O dir_index,filetype /dev/md20
+          mount /dev/md20 on /data/beegfs/meta (ext4)
+            $ mkdir -p -m 755 /data/beegfs/meta
+            $ write /etc/fstab
+            $ mount -t ext4 -o defaults,noatime,nodiratime /dev/md20 /data/beegfs/meta
+          queue of /dev/md20 and its 2 disks: scheduler=mq-deadline nr_requests=128 read_ahead_kb=128
+            (pending: depends on the changes before it: /sys/block/md20/queue: no queue settings for /dev/md20: it is not a whole disk or array the kernel knows (a partition has none))
+          file /etc/beegfs/connauthfile
+            $ write /etc/beegfs/connauthfile
+          file /etc/beegfs/interfaces
+            $ write /etc/beegfs/interfaces
+          file /etc/beegfs/netfilter
+            $ write /etc/beegfs/netfilter
+          beegfs meta node 1 in /data/beegfs/meta/beegfs_meta
+            $ beegfs-setup-meta -p /data/beegfs/meta/beegfs_meta -s 1 -m 10.0.0.4
+          settings in /etc/beegfs/beegfs-meta.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter connMaxInternodeNum=32 tuneNumWorkers=64
+            $ write /etc/beegfs/beegfs-meta.conf
+          service beegfs-meta enabled and running, restarted when /etc/beegfs/beegfs-meta.conf or /etc/beegfs/connauthfile or /etc/beegfs/interfaces or /etc/beegfs/netfilter changes
+            $ systemctl enable beegfs-meta
+            $ systemctl start beegfs-meta
+        #2 storage1 meta (after #0)
+          packages beegfs-meta mdadm e2fsprogs
+            $ write /etc/yum.repos.d/beegfs.repo
+            $ dnf install -y -- beegfs-meta mdadm e2fsprogs
+          raid0 /dev/md20 over 2 disks
+            $ mdadm --create /dev/md20 --run --level=0 --raid-devices=2 /dev/disk/azure/scsi1/lun10 /dev/disk/azure/scsi1/lun11
+            $ mdadm --detail --brief /dev/md20 >> /etc/mdadm.conf
+          ext4 on /dev/md20
+            $ mkfs.ext4 -i 2048 -I 512 -J size=400 -O dir_index,filetype /dev/md20
+          mount /dev/md20 on /data/beegfs/meta (ext4)
+            $ mkdir -p -m 755 /data/beegfs/meta
+            $ write /etc/fstab
+            $ mount -t ext4 -o defaults,noatime,nodiratime /dev/md20 /data/beegfs/meta
+          queue of /dev/md20 and its 2 disks: scheduler=mq-deadline nr_requests=128 read_ahead_kb=128
+            (pending: depends on the changes before it: /sys/block/md20/queue: no queue settings for /dev/md20: it is not a whole disk or array the kernel knows (a partition has none))
+          file /etc/beegfs/connauthfile
+            $ write /etc/beegfs/connauthfile
+          file /etc/beegfs/interfaces
+            $ write /etc/beegfs/interfaces
+          file /etc/beegfs/netfilter
+            $ write /etc/beegfs/netfilter
+          beegfs meta node 2 in /data/beegfs/meta/beegfs_meta
+            $ beegfs-setup-meta -p /data/beegfs/meta/beegfs_meta -s 2 -m 10.0.0.4
+          settings in /etc/beegfs/beegfs-meta.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter connMaxInternodeNum=32 tuneNumWorkers=64
+            $ write /etc/beegfs/beegfs-meta.conf
+          service beegfs-meta enabled and running, restarted when /etc/beegfs/beegfs-meta.conf or /etc/beegfs/connauthfile or /etc/beegfs/interfaces or /etc/beegfs/netfilter changes
+            $ systemctl enable beegfs-meta
+            $ systemctl start beegfs-meta
+        #3 storage0 storage (after #0 #1)
+          packages beegfs-storage mdadm xfsprogs
+            $ write /etc/yum.repos.d/beegfs.repo
+            $ dnf install -y -- beegfs-storage mdadm xfsprogs
+          raid0 /dev/md10 over 4 disks
+            $ mdadm --create /dev/md10 --run --level=0 --raid-devices=4 /dev/disk/azure/scsi1/lun0 /dev/disk/azure/scsi1/lun1 /dev/disk/azure/scsi1/lun2 /dev/disk/azure/scsi1/lun3
+            $ mdadm --detail --brief /dev/md10 >> /etc/mdadm.conf
+          xfs on /dev/md10
+            $ mkfs.xfs /dev/md10
+          mount /dev/md10 on /data/beegfs/storage (xfs)
+            $ mkdir -p -m 755 /data/beegfs/storage
+            $ write /etc/fstab
+            $ mount -t xfs -o defaults,noatime,nodiratime,logbufs=8,logbsize=256k,largeio,inode64,swalloc,allocsize=131072k /dev/md10 /data/beegfs/storage
+          queue of /dev/md10 and its 4 disks: scheduler=mq-deadline nr_requests=4096 read_ahead_kb=32768
+            (pending: depends on the changes before it: /sys/block/md10/queue: no queue settings for /dev/md10: it is not a whole disk or array the kernel knows (a partition has none))
+          file /etc/beegfs/connauthfile
+            $ write /etc/beegfs/connauthfile
+          file /etc/beegfs/interfaces
+            $ write /etc/beegfs/interfaces
+          file /etc/beegfs/netfilter
+            $ write /etc/beegfs/netfilter
+          beegfs storage node 1 target 101 in /data/beegfs/storage/beegfs_storage
+            $ beegfs-setup-storage -p /data/beegfs/storage/beegfs_storage -s 1 -i 101 -m 10.0.0.4
+          settings in /etc/beegfs/beegfs-storage.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter connMaxInternodeNum=32 tuneFileReadAheadSize=32m tuneFileReadAheadTriggerSize=2m tuneFileReadSize=256K tuneFileWriteSize=256K tuneNumWorkers=64 tuneWorkerBufSize=16m
+            $ write /etc/beegfs/beegfs-storage.conf
+          service beegfs-storage enabled and running, restarted when /etc/beegfs/beegfs-storage.conf or /etc/beegfs/connauthfile or /etc/beegfs/interfaces or /etc/beegfs/netfilter changes
+            $ systemctl enable beegfs-storage
+            $ systemctl start beegfs-storage
+        #4 storage1 storage (after #0 #2)
+          packages beegfs-storage mdadm xfsprogs
+            $ write /etc/yum.repos.d/beegfs.repo
+            $ dnf install -y -- beegfs-storage mdadm xfsprogs
+          raid0 /dev/md10 over 4 disks
+            $ mdadm --create /dev/md10 --run --level=0 --raid-devices=4 /dev/disk/azure/scsi1/lun0 /dev/disk/azure/scsi1/lun1 /dev/disk/azure/scsi1/lun2 /dev/disk/azure/scsi1/lun3
+            $ mdadm --detail --brief /dev/md10 >> /etc/mdadm.conf
+          xfs on /dev/md10
+            $ mkfs.xfs /dev/md10
+          mount /dev/md10 on /data/beegfs/storage (xfs)
+            $ mkdir -p -m 755 /data/beegfs/storage
+            $ write /etc/fstab
+            $ mount -t xfs -o defaults,noatime,nodiratime,logbufs=8,logbsize=256k,largeio,inode64,swalloc,allocsize=131072k /dev/md10 /data/beegfs/storage
+          queue of /dev/md10 and its 4 disks: scheduler=mq-deadline nr_requests=4096 read_ahead_kb=32768
+            (pending: depends on the changes before it: /sys/block/md10/queue: no queue settings for /dev/md10: it is not a whole disk or array the kernel knows (a partition has none))
+          file /etc/beegfs/connauthfile
+            $ write /etc/beegfs/connauthfile
+          file /etc/beegfs/interfaces
+            $ write /etc/beegfs/interfaces
+          file /etc/beegfs/netfilter
+            $ write /etc/beegfs/netfilter
+          beegfs storage node 2 target 201 in /data/beegfs/storage/beegfs_storage
+            $ beegfs-setup-storage -p /data/beegfs/storage/beegfs_storage -s 2 -i 201 -m 10.0.0.4
+          settings in /etc/beegfs/beegfs-storage.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter connMaxInternodeNum=32 tuneFileReadAheadSize=32m tuneFileReadAheadTriggerSize=2m tuneFileReadSize=256K tuneFileWriteSize=256K tuneNumWorkers=64 tuneWorkerBufSize=16m
+            $ write /etc/beegfs/beegfs-storage.conf
+          service beegfs-storage enabled and running, restarted when /etc/beegfs/beegfs-storage.conf or /etc/beegfs/connauthfile or /etc/beegfs/interfaces or /etc/beegfs/netfilter changes
+            $ systemctl enable beegfs-storage
+            $ systemctl start beegfs-storage
+        #5 client00 client (after #0 #1 #2 #3 #4)
+          packages beegfs-client beegfs-helperd beegfs-utils gcc make (rpm: beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel)
+            $ write /etc/yum.repos.d/beegfs.repo
+            $ dnf install -y -- beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel
+          file /etc/beegfs/connauthfile
+            $ write /etc/beegfs/connauthfile
+          file /etc/beegfs/interfaces
+            $ write /etc/beegfs/interfaces
+          file /etc/beegfs/netfilter
+            $ write /etc/beegfs/netfilter
+          beegfs client
+            $ beegfs-setup-client -m 10.0.0.4
+          settings in /etc/beegfs/beegfs-client.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter connMaxInternodeNum=32
+            $ write /etc/beegfs/beegfs-client.conf
+          settings in /etc/beegfs/beegfs-helperd.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false
+            $ write /etc/beegfs/beegfs-helperd.conf
+          wait until the BeeGFS management daemon is reachable
+            (waits)
+          directory /mnt/beegfs
+            $ mkdir -p -m 755 /mnt/beegfs
+          file /etc/beegfs/beegfs-mounts.conf
+            $ write /etc/beegfs/beegfs-mounts.conf
+          service beegfs-helperd enabled and running, restarted when /etc/beegfs/beegfs-helperd.conf or /etc/beegfs/connauthfile changes
+            $ systemctl enable beegfs-helperd
+            $ systemctl start beegfs-helperd
+          service beegfs-client enabled and running, restarted when /etc/beegfs/beegfs-client.conf or /etc/beegfs/beegfs-mounts.conf or /etc/beegfs/connauthfile or /etc/beegfs/interfaces or /etc/beegfs/netfilter changes
+            $ systemctl enable beegfs-client
+            $ systemctl start beegfs-client
+          check beegfs-check-servers
+            (waits)
+          check /mnt/beegfs is a beegfs mount
+            (waits)
+          check /mnt/beegfs is writable
+            (waits)
+        #6 client01 client (after #0 #1 #2 #3 #4)
+          packages beegfs-client beegfs-helperd beegfs-utils gcc make (rpm: beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel)
+            $ write /etc/yum.repos.d/beegfs.repo
+            $ dnf install -y -- beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel
+          file /etc/beegfs/connauthfile
+            $ write /etc/beegfs/connauthfile
+          file /etc/beegfs/interfaces
+            $ write /etc/beegfs/interfaces
+          file /etc/beegfs/netfilter
+            $ write /etc/beegfs/netfilter
+          beegfs client
+            $ beegfs-setup-client -m 10.0.0.4
+          settings in /etc/beegfs/beegfs-client.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter connMaxInternodeNum=32
+            $ write /etc/beegfs/beegfs-client.conf
+          settings in /etc/beegfs/beegfs-helperd.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false
+            $ write /etc/beegfs/beegfs-helperd.conf
+          wait until the BeeGFS management daemon is reachable
+            (waits)
+          directory /mnt/beegfs
+            $ mkdir -p -m 755 /mnt/beegfs
+          file /etc/beegfs/beegfs-mounts.conf
+            $ write /etc/beegfs/beegfs-mounts.conf
+          service beegfs-helperd enabled and running, restarted when /etc/beegfs/beegfs-helperd.conf or /etc/beegfs/connauthfile changes
+            $ systemctl enable beegfs-helperd
+            $ systemctl start beegfs-helperd
+          service beegfs-client enabled and running, restarted when /etc/beegfs/beegfs-client.conf or /etc/beegfs/beegfs-mounts.conf or /etc/beegfs/connauthfile or /etc/beegfs/interfaces or /etc/beegfs/netfilter changes
+            $ systemctl enable beegfs-client
+            $ systemctl start beegfs-client
+          check beegfs-check-servers
+            (waits)
+          check /mnt/beegfs is a beegfs mount
+            (waits)
+          check /mnt/beegfs is writable
+            (waits)
+    "#]]).await;
+    let plan = plan(&example("beegfs-7.4-el8.toml"));
+    let secret =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/beegfs.auth"))
+            .unwrap();
+    assert!(!plan.to_string().contains(secret.trim()), "a plan never shows the secret");
 }
 
 #[tokio::test]

@@ -94,8 +94,20 @@ impl BeegfsSetup {
                 return Ok(a);
             }
             for (file, want) in [("nodeNumID", self.node_id), ("targetNumID", self.target_id)] {
-                let (Some(want), Some(have)) = (want, host.read_optional(&format!("{path}/{file}"))?) else {
-                    continue;
+                let Some(want) = want else { continue };
+                let Some(have) = host.read_optional(&format!("{path}/{file}"))? else {
+                    // The scripts write format.conf first and the ID files after it: a
+                    // directory with the one and not the other is a setup that stopped half
+                    // way, and the daemon would start with an ID of its own choosing.
+                    return Err(StepError::Refused {
+                        reason: format!(
+                            "{path} holds format.conf but no {file}: beegfs-setup-{} stopped half way (or the \
+                             directory was set up by hand). If beegfs-{} never ran on it, `ls -A {path}` shows only \
+                             what setup writes (format.conf, chunks, buddymir); empty it and run again",
+                            self.service.as_str(),
+                            self.service.as_str()
+                        ),
+                    });
                 };
                 if have.trim() != want.to_string() {
                     return Err(StepError::Refused {
@@ -115,6 +127,11 @@ impl BeegfsSetup {
         }
         if let Some(mgmt) = &self.mgmt_host {
             keys.push(("sysMgmtdHost".to_owned(), mgmt.clone()));
+        }
+        if matches!(self.service, BeegfsService::Meta | BeegfsService::Storage) && self.path.is_some() {
+            // As the setup scripts leave it: the daemon refuses to start on an unformatted
+            // (say, unmounted) directory instead of initialising it with a random ID.
+            keys.push(("storeAllowFirstRunInit".to_owned(), "false".to_owned()));
         }
         let (new, diff) = set_keys(&conf, &keys);
         if !diff.is_empty() {
@@ -193,7 +210,7 @@ mod tests {
         host.root
             .write_atomic(
                 "/etc/beegfs/beegfs-storage.conf",
-                b"sysMgmtdHost = 10.0.0.4\nstoreStorageDirectory = /data/beegfs/storage\n",
+                b"sysMgmtdHost = 10.0.0.4\nstoreStorageDirectory = /data/beegfs/storage\nstoreAllowFirstRunInit = false\n",
                 0o644,
             )
             .unwrap();
@@ -201,5 +218,42 @@ mod tests {
         let other = BeegfsSetup { target_id: Some(101), ..storage() };
         let err = other.assess(&host).unwrap_err();
         assert!(err.to_string().contains("with targetNumID 201, not 101"), "{err}");
+    }
+
+    /// beegfs-setup-storage writes format.conf, chunks/ and buddymir/ first and the ID files
+    /// after (storage/build/dist/sbin/beegfs-setup-storage, init_storage_dir): interrupted in
+    /// between, the directory is not a finished target and must not count as one.
+    #[test]
+    fn a_setup_that_stopped_half_way_is_not_done() {
+        let (_d, host) = host();
+        host.root.create_dir_all("/data/beegfs/storage/chunks", 0o755).unwrap();
+        host.root.create_dir_all("/data/beegfs/storage/buddymir", 0o755).unwrap();
+        host.root
+            .write_atomic(
+                "/data/beegfs/storage/format.conf",
+                b"# This file was auto-generated. Do not modify it!\nversion=3\n",
+                0o644,
+            )
+            .unwrap();
+        let err = storage().assess(&host).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("holds format.conf but no nodeNumID: beegfs-setup-storage stopped half way"),
+            "{err}"
+        );
+        host.root.write_atomic("/data/beegfs/storage/nodeNumID", b"2\n", 0o644).unwrap();
+        let err = storage().assess(&host).unwrap_err();
+        assert!(err.to_string().contains("but no targetNumID"), "{err}");
+        host.root.write_atomic("/data/beegfs/storage/targetNumID", b"201\n", 0o644).unwrap();
+        // Formatted; the configuration is then set key by key, as the script would have.
+        let a = storage().assess(&host).unwrap();
+        assert_eq!(
+            a.diff,
+            [
+                "storeStorageDirectory:  -> /data/beegfs/storage",
+                "sysMgmtdHost:  -> 10.0.0.4",
+                "storeAllowFirstRunInit: (unset) -> false"
+            ]
+        );
     }
 }

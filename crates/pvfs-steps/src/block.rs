@@ -165,7 +165,7 @@ pub(crate) async fn reprove<R: Runner>(host: &Host<R>, devices: &[Proven]) -> Re
 }
 
 /// The kernel's name for a device (`/dev/md0` → `md0`, a `/dev/disk/by-*` link → `sdc`).
-fn kernel_name<R: Runner>(host: &Host<R>, device: &str) -> String {
+pub(crate) fn kernel_name<R: Runner>(host: &Host<R>, device: &str) -> String {
     let real = host.resolve(device);
     real.rsplit('/').next().unwrap_or(&real).to_owned()
 }
@@ -603,72 +603,9 @@ impl fmt::Display for Mkfs {
     }
 }
 
-/// Block-queue settings in sysfs (seed Tables 11–12: scheduler, nr_requests, read_ahead_kb).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BlockQueue {
-    pub device: String,
-    pub scheduler: Option<String>,
-    pub nr_requests: Option<u32>,
-    pub read_ahead_kb: Option<u32>,
-}
+mod queue;
 
-impl BlockQueue {
-    pub(crate) fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
-        let mut a = Assessment::in_sync();
-        let queue = format!("/sys/block/{}/queue", kernel_name(host, &self.device));
-        if !host.root.is_dir(&queue) {
-            return Err(StepError::File {
-                path: queue,
-                message: format!("no queue settings for {}", self.device),
-            });
-        }
-        let read = |attr: &str| -> Result<String, StepError> {
-            Ok(host.read_optional(&format!("{queue}/{attr}"))?.unwrap_or_default().trim().to_owned())
-        };
-        if let Some(want) = &self.scheduler {
-            let line = read("scheduler")?;
-            // "[mq-deadline] kyber none": the current one is in brackets. Blk-mq kernels call
-            // the seed's "deadline" mq-deadline (and accept "deadline" as an alias).
-            let current = line.split_whitespace().find_map(|w| w.strip_prefix('[')?.strip_suffix(']'));
-            let same =
-                current == Some(want.as_str()) || (want == "deadline" && current == Some("mq-deadline"));
-            if !same {
-                a.change(
-                    format!("{} scheduler is {}, not {want}", self.device, current.unwrap_or("unknown")),
-                    Action::Attribute { path: format!("{queue}/scheduler"), value: want.clone() },
-                );
-            }
-        }
-        for (attr, want) in [("nr_requests", self.nr_requests), ("read_ahead_kb", self.read_ahead_kb)] {
-            if let Some(want) = want {
-                let have = read(attr)?;
-                if have != want.to_string() {
-                    a.change(
-                        format!("{} {attr} is {have}, not {want}", self.device),
-                        Action::Attribute { path: format!("{queue}/{attr}"), value: want.to_string() },
-                    );
-                }
-            }
-        }
-        Ok(a)
-    }
-}
-
-impl fmt::Display for BlockQueue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut parts = Vec::new();
-        if let Some(s) = &self.scheduler {
-            parts.push(format!("scheduler={s}"));
-        }
-        if let Some(n) = self.nr_requests {
-            parts.push(format!("nr_requests={n}"));
-        }
-        if let Some(r) = self.read_ahead_kb {
-            parts.push(format!("read_ahead_kb={r}"));
-        }
-        write!(f, "queue of {}: {}", self.device, parts.join(" "))
-    }
-}
+pub use queue::BlockQueue;
 
 #[cfg(test)]
 mod tests;

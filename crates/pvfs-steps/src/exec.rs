@@ -101,18 +101,27 @@ pub async fn execute<R: Runner>(
     dry_run: bool,
     on_command: impl FnMut(&CommandRecord) + Send,
 ) -> Outcome {
-    execute_while(step, host, policy, &[], dry_run, on_command, &|| true).await
+    execute_while(step, host, policy, Earlier::default(), dry_run, on_command, &|| true).await
 }
 
-/// [`execute`] as a step of a unit whose caller may go away. `made` are the devices earlier
-/// steps of the unit create, which the site's device list allows for this one. A gate stops
+/// What the steps before this one in its unit did, as far as this one cares.
+#[derive(Debug, Clone, Copy, Default)]
+struct Earlier<'a> {
+    /// The devices they create, which the site's device list allows for this step.
+    made: &'a [String],
+    /// The files they changed (or would change): a service step restarts its unit when it
+    /// reads one.
+    changed: &'a [String],
+}
+
+/// [`execute`] as a step of a unit whose caller may go away, after `earlier` steps. A gate stops
 /// waiting once `keep_going` says no (it changes nothing, so nothing is left half-done);
 /// actions are not interrupted.
 async fn execute_while<R: Runner>(
     step: &Step,
     host: &Host<R>,
     policy: &Policy,
-    made: &[String],
+    earlier: Earlier<'_>,
     dry_run: bool,
     mut on_command: impl FnMut(&CommandRecord) + Send,
     keep_going: &(dyn Fn() -> bool + Sync),
@@ -120,7 +129,7 @@ async fn execute_while<R: Runner>(
     // Checked again here although the agent checked the unit on arrival: earlier steps may
     // have changed the node (a package that installs a symbolic link), and `execute` has
     // other callers than the agent's Apply.
-    if let Err(err) = policy.check_step_on(step, &host.root, made) {
+    if let Err(err) = policy.check_step_on(step, &host.root, earlier.made) {
         return Outcome::Failed(StepError::from(err).into());
     }
     if let Step::Gate(gate) = step {
@@ -147,7 +156,11 @@ async fn execute_while<R: Runner>(
             }
         };
     }
-    let assessment = match step.assess(host).await {
+    let assessment = match step {
+        Step::Service(service) => service.assess_after(host, earlier.changed).await,
+        _ => step.assess(host).await,
+    };
+    let assessment = match assessment {
         Ok(a) => a,
         Err(err) => return outcome_of(err),
     };
@@ -169,7 +182,8 @@ async fn execute_while<R: Runner>(
         }
     }
     // Verify: the node must now be what the step says. A tool that exits 0 without doing its
-    // job (mount.glusterfs without CAP_SYS_ADMIN) is caught here.
+    // job (mount.glusterfs without CAP_SYS_ADMIN) is caught here. (A restart it just did is
+    // not asked for again: the files changed before it.)
     match step.assess(host).await {
         Ok(after) if after.is_in_sync() => Outcome::Changed { diff },
         Ok(after) => Outcome::Failed(StepError::NotConverged { diff: after.diff }.into()),
@@ -296,6 +310,9 @@ pub async fn run_unit<R: Runner>(
         return summary;
     }
     let made = crate::policy::made_devices(steps);
+    // Files the unit's steps changed (or, in a dry run, would change), for the services that
+    // read them: each is restarted once, at its own step, after all of them.
+    let mut changed: Vec<String> = Vec::new();
     let mut uncertain = after_changes;
     let mut failed_at: Option<usize> = None;
     // Set when a step says the node must boot into another kernel: what follows is skipped.
@@ -338,7 +355,7 @@ pub async fn run_unit<R: Runner>(
             step,
             host,
             policy,
-            &made[i],
+            Earlier { made: &made[i], changed: &changed },
             dry_run,
             |record| commands.push(record.clone()),
             &keep_going,
@@ -356,6 +373,14 @@ pub async fn run_unit<R: Runner>(
         {
             outcome =
                 Outcome::Pending { detail: format!("depends on the changes before it: {}", failure.message) };
+        }
+        if matches!(outcome, Outcome::Changed { .. } | Outcome::WouldChange { .. }) {
+            changed
+                .extend(step.configures().into_iter().filter(|f| !changed.contains(f)).collect::<Vec<_>>());
+        }
+        if let Step::Service(service) = step {
+            // Restarted (or started) now: later changes would need another restart.
+            changed.retain(|f| !service.configs.contains(f));
         }
         match &outcome {
             Outcome::Ok { .. } => summary.ok += 1,

@@ -51,8 +51,22 @@ impl File {
         let mut a = Assessment::in_sync();
         let write =
             Action::Write { path: self.path.clone(), contents: self.contents.clone(), mode: self.mode };
+        // A file only root may read (BeeGFS's shared secret) never has its contents shown:
+        // plans and events are logged.
+        let private = self.mode & 0o077 == 0;
         match host.read_optional(&self.path)? {
-            Some(old) if old == self.contents => {}
+            Some(old) if old == self.contents => {
+                use std::os::unix::fs::PermissionsExt;
+                let mode = std::fs::symlink_metadata(host.root.path(&self.path))
+                    .map(|m| m.permissions().mode() & 0o7777)
+                    .map_err(|err| StepError::File { path: self.path.clone(), message: err.to_string() })?;
+                if mode != self.mode {
+                    a.change(format!("{} has mode {mode:04o}, not {:04o}", self.path, self.mode), write);
+                }
+            }
+            Some(_) if private => {
+                a.change(format!("{} differs (not shown: only root may read it)", self.path), write);
+            }
             Some(old) => {
                 let mut diff = vec![format!("{} differs:", self.path)];
                 diff.extend(line_diff(&old, &self.contents));
@@ -191,6 +205,30 @@ mod tests {
         );
     }
 
+    /// BeeGFS's connAuthFile: mode 0400, its contents never in a diff, and a wrong mode is
+    /// drift too.
+    #[tokio::test]
+    async fn a_private_file_is_never_shown_and_keeps_its_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let (dir, host) = host();
+        host.root.create_dir_all("/etc/beegfs", 0o755).unwrap();
+        let step =
+            File { path: "/etc/beegfs/connauthfile".into(), contents: "s3cret-s3cret\n".into(), mode: 0o400 };
+        host.root.write_atomic("/etc/beegfs/connauthfile", b"old-secret\n", 0o400).unwrap();
+        let a = step.assess(&host).unwrap();
+        assert_eq!(a.diff, ["/etc/beegfs/connauthfile differs (not shown: only root may read it)"]);
+        host.root.write_atomic("/etc/beegfs/connauthfile", b"s3cret-s3cret\n", 0o644).unwrap();
+        let a = step.assess(&host).unwrap();
+        assert_eq!(a.diff, ["/etc/beegfs/connauthfile has mode 0644, not 0400"]);
+        assert!(matches!(
+            execute(&Step::File(step.clone()), &host, &crate::Policy::default(), false, |_| {}).await,
+            Outcome::Changed { .. }
+        ));
+        let meta = std::fs::metadata(dir.path().join("etc/beegfs/connauthfile")).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o400);
+        assert!(step.assess(&host).unwrap().is_in_sync());
+    }
+
     #[test]
     fn config_keys_change_only_their_lines() {
         let conf = "# storage\nsysMgmtdHost                 =\nconnMaxInternodeNum          = 12\n\ntuneNumWorkers               = 12\n";
@@ -208,6 +246,38 @@ mod tests {
         let (again, diff) = set_keys(&new, &keys);
         assert!(diff.is_empty());
         assert_eq!(again, new);
+    }
+
+    /// The default beegfs-storage.conf of BeeGFS 7.3/7.4 (testdata/beegfs-7/beegfs-storage.conf):
+    /// the authentication, interface and tuning keys it already lists are set in place, in
+    /// its layout, and nothing is appended twice.
+    #[test]
+    fn config_keys_edit_the_packaged_beegfs_conf_in_place() {
+        let conf = include_str!("../testdata/beegfs-7/beegfs-storage.conf");
+        let keys: Vec<(String, String)> = [
+            ("connAuthFile", "/etc/beegfs/connauthfile"),
+            ("connDisableAuthentication", "false"),
+            ("connInterfacesFile", "/etc/beegfs/interfaces"),
+            ("tuneNumWorkers", "64"),
+            ("tuneFileReadAheadSize", "32m"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+        let (new, diff) = set_keys(conf, &keys);
+        assert_eq!(
+            diff,
+            [
+                "connAuthFile:  -> /etc/beegfs/connauthfile",
+                "connInterfacesFile:  -> /etc/beegfs/interfaces",
+                "tuneNumWorkers: 12 -> 64",
+                "tuneFileReadAheadSize: 0m -> 32m"
+            ]
+        );
+        assert_eq!(new.lines().count(), conf.lines().count(), "set in place, nothing appended");
+        assert!(new.contains("\nconnAuthFile = /etc/beegfs/connauthfile\n"), "{new}");
+        assert!(new.contains("\nlogStdFile                   = /var/log/beegfs-storage.log\n"));
+        assert_eq!(set_keys(&new, &keys).1, Vec::<String>::new());
     }
 
     #[tokio::test]

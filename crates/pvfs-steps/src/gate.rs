@@ -35,6 +35,10 @@ pub enum GateKind {
     /// A file can be created, written, synced, read back and removed in this directory: the
     /// client's view of the file system works end to end.
     Writable { dir: String },
+    /// The topmost mount on `dir` is of type `fstype`, as the kernel says
+    /// (`/proc/self/mountinfo`): the write probe alone also passes on a plain directory, or
+    /// on whatever was mounted there instead.
+    MountedAs { dir: String, fstype: String },
 }
 
 impl GateKind {
@@ -47,6 +51,7 @@ impl GateKind {
             GateKind::BeegfsMgmtdReachable => "wait-beegfs-mgmtd",
             GateKind::BeegfsCheckServers => "check-beegfs-servers",
             GateKind::Writable { .. } => "check-writable",
+            GateKind::MountedAs { .. } => "check-mounted",
         }
     }
 }
@@ -125,18 +130,43 @@ impl Gate {
             }
             GateKind::BeegfsCheckServers => {
                 let out = host.probe(Command::new("beegfs-check-servers")).await?;
-                let servers = out.stdout.lines().filter(|l| l.contains("[ID:")).count();
-                let unreachable: Vec<&str> = out
-                    .stdout
-                    .lines()
-                    .filter(|l| l.contains("[ID:") && !l.contains("reachable at"))
-                    .collect();
-                if out.success() && servers > 0 && unreachable.is_empty() {
-                    Ready(format!("{servers} servers reachable"))
+                if !out.success() {
+                    // beegfs-ctl failed (no management daemon, a wrong secret): the script
+                    // passes its output to stderr and exits 1.
+                    return Ok(NotReady(format!("beegfs-check-servers failed: {}", crate::error_tail(&out))));
+                }
+                let sections = parse_beegfs_check_servers(&out.stdout).map_err(|message| StepError::Unexpected {
+                    command: "beegfs-check-servers".into(),
+                    message,
+                })?;
+                let mut waiting = Vec::new();
+                let mut count = 0;
+                for (section, servers) in &sections {
+                    if servers.is_empty() {
+                        waiting.push(format!("no {} server registered yet", section.to_lowercase()));
+                    }
+                    for (name, reachable) in servers {
+                        count += 1;
+                        if !reachable {
+                            waiting.push(format!("{section} {name} unreachable"));
+                        }
+                    }
+                }
+                if waiting.is_empty() {
+                    Ready(format!("{count} servers reachable"))
                 } else {
-                    NotReady(
-                        format!("{} {}", unreachable.join("; "), crate::error_tail(&out)).trim().to_owned(),
-                    )
+                    NotReady(waiting.join("; "))
+                }
+            }
+            GateKind::MountedAs { dir, fstype } => {
+                let mounts = pvfs_host::mountinfo::read(&host.root).map_err(|err| StepError::File {
+                    path: pvfs_host::mountinfo::PATH.into(),
+                    message: err.to_string(),
+                })?;
+                match pvfs_host::mountinfo::visible_at(&mounts, dir).map(|m| &m.fstype) {
+                    Some(have) if have == fstype => Ready(format!("{dir} is a {fstype} mount")),
+                    Some(have) => NotReady(format!("{dir} is a {have} mount, not {fstype}")),
+                    None => NotReady(format!("nothing is mounted on {dir}")),
                 }
             }
             GateKind::Writable { dir } => {
@@ -302,6 +332,55 @@ fn check_servers_state(servers: &[ServerConnection], out: &pvfs_host::Output) ->
     GateState::Ready(format!("{} server connections active", servers.len()))
 }
 
+/// A node type's heading in `beegfs-check-servers` output, and each server under it with
+/// whether it is reachable.
+pub(crate) type CheckSection = (String, Vec<(String, bool)>);
+
+/// The sections of `beegfs-check-servers` output (ThinkParQ/beegfs
+/// utils/scripts/beegfs-check-servers, 7.x): `Management`, `Metadata`, `Storage`, each a
+/// heading, a `==========` line and one line per registered server, `NAME [ID: N]: reachable
+/// at ADDR:PORT (protocol: …)` or `NAME [ID: N]: UNREACHABLE`. Each section with its servers
+/// and whether each is reachable; the three sections must all be there.
+pub(crate) fn parse_beegfs_check_servers(text: &str) -> Result<Vec<CheckSection>, String> {
+    let mut sections: Vec<CheckSection> = Vec::new();
+    let mut lines = text.lines().map(str::trim_end).peekable();
+    while let Some(line) = lines.next() {
+        if line.is_empty() {
+            continue;
+        }
+        if matches!(line, "Management" | "Metadata" | "Storage") && lines.peek() == Some(&"==========") {
+            lines.next();
+            sections.push((line.to_owned(), Vec::new()));
+            continue;
+        }
+        let Some((_, servers)) = sections.last_mut() else {
+            return Err(format!("{line:?} comes before any section heading"));
+        };
+        let server = line.split_once("]: ").and_then(|(name, state)| {
+            name.contains(" [ID: ").then_some(())?;
+            let reachable = if state.starts_with("reachable at ") {
+                true
+            } else if state == "UNREACHABLE" {
+                false
+            } else {
+                return None;
+            };
+            Some((format!("{name}]"), reachable))
+        });
+        match server {
+            Some(server) => servers.push(server),
+            None => {
+                return Err(format!("{line:?} is not `NAME [ID: N]: reachable at …` or `…: UNREACHABLE`"));
+            }
+        }
+    }
+    let names: Vec<&str> = sections.iter().map(|(s, _)| s.as_str()).collect();
+    if names != ["Management", "Metadata", "Storage"] {
+        return Err(format!("sections {names:?}, not Management, Metadata and Storage"));
+    }
+    Ok(sections)
+}
+
 /// How long one write probe may take before the mount is called hung.
 const WRITE_PROBE_LIMIT: Duration = Duration::from_secs(30);
 
@@ -365,6 +444,7 @@ impl fmt::Display for Gate {
             }
             GateKind::BeegfsCheckServers => f.write_str("check beegfs-check-servers"),
             GateKind::Writable { dir } => write!(f, "check {dir} is writable"),
+            GateKind::MountedAs { dir, fstype } => write!(f, "check {dir} is a {fstype} mount"),
         }
     }
 }
@@ -491,9 +571,9 @@ mod tests {
         assert!(!dir.path().join("after").exists(), "no step starts after the caller went");
     }
 
-    /// A fixture's text without its `# ` header lines (which cite the source).
+    /// A fixture's text without its `#` header lines (which cite the source).
     fn fixture(text: &str) -> String {
-        text.lines().filter(|l| !l.starts_with("# ")).map(|l| format!("{l}\n")).collect()
+        text.lines().filter(|l| !l.starts_with('#')).map(|l| format!("{l}\n")).collect()
     }
 
     const CHECK_2_10: &str = include_str!("../testdata/lustre/lfs-check-servers-2.10.txt");
@@ -559,6 +639,72 @@ mod tests {
             "{err}"
         );
         assert!(err.to_string().contains("activated"), "{err}");
+    }
+
+    /// beegfs-check-servers as the seed printed it, with a server down, and before the
+    /// servers registered: only the first is ready.
+    #[tokio::test]
+    async fn check_servers_waits_for_every_kind_of_server_to_answer() {
+        let probe = |out: &str| {
+            let runner = RecordedRunner::new().record("beegfs-check-servers", 0, &fixture(out), "");
+            let gate = Gate { kind: GateKind::BeegfsCheckServers, deadline: Duration::from_secs(1) };
+            async move {
+                let (_d, host) = host(runner);
+                gate.probe(&host).await
+            }
+        };
+        assert_eq!(
+            probe(include_str!("../testdata/beegfs-7/check-servers-seed.txt")).await.unwrap(),
+            GateState::Ready("9 servers reachable".into())
+        );
+        assert_eq!(
+            probe(include_str!("../testdata/beegfs-7/check-servers-unreachable.txt")).await.unwrap(),
+            GateState::NotReady("Storage storage1 [ID: 2] unreachable".into())
+        );
+        assert_eq!(
+            probe(include_str!("../testdata/beegfs-7/check-servers-no-storage.txt")).await.unwrap(),
+            GateState::NotReady("no metadata server registered yet; no storage server registered yet".into())
+        );
+        let err = probe("Management\n==========\nmgmt [ID: 1]: maybe\n").await.unwrap_err();
+        assert!(matches!(err, StepError::Unexpected { .. }), "{err}");
+        let err = probe("Storage\n==========\n").await.unwrap_err();
+        assert!(err.to_string().contains("not Management, Metadata and Storage"), "{err}");
+    }
+
+    /// A BeeGFS client's mount table (testdata/mountinfo-beegfs-client.txt, the kernel's
+    /// documented format): the gate holds only where the topmost mount is beegfs.
+    #[tokio::test]
+    async fn the_client_mount_must_be_beegfs_by_the_kernels_word() {
+        let text: String = include_str!("../testdata/mountinfo-beegfs-client.txt")
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let (dir, host) = host(RecordedRunner::new());
+        std::fs::create_dir_all(dir.path().join("proc/self")).unwrap();
+        std::fs::write(dir.path().join("proc/self/mountinfo"), &text).unwrap();
+        let gate = |d: &str| Gate {
+            kind: GateKind::MountedAs { dir: d.into(), fstype: "beegfs".into() },
+            deadline: Duration::from_secs(1),
+        };
+        let state = |d: &str| {
+            let (gate, host) = (gate(d), &host);
+            async move { gate.probe(host).await.unwrap() }
+        };
+        assert_eq!(state("/mnt/beegfs").await, GateState::Ready("/mnt/beegfs is a beegfs mount".into()));
+        assert_eq!(state("/mnt/bee gfs").await, GateState::Ready("/mnt/bee gfs is a beegfs mount".into()));
+        assert_eq!(
+            state("/mnt/plain").await,
+            GateState::NotReady("/mnt/plain is a xfs mount, not beegfs".into())
+        );
+        assert_eq!(
+            state("/mnt/hidden").await,
+            GateState::NotReady("/mnt/hidden is a tmpfs mount, not beegfs".into())
+        );
+        assert_eq!(state("/data").await, GateState::NotReady("nothing is mounted on /data".into()));
+        std::fs::write(dir.path().join("proc/self/mountinfo"), "22 1 253:0 / / rw\n").unwrap();
+        let err = gate("/mnt/beegfs").probe(&host).await.unwrap_err();
+        assert!(matches!(err, StepError::Unexpected { .. }), "{err}");
     }
 
     #[tokio::test]

@@ -145,6 +145,18 @@ impl Step {
         }
     }
 
+    /// The configuration files this step writes, which services read at start (see
+    /// [`Service::configs`]): a file, a config file's keys, the config a `beegfs-setup-*`
+    /// script writes.
+    pub fn configures(&self) -> Vec<String> {
+        match self {
+            Step::File(f) => vec![f.path.clone()],
+            Step::ConfigKeys(c) => vec![c.path.clone()],
+            Step::BeegfsSetup(b) => vec![b.service.conf()],
+            _ => vec![],
+        }
+    }
+
     /// Read-only: what differs on the node, and what apply would run about it. Gates have no
     /// assessment; see [`Gate::probe`].
     pub async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {

@@ -28,6 +28,9 @@
 //! - `/etc/modprobe.d/NAME.conf`, whose lines may only be comments or
 //!   `options MODULE key=value…` (an `install` or `remove` line runs a shell command as root);
 //! - `/etc/lnet.conf` (LNet's own YAML configuration, read by `lnetctl import`);
+//! - `/etc/beegfs/connauthfile` (BeeGFS's shared secret, mode 0400: no group or other bits),
+//!   `/etc/beegfs/interfaces` and `/etc/beegfs/netfilter` (one interface name or subnet per
+//!   line);
 //! - `/etc/beegfs/beegfs-mounts.conf`, lines `MOUNTPOINT /etc/beegfs/beegfs-client*.conf` with
 //!   the mount point a data path. *Refinement*: not every `/etc/beegfs/*.conf`, because
 //!   `beegfs-client-autobuild.conf` carries `make` arguments for the client module build, and
@@ -39,9 +42,12 @@
 //! file pvfs writes is data or configuration, never a program.
 //! `/etc/fstab` is written only by `Mount` (its own line), `/etc/mdadm.conf` and
 //! `/etc/mdadm/mdadm.conf` only by `Raid0` (whose `conf` must be one of them),
-//! `/etc/yum.repos.d/NAME.repo` only by `Packages`, and `/etc/udev/rules.d/` by no step at
-//! all: udev rules can RUN programs, so it is reserved for a future typed step whose content
-//! the agent generates itself.
+//! `/etc/yum.repos.d/NAME.repo` only by `Packages`, and `/etc/udev/rules.d/` only by
+//! `BlockQueue`, one file `99-pvfs-queue-NAME.rules` whose content the agent generates itself
+//! (`udev-rule`): udev rules can RUN programs, so every line must be a comment or plain
+//! `KEY=="value"` matches (ACTION, SUBSYSTEM, KERNEL, SYMLINK, ENV{DEVTYPE|MD_DEVNAME|DM_NAME},
+//! ATTRS{wwid}) followed by `ATTR{queue/scheduler|nr_requests|read_ahead_kb}="value"`
+//! assignments — no RUN, PROGRAM, IMPORT, OPTIONS, GOTO or anything else.
 //!
 //! **Settings** (`config-keys`): `ConfigKeys` only edits the BeeGFS service configurations
 //! ([`BEEGFS_SERVICE_CONFS`]); keys are identifiers, values have no control characters, and a
@@ -64,9 +70,11 @@
 //! repositories outright. Why so strict: adding a repository and installing a package from it
 //! *is* a remote root shell, because package scriptlets run as root.
 //!
-//! **Services** (`service-unit`): unit names by grammar (a `.service` suffix or none), and by
-//! default only the units pvfs's plans manage ([`DEFAULT_SERVICES`]); a site may add more.
-//! (`debug-shell.service` is a root shell on tty9.)
+//! **Services** (`service-unit`, `restart-order`): unit names by grammar (a `.service` suffix
+//! or none), and by default only the units pvfs's plans manage ([`DEFAULT_SERVICES`]); a site
+//! may add more. (`debug-shell.service` is a root shell on tty9.) A service step only enables,
+//! starts or restarts its unit; the files it names as its configuration are canonical paths,
+//! and no later step of the unit may change one of them (its restart would come too early).
 //!
 //! **Block devices** (`device-path`, `device-not-allowed`, `name`, `size`, `fstype`, `nid`,
 //! `wipe`, `queue-value`): devices are canonical paths under `/dev` (never its pseudo file
@@ -148,6 +156,13 @@ pub const MDADM_CONFS: &[&str] = &["/etc/mdadm/mdadm.conf", "/etc/mdadm.conf"];
 
 /// The file BeeGFS's client service reads its mounts from.
 const BEEGFS_MOUNTS: &str = "/etc/beegfs/beegfs-mounts.conf";
+
+/// BeeGFS's shared secret (`connAuthFile`), the same on every node.
+pub const BEEGFS_AUTH_FILE: &str = "/etc/beegfs/connauthfile";
+/// BeeGFS's `connInterfacesFile`: one interface name per line.
+pub const BEEGFS_INTERFACES: &str = "/etc/beegfs/interfaces";
+/// BeeGFS's `connNetFilterFile`: one subnet (`ADDRESS/BITS`) per line.
+pub const BEEGFS_NET_FILTER: &str = "/etc/beegfs/netfilter";
 
 /// File systems `Mkfs` makes.
 const MKFS_TYPES: &[&str] = &["xfs", "ext4"];
@@ -383,7 +398,10 @@ impl Policy {
                 Ok(())
             }
             Step::Directory(d) => self.mkdir(&d.path, d.mode),
-            Step::Service(s) => self.service(&s.unit),
+            Step::Service(s) => {
+                self.service(&s.unit)?;
+                s.configs.iter().try_for_each(|c| canonical(c))
+            }
             Step::Raid0(r) => {
                 md_device(&r.device)?;
                 for member in &r.members {
@@ -436,6 +454,10 @@ impl Policy {
             Step::Mount(m) => self.mount(m),
             Step::BlockQueue(q) => {
                 device_path(&q.device)?;
+                for member in &q.members {
+                    device_path(member)?;
+                }
+                udev_rule_path(&q.rule_path())?;
                 if let Some(scheduler) = &q.scheduler
                     && (scheduler.is_empty()
                         || scheduler.len() > 32
@@ -513,6 +535,7 @@ impl Policy {
     /// step. Devices an earlier step makes from allowed ones (arrays, thin volumes) are
     /// allowed for the steps after it.
     pub fn check_unit_on(&self, steps: &[Step], root: &Root) -> Result<(), StepRefused> {
+        restart_order(steps)?;
         let made = made_devices(steps);
         for (index, step) in steps.iter().enumerate() {
             self.check_step_on(step, root, &made[index]).map_err(|error| StepRefused {
@@ -526,6 +549,7 @@ impl Policy {
 
     /// The pure rules for every step of a unit (what can be said without the node).
     pub fn check_unit(&self, steps: &[Step]) -> Result<(), StepRefused> {
+        restart_order(steps)?;
         for (index, step) in steps.iter().enumerate() {
             self.check_step(step).map_err(|error| StepRefused { index, step: step.to_string(), error })?;
         }
@@ -560,14 +584,21 @@ impl Policy {
                 mdadm_conf(conf)
             }
             ("block-queue", Action::Attribute { path, .. }) => queue_attribute(path),
+            ("block-queue", Action::Write { path, contents, mode }) => {
+                udev_rule_path(path)?;
+                udev_queue_rule(path, contents)?;
+                plain_mode(path, *mode)
+            }
             ("service", Action::Run(command)) => {
                 program(step_kind, &command.program)?;
                 match command.args.as_slice() {
-                    [verb, unit] if verb == "enable" || verb == "start" => self.service(unit),
+                    [verb, unit] if verb == "enable" || verb == "start" || verb == "restart" => {
+                        self.service(unit)
+                    }
                     _ => Err(PolicyError::new(
                         "program",
                         &command.to_string(),
-                        format!("a service step only enables or starts a unit, not `{command}`"),
+                        format!("a service step only enables, starts or restarts a unit, not `{command}`"),
                         "this is a bug in pvfs; report it",
                     )),
                 }
@@ -767,6 +798,17 @@ impl Policy {
             modprobe_contents(path, contents)?;
         } else if path == BEEGFS_MOUNTS {
             self.beegfs_mounts(contents)?;
+        } else if path == BEEGFS_AUTH_FILE {
+            if mode & 0o077 != 0 {
+                return Err(PolicyError::new(
+                    "file-mode",
+                    &format!("{mode:04o}"),
+                    format!("{path} holds BeeGFS's shared secret: mode {mode:04o} lets others read it"),
+                    "use 0400 (root only)",
+                ));
+            }
+        } else if path == BEEGFS_INTERFACES || path == BEEGFS_NET_FILTER {
+            beegfs_list(path, contents)?;
         } else if path != "/etc/lnet.conf" {
             if let Some(fix) = reserved(path) {
                 return Err(PolicyError::new(
@@ -782,8 +824,9 @@ impl Policy {
                         "file-place",
                         path,
                         format!("{path} is not a place a file step may write"),
-                        "file steps write /etc/modprobe.d/NAME.conf, /etc/lnet.conf, /etc/beegfs/beegfs-mounts.conf \
-                         and files under data paths; nothing else in the system trees",
+                        "file steps write /etc/modprobe.d/NAME.conf, /etc/lnet.conf, /etc/beegfs/beegfs-mounts.conf, \
+                         BeeGFS's connauthfile, interfaces and netfilter, and files under data paths; nothing else \
+                         in the system trees",
                     )
                 } else {
                     e
@@ -948,6 +991,10 @@ impl Policy {
                 Ok(())
             }
             GateKind::Writable { dir } => self.data_path(dir, "a directory to probe"),
+            GateKind::MountedAs { dir, fstype } => {
+                self.data_path(dir, "a mount point to check")?;
+                one_of("mount-fstype", fstype, MOUNT_TYPES, "mount type")
+            }
         }
     }
 }
@@ -1210,6 +1257,27 @@ fn modprobe_contents(path: &str, contents: &str) -> Result<(), PolicyError> {
                 line,
                 format!("{path}: {line:?} is not an `options MODULE key=value…` line"),
                 "modprobe files written by pvfs hold only comments and options lines (an install or remove line runs a shell command as root)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// BeeGFS's interface and subnet lists: one short word of letters, digits and `.:/@_-` per
+/// line (an interface name, or a subnet such as 10.0.0.0/24).
+fn beegfs_list(path: &str, contents: &str) -> Result<(), PolicyError> {
+    for line in contents.lines() {
+        let ok = !line.is_empty()
+            && line.len() <= 64
+            && line
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | ':' | '/' | '@' | '_' | '-'));
+        if !ok {
+            return Err(PolicyError::new(
+                "file-content",
+                line,
+                format!("{path}: {line:?} is not an interface name or a subnet"),
+                "write one interface (eth0) or subnet (10.0.0.0/24) per line",
             ));
         }
     }
@@ -1482,6 +1550,93 @@ fn queue_attribute(path: &str) -> Result<(), PolicyError> {
     Err(misplaced("block-queue", path))
 }
 
+/// `restart-order`: no step changes a file that a service step *before* it in the unit
+/// reads (its `configs`): that service would keep running with the old settings, since its
+/// restart comes at its own step.
+fn restart_order(steps: &[Step]) -> Result<(), StepRefused> {
+    for (index, step) in steps.iter().enumerate() {
+        for file in step.configures() {
+            let earlier = steps[..index].iter().find_map(|s| match s {
+                Step::Service(service) if service.configs.contains(&file) => Some(service),
+                _ => None,
+            });
+            if let Some(service) = earlier {
+                return Err(StepRefused {
+                    index,
+                    step: step.to_string(),
+                    error: PolicyError::new(
+                        "restart-order",
+                        &file,
+                        format!("{file} changes after the step that restarts {} for it", service.unit),
+                        "this is a bug in pvfs's planner (configuration steps come before their service's); report it",
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `/etc/udev/rules.d/99-pvfs-queue-NAME.rules`, the one place a block-queue step writes.
+fn udev_rule_path(path: &str) -> Result<(), PolicyError> {
+    let name = path.strip_prefix("/etc/udev/rules.d/99-pvfs-queue-").and_then(|n| n.strip_suffix(".rules"));
+    match name {
+        Some(name) if simple_name("", name, 64, "").is_ok() => Ok(()),
+        _ => Err(misplaced("block-queue", path)),
+    }
+}
+
+/// A queue-settings rule as [`crate::BlockQueue`] writes it: comments, and lines of
+/// `KEY=="value"` matches on a few identity keys followed by `ATTR{queue/…}="value"`
+/// assignments. Nothing that runs, imports or jumps.
+fn udev_queue_rule(path: &str, contents: &str) -> Result<(), PolicyError> {
+    const MATCH_KEYS: &[&str] = &[
+        "ACTION",
+        "SUBSYSTEM",
+        "KERNEL",
+        "SYMLINK",
+        "ENV{DEVTYPE}",
+        "ENV{MD_DEVNAME}",
+        "ENV{DM_NAME}",
+        "ATTRS{wwid}",
+    ];
+    const ASSIGN_KEYS: &[&str] =
+        &["ATTR{queue/scheduler}", "ATTR{queue/nr_requests}", "ATTR{queue/read_ahead_kb}"];
+    let bad = |line: &str, problem: &str| {
+        PolicyError::new(
+            "udev-rule",
+            line,
+            format!("{path}: {line:?} {problem}"),
+            "this is a bug in pvfs (block-queue rules hold only identity matches and queue settings); report it",
+        )
+    };
+    for line in contents.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        let mut assigned = false;
+        for pair in line.split(", ") {
+            let (key, op, value) = if let Some((k, v)) = pair.split_once("==") {
+                (k, "==", v)
+            } else if let Some((k, v)) = pair.split_once('=') {
+                (k, "=", v)
+            } else {
+                return Err(bad(line, "is not a list of KEY==\"value\" and ATTR{…}=\"value\""));
+            };
+            let value = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')).unwrap_or("\"");
+            if value.contains(['"', '\\']) || value.chars().any(char::is_control) {
+                return Err(bad(line, "has a value that is not one plain quoted string"));
+            }
+            match op {
+                "==" if !assigned && MATCH_KEYS.contains(&key) => {}
+                "=" if ASSIGN_KEYS.contains(&key) => assigned = true,
+                _ => return Err(bad(line, &format!("uses {key}{op}, which a queue rule never does"))),
+            }
+        }
+        if !assigned {
+            return Err(bad(line, "sets no queue attribute"));
+        }
+    }
+    Ok(())
+}
+
 /// The paths a step writes, creates or mounts on, on this node (for the symlink rule).
 fn touched_paths(step: &Step) -> Vec<String> {
     match step {
@@ -1497,6 +1652,7 @@ fn touched_paths(step: &Step) -> Vec<String> {
         }
         Step::Packages(p) => p.repos.iter().map(|r| format!("/etc/yum.repos.d/{}.repo", r.name)).collect(),
         Step::Raid0(r) => r.conf.iter().cloned().collect(),
+        Step::BlockQueue(q) => vec![q.rule_path()],
         Step::BeegfsSetup(b) => b.path.iter().cloned().chain([b.service.conf()]).collect(),
         Step::Gate(Gate { kind: GateKind::Writable { dir }, .. }) => vec![dir.clone()],
         _ => vec![],

@@ -1,4 +1,14 @@
-//! A systemd unit enabled (starts at boot) and running.
+//! A systemd unit enabled (starts at boot) and running, and restarted once when a step of
+//! the same unit changed a file it reads.
+//!
+//! A daemon reads its configuration when it starts: a changed `beegfs-meta.conf`, a new
+//! `beegfs-mounts.conf` or LNet's module options mean nothing until the service restarts, and
+//! `up` must not report a node converged while its daemons run with old settings. So a
+//! service step names the files its unit reads (`configs`); [`crate::run_unit`] notes every
+//! file the unit's earlier steps changed (`Step::configures`) and, when one of them is among
+//! a running service's `configs`, this step restarts it — once, after all the unit's changes
+//! to it, and only then. A service that is not running yet is simply started and reads the
+//! new files. Plans show the restart where it would happen.
 
 use crate::{Action, Assessment, Host, StepError};
 use pvfs_host::{Command, Runner};
@@ -13,10 +23,23 @@ pub struct Service {
     pub unit: String,
     pub enabled: bool,
     pub running: bool,
+    /// The files the unit reads at start: a change to one of them by an earlier step of the
+    /// same unit restarts it.
+    pub configs: Vec<String>,
 }
 
 impl Service {
     pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+        self.assess_after(host, &[]).await
+    }
+
+    /// The assessment when earlier steps of the unit changed `changed` (files): a running
+    /// unit that reads one of them is restarted.
+    pub(crate) async fn assess_after<R: Runner>(
+        &self,
+        host: &Host<R>,
+        changed: &[String],
+    ) -> Result<Assessment, StepError> {
         if !host.root.is_dir("/run/systemd/system") {
             return Err(StepError::Refused {
                 reason: format!(
@@ -79,6 +102,8 @@ impl Service {
         if self.running {
             let out = host.probe(Command::new("systemctl").args(["is-active", &self.unit])).await?;
             let state = out.stdout.lines().next().unwrap_or_default().trim();
+            let stale: Vec<&str> =
+                changed.iter().filter(|c| self.configs.contains(c)).map(String::as_str).collect();
             // "reloading" is running. systemd 219 answers "unknown" for a unit it has not
             // loaded; later ones "inactive".
             if !matches!(state, "active" | "reloading") {
@@ -86,10 +111,79 @@ impl Service {
                     format!("{} is {}", self.unit, if state.is_empty() { "not running" } else { state }),
                     Action::Run(Command::new("systemctl").args(["start", &self.unit]).timeout(START_TIMEOUT)),
                 );
+            } else if !stale.is_empty() {
+                a.change(
+                    format!("{} runs with its old settings: {} changed", self.unit, stale.join(", ")),
+                    Action::Run(
+                        Command::new("systemctl").args(["restart", &self.unit]).timeout(START_TIMEOUT),
+                    ),
+                );
+            } else if let Some(newer) = self.changed_since_start(host).await? {
+                // Read back, not remembered: a run that changed the file and then stopped
+                // before this step (a later step failed, the agent was stopped) left the
+                // daemon on its old settings, and the next run sees the file in sync.
+                a.change(
+                    format!("{} runs with its old settings: {newer} changed after it started", self.unit),
+                    Action::Run(
+                        Command::new("systemctl").args(["restart", &self.unit]).timeout(START_TIMEOUT),
+                    ),
+                );
             }
         }
         Ok(a)
     }
+}
+
+impl Service {
+    /// The first of `configs` modified after the running unit entered the active state
+    /// (`ActiveEnterTimestampMonotonic`, µs of CLOCK_MONOTONIC; systemd 219 on EL7 has it),
+    /// comparing on the monotonic clock: file times are wall-clock, so they are moved onto it
+    /// by the current offset between the two clocks on this node.
+    async fn changed_since_start<R: Runner>(&self, host: &Host<R>) -> Result<Option<String>, StepError> {
+        if self.configs.is_empty() {
+            return Ok(None);
+        }
+        let show =
+            Command::new("systemctl").args(["show", "--property=ActiveEnterTimestampMonotonic", &self.unit]);
+        let shown = show.to_string();
+        let out = host.probe_ok(show).await?;
+        let started: u64 = out
+            .lines()
+            .find_map(|l| l.strip_prefix("ActiveEnterTimestampMonotonic="))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| StepError::Unexpected {
+                command: shown,
+                message: format!("{:?} has no ActiveEnterTimestampMonotonic=MICROSECONDS", out.trim()),
+            })?;
+        let Some(offset) = realtime_minus_monotonic_us() else { return Ok(None) };
+        for config in &self.configs {
+            let Ok(meta) = std::fs::metadata(host.root.path(config)) else { continue };
+            let Ok(modified) = meta.modified() else { continue };
+            let Ok(since_epoch) = modified.duration_since(std::time::UNIX_EPOCH) else { continue };
+            let modified_mono = since_epoch.as_micros() as i128 - offset;
+            if started > 0 && modified_mono > i128::from(started) {
+                return Ok(Some(config.clone()));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// CLOCK_REALTIME − CLOCK_MONOTONIC now, in µs.
+fn realtime_minus_monotonic_us() -> Option<i128> {
+    use nix::time::{ClockId, clock_gettime};
+    let us =
+        |t: nix::sys::time::TimeSpec| i128::from(t.tv_sec()) * 1_000_000 + i128::from(t.tv_nsec()) / 1000;
+    let real = clock_gettime(ClockId::CLOCK_REALTIME).ok()?;
+    let mono = clock_gettime(ClockId::CLOCK_MONOTONIC).ok()?;
+    Some(us(real) - us(mono))
+}
+
+/// The current CLOCK_MONOTONIC in µs, for tests that record systemd's answers.
+#[cfg(test)]
+fn monotonic_now_us() -> u64 {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).unwrap();
+    t.tv_sec() as u64 * 1_000_000 + t.tv_nsec() as u64 / 1000
 }
 
 impl fmt::Display for Service {
@@ -100,7 +194,11 @@ impl fmt::Display for Service {
             (false, true) => "running",
             (false, false) => "known",
         };
-        write!(f, "service {} {what}", self.unit)
+        write!(f, "service {} {what}", self.unit)?;
+        if !self.configs.is_empty() {
+            write!(f, ", restarted when {} changes", self.configs.join(" or "))?;
+        }
+        Ok(())
     }
 }
 
@@ -117,18 +215,151 @@ mod tests {
             .record("systemctl is-enabled glusterd", 1, "disabled\n", "")
             .record("systemctl is-active glusterd", 3, "inactive\n", "");
         let host = Host::new(Root::at(dir.path()), runner);
-        let step = Service { unit: "glusterd".into(), enabled: true, running: true };
+        let step = Service { unit: "glusterd".into(), enabled: true, running: true, configs: vec![] };
         let a = step.assess(&host).await.unwrap();
         assert_eq!(a.diff, ["glusterd is disabled", "glusterd is inactive"]);
         let shown: Vec<String> = a.actions.iter().map(ToString::to_string).collect();
         assert_eq!(shown, ["systemctl enable glusterd", "systemctl start glusterd"]);
     }
 
+    /// A unit whose configuration an earlier step changed: a running daemon restarts once,
+    /// at its service step; one that is not running just starts; no change, no restart.
+    #[tokio::test]
+    async fn a_changed_configuration_restarts_a_running_unit_once() {
+        use crate::{ConfigKeys, Event, Outcome, Policy, Step, run_unit};
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("run/systemd/system")).unwrap();
+        std::fs::create_dir_all(dir.path().join("etc/beegfs")).unwrap();
+        let conf = dir.path().join("etc/beegfs/beegfs-meta.conf");
+        std::fs::write(&conf, "sysMgmtdHost = 10.0.0.4\ntuneNumWorkers = 12\n").unwrap();
+        // systemd 239 (EL8) answers for a running, enabled unit.
+        let runner = RecordedRunner::new()
+            .record("systemctl is-enabled beegfs-meta", 0, "enabled\n", "")
+            .record("systemctl is-active beegfs-meta", 0, "active\n", "")
+            .record("systemctl restart beegfs-meta", 0, "", "")
+            // systemd 239's answer; the unit (re)started after every write of this test.
+            .record(
+                "systemctl show --property=ActiveEnterTimestampMonotonic beegfs-meta",
+                0,
+                &format!("ActiveEnterTimestampMonotonic={}\n", monotonic_now_us() + 3_600_000_000),
+                "",
+            );
+        let host = Host::new(Root::at(dir.path()), runner.clone());
+        let keys = |key: &str, value: &str| {
+            Step::ConfigKeys(ConfigKeys {
+                path: "/etc/beegfs/beegfs-meta.conf".into(),
+                keys: vec![(key.into(), value.into())],
+            })
+        };
+        let service = Step::Service(Service {
+            unit: "beegfs-meta".into(),
+            enabled: true,
+            running: true,
+            configs: vec!["/etc/beegfs/beegfs-meta.conf".into()],
+        });
+        let steps = [keys("tuneNumWorkers", "64"), keys("connMaxInternodeNum", "32"), service.clone()];
+        let run = |dry_run: bool| {
+            let (host, steps) = (&host, &steps);
+            async move {
+                let mut outcomes = Vec::new();
+                run_unit(
+                    steps,
+                    host,
+                    &Policy::default(),
+                    dry_run,
+                    false,
+                    |e| {
+                        if let Event::Done { outcome, .. } = e {
+                            outcomes.push(outcome);
+                        }
+                    },
+                    || true,
+                )
+                .await;
+                outcomes
+            }
+        };
+        let plan = run(true).await;
+        let Outcome::WouldChange { diff, would_run } = &plan[2] else { panic!("{plan:?}") };
+        assert_eq!(diff, &["beegfs-meta runs with its old settings: /etc/beegfs/beegfs-meta.conf changed"]);
+        assert_eq!(would_run, &["systemctl restart beegfs-meta"]);
+        let ran = run(false).await;
+        assert!(matches!(ran[2], Outcome::Changed { .. }), "{ran:?}");
+        let restarts = |r: &RecordedRunner| {
+            r.calls().iter().filter(|c| c.as_str() == "systemctl restart beegfs-meta").count()
+        };
+        assert_eq!(restarts(&runner), 1, "two changes, one restart");
+        // The same unit again: nothing changed, nothing restarts.
+        let again = run(false).await;
+        assert!(again.iter().all(|o| matches!(o, Outcome::Ok { .. })), "{again:?}");
+        assert_eq!(restarts(&runner), 1);
+        // Shown in plans.
+        assert_eq!(
+            service.to_string(),
+            "service beegfs-meta enabled and running, restarted when /etc/beegfs/beegfs-meta.conf changes"
+        );
+    }
+
+    /// A run that changed the configuration and stopped before the service step: the next
+    /// run finds the file in sync but newer than the daemon, and restarts it.
+    #[tokio::test]
+    async fn a_daemon_older_than_its_configuration_is_restarted() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("run/systemd/system")).unwrap();
+        std::fs::create_dir_all(dir.path().join("etc/beegfs")).unwrap();
+        std::fs::write(dir.path().join("etc/beegfs/beegfs-client.conf"), "sysMgmtdHost = 10.0.0.4\n")
+            .unwrap();
+        let show = "systemctl show --property=ActiveEnterTimestampMonotonic beegfs-client";
+        let step = Service {
+            unit: "beegfs-client".into(),
+            enabled: true,
+            running: true,
+            configs: vec!["/etc/beegfs/beegfs-client.conf".into(), "/etc/beegfs/beegfs-mounts.conf".into()],
+        };
+        // The unit entered the active state now; the file's time decides.
+        let started = || {
+            RecordedRunner::new()
+                .record("systemctl is-enabled beegfs-client", 0, "enabled\n", "")
+                .record("systemctl is-active beegfs-client", 0, "active\n", "")
+                .record(show, 0, &format!("ActiveEnterTimestampMonotonic={}\n", monotonic_now_us()), "")
+        };
+        let touch = |when: std::time::SystemTime| {
+            std::fs::File::options()
+                .write(true)
+                .open(dir.path().join("etc/beegfs/beegfs-client.conf"))
+                .unwrap()
+                .set_modified(when)
+                .unwrap();
+        };
+        // Written after the daemon started (ten minutes from now, as a later run would).
+        touch(std::time::SystemTime::now() + Duration::from_secs(600));
+        let host = Host::new(Root::at(dir.path()), started());
+        let a = step.assess(&host).await.unwrap();
+        assert_eq!(
+            a.diff,
+            [
+                "beegfs-client runs with its old settings: /etc/beegfs/beegfs-client.conf changed after it started"
+            ]
+        );
+        assert_eq!(a.actions[0].to_string(), "systemctl restart beegfs-client");
+        // Written a minute before it started: in sync.
+        touch(std::time::SystemTime::now() - Duration::from_secs(60));
+        let host = Host::new(Root::at(dir.path()), started());
+        assert!(step.assess(&host).await.unwrap().is_in_sync());
+        // systemd answering something else is named.
+        let odd = RecordedRunner::new()
+            .record("systemctl is-enabled beegfs-client", 0, "enabled\n", "")
+            .record("systemctl is-active beegfs-client", 0, "active\n", "")
+            .record(show, 0, "ActiveEnterTimestampMonotonic=n/a\n", "");
+        let err = step.assess(&Host::new(Root::at(dir.path()), odd)).await.unwrap_err();
+        assert!(matches!(err, StepError::Unexpected { .. }), "{err}");
+    }
+
     #[tokio::test]
     async fn a_missing_unit_is_named_across_systemd_versions() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("run/systemd/system")).unwrap();
-        let step = Service { unit: "glusterd".into(), enabled: true, running: true };
+        let step = Service { unit: "glusterd".into(), enabled: true, running: true, configs: vec![] };
         for (code, stdout, stderr) in [
             // systemd 215 (Debian 8, systemd/systemd#937) through 252 (recorded on Debian 12):
             // EL7's 219 and EL8's 239 print the same.
@@ -147,7 +378,7 @@ mod tests {
     async fn every_documented_unit_file_state_is_read() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("run/systemd/system")).unwrap();
-        let step = Service { unit: "glusterd".into(), enabled: true, running: false };
+        let step = Service { unit: "glusterd".into(), enabled: true, running: false, configs: vec![] };
         // systemctl(1), is-enabled: exit 0 for the enabled states, non-zero for the others.
         for (state, code, want) in [
             ("enabled", 0, "ok"),
@@ -200,7 +431,7 @@ mod tests {
     async fn a_missing_unit_or_missing_systemd_is_named() {
         let dir = tempfile::tempdir().unwrap();
         let host = Host::new(Root::at(dir.path()), RecordedRunner::new());
-        let step = Service { unit: "glusterd".into(), enabled: true, running: true };
+        let step = Service { unit: "glusterd".into(), enabled: true, running: true, configs: vec![] };
         let err = step.assess(&host).await.unwrap_err();
         assert!(err.to_string().contains("systemd is not running"), "{err}");
 

@@ -227,7 +227,12 @@ async fn an_unknown_service_unit_is_refused() {
     let pki = Pki::new();
     let agent = Agent::start(&pki).await;
     for unit in ["debug-shell.service", "ssh.socket", "-.mount"] {
-        let service = step(S::Service(pb::ServiceStep { unit: unit.into(), enabled: true, running: true }));
+        let service = step(S::Service(pb::ServiceStep {
+            unit: unit.into(),
+            enabled: true,
+            running: true,
+            configs: vec![],
+        }));
         let message = refused(&agent, vec![service], "service-unit").await;
         assert!(message.contains(unit), "{message}");
     }

@@ -67,9 +67,12 @@ impl From<&Step> for pb::Step {
                 S::ConfigKeys(pb::ConfigKeysStep { path: c.path.clone(), keys: kv(&c.keys) })
             }
             Step::Directory(d) => S::Directory(pb::DirectoryStep { path: d.path.clone(), mode: d.mode }),
-            Step::Service(s) => {
-                S::Service(pb::ServiceStep { unit: s.unit.clone(), enabled: s.enabled, running: s.running })
-            }
+            Step::Service(s) => S::Service(pb::ServiceStep {
+                unit: s.unit.clone(),
+                enabled: s.enabled,
+                running: s.running,
+                configs: s.configs.clone(),
+            }),
             Step::Raid0(r) => S::Raid0(pb::Raid0Step {
                 device: r.device.clone(),
                 members: r.members.clone(),
@@ -123,6 +126,7 @@ impl From<&Step> for pb::Step {
                 scheduler: q.scheduler.clone(),
                 nr_requests: q.nr_requests,
                 read_ahead_kb: q.read_ahead_kb,
+                members: q.members.clone(),
             }),
             Step::GlusterPeers(p) => S::GlusterPeers(pb::GlusterPeersStep { peers: p.peers.clone() }),
             Step::GlusterVolume(v) => {
@@ -173,6 +177,9 @@ impl From<&Step> for pb::Step {
                     GateKind::BeegfsMgmtdReachable => K::BeegfsMgmtdReachable(pb::Empty {}),
                     GateKind::BeegfsCheckServers => K::BeegfsCheckServers(pb::Empty {}),
                     GateKind::Writable { dir } => K::Writable(dir.clone()),
+                    GateKind::MountedAs { dir, fstype } => {
+                        K::MountedAs(pb::MountedAs { dir: dir.clone(), fstype: fstype.clone() })
+                    }
                 };
                 S::Gate(pb::GateStep { deadline_ms: g.deadline.as_millis() as u64, kind: Some(kind) })
             }
@@ -226,7 +233,12 @@ fn step_from(step: pb::Step) -> Result<Step, String> {
         S::File(f) => Step::File(File { path: f.path, contents: f.contents, mode: f.mode }),
         S::ConfigKeys(c) => Step::ConfigKeys(ConfigKeys { path: c.path, keys: pairs(c.keys) }),
         S::Directory(d) => Step::Directory(Directory { path: d.path, mode: d.mode }),
-        S::Service(s) => Step::Service(Service { unit: s.unit, enabled: s.enabled, running: s.running }),
+        S::Service(s) => Step::Service(Service {
+            unit: s.unit,
+            enabled: s.enabled,
+            running: s.running,
+            configs: s.configs,
+        }),
         S::Raid0(r) => Step::Raid0(Raid0 {
             device: r.device,
             members: r.members,
@@ -278,6 +290,7 @@ fn step_from(step: pb::Step) -> Result<Step, String> {
         }),
         S::BlockQueue(q) => Step::BlockQueue(BlockQueue {
             device: q.device,
+            members: q.members,
             scheduler: q.scheduler,
             nr_requests: q.nr_requests,
             read_ahead_kb: q.read_ahead_kb,
@@ -323,6 +336,7 @@ fn step_from(step: pb::Step) -> Result<Step, String> {
                     K::BeegfsMgmtdReachable(_) => GateKind::BeegfsMgmtdReachable,
                     K::BeegfsCheckServers(_) => GateKind::BeegfsCheckServers,
                     K::Writable(dir) => GateKind::Writable { dir },
+                    K::MountedAs(m) => GateKind::MountedAs { dir: m.dir, fstype: m.fstype },
                 };
             // Refused rather than clamped: a gate that quietly waits less than it was asked to
             // is a different gate, and the planner never asks for more than a few minutes, so
@@ -513,6 +527,23 @@ mod tests {
                 deadline: Duration::from_secs(120),
             }),
             Step::Gate(Gate { kind: GateKind::BeegfsCheckServers, deadline: Duration::from_secs(60) }),
+            Step::Gate(Gate {
+                kind: GateKind::MountedAs { dir: "/mnt/beegfs".into(), fstype: "beegfs".into() },
+                deadline: Duration::from_secs(60),
+            }),
+            Step::BlockQueue(BlockQueue {
+                device: "/dev/md10".into(),
+                members: vec!["/dev/disk/azure/scsi1/lun0".into(), "/dev/disk/azure/scsi1/lun1".into()],
+                scheduler: Some("deadline".into()),
+                nr_requests: Some(4096),
+                read_ahead_kb: Some(32768),
+            }),
+            Step::Service(Service {
+                unit: "beegfs-meta".into(),
+                enabled: true,
+                running: true,
+                configs: vec!["/etc/beegfs/beegfs-meta.conf".into(), "/etc/beegfs/connauthfile".into()],
+            }),
         ];
         let wire: Vec<pb::Step> = steps.iter().map(pb::Step::from).collect();
         assert_eq!(steps_from_wire(wire).unwrap(), steps);

@@ -525,20 +525,54 @@ async fn lvm_thin_in_place_is_in_sync_and_a_foreign_vg_is_refused() {
     assert!(err.to_string().contains("already a physical volume of volume group vg_db"), "{err}");
 }
 
-#[tokio::test]
-async fn queue_settings_are_written_and_then_in_sync() {
-    let (dir, host) = plain_host(&["/dev/md0"], RecordedRunner::new());
-    let queue = dir.path().join("sys/block/md0/queue");
-    std::fs::create_dir_all(&queue).unwrap();
-    std::fs::write(queue.join("scheduler"), "[none] mq-deadline\n").unwrap();
-    std::fs::write(queue.join("nr_requests"), "128\n").unwrap();
-    std::fs::write(queue.join("read_ahead_kb"), "128\n").unwrap();
-    let step = Step::BlockQueue(BlockQueue {
-        device: "/dev/md0".into(),
+/// A storage server's sysfs as the kernel lays it out: `md10`, a RAID0 over two Azure data
+/// disks named by their lun links (relative links, as udev makes them). The array is
+/// bio-based: its `queue/scheduler` reads `none` with nothing to choose (elv_iosched_show in
+/// block/elevator.c prints "none" for a queue without an elevator) and writing its
+/// `nr_requests` fails with EINVAL (queue_requests_store in block/blk-sysfs.c); raid0_run
+/// (drivers/md/raid0.c) raised its read-ahead to two stripes (2 × 2 disks × 512 KiB). The
+/// disks are blk-mq SCSI disks as EL8's 4.18 kernel shows them.
+fn storage_server(disk_scheduler: &str, disk_nr_requests: &str) -> (tempfile::TempDir, Host<RecordedRunner>) {
+    let (dir, host) = plain_host(&["/dev/md10", "/dev/sdc", "/dev/sdd"], RecordedRunner::new());
+    let put = |path: &str, text: &str| {
+        let p = dir.path().join(path.trim_start_matches('/'));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    std::fs::create_dir_all(dir.path().join("dev/disk/azure/scsi1")).unwrap();
+    for (lun, sd) in [("lun0", "sdc"), ("lun1", "sdd")] {
+        std::os::unix::fs::symlink(
+            format!("../../../{sd}"),
+            dir.path().join("dev/disk/azure/scsi1").join(lun),
+        )
+        .unwrap();
+        put(&format!("/sys/block/{sd}/queue/scheduler"), disk_scheduler);
+        put(&format!("/sys/block/{sd}/queue/nr_requests"), disk_nr_requests);
+        put(&format!("/sys/block/{sd}/queue/read_ahead_kb"), "128\n");
+    }
+    put("/sys/block/md10/md/level", "raid0\n");
+    put("/sys/block/md10/queue/scheduler", "none\n");
+    put("/sys/block/md10/queue/nr_requests", "128\n");
+    put("/sys/block/md10/queue/read_ahead_kb", "2048\n");
+    std::fs::create_dir_all(dir.path().join("etc/udev/rules.d")).unwrap();
+    (dir, host)
+}
+
+/// Seed Table 11 on an EL8 storage server: 4096 requests on mq-deadline, 32 MiB read-ahead.
+fn table_11() -> Step {
+    Step::BlockQueue(BlockQueue {
+        device: "/dev/md10".into(),
+        members: vec!["/dev/disk/azure/scsi1/lun0".into(), "/dev/disk/azure/scsi1/lun1".into()],
         scheduler: Some("deadline".into()),
         nr_requests: Some(4096),
         read_ahead_kb: Some(32768),
-    });
+    })
+}
+
+#[tokio::test]
+async fn queue_tuning_goes_to_the_member_disks_clamped_and_persisted() {
+    let (dir, host) = storage_server("[mq-deadline] kyber bfq none\n", "256\n");
+    let step = table_11();
     let Outcome::WouldChange { diff, would_run } =
         execute(&step, &host, &crate::Policy::default(), true, |_| {}).await
     else {
@@ -547,22 +581,105 @@ async fn queue_settings_are_written_and_then_in_sync() {
     assert_eq!(
         diff,
         [
-            "/dev/md0 scheduler is none, not deadline",
-            "/dev/md0 nr_requests is 128, not 4096",
-            "/dev/md0 read_ahead_kb is 128, not 32768"
+            "/dev/md10 read_ahead_kb is 2048, not 32768",
+            "/dev/disk/azure/scsi1/lun0 (sdc) nr_requests is 256, not 2048 (4096 asked; the kernel takes at most 2048 with the mq-deadline scheduler)",
+            "/dev/disk/azure/scsi1/lun0 (sdc) read_ahead_kb is 128, not 32768",
+            "/dev/disk/azure/scsi1/lun1 (sdd) nr_requests is 256, not 2048 (4096 asked; the kernel takes at most 2048 with the mq-deadline scheduler)",
+            "/dev/disk/azure/scsi1/lun1 (sdd) read_ahead_kb is 128, not 32768",
+            "/etc/udev/rules.d/99-pvfs-queue-md10.rules does not exist: the settings would not survive a reboot",
         ]
     );
-    assert_eq!(would_run[0], "echo deadline > /sys/block/md0/queue/scheduler");
-    // Blk-mq kernels show the seed's "deadline" as mq-deadline: that is in sync.
-    std::fs::write(queue.join("scheduler"), "none [mq-deadline]\n").unwrap();
-    let Outcome::Changed { diff } = execute(&step, &host, &crate::Policy::default(), false, |_| {}).await
-    else {
-        panic!()
-    };
-    assert_eq!(diff.len(), 2);
+    // Nothing is asked of the array but read-ahead: md has no scheduler, and EINVAL for
+    // nr_requests.
+    assert!(
+        would_run
+            .iter()
+            .all(|a| !a.contains("md10/queue/scheduler") && !a.contains("md10/queue/nr_requests"))
+    );
+    assert_eq!(
+        would_run,
+        [
+            "echo 32768 > /sys/block/md10/queue/read_ahead_kb",
+            "echo 2048 > /sys/block/sdc/queue/nr_requests",
+            "echo 32768 > /sys/block/sdc/queue/read_ahead_kb",
+            "echo 2048 > /sys/block/sdd/queue/nr_requests",
+            "echo 32768 > /sys/block/sdd/queue/read_ahead_kb",
+            "write /etc/udev/rules.d/99-pvfs-queue-md10.rules",
+        ]
+    );
+    assert!(matches!(
+        execute(&step, &host, &crate::Policy::default(), false, |_| {}).await,
+        Outcome::Changed { .. }
+    ));
+    assert_eq!(std::fs::read_to_string(dir.path().join("sys/block/sdc/queue/nr_requests")).unwrap(), "2048");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("etc/udev/rules.d/99-pvfs-queue-md10.rules")).unwrap(),
+        "# Written by pvfs (block-queue of /dev/md10): the queue settings it made, applied again at boot.\n\
+         ACTION==\"add|change\", SUBSYSTEM==\"block\", KERNEL==\"md10\", ATTR{queue/read_ahead_kb}=\"32768\"\n\
+         ACTION==\"add|change\", SUBSYSTEM==\"block\", ENV{DEVTYPE}==\"disk\", SYMLINK==\"disk/azure/scsi1/lun0\", ATTR{queue/scheduler}=\"mq-deadline\", ATTR{queue/nr_requests}=\"2048\", ATTR{queue/read_ahead_kb}=\"32768\"\n\
+         ACTION==\"add|change\", SUBSYSTEM==\"block\", ENV{DEVTYPE}==\"disk\", SYMLINK==\"disk/azure/scsi1/lun1\", ATTR{queue/scheduler}=\"mq-deadline\", ATTR{queue/nr_requests}=\"2048\", ATTR{queue/read_ahead_kb}=\"32768\"\n"
+    );
     assert_eq!(
         execute(&step, &host, &crate::Policy::default(), false, |_| {}).await,
         Outcome::Ok { detail: None }
     );
-    assert_eq!(std::fs::read_to_string(queue.join("read_ahead_kb")).unwrap(), "32768");
+}
+
+/// CentOS 7's single-queue disks list `noop deadline [cfq]` and take the seed's 4096
+/// requests as they are; the scheduler is written before nr_requests (a scheduler change
+/// resets it).
+#[tokio::test]
+async fn single_queue_kernels_get_deadline_and_the_full_request_count() {
+    let (_dir, host) = storage_server("noop deadline [cfq]\n", "128\n");
+    let Step::BlockQueue(q) = table_11() else { unreachable!() };
+    let step = Step::BlockQueue(BlockQueue { scheduler: Some("mq-deadline".into()), ..q });
+    let Outcome::WouldChange { would_run, .. } =
+        execute(&step, &host, &crate::Policy::default(), true, |_| {}).await
+    else {
+        panic!()
+    };
+    assert_eq!(
+        would_run[1..4],
+        [
+            "echo deadline > /sys/block/sdc/queue/scheduler",
+            "echo 4096 > /sys/block/sdc/queue/nr_requests",
+            "echo 32768 > /sys/block/sdc/queue/read_ahead_kb",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_scheduler_the_kernel_does_not_offer_is_refused_by_name() {
+    let (_dir, host) = storage_server("[none] kyber\n", "64\n");
+    let Step::BlockQueue(q) = table_11() else { unreachable!() };
+    let err = q.assess(&host).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "refusing: the kernel offers no deadline scheduler for /dev/disk/azure/scsi1/lun0 (sdc) (it lists: [none] kyber); \
+         load its module (modprobe mq-deadline) or set another `scheduler` in the cluster file"
+    );
+    // Without a scheduler, the device's tag depth (where nr_requests starts) is the limit.
+    let step = BlockQueue { scheduler: None, read_ahead_kb: None, ..q.clone() };
+    let a = step.assess(&host).unwrap();
+    assert!(a.diff.iter().all(|d| !d.contains("nr_requests")), "{:?}", a.diff);
+    let (_dir, host) = storage_server("[mq-deadline kyber\n", "64\n");
+    let err = q.assess(&host).unwrap_err();
+    assert!(matches!(err, StepError::Unexpected { .. }), "{err}");
+}
+
+#[test]
+fn scheduler_lists_read_as_the_kernel_prints_them() {
+    let mq = queue::Schedulers::parse("[mq-deadline] kyber bfq none\n").unwrap();
+    assert_eq!((mq.active.as_deref(), mq.multi_queue), (Some("mq-deadline"), true));
+    assert_eq!(mq.name_for("deadline"), Some("mq-deadline"));
+    assert_eq!(mq.name_for("noop"), Some("none"));
+    assert_eq!(mq.name_for("cfq"), None);
+    let sq = queue::Schedulers::parse("noop deadline [cfq] ").unwrap();
+    assert_eq!((sq.active.as_deref(), sq.multi_queue), (Some("cfq"), false));
+    assert_eq!(sq.name_for("mq-deadline"), Some("deadline"));
+    let md = queue::Schedulers::parse("none\n").unwrap();
+    assert_eq!(md.active.as_deref(), Some("none"));
+    for bad in ["", "[a] [b]", "[mq-deadline", "a;b"] {
+        assert_eq!(queue::Schedulers::parse(bad), None, "{bad:?}");
+    }
 }

@@ -248,7 +248,9 @@ fn repositories_are_https_signed_and_from_allowed_places() {
 
 #[test]
 fn services_are_the_ones_pvfs_manages() {
-    let service = |unit: &str| Step::Service(Service { unit: unit.into(), enabled: true, running: true });
+    let service = |unit: &str| {
+        Step::Service(Service { unit: unit.into(), enabled: true, running: true, configs: vec![] })
+    };
     for unit in ["glusterd", "lnet", "beegfs-client.service", "beegfs-helperd"] {
         assert_eq!(rule(service(unit)), "ok", "{unit}");
     }
@@ -335,6 +337,7 @@ fn block_steps_name_devices_and_things_by_grammar() {
     let queue = |s: &str| {
         Step::BlockQueue(BlockQueue {
             device: "/dev/md0".into(),
+            members: vec!["/dev/disk/azure/scsi1/lun0".into()],
             scheduler: Some(s.into()),
             nr_requests: None,
             read_ahead_kb: None,
@@ -611,6 +614,66 @@ fn actions_stay_in_their_step_kinds_places() {
     assert_eq!(check("block-queue", attr("/sys/block/md0/queue/nr_requests")), Ok(()));
     assert_eq!(check("block-queue", attr("/sys/kernel/uevent_helper")), Err("action-kind"));
     assert_eq!(check("mount", attr("/sys/block/md0/queue/nr_requests")), Err("action-kind"));
+}
+
+/// A configuration change after the service step that restarts for it would leave the
+/// daemon on old settings: such a unit is refused before anything runs.
+#[test]
+fn configuration_changes_come_before_their_service() {
+    let conf = "/etc/beegfs/beegfs-meta.conf";
+    let keys = Step::ConfigKeys(ConfigKeys {
+        path: conf.into(),
+        keys: vec![("tuneNumWorkers".into(), "64".into())],
+    });
+    let service = Step::Service(Service {
+        unit: "beegfs-meta".into(),
+        enabled: true,
+        running: true,
+        configs: vec![conf.into()],
+    });
+    let policy = Policy::default();
+    assert!(policy.check_unit(&[keys.clone(), service.clone()]).is_ok());
+    let refused = policy.check_unit(&[service, keys]).unwrap_err();
+    assert_eq!((refused.index, refused.error.rule), (1, "restart-order"));
+    let run = |args: &[&str]| Action::Run(Command::new("systemctl").args(args.iter().copied()));
+    assert_eq!(policy.check_action("service", &run(&["restart", "beegfs-meta"])), Ok(()));
+    assert_eq!(policy.check_action("service", &run(&["restart", "sshd"])).unwrap_err().rule, "service-unit");
+}
+
+/// The one step that writes udev rules writes only its own file, and only identity matches
+/// and queue attributes in it: a rule is otherwise a way to RUN a program as root.
+#[test]
+fn block_queue_rules_hold_only_matches_and_queue_settings() {
+    let policy = Policy::default();
+    let rule_file = "/etc/udev/rules.d/99-pvfs-queue-md10.rules";
+    let check = |path: &str, contents: &str| {
+        policy
+            .check_action(
+                "block-queue",
+                &Action::Write { path: path.into(), contents: contents.into(), mode: 0o644 },
+            )
+            .map_err(|e| e.rule)
+    };
+    let good = "# Written by pvfs\n\
+        ACTION==\"add|change\", SUBSYSTEM==\"block\", KERNEL==\"md10\", ATTR{queue/read_ahead_kb}=\"32768\"\n\
+        ACTION==\"add|change\", SUBSYSTEM==\"block\", ENV{DEVTYPE}==\"disk\", SYMLINK==\"disk/azure/scsi1/lun0\", \
+        ATTR{queue/scheduler}=\"mq-deadline\", ATTR{queue/nr_requests}=\"2048\", ATTR{queue/read_ahead_kb}=\"32768\"\n";
+    assert_eq!(check(rule_file, good), Ok(()));
+    for evil in [
+        "ACTION==\"add\", KERNEL==\"sd*\", RUN+=\"/bin/sh -c id\"",
+        "ACTION==\"add\", KERNEL==\"sdc\", ATTR{queue/read_ahead_kb}=\"1\", PROGRAM=\"/bin/id\"",
+        "ACTION==\"add\", IMPORT{program}=\"/bin/id\", ATTR{queue/read_ahead_kb}=\"1\"",
+        "ACTION==\"add\", KERNEL==\"sdc\", ATTR{uevent}=\"add\"",
+        "ACTION==\"add\", KERNEL==\"sdc\", ATTR{queue/read_ahead_kb}=\"1\\\"\", RUN+=\"/bin/id\"",
+        "KERNEL==\"sdc\"",
+        "ATTR{queue/read_ahead_kb}=\"1\", KERNEL==\"sdc\", GOTO=\"x\"",
+    ] {
+        assert_eq!(check(rule_file, evil), Err("udev-rule"), "{evil}");
+    }
+    assert_eq!(check("/etc/udev/rules.d/10-evil.rules", good), Err("action-kind"));
+    assert_eq!(check("/etc/udev/rules.d/99-pvfs-queue-../x.rules", good), Err("action-kind"));
+    // File steps still cannot write there at all.
+    assert_eq!(rule(file(rule_file, good, 0o644)), "file-place");
 }
 
 #[test]
