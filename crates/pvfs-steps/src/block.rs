@@ -160,7 +160,7 @@ pub(crate) async fn reprove<R: Runner>(host: &Host<R>, devices: &[Proven]) -> Re
 }
 
 /// The kernel's name for a device (`/dev/md0` → `md0`, a `/dev/disk/by-*` link → `sdc`).
-fn kernel_name<R: Runner>(host: &Host<R>, device: &str) -> String {
+pub(crate) fn kernel_name<R: Runner>(host: &Host<R>, device: &str) -> String {
     let real = host.resolve(device);
     real.rsplit('/').next().unwrap_or(&real).to_owned()
 }

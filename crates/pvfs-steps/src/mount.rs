@@ -26,9 +26,9 @@ pub struct Mount {
 
 /// What findmnt says is mounted at a directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Mounted {
-    source: String,
-    fstype: String,
+pub(crate) struct Mounted {
+    pub(crate) source: String,
+    pub(crate) fstype: String,
 }
 
 impl Mount {
@@ -51,7 +51,7 @@ impl Mount {
         }
     }
 
-    async fn mounted<R: Runner>(&self, host: &Host<R>) -> Result<Option<Mounted>, StepError> {
+    pub(crate) async fn mounted<R: Runner>(&self, host: &Host<R>) -> Result<Option<Mounted>, StepError> {
         let command = Command::new("findmnt").args([
             "-J",
             "-o",
@@ -86,7 +86,7 @@ impl Mount {
 
     /// Whether what is mounted is this mount: same type, and the same device (after
     /// resolving links: LVM volumes show as /dev/mapper/…) or the same network export.
-    fn is_this<R: Runner>(&self, host: &Host<R>, m: &Mounted) -> bool {
+    pub(crate) fn is_this<R: Runner>(&self, host: &Host<R>, m: &Mounted) -> bool {
         if m.fstype != self.shown_fstype() {
             return false;
         }

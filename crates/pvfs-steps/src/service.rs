@@ -8,6 +8,15 @@ use std::time::Duration;
 /// Starting a file system daemon can take a while (glusterd reads its volumes at start).
 const START_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// Units some distributions' packages ship and others do not; where the unit is absent there
+/// is nothing to enable, and that is not an error. `glusterfsd.service` ("GlusterFS brick
+/// processes (stopping only)": ExecStart=/bin/true, ExecStop kills the brick processes) comes
+/// with the EL packages (glusterfs.spec installs it to %{_unitdir}); it must be enabled and
+/// active for its ExecStop to run at shutdown, because glusterd.service stops only glusterd
+/// (KillMode=process) and leaves the bricks to the final SIGKILL after the network is down,
+/// where clients wait out their ping timeout. Debian's glusterfs-server ships no such unit.
+const OPTIONAL_UNITS: &[&str] = &["glusterfsd"];
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Service {
     pub unit: String,
@@ -32,6 +41,11 @@ impl Service {
             // unit that does not exist is exit 1 with "No such file or directory" on stderr.
             let out = host.probe(Command::new("systemctl").args(["is-enabled", &self.unit])).await?;
             let state = out.stdout.trim();
+            if (out.stderr.contains("No such file") || state == "not-found")
+                && OPTIONAL_UNITS.contains(&self.unit.trim_end_matches(".service"))
+            {
+                return Ok(a);
+            }
             if out.stderr.contains("No such file") {
                 return Err(StepError::Refused {
                     reason: format!("there is no unit {} on this node; is its package installed?", self.unit),
