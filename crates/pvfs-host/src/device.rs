@@ -341,6 +341,11 @@ pub struct Claim {
 
 /// Rules 1–5 on `path`: the device it names, unused, claimed exclusively.
 pub fn claim(root: &Root, path: &str) -> Result<Claim, DeviceError> {
+    claim_for(root, path, false)
+}
+
+/// [`claim`], opened for writing too when `write` (for [`zero`]).
+fn claim_for(root: &Root, path: &str, write: bool) -> Result<Claim, DeviceError> {
     let (identity, real) = resolve(root, path)?;
     // The files first, for a refusal that names the user (the mount point, the array). The
     // exclusive open is what holds: once it succeeds no mount, array, mapping or swap can
@@ -349,6 +354,7 @@ pub fn claim(root: &Root, path: &str) -> Result<Claim, DeviceError> {
     check_unused(root, &identity)?;
     let file = std::fs::OpenOptions::new()
         .read(true)
+        .write(write)
         // On a block device O_EXCL without O_CREAT asks the kernel for an exclusive claim
         // (open(2)); it fails with EBUSY while anything else has one.
         .custom_flags(nix::libc::O_EXCL)
@@ -406,18 +412,8 @@ impl Claim {
     /// Rule 6: reads the first and last MiB and the other places signatures live
     /// ([`SIGNATURE_PLACES`]) through the claimed descriptor.
     pub fn content(&self) -> Result<Content, DeviceError> {
-        let mut places = vec![(0, self.size.min(MIB), "first MiB")];
-        if self.size > MIB {
-            let start = self.size.saturating_sub(MIB).max(MIB);
-            places.push((start, self.size - start, "last MiB"));
-        }
-        for &(offset, place) in SIGNATURE_PLACES {
-            if offset + PLACE_LEN <= self.size.saturating_sub(MIB) {
-                places.push((offset, PLACE_LEN, place));
-            }
-        }
         let mut buf = vec![0u8; MIB as usize];
-        for (offset, len, place) in places {
+        for (offset, len, place) in places(self.size) {
             let chunk = &mut buf[..len as usize];
             self.file.read_exact_at(chunk, offset).map_err(|source| DeviceError::Unreadable {
                 path: self.identity.path.clone(),
@@ -430,6 +426,51 @@ impl Claim {
         }
         Ok(Content::Zeros)
     }
+}
+
+/// Where data and signatures are looked for on a device of `size` bytes: `(offset, length,
+/// what)`, each at most a MiB. [`Claim::content`] reads these and [`zero`] clears them, so a
+/// zeroed device proves empty by construction.
+fn places(size: u64) -> Vec<(u64, u64, &'static str)> {
+    let mut places = vec![(0, size.min(MIB), "first MiB")];
+    if size > MIB {
+        let start = size.saturating_sub(MIB).max(MIB);
+        places.push((start, size - start, "last MiB"));
+    }
+    for &(offset, place) in SIGNATURE_PLACES {
+        if offset + PLACE_LEN <= size.saturating_sub(MIB) {
+            places.push((offset, PLACE_LEN, place));
+        }
+    }
+    places
+}
+
+/// Destroys what `path` holds as far as any "empty" proof can tell: zeros over its first and
+/// last MiB and the other places signatures live ([`places`]), through an exclusive claim on
+/// the device assessed (`was`), so rules 1–5 hold while it writes. What `pvfsctl down --wipe`
+/// does last to a target's devices, after `wipefs --all`: wipefs erases only the signature
+/// bytes, and the next `up` formats only devices that read as zeros where data lives (unless
+/// the cluster file lists them under `wipe`). Returns the bytes written.
+pub fn zero(root: &Root, path: &str, was: DevNum) -> Result<u64, DeviceError> {
+    let identity = identify(root, path)?;
+    if identity.dev != was {
+        return Err(DeviceError::Changed { path: path.to_owned(), was, now: identity.dev });
+    }
+    let claim = claim_for(root, path, true)?;
+    if claim.identity.dev != was {
+        return Err(DeviceError::Changed { path: path.to_owned(), was, now: claim.identity.dev });
+    }
+    let failed =
+        |source| DeviceError::Unreadable { path: path.to_owned(), node: claim.identity.node.clone(), source };
+    let zeros = vec![0u8; MIB as usize];
+    let mut written = 0;
+    for (offset, len, _) in places(claim.size) {
+        claim.file.write_all_at(&zeros[..len as usize], offset).map_err(failed)?;
+        written += len;
+    }
+    // On the device before the claim ends: the next reader (blkid, mkfs) sees zeros.
+    claim.file.sync_all().map_err(failed)?;
+    Ok(written)
 }
 
 #[cfg(test)]

@@ -36,6 +36,12 @@ pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
                 &tools,
             ),
             Step::Service(Service { unit: "glusterd".into(), enabled: true, running: true, configs: vec![] }),
+            // glusterd.service stops only glusterd (KillMode=process); glusterfsd.service
+            // ("brick processes, stopping only") is what stops the bricks at shutdown while
+            // the network is still up, so clients fail over at once instead of waiting out
+            // their ping timeout. The EL packages ship it disabled; Debian's ship none, and
+            // the step finds nothing to do there.
+            Step::Service(Service { unit: "glusterfsd".into(), enabled: true, running: true, configs: vec![] }),
         ];
         steps.extend(fs_steps);
         // The brick is a directory inside the brick file system, never its root: a volume on
@@ -71,6 +77,13 @@ pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
     pool_steps.push(Step::Gate(Gate {
         kind: GateKind::GlusterBricksOnline { volume: volume.clone(), bricks },
         deadline: CHECK_DEADLINE,
+    }));
+    // After `add-brick` the volume step starts `rebalance fix-layout`, which runs on every
+    // server in the background: new bricks get no files until it has finished, so clients
+    // (and a benchmark) wait for it, with its progress shown, at most as long as a gate may.
+    pool_steps.push(Step::Gate(Gate {
+        kind: GateKind::GlusterRebalanced { volume: volume.clone() },
+        deadline: Gate::MAX_DEADLINE,
     }));
     let volume_ready = plan.add(first, "volume", pool_steps, bricks_ready);
 

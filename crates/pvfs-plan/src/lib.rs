@@ -11,10 +11,13 @@
 //! snapshots against the seed's documented command sequences.
 
 mod beegfs;
+mod down;
 mod gluster;
 mod local;
 mod lustre;
 mod storage;
+
+pub use down::down;
 
 use pvfs_config::{Cluster, Kind, Node, Role};
 use pvfs_steps::{Package, PackageManager, Packages, Repo, Step};

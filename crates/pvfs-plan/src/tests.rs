@@ -55,6 +55,15 @@ impl Runner for BareNode {
                 ),
                 "",
             ),
+            // glusterfs 10.3 on a volume that does not exist (volume info's answer, as the CLI
+            // checks the volume before the rebalance).
+            ("gluster", ["--xml", "volume", "rebalance", name, "status"]) => out(
+                0,
+                &format!(
+                    "<?xml version=\"1.0\"?><cliOutput><opRet>-1</opRet><opErrno>30806</opErrno><opErrstr>Volume {name} does not exist</opErrstr></cliOutput>"
+                ),
+                "",
+            ),
             ("lctl", ["ping", nid]) => out(5, "", &format!("failed to ping {nid}: Input/output error\n")),
             ("beegfs-ctl", ["--listnodes", ..]) => out(1, "", "Unable to connect to management daemon\n"),
             ("lfs", ["check", "servers"]) => {
@@ -171,6 +180,9 @@ async fn glusterfs_follows_the_seed() {
           service glusterd enabled and running
             $ systemctl enable glusterd
             $ systemctl start glusterd
+          service glusterfsd enabled and running
+            $ systemctl enable glusterfsd
+            $ systemctl start glusterfsd
           raid0 /dev/md0 over 10 disks
             $ mdadm --create /dev/md0 --run --level=0 --raid-devices=10 /dev/disk/azure/scsi1/lun0 /dev/disk/azure/scsi1/lun1 /dev/disk/azure/scsi1/lun2 /dev/disk/azure/scsi1/lun3 /dev/disk/azure/scsi1/lun4 /dev/disk/azure/scsi1/lun5 /dev/disk/azure/scsi1/lun6 /dev/disk/azure/scsi1/lun7 /dev/disk/azure/scsi1/lun8 /dev/disk/azure/scsi1/lun9
             $ mdadm --detail --brief /dev/md0 >> /etc/mdadm.conf
@@ -196,6 +208,9 @@ async fn glusterfs_follows_the_seed() {
           service glusterd enabled and running
             $ systemctl enable glusterd
             $ systemctl start glusterd
+          service glusterfsd enabled and running
+            $ systemctl enable glusterfsd
+            $ systemctl start glusterfsd
           raid0 /dev/md0 over 10 disks
             $ mdadm --create /dev/md0 --run --level=0 --raid-devices=10 /dev/disk/azure/scsi1/lun0 /dev/disk/azure/scsi1/lun1 /dev/disk/azure/scsi1/lun2 /dev/disk/azure/scsi1/lun3 /dev/disk/azure/scsi1/lun4 /dev/disk/azure/scsi1/lun5 /dev/disk/azure/scsi1/lun6 /dev/disk/azure/scsi1/lun7 /dev/disk/azure/scsi1/lun8 /dev/disk/azure/scsi1/lun9
             $ mdadm --detail --brief /dev/md0 >> /etc/mdadm.conf
@@ -222,6 +237,8 @@ async fn glusterfs_follows_the_seed() {
             $ gluster --mode=script volume create dist-vol transport tcp 10.0.0.5:/rhs/brick1/dist-vol 10.0.0.6:/rhs/brick1/dist-vol
             $ gluster --mode=script volume start dist-vol
           check the 2 bricks of dist-vol are online
+            (waits)
+          wait until any rebalance of dist-vol has finished
             (waits)
         #3 client00 mount (after #2)
           packages glusterfs-client (rpm: glusterfs-fuse)
@@ -802,6 +819,9 @@ async fn the_e2e_gluster_cluster_on_debian() {
           service glusterd enabled and running
             $ systemctl enable glusterd
             $ systemctl start glusterd
+          service glusterfsd enabled and running
+            $ systemctl enable glusterfsd
+            $ systemctl start glusterfsd
           xfs on /dev/pvfs-disk0
             $ mkfs.xfs -i size=512 /dev/pvfs-disk0
           mount /dev/pvfs-disk0 on /bricks/brick1 (xfs)
@@ -818,6 +838,9 @@ async fn the_e2e_gluster_cluster_on_debian() {
           service glusterd enabled and running
             $ systemctl enable glusterd
             $ systemctl start glusterd
+          service glusterfsd enabled and running
+            $ systemctl enable glusterfsd
+            $ systemctl start glusterfsd
           xfs on /dev/pvfs-disk0
             $ mkfs.xfs -i size=512 /dev/pvfs-disk0
           mount /dev/pvfs-disk0 on /bricks/brick1 (xfs)
@@ -835,6 +858,8 @@ async fn the_e2e_gluster_cluster_on_debian() {
             $ gluster --mode=script volume create gv0 transport tcp 10.213.250.11:/bricks/brick1/gv0 10.213.250.12:/bricks/brick1/gv0
             $ gluster --mode=script volume start gv0
           check the 2 bricks of gv0 are online
+            (waits)
+          wait until any rebalance of gv0 has finished
             (waits)
         #3 client1 mount (after #2)
           packages glusterfs-client (rpm: glusterfs-fuse)
@@ -856,6 +881,7 @@ fn units_order_across_nodes() {
             packages (rpm) centos-release-gluster
             packages glusterfs-server xfsprogs (rpm: glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs xfsprogs)
             service glusterd enabled and running
+            service glusterfsd enabled and running
             xfs on /dev/pvfs-disk0
             mount /dev/pvfs-disk0 on /bricks/brick1 (xfs)
             directory /bricks/brick1/gv0
@@ -863,6 +889,7 @@ fn units_order_across_nodes() {
             packages (rpm) centos-release-gluster
             packages glusterfs-server xfsprogs (rpm: glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs xfsprogs)
             service glusterd enabled and running
+            service glusterfsd enabled and running
             xfs on /dev/pvfs-disk0
             mount /dev/pvfs-disk0 on /bricks/brick1 (xfs)
             directory /bricks/brick1/gv0
@@ -871,6 +898,7 @@ fn units_order_across_nodes() {
             wait until 10.213.250.12 are in cluster
             gluster volume gv0 (distribute, 2 bricks)
             check the 2 bricks of gv0 are online
+            wait until any rebalance of gv0 has finished
         #3 client1 mount (after #2)
             packages glusterfs-client (rpm: glusterfs-fuse)
             mount 10.213.250.11:/gv0 on /mnt/gv0 (glusterfs)
@@ -974,4 +1002,120 @@ fn plan_lnet_conf(cluster: &pvfs_config::Cluster) -> String {
             _ => None,
         })
         .unwrap()
+}
+
+/// `down` is `up` reversed: the client unmounts first, then the volume goes and the peers
+/// leave the pool (on the server that made them), then each server's brick unmounts and its
+/// services stop (glusterfsd, which stops the bricks, before glusterd). Packages, directories
+/// and gates have nothing to undo; without `--wipe` the brick's file system stays.
+#[test]
+fn down_is_up_reversed() {
+    expect![[r#"
+        #0 client1 mount
+            unmount 10.213.250.11:/gv0 from /mnt/gv0 (glusterfs), and its fstab line
+        #1 gfs1 volume (after #0)
+            gluster volume gv0 stopped and deleted
+            10.213.250.12 detached from the trusted pool
+        #2 gfs2 brick (after #1)
+            unmount /dev/pvfs-disk0 from /bricks/brick1 (xfs), and its fstab line
+            service glusterfsd stopped and disabled
+            service glusterd stopped and disabled
+        #3 gfs1 brick (after #1)
+            unmount /dev/pvfs-disk0 from /bricks/brick1 (xfs), and its fstab line
+            service glusterfsd stopped and disabled
+            service glusterd stopped and disabled
+    "#]]
+    .assert_eq(&crate::down(&example("glusterfs-e2e.toml"), false).to_string());
+}
+
+/// Lustre, with `--wipe`: clients unmount before any server; OSTs unmount (and are wiped)
+/// before the MGS/MDT; each node's LNet stops after its targets, as Lustre's manual has it
+/// (`lnet.service` runs `lustre_rmmod ptlrpc`, `lnetctl lnet unconfigure`, `lustre_rmmod`).
+/// An OSS's wipe stops its RAID0 array and clears its members.
+#[test]
+fn lustre_down_wipes_osts_before_the_mdt() {
+    expect![[r#"
+        #0 client00 client
+            unmount 10.0.0.4@tcp:/LustreFS from /mnt/lustre (lustre), and its fstab line
+            service lnet stopped and disabled
+        #1 oss01 ost (after #0)
+            unmount /dev/md0 from /mnt/oss (lustre), and its fstab line
+            wipe /dev/disk/azure/scsi1/lun0 /dev/disk/azure/scsi1/lun1 /dev/disk/azure/scsi1/lun2 /dev/disk/azure/scsi1/lun3 /dev/disk/azure/scsi1/lun4 /dev/disk/azure/scsi1/lun5 /dev/disk/azure/scsi1/lun6 /dev/disk/azure/scsi1/lun7 /dev/disk/azure/scsi1/lun8 /dev/disk/azure/scsi1/lun9 (array /dev/md0)
+            service lnet stopped and disabled
+        #2 oss00 ost (after #0)
+            unmount /dev/md0 from /mnt/oss (lustre), and its fstab line
+            wipe /dev/disk/azure/scsi1/lun0 /dev/disk/azure/scsi1/lun1 /dev/disk/azure/scsi1/lun2 /dev/disk/azure/scsi1/lun3 /dev/disk/azure/scsi1/lun4 /dev/disk/azure/scsi1/lun5 /dev/disk/azure/scsi1/lun6 /dev/disk/azure/scsi1/lun7 /dev/disk/azure/scsi1/lun8 /dev/disk/azure/scsi1/lun9 (array /dev/md0)
+            service lnet stopped and disabled
+        #3 mgsmds00 mgs+mdt (after #0 #1 #2)
+            unmount /dev/disk/azure/scsi1/lun0 from /mnt/mgsmds (lustre), and its fstab line
+            wipe /dev/disk/azure/scsi1/lun0
+            service lnet stopped and disabled
+    "#]]
+    .assert_eq(&crate::down(&example("lustre.toml"), true).to_string());
+}
+
+/// BeeGFS: clients stop their client and helper services (the client service unmounts), then
+/// the metadata and storage servers stop and unmount their targets, then the management
+/// daemon stops.
+#[test]
+fn beegfs_down_stops_clients_then_servers_then_mgmtd() {
+    expect![[r#"
+        #0 client00 client
+            service beegfs-client stopped and disabled
+            service beegfs-helperd stopped and disabled
+        #1 storage1 storage (after #0)
+            service beegfs-storage stopped and disabled
+            unmount /dev/md10 from /data/beegfs/storage (xfs), and its fstab line
+        #2 storage0 storage (after #0)
+            service beegfs-storage stopped and disabled
+            unmount /dev/md10 from /data/beegfs/storage (xfs), and its fstab line
+        #3 storage1 meta (after #0 #1)
+            service beegfs-meta stopped and disabled
+            unmount /dev/md20 from /data/beegfs/meta (ext4), and its fstab line
+        #4 storage0 meta (after #0 #2)
+            service beegfs-meta stopped and disabled
+            unmount /dev/md20 from /data/beegfs/meta (ext4), and its fstab line
+        #5 mgmt mgmtd (after #0 #1 #2 #3 #4)
+            service beegfs-mgmtd stopped and disabled
+    "#]]
+    .assert_eq(&crate::down(&example("beegfs.toml"), false).to_string());
+}
+
+/// Every example's down plan, with and without `--wipe`, passes the default policy, and on
+/// bare nodes (nothing mounted, running or formatted) it finds nothing to do: a second `down`
+/// changes nothing.
+#[tokio::test]
+async fn down_on_bare_nodes_changes_nothing_and_passes_the_policy() {
+    let policy = Policy::default();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config");
+    let mut wipes = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.ends_with(".toml") || name.starts_with("policy") {
+            continue;
+        }
+        for wipe in [false, true] {
+            let plan = crate::down(&example(&name), wipe);
+            let tmp = tempfile::tempdir().unwrap();
+            let mut disks: Vec<String> = Vec::new();
+            for unit in &plan.units {
+                if let Err(refused) = policy.check_unit_on(&unit.steps, &Root::at(tmp.path())) {
+                    panic!("{name}: unit #{} on {} ({}): {refused}", unit.id, unit.node, unit.label);
+                }
+                for step in &unit.steps {
+                    if let Step::WipeTarget(w) = step {
+                        wipes += 1;
+                        disks.extend(w.disks.iter().cloned());
+                    }
+                }
+            }
+            disks.sort();
+            disks.dedup();
+            let disks: Vec<&str> = disks.iter().map(String::as_str).collect();
+            let shown = render(&plan, &disks, true).await;
+            assert!(!shown.contains("$ ") && !shown.contains("!!"), "{name} (wipe: {wipe}):\n{shown}");
+        }
+    }
+    assert!(wipes >= 4, "only {wipes} wipe steps");
 }

@@ -220,6 +220,18 @@ pub(crate) async fn perform<R: Runner>(
             host.root.write_atomic(path, contents.as_bytes(), *mode).map_err(file_err)
         }
         Action::Mkdir { path, mode } => host.root.create_dir_all(path, *mode).map_err(file_err),
+        Action::Zero { device } => {
+            let started = Instant::now();
+            let zeroed = pvfs_host::device::zero(&host.root, &device.path, device.dev);
+            on_command(&CommandRecord {
+                command: action.to_string(),
+                code: Some(if zeroed.is_ok() { 0 } else { 1 }),
+                duration: started.elapsed(),
+            });
+            zeroed
+                .map(drop)
+                .map_err(|err| StepError::Refused { reason: format!("did not zero {}: {err}", device.path) })
+        }
         Action::Attribute { path, value } => host.root.write_attribute(path, value).map_err(file_err),
         Action::PersistMdadm { device, conf } => {
             let brief = Command::new("mdadm").args(["--detail", "--brief", device]);

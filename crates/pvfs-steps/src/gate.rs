@@ -1,7 +1,7 @@
 //! Gates: readiness waits between nodes and validations at the end. They change nothing; they
 //! probe until a condition holds or their deadline passes, backing off between probes.
 
-use crate::gluster::{GlusterVolume, peers};
+use crate::gluster::{GlusterVolume, Rebalance, peers, rebalance_status};
 use crate::{Host, StepError};
 use pvfs_host::{Command, Runner};
 use std::fmt;
@@ -22,6 +22,10 @@ pub enum GateKind {
     GlusterPeersInCluster { peers: Vec<String> },
     /// Every brick process of the volume is online (`volume status`).
     GlusterBricksOnline { volume: String, bricks: Vec<String> },
+    /// A rebalance or fix-layout of the volume (after `add-brick`) has finished on every
+    /// server (`volume rebalance VOL status`); one that failed or was stopped fails the gate.
+    /// A volume no rebalance ever ran on passes at once.
+    GlusterRebalanced { volume: String },
     /// The node reaches a Lustre NID over LNet (`lctl ping`): the MGS before OSTs or clients
     /// mount.
     LnetPing { nid: String },
@@ -46,6 +50,7 @@ impl GateKind {
         match self {
             GateKind::GlusterPeersInCluster { .. } => "wait-gluster-peers",
             GateKind::GlusterBricksOnline { .. } => "check-gluster-bricks",
+            GateKind::GlusterRebalanced { .. } => "wait-gluster-rebalance",
             GateKind::LnetPing { .. } => "wait-lnet",
             GateKind::LfsCheckServers => "check-lustre-servers",
             GateKind::BeegfsMgmtdReachable => "wait-beegfs-mgmtd",
@@ -107,6 +112,21 @@ impl Gate {
                     NotReady(format!("offline: {}", offline.join(" ")))
                 }
             }
+            GateKind::GlusterRebalanced { volume } => match rebalance_status(host, volume).await? {
+                Rebalance::NeverRun => Ready(format!("no rebalance has run on {volume}")),
+                Rebalance::Done(detail) => Ready(detail),
+                Rebalance::Running(detail) => NotReady(detail),
+                Rebalance::Failed(detail) => {
+                    return Err(StepError::Command {
+                        command: format!("gluster --xml volume rebalance {volume} status"),
+                        code: None,
+                        stderr: detail,
+                        hint: Some(format!(
+                            "see /var/log/glusterfs/{volume}-rebalance.log on those servers, then run                              `gluster volume rebalance {volume} fix-layout start` again"
+                        )),
+                    });
+                }
+            },
             GateKind::LnetPing { nid } => {
                 exit_zero(host, Command::new("lctl").args(["ping", nid]), &format!("{nid} answers over LNet"))
                     .await?
@@ -436,6 +456,9 @@ impl fmt::Display for Gate {
             }
             GateKind::GlusterBricksOnline { volume, bricks } => {
                 write!(f, "check the {} bricks of {volume} are online", bricks.len())
+            }
+            GateKind::GlusterRebalanced { volume } => {
+                write!(f, "wait until any rebalance of {volume} has finished")
             }
             GateKind::LnetPing { nid } => write!(f, "wait until {nid} answers lctl ping"),
             GateKind::LfsCheckServers => f.write_str("check lfs check servers"),

@@ -223,41 +223,7 @@ impl GlusterVolume {
     }
 
     async fn info<R: Runner>(&self, host: &Host<R>) -> Result<Option<VolumeInfo>, StepError> {
-        let (out, failed) = CliOutput::run(host, &["volume", "info", &self.name], true).await?;
-        if let Some(errstr) = failed {
-            // opRet -1, opErrno 30806: "Volume gv0 does not exist".
-            if errstr.contains("does not exist") {
-                return Ok(None);
-            }
-            return Err(StepError::Command {
-                command: format!("gluster --xml volume info {}", self.name),
-                code: Some(-1),
-                stderr: errstr,
-                hint: None,
-            });
-        }
-        let doc = out.doc("gluster --xml volume info")?;
-        let volume = descendants(doc.root_element(), "volume")
-            .find(|v| child_text(*v, "name") == self.name)
-            .ok_or_else(|| StepError::Unexpected {
-                command: format!("gluster --xml volume info {}", self.name),
-                message: "no <volume> of that name".into(),
-            })?;
-        let bricks = volume
-            .children()
-            .find(|c| c.has_tag_name("bricks"))
-            .map(|b| {
-                b.children().filter(|c| c.has_tag_name("brick")).map(|c| child_text(c, "name")).collect()
-            })
-            .unwrap_or_default();
-        let options =
-            descendants(volume, "option").map(|o| (child_text(o, "name"), child_text(o, "value"))).collect();
-        Ok(Some(VolumeInfo {
-            type_str: child_text(volume, "typeStr"),
-            status: child_text(volume, "statusStr"),
-            bricks,
-            options,
-        }))
+        volume_info(host, &self.name).await
     }
 
     pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
@@ -353,9 +319,279 @@ impl GlusterVolume {
     }
 }
 
+/// What `volume info NAME` says, `None` when the volume does not exist.
+async fn volume_info<R: Runner>(host: &Host<R>, name: &str) -> Result<Option<VolumeInfo>, StepError> {
+    let (out, failed) = CliOutput::run(host, &["volume", "info", &name], true).await?;
+    if let Some(errstr) = failed {
+        // opRet -1, opErrno 30806: "Volume gv0 does not exist".
+        if errstr.contains("does not exist") {
+            return Ok(None);
+        }
+        return Err(StepError::Command {
+            command: format!("gluster --xml volume info {}", name),
+            code: Some(-1),
+            stderr: errstr,
+            hint: None,
+        });
+    }
+    let doc = out.doc("gluster --xml volume info")?;
+    let volume = descendants(doc.root_element(), "volume")
+        .find(|v| child_text(*v, "name") == name)
+        .ok_or_else(|| StepError::Unexpected {
+            command: format!("gluster --xml volume info {}", name),
+            message: "no <volume> of that name".into(),
+        })?;
+    let bricks = volume
+        .children()
+        .find(|c| c.has_tag_name("bricks"))
+        .map(|b| b.children().filter(|c| c.has_tag_name("brick")).map(|c| child_text(c, "name")).collect())
+        .unwrap_or_default();
+    let options =
+        descendants(volume, "option").map(|o| (child_text(o, "name"), child_text(o, "value"))).collect();
+    Ok(Some(VolumeInfo {
+        type_str: child_text(volume, "typeStr"),
+        status: child_text(volume, "statusStr"),
+        bricks,
+        options,
+    }))
+}
+
 impl fmt::Display for GlusterVolume {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "gluster volume {} ({}, {} bricks)", self.name, self.layout, self.bricks.len())
+    }
+}
+
+/// Whether glusterd runs on this node. When it does not, the gluster CLI cannot answer, and
+/// the teardown steps read glusterd's own store instead (`/var/lib/glusterd`), which is what
+/// glusterd itself reads at start: a second `down`, after the first stopped glusterd, must
+/// still be able to say that nothing is left.
+async fn glusterd_running<R: Runner>(host: &Host<R>) -> Result<bool, StepError> {
+    let out = host.probe(Command::new("systemctl").args(["is-active", "glusterd"])).await?;
+    Ok(out.stdout.trim() == "active")
+}
+
+/// Where glusterd keeps a volume's definition (`volume delete` removes it).
+const VOLS: &str = "/var/lib/glusterd/vols";
+/// Where glusterd keeps its peers, a file per peer with `hostname1=…` lines (`peer detach`
+/// removes it).
+const PEERS: &str = "/var/lib/glusterd/peers";
+
+/// A volume no longer exists: stopped, then deleted (`down`). Its bricks' data stays on the
+/// brick file systems; only `down --wipe` destroys those.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlusterVolumeGone {
+    pub name: String,
+}
+
+impl GlusterVolumeGone {
+    fn cli(&self, args: &[&str]) -> Command {
+        Command::new("gluster").arg("--mode=script").args(args.iter().copied()).timeout(GLUSTER_TIMEOUT)
+    }
+
+    pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+        let mut a = Assessment::in_sync();
+        if !glusterd_running(host).await? {
+            let stored = format!("{VOLS}/{}", self.name);
+            if host.root.exists(&stored) {
+                return Err(StepError::Refused {
+                    reason: format!(
+                        "glusterd is not running on this node, but its store still defines volume {} ({stored}); \
+                         start it (systemctl start glusterd) and run down again",
+                        self.name
+                    ),
+                });
+            }
+            return Ok(a);
+        }
+        let Some(info) = volume_info(host, &self.name).await? else { return Ok(a) };
+        // `--mode=script` answers volume stop's "data will be inaccessible" question; clients
+        // were unmounted by the units before this one.
+        if info.status == "Started" {
+            a.change(
+                format!("volume {} is started", self.name),
+                Action::Run(self.cli(&["volume", "stop", &self.name])),
+            );
+        }
+        a.change(
+            format!("volume {} exists ({}, {} bricks)", self.name, info.type_str, info.bricks.len()),
+            Action::Run(self.cli(&["volume", "delete", &self.name])),
+        );
+        Ok(a)
+    }
+}
+
+impl fmt::Display for GlusterVolumeGone {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "gluster volume {} stopped and deleted", self.name)
+    }
+}
+
+/// These servers are no longer in this node's trusted pool (`down`, after the volume is gone:
+/// glusterd refuses to detach a peer that still holds bricks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlusterPeersDetached {
+    pub peers: Vec<String>,
+}
+
+impl GlusterPeersDetached {
+    pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+        let mut a = Assessment::in_sync();
+        if !glusterd_running(host).await? {
+            for entry in host.root.list_dir(PEERS).unwrap_or_default() {
+                let path = format!("{PEERS}/{entry}");
+                let text = host.read_optional(&path)?.unwrap_or_default();
+                let named = text
+                    .lines()
+                    .filter_map(|l| l.split_once('='))
+                    .filter(|(k, _)| k.starts_with("hostname"))
+                    .find(|(_, v)| self.peers.iter().any(|p| p == v.trim()));
+                if let Some((_, peer)) = named {
+                    return Err(StepError::Refused {
+                        reason: format!(
+                            "glusterd is not running on this node, but its store still has {} as a peer ({path}); \
+                             start it (systemctl start glusterd) and run down again",
+                            peer.trim()
+                        ),
+                    });
+                }
+            }
+            return Ok(a);
+        }
+        let known = peers(host).await?;
+        for peer in &self.peers {
+            if known.iter().any(|k| k.names.contains(peer)) {
+                a.change(
+                    format!("{peer} is in the trusted pool"),
+                    Action::Run(
+                        Command::new("gluster")
+                            .args(["--mode=script", "peer", "detach", peer])
+                            .timeout(GLUSTER_TIMEOUT),
+                    ),
+                );
+            }
+        }
+        Ok(a)
+    }
+}
+
+impl fmt::Display for GlusterPeersDetached {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} detached from the trusted pool", self.peers.join(", "))
+    }
+}
+
+/// Where a volume's rebalance stands, from `gluster --xml volume rebalance VOL status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Rebalance {
+    /// No rebalance (or fix-layout) has run on the volume since it was created or its glusterd
+    /// started: nothing to wait for.
+    NeverRun,
+    /// Every node has finished (or has nothing to do): what they did, in words.
+    Done(String),
+    /// Some node is still at it: how far, in words.
+    Running(String),
+    /// A node failed or was stopped: which, and where its log is.
+    Failed(String),
+}
+
+/// One node's line of the rebalance status.
+struct RebalanceNode {
+    name: String,
+    status: u32,
+    status_str: String,
+    lookups: u64,
+    files: u64,
+    runtime: f64,
+}
+
+/// Reads the rebalance status of `volume` (the `<volRebalance>` element of cli/src/cli-xml-output.c:
+/// a `<node>` per server with `<nodeName>`, `<files>`, `<lookups>`, `<status>`,
+/// `<statusStr>`, `<runtime>`, then an `<aggregate>`). `<status>` is glusterd's
+/// `gf_defrag_status_t`: 0 not started, 1 in progress, 2 stopped, 3 completed, 4 failed,
+/// 5–8 the same for fix-layout.
+pub(crate) async fn rebalance_status<R: Runner>(
+    host: &Host<R>,
+    volume: &str,
+) -> Result<Rebalance, StepError> {
+    let (out, failed) = CliOutput::run(host, &["volume", "rebalance", volume, "status"], true).await?;
+    let shown = format!("gluster --xml volume rebalance {volume} status");
+    if let Some(errstr) = failed {
+        // glusterfs 10.3: opRet -1, "Rebalance not started for volume gv0."
+        if errstr.contains("not started") {
+            return Ok(Rebalance::NeverRun);
+        }
+        return Err(StepError::Command { command: shown, code: Some(-1), stderr: errstr, hint: None });
+    }
+    parse_rebalance(&out, &shown)
+}
+
+fn parse_rebalance(out: &CliOutput, shown: &str) -> Result<Rebalance, StepError> {
+    let doc = out.doc(shown)?;
+    let unexpected = |message: String| StepError::Unexpected { command: shown.to_owned(), message };
+    let task = descendants(doc.root_element(), "volRebalance")
+        .next()
+        .ok_or_else(|| unexpected("no <volRebalance> element".into()))?;
+    let mut nodes = Vec::new();
+    for node in task.children().filter(|c| c.has_tag_name("node")) {
+        let number = |name: &str| child_text(node, name).parse::<u64>().unwrap_or(0);
+        let status = child_text(node, "status");
+        nodes.push(RebalanceNode {
+            name: child_text(node, "nodeName"),
+            status: status
+                .parse()
+                .map_err(|_| unexpected(format!("a node's <status> is {status:?}, not a number")))?,
+            status_str: child_text(node, "statusStr"),
+            lookups: number("lookups"),
+            files: number("files"),
+            runtime: child_text(node, "runtime").parse().unwrap_or(0.0),
+        });
+    }
+    if nodes.is_empty() {
+        return Err(unexpected("<volRebalance> lists no <node>".into()));
+    }
+    if let Some(bad) = nodes.iter().find(|n| n.status > 8) {
+        return Err(unexpected(format!(
+            "node {} has rebalance status {} ({})",
+            bad.name, bad.status, bad.status_str
+        )));
+    }
+    let failed: Vec<String> = nodes
+        .iter()
+        .filter(|n| matches!(n.status, 2 | 4 | 6 | 8))
+        .map(|n| format!("{}: {}", n.name, n.status_str))
+        .collect();
+    if !failed.is_empty() {
+        return Ok(Rebalance::Failed(failed.join("; ")));
+    }
+    let lookups: u64 = nodes.iter().map(|n| n.lookups).sum();
+    let files: u64 = nodes.iter().map(|n| n.files).sum();
+    let runtime = nodes.iter().map(|n| n.runtime).fold(0.0, f64::max);
+    let running: Vec<&RebalanceNode> = nodes.iter().filter(|n| matches!(n.status, 1 | 5)).collect();
+    let summary = format!("{lookups} entries scanned, {files} files moved, {runtime:.0}s");
+    if running.is_empty() {
+        if nodes.iter().all(|n| n.status == 0) {
+            return Ok(Rebalance::NeverRun);
+        }
+        return Ok(Rebalance::Done(format!(
+            "{} on {} nodes: {summary}",
+            nodes[0].status_str_done(),
+            nodes.len()
+        )));
+    }
+    let names: Vec<&str> = running.iter().map(|n| n.name.as_str()).collect();
+    Ok(Rebalance::Running(format!(
+        "{} on {} of {} nodes ({}): {summary}",
+        running[0].status_str,
+        running.len(),
+        nodes.len(),
+        names.join(", ")
+    )))
+}
+
+impl RebalanceNode {
+    fn status_str_done(&self) -> &str {
+        if self.status == 7 { "fix-layout completed" } else { "rebalance completed" }
     }
 }
 

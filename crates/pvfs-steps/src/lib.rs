@@ -35,18 +35,20 @@ mod mount;
 mod packages;
 pub mod policy;
 mod service;
+mod teardown;
 
 pub use beegfs::{BeegfsService, BeegfsSetup};
 pub use block::{BlockQueue, LvmThin, Mkfs, Proven, Raid0};
 pub use exec::{CommandRecord, Event, Failure, Outcome, UnitSummary, execute, run_unit};
 pub use files::{ConfigKeys, Directory, File};
 pub use gate::{Gate, GateKind};
-pub use gluster::{GlusterLayout, GlusterPeers, GlusterVolume};
+pub use gluster::{GlusterLayout, GlusterPeers, GlusterPeersDetached, GlusterVolume, GlusterVolumeGone};
 pub use lustre::{LustreRole, LustreTarget};
 pub use mount::Mount;
 pub use packages::{Package, PackageManager, Packages, Repo};
 pub use policy::{Policy, PolicyError, StepRefused};
 pub use service::Service;
+pub use teardown::{ServiceStopped, Unmount, WipeTarget};
 
 use pvfs_host::{Command, Root, Runner};
 use std::fmt;
@@ -120,6 +122,12 @@ pub enum Step {
     GlusterVolume(GlusterVolume),
     BeegfsSetup(BeegfsSetup),
     Gate(Gate),
+    // The steps of `pvfsctl down`, each the reverse of one above.
+    Unmount(Unmount),
+    ServiceStopped(ServiceStopped),
+    GlusterVolumeGone(GlusterVolumeGone),
+    GlusterPeersDetached(GlusterPeersDetached),
+    WipeTarget(WipeTarget),
 }
 
 impl Step {
@@ -142,6 +150,11 @@ impl Step {
             Step::GlusterVolume(_) => "gluster-volume",
             Step::BeegfsSetup(_) => "beegfs-setup",
             Step::Gate(gate) => gate.kind.name(),
+            Step::Unmount(_) => "unmount",
+            Step::ServiceStopped(_) => "service-stopped",
+            Step::GlusterVolumeGone(_) => "gluster-volume-gone",
+            Step::GlusterPeersDetached(_) => "gluster-peers-detached",
+            Step::WipeTarget(_) => "wipe",
         }
     }
 
@@ -176,6 +189,11 @@ impl Step {
             Step::GlusterVolume(s) => s.assess(host).await,
             Step::BeegfsSetup(s) => s.assess(host),
             Step::Gate(_) => Ok(Assessment::in_sync()),
+            Step::Unmount(s) => s.0.assess_gone(host).await,
+            Step::ServiceStopped(s) => s.assess(host).await,
+            Step::GlusterVolumeGone(s) => s.assess(host).await,
+            Step::GlusterPeersDetached(s) => s.assess(host).await,
+            Step::WipeTarget(s) => s.assess(host).await,
         }
     }
 }
@@ -199,6 +217,11 @@ impl fmt::Display for Step {
             Step::GlusterVolume(s) => s.fmt(f),
             Step::BeegfsSetup(s) => s.fmt(f),
             Step::Gate(s) => s.fmt(f),
+            Step::Unmount(s) => s.fmt(f),
+            Step::ServiceStopped(s) => s.fmt(f),
+            Step::GlusterVolumeGone(s) => s.fmt(f),
+            Step::GlusterPeersDetached(s) => s.fmt(f),
+            Step::WipeTarget(s) => s.fmt(f),
         }
     }
 }
@@ -245,6 +268,10 @@ pub enum Action {
     /// Record an md array in mdadm.conf from `mdadm --detail --brief` (known only once the
     /// array exists), then rebuild the initramfs so it assembles under the same name at boot.
     PersistMdadm { device: String, conf: String },
+    /// Write zeros over a device's first and last MiB and the other places an "empty" proof
+    /// reads (`pvfs_host::device::zero`), after proving it unused again: the last act of
+    /// `down --wipe`, so that the next `up` finds the device empty.
+    Zero { device: Proven },
 }
 
 impl fmt::Display for Action {
@@ -259,6 +286,9 @@ impl fmt::Display for Action {
                 write!(f, "mdadm --detail --brief {device} >> {conf}")?;
                 // Debian's path; that is where update-initramfs exists to be run.
                 if conf.starts_with("/etc/mdadm/") { f.write_str("; update-initramfs -u") } else { Ok(()) }
+            }
+            Action::Zero { device } => {
+                write!(f, "zero the first and last MiB of {} (and where other signatures live)", device.path)
             }
         }
     }

@@ -51,7 +51,7 @@ impl Mount {
 
     /// What the kernel shows mounted on the target, if anything (the topmost of stacked
     /// mounts: the one a process sees).
-    fn mounted<R: Runner>(&self, host: &Host<R>) -> Result<Option<MountInfo>, StepError> {
+    pub(crate) fn mounted<R: Runner>(&self, host: &Host<R>) -> Result<Option<MountInfo>, StepError> {
         let mounts = mountinfo::read(&host.root).map_err(|err| StepError::File {
             path: mountinfo::PATH.into(),
             message: format!("cannot tell whether {} is mounted: {err}", self.target),
@@ -67,7 +67,7 @@ impl Mount {
     /// mount of a directory of one), and the same source — for a block device the same device
     /// number (`/dev/disk/by-*` links and LVM's /dev/VG/LV vs /dev/mapper names all resolve to
     /// one), for a network or FUSE source the same export.
-    fn is_this<R: Runner>(&self, host: &Host<R>, m: &MountInfo) -> bool {
+    pub(crate) fn is_this<R: Runner>(&self, host: &Host<R>, m: &MountInfo) -> bool {
         if m.fstype != self.shown_fstype() || !m.is_whole() {
             return false;
         }

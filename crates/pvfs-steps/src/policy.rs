@@ -103,6 +103,17 @@
 //! are data paths and the management host a host name; the `Writable` gate's directory is a
 //! data path and `LnetPing`'s NID is a NID.
 //!
+//! **Teardown** (`pvfsctl down`): `unmount` takes the same rules as a mount (a data path, the
+//! source and type a mount step would be allowed) and may only run `umount TARGET` and rewrite
+//! `/etc/fstab`; `service-stopped` only `systemctl stop|disable` a unit pvfs manages;
+//! `gluster-volume-gone` and `gluster-peers-detached` only run `gluster` on a volume name or
+//! host by grammar. `wipe` (`down --wipe`) names canonical devices under `/dev`, its array
+//! `/dev/mdN`, its volume group by LVM's grammar, and the site's device list applies to every
+//! device it destroys as it does to mkfs; it may only run `vgchange --activate n VG`, `mdadm
+//! --stop ARRAY`, `mdadm --zero-superblock DEV` and `wipefs --all DEV` on those, and zero
+//! them (`Action::Zero`). Its destructive actions are `Action::Destroy`/`Action::Zero`, each
+//! re-proving the device unused (not mounted, held or swap, claimable `O_EXCL`) just before.
+//!
 //! **Kinds** (`kind-not-allowed`): a site may list the step kinds its node runs. Gates change
 //! nothing (they only probe) and are always allowed.
 //!
@@ -139,8 +150,16 @@ pub const DEFAULT_REPOSITORIES: &[&str] = &[
 const LOCAL_GPG_KEYS: &str = "file:///etc/pki/rpm-gpg/";
 
 /// The systemd units pvfs's plans manage (`pvfs-plan`: lustre, glusterfs, beegfs).
-pub const DEFAULT_SERVICES: &[&str] =
-    &["lnet", "glusterd", "beegfs-mgmtd", "beegfs-meta", "beegfs-storage", "beegfs-client", "beegfs-helperd"];
+pub const DEFAULT_SERVICES: &[&str] = &[
+    "lnet",
+    "glusterd",
+    "glusterfsd",
+    "beegfs-mgmtd",
+    "beegfs-meta",
+    "beegfs-storage",
+    "beegfs-client",
+    "beegfs-helperd",
+];
 
 /// The BeeGFS service configurations `ConfigKeys` and `BeegfsSetup` may edit.
 pub const BEEGFS_SERVICE_CONFS: &[&str] = &[
@@ -186,6 +205,11 @@ pub const STEP_KINDS: &[&str] = &[
     "gluster-peers",
     "gluster-volume",
     "beegfs-setup",
+    "unmount",
+    "service-stopped",
+    "gluster-volume-gone",
+    "gluster-peers-detached",
+    "wipe",
 ];
 
 /// Mount options that make a mount write host files, bring in another device, or run or pull
@@ -495,6 +519,22 @@ impl Policy {
                 Ok(())
             }
             Step::Gate(gate) => self.gate(gate),
+            Step::Unmount(u) => self.mount(&u.0),
+            Step::ServiceStopped(s) => self.service(&s.unit),
+            Step::GlusterVolumeGone(v) => simple_name("gluster volume name", &v.name, 64, ""),
+            Step::GlusterPeersDetached(p) => p.peers.iter().try_for_each(|peer| host("gluster peer", peer)),
+            Step::WipeTarget(w) => {
+                for disk in &w.disks {
+                    device_path(disk)?;
+                }
+                if let Some(md) = &w.array {
+                    md_device(md)?;
+                }
+                if let Some(vg) = &w.vg {
+                    lvm_name("volume group", vg)?;
+                }
+                Ok(())
+            }
         }
     }
 
@@ -577,7 +617,50 @@ impl Policy {
                 beegfs_conf(path)?;
                 plain_mode(path, *mode)
             }
-            ("mount", Action::Write { path, mode, .. }) if path == "/etc/fstab" => plain_mode(path, *mode),
+            ("mount" | "unmount", Action::Write { path, mode, .. }) if path == "/etc/fstab" => {
+                plain_mode(path, *mode)
+            }
+            ("unmount", Action::Run(command)) => {
+                program(step_kind, &command.program)?;
+                match command.args.as_slice() {
+                    [target] => self.data_path(target, "a mount point"),
+                    _ => Err(bug_command(step_kind, command, "only unmounts one mount point")),
+                }
+            }
+            ("service-stopped", Action::Run(command)) => {
+                program(step_kind, &command.program)?;
+                match command.args.as_slice() {
+                    [verb, unit] if verb == "stop" || verb == "disable" => self.service(unit),
+                    _ => Err(bug_command(step_kind, command, "only stops or disables a unit")),
+                }
+            }
+            ("wipe", Action::Run(command)) => {
+                program(step_kind, &command.program)?;
+                match (command.program.as_str(), command.args.as_slice()) {
+                    ("vgchange", [flag, n, vg]) if flag == "--activate" && n == "n" => {
+                        lvm_name("volume group", vg)
+                    }
+                    ("mdadm", [flag, md]) if flag == "--stop" => md_device(md),
+                    _ => Err(bug_command(
+                        step_kind,
+                        command,
+                        "only deactivates its volume group or stops its array",
+                    )),
+                }
+            }
+            ("wipe", Action::Destroy { command, .. }) => {
+                program(step_kind, &command.program)?;
+                match (command.program.as_str(), command.args.as_slice()) {
+                    ("wipefs", [flag, device]) if flag == "--all" => device_path(device),
+                    ("mdadm", [flag, device]) if flag == "--zero-superblock" => device_path(device),
+                    _ => Err(bug_command(
+                        step_kind,
+                        command,
+                        "only erases signatures (wipefs --all, mdadm --zero-superblock)",
+                    )),
+                }
+            }
+            ("wipe", Action::Zero { device }) => device_path(&device.path),
             ("directory" | "mount", Action::Mkdir { path, mode }) => self.mkdir(path, *mode),
             ("raid0", Action::PersistMdadm { device, conf }) => {
                 md_device(device)?;
@@ -638,7 +721,9 @@ impl Policy {
         match action {
             Action::Write { path, .. } | Action::Mkdir { path, .. } => no_symlink(root, path),
             Action::PersistMdadm { conf, .. } => no_symlink(root, conf),
-            Action::Run(_) | Action::Destroy { .. } | Action::Attribute { .. } => Ok(()),
+            Action::Run(_) | Action::Destroy { .. } | Action::Attribute { .. } | Action::Zero { .. } => {
+                Ok(())
+            }
         }
     }
 
@@ -986,6 +1071,7 @@ impl Policy {
                 simple_name("gluster volume name", volume, 64, "")?;
                 bricks.iter().try_for_each(|b| self.brick(b))
             }
+            GateKind::GlusterRebalanced { volume } => simple_name("gluster volume name", volume, 64, ""),
             GateKind::LnetPing { nid: n } => nid(n),
             GateKind::LfsCheckServers | GateKind::BeegfsMgmtdReachable | GateKind::BeegfsCheckServers => {
                 Ok(())
@@ -1017,7 +1103,11 @@ pub fn programs_of(step_kind: &str) -> &'static [&'static str] {
         "mkfs" => &["mkfs.xfs", "mkfs.ext4"],
         "lustre-target" => &["mkfs.lustre"],
         "mount" => &["mount"],
-        "gluster-peers" | "gluster-volume" => &["gluster"],
+        "gluster-peers" | "gluster-volume" | "gluster-volume-gone" | "gluster-peers-detached" => &["gluster"],
+        "unmount" => &["umount"],
+        "service-stopped" => &["systemctl"],
+        // vgchange --activate n, mdadm --stop / --zero-superblock, wipefs --all.
+        "wipe" => &["wipefs", "mdadm", "vgchange"],
         "beegfs-setup" => {
             &["beegfs-setup-mgmtd", "beegfs-setup-meta", "beegfs-setup-storage", "beegfs-setup-client"]
         }
@@ -1040,6 +1130,16 @@ fn program(step_kind: &str, name: &str) -> Result<(), PolicyError> {
             format!("{step_kind} steps run only {}; this is a bug in pvfs, report it", allowed.join(", "))
         },
     ))
+}
+
+/// A command a step's own assessment built that its kind never runs: always a bug in pvfs.
+fn bug_command(step_kind: &str, command: &pvfs_host::Command, what: &str) -> PolicyError {
+    PolicyError::new(
+        "program",
+        &command.to_string(),
+        format!("a {step_kind} step {what}, not `{command}`"),
+        "this is a bug in pvfs; report it",
+    )
 }
 
 fn misplaced(step_kind: &str, path: &str) -> PolicyError {
@@ -1643,7 +1743,7 @@ fn touched_paths(step: &Step) -> Vec<String> {
         Step::File(f) => vec![f.path.clone()],
         Step::ConfigKeys(c) => vec![c.path.clone()],
         Step::Directory(d) => vec![d.path.clone()],
-        Step::Mount(m) => {
+        Step::Mount(m) | Step::Unmount(crate::Unmount(m)) => {
             let mut paths = vec![m.target.clone()];
             if m.fstab {
                 paths.push("/etc/fstab".into());
@@ -1667,6 +1767,7 @@ fn consumed_devices(step: &Step) -> Vec<String> {
         Step::LvmThin(l) => vec![l.pv.clone()],
         Step::Mkfs(m) => vec![m.device.clone()],
         Step::LustreTarget(t) => vec![t.device.clone()],
+        Step::WipeTarget(w) => w.devices(),
         _ => vec![],
     }
 }

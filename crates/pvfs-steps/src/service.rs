@@ -18,6 +18,15 @@ use std::time::Duration;
 /// Starting a file system daemon can take a while (glusterd reads its volumes at start).
 const START_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// Units some distributions' packages ship and others do not; where the unit is absent there
+/// is nothing to enable, and that is not an error. `glusterfsd.service` ("GlusterFS brick
+/// processes (stopping only)": ExecStart=/bin/true, ExecStop kills the brick processes) comes
+/// with the EL packages (glusterfs.spec installs it to %{_unitdir}); it must be enabled and
+/// active for its ExecStop to run at shutdown, because glusterd.service stops only glusterd
+/// (KillMode=process) and leaves the bricks to the final SIGKILL after the network is down,
+/// where clients wait out their ping timeout. Debian's glusterfs-server ships no such unit.
+const OPTIONAL_UNITS: &[&str] = &["glusterfsd"];
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Service {
     pub unit: String,
@@ -61,6 +70,11 @@ impl Service {
             let missing = out.stderr.lines().any(|l| {
                 l.starts_with("Failed to get unit file state for") && l.ends_with("No such file or directory")
             });
+            if (state == "not-found" || missing)
+                && OPTIONAL_UNITS.contains(&self.unit.trim_end_matches(".service"))
+            {
+                return Ok(a);
+            }
             if state == "not-found" || missing {
                 return Err(StepError::Refused {
                     reason: format!("there is no unit {} on this node; is its package installed?", self.unit),

@@ -57,6 +57,10 @@ pub enum CtlCommand {
     /// Converge every node to the cluster file (packages, RAID0, LVM, mkfs, mounts, services,
     /// tuning, validation), in dependency order across nodes; `--plan` changes nothing.
     Up(UpArgs),
+    /// Take the cluster apart in the reverse order of `up`: clients unmount, the gluster volume
+    /// goes, targets unmount, services stop; `--wipe` also destroys the targets' disks (after
+    /// the cluster's name is typed). `--plan` changes nothing.
+    Down(DownArgs),
     /// Run the seed's IOR/mdtest methodology on the clients and record every node's metrics.
     Bench(Box<BenchCli>),
     /// Write a Markdown report with SVG and PNG charts over one or more benchmark runs.
@@ -185,6 +189,32 @@ pub struct UpArgs {
     /// Also list steps that were already in sync.
     #[arg(long, short)]
     pub verbose: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DownArgs {
+    /// The cluster file.
+    #[arg(value_name = "CLUSTER.toml")]
+    pub cluster: PathBuf,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Show every step that would change, why, and the exact commands; change nothing.
+    #[arg(long)]
+    pub plan: bool,
+    /// One JSON object per event (unit and step starts, commands, outcomes), then a recap.
+    #[arg(long)]
+    pub json: bool,
+    /// Also list steps that were already in sync.
+    #[arg(long, short)]
+    pub verbose: bool,
+    /// Also destroy every target: arrays stopped, signatures erased and the disks zeroed where
+    /// data starts and ends, so the next `up` formats them anew. The devices are listed first,
+    /// and nothing happens until the cluster's name is typed (or given with --yes-wipe).
+    #[arg(long)]
+    pub wipe: bool,
+    /// Confirm --wipe without a prompt: the cluster's name, exactly as the prompt asks for it.
+    #[arg(long, value_name = "NAME", requires = "wipe")]
+    pub yes_wipe: Option<String>,
 }
 
 /// `pvfsctl bench CLUSTER.toml …` runs a benchmark; `pvfsctl bench import FILE…` reads

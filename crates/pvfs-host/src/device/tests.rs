@@ -286,3 +286,38 @@ fn reclaiming_another_device_under_the_same_name_is_refused() {
     assert_eq!(err.rule(), Some("same device"));
     assert!(err.to_string().contains(&format!("not {was} as when it was assessed")), "{err}");
 }
+
+/// What `down --wipe` relies on: a device with a file system and data everywhere `content`
+/// looks reads as zeros after `zero`, and a mounted one is refused untouched.
+#[test]
+fn zero_leaves_a_device_that_proves_empty() {
+    let dev = LoopDevice::new(SIZE);
+    let root = Root::system();
+    let out = std::process::Command::new("mkfs.ext4").args(["-q", &dev.path]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for offset in [SIZE - 32, 64 * MIB + 100] {
+        dev.write_at(offset, b"rows of a database, no signature");
+    }
+    let was = identify(&root, &dev.path).unwrap().dev;
+    {
+        let _mounted = Mounted::ext4(&dev.path);
+        let err = zero(&root, &dev.path, was).unwrap_err();
+        assert_eq!(err.rule(), Some("not mounted"), "{err}");
+    }
+    assert!(matches!(claim(&root, &dev.path).unwrap().content().unwrap(), Content::Data { .. }));
+    let written = zero(&root, &dev.path, was).unwrap();
+    assert_eq!(written, 2 * MIB + 2 * (64 << 10), "first and last MiB, two signature places");
+    assert_eq!(claim(&root, &dev.path).unwrap().content().unwrap(), Content::Zeros);
+    let blkid = std::process::Command::new("blkid").args(["-p", &dev.path]).output().unwrap();
+    assert_eq!(blkid.status.code(), Some(2), "blkid still finds {}", String::from_utf8_lossy(&blkid.stdout));
+}
+
+#[test]
+fn zeroing_another_device_under_the_same_name_is_refused() {
+    let (one, two) = (LoopDevice::new(SIZE), LoopDevice::new(SIZE));
+    let was = identify(&Root::system(), &one.path).unwrap().dev;
+    two.write_at(0, b"someone else's");
+    let err = zero(&Root::system(), &two.path, was).unwrap_err();
+    assert_eq!(err.rule(), Some("same device"), "{err}");
+    assert_ne!(claim(&Root::system(), &two.path).unwrap().content().unwrap(), Content::Zeros);
+}

@@ -7,8 +7,9 @@ use crate::pb;
 use crate::pb::step::Step as S;
 use pvfs_steps::{
     BeegfsService, BeegfsSetup, BlockQueue, CommandRecord, ConfigKeys, Directory, Event, Failure, File, Gate,
-    GateKind, GlusterLayout, GlusterPeers, GlusterVolume, LustreRole, LustreTarget, LvmThin, Mkfs, Mount,
-    Outcome, Package, PackageManager, Packages, Raid0, Repo, Service, Step,
+    GateKind, GlusterLayout, GlusterPeers, GlusterPeersDetached, GlusterVolume, GlusterVolumeGone,
+    LustreRole, LustreTarget, LvmThin, Mkfs, Mount, Outcome, Package, PackageManager, Packages, Raid0, Repo,
+    Service, ServiceStopped, Step, Unmount, WipeTarget,
 };
 use std::time::Duration;
 
@@ -30,6 +31,20 @@ fn pairs(kv: Vec<pb::KeyValue>) -> Vec<(String, String)> {
 
 fn packages_to(list: &[Package]) -> Vec<pb::Package> {
     list.iter().map(|p| pb::Package { name: p.name.clone(), version: p.version.clone() }).collect()
+}
+
+fn mount_to(m: &Mount) -> pb::MountStep {
+    pb::MountStep {
+        source: m.source.clone(),
+        target: m.target.clone(),
+        fstype: m.fstype.clone(),
+        options: m.options.clone(),
+        fstab: m.fstab,
+    }
+}
+
+fn mount_from(m: pb::MountStep) -> Mount {
+    Mount { source: m.source, target: m.target, fstype: m.fstype, options: m.options, fstab: m.fstab }
 }
 
 fn packages_from(list: Vec<pb::Package>) -> Vec<Package> {
@@ -114,12 +129,19 @@ impl From<&Step> for pb::Step {
                 backfstype: t.backfstype.clone(),
                 wipe: t.wipe,
             }),
-            Step::Mount(m) => S::Mount(pb::MountStep {
-                source: m.source.clone(),
-                target: m.target.clone(),
-                fstype: m.fstype.clone(),
-                options: m.options.clone(),
-                fstab: m.fstab,
+            Step::Mount(m) => S::Mount(mount_to(m)),
+            Step::Unmount(Unmount(m)) => S::Unmount(mount_to(m)),
+            Step::ServiceStopped(s) => S::ServiceStopped(pb::ServiceStoppedStep { unit: s.unit.clone() }),
+            Step::GlusterVolumeGone(v) => {
+                S::GlusterVolumeGone(pb::GlusterVolumeGoneStep { name: v.name.clone() })
+            }
+            Step::GlusterPeersDetached(p) => {
+                S::GlusterPeersDetached(pb::StringList { items: p.peers.clone() })
+            }
+            Step::WipeTarget(w) => S::WipeTarget(pb::WipeTargetStep {
+                disks: w.disks.clone(),
+                array: w.array.clone(),
+                vg: w.vg.clone(),
             }),
             Step::BlockQueue(q) => S::BlockQueue(pb::BlockQueueStep {
                 device: q.device.clone(),
@@ -180,6 +202,7 @@ impl From<&Step> for pb::Step {
                     GateKind::MountedAs { dir, fstype } => {
                         K::MountedAs(pb::MountedAs { dir: dir.clone(), fstype: fstype.clone() })
                     }
+                    GateKind::GlusterRebalanced { volume } => K::GlusterRebalanced(volume.clone()),
                 };
                 S::Gate(pb::GateStep { deadline_ms: g.deadline.as_millis() as u64, kind: Some(kind) })
             }
@@ -281,13 +304,12 @@ fn step_from(step: pb::Step) -> Result<Step, String> {
             backfstype: t.backfstype,
             wipe: t.wipe,
         }),
-        S::Mount(m) => Step::Mount(Mount {
-            source: m.source,
-            target: m.target,
-            fstype: m.fstype,
-            options: m.options,
-            fstab: m.fstab,
-        }),
+        S::Mount(m) => Step::Mount(mount_from(m)),
+        S::Unmount(m) => Step::Unmount(Unmount(mount_from(m))),
+        S::ServiceStopped(s) => Step::ServiceStopped(ServiceStopped { unit: s.unit }),
+        S::GlusterVolumeGone(v) => Step::GlusterVolumeGone(GlusterVolumeGone { name: v.name }),
+        S::GlusterPeersDetached(p) => Step::GlusterPeersDetached(GlusterPeersDetached { peers: p.items }),
+        S::WipeTarget(w) => Step::WipeTarget(WipeTarget { disks: w.disks, array: w.array, vg: w.vg }),
         S::BlockQueue(q) => Step::BlockQueue(BlockQueue {
             device: q.device,
             members: q.members,
@@ -337,6 +359,7 @@ fn step_from(step: pb::Step) -> Result<Step, String> {
                     K::BeegfsCheckServers(_) => GateKind::BeegfsCheckServers,
                     K::Writable(dir) => GateKind::Writable { dir },
                     K::MountedAs(m) => GateKind::MountedAs { dir: m.dir, fstype: m.fstype },
+                    K::GlusterRebalanced(volume) => GateKind::GlusterRebalanced { volume },
                 };
             // Refused rather than clamped: a gate that quietly waits less than it was asked to
             // is a different gate, and the planner never asks for more than a few minutes, so
@@ -543,6 +566,25 @@ mod tests {
                 enabled: true,
                 running: true,
                 configs: vec!["/etc/beegfs/beegfs-meta.conf".into(), "/etc/beegfs/connauthfile".into()],
+            }),
+            Step::Gate(Gate {
+                kind: GateKind::GlusterRebalanced { volume: "gv0".into() },
+                deadline: Duration::from_secs(3600),
+            }),
+            Step::Unmount(Unmount(Mount {
+                source: "10.0.0.4@tcp:/LustreFS".into(),
+                target: "/mnt/lustre".into(),
+                fstype: "lustre".into(),
+                options: "defaults,_netdev".into(),
+                fstab: true,
+            })),
+            Step::ServiceStopped(ServiceStopped { unit: "lnet".into() }),
+            Step::GlusterVolumeGone(GlusterVolumeGone { name: "gv0".into() }),
+            Step::GlusterPeersDetached(GlusterPeersDetached { peers: vec!["10.0.0.5".into()] }),
+            Step::WipeTarget(WipeTarget {
+                disks: vec!["/dev/sdc".into(), "/dev/sdd".into()],
+                array: Some("/dev/md0".into()),
+                vg: None,
             }),
         ];
         let wire: Vec<pb::Step> = steps.iter().map(pb::Step::from).collect();

@@ -126,7 +126,7 @@ async fn show(
     // client), then again to show that a converged cluster is left alone.
     for pass in ["", "   # again: a converged cluster is left alone"] {
         output::print(&format!("\n$ pvfsctl up {}{pass}\n", cluster_path.display()))?;
-        let view = super::up::View { json: false, plan: false, verbose: false };
+        let view = super::up::View { json: false, plan: false, verbose: false, down: false };
         code = code.max(super::up::converge(&cluster, &dialer, view).await?);
     }
 

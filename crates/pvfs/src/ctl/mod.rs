@@ -3,6 +3,7 @@
 pub(crate) mod bench;
 mod ca;
 mod demo;
+mod down;
 mod generate;
 mod nodes;
 mod serve;
@@ -26,6 +27,7 @@ pub(crate) fn run(cli: CtlCli) -> anyhow::Result<u8> {
         CtlCommand::Validate(args) => validate::run(args),
         CtlCommand::Nodes(args) => runtime()?.block_on(nodes::run(args)),
         CtlCommand::Up(args) => runtime()?.block_on(up::run(args)),
+        CtlCommand::Down(args) => runtime()?.block_on(down::run(args)),
         CtlCommand::Bench(cli) => match cli.command {
             Some(crate::cli::BenchCommand::Import(args)) => bench::import(args),
             None => runtime()?.block_on(bench::run(cli.run)),

@@ -14,16 +14,31 @@ use tokio::sync::mpsc;
 pub(crate) async fn run(args: UpArgs) -> anyhow::Result<u8> {
     let cluster = pvfs_config::load(&args.cluster)?;
     let dialer = super::dialer(&cluster, &args.connect)?;
-    let view = View { json: args.json, plan: args.plan, verbose: args.verbose };
+    let view = View { json: args.json, plan: args.plan, verbose: args.verbose, down: false };
     converge(&cluster, &dialer, view).await
 }
 
 /// Plans `cluster`, runs (or only assesses) it, shows it as it goes; the exit code.
-pub(crate) async fn converge(cluster: &Cluster, dialer: &Dialer, mut view: View) -> anyhow::Result<u8> {
-    let plan = pvfs_plan::plan(cluster);
+pub(crate) async fn converge(cluster: &Cluster, dialer: &Dialer, view: View) -> anyhow::Result<u8> {
+    run_plan(cluster, pvfs_plan::plan(cluster), dialer, view).await
+}
+
+/// Runs (or only assesses) `plan` on `cluster`'s agents, showing it as it goes: `up`'s plan or
+/// `down`'s, through the same converge path; the exit code.
+pub(crate) async fn run_plan(
+    cluster: &Cluster,
+    plan: pvfs_plan::Plan,
+    dialer: &Dialer,
+    mut view: View,
+) -> anyhow::Result<u8> {
     let nodes = plan.units.iter().map(|u| u.node.as_str()).collect::<std::collections::BTreeSet<_>>().len();
     if !view.json {
-        let what = if view.plan { "planning" } else { "converging" };
+        let what = match (view.plan, view.down) {
+            (true, false) => "planning",
+            (false, false) => "converging",
+            (true, true) => "planning to take down",
+            (false, true) => "taking down",
+        };
         output::print(&format!(
             "{what} {} ({}, {} nodes): {} units, {} steps\n",
             cluster.name,
@@ -55,6 +70,8 @@ pub(crate) struct View {
     pub json: bool,
     pub plan: bool,
     pub verbose: bool,
+    /// The plan is `down`'s: the recap says so.
+    pub down: bool,
 }
 
 fn ms(d: Duration) -> u64 {
@@ -152,6 +169,7 @@ impl View {
             return output::json(&json!({
                 "event": "recap",
                 "plan": self.plan,
+                "down": self.down,
                 "nodes": nodes,
                 "failures": recap.failures,
                 "boots": recap.boots.iter().map(|b| json!({
@@ -185,7 +203,9 @@ impl View {
         }
         if self.plan && !recap.failed() {
             let changes = recap.changed();
-            output::note(&if changes == 0 {
+            output::note(&if changes == 0 && self.down {
+                "nothing to change: the cluster is down".to_owned()
+            } else if changes == 0 {
                 "nothing to change: the cluster is as the file describes".to_owned()
             } else {
                 format!("{changes} steps would change; run without --plan to apply them")
