@@ -41,7 +41,12 @@ pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
             // the network is still up, so clients fail over at once instead of waiting out
             // their ping timeout. The EL packages ship it disabled; Debian's ship none, and
             // the step finds nothing to do there.
-            Step::Service(Service { unit: "glusterfsd".into(), enabled: true, running: true, configs: vec![] }),
+            Step::Service(Service {
+                unit: "glusterfsd".into(),
+                enabled: true,
+                running: true,
+                configs: vec![],
+            }),
         ];
         steps.extend(fs_steps);
         // The brick is a directory inside the brick file system, never its root: a volume on

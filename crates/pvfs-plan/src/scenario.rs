@@ -295,6 +295,18 @@ impl SimNode {
                     )
                 }
             },
+            // The simulated pool never adds bricks, so no rebalance ever runs: glusterd's
+            // answer for that (cli-rpc-ops.c, "Rebalance not started for volume %s.").
+            ("gluster", ["--xml", "volume", "rebalance", name, "status"]) => {
+                s.volumes.get(*name)?;
+                out(
+                    0,
+                    &format!(
+                        "<?xml version=\"1.0\"?><cliOutput><opRet>-1</opRet><opErrno>0</opErrno><opErrstr>Rebalance not started for volume {name}.</opErrstr></cliOutput>"
+                    ),
+                    "",
+                )
+            }
             ("gluster", ["--xml", "volume", "status", name]) => {
                 let (bricks, started) = s.volumes.get(*name)?;
                 let nodes: String = bricks

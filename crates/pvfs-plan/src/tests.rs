@@ -367,7 +367,7 @@ async fn lustre_2_15_on_el8() {
             $ dnf install -y -- lustre-2.15.4 kmod-lustre-2.15.4 kmod-lustre-osd-ldiskfs-2.15.4 lustre-osd-ldiskfs-mount-2.15.4 e2fsprogs
           file /etc/modprobe.d/lnet.conf
             $ write /etc/modprobe.d/lnet.conf
-          service lnet enabled and running
+          service lnet enabled and running, restarted when /etc/modprobe.d/lnet.conf changes
             $ systemctl enable lnet
             $ systemctl start lnet
           lustre mgs+mdt lustre-MDT0000 on /dev/nvme1n1
@@ -383,7 +383,7 @@ async fn lustre_2_15_on_el8() {
             $ dnf install -y -- lustre-2.15.4 kmod-lustre-2.15.4 kmod-lustre-osd-ldiskfs-2.15.4 lustre-osd-ldiskfs-mount-2.15.4 e2fsprogs mdadm
           file /etc/modprobe.d/lnet.conf
             $ write /etc/modprobe.d/lnet.conf
-          service lnet enabled and running
+          service lnet enabled and running, restarted when /etc/modprobe.d/lnet.conf changes
             $ systemctl enable lnet
             $ systemctl start lnet
           wait until 10.0.0.4@tcp answers lctl ping
@@ -404,7 +404,7 @@ async fn lustre_2_15_on_el8() {
             $ dnf install -y -- lustre-2.15.4 kmod-lustre-2.15.4 kmod-lustre-osd-ldiskfs-2.15.4 lustre-osd-ldiskfs-mount-2.15.4 e2fsprogs mdadm
           file /etc/modprobe.d/lnet.conf
             $ write /etc/modprobe.d/lnet.conf
-          service lnet enabled and running
+          service lnet enabled and running, restarted when /etc/modprobe.d/lnet.conf changes
             $ systemctl enable lnet
             $ systemctl start lnet
           wait until 10.0.0.4@tcp answers lctl ping
@@ -424,7 +424,7 @@ async fn lustre_2_15_on_el8() {
             $ dnf install -y -- kmod-lustre-client-2.15.4 lustre-client-2.15.4
           file /etc/modprobe.d/lnet.conf
             $ write /etc/modprobe.d/lnet.conf
-          service lnet enabled and running
+          service lnet enabled and running, restarted when /etc/modprobe.d/lnet.conf changes
             $ systemctl enable lnet
             $ systemctl start lnet
           wait until 10.0.0.4@tcp answers lctl ping

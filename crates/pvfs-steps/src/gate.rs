@@ -155,9 +155,8 @@ impl Gate {
                     // passes its output to stderr and exits 1.
                     return Ok(NotReady(format!("beegfs-check-servers failed: {}", crate::error_tail(&out))));
                 }
-                let sections = parse_beegfs_check_servers(&out.stdout).map_err(|message| StepError::Unexpected {
-                    command: "beegfs-check-servers".into(),
-                    message,
+                let sections = parse_beegfs_check_servers(&out.stdout).map_err(|message| {
+                    StepError::Unexpected { command: "beegfs-check-servers".into(), message }
                 })?;
                 let mut waiting = Vec::new();
                 let mut count = 0;
@@ -727,7 +726,7 @@ mod tests {
         assert_eq!(state("/data").await, GateState::NotReady("nothing is mounted on /data".into()));
         std::fs::write(dir.path().join("proc/self/mountinfo"), "22 1 253:0 / / rw\n").unwrap();
         let err = gate("/mnt/beegfs").probe(&host).await.unwrap_err();
-        assert!(matches!(err, StepError::Unexpected { .. }), "{err}");
+        assert!(matches!(&err, StepError::File { path, .. } if path == "/proc/self/mountinfo"), "{err}");
     }
 
     #[tokio::test]

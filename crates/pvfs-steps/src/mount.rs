@@ -513,6 +513,7 @@ mod tests {
         // A queue of a device an earlier step would make: that one may well be pending.
         let later = Step::BlockQueue(crate::BlockQueue {
             device: "/dev/md0".into(),
+            members: vec![],
             scheduler: None,
             nr_requests: None,
             read_ahead_kb: Some(4096),

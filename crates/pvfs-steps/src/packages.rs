@@ -582,10 +582,8 @@ mod tests {
         let runner = if installed.is_empty() {
             RecordedRunner::new().record(&query, 1, "package kernel is not installed\n", "")
         } else {
-            let evr: String = installed
-                .lines()
-                .map(|l| format!("{}\n", l.strip_prefix("kernel-").unwrap_or(l)))
-                .collect();
+            let evr: String =
+                installed.lines().map(|l| format!("{}\n", l.strip_prefix("kernel-").unwrap_or(l))).collect();
             RecordedRunner::new().record(&query, 0, &evr, "")
         };
         let host = Host::new(Root::at(dir.path()), runner);
@@ -750,7 +748,10 @@ mod tests {
     async fn odd_rpm_output_or_no_osrelease_is_refused_clearly() {
         let (_d, host) = kernel_host("package kernel-x\n", "3.10.0-514.el7.x86_64");
         let err = kernel_step("3.10.0-514.el7_lustre").assess(&host).await.unwrap_err();
-        assert!(matches!(&err, StepError::Unexpected { command, .. } if command.starts_with("rpm -q")), "{err}");
+        assert!(
+            matches!(&err, StepError::Unexpected { command, .. } if command.starts_with("rpm -q")),
+            "{err}"
+        );
         let (dir, host) = kernel_host("kernel-3.10.0-514.el7.x86_64\n", "x");
         std::fs::remove_file(dir.path().join("proc/sys/kernel/osrelease")).unwrap();
         let err = kernel_step("3.10.0-514.el7_lustre").assess(&host).await.unwrap_err();

@@ -471,6 +471,7 @@ impl From<pb::ApplyEvent> for Option<Event> {
                             command: None,
                             code: None,
                             stderr_tail: String::new(),
+                            refused: false,
                         })
                     }
                     Status::MustBoot => {

@@ -1,5 +1,6 @@
-//! Teardown steps: unmounts and services against findmnt and systemctl answers recorded with
-//! util-linux 2.38 and systemd 252 (Debian 12, the e2e image); wipes on real loop devices with
+//! Teardown steps: unmounts against the kernel's mount table (/proc/self/mountinfo, lines as
+//! the kernel writes them) and services against systemctl answers recorded with systemd 252
+//! (Debian 12, the e2e image); wipes on real loop devices with
 //! the real wipefs and blkid, and md/LVM state from sysfs trees shaped as the kernel's.
 
 use super::*;
@@ -7,9 +8,28 @@ use crate::{Outcome, Step, execute};
 use pvfs_host::testing::{DeviceRoot, LoopDevice};
 use pvfs_host::{RecordedRunner, Root, SystemRunner};
 
-const FINDMNT: &str = "findmnt -J -o TARGET,SOURCE,FSTYPE,OPTIONS --mountpoint /mnt/gv0";
-/// findmnt -J of a glusterfs 10.3 FUSE mount (the same recording mount.rs's tests use).
-const MOUNTED: &str = r#"{"filesystems":[{"target":"/mnt/gv0","source":"10.254.0.1:/gv0","fstype":"fuse.glusterfs","options":"rw,relatime,user_id=0,group_id=0,default_permissions,allow_other,max_read=131072"}]}"#;
+/// The root file system, as every mount table starts (EL7, 3.10).
+const ROOT_FS: &str =
+    "60 1 253:0 / / rw,relatime shared:1 - xfs /dev/mapper/centos-root rw,seclabel,attr2,inode64,noquota\n";
+/// A glusterfs 10.3 FUSE mount as the kernel lists it (the same line mount.rs's tests use).
+const GV0: &str = "87 60 0:45 / /mnt/gv0 rw,relatime shared:71 - fuse.glusterfs 10.254.0.1:/gv0 \
+    rw,user_id=0,group_id=0,default_permissions,allow_other,max_read=131072\n";
+
+/// A node whose `umount` takes the mount off the kernel's table, as a real one does.
+struct Node {
+    dir: std::path::PathBuf,
+    recorded: RecordedRunner,
+}
+
+impl pvfs_host::Runner for Node {
+    async fn run(&self, command: &pvfs_host::Command) -> Result<pvfs_host::Output, pvfs_host::CommandError> {
+        let out = self.recorded.run(command).await?;
+        if command.program == "umount" && out.success() {
+            std::fs::write(self.dir.join("proc/self/mountinfo"), ROOT_FS).unwrap();
+        }
+        Ok(out)
+    }
+}
 const FSTAB: &str = "# UNCONFIGURED FSTAB FOR BASE SYSTEM\n10.254.0.1:/gv0 /mnt/gv0 glusterfs defaults,_netdev,backup-volfile-servers=10.254.0.2 0 0\n/dev/sdb1 /home ext4 defaults 0 2\n";
 
 fn client() -> Step {
@@ -22,9 +42,11 @@ fn client() -> Step {
     }))
 }
 
-fn root_with_fstab(fstab: &str) -> (tempfile::TempDir, Root) {
+fn root_with_fstab(fstab: &str, mounts: &str) -> (tempfile::TempDir, Root) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("etc")).unwrap();
+    std::fs::create_dir_all(dir.path().join("proc/self")).unwrap();
+    std::fs::write(dir.path().join("proc/self/mountinfo"), format!("{ROOT_FS}{mounts}")).unwrap();
     std::fs::create_dir_all(dir.path().join("mnt/gv0")).unwrap();
     std::fs::write(dir.path().join("etc/fstab"), fstab).unwrap();
     let root = Root::at(dir.path());
@@ -33,12 +55,9 @@ fn root_with_fstab(fstab: &str) -> (tempfile::TempDir, Root) {
 
 #[tokio::test]
 async fn a_client_mount_is_unmounted_and_its_fstab_line_goes_once() {
-    let (dir, root) = root_with_fstab(FSTAB);
-    let runner = RecordedRunner::new()
-        .record(FINDMNT, 0, MOUNTED, "")
-        .record("umount /mnt/gv0", 0, "", "")
-        .record(FINDMNT, 1, "", "");
-    let host = Host::new(root, runner.clone());
+    let (dir, root) = root_with_fstab(FSTAB, GV0);
+    let runner = RecordedRunner::new().record("umount /mnt/gv0", 0, "", "");
+    let host = Host::new(root, Node { dir: dir.path().into(), recorded: runner.clone() });
     let Outcome::Changed { diff } = execute(&client(), &host, &crate::Policy::default(), false, |_| {}).await
     else {
         panic!()
@@ -65,11 +84,10 @@ async fn a_client_mount_is_unmounted_and_its_fstab_line_goes_once() {
 
 #[tokio::test]
 async fn a_mount_pvfs_did_not_make_is_never_unmounted() {
-    let (dir, root) = root_with_fstab("/dev/sdz /mnt/gv0 ext4 defaults 0 2\n");
-    let other =
-        r#"{"filesystems":[{"target":"/mnt/gv0","source":"/dev/sdz","fstype":"ext4","options":"rw"}]}"#;
-    let runner = RecordedRunner::new().record(FINDMNT, 0, other, "");
-    let host = Host::new(root, runner.clone());
+    let other = "88 60 8:208 / /mnt/gv0 rw,relatime shared:72 - ext4 /dev/sdz rw\n";
+    let (dir, root) = root_with_fstab("/dev/sdz /mnt/gv0 ext4 defaults 0 2\n", other);
+    let runner = RecordedRunner::new();
+    let host = Host::new(root, Node { dir: dir.path().into(), recorded: runner.clone() });
     let Outcome::Failed(failure) = execute(&client(), &host, &crate::Policy::default(), false, |_| {}).await
     else {
         panic!()
