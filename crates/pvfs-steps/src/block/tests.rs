@@ -104,6 +104,32 @@ async fn mkfs_refuses_a_device_with_data_unless_listed_for_wiping() {
     assert_eq!(a.diff, ["/dev/loop0 holds ext4 (LABEL=tgt), not xfs (listed under wipe)"]);
 }
 
+/// wipefs lists signatures in a table that changed with util-linux 2.31 (EL7's 2.23: `offset
+/// type` and a rule; EL8's 2.32 and later: `DEVICE OFFSET TYPE UUID LABEL`); any listing at all
+/// is a signature, in either format.
+#[tokio::test]
+async fn wipefs_listings_of_el7_and_el8_formats_are_signatures() {
+    for name in ["util-linux-2.2x-table.txt", "util-linux-2.40-columns.txt"] {
+        let path = format!("{}/testdata/wipefs/{name}", env!("CARGO_MANIFEST_DIR"));
+        let text: String = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let runner = RecordedRunner::new().record("blkid -p -o export /dev/loop0", 2, "", "").record(
+            "wipefs --no-act /dev/loop0",
+            0,
+            &text,
+            "",
+        );
+        let (_d, host) = host_with(&["/dev/loop0"], runner);
+        let err = brick(false).assess(&host).await.unwrap_err();
+        assert!(err.to_string().contains("signatures wipefs lists"), "{name}: {err}");
+        assert!(matches!(err, StepError::Refused { .. }) && err.is_refusal(), "{name}: {err}");
+    }
+}
+
 #[tokio::test]
 async fn a_signature_only_wipefs_sees_is_not_empty() {
     let runner = RecordedRunner::new().record("blkid -p -o export /dev/loop0", 2, "", "").record(
