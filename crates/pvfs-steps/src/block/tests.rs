@@ -104,6 +104,32 @@ async fn mkfs_refuses_a_device_with_data_unless_listed_for_wiping() {
     assert_eq!(a.diff, ["/dev/loop0 holds ext4 (LABEL=tgt), not xfs (listed under wipe)"]);
 }
 
+/// wipefs lists signatures in a table that changed with util-linux 2.31 (EL7's 2.23: `offset
+/// type` and a rule; EL8's 2.32 and later: `DEVICE OFFSET TYPE UUID LABEL`); any listing at all
+/// is a signature, in either format.
+#[tokio::test]
+async fn wipefs_listings_of_el7_and_el8_formats_are_signatures() {
+    for name in ["util-linux-2.2x-table.txt", "util-linux-2.40-columns.txt"] {
+        let path = format!("{}/testdata/wipefs/{name}", env!("CARGO_MANIFEST_DIR"));
+        let text: String = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let runner = RecordedRunner::new().record("blkid -p -o export /dev/loop0", 2, "", "").record(
+            "wipefs --no-act /dev/loop0",
+            0,
+            &text,
+            "",
+        );
+        let (_d, host) = host_with(&["/dev/loop0"], runner);
+        let err = brick(false).assess(&host).await.unwrap_err();
+        assert!(err.to_string().contains("signatures wipefs lists"), "{name}: {err}");
+        assert!(matches!(err, StepError::Refused { .. }) && err.is_refusal(), "{name}: {err}");
+    }
+}
+
 #[tokio::test]
 async fn a_signature_only_wipefs_sees_is_not_empty() {
     let runner = RecordedRunner::new().record("blkid -p -o export /dev/loop0", 2, "", "").record(
@@ -375,6 +401,35 @@ async fn a_running_raid0_with_the_same_members_is_in_sync() {
             .contains("already exists as raid0 over /dev/sdc,/dev/sdd, not raid0 over /dev/sdc,/dev/sde"),
         "{err}"
     );
+}
+
+/// `mdadm --detail --export` names each member's keys after its sysfs directory, differently
+/// across versions: mdadm 3.3–4.0 print `sys_name+4` (`MD_DEVICE_sdc_DEV`, Detail.c as in
+/// GuoqingJiang/SLE12-mdadm-for-clustermd, SLES 12's mdadm), mdadm 4.1+ `sys_name+1` with
+/// non-alphanumerics made `_` (`MD_DEVICE_ev_sdc_DEV`, md-raid-utilities/mdadm Detail.c;
+/// curtin's docstring shows `MD_DEVICE_ev_dm_5_DEV=/dev/dm-5`). The members are the values.
+#[tokio::test]
+async fn a_running_raid0_is_read_from_old_and_new_mdadm_exports() {
+    for members in [
+        "MD_DEVICE_sdd_ROLE=1\nMD_DEVICE_sdd_DEV=/dev/sdd\nMD_DEVICE_sdc_ROLE=0\nMD_DEVICE_sdc_DEV=/dev/sdc\n",
+        "MD_DEVICE_ev_sdd_ROLE=1\nMD_DEVICE_ev_sdd_DEV=/dev/sdd\nMD_DEVICE_ev_sdc_ROLE=0\nMD_DEVICE_ev_sdc_DEV=/dev/sdc\n",
+    ] {
+        let detail = format!(
+            "MD_LEVEL=raid0\nMD_DEVICES=2\nMD_METADATA=1.2\nMD_UUID=3b1e8a44:0c4f7d52:8f2e6b3a:1d9c0e7f\nMD_NAME=oss00:0\n{members}"
+        );
+        let runner = RecordedRunner::new().record("mdadm --detail --export /dev/md0", 0, &detail, "");
+        let (dir, host) = plain_host(&["/dev/sdc", "/dev/sdd"], runner);
+        std::fs::create_dir_all(dir.path().join("sys/block/md0/md")).unwrap();
+        std::fs::write(dir.path().join("sys/block/md0/md/level"), "raid0\n").unwrap();
+        std::fs::create_dir_all(dir.path().join("etc/mdadm")).unwrap();
+        std::fs::write(
+            dir.path().join("etc/mdadm/mdadm.conf"),
+            "ARRAY /dev/md0 metadata=1.2 name=oss00:0 UUID=3b1e8a44:0c4f7d52:8f2e6b3a:1d9c0e7f\n",
+        )
+        .unwrap();
+        let a = raid(&["/dev/sdc", "/dev/sdd"]).assess(&host).await.unwrap();
+        assert!(a.is_in_sync(), "{members}: {:?}", a.diff);
+    }
 }
 
 #[tokio::test]
