@@ -460,6 +460,8 @@ async fn beegfs_follows_the_seed() {
           packages beegfs-client beegfs-helperd beegfs-utils gcc make (rpm: beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel)
             $ write /etc/yum.repos.d/beegfs.repo
             $ yum install -y -- beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel
+          check the running kernel's headers are installed
+            (waits)
           file /etc/beegfs/connauthfile
             $ write /etc/beegfs/connauthfile
           beegfs client
@@ -633,6 +635,8 @@ async fn beegfs_7_4_on_el8_authenticates() {
           packages beegfs-client beegfs-helperd beegfs-utils gcc make (rpm: beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel)
             $ write /etc/yum.repos.d/beegfs.repo
             $ dnf install -y -- beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel
+          check the running kernel's headers are installed
+            (waits)
           file /etc/beegfs/connauthfile
             $ write /etc/beegfs/connauthfile
           file /etc/beegfs/interfaces
@@ -667,6 +671,8 @@ async fn beegfs_7_4_on_el8_authenticates() {
           packages beegfs-client beegfs-helperd beegfs-utils gcc make (rpm: beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel)
             $ write /etc/yum.repos.d/beegfs.repo
             $ dnf install -y -- beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel
+          check the running kernel's headers are installed
+            (waits)
           file /etc/beegfs/connauthfile
             $ write /etc/beegfs/connauthfile
           file /etc/beegfs/interfaces

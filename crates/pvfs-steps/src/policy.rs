@@ -987,9 +987,10 @@ impl Policy {
                 bricks.iter().try_for_each(|b| self.brick(b))
             }
             GateKind::LnetPing { nid: n } => nid(n),
-            GateKind::LfsCheckServers | GateKind::BeegfsMgmtdReachable | GateKind::BeegfsCheckServers => {
-                Ok(())
-            }
+            GateKind::LfsCheckServers
+            | GateKind::BeegfsMgmtdReachable
+            | GateKind::BeegfsCheckServers
+            | GateKind::KernelBuildTree => Ok(()),
             GateKind::Writable { dir } => self.data_path(dir, "a directory to probe"),
             GateKind::MountedAs { dir, fstype } => {
                 self.data_path(dir, "a mount point to check")?;
