@@ -6,6 +6,8 @@
 //! present so that later steps can be assessed). The snapshot is the command sequence per
 //! node, to be read next to the seed's: see the notes above each test for what differs and why.
 
+mod beegfs_scenario;
+
 use crate::{Plan, plan};
 use expect_test::{Expect, expect};
 use pvfs_host::testing::{DeviceRoot, LoopDevice};
