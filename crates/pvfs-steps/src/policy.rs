@@ -100,8 +100,9 @@
 //! **Gluster, BeeGFS, gates** (`name`, `gluster-option`, `nid`): volume names, peer hosts and
 //! brick hosts by grammar, brick paths data paths, option keys by grammar and values without
 //! control characters (a value that is a path must be a data path); BeeGFS data directories
-//! are data paths and the management host a host name; the `Writable` gate's directory is a
-//! data path and `LnetPing`'s NID is a NID.
+//! are data paths and the management host a host name; the `Writable` and `MountedAs` gates'
+//! directories are data paths (and `MountedAs`'s type one `Mount` mounts) and `LnetPing`'s NID
+//! is a NID.
 //!
 //! **Kinds** (`kind-not-allowed`): a site may list the step kinds its node runs. Gates change
 //! nothing (they only probe) and are always allowed.
