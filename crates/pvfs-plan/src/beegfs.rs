@@ -45,8 +45,9 @@ fn connection(auth: &BeegfsAuth, interfaces: &[String], net_filter: &[String]) -
                 contents: secret.clone(),
                 mode: 0o400,
             }));
+            // Not `connDisableAuthentication = false` as well: BeeGFS 7.3 introduced that key
+            // (false by default), and 7.2, which beegfs.toml installs on EL7, does not know it.
             c.keys.push(("connAuthFile".into(), BEEGFS_AUTH_FILE.into()));
-            c.keys.push(("connDisableAuthentication".into(), "false".into()));
             c.configs.push(BEEGFS_AUTH_FILE.into());
         }
         BeegfsAuth::Disabled => c.keys.push(("connDisableAuthentication".into(), "true".into())),

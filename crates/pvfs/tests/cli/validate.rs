@@ -21,7 +21,8 @@ fn a_bad_cluster_file_yields_all_its_errors_with_positions_and_exit_2() {
         "bad.toml:14:1: unknown key `size` in [[node]]",
         "bad.toml:3:8: a beegfs cluster needs one node with role \"mgmtd\"",
         "bad.toml:3:8: a beegfs cluster needs at least one node with role \"storage\"",
-        "6 errors found",
+        "bad.toml:5:9: [beegfs]: BeeGFS 7.3 and later refuse to start without connection authentication",
+        "7 errors found",
     ] {
         assert!(stderr.contains(want), "missing {want:?} in:\n{stderr}");
     }
@@ -31,7 +32,7 @@ fn a_bad_cluster_file_yields_all_its_errors_with_positions_and_exit_2() {
     assert_eq!(json.status.code(), Some(2));
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(v["valid"], false);
-    assert_eq!(v["errors"].as_array().unwrap().len(), 6);
+    assert_eq!(v["errors"].as_array().unwrap().len(), 7);
     assert_eq!(v["errors"][0]["line"], 3);
 }
 
