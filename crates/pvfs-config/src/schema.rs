@@ -173,8 +173,9 @@ pub struct BeegfsSection {
     /// `head -c 48 /dev/urandom | base64 > beegfs.auth`. BeeGFS 7.3 and later refuse to start
     /// without it unless `disable_authentication = true`.
     pub auth_secret: Option<Spanned<String>>,
-    /// Run without connection authentication (`connDisableAuthentication = true`), as BeeGFS
-    /// before 7.3 did: anyone who reaches the servers' ports can use the file system.
+    /// Run without connection authentication (`connDisableAuthentication = true`, a key of
+    /// BeeGFS 7.3 and later), as BeeGFS before 7.3 did by default: anyone who reaches the
+    /// servers' ports can use the file system.
     pub disable_authentication: Option<Spanned<bool>>,
     /// The network interfaces BeeGFS uses, in order of preference (`connInterfacesFile`),
     /// e.g. `["ib0", "eth0"]`; default: all.

@@ -22,6 +22,10 @@ const MOUNTS_CONF: &str = "/etc/beegfs/beegfs-mounts.conf";
 const CLIENT_BUILD_RPM: &[&str] = &["kernel-devel", "gcc", "make", "elfutils-libelf-devel"];
 const CLIENT_BUILD_APT: &[&str] = &["gcc", "make"];
 
+/// How long the client waits for the running kernel's headers: they are there after the
+/// packages step or not at all.
+const HEADERS_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The connection settings every BeeGFS service of a cluster shares.
 struct Connection {
     /// Files written on every node before the services are set up.
@@ -41,8 +45,9 @@ fn connection(auth: &BeegfsAuth, interfaces: &[String], net_filter: &[String]) -
                 contents: secret.clone(),
                 mode: 0o400,
             }));
+            // Not `connDisableAuthentication = false` as well: BeeGFS 7.3 introduced that key
+            // (false by default), and 7.2, which beegfs.toml installs on EL7, does not know it.
             c.keys.push(("connAuthFile".into(), BEEGFS_AUTH_FILE.into()));
-            c.keys.push(("connDisableAuthentication".into(), "false".into()));
             c.configs.push(BEEGFS_AUTH_FILE.into());
         }
         BeegfsAuth::Disabled => c.keys.push(("connDisableAuthentication".into(), "true".into())),
@@ -178,7 +183,12 @@ pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
         let client_pkgs = ["beegfs-client", "beegfs-helperd", "beegfs-utils"];
         let apt: Vec<&str> = client_pkgs.iter().chain(CLIENT_BUILD_APT).copied().collect();
         let rpm: Vec<&str> = client_pkgs.iter().chain(CLIENT_BUILD_RPM).copied().collect();
-        let mut steps = vec![packages(cluster, node, Role::Client, &apt, &rpm, &[])];
+        let mut steps = vec![
+            packages(cluster, node, Role::Client, &apt, &rpm, &[]),
+            // Said here rather than as a failed module build at service start: nothing
+            // changes while this waits, so its deadline is short.
+            Step::Gate(Gate { kind: GateKind::KernelBuildTree, deadline: HEADERS_DEADLINE }),
+        ];
         steps.extend(conn.files.iter().cloned());
         steps.extend([
             Step::BeegfsSetup(BeegfsSetup {

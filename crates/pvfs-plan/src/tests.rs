@@ -6,6 +6,8 @@
 //! present so that later steps can be assessed). The snapshot is the command sequence per
 //! node, to be read next to the seed's: see the notes above each test for what differs and why.
 
+mod beegfs_scenario;
+
 use crate::{Plan, plan};
 use expect_test::{Expect, expect};
 use pvfs_host::testing::{DeviceRoot, LoopDevice};
@@ -458,7 +460,7 @@ async fn beegfs_follows_the_seed() {
             $ write /etc/beegfs/connauthfile
           beegfs mgmtd in /data/beegfs/mgmtd
             $ beegfs-setup-mgmtd -p /data/beegfs/mgmtd
-          settings in /etc/beegfs/beegfs-mgmtd.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false
+          settings in /etc/beegfs/beegfs-mgmtd.conf: connAuthFile=/etc/beegfs/connauthfile
             $ write /etc/beegfs/beegfs-mgmtd.conf
           service beegfs-mgmtd enabled and running, restarted when /etc/beegfs/beegfs-mgmtd.conf or /etc/beegfs/connauthfile changes
             $ systemctl enable beegfs-mgmtd
@@ -482,7 +484,7 @@ async fn beegfs_follows_the_seed() {
             $ write /etc/beegfs/connauthfile
           beegfs meta node 1 in /data/beegfs/meta/beegfs_meta
             $ beegfs-setup-meta -p /data/beegfs/meta/beegfs_meta -s 1 -m 10.0.0.4
-          settings in /etc/beegfs/beegfs-meta.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false connMaxInternodeNum=32 tuneNumWorkers=64
+          settings in /etc/beegfs/beegfs-meta.conf: connAuthFile=/etc/beegfs/connauthfile connMaxInternodeNum=32 tuneNumWorkers=64
             $ write /etc/beegfs/beegfs-meta.conf
           service beegfs-meta enabled and running, restarted when /etc/beegfs/beegfs-meta.conf or /etc/beegfs/connauthfile changes
             $ systemctl enable beegfs-meta
@@ -506,7 +508,7 @@ async fn beegfs_follows_the_seed() {
             $ write /etc/beegfs/connauthfile
           beegfs meta node 2 in /data/beegfs/meta/beegfs_meta
             $ beegfs-setup-meta -p /data/beegfs/meta/beegfs_meta -s 2 -m 10.0.0.4
-          settings in /etc/beegfs/beegfs-meta.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false connMaxInternodeNum=32 tuneNumWorkers=64
+          settings in /etc/beegfs/beegfs-meta.conf: connAuthFile=/etc/beegfs/connauthfile connMaxInternodeNum=32 tuneNumWorkers=64
             $ write /etc/beegfs/beegfs-meta.conf
           service beegfs-meta enabled and running, restarted when /etc/beegfs/beegfs-meta.conf or /etc/beegfs/connauthfile changes
             $ systemctl enable beegfs-meta
@@ -530,7 +532,7 @@ async fn beegfs_follows_the_seed() {
             $ write /etc/beegfs/connauthfile
           beegfs storage node 1 target 101 in /data/beegfs/storage/beegfs_storage
             $ beegfs-setup-storage -p /data/beegfs/storage/beegfs_storage -s 1 -i 101 -m 10.0.0.4
-          settings in /etc/beegfs/beegfs-storage.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false connMaxInternodeNum=32 tuneFileReadAheadSize=32m tuneFileReadAheadTriggerSize=2m tuneFileReadSize=256K tuneFileWriteSize=256K tuneNumWorkers=64 tuneWorkerBufSize=16m
+          settings in /etc/beegfs/beegfs-storage.conf: connAuthFile=/etc/beegfs/connauthfile connMaxInternodeNum=32 tuneFileReadAheadSize=32m tuneFileReadAheadTriggerSize=2m tuneFileReadSize=256K tuneFileWriteSize=256K tuneNumWorkers=64 tuneWorkerBufSize=16m
             $ write /etc/beegfs/beegfs-storage.conf
           service beegfs-storage enabled and running, restarted when /etc/beegfs/beegfs-storage.conf or /etc/beegfs/connauthfile changes
             $ systemctl enable beegfs-storage
@@ -554,7 +556,7 @@ async fn beegfs_follows_the_seed() {
             $ write /etc/beegfs/connauthfile
           beegfs storage node 2 target 201 in /data/beegfs/storage/beegfs_storage
             $ beegfs-setup-storage -p /data/beegfs/storage/beegfs_storage -s 2 -i 201 -m 10.0.0.4
-          settings in /etc/beegfs/beegfs-storage.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false connMaxInternodeNum=32 tuneFileReadAheadSize=32m tuneFileReadAheadTriggerSize=2m tuneFileReadSize=256K tuneFileWriteSize=256K tuneNumWorkers=64 tuneWorkerBufSize=16m
+          settings in /etc/beegfs/beegfs-storage.conf: connAuthFile=/etc/beegfs/connauthfile connMaxInternodeNum=32 tuneFileReadAheadSize=32m tuneFileReadAheadTriggerSize=2m tuneFileReadSize=256K tuneFileWriteSize=256K tuneNumWorkers=64 tuneWorkerBufSize=16m
             $ write /etc/beegfs/beegfs-storage.conf
           service beegfs-storage enabled and running, restarted when /etc/beegfs/beegfs-storage.conf or /etc/beegfs/connauthfile changes
             $ systemctl enable beegfs-storage
@@ -563,13 +565,15 @@ async fn beegfs_follows_the_seed() {
           packages beegfs-client beegfs-helperd beegfs-utils gcc make (rpm: beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel)
             $ write /etc/yum.repos.d/beegfs.repo
             $ yum install -y -- beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel
+          check the running kernel's headers are installed
+            (waits)
           file /etc/beegfs/connauthfile
             $ write /etc/beegfs/connauthfile
           beegfs client
             $ beegfs-setup-client -m 10.0.0.4
-          settings in /etc/beegfs/beegfs-client.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false connMaxInternodeNum=32
+          settings in /etc/beegfs/beegfs-client.conf: connAuthFile=/etc/beegfs/connauthfile connMaxInternodeNum=32
             $ write /etc/beegfs/beegfs-client.conf
-          settings in /etc/beegfs/beegfs-helperd.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false
+          settings in /etc/beegfs/beegfs-helperd.conf: connAuthFile=/etc/beegfs/connauthfile
             $ write /etc/beegfs/beegfs-helperd.conf
           wait until the BeeGFS management daemon is reachable
             (waits)
@@ -615,7 +619,7 @@ async fn beegfs_7_4_on_el8_authenticates() {
             $ write /etc/beegfs/netfilter
           beegfs mgmtd in /data/beegfs/mgmtd
             $ beegfs-setup-mgmtd -p /data/beegfs/mgmtd
-          settings in /etc/beegfs/beegfs-mgmtd.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter
+          settings in /etc/beegfs/beegfs-mgmtd.conf: connAuthFile=/etc/beegfs/connauthfile connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter
             $ write /etc/beegfs/beegfs-mgmtd.conf
           service beegfs-mgmtd enabled and running, restarted when /etc/beegfs/beegfs-mgmtd.conf or /etc/beegfs/connauthfile or /etc/beegfs/interfaces or /etc/beegfs/netfilter changes
             $ systemctl enable beegfs-mgmtd
@@ -643,7 +647,7 @@ async fn beegfs_7_4_on_el8_authenticates() {
             $ write /etc/beegfs/netfilter
           beegfs meta node 1 in /data/beegfs/meta/beegfs_meta
             $ beegfs-setup-meta -p /data/beegfs/meta/beegfs_meta -s 1 -m 10.0.0.4
-          settings in /etc/beegfs/beegfs-meta.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter connMaxInternodeNum=32 tuneNumWorkers=64
+          settings in /etc/beegfs/beegfs-meta.conf: connAuthFile=/etc/beegfs/connauthfile connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter connMaxInternodeNum=32 tuneNumWorkers=64
             $ write /etc/beegfs/beegfs-meta.conf
           service beegfs-meta enabled and running, restarted when /etc/beegfs/beegfs-meta.conf or /etc/beegfs/connauthfile or /etc/beegfs/interfaces or /etc/beegfs/netfilter changes
             $ systemctl enable beegfs-meta
@@ -671,7 +675,7 @@ async fn beegfs_7_4_on_el8_authenticates() {
             $ write /etc/beegfs/netfilter
           beegfs meta node 2 in /data/beegfs/meta/beegfs_meta
             $ beegfs-setup-meta -p /data/beegfs/meta/beegfs_meta -s 2 -m 10.0.0.4
-          settings in /etc/beegfs/beegfs-meta.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter connMaxInternodeNum=32 tuneNumWorkers=64
+          settings in /etc/beegfs/beegfs-meta.conf: connAuthFile=/etc/beegfs/connauthfile connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter connMaxInternodeNum=32 tuneNumWorkers=64
             $ write /etc/beegfs/beegfs-meta.conf
           service beegfs-meta enabled and running, restarted when /etc/beegfs/beegfs-meta.conf or /etc/beegfs/connauthfile or /etc/beegfs/interfaces or /etc/beegfs/netfilter changes
             $ systemctl enable beegfs-meta
@@ -699,7 +703,7 @@ async fn beegfs_7_4_on_el8_authenticates() {
             $ write /etc/beegfs/netfilter
           beegfs storage node 1 target 101 in /data/beegfs/storage/beegfs_storage
             $ beegfs-setup-storage -p /data/beegfs/storage/beegfs_storage -s 1 -i 101 -m 10.0.0.4
-          settings in /etc/beegfs/beegfs-storage.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter connMaxInternodeNum=32 tuneFileReadAheadSize=32m tuneFileReadAheadTriggerSize=2m tuneFileReadSize=256K tuneFileWriteSize=256K tuneNumWorkers=64 tuneWorkerBufSize=16m
+          settings in /etc/beegfs/beegfs-storage.conf: connAuthFile=/etc/beegfs/connauthfile connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter connMaxInternodeNum=32 tuneFileReadAheadSize=32m tuneFileReadAheadTriggerSize=2m tuneFileReadSize=256K tuneFileWriteSize=256K tuneNumWorkers=64 tuneWorkerBufSize=16m
             $ write /etc/beegfs/beegfs-storage.conf
           service beegfs-storage enabled and running, restarted when /etc/beegfs/beegfs-storage.conf or /etc/beegfs/connauthfile or /etc/beegfs/interfaces or /etc/beegfs/netfilter changes
             $ systemctl enable beegfs-storage
@@ -727,7 +731,7 @@ async fn beegfs_7_4_on_el8_authenticates() {
             $ write /etc/beegfs/netfilter
           beegfs storage node 2 target 201 in /data/beegfs/storage/beegfs_storage
             $ beegfs-setup-storage -p /data/beegfs/storage/beegfs_storage -s 2 -i 201 -m 10.0.0.4
-          settings in /etc/beegfs/beegfs-storage.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter connMaxInternodeNum=32 tuneFileReadAheadSize=32m tuneFileReadAheadTriggerSize=2m tuneFileReadSize=256K tuneFileWriteSize=256K tuneNumWorkers=64 tuneWorkerBufSize=16m
+          settings in /etc/beegfs/beegfs-storage.conf: connAuthFile=/etc/beegfs/connauthfile connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter connMaxInternodeNum=32 tuneFileReadAheadSize=32m tuneFileReadAheadTriggerSize=2m tuneFileReadSize=256K tuneFileWriteSize=256K tuneNumWorkers=64 tuneWorkerBufSize=16m
             $ write /etc/beegfs/beegfs-storage.conf
           service beegfs-storage enabled and running, restarted when /etc/beegfs/beegfs-storage.conf or /etc/beegfs/connauthfile or /etc/beegfs/interfaces or /etc/beegfs/netfilter changes
             $ systemctl enable beegfs-storage
@@ -736,6 +740,8 @@ async fn beegfs_7_4_on_el8_authenticates() {
           packages beegfs-client beegfs-helperd beegfs-utils gcc make (rpm: beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel)
             $ write /etc/yum.repos.d/beegfs.repo
             $ dnf install -y -- beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel
+          check the running kernel's headers are installed
+            (waits)
           file /etc/beegfs/connauthfile
             $ write /etc/beegfs/connauthfile
           file /etc/beegfs/interfaces
@@ -744,9 +750,9 @@ async fn beegfs_7_4_on_el8_authenticates() {
             $ write /etc/beegfs/netfilter
           beegfs client
             $ beegfs-setup-client -m 10.0.0.4
-          settings in /etc/beegfs/beegfs-client.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter connMaxInternodeNum=32
+          settings in /etc/beegfs/beegfs-client.conf: connAuthFile=/etc/beegfs/connauthfile connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter connMaxInternodeNum=32
             $ write /etc/beegfs/beegfs-client.conf
-          settings in /etc/beegfs/beegfs-helperd.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false
+          settings in /etc/beegfs/beegfs-helperd.conf: connAuthFile=/etc/beegfs/connauthfile
             $ write /etc/beegfs/beegfs-helperd.conf
           wait until the BeeGFS management daemon is reachable
             (waits)
@@ -770,6 +776,8 @@ async fn beegfs_7_4_on_el8_authenticates() {
           packages beegfs-client beegfs-helperd beegfs-utils gcc make (rpm: beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel)
             $ write /etc/yum.repos.d/beegfs.repo
             $ dnf install -y -- beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel
+          check the running kernel's headers are installed
+            (waits)
           file /etc/beegfs/connauthfile
             $ write /etc/beegfs/connauthfile
           file /etc/beegfs/interfaces
@@ -778,9 +786,9 @@ async fn beegfs_7_4_on_el8_authenticates() {
             $ write /etc/beegfs/netfilter
           beegfs client
             $ beegfs-setup-client -m 10.0.0.4
-          settings in /etc/beegfs/beegfs-client.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter connMaxInternodeNum=32
+          settings in /etc/beegfs/beegfs-client.conf: connAuthFile=/etc/beegfs/connauthfile connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter connMaxInternodeNum=32
             $ write /etc/beegfs/beegfs-client.conf
-          settings in /etc/beegfs/beegfs-helperd.conf: connAuthFile=/etc/beegfs/connauthfile connDisableAuthentication=false
+          settings in /etc/beegfs/beegfs-helperd.conf: connAuthFile=/etc/beegfs/connauthfile
             $ write /etc/beegfs/beegfs-helperd.conf
           wait until the BeeGFS management daemon is reachable
             (waits)

@@ -43,6 +43,12 @@ pub enum GateKind {
     /// (`/proc/self/mountinfo`): the write probe alone also passes on a plain directory, or
     /// on whatever was mounted there instead.
     MountedAs { dir: String, fstype: String },
+    /// The running kernel's build tree is installed (`/lib/modules/RELEASE/build`, RELEASE
+    /// from `/proc/sys/kernel/osrelease`): what an out-of-tree module (BeeGFS's client) is
+    /// compiled against when its service starts. `kernel-devel` installs the newest kernel's
+    /// headers, which are not the running kernel's on a node that has not rebooted since its
+    /// last kernel update.
+    KernelBuildTree,
 }
 
 impl GateKind {
@@ -57,6 +63,7 @@ impl GateKind {
             GateKind::BeegfsCheckServers => "check-beegfs-servers",
             GateKind::Writable { .. } => "check-writable",
             GateKind::MountedAs { .. } => "check-mounted",
+            GateKind::KernelBuildTree => "check-kernel-headers",
         }
     }
 }
@@ -186,6 +193,35 @@ impl Gate {
                     Some(have) if have == fstype => Ready(format!("{dir} is a {fstype} mount")),
                     Some(have) => NotReady(format!("{dir} is a {have} mount, not {fstype}")),
                     None => NotReady(format!("nothing is mounted on {dir}")),
+                }
+            }
+            GateKind::KernelBuildTree => {
+                let path = "/proc/sys/kernel/osrelease";
+                let release = host.read_optional(path)?.unwrap_or_default();
+                let release = release.trim();
+                if release.is_empty() || release.contains(['/', ' ']) {
+                    return Err(StepError::Unexpected {
+                        command: format!("cat {path}"),
+                        message: format!("{release:?} is not a kernel release"),
+                    });
+                }
+                let build = format!("/lib/modules/{release}/build");
+                // The link the kernel package makes resolves only once the matching
+                // kernel-devel is installed.
+                // (an absolute link, /usr/src/kernels/RELEASE: followed under the root).
+                let link = host.root.path(&build);
+                let target = match std::fs::read_link(&link) {
+                    Ok(t) if t.is_absolute() => host.root.path(&t.to_string_lossy()),
+                    Ok(t) => link.parent().map_or(t.clone(), |p| p.join(&t)),
+                    Err(_) => link,
+                };
+                if target.is_dir() {
+                    Ready(format!("{build} is installed"))
+                } else {
+                    NotReady(format!(
+                        "{build} does not exist: the headers of the running kernel {release} are not installed \
+                         (install kernel-devel-{release}, or boot into the kernel the installed kernel-devel is for)"
+                    ))
                 }
             }
             GateKind::Writable { dir } => {
@@ -467,6 +503,7 @@ impl fmt::Display for Gate {
             GateKind::BeegfsCheckServers => f.write_str("check beegfs-check-servers"),
             GateKind::Writable { dir } => write!(f, "check {dir} is writable"),
             GateKind::MountedAs { dir, fstype } => write!(f, "check {dir} is a {fstype} mount"),
+            GateKind::KernelBuildTree => f.write_str("check the running kernel's headers are installed"),
         }
     }
 }
@@ -691,6 +728,29 @@ mod tests {
         assert!(matches!(err, StepError::Unexpected { .. }), "{err}");
         let err = probe("Storage\n==========\n").await.unwrap_err();
         assert!(err.to_string().contains("not Management, Metadata and Storage"), "{err}");
+    }
+
+    /// EL8 after a kernel update without a reboot: kernel-devel is the new kernel's, the
+    /// running one (4.18.0-477, /proc/sys/kernel/osrelease) has no build tree.
+    #[tokio::test]
+    async fn the_running_kernels_headers_must_be_installed() {
+        let (dir, host) = host(RecordedRunner::new());
+        std::fs::create_dir_all(dir.path().join("proc/sys/kernel")).unwrap();
+        std::fs::write(dir.path().join("proc/sys/kernel/osrelease"), "4.18.0-477.10.1.el8_8.x86_64\n")
+            .unwrap();
+        // What the kernel-devel RPM of the newer kernel installs, and the newer kernel's link.
+        std::fs::create_dir_all(dir.path().join("usr/src/kernels/4.18.0-513.5.1.el8_9.x86_64")).unwrap();
+        for release in ["4.18.0-477.10.1.el8_8.x86_64", "4.18.0-513.5.1.el8_9.x86_64"] {
+            let modules = dir.path().join("lib/modules").join(release);
+            std::fs::create_dir_all(&modules).unwrap();
+            std::os::unix::fs::symlink(format!("/usr/src/kernels/{release}"), modules.join("build")).unwrap();
+        }
+        let gate = Gate { kind: GateKind::KernelBuildTree, deadline: Duration::from_secs(1) };
+        let GateState::NotReady(why) = gate.probe(&host).await.unwrap() else { panic!() };
+        assert!(why.contains("install kernel-devel-4.18.0-477.10.1.el8_8.x86_64"), "{why}");
+        std::fs::write(dir.path().join("proc/sys/kernel/osrelease"), "4.18.0-513.5.1.el8_9.x86_64\n")
+            .unwrap();
+        assert!(matches!(gate.probe(&host).await.unwrap(), GateState::Ready(_)));
     }
 
     /// A BeeGFS client's mount table (testdata/mountinfo-beegfs-client.txt, the kernel's

@@ -100,8 +100,9 @@
 //! **Gluster, BeeGFS, gates** (`name`, `gluster-option`, `nid`): volume names, peer hosts and
 //! brick hosts by grammar, brick paths data paths, option keys by grammar and values without
 //! control characters (a value that is a path must be a data path); BeeGFS data directories
-//! are data paths and the management host a host name; the `Writable` gate's directory is a
-//! data path and `LnetPing`'s NID is a NID.
+//! are data paths and the management host a host name; the `Writable` and `MountedAs` gates'
+//! directories are data paths (and `MountedAs`'s type one `Mount` mounts) and `LnetPing`'s NID
+//! is a NID.
 //!
 //! **Teardown** (`pvfsctl down`): `unmount` takes the same rules as a mount (a data path, the
 //! source and type a mount step would be allowed) and may only run `umount TARGET` and rewrite
@@ -1073,9 +1074,10 @@ impl Policy {
             }
             GateKind::GlusterRebalanced { volume } => simple_name("gluster volume name", volume, 64, ""),
             GateKind::LnetPing { nid: n } => nid(n),
-            GateKind::LfsCheckServers | GateKind::BeegfsMgmtdReachable | GateKind::BeegfsCheckServers => {
-                Ok(())
-            }
+            GateKind::LfsCheckServers
+            | GateKind::BeegfsMgmtdReachable
+            | GateKind::BeegfsCheckServers
+            | GateKind::KernelBuildTree => Ok(()),
             GateKind::Writable { dir } => self.data_path(dir, "a directory to probe"),
             GateKind::MountedAs { dir, fstype } => {
                 self.data_path(dir, "a mount point to check")?;

@@ -199,6 +199,7 @@ impl From<&Step> for pb::Step {
                     GateKind::BeegfsMgmtdReachable => K::BeegfsMgmtdReachable(pb::Empty {}),
                     GateKind::BeegfsCheckServers => K::BeegfsCheckServers(pb::Empty {}),
                     GateKind::Writable { dir } => K::Writable(dir.clone()),
+                    GateKind::KernelBuildTree => K::KernelBuildTree(pb::Empty {}),
                     GateKind::MountedAs { dir, fstype } => {
                         K::MountedAs(pb::MountedAs { dir: dir.clone(), fstype: fstype.clone() })
                     }
@@ -359,6 +360,7 @@ fn step_from(step: pb::Step) -> Result<Step, String> {
                     K::BeegfsCheckServers(_) => GateKind::BeegfsCheckServers,
                     K::Writable(dir) => GateKind::Writable { dir },
                     K::MountedAs(m) => GateKind::MountedAs { dir: m.dir, fstype: m.fstype },
+                    K::KernelBuildTree(_) => GateKind::KernelBuildTree,
                     K::GlusterRebalanced(volume) => GateKind::GlusterRebalanced { volume },
                 };
             // Refused rather than clamped: a gate that quietly waits less than it was asked to
@@ -555,6 +557,7 @@ mod tests {
                 kind: GateKind::MountedAs { dir: "/mnt/beegfs".into(), fstype: "beegfs".into() },
                 deadline: Duration::from_secs(60),
             }),
+            Step::Gate(Gate { kind: GateKind::KernelBuildTree, deadline: Duration::from_secs(5) }),
             Step::BlockQueue(BlockQueue {
                 device: "/dev/md10".into(),
                 members: vec!["/dev/disk/azure/scsi1/lun0".into(), "/dev/disk/azure/scsi1/lun1".into()],
