@@ -21,8 +21,8 @@ struct Node {
     recorded: RecordedRunner,
 }
 
-impl pvfs_host::Runner for Node {
-    async fn run(&self, command: &pvfs_host::Command) -> Result<pvfs_host::Output, pvfs_host::CommandError> {
+impl Runner for Node {
+    async fn run(&self, command: &Command) -> Result<pvfs_host::Output, pvfs_host::CommandError> {
         let out = self.recorded.run(command).await?;
         if command.program == "umount" && out.success() {
             std::fs::write(self.dir.join("proc/self/mountinfo"), ROOT_FS).unwrap();
