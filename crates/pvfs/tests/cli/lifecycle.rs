@@ -319,6 +319,13 @@ fn a_kernel_installed_but_not_running_stops_the_node_with_the_next_step() {
         })
         .collect();
     assert_eq!(skipped, ["n1 must boot into kernel 9.9.9-1.el7_lustre.x86_64 first"]);
+    // The unit that met the kernel is reported stopped, not done and not failed.
+    assert!(
+        events.iter().any(|e| matches!(e, UpEvent::UnitStopped { label, kernel, .. }
+            if label == "u0" && kernel == "9.9.9-1.el7_lustre.x86_64")),
+        "{events:?}"
+    );
+    assert!(!events.iter().any(|e| matches!(e, UpEvent::UnitDone { .. })), "{events:?}");
     let c = recap.nodes[0].1;
     assert_eq!((c.failed, c.skipped), (0, 3), "the unit's second step and the other unit's two");
 }
