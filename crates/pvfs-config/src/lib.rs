@@ -19,7 +19,9 @@ mod validate;
 
 pub use diagnostic::{ConfigError, Diagnostic};
 pub use load::{load, parse};
-pub use model::{Address, Cluster, Kind, KindSpec, Layout, Lvm, Node, Packages, Queue, Repo, Role, Target};
+pub use model::{
+    Address, Cluster, Kind, KindSpec, Layout, Lvm, Node, Packages, Queue, Repo, Role, Stripe, Target,
+};
 
 /// The port agents listen on when an address gives none.
 pub const DEFAULT_AGENT_PORT: u16 = 7070;
