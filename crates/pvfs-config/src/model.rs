@@ -284,7 +284,7 @@ pub enum KindSpec {
         ost: Target,
         /// The benchmark directory's default layout (`[lustre] stripe`), if set.
         stripe: Option<Stripe>,
-        /// `lctl set_param` on every client (`[lustre.client] lctl`), in file order.
+        /// `lctl set_param` on every client (`[lustre.client] lctl`), by name.
         client_lctl: Vec<(String, String)>,
     },
     Glusterfs {

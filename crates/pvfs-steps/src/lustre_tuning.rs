@@ -155,10 +155,20 @@ impl LctlParam {
                 )),
             });
         }
-        // `-n`: the values only, one line each (a value never spans lines for these tunables).
+        // `-n`: the values only, one line per matching parameter for single-value tunables.
+        // Structured ones print `key: value` lines (`llite.*.max_cached_mb`: `users:`,
+        // `max_cached_mb:`, …) that cannot be compared with one value: refused, not guessed.
         let values: Vec<&str> = out.stdout.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
         if values.is_empty() {
             return Err(StepError::Unexpected { command: shown, message: "no value printed".into() });
+        }
+        if let Some(line) = values.iter().find(|v| v.contains(": ") || v.ends_with(':')) {
+            return Err(StepError::Unexpected {
+                command: shown,
+                message: format!(
+                    "{line:?} is part of a structured value; pvfs sets only parameters that read back as one value"
+                ),
+            });
         }
         let mut a = Assessment::in_sync();
         let mut differ: Vec<&str> = values.iter().copied().filter(|v| *v != self.value).collect();
@@ -273,6 +283,10 @@ mod tests {
 
         let (_d, h) = host(RecordedRunner::new().record(cmd, 0, "64\n64\n", ""));
         assert!(param().assess(&h).await.unwrap().is_in_sync());
+
+        let (_d, h) = host(RecordedRunner::new().record(cmd, 0, "users: 2\nmax_cached_mb: 2048\n", ""));
+        let err = param().assess(&h).await.unwrap_err().to_string();
+        assert!(err.contains("part of a structured value"), "{err}");
 
         let (_d, h) = host(RecordedRunner::new().record(cmd, 0, "\n", ""));
         assert!(matches!(param().assess(&h).await, Err(StepError::Unexpected { .. })));
