@@ -20,7 +20,8 @@ mod validate;
 pub use diagnostic::{ConfigError, Diagnostic};
 pub use load::{load, parse};
 pub use model::{
-    Address, BeegfsAuth, Cluster, Kind, KindSpec, Layout, Lvm, Node, Packages, Queue, Repo, Role, Target,
+    Address, BeegfsAuth, Cluster, Kind, KindSpec, Layout, Lvm, Node, Packages, Queue, Repo, Role, Stripe,
+    Target,
 };
 
 /// The port agents listen on when an address gives none.

@@ -282,6 +282,10 @@ pub enum KindSpec {
         version: Option<String>,
         mdt: Target,
         ost: Target,
+        /// The benchmark directory's default layout (`[lustre] stripe`), if set.
+        stripe: Option<Stripe>,
+        /// `lctl set_param` on every client (`[lustre.client] lctl`), by name.
+        client_lctl: Vec<(String, String)>,
     },
     Glusterfs {
         volume: String,
@@ -340,6 +344,13 @@ impl fmt::Debug for BeegfsAuth {
             BeegfsAuth::Disabled => f.write_str("Disabled"),
         }
     }
+}
+
+/// A Lustre default layout: `count` stripes (-1: every OST) of `size` bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stripe {
+    pub count: i64,
+    pub size: u64,
 }
 
 /// How a GlusterFS volume places files.

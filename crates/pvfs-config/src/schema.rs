@@ -115,6 +115,32 @@ pub struct LustreSection {
     /// Object storage targets: disk layout (default RAID0 on `/dev/md0` when a node has
     /// several disks) and mount point (default `/mnt/oss`).
     pub ost: Option<TargetSection>,
+    /// Default layout of the benchmark directory (`[bench] mount`), set with `lfs setstripe`:
+    /// `{ count = -1, size = "4M" }` stripes new files over every OST in 4 MiB stripes (the
+    /// seed's striped runs).
+    pub stripe: Option<Spanned<StripeSection>>,
+    /// Settings applied on every client.
+    pub client: Option<LustreClientSection>,
+}
+
+/// `[lustre] stripe`
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StripeSection {
+    /// OSTs a file is striped over: -1 for all, or 1 to 2000.
+    pub count: Spanned<i64>,
+    /// Bytes a stripe: a multiple of 64K below 4G, with an optional K, M or G suffix ("4M").
+    pub size: Spanned<String>,
+}
+
+/// `[lustre.client]`
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LustreClientSection {
+    /// Client parameters set with `lctl set_param` on every client, e.g.
+    /// `{ "llite.*.max_read_ahead_mb" = "64" }`. Per client and until the next mount, so every
+    /// `up` checks them again.
+    pub lctl: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
 }
 
 fn default_lnet() -> Spanned<String> {

@@ -524,3 +524,54 @@ fn lnet_may_pin_an_interface_and_bad_forms_are_named_at_their_position() {
         "#]],
     );
 }
+
+#[test]
+fn lustre_stripe_and_client_parameters_are_read_and_bad_ones_named_at_their_position() {
+    let cluster = |extra: &str| {
+        format!(
+            "[cluster]\nname = \"x\"\nkind = \"lustre\"\n[[node]]\nname = \"m\"\naddress = \"10.0.0.4\"\nroles = [\"mgs\", \"mds\", \"oss\", \"client\"]\ndisks = [\"/dev/sdc\"]\n[lustre]\nfsname = \"fs\"\nmount = \"/mnt/lustre\"\n{extra}\n"
+        )
+    };
+    let good = cluster(
+        "stripe = { count = -1, size = \"4M\" }\n[lustre.client]\nlctl = { \"llite.*.max_read_ahead_mb\" = \"64\", \"osc.*.max_rpcs_in_flight\" = \"16\" }\n[bench]\nmount = \"/mnt/lustre/bench\"",
+    );
+    match parse(Path::new("/c.toml"), &good).unwrap().spec {
+        crate::KindSpec::Lustre { stripe, client_lctl, .. } => {
+            assert_eq!(stripe, Some(crate::Stripe { count: -1, size: 4 << 20 }));
+            assert_eq!(
+                client_lctl,
+                [
+                    ("llite.*.max_read_ahead_mb".to_owned(), "64".to_owned()),
+                    ("osc.*.max_rpcs_in_flight".to_owned(), "16".to_owned())
+                ]
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    for (size, bytes) in [("65536", 64 << 10), ("1m", 1 << 20), ("64K", 64 << 10), ("2G", 2 << 30)] {
+        assert_eq!(crate::validate::parse_stripe_size(size), Ok(bytes), "{size}");
+    }
+    check(
+        &cluster("stripe = { count = 0, size = \"3K\" }"),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:12:20: stripe count 0: use -1 (every OST) or 1 to 2000
+            /etc/pvfs/cluster.toml:12:30: stripe size "3K" is not one Lustre takes: use a multiple of 64K below 4G, such as "1M" or "4M"
+        "#]],
+    );
+    check(
+        &cluster("stripe = { count = 4, size = \"4X\" }\n[bench]\nmount = \"/scratch/bench\""),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:12:10: [lustre] stripe applies to the benchmark directory, but [bench] mount "/scratch/bench" (line 14) is not under the Lustre mount /mnt/lustre: put the benchmark directory on Lustre or remove `stripe`
+            /etc/pvfs/cluster.toml:12:30: stripe size "4X" is not a size: use a multiple of 64K below 4G, such as "1M" or "4M"
+        "#]],
+    );
+    check(
+        &cluster(
+            "[lustre.client]\nlctl = { \"mdt.*.identity_upcall\" = \"/bin/sh\", \"llite.*.max_read_ahead_mb\" = \"6 4\" }",
+        ),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:13:8: [lustre.client] lctl: "mdt.*.identity_upcall" is not a client parameter pvfs sets: use lower-case letters, digits, '_', '.', '*' or '-' under llite., osc., mdc., lov., lmv., ldlm. (instances by glob: "llite.*.max_read_ahead_mb")
+            /etc/pvfs/cluster.toml:13:77: [lustre.client] lctl llite.*.max_read_ahead_mb: "6 4" is not one word; give the value without spaces
+        "#]],
+    );
+}

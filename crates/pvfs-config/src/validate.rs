@@ -3,11 +3,11 @@
 use crate::diagnostic::Diagnostic;
 use crate::model::{
     Address, BeegfsAuth, Bench, Cluster, Kind, KindSpec, Layout, Lvm, Node, Packages, Queue, Repo, Role,
-    Target,
+    Stripe, Target,
 };
-use crate::schema::{BenchSection, ClusterFile, NodeSpec, TargetSection};
+use crate::schema::{BenchSection, ClusterFile, NodeSpec, StripeSection, TargetSection};
 use crate::suggest::closest;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use toml::Spanned;
 
@@ -174,9 +174,19 @@ impl Validator<'_> {
                         tuning: false,
                         lustre: true,
                     };
+                    let mount = self.absolute(&s.mount);
+                    let stripe = s.stripe.as_ref().and_then(|st| self.stripe(st, &mount, file));
+                    let client_lctl = s
+                        .client
+                        .as_ref()
+                        .and_then(|c| c.lctl.as_ref())
+                        .map(|lctl| self.lctl(lctl))
+                        .unwrap_or_default();
                     KindSpec::Lustre {
                         fsname: fsname.clone(),
-                        mount: self.absolute(&s.mount),
+                        mount,
+                        stripe,
+                        client_lctl,
                         lnet,
                         interface,
                         version: s.version.as_ref().map(|v| v.get_ref().clone()),
@@ -942,6 +952,83 @@ impl Validator<'_> {
         ok
     }
 
+    /// `[lustre] stripe = { count = -1, size = "4M" }`, within Lustre's limits (a count of -1
+    /// or 1 to 2000; a size a multiple of 64 KiB below 4 GiB), for a benchmark directory that
+    /// is on the file system.
+    fn stripe(&mut self, st: &Spanned<StripeSection>, mount: &Path, file: &ClusterFile) -> Option<Stripe> {
+        let section = st.get_ref();
+        let count = *section.count.get_ref();
+        let mut ok = true;
+        if count != -1 && !(1..=2000).contains(&count) {
+            self.error(&section.count, format!("stripe count {count}: use -1 (every OST) or 1 to 2000"));
+            ok = false;
+        }
+        let size = match parse_stripe_size(section.size.get_ref()) {
+            Ok(size) => size,
+            Err(message) => {
+                self.error(&section.size, message);
+                ok = false;
+                0
+            }
+        };
+        let bench = file.bench.as_ref().and_then(|b| b.mount.as_ref());
+        if let Some(dir) = bench
+            && !Path::new(dir.get_ref()).starts_with(mount)
+        {
+            self.error(
+                st,
+                format!(
+                    "[lustre] stripe applies to the benchmark directory, but [bench] mount {:?} (line {}) is not under \
+                     the Lustre mount {}: put the benchmark directory on Lustre or remove `stripe`",
+                    dir.get_ref(),
+                    self.line(dir),
+                    mount.display()
+                ),
+            );
+            ok = false;
+        }
+        ok.then_some(Stripe { count, size })
+    }
+
+    /// `[lustre.client] lctl = { "llite.*.max_read_ahead_mb" = "64" }`: names and values as the
+    /// agent's policy takes them (`lctl-param` in pvfs-steps' policy), so a file that loads has
+    /// a plan the agents run.
+    fn lctl(&mut self, lctl: &Spanned<BTreeMap<String, Spanned<String>>>) -> Vec<(String, String)> {
+        const PREFIXES: &[&str] = &["llite.", "osc.", "mdc.", "lov.", "lmv.", "ldlm."];
+        let mut params = Vec::new();
+        for (name, value) in lctl.get_ref() {
+            let grammar = !name.is_empty()
+                && name.len() <= 128
+                && name.chars().all(|c| {
+                    c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '.' | '*' | '-')
+                })
+                && !name.contains("..");
+            if !grammar || !PREFIXES.iter().any(|p| name.starts_with(p)) || name.contains("upcall") {
+                self.error(
+                    lctl,
+                    format!(
+                        "[lustre.client] lctl: {name:?} is not a client parameter pvfs sets: use lower-case letters, \
+                         digits, '_', '.', '*' or '-' under {} (instances by glob: \"llite.*.max_read_ahead_mb\")",
+                        PREFIXES.join(", ")
+                    ),
+                );
+                continue;
+            }
+            let v = value.get_ref();
+            if v.is_empty() || v.len() > 256 || v.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                self.error(
+                    value,
+                    format!(
+                        "[lustre.client] lctl {name}: {v:?} is not one word; give the value without spaces"
+                    ),
+                );
+                continue;
+            }
+            params.push((name.clone(), v.clone()));
+        }
+        params
+    }
+
     fn absolute(&mut self, path: &Spanned<String>) -> PathBuf {
         let p = PathBuf::from(path.get_ref());
         if !p.is_absolute() {
@@ -953,6 +1040,24 @@ impl Validator<'_> {
     fn line<T>(&self, at: &Spanned<T>) -> usize {
         Diagnostic::at(self.source, at.span(), "").line
     }
+}
+
+/// A stripe size: bytes, or a number with a K, M or G suffix (either case, as lfs takes it),
+/// a multiple of 64 KiB below 4 GiB.
+pub(crate) fn parse_stripe_size(text: &str) -> Result<u64, String> {
+    let hint = "use a multiple of 64K below 4G, such as \"1M\" or \"4M\"";
+    let (digits, shift) = match text.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&text[..i], 10),
+        Some((i, 'm' | 'M')) => (&text[..i], 20),
+        Some((i, 'g' | 'G')) => (&text[..i], 30),
+        _ => (text, 0),
+    };
+    let number: u64 = digits.parse().map_err(|_| format!("stripe size {text:?} is not a size: {hint}"))?;
+    let bytes = number.checked_shl(shift).filter(|b| b >> shift == number).unwrap_or(u64::MAX);
+    if bytes == 0 || !bytes.is_multiple_of(64 << 10) || bytes >= 4 << 30 {
+        return Err(format!("stripe size {text:?} is not one Lustre takes: {hint}"));
+    }
+    Ok(bytes)
 }
 
 /// Names that are safe as file names and metric labels.

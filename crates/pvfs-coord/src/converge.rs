@@ -44,6 +44,16 @@ pub enum UpEvent {
         result: Result<(), String>,
         elapsed: Duration,
     },
+    /// Stopped, neither done nor failed: a step said the node must boot into `kernel` (it
+    /// runs `running`) before the rest can run.
+    UnitStopped {
+        unit: usize,
+        node: String,
+        label: String,
+        kernel: String,
+        running: String,
+        elapsed: Duration,
+    },
     /// Not run: a unit it depends on failed.
     UnitSkipped {
         unit: usize,
@@ -233,19 +243,24 @@ pub async fn converge(
             boots.push(Boot { node: unit.node.clone(), kernel: kernel.clone(), running: running.clone() });
         }
         failures.extend(result.failures.iter().map(|f| format!("{} ({}): {f}", unit.node, unit.label)));
-        let _ = events.send(UpEvent::UnitDone {
-            unit: id,
-            node: unit.node.clone(),
-            label: unit.label.clone(),
-            result: match (&result.boot, result.failures.is_empty()) {
-                (_, false) => Err(result.failures.join("; ")),
-                (Some((kernel, running)), true) => {
-                    Err(format!("stopped: the node must boot into kernel {kernel} (it runs {running})"))
-                }
-                (None, true) => Ok(()),
+        let done = match (&result.boot, result.failures.is_empty()) {
+            (Some((kernel, running)), true) => UpEvent::UnitStopped {
+                unit: id,
+                node: unit.node.clone(),
+                label: unit.label.clone(),
+                kernel: kernel.clone(),
+                running: running.clone(),
+                elapsed: result.elapsed,
             },
-            elapsed: result.elapsed,
-        });
+            (_, ok) => UpEvent::UnitDone {
+                unit: id,
+                node: unit.node.clone(),
+                label: unit.label.clone(),
+                result: if ok { Ok(()) } else { Err(result.failures.join("; ")) },
+                elapsed: result.elapsed,
+            },
+        };
+        let _ = events.send(done);
     }
     let nodes = cluster
         .nodes

@@ -1,10 +1,14 @@
 //! Lustre, as the seed builds it: packages and LNet on every server; the MGS/MDT formatted and
 //! mounted; each OSS's RAID0 formatted as an OST with its index from the cluster file and
-//! mounted, once the MGS answers over LNet; then clients mount and check every server.
+//! mounted, once the MGS answers over LNet; then clients mount and check every server, take
+//! the cluster file's client parameters (`lctl set_param`), and the first client makes the
+//! benchmark directory with its default layout (`lfs setstripe`).
 
 use crate::{CHECK_DEADLINE, Plan, READY_DEADLINE, host_of, packages, storage};
 use pvfs_config::{Cluster, KindSpec, Node, Role, Target};
-use pvfs_steps::{File, Gate, GateKind, LustreRole, LustreTarget, Mount, Service, Step};
+use pvfs_steps::{
+    Directory, File, Gate, GateKind, LctlParam, LustreRole, LustreStripe, LustreTarget, Mount, Service, Step,
+};
 
 const SERVER_RPMS: &[&str] =
     &["lustre", "kmod-lustre", "kmod-lustre-osd-ldiskfs", "lustre-osd-ldiskfs-mount", "e2fsprogs"];
@@ -14,7 +18,9 @@ const SERVER_RPMS: &[&str] =
 const CLIENT_RPMS: &[&str] = &["kmod-lustre-client", "lustre-client"];
 
 pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
-    let KindSpec::Lustre { fsname, mount, lnet, interface, version, mdt, ost } = &cluster.spec else {
+    let KindSpec::Lustre { fsname, mount, lnet, interface, version, mdt, ost, stripe, client_lctl } =
+        &cluster.spec
+    else {
         return;
     };
     // lnet's `networks=` option: the network, pinned to an interface when the file says so
@@ -99,7 +105,10 @@ pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
     }
 
     let servers: Vec<usize> = metadata.iter().chain(&osts).copied().collect();
-    for node in cluster.with_role(Role::Client) {
+    // The benchmark directory (`[bench] mount`, else the mount itself): one client makes it and
+    // sets its default layout, which is the file system's, not a client's.
+    let bench = cluster.bench.mount.clone().unwrap_or_else(|| mount.clone());
+    for (i, node) in cluster.with_role(Role::Client).enumerate() {
         let mount_str = mount.display().to_string();
         let mut steps = lnet_steps(node, Role::Client, CLIENT_RPMS, &[]);
         steps.push(lnet_gate(&mgs_nid));
@@ -113,6 +122,23 @@ pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
         steps.push(Step::Gate(Gate { kind: GateKind::LfsCheckServers, deadline: CHECK_DEADLINE }));
         steps
             .push(Step::Gate(Gate { kind: GateKind::Writable { dir: mount_str }, deadline: CHECK_DEADLINE }));
+        // Per client and lost at unmount (`lctl set_param -P` on the MGS would persist them, for
+        // every client of the file system, managed here or not): checked on every `up`.
+        for (name, value) in client_lctl {
+            steps.push(Step::LctlParam(LctlParam { name: name.clone(), value: value.clone() }));
+        }
+        if i == 0 {
+            if bench != *mount {
+                steps.push(Step::Directory(Directory { path: bench.display().to_string(), mode: 0o755 }));
+            }
+            if let Some(stripe) = stripe {
+                steps.push(Step::LustreStripe(LustreStripe {
+                    dir: bench.display().to_string(),
+                    count: stripe.count,
+                    size: stripe.size,
+                }));
+            }
+        }
         plan.add(node, "client", steps, servers.clone());
     }
 }

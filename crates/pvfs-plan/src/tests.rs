@@ -71,6 +71,17 @@ impl Runner for BareNode {
             ("lfs", ["check", "servers"]) => {
                 out(2, "", "lfs check: cannot find mounted Lustre file system\n")
             }
+            ("lfs", ["getstripe", "-d", dir]) => {
+                out(2, "", &format!("lfs getstripe: cannot open '{dir}': No such file or directory (2)\n"))
+            }
+            ("lctl", ["get_param", "-n", name]) => out(
+                2,
+                "",
+                &format!(
+                    "error: get_param: param_path '{}': No such file or directory\n",
+                    name.replace('.', "/")
+                ),
+            ),
             ("tunefs.lustre", [_, dev]) => out(
                 19,
                 "",
@@ -352,6 +363,8 @@ async fn lustre_follows_the_seed() {
             (waits)
           check /mnt/lustre is writable
             (waits)
+          directory /mnt/lustre/bench
+            $ mkdir -p -m 755 /mnt/lustre/bench
     "#]]).await;
 }
 
@@ -439,6 +452,12 @@ async fn lustre_2_15_on_el8() {
             (waits)
           check /mnt/lustre is writable
             (waits)
+          lctl llite.*.max_read_ahead_mb=64
+            (pending: depends on the changes before it: `lctl get_param -n 'llite.*.max_read_ahead_mb'` exited 2: error: get_param: param_path 'llite/*/max_read_ahead_mb': No such file or directory (no parameter matches llite.*.max_read_ahead_mb: is the Lustre client module loaded and the file system mounted here?))
+          directory /mnt/lustre/bench
+            $ mkdir -p -m 755 /mnt/lustre/bench
+          stripe new files in /mnt/lustre/bench over every OST, 4M a stripe
+            (pending: depends on the changes before it: `lfs getstripe -d /mnt/lustre/bench` exited 2: lfs getstripe: cannot open '/mnt/lustre/bench': No such file or directory (2))
     "#]]).await;
 }
 

@@ -31,6 +31,7 @@ mod files;
 mod gate;
 mod gluster;
 mod lustre;
+mod lustre_tuning;
 mod mount;
 mod packages;
 pub mod policy;
@@ -44,6 +45,7 @@ pub use files::{ConfigKeys, Directory, File};
 pub use gate::{Gate, GateKind};
 pub use gluster::{GlusterLayout, GlusterPeers, GlusterPeersDetached, GlusterVolume, GlusterVolumeGone};
 pub use lustre::{LustreRole, LustreTarget};
+pub use lustre_tuning::{LctlParam, LustreStripe};
 pub use mount::Mount;
 pub use packages::{Package, PackageManager, Packages, Repo};
 pub use policy::{Policy, PolicyError, StepRefused};
@@ -116,6 +118,8 @@ pub enum Step {
     LvmThin(LvmThin),
     Mkfs(Mkfs),
     LustreTarget(LustreTarget),
+    LustreStripe(LustreStripe),
+    LctlParam(LctlParam),
     Mount(Mount),
     BlockQueue(BlockQueue),
     GlusterPeers(GlusterPeers),
@@ -144,6 +148,8 @@ impl Step {
             Step::LvmThin(_) => "lvm-thin",
             Step::Mkfs(_) => "mkfs",
             Step::LustreTarget(_) => "lustre-target",
+            Step::LustreStripe(_) => "lustre-stripe",
+            Step::LctlParam(_) => "lctl-param",
             Step::Mount(_) => "mount",
             Step::BlockQueue(_) => "block-queue",
             Step::GlusterPeers(_) => "gluster-peers",
@@ -183,6 +189,8 @@ impl Step {
             Step::LvmThin(s) => s.assess(host).await,
             Step::Mkfs(s) => s.assess(host).await,
             Step::LustreTarget(s) => s.assess(host).await,
+            Step::LustreStripe(s) => s.assess(host).await,
+            Step::LctlParam(s) => s.assess(host).await,
             Step::Mount(s) => s.assess(host).await,
             Step::BlockQueue(s) => s.assess(host),
             Step::GlusterPeers(s) => s.assess(host).await,
@@ -211,6 +219,8 @@ impl fmt::Display for Step {
             Step::LvmThin(s) => s.fmt(f),
             Step::Mkfs(s) => s.fmt(f),
             Step::LustreTarget(s) => s.fmt(f),
+            Step::LustreStripe(s) => s.fmt(f),
+            Step::LctlParam(s) => s.fmt(f),
             Step::Mount(s) => s.fmt(f),
             Step::BlockQueue(s) => s.fmt(f),
             Step::GlusterPeers(s) => s.fmt(f),

@@ -113,9 +113,12 @@ impl LustreTarget {
                 message: "no Permanent disk data block".into(),
             })?;
             let role_bits = data.flags & 0x7;
-            let same = data.fsname == self.fsname
-                && role_bits == self.role.flags()
-                && (self.role == LustreRole::Mgs || data.index == Some(self.index));
+            // A stand-alone MGS serves every file system and has no index: its disk data may
+            // say `Lustre FS:` empty and `Index: unassigned` (formatted without --fsname), so
+            // only its role is compared.
+            let same = role_bits == self.role.flags()
+                && (self.role == LustreRole::Mgs
+                    || (data.fsname == self.fsname && data.index == Some(self.index)));
             if same {
                 return Ok(a);
             }
@@ -125,7 +128,7 @@ impl LustreTarget {
                      Lustre target: fix the cluster file, or reformat by hand if the data may go",
                     self.device,
                     data.target,
-                    data.fsname,
+                    if data.fsname.is_empty() { "none" } else { &data.fsname },
                     data.index.map_or("unassigned".into(), |i| i.to_string()),
                     self.svname(),
                     self.role.as_str()
@@ -220,6 +223,29 @@ mod tests {
         root.link("/dev/md0", &disk.path);
         let host = Host::new(root.root(), runner);
         (root, disk, host)
+    }
+
+    const MGS_2_15: &str = include_str!("../testdata/lustre/ldd-mgs-2.15.txt");
+
+    #[tokio::test]
+    async fn a_real_2_15_mgs_block_reads_and_an_mgs_is_kept_whatever_its_fsname() {
+        let text: String =
+            MGS_2_15.lines().filter(|l| !l.starts_with("# ")).map(|l| format!("{l}\n")).collect();
+        assert_eq!(
+            parse_dryrun(&text),
+            Some(DiskData { target: "MGS".into(), index: None, fsname: String::new(), flags: 0x64 })
+        );
+        let (_d, h) = host(RecordedRunner::new().record("tunefs.lustre --dryrun /dev/md0", 0, &text, ""));
+        let mgs = LustreTarget { role: LustreRole::Mgs, mgsnode: None, index: 0, ..ost(0, false) };
+        assert!(mgs.assess(&h).await.unwrap().is_in_sync());
+        // The same disk is not an MGS+MDT, nor an OST.
+        let both = LustreTarget { role: LustreRole::MgsMdt, ..mgs.clone() };
+        let err = both.assess(&h).await.unwrap_err();
+        assert!(
+            err.to_string().contains("already holds Lustre target MGS (fs none, index unassigned)"),
+            "{err}"
+        );
+        assert!(ost(0, true).assess(&h).await.is_err());
     }
 
     #[tokio::test]

@@ -115,6 +115,13 @@
 //! them (`Action::Zero`). Its destructive actions are `Action::Destroy`/`Action::Zero`, each
 //! re-proving the device unused (not mounted, held or swap, claimable `O_EXCL`) just before.
 //!
+//! **Lustre tuning** (`stripe`, `lctl-param`): `lfs setstripe` only on a data path, with a
+//! stripe count of -1 or 1 to 2000 and a stripe size a multiple of 64 KiB below 4 GiB;
+//! `lctl set_param` only for client parameters — names by the grammar `[a-z0-9_.*-]+` under
+//! `llite.`, `osc.`, `mdc.`, `lov.`, `lmv.` or `ldlm.`, never naming an `upcall` (server
+//! upcalls name programs run as root) — and values of one word without whitespace or control
+//! characters.
+//!
 //! **Kinds** (`kind-not-allowed`): a site may list the step kinds its node runs. Gates change
 //! nothing (they only probe) and are always allowed.
 //!
@@ -476,6 +483,11 @@ impl Policy {
                 // ZFS targets name a pool/dataset, not a device: not something pvfs plans.
                 one_of("fstype", &t.backfstype, &["ldiskfs"], "Lustre backing file system")
             }
+            Step::LustreStripe(s) => {
+                self.data_path(&s.dir, "a Lustre directory to stripe")?;
+                stripe(s.count, s.size)
+            }
+            Step::LctlParam(p) => lctl_param(&p.name, &p.value),
             Step::Mount(m) => self.mount(m),
             Step::BlockQueue(q) => {
                 device_path(&q.device)?;
@@ -1104,6 +1116,8 @@ pub fn programs_of(step_kind: &str) -> &'static [&'static str] {
         "lvm-thin" => &["pvcreate", "vgcreate", "lvcreate", "lvchange"],
         "mkfs" => &["mkfs.xfs", "mkfs.ext4"],
         "lustre-target" => &["mkfs.lustre"],
+        "lustre-stripe" => &["lfs"],
+        "lctl-param" => &["lctl"],
         "mount" => &["mount"],
         "gluster-peers" | "gluster-volume" | "gluster-volume-gone" | "gluster-peers-detached" => &["gluster"],
         "unmount" => &["umount"],
@@ -1450,6 +1464,70 @@ fn fsname(value: &str) -> Result<(), PolicyError> {
     ))
 }
 
+/// Lustre's limits on a default layout (lov_user_md: `lmm_stripe_count` is a u16 where
+/// 0xffff (-1) means every OST, at most 2000 stripes (LOV_MAX_STRIPE_COUNT); the stripe size a
+/// multiple of 64 KiB (LOV_MIN_STRIPE_SIZE) below 4 GiB).
+fn stripe(count: i64, size: u64) -> Result<(), PolicyError> {
+    if count != -1 && !(1..=2000).contains(&count) {
+        return Err(PolicyError::new(
+            "stripe",
+            &count.to_string(),
+            format!("a stripe count of {count} is not one Lustre takes"),
+            "use -1 (every OST) or 1 to 2000",
+        ));
+    }
+    if size == 0 || !size.is_multiple_of(64 << 10) || size >= 4 << 30 {
+        return Err(PolicyError::new(
+            "stripe",
+            &size.to_string(),
+            format!("a stripe size of {size} bytes is not one Lustre takes"),
+            "use a multiple of 64 KiB below 4 GiB, such as 1M or 4M",
+        ));
+    }
+    Ok(())
+}
+
+/// Where a client parameter may live: the client's own layers. Not `mdt.`/`mds.`/`ost.`
+/// (server tunables; `mdt.*.identity_upcall` names a program the MDS runs as root), not
+/// `lnet.`/`debug*` (the node's networking and kernel logging), not a leading `*`.
+const LCTL_PREFIXES: &[&str] = &["llite.", "osc.", "mdc.", "lov.", "lmv.", "ldlm."];
+
+/// `lctl set_param NAME=VALUE`: NAME by the grammar `[a-z0-9_.*-]+` (lctl's dotted parameter
+/// path with globs, nothing that could be an option, an `=` or a path), under
+/// [`LCTL_PREFIXES`], naming no upcall; VALUE one word without whitespace or control
+/// characters (it is one argument, and upcall-like values never reach a parameter allowed here).
+fn lctl_param(name: &str, value: &str) -> Result<(), PolicyError> {
+    let grammar = !name.is_empty()
+        && name.len() <= 128
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '.' | '*' | '-'));
+    if !grammar
+        || !LCTL_PREFIXES.iter().any(|p| name.starts_with(p))
+        || name.contains("upcall")
+        || name.contains("..")
+    {
+        return Err(PolicyError::new(
+            "lctl-param",
+            name,
+            format!("{name:?} is not a Lustre client parameter pvfs sets"),
+            format!(
+                "name a client parameter of letters, digits, '_', '.', '*' or '-' under {} (such as llite.*.max_read_ahead_mb)",
+                LCTL_PREFIXES.join(", ")
+            ),
+        ));
+    }
+    if value.is_empty() || value.len() > 256 || value.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(PolicyError::new(
+            "lctl-param",
+            value,
+            format!("{value:?} is not a one-word value for {name}"),
+            "give the value without spaces or control characters, such as \"64\"",
+        ));
+    }
+    Ok(())
+}
+
 /// A host name or an IP address.
 fn host(what: &str, value: &str) -> Result<(), PolicyError> {
     let hostname = !value.is_empty()
@@ -1757,6 +1835,7 @@ fn touched_paths(step: &Step) -> Vec<String> {
         Step::BlockQueue(q) => vec![q.rule_path()],
         Step::BeegfsSetup(b) => b.path.iter().cloned().chain([b.service.conf()]).collect(),
         Step::Gate(Gate { kind: GateKind::Writable { dir }, .. }) => vec![dir.clone()],
+        Step::LustreStripe(s) => vec![s.dir.clone()],
         _ => vec![],
     }
 }

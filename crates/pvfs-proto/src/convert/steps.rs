@@ -7,9 +7,9 @@ use crate::pb;
 use crate::pb::step::Step as S;
 use pvfs_steps::{
     BeegfsService, BeegfsSetup, BlockQueue, CommandRecord, ConfigKeys, Directory, Event, Failure, File, Gate,
-    GateKind, GlusterLayout, GlusterPeers, GlusterPeersDetached, GlusterVolume, GlusterVolumeGone,
-    LustreRole, LustreTarget, LvmThin, Mkfs, Mount, Outcome, Package, PackageManager, Packages, Raid0, Repo,
-    Service, ServiceStopped, Step, Unmount, WipeTarget,
+    GateKind, GlusterLayout, GlusterPeers, GlusterPeersDetached, GlusterVolume, GlusterVolumeGone, LctlParam,
+    LustreRole, LustreStripe, LustreTarget, LvmThin, Mkfs, Mount, Outcome, Package, PackageManager, Packages,
+    Raid0, Repo, Service, ServiceStopped, Step, Unmount, WipeTarget,
 };
 use std::time::Duration;
 
@@ -129,6 +129,12 @@ impl From<&Step> for pb::Step {
                 backfstype: t.backfstype.clone(),
                 wipe: t.wipe,
             }),
+            Step::LustreStripe(s) => {
+                S::LustreStripe(pb::LustreStripeStep { dir: s.dir.clone(), count: s.count, size: s.size })
+            }
+            Step::LctlParam(p) => {
+                S::LctlParam(pb::LctlParamStep { name: p.name.clone(), value: p.value.clone() })
+            }
             Step::Mount(m) => S::Mount(mount_to(m)),
             Step::Unmount(Unmount(m)) => S::Unmount(mount_to(m)),
             Step::ServiceStopped(s) => S::ServiceStopped(pb::ServiceStoppedStep { unit: s.unit.clone() }),
@@ -305,6 +311,25 @@ fn step_from(step: pb::Step) -> Result<Step, String> {
             backfstype: t.backfstype,
             wipe: t.wipe,
         }),
+        S::LustreStripe(s) => {
+            if s.dir.is_empty() || s.count == 0 || s.size == 0 {
+                return Err(format!(
+                    "a Lustre stripe step without its directory, count or size ({:?}, {}, {}): a broken or older \
+                     coordinator",
+                    s.dir, s.count, s.size
+                ));
+            }
+            Step::LustreStripe(LustreStripe { dir: s.dir, count: s.count, size: s.size })
+        }
+        S::LctlParam(p) => {
+            if p.name.is_empty() || p.value.is_empty() {
+                return Err(format!(
+                    "an lctl parameter without its name or value ({:?}={:?}): a broken or older coordinator",
+                    p.name, p.value
+                ));
+            }
+            Step::LctlParam(LctlParam { name: p.name, value: p.value })
+        }
         S::Mount(m) => Step::Mount(mount_from(m)),
         S::Unmount(m) => Step::Unmount(Unmount(mount_from(m))),
         S::ServiceStopped(s) => Step::ServiceStopped(ServiceStopped { unit: s.unit }),
@@ -590,6 +615,8 @@ mod tests {
                 array: Some("/dev/md0".into()),
                 vg: None,
             }),
+            Step::LustreStripe(LustreStripe { dir: "/mnt/lustre/bench".into(), count: -1, size: 4 << 20 }),
+            Step::LctlParam(LctlParam { name: "llite.*.max_read_ahead_mb".into(), value: "64".into() }),
         ];
         let wire: Vec<pb::Step> = steps.iter().map(pb::Step::from).collect();
         assert_eq!(steps_from_wire(wire).unwrap(), steps);
@@ -599,6 +626,24 @@ mod tests {
             pb::Step { step: Some(S::Packages(pb::PackagesStep { repos: vec![old], ..Default::default() })) };
         let Step::Packages(decoded) = &steps_from_wire(vec![packages]).unwrap()[0] else { unreachable!() };
         assert!(decoded.repos[0].gpgcheck && !decoded.repos[0].allow_http);
+        // Zero is what a field left out decodes to: a stripe or parameter missing a part is refused.
+        for bad in [
+            S::LustreStripe(pb::LustreStripeStep {
+                dir: "/mnt/lustre/bench".into(),
+                count: 0,
+                size: 4 << 20,
+            }),
+            S::LustreStripe(pb::LustreStripeStep { dir: "/mnt/lustre/bench".into(), count: -1, size: 0 }),
+            S::LustreStripe(pb::LustreStripeStep { dir: String::new(), count: -1, size: 4 << 20 }),
+            S::LctlParam(pb::LctlParamStep {
+                name: "llite.*.max_read_ahead_mb".into(),
+                value: String::new(),
+            }),
+            S::LctlParam(pb::LctlParamStep { name: String::new(), value: "64".into() }),
+        ] {
+            let err = steps_from_wire(vec![pb::Step { step: Some(bad) }]).unwrap_err().to_string();
+            assert!(err.starts_with("step 0: a") && err.contains("without its"), "{err}");
+        }
         let err = steps_from_wire(vec![pb::Step { step: None }]).unwrap_err();
         assert_eq!(
             err.to_string(),

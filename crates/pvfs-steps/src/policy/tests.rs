@@ -4,8 +4,8 @@
 use super::*;
 use crate::{
     BeegfsService, BeegfsSetup, BlockQueue, ConfigKeys, Directory, File, GlusterLayout, GlusterPeers,
-    GlusterVolume, LustreRole, LustreTarget, LvmThin, Mkfs, Mount, Package, PackageManager, Packages, Raid0,
-    Repo, Service,
+    GlusterVolume, LctlParam, LustreRole, LustreStripe, LustreTarget, LvmThin, Mkfs, Mount, Package,
+    PackageManager, Packages, Raid0, Repo, Service,
 };
 use pvfs_host::Command;
 use std::time::Duration;
@@ -726,4 +726,54 @@ async fn execute_checks_each_action_against_the_policy() {
     let outcome = crate::execute(&dir("/data/etc/x", 0o755), &host, &Policy::default(), false, |_| {}).await;
     let crate::Outcome::Failed(failure) = outcome else { panic!("{outcome:?}") };
     assert!(failure.message.contains("rule `symlink`"), "{}", failure.message);
+}
+
+#[test]
+fn lustre_tuning_stripes_data_paths_and_sets_only_client_parameters() {
+    let stripe =
+        |dir: &str, count: i64, size: u64| Step::LustreStripe(LustreStripe { dir: dir.into(), count, size });
+    assert_eq!(rule(stripe("/mnt/lustre/bench", -1, 4 << 20)), "ok");
+    assert_eq!(rule(stripe("/mnt/lustre/bench", 2000, 64 << 10)), "ok");
+    assert_eq!(rule(stripe("/etc", -1, 4 << 20)), "system-tree");
+    assert_eq!(rule(stripe("/mnt/lustre/../etc", -1, 4 << 20)), "path-canonical");
+    for (count, size) in [(0, 4 << 20), (-2, 4 << 20), (2001, 4 << 20), (-1, 0), (-1, 4096), (-1, 4 << 30)] {
+        assert_eq!(rule(stripe("/mnt/lustre/bench", count, size)), "stripe", "{count} {size}");
+    }
+
+    let param =
+        |name: &str, value: &str| Step::LctlParam(LctlParam { name: name.into(), value: value.into() });
+    assert_eq!(rule(param("llite.*.max_read_ahead_mb", "64")), "ok");
+    assert_eq!(rule(param("osc.*.max_rpcs_in_flight", "16")), "ok");
+    // Instance names carry upper case (`lustre-OST0000-osc-ffff…`): the grammar is lower case,
+    // so an instance is picked with a glob, never by its name.
+    assert_eq!(rule(param("osc.lustre-OST0000-osc-*.max_rpcs_in_flight", "16")), "lctl-param");
+    for name in [
+        "",
+        "-P",
+        "llite.*.max_read_ahead_mb=1",
+        "llite.*.Max",
+        "llite/*/max_read_ahead_mb",
+        "llite.* .x",
+        "mdt.*.identity_upcall",
+        "llite.*.some_upcall",
+        "*.*.max_read_ahead_mb",
+        "lnet.debug",
+        "debug",
+        "llite..x",
+    ] {
+        assert_eq!(rule(param(name, "64")), "lctl-param", "{name:?}");
+    }
+    for value in ["", "6 4", "64\n", "a\tb"] {
+        assert_eq!(rule(param("llite.*.max_read_ahead_mb", value)), "lctl-param", "{value:?}");
+    }
+
+    // Each runs only its own program.
+    let policy = Policy::default();
+    let run = |kind: &str, program: &str| {
+        policy.check_action(kind, &Action::Run(Command::new(program).args(["x"]))).map_err(|e| e.rule)
+    };
+    assert_eq!(run("lustre-stripe", "lfs"), Ok(()));
+    assert_eq!(run("lctl-param", "lctl"), Ok(()));
+    assert_eq!(run("lctl-param", "lfs"), Err("program"));
+    assert_eq!(run("lustre-stripe", "sh"), Err("program"));
 }

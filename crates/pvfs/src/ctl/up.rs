@@ -92,6 +92,10 @@ impl View {
                 Ok(()) => format!("[{node}] {label}: done in {:.1}s\n", elapsed.as_secs_f64()),
                 Err(err) => format!("[{node}] {label}: FAILED after {:.1}s: {err}\n", elapsed.as_secs_f64()),
             },
+            UpEvent::UnitStopped { node, label, kernel, running, elapsed, .. } => format!(
+                "[{node}] {label}: STOPPED after {:.1}s: {node} must boot into kernel {kernel} (it runs {running})\n",
+                elapsed.as_secs_f64()
+            ),
             UpEvent::Step { node, step, event, .. } => match event {
                 Event::Started { .. } | Event::Command { .. } => String::new(),
                 Event::Done { index, outcome, duration } => {
@@ -231,6 +235,10 @@ fn event_json(event: &UpEvent) -> serde_json::Value {
         UpEvent::UnitDone { unit, node, label, result, elapsed } => json!({
             "event": "unit_done", "unit": unit, "node": node, "label": label,
             "ok": result.is_ok(), "error": result.as_ref().err(), "elapsed_ms": ms(*elapsed),
+        }),
+        UpEvent::UnitStopped { unit, node, label, kernel, running, elapsed } => json!({
+            "event": "unit_stopped", "unit": unit, "node": node, "label": label,
+            "must_boot": kernel, "running": running, "elapsed_ms": ms(*elapsed),
         }),
         UpEvent::Step { unit, node, step, kind, event } => match event {
             Event::Started { index } => {

@@ -248,3 +248,84 @@ fn sigterm_after_the_coordinator_left_still_waits_for_the_step() {
     assert!(!running(mkfs), "the agent exited while mkfs was still running");
     assert_eq!(disk.fstype(), "ext4");
 }
+
+/// A node whose pinned kernel is installed but not running: the step says it must boot into
+/// it, the rest of its unit and its other units stop, the recap names the next step, and
+/// nothing counts as failed. A real agent process; `rpm` is a stand-in on its PATH that lists
+/// the running kernel (from /proc) and a second one, oldest first, in rpm's default format.
+#[test]
+fn a_kernel_installed_but_not_running_stops_the_node_with_the_next_step() {
+    let dir = TestDir::new();
+    dir.pki();
+    dir.issue_agent("n1", "127.0.0.1");
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let rpm = bin.join("rpm");
+    std::fs::write(
+        &rpm,
+        "#!/bin/sh\n# Stand-in for `rpm -q kernel`, written by pvfs's lifecycle test.\n\
+         echo \"kernel-$(cat /proc/sys/kernel/osrelease)\"\necho kernel-9.9.9-1.el7_lustre.x86_64\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&rpm, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let running = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap().trim().to_owned();
+    let agent = AgentProcess::start_with_path(&dir, "n1", "127.0.0.1", Some(&bin));
+
+    let path = cluster_file(&dir, &[("n1", format!("127.0.0.1:{}", agent.port))]);
+    let cluster = pvfs_config::load(&path).unwrap();
+    let kernel = Step::Packages(pvfs_steps::Packages {
+        manager: pvfs_steps::PackageManager::Yum,
+        apt: vec![],
+        rpm: vec![pvfs_steps::Package { name: "kernel".into(), version: Some("9.9.9-1.el7_lustre".into()) }],
+        repos: vec![],
+    });
+    let unit = |id, after| Unit {
+        id,
+        node: "n1".into(),
+        label: format!("u{id}"),
+        steps: vec![kernel.clone(), kernel.clone()],
+        after,
+    };
+    let plan = Plan { units: vec![unit(0, vec![]), unit(1, vec![0])] };
+    let material = pvfs_tls::load(&dir.path().join("tls"), "pvfsctl").unwrap();
+    let dialer = Dialer::new(ClientSecurity::MutualTls(material), Duration::from_secs(5));
+    let rt = runtime();
+    let (recap, events) = rt.block_on(async move {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let recap = converge(&cluster, &plan, &dialer, false, tx).await;
+        let mut events = Vec::new();
+        while let Ok(event) = rx.try_recv() {
+            events.push(event);
+        }
+        (recap, events)
+    });
+
+    assert_eq!(
+        step_outcome(&events),
+        Some(Outcome::MustBoot { kernel: "9.9.9-1.el7_lustre.x86_64".into(), running: running.clone() })
+    );
+    assert!(recap.failures.is_empty(), "{:?}", recap.failures);
+    assert!(!recap.converged());
+    assert_eq!(recap.boots.len(), 1);
+    assert_eq!(
+        recap.boots[0].next_step(),
+        format!("reboot n1 into 9.9.9-1.el7_lustre.x86_64 (it runs {running}), then run pvfsctl up again")
+    );
+    let skipped: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            UpEvent::UnitSkipped { label, reason, .. } if label == "u1" => Some(reason.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(skipped, ["n1 must boot into kernel 9.9.9-1.el7_lustre.x86_64 first"]);
+    // The unit that met the kernel is reported stopped, not done and not failed.
+    assert!(
+        events.iter().any(|e| matches!(e, UpEvent::UnitStopped { label, kernel, .. }
+            if label == "u0" && kernel == "9.9.9-1.el7_lustre.x86_64")),
+        "{events:?}"
+    );
+    assert!(!events.iter().any(|e| matches!(e, UpEvent::UnitDone { .. })), "{events:?}");
+    let c = recap.nodes[0].1;
+    assert_eq!((c.failed, c.skipped), (0, 3), "the unit's second step and the other unit's two");
+}
