@@ -190,6 +190,7 @@ impl Gate {
     ) -> Result<Waited, StepError> {
         let started = tokio::time::Instant::now();
         let mut pause = Duration::from_millis(250);
+        let mut shown: Option<String> = None;
         loop {
             let last = match self.probe(host).await? {
                 GateState::Ready(detail) => return Ok(Waited::Ready(detail)),
@@ -198,7 +199,14 @@ impl Gate {
             if started.elapsed() + pause > self.deadline {
                 return Err(StepError::Deadline { after: self.deadline, last });
             }
-            tracing::debug!(gate = self.kind.name(), %last, "not ready yet");
+            // A long wait (a fix-layout over a large volume) is followed in the agent's log:
+            // each new state once, at info; repeats at debug.
+            if shown.as_deref() != Some(last.as_str()) {
+                tracing::info!(gate = self.kind.name(), waited_s = started.elapsed().as_secs(), %last, "not ready yet");
+                shown = Some(last.clone());
+            } else {
+                tracing::debug!(gate = self.kind.name(), %last, "not ready yet");
+            }
             let wake = tokio::time::Instant::now() + pause;
             loop {
                 if !keep_going() {

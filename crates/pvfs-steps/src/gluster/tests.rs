@@ -348,8 +348,8 @@ mod teardown_and_rebalance {
         assert!(err.to_string().contains("still defines volume gv0 (/var/lib/glusterd/vols/gv0)"), "{err}");
         // glusterd's peer file: uuid, state, then the names it knows the peer by.
         std::fs::write(
-            dir.path().join("var/lib/glusterd/peers/3b3a5d6e-3a3e-4a8e-9d6b-2f0c8d7c7f11"),
-            "uuid=3b3a5d6e-3a3e-4a8e-9d6b-2f0c8d7c7f11\nstate=3\nhostname1=10.213.250.12\n",
+            dir.path().join("var/lib/glusterd/peers/139915f4-4b61-435d-9ab2-6965efe69467"),
+            include_str!("../../testdata/gluster-10.3/peer-store.txt"),
         )
         .unwrap();
         let err = peers.assess(&host).await.unwrap_err();
