@@ -321,14 +321,14 @@ impl GlusterVolume {
 
 /// What `volume info NAME` says, `None` when the volume does not exist.
 async fn volume_info<R: Runner>(host: &Host<R>, name: &str) -> Result<Option<VolumeInfo>, StepError> {
-    let (out, failed) = CliOutput::run(host, &["volume", "info", &name], true).await?;
+    let (out, failed) = CliOutput::run(host, &["volume", "info", name], true).await?;
     if let Some(errstr) = failed {
         // opRet -1, opErrno 30806: "Volume gv0 does not exist".
         if errstr.contains("does not exist") {
             return Ok(None);
         }
         return Err(StepError::Command {
-            command: format!("gluster --xml volume info {}", name),
+            command: format!("gluster --xml volume info {name}"),
             code: Some(-1),
             stderr: errstr,
             hint: None,
@@ -338,7 +338,7 @@ async fn volume_info<R: Runner>(host: &Host<R>, name: &str) -> Result<Option<Vol
     let volume = descendants(doc.root_element(), "volume")
         .find(|v| child_text(*v, "name") == name)
         .ok_or_else(|| StepError::Unexpected {
-            command: format!("gluster --xml volume info {}", name),
+            command: format!("gluster --xml volume info {name}"),
             message: "no <volume> of that name".into(),
         })?;
     let bricks = volume

@@ -288,7 +288,7 @@ mod teardown_and_rebalance {
         let (_dir, host) = gluster_host(runner.clone());
         let gate = Step::Gate(crate::Gate {
             kind: crate::GateKind::GlusterRebalanced { volume: "gv0".into() },
-            deadline: std::time::Duration::from_secs(60),
+            deadline: Duration::from_secs(60),
         });
         let outcome = execute(&gate, &host, &crate::Policy::default(), false, |_| {}).await;
         assert_eq!(
