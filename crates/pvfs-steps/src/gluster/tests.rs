@@ -298,6 +298,35 @@ mod teardown_and_rebalance {
             }
         );
         assert_eq!(runner.calls().len(), 3, "probed until done");
+        // In a unit, the wait is followed live: the state it saw, once per change.
+        let (_dir, host) = gluster_host(
+            RecordedRunner::new()
+                .record(STATUS, 0, IN_PROGRESS, "")
+                .record(STATUS, 0, IN_PROGRESS, "")
+                .record(STATUS, 0, COMPLETED, ""),
+        );
+        let mut events = Vec::new();
+        crate::run_unit(
+            std::slice::from_ref(&gate),
+            &host,
+            &crate::Policy::default(),
+            false,
+            false,
+            |e| events.push(e),
+            || true,
+        )
+        .await;
+        let progress: Vec<&crate::Event> =
+            events.iter().filter(|e| matches!(e, crate::Event::Progress { .. })).collect();
+        assert_eq!(
+            progress,
+            [&crate::Event::Progress {
+                index: 0,
+                detail:
+                    "fix-layout in progress on 1 of 1 nodes (localhost): 0 entries scanned, 0 files moved, 0s"
+                        .into()
+            }]
+        );
         let (_dir, host) = gluster_host(RecordedRunner::new().record(STATUS, 1, NOT_STARTED, ""));
         let Outcome::Ok { detail } = execute(&gate, &host, &crate::Policy::default(), false, |_| {}).await
         else {
