@@ -13,7 +13,10 @@
 //!    bricks;
 //! 5. a second `up` changes nothing, and `--plan` finds nothing to change;
 //! 6. nothing was done twice: one fstab line per mount, `mkfs.xfs` run at most once per disk,
-//!    two bricks in the volume, one peer;
+//!    two bricks in the volume, one peer; then `down` takes it apart (client unmounted, volume
+//!    and peer gone, bricks unmounted, glusterd stopped), a second `down` changes nothing,
+//!    `down --wipe` refuses without the cluster's name and then destroys the bricks' disks,
+//!    and `up` builds the cluster again;
 //! 7. `pvfsctl bench` with the built-in engine runs on the FUSE client and keeps every node's
 //!    metrics, `pvfsctl report` finds real network traffic, and a client cut off the network
 //!    mid-run ends the run with an error naming it, partial results kept;
@@ -343,7 +346,112 @@ fn scenario(lab: &Lab, binary: &Path, cluster: &str, tls: &str, up: &Up<'_>) -> 
     eprintln!(
         "xtask e2e: nothing done twice: mkfs once per brick, one fstab line per mount, 2 bricks, 1 peer"
     );
+    // glusterd's store of its peer, as `down` reads it once glusterd is stopped.
+    let peer_store = lab.exec("gfs1", &["sh", "-c", "cat /var/lib/glusterd/peers/*"])?;
+    std::fs::write(testdata.join("peer-store.txt"), &peer_store)?;
+    down_and_up_again(lab, binary, cluster, tls, up)?;
     bench(lab, binary, cluster, tls)
+}
+
+/// Part 6b: `pvfsctl down` takes the cluster apart (the client's mount and fstab line, the
+/// volume, the peer, the bricks' mounts, glusterd), a second `down` changes nothing, `--wipe`
+/// refuses without the cluster's name and with a wrong one, then destroys the bricks' disks
+/// with it; and `up` builds the cluster again from there.
+fn down_and_up_again(lab: &Lab, binary: &Path, cluster: &str, tls: &str, up: &Up<'_>) -> anyhow::Result<()> {
+    let down = |extra: &[&str]| -> anyhow::Result<(Option<i32>, Vec<Value>, String)> {
+        let out = capture(
+            Command::new(binary).args(["ctl", "down", cluster, "--tls-dir", tls, "--json"]).args(extra),
+        )?;
+        let events = json_lines(&out.stdout)?;
+        Ok((out.status.code(), events, String::from_utf8_lossy(&out.stderr).into_owned()))
+    };
+    let code_of = |node: &str, args: &[&str]| -> anyhow::Result<Option<i32>> {
+        Ok(capture(docker().args(["exec", &lab.container(node)]).args(args))?.status.code())
+    };
+    let volume_exists = || -> anyhow::Result<bool> {
+        Ok(lab.exec("gfs1", &["sh", "-c", "ls -A /var/lib/glusterd/vols"])?.contains("gv0"))
+    };
+
+    let (code, plan, stderr) = down(&["--plan"])?;
+    ensure!(code == Some(0), "down --plan exited {code:?}: {stderr}");
+    for kind in ["unmount", "gluster-volume-gone", "gluster-peers-detached", "service-stopped"] {
+        ensure!(
+            plan.iter().any(|e| e["kind"] == kind && e["status"] == "would_change"),
+            "down --plan has no {kind} change: {plan:?}"
+        );
+    }
+    ensure!(plan.iter().all(|e| e["event"] != "command"), "down --plan ran commands");
+    ensure!(volume_exists()?, "down --plan deleted the volume");
+
+    let (code, events, stderr) = down(&[])?;
+    ensure!(code == Some(0), "down exited {code:?}: {stderr}\n{events:?}");
+    ensure!(
+        code_of("client1", &["findmnt", "--mountpoint", "/mnt/gv0"])? == Some(1),
+        "/mnt/gv0 still mounted"
+    );
+    ensure!(
+        !lab.exec("client1", &["cat", "/etc/fstab"])?.contains(" /mnt/gv0 "),
+        "client fstab keeps /mnt/gv0"
+    );
+    ensure!(!volume_exists()?, "volume gv0 is still in glusterd's store after down");
+    let peers = lab.exec("gfs1", &["sh", "-c", "ls -A /var/lib/glusterd/peers"])?;
+    ensure!(peers.trim().is_empty(), "gfs1 still has peers after down: {peers}");
+    for node in ["gfs1", "gfs2"] {
+        ensure!(
+            code_of(node, &["findmnt", "--mountpoint", "/bricks/brick1"])? == Some(1),
+            "{node}: the brick is still mounted"
+        );
+        ensure!(code_of(node, &["systemctl", "is-active", "glusterd"])? != Some(0), "{node}: glusterd runs");
+        ensure!(
+            lab.exec(node, &["systemctl", "is-enabled", "glusterd"]).is_err(),
+            "{node}: glusterd is still enabled"
+        );
+        // Without --wipe the brick's file system stays.
+        ensure!(
+            code_of(node, &["blkid", "-p", "/dev/pvfs-disk0"])? == Some(0),
+            "{node}: the brick was wiped"
+        );
+    }
+    let (code, again, stderr) = down(&[])?;
+    ensure!(code == Some(0) && total(&again, "changed") == 0, "a second down: {stderr} {again:?}");
+    eprintln!(
+        "xtask e2e: down: client unmounted, volume deleted, peer detached, bricks unmounted, glusterd stopped \
+         ({} steps changed); a second down changed nothing",
+        total(&events, "changed")
+    );
+
+    // --wipe: nothing without the cluster's name (no terminal here), nor with another name.
+    for extra in [&["--wipe"][..], &["--wipe", "--yes-wipe=gluster-e2e-typo"][..]] {
+        let (code, events, stderr) = down(extra)?;
+        ensure!(
+            code == Some(2) && stderr.contains("refusing to wipe") && stderr.contains("/dev/pvfs-disk0"),
+            "down {extra:?} exited {code:?}: {stderr}"
+        );
+        ensure!(events.is_empty(), "down {extra:?} sent steps: {events:?}");
+    }
+    ensure!(code_of("gfs1", &["blkid", "-p", "/dev/pvfs-disk0"])? == Some(0), "a refused wipe wiped");
+    let (code, events, stderr) = down(&["--wipe", "--yes-wipe=gluster-e2e"])?;
+    ensure!(code == Some(0), "down --wipe exited {code:?}: {stderr}\n{events:?}");
+    for node in ["gfs1", "gfs2"] {
+        ensure!(
+            code_of(node, &["blkid", "-p", "/dev/pvfs-disk0"])? == Some(2),
+            "{node}: the disk was not wiped"
+        );
+    }
+    let (code, again, stderr) = down(&["--wipe", "--yes-wipe=gluster-e2e"])?;
+    ensure!(code == Some(0) && total(&again, "changed") == 0, "a second down --wipe: {stderr} {again:?}");
+    eprintln!(
+        "xtask e2e: down --wipe refused without the cluster's name, then wiped both bricks' disks; again: 0 changed"
+    );
+
+    // And back: the same file builds the cluster again on the wiped disks.
+    let (code, rebuilt, stderr) = up(&[])?;
+    ensure!(code == Some(0), "up after down --wipe exited {code:?}: {stderr}\n{rebuilt:?}");
+    let info = lab.exec("gfs1", &["gluster", "--xml", "volume", "info", "gv0"])?;
+    ensure!(info.matches("<brick ").count() == 2 && info.contains("Started"), "volume gv0 after up:\n{info}");
+    ensure!(code_of("client1", &["findmnt", "--mountpoint", "/mnt/gv0"])? == Some(0), "/mnt/gv0 not mounted");
+    eprintln!("xtask e2e: up after down --wipe: volume gv0 back, started, mounted on client1");
+    Ok(())
 }
 
 /// Part 7 of the scenario: `pvfsctl bench` with the built-in engine on the FUSE client, its

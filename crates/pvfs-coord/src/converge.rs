@@ -359,9 +359,10 @@ async fn run_unit(
             Ok(Some(message)) => {
                 let Some(event) = Option::<Event>::from(message) else { continue };
                 let index = match &event {
-                    Event::Started { index } | Event::Command { index, .. } | Event::Done { index, .. } => {
-                        *index as usize
-                    }
+                    Event::Started { index }
+                    | Event::Progress { index, .. }
+                    | Event::Command { index, .. }
+                    | Event::Done { index, .. } => *index as usize,
                 };
                 let Some(step) = unit.steps.get(index) else { continue };
                 if let Event::Done { outcome, .. } = &event {

@@ -7,9 +7,10 @@
 //! What each step becomes:
 //! - a mount: unmounted, and its fstab line removed ([`Unmount`]); nothing else is ever
 //!   unmounted, since the step names the mount `up` made;
-//! - a service: stopped and disabled ([`ServiceStopped`]); `lnet.service`'s stop is what
-//!   Lustre's manual does by hand (`lustre_rmmod ptlrpc`, `lnetctl lnet unconfigure`,
-//!   `lustre_rmmod`), so LNet goes last on each node, after its targets;
+//! - a service: stopped and disabled ([`ServiceStopped`]); stopping `lnet.service` runs its
+//!   ExecStop lines, `lustre_rmmod ptlrpc`, `lnetctl lnet unconfigure`, `lustre_rmmod libcfs
+//!   ldiskfs` (lustre-release, lustre/scripts/systemd/lnet.service.in), the by-hand sequence,
+//!   so LNet goes last on each node, after its targets;
 //! - the gluster volume: stopped and deleted; the trusted pool: its peers detached;
 //! - a target's storage (RAID0, LVM thin, mkfs, mkfs.lustre): left as it is, unless `wipe`
 //!   ([`WipeTarget`]). A rebuild between benchmark runs keeps the arrays and volume groups

@@ -57,12 +57,12 @@ impl Runner for BareNode {
                 ),
                 "",
             ),
-            // glusterfs 10.3 on a volume that does not exist (volume info's answer, as the CLI
-            // checks the volume before the rebalance).
+            // glusterfs 10.3 on a volume that does not exist (pvfs-steps'
+            // testdata/gluster-10.3/rebalance-no-such-volume.xml; the CLI exits 1).
             ("gluster", ["--xml", "volume", "rebalance", name, "status"]) => out(
-                0,
+                1,
                 &format!(
-                    "<?xml version=\"1.0\"?><cliOutput><opRet>-1</opRet><opErrno>30806</opErrno><opErrstr>Volume {name} does not exist</opErrstr></cliOutput>"
+                    "<?xml version=\"1.0\"?><cliOutput><opRet>-1</opRet><opErrno>30800</opErrno><opErrstr>Volume {name} does not exist</opErrstr></cliOutput>"
                 ),
                 "",
             ),

@@ -78,9 +78,23 @@ impl From<StepError> for Failure {
 /// it is done.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
-    Started { index: u32 },
-    Command { index: u32, record: CommandRecord },
-    Done { index: u32, outcome: Outcome, duration: Duration },
+    Started {
+        index: u32,
+    },
+    /// A gate still waiting, and what it saw last (sent when that changes).
+    Progress {
+        index: u32,
+        detail: String,
+    },
+    Command {
+        index: u32,
+        record: CommandRecord,
+    },
+    Done {
+        index: u32,
+        outcome: Outcome,
+        duration: Duration,
+    },
 }
 
 /// A command apply ran, for the live event stream and the record of the run.
@@ -101,7 +115,7 @@ pub async fn execute<R: Runner>(
     dry_run: bool,
     on_command: impl FnMut(&CommandRecord) + Send,
 ) -> Outcome {
-    execute_while(step, host, policy, Earlier::default(), dry_run, on_command, &|| true).await
+    execute_while(step, host, policy, Earlier::default(), dry_run, on_command, &mut |_| {}, &|| true).await
 }
 
 /// What the steps before this one in its unit did, as far as this one cares.
@@ -117,6 +131,10 @@ struct Earlier<'a> {
 /// [`execute`] as a step of a unit whose caller may go away, after `earlier` steps. A gate stops
 /// waiting once `keep_going` says no (it changes nothing, so nothing is left half-done);
 /// actions are not interrupted.
+// Each argument is one thing the caller decides (what, where, under which rules, what it made,
+// dry or not, who hears of commands and progress, and when to stop); a struct would only name
+// them again.
+#[allow(clippy::too_many_arguments)]
 async fn execute_while<R: Runner>(
     step: &Step,
     host: &Host<R>,
@@ -124,6 +142,7 @@ async fn execute_while<R: Runner>(
     earlier: Earlier<'_>,
     dry_run: bool,
     mut on_command: impl FnMut(&CommandRecord) + Send,
+    on_progress: &mut (dyn FnMut(&str) + Send),
     keep_going: &(dyn Fn() -> bool + Sync),
 ) -> Outcome {
     // Checked again here although the agent checked the unit on arrival: earlier steps may
@@ -140,7 +159,7 @@ async fn execute_while<R: Runner>(
                 Err(err) => Outcome::Failed(err.into()),
             }
         } else {
-            match gate.wait(host, keep_going).await {
+            match gate.wait(host, keep_going, on_progress).await {
                 Ok(crate::gate::Waited::Ready(detail)) => Outcome::Ok { detail: Some(detail) },
                 Ok(crate::gate::Waited::Abandoned { after, last }) => Outcome::Failed(Failure {
                     message: format!(
@@ -370,6 +389,7 @@ pub async fn run_unit<R: Runner>(
             Earlier { made: &made[i], changed: &changed },
             dry_run,
             |record| commands.push(record.clone()),
+            &mut |detail: &str| emit(Event::Progress { index, detail: detail.to_owned() }),
             &keep_going,
         )
         .await;

@@ -246,13 +246,18 @@ impl Gate {
     /// or `keep_going` says the caller is gone: the gate then stops within
     /// [`CALLER_CHECK`], so a caller that went away does not keep the agent busy (and its
     /// Apply lock held) until a deadline that may be an hour off.
+    ///
+    /// `on_progress` hears what each probe saw whenever it changes (a fix-layout's scanned
+    /// entries, a peer's state), so a long wait is followed live.
     pub(crate) async fn wait<R: Runner>(
         &self,
         host: &Host<R>,
         keep_going: &(dyn Fn() -> bool + Sync),
+        on_progress: &mut (dyn FnMut(&str) + Send),
     ) -> Result<Waited, StepError> {
         let started = tokio::time::Instant::now();
         let mut pause = Duration::from_millis(250);
+        let mut shown: Option<String> = None;
         loop {
             let last = match self.probe(host).await? {
                 GateState::Ready(detail) => return Ok(Waited::Ready(detail)),
@@ -261,7 +266,15 @@ impl Gate {
             if started.elapsed() + pause > self.deadline {
                 return Err(StepError::Deadline { after: self.deadline, last });
             }
-            tracing::debug!(gate = self.kind.name(), %last, "not ready yet");
+            // A long wait (a fix-layout over a large volume) is followed in the agent's log:
+            // each new state once, at info; repeats at debug.
+            if shown.as_deref() != Some(last.as_str()) {
+                on_progress(&last);
+                tracing::info!(gate = self.kind.name(), waited_s = started.elapsed().as_secs(), %last, "not ready yet");
+                shown = Some(last.clone());
+            } else {
+                tracing::debug!(gate = self.kind.name(), %last, "not ready yet");
+            }
             let wake = tokio::time::Instant::now() + pause;
             loop {
                 if !keep_going() {
@@ -582,7 +595,8 @@ mod tests {
         let started = tokio::time::Instant::now();
         let gone_at = started + Duration::from_secs(7);
         let keep_going = move || tokio::time::Instant::now() < gone_at;
-        let Waited::Abandoned { after, last } = gate.wait(&host, &keep_going).await.unwrap() else {
+        let Waited::Abandoned { after, last } = gate.wait(&host, &keep_going, &mut |_| {}).await.unwrap()
+        else {
             panic!()
         };
         // Noticed within one check of the caller going, not at the hour's deadline.

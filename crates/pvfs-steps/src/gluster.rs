@@ -328,7 +328,7 @@ async fn volume_info<R: Runner>(host: &Host<R>, name: &str) -> Result<Option<Vol
             return Ok(None);
         }
         return Err(StepError::Command {
-            command: format!("gluster --xml volume info {}", name),
+            command: format!("gluster --xml volume info {name}"),
             code: Some(-1),
             stderr: errstr,
             hint: None,
@@ -338,7 +338,7 @@ async fn volume_info<R: Runner>(host: &Host<R>, name: &str) -> Result<Option<Vol
     let volume = descendants(doc.root_element(), "volume")
         .find(|v| child_text(*v, "name") == name)
         .ok_or_else(|| StepError::Unexpected {
-            command: format!("gluster --xml volume info {}", name),
+            command: format!("gluster --xml volume info {name}"),
             message: "no <volume> of that name".into(),
         })?;
     let bricks = volume
@@ -573,11 +573,10 @@ fn parse_rebalance(out: &CliOutput, shown: &str) -> Result<Rebalance, StepError>
         if nodes.iter().all(|n| n.status == 0) {
             return Ok(Rebalance::NeverRun);
         }
-        return Ok(Rebalance::Done(format!(
-            "{} on {} nodes: {summary}",
-            nodes[0].status_str_done(),
-            nodes.len()
-        )));
+        // Nodes without bricks of the volume may say "not started"; the others say what ran.
+        let what =
+            if nodes.iter().any(|n| n.status == 7) { "fix-layout completed" } else { "rebalance completed" };
+        return Ok(Rebalance::Done(format!("{what} on {} nodes: {summary}", nodes.len())));
     }
     let names: Vec<&str> = running.iter().map(|n| n.name.as_str()).collect();
     Ok(Rebalance::Running(format!(
@@ -587,12 +586,6 @@ fn parse_rebalance(out: &CliOutput, shown: &str) -> Result<Rebalance, StepError>
         nodes.len(),
         names.join(", ")
     )))
-}
-
-impl RebalanceNode {
-    fn status_str_done(&self) -> &str {
-        if self.status == 7 { "fix-layout completed" } else { "rebalance completed" }
-    }
 }
 
 #[cfg(test)]

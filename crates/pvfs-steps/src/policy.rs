@@ -1848,7 +1848,8 @@ fn consumed_devices(step: &Step) -> Vec<String> {
         Step::LvmThin(l) => vec![l.pv.clone()],
         Step::Mkfs(m) => vec![m.device.clone()],
         Step::LustreTarget(t) => vec![t.device.clone()],
-        Step::WipeTarget(w) => w.devices(),
+        // The disks: the array over them is theirs (as an array a raid0 step makes is).
+        Step::WipeTarget(w) => w.disks.clone(),
         _ => vec![],
     }
 }

@@ -410,6 +410,9 @@ impl From<&Event> for pb::ApplyEvent {
         use pb::apply_event::Event as E;
         let inner = match event {
             Event::Started { index } => E::Started(pb::StepStarted { index: *index }),
+            Event::Progress { index, detail } => {
+                E::Progress(pb::StepProgress { index: *index, detail: detail.clone() })
+            }
             Event::Command { index, record } => E::Command(pb::CommandDone {
                 index: *index,
                 command: record.command.clone(),
@@ -473,6 +476,7 @@ impl From<pb::ApplyEvent> for Option<Event> {
         use pb::apply_event::Event as E;
         Some(match event.event? {
             E::Started(s) => Event::Started { index: s.index },
+            E::Progress(p) => Event::Progress { index: p.index, detail: p.detail },
             E::Command(c) => Event::Command {
                 index: c.index,
                 record: CommandRecord {
@@ -705,6 +709,9 @@ mod tests {
             let back: Option<Event> = pb::ApplyEvent::from(&event).into();
             assert_eq!(back, Some(event));
         }
+        let progress = Event::Progress { index: 2, detail: "fix-layout in progress on 1 of 2 nodes".into() };
+        let back: Option<Event> = pb::ApplyEvent::from(&progress).into();
+        assert_eq!(back, Some(progress));
     }
 
     #[test]

@@ -195,3 +195,205 @@ async fn real_answers_of_a_converged_cluster_are_in_sync() {
     let grown = volume(&[bricks[0], bricks[1], "10.213.250.14:/bricks/brick1/gv0"]);
     assert_eq!(grown.assess(&host).await.unwrap().actions.len(), 2);
 }
+
+mod teardown_and_rebalance {
+    //! `down`'s gluster steps and the rebalance gate, on glusterfs 10.3's own answers
+    //! (testdata/gluster-10.3/rebalance-*.xml, volume-info-deleted.xml: recorded in the e2e
+    //! image, each file's header says how).
+    use super::*;
+
+    const NOT_STARTED: &str = include_str!("../../testdata/gluster-10.3/rebalance-not-started.xml");
+    const IN_PROGRESS: &str =
+        include_str!("../../testdata/gluster-10.3/rebalance-fix-layout-in-progress.xml");
+    const COMPLETED: &str = include_str!("../../testdata/gluster-10.3/rebalance-fix-layout-completed.xml");
+    const NO_VOLUME: &str = include_str!("../../testdata/gluster-10.3/rebalance-no-such-volume.xml");
+    const DELETED: &str = include_str!("../../testdata/gluster-10.3/volume-info-deleted.xml");
+    const INFO_REAL: &str = include_str!("../../testdata/gluster-10.3/volume-info.xml");
+    const PEERS_REAL: &str = include_str!("../../testdata/gluster-10.3/peer-status.xml");
+    const STATUS: &str = "gluster --xml volume rebalance gv0 status";
+
+    async fn rebalance(answers: &[(i32, &str)]) -> Vec<Result<Rebalance, String>> {
+        let mut runner = RecordedRunner::new();
+        for (code, xml) in answers {
+            runner = runner.record(STATUS, *code, xml, "");
+        }
+        let (_dir, host) = gluster_host(runner);
+        let mut out = Vec::new();
+        for _ in answers {
+            out.push(rebalance_status(&host, "gv0").await.map_err(|e| e.to_string()));
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn rebalance_states_are_read_from_the_real_answers() {
+        let got = rebalance(&[(1, NOT_STARTED), (0, IN_PROGRESS), (0, COMPLETED)]).await;
+        assert_eq!(
+            got,
+            [
+                Ok(Rebalance::NeverRun),
+                Ok(Rebalance::Running(
+                    "fix-layout in progress on 1 of 1 nodes (localhost): 0 entries scanned, 0 files moved, 0s"
+                        .into()
+                )),
+                Ok(Rebalance::Done(
+                    "fix-layout completed on 1 nodes: 0 entries scanned, 0 files moved, 4s".into()
+                )),
+            ]
+        );
+        let got = rebalance(&[(1, NO_VOLUME)]).await;
+        assert_eq!(
+            got,
+            [Err(
+                "`gluster --xml volume rebalance gv0 status` exited -1: Volume nosuch does not exist".into()
+            )]
+        );
+    }
+
+    /// A second server whose fix-layout failed (status 8, "fix-layout failed": the numbers of
+    /// glusterd's gf_defrag_status_t), next to the recorded node: the whole is a failure naming
+    /// it; an unknown status number is refused as unexpected, never read as done.
+    #[tokio::test]
+    async fn a_failed_or_unknown_node_is_not_done() {
+        let node = |name: &str, status: u32, text: &str| {
+            format!(
+                "<node><nodeName>{name}</nodeName><id>x</id><files>0</files><size>0</size><lookups>12</lookups>\
+                 <failures>1</failures><skipped>0</skipped><status>{status}</status><statusStr>{text}</statusStr>\
+                 <runtime>3.00</runtime></node>"
+            )
+        };
+        let two = |second: String| {
+            COMPLETED
+                .replacen("<aggregate>", &format!("{second}<aggregate>"), 1)
+                .replace("<nodeCount>1</nodeCount>", "<nodeCount>2</nodeCount>")
+        };
+        let failed = two(node("10.0.0.6", 8, "fix-layout failed"));
+        let unknown = two(node("10.0.0.6", 12, "who knows"));
+        let got = rebalance(&[(0, &failed)]).await;
+        assert_eq!(got, [Ok(Rebalance::Failed("10.0.0.6: fix-layout failed".into()))]);
+        let got = rebalance(&[(0, &unknown)]).await;
+        let err = got[0].clone().unwrap_err();
+        assert!(
+            err.contains("answered something unexpected: node 10.0.0.6 has rebalance status 12"),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_gate_waits_for_fix_layout_and_fails_on_a_failure() {
+        let runner = RecordedRunner::new()
+            .record(STATUS, 0, IN_PROGRESS, "")
+            .record(STATUS, 0, IN_PROGRESS, "")
+            .record(STATUS, 0, COMPLETED, "");
+        let (_dir, host) = gluster_host(runner.clone());
+        let gate = Step::Gate(crate::Gate {
+            kind: crate::GateKind::GlusterRebalanced { volume: "gv0".into() },
+            deadline: Duration::from_secs(60),
+        });
+        let outcome = execute(&gate, &host, &crate::Policy::default(), false, |_| {}).await;
+        assert_eq!(
+            outcome,
+            Outcome::Ok {
+                detail: Some("fix-layout completed on 1 nodes: 0 entries scanned, 0 files moved, 4s".into())
+            }
+        );
+        assert_eq!(runner.calls().len(), 3, "probed until done");
+        // In a unit, the wait is followed live: the state it saw, once per change.
+        let (_dir, host) = gluster_host(
+            RecordedRunner::new()
+                .record(STATUS, 0, IN_PROGRESS, "")
+                .record(STATUS, 0, IN_PROGRESS, "")
+                .record(STATUS, 0, COMPLETED, ""),
+        );
+        let mut events = Vec::new();
+        crate::run_unit(
+            std::slice::from_ref(&gate),
+            &host,
+            &crate::Policy::default(),
+            false,
+            false,
+            |e| events.push(e),
+            || true,
+        )
+        .await;
+        let progress: Vec<&crate::Event> =
+            events.iter().filter(|e| matches!(e, crate::Event::Progress { .. })).collect();
+        assert_eq!(
+            progress,
+            [&crate::Event::Progress {
+                index: 0,
+                detail:
+                    "fix-layout in progress on 1 of 1 nodes (localhost): 0 entries scanned, 0 files moved, 0s"
+                        .into()
+            }]
+        );
+        let (_dir, host) = gluster_host(RecordedRunner::new().record(STATUS, 1, NOT_STARTED, ""));
+        let Outcome::Ok { detail } = execute(&gate, &host, &crate::Policy::default(), false, |_| {}).await
+        else {
+            panic!()
+        };
+        assert_eq!(detail.as_deref(), Some("no rebalance has run on gv0"));
+    }
+
+    fn systemd_host(runner: RecordedRunner, glusterd: bool) -> (tempfile::TempDir, Host<RecordedRunner>) {
+        let (active, code) = if glusterd { ("active\n", 0) } else { ("inactive\n", 3) };
+        let (dir, host) = gluster_host(runner.record("systemctl is-active glusterd", code, active, ""));
+        std::fs::create_dir_all(dir.path().join("var/lib/glusterd/vols")).unwrap();
+        std::fs::create_dir_all(dir.path().join("var/lib/glusterd/peers")).unwrap();
+        (dir, host)
+    }
+
+    #[tokio::test]
+    async fn a_started_volume_is_stopped_then_deleted_and_then_gone() {
+        let runner = RecordedRunner::new()
+            .record(INFO, 0, INFO_REAL, "")
+            .record(INFO, 0, DELETED, "")
+            .record("gluster --mode=script volume stop gv0", 0, "volume stop: gv0: success\n", "");
+        let runner =
+            runner.record("gluster --mode=script volume delete gv0", 0, "volume delete: gv0: success\n", "");
+        let (_dir, host) = systemd_host(runner.clone(), true);
+        let step = Step::GlusterVolumeGone(GlusterVolumeGone { name: "gv0".into() });
+        let Outcome::Changed { diff } = execute(&step, &host, &crate::Policy::default(), false, |_| {}).await
+        else {
+            panic!()
+        };
+        assert_eq!(diff, ["volume gv0 is started", "volume gv0 exists (Distribute, 2 bricks)"]);
+        let calls = runner.calls();
+        let stop = calls.iter().position(|c| c.ends_with("volume stop gv0")).unwrap();
+        let delete = calls.iter().position(|c| c.ends_with("volume delete gv0")).unwrap();
+        assert!(stop < delete, "{calls:?}");
+    }
+
+    #[tokio::test]
+    async fn with_glusterd_stopped_the_store_says_whether_anything_is_left() {
+        let step = GlusterVolumeGone { name: "gv0".into() };
+        let peers = GlusterPeersDetached { peers: vec!["10.213.250.12".into()] };
+        let (dir, host) = systemd_host(RecordedRunner::new(), false);
+        assert!(step.assess(&host).await.unwrap().is_in_sync(), "a second down");
+        assert!(peers.assess(&host).await.unwrap().is_in_sync());
+
+        std::fs::create_dir_all(dir.path().join("var/lib/glusterd/vols/gv0")).unwrap();
+        let err = step.assess(&host).await.unwrap_err();
+        assert!(err.to_string().contains("still defines volume gv0 (/var/lib/glusterd/vols/gv0)"), "{err}");
+        // glusterd's peer file: uuid, state, then the names it knows the peer by.
+        std::fs::write(
+            dir.path().join("var/lib/glusterd/peers/139915f4-4b61-435d-9ab2-6965efe69467"),
+            include_str!("../../testdata/gluster-10.3/peer-store.txt"),
+        )
+        .unwrap();
+        let err = peers.assess(&host).await.unwrap_err();
+        assert!(err.to_string().contains("still has 10.213.250.12 as a peer"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn peers_in_the_pool_are_detached() {
+        let runner = RecordedRunner::new().record("gluster --xml peer status", 0, PEERS_REAL, "");
+        let (_dir, host) = systemd_host(runner, true);
+        let a = GlusterPeersDetached { peers: vec!["10.213.250.12".into(), "10.213.250.99".into()] }
+            .assess(&host)
+            .await
+            .unwrap();
+        let shown: Vec<String> = a.actions.iter().map(ToString::to_string).collect();
+        assert_eq!(shown, ["gluster --mode=script peer detach 10.213.250.12"]);
+    }
+}

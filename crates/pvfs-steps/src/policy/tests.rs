@@ -777,3 +777,81 @@ fn lustre_tuning_stripes_data_paths_and_sets_only_client_parameters() {
     assert_eq!(run("lctl-param", "lfs"), Err("program"));
     assert_eq!(run("lustre-stripe", "sh"), Err("program"));
 }
+
+/// `down`'s steps: the same grammars as the steps they undo, only their own programs and
+/// verbs, and the site's device list for what a wipe destroys.
+#[test]
+fn teardown_steps_undo_only_what_pvfs_makes() {
+    use crate::{GlusterPeersDetached, GlusterVolumeGone, ServiceStopped, Unmount, WipeTarget};
+    let unmount = |target: &str| {
+        let Step::Mount(m) = mount("10.0.0.5:/gv0", target, "glusterfs", "defaults") else { unreachable!() };
+        Step::Unmount(Unmount(m))
+    };
+    assert_eq!(rule(unmount("/mnt/gv0")), "ok");
+    assert_eq!(rule(unmount("/home")), "ok", "a data path");
+    assert_eq!(rule(unmount("/usr")), "system-tree");
+    assert_eq!(rule(Step::ServiceStopped(ServiceStopped { unit: "glusterfsd".into() })), "ok");
+    assert_eq!(rule(Step::ServiceStopped(ServiceStopped { unit: "sshd".into() })), "service-unit");
+    assert_eq!(rule(Step::GlusterVolumeGone(GlusterVolumeGone { name: "gv0;rm".into() })), "name");
+    assert_eq!(rule(Step::GlusterPeersDetached(GlusterPeersDetached { peers: vec!["-h".into()] })), "name");
+    let wipe = |disks: &[&str], array: Option<&str>, vg: Option<&str>| {
+        Step::WipeTarget(WipeTarget {
+            disks: disks.iter().map(|d| d.to_string()).collect(),
+            array: array.map(Into::into),
+            vg: vg.map(Into::into),
+        })
+    };
+    assert_eq!(rule(wipe(&["/dev/sdc", "/dev/sdd"], Some("/dev/md0"), Some("vg_b"))), "ok");
+    assert_eq!(rule(wipe(&["/dev/shm/x"], None, None)), "device-path");
+    assert_eq!(rule(wipe(&["/dev/sdc"], Some("/dev/sdd"), None)), "device-path");
+    assert_eq!(rule(wipe(&["/dev/sdc"], None, Some("snapshot0"))), "name");
+    // The site's device list: the disks, as for mkfs (the array over them is theirs).
+    let site = Policy::new(Site { devices: Some(vec!["/dev/sd?".into()]), ..Site::default() }).unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let on = |step: &Step| site.check_step_on(step, &Root::at(root.path()), &[]).map_err(|e| e.rule);
+    assert_eq!(on(&wipe(&["/dev/sdc", "/dev/sdd"], Some("/dev/md0"), None)), Ok(()));
+    assert_eq!(on(&wipe(&["/dev/nvme0n1"], None, None)), Err("device-not-allowed"));
+
+    let policy = Policy::default();
+    let run = |program: &str, args: &[&str]| Action::Run(Command::new(program).args(args.iter().copied()));
+    let destroy = |program: &str, args: &[&str]| Action::Destroy {
+        command: Command::new(program).args(args.iter().copied()),
+        devices: vec![],
+    };
+    let check = |kind: &str, action: Action| policy.check_action(kind, &action).map_err(|e| e.rule);
+    assert_eq!(check("unmount", run("umount", &["/mnt/gv0"])), Ok(()));
+    assert_eq!(check("unmount", run("umount", &["-l", "/mnt/gv0"])), Err("program"));
+    assert_eq!(check("unmount", run("umount", &["/proc"])), Err("system-tree"));
+    assert_eq!(
+        check("unmount", Action::Write { path: "/etc/fstab".into(), contents: String::new(), mode: 0o644 }),
+        Ok(())
+    );
+    assert_eq!(check("service-stopped", run("systemctl", &["stop", "glusterd"])), Ok(()));
+    assert_eq!(check("service-stopped", run("systemctl", &["disable", "lnet"])), Ok(()));
+    assert_eq!(check("service-stopped", run("systemctl", &["stop", "sshd"])), Err("service-unit"));
+    assert_eq!(check("service-stopped", run("systemctl", &["start", "glusterd"])), Err("program"));
+    assert_eq!(
+        check("gluster-volume-gone", run("gluster", &["--mode=script", "volume", "delete", "gv0"])),
+        Ok(())
+    );
+    assert_eq!(check("wipe", run("vgchange", &["--activate", "n", "vg_b"])), Ok(()));
+    assert_eq!(check("wipe", run("vgchange", &["--activate", "y", "vg_b"])), Err("program"));
+    assert_eq!(check("wipe", run("mdadm", &["--stop", "/dev/md0"])), Ok(()));
+    assert_eq!(check("wipe", run("mdadm", &["--create", "/dev/md0"])), Err("program"));
+    assert_eq!(check("wipe", destroy("wipefs", &["--all", "/dev/sdc"])), Ok(()));
+    assert_eq!(check("wipe", destroy("mdadm", &["--zero-superblock", "/dev/sdc"])), Ok(()));
+    assert_eq!(check("wipe", destroy("dd", &["if=/dev/zero", "of=/dev/sdc"])), Err("program"));
+    assert_eq!(check("wipe", destroy("wipefs", &["--all", "/etc/passwd"])), Err("device-path"));
+    let zero = |path: &str| Action::Zero {
+        device: crate::Proven {
+            path: path.into(),
+            dev: pvfs_host::device::DevNum { major: 8, minor: 32 },
+            wipe: true,
+            empty: false,
+        },
+    };
+    assert_eq!(check("wipe", zero("/dev/sdc")), Ok(()));
+    assert_eq!(check("wipe", zero("/root/x")), Err("device-path"));
+    assert_eq!(check("mkfs", zero("/dev/sdc")), Err("action-kind"));
+    assert_eq!(check("mkfs", destroy("wipefs", &["--all", "/dev/sdc"])), Err("program"));
+}

@@ -98,6 +98,9 @@ impl View {
             ),
             UpEvent::Step { node, step, event, .. } => match event {
                 Event::Started { .. } | Event::Command { .. } => String::new(),
+                Event::Progress { index, detail } => {
+                    format!("[{node}]   {:>2}. {step}: waiting: {detail}\n", index + 1)
+                }
                 Event::Done { index, outcome, duration } => {
                     self.step_line(node, *index, step, outcome, *duration)
                 }
@@ -241,6 +244,10 @@ fn event_json(event: &UpEvent) -> serde_json::Value {
             "must_boot": kernel, "running": running, "elapsed_ms": ms(*elapsed),
         }),
         UpEvent::Step { unit, node, step, kind, event } => match event {
+            Event::Progress { index, detail } => json!({
+                "event": "step_progress", "unit": unit, "node": node, "index": index, "step": step,
+                "kind": kind, "detail": detail,
+            }),
             Event::Started { index } => {
                 json!({"event": "step_started", "unit": unit, "node": node, "index": index, "step": step, "kind": kind})
             }

@@ -4,6 +4,7 @@ mod agent;
 mod bench;
 mod ca;
 mod demo;
+mod down;
 mod lifecycle;
 mod nodes;
 mod top;
