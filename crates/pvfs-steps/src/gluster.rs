@@ -321,7 +321,7 @@ impl GlusterVolume {
 
 /// What `volume info NAME` says, `None` when the volume does not exist.
 async fn volume_info<R: Runner>(host: &Host<R>, name: &str) -> Result<Option<VolumeInfo>, StepError> {
-    let (out, failed) = CliOutput::run(host, &["volume", "info", &name], true).await?;
+    let (out, failed) = CliOutput::run(host, &["volume", "info", name], true).await?;
     if let Some(errstr) = failed {
         // opRet -1, opErrno 30806: "Volume gv0 does not exist".
         if errstr.contains("does not exist") {
