@@ -182,6 +182,41 @@ impl SimNode {
                 }
                 out(0, "", "")
             }
+            ("systemctl", ["stop", unit]) => {
+                s.active.remove(*unit);
+                if *unit == "lnet" {
+                    let mut net = self.net.lock().unwrap();
+                    if let Some(nid) = &self.nid {
+                        net.lnet.remove(nid);
+                    }
+                }
+                out(0, "", "")
+            }
+            ("systemctl", ["disable", unit]) => {
+                s.enabled.remove(*unit);
+                out(0, "", "")
+            }
+            // umount(8): silent on success; the kernel drops the mount from mountinfo. A Lustre
+            // target's unmount takes it off the file system; a client's removes its mdc/osc.
+            ("umount", [target]) => {
+                let path = self.dir.join("proc/self/mountinfo");
+                let table = std::fs::read_to_string(&path).unwrap();
+                let (gone, kept): (Vec<&str>, Vec<&str>) =
+                    table.lines().partition(|l| l.split(' ').nth(4) == Some(*target));
+                let line = gone.first()?;
+                let (fstype, source) = line.split_once(" - ")?.1.split_once(' ')?;
+                let source = source.split(' ').next()?;
+                if fstype == "lustre" {
+                    match s.lustre.get(source) {
+                        Some(disk) => {
+                            self.net.lock().unwrap().targets.remove(&disk.target());
+                        }
+                        None => s.lustre_client = false,
+                    }
+                }
+                std::fs::write(path, kept.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+                out(0, "", "")
+            }
             // systemd's `show` prints PROPERTY=VALUE; a unit never started has 0.
             ("systemctl", ["show", "--property=ActiveEnterTimestampMonotonic", unit]) => out(
                 0,
@@ -853,4 +888,53 @@ async fn lustre_on_el7_boots_the_lustre_kernel_then_converges_and_then_changes_n
     let fourth = apply(&plan, &nodes).await;
     let changed = other_than(&fourth, in_sync);
     assert!(changed.is_empty(), "then a run changes nothing:\n{changed}");
+}
+
+/// `pvfsctl down` after `up` on the 2.15 cluster: nothing of Lustre stays mounted or running,
+/// the targets keep their data (no wipe), a second down changes nothing, and `up` afterwards
+/// only mounts and starts again.
+#[tokio::test]
+async fn lustre_down_after_up_leaves_nothing_mounted_and_a_second_down_changes_nothing() {
+    let cluster = load("lustre-2.15-el8.toml");
+    let up = plan(&cluster);
+    let down = crate::down(&cluster, false);
+    let nodes = lustre_nodes(&cluster, "4.18.0-513.5.1.el8_9.x86_64");
+    let failed = other_than(&apply(&up, &nodes).await, done);
+    assert!(failed.is_empty(), "{failed}");
+
+    let first = apply(&down, &nodes).await;
+    let failed = other_than(&first, done);
+    assert!(failed.is_empty(), "down runs through:\n{failed}");
+    assert_eq!(
+        first
+            .iter()
+            .filter(|(w, o)| w.contains(": unmount ") && matches!(o, Outcome::Changed { .. }))
+            .count(),
+        4,
+        "three targets and the client unmount"
+    );
+    for (name, node) in &nodes {
+        let mounts = pvfs_host::mountinfo::read(&node.host.root).unwrap();
+        assert!(mounts.iter().all(|m| m.fstype != "lustre"), "{name}: {mounts:?}");
+        let fstab = std::fs::read_to_string(node.host.runner.dir.join("etc/fstab")).unwrap();
+        assert!(!fstab.contains("lustre"), "{name}: {fstab}");
+        let s = node.host.runner.state();
+        assert!(!s.active.contains_key("lnet") && !s.enabled.contains("lnet"), "{name}");
+    }
+    assert!(nodes["oss00"].host.runner.net.lock().unwrap().lnet.is_empty());
+    assert_eq!(nodes["oss01"].host.runner.state().lustre["/dev/md0"].index, 1, "the targets are kept");
+
+    let second = apply(&down, &nodes).await;
+    let changed = other_than(&second, in_sync);
+    assert!(changed.is_empty(), "a second down changes nothing:\n{changed}");
+
+    // Up again: the kept targets are recognised, not formatted; they mount and LNet starts.
+    let again = apply(&up, &nodes).await;
+    let failed = other_than(&again, done);
+    assert!(failed.is_empty(), "{failed}");
+    let changed: Vec<&String> =
+        again.iter().filter(|(_, o)| matches!(o, Outcome::Changed { .. })).map(|(w, _)| w).collect();
+    assert!(changed.iter().all(|w| !w.contains(": lustre ") && !w.contains(": packages ")), "{changed:#?}");
+    assert_eq!(changed.iter().filter(|w| w.contains(": mount ")).count(), 4, "{changed:#?}");
+    assert_lustre_converged(&up, &nodes, &again, "lustre");
 }
