@@ -7,13 +7,18 @@
 //! `is-enabled/is-active` answer so, `mdadm --create` makes the array appear in /sys and in
 //! `mdadm --detail`, the LVM tools keep their report, `mkfs` makes `blkid -p` find the file
 //! system, `mount` adds a line to the node's `/proc/self/mountinfo`, and `gluster` keeps its
-//! pool and volumes. Every probe answers in the real tool's format (the shapes of the
+//! pool and volumes. For Lustre, the nodes share an LNet: `systemctl start lnet` puts the
+//! node's NID on it for `lctl ping`, `mkfs.lustre` writes disk data `tunefs.lustre --dryrun`
+//! prints (unregistered until the first mount), a target's `mount -t lustre` registers it and
+//! a client's makes `lfs check servers` list each target `active.`; `rpm -q kernel` lists
+//! every installed kernel and `/proc/sys/kernel/osrelease` names the running one, which
+//! [`Node::reboot`] changes. Every probe answers in the real tool's format (the shapes of the
 //! recorded outputs in pvfs-steps' testdata and reference/setup-anchors.md). The node's disks
 //! are real: every device name is a device node of one zeroed loop device, so the device
 //! rules (block device, unused, claimable, zeros) run against the kernel, as in the plan
 //! snapshots.
 //!
-//! To add an example (Lustre, BeeGFS), teach [`SimNode::answer`] the example's tools (their
+//! To add an example, teach [`SimNode::answer`] the example's tools (their
 //! probes in the recorded formats, their actions as state changes) and add a test like
 //! [`glusterfs_converges_and_then_changes_nothing`].
 
@@ -32,9 +37,11 @@ fn out(code: i32, stdout: &str, stderr: &str) -> Output {
 /// What the node holds, as its tools would report it.
 #[derive(Debug, Default)]
 struct State {
-    packages: BTreeSet<String>,
+    /// Package → every installed version as rpm's `%{EVR}.%{ARCH}` (kernels install side by side).
+    packages: BTreeMap<String, Vec<String>>,
     enabled: BTreeSet<String>,
-    active: BTreeSet<String>,
+    /// Running unit → the CLOCK_MONOTONIC µs it entered the active state.
+    active: BTreeMap<String, u64>,
     /// md device → members, as given to `mdadm --create`.
     arrays: BTreeMap<String, Vec<String>>,
     /// PV → its volume group ("" for none).
@@ -48,6 +55,65 @@ struct State {
     peers: Vec<String>,
     /// volume → (bricks, started).
     volumes: BTreeMap<String, (Vec<String>, bool)>,
+    /// device → the Lustre target `mkfs.lustre` made there.
+    lustre: BTreeMap<String, LustreDisk>,
+    /// A Lustre client mount is up (its mdc/osc devices exist).
+    lustre_client: bool,
+}
+
+/// The permanent disk data of a Lustre target (lustre_disk.h's `lustre_disk_data`).
+#[derive(Debug, Clone)]
+struct LustreDisk {
+    fsname: String,
+    /// `MDT` or `OST`.
+    kind: &'static str,
+    index: u32,
+    /// LDD_F_SV_TYPE_* bits, plus LDD_F_VIRGIN (0x20) and LDD_F_UPDATE (0x40) until the
+    /// target's first mount registers it with the MGS.
+    flags: u32,
+    mgsnode: Option<String>,
+}
+
+impl LustreDisk {
+    fn registered(&self) -> bool {
+        self.flags & 0x20 == 0
+    }
+
+    /// `lustre-OST0001` once registered; `lustre:OST0001` before (mkfs_lustre.c names an
+    /// unregistered target with a colon).
+    fn target(&self) -> String {
+        let sep = if self.registered() { '-' } else { ':' };
+        format!("{}{sep}{}{:04x}", self.fsname, self.kind, self.index)
+    }
+}
+
+/// What the simulated nodes share: the LNet network and the Lustre servers registered on it.
+#[derive(Debug, Default)]
+struct Net {
+    /// NIDs whose node runs LNet.
+    lnet: BTreeSet<String>,
+    /// Mounted (registered) targets: `lustre-MDT0000`, `lustre-OST0001`.
+    targets: BTreeSet<String>,
+}
+
+fn monotonic_us() -> u64 {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).unwrap();
+    t.tv_sec() as u64 * 1_000_000 + t.tv_nsec() as u64 / 1000
+}
+
+/// Splits yum/dnf's `NAME-VERSION` (`kmod-lustre-2.15.4`, `kernel-3.10.0-514.el7_lustre`) at
+/// the first `-` before a digit; the rpm `%{EVR}.%{ARCH}` it installs (a release added where
+/// the pin gave none).
+fn installed_as(arg: &str) -> (String, String) {
+    let split = arg
+        .match_indices('-')
+        .map(|(i, _)| i)
+        .find(|i| arg[i + 1..].starts_with(|c: char| c.is_ascii_digit()));
+    match split {
+        Some(i) if arg[i + 1..].contains('-') => (arg[..i].to_owned(), format!("{}.x86_64", &arg[i + 1..])),
+        Some(i) => (arg[..i].to_owned(), format!("{}-1.el7.x86_64", &arg[i + 1..])),
+        None => (arg.to_owned(), "1.0-1.el7.x86_64".to_owned()),
+    }
 }
 
 /// A simulated bare EL node (see the module documentation).
@@ -55,6 +121,9 @@ struct State {
 struct SimNode {
     dir: PathBuf,
     state: Arc<Mutex<State>>,
+    /// This node's LNet NID (`10.0.0.4@tcp`), when it has one.
+    nid: Option<String>,
+    net: Arc<Mutex<Net>>,
 }
 
 impl SimNode {
@@ -71,16 +140,21 @@ impl SimNode {
     fn answer(&self, program: &str, args: &[&str]) -> Option<Output> {
         let mut s = self.state();
         Some(match (program, args) {
-            // rpm 4.x: `package NAME is not installed` on stdout, exit 1.
-            ("rpm", ["-q", "--qf", _, name]) => {
-                if s.packages.contains(*name) {
-                    out(0, "1.0-1.el7.x86_64\n", "")
-                } else {
-                    out(1, &format!("package {name} is not installed\n"), "")
-                }
-            }
+            // rpm 4.x: `package NAME is not installed` on stdout, exit 1; installed, one line
+            // of the query format per instance (every installed kernel: the shape of
+            // pvfs-steps' testdata/packages/rpm-q-kernel-*.txt).
+            ("rpm", ["-q", "--qf", "%{EVR}.%{ARCH}\\n", name]) => match s.packages.get(*name) {
+                Some(versions) => out(0, &versions.iter().map(|v| format!("{v}\n")).collect::<String>(), ""),
+                None => out(1, &format!("package {name} is not installed\n"), ""),
+            },
             ("yum" | "dnf", ["install", "-y", "--", names @ ..]) => {
-                s.packages.extend(names.iter().map(|n| (*n).to_owned()));
+                for arg in names {
+                    let (name, version) = installed_as(arg);
+                    let versions = s.packages.entry(name).or_default();
+                    if !versions.contains(&version) {
+                        versions.push(version);
+                    }
+                }
                 out(0, "Complete!\n", "")
             }
             ("systemctl", ["is-enabled", unit]) => {
@@ -91,7 +165,7 @@ impl SimNode {
                 }
             }
             ("systemctl", ["is-active", unit]) => {
-                if s.active.contains(*unit) {
+                if s.active.contains_key(*unit) {
                     out(0, "active\n", "")
                 } else {
                     out(3, "inactive\n", "")
@@ -101,9 +175,134 @@ impl SimNode {
                 s.enabled.insert((*unit).to_owned());
                 out(0, "", "")
             }
-            ("systemctl", ["start", unit]) => {
-                s.active.insert((*unit).to_owned());
+            ("systemctl", ["start" | "restart", unit]) => {
+                s.active.insert((*unit).to_owned(), monotonic_us());
+                if *unit == "lnet" {
+                    self.net.lock().unwrap().lnet.extend(self.nid.clone());
+                }
                 out(0, "", "")
+            }
+            ("systemctl", ["stop", unit]) => {
+                s.active.remove(*unit);
+                if *unit == "lnet" {
+                    let mut net = self.net.lock().unwrap();
+                    if let Some(nid) = &self.nid {
+                        net.lnet.remove(nid);
+                    }
+                }
+                out(0, "", "")
+            }
+            ("systemctl", ["disable", unit]) => {
+                s.enabled.remove(*unit);
+                out(0, "", "")
+            }
+            // umount(8): silent on success; the kernel drops the mount from mountinfo. A Lustre
+            // target's unmount takes it off the file system; a client's removes its mdc/osc.
+            ("umount", [target]) => {
+                let path = self.dir.join("proc/self/mountinfo");
+                let table = std::fs::read_to_string(&path).unwrap();
+                let (gone, kept): (Vec<&str>, Vec<&str>) =
+                    table.lines().partition(|l| l.split(' ').nth(4) == Some(*target));
+                let line = gone.first()?;
+                let (fstype, source) = line.split_once(" - ")?.1.split_once(' ')?;
+                let source = source.split(' ').next()?;
+                if fstype == "lustre" {
+                    match s.lustre.get(source) {
+                        Some(disk) => {
+                            self.net.lock().unwrap().targets.remove(&disk.target());
+                        }
+                        None => s.lustre_client = false,
+                    }
+                }
+                std::fs::write(path, kept.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+                out(0, "", "")
+            }
+            // systemd's `show` prints PROPERTY=VALUE; a unit never started has 0.
+            ("systemctl", ["show", "--property=ActiveEnterTimestampMonotonic", unit]) => out(
+                0,
+                &format!("ActiveEnterTimestampMonotonic={}\n", s.active.get(*unit).copied().unwrap_or(0)),
+                "",
+            ),
+            // lctl ping (lustre/utils/portals.c jt_ptl_ping): the peer's NIDs, one a line, as
+            // `12345-NID`; an unreachable peer is the error pvfs-steps' gate tests record.
+            ("lctl", ["ping", nid]) => {
+                if self.nid.is_some()
+                    && s.active.contains_key("lnet")
+                    && self.net.lock().unwrap().lnet.contains(*nid)
+                {
+                    out(0, &format!("12345-0@lo\n12345-{nid}\n"), "")
+                } else {
+                    out(5, "", &format!("failed to ping {nid}: Input/output error\n"))
+                }
+            }
+            // mkfs.lustre writes the target's disk data, still unregistered.
+            ("mkfs.lustre", [args @ .., device]) => {
+                let value = |key: &str| args.iter().find_map(|a| a.strip_prefix(key)).map(str::to_owned);
+                let has = |flag: &str| args.contains(&flag);
+                let role =
+                    u32::from(has("--mdt")) | (u32::from(has("--ost")) << 1) | (u32::from(has("--mgs")) << 2);
+                let disk = LustreDisk {
+                    fsname: value("--fsname=")?,
+                    kind: if has("--ost") { "OST" } else { "MDT" },
+                    index: value("--index=").map_or(Some(0), |i| i.parse().ok())?,
+                    flags: role | 0x20 | 0x40,
+                    mgsnode: value("--mgsnode="),
+                };
+                s.lustre.insert((*device).to_owned(), disk);
+                out(0, "", "")
+            }
+            // tunefs.lustre --dryrun: print_ldd() of lustre/utils/mkfs_lustre.c, as in
+            // pvfs-steps' lustre tests (setup-anchors §2b); a device without Lustre data is
+            // exit 19 (ENODEV) with the FATAL line.
+            ("tunefs.lustre", ["--dryrun", device]) => match s.lustre.get(*device) {
+                None => out(
+                    19,
+                    "",
+                    &format!(
+                        "\ntunefs.lustre FATAL: Device {device} has not been formatted with mkfs.lustre\n"
+                    ),
+                ),
+                Some(disk) => {
+                    let kinds = [(0x1, "MDT"), (0x2, "OST"), (0x4, "MGS")];
+                    let kinds: String = kinds
+                        .iter()
+                        .filter(|(bit, _)| disk.flags & bit != 0)
+                        .map(|(_, k)| format!("{k} "))
+                        .collect();
+                    let params = disk.mgsnode.as_ref().map_or(String::new(), |m| format!("mgsnode={m}"));
+                    let ldd = format!(
+                        "Target:     {}\nIndex:      {}\nLustre FS:  {}\nMount type: ldiskfs\nFlags:      {:#x}\n              ({kinds})\nPersistent mount opts: errors=remount-ro\nParameters: {params}\n",
+                        disk.target(),
+                        disk.index,
+                        disk.fsname,
+                        disk.flags
+                    );
+                    out(
+                        0,
+                        &format!(
+                            "checking for existing Lustre data: found\n\n   Read previous values:\n{ldd}\n\n   Permanent disk data:\n{ldd}\nexiting before disk write.\n"
+                        ),
+                        "",
+                    )
+                }
+            },
+            // lfs check servers (liblustreapi's do_target_check, as pvfs-steps' gate reads
+            // it and testdata/lustre/lfs-check-servers-2.10.txt shows): `DEVICE active.` for
+            // each mdc and osc of a mounted client; nothing without a client mount.
+            ("lfs", ["check", "servers"]) => {
+                if !s.lustre_client {
+                    return Some(out(0, "", ""));
+                }
+                let net = self.net.lock().unwrap();
+                let lines: String = net
+                    .targets
+                    .iter()
+                    .map(|t| {
+                        let dev = if t.contains("-OST") { "osc" } else { "mdc" };
+                        format!("{t}-{dev}-ffff88003bfbd000 active.\n")
+                    })
+                    .collect();
+                out(0, &lines, "")
             }
             ("mdadm", ["--examine", "--export", member]) => {
                 out(1, "", &format!("mdadm: No md superblock detected on {member}.\n"))
@@ -215,13 +414,28 @@ impl SimNode {
                 None => out(2, "", ""),
             },
             ("wipefs", ["--no-act", _]) => out(0, "", ""),
-            (mkfs, [.., device]) if mkfs.starts_with("mkfs.") => {
+            (mkfs, [.., device]) if mkfs.starts_with("mkfs.") && mkfs != "mkfs.lustre" => {
                 s.filesystems.insert((*device).to_owned(), mkfs["mkfs.".len()..].to_owned());
                 out(0, "", "")
             }
             ("mount", ["-t", fstype, "-o", options, source, target]) => {
                 s.next_mount_id += 1;
                 let id = 100 + s.next_mount_id;
+                if *fstype == "lustre" {
+                    // A server's first mount registers its target with the MGS (clears
+                    // LDD_F_VIRGIN|LDD_F_UPDATE); a client's mount sets up its mdc/osc devices.
+                    match s.lustre.get_mut(*source) {
+                        Some(disk) => {
+                            disk.flags &= 0x7;
+                            let name = disk.target();
+                            if disk.flags & 0x3 != 0 {
+                                self.net.lock().unwrap().targets.insert(name);
+                            }
+                        }
+                        None if source.contains(":/") => s.lustre_client = true,
+                        None => return None,
+                    }
+                }
                 let (dev, shown) = if source.starts_with('/') {
                     let id = pvfs_host::device::identify(&Root::at(&self.dir), source).ok()?;
                     (id.dev.to_string(), (*fstype).to_owned())
@@ -362,6 +576,11 @@ struct Node {
 
 impl Node {
     fn bare_el(devices: &[&str]) -> Node {
+        Node::bare(devices, "3.10.0-514.el7.x86_64", None, &Arc::default())
+    }
+
+    /// A bare node running `release` (its only installed kernel), on the LNet `net` as `nid`.
+    fn bare(devices: &[&str], release: &str, nid: Option<&str>, net: &Arc<Mutex<Net>>) -> Node {
         let root = DeviceRoot::new();
         let dir = root.dir.path().to_owned();
         // The node's own kernel table, not the build machine's.
@@ -375,25 +594,54 @@ impl Node {
             "/proc/self/mountinfo",
             "1 0 253:0 / / rw,relatime shared:1 - xfs /dev/mapper/centos-root rw\n",
         );
+        touch("/proc/sys/kernel/osrelease", &format!("{release}\n"));
         touch("/usr/bin/yum", "");
         touch("/etc/fstab", "");
         std::fs::create_dir_all(dir.join("run/systemd/system")).unwrap();
         std::fs::create_dir_all(dir.join("etc/yum.repos.d")).unwrap();
+        // kmod's directory, on every EL install.
+        std::fs::create_dir_all(dir.join("etc/modprobe.d")).unwrap();
         let disks: Vec<LoopDevice> = devices.iter().map(|_| LoopDevice::new(8 << 20)).collect();
         for (dev, disk) in devices.iter().zip(&disks) {
             root.node(dev, &disk.path);
         }
-        let sim = SimNode { dir: dir.clone(), state: Arc::default() };
+        let sim = SimNode {
+            dir: dir.clone(),
+            state: Arc::new(Mutex::new(State {
+                packages: [("kernel".to_owned(), vec![release.to_owned()])].into(),
+                ..State::default()
+            })),
+            nid: nid.map(str::to_owned),
+            net: Arc::clone(net),
+        };
         let host = Host::new(Root::at(Path::new(&dir)), sim);
         Node { _root: root, _disks: disks, host }
     }
+
+    /// Reboots into `release`: the kernel says so, mounts are gone, enabled units start.
+    fn reboot(&self, release: &str) {
+        let dir = &self.host.runner.dir;
+        std::fs::write(dir.join("proc/sys/kernel/osrelease"), format!("{release}\n")).unwrap();
+        let table = std::fs::read_to_string(dir.join("proc/self/mountinfo")).unwrap();
+        std::fs::write(dir.join("proc/self/mountinfo"), table.lines().next().unwrap().to_owned() + "\n")
+            .unwrap();
+        let mut s = self.host.runner.state();
+        let enabled = s.enabled.clone();
+        s.active = enabled.into_iter().map(|u| (u, monotonic_us())).collect();
+    }
 }
 
-/// Applies every unit of `plan` in order on its node; returns each step's outcome, as
-/// `node unit: step: outcome`.
+/// Applies every unit of `plan` in order on its node, as `up` does: a unit after one that did
+/// not finish (a failure, a node that must boot) does not run. Returns each step's outcome,
+/// as `node #unit: step`.
 async fn apply(plan: &crate::Plan, nodes: &BTreeMap<String, Node>) -> Vec<(String, Outcome)> {
     let mut all = Vec::new();
+    let mut unfinished = BTreeSet::new();
     for unit in &plan.units {
+        if unit.after.iter().any(|id| unfinished.contains(id)) {
+            unfinished.insert(unit.id);
+            continue;
+        }
         let node = &nodes[&unit.node];
         let mut outcomes = Vec::new();
         run_unit(
@@ -410,6 +658,11 @@ async fn apply(plan: &crate::Plan, nodes: &BTreeMap<String, Node>) -> Vec<(Strin
             || true,
         )
         .await;
+        if outcomes.len() < unit.steps.len()
+            || outcomes.iter().any(|(_, o)| !matches!(o, Outcome::Ok { .. } | Outcome::Changed { .. }))
+        {
+            unfinished.insert(unit.id);
+        }
         for (index, outcome) in outcomes {
             all.push((format!("{} #{}: {}", unit.node, unit.id, unit.steps[index]), outcome));
         }
@@ -467,4 +720,221 @@ async fn glusterfs_converges_and_then_changes_nothing() {
     assert_eq!(server.state().volumes["dist-vol"].0.len(), 2);
     let client = pvfs_host::mountinfo::read(&nodes["client00"].host.root).unwrap();
     assert_eq!(pvfs_host::mountinfo::visible_at(&client, "/mnt/gluster").unwrap().fstype, "fuse.glusterfs");
+}
+
+/// Every node of `cluster`, bare, running `release`: its disks (and `/dev/md0` where it has
+/// several, for the OST's array), its NID on the shared LNet from its address.
+fn lustre_nodes(cluster: &pvfs_config::Cluster, release: &str) -> BTreeMap<String, Node> {
+    let net = Arc::default();
+    cluster
+        .nodes
+        .iter()
+        .map(|n| {
+            let mut disks: Vec<String> = n.disks.iter().map(|d| d.display().to_string()).collect();
+            if disks.len() > 1 {
+                disks.push("/dev/md0".into());
+            }
+            let disks: Vec<&str> = disks.iter().map(String::as_str).collect();
+            let nid = match &n.address.host {
+                pvfs_config::model::Host::Ip(ip) => format!("{ip}@tcp"),
+                other => panic!("{other:?}"),
+            };
+            (n.name.clone(), Node::bare(&disks, release, Some(&nid), &net))
+        })
+        .collect()
+}
+
+fn load(name: &str) -> pvfs_config::Cluster {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config").join(name);
+    pvfs_config::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Every outcome but those `keep` accepts, one a line.
+fn other_than(run: &[(String, Outcome)], keep: fn(&Outcome) -> bool) -> String {
+    run.iter().filter(|(_, o)| !keep(o)).map(|(what, o)| format!("{what}: {o:?}\n")).collect()
+}
+
+fn done(o: &Outcome) -> bool {
+    matches!(o, Outcome::Changed { .. } | Outcome::Ok { .. })
+}
+
+fn in_sync(o: &Outcome) -> bool {
+    matches!(o, Outcome::Ok { .. })
+}
+
+/// What a converged Lustre cluster holds: the targets mounted as lustre and registered, the
+/// client mounted, and every step of the plan run.
+fn assert_lustre_converged(
+    plan: &crate::Plan,
+    nodes: &BTreeMap<String, Node>,
+    run: &[(String, Outcome)],
+    fsname: &str,
+) {
+    let steps: usize = plan.units.iter().map(|u| u.steps.len()).sum();
+    assert_eq!(run.len(), steps, "every step of every unit ran");
+    for (node, path) in [
+        ("mgsmds00", "/mnt/mgsmds"),
+        ("oss00", "/mnt/oss"),
+        ("oss01", "/mnt/oss"),
+        ("client00", "/mnt/lustre"),
+    ] {
+        let mounts = pvfs_host::mountinfo::read(&nodes[node].host.root).unwrap();
+        let m = pvfs_host::mountinfo::visible_at(&mounts, path).unwrap_or_else(|| panic!("{node}: {path}"));
+        assert_eq!(m.fstype, "lustre", "{node}: {path}");
+    }
+    let net = nodes["client00"].host.runner.net.lock().unwrap();
+    let want: BTreeSet<String> =
+        ["MDT0000", "OST0000", "OST0001"].iter().map(|t| format!("{fsname}-{t}")).collect();
+    assert_eq!(net.targets, want);
+    assert_eq!(
+        nodes["oss01"].host.runner.state().lustre["/dev/md0"].index,
+        1,
+        "the index from the cluster file"
+    );
+}
+
+#[tokio::test]
+async fn lustre_2_15_on_el8_converges_and_then_changes_nothing() {
+    let cluster = load("lustre-2.15-el8.toml");
+    let plan = plan(&cluster);
+    // Rocky 8.9's stock kernel: the patchless servers run it.
+    let nodes = lustre_nodes(&cluster, "4.18.0-513.5.1.el8_9.x86_64");
+
+    let first = apply(&plan, &nodes).await;
+    let failed = other_than(&first, done);
+    assert!(failed.is_empty(), "the first run converges:\n{failed}");
+    assert!(first.iter().any(|(_, o)| matches!(o, Outcome::Changed { .. })), "bare nodes change");
+    assert_lustre_converged(&plan, &nodes, &first, "lustre");
+
+    let second = apply(&plan, &nodes).await;
+    let changed = other_than(&second, in_sync);
+    assert!(changed.is_empty(), "a second run changes nothing:\n{changed}");
+    assert_eq!(second.len(), first.len());
+}
+
+/// `server`'s unit in `run` stopped at its packages step with MustBoot naming the Lustre
+/// kernel: every step before done, every step after skipped for the kernel, nothing of Lustre
+/// set up on the wrong kernel.
+fn assert_stops_for_the_kernel(run: &[(String, Outcome)], nodes: &BTreeMap<String, Node>, server: &str) {
+    const LUSTRE_KERNEL: &str = "3.10.0-514.el7_lustre.x86_64";
+    let outcomes: Vec<&(String, Outcome)> =
+        run.iter().filter(|(w, _)| w.starts_with(&format!("{server} "))).collect();
+    let boot = outcomes
+        .iter()
+        .position(|(_, o)| matches!(o, Outcome::MustBoot { .. }))
+        .unwrap_or_else(|| panic!("{server} does not stop for the kernel: {outcomes:#?}"));
+    let (what, outcome) = outcomes[boot];
+    assert!(what.contains(": packages kernel=3.10.0-514.el7_lustre "), "{what}");
+    assert!(
+        matches!(outcome, Outcome::MustBoot { kernel, running } if kernel == LUSTRE_KERNEL && running == "3.10.0-514.el7.x86_64"),
+        "{what}: {outcome:?}"
+    );
+    for (what, outcome) in &outcomes[..boot] {
+        assert!(done(outcome), "{what}: {outcome:?}");
+    }
+    for (what, outcome) in &outcomes[boot + 1..] {
+        assert!(
+            matches!(outcome, Outcome::Skipped { reason } if reason.contains(LUSTRE_KERNEL)),
+            "{what}: {outcome:?}"
+        );
+    }
+    let state = nodes[server].host.runner.state();
+    assert_eq!(state.packages["kernel"], ["3.10.0-514.el7.x86_64", LUSTRE_KERNEL], "{server}");
+    assert!(
+        state.lustre.is_empty() && !state.active.contains_key("lnet"),
+        "{server}: nothing on the wrong kernel"
+    );
+}
+
+fn ran(run: &[(String, Outcome)], node: &str) -> bool {
+    run.iter().any(|(w, _)| w.starts_with(&format!("{node} ")))
+}
+
+#[tokio::test]
+async fn lustre_on_el7_boots_the_lustre_kernel_then_converges_and_then_changes_nothing() {
+    let cluster = load("lustre.toml");
+    let plan = plan(&cluster);
+    // CentOS 7.3's kernel, which the seed's nodes ran before installing Lustre's.
+    let nodes = lustre_nodes(&cluster, "3.10.0-514.el7.x86_64");
+    const LUSTRE_KERNEL: &str = "3.10.0-514.el7_lustre.x86_64";
+
+    // First run: the MGS/MDS installs the Lustre kernel and stops there; the OSS units and
+    // the client come after it (as pvfs-coord's converge runs them) and do not run.
+    let first = apply(&plan, &nodes).await;
+    assert_stops_for_the_kernel(&first, &nodes, "mgsmds00");
+    assert!(!ran(&first, "oss00") && !ran(&first, "oss01") && !ran(&first, "client00"), "{first:#?}");
+
+    // The operator reboots it into the Lustre kernel; the next run brings up the MGS/MDT and
+    // the OSS nodes install the kernel and stop in turn.
+    nodes["mgsmds00"].reboot(LUSTRE_KERNEL);
+    let second = apply(&plan, &nodes).await;
+    let mgs: Vec<(String, Outcome)> =
+        second.iter().filter(|(w, _)| w.starts_with("mgsmds00 ")).cloned().collect();
+    let failed = other_than(&mgs, done);
+    assert!(failed.is_empty(), "{failed}");
+    assert!(nodes["mgsmds00"].host.runner.net.lock().unwrap().targets.contains("LustreFS-MDT0000"));
+    assert_stops_for_the_kernel(&second, &nodes, "oss00");
+    assert_stops_for_the_kernel(&second, &nodes, "oss01");
+    assert!(!ran(&second, "client00"), "the client waits for every server");
+
+    for server in ["oss00", "oss01"] {
+        nodes[server].reboot(LUSTRE_KERNEL);
+    }
+    let third = apply(&plan, &nodes).await;
+    let failed = other_than(&third, done);
+    assert!(failed.is_empty(), "after the reboots the run converges:\n{failed}");
+    assert_lustre_converged(&plan, &nodes, &third, "LustreFS");
+
+    let fourth = apply(&plan, &nodes).await;
+    let changed = other_than(&fourth, in_sync);
+    assert!(changed.is_empty(), "then a run changes nothing:\n{changed}");
+}
+
+/// `pvfsctl down` after `up` on the 2.15 cluster: nothing of Lustre stays mounted or running,
+/// the targets keep their data (no wipe), a second down changes nothing, and `up` afterwards
+/// only mounts and starts again.
+#[tokio::test]
+async fn lustre_down_after_up_leaves_nothing_mounted_and_a_second_down_changes_nothing() {
+    let cluster = load("lustre-2.15-el8.toml");
+    let up = plan(&cluster);
+    let down = crate::down(&cluster, false);
+    let nodes = lustre_nodes(&cluster, "4.18.0-513.5.1.el8_9.x86_64");
+    let failed = other_than(&apply(&up, &nodes).await, done);
+    assert!(failed.is_empty(), "{failed}");
+
+    let first = apply(&down, &nodes).await;
+    let failed = other_than(&first, done);
+    assert!(failed.is_empty(), "down runs through:\n{failed}");
+    assert_eq!(
+        first
+            .iter()
+            .filter(|(w, o)| w.contains(": unmount ") && matches!(o, Outcome::Changed { .. }))
+            .count(),
+        4,
+        "three targets and the client unmount"
+    );
+    for (name, node) in &nodes {
+        let mounts = pvfs_host::mountinfo::read(&node.host.root).unwrap();
+        assert!(mounts.iter().all(|m| m.fstype != "lustre"), "{name}: {mounts:?}");
+        let fstab = std::fs::read_to_string(node.host.runner.dir.join("etc/fstab")).unwrap();
+        assert!(!fstab.contains("lustre"), "{name}: {fstab}");
+        let s = node.host.runner.state();
+        assert!(!s.active.contains_key("lnet") && !s.enabled.contains("lnet"), "{name}");
+    }
+    assert!(nodes["oss00"].host.runner.net.lock().unwrap().lnet.is_empty());
+    assert_eq!(nodes["oss01"].host.runner.state().lustre["/dev/md0"].index, 1, "the targets are kept");
+
+    let second = apply(&down, &nodes).await;
+    let changed = other_than(&second, in_sync);
+    assert!(changed.is_empty(), "a second down changes nothing:\n{changed}");
+
+    // Up again: the kept targets are recognised, not formatted; they mount and LNet starts.
+    let again = apply(&up, &nodes).await;
+    let failed = other_than(&again, done);
+    assert!(failed.is_empty(), "{failed}");
+    let changed: Vec<&String> =
+        again.iter().filter(|(_, o)| matches!(o, Outcome::Changed { .. })).map(|(w, _)| w).collect();
+    assert!(changed.iter().all(|w| !w.contains(": lustre ") && !w.contains(": packages ")), "{changed:#?}");
+    assert_eq!(changed.iter().filter(|w| w.contains(": mount ")).count(), 4, "{changed:#?}");
+    assert_lustre_converged(&up, &nodes, &again, "lustre");
 }
