@@ -644,10 +644,7 @@ mod tests {
         assert!(!dir.path().join("after").exists(), "no step starts after the caller went");
     }
 
-    /// A fixture's text without its `#` header lines (which cite the source).
-    fn fixture(text: &str) -> String {
-        text.lines().filter(|l| !l.starts_with('#')).map(|l| format!("{l}\n")).collect()
-    }
+    use crate::without_header as fixture;
 
     const CHECK_2_10: &str = include_str!("../testdata/lustre/lfs-check-servers-2.10.txt");
 

@@ -362,6 +362,13 @@ impl StepError {
     }
 }
 
+/// A `testdata/` fixture as its tool printed it: without the `#` lines of its header, which
+/// cite where the output comes from (no tool whose output is kept there starts a line so).
+#[cfg(test)]
+pub(crate) fn without_header(text: &str) -> String {
+    text.lines().filter(|l| !l.starts_with('#')).map(|l| format!("{l}\n")).collect()
+}
+
 /// Lines of `text` that differ from `want`, as `-old`/`+new` for a short human diff.
 pub(crate) fn line_diff(old: &str, new: &str) -> Vec<String> {
     let old_lines: Vec<&str> = old.lines().collect();

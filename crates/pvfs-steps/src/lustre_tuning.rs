@@ -196,9 +196,7 @@ mod tests {
     use super::*;
     use pvfs_host::{RecordedRunner, Root};
 
-    fn fixture(text: &str) -> String {
-        text.lines().filter(|l| !l.starts_with("# ")).map(|l| format!("{l}\n")).collect()
-    }
+    use crate::without_header as fixture;
 
     fn host(runner: RecordedRunner) -> (tempfile::TempDir, Host<RecordedRunner>) {
         let dir = tempfile::tempdir().unwrap();

@@ -520,7 +520,7 @@ mod tests {
     fn fixture(name: &str) -> String {
         let path = format!("{}/testdata/packages/{name}", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{path}: {err}"));
-        text.lines().filter(|l| !l.starts_with('#')).map(|l| format!("{l}\n")).collect()
+        crate::without_header(&text)
     }
 
     fn rpm_host(
@@ -561,11 +561,6 @@ mod tests {
                 ["dnf install -y -- kernel-devel-4.18.0"]
             );
         }
-    }
-
-    /// A fixture's text without its `# ` header lines (which cite the source).
-    fn without_header(text: &str) -> String {
-        text.lines().filter(|l| !l.starts_with("# ")).map(|l| format!("{l}\n")).collect()
     }
 
     const KERNELS_EL6: &str = include_str!("../testdata/packages/rpm-q-kernel-el6.txt");
@@ -673,7 +668,7 @@ mod tests {
     #[tokio::test]
     async fn a_pinned_kernel_is_read_from_the_installed_set_and_the_running_one() {
         // Every installed kernel counts, not the first line rpm prints (the oldest).
-        let real = without_header(KERNELS_EL6);
+        let real = crate::without_header(KERNELS_EL6);
         let (_d, host) = kernel_host(&real, "2.6.32-358.6.1.el6.x86_64");
         assert!(kernel_step("2.6.32-358.6.1.el6").assess(&host).await.unwrap().is_in_sync());
 
