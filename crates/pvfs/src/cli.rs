@@ -193,20 +193,9 @@ pub struct UpArgs {
 
 #[derive(Debug, Args)]
 pub struct DownArgs {
-    /// The cluster file.
-    #[arg(value_name = "CLUSTER.toml")]
-    pub cluster: PathBuf,
+    /// The same cluster file, connection and output flags as `up`.
     #[command(flatten)]
-    pub connect: ConnectArgs,
-    /// Show every step that would change, why, and the exact commands; change nothing.
-    #[arg(long)]
-    pub plan: bool,
-    /// One JSON object per event (unit and step starts, commands, outcomes), then a recap.
-    #[arg(long)]
-    pub json: bool,
-    /// Also list steps that were already in sync.
-    #[arg(long, short)]
-    pub verbose: bool,
+    pub up: UpArgs,
     /// Also destroy every target: arrays stopped, signatures erased and the disks zeroed where
     /// data starts and ends, so the next `up` formats them anew. The devices are listed first,
     /// and nothing happens until the cluster's name is typed (or given with --yes-wipe).

@@ -15,7 +15,7 @@ use pvfs_steps::Step;
 use std::io::{BufRead, IsTerminal, Write};
 
 pub(crate) async fn run(args: DownArgs) -> anyhow::Result<u8> {
-    let cluster = pvfs_config::load(&args.cluster)?;
+    let cluster = pvfs_config::load(&args.up.cluster)?;
     let plan = pvfs_plan::down(&cluster, args.wipe);
     if args.wipe {
         let listing = wipe_listing(&plan);
@@ -29,12 +29,13 @@ pub(crate) async fn run(args: DownArgs) -> anyhow::Result<u8> {
             )
         });
         // A plan changes nothing: it shows the wipe without asking.
-        if !args.plan && !listing.is_empty() {
+        if !args.up.plan && !listing.is_empty() {
             confirm(&cluster.name, args.yes_wipe.as_deref())?;
         }
     }
-    let dialer = super::dialer(&cluster, &args.connect)?;
-    let view = super::up::View { json: args.json, plan: args.plan, verbose: args.verbose, down: true };
+    let dialer = super::dialer(&cluster, &args.up.connect)?;
+    let view =
+        super::up::View { json: args.up.json, plan: args.up.plan, verbose: args.up.verbose, down: true };
     super::up::run_plan(&cluster, plan, &dialer, view).await
 }
 
