@@ -10,7 +10,9 @@
 //! pool and volumes. For Lustre, the nodes share an LNet: `systemctl start lnet` puts the
 //! node's NID on it for `lctl ping`, `mkfs.lustre` writes disk data `tunefs.lustre --dryrun`
 //! prints (unregistered until the first mount), a target's `mount -t lustre` registers it and
-//! a client's makes `lfs check servers` list each target `active.`; `rpm -q kernel` lists
+//! a client's makes `lfs check servers` list each target `active.` and gives it an llite
+//! instance whose parameters `lctl get_param -n`/`set_param` read and write until it unmounts,
+//! `lfs setstripe` keeps a directory's default layout for `lfs getstripe -d`; `rpm -q kernel` lists
 //! every installed kernel and `/proc/sys/kernel/osrelease` names the running one, which
 //! [`Node::reboot`] changes. Every probe answers in the real tool's format (the shapes of the
 //! recorded outputs in pvfs-steps' testdata and reference/setup-anchors.md). The node's disks
@@ -57,8 +59,57 @@ struct State {
     volumes: BTreeMap<String, (Vec<String>, bool)>,
     /// device → the Lustre target `mkfs.lustre` made there.
     lustre: BTreeMap<String, LustreDisk>,
-    /// A Lustre client mount is up (its mdc/osc devices exist).
-    lustre_client: bool,
+    /// Mounted Lustre clients by mount point: each is one llite instance (its mdc/osc devices
+    /// exist while it is mounted) with its parameters, which start at the defaults and are lost
+    /// at unmount.
+    llite: BTreeMap<String, Llite>,
+}
+
+/// One mounted Lustre client: `llite.lustre-ffff88003bfbd000.*` in `lctl get_param`'s names.
+#[derive(Debug, Clone)]
+struct Llite {
+    /// The instance name, `FSNAME-` and the superblock's address in hex (llite_lib.c's
+    /// ll_fill_super names it so).
+    instance: String,
+    /// The file system the client mounted, for its directories' layouts.
+    fsname: String,
+    /// Parameter → value, as `lctl get_param -n` reads its file.
+    params: BTreeMap<String, String>,
+}
+
+/// The llite parameters the simulated client has, with their values at mount. max_read_ahead_mb:
+/// llite_lib.c's ll_init_sbi sets min(RAM / 32, SBI_DEFAULT_READ_AHEAD_MAX); the simulated
+/// client has 8 GiB of RAM, so 256 (MiB). A parameter not listed does not exist, and lctl finds
+/// nothing for it.
+const LLITE_DEFAULTS: &[(&str, &str)] = &[("max_read_ahead_mb", "256")];
+
+/// fnmatch(3) on one component of an lctl parameter name (`*` and `?`), as glob(3) matches the
+/// path lctl makes of the name.
+fn glob_matches(pattern: &str, name: &str) -> bool {
+    match pattern.chars().next() {
+        None => name.is_empty(),
+        Some('*') => (0..=name.len())
+            .filter(|i| name.is_char_boundary(*i))
+            .any(|i| glob_matches(&pattern[1..], &name[i..])),
+        Some(c) => {
+            let mut rest = name.chars();
+            match rest.next() {
+                Some(n) if c == '?' || c == n => glob_matches(&pattern[c.len_utf8()..], rest.as_str()),
+                _ => false,
+            }
+        }
+    }
+}
+
+/// `4M` → 4194304: the sizes `lfs setstripe -S` takes (a plain number is bytes).
+fn stripe_size(arg: &str) -> Option<u64> {
+    let (digits, shift) = match arg.char_indices().last()? {
+        (i, 'k' | 'K') => (&arg[..i], 10),
+        (i, 'm' | 'M') => (&arg[..i], 20),
+        (i, 'g' | 'G') => (&arg[..i], 30),
+        _ => (arg, 0),
+    };
+    digits.parse::<u64>().ok().map(|n| n << shift)
 }
 
 /// The permanent disk data of a Lustre target (lustre_disk.h's `lustre_disk_data`).
@@ -94,6 +145,9 @@ struct Net {
     lnet: BTreeSet<String>,
     /// Mounted (registered) targets: `lustre-MDT0000`, `lustre-OST0001`.
     targets: BTreeSet<String>,
+    /// (fsname, directory below the mount point) → its default layout (stripe count, stripe
+    /// size): kept by the MDT, so it outlives every client mount.
+    layouts: BTreeMap<(String, String), (i64, u64)>,
 }
 
 fn monotonic_us() -> u64 {
@@ -135,6 +189,25 @@ impl SimNode {
         let path = self.dir.join("proc/self/mountinfo");
         let table = std::fs::read_to_string(&path).unwrap();
         std::fs::write(path, table + line).unwrap();
+    }
+
+    /// Where the simulated Lustre file system `fsname` keeps its contents while no client has it
+    /// mounted here (outside the node's paths).
+    fn lustre_store(&self, fsname: &str) -> String {
+        format!("/.sim-lustre/{fsname}")
+    }
+
+    /// Moves every entry of the node's directory `from` into `to`: a mount's contents appearing
+    /// on, or leaving, its mount point.
+    fn move_entries(&self, from: &str, to: &str) {
+        let (from, to) =
+            (self.dir.join(from.trim_start_matches('/')), self.dir.join(to.trim_start_matches('/')));
+        let Ok(entries) = std::fs::read_dir(&from) else { return };
+        std::fs::create_dir_all(&to).unwrap();
+        for entry in entries {
+            let entry = entry.unwrap();
+            std::fs::rename(entry.path(), to.join(entry.file_name())).unwrap();
+        }
     }
 
     fn answer(&self, program: &str, args: &[&str]) -> Option<Output> {
@@ -211,7 +284,13 @@ impl SimNode {
                         Some(disk) => {
                             self.net.lock().unwrap().targets.remove(&disk.target());
                         }
-                        None => s.lustre_client = false,
+                        None => {
+                            if let Some(llite) = s.llite.remove(*target) {
+                                // What the client wrote is on the file system, not on the mount
+                                // point: it leaves with the mount.
+                                self.move_entries(target, &self.lustre_store(&llite.fsname));
+                            }
+                        }
                     }
                 }
                 std::fs::write(path, kept.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
@@ -290,7 +369,7 @@ impl SimNode {
             // it and testdata/lustre/lfs-check-servers-2.10.txt shows): `DEVICE active.` for
             // each mdc and osc of a mounted client; nothing without a client mount.
             ("lfs", ["check", "servers"]) => {
-                if !s.lustre_client {
+                if s.llite.is_empty() {
                     return Some(out(0, "", ""));
                 }
                 let net = self.net.lock().unwrap();
@@ -303,6 +382,78 @@ impl SimNode {
                     })
                     .collect();
                 out(0, &lines, "")
+            }
+            // lctl get_param -n / set_param (lustre/utils/lustre_cfg.c, param_display): the name
+            // becomes a path (`llite/*/max_read_ahead_mb`, clean_path) that glob(3) matches
+            // against every mounted client's parameters. get_param -n prints each match's value,
+            // one a line (read_param; testdata/lustre/get-param-n-two-mounts.txt); set_param
+            // writes each and prints `NAME=VALUE` with the instance's name (write_param). No
+            // match, as without a client mount: `error: OP: param_path 'PATH': No such file or
+            // directory` on stderr and a failure exit (the one pvfs-steps' lustre_tuning test
+            // records).
+            ("lctl", ["get_param", "-n", name]) | ("lctl", ["set_param", name]) => {
+                let set = args[0] == "set_param";
+                let (name, value) = if set { name.split_once('=')? } else { (*name, "") };
+                let pattern: Vec<&str> = name.split('.').collect();
+                let mut shown = String::new();
+                for llite in s.llite.values_mut() {
+                    let instance = llite.instance.clone();
+                    for (param, current) in &mut llite.params {
+                        let full = ["llite", instance.as_str(), param.as_str()];
+                        if pattern.len() == 3 && pattern.iter().zip(full).all(|(p, n)| glob_matches(p, n)) {
+                            if set {
+                                value.clone_into(current);
+                                shown += &format!("llite.{instance}.{param}={value}\n");
+                            } else {
+                                shown += &format!("{current}\n");
+                            }
+                        }
+                    }
+                }
+                if shown.is_empty() {
+                    let op = if set { "set_param" } else { "get_param" };
+                    out(
+                        2,
+                        "",
+                        &format!(
+                            "error: {op}: param_path '{}': No such file or directory\n",
+                            name.replace('.', "/")
+                        ),
+                    )
+                } else {
+                    out(0, &shown, "")
+                }
+            }
+            // lfs getstripe -d DIR: the directory's own default layout in the one-line form of
+            // a 2.12+ lfs (testdata/lustre/getstripe-d-2.12.txt, `pattern:` between size and
+            // offset); a directory without one shows the file system's default, 1 stripe of
+            // 1 MiB (lfs-setstripe(1): "default stripe count 1", "stripe size 1MiB"). lfs
+            // setstripe -c N -S SIZE DIR sets it, silently. Only directories under a mounted
+            // client are simulated.
+            ("lfs", ["getstripe", "-d", dir]) | ("lfs", ["setstripe", "-c", _, "-S", _, dir]) => {
+                let (mount, llite) = s
+                    .llite
+                    .iter()
+                    .filter(|(m, _)| Path::new(dir).starts_with(m))
+                    .max_by_key(|(m, _)| m.len())?;
+                if !self.dir.join(dir.trim_start_matches('/')).is_dir() {
+                    return None;
+                }
+                let below = format!("/{}", Path::new(dir).strip_prefix(mount).ok()?.display());
+                let key = (llite.fsname.clone(), below);
+                let mut net = self.net.lock().unwrap();
+                if let ["setstripe", "-c", count, "-S", size, _] = args {
+                    net.layouts.insert(key, (count.parse().ok()?, stripe_size(size)?));
+                    return Some(out(0, "", ""));
+                }
+                let (count, size) = net.layouts.get(&key).copied().unwrap_or((1, 1 << 20));
+                out(
+                    0,
+                    &format!(
+                        "stripe_count:  {count} stripe_size:   {size} pattern:       raid0 stripe_offset: -1\n"
+                    ),
+                    "",
+                )
             }
             ("mdadm", ["--examine", "--export", member]) => {
                 out(1, "", &format!("mdadm: No md superblock detected on {member}.\n"))
@@ -432,7 +583,17 @@ impl SimNode {
                                 self.net.lock().unwrap().targets.insert(name);
                             }
                         }
-                        None if source.contains(":/") => s.lustre_client = true,
+                        None if source.contains(":/") => {
+                            let fsname = source.rsplit_once(":/")?.1.to_owned();
+                            let instance = format!("{fsname}-ffff8800{:08x}", 0x3bfb_d000_u32 + id * 0x1000);
+                            let params = LLITE_DEFAULTS
+                                .iter()
+                                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                                .collect();
+                            // The file system's contents (what earlier client mounts wrote) appear.
+                            self.move_entries(&self.lustre_store(&fsname), target);
+                            s.llite.insert((*target).to_owned(), Llite { instance, fsname, params });
+                        }
                         None => return None,
                     }
                 }
@@ -626,6 +787,9 @@ impl Node {
         std::fs::write(dir.join("proc/self/mountinfo"), table.lines().next().unwrap().to_owned() + "\n")
             .unwrap();
         let mut s = self.host.runner.state();
+        for (mount, llite) in std::mem::take(&mut s.llite) {
+            self.host.runner.move_entries(&mount, &self.host.runner.lustre_store(&llite.fsname));
+        }
         let enabled = s.enabled.clone();
         s.active = enabled.into_iter().map(|u| (u, monotonic_us())).collect();
     }
@@ -805,6 +969,12 @@ async fn lustre_2_15_on_el8_converges_and_then_changes_nothing() {
     assert!(failed.is_empty(), "the first run converges:\n{failed}");
     assert!(first.iter().any(|(_, o)| matches!(o, Outcome::Changed { .. })), "bare nodes change");
     assert_lustre_converged(&plan, &nodes, &first, "lustre");
+    // The tuning of the cluster file: the benchmark directory's layout, the client's read-ahead.
+    let client = &nodes["client00"].host.runner;
+    let layout = client.net.lock().unwrap().layouts.get(&("lustre".into(), "/bench".into())).copied();
+    assert_eq!(layout, Some((-1, 4 << 20)));
+    let llite = client.state().llite["/mnt/lustre"].clone();
+    assert_eq!(llite.params["max_read_ahead_mb"], "64", "{llite:?}");
 
     let second = apply(&plan, &nodes).await;
     let changed = other_than(&second, in_sync);
