@@ -270,9 +270,12 @@ impl pb::agent_server::Agent for AgentService {
         // finishes (a half-made file system is worse than a finished one) and no other starts;
         // likewise when the agent is stopping, which waits for this task (tracked).
         self.units.spawn(async move {
-            let _guard = guard;
             tracing::info!(node = %name, unit = %label, steps = steps.len(), dry_run, "converging");
             let closed = tx.clone();
+            // The stream ends when its last sender goes. This one goes only after the lock
+            // does, so a coordinator that sees the unit end and sends the node's next unit
+            // (or a rerun) at once never finds the node still locked by this one.
+            let ends_stream = tx.clone();
             let summary = pvfs_steps::run_unit(
                 &steps,
                 &host,
@@ -288,7 +291,7 @@ impl pb::agent_server::Agent for AgentService {
                     }
                     let _ = tx.send(Ok(pb::ApplyEvent::from(&event)));
                 },
-                // The lock (`_guard`) goes with this task: a gate whose caller left stops
+                // The lock (`guard`) goes with this task: a gate whose caller left stops
                 // waiting, so a vanished coordinator cannot keep the node locked.
                 move || !closed.is_closed() && !stopping.is_cancelled(),
             )
@@ -302,6 +305,8 @@ impl pb::agent_server::Agent for AgentService {
                 pending = summary.pending,
                 "converged"
             );
+            drop(guard);
+            drop(ends_stream);
         });
         Ok(Response::new(UnboundedReceiverStream::new(rx)))
     }

@@ -107,7 +107,7 @@ fn a_failure_names_node_step_and_cause_skips_dependents_and_a_rerun_resumes() {
 
     std::fs::remove_file(&target).unwrap();
     let rerun = dir.ctl(&["up", &cluster, "--json"]);
-    assert_eq!(rerun.status.code(), Some(0), "{}", text(&rerun.stderr));
+    assert_eq!(rerun.status.code(), Some(0), "{}{}", text(&rerun.stderr), text(&rerun.stdout));
     let events = events(&rerun.stdout);
     // n1's target was kept from the first run: only n2's target and the mounts change.
     let changed: Vec<String> = events
