@@ -9,15 +9,19 @@
 //! - `bench-ingest`: the coordinator following many simulated agents.
 //! - `bench-up`: a no-op `pvfsctl up` on many simulated nodes.
 //! - `bench-engine`: the built-in engine against fio.
+//! - `bench-flood`: an agent under connection and stream floods while a coordinator follows it.
+//! - `fuzz`: the parsers' and writers' property tests, many more cases, for a set time.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod accuracy;
 mod bench;
+mod bench_flood;
 mod ci;
 mod dist;
 mod docker;
 mod e2e;
+mod fuzz;
 mod gluster;
 mod image;
 mod util;
@@ -60,6 +64,12 @@ enum Command {
     BenchEngine(bench::EngineArgs),
     /// Measure an idle agent's CPU and memory, and `pvfsctl nodes` latency against containers.
     BenchMesh(bench::Args),
+    /// A real agent under floods (idle connections, half-open TLS handshakes, Metrics
+    /// streams) on loopback: samples lost, `nodes`/Info latency, the agent's CPU and RSS.
+    BenchFlood(bench_flood::FloodArgs),
+    /// The `fuzz_*` property tests (parsers, decoders, XML and metrics writers) with many
+    /// cases, a new seed each round, until `--time` is up.
+    Fuzz(fuzz::FuzzArgs),
 }
 
 fn main() -> ExitCode {
@@ -73,6 +83,8 @@ fn main() -> ExitCode {
         Command::BenchIngest(args) => bench::run_ingest(&args),
         Command::BenchUp(args) => bench::run_up(&args),
         Command::BenchEngine(args) => bench::run_engine(&args),
+        Command::BenchFlood(args) => bench_flood::run(&args),
+        Command::Fuzz(args) => fuzz::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -19,12 +19,17 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::io::AsyncWriteExt;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
 /// gmetad reads with a 10 s timeout; a client that does not take the document in this long is
 /// dropped.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Clients served at once. Each is served on its own task, so a client that does not read
+/// cannot hold up the next (gmetad polls every 15 s per data source; a few of them at once is
+/// the most a real site has); past this, connections are closed at once rather than queued.
+const MAX_CLIENTS: usize = 16;
 
 /// gmond's host TMAX default: gmetad counts the host down after 4 × TMAX seconds of silence.
 const HOST_TMAX: u64 = 20;
@@ -83,7 +88,18 @@ pub struct Snapshot<'a> {
     pub disk_space: (f64, f64, f64),
 }
 
-/// Serves dumps on `listener` until `shutdown`.
+/// What every client's dump is made from.
+struct Feed {
+    history: Arc<History>,
+    cluster: String,
+    host: String,
+    root: Root,
+    facts: StaticFacts,
+    started: u64,
+}
+
+/// Serves dumps on `listener` until `shutdown`: each client on its own task, at most
+/// [`MAX_CLIENTS`] at once.
 pub async fn serve(
     listener: TcpListener,
     history: Arc<History>,
@@ -92,10 +108,21 @@ pub async fn serve(
     root: Root,
     shutdown: CancellationToken,
 ) {
-    let facts = Arc::new(StaticFacts::read(&root));
-    let started = unix_now();
+    // File reads, so on the blocking pool rather than on the runtime's threads.
+    let facts = {
+        let root = root.clone();
+        match tokio::task::spawn_blocking(move || StaticFacts::read(&root)).await {
+            Ok(facts) => facts,
+            Err(err) => {
+                tracing::warn!(error = %err, "gmond-xml: cannot read the node's facts; feed off");
+                return;
+            }
+        }
+    };
+    let feed = Arc::new(Feed { history, cluster, host, root, facts, started: unix_now() });
+    let clients = Arc::new(tokio::sync::Semaphore::new(MAX_CLIENTS));
     loop {
-        let (mut socket, peer) = tokio::select! {
+        let (socket, peer) = tokio::select! {
             () = shutdown.cancelled() => return,
             accepted = listener.accept() => match accepted {
                 Ok(pair) => pair,
@@ -106,29 +133,46 @@ pub async fn serve(
                 }
             },
         };
-        let ip = socket.local_addr().map(|a: SocketAddr| a.ip().to_string()).unwrap_or_default();
-        let (latest, rates) = history.latest_with_rates();
-        let snapshot = Snapshot {
-            cluster: &cluster,
-            host: &host,
-            ip,
-            started,
-            now: unix_now(),
-            facts: &facts,
-            latest: latest.as_ref(),
-            rates: rates.as_ref(),
-            disk_space: disk_space(&root),
+        let Ok(permit) = clients.clone().try_acquire_owned() else {
+            tracing::debug!(peer = %peer, limit = MAX_CLIENTS, "gmond-xml client refused: too many at once");
+            continue;
         };
-        let document = render(&snapshot);
-        // One small write, then close: no task needed per connection.
-        let written = tokio::time::timeout(WRITE_TIMEOUT, async {
-            socket.write_all(document.as_bytes()).await?;
-            socket.shutdown().await
-        })
-        .await;
-        if !matches!(written, Ok(Ok(()))) {
-            tracing::debug!(peer = %peer, "gmond-xml client did not take the dump");
-        }
+        let feed = feed.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            serve_one(socket, peer, &feed).await;
+        });
+    }
+}
+
+/// One client: the whole document, then close.
+async fn serve_one(mut socket: TcpStream, peer: SocketAddr, feed: &Feed) {
+    let ip = socket.local_addr().map(|a: SocketAddr| a.ip().to_string()).unwrap_or_default();
+    // statvfs on every local file system can block (a hung NFS or a busy disk): off the runtime.
+    let disk_space = {
+        let root = feed.root.clone();
+        tokio::task::spawn_blocking(move || disk_space(&root)).await.unwrap_or((0.0, 0.0, 0.0))
+    };
+    let (latest, rates) = feed.history.latest_with_rates();
+    let snapshot = Snapshot {
+        cluster: &feed.cluster,
+        host: &feed.host,
+        ip,
+        started: feed.started,
+        now: unix_now(),
+        facts: &feed.facts,
+        latest: latest.as_ref(),
+        rates: rates.as_ref(),
+        disk_space,
+    };
+    let document = render(&snapshot);
+    let written = tokio::time::timeout(WRITE_TIMEOUT, async {
+        socket.write_all(document.as_bytes()).await?;
+        socket.shutdown().await
+    })
+    .await;
+    if !matches!(written, Ok(Ok(()))) {
+        tracing::debug!(peer = %peer, "gmond-xml client did not take the dump");
     }
 }
 
@@ -269,8 +313,12 @@ fn standard_value(name: &str, s: &Snapshot<'_>) -> Option<String> {
         "proc_total" => format!("{}", l.tasks),
         "cpu_aidle" => {
             let c = &sample.cpu;
-            let total = c.user + c.nice + c.system + c.idle + c.iowait + c.irq + c.softirq + c.steal;
-            format!("{:.1}", if total == 0 { 0.0 } else { c.idle as f64 / total as f64 * 100.0 })
+            // In f64: eight u64 counters can overflow a u64 sum.
+            let total: f64 = [c.user, c.nice, c.system, c.idle, c.iowait, c.irq, c.softirq, c.steal]
+                .into_iter()
+                .map(|t| t as f64)
+                .sum();
+            format!("{:.1}", if total == 0.0 { 0.0 } else { c.idle as f64 / total * 100.0 })
         }
         _ => {
             let r = s.rates?;
@@ -390,11 +438,15 @@ fn esc(s: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
             c if (c as u32) < 0x20 => out.push(' '),
+            // Not XML characters at all (XML 1.0 `Char`): a parser refuses the whole dump.
+            '\u{fffe}' | '\u{ffff}' => out.push('\u{fffd}'),
             c => out.push(c),
         }
     }
     out
 }
 
+#[cfg(test)]
+mod fuzz;
 #[cfg(test)]
 mod tests;

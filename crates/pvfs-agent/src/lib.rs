@@ -17,8 +17,10 @@ mod child;
 mod gmond;
 mod history;
 mod launch;
+pub mod limits;
 mod notify;
 pub mod policy;
+mod reboot;
 mod service;
 pub mod simulate;
 mod state;
@@ -38,11 +40,12 @@ pub use service::AgentService;
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// A TLS handshake that has not finished in this long is a stuck or hostile client; drop it
-/// rather than hold a connection slot.
-pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// rather than hold a connection slot. A real handshake takes a few round trips (milliseconds
+/// even across sites); short, because a flood's idle connections hold slots until this ends.
+pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Probe an idle connection after this long.
-const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
+pub(crate) const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
 
 /// How the agent is run (from its flags and environment).
 #[derive(Debug, Clone)]
@@ -118,6 +121,8 @@ pub struct Prepared {
     material: Material,
     certificate: CertSummary,
     revoked: RevokedWatch,
+    gate: limits::Gate,
+    streams: limits::StreamGauge,
 }
 
 impl Prepared {
@@ -134,6 +139,16 @@ impl Prepared {
     pub fn settings(&self) -> &Settings {
         &self.settings
     }
+
+    /// How many connections the agent has admitted, refused and holds open (see `limits`).
+    pub fn connections(&self) -> std::sync::Arc<limits::ConnectionCounts> {
+        self.gate.counts()
+    }
+
+    /// The agent's `Metrics` streams: how many are live, and the limit.
+    pub fn metrics_streams(&self) -> limits::StreamGauge {
+        self.streams.clone()
+    }
 }
 
 /// Checks `settings` without side effects: the certificate exists, matches its key, chains to
@@ -145,7 +160,10 @@ pub fn prepare(settings: Settings) -> Result<Prepared, AgentError> {
     let certificate = pvfs_tls::check_identity(&material, Usage::Agent)?;
     let revoked = RevokedWatch::new(dir)?;
     state::check(&settings.state_dir)?;
-    Ok(Prepared { settings, material, certificate, revoked })
+    // The descriptor limit as it is now: `pvfs-agent` raises it before preparing.
+    let gate = limits::Gate::new(limits::connection_limit(), limits::MAX_CONNECTIONS_PER_PEER);
+    let streams = limits::StreamGauge::default();
+    Ok(Prepared { settings, material, certificate, revoked, gate, streams })
 }
 
 /// The server's TLS: its certificate, and client certificates required and verified against
@@ -173,12 +191,16 @@ pub async fn serve(
     prepared: Prepared,
     shutdown: CancellationToken,
 ) -> Result<(), AgentError> {
-    let Prepared { settings, material, revoked, .. } = prepared;
+    let Prepared { settings, material, revoked, gate, streams, .. } = prepared;
     let _lock = state::lock(&settings.state_dir)?;
     let local =
         listener.local_addr().map_err(|source| AgentError::Bind { listen: settings.listen, source })?;
 
-    let mut server = Server::builder().tls_config(server_tls(&material))?;
+    // Bounded calls per connection: without it a client may open thousands of streams on one
+    // connection, each a task and buffers (see `limits`).
+    let mut server = Server::builder()
+        .max_concurrent_streams(limits::MAX_STREAMS_PER_CONNECTION)
+        .tls_config(server_tls(&material))?;
 
     let (health, health_service) = tonic_health::server::health_reporter();
     // The epoch tells coordinators which agent process numbered the samples.
@@ -208,16 +230,23 @@ pub async fn serve(
         None => None,
     };
     let agent = AgentService::new(settings.name.clone(), settings.root.clone(), history, shutdown.clone())
-        .with_policy(settings.policy.clone());
+        .with_policy(settings.policy.clone())
+        .with_metrics_streams(streams);
     let units = agent.units();
     health.set_serving::<pvfs_proto::pb::agent_server::AgentServer<AgentService>>().await;
 
-    // Health turns NOT_SERVING as soon as shutdown starts, so a coordinator polling it sees the
-    // agent going away rather than a connection reset.
-    let health_on_shutdown = {
-        let (health, shutdown) = (health.clone(), shutdown.clone());
+    // As soon as shutdown starts systemd is told, and health turns NOT_SERVING, so a coordinator
+    // polling it sees the agent going away rather than a connection reset. This is its own task,
+    // not the server's shutdown future: the accept loop ends on the same token, and the server
+    // may return on the end of its connections before it ever polls that future. A child token
+    // so that the server ending on its own (an error) finishes this task without cancelling the
+    // caller's token.
+    let announced = shutdown.child_token();
+    let on_shutdown = {
+        let (health, announced) = (health.clone(), announced.clone());
         tokio::spawn(async move {
-            shutdown.cancelled().await;
+            announced.cancelled().await;
+            notify::stopping();
             health.set_not_serving::<pvfs_proto::pb::agent_server::AgentServer<AgentService>>().await;
             // "" is the whole server, which is what `pvfsctl nodes` asks about.
             health.set_service_status("", tonic_health::ServingStatus::NotServing).await;
@@ -225,11 +254,9 @@ pub async fn serve(
     };
     let watchdog = notify::spawn_watchdog(shutdown.clone());
 
-    // Small request/response exchanges: without TCP_NODELAY, Nagle plus delayed ACKs add ~40 ms
-    // to a reply. Keepalive finds coordinators that vanished without closing their connection.
-    let incoming = tonic::transport::server::TcpIncoming::from(listener)
-        .with_nodelay(Some(true))
-        .with_keepalive(Some(TCP_KEEPALIVE));
+    // Connections within the limits only, and an accept loop that backs off when out of
+    // descriptors (tonic's retries at once, spinning a core); see `limits`.
+    let incoming = gate.incoming(listener, shutdown.clone());
     let router = server.add_service(health_service).add_service(
         pvfs_proto::pb::agent_server::AgentServer::with_interceptor(
             agent,
@@ -240,7 +267,6 @@ pub async fn serve(
     notify::ready(local, &settings.name);
     let stopping = async {
         shutdown.cancelled().await;
-        notify::stopping();
         if !units.is_empty() {
             tracing::info!(units = units.len(), "stopping: letting the steps under way finish");
         }
@@ -251,7 +277,11 @@ pub async fn serve(
     // Units whose coordinator went away are not held by any stream; wait for them too.
     units.close();
     units.wait().await;
-    health_on_shutdown.abort();
+    announced.cancel();
+    // It only notifies and sets two statuses: waiting for it cannot hang.
+    if let Err(err) = on_shutdown.await {
+        tracing::warn!(error = %err, "the shutdown notice task failed");
+    }
     sampler.abort();
     if let Some(gmond) = gmond {
         gmond.abort();

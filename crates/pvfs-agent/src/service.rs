@@ -1,7 +1,8 @@
 //! The `pvfs.v1.Agent` gRPC service: the edge where wire types meet the agent's work.
 
 use crate::history::History;
-use pvfs_host::{Root, SystemRunner};
+use crate::reboot;
+use pvfs_host::{Root, Runner, SystemRunner};
 use pvfs_metrics::facts::{self, NodeInfo};
 use pvfs_metrics::ring::Next;
 use pvfs_proto::pb;
@@ -92,6 +93,8 @@ pub struct AgentService {
     benching: Arc<tokio::sync::Mutex<()>>,
     /// What `Apply` may do on this node.
     policy: Arc<pvfs_steps::Policy>,
+    /// The `Metrics` streams: at most so many at once, and how many are live.
+    metrics_streams: crate::limits::StreamGauge,
 }
 
 impl AgentService {
@@ -106,6 +109,7 @@ impl AgentService {
             benching: Arc::new(tokio::sync::Mutex::new(())),
             units: TaskTracker::new(),
             policy: Arc::new(pvfs_steps::Policy::default()),
+            metrics_streams: crate::limits::StreamGauge::default(),
         }
     }
 
@@ -117,6 +121,11 @@ impl AgentService {
     /// The same service under `policy` instead of the built-in one.
     pub fn with_policy(self, policy: pvfs_steps::Policy) -> AgentService {
         AgentService { policy: Arc::new(policy), ..self }
+    }
+
+    /// The same service counting its `Metrics` streams in `gauge` (and under its limit).
+    pub fn with_metrics_streams(self, gauge: crate::limits::StreamGauge) -> AgentService {
+        AgentService { metrics_streams: gauge, ..self }
     }
 }
 
@@ -316,11 +325,24 @@ impl pb::agent_server::Agent for AgentService {
         request: Request<pb::MetricsRequest>,
     ) -> Result<Response<Self::MetricsStream>, Status> {
         let pb::MetricsRequest { epoch, after_seq, since_unix_ns } = request.into_inner();
+        // Each stream is a task and a queue: without a limit, a client opening thousands of
+        // them takes the agent's memory (HTTP/2 limits them per connection, this in all).
+        let ticket = self.metrics_streams.enter().ok_or_else(|| {
+            let limit = self.metrics_streams.limit();
+            tracing::warn!(limit, "Metrics stream refused: the agent's stream limit is reached");
+            Status::resource_exhausted(format!(
+                "this agent already serves {limit} Metrics streams, its limit (each holds memory, so \
+                 they are bounded); close followers that are not needed (pvfsctl serve, top) or wait \
+                 for one to end"
+            ))
+        })?;
         let (tx, rx) = mpsc::channel(STREAM_QUEUE);
         let (history, shutdown) = (self.history.clone(), self.shutdown.clone());
         // A task per stream, so the reader's pace never blocks the sampler: it reads the ring
-        // by cursor and waits on the "new sample" signal when it has caught up.
+        // by cursor and waits on the "new sample" signal when it has caught up. It ends when
+        // its reader goes (the queue closes), freeing the stream's place (`ticket`).
         tokio::spawn(async move {
+            let _ticket = ticket;
             let mut newest = history.subscribe();
             // No cursor: from the baseline for `since` (the newest sample before it), or from
             // the newest sample; the reader needs one sample before those it shows.
@@ -374,5 +396,58 @@ impl pb::agent_server::Agent for AgentService {
             facts,
         };
         Ok(Response::new(pb::InfoResponse { node: Some(info.into()) }))
+    }
+
+    async fn reboot(
+        &self,
+        request: Request<pb::RebootRequest>,
+    ) -> Result<Response<pb::RebootResponse>, Status> {
+        let kernel = request.into_inner().kernel;
+        if self.shutdown.is_cancelled() {
+            return Err(Status::unavailable("this agent is stopping; run again once it is back"));
+        }
+        // Both locks, held until the node goes down: no unit or benchmark starts on a node
+        // about to reboot, and none is cut off by it.
+        let converging = self.converging.clone().try_lock_owned().map_err(|_| {
+            Status::aborted("a unit is converging this node; pvfs reboots a node only between units")
+        })?;
+        let benching = self.benching.clone().try_lock_owned().map_err(|_| {
+            Status::aborted("a benchmark is running on this node; reboot it once the run is over")
+        })?;
+        let prepared =
+            reboot::prepare(&self.root, &SystemRunner, &self.policy, &kernel).await.map_err(|err| {
+                tracing::warn!(kernel = %kernel, error = %err, "reboot refused");
+                if err.is_refusal() {
+                    Status::permission_denied(err.to_string())
+                } else {
+                    Status::failed_precondition(err.to_string())
+                }
+            })?;
+        let boot_id = match prepared {
+            reboot::Prepared::AlreadyRunning { boot_id } => {
+                return Ok(Response::new(pb::RebootResponse { boot_id, already_running: true }));
+            }
+            reboot::Prepared::Ready { boot_id } => boot_id,
+        };
+        tracing::warn!(kernel = %kernel, "rebooting the node into the kernel, as the coordinator asked");
+        let shutdown = self.shutdown.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(reboot::DELAY).await;
+            let command = reboot::command();
+            match SystemRunner.run_action(&command).await {
+                // systemd is taking the node down and stops this agent on the way: keep the
+                // node locked until then.
+                Ok(output) if output.code == Some(0) => shutdown.cancelled().await,
+                Ok(output) => {
+                    tracing::error!(command = %command, code = ?output.code, stderr = %output.stderr.trim(),
+                    "the node did not reboot; reboot it by hand")
+                }
+                Err(err) => {
+                    tracing::error!(command = %command, error = %err, "the node did not reboot; reboot it by hand")
+                }
+            }
+            drop((converging, benching));
+        });
+        Ok(Response::new(pb::RebootResponse { boot_id, already_running: false }))
     }
 }

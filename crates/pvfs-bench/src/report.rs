@@ -18,6 +18,14 @@ const FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
 pub enum ReportError {
     #[error("{path}: {message}")]
     Run { path: PathBuf, message: String },
+    /// A run directory that was interrupted before it recorded anything: `pvfsctl bench` and
+    /// `bench import` write results.json whole, first thing (bench) or last (import), so a
+    /// directory of theirs without one stopped early.
+    #[error(
+        "{dir} is an incomplete run: it has no results.json (the run or import was interrupted \
+         before it recorded one); its other files are kept — run it again, or leave it out of the report"
+    )]
+    Incomplete { dir: PathBuf },
     #[error("writing {path}: {message}")]
     Write { path: PathBuf, message: String },
 }
@@ -26,21 +34,38 @@ pub enum ReportError {
 #[derive(Debug, Clone)]
 pub struct RunData {
     pub dir: PathBuf,
+    /// The run's name; "(incomplete)" after it when the run did not finish.
     pub name: String,
     pub doc: Value,
+    /// False when results.json says the run did not finish (`"complete": false`: interrupted,
+    /// or still running): its results are what it had recorded.
+    pub complete: bool,
 }
 
 impl RunData {
     pub fn load(dir: &Path) -> Result<RunData, ReportError> {
         let path = dir.join("results.json");
-        let text = std::fs::read_to_string(&path).map_err(|e| ReportError::Run {
-            path: path.clone(),
-            message: format!("{e} (is {} a pvfs results directory?)", dir.display()),
-        })?;
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && is_run_dir(dir) => {
+                return Err(ReportError::Incomplete { dir: dir.to_owned() });
+            }
+            Err(e) => {
+                return Err(ReportError::Run {
+                    path: path.clone(),
+                    message: format!("{e} (is {} a pvfs results directory?)", dir.display()),
+                });
+            }
+        };
         let doc: Value = serde_json::from_str(&text)
             .map_err(|e| ReportError::Run { path: path.clone(), message: e.to_string() })?;
-        let name = doc["run"].as_str().map(str::to_owned).unwrap_or_else(|| dir.display().to_string());
-        Ok(RunData { dir: dir.to_owned(), name, doc })
+        let mut name = doc["run"].as_str().map(str::to_owned).unwrap_or_else(|| dir.display().to_string());
+        // Records written before `complete` existed were written at the end: complete.
+        let complete = doc["complete"].as_bool().unwrap_or(true);
+        if !complete {
+            name += " (incomplete)";
+        }
+        Ok(RunData { dir: dir.to_owned(), name, doc, complete })
     }
 
     fn servers(&self) -> Option<u64> {
@@ -78,6 +103,12 @@ impl RunData {
     }
 }
 
+/// Whether `dir` holds what `pvfsctl bench` or `bench import` make before results.json: the
+/// cluster file, the commands, events, metrics or the raw output.
+fn is_run_dir(dir: &Path) -> bool {
+    ["cluster.toml", "commands.txt", "events.jsonl", "metrics", "raw"].iter().any(|f| dir.join(f).exists())
+}
+
 /// What was written.
 #[derive(Debug, Clone, Default)]
 pub struct Written {
@@ -97,6 +128,12 @@ pub fn write(runs: &[PathBuf], out: &Path) -> Result<Written, ReportError> {
         runs.len(),
         runs.iter().map(|r| format!("`{}`", r.name)).collect::<Vec<_>>().join(", ")
     );
+    for r in runs.iter().filter(|r| !r.complete) {
+        md += &format!(
+            "`{}` did not finish (interrupted, or still running): its figures are what it had recorded.\n\n",
+            r.name
+        );
+    }
 
     let ior: Vec<&RunData> =
         runs.iter().filter(|r| r.bw("write").is_some() || r.bw("read").is_some()).collect();

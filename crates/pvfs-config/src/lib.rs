@@ -11,6 +11,7 @@
 
 mod diagnostic;
 mod fields;
+mod grammar;
 mod load;
 pub mod model;
 pub mod schema;
@@ -18,6 +19,7 @@ mod suggest;
 mod validate;
 
 pub use diagnostic::{ConfigError, Diagnostic};
+pub use grammar::node_name;
 pub use load::{load, parse};
 pub use model::{
     Address, BeegfsAuth, Cluster, Kind, KindSpec, Layout, Lvm, Node, Packages, Queue, Repo, Role, Stripe,
@@ -27,5 +29,7 @@ pub use model::{
 /// The port agents listen on when an address gives none.
 pub const DEFAULT_AGENT_PORT: u16 = 7070;
 
+#[cfg(test)]
+mod fuzz;
 #[cfg(test)]
 mod tests;

@@ -46,6 +46,11 @@ pub struct Node {
     pub wipe: Vec<PathBuf>,
     /// The node's number in the file system (OST index, BeeGFS node ID), when given.
     pub id: Option<u32>,
+    /// `pvfsctl up` may reboot this node into a kernel it must boot (a Lustre server's).
+    pub reboot: bool,
+    /// Lustre: the node's address on the interface LNet is pinned to, when it is not the
+    /// agent's; the node's NID is this address on the LNet network.
+    pub lnet_address: Option<std::net::Ipv4Addr>,
 }
 
 impl Node {
@@ -242,6 +247,11 @@ impl FromStr for Address {
             return Err(format!(
                 "{host:?} is neither an IP address nor a host name (letters, digits, '-' and '.')"
             ));
+        }
+        // A name whose last label is all digits is a mistyped IPv4 address ("10.0.0.300"), not
+        // a host: no top-level domain is numeric (RFC 3696, section 2).
+        if host.rsplit('.').next().is_some_and(|tld| tld.chars().all(|c| c.is_ascii_digit())) {
+            return Err(format!("{host:?} is not a valid IPv4 address (four numbers from 0 to 255)"));
         }
         Ok(Address { host: Host::Name(host.to_ascii_lowercase()), port })
     }
@@ -485,6 +495,8 @@ mod tests {
             ("fe80::zz:7070", "not a valid IP address"),
             ("oss_00:7070", "neither an IP address nor a host name"),
             ("", "neither an IP address nor a host name"),
+            ("10.0.0.300", "not a valid IPv4 address"),
+            ("10.0.0.1.2:7070", "not a valid IPv4 address"),
         ];
         for (input, want) in cases {
             let err = input.parse::<Address>().unwrap_err();

@@ -74,6 +74,16 @@ pub struct NodeSpec {
     /// numeric node ID on BeeGFS (storage target = id × 100 + 1). Needed when several nodes
     /// have the role; never derived from VM order.
     pub id: Option<Spanned<u32>>,
+    /// Let `pvfsctl up` reboot this node when it must boot into another kernel (the Lustre
+    /// server kernel it installed): the agent makes that kernel the boot default and reboots,
+    /// and `up` waits for the node to come back. Without it (or `up --allow-reboot`), `up`
+    /// stops the node's units and says what to do.
+    #[serde(default)]
+    pub reboot: bool,
+    /// Lustre: this node's IPv4 address on the interface LNet is pinned to (`[lustre] lnet =
+    /// "tcp(ib0)"`), when that is not the address the agent is dialled on. The node's NID is
+    /// `ADDRESS@NETWORK`; without it, the agent's address is used.
+    pub lnet_address: Option<Spanned<String>>,
 }
 
 /// `[tls]`
@@ -83,7 +93,7 @@ pub struct TlsSection {
     /// Directory holding `ca.crt` and the coordinator's `pvfsctl.crt`/`pvfsctl.key`, relative
     /// to the cluster file. `pvfsctl --tls-dir` overrides it.
     #[serde(default = "default_tls_dir")]
-    pub dir: String,
+    pub dir: Spanned<String>,
 }
 
 impl Default for TlsSection {
@@ -92,8 +102,8 @@ impl Default for TlsSection {
     }
 }
 
-fn default_tls_dir() -> String {
-    "tls".to_owned()
+fn default_tls_dir() -> Spanned<String> {
+    Spanned::new(0..0, "tls".to_owned())
 }
 
 /// `[lustre]`
@@ -166,7 +176,7 @@ pub struct GlusterfsSection {
     pub redundancy: Option<Spanned<u32>>,
     /// `gluster volume set` options, e.g. `{ "performance.cache-size" = "1GB" }`.
     #[serde(default)]
-    pub options: BTreeMap<String, String>,
+    pub options: BTreeMap<String, Spanned<String>>,
     /// Each server's brick file system: disk layout and mount point (default `/rhs/brick1`;
     /// the brick itself is the volume's directory inside it).
     pub brick: Option<TargetSection>,
@@ -192,7 +202,7 @@ pub struct BeegfsSection {
     pub storage: Option<TargetSection>,
     /// `beegfs-client.conf` tuning on clients.
     #[serde(default)]
-    pub client_tuning: BTreeMap<String, String>,
+    pub client_tuning: BTreeMap<String, Spanned<String>>,
     /// A file next to the cluster file holding the shared secret BeeGFS authenticates
     /// connections with: pvfs copies it to `/etc/beegfs/connauthfile` (mode 0400) on every
     /// node and sets `connAuthFile` in every service's configuration. Make one with
@@ -251,7 +261,7 @@ pub struct TargetSection {
     /// Block-queue tuning of the target device (seed Tables 11–12).
     pub queue: Option<QueueSection>,
     /// BeeGFS only: keys set in the service's config file (seed Tables 11–12).
-    pub tuning: Option<Spanned<BTreeMap<String, String>>>,
+    pub tuning: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
 }
 
 /// `lvm = { … }` in a target section.
@@ -259,21 +269,21 @@ pub struct TargetSection {
 #[serde(deny_unknown_fields)]
 pub struct LvmSection {
     /// Volume group name (the seed's "rhgs-data").
-    pub vg: String,
+    pub vg: Spanned<String>,
     /// Thin pool name ("brickpool").
-    pub pool: String,
+    pub pool: Spanned<String>,
     /// Thin volume name ("brick1").
-    pub lv: String,
+    pub lv: Spanned<String>,
     /// Pool size: an lvcreate -L size ("9216g") or -l extent share ("95%FREE").
-    pub pool_size: String,
+    pub pool_size: Spanned<String>,
     /// Thin volume virtual size ("9216g").
-    pub virtual_size: String,
+    pub virtual_size: Spanned<String>,
     /// Pool chunk size ("256K").
-    pub chunk: Option<String>,
+    pub chunk: Option<Spanned<String>>,
     /// pvcreate --dataalignment ("1024K").
-    pub data_alignment: Option<String>,
+    pub data_alignment: Option<Spanned<String>>,
     /// vgcreate --physicalextentsize ("256K").
-    pub extent_size: Option<String>,
+    pub extent_size: Option<Spanned<String>>,
     /// Zero new pool blocks (LVM's default true; the seed sets false with lvchange --zero n).
     #[serde(default = "yes")]
     pub zero: bool,
@@ -288,7 +298,7 @@ fn yes() -> bool {
 #[serde(deny_unknown_fields)]
 pub struct QueueSection {
     /// I/O scheduler ("deadline", "mq-deadline", "none", …).
-    pub scheduler: Option<String>,
+    pub scheduler: Option<Spanned<String>>,
     /// Requests the member disks' queues hold. The kernel takes at most 2048 with a
     /// scheduler on multi-queue kernels (EL8 and later); more is clamped, and plans say so.
     pub nr_requests: Option<u32>,
@@ -354,5 +364,5 @@ pub struct BenchSection {
     pub params: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
     /// What one VM can do at most (its documented network or disk limit), MiB/s: reports show
     /// efficiency against it, as the seed's tables do.
-    pub vm_limit_mib: Option<f64>,
+    pub vm_limit_mib: Option<Spanned<f64>>,
 }

@@ -113,7 +113,7 @@ mount = "/mnt/lustre"
             /etc/pvfs/cluster.toml:19:10: unknown role "servr": roles are mgs, mds, oss, server, mgmtd, meta, storage, client; did you mean "server"?
             /etc/pvfs/cluster.toml:23:11: cannot parse address "10.0.0.6:70x0": port "70x0" is not a number from 1 to 65535
             /etc/pvfs/cluster.toml:24:9: node "client1" has no roles; give at least one
-            /etc/pvfs/cluster.toml:25:10: disk "sdc" must be an absolute device path, e.g. /dev/disk/azure/scsi1/lun0
+            /etc/pvfs/cluster.toml:25:10: disk "sdc" is not an absolute path: name a block device by its normalised path under /dev, e.g. /dev/disk/azure/scsi1/lun0
             /etc/pvfs/cluster.toml:33:9: [lustre] settings in a cluster of kind "glusterfs": remove the [lustre] section or change the kind
         "#]],
     );
@@ -282,10 +282,10 @@ tuning = { tuneNumWorkers = "64" }
         expect![[r#"
             /etc/pvfs/cluster.toml:4:8: 3 servers cannot form whole sets of 2 bricks: use a multiple of 2 servers
             /etc/pvfs/cluster.toml:7:11: unknown package manager "zypper": use auto, apt, dnf or yum
-            /etc/pvfs/cluster.toml:8:11: "glusterfs-server=" is not a package: write `name` or `name=version`
+            /etc/pvfs/cluster.toml:8:11: [packages] server: "" is not a version of glusterfs-server: letters, digits and . + - _ ~ : ^, starting with a letter or digit
             /etc/pvfs/cluster.toml:9:8: [packages] oss: there is no role oss in a glusterfs cluster
-            /etc/pvfs/cluster.toml:12:8: repository name must be letters, digits, '-', '_' or '.' (it names /etc/yum.repos.d/NAME.repo)
-            /etc/pvfs/cluster.toml:13:11: baseurl "ftp.example.com/gluster" must be an http(s)://, ftp:// or file:// URL
+            /etc/pvfs/cluster.toml:12:8: repository name must be letters, digits, '-', '_' or '.', not starting with '-' or '.' (it names /etc/yum.repos.d/NAME.repo)
+            /etc/pvfs/cluster.toml:13:11: baseurl "ftp.example.com/gluster" is not a URL (relative URL without a base): give an https://, http://, ftp:// or file:// URL
             /etc/pvfs/cluster.toml:20:9: "/dev/sdd" is not one of node "s1"'s disks; `wipe` may only list entries of `disks`
             /etc/pvfs/cluster.toml:41:6: [glusterfs.brick]: file system "btrfs" is not supported: use "xfs" or "ext4"
             /etc/pvfs/cluster.toml:42:17: [glusterfs.brick]: mkfs_options: mkfs.xfs option -f: no force flag (pvfs adds one itself, only for devices listed under the node's `wipe`)
@@ -463,8 +463,8 @@ gpgkey = "ftp://x/key"
         expect![[r#"
             /etc/pvfs/cluster.toml:7:11: baseurl "http://downloads.whamcloud.com/public/lustre/" is plain http, which lets anyone on the path swap the packages: use https, or add `allow_http = true` to this [[repo]] if you mean it
             /etc/pvfs/cluster.toml:8:10: gpgkey "http://downloads.whamcloud.com/key" is plain http, which lets anyone on the path swap the packages: use https, or add `allow_http = true` to this [[repo]] if you mean it
-            /etc/pvfs/cluster.toml:12:11: baseurl "https://downloads.whamcloud.com/public/x/\ngpgcheck=0" holds whitespace; it becomes a line of the .repo file
-            /etc/pvfs/cluster.toml:13:10: gpgkey "ftp://x/key" must be an https:// or file:/// URL
+            /etc/pvfs/cluster.toml:12:11: baseurl "https://downloads.whamcloud.com/public/x/\ngpgcheck=0" holds '\n', which a .repo file cannot carry in a URL (a newline would add a line to it): give an https://, http://, ftp:// or file:// URL, percent-encoding such characters
+            /etc/pvfs/cluster.toml:13:10: gpgkey "ftp://x/key" must be an https://, http:// or file:// URL
         "#]],
     );
     let path = Path::new("/etc/pvfs/cluster.toml");
@@ -572,6 +572,229 @@ fn lustre_stripe_and_client_parameters_are_read_and_bad_ones_named_at_their_posi
         expect![[r#"
             /etc/pvfs/cluster.toml:13:8: [lustre.client] lctl: "mdt.*.identity_upcall" is not a client parameter pvfs sets: use lower-case letters, digits, '_', '.', '*' or '-' under llite., osc., mdc., lov., lmv., ldlm. (instances by glob: "llite.*.max_read_ahead_mb")
             /etc/pvfs/cluster.toml:13:77: [lustre.client] lctl llite.*.max_read_ahead_mb: "6 4" is not one word; give the value without spaces
+        "#]],
+    );
+}
+
+#[test]
+fn a_node_may_allow_reboots_and_name_its_lnet_address() {
+    let cluster = |extra: &str| {
+        format!(
+            "[cluster]\nname = \"x\"\nkind = \"lustre\"\n[[node]]\nname = \"m\"\naddress = \"10.0.0.4\"\nroles = [\"mgs\", \"mds\", \"oss\"]\ndisks = [\"/dev/sdc\"]\n{extra}\n[lustre]\nfsname = \"fs\"\nmount = \"/mnt/lustre\"\nlnet = \"tcp(ib0)\"\n"
+        )
+    };
+    let node = parse(Path::new("/c.toml"), &cluster("reboot = true\nlnet_address = \"192.168.10.4\""))
+        .unwrap()
+        .nodes
+        .remove(0);
+    assert!(node.reboot);
+    assert_eq!(node.lnet_address, Some(std::net::Ipv4Addr::new(192, 168, 10, 4)));
+    let plain = parse(Path::new("/c.toml"), &cluster("")).unwrap().nodes.remove(0);
+    assert_eq!((plain.reboot, plain.lnet_address), (false, None));
+    check(
+        &cluster("lnet_address = \"ib0\""),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:9:16: lnet_address "ib0" is not an IPv4 address: give the node's address on the interface LNet is pinned to, e.g. "192.168.10.4"
+        "#]],
+    );
+}
+
+/// Every value that reaches a file (fstab, a .repo file, a BeeGFS .conf) or an argument on a
+/// node is refused at its position when it could inject a line or an option.
+#[test]
+fn values_that_would_inject_into_files_or_arguments_are_refused_at_their_position() {
+    check(
+        r#"
+[cluster]
+name = "gfs"
+kind = "glusterfs"
+
+[packages]
+server = ["-oDPkg::Pre-Invoke::=touch /tmp/pwned", "glusterfs-server=10.4\nx"]
+
+[[repo]]
+name = "gluster"
+baseurl = "https://example.com/gluster/\n[evil]\nbaseurl=http://evil/"
+gpgkey = "https://example.com/key\tx"
+
+[[node]]
+name = "s1"
+address = "10.0.0.1"
+roles = ["server"]
+disks = ["/etc/passwd", "/dev/../etc/shadow", "/dev/sdc\n"]
+
+[[node]]
+name = "s2"
+address = "10.0.0.2"
+roles = ["server"]
+disks = ["/dev/sdc"]
+
+[glusterfs]
+volume = "-gv0"
+mount = "/mnt/../etc"
+options = { "performance.cache-size" = "1GB\nnfs.disable on", "-x" = "on" }
+
+[glusterfs.brick]
+mount_options = "defaults\n/dev/sdz /etc xfs defaults 0 0"
+label = "-L"
+queue = { scheduler = "none\n" }
+lvm = { vg = "-ffy", pool = "pool", lv = "lv\nx", pool_size = "95%FREE;x", virtual_size = "1t" }
+"#,
+        expect![[r#"
+            /etc/pvfs/cluster.toml:7:11: [packages] server: "-oDPkg::Pre-Invoke::" is not a package name: letters, digits, '.', '+', '-' or '_', starting with a letter or digit; write `name` or `name=version`
+            /etc/pvfs/cluster.toml:7:52: [packages] server: "10.4\nx" is not a version of glusterfs-server: letters, digits and . + - _ ~ : ^, starting with a letter or digit
+            /etc/pvfs/cluster.toml:11:11: baseurl "https://example.com/gluster/\n[evil]\nbaseurl=http://evil/" holds '\n', which a .repo file cannot carry in a URL (a newline would add a line to it): give an https://, http://, ftp:// or file:// URL, percent-encoding such characters
+            /etc/pvfs/cluster.toml:12:10: gpgkey "https://example.com/key\tx" holds '\t', which a .repo file cannot carry in a URL (a newline would add a line to it): give an https://, http:// or file:// URL, percent-encoding such characters
+            /etc/pvfs/cluster.toml:15:8: node "s1" has role server but lists no disks; its target needs at least one (`disks = ["/dev/…"]`)
+            /etc/pvfs/cluster.toml:18:10: disk "/etc/passwd" is not under /dev: name a block device by its normalised path under /dev, e.g. /dev/disk/azure/scsi1/lun0
+            /etc/pvfs/cluster.toml:18:25: disk "/dev/../etc/shadow" has a `.` or `..` component: name a block device by its normalised path under /dev, e.g. /dev/disk/azure/scsi1/lun0
+            /etc/pvfs/cluster.toml:18:47: disk "/dev/sdc\n" holds a control character: name a block device by its normalised path under /dev, e.g. /dev/disk/azure/scsi1/lun0
+            /etc/pvfs/cluster.toml:27:10: volume name must be letters, digits, '-', '_' or '.', not starting with '-' or '.'
+            /etc/pvfs/cluster.toml:28:9: path "/mnt/../etc" has a `.` or `..` component: give an absolute path without `.`/`..` components, `//` or a trailing `/`
+            /etc/pvfs/cluster.toml:29:40: [glusterfs] options: performance.cache-size "1GB\nnfs.disable on" holds the control character '\n'; give a one-line value without control characters
+            /etc/pvfs/cluster.toml:29:70: [glusterfs] options: "-x" is not a GlusterFS volume option name (such as performance.cache-size)
+            /etc/pvfs/cluster.toml:32:17: [glusterfs.brick]: mount option "defaults\n/dev/sdz /etc xfs defaults 0 0" holds a character fstab cannot carry (whitespace, '#', '/', quotes, control characters) or is empty: write comma-separated options such as "defaults,noatime"
+            /etc/pvfs/cluster.toml:33:9: [glusterfs.brick]: label "-L" must be 1 to 12 letters, digits, '_', '.', '+' or '-' for xfs, not starting with '-' or '.'
+            /etc/pvfs/cluster.toml:34:23: [glusterfs.brick]: "none\n" is not an I/O scheduler name: use one the kernel lists in /sys/block/DEV/queue/scheduler (mq-deadline, none, bfq, kyber)
+            /etc/pvfs/cluster.toml:35:14: [glusterfs.brick]: LVM volume group name "-ffy" must be 1 to 127 letters, digits, '+', '_', '.' or '-', not starting with '-' or '.' (lvm(8), VALID NAMES)
+            /etc/pvfs/cluster.toml:35:42: [glusterfs.brick]: LVM logical volume name "lv\nx" must be 1 to 127 letters, digits, '+', '_', '.' or '-', not starting with '-' or '.' (lvm(8), VALID NAMES)
+            /etc/pvfs/cluster.toml:35:63: [glusterfs.brick]: LVM pool_size "95%FREE;x" is not a size: write a number with an optional unit (256K, 9216g) or a share of the volume group (95%FREE)
+        "#]],
+    );
+}
+
+#[test]
+fn beegfs_settings_are_one_line_each() {
+    check(
+        r#"
+[cluster]
+name = "b"
+kind = "beegfs"
+
+[[node]]
+name = "m"
+address = "10.0.0.1"
+roles = ["mgmtd", "meta", "storage", "client"]
+disks = ["/dev/sdc"]
+meta_disks = ["/dev/sdc"]
+
+[beegfs]
+mount = "/mnt/beegfs"
+disable_authentication = true
+client_tuning = { connMaxInternodeNum = "8\nsysMgmtdHost = evil" }
+
+[beegfs.storage]
+tuning = { tuneNumWorkers = "64 # x", "tune-x" = "1" }
+"#,
+        expect![[r#"
+            /etc/pvfs/cluster.toml:11:15: meta disk "/dev/sdc" must be listed once, and not also under `disks`
+            /etc/pvfs/cluster.toml:16:41: [beegfs] client_tuning: connMaxInternodeNum "8\nsysMgmtdHost = evil" holds the control character '\n'; give a one-line value without control characters
+            /etc/pvfs/cluster.toml:19:29: [beegfs.storage]: tuneNumWorkers = "64 # x": a BeeGFS setting is one non-empty line without '#' (at most 1024 bytes)
+            /etc/pvfs/cluster.toml:19:50: [beegfs.storage]: "tune-x" is not a BeeGFS configuration key (letters and digits, such as tuneNumWorkers)
+        "#]],
+    );
+}
+
+/// A mistyped header is named with the section it is near, and what is inside it is still
+/// checked as that section, in the same run.
+#[test]
+fn a_mistyped_section_header_is_named_and_its_contents_still_checked() {
+    check(
+        "[clustr]\nname = \"x\"\nkind = \"lustr\"\ncolour = 1\n[[nodes]]\nname = \"-a\"\naddress = \"10.0.0.1\"\nroles = [\"client\"]\n[totally_unrelated]\nx = 1\n",
+        expect![[r#"
+            /etc/pvfs/cluster.toml:1:2: unknown section [clustr]; did you mean [cluster]?
+            /etc/pvfs/cluster.toml:3:8: unknown kind "lustr": expected one of lustre, glusterfs, beegfs, local; did you mean "lustre"?
+            /etc/pvfs/cluster.toml:4:1: unknown key `colour` in [cluster]; expected one of: name, kind
+            /etc/pvfs/cluster.toml:5:3: unknown section [[nodes]]; did you mean [[node]]?
+            /etc/pvfs/cluster.toml:6:8: node name "-a" must be 1 to 64 letters, digits, '-', '_' or '.', not starting with '-' or '.' (it names the node's certificate file)
+            /etc/pvfs/cluster.toml:9:2: unknown section [totally_unrelated]; sections are [cluster], [[node]], [tls], [lustre], [glusterfs], [beegfs], [local], [bench], [packages], [[repo]]
+        "#]],
+    );
+}
+
+/// A type error in one node or section no longer hides the semantic errors elsewhere (bad
+/// address, unknown role, duplicate names), and what did not deserialize is not also reported
+/// as missing.
+#[test]
+fn schema_and_semantic_errors_are_reported_in_one_run() {
+    check(
+        r#"
+[cluster]
+name = "x"
+kind = "lustre"
+
+[lustre]
+fsname = 7
+mount = "/mnt/lustre"
+
+[[node]]
+name = "oss1"
+address = "10.0.0.1"
+roles = ["oss"]
+disks = ["/dev/sdc"]
+id = "one"
+
+[[node]]
+name = "c1"
+address = "10.0.0.300"
+roles = ["clent"]
+
+[[node]]
+name = "c1"
+address = "10.0.0.3"
+roles = ["client"]
+"#,
+        expect![[r#"
+            /etc/pvfs/cluster.toml:7:10: invalid type: integer `7`, expected a string
+            /etc/pvfs/cluster.toml:15:6: invalid type: string "one", expected u32
+            /etc/pvfs/cluster.toml:19:11: cannot parse address "10.0.0.300": "10.0.0.300" is not a valid IPv4 address (four numbers from 0 to 255)
+            /etc/pvfs/cluster.toml:20:10: unknown role "clent": roles are mgs, mds, oss, server, mgmtd, meta, storage, client; did you mean "client"?
+            /etc/pvfs/cluster.toml:23:8: duplicate node name "c1" (first defined on line 18)
+        "#]],
+    );
+}
+
+/// Positions are answered from a line index built once: checking a file with an error on
+/// every one of 20,000 nodes reads, after the index, no more than each error's own line
+/// prefix (before, every error rescanned the text before it: 20,000 x 2 MB).
+#[test]
+fn a_large_file_with_an_error_per_node_is_checked_without_rescanning() {
+    let mut text =
+        String::from("[cluster]\nname = \"big\"\nkind = \"local\"\n[local]\nmount = \"/mnt/big\"\n");
+    let nodes = 20_000;
+    for i in 0..nodes {
+        // A non-ASCII name (refused) makes its line one whose columns must be counted; the
+        // shared address and the unknown key are an error each too.
+        text += &format!(
+            "[[node]]\nname = \"nø{i}\"\naddress = \"10.0.0.1\"\nroles = [\"server\"]\ncolour = 1\n"
+        );
+    }
+    let source = crate::diagnostic::Source::new(&text);
+    let Err(ConfigError::Invalid { diagnostics, .. }) =
+        crate::load::parse_source(Path::new("/etc/pvfs/cluster.toml"), &source)
+    else {
+        panic!("the file is invalid")
+    };
+    assert_eq!(diagnostics.len(), 3 * nodes - 1, "{:?}", &diagnostics[..3]);
+    assert!(
+        source.scanned() <= text.len(),
+        "{} bytes rescanned for a {}-byte file",
+        source.scanned(),
+        text.len()
+    );
+    let last = diagnostics.last().unwrap();
+    assert_eq!((last.line, last.column), (5 * nodes + 5, 1), "{}", last.message);
+}
+
+/// A [cluster] section with a type error still lets every node be checked in the same run.
+#[test]
+fn a_broken_cluster_section_does_not_hide_the_nodes_errors() {
+    check(
+        "[cluster]\nname = \"x\"\nkind = 3\n[[node]]\nname = \"a\"\naddress = \"10.0.0.300\"\nroles = [\"clent\"]\n",
+        expect![[r#"
+            /etc/pvfs/cluster.toml:3:8: invalid type: integer `3`, expected a string
+            /etc/pvfs/cluster.toml:6:11: cannot parse address "10.0.0.300": "10.0.0.300" is not a valid IPv4 address (four numbers from 0 to 255)
+            /etc/pvfs/cluster.toml:7:10: unknown role "clent": roles are mgs, mds, oss, server, mgmtd, meta, storage, client; did you mean "client"?
         "#]],
     );
 }

@@ -1,13 +1,15 @@
 //! The validation pass: everything serde cannot check, every error collected.
 
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, Source};
+use crate::grammar;
+use crate::load::Incomplete;
 use crate::model::{
     Address, BeegfsAuth, Bench, Cluster, Kind, KindSpec, Layout, Lvm, Node, Packages, Queue, Repo, Role,
     Stripe, Target,
 };
 use crate::schema::{BenchSection, ClusterFile, NodeSpec, StripeSection, TargetSection};
 use crate::suggest::closest;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use toml::Spanned;
 
@@ -15,15 +17,19 @@ use toml::Spanned;
 /// cluster, or `None` with the reasons pushed to `diagnostics`.
 pub(crate) fn validate(
     path: &Path,
-    source: &str,
+    source: &Source<'_>,
     file: ClusterFile,
+    incomplete: &Incomplete,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Option<Cluster> {
     let base = path.parent().unwrap_or(Path::new("."));
-    let mut v = Validator { source, diagnostics, base };
+    let mut v = Validator { source, diagnostics, base, incomplete };
 
     let name = file.cluster.name.get_ref().clone();
-    if !is_simple_name(&name) {
+    // A [cluster] that did not deserialize stands in empty: its error is reported, and the
+    // rest is checked without a kind.
+    let cluster_broken = incomplete.section("cluster");
+    if !cluster_broken && !is_simple_name(&name) {
         v.error(
             &file.cluster.name,
             "cluster name must be letters, digits, '-', '_' or '.' (it labels reports and metrics)",
@@ -31,6 +37,7 @@ pub(crate) fn validate(
     }
     let kind = match file.cluster.kind.get_ref().parse::<Kind>() {
         Ok(kind) => Some(kind),
+        Err(()) if cluster_broken => None,
         Err(()) => {
             let given = file.cluster.kind.get_ref();
             let names: Vec<&'static str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
@@ -43,6 +50,7 @@ pub(crate) fn validate(
         }
     };
 
+    v.check(&file.tls.dir, |dir| grammar::no_control("[tls] dir", dir));
     let spec = kind.and_then(|kind| v.kind_spec(kind, &file));
     let nodes = v.nodes(kind, &file);
     if let Some(kind) = kind {
@@ -59,7 +67,7 @@ pub(crate) fn validate(
         name,
         kind: kind?,
         nodes,
-        tls_dir: base.join(&file.tls.dir),
+        tls_dir: base.join(file.tls.dir.get_ref()),
         spec: spec?,
         bench,
         packages,
@@ -113,7 +121,9 @@ struct TargetDefaults {
 }
 
 struct Validator<'a> {
-    source: &'a str,
+    source: &'a Source<'a>,
+    /// What did not deserialize (already reported): not to be reported again as missing.
+    incomplete: &'a Incomplete,
     diagnostics: &'a mut Vec<Diagnostic>,
     /// The cluster file's directory: relative paths in it (`[tls] dir`, BeeGFS's
     /// `auth_secret`) are relative to it.
@@ -127,6 +137,17 @@ impl Validator<'_> {
 
     fn error_at(&mut self, span: std::ops::Range<usize>, message: impl Into<String>) {
         self.diagnostics.push(Diagnostic::at(self.source, span, message));
+    }
+
+    /// Reports `rule`'s refusal of the value at its position; true when the value passes.
+    fn check(&mut self, at: &Spanned<String>, rule: impl FnOnce(&str) -> Result<(), String>) -> bool {
+        match rule(at.get_ref()) {
+            Ok(()) => true,
+            Err(message) => {
+                self.error(at, message);
+                false
+            }
+        }
     }
 
     /// The section of `kind`, and an error for every section of another kind.
@@ -149,9 +170,16 @@ impl Validator<'_> {
                     let fsname = s.fsname.get_ref();
                     if fsname.is_empty()
                         || fsname.len() > 8
+                        || fsname.starts_with('-')
                         || !fsname.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
                     {
-                        self.error(&s.fsname, "Lustre fsname must be 1 to 8 letters, digits, '_' or '-'");
+                        self.error(
+                            &s.fsname,
+                            "Lustre fsname must be 1 to 8 letters, digits, '_' or '-', not starting with '-'",
+                        );
+                    }
+                    if let Some(version) = &s.version {
+                        self.check(version, |v| grammar::package_version("lustre", v));
                     }
                     let (lnet, interface) = match parse_lnet(s.lnet.get_ref()) {
                         Ok(parsed) => parsed,
@@ -198,8 +226,11 @@ impl Validator<'_> {
             },
             Kind::Glusterfs => match &file.glusterfs {
                 Some(s) => {
-                    if !is_simple_name(s.volume.get_ref()) {
-                        self.error(&s.volume, "volume name must be letters, digits, '-', '_' or '.'");
+                    if !is_simple_name(s.volume.get_ref()) || s.volume.get_ref().starts_with(['-', '.']) {
+                        self.error(
+                            &s.volume,
+                            "volume name must be letters, digits, '-', '_' or '.', not starting with '-' or '.'",
+                        );
                     }
                     let layout = self.layout(s);
                     let defaults = TargetDefaults {
@@ -216,7 +247,12 @@ impl Validator<'_> {
                         volume: s.volume.get_ref().clone(),
                         mount: self.absolute(&s.mount),
                         layout,
-                        options: s.options.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                        options: self.pairs(
+                            "[glusterfs] options",
+                            &s.options,
+                            grammar::gluster_key,
+                            grammar::gluster_value,
+                        ),
                         brick: self.target(s.brick.as_ref(), "[glusterfs.brick]", &defaults),
                     }
                 }
@@ -261,7 +297,12 @@ impl Validator<'_> {
                             .map_or("/data/beegfs/mgmtd".into(), |d| self.absolute(d)),
                         meta: self.target(s.meta.as_ref(), "[beegfs.meta]", &meta),
                         storage: self.target(s.storage.as_ref(), "[beegfs.storage]", &storage),
-                        client_tuning: s.client_tuning.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                        client_tuning: self.pairs(
+                            "[beegfs] client_tuning",
+                            &s.client_tuning,
+                            grammar::beegfs_key,
+                            grammar::beegfs_value,
+                        ),
                         auth: self.beegfs_auth(s),
                         interfaces: s
                             .interfaces
@@ -295,12 +336,15 @@ impl Validator<'_> {
     }
 
     fn missing(&mut self, file: &ClusterFile, message: String) -> Option<KindSpec> {
-        self.error(&file.cluster.kind, message);
+        // A section that is there but did not deserialize has had its error already.
+        if !self.incomplete.section(file.cluster.kind.get_ref()) {
+            self.error(&file.cluster.kind, message);
+        }
         None
     }
 
     fn nodes<'f>(&mut self, kind: Option<Kind>, file: &'f ClusterFile) -> Vec<(Node, &'f NodeSpec)> {
-        if file.node.is_empty() {
+        if file.node.is_empty() && !self.incomplete.nodes {
             self.error(
                 &file.cluster.name,
                 "the cluster has no nodes: add a [[node]] table with name, address and roles for each",
@@ -312,8 +356,8 @@ impl Validator<'_> {
         for spec in &file.node {
             let name = spec.name.get_ref().as_str();
             let line = self.line(&spec.name);
-            if !is_simple_name(name) || name.starts_with(['.', '-']) {
-                self.error(&spec.name, format!("node name {name:?} must be letters, digits, '-', '_' or '.' (it names the node's certificate file)"));
+            if let Err(message) = grammar::node_name(name) {
+                self.error(&spec.name, message);
             } else if let Some(first) = names.insert(name, line) {
                 self.error(
                     &spec.name,
@@ -365,50 +409,78 @@ impl Validator<'_> {
                 }
             }
 
+            // Sets beside the lists: a node may list thousands of disks, and a list lookup per
+            // disk would make the node quadratic.
             let mut disks: Vec<PathBuf> = Vec::new();
+            let mut seen: HashSet<&str> = HashSet::new();
             for disk in &spec.disks {
-                let path = PathBuf::from(disk.get_ref());
-                if !path.is_absolute() {
-                    self.error(
-                        disk,
-                        format!(
-                            "disk {:?} must be an absolute device path, e.g. /dev/disk/azure/scsi1/lun0",
-                            disk.get_ref()
-                        ),
-                    );
-                } else if disks.contains(&path) {
+                if !self.check(disk, |d| grammar::device_path("disk", d)) {
+                    continue;
+                }
+                if !seen.insert(disk.get_ref()) {
                     self.error(disk, format!("disk {:?} is listed twice for node {name:?}", disk.get_ref()));
                 } else {
-                    disks.push(path);
+                    disks.push(PathBuf::from(disk.get_ref()));
                 }
             }
 
             let mut meta_disks: Vec<PathBuf> = Vec::new();
             for disk in &spec.meta_disks {
-                let path = PathBuf::from(disk.get_ref());
                 if kind.is_some_and(|k| k != Kind::Beegfs) {
                     self.error(disk, "meta_disks is for BeeGFS nodes that are both meta and storage");
-                } else if !path.is_absolute() || disks.contains(&path) || meta_disks.contains(&path) {
-                    self.error(disk, format!("meta disk {:?} must be an absolute device path listed once, and not also under `disks`", disk.get_ref()));
+                } else if !self.check(disk, |d| grammar::device_path("meta disk", d)) {
+                    continue;
+                } else if !seen.insert(disk.get_ref()) {
+                    self.error(
+                        disk,
+                        format!(
+                            "meta disk {:?} must be listed once, and not also under `disks`",
+                            disk.get_ref()
+                        ),
+                    );
                 } else {
-                    meta_disks.push(path);
+                    meta_disks.push(PathBuf::from(disk.get_ref()));
                 }
             }
 
             let mut wipe = Vec::new();
             for w in &spec.wipe {
                 let path = PathBuf::from(w.get_ref());
-                if disks.contains(&path) || meta_disks.contains(&path) {
+                if seen.contains(w.get_ref().as_str()) {
                     wipe.push(path);
                 } else {
                     self.error(w, format!("{:?} is not one of node {name:?}'s disks; `wipe` may only list entries of `disks`", w.get_ref()));
                 }
             }
 
+            // LNet's tcp NIDs are IPv4 addresses (lnet(7)).
+            let lnet_address = spec.lnet_address.as_ref().and_then(|a| {
+                if kind.is_some_and(|k| k != Kind::Lustre) {
+                    self.error(a, "lnet_address is for Lustre nodes");
+                    return None;
+                }
+                let parsed = a.get_ref().parse::<std::net::Ipv4Addr>();
+                if parsed.is_err() {
+                    self.error(a, format!("lnet_address {:?} is not an IPv4 address: give the node's address on the interface LNet is pinned to, e.g. \"192.168.10.4\"", a.get_ref()));
+                }
+                parsed.ok()
+            });
+
             if let Some(address) = address {
                 let id = spec.id.as_ref().map(|id| *id.get_ref());
+                let reboot = spec.reboot;
                 nodes.push((
-                    Node { name: name.to_owned(), address, roles, disks, meta_disks, wipe, id },
+                    Node {
+                        name: name.to_owned(),
+                        address,
+                        roles,
+                        disks,
+                        meta_disks,
+                        wipe,
+                        id,
+                        reboot,
+                        lnet_address,
+                    },
                     spec,
                 ));
             }
@@ -457,25 +529,20 @@ impl Validator<'_> {
             self.error(tuning, format!("{place}: `tuning` sets BeeGFS config keys and is only valid in [beegfs.meta] and [beegfs.storage]"));
         }
         let raid = t.raid.as_ref().map_or(d.raid.to_owned(), |r| {
-            if !r.get_ref().starts_with("/dev/md") {
-                self.error(r, format!("{place}: raid must name an md device such as /dev/md0"));
-            }
+            self.check(r, |r| grammar::md_device(r).map_err(|m| format!("{place}: {m}")));
             r.get_ref().clone()
         });
+        if let Some(options) = &t.mount_options {
+            self.check(options, |o| grammar::mount_options(o).map_err(|m| format!("{place}: {m}")));
+        }
+        if let Some(label) = &t.label {
+            self.check(label, |l| grammar::label(&fs, l).map_err(|m| format!("{place}: {m}")));
+        }
+        let lvm = t.lvm.as_ref().map(|l| self.lvm(l, place));
         Target {
             raid,
             raid_chunk_kib: t.raid_chunk_kib,
-            lvm: t.lvm.as_ref().map(|l| Lvm {
-                vg: l.vg.clone(),
-                pool: l.pool.clone(),
-                lv: l.lv.clone(),
-                pool_size: l.pool_size.clone(),
-                virtual_size: l.virtual_size.clone(),
-                chunk: l.chunk.clone(),
-                data_alignment: l.data_alignment.clone(),
-                extent_size: l.extent_size.clone(),
-                zero: l.zero,
-            }),
+            lvm,
             fs,
             mkfs_options: if t.mkfs_options.is_empty() && t.fs.is_none() {
                 d.mkfs_options.iter().map(|o| o.to_string()).collect()
@@ -489,6 +556,9 @@ impl Validator<'_> {
             label: t.label.as_ref().map(|l| l.get_ref().clone()),
             path: t.path.as_ref().map_or(PathBuf::from(d.path), |p| self.absolute(p)),
             queue: t.queue.as_ref().map(|q| {
+                if let Some(scheduler) = &q.scheduler {
+                    self.check(scheduler, |s| grammar::scheduler(s).map_err(|m| format!("{place}: {m}")));
+                }
                 if let Some(ra) = &q.read_ahead_kb
                     && ra.get_ref() % 4 != 0
                 {
@@ -502,7 +572,7 @@ impl Validator<'_> {
                     );
                 }
                 Queue {
-                    scheduler: q.scheduler.clone(),
+                    scheduler: q.scheduler.as_ref().map(|s| s.get_ref().clone()),
                     nr_requests: q.nr_requests,
                     read_ahead_kb: q.read_ahead_kb.as_ref().map(|r| *r.get_ref()),
                 }
@@ -510,9 +580,55 @@ impl Validator<'_> {
             tuning: t
                 .tuning
                 .as_ref()
-                .map(|t| t.get_ref().iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+                .map(|t| self.pairs(place, t.get_ref(), grammar::beegfs_key, grammar::beegfs_value))
                 .unwrap_or_default(),
         }
+    }
+
+    /// `lvm = { … }`: names by LVM's grammar, sizes as lvcreate takes them.
+    fn lvm(&mut self, l: &crate::schema::LvmSection, place: &str) -> Lvm {
+        let mut name = |what: &str, at: &Spanned<String>| {
+            self.check(at, |n| grammar::lvm_name(what, n).map_err(|m| format!("{place}: {m}")));
+            at.get_ref().clone()
+        };
+        let (vg, pool, lv) =
+            (name("volume group", &l.vg), name("thin pool", &l.pool), name("logical volume", &l.lv));
+        let mut size = |what: &str, at: &Spanned<String>, share: bool| {
+            self.check(at, |v| grammar::lvm_size(what, v, share).map_err(|m| format!("{place}: {m}")));
+            at.get_ref().clone()
+        };
+        Lvm {
+            vg,
+            pool,
+            lv,
+            pool_size: size("pool_size", &l.pool_size, true),
+            virtual_size: size("virtual_size", &l.virtual_size, false),
+            chunk: l.chunk.as_ref().map(|c| size("chunk", c, false)),
+            data_alignment: l.data_alignment.as_ref().map(|c| size("data_alignment", c, false)),
+            extent_size: l.extent_size.as_ref().map(|c| size("extent_size", c, false)),
+            zero: l.zero,
+        }
+    }
+
+    /// `key = value` settings that become lines of a file or arguments (gluster options,
+    /// BeeGFS tuning), each key and value by its grammar; refused pairs are left out.
+    fn pairs(
+        &mut self,
+        place: &str,
+        given: &BTreeMap<String, Spanned<String>>,
+        key_rule: fn(&str) -> Result<(), String>,
+        value_rule: fn(&str, &str) -> Result<(), String>,
+    ) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (key, value) in given {
+            // The map's keys carry no position of their own: a bad key is shown at its value.
+            let ok = self.check(value, |_| key_rule(key).map_err(|m| format!("{place}: {m}")))
+                && self.check(value, |v| value_rule(key, v).map_err(|m| format!("{place}: {m}")));
+            if ok {
+                out.push((key.clone(), value.get_ref().clone()));
+            }
+        }
+        out
     }
 
     fn layout(&mut self, s: &crate::schema::GlusterfsSection) -> Layout {
@@ -576,6 +692,8 @@ impl Validator<'_> {
         for &role in single {
             let holders = with(role);
             match holders.as_slice() {
+                // A node that did not deserialize may be the one; its error is reported.
+                [] if self.incomplete.nodes => {}
                 [] => self.error(
                     kind_at,
                     format!("a {kind} cluster needs one node with role {role:?}", role = role.as_str()),
@@ -601,7 +719,7 @@ impl Validator<'_> {
             _ => Role::Server,
         };
         // A local cluster may be only clients (a set of machines to watch with `top`).
-        if kind != Kind::Local && with(server_role).is_empty() {
+        if kind != Kind::Local && !self.incomplete.nodes && with(server_role).is_empty() {
             self.error(
                 kind_at,
                 format!("a {kind} cluster needs at least one node with role {:?}", server_role.as_str()),
@@ -642,7 +760,7 @@ impl Validator<'_> {
                 Layout::Replicate { replica } => *replica,
                 Layout::Disperse { disperse, .. } => *disperse,
             };
-            if servers > 0 && !servers.is_multiple_of(set) {
+            if servers > 0 && !self.incomplete.nodes && !servers.is_multiple_of(set) {
                 self.error(kind_at, format!("{servers} servers cannot form whole sets of {set} bricks: use a multiple of {set} servers"));
             }
         }
@@ -686,13 +804,11 @@ impl Validator<'_> {
                     Some((n, v)) => (n.trim().to_owned(), Some(v.trim().to_owned())),
                     None => (item.get_ref().trim().to_owned(), None),
                 };
-                if name.is_empty() || version.as_deref() == Some("") || name.contains(char::is_whitespace) {
-                    self.error(
-                        item,
-                        format!("{:?} is not a package: write `name` or `name=version`", item.get_ref()),
-                    );
-                } else {
-                    parsed.push((name, version));
+                let checked = grammar::package_name(&name)
+                    .and_then(|()| version.as_deref().map_or(Ok(()), |v| grammar::package_version(&name, v)));
+                match checked {
+                    Ok(()) => parsed.push((name, version)),
+                    Err(message) => self.error(item, format!("[packages] {}: {message}", role.as_str())),
                 }
             }
             per_role.push((role, parsed));
@@ -703,16 +819,15 @@ impl Validator<'_> {
     fn repos(&mut self, kind: Option<Kind>, file: &ClusterFile) -> Vec<Repo> {
         let mut repos = Vec::new();
         for r in &file.repo {
-            if !is_simple_name(r.name.get_ref()) {
-                self.error(&r.name, "repository name must be letters, digits, '-', '_' or '.' (it names /etc/yum.repos.d/NAME.repo)");
+            if !is_simple_name(r.name.get_ref()) || r.name.get_ref().starts_with(['-', '.']) {
+                self.error(&r.name, "repository name must be letters, digits, '-', '_' or '.', not starting with '-' or '.' (it names /etc/yum.repos.d/NAME.repo)");
             }
             let url = r.baseurl.get_ref();
             let allow_http = r.allow_http.as_ref().is_some_and(|a| *a.get_ref());
-            if !["http://", "https://", "file://", "ftp://"].iter().any(|p| url.starts_with(p)) {
-                self.error(
-                    &r.baseurl,
-                    format!("baseurl {url:?} must be an http(s)://, ftp:// or file:// URL"),
-                );
+            // The schemes yum and dnf fetch from (yum.conf(5), baseurl).
+            self.check(&r.baseurl, |u| grammar::url("baseurl", u, &["https", "http", "ftp", "file"]));
+            if let Some(key) = &r.gpgkey {
+                self.check(key, |u| grammar::url("gpgkey", u, &["https", "http", "file"]));
             }
             // The agents refuse these too; saying it here puts the line number on it.
             for (what, value) in [("baseurl", Some(&r.baseurl)), ("gpgkey", r.gpgkey.as_ref())] {
@@ -727,17 +842,6 @@ impl Validator<'_> {
                         ),
                     );
                 }
-                if v.chars().any(|c| c.is_whitespace() || c.is_control()) {
-                    self.error(
-                        value,
-                        format!("{what} {v:?} holds whitespace; it becomes a line of the .repo file"),
-                    );
-                }
-            }
-            if let Some(key) = &r.gpgkey
-                && !["https://", "http://", "file:///"].iter().any(|p| key.get_ref().starts_with(p))
-            {
-                self.error(key, format!("gpgkey {:?} must be an https:// or file:/// URL", key.get_ref()));
             }
             let mut roles = Vec::new();
             for role in &r.roles {
@@ -803,7 +907,18 @@ impl Validator<'_> {
             preset,
             procs_per_client: b.procs_per_client.as_ref().map(|p| *p.get_ref()),
             params,
-            vm_limit_mib: b.vm_limit_mib.map(crate::model::OrderedF64),
+            vm_limit_mib: b.vm_limit_mib.as_ref().and_then(|limit| {
+                let mib = *limit.get_ref();
+                if mib.is_finite() && mib > 0.0 {
+                    Some(crate::model::OrderedF64(mib))
+                } else {
+                    self.error(
+                        limit,
+                        format!("vm_limit_mib = {mib}: give the VM's limit in MiB/s, a number above 0"),
+                    );
+                    None
+                }
+            }),
         }
     }
 
@@ -872,6 +987,9 @@ impl Validator<'_> {
                 BeegfsAuth::Disabled
             }
             (Some(secret), _) => {
+                if !self.check(secret, |p| grammar::no_control("auth_secret", p)) {
+                    return BeegfsAuth::Disabled;
+                }
                 let path = self.base.join(secret.get_ref());
                 let shown = path.display();
                 match std::fs::read(&path) {
@@ -1029,16 +1147,15 @@ impl Validator<'_> {
         params
     }
 
+    /// A path on the nodes (mount points, target directories): normalised and absolute, so it
+    /// reaches fstab and `mount` as written and the agent's policy judges the path it names.
     fn absolute(&mut self, path: &Spanned<String>) -> PathBuf {
-        let p = PathBuf::from(path.get_ref());
-        if !p.is_absolute() {
-            self.error(path, format!("{:?} must be an absolute path", path.get_ref()));
-        }
-        p
+        self.check(path, |p| grammar::absolute_path("path", p));
+        PathBuf::from(path.get_ref())
     }
 
     fn line<T>(&self, at: &Spanned<T>) -> usize {
-        Diagnostic::at(self.source, at.span(), "").line
+        self.source.line(at.span().start)
     }
 }
 

@@ -6,11 +6,17 @@
 //! it; independent work goes on. Nothing is retried here: steps are assessed before they act,
 //! so running `up` again after a fix resumes where the cluster is.
 //!
+//! A node that must boot into another kernel (a step said so) stops its units there, unless
+//! reboots are allowed (`--allow-reboot`, or `reboot = true` on the node): then its agent
+//! reboots it, `up` waits for it to come back running that kernel (`reboot`), and the unit
+//! runs again from its first step.
+//!
 //! A dry run (`--plan`) walks the same order, but no unit waits for another's success (nothing
 //! is changed, so nothing can fail to be made); a unit whose upstream would change something is
 //! told so, and reports steps it cannot assess yet as pending rather than failed.
 
 use crate::dial::{Connection, DialError, Dialer, from_status};
+use crate::reboot::{self, Progress, Wait};
 use pvfs_config::Cluster;
 use pvfs_plan::{Plan, Unit};
 use pvfs_proto::pb;
@@ -19,6 +25,24 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
+
+/// How `converge` runs.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Only assess and report (`--plan`): nothing changes, nothing reboots.
+    pub dry_run: bool,
+    /// Every node may be rebooted into a kernel it must boot (`--allow-reboot`); without it,
+    /// only nodes with `reboot = true` in the cluster file are.
+    pub allow_reboot: bool,
+    /// How long a rebooting node has to come back.
+    pub reboot_wait: Wait,
+}
+
+impl Options {
+    fn may_reboot(&self, node: &pvfs_config::Node) -> bool {
+        self.allow_reboot || node.reboot
+    }
+}
 
 /// What happens during a run, for the live view, `--json` and the recap.
 #[derive(Debug, Clone)]
@@ -54,6 +78,12 @@ pub enum UpEvent {
         running: String,
         elapsed: Duration,
     },
+    /// A node rebooting into `kernel`, as a step said it must: where the reboot is.
+    Reboot {
+        node: String,
+        kernel: String,
+        progress: Progress,
+    },
     /// Not run: a unit it depends on failed.
     UnitSkipped {
         unit: usize,
@@ -80,8 +110,11 @@ pub struct Counts {
 pub struct Recap {
     pub nodes: Vec<(String, Counts)>,
     pub failures: Vec<String>,
-    /// Nodes whose units stopped because they must boot into an installed kernel first.
+    /// Nodes whose units stopped because they must boot into an installed kernel first (in a
+    /// dry run: also those `up` would reboot).
     pub boots: Vec<Boot>,
+    /// Nodes `up` rebooted into the kernel they had to boot, and that came back running it.
+    pub rebooted: Vec<Boot>,
     pub elapsed: Duration,
 }
 
@@ -92,13 +125,22 @@ pub struct Boot {
     pub node: String,
     pub kernel: String,
     pub running: String,
+    /// Reboots are allowed for the node: `up` reboots it (a dry run says it would).
+    pub allowed: bool,
 }
 
 impl Boot {
     /// The exact next step, for the operator.
     pub fn next_step(&self) -> String {
+        if self.allowed {
+            return format!(
+                "pvfsctl up will reboot {} into {} (it runs {}) and go on",
+                self.node, self.kernel, self.running
+            );
+        }
         format!(
-            "reboot {} into {} (it runs {}), then run pvfsctl up again",
+            "reboot {} into {} (it runs {}), then run pvfsctl up again (or let it: reboot = true \
+             on the node, or pvfsctl up --allow-reboot)",
             self.node, self.kernel, self.running
         )
     }
@@ -134,14 +176,16 @@ pub async fn converge(
     cluster: &Cluster,
     plan: &Plan,
     dialer: &Dialer,
-    dry_run: bool,
+    options: &Options,
     events: mpsc::UnboundedSender<UpEvent>,
 ) -> Recap {
     let started = Instant::now();
+    let dry_run = options.dry_run;
     let mut counts: BTreeMap<String, Counts> =
         cluster.nodes.iter().map(|n| (n.name.clone(), Counts::default())).collect();
     let mut failures = Vec::new();
     let mut boots: Vec<Boot> = Vec::new();
+    let mut rebooted: Vec<Boot> = Vec::new();
     let mut state = vec![State::Waiting; plan.units.len()];
     // Dry runs: whether a unit (or anything before it) would change something.
     let mut would_change = vec![false; plan.units.len()];
@@ -195,12 +239,21 @@ pub async fn converge(
                 let after_changes = unit.after.iter().any(|&d| would_change[d]);
                 let node = cluster.node(&unit.node).cloned();
                 let (unit, dialer, events) = (unit.clone(), dialer.clone(), events.clone());
-                let connections = connections.clone();
+                let (connections, options) = (connections.clone(), options.clone());
                 tasks.spawn(async move {
                     let result = match node {
                         Some(node) => {
                             let conn = connect(&connections, &node, &dialer).await;
-                            run_unit(&node, &unit, conn, &dialer, dry_run, after_changes, &events).await
+                            let result =
+                                run_unit(&node, &unit, conn, &dialer, dry_run, after_changes, &events).await;
+                            if result.boot.is_some() && !dry_run && options.may_reboot(&node) {
+                                let again = Again { node: &node, unit: &unit, after_changes };
+                                again
+                                    .reboot(result, &connections, &dialer, options.reboot_wait, &events)
+                                    .await
+                            } else {
+                                result
+                            }
                         }
                         None => UnitResult::unreachable(
                             &unit,
@@ -240,8 +293,15 @@ pub async fn converge(
         if let Some((kernel, running)) = &result.boot
             && !boots.iter().any(|b| b.node == unit.node)
         {
-            boots.push(Boot { node: unit.node.clone(), kernel: kernel.clone(), running: running.clone() });
+            let allowed = cluster.node(&unit.node).is_some_and(|n| options.may_reboot(n));
+            boots.push(Boot {
+                node: unit.node.clone(),
+                kernel: kernel.clone(),
+                running: running.clone(),
+                allowed,
+            });
         }
+        rebooted.extend(result.rebooted.clone());
         failures.extend(result.failures.iter().map(|f| format!("{} ({}): {f}", unit.node, unit.label)));
         let done = match (&result.boot, result.failures.is_empty()) {
             (Some((kernel, running)), true) => UpEvent::UnitStopped {
@@ -267,7 +327,7 @@ pub async fn converge(
         .iter()
         .map(|n| (n.name.clone(), counts.get(&n.name).copied().unwrap_or_default()))
         .collect();
-    Recap { nodes, failures, boots, elapsed: started.elapsed() }
+    Recap { nodes, failures, boots, rebooted, elapsed: started.elapsed() }
 }
 
 type Connections = std::sync::Arc<tokio::sync::Mutex<std::collections::HashMap<String, Connection>>>;
@@ -292,6 +352,8 @@ struct UnitResult {
     failures: Vec<String>,
     /// The kernel the node must boot into (and the one it runs), when a step said so.
     boot: Option<(String, String)>,
+    /// The node was rebooted into the kernel it had to boot, and the unit ran again.
+    rebooted: Option<Boot>,
     elapsed: Duration,
 }
 
@@ -302,6 +364,7 @@ impl UnitResult {
             counts: Counts { failed: 1, skipped: unit.steps.len().saturating_sub(1), ..Counts::default() },
             failures: vec![why],
             boot: None,
+            rebooted: None,
             elapsed: Duration::ZERO,
         }
     }
@@ -417,5 +480,61 @@ async fn run_unit(
         counts.failed += 1;
         counts.skipped += unfinished - 1;
     }
-    UnitResult { counts, failures, boot, elapsed: started.elapsed() }
+    UnitResult { counts, failures, boot, rebooted: None, elapsed: started.elapsed() }
+}
+
+/// A unit to run again once its node has rebooted.
+struct Again<'a> {
+    node: &'a pvfs_config::Node,
+    unit: &'a Unit,
+    after_changes: bool,
+}
+
+impl Again<'_> {
+    /// `first` stopped because the node must boot into another kernel: reboots the node into
+    /// it, waits for it, and runs the unit again from its first step (what ran before the
+    /// reboot assesses as done). The changes made before the reboot still count.
+    async fn reboot(
+        self,
+        first: UnitResult,
+        connections: &Connections,
+        dialer: &Dialer,
+        wait: Wait,
+        events: &mpsc::UnboundedSender<UpEvent>,
+    ) -> UnitResult {
+        let Again { node, unit, after_changes } = self;
+        let Some((kernel, running)) = first.boot.clone() else { return first };
+        let failed = |first: UnitResult, why: String| UnitResult {
+            counts: Counts { failed: first.counts.failed + 1, ..first.counts },
+            failures: vec![why],
+            boot: None,
+            ..first
+        };
+        let conn = match connect(connections, node, dialer).await {
+            Ok(conn) => conn,
+            Err(err) => return failed(first, format!("cannot ask the agent to reboot the node: {err}")),
+        };
+        let report = |progress| {
+            let _ =
+                events.send(UpEvent::Reboot { node: node.name.clone(), kernel: kernel.clone(), progress });
+        };
+        let conn = match reboot::reboot_into(node, conn, dialer, &kernel, wait, report).await {
+            Ok(conn) => conn,
+            Err(err) => return failed(first, err.to_string()),
+        };
+        // The old connection went with the node's last boot.
+        connections.lock().await.insert(node.name.clone(), conn.clone());
+        let mut again = run_unit(node, unit, Ok(conn), dialer, false, after_changes, events).await;
+        again.counts.changed += first.counts.changed;
+        again.elapsed += first.elapsed;
+        if let Some((still, runs)) = again.boot.take() {
+            again.counts.failed += 1;
+            again.failures.push(format!(
+                "still must boot into {still} (it runs {runs}) after rebooting into {kernel}; \
+                 reboot it by hand, then run pvfsctl up again"
+            ));
+        }
+        again.rebooted = Some(Boot { node: node.name.clone(), kernel, running, allowed: true });
+        again
+    }
 }

@@ -65,6 +65,9 @@ pub enum FailureKind {
     Denied,
     /// Refused before dialling (a bad address or TLS configuration).
     Config,
+    /// The connection broke mid-call: the agent exited or crashed, or its node or the network
+    /// went away.
+    Lost,
     /// Anything else; the message has the detail.
     Other,
 }
@@ -80,6 +83,7 @@ impl FailureKind {
             FailureKind::Rpc => "rpc",
             FailureKind::Denied => "denied",
             FailureKind::Config => "config",
+            FailureKind::Lost => "lost",
             FailureKind::Other => "other",
         }
     }
@@ -202,8 +206,32 @@ pub fn explain(err: &(dyn StdError + 'static), address: &Address, timeout: Durat
 }
 
 /// An RPC failed after connecting. Transport problems underneath (the agent's TLS alert on our
-/// certificate arrives here with TLS 1.3) are explained like connection failures.
+/// certificate arrives here with TLS 1.3) are explained like connection failures; a connection
+/// that broke mid-call, or an agent that does not know the call, says so rather than passing
+/// on HTTP/2's words for it.
 pub fn from_status(status: &tonic::Status, address: &Address, timeout: Duration) -> DialError {
+    if let Some(broken) = broken_connection(status) {
+        return DialError {
+            kind: FailureKind::Lost,
+            message: format!(
+                "the connection to the agent at {address} broke mid-call ({broken}): the agent exited \
+                 or crashed, its node went down, or the network dropped; its log is on that node \
+                 (`journalctl -u pvfs-agent`)"
+            ),
+        };
+    }
+    if status.code() == tonic::Code::Unimplemented {
+        return DialError {
+            kind: FailureKind::Rpc,
+            message: format!(
+                "the agent at {address} does not know this call ({}): it runs another version of \
+                 pvfs-agent than this pvfsctl ({}); install the same version on both (`pvfsctl \
+                 nodes` shows each agent's)",
+                status.message(),
+                env!("CARGO_PKG_VERSION")
+            ),
+        };
+    }
     if let Some(source) = status.source() {
         let explained = explain(source, address, timeout);
         if explained.kind != FailureKind::Other {
@@ -222,6 +250,25 @@ pub fn from_status(status: &tonic::Status, address: &Address, timeout: Duration)
         kind: FailureKind::Rpc,
         message: format!("the agent answered {:?}: {}", status.code(), status.message()),
     }
+}
+
+/// What broke, when the call failed because its HTTP/2 connection did (the peer reset or
+/// closed it, or an I/O error under it) rather than because the agent answered an error.
+fn broken_connection(status: &tonic::Status) -> Option<String> {
+    let mut source: Option<&(dyn StdError + 'static)> = status.source();
+    while let Some(e) = source {
+        if let Some(h2) = e.downcast_ref::<h2::Error>() {
+            // Every HTTP/2 failure under a call is the connection going (an I/O error, a
+            // GOAWAY, a reset) but a stream the agent refused to start, which says nothing
+            // about the agent being gone.
+            return (h2.reason() != Some(h2::Reason::REFUSED_STREAM)).then(|| h2.to_string());
+        }
+        source = e.source();
+    }
+    // hyper reports a body cut short as text only ("error reading a body from connection").
+    let message = status.message();
+    (status.code() == tonic::Code::Unknown && message.starts_with("h2 protocol error"))
+        .then(|| message.trim_start_matches("h2 protocol error: ").to_owned())
 }
 
 /// The agent ended the handshake with an alert: almost always our certificate.
@@ -255,5 +302,37 @@ fn explain_tls(err: &rustls::Error, address: &Address) -> String {
             "TLS failed: the peer did not answer with TLS (is something other than a pvfs agent listening there?)".into()
         }
         other => format!("TLS failed: {other}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn address() -> Address {
+        Address::from(std::net::SocketAddr::from(([10, 0, 0, 5], 7070)))
+    }
+
+    #[test]
+    fn a_call_cut_short_says_the_agent_went_away_and_where_its_log_is() {
+        // What tonic makes of hyper's error when the agent's process dies mid-stream (seen in
+        // the lifecycle test that kills an agent during mkfs).
+        let status = tonic::Status::unknown("h2 protocol error: error reading a body from connection");
+        let err = from_status(&status, &address(), Duration::from_secs(5));
+        assert_eq!(err.kind, FailureKind::Lost);
+        assert!(err.message.starts_with("the connection to the agent at 10.0.0.5:7070 broke mid-call (error reading a body from connection)"), "{}", err.message);
+        assert!(err.message.contains("journalctl -u pvfs-agent"), "{}", err.message);
+        // An answer the agent chose is not a lost connection.
+        let answered =
+            from_status(&tonic::Status::unknown("some handler error"), &address(), Duration::from_secs(5));
+        assert_eq!(answered.kind, FailureKind::Rpc);
+    }
+
+    #[test]
+    fn a_call_the_agent_does_not_know_names_the_version_mismatch() {
+        let status = tonic::Status::unimplemented("");
+        let err = from_status(&status, &address(), Duration::from_secs(5));
+        assert!(err.message.contains("another version of pvfs-agent than this pvfsctl"), "{}", err.message);
+        assert!(err.message.contains(env!("CARGO_PKG_VERSION")), "{}", err.message);
     }
 }

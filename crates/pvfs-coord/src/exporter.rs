@@ -77,8 +77,14 @@ impl ClusterView {
     /// one of the same agent process).
     pub fn apply(&mut self, event: Event) {
         match event {
-            Event::Sample { node, stamped } => {
+            Event::Sample { node, mut stamped } => {
                 let Some(view) = self.nodes.get_mut(&node) else { return };
+                // A device named twice (a broken or hostile agent) would be the same series
+                // twice, which scrapers refuse: the first of each name is kept.
+                let mut seen = std::collections::HashSet::new();
+                stamped.sample.disks.retain(|d| seen.insert(d.name.clone()));
+                seen.clear();
+                stamped.sample.nics.retain(|n| seen.insert(n.name.clone()));
                 view.up = true;
                 let now =
                     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
@@ -262,7 +268,7 @@ pub fn render(view: &ClusterView, openmetrics: bool) -> String {
         w.family(name, "gauge", &help, |f| {
             for (node, v) in &view.nodes {
                 if let Some(s) = &v.last {
-                    f.sample(name, &[("node", node), ("role", &v.role)], (kb(&s.sample.mem) * 1024) as f64);
+                    f.sample(name, &[("node", node), ("role", &v.role)], kb(&s.sample.mem) as f64 * 1024.0);
                 }
             }
         });
@@ -392,5 +398,7 @@ impl Family<'_> {
     }
 }
 
+#[cfg(test)]
+mod fuzz;
 #[cfg(test)]
 mod tests;

@@ -8,6 +8,7 @@
 //! - [`bench`]: the built-in engine's phases on every client at once, with barriers between
 //!   them (`pvfsctl bench`, agents launcher).
 //! - [`converge`]: a plan's units run on the agents in dependency order (`pvfsctl up`).
+//! - [`reboot`]: a node rebooted into the kernel it must boot, and waited for (`up`'s reboots).
 //! - [`exporter`]: the cluster's latest samples and rates in the Prometheus/OpenMetrics text
 //!   formats (`pvfsctl serve`).
 
@@ -15,6 +16,7 @@ pub mod bench;
 pub mod converge;
 pub mod dial;
 pub mod exporter;
+pub mod reboot;
 pub mod stream;
 pub mod survey;
 

@@ -86,6 +86,8 @@ fn node(name: &str, addr: SocketAddr) -> Node {
         meta_disks: vec![],
         wipe: vec![],
         id: None,
+        reboot: false,
+        lnet_address: None,
     }
 }
 

@@ -9,6 +9,7 @@ pub mod blkid;
 mod command;
 pub mod device;
 pub mod mkfs_options;
+pub mod mount_options;
 pub mod mountinfo;
 mod root;
 #[cfg(any(test, feature = "testing"))]

@@ -31,6 +31,11 @@ pub struct NodeFacts {
     pub block_devices: Vec<BlockDevice>,
     pub nics: Vec<Nic>,
     pub uptime_seconds: u64,
+    /// The kernel's id for this boot (`/proc/sys/kernel/random/boot_id`); empty where the kernel
+    /// does not say. A new value means the node rebooted, which uptime alone cannot prove.
+    /// (Defaulted: results written before it was reported lack it.)
+    #[serde(default)]
+    pub boot_id: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -102,6 +107,7 @@ pub async fn read(root: &Root, runner: &impl Runner) -> Result<NodeFacts, FactsE
         block_devices: read_block_devices(root, runner).await,
         nics: read_nics(root),
         uptime_seconds: read_uptime(root)?,
+        boot_id: root.read_trimmed("/proc/sys/kernel/random/boot_id").unwrap_or_default(),
     })
 }
 

@@ -362,8 +362,13 @@ impl CpuPercent {
     /// As sysstat's `print_cpu_stats`: the total excludes guest time (already inside user and
     /// nice); a field that went backwards shows 0; no ticks at all means an idle (tickless) CPU.
     pub fn between(prev: &CpuCounters, curr: &CpuCounters) -> CpuPercent {
-        let total =
-            |c: &CpuCounters| c.user + c.nice + c.system + c.idle + c.iowait + c.irq + c.softirq + c.steal;
+        // Saturating: counters arrive from agents over the wire, and an overflowing sum must
+        // not panic the coordinator (a saturated total reads as "no ticks", an idle CPU).
+        let total = |c: &CpuCounters| {
+            [c.user, c.nice, c.system, c.idle, c.iowait, c.irq, c.softirq, c.steal]
+                .into_iter()
+                .fold(0u64, u64::saturating_add)
+        };
         let itv = total(curr).wrapping_sub(total(prev)) as f64;
         if itv <= 0.0 || total(curr) < total(prev) {
             return CpuPercent { idle: 100.0, ..CpuPercent::default() };

@@ -67,9 +67,11 @@ pub struct DiskCounters {
 }
 
 impl DiskCounters {
-    /// Reads + writes + discards + flushes: iostat hides a device while this is 0.
+    /// Reads + writes + discards + flushes: iostat hides a device while this is 0. Saturating:
+    /// counters arrive from agents over the wire, and four near-`u64::MAX` ones (a hostile or
+    /// broken agent) must not panic the coordinator's stream.
     pub fn total_ios(&self) -> u64 {
-        self.rd_ios + self.wr_ios + self.dc_ios + self.fl_ios
+        self.rd_ios.saturating_add(self.wr_ios).saturating_add(self.dc_ios).saturating_add(self.fl_ios)
     }
 
     fn from_stat(stat: DiskStat) -> DiskCounters {

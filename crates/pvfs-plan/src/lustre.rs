@@ -24,17 +24,18 @@ pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
         return;
     };
     // lnet's `networks=` option: the network, pinned to an interface when the file says so
-    // (`tcp(eth0)`); otherwise LNet picks the first interface that is up. NIDs are derived
-    // from each node's address in the cluster file, so with a pinned interface that address
-    // must be the interface's.
+    // (`tcp(eth0)`); otherwise LNet picks the first interface that is up. A node's NID is its
+    // `lnet_address` (its address on that interface) on the network, else the address its
+    // agent is dialled on; each server checks that LNet came up with it (`lctl list_nids`).
     let networks = match interface {
         Some(interface) => format!("{lnet}({interface})"),
         None => lnet.clone(),
     };
     let Some(mgs) = cluster.with_role(Role::Mgs).next() else { return };
-    let mgs_nid = format!("{}@{lnet}", host_of(mgs));
+    let nid = |node: &Node| format!("{}@{lnet}", lnet_host(node));
+    let mgs_nid = nid(mgs);
     let lnet_steps = |node: &Node, role: Role, rpms: &[&str], tools: &[&str]| -> Vec<Step> {
-        vec![
+        let mut steps = vec![
             pinned(packages(cluster, node, role, rpms, rpms, tools), version.as_deref()),
             Step::File(File {
                 path: "/etc/modprobe.d/lnet.conf".into(),
@@ -49,7 +50,17 @@ pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
                 running: true,
                 configs: vec!["/etc/modprobe.d/lnet.conf".into()],
             }),
-        ]
+        ];
+        // Servers are reached at their NID (the MGS by every node, targets by clients); a
+        // client's NID is only where answers go, which LNet keeps track of by itself. A host
+        // name cannot be compared with what LNet lists.
+        if role != Role::Client && lnet_host(node).parse::<std::net::Ipv4Addr>().is_ok() {
+            steps.push(Step::Gate(Gate {
+                kind: GateKind::LnetNid { nid: nid(node) },
+                deadline: READY_DEADLINE,
+            }));
+        }
+        steps
     };
 
     // The MGS (with the MDT when the same node is an mds, as the seed's MGSMDS00).
@@ -141,6 +152,11 @@ pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
         }
         plan.add(node, "client", steps, servers.clone());
     }
+}
+
+/// The address in `node`'s NID: its `lnet_address`, else the address its agent is dialled on.
+fn lnet_host(node: &Node) -> String {
+    node.lnet_address.map_or_else(|| host_of(node), |a| a.to_string())
 }
 
 fn lnet_gate(nid: &str) -> Step {

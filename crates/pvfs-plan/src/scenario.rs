@@ -314,6 +314,12 @@ impl SimNode {
                     out(5, "", &format!("failed to ping {nid}: Input/output error\n"))
                 }
             }
+            // lctl list_nids (portals.c jt_ptl_list_nids): the node's own NIDs, one a line, once
+            // LNet is up; before that the ioctl's error, as pvfs-steps' gate tests record.
+            ("lctl", ["list_nids"]) => match &self.nid {
+                Some(nid) if s.active.contains_key("lnet") => out(0, &format!("{nid}\n"), ""),
+                _ => out(1, "", "IOC_LIBCFS_GET_NI error 100: Network is down\n"),
+            },
             // mkfs.lustre writes the target's disk data, still unregistered.
             ("mkfs.lustre", [args @ .., device]) => {
                 let value = |key: &str| args.iter().find_map(|a| a.strip_prefix(key)).map(str::to_owned);
@@ -538,17 +544,17 @@ impl SimNode {
                     .collect();
                 out(0, &format!(r#"{{"report":[{{"lv":[{}]}}]}}"#, rows.join(",")), "")
             }
-            ("lvcreate", ["-L" | "-l", _, "-T", spec, ..]) => {
+            ("lvcreate", ["-L" | "-l", _, "-T", .., "--", spec]) => {
                 let (vg, pool) = spec.split_once('/')?;
                 s.lvs.insert((vg.into(), pool.into()), ("thin-pool".into(), String::new(), true));
                 out(0, "", "")
             }
-            ("lvcreate", ["-V", _, "-T", spec, "-n", lv]) => {
+            ("lvcreate", ["-V", _, "-T", "-n", lv, "--", spec]) => {
                 let (vg, pool) = spec.split_once('/')?;
                 s.lvs.insert((vg.into(), (*lv).into()), ("thin".into(), pool.into(), false));
                 out(0, "", "")
             }
-            ("lvchange", ["--zero", "n", spec]) => {
+            ("lvchange", ["--zero", "n", "--", spec]) => {
                 let (vg, pool) = spec.split_once('/')?;
                 s.lvs.get_mut(&(vg.into(), pool.into()))?.2 = false;
                 out(0, "", "")
@@ -569,7 +575,7 @@ impl SimNode {
                 s.filesystems.insert((*device).to_owned(), mkfs["mkfs.".len()..].to_owned());
                 out(0, "", "")
             }
-            ("mount", ["-t", fstype, "-o", options, source, target]) => {
+            ("mount", ["-t", fstype, "-o", options, "--", source, target]) => {
                 s.next_mount_id += 1;
                 let id = 100 + s.next_mount_id;
                 if *fstype == "lustre" {

@@ -200,17 +200,17 @@ async fn glusterfs_follows_the_seed() {
             $ mdadm --create /dev/md0 --run --level=0 --raid-devices=10 /dev/disk/azure/scsi1/lun0 /dev/disk/azure/scsi1/lun1 /dev/disk/azure/scsi1/lun2 /dev/disk/azure/scsi1/lun3 /dev/disk/azure/scsi1/lun4 /dev/disk/azure/scsi1/lun5 /dev/disk/azure/scsi1/lun6 /dev/disk/azure/scsi1/lun7 /dev/disk/azure/scsi1/lun8 /dev/disk/azure/scsi1/lun9
             $ mdadm --detail --brief /dev/md0 >> /etc/mdadm.conf
           lvm thin volume /dev/rhgs-data/brick1 in rhgs-data/brickpool on /dev/md0
-            $ pvcreate --dataalignment 1024K /dev/md0
-            $ vgcreate --physicalextentsize 256K rhgs-data /dev/md0
-            $ lvcreate -L 9216g -T rhgs-data/brickpool -c 256K
-            $ lvchange --zero n rhgs-data/brickpool
-            $ lvcreate -V 9216g -T rhgs-data/brickpool -n brick1
+            $ pvcreate --dataalignment 1024K -- /dev/md0
+            $ vgcreate --physicalextentsize 256K -- rhgs-data /dev/md0
+            $ lvcreate -L 9216g -T -c 256K -- rhgs-data/brickpool
+            $ lvchange --zero n -- rhgs-data/brickpool
+            $ lvcreate -V 9216g -T -n brick1 -- rhgs-data/brickpool
           xfs on /dev/rhgs-data/brick1
-            $ mkfs.xfs -K -i size=512 -n size=8192 /dev/rhgs-data/brick1
+            $ mkfs.xfs -K -i size=512 -n size=8192 -- /dev/rhgs-data/brick1
           mount /dev/rhgs-data/brick1 on /rhs/brick1 (xfs)
             $ mkdir -p -m 755 /rhs/brick1
             $ write /etc/fstab
-            $ mount -t xfs -o defaults,inode64,noatime,nouuid /dev/rhgs-data/brick1 /rhs/brick1
+            $ mount -t xfs -o defaults,inode64,noatime,nouuid -- /dev/rhgs-data/brick1 /rhs/brick1
           directory /rhs/brick1/dist-vol
             $ mkdir -p -m 755 /rhs/brick1/dist-vol
         #1 glusterserver2 brick
@@ -228,17 +228,17 @@ async fn glusterfs_follows_the_seed() {
             $ mdadm --create /dev/md0 --run --level=0 --raid-devices=10 /dev/disk/azure/scsi1/lun0 /dev/disk/azure/scsi1/lun1 /dev/disk/azure/scsi1/lun2 /dev/disk/azure/scsi1/lun3 /dev/disk/azure/scsi1/lun4 /dev/disk/azure/scsi1/lun5 /dev/disk/azure/scsi1/lun6 /dev/disk/azure/scsi1/lun7 /dev/disk/azure/scsi1/lun8 /dev/disk/azure/scsi1/lun9
             $ mdadm --detail --brief /dev/md0 >> /etc/mdadm.conf
           lvm thin volume /dev/rhgs-data/brick1 in rhgs-data/brickpool on /dev/md0
-            $ pvcreate --dataalignment 1024K /dev/md0
-            $ vgcreate --physicalextentsize 256K rhgs-data /dev/md0
-            $ lvcreate -L 9216g -T rhgs-data/brickpool -c 256K
-            $ lvchange --zero n rhgs-data/brickpool
-            $ lvcreate -V 9216g -T rhgs-data/brickpool -n brick1
+            $ pvcreate --dataalignment 1024K -- /dev/md0
+            $ vgcreate --physicalextentsize 256K -- rhgs-data /dev/md0
+            $ lvcreate -L 9216g -T -c 256K -- rhgs-data/brickpool
+            $ lvchange --zero n -- rhgs-data/brickpool
+            $ lvcreate -V 9216g -T -n brick1 -- rhgs-data/brickpool
           xfs on /dev/rhgs-data/brick1
-            $ mkfs.xfs -K -i size=512 -n size=8192 /dev/rhgs-data/brick1
+            $ mkfs.xfs -K -i size=512 -n size=8192 -- /dev/rhgs-data/brick1
           mount /dev/rhgs-data/brick1 on /rhs/brick1 (xfs)
             $ mkdir -p -m 755 /rhs/brick1
             $ write /etc/fstab
-            $ mount -t xfs -o defaults,inode64,noatime,nouuid /dev/rhgs-data/brick1 /rhs/brick1
+            $ mount -t xfs -o defaults,inode64,noatime,nouuid -- /dev/rhgs-data/brick1 /rhs/brick1
           directory /rhs/brick1/dist-vol
             $ mkdir -p -m 755 /rhs/brick1/dist-vol
         #2 glusterserver1 volume (after #0 #1)
@@ -259,7 +259,7 @@ async fn glusterfs_follows_the_seed() {
           mount 10.0.0.5:/dist-vol on /mnt/gluster (glusterfs)
             $ mkdir -p -m 755 /mnt/gluster
             $ write /etc/fstab
-            $ mount -t glusterfs -o defaults,_netdev,backup-volfile-servers=10.0.0.6 10.0.0.5:/dist-vol /mnt/gluster
+            $ mount -t glusterfs -o defaults,_netdev,backup-volfile-servers=10.0.0.6 -- 10.0.0.5:/dist-vol /mnt/gluster
           check /mnt/gluster is writable
             (waits)
         #4 client01 mount (after #2)
@@ -268,7 +268,7 @@ async fn glusterfs_follows_the_seed() {
           mount 10.0.0.5:/dist-vol on /mnt/gluster (glusterfs)
             $ mkdir -p -m 755 /mnt/gluster
             $ write /etc/fstab
-            $ mount -t glusterfs -o defaults,_netdev,backup-volfile-servers=10.0.0.6 10.0.0.5:/dist-vol /mnt/gluster
+            $ mount -t glusterfs -o defaults,_netdev,backup-volfile-servers=10.0.0.6 -- 10.0.0.5:/dist-vol /mnt/gluster
           check /mnt/gluster is writable
             (waits)
     "#]]).await;
@@ -296,12 +296,14 @@ async fn lustre_follows_the_seed() {
           service lnet enabled and running, restarted when /etc/modprobe.d/lnet.conf changes
             $ systemctl enable lnet
             $ systemctl start lnet
+          check that LNet's NID here is 10.0.0.4@tcp
+            (waits)
           lustre mgs+mdt LustreFS-MDT0000 on /dev/disk/azure/scsi1/lun0
             $ mkfs.lustre --fsname=LustreFS --backfstype=ldiskfs --mgs --mdt --index=0 /dev/disk/azure/scsi1/lun0
           mount /dev/disk/azure/scsi1/lun0 on /mnt/mgsmds (lustre)
             $ mkdir -p -m 755 /mnt/mgsmds
             $ write /etc/fstab
-            $ mount -t lustre -o defaults,_netdev /dev/disk/azure/scsi1/lun0 /mnt/mgsmds
+            $ mount -t lustre -o defaults,_netdev -- /dev/disk/azure/scsi1/lun0 /mnt/mgsmds
         #1 oss00 ost (after #0)
           packages kernel=3.10.0-514.el7_lustre lustre=2.9.0 kmod-lustre=2.9.0 kmod-lustre-osd-ldiskfs=2.9.0 lustre-osd-ldiskfs-mount=2.9.0 e2fsprogs mdadm [WARNING: repository lustreserver is not GPG-checked (gpgcheck = false)] [WARNING: repository e2fsprogs is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustreserver.repo
@@ -312,6 +314,8 @@ async fn lustre_follows_the_seed() {
           service lnet enabled and running, restarted when /etc/modprobe.d/lnet.conf changes
             $ systemctl enable lnet
             $ systemctl start lnet
+          check that LNet's NID here is 10.0.0.5@tcp
+            (waits)
           wait until 10.0.0.4@tcp answers lctl ping
             (waits)
           raid0 /dev/md0 over 10 disks
@@ -322,7 +326,7 @@ async fn lustre_follows_the_seed() {
           mount /dev/md0 on /mnt/oss (lustre)
             $ mkdir -p -m 755 /mnt/oss
             $ write /etc/fstab
-            $ mount -t lustre -o defaults,_netdev /dev/md0 /mnt/oss
+            $ mount -t lustre -o defaults,_netdev -- /dev/md0 /mnt/oss
         #2 oss01 ost (after #0)
           packages kernel=3.10.0-514.el7_lustre lustre=2.9.0 kmod-lustre=2.9.0 kmod-lustre-osd-ldiskfs=2.9.0 lustre-osd-ldiskfs-mount=2.9.0 e2fsprogs mdadm [WARNING: repository lustreserver is not GPG-checked (gpgcheck = false)] [WARNING: repository e2fsprogs is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustreserver.repo
@@ -333,6 +337,8 @@ async fn lustre_follows_the_seed() {
           service lnet enabled and running, restarted when /etc/modprobe.d/lnet.conf changes
             $ systemctl enable lnet
             $ systemctl start lnet
+          check that LNet's NID here is 10.0.0.6@tcp
+            (waits)
           wait until 10.0.0.4@tcp answers lctl ping
             (waits)
           raid0 /dev/md0 over 10 disks
@@ -343,7 +349,7 @@ async fn lustre_follows_the_seed() {
           mount /dev/md0 on /mnt/oss (lustre)
             $ mkdir -p -m 755 /mnt/oss
             $ write /etc/fstab
-            $ mount -t lustre -o defaults,_netdev /dev/md0 /mnt/oss
+            $ mount -t lustre -o defaults,_netdev -- /dev/md0 /mnt/oss
         #3 client00 client (after #0 #1 #2)
           packages kmod-lustre-client=2.9.0 lustre-client=2.9.0 [WARNING: repository lustreclient is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustreclient.repo
@@ -358,7 +364,7 @@ async fn lustre_follows_the_seed() {
           mount 10.0.0.4@tcp:/LustreFS on /mnt/lustre (lustre)
             $ mkdir -p -m 755 /mnt/lustre
             $ write /etc/fstab
-            $ mount -t lustre -o defaults,_netdev 10.0.0.4@tcp:/LustreFS /mnt/lustre
+            $ mount -t lustre -o defaults,_netdev -- 10.0.0.4@tcp:/LustreFS /mnt/lustre
           check lfs check servers
             (waits)
           check /mnt/lustre is writable
@@ -385,12 +391,14 @@ async fn lustre_2_15_on_el8() {
           service lnet enabled and running, restarted when /etc/modprobe.d/lnet.conf changes
             $ systemctl enable lnet
             $ systemctl start lnet
+          check that LNet's NID here is 10.0.0.4@tcp
+            (waits)
           lustre mgs+mdt lustre-MDT0000 on /dev/nvme1n1
             $ mkfs.lustre --fsname=lustre --backfstype=ldiskfs --mgs --mdt --index=0 /dev/nvme1n1
           mount /dev/nvme1n1 on /mnt/mgsmds (lustre)
             $ mkdir -p -m 755 /mnt/mgsmds
             $ write /etc/fstab
-            $ mount -t lustre -o defaults,_netdev /dev/nvme1n1 /mnt/mgsmds
+            $ mount -t lustre -o defaults,_netdev -- /dev/nvme1n1 /mnt/mgsmds
         #1 oss00 ost (after #0)
           packages lustre=2.15.4 kmod-lustre=2.15.4 kmod-lustre-osd-ldiskfs=2.15.4 lustre-osd-ldiskfs-mount=2.15.4 e2fsprogs mdadm [WARNING: repository lustre-server is not GPG-checked (gpgcheck = false)] [WARNING: repository e2fsprogs-wc is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustre-server.repo
@@ -401,6 +409,8 @@ async fn lustre_2_15_on_el8() {
           service lnet enabled and running, restarted when /etc/modprobe.d/lnet.conf changes
             $ systemctl enable lnet
             $ systemctl start lnet
+          check that LNet's NID here is 10.0.0.5@tcp
+            (waits)
           wait until 10.0.0.4@tcp answers lctl ping
             (waits)
           raid0 /dev/md0 over 4 disks
@@ -411,7 +421,7 @@ async fn lustre_2_15_on_el8() {
           mount /dev/md0 on /mnt/oss (lustre)
             $ mkdir -p -m 755 /mnt/oss
             $ write /etc/fstab
-            $ mount -t lustre -o defaults,_netdev /dev/md0 /mnt/oss
+            $ mount -t lustre -o defaults,_netdev -- /dev/md0 /mnt/oss
         #2 oss01 ost (after #0)
           packages lustre=2.15.4 kmod-lustre=2.15.4 kmod-lustre-osd-ldiskfs=2.15.4 lustre-osd-ldiskfs-mount=2.15.4 e2fsprogs mdadm [WARNING: repository lustre-server is not GPG-checked (gpgcheck = false)] [WARNING: repository e2fsprogs-wc is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustre-server.repo
@@ -422,6 +432,8 @@ async fn lustre_2_15_on_el8() {
           service lnet enabled and running, restarted when /etc/modprobe.d/lnet.conf changes
             $ systemctl enable lnet
             $ systemctl start lnet
+          check that LNet's NID here is 10.0.0.6@tcp
+            (waits)
           wait until 10.0.0.4@tcp answers lctl ping
             (waits)
           raid0 /dev/md0 over 4 disks
@@ -432,7 +444,7 @@ async fn lustre_2_15_on_el8() {
           mount /dev/md0 on /mnt/oss (lustre)
             $ mkdir -p -m 755 /mnt/oss
             $ write /etc/fstab
-            $ mount -t lustre -o defaults,_netdev /dev/md0 /mnt/oss
+            $ mount -t lustre -o defaults,_netdev -- /dev/md0 /mnt/oss
         #3 client00 client (after #0 #1 #2)
           packages kmod-lustre-client=2.15.4 lustre-client=2.15.4 [WARNING: repository lustre-client is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustre-client.repo
@@ -447,7 +459,7 @@ async fn lustre_2_15_on_el8() {
           mount 10.0.0.4@tcp:/lustre on /mnt/lustre (lustre)
             $ mkdir -p -m 755 /mnt/lustre
             $ write /etc/fstab
-            $ mount -t lustre -o defaults,_netdev 10.0.0.4@tcp:/lustre /mnt/lustre
+            $ mount -t lustre -o defaults,_netdev -- 10.0.0.4@tcp:/lustre /mnt/lustre
           check lfs check servers
             (waits)
           check /mnt/lustre is writable
@@ -492,11 +504,11 @@ async fn beegfs_follows_the_seed() {
             $ mdadm --create /dev/md20 --run --level=0 --raid-devices=6 /dev/disk/azure/scsi1/lun10 /dev/disk/azure/scsi1/lun11 /dev/disk/azure/scsi1/lun12 /dev/disk/azure/scsi1/lun13 /dev/disk/azure/scsi1/lun14 /dev/disk/azure/scsi1/lun15
             $ mdadm --detail --brief /dev/md20 >> /etc/mdadm.conf
           ext4 on /dev/md20
-            $ mkfs.ext4 -i 2048 -I 512 -J size=400 -O dir_index,filetype /dev/md20
+            $ mkfs.ext4 -i 2048 -I 512 -J size=400 -O dir_index,filetype -- /dev/md20
           mount /dev/md20 on /data/beegfs/meta (ext4)
             $ mkdir -p -m 755 /data/beegfs/meta
             $ write /etc/fstab
-            $ mount -t ext4 -o defaults,noatime,nodiratime /dev/md20 /data/beegfs/meta
+            $ mount -t ext4 -o defaults,noatime,nodiratime -- /dev/md20 /data/beegfs/meta
           queue of /dev/md20 and its 6 disks: scheduler=deadline nr_requests=128 read_ahead_kb=128
             (pending: depends on the changes before it: /sys/block/md20/queue: no queue settings for /dev/md20: it is not a whole disk or array the kernel knows (a partition has none))
           file /etc/beegfs/connauthfile
@@ -516,11 +528,11 @@ async fn beegfs_follows_the_seed() {
             $ mdadm --create /dev/md20 --run --level=0 --raid-devices=6 /dev/disk/azure/scsi1/lun10 /dev/disk/azure/scsi1/lun11 /dev/disk/azure/scsi1/lun12 /dev/disk/azure/scsi1/lun13 /dev/disk/azure/scsi1/lun14 /dev/disk/azure/scsi1/lun15
             $ mdadm --detail --brief /dev/md20 >> /etc/mdadm.conf
           ext4 on /dev/md20
-            $ mkfs.ext4 -i 2048 -I 512 -J size=400 -O dir_index,filetype /dev/md20
+            $ mkfs.ext4 -i 2048 -I 512 -J size=400 -O dir_index,filetype -- /dev/md20
           mount /dev/md20 on /data/beegfs/meta (ext4)
             $ mkdir -p -m 755 /data/beegfs/meta
             $ write /etc/fstab
-            $ mount -t ext4 -o defaults,noatime,nodiratime /dev/md20 /data/beegfs/meta
+            $ mount -t ext4 -o defaults,noatime,nodiratime -- /dev/md20 /data/beegfs/meta
           queue of /dev/md20 and its 6 disks: scheduler=deadline nr_requests=128 read_ahead_kb=128
             (pending: depends on the changes before it: /sys/block/md20/queue: no queue settings for /dev/md20: it is not a whole disk or array the kernel knows (a partition has none))
           file /etc/beegfs/connauthfile
@@ -540,11 +552,11 @@ async fn beegfs_follows_the_seed() {
             $ mdadm --create /dev/md10 --run --level=0 --raid-devices=10 /dev/disk/azure/scsi1/lun0 /dev/disk/azure/scsi1/lun1 /dev/disk/azure/scsi1/lun2 /dev/disk/azure/scsi1/lun3 /dev/disk/azure/scsi1/lun4 /dev/disk/azure/scsi1/lun5 /dev/disk/azure/scsi1/lun6 /dev/disk/azure/scsi1/lun7 /dev/disk/azure/scsi1/lun8 /dev/disk/azure/scsi1/lun9
             $ mdadm --detail --brief /dev/md10 >> /etc/mdadm.conf
           xfs on /dev/md10
-            $ mkfs.xfs /dev/md10
+            $ mkfs.xfs -- /dev/md10
           mount /dev/md10 on /data/beegfs/storage (xfs)
             $ mkdir -p -m 755 /data/beegfs/storage
             $ write /etc/fstab
-            $ mount -t xfs -o defaults,noatime,nodiratime,logbufs=8,logbsize=256k,largeio,inode64,swalloc,allocsize=131072k /dev/md10 /data/beegfs/storage
+            $ mount -t xfs -o defaults,noatime,nodiratime,logbufs=8,logbsize=256k,largeio,inode64,swalloc,allocsize=131072k -- /dev/md10 /data/beegfs/storage
           queue of /dev/md10 and its 10 disks: scheduler=deadline nr_requests=4096 read_ahead_kb=32768
             (pending: depends on the changes before it: /sys/block/md10/queue: no queue settings for /dev/md10: it is not a whole disk or array the kernel knows (a partition has none))
           file /etc/beegfs/connauthfile
@@ -564,11 +576,11 @@ async fn beegfs_follows_the_seed() {
             $ mdadm --create /dev/md10 --run --level=0 --raid-devices=10 /dev/disk/azure/scsi1/lun0 /dev/disk/azure/scsi1/lun1 /dev/disk/azure/scsi1/lun2 /dev/disk/azure/scsi1/lun3 /dev/disk/azure/scsi1/lun4 /dev/disk/azure/scsi1/lun5 /dev/disk/azure/scsi1/lun6 /dev/disk/azure/scsi1/lun7 /dev/disk/azure/scsi1/lun8 /dev/disk/azure/scsi1/lun9
             $ mdadm --detail --brief /dev/md10 >> /etc/mdadm.conf
           xfs on /dev/md10
-            $ mkfs.xfs /dev/md10
+            $ mkfs.xfs -- /dev/md10
           mount /dev/md10 on /data/beegfs/storage (xfs)
             $ mkdir -p -m 755 /data/beegfs/storage
             $ write /etc/fstab
-            $ mount -t xfs -o defaults,noatime,nodiratime,logbufs=8,logbsize=256k,largeio,inode64,swalloc,allocsize=131072k /dev/md10 /data/beegfs/storage
+            $ mount -t xfs -o defaults,noatime,nodiratime,logbufs=8,logbsize=256k,largeio,inode64,swalloc,allocsize=131072k -- /dev/md10 /data/beegfs/storage
           queue of /dev/md10 and its 10 disks: scheduler=deadline nr_requests=4096 read_ahead_kb=32768
             (pending: depends on the changes before it: /sys/block/md10/queue: no queue settings for /dev/md10: it is not a whole disk or array the kernel knows (a partition has none))
           file /etc/beegfs/connauthfile
@@ -651,11 +663,11 @@ async fn beegfs_7_4_on_el8_authenticates() {
             $ mdadm --create /dev/md20 --run --level=0 --raid-devices=2 /dev/disk/azure/scsi1/lun10 /dev/disk/azure/scsi1/lun11
             $ mdadm --detail --brief /dev/md20 >> /etc/mdadm.conf
           ext4 on /dev/md20
-            $ mkfs.ext4 -i 2048 -I 512 -J size=400 -O dir_index,filetype /dev/md20
+            $ mkfs.ext4 -i 2048 -I 512 -J size=400 -O dir_index,filetype -- /dev/md20
           mount /dev/md20 on /data/beegfs/meta (ext4)
             $ mkdir -p -m 755 /data/beegfs/meta
             $ write /etc/fstab
-            $ mount -t ext4 -o defaults,noatime,nodiratime /dev/md20 /data/beegfs/meta
+            $ mount -t ext4 -o defaults,noatime,nodiratime -- /dev/md20 /data/beegfs/meta
           queue of /dev/md20 and its 2 disks: scheduler=mq-deadline nr_requests=128 read_ahead_kb=128
             (pending: depends on the changes before it: /sys/block/md20/queue: no queue settings for /dev/md20: it is not a whole disk or array the kernel knows (a partition has none))
           file /etc/beegfs/connauthfile
@@ -679,11 +691,11 @@ async fn beegfs_7_4_on_el8_authenticates() {
             $ mdadm --create /dev/md20 --run --level=0 --raid-devices=2 /dev/disk/azure/scsi1/lun10 /dev/disk/azure/scsi1/lun11
             $ mdadm --detail --brief /dev/md20 >> /etc/mdadm.conf
           ext4 on /dev/md20
-            $ mkfs.ext4 -i 2048 -I 512 -J size=400 -O dir_index,filetype /dev/md20
+            $ mkfs.ext4 -i 2048 -I 512 -J size=400 -O dir_index,filetype -- /dev/md20
           mount /dev/md20 on /data/beegfs/meta (ext4)
             $ mkdir -p -m 755 /data/beegfs/meta
             $ write /etc/fstab
-            $ mount -t ext4 -o defaults,noatime,nodiratime /dev/md20 /data/beegfs/meta
+            $ mount -t ext4 -o defaults,noatime,nodiratime -- /dev/md20 /data/beegfs/meta
           queue of /dev/md20 and its 2 disks: scheduler=mq-deadline nr_requests=128 read_ahead_kb=128
             (pending: depends on the changes before it: /sys/block/md20/queue: no queue settings for /dev/md20: it is not a whole disk or array the kernel knows (a partition has none))
           file /etc/beegfs/connauthfile
@@ -707,11 +719,11 @@ async fn beegfs_7_4_on_el8_authenticates() {
             $ mdadm --create /dev/md10 --run --level=0 --raid-devices=4 /dev/disk/azure/scsi1/lun0 /dev/disk/azure/scsi1/lun1 /dev/disk/azure/scsi1/lun2 /dev/disk/azure/scsi1/lun3
             $ mdadm --detail --brief /dev/md10 >> /etc/mdadm.conf
           xfs on /dev/md10
-            $ mkfs.xfs /dev/md10
+            $ mkfs.xfs -- /dev/md10
           mount /dev/md10 on /data/beegfs/storage (xfs)
             $ mkdir -p -m 755 /data/beegfs/storage
             $ write /etc/fstab
-            $ mount -t xfs -o defaults,noatime,nodiratime,logbufs=8,logbsize=256k,largeio,inode64,swalloc,allocsize=131072k /dev/md10 /data/beegfs/storage
+            $ mount -t xfs -o defaults,noatime,nodiratime,logbufs=8,logbsize=256k,largeio,inode64,swalloc,allocsize=131072k -- /dev/md10 /data/beegfs/storage
           queue of /dev/md10 and its 4 disks: scheduler=mq-deadline nr_requests=4096 read_ahead_kb=32768
             (pending: depends on the changes before it: /sys/block/md10/queue: no queue settings for /dev/md10: it is not a whole disk or array the kernel knows (a partition has none))
           file /etc/beegfs/connauthfile
@@ -735,11 +747,11 @@ async fn beegfs_7_4_on_el8_authenticates() {
             $ mdadm --create /dev/md10 --run --level=0 --raid-devices=4 /dev/disk/azure/scsi1/lun0 /dev/disk/azure/scsi1/lun1 /dev/disk/azure/scsi1/lun2 /dev/disk/azure/scsi1/lun3
             $ mdadm --detail --brief /dev/md10 >> /etc/mdadm.conf
           xfs on /dev/md10
-            $ mkfs.xfs /dev/md10
+            $ mkfs.xfs -- /dev/md10
           mount /dev/md10 on /data/beegfs/storage (xfs)
             $ mkdir -p -m 755 /data/beegfs/storage
             $ write /etc/fstab
-            $ mount -t xfs -o defaults,noatime,nodiratime,logbufs=8,logbsize=256k,largeio,inode64,swalloc,allocsize=131072k /dev/md10 /data/beegfs/storage
+            $ mount -t xfs -o defaults,noatime,nodiratime,logbufs=8,logbsize=256k,largeio,inode64,swalloc,allocsize=131072k -- /dev/md10 /data/beegfs/storage
           queue of /dev/md10 and its 4 disks: scheduler=mq-deadline nr_requests=4096 read_ahead_kb=32768
             (pending: depends on the changes before it: /sys/block/md10/queue: no queue settings for /dev/md10: it is not a whole disk or array the kernel knows (a partition has none))
           file /etc/beegfs/connauthfile
@@ -850,11 +862,11 @@ async fn the_e2e_gluster_cluster_on_debian() {
             $ systemctl enable glusterfsd
             $ systemctl start glusterfsd
           xfs on /dev/pvfs-disk0
-            $ mkfs.xfs -i size=512 /dev/pvfs-disk0
+            $ mkfs.xfs -i size=512 -- /dev/pvfs-disk0
           mount /dev/pvfs-disk0 on /bricks/brick1 (xfs)
             $ mkdir -p -m 755 /bricks/brick1
             $ write /etc/fstab
-            $ mount -t xfs -o defaults,inode64,noatime /dev/pvfs-disk0 /bricks/brick1
+            $ mount -t xfs -o defaults,inode64,noatime -- /dev/pvfs-disk0 /bricks/brick1
           directory /bricks/brick1/gv0
             $ mkdir -p -m 755 /bricks/brick1/gv0
         #1 gfs2 brick
@@ -869,11 +881,11 @@ async fn the_e2e_gluster_cluster_on_debian() {
             $ systemctl enable glusterfsd
             $ systemctl start glusterfsd
           xfs on /dev/pvfs-disk0
-            $ mkfs.xfs -i size=512 /dev/pvfs-disk0
+            $ mkfs.xfs -i size=512 -- /dev/pvfs-disk0
           mount /dev/pvfs-disk0 on /bricks/brick1 (xfs)
             $ mkdir -p -m 755 /bricks/brick1
             $ write /etc/fstab
-            $ mount -t xfs -o defaults,inode64,noatime /dev/pvfs-disk0 /bricks/brick1
+            $ mount -t xfs -o defaults,inode64,noatime -- /dev/pvfs-disk0 /bricks/brick1
           directory /bricks/brick1/gv0
             $ mkdir -p -m 755 /bricks/brick1/gv0
         #2 gfs1 volume (after #0 #1)
@@ -894,7 +906,7 @@ async fn the_e2e_gluster_cluster_on_debian() {
           mount 10.213.250.11:/gv0 on /mnt/gv0 (glusterfs)
             $ mkdir -p -m 755 /mnt/gv0
             $ write /etc/fstab
-            $ mount -t glusterfs -o defaults,_netdev,backup-volfile-servers=10.213.250.12 10.213.250.11:/gv0 /mnt/gv0
+            $ mount -t glusterfs -o defaults,_netdev,backup-volfile-servers=10.213.250.12 -- 10.213.250.11:/gv0 /mnt/gv0
           check /mnt/gv0 is writable
             (waits)
     "#]]).await;
@@ -1145,4 +1157,32 @@ async fn down_on_bare_nodes_changes_nothing_and_passes_the_policy() {
         }
     }
     assert!(wipes >= 4, "only {wipes} wipe steps");
+}
+
+/// With LNet pinned to another interface than the one the agents are dialled on, every NID is
+/// the node's `lnet_address`: in the servers' NID checks, the targets' `--mgsnode`, the LNet
+/// pings and the clients' mount source.
+#[test]
+fn nids_come_from_the_lnet_address_when_a_node_gives_one() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/lustre-2.15-el8.toml");
+    let source = std::fs::read_to_string(&path).unwrap();
+    // Every node's address on the InfiniBand fabric: 10.0.0.N → 192.168.100.N.
+    let mut pinned = String::new();
+    for line in source.lines() {
+        pinned += line;
+        pinned += "\n";
+        if let Some(ip) = line.strip_prefix("address = \"10.0.0.").and_then(|r| r.strip_suffix('"')) {
+            pinned += &format!("lnet_address = \"192.168.100.{}\"\n", ip.split(':').next().unwrap());
+        }
+    }
+    let pinned = pinned.replace("lnet = \"tcp(eth0)\"", "lnet = \"tcp(ib0)\"");
+    assert!(pinned.contains("lnet = \"tcp(ib0)\"") && pinned.contains("lnet_address"), "{pinned}");
+    let cluster = pvfs_config::parse(&path, &pinned).unwrap_or_else(|e| panic!("{e}"));
+    let shown: Vec<String> =
+        plan(&cluster).units.iter().flat_map(|u| u.steps.iter().map(|s| s.to_string())).collect();
+    let mgs = "192.168.100.4@tcp";
+    assert!(shown.iter().any(|s| s == &format!("check that LNet's NID here is {mgs}")), "{shown:#?}");
+    assert!(shown.iter().any(|s| s == &format!("wait until {mgs} answers lctl ping")), "{shown:#?}");
+    assert!(shown.iter().any(|s| s.starts_with(&format!("mount {mgs}:/"))), "{shown:#?}");
+    assert!(!shown.iter().any(|s| s.contains("10.0.0.") && s.contains("@tcp")), "{shown:#?}");
 }

@@ -29,6 +29,7 @@ impl From<NodeInfo> for pb::NodeInfo {
             uptime_seconds: facts.uptime_seconds,
             agent_uptime_seconds,
             agent_name,
+            boot_id: facts.boot_id,
         }
     }
 }
@@ -50,6 +51,7 @@ impl From<pb::NodeInfo> for NodeInfo {
                 block_devices: info.block_devices.into_iter().map(Into::into).collect(),
                 nics: info.nics.into_iter().map(Into::into).collect(),
                 uptime_seconds: info.uptime_seconds,
+                boot_id: info.boot_id,
             },
         }
     }
@@ -323,6 +325,7 @@ mod tests {
                     duplex: "full".into(),
                 }],
                 uptime_seconds: 86523,
+                boot_id: "0a9a3c1e-64a8-4f5b-9d51-2b6f1f3c6e7d".into(),
             },
         }
     }
@@ -377,3 +380,6 @@ mod tests {
 pub mod bench;
 mod steps;
 pub use steps::{StepDecodeError, steps_from_wire};
+
+#[cfg(test)]
+mod fuzz;

@@ -372,6 +372,9 @@ impl LvmThin {
         format!("/dev/{}/{}", self.vg, self.lv)
     }
 
+    /// Commands that change LVM put their positionals (names and devices from the cluster
+    /// file) after `--`: the LVM tools parse with getopt_long, so nothing there is read as an
+    /// option even if a name got past validation and the policy.
     fn lvm(tool: &str) -> Command {
         // Without this, every LVM tool started by a process holding other descriptors warns
         // "File descriptor N leaked" on stderr.
@@ -444,7 +447,7 @@ impl LvmThin {
                 }
                 a.change(
                     format!("{} is not an LVM physical volume", self.pv),
-                    Action::Destroy { command: pvcreate.arg(&self.pv), devices: vec![proven] },
+                    Action::Destroy { command: pvcreate.args(["--", &self.pv]), devices: vec![proven] },
                 );
             }
         }
@@ -456,7 +459,7 @@ impl LvmThin {
             }
             a.change(
                 format!("volume group {} does not exist", self.vg),
-                Action::Run(vgcreate.args([&self.vg, &self.pv])),
+                Action::Run(vgcreate.args(["--", &self.vg, &self.pv])),
             );
         }
         let lvs = Self::lvm("lvs").args([
@@ -483,19 +486,22 @@ impl LvmThin {
                 if !self.zero && field(row, "zero") == "1" {
                     a.change(
                         format!("thin pool {pool_spec} zeroes new blocks"),
-                        Action::Run(Self::lvm("lvchange").args(["--zero", "n", &pool_spec])),
+                        Action::Run(Self::lvm("lvchange").args(["--zero", "n", "--", &pool_spec])),
                     );
                 }
             }
             None => {
                 let size_flag = if self.pool_size.contains('%') { "-l" } else { "-L" };
-                let mut create = Self::lvm("lvcreate").args([size_flag, &self.pool_size, "-T", &pool_spec]);
+                // `-T` (--thin) takes no value: the pool is the positional after `--`.
+                let mut create = Self::lvm("lvcreate").args([size_flag, &self.pool_size, "-T"]);
                 if let Some(chunk) = &self.chunk {
                     create = create.args(["-c", chunk]);
                 }
+                let create = create.args(["--", &pool_spec]);
                 a.change(format!("thin pool {pool_spec} does not exist"), Action::Run(create));
                 if !self.zero {
-                    a.actions.push(Action::Run(Self::lvm("lvchange").args(["--zero", "n", &pool_spec])));
+                    a.actions
+                        .push(Action::Run(Self::lvm("lvchange").args(["--zero", "n", "--", &pool_spec])));
                 }
             }
         }
@@ -515,9 +521,10 @@ impl LvmThin {
                     "-V",
                     &self.virtual_size,
                     "-T",
-                    &pool_spec,
                     "-n",
                     &self.lv,
+                    "--",
+                    &pool_spec,
                 ])),
             ),
         }
@@ -587,7 +594,11 @@ impl Mkfs {
         }
         a.change(
             why,
-            Action::Destroy { command: mkfs.arg(&self.device).timeout(MKFS_TIMEOUT), devices: vec![proven] },
+            // `--`: mkfs.xfs and mke2fs parse with getopt, so the device is never an option.
+            Action::Destroy {
+                command: mkfs.args(["--", &self.device]).timeout(MKFS_TIMEOUT),
+                devices: vec![proven],
+            },
         );
         Ok(a)
     }

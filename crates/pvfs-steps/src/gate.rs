@@ -29,6 +29,11 @@ pub enum GateKind {
     /// The node reaches a Lustre NID over LNet (`lctl ping`): the MGS before OSTs or clients
     /// mount.
     LnetPing { nid: String },
+    /// LNet on this node has the NID the cluster file gives it (`lctl list_nids`): the address
+    /// other nodes reach it at is on the interface LNet uses. Waits while LNet is not up; a
+    /// node whose NIDs are all others fails at once, naming them (it would not change by
+    /// waiting, and OSTs or clients would then fail to reach it with less to go on).
+    LnetNid { nid: String },
     /// `lfs check servers` on a client: every MDT/OST connection active.
     LfsCheckServers,
     /// The BeeGFS management daemon answers (`beegfs-ctl --listnodes --nodetype=management
@@ -58,6 +63,7 @@ impl GateKind {
             GateKind::GlusterBricksOnline { .. } => "check-gluster-bricks",
             GateKind::GlusterRebalanced { .. } => "wait-gluster-rebalance",
             GateKind::LnetPing { .. } => "wait-lnet",
+            GateKind::LnetNid { .. } => "check-lnet-nid",
             GateKind::LfsCheckServers => "check-lustre-servers",
             GateKind::BeegfsMgmtdReachable => "wait-beegfs-mgmtd",
             GateKind::BeegfsCheckServers => "check-beegfs-servers",
@@ -137,6 +143,34 @@ impl Gate {
             GateKind::LnetPing { nid } => {
                 exit_zero(host, Command::new("lctl").args(["ping", nid]), &format!("{nid} answers over LNet"))
                     .await?
+            }
+            GateKind::LnetNid { nid } => {
+                let command = Command::new("lctl").arg("list_nids");
+                let shown = command.to_string();
+                let out = host.probe(command).await?;
+                if !out.success() {
+                    // No /dev/lnet (modules not loaded) or the network not up yet.
+                    return Ok(NotReady(format!("LNet is not up: {}", crate::error_tail(&out))));
+                }
+                let nids = parse_list_nids(&out.stdout)
+                    .map_err(|message| StepError::Unexpected { command: shown.clone(), message })?;
+                if nids.iter().any(|have| same_nid(have, nid)) {
+                    Ready(format!("LNet's NID here is {nid}"))
+                } else if nids.is_empty() {
+                    NotReady("LNet lists no NID yet".to_owned())
+                } else {
+                    return Err(StepError::Command {
+                        command: shown,
+                        code: out.code,
+                        stderr: format!("this node's NIDs are {}, not {nid}", nids.join(", ")),
+                        hint: Some(
+                            "give the node `lnet_address` (its address on the interface LNet uses) in \
+                             the cluster file, or pin LNet to the interface with that address \
+                             (`[lustre] lnet = \"tcp(IFACE)\"`)"
+                                .to_owned(),
+                        ),
+                    });
+                }
             }
             GateKind::LfsCheckServers => {
                 let command = Command::new("lfs").args(["check", "servers"]);
@@ -313,6 +347,44 @@ async fn exit_zero<R: Runner>(host: &Host<R>, command: Command, ready: &str) -> 
         let code = out.code.map_or("on a signal".to_owned(), |c| c.to_string());
         GateState::NotReady(format!("`{shown}` exited {code}: {}", crate::error_tail(&out)))
     })
+}
+
+/// `lctl list_nids`: one NID per line, as libcfs_nid2str prints it (`10.0.2.15@tcp`,
+/// `192.168.10.2@o2ib1`), the loopback NID left out (lnet/utils/portals.c,
+/// jt_ptl_list_nids). Anything else is refused rather than guessed at.
+pub(crate) fn parse_list_nids(stdout: &str) -> Result<Vec<String>, String> {
+    let mut nids = Vec::new();
+    for line in stdout.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let valid = line.split_once('@').is_some_and(|(address, net)| {
+            !address.is_empty() && !address.contains(char::is_whitespace) && split_net(net).is_some()
+        });
+        if !valid {
+            return Err(format!("{line:?} is not a NID (ADDRESS@NETWORK, e.g. 10.0.2.15@tcp)"));
+        }
+        nids.push(line.to_owned());
+    }
+    Ok(nids)
+}
+
+/// A network's type and number: `tcp` → ("tcp", 0), `o2ib1` → ("o2ib", 1).
+fn split_net(net: &str) -> Option<(&str, u32)> {
+    let digits = net.len() - net.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let (kind, number) = net.split_at(net.len() - digits);
+    if kind.is_empty() || !kind.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()) {
+        return None;
+    }
+    Some((kind, if number.is_empty() { 0 } else { number.parse().ok()? }))
+}
+
+/// Two NIDs name the same address on the same network: `tcp0` is `tcp` (libcfs prints
+/// network number 0 without it).
+fn same_nid(a: &str, b: &str) -> bool {
+    match (a.split_once('@'), b.split_once('@')) {
+        (Some((a_addr, a_net)), Some((b_addr, b_net))) => {
+            a_addr == b_addr && split_net(a_net).is_some() && split_net(a_net) == split_net(b_net)
+        }
+        _ => false,
+    }
 }
 
 /// One connection `lfs check servers` reports on: the client's device for a target
@@ -509,6 +581,7 @@ impl fmt::Display for Gate {
                 write!(f, "wait until any rebalance of {volume} has finished")
             }
             GateKind::LnetPing { nid } => write!(f, "wait until {nid} answers lctl ping"),
+            GateKind::LnetNid { nid } => write!(f, "check that LNet's NID here is {nid}"),
             GateKind::LfsCheckServers => f.write_str("check lfs check servers"),
             GateKind::BeegfsMgmtdReachable => {
                 f.write_str("wait until the BeeGFS management daemon is reachable")
@@ -647,6 +720,66 @@ mod tests {
     use crate::without_header as fixture;
 
     const CHECK_2_10: &str = include_str!("../testdata/lustre/lfs-check-servers-2.10.txt");
+    const NIDS_ONE: &str = include_str!("../testdata/lustre/list-nids-one.txt");
+    const NIDS_TWO: &str = include_str!("../testdata/lustre/list-nids-two-nets.txt");
+    const NIDS_DOWN: &str = include_str!("../testdata/lustre/list-nids-down.txt");
+
+    async fn probe_nid(nid: &str, code: i32, stdout: &str, stderr: &str) -> Result<GateState, StepError> {
+        let runner = RecordedRunner::new().record("lctl list_nids", code, stdout, stderr);
+        let (_d, host) = host(runner);
+        let gate = Gate { kind: GateKind::LnetNid { nid: nid.into() }, deadline: Duration::from_secs(1) };
+        gate.probe(&host).await
+    }
+
+    #[tokio::test]
+    async fn the_lnet_nid_gate_finds_the_node_s_nid_on_any_of_its_networks() {
+        let ready = |nid: &str| GateState::Ready(format!("LNet's NID here is {nid}"));
+        assert_eq!(
+            probe_nid("10.0.2.15@tcp", 0, &fixture(NIDS_ONE), "").await.unwrap(),
+            ready("10.0.2.15@tcp")
+        );
+        // tcp0 is tcp: libcfs prints network number 0 without it.
+        assert_eq!(
+            probe_nid("10.0.2.15@tcp0", 0, &fixture(NIDS_ONE), "").await.unwrap(),
+            ready("10.0.2.15@tcp0")
+        );
+        assert_eq!(
+            probe_nid("10.10.0.4@o2ib1", 0, &fixture(NIDS_TWO), "").await.unwrap(),
+            ready("10.10.0.4@o2ib1")
+        );
+        // The same address on another network is another NID.
+        assert!(probe_nid("10.10.0.4@o2ib", 0, &fixture(NIDS_TWO), "").await.is_err());
+    }
+
+    #[tokio::test]
+    async fn lnet_not_up_is_waited_for_and_other_nids_fail_at_once_naming_them() {
+        let down = probe_nid("10.0.2.15@tcp", 1, "", &fixture(NIDS_DOWN)).await.unwrap();
+        assert_eq!(
+            down,
+            GateState::NotReady("LNet is not up: IOC_LIBCFS_GET_NI error 100: Network is down".into())
+        );
+        assert_eq!(
+            probe_nid("10.0.2.15@tcp", 0, "", "").await.unwrap(),
+            GateState::NotReady("LNet lists no NID yet".into())
+        );
+        // LNet came up on another interface than the one the cluster file's address is on.
+        let err = probe_nid("10.0.0.4@tcp", 0, &fixture(NIDS_TWO), "").await.unwrap_err().to_string();
+        assert!(
+            err.contains("this node's NIDs are 192.168.10.4@tcp, 10.10.0.4@o2ib1, not 10.0.0.4@tcp"),
+            "{err}"
+        );
+        assert!(err.contains("lnet_address"), "{err}");
+    }
+
+    #[test]
+    fn list_nids_refuses_what_is_not_a_nid() {
+        assert_eq!(parse_list_nids(&fixture(NIDS_TWO)).unwrap(), ["192.168.10.4@tcp", "10.10.0.4@o2ib1"]);
+        for bad in
+            ["10.0.2.15", "10.0.2.15@", "@tcp", "10.0.2.15@TCP", "opening /dev/lnet failed: No such device"]
+        {
+            assert!(parse_list_nids(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[tokio::test]
     async fn lfs_check_servers_reads_the_real_output_as_ready() {

@@ -140,9 +140,11 @@ impl Mount {
                 }
                 a.change(
                     format!("{} is not mounted", self.target),
+                    // `--`: util-linux mount parses with getopt_long, so neither the source
+                    // nor the mount point is read as an option.
                     Action::Run(
                         Command::new("mount")
-                            .args(["-t", &self.fstype, "-o", &self.options, &self.source, &self.target])
+                            .args(["-t", &self.fstype, "-o", &self.options, "--", &self.source, &self.target])
                             .timeout(MOUNT_TIMEOUT),
                     ),
                 );
@@ -218,7 +220,7 @@ mod tests {
     /// reads this file) showed them with glusterfs 10.3 (reference/setup-anchors.md §2c).
     const GV0: &str = "87 60 0:45 / /mnt/gv0 rw,relatime shared:71 - fuse.glusterfs 10.254.0.1:/gv0 \
         rw,user_id=0,group_id=0,default_permissions,allow_other,max_read=131072\n";
-    const MOUNT: &str = "mount -t glusterfs -o defaults,_netdev 10.254.0.1:/gv0 /mnt/gv0";
+    const MOUNT: &str = "mount -t glusterfs -o defaults,_netdev -- 10.254.0.1:/gv0 /mnt/gv0";
 
     /// A node whose `mount` adds `line` to the kernel's table (as a real mount does), or, with
     /// `None`, exits 0 and mounts nothing (mount.glusterfs without CAP_SYS_ADMIN).

@@ -101,7 +101,7 @@
 //! brick hosts by grammar, brick paths data paths, option keys by grammar and values without
 //! control characters (a value that is a path must be a data path); BeeGFS data directories
 //! are data paths and the management host a host name; the `Writable` and `MountedAs` gates'
-//! directories are data paths (and `MountedAs`'s type one `Mount` mounts) and `LnetPing`'s NID
+//! directories are data paths (and `MountedAs`'s type one `Mount` mounts) and `LnetPing`'s and `LnetNid`'s NID
 //! is a NID.
 //!
 //! **Teardown** (`pvfsctl down`): `unmount` takes the same rules as a mount (a data path, the
@@ -208,6 +208,8 @@ pub const STEP_KINDS: &[&str] = &[
     "lvm-thin",
     "mkfs",
     "lustre-target",
+    "lustre-stripe",
+    "lctl-param",
     "mount",
     "block-queue",
     "gluster-peers",
@@ -218,33 +220,13 @@ pub const STEP_KINDS: &[&str] = &[
     "gluster-volume-gone",
     "gluster-peers-detached",
     "wipe",
+    // Not a step: the agent's Reboot call (boot into an installed kernel). A site that lists
+    // its kinds and leaves this out never has its node rebooted by pvfs.
+    REBOOT,
 ];
 
-/// Mount options that make a mount write host files, bring in another device, or run or pull
-/// in programs (matched on the key, before any `=`).
-const DANGEROUS_MOUNT_OPTIONS: &[&str] = &[
-    "helper",
-    "logdev",
-    "rtdev",
-    "journal_path",
-    "journal_dev",
-    "log-file",
-    "dump-fuse",
-    "context",
-    "fscontext",
-    "defcontext",
-    "rootcontext",
-    "x-systemd.requires",
-    "x-systemd.requires-mounts-for",
-    "x-systemd.wants",
-    "x-systemd.before",
-    "x-systemd.after",
-    "x-systemd.wanted-by",
-    "x-systemd.required-by",
-    "x-systemd.makefs",
-    "x-systemd.growfs",
-    "comment",
-];
+/// The kind a site lists to let pvfs reboot its node into an installed kernel.
+pub const REBOOT: &str = "reboot";
 
 /// A refusal: which rule, the value it refused, and what to do instead.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -740,6 +722,35 @@ impl Policy {
         }
     }
 
+    /// Whether the node may be rebooted into `kernel` (a release as `uname -r` prints it):
+    /// the site's kinds allow it (`kind-not-allowed`) and the release is one word of the
+    /// characters kernel releases use (`kernel-release`), so it names one file under /boot.
+    pub fn check_reboot(&self, kernel: &str) -> Result<(), PolicyError> {
+        if let Some(kinds) = &self.kinds
+            && !kinds.contains(REBOOT)
+        {
+            return Err(PolicyError::new(
+                "kind-not-allowed",
+                REBOOT,
+                "this node's policy does not let pvfs reboot it",
+                "reboot the node into the kernel by hand, or add \"reboot\" to `kinds` in the agent's policy file",
+            ));
+        }
+        let ok = !kernel.is_empty()
+            && kernel.len() <= 128
+            && kernel.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && kernel.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '-' | '_' | '~'));
+        if ok {
+            return Ok(());
+        }
+        Err(PolicyError::new(
+            "kernel-release",
+            kernel,
+            format!("{kernel:?} is not a kernel release"),
+            "name the release as `uname -r` prints it (3.10.0-514.el7_lustre.x86_64)",
+        ))
+    }
+
     /// The policy, one line per rule that a site can change, for `--check-config`.
     pub fn describe(&self) -> Vec<String> {
         let list = |items: &mut dyn Iterator<Item = &String>| items.cloned().collect::<Vec<_>>().join(", ");
@@ -1085,7 +1096,7 @@ impl Policy {
                 bricks.iter().try_for_each(|b| self.brick(b))
             }
             GateKind::GlusterRebalanced { volume } => simple_name("gluster volume name", volume, 64, ""),
-            GateKind::LnetPing { nid: n } => nid(n),
+            GateKind::LnetPing { nid: n } | GateKind::LnetNid { nid: n } => nid(n),
             GateKind::LfsCheckServers
             | GateKind::BeegfsMgmtdReachable
             | GateKind::BeegfsCheckServers
@@ -1706,9 +1717,7 @@ fn mount_options(options: &str) -> Result<(), PolicyError> {
                 "mount option {option:?} holds a character fstab cannot carry safely (whitespace, '#', '/', quotes, control)"
             )));
         }
-        if DANGEROUS_MOUNT_OPTIONS.contains(&key)
-            || (key.starts_with("x-systemd.") && !key.ends_with("timeout") && key != "x-systemd.automount")
-        {
+        if pvfs_host::mount_options::is_refused(key) {
             return Err(bad(format!(
                 "mount option {key} makes the mount write host files or bring in other devices or programs"
             )));

@@ -27,7 +27,7 @@ pub enum PvfsCommand {
     /// The coordinator CLI (same as running `pvfsctl`).
     Ctl(CtlCli),
     /// The node agent (same as running `pvfs-agent`).
-    Agent(AgentCli),
+    Agent(Box<AgentCli>),
 }
 
 /// `pvfsctl`: the coordinator.
@@ -56,7 +56,7 @@ pub enum CtlCommand {
     Nodes(NodesArgs),
     /// Converge every node to the cluster file (packages, RAID0, LVM, mkfs, mounts, services,
     /// tuning, validation), in dependency order across nodes; `--plan` changes nothing.
-    Up(UpArgs),
+    Up(UpCli),
     /// Take the cluster apart in the reverse order of `up`: clients unmount, the gluster volume
     /// goes, targets unmount, services stop; `--wipe` also destroys the targets' disks (after
     /// the cluster's name is typed). `--plan` changes nothing.
@@ -189,6 +189,22 @@ pub struct UpArgs {
     /// Also list steps that were already in sync.
     #[arg(long, short)]
     pub verbose: bool,
+}
+
+/// `pvfsctl up`: `UpArgs` (which `down` shares) and when nodes may be rebooted.
+#[derive(Debug, Args)]
+pub struct UpCli {
+    #[command(flatten)]
+    pub up: UpArgs,
+    /// Reboot any node that must boot into another kernel (the Lustre server kernel `up`
+    /// installed): its agent makes the kernel the boot default and reboots, and `up` waits for
+    /// the node to come back running it, then goes on. Without it, only nodes with `reboot =
+    /// true` in the cluster file are rebooted; the others stop with the next step to take.
+    #[arg(long)]
+    pub allow_reboot: bool,
+    /// How long a rebooting node has to come back running its kernel.
+    #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = parse_duration)]
+    pub reboot_timeout: Duration,
 }
 
 #[derive(Debug, Args)]
@@ -408,6 +424,12 @@ pub struct AgentCli {
     /// would be served, and exit: 0 if it would start, 2 if not.
     #[arg(long)]
     pub check_config: bool,
+    /// Testing aid: read and write the node's files (/proc, /sys, /dev, /boot, /etc) under DIR
+    /// instead of /, as node_exporter's --path.rootfs does; the programs the agent runs still
+    /// act on the real system. Lets tests give an agent a kernel release and boot id of their
+    /// own (a reboot cannot be tried for real there).
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub root: Option<PathBuf>,
     #[command(flatten)]
     pub log: LogArgs,
 }
@@ -609,7 +631,7 @@ mod tests {
     #[test]
     fn pvfs_reaches_both_personalities() {
         let cli = PvfsCli::try_parse_from(["pvfs", "agent", "--listen", "127.0.0.1:0"]).unwrap();
-        assert!(matches!(cli.command, PvfsCommand::Agent(AgentCli { check_config: false, .. })));
+        assert!(matches!(cli.command, PvfsCommand::Agent(agent) if !agent.check_config));
         let cli = PvfsCli::try_parse_from(["pvfs", "ctl", "validate", "c.toml"]).unwrap();
         assert!(matches!(cli.command, PvfsCommand::Ctl(_)));
     }

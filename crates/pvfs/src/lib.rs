@@ -70,7 +70,7 @@ pub fn main() -> ExitCode {
         Personality::Agent => agent::run(cli::AgentCli::parse_from(args)),
         Personality::Multi => match cli::PvfsCli::parse_from(args).command {
             cli::PvfsCommand::Ctl(ctl) => ctl::run(ctl),
-            cli::PvfsCommand::Agent(agent) => agent::run(agent),
+            cli::PvfsCommand::Agent(agent) => agent::run(*agent),
         },
     };
     match result {

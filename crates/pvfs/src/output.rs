@@ -28,7 +28,26 @@ pub(crate) fn note(text: &str) {
 
 /// The final error of a command, with its chain of causes.
 pub(crate) fn error(err: &anyhow::Error) {
-    eprintln!("error: {err:#}");
+    eprintln!("error: {}", chain(err));
+}
+
+/// `err: cause: cause's cause`, as `{:#}` prints it, but leaving out a cause that the message
+/// before it already ends with: many errors name their cause in their own message and also
+/// chain it as their `source()` (`cannot read cluster file x: No such file or directory`), which
+/// `{:#}` would print twice.
+fn chain(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let cause = cause.to_string();
+        if text.ends_with(&cause) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&cause);
+    }
+    text
 }
 
 pub(crate) fn is_broken_pipe(err: &anyhow::Error) -> bool {
@@ -55,6 +74,30 @@ pub(crate) fn bytes(n: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_cause_the_message_already_names_is_printed_once() {
+        /// As library errors are: the cause in the message and as `source()`.
+        #[derive(Debug)]
+        struct Read {
+            source: std::io::Error,
+        }
+        impl std::fmt::Display for Read {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "cannot read x.toml: {}", self.source)
+            }
+        }
+        impl std::error::Error for Read {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.source)
+            }
+        }
+        let io = || std::io::Error::from(std::io::ErrorKind::NotFound);
+        let err = anyhow::Error::from(Read { source: io() }).context("loading the cluster");
+        assert_eq!(super::chain(&err), format!("loading the cluster: cannot read x.toml: {}", io()));
+        let err = anyhow::Error::from(io()).context("copying x");
+        assert_eq!(super::chain(&err), format!("copying x: {}", io()));
+    }
+
     #[test]
     fn sizes_read_naturally() {
         assert_eq!(super::bytes(512), "512 B");

@@ -4,6 +4,7 @@
 
 use super::*;
 use pvfs_metrics::sample::{CpuCounters, DiskCounters, LoadCounters, MemCounters, NicCounters, Sample};
+use tokio::net::TcpStream;
 
 const REAL: &str = include_str!("../../testdata/gmond-3.7.2-dump.xml");
 
@@ -152,4 +153,64 @@ fn values_come_from_the_samples_and_rates() {
 #[test]
 fn attribute_values_are_escaped() {
     assert_eq!(esc("a<b&\"c\"\n"), "a&lt;b&amp;&quot;c&quot; ");
+}
+
+/// A sample with `disks` busy devices: a dump of several megabytes, more than a socket's
+/// buffers hold, so a client that does not read blocks its writer.
+fn many_disks(seq: u64, disks: usize) -> Sample {
+    let mut sample = stamped(seq, 8000 * seq).sample;
+    sample.disks = (0..disks)
+        .map(|i| DiskCounters {
+            name: format!("sd{i}"),
+            rd_ios: 100 * seq,
+            rd_sectors: 800 * seq,
+            ..Default::default()
+        })
+        .collect();
+    sample
+}
+
+/// Reads `socket` to its end (bounded: 30 s).
+async fn read_all(socket: &mut TcpStream) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), socket.read_to_end(&mut out))
+        .await
+        .expect("the dump ended within 30 s")
+        .expect("the dump was read");
+    String::from_utf8(out).unwrap()
+}
+
+/// Before, clients were served one after the other on the accept loop: a client that did not
+/// read held every other for the 10 s write timeout, and was then cut off mid-document.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_does_not_read_holds_up_no_other() {
+    let history = History::new(1, 10);
+    history.push(&many_disks(1, 2000));
+    history.push(&many_disks(2, 2000));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let shutdown = CancellationToken::new();
+    let server =
+        tokio::spawn(serve(listener, history, "c".into(), "h".into(), Root::system(), shutdown.clone()));
+
+    // A small receive buffer (which also stops the kernel growing it), and no reading: the
+    // agent's write of the multi-megabyte dump stalls.
+    let stalled = tokio::net::TcpSocket::new_v4().unwrap();
+    stalled.set_recv_buffer_size(4096).unwrap();
+    let mut stalled = stalled.connect(addr).await.unwrap();
+    let mut first = [0u8; 1];
+    tokio::io::AsyncReadExt::read_exact(&mut stalled, &mut first).await.unwrap();
+
+    // Another client meanwhile gets its whole dump...
+    let mut other = TcpStream::connect(addr).await.unwrap();
+    let dump = read_all(&mut other).await;
+    assert!(dump.len() > 8 << 20, "{} bytes", dump.len());
+    assert!(dump.ends_with("</GANGLIA_XML>\n"), "{}", &dump[dump.len() - 200..]);
+    // ...and the stalled one, still connected, gets its whole dump too once it reads.
+    let rest = read_all(&mut stalled).await;
+    assert!(rest.len() > 8 << 20, "{} bytes", rest.len());
+    assert!(rest.ends_with("</GANGLIA_XML>\n"), "{}", &rest[rest.len().saturating_sub(200)..]);
+    shutdown.cancel();
+    server.await.unwrap();
 }

@@ -38,6 +38,10 @@ pub struct Agent {
     pub client: pb::agent_client::AgentClient<Channel>,
     pub shutdown: CancellationToken,
     pub task: Option<JoinHandle<Result<(), pvfs_agent::AgentError>>>,
+    /// The agent's connection counts (admitted, refused, open).
+    pub connections: std::sync::Arc<pvfs_agent::limits::ConnectionCounts>,
+    /// The agent's Metrics streams (live, limit).
+    pub streams: pvfs_agent::limits::StreamGauge,
     tls: std::path::PathBuf,
     _state: tempfile::TempDir,
 }
@@ -63,13 +67,23 @@ impl Agent {
         };
         adjust(&mut settings);
         let prepared = pvfs_agent::prepare(settings).unwrap();
+        let (connections, streams) = (prepared.connections(), prepared.metrics_streams());
         let listener = pvfs_agent::bind(prepared.settings().listen).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let shutdown = CancellationToken::new();
         let task = tokio::spawn(pvfs_agent::serve(listener, prepared, shutdown.clone()));
         let client =
             connect(pki.path(), "pvfsctl", addr).await.expect("the coordinator certificate connects");
-        Agent { addr, client, shutdown, task: Some(task), tls: pki.path().to_owned(), _state: state }
+        Agent {
+            addr,
+            client,
+            shutdown,
+            task: Some(task),
+            connections,
+            streams,
+            tls: pki.path().to_owned(),
+            _state: state,
+        }
     }
 
     /// Sends one unit; the events it streamed back, or the status it was refused with.
@@ -109,6 +123,11 @@ impl Agent {
                 .expect("Info succeeded");
             assert_eq!(info.into_inner().node.unwrap().agent_name, "n1");
         }
+    }
+
+    /// A new connection as the coordinator.
+    pub async fn connect(&self) -> pb::agent_client::AgentClient<Channel> {
+        connect(&self.tls, "pvfsctl", self.addr).await.expect("the coordinator certificate connects")
     }
 
     /// Stops the agent and waits for it to exit cleanly.

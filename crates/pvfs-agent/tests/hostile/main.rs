@@ -10,6 +10,7 @@
 
 mod bench;
 mod devices;
+mod flood;
 mod harness;
 mod lifecycle;
 mod policy;

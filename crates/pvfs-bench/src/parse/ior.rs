@@ -21,6 +21,9 @@
 //! run used a file per process. CSV prints four decimals, so the computed values can differ
 //! from IOR's own in the last places.
 
+use std::collections::BTreeMap;
+
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::table::{self, Header, Row};
@@ -36,25 +39,74 @@ pub(super) fn banner_version(line: &str) -> Option<&str> {
     (!version.is_empty() && !version.contains(char::is_whitespace)).then_some(version)
 }
 
-/// Whether the text holds IOR's Results or summary table.
-pub(super) fn has_text_tables(text: &str) -> bool {
-    text.lines().any(|line| results_header(line, 0).is_some() || summary_header(line, 0).is_some())
-}
-
-pub(super) fn has_csv_header(text: &str) -> bool {
-    text.lines().any(|line| csv_header(line, 0).is_some())
-}
-
 /// Where IOR wrote its results, when its stdout says only that (`-O summaryFile=…`).
-pub(super) fn summary_file_notice(text: &str) -> Option<String> {
-    text.lines().find_map(|line| line.trim().strip_prefix("Writing output to ").map(|p| p.trim().to_owned()))
+pub(super) fn summary_file_notice(line: &str) -> Option<String> {
+    line.trim().strip_prefix("Writing output to ").map(|p| p.trim().to_owned())
+}
+
+/// The units IOR prints in its tables' column names (`bw(MiB/s)`, `Max(MiB)`, `Mean(s)`; see
+/// `PrintHeader`/`PrintLongSummaryHeader` in `src/ior-output.c`), per table. A column with a
+/// unit not listed is refused: its values would be read as if they were in IOR's usual unit.
+const RESULTS_UNITS: &[&str] = &["MiB/s", "s", "KiB"];
+const SUMMARY_UNITS: &[&str] = &["MiB", "OPs", "s"];
+
+/// The unit in a column name, `bw(MiB/s)` → `MiB/s`; `None` for a name without one.
+fn column_unit(name: &str) -> Option<&str> {
+    let open = name.find('(')?;
+    name[open + 1..].strip_suffix(')')
+}
+
+/// Refuses a header whose columns name a unit outside `known`.
+fn check_units(header: Header, known: &[&str]) -> Result<Header, ParseError> {
+    for name in &header.names {
+        if let Some(unit) = column_unit(name)
+            && !known.contains(&unit)
+        {
+            return Err(ParseError::Unit {
+                table: header.table,
+                line: header.line,
+                column: name.clone(),
+                expected: known.join(", "),
+            });
+        }
+    }
+    Ok(header)
+}
+
+/// `Max Write: 760.83 MiB/sec (797.79 MB/sec)`, which IOR prints after its summary
+/// (`PrintShortSummary`). Not read (the summary table has the same maximum), but its units are
+/// checked like a table's: `Ok(false)` for any other line.
+fn short_summary(line: &str, number: usize) -> Result<bool, ParseError> {
+    let t = line.trim();
+    let Some(rest) = t.strip_prefix("Max Write:").or_else(|| t.strip_prefix("Max Read:")) else {
+        return Ok(false);
+    };
+    let tokens: Vec<&str> = rest.split_whitespace().collect();
+    let fits = matches!(tokens.as_slice(), [a, "MiB/sec", b, "MB/sec)"]
+        if table::number(a).is_ok() && b.strip_prefix('(').is_some_and(|b| table::number(b).is_ok()));
+    if fits {
+        Ok(true)
+    } else {
+        Err(ParseError::Unit {
+            table: "IOR short summary",
+            line: number,
+            column: t.to_owned(),
+            expected: "'<n> MiB/sec (<n> MB/sec)'".to_owned(),
+        })
+    }
 }
 
 /// `access    bw(MiB/s)  IOPS  Latency(s)  block(KiB) …  iter`
+///
+/// The header is known by its first column and a bandwidth column of any unit, so that one in
+/// another unit is refused rather than passed over.
 fn results_header(line: &str, number: usize) -> Option<Header> {
+    // Most lines are not headers: look at the first word before collecting any.
+    if line.split_whitespace().next() != Some("access") {
+        return None;
+    }
     let names: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
-    (names.first().is_some_and(|n| n == "access") && names.iter().any(|n| n == "bw(MiB/s)"))
-        .then(|| Header::new("IOR Results", names, number))
+    names.iter().any(|n| n.starts_with("bw(")).then(|| Header::new("IOR Results", names, number))
 }
 
 /// `Operation   Max(MiB)   Min(MiB)  Mean(MiB)     StdDev   Max(OPs) … StdDev    Mean(s) …`
@@ -63,6 +115,9 @@ fn results_header(line: &str, number: usize) -> Option<Header> {
 /// follow (`StdDev(MiB)` after `Mean(MiB)`, `StdDev(OPs)` after `Mean(OPs)`). IOR 2.x wrote
 /// names apart (`Max (MiB)`, `Std Dev`); they are joined.
 fn summary_header(line: &str, number: usize) -> Option<Header> {
+    if line.split_whitespace().next() != Some("Operation") {
+        return None;
+    }
     let mut names: Vec<String> = Vec::new();
     for token in line.split_whitespace() {
         match names.last_mut() {
@@ -70,7 +125,7 @@ fn summary_header(line: &str, number: usize) -> Option<Header> {
             _ => names.push(token.to_owned()),
         }
     }
-    if names.first().is_none_or(|n| n != "Operation") || !names.iter().any(|n| n == "Max(MiB)") {
+    if !names.iter().any(|n| n.starts_with("Max(")) {
         return None;
     }
     // IOR 2.x with -v heads its trailing columns `Op grep #Tasks tPN … aggsize` but prints
@@ -110,48 +165,77 @@ fn summary_header(line: &str, number: usize) -> Option<Header> {
 /// `access,bw(MiB/s),IOPS,Latency,block(KiB),xfer(KiB),open(s),wr/rd(s),close(s),total(s),numTasks,iter`
 fn csv_header(line: &str, number: usize) -> Option<Header> {
     let line = line.trim();
-    (line.starts_with("access,") && line.contains("bw(MiB/s)"))
+    (line.starts_with("access,") && line.contains(",bw("))
         .then(|| Header::new("IOR CSV", line.split(',').map(|n| n.trim().to_owned()).collect(), number))
 }
 
-/// IOR's text output.
-pub(super) fn parse_text(text: &str, errors: Vec<String>) -> Result<Parsed, ParseError> {
-    enum Table {
-        None,
-        Results(Header),
-        Summary(Header),
+/// Which of IOR's text tables the lines are in.
+#[derive(Default)]
+enum Table {
+    #[default]
+    None,
+    Results(Header),
+    Summary(Header),
+}
+
+/// IOR's text output, read a line at a time. The first error stops the reading: it is the
+/// answer if the output turns out to be IOR's text.
+#[derive(Default)]
+pub(super) struct TextParser {
+    parsed: Option<Parsed>,
+    table: Table,
+    /// Whether a Results or summary header was seen (a table, or a fragment of one).
+    pub seen_table: bool,
+    numbering: Numbering,
+    error: Option<ParseError>,
+}
+
+impl TextParser {
+    pub fn line(&mut self, line: &str, number: usize) {
+        if self.error.is_none()
+            && let Err(error) = self.read(line, number)
+        {
+            self.error = Some(error);
+        }
     }
-    let mut parsed = empty(errors);
-    let mut table = Table::None;
-    for (i, line) in text.lines().enumerate() {
-        let number = i + 1;
+
+    fn read(&mut self, line: &str, number: usize) -> Result<(), ParseError> {
+        let parsed = self.parsed.get_or_insert_with(|| empty(Vec::new()));
         if parsed.version.is_none()
             && let Some(version) = banner_version(line)
         {
             parsed.version = Some(version.to_owned());
-            continue;
+            return Ok(());
         }
         if parsed.command.is_none()
             && let Some(command) = header_value(line, &["Command line", "Command line used"])
         {
             parsed.command = Some(command.to_owned());
-            continue;
+            return Ok(());
         }
         if let Some(header) = results_header(line, number) {
-            table = Table::Results(header);
-            continue;
+            self.seen_table = true;
+            self.table = Table::Results(check_units(header, RESULTS_UNITS)?);
+            return Ok(());
         }
         if let Some(header) = summary_header(line, number) {
-            table = Table::Summary(header);
-            continue;
+            self.seen_table = true;
+            self.table = Table::Summary(check_units(header, SUMMARY_UNITS)?);
+            return Ok(());
         }
-        // Anything else inside a table (`Max Write: …`, a warning from another rank) is not a
-        // row; rows start with their operation.
+        if short_summary(line, number)? {
+            return Ok(());
+        }
+        if matches!(self.table, Table::None) {
+            return Ok(());
+        }
+        // Anything else inside a table (a warning from another rank) is not a row; rows start
+        // with their operation.
         let cells: Vec<&str> = line.split_whitespace().collect();
-        match (&table, cells.first().copied()) {
+        match (&self.table, cells.first().copied()) {
             (Table::Results(header), Some("write" | "read" | "remove")) => {
                 let row = header.row(cells, number)?;
-                let iteration = iteration(&row, &parsed.iterations)?;
+                let iteration = iteration(&row, &mut self.numbering)?;
                 parsed.iterations.push(iteration);
             }
             (Table::Summary(header), Some("write" | "read")) => {
@@ -165,18 +249,45 @@ pub(super) fn parse_text(text: &str, errors: Vec<String>) -> Result<Parsed, Pars
             }
             _ => {}
         }
+        Ok(())
     }
-    Ok(parsed)
+
+    pub fn finish(self, errors: Vec<String>) -> Result<Parsed, ParseError> {
+        if let Some(error) = self.error {
+            return Err(error);
+        }
+        let mut parsed = self.parsed.unwrap_or_else(|| empty(Vec::new()));
+        parsed.errors = errors;
+        Ok(parsed)
+    }
+}
+
+/// The iteration of a row that does not print its own: its place among the rows of the same
+/// operation so far, counted as they come (no rescan of the rows before it).
+#[derive(Default)]
+struct Numbering {
+    seen: std::collections::HashMap<String, u64>,
+}
+
+impl Numbering {
+    /// Counts a row of `operation`; returns how many came before it.
+    fn next(&mut self, operation: &str) -> u64 {
+        let count = match self.seen.get_mut(operation) {
+            Some(count) => count,
+            None => self.seen.entry(operation.to_owned()).or_default(),
+        };
+        let before = *count;
+        *count += 1;
+        before
+    }
 }
 
 /// A Results row (text or CSV; both use the same column names, but for `Latency`).
-fn iteration(row: &Row<'_, '_>, earlier: &[IorIteration]) -> Result<IorIteration, ParseError> {
+fn iteration(row: &Row<'_, '_>, numbering: &mut Numbering) -> Result<IorIteration, ParseError> {
     let operation = row.text(&["access"]).unwrap_or_default().to_owned();
     // Every version prints `iter`; should one not, the rows of an operation come in order.
-    let iteration = match row.u64(&["iter"])? {
-        Some(n) => n,
-        None => earlier.iter().filter(|it| it.operation == operation).count() as u64,
-    };
+    let place = numbering.next(&operation);
+    let iteration = row.u64(&["iter"])?.unwrap_or(place);
     Ok(IorIteration {
         operation,
         iteration,
@@ -213,42 +324,68 @@ fn summary(row: &Row<'_, '_>) -> Result<IorSummary, ParseError> {
     })
 }
 
-/// IOR's CSV output; see the module documentation for its summary rows.
-pub(super) fn parse_csv(text: &str, errors: Vec<String>) -> Result<Parsed, ParseError> {
-    let mut parsed = empty(errors);
-    let mut tasks: Vec<Option<u64>> = Vec::new();
-    let mut header: Option<Header> = None;
-    for (i, line) in text.lines().enumerate() {
-        let number = i + 1;
+/// IOR's CSV output, read a line at a time; see the module documentation for its summary rows.
+#[derive(Default)]
+pub(super) struct CsvParser {
+    parsed: Option<Parsed>,
+    tasks: Vec<Option<u64>>,
+    header: Option<Header>,
+    /// Whether a CSV header was seen.
+    pub seen_header: bool,
+    numbering: Numbering,
+    error: Option<ParseError>,
+}
+
+impl CsvParser {
+    pub fn line(&mut self, line: &str, number: usize) {
+        if self.error.is_none()
+            && let Err(error) = self.read(line, number)
+        {
+            self.error = Some(error);
+        }
+    }
+
+    fn read(&mut self, line: &str, number: usize) -> Result<(), ParseError> {
+        let parsed = self.parsed.get_or_insert_with(|| empty(Vec::new()));
         // No IOR version prints its banner with CSV so far; should one, it is read.
         if parsed.version.is_none()
             && let Some(version) = banner_version(line)
         {
             parsed.version = Some(version.to_owned());
-            continue;
+            return Ok(());
         }
         if parsed.command.is_none()
             && let Some(command) = header_value(line, &["Command line", "Command line used"])
         {
             parsed.command = Some(command.to_owned());
-            continue;
+            return Ok(());
         }
         if let Some(found) = csv_header(line, number) {
-            header = Some(found);
-            continue;
+            self.seen_header = true;
+            self.header = Some(check_units(found, RESULTS_UNITS)?);
+            return Ok(());
         }
-        let Some(header) = &header else { continue };
+        let Some(header) = &self.header else { return Ok(()) };
         let cells: Vec<&str> = line.trim().split(',').map(str::trim).collect();
         if !matches!(cells.first().copied(), Some("write" | "read" | "remove")) {
-            continue;
+            return Ok(());
         }
         let row = header.row(cells, number)?;
-        tasks.push(row.u64(&["numTasks"])?);
-        let iteration = iteration(&row, &parsed.iterations)?;
+        self.tasks.push(row.u64(&["numTasks"])?);
+        let iteration = iteration(&row, &mut self.numbering)?;
         parsed.iterations.push(iteration);
+        Ok(())
     }
-    parsed.ior = csv_summary(&parsed.iterations, &tasks);
-    Ok(parsed)
+
+    pub fn finish(self, errors: Vec<String>) -> Result<Parsed, ParseError> {
+        if let Some(error) = self.error {
+            return Err(error);
+        }
+        let mut parsed = self.parsed.unwrap_or_else(|| empty(Vec::new()));
+        parsed.errors = errors;
+        parsed.ior = csv_summary(&parsed.iterations, &self.tasks);
+        Ok(parsed)
+    }
 }
 
 /// The summary IOR would print for these iterations (`tasks[i]` is row i's `numTasks`).
@@ -325,45 +462,97 @@ fn kib_to_bytes(kib: f64) -> Option<u64> {
     (bytes >= 0.0 && bytes.fract() == 0.0 && bytes <= u64::MAX as f64).then_some(bytes as u64)
 }
 
-/// IOR's JSON document in `text`: the whole text, or an object that starts at the beginning of
-/// a line after text IOR or MPI printed first. `Ok(None)` when the text has no IOR document.
-pub(super) fn find_json(text: &str) -> Result<Option<Value>, ParseError> {
-    let Some(start) = line_offsets(text).find(|&at| text[at..].trim_start().starts_with('{')) else {
-        return Ok(None);
-    };
-    let candidate = &text[start..];
-    // Only the first value is read, so whatever follows it (MPI's messages) does not matter.
-    let first = serde_json::Deserializer::from_str(candidate).into_iter::<Value>().next();
-    let error = match first {
-        Some(Ok(value)) => return Ok(is_ior_document(&value).then_some(value)),
-        Some(Err(error)) => error,
-        None => return Ok(None),
-    };
-    // Lines another process printed into the document (warnings from other ranks, MPI's
-    // notices) make it invalid; IOR's own JSON lines never start with a letter.
-    let cleaned = without_foreign_lines(candidate);
-    if let Some(Ok(value)) = serde_json::Deserializer::from_str(&cleaned).into_iter::<Value>().next()
-        && is_ior_document(&value)
-    {
-        return Ok(Some(value));
-    }
-    if !["\"tests\"", "\"summary\"", "\"Command line\""].iter().any(|key| candidate.contains(key)) {
-        return Ok(None);
-    }
-    let before = text[..start].matches('\n').count();
-    let message = error.to_string();
-    let message = message.rsplit_once(" at line ").map_or(message.as_str(), |(m, _)| m).to_owned();
-    Err(ParseError::Json { line: before + error.line(), column: error.column(), message })
+/// The text from the first line that starts with `{` (IOR's JSON document, perhaps, after text
+/// IOR or MPI printed first) to the end, gathered a line at a time: the only part of an output
+/// that is held whole, because a JSON document is read whole.
+pub(super) struct JsonText {
+    /// Lines before the document's first.
+    before: usize,
+    text: String,
 }
 
-fn line_offsets(text: &str) -> impl Iterator<Item = usize> + '_ {
-    std::iter::once(0)
-        .chain(text.match_indices('\n').map(|(at, _)| at + 1))
-        .filter(move |&at| at < text.len())
+impl JsonText {
+    /// Starts the document at `line` (1-based `number`) when it opens one.
+    /// `ended`: whether the line ended with a newline, so that the document's positions
+    /// (a parse error's line and column) are the file's.
+    pub fn start(line: &str, number: usize, ended: bool) -> Option<JsonText> {
+        if !line.trim_start().starts_with('{') {
+            return None;
+        }
+        let mut json = JsonText { before: number - 1, text: String::new() };
+        json.line(line, ended);
+        Some(json)
+    }
+
+    pub fn line(&mut self, line: &str, ended: bool) {
+        self.text.push_str(line);
+        if ended {
+            self.text.push('\n');
+        }
+    }
+
+    /// The output IOR's JSON document holds; `Ok(None)` when the text is not one. The text is
+    /// held once: each object is read one level at a time, its values left as text
+    /// (`RawValue`) until read, so the document is never also built as a tree of values.
+    pub fn parse(self, errors: &[String]) -> Result<Option<Parsed>, ParseError> {
+        let candidate = self.text.as_str();
+        // Only the first value is read, so whatever follows it (MPI's messages) does not matter.
+        let first = serde_json::Deserializer::from_str(candidate).into_iter::<&RawValue>().next();
+        let error = match first {
+            Some(Ok(document)) => return parse_json(document, errors),
+            Some(Err(error)) => error,
+            None => return Ok(None),
+        };
+        // Lines another process printed into the document (warnings from other ranks, MPI's
+        // notices) make it invalid; IOR's own JSON lines never start with a letter.
+        let cleaned = without_foreign_lines(candidate);
+        if let Some(Ok(document)) =
+            serde_json::Deserializer::from_str(&cleaned).into_iter::<&RawValue>().next()
+            && let Some(parsed) = parse_json(document, errors)?
+        {
+            return Ok(Some(parsed));
+        }
+        if !["\"tests\"", "\"summary\"", "\"Command line\""].iter().any(|key| candidate.contains(key)) {
+            return Ok(None);
+        }
+        let message = error.to_string();
+        let message = message.rsplit_once(" at line ").map_or(message.as_str(), |(m, _)| m).to_owned();
+        // serde_json puts an error at the end of the text after its final newline, on a line
+        // that does not exist (column 0): it is named as the end of the last line instead.
+        let (line, column) = match (error.line(), error.column()) {
+            (line, 0) if line > 1 => {
+                let last = candidate.lines().nth(line - 2).unwrap_or_default();
+                (line - 1, last.chars().count() + 1)
+            }
+            (line, column) => (line, column.max(1)),
+        };
+        Err(ParseError::Json { line: self.before + line, column, message })
+    }
 }
 
-fn is_ior_document(value: &Value) -> bool {
-    value.as_object().is_some_and(|o| o.contains_key("tests") || o.contains_key("summary"))
+/// One level of a JSON object: its values as the text they are, read when needed.
+type Object<'a> = BTreeMap<String, &'a RawValue>;
+
+/// A piece of the document, read whole (a Results entry, the summary: small).
+fn value(raw: &RawValue, at: &str) -> Result<Value, ParseError> {
+    serde_json::from_str(raw.get()).map_err(|e| malformed(at, &e))
+}
+
+/// An array's items, each left as text; `null` or nothing is none.
+fn raw_array<'a>(raw: Option<&'a RawValue>, at: &str) -> Result<Vec<&'a RawValue>, ParseError> {
+    let Some(raw) = raw else { return Ok(Vec::new()) };
+    if raw.get().trim_start().starts_with('[') {
+        return serde_json::from_str(raw.get()).map_err(|e| malformed(at, &e));
+    }
+    match value(raw, at)? {
+        Value::Null => Ok(Vec::new()),
+        other => Err(json_error(at, "an array", &other)),
+    }
+}
+
+/// An error reading a piece again that already parsed as part of the whole (so, not expected).
+fn malformed(at: &str, error: &serde_json::Error) -> ParseError {
+    ParseError::JsonValue { at: at.to_owned(), expected: "valid JSON", found: error.to_string() }
 }
 
 /// `text` without the lines that cannot be part of IOR's JSON: those starting with a letter
@@ -383,37 +572,47 @@ fn without_foreign_lines(text: &str) -> String {
         .join("\n")
 }
 
-/// IOR's JSON document (already known to have `tests` or `summary`).
-pub(super) fn parse_json(document: &Value, errors: Vec<String>) -> Result<Parsed, ParseError> {
-    let mut parsed = empty(errors);
-    let Some(root) = document.as_object() else { return Ok(parsed) };
-    parsed.version = root.get("Version").and_then(Value::as_str).map(str::to_owned);
-    parsed.command = root.get("Command line").and_then(Value::as_str).map(str::to_owned);
+/// IOR's JSON document: `Ok(None)` when it is not an object with `tests` or `summary`.
+fn parse_json(document: &RawValue, errors: &[String]) -> Result<Option<Parsed>, ParseError> {
+    let Ok(root) = serde_json::from_str::<Object<'_>>(document.get()) else { return Ok(None) };
+    if !root.contains_key("tests") && !root.contains_key("summary") {
+        return Ok(None);
+    }
+    let mut parsed = empty(errors.to_vec());
+    let text = |key: &str| root.get(key).and_then(|raw| serde_json::from_str::<String>(raw.get()).ok());
+    parsed.version = text("Version");
+    parsed.command = text("Command line");
 
-    for (t, test) in array(root.get("tests"), "tests")?.iter().enumerate() {
-        let Some(results) = test.get("Results") else { continue };
+    for (t, test) in raw_array(root.get("tests").copied(), "tests")?.into_iter().enumerate() {
+        // A test that is not an object has no results.
+        let Ok(test) = serde_json::from_str::<Object<'_>>(test.get()) else { continue };
+        let Some(results) = test.get("Results").copied() else { continue };
         let at = format!("tests[{t}].Results");
-        let first = parsed.iterations.len();
-        for (r, entry) in array(Some(results), &at)?.iter().enumerate() {
-            match entry {
+        let mut numbering = Numbering::default();
+        for (r, entry) in raw_array(Some(results), &at)?.into_iter().enumerate() {
+            match value(entry, &at)? {
                 // IOR 3.2 opens one array per repetition.
                 Value::Array(inner) => {
                     for (k, entry) in inner.iter().enumerate() {
                         let at = format!("{at}[{r}][{k}]");
-                        let it = json_iteration(entry, &at, Some(r as u64), &parsed.iterations[first..])?;
+                        let it = json_iteration(entry, &at, Some(r as u64), &mut numbering)?;
                         parsed.iterations.push(it);
                     }
                 }
-                _ => {
+                entry => {
                     let at = format!("{at}[{r}]");
-                    let it = json_iteration(entry, &at, None, &parsed.iterations[first..])?;
+                    let it = json_iteration(&entry, &at, None, &mut numbering)?;
                     parsed.iterations.push(it);
                 }
             }
         }
     }
 
-    for (s, row) in array(root.get("summary"), "summary")?.iter().enumerate() {
+    let summary = match root.get("summary") {
+        Some(raw) => value(raw, "summary")?,
+        None => Value::Null,
+    };
+    for (s, row) in array(Some(&summary), "summary")?.iter().enumerate() {
         let at = format!("summary[{s}]");
         let row = object(row, &at)?;
         let get = Getter { row, at: &at };
@@ -435,7 +634,7 @@ pub(super) fn parse_json(document: &Value, errors: Vec<String>) -> Result<Parsed
             file_per_proc: get.u64("filePerProc")?.map(|n| n != 0),
         });
     }
-    Ok(parsed)
+    Ok(Some(parsed))
 }
 
 /// One `Results[]` entry. Its iteration is its `iter` key where IOR prints one, else the
@@ -445,13 +644,14 @@ fn json_iteration(
     entry: &Value,
     at: &str,
     repetition: Option<u64>,
-    earlier: &[IorIteration],
+    numbering: &mut Numbering,
 ) -> Result<IorIteration, ParseError> {
     let get = Getter { row: object(entry, at)?, at };
     let operation = get.operation("access")?;
+    let place = numbering.next(&operation);
     let iteration = match (get.u64("iter")?, repetition) {
         (Some(n), _) | (None, Some(n)) => n,
-        (None, None) => earlier.iter().filter(|it| it.operation == operation).count() as u64,
+        (None, None) => place,
     };
     Ok(IorIteration {
         operation,

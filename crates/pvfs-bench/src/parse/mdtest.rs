@@ -8,12 +8,27 @@
 //! - 4.1: `SUMMARY rate (in ops/sec): (of …)`, and with `-Z` `SUMMARY time (in ms/op): (of …)`;
 //!   with `--showRankStatistics` each row has per-rank Max/Min/Mean before the usual four.
 //!
-//! Units: a rate table is in operations per second (`"ops/sec"`). A time table holds the
-//! seconds each phase took, per iteration the slowest rank's (`"sec"`): every version prints
-//! the phase's elapsed time (`time[i] = t_end - t_start` in `mdtest.c`). mdtest 4.1 heads that
-//! table `(in ms/op)`, and some 4.0 snapshots `(in ops/sec)`, but hpc/ior#497 changed only the
-//! heading's words, not the values; `mdtest_small_Z.txt` agrees (its phase times add up to the
-//! run's wall time; as milliseconds per operation they would not).
+//! Units: every table's heading is read, and only the forms below are accepted; any other (a
+//! unit this parser does not know, `SUMMARY time (in us/op)`) is refused with its line rather
+//! than guessed:
+//!
+//! | heading                              | printed by                          | values    |
+//! |--------------------------------------|-------------------------------------|-----------|
+//! | `SUMMARY: (of N iterations)`         | 1.9                                 | `ops/sec` |
+//! | `SUMMARY rate: (of …)`               | 3.x, 4.0                            | `ops/sec` |
+//! | `SUMMARY time: (of …)`               | 3.x, 4.0 with `-Z` or `-P`          | `sec`     |
+//! | `SUMMARY rate (in ops/sec): (of …)`  | 4.1 (hpc/ior#452)                   | `ops/sec` |
+//! | `SUMMARY time (in ops/sec): (of …)`  | 4.1 snapshots before hpc/ior#497    | `sec`     |
+//! | `SUMMARY time (in ms/op): (of …)`    | 4.1 with `-Z` or `-P` (hpc/ior#497) | `sec`     |
+//!
+//! A time table holds the seconds each phase took, per iteration the slowest rank's: every
+//! version prints `time[i]`, which `updateResult` in `src/mdtest.c` sets to `t_end - t_start`
+//! (hpc/ior master, c702a98: `summarize_results_rank0` prints `cur->time[i]` under the
+//! `(in ms/op)` heading, unscaled and not divided by the items). hpc/ior#497 changed only the
+//! heading's words. `mdtest_small_Z.txt` agrees: its `Tree creation` mean, 0.029, is the time
+//! 21 directories take at the ~1,700 ops/sec `mdtest_paper_lustre.txt` measures on the same
+//! machine (0.012 s), not a time per operation (0.6 ms). Labelling these values "ms/op" would
+//! make them 1000x too small.
 
 use super::table::{self, Header};
 use super::{ParseError, header_value};
@@ -31,23 +46,40 @@ pub(super) fn banner_version(line: &str) -> Option<&str> {
     (!version.is_empty() && !version.contains(char::is_whitespace)).then_some(version)
 }
 
-/// Whether the text holds a SUMMARY table's heading.
-pub(super) fn has_summary(text: &str) -> bool {
-    text.lines().any(|line| {
-        let t = line.trim_start();
-        ["SUMMARY rate", "SUMMARY time", "SUMMARY:"].iter().any(|heading| t.starts_with(heading))
-    })
+/// Whether the line is a SUMMARY table's heading.
+pub(super) fn is_summary(line: &str) -> bool {
+    let t = line.trim_start();
+    ["SUMMARY rate", "SUMMARY time", "SUMMARY:"].iter().any(|heading| t.starts_with(heading))
 }
 
-/// The unit a SUMMARY heading announces; see the module documentation.
+/// The unit of the values under a SUMMARY heading; see the module documentation for the forms.
 fn unit(heading: &str, line: usize) -> Result<&'static str, ParseError> {
-    let rest = heading.trim().trim_start_matches("SUMMARY").trim_start();
-    if rest.starts_with("rate") || rest.starts_with(':') {
-        Ok(RATE)
-    } else if rest.starts_with("time") {
-        Ok(TIME)
+    let refuse = || ParseError::MdtestHeading { line, heading: heading.trim().to_owned() };
+    let rest = heading.trim().strip_prefix("SUMMARY").ok_or_else(refuse)?.trim_start();
+    let (kind, rest) = if let Some(rest) = rest.strip_prefix("rate") {
+        (RATE, rest)
+    } else if let Some(rest) = rest.strip_prefix("time") {
+        (TIME, rest)
     } else {
-        Err(ParseError::MdtestHeading { line, heading: heading.trim().to_owned() })
+        // 1.9: `SUMMARY: (of …)`, rates only.
+        (RATE, rest)
+    };
+    let rest = rest.trim_start();
+    // What the heading says its values are in, when it says (4.1: `(in ops/sec)`).
+    let (stated, rest) = match rest.strip_prefix("(in ") {
+        Some(inner) => {
+            let (stated, rest) = inner.split_once(')').ok_or_else(refuse)?;
+            (Some(stated.trim()), rest.trim_start())
+        }
+        None => (None, rest),
+    };
+    if !rest.starts_with(':') {
+        return Err(refuse());
+    }
+    match (kind, stated) {
+        (RATE, None | Some("ops/sec")) => Ok(RATE),
+        (TIME, None | Some("ms/op" | "ops/sec")) => Ok(TIME),
+        _ => Err(refuse()),
     }
 }
 
@@ -73,51 +105,77 @@ struct Table {
     header: Header,
 }
 
-/// mdtest's output.
-pub(super) fn parse_text(text: &str, errors: Vec<String>) -> Result<Parsed, ParseError> {
-    let mut parsed = super::empty(Tool::Mdtest, errors);
-    let mut table: Option<Table> = None;
-    for (i, line) in text.lines().enumerate() {
-        let number = i + 1;
+/// mdtest's text output, read a line at a time. The first error stops the reading: it is the
+/// answer if the output turns out to be mdtest's.
+#[derive(Default)]
+pub(super) struct TextParser {
+    version: Option<String>,
+    command: Option<String>,
+    rows: Vec<MdtestSummary>,
+    table: Option<Table>,
+    error: Option<ParseError>,
+}
+
+impl TextParser {
+    pub fn line(&mut self, line: &str, number: usize) {
+        if self.error.is_none()
+            && let Err(error) = self.read(line, number)
+        {
+            self.error = Some(error);
+        }
+    }
+
+    fn read(&mut self, line: &str, number: usize) -> Result<(), ParseError> {
         let t = line.trim();
-        if parsed.version.is_none()
+        if self.version.is_none()
             && let Some(version) = banner_version(line)
         {
-            parsed.version = Some(version.to_owned());
-            continue;
+            self.version = Some(version.to_owned());
+            return Ok(());
         }
-        if parsed.command.is_none()
+        if self.command.is_none()
             && let Some(command) = header_value(line, &["Command line used"])
         {
-            parsed.command = Some(command.to_owned());
-            continue;
+            self.command = Some(command.to_owned());
+            return Ok(());
         }
         if t.starts_with("SUMMARY") {
             // Until a header line says otherwise, the four columns every version prints.
             let columns = ["Max", "Min", "Mean", "Std Dev"].map(str::to_owned).to_vec();
             let header = Header::new("mdtest SUMMARY", columns, number);
-            table = Some(Table { unit: unit(t, number)?, header });
-            continue;
+            self.table = Some(Table { unit: unit(t, number)?, header });
+            return Ok(());
         }
-        let Some(current) = &mut table else { continue };
+        let Some(current) = &mut self.table else { return Ok(()) };
         let dashes = !t.is_empty() && t.split_whitespace().all(|w| w.chars().all(|c| c == '-'));
         if t.is_empty() || (t.starts_with("--") && !dashes) {
             // A blank line or `-- finished at … --` ends the table.
-            table = None;
-            continue;
+            self.table = None;
+            return Ok(());
         }
         if dashes {
-            continue;
+            return Ok(());
         }
         if t.starts_with("Operation") {
             current.header = Header::new("mdtest SUMMARY", value_columns(t), number);
-            continue;
+            return Ok(());
         }
         if let Some(row) = row(t, &current.header, current.unit, number)? {
-            parsed.mdtest.push(row);
+            self.rows.push(row);
         }
+        Ok(())
     }
-    Ok(parsed)
+
+    pub fn finish(self, errors: Vec<String>) -> Result<Parsed, ParseError> {
+        if let Some(error) = self.error {
+            return Err(error);
+        }
+        let mut parsed = super::empty(Tool::Mdtest, errors);
+        parsed.version = self.version;
+        parsed.command = self.command;
+        parsed.mdtest = self.rows;
+        Ok(parsed)
+    }
 }
 
 /// A table row: the operation's name (which has spaces, and in 1.9/3.x a colon after it), then

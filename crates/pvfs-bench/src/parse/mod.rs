@@ -21,8 +21,11 @@ mod table;
 mod tool_errors;
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod tests;
 
+use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -32,11 +35,16 @@ use crate::model::{Parsed, Tool};
 /// Why an output could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ParseError {
-    #[error("cannot read {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
-    /// Any other error, in a file [`parse_file`] read.
-    #[error("{path}: {source}")]
-    InFile { path: PathBuf, source: Box<ParseError> },
+    /// The message names its cause, so the cause is a plain field, not a `source()`: printed
+    /// with its chain (`{:#}`, as `main` prints errors) it would be said twice.
+    #[error("cannot read {path}: {cause}")]
+    Read { path: PathBuf, cause: std::io::Error },
+    /// Reading from a stream failed ([`parse_file`] names the file instead).
+    #[error("reading line {line}: {cause}")]
+    Io { line: usize, cause: std::io::Error },
+    /// Any other error, in a file [`parse_file`] read (not chained either, for the same reason).
+    #[error("{path}: {error}")]
+    InFile { path: PathBuf, error: Box<ParseError> },
     /// Neither tool's output, nor a failed run of either.
     #[error(
         "not an IOR or mdtest output: no 'IOR-…' / 'mdtest-…' banner, JSON 'tests' or SUMMARY table found"
@@ -67,71 +75,181 @@ pub enum ParseError {
     RowWidth { table: &'static str, line: usize, header_line: usize, found: usize, expected: usize },
     #[error("line {line}: {table} column '{column}' holds {value:?}, expected {expected}")]
     Value { table: &'static str, line: usize, column: String, value: String, expected: &'static str },
-    #[error("line {line}: unknown mdtest heading {heading:?}; expected 'SUMMARY rate…' or 'SUMMARY time…'")]
+    /// A SUMMARY heading in none of the forms mdtest prints (see the `mdtest` module): its
+    /// values' unit would be a guess.
+    #[error(
+        "line {line}: unknown mdtest heading {heading:?}; expected 'SUMMARY rate…' or 'SUMMARY \
+         time…', with no unit, '(in ops/sec)' or (time) '(in ms/op)'"
+    )]
     MdtestHeading { line: usize, heading: String },
+    /// A column (or IOR's `Max Write:` line) in a unit IOR does not print there.
+    #[error(
+        "line {line}: {table} '{column}' is in a unit this parser does not know (expected {expected}); \
+         refusing to guess how to read it"
+    )]
+    Unit { table: &'static str, line: usize, column: String, expected: String },
+    /// A line longer than [`MAX_LINE`]: no IOR or mdtest output has one.
+    #[error("line {line} is longer than {MAX_LINE} bytes: not an IOR or mdtest output")]
+    LineTooLong { line: usize },
 }
+
+/// The longest line read (16 MiB): IOR's and mdtest's lines are short (its JSON is printed
+/// across lines), so a longer one is not theirs, and it is refused before it fills memory.
+pub const MAX_LINE: u64 = 16 << 20;
 
 /// Reads any IOR or mdtest output; see the module documentation for what is recognised.
 pub fn parse(text: &str) -> Result<Parsed, ParseError> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let errors = tool_errors::scan(text);
-
-    // IOR's JSON has no banner, but the text before it may hold one (some IOR versions print
-    // theirs in every format), so JSON is looked for first.
-    if let Some(document) = ior::find_json(text)? {
-        return ior::parse_json(&document, errors);
-    }
-
-    let banners = banners(text);
-    if banners.len() > 1 {
-        let lines = banners.iter().map(|(line, _)| line.to_string()).collect::<Vec<_>>().join(", ");
-        return Err(ParseError::SeveralRuns { count: banners.len(), lines });
-    }
-    match banners.first().map(|(_, tool)| *tool) {
-        Some(Tool::Ior) if ior::has_csv_header(text) && !ior::has_text_tables(text) => {
-            return ior::parse_csv(text, errors);
-        }
-        Some(Tool::Ior) => {
-            let parsed = ior::parse_text(text, errors)?;
-            // With -O summaryFile the banner stays on stdout and the results go to the file.
-            if parsed.ior.is_empty()
-                && parsed.errors.is_empty()
-                && let Some(path) = ior::summary_file_notice(text)
-            {
-                return Err(ParseError::SummaryElsewhere { path });
-            }
-            return Ok(parsed);
-        }
-        Some(Tool::Mdtest) => return mdtest::parse_text(text, errors),
-        None => {}
-    }
-
-    // No banner: a fragment of a log (a summary table on its own), a CSV summary, or a run that
-    // failed before printing its banner.
-    if ior::has_text_tables(text) {
-        return ior::parse_text(text, errors);
-    }
-    if mdtest::has_summary(text) {
-        return mdtest::parse_text(text, errors);
-    }
-    if ior::has_csv_header(text) {
-        return ior::parse_csv(text, errors);
-    }
-    if let Some(tool) = tool_errors::tool(text, &errors) {
-        return Ok(empty(tool, errors));
-    }
-    if let Some(path) = ior::summary_file_notice(text) {
-        return Err(ParseError::SummaryElsewhere { path });
-    }
-    Err(ParseError::Unrecognized)
+    parse_reader(text.as_bytes())
 }
 
-/// Reads a file, then [`parse`]s it. Outputs are read as UTF-8 with invalid bytes replaced:
-/// interleaved writes from several processes can cut a multi-byte character in two.
+/// Reads an output from `reader`, a line at a time; see the module documentation for what is
+/// recognised. I/O errors are [`ParseError::Io`].
+pub fn parse_reader(reader: impl BufRead) -> Result<Parsed, ParseError> {
+    scan(reader)?.finish()
+}
+
+/// Reads a file, then [`parse`]s it, a line at a time (an output can be gigabytes). Outputs are
+/// read as UTF-8 with invalid bytes replaced: interleaved writes from several processes can cut
+/// a multi-byte character in two.
 pub fn parse_file(path: &Path) -> Result<Parsed, ParseError> {
-    let bytes = std::fs::read(path).map_err(|source| ParseError::Read { path: path.to_owned(), source })?;
-    parse(&String::from_utf8_lossy(&bytes))
-        .map_err(|source| ParseError::InFile { path: path.to_owned(), source: Box::new(source) })
+    let read = |cause| ParseError::Read { path: path.to_owned(), cause };
+    let file = std::fs::File::open(path).map_err(read)?;
+    match parse_reader(std::io::BufReader::with_capacity(1 << 16, file)) {
+        Ok(parsed) => Ok(parsed),
+        Err(ParseError::Io { cause, .. }) => Err(read(cause)),
+        Err(error) => Err(ParseError::InFile { path: path.to_owned(), error: Box::new(error) }),
+    }
+}
+
+/// Every line of `reader` through every reader of a format at once: which format the output is
+/// in is only known at its end (JSON anywhere wins; a second banner refuses it), so each line
+/// is read once by each, and nothing is read twice. Work is linear in the input: each line is
+/// looked at by a fixed set of readers, each of which sees only that line (and the JSON
+/// document, from its first line on, is the one part kept whole).
+fn scan(mut reader: impl BufRead) -> Result<Scan, ParseError> {
+    let mut scan = Scan::default();
+    let mut buffer = Vec::new();
+    loop {
+        buffer.clear();
+        let number = scan.lines + 1;
+        // One byte more than the limit, to tell a line of exactly MAX_LINE from a longer one.
+        let read = (&mut reader)
+            .take(MAX_LINE + 1)
+            .read_until(b'\n', &mut buffer)
+            .map_err(|cause| ParseError::Io { line: number, cause })?;
+        if read == 0 {
+            break;
+        }
+        let mut bytes = buffer.as_slice();
+        let ended = match bytes.strip_suffix(b"\n") {
+            Some(line) => {
+                bytes = line.strip_suffix(b"\r").unwrap_or(line);
+                true
+            }
+            None if read as u64 > MAX_LINE => return Err(ParseError::LineTooLong { line: number }),
+            None => false,
+        };
+        let line = String::from_utf8_lossy(bytes);
+        let line = if number == 1 { line.strip_prefix('\u{feff}').unwrap_or(&line) } else { &line };
+        scan.line(line, ended);
+    }
+    Ok(scan)
+}
+
+/// What [`scan`] gathered.
+#[derive(Default)]
+struct Scan {
+    /// Lines read so far: also the work done, which tests bound (see `tests::linear`).
+    lines: usize,
+    errors: tool_errors::Errors,
+    signs: tool_errors::Signs,
+    /// Each run's banner: (1-based line, tool). IOR prints `IOR-<version>: MPI Coordinated
+    /// Test of Parallel I/O` once per run, mdtest `mdtest-<version> was launched with …`.
+    banners: Vec<(usize, Tool)>,
+    json: Option<ior::JsonText>,
+    ior: ior::TextParser,
+    csv: ior::CsvParser,
+    mdtest: mdtest::TextParser,
+    mdtest_summary: bool,
+    summary_file: Option<String>,
+}
+
+impl Scan {
+    /// `ended`: whether the line ended with a newline (the last may not).
+    fn line(&mut self, line: &str, ended: bool) {
+        self.lines += 1;
+        let number = self.lines;
+        self.errors.line(line);
+        self.signs.line(line);
+        match &mut self.json {
+            Some(json) => json.line(line, ended),
+            None => self.json = ior::JsonText::start(line, number, ended),
+        }
+        if ior::banner_version(line).is_some() {
+            self.banners.push((number, Tool::Ior));
+        } else if mdtest::banner_version(line).is_some() {
+            self.banners.push((number, Tool::Mdtest));
+        }
+        self.ior.line(line, number);
+        self.csv.line(line, number);
+        self.mdtest.line(line, number);
+        self.mdtest_summary |= mdtest::is_summary(line);
+        if self.summary_file.is_none() {
+            self.summary_file = ior::summary_file_notice(line);
+        }
+    }
+
+    fn finish(mut self) -> Result<Parsed, ParseError> {
+        let errors = self.errors.into_vec();
+        // IOR's JSON has no banner, but the text before it may hold one (some IOR versions
+        // print theirs in every format), so JSON is looked for first.
+        if let Some(json) = self.json.take()
+            && let Some(parsed) = json.parse(&errors)?
+        {
+            return Ok(parsed);
+        }
+        if self.banners.len() > 1 {
+            let lines = self.banners.iter().map(|(line, _)| line.to_string()).collect::<Vec<_>>().join(", ");
+            return Err(ParseError::SeveralRuns { count: self.banners.len(), lines });
+        }
+        match self.banners.first().map(|(_, tool)| *tool) {
+            Some(Tool::Ior) if self.csv.seen_header && !self.ior.seen_table => {
+                return self.csv.finish(errors);
+            }
+            Some(Tool::Ior) => {
+                let parsed = self.ior.finish(errors)?;
+                // With -O summaryFile the banner stays on stdout and the results go to the file.
+                if parsed.ior.is_empty()
+                    && parsed.errors.is_empty()
+                    && let Some(path) = self.summary_file
+                {
+                    return Err(ParseError::SummaryElsewhere { path });
+                }
+                return Ok(parsed);
+            }
+            Some(Tool::Mdtest) => return self.mdtest.finish(errors),
+            None => {}
+        }
+
+        // No banner: a fragment of a log (a summary table on its own), a CSV summary, or a run
+        // that failed before printing its banner.
+        if self.ior.seen_table {
+            return self.ior.finish(errors);
+        }
+        if self.mdtest_summary {
+            return self.mdtest.finish(errors);
+        }
+        if self.csv.seen_header {
+            return self.csv.finish(errors);
+        }
+        if let Some(tool) = self.signs.tool(&errors) {
+            return Ok(empty(tool, errors));
+        }
+        if let Some(path) = self.summary_file {
+            return Err(ParseError::SummaryElsewhere { path });
+        }
+        Err(ParseError::Unrecognized)
+    }
 }
 
 impl Parsed {
@@ -209,23 +327,6 @@ impl Parsed {
             "summary": summary,
         })
     }
-}
-
-/// Each run's banner: (1-based line, tool). IOR prints `IOR-<version>: MPI Coordinated Test of
-/// Parallel I/O` once per run, mdtest `mdtest-<version> was launched with …`.
-fn banners(text: &str) -> Vec<(usize, Tool)> {
-    text.lines()
-        .enumerate()
-        .filter_map(|(i, line)| {
-            if ior::banner_version(line).is_some() {
-                Some((i + 1, Tool::Ior))
-            } else if mdtest::banner_version(line).is_some() {
-                Some((i + 1, Tool::Mdtest))
-            } else {
-                None
-            }
-        })
-        .collect()
 }
 
 /// A run that printed no results, only (perhaps) its errors.

@@ -531,7 +531,7 @@ fn ior_json_with_text_around_and_inside() {
 fn ior_json_cut_short_names_the_line() {
     let json = text("ior_tput_json.txt");
     let cut = &json[..json.find("\"summary\"").unwrap()];
-    check_error(cut, expect!["line 136, column 0: IOR JSON does not parse: EOF while parsing a value"]);
+    check_error(cut, expect!["line 135, column 3: IOR JSON does not parse: EOF while parsing an object"]);
 }
 
 /// IOR 3.2's JSON: one array per repetition in `Results`, a `remove` entry, no `iops` or
@@ -1241,7 +1241,7 @@ fn mdtest_messages_inside_a_table_are_skipped_torn_rows_refused() {
     check_error(
         &unknown,
         expect![[
-            r#"line 11: unknown mdtest heading "SUMMARY speed: (of 2 iterations)"; expected 'SUMMARY rate…' or 'SUMMARY time…'"#
+            r#"line 11: unknown mdtest heading "SUMMARY speed: (of 2 iterations)"; expected 'SUMMARY rate…' or 'SUMMARY time…', with no unit, '(in ops/sec)' or (time) '(in ms/op)'"#
         ]],
     );
 }
@@ -1535,5 +1535,215 @@ fn import_json_of_a_failed_run_has_an_empty_summary() {
     assert_eq!(
         json,
         json!({"file": "bad.txt", "tool": "ior", "version": null, "command": null, "summary": []})
+    );
+}
+
+// Units: each table's heading says what its values are in; a form not known is refused.
+
+/// Every SUMMARY heading mdtest prints, and the unit of its values (see the `mdtest` module for
+/// which version prints which, and why a time table is in seconds whatever its heading says).
+#[test]
+fn mdtest_every_heading_form_has_its_unit() {
+    for (heading, unit) in [
+        ("SUMMARY: (of 2 iterations)", "ops/sec"),
+        ("SUMMARY rate: (of 2 iterations)", "ops/sec"),
+        ("SUMMARY time: (of 2 iterations)", "sec"),
+        ("SUMMARY rate (in ops/sec): (of 2 iterations)", "ops/sec"),
+        ("SUMMARY time (in ops/sec): (of 2 iterations)", "sec"),
+        ("SUMMARY time (in ms/op): (of 2 iterations)", "sec"),
+    ] {
+        let text = format!(
+            "{heading}\n   Operation                     Max            Min           Mean        Std Dev\n   \
+             ---------                     ---            ---           ----        -------\n   \
+             File creation                 3.000          1.000          2.000          1.000\n"
+        );
+        let p = parse(&text).unwrap_or_else(|e| panic!("{heading}: {e}"));
+        assert_eq!(p.mdtest, [md("File creation", [3.0, 1.0, 2.0, 1.0], unit)], "{heading}");
+    }
+}
+
+/// A heading in a unit mdtest does not print is refused with its line, never read as a rate or
+/// as seconds.
+#[test]
+fn mdtest_headings_in_unknown_units_are_refused_with_their_line() {
+    let lustre = text("mdtest_paper_lustre.txt");
+    for heading in [
+        "SUMMARY time (in us/op)",
+        "SUMMARY time (in ms)",
+        "SUMMARY rate (in ops/min)",
+        "SUMMARY rate (in ms/op)",
+        "SUMMARY rate (in ops/sec",
+        "SUMMARY latency",
+    ] {
+        let changed = lustre.replace("SUMMARY rate (in ops/sec)", heading);
+        let error = parse(&changed).unwrap_err().to_string();
+        assert!(
+            error.starts_with(&format!("line 11: unknown mdtest heading \"{heading}")),
+            "{heading}: {error}"
+        );
+    }
+    // Through a file, the error names file:line.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("md.txt");
+    std::fs::write(&path, lustre.replace("(in ops/sec)", "(in us/op)")).unwrap();
+    let error = parse_file(&path).unwrap_err().to_string();
+    assert!(error.starts_with(&format!("{}: line 11: unknown mdtest heading", path.display())), "{error}");
+}
+
+/// IOR's tables name their units in their column names (`bw(MiB/s)`, `Max(MiB)`, `Mean(s)`);
+/// every form the real outputs print reads, and a column in another unit is refused.
+#[test]
+fn ior_columns_in_unknown_units_are_refused_with_their_line() {
+    let tput = text("ior_tput.txt");
+    for (from, to, expected) in [
+        (
+            "access    bw(MiB/s)",
+            "access    bw(MB/s)  ",
+            "line 33: IOR Results 'bw(MB/s)' is in a unit this parser does not know (expected MiB/s, s, KiB)",
+        ),
+        (
+            "block(KiB)",
+            "block(KB)",
+            "line 33: IOR Results 'block(KB)' is in a unit this parser does not know (expected MiB/s, s, KiB)",
+        ),
+        (
+            "Operation   Max(MiB)",
+            "Operation   Max(MB) ",
+            "line 41: IOR summary 'Max(MB)' is in a unit this parser does not know (expected MiB, OPs, s)",
+        ),
+        (
+            "    Mean(s)",
+            "   Mean(ms)",
+            "line 41: IOR summary 'Mean(ms)' is in a unit this parser does not know (expected MiB, OPs, s)",
+        ),
+    ] {
+        assert!(tput.contains(from), "{from}");
+        let error = parse(&tput.replace(from, to)).unwrap_err().to_string();
+        assert!(error.starts_with(expected), "{to}: {error}");
+    }
+    let csv = text("ior_tput_csv.txt");
+    let error = parse(&csv.replace("bw(MiB/s)", "bw(GiB/s)")).unwrap_err().to_string();
+    assert!(error.contains("IOR CSV 'bw(GiB/s)' is in a unit this parser does not know"), "{error}");
+}
+
+/// IOR's `Max Write:`/`Max Read:` lines (`PrintShortSummary`, IOR 2.x–3.x) read in their one
+/// form, and are refused in another.
+#[test]
+fn ior_short_summary_lines_are_checked() {
+    let mpiio = text("ior_tput_mpiio_v.txt");
+    assert!(mpiio.contains("Max Write: 6520.65 MiB/sec (6837.39 MB/sec)"));
+    assert_eq!(parse(&mpiio).unwrap().ior, read("ior_tput_mpiio_v.txt").ior);
+    let other = mpiio.replace("6520.65 MiB/sec (6837.39 MB/sec)", "6.37 GiB/sec (6.84 GB/sec)");
+    let error = parse(&other).unwrap_err().to_string();
+    assert!(
+        error.contains("IOR short summary 'Max Write: 6.37 GiB/sec (6.84 GB/sec)' is in a unit"),
+        "{error}"
+    );
+}
+
+// Linear work and bounded memory: every output is read a line at a time, once.
+
+/// A reader that counts the bytes it hands out and the times it is asked for more.
+struct Counting<'a> {
+    inner: &'a [u8],
+    given: usize,
+}
+
+impl Read for Counting<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = Read::read(&mut self.inner, buf)?;
+        self.given += n;
+        Ok(n)
+    }
+}
+
+/// Outputs that were slow (1 MiB of blank lines took over a minute: each line's offset was
+/// trimmed to the end of the text) or large: each is read in one pass, each line visited once,
+/// for 1x and 8x the input, so the work grows with the input and no faster.
+#[test]
+fn every_output_is_read_once_a_line_at_a_time() {
+    // Small enough for a debug build; the counts, not the sizes, are what is checked.
+    let blank = "\n".repeat(1 << 16);
+    let spaces = " \n".repeat(1 << 15);
+    let tput = text("ior_tput.txt");
+    let rows = tput.lines().filter(|l| l.starts_with("write ") || l.starts_with("read ")).take(4);
+    let rows: String = rows.map(|l| format!("{l}\n")).collect();
+    let iterations = format!("{tput}{}", rows.repeat(1024));
+    let json = text("ior_tput_json.txt");
+    let json_after_blanks = format!("{blank}{json}");
+    let brace_then_blanks = format!("{{\n{blank}");
+    let errors: String =
+        (0..5_000).map(|i| format!("ERROR: distinct failure {i}, (aiori-POSIX.c:1)\n")).collect();
+    for (name, input) in [
+        ("blank lines", &blank),
+        ("spaces", &spaces),
+        ("IOR rows", &iterations),
+        ("JSON after blank lines", &json_after_blanks),
+        ("an open brace then blank lines", &brace_then_blanks),
+        ("distinct error lines", &errors),
+        ("mdtest", &text("mdtest_paper_lustre.txt")),
+    ] {
+        for times in [1, 8] {
+            let input = input.repeat(times);
+            let mut reader = Counting { inner: input.as_bytes(), given: 0 };
+            let scan = scan(std::io::BufReader::new(&mut reader)).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(scan.lines, input.lines().count(), "{name} x{times}: every line visited once");
+            assert_eq!(reader.given, input.len(), "{name} x{times}: every byte read once");
+        }
+    }
+}
+
+/// The longest line is bounded: a file of one 20 MiB line is refused when the limit is
+/// reached, not held whole; the lines before it are numbered.
+#[test]
+fn a_line_longer_than_the_limit_is_refused() {
+    let long = format!("IOR-4.1.0: MPI Coordinated Test of Parallel I/O\n{}\n", "x".repeat(20 << 20));
+    let mut reader = Counting { inner: long.as_bytes(), given: 0 };
+    let error = parse_reader(std::io::BufReader::new(&mut reader)).unwrap_err().to_string();
+    assert_eq!(error, format!("line 2 is longer than {MAX_LINE} bytes: not an IOR or mdtest output"));
+    assert!(reader.given < long.len(), "reading stopped at the limit");
+}
+
+/// Rows without an `iter` column are numbered as they come, per operation.
+#[test]
+fn rows_without_iter_are_numbered_in_order() {
+    let text = "\
+access    bw(MiB/s)  block(KiB) xfer(KiB)  open(s)    wr/rd(s)   close(s)   total(s)
+write     760.83     65536      1024.00    0.000381   0.168007   0.001263   0.168237
+read      1047.36    65536      1024.00    0.000057   0.122195   0.000904   0.122212
+write     760.48     65536      1024.00    0.000491   0.168076   0.001224   0.168315
+";
+    let p = parse(text).unwrap();
+    let numbers: Vec<(&str, u64)> =
+        p.iterations.iter().map(|it| (it.operation.as_str(), it.iteration)).collect();
+    assert_eq!(numbers, [("write", 0), ("read", 0), ("write", 1)]);
+}
+
+/// mdtest 4.1 with `-P` prints both tables, each under its own heading (as
+/// `summarize_results` in `src/mdtest.c` calls `summarize_results_rank0` twice): the rate
+/// table's rows are rates, the time table's seconds, read from each heading in turn.
+#[test]
+fn mdtest_4_1_print_rate_and_time_reads_each_tables_unit() {
+    let text = "\
+mdtest-4.1.0+dev was launched with 2 total task(s) on 1 node(s)
+Command line used: mdtest '-n' '100' '-P'
+
+SUMMARY rate (in ops/sec): (of 1 iterations)
+   Operation                     Max            Min           Mean        Std Dev
+   ---------                     ---            ---           ----        -------
+   File creation               8000.000       8000.000       8000.000          0.000
+
+SUMMARY time (in ms/op): (of 1 iterations)
+   Operation                     Max            Min           Mean        Std Dev
+   ---------                     ---            ---           ----        -------
+   File creation                  0.025          0.025          0.025          0.000
+-- finished at 11/22/2026 02:32:41 --
+";
+    assert_eq!(
+        parse(text).unwrap().mdtest,
+        [
+            md("File creation", [8000.0, 8000.0, 8000.0, 0.0], "ops/sec"),
+            md("File creation", [0.025, 0.025, 0.025, 0.0], "sec"),
+        ]
     );
 }

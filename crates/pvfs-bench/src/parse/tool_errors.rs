@@ -2,6 +2,8 @@
 //! stderr are often merged, and with several MPI ranks writing at once a message can start in
 //! the middle of another line (`  -Q=1       Error invalid argument: --no-such-option`).
 
+use std::collections::HashSet;
+
 use crate::model::Tool;
 
 /// Where a message starts, and whether it runs from the marker or from the start of the line.
@@ -30,17 +32,27 @@ const MARKERS: &[Marker] = &[
     Marker { text: "option requires an argument", whole_line: true },
 ];
 
-/// Every distinct error line, in the order first printed. Each MPI rank prints its own copy of
-/// a usage error, so repeats are dropped.
-pub(super) fn scan(text: &str) -> Vec<String> {
-    let mut found: Vec<String> = Vec::new();
-    for line in text.lines() {
-        let Some(message) = message(line) else { continue };
-        if !found.iter().any(|seen| seen == message) {
-            found.push(message.to_owned());
+/// Every distinct error line, in the order first printed, gathered a line at a time. Each MPI
+/// rank prints its own copy of a usage error, so repeats are dropped (through a set: an output
+/// of a million distinct errors must not cost a million comparisons per line).
+#[derive(Debug, Default)]
+pub(super) struct Errors {
+    found: Vec<String>,
+    seen: HashSet<String>,
+}
+
+impl Errors {
+    pub fn line(&mut self, line: &str) {
+        let Some(message) = message(line) else { return };
+        if !self.seen.contains(message) {
+            self.seen.insert(message.to_owned());
+            self.found.push(message.to_owned());
         }
     }
-    found
+
+    pub fn into_vec(self) -> Vec<String> {
+        self.found
+    }
 }
 
 /// The error message in `line`, from its earliest marker to the end of the line.
@@ -61,24 +73,44 @@ fn start(line: &str, at: usize) -> usize {
     ["ior ", "mdtest "].iter().find(|prefix| before.ends_with(*prefix)).map_or(at, |prefix| at - prefix.len())
 }
 
-/// Which tool printed an output that has no banner (it failed first): from the usage text, the
-/// source files its errors name, or its messages. `None` when nothing in the text is IOR's or
-/// mdtest's, so that an unrelated log with an `ERROR:` line is not taken for a failed run.
-pub(super) fn tool(text: &str, errors: &[String]) -> Option<Tool> {
-    let has = |needle: &str| text.contains(needle);
-    if text.lines().any(|l| l.trim() == "Synopsis mdtest") || has("(mdtest.c:") || has("mdtest ERROR") {
-        return Some(Tool::Mdtest);
+/// What in an output says which tool printed it, when it has no banner (it failed first): the
+/// usage text, the source files its errors name, or its messages. Gathered a line at a time;
+/// none of the marks spans a line.
+#[derive(Debug, Default)]
+pub(super) struct Signs {
+    mdtest: bool,
+    ior: bool,
+}
+
+impl Signs {
+    pub fn line(&mut self, line: &str) {
+        let has = |needle: &str| line.contains(needle);
+        if line.trim() == "Synopsis mdtest" || has("(mdtest.c:") || has("mdtest ERROR") {
+            self.mdtest = true;
+        }
+        if line.trim() == "Synopsis ior"
+            || has("(ior.c:")
+            || has("ior ERROR")
+            || has("Unrecognized parameter")
+        {
+            self.ior = true;
+        }
     }
-    if text.lines().any(|l| l.trim() == "Synopsis ior")
-        || has("(ior.c:")
-        || has("ior ERROR")
-        || has("Unrecognized parameter")
-    {
-        return Some(Tool::Ior);
+
+    /// Which tool it was; `None` when nothing in the text is IOR's or mdtest's, so that an
+    /// unrelated log with an `ERROR:` line is not taken for a failed run.
+    pub fn tool(&self, errors: &[String]) -> Option<Tool> {
+        if self.mdtest {
+            return Some(Tool::Mdtest);
+        }
+        if self.ior {
+            return Some(Tool::Ior);
+        }
+        // The rest of the sources (aiori-*.c, utilities.c, option.c) are shared by both tools;
+        // IOR is the likelier one to fail before its banner (its checks run first), so it is
+        // assumed.
+        errors.iter().any(|e| names_source(e) || e.starts_with("Error invalid argument")).then_some(Tool::Ior)
     }
-    // The rest of the sources (aiori-*.c, utilities.c, option.c) are shared by both tools; IOR
-    // is the likelier one to fail before its banner (its checks run first), so it is assumed.
-    errors.iter().any(|e| names_source(e) || e.starts_with("Error invalid argument")).then_some(Tool::Ior)
 }
 
 /// Whether an error names where in IOR's sources it was raised: `(aiori-POSIX.c:618)`.

@@ -68,3 +68,39 @@ fn a_directory_without_results_is_named() {
     let err = write(&[base.path().join("nope")], &base.path().join("out")).unwrap_err();
     assert!(err.to_string().contains("a pvfs results directory?"), "{err}");
 }
+
+/// A run interrupted after it started: its results.json says `"complete": false` (what
+/// `pvfsctl bench` writes first). The report reads it and says it did not finish.
+#[test]
+fn an_interrupted_run_is_reported_as_incomplete() {
+    let base = tempfile::tempdir().unwrap();
+    let one = run(base.path(), "one", 1);
+    let mut doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(one.join("results.json")).unwrap()).unwrap();
+    doc["complete"] = json!(false);
+    std::fs::write(one.join("results.json"), doc.to_string()).unwrap();
+    let two = run(base.path(), "two", 2);
+    let written = write(&[one, two], &base.path().join("report")).unwrap();
+    let md = std::fs::read_to_string(&written.markdown).unwrap();
+    assert!(md.contains("`one (incomplete)` did not finish"), "{md}");
+    assert!(md.contains("| `one (incomplete)` | 1 |"), "{md}");
+    assert!(!md.contains("`two (incomplete)`"), "{md}");
+}
+
+/// A run directory interrupted before its first results.json is named as incomplete, not
+/// taken for something else.
+#[test]
+fn a_run_directory_without_results_json_is_named_incomplete() {
+    let base = tempfile::tempdir().unwrap();
+    let dir = base.path().join("imported-x-20260101T000000");
+    std::fs::create_dir_all(dir.join("raw")).unwrap();
+    let err = write(std::slice::from_ref(&dir), &base.path().join("out")).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{} is an incomplete run: it has no results.json (the run or import was interrupted before it \
+             recorded one); its other files are kept — run it again, or leave it out of the report",
+            dir.display()
+        )
+    );
+}

@@ -20,6 +20,7 @@ fn recorded_host() -> tempfile::TempDir {
     write(b, "/proc/sys/kernel/hostname", "oss00\n");
     write(b, "/proc/sys/kernel/osrelease", "6.1.0-37-amd64\n");
     write(b, "/proc/uptime", "86523.17 170012.40\n");
+    write(b, "/proc/sys/kernel/random/boot_id", "3e1f2b0c-9d1a-4c57-8a0e-6b2d4f9c1a77\n");
     write(
         b,
         "/proc/meminfo",
@@ -163,7 +164,8 @@ async fn reads_a_recorded_debian_node() {
               "duplex": "unknown"
             }
           ],
-          "uptime_seconds": 86523
+          "uptime_seconds": 86523,
+          "boot_id": "3e1f2b0c-9d1a-4c57-8a0e-6b2d4f9c1a77"
         }"#]]
     .assert_eq(&json);
 }

@@ -201,6 +201,7 @@ impl From<&Step> for pb::Step {
                         })
                     }
                     GateKind::LnetPing { nid } => K::LnetPing(nid.clone()),
+                    GateKind::LnetNid { nid } => K::LnetNid(nid.clone()),
                     GateKind::LfsCheckServers => K::LfsCheckServers(pb::Empty {}),
                     GateKind::BeegfsMgmtdReachable => K::BeegfsMgmtdReachable(pb::Empty {}),
                     GateKind::BeegfsCheckServers => K::BeegfsCheckServers(pb::Empty {}),
@@ -380,6 +381,7 @@ fn step_from(step: pb::Step) -> Result<Step, String> {
                         GateKind::GlusterBricksOnline { volume: b.volume, bricks: b.bricks }
                     }
                     K::LnetPing(nid) => GateKind::LnetPing { nid },
+                    K::LnetNid(nid) => GateKind::LnetNid { nid },
                     K::LfsCheckServers(_) => GateKind::LfsCheckServers,
                     K::BeegfsMgmtdReachable(_) => GateKind::BeegfsMgmtdReachable,
                     K::BeegfsCheckServers(_) => GateKind::BeegfsCheckServers,
@@ -579,6 +581,10 @@ mod tests {
             }),
             Step::Gate(Gate {
                 kind: GateKind::LnetPing { nid: "10.0.0.4@tcp".into() },
+                deadline: Duration::from_secs(120),
+            }),
+            Step::Gate(Gate {
+                kind: GateKind::LnetNid { nid: "192.168.10.4@o2ib1".into() },
                 deadline: Duration::from_secs(120),
             }),
             Step::Gate(Gate { kind: GateKind::BeegfsCheckServers, deadline: Duration::from_secs(60) }),

@@ -77,7 +77,7 @@ async fn mkfs_formats_a_device_proven_empty_without_force() {
     let (_d, host) = host_with(&["/dev/loop0"], runner);
     let a = brick(false).assess(&host).await.unwrap();
     assert_eq!(a.diff, ["/dev/loop0 has no file system"]);
-    assert_eq!(shown(&a), ["mkfs.xfs -K -i size=512 -n size=8192 -L brick1 /dev/loop0"]);
+    assert_eq!(shown(&a), ["mkfs.xfs -K -i size=512 -n size=8192 -L brick1 -- /dev/loop0"]);
 }
 
 #[tokio::test]
@@ -100,7 +100,7 @@ async fn mkfs_refuses_a_device_with_data_unless_listed_for_wiping() {
          \"/dev/loop0\" to this node's `wipe` list in the cluster file"
     );
     let a = brick(true).assess(&host).await.unwrap();
-    assert_eq!(shown(&a), ["mkfs.xfs -f -K -i size=512 -n size=8192 -L brick1 /dev/loop0"]);
+    assert_eq!(shown(&a), ["mkfs.xfs -f -K -i size=512 -n size=8192 -L brick1 -- /dev/loop0"]);
     assert_eq!(a.diff, ["/dev/loop0 holds ext4 (LABEL=tgt), not xfs (listed under wipe)"]);
 }
 
@@ -183,7 +183,7 @@ async fn data_without_a_signature_is_not_empty() {
         "{err}"
     );
     let a = brick(true).assess(&host).await.unwrap();
-    assert_eq!(shown(&a), ["mkfs.xfs -f -K -i size=512 -n size=8192 -L brick1 /dev/loop0"]);
+    assert_eq!(shown(&a), ["mkfs.xfs -f -K -i size=512 -n size=8192 -L brick1 -- /dev/loop0"]);
 }
 
 #[tokio::test]
@@ -497,11 +497,11 @@ async fn lvm_thin_from_nothing_is_the_seed_sequence() {
     assert_eq!(
         shown(&a),
         [
-            "pvcreate --dataalignment 1024K /dev/md0",
-            "vgcreate --physicalextentsize 256K rhgs-data /dev/md0",
-            "lvcreate -L 9216g -T rhgs-data/brickpool -c 256K",
-            "lvchange --zero n rhgs-data/brickpool",
-            "lvcreate -V 9216g -T rhgs-data/brickpool -n brick1",
+            "pvcreate --dataalignment 1024K -- /dev/md0",
+            "vgcreate --physicalextentsize 256K -- rhgs-data /dev/md0",
+            "lvcreate -L 9216g -T -c 256K -- rhgs-data/brickpool",
+            "lvchange --zero n -- rhgs-data/brickpool",
+            "lvcreate -V 9216g -T -n brick1 -- rhgs-data/brickpool",
         ]
     );
 }
@@ -529,7 +529,7 @@ async fn a_physical_volume_in_no_group_gets_only_its_group() {
     let a = thin().assess(&host).await.unwrap();
     assert_eq!(
         shown(&a)[0],
-        "vgcreate --physicalextentsize 256K rhgs-data /dev/md0",
+        "vgcreate --physicalextentsize 256K -- rhgs-data /dev/md0",
         "no pvcreate: {:?}",
         shown(&a)
     );

@@ -855,3 +855,39 @@ fn teardown_steps_undo_only_what_pvfs_makes() {
     assert_eq!(check("mkfs", zero("/dev/sdc")), Err("action-kind"));
     assert_eq!(check("mkfs", destroy("wipefs", &["--all", "/dev/sdc"])), Err("program"));
 }
+
+#[test]
+fn reboots_take_a_kernel_release_and_a_site_may_forbid_them() {
+    let rule_of = |policy: &Policy, kernel: &str| policy.check_reboot(kernel).err().map_or("ok", |e| e.rule);
+    let default = Policy::default();
+    assert_eq!(rule_of(&default, "3.10.0-514.el7_lustre.x86_64"), "ok");
+    assert_eq!(rule_of(&default, "4.18.0-477.10.1.el8_lustre.x86_64"), "ok");
+    for bad in ["", "../../etc/passwd", "-x", "3.10 0", "3.10.0\n", "a/b"] {
+        assert_eq!(rule_of(&default, bad), "kernel-release", "{bad:?}");
+    }
+    // A site that lists its kinds without "reboot" is never rebooted; listing it allows it.
+    let kinds = |list: &[&str]| {
+        Policy::new(Site { kinds: Some(list.iter().map(|k| (*k).to_owned()).collect()), ..Site::default() })
+            .unwrap()
+    };
+    let err = kinds(&["packages"]).check_reboot("3.10.0-514.el7_lustre.x86_64").unwrap_err();
+    assert_eq!(err.rule, "kind-not-allowed");
+    assert!(err.fix.contains("\"reboot\""), "{}", err.fix);
+    assert_eq!(rule_of(&kinds(&["packages", "reboot"]), "3.10.0-514.el7_lustre.x86_64"), "ok");
+}
+
+#[test]
+fn a_site_can_name_the_lustre_tuning_kinds() {
+    // A site that lists its kinds must be able to allow every step pvfs plans: the Lustre
+    // tuning steps' kinds were once missing from the list, so no such site could run them.
+    let stripe =
+        Step::LustreStripe(LustreStripe { dir: "/mnt/lustre/bench".into(), count: -1, size: 4 << 20 });
+    let lctl = Step::LctlParam(LctlParam { name: "llite.*.max_read_ahead_mb".into(), value: "64".into() });
+    let site = Policy::new(Site {
+        kinds: Some(vec!["lustre-stripe".into(), "lctl-param".into()]),
+        ..Site::default()
+    })
+    .unwrap();
+    assert_eq!(rule_with(&site, stripe), "ok");
+    assert_eq!(rule_with(&site, lctl), "ok");
+}

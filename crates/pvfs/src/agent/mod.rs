@@ -48,10 +48,21 @@ pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
     }
     logging::init(&cli.log, "info")?;
     let name = match cli.name {
-        Some(name) => name,
-        None => Root::system()
-            .read_trimmed("/proc/sys/kernel/hostname")
-            .context("no --name given and the host name cannot be read")?,
+        Some(name) => {
+            // The cluster file's node-name grammar: the name picks the certificate (NAME.crt)
+            // and labels every metric, so the agent takes no name the cluster file could not hold.
+            pvfs_config::node_name(&name).map_err(|why| anyhow::anyhow!("--name: {why}"))?;
+            name
+        }
+        None => {
+            let host = Root::system()
+                .read_trimmed("/proc/sys/kernel/hostname")
+                .context("no --name given and the host name cannot be read")?;
+            pvfs_config::node_name(&host).map_err(|why| {
+                anyhow::anyhow!("no --name given, and the host name cannot be one: {why}; pass --name NAME")
+            })?;
+            host
+        }
     };
     // An explicit --policy must exist; the default file is used only when it does.
     let policy_file = cli.policy.clone().or_else(|| {
@@ -67,7 +78,7 @@ pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
         listen: cli.listen,
         security: Security::MutualTls { dir: cli.tls_dir },
         state_dir: cli.state_dir,
-        root: Root::system(),
+        root: cli.root.map_or_else(Root::system, Root::at),
         history: cli.history,
         gmond: cli
             .gmond_xml

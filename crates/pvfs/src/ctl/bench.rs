@@ -19,7 +19,7 @@ use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 use std::io::IsTerminal;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -202,11 +202,21 @@ pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
     let path = args.cluster.clone().context("a cluster file is needed: pvfsctl bench CLUSTER.toml")?;
     let cluster = pvfs_config::load(&path)?;
     let dialer = super::dialer(&cluster, &args.connect)?;
-    let r = resolve(&cluster, &args)?;
+    let mut r = resolve(&cluster, &args)?;
     let clients: Vec<_> = cluster.with_role(Role::Client).cloned().collect();
     if clients.is_empty() {
         bail!("{} has no node with role \"client\": the benchmark runs on clients", cluster.source.display());
     }
+    // A run of the same name in the same second (a sweep point, a second terminal) gets a name
+    // of its own, here and on the file system under test, rather than sharing a directory.
+    let (results, run_id) = new_run_dir(&args.results, &r.run_id)?;
+    if let Some(parent) = r.dir.parent() {
+        r.dir = parent.join(&run_id);
+    }
+    (r.results, r.run_id) = (results, run_id);
+    // From here on the directory always holds a results.json that `report` reads: this one,
+    // marked incomplete, until the run's end replaces it.
+    write_results(&r, &BenchOutcome::default(), &BTreeMap::new(), false)?;
     std::fs::create_dir_all(r.results.join("metrics"))
         .with_context(|| format!("creating the results directory {}", r.results.display()))?;
     std::fs::copy(&cluster.source, r.results.join("cluster.toml"))
@@ -345,7 +355,7 @@ pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     shutdown.cancel();
     let recorded = recorder.await??;
-    write_results(&r, &outcome, &recorded)?;
+    write_results(&r, &outcome, &recorded, true)?;
     if json {
         output::json(
             &json!({"event": "summary", "run": r.run_id, "results": r.results, "ior": outcome.ior, "mdtest": outcome.mdtest, "error": outcome.error}),
@@ -531,8 +541,15 @@ fn event_json(event: &BenchEvent) -> serde_json::Value {
     }
 }
 
-/// results.json (everything) and results.csv (one row per iteration and phase).
-fn write_results(r: &Resolved, o: &BenchOutcome, metrics: &BTreeMap<String, u64>) -> anyhow::Result<()> {
+/// results.json (everything) and results.csv (one row per iteration and phase), each written
+/// whole or not at all. `complete` is false for the record written when the run starts (and
+/// left as it is if the run is interrupted), true for the one written at its end.
+fn write_results(
+    r: &Resolved,
+    o: &BenchOutcome,
+    metrics: &BTreeMap<String, u64>,
+    complete: bool,
+) -> anyhow::Result<()> {
     let phases: Vec<_> = o
         .phases
         .iter()
@@ -567,6 +584,7 @@ fn write_results(r: &Resolved, o: &BenchOutcome, metrics: &BTreeMap<String, u64>
     };
     let doc = json!({
         "run": r.run_id,
+        "complete": complete,
         "preset": r.preset.as_str(),
         "engine": r.engine_name,
         "launcher": r.launcher,
@@ -587,7 +605,10 @@ fn write_results(r: &Resolved, o: &BenchOutcome, metrics: &BTreeMap<String, u64>
         "phases": phases,
         "metrics_seconds": metrics,
     });
-    std::fs::write(r.results.join("results.json"), serde_json::to_string_pretty(&doc)? + "\n")?;
+    write_atomic(&r.results.join("results.json"), |out| {
+        serde_json::to_writer_pretty(&mut *out, &doc)?;
+        out.write_all(b"\n")
+    })?;
     let mut csv = String::from("iteration,phase,bytes,ops,seconds,bw_mib,ops_per_sec\n");
     for p in &o.phases {
         csv += &format!(
@@ -601,20 +622,63 @@ fn write_results(r: &Resolved, o: &BenchOutcome, metrics: &BTreeMap<String, u64>
             p.totals.ops_per_sec
         );
     }
-    std::fs::write(r.results.join("results.csv"), csv)?;
+    write_atomic(&r.results.join("results.csv"), |out| out.write_all(csv.as_bytes()))?;
     Ok(())
 }
 
-/// `pvfsctl bench import FILE…`: each file parsed and stored as a run of its own.
+/// Makes a new run directory in `base`: `name`, or `name-2`, `name-3`, … when that is taken.
+/// `create_dir` fails on a directory that exists, so no two runs (or imports) ever share one,
+/// even when they start in the same second. Returns the directory and its name.
+fn new_run_dir(base: &Path, name: &str) -> anyhow::Result<(PathBuf, String)> {
+    std::fs::create_dir_all(base)
+        .with_context(|| format!("creating the results directory {}", base.display()))?;
+    for n in 1..=10_000 {
+        let candidate = if n == 1 { name.to_owned() } else { format!("{name}-{n}") };
+        let dir = base.join(&candidate);
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok((dir, candidate)),
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(err) => {
+                return Err(err).with_context(|| format!("creating the run directory {}", dir.display()));
+            }
+        }
+    }
+    bail!("{}: 10000 runs named {name}-… already; move some away", base.display())
+}
+
+/// Writes `path` whole or not at all: into a temporary file beside it, flushed to disk, then
+/// renamed over `path`, and the directory flushed so that the rename survives a crash too. A
+/// reader (or a run interrupted mid-write) sees the old file or the new one, never a part.
+fn write_atomic(
+    path: &Path,
+    contents: impl FnOnce(&mut std::io::BufWriter<&std::fs::File>) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let written = (|| {
+        let temp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
+        let mut out = std::io::BufWriter::new(temp.as_file());
+        contents(&mut out)?;
+        out.flush()?;
+        drop(out);
+        temp.as_file().sync_all()?;
+        temp.persist(path).map_err(|e| e.error)?;
+        std::fs::File::open(dir)?.sync_all()
+    })();
+    written.with_context(|| format!("writing {}", path.display()))
+}
+
+/// `pvfsctl bench import FILE…`: each file parsed and stored as a run of its own. Exit 2 when a
+/// file is not an output that can be read (bad input, as the README's table says), else 1 when
+/// one is a run that failed, else 0.
 pub(crate) fn import(args: ImportArgs) -> anyhow::Result<u8> {
-    let mut failed = 0;
+    let mut code = exit::OK;
     for file in &args.files {
         let shown = file.display().to_string();
         let parsed = match pvfs_bench::parse::parse_file(file) {
             Ok(parsed) => parsed,
             Err(err) => {
                 output::note(&format!("error: {err}"));
-                failed += 1;
+                code = code.max(exit::BAD_INPUT);
                 continue;
             }
         };
@@ -623,25 +687,10 @@ pub(crate) fn import(args: ImportArgs) -> anyhow::Result<u8> {
         }
         if let Some(why) = parsed.failure() {
             output::note(&format!("error: {shown}: the run failed: {why}"));
-            failed += 1;
+            code = code.max(exit::FAILURES);
             continue;
         }
-        let stem = file.file_stem().map_or("output".into(), |s| s.to_string_lossy().into_owned());
-        let stamp = humantime::format_rfc3339_seconds(SystemTime::now()).to_string().replace([':', '-'], "");
-        let dir = args.results.join(format!("imported-{stem}-{}", stamp.trim_end_matches('Z')));
-        std::fs::create_dir_all(dir.join("raw")).with_context(|| format!("creating {}", dir.display()))?;
-        let name = file.file_name().map_or("output".into(), |n| n.to_os_string());
-        std::fs::copy(file, dir.join("raw").join(name)).with_context(|| format!("copying {shown}"))?;
-        let doc = json!({
-            "run": dir.file_name().map(|n| n.to_string_lossy().into_owned()),
-            "imported_from": shown,
-            "tool": parsed.tool,
-            "version": parsed.version,
-            "command": parsed.command,
-            "summary": {"ior": parsed.ior, "mdtest": parsed.mdtest},
-            "iterations": parsed.iterations,
-        });
-        std::fs::write(dir.join("results.json"), serde_json::to_string_pretty(&doc)? + "\n")?;
+        let dir = store_import(&args.results, file, &parsed)?;
         if !args.json {
             let rows = parsed.ior.len() + parsed.mdtest.len();
             output::print(&format!(
@@ -655,5 +704,58 @@ pub(crate) fn import(args: ImportArgs) -> anyhow::Result<u8> {
             ))?;
         }
     }
-    Ok(if failed > 0 { exit::FAILURES } else { exit::OK })
+    Ok(code)
+}
+
+/// An imported run's results.json: the parsed output as it is, serialized straight to the
+/// file (an output of a million iterations is not built as a JSON tree first).
+#[derive(serde::Serialize)]
+struct ImportRecord<'a> {
+    run: &'a str,
+    complete: bool,
+    imported_from: &'a str,
+    tool: pvfs_bench::model::Tool,
+    version: &'a Option<String>,
+    command: &'a Option<String>,
+    summary: ImportSummary<'a>,
+    iterations: &'a [pvfs_bench::model::IorIteration],
+}
+
+#[derive(serde::Serialize)]
+struct ImportSummary<'a> {
+    ior: &'a [pvfs_bench::model::IorSummary],
+    mdtest: &'a [pvfs_bench::model::MdtestSummary],
+}
+
+/// Stores one parsed file as a run of its own: a new directory (never one that exists), the
+/// file under `raw/`, then results.json. Each is written whole or not at all, results.json
+/// last, so a directory without one is an import that was interrupted (`report` says so).
+fn store_import(results: &Path, file: &Path, parsed: &pvfs_bench::model::Parsed) -> anyhow::Result<PathBuf> {
+    let shown = file.display().to_string();
+    let stem = file.file_stem().map_or("output".into(), |s| s.to_string_lossy().into_owned());
+    let stamp = humantime::format_rfc3339_seconds(SystemTime::now()).to_string().replace([':', '-'], "");
+    let (dir, run) = new_run_dir(results, &format!("imported-{stem}-{}", stamp.trim_end_matches('Z')))?;
+    let raw = dir.join("raw");
+    std::fs::create_dir(&raw).with_context(|| format!("creating {}", raw.display()))?;
+    let name = file.file_name().map_or("output".into(), |n| n.to_os_string());
+    write_atomic(&raw.join(name), |out| {
+        std::io::copy(&mut std::fs::File::open(file)?, out)?;
+        Ok(())
+    })
+    .with_context(|| format!("copying {shown}"))?;
+    let record = ImportRecord {
+        run: &run,
+        complete: true,
+        imported_from: &shown,
+        tool: parsed.tool,
+        version: &parsed.version,
+        command: &parsed.command,
+        summary: ImportSummary { ior: &parsed.ior, mdtest: &parsed.mdtest },
+        iterations: &parsed.iterations,
+    };
+    write_atomic(&dir.join("results.json"), |out| {
+        serde_json::to_writer_pretty(&mut *out, &record)?;
+        out.write_all(b"\n")
+    })?;
+    Ok(dir)
 }

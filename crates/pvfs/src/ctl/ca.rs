@@ -7,7 +7,19 @@ use pvfs_tls::Usage;
 pub(crate) fn run(command: CaCommand) -> anyhow::Result<u8> {
     match command {
         CaCommand::Init { dir } => {
-            let cert = pvfs_tls::init_ca(&dir)?;
+            let cert = match pvfs_tls::init_ca(&dir) {
+                // pvfs-tls's own message suggests --force, which fits a holder's certificate
+                // but never a CA: replacing its key silently untrusts every certificate issued
+                // from it. `ca init` has no --force, so say what to do instead.
+                Err(pvfs_tls::TlsError::Exists { path }) => anyhow::bail!(
+                    "{} already exists: {dir} holds a cluster CA, and pvfsctl never replaces a CA's key (every \
+                     certificate issued from it would stop being trusted). To start a new CA, move {dir} aside, run \
+                     `pvfsctl ca init --dir {dir}`, then issue every agent's and the coordinator's certificate anew",
+                    path.display(),
+                    dir = dir.display()
+                ),
+                other => other?,
+            };
             output::print(&format!(
                 "created cluster CA {} (key {}, mode 0600)\nnext: `pvfsctl ca issue pvfsctl --dir {dir}` for the coordinator, and `pvfsctl ca issue NODE --dir {dir} --san NODE_IP` for each agent\n",
                 cert.display(),

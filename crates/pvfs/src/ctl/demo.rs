@@ -127,7 +127,8 @@ async fn show(
     for pass in ["", "   # again: a converged cluster is left alone"] {
         output::print(&format!("\n$ pvfsctl up {}{pass}\n", cluster_path.display()))?;
         let view = super::up::View { json: false, plan: false, verbose: false, down: false };
-        code = code.max(super::up::converge(&cluster, &dialer, view).await?);
+        let options = pvfs_coord::converge::Options::default();
+        code = code.max(super::up::converge(&cluster, &dialer, options, view).await?);
     }
 
     // The seed's throughput run, small: every agent a client with two tasks, the built-in

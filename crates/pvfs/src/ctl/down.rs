@@ -36,7 +36,9 @@ pub(crate) async fn run(args: DownArgs) -> anyhow::Result<u8> {
     let dialer = super::dialer(&cluster, &args.up.connect)?;
     let view =
         super::up::View { json: args.up.json, plan: args.up.plan, verbose: args.up.verbose, down: true };
-    super::up::run_plan(&cluster, plan, &dialer, view).await
+    // A teardown never needs a node to boot another kernel: nothing reboots.
+    let options = pvfs_coord::converge::Options { dry_run: args.up.plan, ..Default::default() };
+    super::up::run_plan(&cluster, plan, &dialer, options, view).await
 }
 
 /// One line per target a wipe destroys: `  oss00: /dev/sdc /dev/sdd (array /dev/md0)`.

@@ -1,5 +1,10 @@
 //! `pvfsctl serve`: a long-running coordinator that follows every node's sample stream and
 //! serves the cluster's metrics at `/metrics` for Prometheus.
+//!
+//! The HTTP side is bounded ([`serve_http`]): a client has [`HttpLimits::header_timeout`] to
+//! send its request's headers, a connection lasts at most [`HttpLimits::connection_lifetime`],
+//! and at most [`HttpLimits::max_connections`] are served at once (more wait in the listen
+//! backlog), so half-open requests cannot pile up and hold descriptors.
 
 use crate::cli::ServeArgs;
 use crate::{exit, output};
@@ -12,6 +17,7 @@ use pvfs_coord::exporter::{self, ClusterView};
 use pvfs_coord::stream::{Event, Start, follow_cluster};
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
@@ -51,15 +57,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<u8> {
         "serving metrics of {} nodes at http://{local}/metrics (Ctrl-C or SIGTERM stops)",
         cluster.nodes.len()
     ));
-    let stop = shutdown.clone();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            stop_signal().await;
-            stop.cancel();
-        })
-        .await
-        .context("serving /metrics")?;
+    let server = tokio::spawn(serve_http(listener, app, HttpLimits::default(), shutdown.clone()));
+    stop_signal().await;
+    // Stops following the nodes and serving; the scrapes under way finish.
     shutdown.cancel();
+    server.await.context("serving /metrics")?;
     folder.abort();
     Ok(exit::OK)
 }
@@ -79,6 +81,95 @@ async fn index() -> &'static str {
     "pvfsctl serve: metrics at /metrics\n"
 }
 
+/// What one HTTP client may hold.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HttpLimits {
+    /// Connections served at once; more wait in the listen backlog until one ends.
+    pub max_connections: usize,
+    /// To send a request's headers (hyper's `header_read_timeout`): a client that opens a
+    /// connection and trickles or never finishes its request is closed after this.
+    pub header_timeout: Duration,
+    /// A connection's whole life, however busy: bounds one that stops reading its response.
+    /// Prometheus reconnects for its next scrape.
+    pub connection_lifetime: Duration,
+}
+
+impl Default for HttpLimits {
+    fn default() -> HttpLimits {
+        // A handful of Prometheus servers scrape every 15 s or so; 64 is far above that and
+        // far below the descriptor limit. Their request headers arrive in one packet.
+        HttpLimits {
+            max_connections: 64,
+            header_timeout: Duration::from_secs(5),
+            connection_lifetime: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Serves `app` over HTTP/1.1 on `listener` within `limits` until `shutdown`, then lets the
+/// requests under way finish (each within its connection's lifetime).
+///
+/// hyper's own connection builder rather than `axum::serve`, which has no header-read timeout
+/// and no connection limit.
+pub(crate) async fn serve_http(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    limits: HttpLimits,
+    shutdown: CancellationToken,
+) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let connections = tokio_util::task::TaskTracker::new();
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(limits.header_timeout);
+    loop {
+        // A slot first: at the limit, new clients wait in the kernel's backlog, not here.
+        let slot = tokio::select! {
+            () = shutdown.cancelled() => break,
+            slot = slots.clone().acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => break,
+            },
+        };
+        let (socket, peer) = tokio::select! {
+            () = shutdown.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(err) => {
+                    // Out of descriptors fails again at once: pause rather than spin.
+                    tracing::warn!(error = %err, "/metrics: cannot accept a connection");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let connection = builder.serve_connection(hyper_util::rt::TokioIo::new(socket), service);
+        let stop = shutdown.clone();
+        connections.spawn(async move {
+            let _slot = slot;
+            let mut connection = std::pin::pin!(connection);
+            let served = tokio::time::timeout(limits.connection_lifetime, async {
+                tokio::select! {
+                    served = connection.as_mut() => served,
+                    () = stop.cancelled() => {
+                        connection.as_mut().graceful_shutdown();
+                        connection.as_mut().await
+                    }
+                }
+            })
+            .await;
+            match served {
+                Ok(Ok(())) => {}
+                Ok(Err(err)) => tracing::debug!(peer = %peer, error = %err, "/metrics connection ended"),
+                Err(_) => tracing::debug!(peer = %peer, "/metrics connection closed: lifetime reached"),
+            }
+        });
+    }
+    drop(listener);
+    connections.close();
+    connections.wait().await;
+}
+
 async fn stop_signal() {
     let term = async {
         match signal(SignalKind::terminate()) {
@@ -91,5 +182,56 @@ async fn stop_signal() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         () = term => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Reads `socket` until the server closes it; panics after 30 s.
+    async fn until_closed(socket: &mut tokio::net::TcpStream) -> String {
+        let mut out = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(30), socket.read_to_end(&mut out)).await;
+        assert!(read.is_ok(), "the server did not close the connection within 30 s");
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    /// Before, `axum::serve` held a request whose headers never ended for as long as the client
+    /// liked, and took every connection offered.
+    #[tokio::test]
+    async fn half_open_requests_are_closed_and_a_scrape_is_still_answered() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = axum::Router::new().route("/metrics", get(|| async { "pvfs_up 1\n" }));
+        let limits = HttpLimits {
+            max_connections: 4,
+            header_timeout: Duration::from_millis(500),
+            connection_lifetime: Duration::from_secs(30),
+        };
+        let shutdown = CancellationToken::new();
+        let server = tokio::spawn(serve_http(listener, app, limits, shutdown.clone()));
+
+        // Three times the connection limit, each with a request whose headers never end.
+        let mut half_open = Vec::new();
+        for _ in 0..3 * limits.max_connections {
+            let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+            socket.write_all(b"GET /metrics HTTP/1.1\r\nHost: pvfs\r\n").await.unwrap();
+            half_open.push(socket);
+        }
+        // A real scrape is answered (once slots free up).
+        let mut scrape = tokio::net::TcpStream::connect(addr).await.unwrap();
+        scrape.write_all(b"GET /metrics HTTP/1.1\r\nHost: pvfs\r\nConnection: close\r\n\r\n").await.unwrap();
+        let answer = until_closed(&mut scrape).await;
+        assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
+        assert!(answer.ends_with("pvfs_up 1\n"), "{answer}");
+        // Every half-open request was closed by the server, not left waiting.
+        for socket in &mut half_open {
+            let answer = until_closed(socket).await;
+            assert!(!answer.contains("200 OK"), "{answer}");
+        }
+        shutdown.cancel();
+        tokio::time::timeout(Duration::from_secs(30), server).await.unwrap().unwrap();
     }
 }

@@ -1,26 +1,38 @@
 //! `pvfsctl up CLUSTER.toml [--plan] [--json]`: converge every node to the cluster file, with
 //! live progress and a recap; `--plan` shows what would change and changes nothing.
 
-use crate::cli::UpArgs;
+use crate::cli::UpCli;
 use crate::{exit, output};
 use pvfs_config::Cluster;
 use pvfs_coord::Dialer;
-use pvfs_coord::converge::{Counts, Recap, UpEvent};
+use pvfs_coord::converge::{Counts, Options, Recap, UpEvent};
+use pvfs_coord::reboot::{Progress, Wait};
 use pvfs_steps::{Event, Outcome};
 use serde_json::json;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
-pub(crate) async fn run(args: UpArgs) -> anyhow::Result<u8> {
+pub(crate) async fn run(cli: UpCli) -> anyhow::Result<u8> {
+    let UpCli { up: args, allow_reboot, reboot_timeout } = cli;
     let cluster = pvfs_config::load(&args.cluster)?;
     let dialer = super::dialer(&cluster, &args.connect)?;
     let view = View { json: args.json, plan: args.plan, verbose: args.verbose, down: false };
-    converge(&cluster, &dialer, view).await
+    let options = Options {
+        dry_run: args.plan,
+        allow_reboot,
+        reboot_wait: Wait { timeout: reboot_timeout, ..Wait::default() },
+    };
+    converge(&cluster, &dialer, options, view).await
 }
 
 /// Plans `cluster`, runs (or only assesses) it, shows it as it goes; the exit code.
-pub(crate) async fn converge(cluster: &Cluster, dialer: &Dialer, view: View) -> anyhow::Result<u8> {
-    run_plan(cluster, pvfs_plan::plan(cluster), dialer, view).await
+pub(crate) async fn converge(
+    cluster: &Cluster,
+    dialer: &Dialer,
+    options: Options,
+    view: View,
+) -> anyhow::Result<u8> {
+    run_plan(cluster, pvfs_plan::plan(cluster), dialer, options, view).await
 }
 
 /// Runs (or only assesses) `plan` on `cluster`'s agents, showing it as it goes: `up`'s plan or
@@ -29,6 +41,7 @@ pub(crate) async fn run_plan(
     cluster: &Cluster,
     plan: pvfs_plan::Plan,
     dialer: &Dialer,
+    options: Options,
     mut view: View,
 ) -> anyhow::Result<u8> {
     let nodes = plan.units.iter().map(|u| u.node.as_str()).collect::<std::collections::BTreeSet<_>>().len();
@@ -50,9 +63,9 @@ pub(crate) async fn run_plan(
     }
     let (tx, mut rx) = mpsc::unbounded_channel();
     let work = {
-        let (cluster, plan, dialer, dry_run) = (cluster.clone(), plan.clone(), dialer.clone(), view.plan);
+        let (cluster, plan, dialer) = (cluster.clone(), plan.clone(), dialer.clone());
         tokio::spawn(
-            async move { pvfs_coord::converge::converge(&cluster, &plan, &dialer, dry_run, tx).await },
+            async move { pvfs_coord::converge::converge(&cluster, &plan, &dialer, &options, tx).await },
         )
     };
     while let Some(event) = rx.recv().await {
@@ -96,6 +109,18 @@ impl View {
                 "[{node}] {label}: STOPPED after {:.1}s: {node} must boot into kernel {kernel} (it runs {running})\n",
                 elapsed.as_secs_f64()
             ),
+            UpEvent::Reboot { node, kernel, progress } => match progress {
+                Progress::Rebooting => format!("[{node}] rebooting into kernel {kernel}\n"),
+                Progress::Waiting { elapsed, last } => {
+                    format!("[{node}]   waiting for it to come back ({}s): {last}\n", elapsed.as_secs())
+                }
+                Progress::Back { elapsed } => {
+                    format!(
+                        "[{node}] back after {}s, running {kernel}; its unit runs again\n",
+                        elapsed.as_secs()
+                    )
+                }
+            },
             UpEvent::Step { node, step, event, .. } => match event {
                 Event::Started { .. } | Event::Command { .. } => String::new(),
                 Event::Progress { index, detail } => {
@@ -180,7 +205,11 @@ impl View {
                 "nodes": nodes,
                 "failures": recap.failures,
                 "boots": recap.boots.iter().map(|b| json!({
-                    "node": b.node, "kernel": b.kernel, "running": b.running, "next_step": b.next_step(),
+                    "node": b.node, "kernel": b.kernel, "running": b.running, "reboot_allowed": b.allowed,
+                    "next_step": b.next_step(),
+                })).collect::<Vec<_>>(),
+                "rebooted": recap.rebooted.iter().map(|b| json!({
+                    "node": b.node, "kernel": b.kernel, "was_running": b.running,
                 })).collect::<Vec<_>>(),
                 "elapsed_ms": ms(recap.elapsed),
             }));
@@ -204,6 +233,9 @@ impl View {
         output::print(&text)?;
         for failure in &recap.failures {
             output::note(&format!("error: {failure}"));
+        }
+        for boot in &recap.rebooted {
+            output::note(&format!("rebooted {} into {} (it ran {})", boot.node, boot.kernel, boot.running));
         }
         for boot in &recap.boots {
             output::note(&format!("next: {}", boot.next_step()));
@@ -243,6 +275,14 @@ fn event_json(event: &UpEvent) -> serde_json::Value {
             "event": "unit_stopped", "unit": unit, "node": node, "label": label,
             "must_boot": kernel, "running": running, "elapsed_ms": ms(*elapsed),
         }),
+        UpEvent::Reboot { node, kernel, progress } => {
+            let (stage, elapsed, last) = match progress {
+                Progress::Rebooting => ("rebooting", None, None),
+                Progress::Waiting { elapsed, last } => ("waiting", Some(ms(*elapsed)), Some(last)),
+                Progress::Back { elapsed } => ("back", Some(ms(*elapsed)), None),
+            };
+            json!({"event": "reboot", "node": node, "kernel": kernel, "stage": stage, "elapsed_ms": elapsed, "last": last})
+        }
         UpEvent::Step { unit, node, step, kind, event } => match event {
             Event::Progress { index, detail } => json!({
                 "event": "step_progress", "unit": unit, "node": node, "index": index, "step": step,

@@ -1,6 +1,6 @@
 //! `pvfs-agent` as a process: refusals, `--check-config`, readiness and a clean stop.
 
-use crate::util::{AgentProcess, TestDir, pvfs_agent, text};
+use crate::util::{AgentProcess, TestDir, cluster_file, pvfs_agent, text};
 
 #[test]
 fn insecure_is_refused_with_what_to_use_instead_even_on_loopback() {
@@ -116,4 +116,62 @@ fn check_config_shows_the_policy_and_refuses_a_bad_or_missing_file() {
         "{}",
         text(&bad.stderr)
     );
+}
+
+/// `--name` follows the cluster file's node-name grammar: a name that could be an option, a
+/// path or a second line is refused before anything else is read.
+#[test]
+fn a_bad_name_is_refused_with_the_node_name_grammar() {
+    let dir = TestDir::new();
+    for name in ["-rf", "../ca", "n1\nx", ".hidden", ""] {
+        let out = dir
+            .command(&pvfs_agent())
+            .args(["--check-config", &format!("--name={name}"), "--tls-dir", "tls", "--state-dir", "s"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{name:?}");
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains("--name: node name"), "{name:?}: {stderr}");
+        assert!(stderr.contains("must be 1 to 64 letters, digits, '-', '_' or '.'"), "{name:?}: {stderr}");
+    }
+}
+
+/// A flood of idle connections against an agent whose open-file limit is low: the agent admits
+/// what its limits allow and closes the rest at once, so descriptors remain for its sampler
+/// (not one sample is skipped) and `pvfsctl nodes` is answered during the flood. Before the
+/// limits, the flood took every descriptor for the 10 s handshake timeout: the sampler failed
+/// with "Too many open files" and the accept loop spun.
+#[test]
+fn a_connection_flood_at_the_descriptor_limit_costs_no_sample_and_no_answer() {
+    let dir = TestDir::new();
+    dir.pki();
+    dir.issue_agent("n1", "127.0.0.1");
+    let mut agent = AgentProcess::start_with_nofile(&dir, "n1", "127.0.0.1", 160);
+    let cluster = cluster_file(&dir, &[("n1", format!("127.0.0.1:{}", agent.port))]);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let address: std::net::SocketAddr = format!("127.0.0.1:{}", agent.port).parse().unwrap();
+    // Two flooding hosts (other loopback addresses), 150 connections each: more than the 160
+    // descriptors the agent has.
+    let flood = runtime.block_on(async {
+        let mut held = Vec::new();
+        for source in ["127.0.0.2", "127.0.0.3"] {
+            for _ in 0..150 {
+                let socket = tokio::net::TcpSocket::new_v4().unwrap();
+                socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+                held.push(socket.connect(address).await.unwrap());
+            }
+        }
+        // Long enough for the sampler to run twice while the flood is held.
+        tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+        held
+    });
+    let nodes = dir.ctl(&["nodes", cluster.to_str().unwrap(), "--timeout", "5s"]);
+    assert_eq!(nodes.status.code(), Some(0), "{}", text(&nodes.stderr));
+    assert!(text(&nodes.stdout).contains(" yes "), "{}", text(&nodes.stdout));
+    drop(flood);
+    assert!(agent.terminate().success());
+    let mut log = String::new();
+    std::io::Read::read_to_string(&mut agent.child.stderr.take().unwrap(), &mut log).unwrap();
+    assert!(!log.contains("sample skipped"), "{log}");
+    assert!(!log.contains("Too many open files"), "{log}");
 }

@@ -87,6 +87,7 @@ fn a_throughput_run_keeps_everything_and_reports_like_ior() {
     let results: Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
     assert_eq!((results["servers"].as_u64(), results["clients"].as_u64()), (Some(2), Some(2)));
+    assert_eq!(results["complete"], true, "the record written at the end replaced the first");
     assert_eq!(results["phases"][0]["tasks"].as_array().unwrap().len(), 4);
     assert_eq!(std::fs::read_to_string(run.join("results.csv")).unwrap().lines().count(), 5);
     assert!(
@@ -218,6 +219,134 @@ fn import_reads_ior_and_mdtest_outputs_and_names_failed_runs() {
     );
     // Two runs stored; the failed one is not.
     assert_eq!(std::fs::read_dir(dir.path().join("pvfs-results")).unwrap().count(), 2);
+}
+
+/// Two files of the same name (`a/out.txt`, `b/out.txt`) imported at once, in the same second:
+/// each is a run of its own, and neither overwrites the other.
+#[test]
+fn import_of_two_files_of_one_name_keeps_both() {
+    let dir = TestDir::new();
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../pvfs-bench/testdata/ior");
+    for (sub, fixture) in [("a", "ior_tput.txt"), ("b", "mdtest_small_Z.txt")] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+        std::fs::copy(fixtures.join(fixture), dir.path().join(sub).join("out.txt")).unwrap();
+    }
+    let out = dir.ctl(&["bench", "import", "a/out.txt", "b/out.txt"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mut runs: Vec<_> =
+        std::fs::read_dir(dir.path().join("pvfs-results")).unwrap().map(|d| d.unwrap().path()).collect();
+    runs.sort();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let mut tools = Vec::new();
+    for run in &runs {
+        let doc: Value =
+            serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
+        assert_eq!(
+            doc["run"].as_str(),
+            run.file_name().unwrap().to_str(),
+            "the record names its own directory"
+        );
+        assert_eq!(doc["complete"], true);
+        tools.push((
+            doc["tool"].as_str().unwrap().to_owned(),
+            doc["imported_from"].as_str().unwrap().to_owned(),
+        ));
+        assert!(run.join("raw/out.txt").exists());
+    }
+    tools.sort();
+    assert_eq!(
+        tools,
+        [("ior".to_owned(), "a/out.txt".to_owned()), ("mdtest".to_owned(), "b/out.txt".to_owned())]
+    );
+    // mdtest's `SUMMARY time (in ms/op)` table holds seconds per phase (see pvfs_bench::parse::mdtest).
+    // Runs are named in the order imported (`-2` when in the same second): b/out.txt is second.
+    let md: Value =
+        serde_json::from_str(&std::fs::read_to_string(runs[1].join("results.json")).unwrap()).unwrap();
+    assert_eq!(md["summary"]["mdtest"][0]["unit"], "sec");
+}
+
+/// The README's exit codes: 2 for a file that is not an output (or cannot be read), 1 for a
+/// run that failed, 0 otherwise; each error is said once.
+#[test]
+fn import_exit_codes_follow_the_readme_and_errors_are_said_once() {
+    let dir = TestDir::new();
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../pvfs-bench/testdata/ior");
+    let failed = fixtures.join("err_ior_paper_literal_B.txt");
+    let good = fixtures.join("ior_tput.txt");
+    dir.write("notes.txt", "not a benchmark output\n");
+
+    let out = dir.ctl(&["bench", "import", "notes.txt"]);
+    assert_eq!(out.status.code(), Some(2), "bad input: {}", text(&out.stderr));
+    let out = dir.ctl(&["bench", "import", "missing.txt"]);
+    assert_eq!(out.status.code(), Some(2), "bad input: {}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.matches("No such file or directory").count(), 1, "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let out = dir.ctl(&["bench", "import", failed.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "a failed run: {}", text(&out.stderr));
+    let out = dir.ctl(&["bench", "import", failed.to_str().unwrap(), "notes.txt", good.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "bad input outweighs a failed run: {}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("ior_tput.txt: IOR 4.1.0+dev"), "the good file is still imported");
+    // The cluster file of a run that cannot be read: the reason once, not once per cause.
+    let out = dir.ctl(&["bench", "missing.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.matches("No such file or directory").count(), 1, "{stderr}");
+    // An I/O error storing the results (the results path is a file) is said once, exit 2.
+    dir.write("taken", "");
+    let out = dir.ctl(&["bench", "import", "--results", "taken", good.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("error: creating the results directory taken: "), "{stderr}");
+}
+
+/// `pvfsctl bench` killed mid-run (no chance to write anything more): the run's directory
+/// holds the results.json written when it started, and `report` reads it, naming the run as
+/// incomplete.
+#[test]
+fn a_run_killed_mid_way_leaves_a_directory_report_names_incomplete() {
+    let dir = TestDir::new();
+    let agents = agents(&dir, 1);
+    let cluster = cluster(&dir, &agents.iter().collect::<Vec<_>>());
+    let mut child = dir
+        .command(&pvfsctl())
+        .args([
+            "bench",
+            &cluster,
+            "--json",
+            "--set",
+            "t=1m",
+            "--set",
+            "b=16m",
+            "--set",
+            "i=200",
+            "--results",
+            "res",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    for line in BufReader::new(stdout).lines() {
+        let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if event["event"] == "phase_done" {
+            break;
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let runs: Vec<_> =
+        std::fs::read_dir(dir.path().join("res")).unwrap().map(|d| d.unwrap().path()).collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(runs[0].join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["complete"], false);
+    let report = dir.ctl(&["report", runs[0].to_str().unwrap(), "--out", "rep"]);
+    assert_eq!(report.status.code(), Some(0), "{}", text(&report.stderr));
+    let md = std::fs::read_to_string(dir.path().join("rep/report.md")).unwrap();
+    assert!(md.contains("(incomplete)` did not finish"), "{md}");
 }
 
 #[test]

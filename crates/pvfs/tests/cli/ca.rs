@@ -20,7 +20,13 @@ fn init_then_issue_writes_keys_0600_and_never_overwrites() {
     let key = std::fs::read(tls.join("ca.key")).unwrap();
     let again = dir.ctl(&["ca", "init", "--dir", "tls"]);
     assert_eq!(again.status.code(), Some(2));
-    assert!(text(&again.stderr).contains("already exists; refusing to overwrite"), "{}", text(&again.stderr));
+    let stderr = text(&again.stderr);
+    assert!(stderr.contains("holds a cluster CA, and pvfsctl never replaces a CA's key"), "{stderr}");
+    assert!(stderr.contains("move tls aside, run `pvfsctl ca init --dir tls`"), "{stderr}");
+    // `ca init` has no --force, so it must not suggest one.
+    assert!(!stderr.contains("--force"), "{stderr}");
+    let force = dir.ctl(&["ca", "init", "--dir", "tls", "--force"]);
+    assert_eq!(force.status.code(), Some(2));
     assert_eq!(std::fs::read(tls.join("ca.key")).unwrap(), key);
 }
 

@@ -7,6 +7,7 @@ mod demo;
 mod down;
 mod lifecycle;
 mod nodes;
+mod reboot;
 mod top;
 mod up;
 mod util;

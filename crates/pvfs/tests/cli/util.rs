@@ -90,19 +90,45 @@ impl AgentProcess {
         bin: Option<&Path>,
         extra: &[&str],
     ) -> AgentProcess {
-        let sock_path = dir.path().join(format!("{name}.notify"));
-        // A restarted agent of the same name gets a fresh socket.
-        let _ = std::fs::remove_file(&sock_path);
-        let notify = UnixDatagram::bind(&sock_path).unwrap();
-        notify.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+        AgentProcess::start_on(dir, name, &format!("{ip}:0"), bin, extra)
+    }
+
+    /// As [`AgentProcess::start_with_args`], listening on `listen` (an agent started again on
+    /// its old port, as after a reboot).
+    pub fn start_on(
+        dir: &TestDir,
+        name: &str,
+        listen: &str,
+        bin: Option<&Path>,
+        extra: &[&str],
+    ) -> AgentProcess {
         let mut command = dir.command(&pvfs_agent());
         if let Some(bin) = bin {
             let mut paths = vec![bin.to_owned()];
             paths.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
             command.env("PATH", std::env::join_paths(paths).unwrap());
         }
+        AgentProcess::spawn(dir, name, listen, command, extra)
+    }
+
+    /// As [`AgentProcess::start`], under an open-file limit (soft and hard) of `nofile`, set by
+    /// the shell's `ulimit` (the workspace forbids the `unsafe` of a `pre_exec` hook).
+    pub fn start_with_nofile(dir: &TestDir, name: &str, ip: &str, nofile: u64) -> AgentProcess {
+        let mut command = dir.command(Path::new("sh"));
+        command.args(["-c", &format!("ulimit -n {nofile} && exec \"$0\" \"$@\"")]).arg(pvfs_agent());
+        AgentProcess::spawn(dir, name, &format!("{ip}:0"), command, &[])
+    }
+
+    /// Runs `command` (the agent, or something that becomes it) with the agent's flags and
+    /// waits (bounded) for its readiness message.
+    fn spawn(dir: &TestDir, name: &str, listen: &str, mut command: Command, extra: &[&str]) -> AgentProcess {
+        let sock_path = dir.path().join(format!("{name}.notify"));
+        // A restarted agent of the same name gets a fresh socket.
+        let _ = std::fs::remove_file(&sock_path);
+        let notify = UnixDatagram::bind(&sock_path).unwrap();
+        notify.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
         let mut child = command
-            .args(["--name", name, "--listen", &format!("{ip}:0"), "--tls-dir", "tls"])
+            .args(["--name", name, "--listen", listen, "--tls-dir", "tls"])
             .args(extra)
             .arg("--state-dir")
             .arg(dir.path().join(format!("state-{name}")))

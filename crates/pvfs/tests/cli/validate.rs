@@ -52,3 +52,83 @@ fn a_missing_file_is_named() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("cannot read cluster file nope.toml"), "{}", text(&out.stderr));
 }
+
+/// Values that would reach a file or a command line on a node as an injection (issue 12,
+/// finding 2) are refused with their position and exit 2, where they used to pass.
+#[test]
+fn injectable_values_are_refused_with_positions() {
+    let dir = TestDir::new();
+    dir.write(
+        "inject.toml",
+        "[cluster]\nname = \"g\"\nkind = \"glusterfs\"\n\
+         [packages]\nserver = [\"-oDPkg::Pre-Invoke::=id\"]\n\
+         [[repo]]\nname = \"r\"\nbaseurl = \"https://example.com/\\n[evil]\"\n\
+         [[node]]\nname = \"s1\"\naddress = \"10.0.0.1\"\nroles = [\"server\"]\ndisks = [\"/dev/../etc/shadow\", \"/dev/sdc\"]\n\
+         [glusterfs]\nvolume = \"gv0\"\nmount = \"/mnt/gv0\"\n\
+         [glusterfs.brick]\nmount_options = \"defaults\\n/dev/sdz /etc xfs\"\n\
+         lvm = { vg = \"-ffy\", pool = \"p\", lv = \"lv\\nx\", pool_size = \"95%FREE\", virtual_size = \"1t\" }\n",
+    );
+    let out = dir.ctl(&["validate", "inject.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    for want in [
+        "inject.toml:5:11: [packages] server: \"-oDPkg::Pre-Invoke::\" is not a package name",
+        "inject.toml:8:11: baseurl \"https://example.com/\\n[evil]\" holds '\\n'",
+        "inject.toml:13:10: disk \"/dev/../etc/shadow\" has a `.` or `..` component",
+        "inject.toml:18:17: [glusterfs.brick]: mount option \"defaults\\n/dev/sdz /etc xfs\" holds a character fstab cannot carry",
+        "inject.toml:19:14: [glusterfs.brick]: LVM volume group name \"-ffy\"",
+        "inject.toml:19:39: [glusterfs.brick]: LVM logical volume name \"lv\\nx\"",
+        "6 errors found",
+    ] {
+        assert!(stderr.contains(want), "missing {want:?} in:\n{stderr}");
+    }
+}
+
+/// A mistyped `[cluster]` header is named as such (not "missing [cluster] section"), and the
+/// section's own errors are shown in the same run.
+#[test]
+fn a_mistyped_cluster_header_is_named_with_its_errors() {
+    let dir = TestDir::new();
+    dir.write(
+        "typo.toml",
+        "[clustr]\nname = \"c\"\nkind = \"lustr\"\n[[node]]\nname = \"a\"\naddress = \"10.0.0.1\"\nroles = [\"client\"]\n",
+    );
+    let out = dir.ctl(&["validate", "typo.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("typo.toml:1:2: unknown section [clustr]; did you mean [cluster]?"), "{stderr}");
+    assert!(stderr.contains("typo.toml:3:8: unknown kind \"lustr\""), "{stderr}");
+    assert!(!stderr.contains("missing [cluster] section"), "{stderr}");
+}
+
+/// A type error (schema) and a bad address, an unknown role and a duplicate name (semantic)
+/// are all reported by one run.
+#[test]
+fn schema_and_semantic_errors_come_in_one_run() {
+    let dir = TestDir::new();
+    dir.write(
+        "both.toml",
+        "[cluster]\nname = \"c\"\nkind = \"local\"\n[local]\nmount = \"/mnt/l\"\n\
+         [[node]]\nname = \"a\"\naddress = \"10.0.0.1\"\nroles = [\"server\"]\nid = \"x\"\n\
+         [[node]]\nname = \"b\"\naddress = \"10.0.0.300\"\nroles = [\"sever\"]\n\
+         [[node]]\nname = \"b\"\naddress = \"10.0.0.3\"\nroles = [\"client\"]\n",
+    );
+    let out = dir.ctl(&["validate", "both.toml", "--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let errors: Vec<String> = v["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| format!("{}:{}: {}", e["line"], e["column"], e["message"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            "10:6: invalid type: string \"x\", expected u32",
+            "13:11: cannot parse address \"10.0.0.300\": \"10.0.0.300\" is not a valid IPv4 address (four numbers from 0 to 255)",
+            "14:10: unknown role \"sever\": roles are mgs, mds, oss, server, mgmtd, meta, storage, client; did you mean \"server\"?",
+            "16:8: duplicate node name \"b\" (first defined on line 12)",
+        ]
+    );
+}

@@ -1,0 +1,118 @@
+//! Floods: more connections and streams than the agent admits, from a client that never
+//! finishes a handshake or never reads. The agent must refuse the excess, go on answering its
+//! coordinator, and give back what a client held once it goes.
+
+use crate::harness::{Agent, Pki, TIMEOUT};
+use pvfs_agent::limits::{MAX_CONNECTIONS_PER_PEER, MAX_METRICS_STREAMS, MAX_STREAMS_PER_CONNECTION};
+use pvfs_proto::pb;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Polls `done` every 50 ms until it holds; panics with `what` after 30 s.
+async fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "{what} did not happen within 30 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// `n` TCP connections to `agent` from `source` (another loopback address) that never send a
+/// byte: a TLS handshake that never starts.
+async fn idle_connections(source: &str, agent: SocketAddr, n: usize) -> Vec<tokio::net::TcpStream> {
+    let mut held = Vec::with_capacity(n);
+    for _ in 0..n {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+        held.push(socket.connect(agent).await.expect("the kernel completes the TCP handshake"));
+    }
+    held
+}
+
+#[tokio::test]
+async fn idle_connections_from_one_address_are_capped_and_the_coordinator_still_gets_info() {
+    let pki = Pki::new();
+    let agent = Agent::start(&pki).await;
+    let before = agent.connections.admitted();
+    let flood = 3 * MAX_CONNECTIONS_PER_PEER;
+    let held = idle_connections("127.0.0.2", agent.addr, flood).await;
+    // Every flood connection is either admitted or refused; no more than the per-peer limit
+    // are admitted.
+    let counts = agent.connections.clone();
+    until("the agent looking at every flood connection", || {
+        counts.admitted() - before + counts.refused() == flood as u64
+    })
+    .await;
+    assert_eq!(counts.admitted() - before, MAX_CONNECTIONS_PER_PEER as u64);
+    assert_eq!(counts.refused(), (flood - MAX_CONNECTIONS_PER_PEER) as u64);
+    // The coordinator, on its open connection and on a new one, is still answered.
+    agent.assert_still_serving().await;
+    // The flood's slots come back once its connections close.
+    drop(held);
+    until("the flood's connections to be released", || counts.open() <= 2).await;
+    agent.stop().await;
+}
+
+#[tokio::test]
+async fn metrics_streams_are_limited_in_all_and_freed_when_their_clients_go() {
+    let pki = Pki::new();
+    let agent = Agent::start(&pki).await;
+    assert_eq!(agent.streams.limit(), MAX_METRICS_STREAMS);
+    let request = pb::MetricsRequest { epoch: 0, after_seq: 0, since_unix_ns: 0 };
+    // As many streams as the agent allows, spread over connections within HTTP/2's per
+    // connection limit.
+    let per_connection = (MAX_STREAMS_PER_CONNECTION as usize - 2).min(MAX_METRICS_STREAMS);
+    let mut clients = Vec::new();
+    let mut streams = Vec::new();
+    while streams.len() < MAX_METRICS_STREAMS {
+        let mut client = agent.connect().await;
+        for _ in 0..per_connection.min(MAX_METRICS_STREAMS - streams.len()) {
+            let stream = tokio::time::timeout(TIMEOUT, client.metrics(request))
+                .await
+                .expect("the stream opened in time")
+                .expect("a stream within the limit is accepted");
+            streams.push(stream.into_inner());
+        }
+        clients.push(client);
+    }
+    assert_eq!(agent.streams.live(), MAX_METRICS_STREAMS);
+
+    // One more, on a fresh connection: refused, saying which limit and why.
+    let mut extra = agent.connect().await;
+    let refused = tokio::time::timeout(TIMEOUT, extra.metrics(request))
+        .await
+        .expect("the refusal came in time")
+        .expect_err("a stream over the limit is refused");
+    assert_eq!(refused.code(), tonic::Code::ResourceExhausted, "{refused:?}");
+    assert!(
+        refused
+            .message()
+            .contains(&format!("already serves {MAX_METRICS_STREAMS} Metrics streams, its limit")),
+        "{}",
+        refused.message()
+    );
+    // The refusal left the agent serving.
+    agent.assert_still_serving().await;
+
+    // The clients go away without a word: every stream's task ends and its place is free.
+    drop(streams);
+    drop(clients);
+    let gauge = agent.streams.clone();
+    until("every stream's task to end", || gauge.live() == 0).await;
+
+    // A new stream is accepted and delivers samples.
+    let mut stream = tokio::time::timeout(TIMEOUT, extra.metrics(request))
+        .await
+        .expect("the stream opened in time")
+        .expect("a stream is accepted once others have ended")
+        .into_inner();
+    let event = tokio::time::timeout(TIMEOUT, stream.message())
+        .await
+        .expect("a sample within 10 s")
+        .expect("the stream is healthy")
+        .expect("the stream is open");
+    assert!(matches!(event.event, Some(pb::metrics_event::Event::Sample(_))), "{event:?}");
+    assert_eq!(agent.streams.live(), 1);
+    drop(stream);
+    agent.stop().await;
+}

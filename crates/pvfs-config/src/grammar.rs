@@ -1,0 +1,402 @@
+//! The grammar of every cluster-file value that reaches a file or a command line on a node.
+//!
+//! Each value that pvfs writes into a file (fstab, a `.repo` file, a BeeGFS `.conf`) or passes
+//! as an argument (package installs, lvcreate, mkfs, mount, gluster) is checked here, so that
+//! `validate` refuses it with its `file:line:col` instead of a node running it. The rules follow
+//! each tool's own (cited at each function) and are never looser than the agent's policy
+//! (`pvfs_steps::policy`, the second lock on the node), so a file that validates has a plan
+//! the agents accept. No value anywhere may hold a control character: a newline is how a value
+//! turns into a second line of a file.
+//!
+//! Each check returns the reason and what to write instead, as one sentence for a diagnostic.
+
+/// Refuses control characters (newline, tab, NUL, escape, ...): the one rule every value obeys.
+pub(crate) fn no_control(what: &str, value: &str) -> Result<(), String> {
+    match value.chars().find(|c| c.is_control()) {
+        Some(c) => Err(format!(
+            "{what} {value:?} holds the control character {c:?}; give a one-line value without control characters"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A node name: 1 to 64 letters, digits, `-`, `_` or `.`, not starting with `-` or `.`. It
+/// names the node's certificate files (`NAME.crt`), its agent (`pvfs-agent --name`) and
+/// labels its metrics, so it must be a plain file name that is never read as an option.
+pub fn node_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with(['.', '-'])
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        return Ok(());
+    }
+    Err(format!(
+        "node name {name:?} must be 1 to 64 letters, digits, '-', '_' or '.', not starting with '-' or '.' \
+         (it names the node's certificate file)"
+    ))
+}
+
+/// A path on a node: absolute, at most PATH_MAX, no control characters, no empty, `.` or `..`
+/// components and no trailing `/`, the form the agent's policy compares paths in (so that
+/// `/mnt/../etc` can never pass for a path under `/mnt`).
+pub(crate) fn absolute_path(what: &str, path: &str) -> Result<(), String> {
+    match path_problem(path) {
+        Some(problem) => Err(format!(
+            "{what} {path:?} {problem}: give an absolute path without `.`/`..` components, `//` or a trailing `/`"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// What keeps `path` from being a normalised absolute path, if anything.
+fn path_problem(path: &str) -> Option<&'static str> {
+    if !path.starts_with('/') {
+        return Some("is not an absolute path");
+    }
+    if path.len() > 4095 {
+        return Some("is longer than PATH_MAX");
+    }
+    if path.chars().any(char::is_control) {
+        return Some("holds a control character");
+    }
+    if path == "/" {
+        return None;
+    }
+    if path.ends_with('/') {
+        return Some("ends with '/'");
+    }
+    path[1..].split('/').find_map(|component| match component {
+        "" => Some("has an empty component (`//`)"),
+        "." | ".." => Some("has a `.` or `..` component"),
+        c if c.len() > 255 => Some("has a component longer than 255 bytes"),
+        _ => None,
+    })
+}
+
+/// A block device: a normalised absolute path under `/dev` (`/dev/sdc`,
+/// `/dev/disk/azure/scsi1/lun0`), not in one of `/dev`'s pseudo file systems.
+pub(crate) fn device_path(what: &str, path: &str) -> Result<(), String> {
+    const PSEUDO: [&str; 6] =
+        ["/dev/shm", "/dev/pts", "/dev/mqueue", "/dev/hugepages", "/dev/fd", "/dev/std"];
+    let problem = match path_problem(path) {
+        Some(problem) => problem,
+        None if !path.starts_with("/dev/") => "is not under /dev",
+        None if PSEUDO.iter().any(|p| path.starts_with(p)) => "is not a block device",
+        None => return Ok(()),
+    };
+    Err(format!(
+        "{what} {path:?} {problem}: name a block device by its normalised path under /dev, e.g. \
+         /dev/disk/azure/scsi1/lun0"
+    ))
+}
+
+/// An md array: `/dev/mdN` or `/dev/md/NAME` (mdadm(8), "DEVICE NAMES").
+pub(crate) fn md_device(path: &str) -> Result<(), String> {
+    device_path("raid", path)?;
+    let numbered =
+        path.strip_prefix("/dev/md").is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+    let named = path.strip_prefix("/dev/md/").is_some_and(|n| {
+        !n.is_empty()
+            && n.len() <= 32
+            && !n.starts_with(['-', '.'])
+            && n.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '+' | '-'))
+    });
+    if numbered || named {
+        Ok(())
+    } else {
+        Err(format!("raid {path:?} is not an md array: name it /dev/mdN (such as /dev/md0) or /dev/md/NAME"))
+    }
+}
+
+/// An LVM volume group, thin pool or logical volume name, by lvm(8) "VALID NAMES": at most
+/// 127 of `a-z A-Z 0-9 + _ . -`, not starting with `-`, not `.` or `..`, not starting with
+/// `snapshot` or `pvmove` and without the suffixes LVM uses for its own hidden volumes. Also
+/// not starting with `.`: the agent's policy refuses hidden names.
+pub(crate) fn lvm_name(what: &str, name: &str) -> Result<(), String> {
+    let chars = !name.is_empty()
+        && name.len() <= 127
+        && !name.starts_with(['-', '.'])
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '_' | '.' | '-'));
+    if !chars {
+        return Err(format!(
+            "LVM {what} name {name:?} must be 1 to 127 letters, digits, '+', '_', '.' or '-', not starting with '-' \
+             or '.' (lvm(8), VALID NAMES)"
+        ));
+    }
+    const RESERVED: [&str; 13] = [
+        "_cdata", "_cmeta", "_corig", "_iorig", "_mimage", "_mlog", "_pmspare", "_rimage", "_rmeta",
+        "_tdata", "_tmeta", "_vorigin", "_vdata",
+    ];
+    if name.starts_with("snapshot") || name.starts_with("pvmove") || RESERVED.iter().any(|r| name.contains(r))
+    {
+        return Err(format!(
+            "LVM {what} name {name:?} is one LVM reserves for its own volumes: choose another"
+        ));
+    }
+    Ok(())
+}
+
+/// An lvcreate/pvcreate/vgcreate size: a number with an optional unit (`9216g`, `256K`,
+/// `1.5T`), or for the pool an extent share (`95%FREE`, `100%VG`) as lvcreate(8) `-l` takes it.
+pub(crate) fn lvm_size(what: &str, value: &str, share: bool) -> Result<(), String> {
+    let (number, unit) = match value.split_once('%') {
+        Some((n, of)) if share => (n, if ["FREE", "VG", "PVS", "ORIGIN"].contains(&of) { "" } else { "?" }),
+        Some(_) => ("", ""),
+        None => {
+            let split = value.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(value.len());
+            (&value[..split], &value[split..])
+        }
+    };
+    let number_ok = !number.is_empty()
+        && number.len() <= 20
+        && number.starts_with(|c: char| c.is_ascii_digit())
+        && number.chars().all(|c| c.is_ascii_digit() || c == '.')
+        && number.matches('.').count() <= 1;
+    let unit_ok = unit.is_empty() || (unit.len() == 1 && "bBsSkKmMgGtTpPeE".contains(unit));
+    if number_ok && unit_ok {
+        return Ok(());
+    }
+    let forms = if share { " or a share of the volume group (95%FREE)" } else { "" };
+    Err(format!(
+        "LVM {what} {value:?} is not a size: write a number with an optional unit (256K, 9216g){forms}"
+    ))
+}
+
+/// A package name, as both rpm and dpkg take one: letters, digits, `.`, `+`, `-` or `_`,
+/// starting with a letter or digit (Debian Policy 5.6.1 for dpkg; rpm's own names are a
+/// superset, Fedora's naming guidelines keep them to these). Never starting with `-`: a
+/// package manager would read `-oDPkg::Pre-Invoke::=…` as an option.
+pub(crate) fn package_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 128
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '-' | '_'));
+    if ok {
+        return Ok(());
+    }
+    Err(format!(
+        "{name:?} is not a package name: letters, digits, '.', '+', '-' or '_', starting with a letter or digit; \
+         write `name` or `name=version`"
+    ))
+}
+
+/// A version pin: dpkg's `[epoch:]upstream[-revision]` (deb-version(7): alphanumerics and
+/// `. + - ~ :`) or rpm's `version[-release]` (alphanumerics and `. _ + ~ ^`), starting with a
+/// digit or letter.
+pub(crate) fn package_version(name: &str, version: &str) -> Result<(), String> {
+    let ok = !version.is_empty()
+        && version.len() <= 128
+        && version.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && version
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '-' | '_' | '~' | ':' | '^'));
+    if ok {
+        return Ok(());
+    }
+    Err(format!(
+        "{version:?} is not a version of {name}: letters, digits and . + - _ ~ : ^, starting with a letter or digit"
+    ))
+}
+
+/// A repository URL written into a `.repo` file: one parsed by the URL standard with one of
+/// `schemes`, and written exactly as given (no whitespace, quotes, `\` or `#`, which the
+/// parser would silently drop or a `.repo` reader would cut at).
+pub(crate) fn url(what: &str, value: &str, schemes: &[&str]) -> Result<(), String> {
+    let shown = match schemes.iter().map(|s| format!("{s}://")).collect::<Vec<_>>().as_slice() {
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+        [] => String::new(),
+    };
+    if let Some(c) = value
+        .chars()
+        .find(|c| c.is_whitespace() || c.is_control() || matches!(c, '"' | '\'' | '\\' | '#' | '<' | '>'))
+    {
+        return Err(format!(
+            "{what} {value:?} holds {c:?}, which a .repo file cannot carry in a URL (a newline would add a line to it): \
+             give an {shown} URL, percent-encoding such characters"
+        ));
+    }
+    if value.len() > 2048 {
+        return Err(format!("{what} is longer than 2048 bytes: give an {shown} URL"));
+    }
+    let parsed = url::Url::parse(value)
+        .map_err(|err| format!("{what} {value:?} is not a URL ({err}): give an {shown} URL"))?;
+    if !schemes.contains(&parsed.scheme()) {
+        return Err(format!("{what} {value:?} must be an {shown} URL"));
+    }
+    if parsed.scheme() != "file" && parsed.host_str().is_none_or(str::is_empty) {
+        return Err(format!("{what} {value:?} names no host: give an {shown} URL"));
+    }
+    Ok(())
+}
+
+/// Mount options for fstab and `mount -o` (fstab(5)): comma-separated `key` or `key=value` of
+/// letters, digits and `_ - . : @ +`, so no whitespace or `#` (fstab's field and comment
+/// separators), no path and no quote. Options that make a mount read or write other files or
+/// devices or pull in other units are refused, as the agent's policy refuses them.
+pub(crate) fn mount_options(options: &str) -> Result<(), String> {
+    if options.is_empty() || options.len() > 1024 {
+        return Err(format!("mount options {options:?} are empty or longer than 1024 bytes"));
+    }
+    for option in options.split(',') {
+        let (key, value) = option.split_once('=').unwrap_or((option, ""));
+        let chars_ok = |s: &str| {
+            s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':' | '@' | '+'))
+        };
+        if key.is_empty() || !chars_ok(key) || !chars_ok(value) {
+            return Err(format!(
+                "mount option {option:?} holds a character fstab cannot carry (whitespace, '#', '/', quotes, control \
+                 characters) or is empty: write comma-separated options such as \"defaults,noatime\""
+            ));
+        }
+        if pvfs_host::mount_options::is_refused(key) {
+            return Err(format!(
+                "mount option {key} makes the mount use other files, devices or units; pvfs does not set it"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A file system label for `mkfs -L`: xfs takes at most 12 bytes (mkfs.xfs(8)), ext4 16
+/// (mke2fs(8)); letters, digits, `_ . + -`, not starting with `-` (an option) or `.`.
+pub(crate) fn label(fs: &str, label: &str) -> Result<(), String> {
+    let max = if fs == "xfs" { 12 } else { 16 };
+    let ok = !label.is_empty()
+        && label.len() <= max
+        && !label.starts_with(['-', '.'])
+        && label.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '+' | '-'));
+    if ok {
+        return Ok(());
+    }
+    Err(format!(
+        "label {label:?} must be 1 to {max} letters, digits, '_', '.', '+' or '-' for {fs}, not starting with '-' or '.'"
+    ))
+}
+
+/// An I/O scheduler name as `/sys/block/DEV/queue/scheduler` lists them (`mq-deadline`,
+/// `none`, `bfq`, `kyber`, `deadline`, `noop`, `cfq`).
+pub(crate) fn scheduler(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 32
+        && !name.starts_with('-')
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    if ok {
+        return Ok(());
+    }
+    Err(format!(
+        "{name:?} is not an I/O scheduler name: use one the kernel lists in /sys/block/DEV/queue/scheduler \
+         (mq-deadline, none, bfq, kyber)"
+    ))
+}
+
+/// A key of a BeeGFS service's `.conf` file: BeeGFS's keys are camel-case words
+/// (`tuneNumWorkers`, `connMaxInternodeNum`), read by `key = value` lines.
+pub(crate) fn beegfs_key(key: &str) -> Result<(), String> {
+    let ok = !key.is_empty()
+        && key.len() <= 64
+        && key.starts_with(|c: char| c.is_ascii_alphabetic())
+        && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if ok {
+        return Ok(());
+    }
+    Err(format!("{key:?} is not a BeeGFS configuration key (letters and digits, such as tuneNumWorkers)"))
+}
+
+/// A BeeGFS `.conf` value: one line (the file is `key = value` lines), no `#` (BeeGFS's
+/// config reader cuts a comment there), not empty.
+pub(crate) fn beegfs_value(key: &str, value: &str) -> Result<(), String> {
+    no_control(key, value)?;
+    if value.trim().is_empty() || value.len() > 1024 || value.contains('#') {
+        return Err(format!(
+            "{key} = {value:?}: a BeeGFS setting is one non-empty line without '#' (at most 1024 bytes)"
+        ));
+    }
+    Ok(())
+}
+
+/// A `gluster volume set` option name: dotted lower-case words (`performance.cache-size`).
+pub(crate) fn gluster_key(key: &str) -> Result<(), String> {
+    let ok = !key.is_empty()
+        && key.len() <= 128
+        && key.starts_with(|c: char| c.is_ascii_alphabetic())
+        && key.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+    if ok {
+        return Ok(());
+    }
+    Err(format!("{key:?} is not a GlusterFS volume option name (such as performance.cache-size)"))
+}
+
+/// A `gluster volume set` value: one argument, so no control characters, not empty and not
+/// starting with `-` (the gluster CLI would read it as an option).
+pub(crate) fn gluster_value(key: &str, value: &str) -> Result<(), String> {
+    no_control(key, value)?;
+    if value.is_empty() || value.len() > 1024 || value.starts_with('-') {
+        return Err(format!(
+            "{key} = {value:?}: a GlusterFS option value is 1 to 1024 characters, not starting with '-'"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_grammar_takes_the_tools_forms_and_refuses_injections() {
+        let ok: [Result<(), String>; 16] = [
+            node_name("oss00.cluster-1_a"),
+            device_path("disk", "/dev/disk/azure/scsi1/lun0"),
+            md_device("/dev/md0"),
+            md_device("/dev/md/brick"),
+            lvm_name("volume group", "rhgs-data"),
+            lvm_name("logical volume", "brick+1.x_y"),
+            lvm_size("pool size", "95%FREE", true),
+            lvm_size("size", "9216g", false),
+            package_name("lustre-client-dkms"),
+            package_version("kernel", "1:3.10.0-1160.el7_lustre.x86_64"),
+            url(
+                "baseurl",
+                "https://downloads.whamcloud.com/public/lustre/el7/",
+                &["https", "http", "ftp", "file"],
+            ),
+            url("baseurl", "file:///srv/repo", &["https", "file"]),
+            mount_options("defaults,noatime,logbsize=256k,x-systemd.mount-timeout=90"),
+            label("xfs", "brick1"),
+            beegfs_value("tuneNumWorkers", "64"),
+            gluster_value("performance.cache-size", "1GB"),
+        ];
+        for (i, r) in ok.iter().enumerate() {
+            assert!(r.is_ok(), "{i}: {r:?}");
+        }
+        let refused: [Result<(), String>; 22] = [
+            node_name("-rf"),
+            node_name("a\nb"),
+            node_name(".hidden"),
+            device_path("disk", "/etc/passwd"),
+            device_path("disk", "/dev/../etc/shadow"),
+            device_path("disk", "/dev/shm/x"),
+            md_device("/dev/sdc"),
+            lvm_name("volume group", "-ffy"),
+            lvm_name("logical volume", "lv\nx"),
+            lvm_name("logical volume", "pool_tdata"),
+            lvm_size("size", "1g;reboot", false),
+            lvm_size("size", "95%FREE", false),
+            package_name("-oDPkg::Pre-Invoke::=touch /tmp/x"),
+            package_version("fio", "3.1\n"),
+            url("baseurl", "https://example.com/\n[evil]", &["https"]),
+            url("baseurl", "gopher://example.com/", &["https"]),
+            url("baseurl", "https://", &["https"]),
+            mount_options("defaults\n/dev/sdz /etc xfs defaults 0 0"),
+            mount_options("helper=/bin/sh"),
+            label("xfs", "-L"),
+            beegfs_value("tuneNumWorkers", "8\nsysMgmtdHost = evil"),
+            gluster_value("auth.allow", "--mode=script"),
+        ];
+        for (i, r) in refused.iter().enumerate() {
+            assert!(r.is_err(), "{i} was accepted");
+        }
+    }
+}
