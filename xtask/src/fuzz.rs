@@ -13,7 +13,8 @@ use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The crates with `fuzz_*` tests.
-const CRATES: [&str; 5] = ["pvfs-config", "pvfs-bench", "pvfs-proto", "pvfs-agent", "pvfs-coord"];
+const CRATES: [&str; 6] =
+    ["pvfs-config", "pvfs-bench", "pvfs-engine", "pvfs-proto", "pvfs-agent", "pvfs-coord"];
 
 #[derive(clap::Args, Debug)]
 pub struct FuzzArgs {

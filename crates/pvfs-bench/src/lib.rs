@@ -1,27 +1,22 @@
-//! Benchmarks as the seeds ran them: IOR and mdtest over the clients of a cluster.
+//! Benchmarks as the seeds ran them, the pure part: what a run is, and what its outputs say.
+//! No threads, no I/O beyond reading an output; the engine that runs phases is `pvfs-engine`,
+//! the Markdown/chart report `pvfs-report`, so a crate that only needs a preset or a parser
+//! (`pvfs-config`, `pvfs-proto`) compiles neither.
 //!
 //! - [`model`]: the result shapes every source produces (parsed IOR/mdtest outputs, the
 //!   built-in engine), as `pvfsctl bench import --json` prints them.
 //! - [`params`]: the seed's presets and every parameter's override, the bounds on every size
 //!   and count ([`params::limits`]), and the exact IOR and mdtest arguments they stand for
 //!   (`-B` before IOR 3.3, `--posix.odirect` after).
-//! - [`engine`]: the built-in engine, IOR's and mdtest's semantics without IOR installed;
-//!   [`local`] runs it on one machine; [`child`] runs one phase as the agent's child process;
-//!   [`summary`] turns phases into IOR/mdtest summary rows.
-//! - [`files`]: a run directory's files, made and opened without following symlinks.
+//! - [`summary`]: phase totals into IOR/mdtest summary rows, with IOR's arithmetic.
 //! - [`parse`]: IOR (3.2–4.1; text, JSON and CSV summaries) and mdtest outputs, including
 //!   failed runs.
-//! - [`mpi`]: the `mpi` launcher's hostfile, and the built-in engine run as MPI ranks.
-//! - [`report`]: Markdown with SVG and PNG charts over one or more runs.
+//! - `testing` (feature `testing`): the fuzz corpus (the real outputs in `testdata/ior/`) and
+//!   its mutations, shared with the fuzz tests of readers in other crates.
 
-pub mod child;
-pub mod engine;
-pub mod files;
-pub mod fio;
-pub mod local;
 pub mod model;
-pub mod mpi;
 pub mod params;
 pub mod parse;
-pub mod report;
 pub mod summary;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;

@@ -2,9 +2,19 @@
 //! (max, min, mean and population standard deviation over iterations), so the built-in
 //! engine's results read like IOR's.
 
-use crate::engine::PhaseTotals;
 use crate::model::{IorIteration, IorSummary, MdtestSummary};
 use crate::params::IorParams;
+
+/// Aggregate of a phase over every task of every client: IOR's "bw" and "IOPS" with barriers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PhaseTotals {
+    pub bytes: u64,
+    pub ops: u64,
+    /// Last end − first start, seconds.
+    pub seconds: f64,
+    pub bw_mib: f64,
+    pub ops_per_sec: f64,
+}
 
 /// max, min, mean, population std.
 fn stats(values: &[f64]) -> Option<(f64, f64, f64, f64)> {

@@ -84,8 +84,8 @@ fn truncate(s: &str, max: usize) -> String {
 /// The arguments after the program for `pvfs-agent engine-phase` running `req`.
 pub fn phase_args(req: &PhaseRequest) -> Vec<String> {
     let tool = match req.workload {
-        crate::params::Workload::Ior(_) => "throughput",
-        crate::params::Workload::Mdtest(_) => "metadata",
+        pvfs_bench::params::Workload::Ior(_) => "throughput",
+        pvfs_bench::params::Workload::Mdtest(_) => "metadata",
     };
     let mut args: Vec<String> = vec!["engine-phase".into(), "--dir".into(), req.dir.display().to_string()];
     for (flag, value) in [
@@ -135,7 +135,7 @@ pub fn run(req: &PhaseRequest, progress: &Progress, emit: &(dyn Fn(&PhaseLine) +
 mod tests {
     use super::*;
     use crate::engine::{Engine, IorPhase, MdtestPhase, Phase};
-    use crate::params::Preset;
+    use pvfs_bench::params::Preset;
     use std::sync::Mutex;
 
     fn request(dir: &std::path::Path, phase: Phase) -> PhaseRequest {

@@ -15,6 +15,9 @@ mod shuffle;
 
 pub use ior::{IorJob, IorPhase, remove_files, run_ior_phase};
 pub use mdtest::{MdtestJob, MdtestPhase, run_mdtest_phase};
+// The totals are plain numbers, defined with the summary arithmetic that reads them (in the
+// pure crate); `totals` below computes them from task results.
+pub use pvfs_bench::summary::PhaseTotals;
 
 use std::sync::atomic::AtomicU64;
 use std::time::SystemTime;
@@ -114,17 +117,6 @@ pub fn with_progress<T>(
     })
 }
 
-/// Aggregate of a phase over every task of every client: IOR's "bw" and "IOPS" with barriers.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PhaseTotals {
-    pub bytes: u64,
-    pub ops: u64,
-    /// Last end − first start, seconds.
-    pub seconds: f64,
-    pub bw_mib: f64,
-    pub ops_per_sec: f64,
-}
-
 /// Totals of a phase from every task's result (`None` when there are none).
 pub fn totals(results: &[TaskResult]) -> Option<PhaseTotals> {
     let start = results.iter().map(|r| r.start).min()?;
@@ -197,9 +189,9 @@ impl Phase {
 /// The phases of one iteration, in order, with their labels ("write", "read", or mdtest's row
 /// name such as "File creation"). IOR's removal of the test files after each iteration
 /// ([`Phase::IorCleanup`]) is not among them: it is not measured.
-pub fn iteration_phases(workload: &crate::params::Workload) -> Vec<(Phase, &'static str)> {
+pub fn iteration_phases(workload: &pvfs_bench::params::Workload) -> Vec<(Phase, &'static str)> {
     match workload {
-        crate::params::Workload::Ior(p) => {
+        pvfs_bench::params::Workload::Ior(p) => {
             let mut out = Vec::new();
             if p.write {
                 out.push((Phase::Ior(IorPhase::Write), "write"));
@@ -209,7 +201,7 @@ pub fn iteration_phases(workload: &crate::params::Workload) -> Vec<(Phase, &'sta
             }
             out
         }
-        crate::params::Workload::Mdtest(p) => {
+        pvfs_bench::params::Workload::Mdtest(p) => {
             MdtestPhase::sequence(p).into_iter().map(|m| (Phase::Mdtest(m), m.row())).collect()
         }
     }
@@ -229,7 +221,7 @@ pub enum Engine {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PhaseRequest {
     pub engine: Engine,
-    pub workload: crate::params::Workload,
+    pub workload: pvfs_bench::params::Workload,
     /// The run's directory on this client.
     pub dir: std::path::PathBuf,
     pub first_task: u32,
@@ -251,7 +243,7 @@ impl PhaseRequest {
         /// A task thread's stack (std's default, 2 MiB) and what it allocates besides.
         const PER_TASK: u64 = 3 << 20;
         let buffer = match (&self.workload, self.phase) {
-            (crate::params::Workload::Ior(p), Phase::Ior(_)) => p.transfer.saturating_add(4096),
+            (pvfs_bench::params::Workload::Ior(p), Phase::Ior(_)) => p.transfer.saturating_add(4096),
             _ => 0,
         };
         PROCESS.saturating_add(u64::from(self.tasks).saturating_mul(PER_TASK.saturating_add(buffer)))
@@ -288,7 +280,7 @@ pub fn run_phase(req: &PhaseRequest, progress: &Progress) -> Result<Vec<TaskResu
         crate::files::Dir::create_all(&req.dir)?;
     }
     match (&req.workload, req.phase) {
-        (crate::params::Workload::Ior(params), phase @ (Phase::Ior(_) | Phase::IorCleanup)) => {
+        (pvfs_bench::params::Workload::Ior(params), phase @ (Phase::Ior(_) | Phase::IorCleanup)) => {
             let job = IorJob {
                 params: params.clone(),
                 base: req.dir.join("ior"),
@@ -302,7 +294,7 @@ pub fn run_phase(req: &PhaseRequest, progress: &Progress) -> Result<Vec<TaskResu
                 _ => remove_files(&job).map(|()| Vec::new()),
             }
         }
-        (crate::params::Workload::Mdtest(params), Phase::Mdtest(phase)) => {
+        (pvfs_bench::params::Workload::Mdtest(params), Phase::Mdtest(phase)) => {
             let job =
                 MdtestJob { params: params.clone(), dir: req.dir.clone(), tasks, iteration: req.iteration };
             Ok(run_mdtest_phase(&job, phase, progress))

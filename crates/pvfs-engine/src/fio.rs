@@ -3,7 +3,7 @@
 //! Building the arguments and reading fio's JSON are here; the agent runs the command.
 
 use crate::engine::{IorPhase, PhaseRequest, TaskResult};
-use crate::params::Workload;
+use pvfs_bench::params::Workload;
 use serde_json::Value;
 use std::time::{Duration, SystemTime};
 
@@ -124,7 +124,7 @@ pub fn results(json: &str, phase: IorPhase, started: SystemTime) -> Result<Vec<T
 mod tests {
     use super::*;
     use crate::engine::Phase;
-    use crate::params::Preset;
+    use pvfs_bench::params::Preset;
 
     fn request(preset: Preset, first: u32) -> PhaseRequest {
         let mut workload = preset.workload();
@@ -165,7 +165,7 @@ mod tests {
     fn results_come_from_fios_json() {
         // A real fio 3.33 run (fixtures/ior/fio_seq_1m.json): a job writing 256 MiB in 1266 ms,
         // then one reading it back.
-        let json = include_str!("../testdata/ior/fio_seq_1m.json")
+        let json = include_str!("../../pvfs-bench/testdata/ior/fio_seq_1m.json")
             .replace("\"seqwrite\"", "\"task5\"")
             .replace("\"seqread\"", "\"task6\"");
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
@@ -174,7 +174,21 @@ mod tests {
         assert_eq!((r[0].task, r[0].bytes, r[0].ops), (5, 268435456, 256));
         assert_eq!(r[0].end, t0 + Duration::from_millis(1266));
         assert_eq!((r[1].task, r[1].bytes), (6, 0), "the read job wrote nothing");
-        let err = results(include_str!("../testdata/ior/fio_seq_1m.json"), IorPhase::Write, t0).unwrap_err();
+        let err = results(include_str!("../../pvfs-bench/testdata/ior/fio_seq_1m.json"), IorPhase::Write, t0)
+            .unwrap_err();
         assert!(err.contains("\"seqwrite\" is not one of ours"), "{err}");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(pvfs_bench::testing::config())]
+
+        /// fio's JSON (the built-in fio engine's results), mutated from the parsers' corpus
+        /// (`pvfs_bench::testing`): never a panic, errors are fine.
+        #[test]
+        fn fuzz_fio_results_mutated(bytes in pvfs_bench::testing::mutated(), write in proptest::prelude::any::<bool>()) {
+            let text = String::from_utf8_lossy(&bytes);
+            let phase = if write { IorPhase::Write } else { IorPhase::Read };
+            let _ = results(&text, phase, std::time::UNIX_EPOCH);
+        }
     }
 }

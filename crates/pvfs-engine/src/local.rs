@@ -3,9 +3,9 @@
 //! measures against fio.
 
 use crate::engine::{self, IorJob, IorPhase, MdtestJob, MdtestPhase, PhaseTotals, Progress, TaskResult};
-use crate::model::{IorIteration, IorSummary, MdtestSummary};
-use crate::params::Workload;
-use crate::summary;
+use pvfs_bench::model::{IorIteration, IorSummary, MdtestSummary};
+use pvfs_bench::params::Workload;
+use pvfs_bench::summary;
 use std::path::Path;
 
 /// What a local run measured.

@@ -11,7 +11,7 @@
 
 use crate::engine::{self, Phase, PhaseRequest, Progress, TaskResult};
 use crate::files::Dir;
-use crate::params::Workload;
+use pvfs_bench::params::Workload;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -306,7 +306,7 @@ pub fn engine_args(workload: &Workload, dir: &Path, tasks_per_node: u32) -> Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::Preset;
+    use pvfs_bench::params::Preset;
     use std::sync::Mutex;
 
     fn clients(list: &[(&str, &str)]) -> Vec<(String, String)> {

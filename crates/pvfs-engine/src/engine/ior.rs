@@ -6,8 +6,8 @@
 use super::shuffle::Permutation;
 use super::{Progress, TaskResult};
 use crate::files::Dir;
-use crate::params::{IorParams, Workload, format_size};
 use nix::fcntl::OFlag;
+use pvfs_bench::params::{IorParams, Workload, format_size};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;

@@ -5,7 +5,7 @@
 
 use super::{Progress, TaskResult};
 use crate::files::Dir;
-use crate::params::{MdtestParams, Workload};
+use pvfs_bench::params::{MdtestParams, Workload};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;

@@ -2,7 +2,7 @@
 //! tmpfs).
 
 use super::*;
-use crate::params::{IorParams, MdtestParams};
+use pvfs_bench::params::{IorParams, MdtestParams};
 use std::path::PathBuf;
 
 fn scratch() -> tempfile::TempDir {
