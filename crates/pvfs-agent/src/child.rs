@@ -14,9 +14,9 @@
 //!   in the log). Whatever happens to it — the OOM killer, a panic, a signal — ends the phase
 //!   with an error naming the cause, and the agent goes on serving.
 
-use pvfs_bench::child::{MAX_LINE, PhaseLine};
-use pvfs_bench::engine::{PhaseRequest, Progress, TaskResult};
 use pvfs_bench::params::format_bytes;
+use pvfs_engine::child::{MAX_LINE, PhaseLine};
+use pvfs_engine::engine::{PhaseRequest, Progress, TaskResult};
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -241,7 +241,7 @@ pub(crate) async fn run_engine(
     static SEQ: AtomicU64 = AtomicU64::new(0);
     let died = |why: String| EngineError::Died(format!("the built-in engine on {node} {why}"));
     let mut inner = self_argv().map_err(&died)?;
-    inner.args.extend(pvfs_bench::child::phase_args(req));
+    inner.args.extend(pvfs_engine::child::phase_args(req));
     let mut argv = with_oom_score(ENGINE_OOM_SCORE_ADJ, inner).map_err(&died)?;
     let contained = containment().await;
     if *contained == Containment::Scope {

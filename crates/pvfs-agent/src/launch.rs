@@ -8,8 +8,8 @@
 //! this client for the `-B` question. mpirun reaches the other clients its own way (ssh, as
 //! the seed set up); a single-client run needs nothing.
 
-use pvfs_bench::mpi::{LaunchRequest, Program};
 use pvfs_bench::params::{IorVersion, Workload, ior_args, mdtest_args};
+use pvfs_engine::mpi::{LaunchRequest, Program};
 use pvfs_host::Command;
 use pvfs_proto::pb;
 use std::path::PathBuf;
@@ -31,7 +31,7 @@ pub async fn command(req: &LaunchRequest, hostfile_path: &std::path::Path) -> Re
     let program: Vec<String> = match (req.program, &req.workload) {
         (Program::Builtin, workload) => {
             let mut program = crate::child::self_command()?;
-            program.extend(pvfs_bench::mpi::engine_args(workload, &req.dir, req.tasks_per_node));
+            program.extend(pvfs_engine::mpi::engine_args(workload, &req.dir, req.tasks_per_node));
             program
         }
         (Program::Ior, Workload::Ior(p)) => {
@@ -104,7 +104,7 @@ pub async fn run(
     // The run's directory is on the shared file system: made and written without following
     // symlinks, the hostfile through a random temporary name renamed into place.
     let hostfile = req.hostfile();
-    let written = pvfs_bench::files::Dir::create_all(&req.dir)
+    let written = pvfs_engine::files::Dir::create_all(&req.dir)
         .and_then(|dir| dir.replace_file(HOSTFILE, hostfile.text.as_bytes(), 0o644));
     if let Err(err) = written {
         return fail(format!("cannot write the MPI hostfile: {err}")).await;
@@ -178,7 +178,7 @@ pub async fn run(
         Err(err) => return fail(format!("waiting for mpirun: {err}")).await,
     };
     // mpirun has exited, so no rank is still waiting at a barrier.
-    let _ = std::fs::remove_dir_all(pvfs_bench::mpi::barrier_dir(&req.dir));
+    let _ = std::fs::remove_dir_all(pvfs_engine::mpi::barrier_dir(&req.dir));
     let _ = send(pb::launch_event::Event::Exited(exited)).await;
 }
 

@@ -16,27 +16,27 @@ use tonic::{Request, Response, Status};
 
 /// A benchmark phase under way: the tasks' results, or why there are none.
 type PhaseWork =
-    std::pin::Pin<Box<dyn Future<Output = Result<Vec<pvfs_bench::engine::TaskResult>, Status>> + Send>>;
+    std::pin::Pin<Box<dyn Future<Output = Result<Vec<pvfs_engine::engine::TaskResult>, Status>> + Send>>;
 
 /// One IOR phase of `req` as a fio run: one fio job per task, on IOR's file names.
 async fn run_fio(
-    req: &pvfs_bench::engine::PhaseRequest,
-    phase: pvfs_bench::engine::IorPhase,
-) -> Result<Vec<pvfs_bench::engine::TaskResult>, String> {
-    let args = pvfs_bench::fio::args(req, phase)?;
+    req: &pvfs_engine::engine::PhaseRequest,
+    phase: pvfs_engine::engine::IorPhase,
+) -> Result<Vec<pvfs_engine::engine::TaskResult>, String> {
+    let args = pvfs_engine::fio::args(req, phase)?;
     // fio opens its files by path, following symlinks. Each is made (or, to be read, checked)
     // here first, through the run directory opened without following any: a symlink planted
     // at a test file's name is refused, not followed. What remains is the instant between
     // this and fio's own open, in a directory the agent made.
     let dir = if req.creates_dir() {
-        pvfs_bench::files::Dir::create_all(&req.dir)?
+        pvfs_engine::files::Dir::create_all(&req.dir)?
     } else {
-        pvfs_bench::files::Dir::open(&req.dir)?
+        pvfs_engine::files::Dir::open(&req.dir)?
     };
-    for name in pvfs_bench::fio::file_names(req, phase)? {
+    for name in pvfs_engine::fio::file_names(req, phase)? {
         match phase {
-            pvfs_bench::engine::IorPhase::Write => drop(dir.open_write(&name, nix::fcntl::OFlag::empty())?),
-            pvfs_bench::engine::IorPhase::Read => drop(dir.open_read(&name, nix::fcntl::OFlag::empty())?),
+            pvfs_engine::engine::IorPhase::Write => drop(dir.open_write(&name, nix::fcntl::OFlag::empty())?),
+            pvfs_engine::engine::IorPhase::Read => drop(dir.open_read(&name, nix::fcntl::OFlag::empty())?),
         }
     }
     if !crate::child::on_path("fio") {
@@ -66,7 +66,7 @@ async fn run_fio(
         let tail: Vec<&str> = stderr.lines().rev().take(5).collect::<Vec<_>>().into_iter().rev().collect();
         return Err(format!("`fio {}` exited {:?}: {}", args.join(" "), out.status.code(), tail.join("\n")));
     }
-    pvfs_bench::fio::results(&stdout, phase, started)
+    pvfs_engine::fio::results(&stdout, phase, started)
 }
 
 /// How far ahead a benchmark phase may be scheduled.
@@ -158,7 +158,7 @@ impl pb::agent_server::Agent for AgentService {
         &self,
         request: Request<pb::BenchPhaseRequest>,
     ) -> Result<Response<Self::BenchPhaseStream>, Status> {
-        use pvfs_bench::engine::{Engine, Phase};
+        use pvfs_engine::engine::{Engine, Phase};
         let (req, start_at) = pvfs_proto::convert::bench::phase_request_from(request.into_inner())
             .map_err(Status::invalid_argument)?;
         // The built-in engine's memory is known from the request: a phase this node cannot
@@ -191,7 +191,7 @@ impl pb::agent_server::Agent for AgentService {
                 () = tokio::time::sleep(wait) => {}
                 () = shutdown.cancelled() => return,
             }
-            let progress = Arc::new(pvfs_bench::engine::Progress::default());
+            let progress = Arc::new(pvfs_engine::engine::Progress::default());
             // Stops the built-in engine at its next transfer: the coordinator went away, or
             // the agent is stopping (a child of the shutdown token).
             let cancel = shutdown.child_token();

@@ -7,13 +7,13 @@
 //! error naming it; the phases finished before are kept for the record.
 
 use crate::dial::{Connection, Dialer, from_status};
-use pvfs_bench::engine::{self, MdtestPhase, Phase, PhaseRequest, PhaseTotals, TaskResult};
 use pvfs_bench::model::{IorIteration, IorSummary, MdtestSummary};
-use pvfs_bench::mpi::{LaunchRequest, Program, RankLine};
 use pvfs_bench::params::Workload;
 use pvfs_bench::summary;
 use pvfs_config::Node;
 use pvfs_config::model::Host;
+use pvfs_engine::engine::{self, MdtestPhase, Phase, PhaseRequest, PhaseTotals, TaskResult};
+use pvfs_engine::mpi::{LaunchRequest, Program, RankLine};
 use pvfs_proto::pb;
 use std::collections::BTreeMap;
 use std::path::PathBuf;

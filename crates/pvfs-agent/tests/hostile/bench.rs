@@ -4,9 +4,9 @@
 //! field or the path, nothing is written through a symlink, and the agent goes on serving.
 
 use crate::harness::{self, Agent, Pki, TIMEOUT};
-use pvfs_bench::engine::{Engine, IorPhase, MdtestPhase, Phase, PhaseRequest};
-use pvfs_bench::mpi::{LaunchRequest, Program};
 use pvfs_bench::params::{Preset, Workload};
+use pvfs_engine::engine::{Engine, IorPhase, MdtestPhase, Phase, PhaseRequest};
+use pvfs_engine::mpi::{LaunchRequest, Program};
 use pvfs_proto::convert::bench::{launch_request_to, phase_request_to};
 use pvfs_proto::pb;
 use std::path::Path;

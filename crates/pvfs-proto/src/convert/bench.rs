@@ -2,9 +2,9 @@
 
 use crate::pb;
 use crate::pb::bench_phase_request::Phase as P;
-use pvfs_bench::engine::{Engine, IorPhase, MdtestPhase, Phase, PhaseRequest, TaskResult};
-use pvfs_bench::mpi::{LaunchRequest, Program};
 use pvfs_bench::params::{IorParams, MdtestParams, Violation, Workload};
+use pvfs_engine::engine::{Engine, IorPhase, MdtestPhase, Phase, PhaseRequest, TaskResult};
+use pvfs_engine::mpi::{LaunchRequest, Program};
 use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -4,8 +4,8 @@
 use crate::cli::{EngineArgs, EnginePhaseArgs};
 use crate::{exit, output};
 use anyhow::Context;
-use pvfs_bench::mpi::{RankJob, RankLine};
 use pvfs_bench::params::{Preset, Workload};
+use pvfs_engine::mpi::{RankJob, RankLine};
 use std::io::Write;
 
 /// The preset's workload with every `--set` applied, checked as a whole.
@@ -31,7 +31,7 @@ pub(crate) fn run(args: EngineArgs) -> anyhow::Result<u8> {
     anyhow::ensure!(args.dir.is_dir(), "{} is not a directory", args.dir.display());
     // The engine refuses symlinks on its way; here the user named the directory themselves.
     let dir = args.dir.canonicalize().with_context(|| format!("resolving {}", args.dir.display()))?;
-    let run = match pvfs_bench::local::run(&workload, &dir, args.tasks) {
+    let run = match pvfs_engine::local::run(&workload, &dir, args.tasks) {
         Ok(run) => run,
         Err(err) => {
             output::error(&anyhow::anyhow!("{err}"));
@@ -53,7 +53,7 @@ pub(crate) fn run(args: EngineArgs) -> anyhow::Result<u8> {
 /// standard output, cancelled when standard input closes. Exit 0 when the phase ran (task
 /// errors are in its lines), 1 when it could not run, 2 on bad arguments.
 pub(crate) fn phase(args: EnginePhaseArgs) -> anyhow::Result<u8> {
-    use pvfs_bench::engine::{Engine, Phase, PhaseRequest, Progress};
+    use pvfs_engine::engine::{Engine, Phase, PhaseRequest, Progress};
     use std::io::Read;
     crate::raise_fd_limit();
     let workload = workload(&args.preset, &args.set)?;
@@ -81,8 +81,8 @@ pub(crate) fn phase(args: EnginePhaseArgs) -> anyhow::Result<u8> {
         watch.cancelled.store(true, std::sync::atomic::Ordering::Relaxed);
     });
     let emit =
-        |line: &pvfs_bench::child::PhaseLine| emit_line(&serde_json::to_string(line).unwrap_or_default());
-    Ok(if pvfs_bench::child::run(&req, &progress, &emit) { exit::OK } else { exit::FAILURES })
+        |line: &pvfs_engine::child::PhaseLine| emit_line(&serde_json::to_string(line).unwrap_or_default());
+    Ok(if pvfs_engine::child::run(&req, &progress, &emit) { exit::OK } else { exit::FAILURES })
 }
 
 /// One write per line, so a reader never sees half of one line glued to another.
@@ -95,7 +95,7 @@ fn emit_line(text: &str) {
 /// One rank of an MPI job: a JSON line per phase on standard output (which mpirun forwards to
 /// the launching client), and exit 1 on the first error so mpirun ends the job.
 fn rank(workload: Workload, args: &EngineArgs) -> anyhow::Result<u8> {
-    let (rank, size) = pvfs_bench::mpi::rank_from_env().context(
+    let (rank, size) = pvfs_engine::mpi::rank_from_env().context(
         "--mpi: no MPI rank in the environment (OMPI_COMM_WORLD_RANK or PMI_RANK): start it with mpirun",
     )?;
     anyhow::ensure!(args.tasks_per_node >= 1, "--tasks-per-node must be at least 1");
@@ -105,11 +105,11 @@ fn rank(workload: Workload, args: &EngineArgs) -> anyhow::Result<u8> {
         rank,
         size,
         tasks_per_node: args.tasks_per_node,
-        barrier_limit: pvfs_bench::mpi::BARRIER_LIMIT,
+        barrier_limit: pvfs_engine::mpi::BARRIER_LIMIT,
     };
     // One write per line, so mpirun never forwards half of one line glued to another rank's.
     let emit = |line: &RankLine| emit_line(&serde_json::to_string(line).unwrap_or_default());
-    match pvfs_bench::mpi::run_rank(&job, &emit) {
+    match pvfs_engine::mpi::run_rank(&job, &emit) {
         Ok(()) => Ok(exit::OK),
         Err(err) => {
             output::error(&anyhow::anyhow!("rank {rank} of {size}: {err}"));

@@ -9,11 +9,11 @@ use crate::cli::{BenchArgs, ImportArgs};
 use crate::view::{time_text, to_json, visible_devices};
 use crate::{exit, output};
 use anyhow::{Context, bail};
-use pvfs_bench::mpi::Program;
 use pvfs_bench::params::{Preset, Workload, format_size, ior_args, mdtest_args};
 use pvfs_config::{Cluster, Role};
 use pvfs_coord::bench::{BenchEvent, BenchOutcome, BenchSpec};
 use pvfs_coord::stream::{Event, Start, follow_cluster};
+use pvfs_engine::mpi::Program;
 use pvfs_metrics::rates::Rates;
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 /// What the run is, resolved from flags over the cluster file's `[bench]` over the defaults.
 struct Resolved {
-    engine: pvfs_bench::engine::Engine,
+    engine: pvfs_engine::engine::Engine,
     /// `Some` with the mpi launcher: what mpirun runs.
     mpi: Option<Program>,
     /// As the user named them.
@@ -50,7 +50,7 @@ fn resolve(cluster: &Cluster, args: &BenchArgs) -> anyhow::Result<Resolved> {
     let engine = args.engine.clone().or(cluster.bench.engine.clone()).unwrap_or_else(|| "builtin".into());
     let launcher =
         args.launcher.clone().or(cluster.bench.launcher.clone()).unwrap_or_else(|| "agents".into());
-    use pvfs_bench::engine::Engine;
+    use pvfs_engine::engine::Engine;
     let (engine_kind, mpi) = match (engine.as_str(), launcher.as_str()) {
         ("builtin", "agents") => (Engine::Builtin, None),
         ("fio", "agents") => (Engine::Fio, None),

@@ -165,7 +165,7 @@ async fn show(
     code = code.max(bench_code);
     let report = kept.join("pvfs-report");
     output::print(&format!("\n$ pvfsctl report {} --out {}\n", run.display(), report.display()))?;
-    let written = pvfs_bench::report::write(&[run], &report)?;
+    let written = pvfs_report::write(&[run], &report)?;
     output::print(&format!(
         "wrote {} and {} charts (SVG and PNG)\n",
         written.markdown.display(),

@@ -33,7 +33,7 @@ pub(crate) fn run(cli: CtlCli) -> anyhow::Result<u8> {
             None => runtime()?.block_on(bench::run(cli.run)),
         },
         CtlCommand::Report(args) => {
-            let written = pvfs_bench::report::write(&args.runs, &args.out)?;
+            let written = pvfs_report::write(&args.runs, &args.out)?;
             crate::output::print(&format!(
                 "wrote {} and {} charts (SVG and PNG) in {}\n",
                 written.markdown.display(),
