@@ -12,6 +12,8 @@
 //! - [`parse`]: IOR (3.2–4.1; text, JSON and CSV summaries) and mdtest outputs, including
 //!   failed runs.
 //! - [`mpi`]: the `mpi` launcher's hostfile, and the built-in engine run as MPI ranks.
+//! - [`results`]: the results directory's format (results.json, events, metrics lines), its
+//!   writers and its reader.
 //! - [`report`]: Markdown with SVG and PNG charts over one or more runs.
 
 pub mod child;
@@ -24,4 +26,5 @@ pub mod mpi;
 pub mod params;
 pub mod parse;
 pub mod report;
+pub mod results;
 pub mod summary;
