@@ -3,7 +3,8 @@
 
 use pvfs_metrics::rates::{CpuPercent, DiskRates, NicRates, Rates};
 use pvfs_metrics::sample::Sample;
-use serde_json::{Map, Value, json};
+use pvfs_bench::results::{SecondLine, columns, sorted};
+use serde_json::Value;
 use std::time::{Duration, UNIX_EPOCH};
 
 /// Whole devices that have done I/O since boot (iostat hides the others), or every named one.
@@ -16,24 +17,35 @@ pub(crate) fn time_text(unix_ns: u64) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
 
-/// `{"time":…,"disks":{"sda":{"r/s":…}},"nics":{…},"cpu":{…},"mem":{…},"load":[…]}`.
+/// One second's rates as a metrics line (without its node): the devices in `devices`, every
+/// value keyed as iostat/sar name it.
+pub(crate) fn second_line(r: &Rates, devices: &[String]) -> SecondLine {
+    SecondLine {
+        time: time_text(r.time_unix_ns),
+        interval_s: r.interval_s,
+        disks: r.disks.iter().filter(|(name, _)| devices.contains(name)).map(|(n, d)| (n.clone(), columns(d))).collect(),
+        nics: r.nics.iter().map(|(n, nic)| (n.clone(), columns(nic))).collect(),
+        cpu: columns(&r.cpu),
+        mem: columns(&r.mem),
+        load: [r.load.ldavg_1, r.load.ldavg_5, r.load.ldavg_15],
+        tasks: columns(&Tasks { runq_sz: r.load.runq_sz, plist_sz: r.load.plist_sz }),
+        node: None,
+    }
+}
+
+/// `load`'s task counts, under their sar names.
+#[derive(serde::Serialize)]
+struct Tasks {
+    #[serde(rename = "runq-sz")]
+    runq_sz: u32,
+    #[serde(rename = "plist-sz")]
+    plist_sz: u32,
+}
+
+/// `{"cpu":{…},"disks":{"sda":{"r/s":…}},"interval_s":…,"load":[…],"mem":{…},"nics":{…},…}`,
+/// keys sorted as they have always been (see `pvfs_bench::results`).
 pub(crate) fn to_json(r: &Rates, devices: &[String]) -> Value {
-    let disks: Map<String, Value> = r
-        .disks
-        .iter()
-        .filter(|(name, _)| devices.contains(name))
-        .map(|(name, d)| (name.clone(), serde_json::to_value(d).unwrap_or_default()))
-        .collect();
-    json!({
-        "time": time_text(r.time_unix_ns),
-        "interval_s": r.interval_s,
-        "disks": disks,
-        "nics": r.nics,
-        "cpu": r.cpu,
-        "mem": r.mem,
-        "load": [r.load.ldavg_1, r.load.ldavg_5, r.load.ldavg_15],
-        "tasks": {"runq-sz": r.load.runq_sz, "plist-sz": r.load.plist_sz},
-    })
+    sorted(&second_line(r, devices)).unwrap_or_default()
 }
 
 /// iostat/sar-style tables: two decimals, right-aligned, one block per interval.
