@@ -4,9 +4,9 @@
 //! and network bytes against application bytes from the per-second counters (seed 004's
 //! read-ahead amplification). Markdown, with every chart as SVG and PNG.
 
+use crate::results::{self, PhaseRecord, Record, ResultsError, RunRecord};
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use crate::results::{self, PhaseRecord, Record, ResultsError, RunRecord};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

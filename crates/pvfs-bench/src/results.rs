@@ -41,6 +41,8 @@ pub enum ResultsError {
     Version { path: PathBuf, found: u32 },
     #[error("writing {path}: {source}")]
     Write { path: PathBuf, source: std::io::Error },
+    #[error("creating the results directory {path}: {source}")]
+    CreateBase { path: PathBuf, source: std::io::Error },
     #[error("creating the run directory {path}: {source}")]
     Create { path: PathBuf, source: std::io::Error },
     #[error("{base}: 10000 runs named {name}-… already; move some away")]
@@ -315,9 +317,21 @@ pub enum EventLine {
         at: f64,
     },
     /// A client's cumulative counters for the current phase.
-    Progress { node: String, bytes: u64, ops: u64, time: f64 },
-    Launched { node: String, command: String, hostfile: String },
-    Output { stderr: bool, text: String },
+    Progress {
+        node: String,
+        bytes: u64,
+        ops: u64,
+        time: f64,
+    },
+    Launched {
+        node: String,
+        command: String,
+        hostfile: String,
+    },
+    Output {
+        stderr: bool,
+        text: String,
+    },
     PhaseDone {
         iteration: u32,
         phase: String,
@@ -571,7 +585,8 @@ impl RunDir {
 /// `create_dir` fails on a directory that exists, so no two runs (or imports) ever share one,
 /// even when they start in the same second.
 pub fn new_run_dir(base: &Path, name: &str) -> Result<RunDir, ResultsError> {
-    std::fs::create_dir_all(base).map_err(|source| ResultsError::Create { path: base.to_owned(), source })?;
+    std::fs::create_dir_all(base)
+        .map_err(|source| ResultsError::CreateBase { path: base.to_owned(), source })?;
     for n in 1..=10_000 {
         let candidate = if n == 1 { name.to_owned() } else { format!("{name}-{n}") };
         let dir = base.join(&candidate);

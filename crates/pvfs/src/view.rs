@@ -1,9 +1,9 @@
 //! Rates as the CLI shows them: JSON objects keyed like iostat/sar, and iostat-style tables.
 //! Shared by `pvfs-agent metrics` (this machine) and `pvfsctl top` (every node).
 
+use pvfs_bench::results::{SecondLine, columns, sorted};
 use pvfs_metrics::rates::{CpuPercent, DiskRates, NicRates, Rates};
 use pvfs_metrics::sample::Sample;
-use pvfs_bench::results::{SecondLine, columns, sorted};
 use serde_json::Value;
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -23,7 +23,12 @@ pub(crate) fn second_line(r: &Rates, devices: &[String]) -> SecondLine {
     SecondLine {
         time: time_text(r.time_unix_ns),
         interval_s: r.interval_s,
-        disks: r.disks.iter().filter(|(name, _)| devices.contains(name)).map(|(n, d)| (n.clone(), columns(d))).collect(),
+        disks: r
+            .disks
+            .iter()
+            .filter(|(name, _)| devices.contains(name))
+            .map(|(n, d)| (n.clone(), columns(d)))
+            .collect(),
         nics: r.nics.iter().map(|(n, nic)| (n.clone(), columns(nic))).collect(),
         cpu: columns(&r.cpu),
         mem: columns(&r.mem),

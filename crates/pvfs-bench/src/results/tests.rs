@@ -111,7 +111,10 @@ fn results_json_is_the_old_bytes_plus_version() {
     old["version"] = json!(1);
     assert_eq!(written, serde_json::to_string_pretty(&old).unwrap() + "\n");
     // Keys sorted, so the new one sits between tool and vm_limit_mib.
-    assert!(written.contains("\"tool\": \"ior\",\n  \"version\": 1,\n  \"vm_limit_mib\": null\n}"), "{written}");
+    assert!(
+        written.contains("\"tool\": \"ior\",\n  \"version\": 1,\n  \"vm_limit_mib\": null\n}"),
+        "{written}"
+    );
     let csv = std::fs::read_to_string(dir.path.join("results.csv")).unwrap();
     assert_eq!(
         csv,
@@ -148,10 +151,17 @@ fn mdtest_params_keep_their_keys() {
 fn old_and_hand_made_records_read() {
     let path = Path::new("x/results.json");
     // Before `version` and `complete`: version 1, complete.
-    let Record::Run(r) = parse(path, r#"{"run": "old", "servers": 3, "summary": {"ior": [{"operation": "read", "bw_mean_mib": 5.0}]}}"#).unwrap() else {
+    let Record::Run(r) = parse(
+        path,
+        r#"{"run": "old", "servers": 3, "summary": {"ior": [{"operation": "read", "bw_mean_mib": 5.0}]}}"#,
+    )
+    .unwrap() else {
         panic!("a run")
     };
-    assert_eq!((r.version, r.complete, r.servers, r.bw("read"), r.params), (1, true, Some(3), Some(5.0), None));
+    assert_eq!(
+        (r.version, r.complete, r.servers, r.bw("read"), r.params),
+        (1, true, Some(3), Some(5.0), None)
+    );
     let r = parse(path, r#"{"version": 2, "run": "new"}"#).unwrap_err();
     assert_eq!(
         r.to_string(),
@@ -178,7 +188,10 @@ fn an_import_reads_with_its_tool_version() {
     let dir = new_run_dir(base.path(), "imported-a").unwrap();
     dir.write_import(&import).unwrap();
     let text = std::fs::read_to_string(dir.path.join("results.json")).unwrap();
-    assert!(text.starts_with("{\n  \"run\": \"imported-a\",\n  \"complete\": true,\n  \"imported_from\""), "{text}");
+    assert!(
+        text.starts_with("{\n  \"run\": \"imported-a\",\n  \"complete\": true,\n  \"imported_from\""),
+        "{text}"
+    );
     let record = load(&dir.path).unwrap();
     assert_eq!((record.run_name(), record.bw("write"), record.as_run()), ("imported-a", Some(100.25), None));
 }
@@ -232,7 +245,9 @@ fn metrics_lines_read_both_kinds() {
     assert_eq!(text, r#"{"down":true,"error":"gone","node":"n1","time":"2026-01-01T00:00:00.000Z"}"#);
     assert_eq!(serde_json::from_str::<MetricsLine>(&text).unwrap(), down);
     let second = r#"{"cpu":{"%usr":1.5},"disks":{},"interval_s":1.0,"load":[0.5,0.25,0.0],"mem":{"kbmemfree":12},"nics":{"eth0":{"rxkB/s":2.0}},"node":"n1","tasks":{"plist-sz":100,"runq-sz":1},"time":"1970-01-01T00:16:51.000Z"}"#;
-    let MetricsLine::Second(line) = serde_json::from_str::<MetricsLine>(second).unwrap() else { panic!("a second") };
+    let MetricsLine::Second(line) = serde_json::from_str::<MetricsLine>(second).unwrap() else {
+        panic!("a second")
+    };
     assert_eq!(line.span(), Some((1010.0, 1011.0)));
     assert_eq!(sorted(&line).unwrap().to_string(), second, "integers stay integers");
 }
