@@ -7,14 +7,14 @@ use super::tui::Summary;
 use super::watch::Watch;
 use crate::cli::{BenchArgs, ImportArgs};
 use crate::view::{second_line, time_text, visible_devices};
-use pvfs_bench::results::SecondLine;
 use crate::{exit, output};
 use anyhow::{Context, bail};
 use pvfs_bench::mpi::Program;
 use pvfs_bench::params::{Preset, Workload, ior_args, mdtest_args};
+use pvfs_bench::results::SecondLine;
 use pvfs_bench::results::{
-    self, DownLine, EventLine, ImportRecord, ImportSummary, MetricsLine, RunDir, RunRecord, new_run_dir, unix,
-    write_atomic,
+    self, DownLine, EventLine, ImportRecord, ImportSummary, MetricsLine, RunDir, RunRecord, new_run_dir,
+    unix, write_atomic,
 };
 use pvfs_config::{Cluster, Role};
 use pvfs_coord::bench::{BenchEvent, BenchOutcome, BenchSpec};
@@ -131,6 +131,8 @@ fn resolve(cluster: &Cluster, args: &BenchArgs) -> anyhow::Result<Resolved> {
 
 pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<u8> {
     let Some(sweep) = args.sweep.clone() else { return Ok(run_to(args).await?.0) };
+    // One watcher for the whole sweep: a signal between two points stops the sweep too.
+    let cancel = cancel_on_signal()?;
     let (key, values) =
         sweep.split_once('=').with_context(|| format!("--sweep {sweep:?}: expected KEY=V1,V2,…"))?;
     let (key, values): (String, Vec<String>) = (
@@ -169,7 +171,7 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<u8> {
         if !args.json {
             output::print(&format!("\n== sweep {key}={value}\n"))?;
         }
-        let (point_code, dir) = run_to(point).await?;
+        let (point_code, dir) = run_point(point, cancel.clone()).await?;
         code = code.max(point_code);
         points.push((value.clone(), dir));
         if point_code != exit::OK {
@@ -196,8 +198,46 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<u8> {
     Ok(code)
 }
 
-/// Runs the benchmark; the exit code and the run's results directory.
+/// Runs the benchmark, until it ends or SIGINT/SIGTERM interrupts it; the exit code and the
+/// run's results directory.
 pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
+    run_point(args, cancel_on_signal()?).await
+}
+
+/// Cancelled by the first SIGINT (Ctrl-C) or SIGTERM: the run stops its clients' phase and
+/// keeps what finished. A second signal exits at once, results as they are (the record
+/// written at the start says the run is incomplete). Local to bench until the CLI has a
+/// shared shutdown signal; the handlers are installed here, before the work starts, so a
+/// signal during set-up is not lost.
+fn cancel_on_signal() -> anyhow::Result<CancellationToken> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    let mut terminate = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let cancel = CancellationToken::new();
+    let token = cancel.clone();
+    tokio::spawn(async move {
+        for n in 0.. {
+            let name = tokio::select! {
+                Some(()) = interrupt.recv() => "SIGINT",
+                Some(()) = terminate.recv() => "SIGTERM",
+                else => return,
+            };
+            if n == 0 {
+                output::note(&format!("{name}: stopping the run on every client and keeping what finished"));
+                token.cancel();
+            } else {
+                output::note(&format!("{name} again: leaving without writing the results"));
+                std::process::exit(exit::INTERRUPTED.into());
+            }
+        }
+    });
+    Ok(cancel)
+}
+
+/// How long after a run ends the metrics of a node that sends nothing more are waited for.
+const METRICS_GRACE: Duration = Duration::from_secs(5);
+
+async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result<(u8, PathBuf)> {
     let path = args.cluster.clone().context("a cluster file is needed: pvfsctl bench CLUSTER.toml")?;
     let cluster = pvfs_config::load(&path)?;
     let dialer = super::dialer(&cluster, &args.connect)?;
@@ -261,8 +301,14 @@ pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
     let samples =
         follow_cluster(&cluster, &dialer, &HashMap::new(), Start::Since { unix_ns: since }, shutdown.clone());
     let (summaries_tx, mut summaries) = mpsc::unbounded_channel();
-    let recorder =
-        tokio::spawn(record_metrics(samples, r.results.join("metrics"), summaries_tx, shutdown.clone()));
+    let (latest_tx, mut latest) = tokio::sync::watch::channel(HashMap::new());
+    let recorder = tokio::spawn(record_metrics(
+        samples,
+        r.results.join("metrics"),
+        summaries_tx,
+        latest_tx,
+        shutdown.clone(),
+    ));
 
     let spec = BenchSpec {
         engine: r.engine,
@@ -275,7 +321,8 @@ pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let work = {
         let dialer = dialer.clone();
-        tokio::spawn(async move { pvfs_coord::bench::run(&spec, &dialer, tx).await })
+        let cancel = cancel.clone();
+        tokio::spawn(async move { pvfs_coord::bench::run(&spec, &dialer, tx, cancel).await })
     };
     let mut events_file = std::fs::File::create(r.results.join("events.jsonl"))?;
     // mpirun's output, as it comes: the tool's report (IOR's, mdtest's) and any error.
@@ -350,11 +397,19 @@ pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
         ratatui::restore();
     }
     let outcome = work.await?;
-    // Let the metrics catch up with the last second of the run, then stop following.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Let the metrics catch up with the run's last second: every node has recorded a second
+    // ending at or after the run's end (or is down). A node gone silent without being reported
+    // down yet is waited for no longer than METRICS_GRACE.
+    let finished =
+        outcome.finished.map_or(0, |t| t.duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64);
+    let caught_up = |latest: &HashMap<String, u64>| {
+        cluster.nodes.iter().all(|n| latest.get(&n.name).is_some_and(|t| *t >= finished))
+    };
+    // An Err is the recorder having ended (its stream closed): nothing more to wait for.
+    let _ = tokio::time::timeout(METRICS_GRACE, latest.wait_for(caught_up)).await;
     shutdown.cancel();
     let recorded = recorder.await??;
-    write_results(&r, &outcome, &recorded, true)?;
+    write_results(&r, &outcome, &recorded, !outcome.interrupted)?;
     if json {
         let summary = EventLine::Summary {
             run: r.run_id.clone(),
@@ -366,6 +421,13 @@ pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
         output::json(&results::sorted(&summary)?)?;
     } else {
         output::print(&format!("\n{}", pvfs_bench::summary::tables(&outcome.ior, &outcome.mdtest)))?;
+    }
+    if outcome.interrupted {
+        output::note(&format!(
+            "interrupted: the phases that finished and every node's metrics are kept in {}",
+            r.results.display()
+        ));
+        return Ok((exit::INTERRUPTED, r.results));
     }
     if let Some(err) = &outcome.error {
         output::note(&format!("error: the run stopped: {err}"));
@@ -379,11 +441,14 @@ pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
 }
 
 /// Writes each node's per-second rates to `metrics/NODE.jsonl` until `shutdown`; returns how
-/// many seconds each node recorded.
+/// many seconds each node recorded. `latest` says, per node, up to when it has recorded (Unix
+/// ns; `u64::MAX` while it is down, since nothing more will come), so the run can wait for
+/// its last second rather than sleep.
 async fn record_metrics(
     mut samples: mpsc::Receiver<Event>,
     dir: PathBuf,
     summaries: mpsc::UnboundedSender<(String, Summary)>,
+    latest: tokio::sync::watch::Sender<HashMap<String, u64>>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<BTreeMap<String, u64>> {
     let mut files: HashMap<String, std::fs::File> = HashMap::new();
@@ -417,10 +482,16 @@ async fn record_metrics(
                     writeln!(file, "{value}")?;
                     *counts.entry(node.clone()).or_default() += 1;
                 }
+                latest.send_modify(|l| {
+                    l.insert(node.clone(), stamped.sample.time_unix_ns);
+                });
                 prev.insert(node, stamped);
             }
             Event::Down { node, error } => {
                 prev.remove(&node);
+                latest.send_modify(|l| {
+                    l.insert(node.clone(), u64::MAX);
+                });
                 let line = MetricsLine::Down(DownLine {
                     down: true,
                     error: error.message,
@@ -530,9 +601,12 @@ fn event_line(event: &BenchEvent) -> EventLine {
         BenchEvent::PhaseStarted { iteration, phase, at } => {
             EventLine::PhaseStarted { iteration: *iteration, phase: phase.clone(), at: unix(*at) }
         }
-        BenchEvent::Progress { node, bytes, ops } => {
-            EventLine::Progress { node: node.clone(), bytes: *bytes, ops: *ops, time: unix(SystemTime::now()) }
-        }
+        BenchEvent::Progress { node, bytes, ops } => EventLine::Progress {
+            node: node.clone(),
+            bytes: *bytes,
+            ops: *ops,
+            time: unix(SystemTime::now()),
+        },
         BenchEvent::Launched { node, command, hostfile } => {
             EventLine::Launched { node: node.clone(), command: command.clone(), hostfile: hostfile.clone() }
         }
@@ -571,7 +645,10 @@ fn write_results(
         servers: Some(r.servers as u64),
         clients: Some(r.clients as u64),
         vm_limit_mib: r.vm_limit_mib,
-        sweep: r.sweep_point.as_ref().map(|(key, value)| results::Sweep { key: key.clone(), value: value.clone() }),
+        sweep: r
+            .sweep_point
+            .as_ref()
+            .map(|(key, value)| results::Sweep { key: key.clone(), value: value.clone() }),
         dir: Some(r.dir.clone()),
         started: o.started.map(unix),
         finished: o.finished.map(unix),
