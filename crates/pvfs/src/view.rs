@@ -99,3 +99,49 @@ pub(crate) fn table(r: &Rates, devices: &[String]) -> String {
     );
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pvfs_metrics::rates::{LoadStats, MemStats};
+    use serde_json::{Map, json};
+
+    /// A metrics line is what the `json!` literal it replaced printed, byte for byte: keys
+    /// sorted, integers (kB counts, task counts) still integers, floats as serde_json writes them.
+    #[test]
+    fn a_second_line_is_the_old_json() {
+        let rates = Rates {
+            time_unix_ns: 1_700_000_000_123_000_000,
+            interval_s: 1.0002,
+            disks: [
+                ("sda".into(), DiskRates { r_s: 12.5, util: 33.333333333333336, ..Default::default() }),
+                ("sdb".into(), DiskRates::default()),
+            ]
+            .into(),
+            nics: [("eth0".into(), NicRates { rxkb_s: 0.1, ..Default::default() })].into(),
+            cpu: CpuPercent { usr: 1.25, ..Default::default() },
+            mem: MemStats { kbmemfree: 123456, memused_pct: 45.6, ..Default::default() },
+            load: LoadStats { runq_sz: 2, plist_sz: 300, ldavg_1: 0.5, ldavg_5: 0.25, ldavg_15: 0.125 },
+        };
+        let devices = vec!["sda".to_owned()];
+        // The replaced implementation, as it was.
+        let disks: Map<String, Value> = rates
+            .disks
+            .iter()
+            .filter(|(name, _)| devices.contains(name))
+            .map(|(name, d)| (name.clone(), serde_json::to_value(d).unwrap_or_default()))
+            .collect();
+        let r = &rates;
+        let old = json!({
+            "time": time_text(r.time_unix_ns),
+            "interval_s": r.interval_s,
+            "disks": disks,
+            "nics": r.nics,
+            "cpu": r.cpu,
+            "mem": r.mem,
+            "load": [r.load.ldavg_1, r.load.ldavg_5, r.load.ldavg_15],
+            "tasks": {"runq-sz": r.load.runq_sz, "plist-sz": r.load.plist_sz},
+        });
+        assert_eq!(to_json(&rates, &devices).to_string(), old.to_string());
+    }
+}
