@@ -132,7 +132,7 @@ fn resolve(cluster: &Cluster, args: &BenchArgs) -> anyhow::Result<Resolved> {
 pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<u8> {
     let Some(sweep) = args.sweep.clone() else { return Ok(run_to(args).await?.0) };
     // One watcher for the whole sweep: a signal between two points stops the sweep too.
-    let cancel = cancel_on_signal()?;
+    let interrupts = Interrupts::watch()?;
     let (key, values) =
         sweep.split_once('=').with_context(|| format!("--sweep {sweep:?}: expected KEY=V1,V2,…"))?;
     let (key, values): (String, Vec<String>) = (
@@ -171,7 +171,7 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<u8> {
         if !args.json {
             output::print(&format!("\n== sweep {key}={value}\n"))?;
         }
-        let (point_code, dir) = run_point(point, cancel.clone()).await?;
+        let (point_code, dir) = run_point(point, interrupts.cancel.clone()).await?;
         code = code.max(point_code);
         points.push((value.clone(), dir));
         if point_code != exit::OK {
@@ -201,37 +201,48 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<u8> {
 /// Runs the benchmark, until it ends or SIGINT/SIGTERM interrupts it; the exit code and the
 /// run's results directory.
 pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
-    run_point(args, cancel_on_signal()?).await
+    let interrupts = Interrupts::watch()?;
+    run_point(args, interrupts.cancel.clone()).await
 }
 
-/// Cancelled by the first SIGINT (Ctrl-C) or SIGTERM: the run stops its clients' phase and
-/// keeps what finished. A second signal exits at once, results as they are (the record
-/// written at the start says the run is incomplete). Local to bench until the CLI has a
-/// shared shutdown signal; the handlers are installed here, before the work starts, so a
-/// signal during set-up is not lost.
-fn cancel_on_signal() -> anyhow::Result<CancellationToken> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut interrupt = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
-    let mut terminate = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
-    let cancel = CancellationToken::new();
-    let token = cancel.clone();
-    tokio::spawn(async move {
-        for n in 0.. {
-            let name = tokio::select! {
-                Some(()) = interrupt.recv() => "SIGINT",
-                Some(()) = terminate.recv() => "SIGTERM",
-                else => return,
-            };
-            if n == 0 {
-                output::note(&format!("{name}: stopping the run on every client and keeping what finished"));
-                token.cancel();
-            } else {
-                output::note(&format!("{name} again: leaving without writing the results"));
-                std::process::exit(exit::INTERRUPTED.into());
+/// `cancel` is cancelled by the first SIGINT (Ctrl-C) or SIGTERM: the run stops its clients'
+/// phase and keeps what finished. A second signal exits at once, results as they are (the
+/// record written at the start says the run is incomplete). Local to bench until the CLI has a
+/// shared shutdown signal; the handlers are installed when this is made, before the work
+/// starts, so a signal during set-up is not lost; the watch ends when this is dropped, so a
+/// caller that goes on after the run (`demo`) keeps its own handling of signals.
+struct Interrupts {
+    cancel: CancellationToken,
+    _watcher: tokio_util::task::AbortOnDropHandle<()>,
+}
+
+impl Interrupts {
+    fn watch() -> anyhow::Result<Interrupts> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut interrupt = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+        let mut terminate = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+        let cancel = CancellationToken::new();
+        let token = cancel.clone();
+        let watcher = tokio::spawn(async move {
+            for n in 0.. {
+                let name = tokio::select! {
+                    Some(()) = interrupt.recv() => "SIGINT",
+                    Some(()) = terminate.recv() => "SIGTERM",
+                    else => return,
+                };
+                if n == 0 {
+                    output::note(&format!(
+                        "{name}: stopping the run on every client and keeping what finished"
+                    ));
+                    token.cancel();
+                } else {
+                    output::note(&format!("{name} again: leaving without writing the results"));
+                    std::process::exit(exit::INTERRUPTED.into());
+                }
             }
-        }
-    });
-    Ok(cancel)
+        });
+        Ok(Interrupts { cancel, _watcher: tokio_util::task::AbortOnDropHandle::new(watcher) })
+    }
 }
 
 /// How long after a run ends the metrics of a node that sends nothing more are waited for.
