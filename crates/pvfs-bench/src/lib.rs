@@ -1,7 +1,7 @@
 //! Benchmarks as the seeds ran them, the pure part: what a run is, and what its outputs say.
-//! No threads, no I/O beyond reading an output; the engine that runs phases is `pvfs-engine`,
-//! the Markdown/chart report `pvfs-report`, so a crate that only needs a preset or a parser
-//! (`pvfs-config`, `pvfs-proto`) compiles neither.
+//! No threads, no I/O beyond reading an output and the results directory's files; the engine
+//! that runs phases is `pvfs-engine`, the Markdown/chart report `pvfs-report`, so a crate that
+//! only needs a preset or a parser (`pvfs-config`, `pvfs-proto`) compiles neither.
 //!
 //! - [`model`]: the result shapes every source produces (parsed IOR/mdtest outputs, the
 //!   built-in engine), as `pvfsctl bench import --json` prints them.
@@ -13,10 +13,13 @@
 //!   failed runs.
 //! - `testing` (feature `testing`): the fuzz corpus (the real outputs in `testdata/ior/`) and
 //!   its mutations, shared with the fuzz tests of readers in other crates.
+//! - [`results`]: the results directory's format (results.json, events, metrics lines), its
+//!   writers and its reader.
 
 pub mod model;
 pub mod params;
 pub mod parse;
+pub mod results;
 pub mod summary;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

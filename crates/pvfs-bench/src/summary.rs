@@ -4,6 +4,22 @@
 
 use crate::model::{IorIteration, IorSummary, MdtestSummary};
 use crate::params::IorParams;
+use std::time::SystemTime;
+
+/// What one task did in one phase.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskResult {
+    /// Global task number (0 .. tasks across all clients).
+    pub task: u32,
+    pub start: SystemTime,
+    pub end: SystemTime,
+    /// Bytes moved (IOR) or 0 (mdtest).
+    pub bytes: u64,
+    /// Transfers (IOR) or items (mdtest) done.
+    pub ops: u64,
+    /// The first error, naming the file and the operation; the task stopped there.
+    pub error: Option<String>,
+}
 
 /// Aggregate of a phase over every task of every client: IOR's "bw" and "IOPS" with barriers.
 #[derive(Debug, Clone, Copy, PartialEq)]

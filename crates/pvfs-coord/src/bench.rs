@@ -4,7 +4,9 @@
 //! clients: the coordinator is the barrier.
 //!
 //! A client that fails, goes away, or says nothing for [`SILENCE_LIMIT`] ends the run with an
-//! error naming it; the phases finished before are kept for the record.
+//! error naming it; the phases finished before are kept for the record. So does cancelling
+//! the run (Ctrl-C): the phase under way is dropped, which ends every client's stream, and an
+//! agent stops a phase whose caller has gone.
 
 use crate::dial::{Connection, Dialer, from_status};
 use pvfs_bench::model::{IorIteration, IorSummary, MdtestSummary};
@@ -20,6 +22,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
 
 /// Clients report progress every second; this long without a word is a lost client (a cut
 /// network leaves the stream open but silent).
@@ -92,20 +95,23 @@ pub struct BenchOutcome {
     pub iterations: Vec<IorIteration>,
     pub ior: Vec<IorSummary>,
     pub mdtest: Vec<MdtestSummary>,
-    /// Why the run stopped early, naming the client.
+    /// Why the run stopped early, naming the client (or saying it was interrupted).
     pub error: Option<String>,
+    /// The run was cancelled before it finished.
+    pub interrupted: bool,
     pub started: Option<SystemTime>,
     pub finished: Option<SystemTime>,
 }
 
-/// Runs `spec` on its clients.
+/// Runs `spec` on its clients, until it ends or `cancel` is cancelled.
 pub async fn run(
     spec: &BenchSpec,
     dialer: &Dialer,
     events: mpsc::UnboundedSender<BenchEvent>,
+    cancel: CancellationToken,
 ) -> BenchOutcome {
     if let Some(program) = spec.mpi {
-        return run_mpi(spec, program, dialer, events).await;
+        return run_mpi(spec, program, dialer, events, cancel).await;
     }
     let mut outcome = BenchOutcome { started: Some(SystemTime::now()), ..Default::default() };
     let mut connections = Vec::new();
@@ -126,7 +132,17 @@ pub async fn run(
     let phase_list = engine::iteration_phases(&spec.workload);
     'run: for iteration in 0..iterations {
         for (phase, label) in &phase_list {
-            match run_phase(spec, &connections, dialer, iteration, *phase, label, &events).await {
+            let phase = run_phase(spec, &connections, dialer, iteration, *phase, label, &events);
+            // Dropping the phase drops its JoinSet, which aborts every client's call and so
+            // closes its stream: the agents stop their tasks.
+            let result = tokio::select! {
+                result = phase => result,
+                () = cancel.cancelled() => {
+                    outcome.interrupted = true;
+                    Err("interrupted".to_owned())
+                }
+            };
+            match result {
                 Ok(record) => {
                     let _ = events.send(BenchEvent::PhaseDone { record: record.clone() });
                     outcome.phases.push(record);
@@ -296,9 +312,18 @@ async fn run_mpi(
     program: Program,
     dialer: &Dialer,
     events: mpsc::UnboundedSender<BenchEvent>,
+    cancel: CancellationToken,
 ) -> BenchOutcome {
     let mut outcome = BenchOutcome { started: Some(SystemTime::now()), ..Default::default() };
-    let result = mpi_job(spec, program, dialer, &events, &mut outcome).await;
+    // As with the agents launcher: dropping the job closes the Launch stream, and the agent
+    // stops mpirun.
+    let result = tokio::select! {
+        result = mpi_job(spec, program, dialer, &events, &mut outcome) => result,
+        () = cancel.cancelled() => Err("interrupted".to_owned()),
+    };
+    if cancel.is_cancelled() && result.is_err() {
+        outcome.interrupted = true;
+    }
     if let Err(err) = result {
         outcome.error = Some(err);
     }

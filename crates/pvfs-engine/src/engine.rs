@@ -17,25 +17,10 @@ pub use ior::{IorJob, IorPhase, remove_files, run_ior_phase};
 pub use mdtest::{MdtestJob, MdtestPhase, run_mdtest_phase};
 // The totals are plain numbers, defined with the summary arithmetic that reads them (in the
 // pure crate); `totals` below computes them from task results.
-pub use pvfs_bench::summary::PhaseTotals;
+pub use pvfs_bench::summary::{PhaseTotals, TaskResult};
 
 use std::sync::atomic::AtomicU64;
 use std::time::SystemTime;
-
-/// What one task did in one phase.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TaskResult {
-    /// Global task number (0 .. tasks across all clients).
-    pub task: u32,
-    pub start: SystemTime,
-    pub end: SystemTime,
-    /// Bytes moved (IOR) or 0 (mdtest).
-    pub bytes: u64,
-    /// Transfers (IOR) or items (mdtest) done.
-    pub ops: u64,
-    /// The first error, naming the file and the operation; the task stopped there.
-    pub error: Option<String>,
-}
 
 /// Runs `run` for every task, one thread each, and returns their results in task order. A task
 /// whose thread could not be started (the process is out of threads or memory) or panicked is

@@ -6,7 +6,7 @@
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use serde_json::Value;
+use pvfs_bench::results::{self, PhaseRecord, Record, ResultsError, RunRecord};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -16,16 +16,9 @@ const FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
-    #[error("{path}: {message}")]
-    Run { path: PathBuf, message: String },
-    /// A run directory that was interrupted before it recorded anything: `pvfsctl bench` and
-    /// `bench import` write results.json whole, first thing (bench) or last (import), so a
-    /// directory of theirs without one stopped early.
-    #[error(
-        "{dir} is an incomplete run: it has no results.json (the run or import was interrupted \
-         before it recorded one); its other files are kept — run it again, or leave it out of the report"
-    )]
-    Incomplete { dir: PathBuf },
+    /// A run's results.json is missing, incomplete, or does not read.
+    #[error(transparent)]
+    Load(#[from] ResultsError),
     #[error("writing {path}: {message}")]
     Write { path: PathBuf, message: String },
 }
@@ -36,7 +29,7 @@ pub struct RunData {
     pub dir: PathBuf,
     /// The run's name; "(incomplete)" after it when the run did not finish.
     pub name: String,
-    pub doc: Value,
+    pub record: Record,
     /// False when results.json says the run did not finish (`"complete": false`: interrupted,
     /// or still running): its results are what it had recorded.
     pub complete: bool,
@@ -44,45 +37,37 @@ pub struct RunData {
 
 impl RunData {
     pub fn load(dir: &Path) -> Result<RunData, ReportError> {
-        let path = dir.join("results.json");
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && is_run_dir(dir) => {
-                return Err(ReportError::Incomplete { dir: dir.to_owned() });
-            }
-            Err(e) => {
-                return Err(ReportError::Run {
-                    path: path.clone(),
-                    message: format!("{e} (is {} a pvfs results directory?)", dir.display()),
-                });
-            }
+        let record = results::load(dir)?;
+        let mut name = match record.run_name() {
+            "" => dir.display().to_string(),
+            name => name.to_owned(),
         };
-        let doc: Value = serde_json::from_str(&text)
-            .map_err(|e| ReportError::Run { path: path.clone(), message: e.to_string() })?;
-        let mut name = doc["run"].as_str().map(str::to_owned).unwrap_or_else(|| dir.display().to_string());
-        // Records written before `complete` existed were written at the end: complete.
-        let complete = doc["complete"].as_bool().unwrap_or(true);
+        let complete = record.complete();
         if !complete {
             name += " (incomplete)";
         }
-        Ok(RunData { dir: dir.to_owned(), name, doc, complete })
+        Ok(RunData { dir: dir.to_owned(), name, record, complete })
+    }
+
+    fn run(&self) -> Option<&RunRecord> {
+        self.record.as_run()
     }
 
     fn servers(&self) -> Option<u64> {
-        self.doc["servers"].as_u64()
+        self.run()?.servers
     }
 
     fn vm_limit(&self) -> Option<f64> {
-        self.doc["vm_limit_mib"].as_f64()
+        self.run()?.vm_limit_mib
     }
 
     /// The summary row's mean bandwidth for "write" or "read".
     fn bw(&self, op: &str) -> Option<f64> {
-        self.doc["summary"]["ior"].as_array()?.iter().find(|r| r["operation"] == op)?["bw_mean_mib"].as_f64()
+        self.record.bw(op)
     }
 
     fn ops(&self, op: &str) -> Option<f64> {
-        self.doc["summary"]["ior"].as_array()?.iter().find(|r| r["operation"] == op)?["ops_mean"].as_f64()
+        self.record.ops(op)
     }
 
     /// What the VM limit is for the whole run: per-VM limit × servers.
@@ -91,22 +76,14 @@ impl RunData {
     }
 
     fn label(&self) -> String {
-        if let (Some(key), Some(value)) =
-            (self.doc["sweep"]["key"].as_str(), self.doc["sweep"]["value"].as_str())
-        {
-            return format!("{key}={value}");
+        if let Some(sweep) = self.run().and_then(|r| r.sweep.as_ref()) {
+            return format!("{}={}", sweep.key, sweep.value);
         }
         match self.servers() {
             Some(n) => format!("{n} servers"),
             None => self.name.clone(),
         }
     }
-}
-
-/// Whether `dir` holds what `pvfsctl bench` or `bench import` make before results.json: the
-/// cluster file, the commands, events, metrics or the raw output.
-fn is_run_dir(dir: &Path) -> bool {
-    ["cluster.toml", "commands.txt", "events.jsonl", "metrics", "raw"].iter().any(|f| dir.join(f).exists())
 }
 
 /// What was written.
@@ -152,7 +129,7 @@ pub fn write(runs: &[PathBuf], out: &Path) -> Result<Written, ReportError> {
                 "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 r.name,
                 r.servers().map_or("–".into(), |s| s.to_string()),
-                match (r.doc["clients"].as_u64(), r.doc["tasks_per_client"].as_u64()) {
+                match (r.run().and_then(|r| r.clients), r.run().and_then(|r| r.tasks_per_client)) {
                     (Some(c), Some(t)) => format!("{c} × {t}"),
                     _ => "–".into(),
                 },
@@ -193,23 +170,20 @@ pub fn write(runs: &[PathBuf], out: &Path) -> Result<Written, ReportError> {
         written.charts.extend(files);
     }
 
-    let md_runs: Vec<&RunData> = runs
-        .iter()
-        .filter(|r| r.doc["summary"]["mdtest"].as_array().is_some_and(|a| !a.is_empty()))
-        .collect();
+    let md_runs: Vec<&RunData> = runs.iter().filter(|r| !r.record.mdtest().is_empty()).collect();
     if !md_runs.is_empty() {
         md += "## Metadata (mdtest)\n\n| run | operation | max | min | mean | std | unit |\n|---|---|---:|---:|---:|---:|---|\n";
         for r in &md_runs {
-            for row in r.doc["summary"]["mdtest"].as_array().into_iter().flatten() {
+            for row in r.record.mdtest() {
                 md += &format!(
                     "| `{}` | {} | {} | {} | {} | {} | {} |\n",
                     r.name,
-                    row["operation"].as_str().unwrap_or("?"),
-                    num(row["max"].as_f64()),
-                    num(row["min"].as_f64()),
-                    num(row["mean"].as_f64()),
-                    num(row["std"].as_f64()),
-                    row["unit"].as_str().unwrap_or("")
+                    row.operation,
+                    num(row.max),
+                    num(row.min),
+                    num(row.mean),
+                    num(row.std),
+                    row.unit
                 );
             }
         }
@@ -217,7 +191,7 @@ pub fn write(runs: &[PathBuf], out: &Path) -> Result<Written, ReportError> {
     }
 
     for r in &runs {
-        let Some(phases) = r.doc["phases"].as_array().filter(|p| !p.is_empty()) else { continue };
+        let Some(phases) = r.run().map(|r| &r.phases[..]).filter(|p| !p.is_empty()) else { continue };
         let slug = slug(&r.name);
         md += &format!("## Per-client fairness: `{}`\n\n", r.name);
         md += "Each client's bandwidth (its bytes over its own first start to last end) and when it finished, \
@@ -330,21 +304,15 @@ struct Fair {
 }
 
 /// Per (client, phase kind): bandwidth and completion time, averaged over iterations.
-fn fairness(phases: &[Value]) -> BTreeMap<(String, String), Fair> {
+fn fairness(phases: &[PhaseRecord]) -> BTreeMap<(String, String), Fair> {
     let mut acc: BTreeMap<(String, String), (f64, f64, u32)> = BTreeMap::new();
     for phase in phases {
-        let op = phase["phase"].as_str().unwrap_or("?").to_owned();
-        let tasks = phase["tasks"].as_array().cloned().unwrap_or_default();
-        let begin = tasks.iter().filter_map(|t| t["start"].as_f64()).fold(f64::MAX, f64::min);
+        let op = phase.phase.clone();
+        let begin = phase.tasks.iter().map(|t| t.start).fold(f64::MAX, f64::min);
         let mut by_client: BTreeMap<String, (f64, f64, f64)> = BTreeMap::new();
-        for t in &tasks {
-            let node = t["node"].as_str().unwrap_or("?").to_owned();
-            let (s, e, b) = (
-                t["start"].as_f64().unwrap_or(0.0),
-                t["end"].as_f64().unwrap_or(0.0),
-                t["bytes"].as_f64().unwrap_or(0.0),
-            );
-            let entry = by_client.entry(node).or_insert((f64::MAX, 0.0, 0.0));
+        for t in &phase.tasks {
+            let (s, e, b) = (t.start, t.end, t.bytes as f64);
+            let entry = by_client.entry(t.node.clone()).or_insert((f64::MAX, 0.0, 0.0));
             entry.0 = entry.0.min(s);
             entry.1 = entry.1.max(e);
             entry.2 += b;
@@ -364,35 +332,28 @@ fn fairness(phases: &[Value]) -> BTreeMap<(String, String), Fair> {
 
 /// Per phase kind: application bytes, and bytes the clients' NICs moved (rx for reads, tx for
 /// writes) during the seconds the phases ran, from `metrics/NODE.jsonl`.
-fn amplification(run: &RunData, phases: &[Value]) -> Vec<(String, f64, f64)> {
-    let clients: std::collections::BTreeSet<String> = phases
-        .iter()
-        .flat_map(|p| p["tasks"].as_array().cloned().unwrap_or_default())
-        .filter_map(|t| t["node"].as_str().map(str::to_owned))
-        .collect();
-    // Per client: (second's end time, rx bytes, tx bytes) for every recorded second.
+fn amplification(run: &RunData, phases: &[PhaseRecord]) -> Vec<(String, f64, f64)> {
+    let clients: std::collections::BTreeSet<&str> =
+        phases.iter().flat_map(|p| &p.tasks).map(|t| t.node.as_str()).collect();
+    // Per client: (second's start and end time, rx bytes, tx bytes) for every recorded second.
     let mut seconds: Vec<(f64, f64, f64, f64)> = Vec::new();
     for client in &clients {
-        let Ok(text) = std::fs::read_to_string(run.dir.join("metrics").join(format!("{client}.jsonl")))
-        else {
-            continue;
-        };
-        for line in text.lines() {
-            let Ok(v) = serde_json::from_str::<Value>(line) else { continue };
-            let (Some(time), Some(interval)) = (v["time"].as_str(), v["interval_s"].as_f64()) else {
-                continue;
+        for line in results::metrics_lines(&run.dir, client) {
+            let results::MetricsLine::Second(line) = line else { continue };
+            let Some((start, end)) = line.span() else { continue };
+            let interval = line.interval_s;
+            let column = |nic: &results::Columns, key: &str| {
+                nic.get(key).and_then(Option::as_ref).and_then(serde_json::Number::as_f64).unwrap_or(0.0)
             };
-            let Ok(t) = humantime::parse_rfc3339(time) else { continue };
-            let end = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs_f64();
             let (mut rx, mut tx) = (0.0, 0.0);
-            for (name, nic) in v["nics"].as_object().into_iter().flatten() {
+            for (name, nic) in &line.nics {
                 if name == "lo" {
                     continue;
                 }
-                rx += nic["rxkB/s"].as_f64().unwrap_or(0.0) * 1024.0 * interval;
-                tx += nic["txkB/s"].as_f64().unwrap_or(0.0) * 1024.0 * interval;
+                rx += column(nic, "rxkB/s") * 1024.0 * interval;
+                tx += column(nic, "txkB/s") * 1024.0 * interval;
             }
-            seconds.push((end - interval, end, rx, tx));
+            seconds.push((start, end, rx, tx));
         }
     }
     if seconds.is_empty() {
@@ -400,11 +361,10 @@ fn amplification(run: &RunData, phases: &[Value]) -> Vec<(String, f64, f64)> {
     }
     let mut out: BTreeMap<String, (f64, f64)> = BTreeMap::new();
     for phase in phases {
-        let op = phase["phase"].as_str().unwrap_or("?").to_owned();
-        let tasks = phase["tasks"].as_array().cloned().unwrap_or_default();
-        let start = tasks.iter().filter_map(|t| t["start"].as_f64()).fold(f64::MAX, f64::min);
-        let end = tasks.iter().filter_map(|t| t["end"].as_f64()).fold(0.0, f64::max);
-        let app = phase["bytes"].as_f64().unwrap_or(0.0);
+        let op = phase.phase.clone();
+        let start = phase.tasks.iter().map(|t| t.start).fold(f64::MAX, f64::min);
+        let end = phase.tasks.iter().map(|t| t.end).fold(0.0, f64::max);
+        let app = phase.bytes as f64;
         // Each second counts in proportion to its overlap with the phase.
         let mut net = 0.0;
         for (s, e, rx, tx) in &seconds {

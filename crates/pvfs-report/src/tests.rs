@@ -1,15 +1,16 @@
 //! A report over two hand-made runs: the numbers in it are worked out here by hand.
 
 use super::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// A run on `servers` servers: write 100·servers MiB/s, read 150·servers; two clients whose
 /// tasks take 1 s and 2 s for 100 MiB each; client c1's NIC received 300 MiB during the read.
 fn run(base: &Path, name: &str, servers: u64) -> PathBuf {
     let dir = base.join(name);
     std::fs::create_dir_all(dir.join("metrics")).unwrap();
-    let mib = 1048576.0;
-    let task = |node: &str, task: u32, start: f64, secs: f64| json!({"node": node, "task": task, "start": start, "end": start + secs, "bytes": 100.0 * mib, "ops": 100, "error": null});
+    // Integers, as `pvfsctl bench` writes byte counts.
+    let mib: u64 = 1048576;
+    let task = |node: &str, task: u32, start: f64, secs: f64| json!({"node": node, "task": task, "start": start, "end": start + secs, "bytes": 100 * mib, "ops": 100, "error": null});
     let doc = json!({
         "run": name,
         "servers": servers,
@@ -24,8 +25,8 @@ fn run(base: &Path, name: &str, servers: u64) -> PathBuf {
             "mdtest": [],
         },
         "phases": [
-            {"iteration": 0, "phase": "write", "bytes": 200.0 * mib, "tasks": [task("c1", 0, 1000.0, 1.0), task("c2", 1, 1000.0, 2.0)]},
-            {"iteration": 0, "phase": "read", "bytes": 200.0 * mib, "tasks": [task("c1", 0, 1010.0, 1.0), task("c2", 1, 1010.0, 1.0)]},
+            {"iteration": 0, "phase": "write", "bytes": 200 * mib, "tasks": [task("c1", 0, 1000.0, 1.0), task("c2", 1, 1000.0, 2.0)]},
+            {"iteration": 0, "phase": "read", "bytes": 200 * mib, "tasks": [task("c1", 0, 1010.0, 1.0), task("c2", 1, 1010.0, 1.0)]},
         ],
     });
     std::fs::write(dir.join("results.json"), doc.to_string()).unwrap();

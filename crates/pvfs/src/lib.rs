@@ -24,6 +24,9 @@ pub mod exit {
     pub const FAILURES: u8 = 1;
     /// Bad input (flags, cluster file, certificates) or an error before the work started.
     pub const BAD_INPUT: u8 = 2;
+    /// Interrupted (SIGINT or SIGTERM) before it finished; what it had done is kept. 128 + the
+    /// signal number, as a shell reports a command killed by SIGINT.
+    pub const INTERRUPTED: u8 = 130;
 }
 
 /// Raises the soft limit on open files to the hard limit. A coordinator talks to thousands of

@@ -1,9 +1,10 @@
 //! Rates as the CLI shows them: JSON objects keyed like iostat/sar, and iostat-style tables.
 //! Shared by `pvfs-agent metrics` (this machine) and `pvfsctl top` (every node).
 
+use pvfs_bench::results::{SecondLine, columns, sorted};
 use pvfs_metrics::rates::{CpuPercent, DiskRates, NicRates, Rates};
 use pvfs_metrics::sample::Sample;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use std::time::{Duration, UNIX_EPOCH};
 
 /// Whole devices that have done I/O since boot (iostat hides the others), or every named one.
@@ -16,24 +17,40 @@ pub(crate) fn time_text(unix_ns: u64) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
 
-/// `{"time":…,"disks":{"sda":{"r/s":…}},"nics":{…},"cpu":{…},"mem":{…},"load":[…]}`.
+/// One second's rates as a metrics line (without its node): the devices in `devices`, every
+/// value keyed as iostat/sar name it.
+pub(crate) fn second_line(r: &Rates, devices: &[String]) -> SecondLine {
+    SecondLine {
+        time: time_text(r.time_unix_ns),
+        interval_s: r.interval_s,
+        disks: r
+            .disks
+            .iter()
+            .filter(|(name, _)| devices.contains(name))
+            .map(|(n, d)| (n.clone(), columns(d)))
+            .collect(),
+        nics: r.nics.iter().map(|(n, nic)| (n.clone(), columns(nic))).collect(),
+        cpu: columns(&r.cpu),
+        mem: columns(&r.mem),
+        load: [r.load.ldavg_1, r.load.ldavg_5, r.load.ldavg_15],
+        tasks: columns(&Tasks { runq_sz: r.load.runq_sz, plist_sz: r.load.plist_sz }),
+        node: None,
+    }
+}
+
+/// `load`'s task counts, under their sar names.
+#[derive(serde::Serialize)]
+struct Tasks {
+    #[serde(rename = "runq-sz")]
+    runq_sz: u32,
+    #[serde(rename = "plist-sz")]
+    plist_sz: u32,
+}
+
+/// `{"cpu":{…},"disks":{"sda":{"r/s":…}},"interval_s":…,"load":[…],"mem":{…},"nics":{…},…}`,
+/// keys sorted as they have always been (see `pvfs_bench::results`).
 pub(crate) fn to_json(r: &Rates, devices: &[String]) -> Value {
-    let disks: Map<String, Value> = r
-        .disks
-        .iter()
-        .filter(|(name, _)| devices.contains(name))
-        .map(|(name, d)| (name.clone(), serde_json::to_value(d).unwrap_or_default()))
-        .collect();
-    json!({
-        "time": time_text(r.time_unix_ns),
-        "interval_s": r.interval_s,
-        "disks": disks,
-        "nics": r.nics,
-        "cpu": r.cpu,
-        "mem": r.mem,
-        "load": [r.load.ldavg_1, r.load.ldavg_5, r.load.ldavg_15],
-        "tasks": {"runq-sz": r.load.runq_sz, "plist-sz": r.load.plist_sz},
-    })
+    sorted(&second_line(r, devices)).unwrap_or_default()
 }
 
 /// iostat/sar-style tables: two decimals, right-aligned, one block per interval.
@@ -81,4 +98,50 @@ pub(crate) fn table(r: &Rates, devices: &[String]) -> String {
         r.load.runq_sz, r.load.plist_sz, r.load.ldavg_1, r.load.ldavg_5, r.load.ldavg_15
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pvfs_metrics::rates::{LoadStats, MemStats};
+    use serde_json::{Map, json};
+
+    /// A metrics line is what the `json!` literal it replaced printed, byte for byte: keys
+    /// sorted, integers (kB counts, task counts) still integers, floats as serde_json writes them.
+    #[test]
+    fn a_second_line_is_the_old_json() {
+        let rates = Rates {
+            time_unix_ns: 1_700_000_000_123_000_000,
+            interval_s: 1.0002,
+            disks: [
+                ("sda".into(), DiskRates { r_s: 12.5, util: 33.333333333333336, ..Default::default() }),
+                ("sdb".into(), DiskRates::default()),
+            ]
+            .into(),
+            nics: [("eth0".into(), NicRates { rxkb_s: 0.1, ..Default::default() })].into(),
+            cpu: CpuPercent { usr: 1.25, ..Default::default() },
+            mem: MemStats { kbmemfree: 123456, memused_pct: 45.6, ..Default::default() },
+            load: LoadStats { runq_sz: 2, plist_sz: 300, ldavg_1: 0.5, ldavg_5: 0.25, ldavg_15: 0.125 },
+        };
+        let devices = vec!["sda".to_owned()];
+        // The replaced implementation, as it was.
+        let disks: Map<String, Value> = rates
+            .disks
+            .iter()
+            .filter(|(name, _)| devices.contains(name))
+            .map(|(name, d)| (name.clone(), serde_json::to_value(d).unwrap_or_default()))
+            .collect();
+        let r = &rates;
+        let old = json!({
+            "time": time_text(r.time_unix_ns),
+            "interval_s": r.interval_s,
+            "disks": disks,
+            "nics": r.nics,
+            "cpu": r.cpu,
+            "mem": r.mem,
+            "load": [r.load.ldavg_1, r.load.ldavg_5, r.load.ldavg_15],
+            "tasks": {"runq-sz": r.load.runq_sz, "plist-sz": r.load.plist_sz},
+        });
+        assert_eq!(to_json(&rates, &devices).to_string(), old.to_string());
+    }
 }

@@ -6,16 +6,20 @@
 use super::tui::Summary;
 use super::watch::Watch;
 use crate::cli::{BenchArgs, ImportArgs};
-use crate::view::{time_text, to_json, visible_devices};
+use crate::view::{second_line, time_text, visible_devices};
 use crate::{exit, output};
 use anyhow::{Context, bail};
-use pvfs_bench::params::{Preset, Workload, format_size, ior_args, mdtest_args};
+use pvfs_bench::params::{Preset, Workload, ior_args, mdtest_args};
+use pvfs_bench::results::SecondLine;
+use pvfs_bench::results::{
+    self, DownLine, EventLine, ImportRecord, ImportSummary, MetricsLine, RunDir, RunRecord, new_run_dir,
+    unix, write_atomic,
+};
 use pvfs_config::{Cluster, Role};
 use pvfs_coord::bench::{BenchEvent, BenchOutcome, BenchSpec};
 use pvfs_coord::stream::{Event, Start, follow_cluster};
 use pvfs_engine::mpi::Program;
 use pvfs_metrics::rates::Rates;
-use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 use std::io::IsTerminal;
 use std::io::Write;
@@ -127,6 +131,8 @@ fn resolve(cluster: &Cluster, args: &BenchArgs) -> anyhow::Result<Resolved> {
 
 pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<u8> {
     let Some(sweep) = args.sweep.clone() else { return Ok(run_to(args).await?.0) };
+    // One watcher for the whole sweep: a signal between two points stops the sweep too.
+    let interrupts = Interrupts::watch()?;
     let (key, values) =
         sweep.split_once('=').with_context(|| format!("--sweep {sweep:?}: expected KEY=V1,V2,…"))?;
     let (key, values): (String, Vec<String>) = (
@@ -165,7 +171,7 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<u8> {
         if !args.json {
             output::print(&format!("\n== sweep {key}={value}\n"))?;
         }
-        let (point_code, dir) = run_to(point).await?;
+        let (point_code, dir) = run_point(point, interrupts.cancel.clone()).await?;
         code = code.max(point_code);
         points.push((value.clone(), dir));
         if point_code != exit::OK {
@@ -179,16 +185,11 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<u8> {
             key, "write MiB/s", "read MiB/s"
         );
         for (value, dir) in &points {
-            let doc: serde_json::Value = std::fs::read_to_string(dir.join("results.json"))
-                .ok()
-                .and_then(|t| serde_json::from_str(&t).ok())
-                .unwrap_or_default();
+            // A point whose record does not read shows dashes: the table is a digest, and each
+            // point's own output already said what went wrong.
+            let record = results::load(dir).ok();
             let bw = |op: &str| {
-                doc["summary"]["ior"]
-                    .as_array()
-                    .and_then(|rows| rows.iter().find(|r| r["operation"] == op))
-                    .and_then(|r| r["bw_mean_mib"].as_f64())
-                    .map_or("–".to_owned(), |v| format!("{v:.1}"))
+                record.as_ref().and_then(|r| r.bw(op)).map_or("–".to_owned(), |v| format!("{v:.1}"))
             };
             table += &format!("{value:>12}  {:>12}  {:>12}  {}\n", bw("write"), bw("read"), dir.display());
         }
@@ -197,8 +198,57 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<u8> {
     Ok(code)
 }
 
-/// Runs the benchmark; the exit code and the run's results directory.
+/// Runs the benchmark, until it ends or SIGINT/SIGTERM interrupts it; the exit code and the
+/// run's results directory.
 pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
+    let interrupts = Interrupts::watch()?;
+    run_point(args, interrupts.cancel.clone()).await
+}
+
+/// `cancel` is cancelled by the first SIGINT (Ctrl-C) or SIGTERM: the run stops its clients'
+/// phase and keeps what finished. A second signal exits at once, results as they are (the
+/// record written at the start says the run is incomplete). Local to bench until the CLI has a
+/// shared shutdown signal; the handlers are installed when this is made, before the work
+/// starts, so a signal during set-up is not lost; the watch ends when this is dropped, so a
+/// caller that goes on after the run (`demo`) keeps its own handling of signals.
+struct Interrupts {
+    cancel: CancellationToken,
+    _watcher: tokio_util::task::AbortOnDropHandle<()>,
+}
+
+impl Interrupts {
+    fn watch() -> anyhow::Result<Interrupts> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut interrupt = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+        let mut terminate = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+        let cancel = CancellationToken::new();
+        let token = cancel.clone();
+        let watcher = tokio::spawn(async move {
+            for n in 0.. {
+                let name = tokio::select! {
+                    Some(()) = interrupt.recv() => "SIGINT",
+                    Some(()) = terminate.recv() => "SIGTERM",
+                    else => return,
+                };
+                if n == 0 {
+                    output::note(&format!(
+                        "{name}: stopping the run on every client and keeping what finished"
+                    ));
+                    token.cancel();
+                } else {
+                    output::note(&format!("{name} again: leaving without writing the results"));
+                    std::process::exit(exit::INTERRUPTED.into());
+                }
+            }
+        });
+        Ok(Interrupts { cancel, _watcher: tokio_util::task::AbortOnDropHandle::new(watcher) })
+    }
+}
+
+/// How long after a run ends the metrics of a node that sends nothing more are waited for.
+const METRICS_GRACE: Duration = Duration::from_secs(5);
+
+async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result<(u8, PathBuf)> {
     let path = args.cluster.clone().context("a cluster file is needed: pvfsctl bench CLUSTER.toml")?;
     let cluster = pvfs_config::load(&path)?;
     let dialer = super::dialer(&cluster, &args.connect)?;
@@ -209,7 +259,7 @@ pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
     }
     // A run of the same name in the same second (a sweep point, a second terminal) gets a name
     // of its own, here and on the file system under test, rather than sharing a directory.
-    let (results, run_id) = new_run_dir(&args.results, &r.run_id)?;
+    let RunDir { path: results, name: run_id } = new_run_dir(&args.results, &r.run_id)?;
     if let Some(parent) = r.dir.parent() {
         r.dir = parent.join(&run_id);
     }
@@ -262,8 +312,14 @@ pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
     let samples =
         follow_cluster(&cluster, &dialer, &HashMap::new(), Start::Since { unix_ns: since }, shutdown.clone());
     let (summaries_tx, mut summaries) = mpsc::unbounded_channel();
-    let recorder =
-        tokio::spawn(record_metrics(samples, r.results.join("metrics"), summaries_tx, shutdown.clone()));
+    let (latest_tx, mut latest) = tokio::sync::watch::channel(HashMap::new());
+    let recorder = tokio::spawn(record_metrics(
+        samples,
+        r.results.join("metrics"),
+        summaries_tx,
+        latest_tx,
+        shutdown.clone(),
+    ));
 
     let spec = BenchSpec {
         engine: r.engine,
@@ -276,7 +332,8 @@ pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let work = {
         let dialer = dialer.clone();
-        tokio::spawn(async move { pvfs_coord::bench::run(&spec, &dialer, tx).await })
+        let cancel = cancel.clone();
+        tokio::spawn(async move { pvfs_coord::bench::run(&spec, &dialer, tx, cancel).await })
     };
     let mut events_file = std::fs::File::create(r.results.join("events.jsonl"))?;
     // mpirun's output, as it comes: the tool's report (IOR's, mdtest's) and any error.
@@ -293,7 +350,7 @@ pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
         tokio::select! {
             event = rx.recv() => {
                 let Some(event) = event else { break };
-                let value = event_json(&event);
+                let value = results::sorted(&event_line(&event))?;
                 writeln!(events_file, "{value}")?;
                 match &event {
                     BenchEvent::Launched { node, command, hostfile } => {
@@ -351,17 +408,37 @@ pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
         ratatui::restore();
     }
     let outcome = work.await?;
-    // Let the metrics catch up with the last second of the run, then stop following.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Let the metrics catch up with the run's last second: every node has recorded a second
+    // ending at or after the run's end (or is down). A node gone silent without being reported
+    // down yet is waited for no longer than METRICS_GRACE.
+    let finished =
+        outcome.finished.map_or(0, |t| t.duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64);
+    let caught_up = |latest: &HashMap<String, u64>| {
+        cluster.nodes.iter().all(|n| latest.get(&n.name).is_some_and(|t| *t >= finished))
+    };
+    // An Err is the recorder having ended (its stream closed): nothing more to wait for.
+    let _ = tokio::time::timeout(METRICS_GRACE, latest.wait_for(caught_up)).await;
     shutdown.cancel();
     let recorded = recorder.await??;
-    write_results(&r, &outcome, &recorded, true)?;
+    write_results(&r, &outcome, &recorded, !outcome.interrupted)?;
     if json {
-        output::json(
-            &json!({"event": "summary", "run": r.run_id, "results": r.results, "ior": outcome.ior, "mdtest": outcome.mdtest, "error": outcome.error}),
-        )?;
+        let summary = EventLine::Summary {
+            run: r.run_id.clone(),
+            results: r.results.clone(),
+            ior: outcome.ior.clone(),
+            mdtest: outcome.mdtest.clone(),
+            error: outcome.error.clone(),
+        };
+        output::json(&results::sorted(&summary)?)?;
     } else {
         output::print(&format!("\n{}", pvfs_bench::summary::tables(&outcome.ior, &outcome.mdtest)))?;
+    }
+    if outcome.interrupted {
+        output::note(&format!(
+            "interrupted: the phases that finished and every node's metrics are kept in {}",
+            r.results.display()
+        ));
+        return Ok((exit::INTERRUPTED, r.results));
     }
     if let Some(err) = &outcome.error {
         output::note(&format!("error: the run stopped: {err}"));
@@ -375,11 +452,14 @@ pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
 }
 
 /// Writes each node's per-second rates to `metrics/NODE.jsonl` until `shutdown`; returns how
-/// many seconds each node recorded.
+/// many seconds each node recorded. `latest` says, per node, up to when it has recorded (Unix
+/// ns; `u64::MAX` while it is down, since nothing more will come), so the run can wait for
+/// its last second rather than sleep.
 async fn record_metrics(
     mut samples: mpsc::Receiver<Event>,
     dir: PathBuf,
     summaries: mpsc::UnboundedSender<(String, Summary)>,
+    latest: tokio::sync::watch::Sender<HashMap<String, u64>>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<BTreeMap<String, u64>> {
     let mut files: HashMap<String, std::fs::File> = HashMap::new();
@@ -399,8 +479,11 @@ async fn record_metrics(
                     let rates = Rates::between(&p.sample, &stamped.sample);
                     let devices = visible_devices(&stamped.sample, false);
                     let _ = summaries.send((node.clone(), Summary::of(&rates, &devices)));
-                    let mut value = to_json(&rates, &devices);
-                    value["node"] = json!(node);
+                    let line = MetricsLine::Second(Box::new(SecondLine {
+                        node: Some(node.clone()),
+                        ..second_line(&rates, &devices)
+                    }));
+                    let value = results::sorted(&line)?;
                     let file = match files.entry(node.clone()) {
                         std::collections::hash_map::Entry::Occupied(f) => f.into_mut(),
                         std::collections::hash_map::Entry::Vacant(v) => {
@@ -410,12 +493,23 @@ async fn record_metrics(
                     writeln!(file, "{value}")?;
                     *counts.entry(node.clone()).or_default() += 1;
                 }
+                latest.send_modify(|l| {
+                    l.insert(node.clone(), stamped.sample.time_unix_ns);
+                });
                 prev.insert(node, stamped);
             }
             Event::Down { node, error } => {
                 prev.remove(&node);
-                let line =
-                    json!({"node": node, "time": time_text(now_ns()), "down": true, "error": error.message});
+                latest.send_modify(|l| {
+                    l.insert(node.clone(), u64::MAX);
+                });
+                let line = MetricsLine::Down(DownLine {
+                    down: true,
+                    error: error.message,
+                    node: node.clone(),
+                    time: time_text(now_ns()),
+                });
+                let line = results::sorted(&line)?;
                 if let Some(f) = files.get_mut(&node) {
                     writeln!(f, "{line}")?;
                 }
@@ -512,159 +606,75 @@ fn now_ns() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64
 }
 
-fn unix(t: SystemTime) -> f64 {
-    t.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs_f64()
-}
-
-fn event_json(event: &BenchEvent) -> serde_json::Value {
+/// The line `events.jsonl` (and `--json`) keeps for `event`.
+fn event_line(event: &BenchEvent) -> EventLine {
     match event {
         BenchEvent::PhaseStarted { iteration, phase, at } => {
-            json!({"event": "phase_started", "iteration": iteration, "phase": phase, "at": unix(*at)})
+            EventLine::PhaseStarted { iteration: *iteration, phase: phase.clone(), at: unix(*at) }
         }
-        BenchEvent::Progress { node, bytes, ops } => {
-            json!({"event": "progress", "node": node, "bytes": bytes, "ops": ops, "time": unix(SystemTime::now())})
-        }
+        BenchEvent::Progress { node, bytes, ops } => EventLine::Progress {
+            node: node.clone(),
+            bytes: *bytes,
+            ops: *ops,
+            time: unix(SystemTime::now()),
+        },
         BenchEvent::Launched { node, command, hostfile } => {
-            json!({"event": "launched", "node": node, "command": command, "hostfile": hostfile})
+            EventLine::Launched { node: node.clone(), command: command.clone(), hostfile: hostfile.clone() }
         }
-        BenchEvent::Output { stderr, text } => json!({"event": "output", "stderr": stderr, "text": text}),
-        BenchEvent::PhaseDone { record } => json!({
-            "event": "phase_done",
-            "iteration": record.iteration,
-            "phase": record.label,
-            "bytes": record.totals.bytes,
-            "ops": record.totals.ops,
-            "seconds": record.totals.seconds,
-            "bw_mib": record.totals.bw_mib,
-            "ops_per_sec": record.totals.ops_per_sec,
-        }),
+        BenchEvent::Output { stderr, text } => EventLine::Output { stderr: *stderr, text: text.clone() },
+        BenchEvent::PhaseDone { record } => EventLine::PhaseDone {
+            iteration: record.iteration,
+            phase: record.label.clone(),
+            bytes: record.totals.bytes,
+            ops: record.totals.ops,
+            seconds: record.totals.seconds,
+            bw_mib: record.totals.bw_mib,
+            ops_per_sec: record.totals.ops_per_sec,
+        },
     }
 }
 
 /// results.json (everything) and results.csv (one row per iteration and phase), each written
-/// whole or not at all. `complete` is false for the record written when the run starts (and
-/// left as it is if the run is interrupted), true for the one written at its end.
+/// whole or not at all. `complete` is false for the record written when the run starts and
+/// for a run that was interrupted, true for the one written at the end of a run.
 fn write_results(
     r: &Resolved,
     o: &BenchOutcome,
     metrics: &BTreeMap<String, u64>,
     complete: bool,
 ) -> anyhow::Result<()> {
-    let phases: Vec<_> = o
-        .phases
-        .iter()
-        .map(|p| {
-            let tasks: Vec<_> = p
-                .tasks
-                .iter()
-                .map(|(node, t)| {
-                    json!({"node": node, "task": t.task, "start": unix(t.start), "end": unix(t.end), "bytes": t.bytes, "ops": t.ops, "error": t.error})
-                })
-                .collect();
-            json!({"iteration": p.iteration, "phase": p.label, "bytes": p.totals.bytes, "ops": p.totals.ops, "seconds": p.totals.seconds, "bw_mib": p.totals.bw_mib, "ops_per_sec": p.totals.ops_per_sec, "tasks": tasks})
-        })
-        .collect();
-    let (workload, params) = match &r.workload {
-        Workload::Ior(p) => (
-            "ior",
-            json!({
-                "write": p.write, "read": p.read, "odirect": p.odirect, "reorder": p.reorder, "iterations": p.iterations,
-                "transfer": p.transfer, "block": p.block, "segments": p.segments, "file_per_proc": p.file_per_proc,
-                "random": p.random, "fsync": p.fsync, "transfer_text": format_size(p.transfer), "block_text": format_size(p.block),
-            }),
-        ),
-        Workload::Mdtest(p) => (
-            "mdtest",
-            json!({
-                "create": p.create, "stat": p.stat, "read": p.read, "remove": p.remove, "iterations": p.iterations,
-                "items": p.items, "depth": p.depth, "branch": p.branch, "leaf_only": p.leaf_only,
-                "unique_dir": p.unique_dir, "files_only": p.files_only,
-            }),
-        ),
+    let record = RunRecord {
+        version: results::VERSION,
+        run: r.run_id.clone(),
+        complete,
+        preset: Some(r.preset.as_str().to_owned()),
+        engine: Some(r.engine_name.clone()),
+        launcher: Some(r.launcher.clone()),
+        params: Some((&r.workload).into()),
+        tasks_per_client: Some(r.tasks_per_client),
+        kind: Some(r.kind.clone()),
+        servers: Some(r.servers as u64),
+        clients: Some(r.clients as u64),
+        vm_limit_mib: r.vm_limit_mib,
+        sweep: r
+            .sweep_point
+            .as_ref()
+            .map(|(key, value)| results::Sweep { key: key.clone(), value: value.clone() }),
+        dir: Some(r.dir.clone()),
+        started: o.started.map(unix),
+        finished: o.finished.map(unix),
+        error: o.error.clone(),
+        summary: results::Summary { ior: o.ior.clone(), mdtest: o.mdtest.clone() },
+        iterations: o.iterations.clone(),
+        phases: o
+            .phases
+            .iter()
+            .map(|p| results::PhaseRecord::new(p.iteration, &p.label, &p.totals, &p.tasks))
+            .collect(),
+        metrics_seconds: metrics.clone(),
     };
-    let doc = json!({
-        "run": r.run_id,
-        "complete": complete,
-        "preset": r.preset.as_str(),
-        "engine": r.engine_name,
-        "launcher": r.launcher,
-        "tool": workload,
-        "params": params,
-        "tasks_per_client": r.tasks_per_client,
-        "kind": r.kind,
-        "servers": r.servers,
-        "clients": r.clients,
-        "vm_limit_mib": r.vm_limit_mib,
-        "sweep": r.sweep_point.as_ref().map(|(k, v)| json!({"key": k, "value": v})),
-        "dir": r.dir,
-        "started": o.started.map(unix),
-        "finished": o.finished.map(unix),
-        "error": o.error,
-        "summary": {"ior": o.ior, "mdtest": o.mdtest},
-        "iterations": o.iterations,
-        "phases": phases,
-        "metrics_seconds": metrics,
-    });
-    write_atomic(&r.results.join("results.json"), |out| {
-        serde_json::to_writer_pretty(&mut *out, &doc)?;
-        out.write_all(b"\n")
-    })?;
-    let mut csv = String::from("iteration,phase,bytes,ops,seconds,bw_mib,ops_per_sec\n");
-    for p in &o.phases {
-        csv += &format!(
-            "{},{},{},{},{:.6},{:.3},{:.3}\n",
-            p.iteration,
-            p.label,
-            p.totals.bytes,
-            p.totals.ops,
-            p.totals.seconds,
-            p.totals.bw_mib,
-            p.totals.ops_per_sec
-        );
-    }
-    write_atomic(&r.results.join("results.csv"), |out| out.write_all(csv.as_bytes()))?;
+    RunDir { path: r.results.clone(), name: r.run_id.clone() }.write_record(&record)?;
     Ok(())
-}
-
-/// Makes a new run directory in `base`: `name`, or `name-2`, `name-3`, … when that is taken.
-/// `create_dir` fails on a directory that exists, so no two runs (or imports) ever share one,
-/// even when they start in the same second. Returns the directory and its name.
-fn new_run_dir(base: &Path, name: &str) -> anyhow::Result<(PathBuf, String)> {
-    std::fs::create_dir_all(base)
-        .with_context(|| format!("creating the results directory {}", base.display()))?;
-    for n in 1..=10_000 {
-        let candidate = if n == 1 { name.to_owned() } else { format!("{name}-{n}") };
-        let dir = base.join(&candidate);
-        match std::fs::create_dir(&dir) {
-            Ok(()) => return Ok((dir, candidate)),
-            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(err) => {
-                return Err(err).with_context(|| format!("creating the run directory {}", dir.display()));
-            }
-        }
-    }
-    bail!("{}: 10000 runs named {name}-… already; move some away", base.display())
-}
-
-/// Writes `path` whole or not at all: into a temporary file beside it, flushed to disk, then
-/// renamed over `path`, and the directory flushed so that the rename survives a crash too. A
-/// reader (or a run interrupted mid-write) sees the old file or the new one, never a part.
-fn write_atomic(
-    path: &Path,
-    contents: impl FnOnce(&mut std::io::BufWriter<&std::fs::File>) -> std::io::Result<()>,
-) -> anyhow::Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let written = (|| {
-        let temp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
-        let mut out = std::io::BufWriter::new(temp.as_file());
-        contents(&mut out)?;
-        out.flush()?;
-        drop(out);
-        temp.as_file().sync_all()?;
-        temp.persist(path).map_err(|e| e.error)?;
-        std::fs::File::open(dir)?.sync_all()
-    })();
-    written.with_context(|| format!("writing {}", path.display()))
 }
 
 /// `pvfsctl bench import FILE…`: each file parsed and stored as a run of its own. Exit 2 when a
@@ -707,26 +717,6 @@ pub(crate) fn import(args: ImportArgs) -> anyhow::Result<u8> {
     Ok(code)
 }
 
-/// An imported run's results.json: the parsed output as it is, serialized straight to the
-/// file (an output of a million iterations is not built as a JSON tree first).
-#[derive(serde::Serialize)]
-struct ImportRecord<'a> {
-    run: &'a str,
-    complete: bool,
-    imported_from: &'a str,
-    tool: pvfs_bench::model::Tool,
-    version: &'a Option<String>,
-    command: &'a Option<String>,
-    summary: ImportSummary<'a>,
-    iterations: &'a [pvfs_bench::model::IorIteration],
-}
-
-#[derive(serde::Serialize)]
-struct ImportSummary<'a> {
-    ior: &'a [pvfs_bench::model::IorSummary],
-    mdtest: &'a [pvfs_bench::model::MdtestSummary],
-}
-
 /// Stores one parsed file as a run of its own: a new directory (never one that exists), the
 /// file under `raw/`, then results.json. Each is written whole or not at all, results.json
 /// last, so a directory without one is an import that was interrupted (`report` says so).
@@ -734,7 +724,8 @@ fn store_import(results: &Path, file: &Path, parsed: &pvfs_bench::model::Parsed)
     let shown = file.display().to_string();
     let stem = file.file_stem().map_or("output".into(), |s| s.to_string_lossy().into_owned());
     let stamp = humantime::format_rfc3339_seconds(SystemTime::now()).to_string().replace([':', '-'], "");
-    let (dir, run) = new_run_dir(results, &format!("imported-{stem}-{}", stamp.trim_end_matches('Z')))?;
+    let run_dir = new_run_dir(results, &format!("imported-{stem}-{}", stamp.trim_end_matches('Z')))?;
+    let dir = run_dir.path.clone();
     let raw = dir.join("raw");
     std::fs::create_dir(&raw).with_context(|| format!("creating {}", raw.display()))?;
     let name = file.file_name().map_or("output".into(), |n| n.to_os_string());
@@ -744,18 +735,15 @@ fn store_import(results: &Path, file: &Path, parsed: &pvfs_bench::model::Parsed)
     })
     .with_context(|| format!("copying {shown}"))?;
     let record = ImportRecord {
-        run: &run,
+        run: run_dir.name.as_str().into(),
         complete: true,
-        imported_from: &shown,
+        imported_from: shown.as_str().into(),
         tool: parsed.tool,
-        version: &parsed.version,
-        command: &parsed.command,
-        summary: ImportSummary { ior: &parsed.ior, mdtest: &parsed.mdtest },
-        iterations: &parsed.iterations,
+        version: parsed.version.as_deref().map(Into::into),
+        command: parsed.command.as_deref().map(Into::into),
+        summary: ImportSummary { ior: parsed.ior.as_slice().into(), mdtest: parsed.mdtest.as_slice().into() },
+        iterations: parsed.iterations.as_slice().into(),
     };
-    write_atomic(&dir.join("results.json"), |out| {
-        serde_json::to_writer_pretty(&mut *out, &record)?;
-        out.write_all(b"\n")
-    })?;
+    run_dir.write_import(&record)?;
     Ok(dir)
 }

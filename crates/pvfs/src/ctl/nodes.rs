@@ -6,7 +6,6 @@ use crate::{exit, output};
 use comfy_table::{Cell, CellAlignment, Table, presets};
 use pvfs_coord::{NodeReport, Survey};
 use pvfs_metrics::facts::Signature;
-use serde_json::json;
 
 pub(crate) async fn run(args: NodesArgs) -> anyhow::Result<u8> {
     let cluster = pvfs_config::load(&args.cluster)?;
@@ -20,7 +19,7 @@ pub(crate) async fn run(args: NodesArgs) -> anyhow::Result<u8> {
 pub(crate) fn show(survey: &Survey, json: bool) -> anyhow::Result<()> {
     if json {
         let nodes: Vec<_> = survey.nodes.iter().map(node_json).collect();
-        return output::json(&json!({"nodes": nodes, "elapsed_ms": millis(survey.elapsed)}));
+        return output::json(&Nodes { elapsed_ms: millis(survey.elapsed), nodes });
     }
     output::print(&format!("{}\n", table(survey).trim_fmt()))?;
     for node in &survey.nodes {
@@ -90,25 +89,80 @@ fn table(survey: &Survey) -> Table {
     table
 }
 
-fn node_json(node: &NodeReport) -> serde_json::Value {
-    let roles: Vec<&str> = node.roles.iter().map(|r| r.as_str()).collect();
-    let (info, error, kind) = match &node.result {
+/// What `--json` prints. Fields here are in alphabetical order, the order the output has
+/// always had (it was a `serde_json::Value`, whose keys are sorted).
+#[derive(serde::Serialize)]
+struct Nodes<'a> {
+    elapsed_ms: f64,
+    nodes: Vec<NodeJson<'a>>,
+}
+
+#[derive(serde::Serialize)]
+struct NodeJson<'a> {
+    address: &'a str,
+    error: Option<&'a str>,
+    error_kind: Option<&'a str>,
+    /// The node's facts through a `Value`, so their keys come out sorted too; `null` when the
+    /// node was not reached.
+    info: serde_json::Value,
+    name: &'a str,
+    reachable: bool,
+    roles: Vec<&'a str>,
+    rtt_ms: Option<f64>,
+    warning: Option<&'a str>,
+}
+
+fn node_json(node: &NodeReport) -> NodeJson<'_> {
+    let (info, error, error_kind) = match &node.result {
         Ok(info) => (serde_json::to_value(info).unwrap_or_default(), None, None),
-        Err(err) => (serde_json::Value::Null, Some(err.message.clone()), Some(err.kind.as_str())),
+        Err(err) => (serde_json::Value::Null, Some(err.message.as_str()), Some(err.kind.as_str())),
     };
-    json!({
-        "name": node.name,
-        "roles": roles,
-        "address": node.address,
-        "reachable": node.reachable(),
-        "rtt_ms": node.rtt.map(millis),
-        "error": error,
-        "error_kind": kind,
-        "warning": node.warning,
-        "info": info,
-    })
+    NodeJson {
+        address: &node.address,
+        error,
+        error_kind,
+        info,
+        name: &node.name,
+        reachable: node.reachable(),
+        roles: node.roles.iter().map(|r| r.as_str()).collect(),
+        rtt_ms: node.rtt.map(millis),
+        warning: node.warning.as_deref(),
+    }
 }
 
 fn millis(d: std::time::Duration) -> f64 {
     (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pvfs_config::Role;
+    use pvfs_coord::{DialError, FailureKind};
+    use serde_json::json;
+    use std::time::Duration;
+
+    /// The struct prints what the `json!` literal it replaced printed, byte for byte.
+    #[test]
+    fn json_keeps_its_keys_and_order() {
+        let node = NodeReport {
+            name: "n1".into(),
+            roles: vec![Role::Client],
+            address: "127.0.0.1:1".into(),
+            rtt: Some(Duration::from_micros(1500)),
+            result: Err(DialError { kind: FailureKind::Refused, message: "refused".into() }),
+            warning: Some("odd".into()),
+        };
+        let old = json!({
+            "name": "n1", "roles": ["client"], "address": "127.0.0.1:1", "reachable": false, "rtt_ms": 1.5,
+            "error": "refused", "error_kind": FailureKind::Refused.as_str(), "warning": "odd", "info": null,
+        });
+        let survey = Survey { nodes: vec![node], elapsed: Duration::from_millis(2) };
+        let new =
+            Nodes { elapsed_ms: millis(survey.elapsed), nodes: survey.nodes.iter().map(node_json).collect() };
+        assert_eq!(
+            serde_json::to_string(&new).unwrap(),
+            json!({"nodes": [old], "elapsed_ms": 2.0}).to_string()
+        );
+    }
 }

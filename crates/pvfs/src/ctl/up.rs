@@ -8,7 +8,7 @@ use pvfs_coord::Dialer;
 use pvfs_coord::converge::{Counts, Options, Recap, UpEvent};
 use pvfs_coord::reboot::{Progress, Wait};
 use pvfs_steps::{Event, Outcome};
-use serde_json::json;
+use serde::Serialize;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -94,7 +94,7 @@ fn ms(d: Duration) -> u64 {
 impl View {
     fn show(&mut self, event: &UpEvent) -> anyhow::Result<()> {
         if self.json {
-            return output::json(&event_json(event));
+            return output::json(&line_json(&UpLine::of(event))?);
         }
         let line = match event {
             UpEvent::UnitStarted { node, label, steps, .. } => format!("[{node}] {label}: {steps} steps\n"),
@@ -197,22 +197,7 @@ impl View {
 
     fn recap(&self, recap: &Recap) -> anyhow::Result<()> {
         if self.json {
-            let nodes: Vec<_> = recap.nodes.iter().map(|(name, c)| counts_json(name, c)).collect();
-            return output::json(&json!({
-                "event": "recap",
-                "plan": self.plan,
-                "down": self.down,
-                "nodes": nodes,
-                "failures": recap.failures,
-                "boots": recap.boots.iter().map(|b| json!({
-                    "node": b.node, "kernel": b.kernel, "running": b.running, "reboot_allowed": b.allowed,
-                    "next_step": b.next_step(),
-                })).collect::<Vec<_>>(),
-                "rebooted": recap.rebooted.iter().map(|b| json!({
-                    "node": b.node, "kernel": b.kernel, "was_running": b.running,
-                })).collect::<Vec<_>>(),
-                "elapsed_ms": ms(recap.elapsed),
-            }));
+            return output::json(&line_json(&UpLine::recap(recap, self.plan, self.down))?);
         }
         let width = recap.nodes.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
         let mut text =
@@ -254,74 +239,480 @@ impl View {
     }
 }
 
-fn counts_json(name: &str, c: &Counts) -> serde_json::Value {
-    json!({"name": name, "ok": c.ok, "changed": c.changed, "failed": c.failed, "skipped": c.skipped, "pending": c.pending})
+/// `value` as a JSON line with its keys sorted, the order `--json` has always printed (it was
+/// built as a `serde_json::Value`, whose maps are sorted).
+fn line_json(value: &impl Serialize) -> serde_json::Result<serde_json::Value> {
+    serde_json::to_value(value)
 }
 
-/// One JSON line per event, for scripts.
-fn event_json(event: &UpEvent) -> serde_json::Value {
-    match event {
-        UpEvent::UnitStarted { unit, node, label, steps } => {
-            json!({"event": "unit_started", "unit": unit, "node": node, "label": label, "steps": steps})
-        }
-        UpEvent::UnitSkipped { unit, node, label, reason } => {
-            json!({"event": "unit_skipped", "unit": unit, "node": node, "label": label, "reason": reason})
-        }
-        UpEvent::UnitDone { unit, node, label, result, elapsed } => json!({
-            "event": "unit_done", "unit": unit, "node": node, "label": label,
-            "ok": result.is_ok(), "error": result.as_ref().err(), "elapsed_ms": ms(*elapsed),
-        }),
-        UpEvent::UnitStopped { unit, node, label, kernel, running, elapsed } => json!({
-            "event": "unit_stopped", "unit": unit, "node": node, "label": label,
-            "must_boot": kernel, "running": running, "elapsed_ms": ms(*elapsed),
-        }),
-        UpEvent::Reboot { node, kernel, progress } => {
-            let (stage, elapsed, last) = match progress {
-                Progress::Rebooting => ("rebooting", None, None),
-                Progress::Waiting { elapsed, last } => ("waiting", Some(ms(*elapsed)), Some(last)),
-                Progress::Back { elapsed } => ("back", Some(ms(*elapsed)), None),
-            };
-            json!({"event": "reboot", "node": node, "kernel": kernel, "stage": stage, "elapsed_ms": elapsed, "last": last})
-        }
-        UpEvent::Step { unit, node, step, kind, event } => match event {
-            Event::Progress { index, detail } => json!({
-                "event": "step_progress", "unit": unit, "node": node, "index": index, "step": step,
-                "kind": kind, "detail": detail,
-            }),
-            Event::Started { index } => {
-                json!({"event": "step_started", "unit": unit, "node": node, "index": index, "step": step, "kind": kind})
+/// One JSON line per event, and the recap, for scripts.
+#[derive(Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+enum UpLine<'a> {
+    UnitStarted {
+        unit: usize,
+        node: &'a str,
+        label: &'a str,
+        steps: usize,
+    },
+    UnitSkipped {
+        unit: usize,
+        node: &'a str,
+        label: &'a str,
+        reason: &'a str,
+    },
+    UnitDone {
+        unit: usize,
+        node: &'a str,
+        label: &'a str,
+        ok: bool,
+        error: Option<&'a str>,
+        elapsed_ms: u64,
+    },
+    UnitStopped {
+        unit: usize,
+        node: &'a str,
+        label: &'a str,
+        must_boot: &'a str,
+        running: &'a str,
+        elapsed_ms: u64,
+    },
+    Reboot {
+        node: &'a str,
+        kernel: &'a str,
+        /// rebooting, waiting or back.
+        stage: &'static str,
+        elapsed_ms: Option<u64>,
+        /// What the last poll found, while waiting.
+        last: Option<&'a str>,
+    },
+    StepProgress {
+        unit: usize,
+        node: &'a str,
+        index: u32,
+        step: &'a str,
+        kind: &'a str,
+        detail: &'a str,
+    },
+    StepStarted {
+        unit: usize,
+        node: &'a str,
+        index: u32,
+        step: &'a str,
+        kind: &'a str,
+    },
+    Command {
+        unit: usize,
+        node: &'a str,
+        index: u32,
+        command: &'a str,
+        code: Option<i32>,
+        duration_ms: u64,
+    },
+    StepDone {
+        unit: usize,
+        node: &'a str,
+        index: u32,
+        step: &'a str,
+        kind: &'a str,
+        duration_ms: u64,
+        /// `status` and the outcome's own fields.
+        #[serde(flatten)]
+        status: StepStatus<'a>,
+    },
+    Recap {
+        plan: bool,
+        down: bool,
+        nodes: Vec<CountsLine<'a>>,
+        failures: &'a [String],
+        boots: Vec<BootLine<'a>>,
+        rebooted: Vec<RebootedLine<'a>>,
+        elapsed_ms: u64,
+    },
+}
+
+/// A step's outcome in its `step_done` line.
+#[derive(Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+enum StepStatus<'a> {
+    Ok {
+        detail: Option<&'a str>,
+    },
+    Changed {
+        diff: &'a [String],
+    },
+    WouldChange {
+        diff: &'a [String],
+        would_run: &'a [String],
+    },
+    Pending {
+        detail: &'a str,
+    },
+    Skipped {
+        detail: &'a str,
+    },
+    MustBoot {
+        kernel: &'a str,
+        running: &'a str,
+    },
+    Failed(FailureLine<'a>),
+    /// A safety refusal (policy, or data the step would destroy): a failure of its own kind.
+    Refused(FailureLine<'a>),
+}
+
+#[derive(Serialize)]
+struct FailureLine<'a> {
+    detail: &'a str,
+    command: Option<&'a str>,
+    code: Option<i32>,
+    stderr_tail: &'a str,
+}
+
+#[derive(Serialize)]
+struct CountsLine<'a> {
+    name: &'a str,
+    ok: usize,
+    changed: usize,
+    failed: usize,
+    skipped: usize,
+    pending: usize,
+}
+
+#[derive(Serialize)]
+struct BootLine<'a> {
+    node: &'a str,
+    kernel: &'a str,
+    running: &'a str,
+    reboot_allowed: bool,
+    next_step: String,
+}
+
+#[derive(Serialize)]
+struct RebootedLine<'a> {
+    node: &'a str,
+    kernel: &'a str,
+    was_running: &'a str,
+}
+
+impl<'a> UpLine<'a> {
+    fn of(event: &'a UpEvent) -> UpLine<'a> {
+        match event {
+            UpEvent::UnitStarted { unit, node, label, steps } => {
+                UpLine::UnitStarted { unit: *unit, node, label, steps: *steps }
             }
-            Event::Command { index, record } => json!({
-                "event": "command", "unit": unit, "node": node, "index": index,
-                "command": record.command, "code": record.code, "duration_ms": ms(record.duration),
-            }),
-            Event::Done { index, outcome, duration } => {
-                let mut v = json!({
-                    "event": "step_done", "unit": unit, "node": node, "index": index, "step": step, "kind": kind,
-                    "duration_ms": ms(*duration),
-                });
-                let (status, extra) = match outcome {
-                    Outcome::Ok { detail } => ("ok", json!({"detail": detail})),
-                    Outcome::Changed { diff } => ("changed", json!({"diff": diff})),
-                    Outcome::WouldChange { diff, would_run } => {
-                        ("would_change", json!({"diff": diff, "would_run": would_run}))
+            UpEvent::UnitSkipped { unit, node, label, reason } => {
+                UpLine::UnitSkipped { unit: *unit, node, label, reason }
+            }
+            UpEvent::UnitDone { unit, node, label, result, elapsed } => UpLine::UnitDone {
+                unit: *unit,
+                node,
+                label,
+                ok: result.is_ok(),
+                error: result.as_ref().err().map(String::as_str),
+                elapsed_ms: ms(*elapsed),
+            },
+            UpEvent::UnitStopped { unit, node, label, kernel, running, elapsed } => UpLine::UnitStopped {
+                unit: *unit,
+                node,
+                label,
+                must_boot: kernel,
+                running,
+                elapsed_ms: ms(*elapsed),
+            },
+            UpEvent::Reboot { node, kernel, progress } => {
+                let (stage, elapsed_ms, last) = match progress {
+                    Progress::Rebooting => ("rebooting", None, None),
+                    Progress::Waiting { elapsed, last } => {
+                        ("waiting", Some(ms(*elapsed)), Some(last.as_str()))
                     }
-                    Outcome::Pending { detail } => ("pending", json!({"detail": detail})),
-                    Outcome::Skipped { reason } => ("skipped", json!({"detail": reason})),
-                    Outcome::MustBoot { kernel, running } => {
-                        ("must_boot", json!({"kernel": kernel, "running": running}))
-                    }
-                    Outcome::Failed(f) => (
-                        if f.refused { "refused" } else { "failed" },
-                        json!({"detail": f.message, "command": f.command, "code": f.code, "stderr_tail": f.stderr_tail}),
-                    ),
+                    Progress::Back { elapsed } => ("back", Some(ms(*elapsed)), None),
                 };
-                v["status"] = json!(status);
-                if let (Some(obj), Some(extra)) = (v.as_object_mut(), extra.as_object()) {
-                    obj.extend(extra.clone());
-                }
-                v
+                UpLine::Reboot { node, kernel, stage, elapsed_ms, last }
             }
-        },
+            UpEvent::Step { unit, node, step, kind, event } => match event {
+                Event::Progress { index, detail } => {
+                    UpLine::StepProgress { unit: *unit, node, index: *index, step, kind, detail }
+                }
+                Event::Started { index } => {
+                    UpLine::StepStarted { unit: *unit, node, index: *index, step, kind }
+                }
+                Event::Command { index, record } => UpLine::Command {
+                    unit: *unit,
+                    node,
+                    index: *index,
+                    command: &record.command,
+                    code: record.code,
+                    duration_ms: ms(record.duration),
+                },
+                Event::Done { index, outcome, duration } => UpLine::StepDone {
+                    unit: *unit,
+                    node,
+                    index: *index,
+                    step,
+                    kind,
+                    duration_ms: ms(*duration),
+                    status: StepStatus::of(outcome),
+                },
+            },
+        }
+    }
+
+    fn recap(recap: &'a Recap, plan: bool, down: bool) -> UpLine<'a> {
+        UpLine::Recap {
+            plan,
+            down,
+            nodes: recap
+                .nodes
+                .iter()
+                .map(|(name, c): &'a (String, Counts)| CountsLine {
+                    name,
+                    ok: c.ok,
+                    changed: c.changed,
+                    failed: c.failed,
+                    skipped: c.skipped,
+                    pending: c.pending,
+                })
+                .collect(),
+            failures: &recap.failures,
+            boots: recap
+                .boots
+                .iter()
+                .map(|b| BootLine {
+                    node: &b.node,
+                    kernel: &b.kernel,
+                    running: &b.running,
+                    reboot_allowed: b.allowed,
+                    next_step: b.next_step(),
+                })
+                .collect(),
+            rebooted: recap
+                .rebooted
+                .iter()
+                .map(|b| RebootedLine { node: &b.node, kernel: &b.kernel, was_running: &b.running })
+                .collect(),
+            elapsed_ms: ms(recap.elapsed),
+        }
+    }
+}
+
+impl<'a> StepStatus<'a> {
+    fn of(outcome: &'a Outcome) -> StepStatus<'a> {
+        match outcome {
+            Outcome::Ok { detail } => StepStatus::Ok { detail: detail.as_deref() },
+            Outcome::Changed { diff } => StepStatus::Changed { diff },
+            Outcome::WouldChange { diff, would_run } => StepStatus::WouldChange { diff, would_run },
+            Outcome::Pending { detail } => StepStatus::Pending { detail },
+            Outcome::Skipped { reason } => StepStatus::Skipped { detail: reason },
+            Outcome::MustBoot { kernel, running } => StepStatus::MustBoot { kernel, running },
+            Outcome::Failed(f) => {
+                let line = FailureLine {
+                    detail: &f.message,
+                    command: f.command.as_deref(),
+                    code: f.code,
+                    stderr_tail: &f.stderr_tail,
+                };
+                if f.refused { StepStatus::Refused(line) } else { StepStatus::Failed(line) }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pvfs_coord::converge::Boot;
+    use pvfs_steps::{CommandRecord, Failure};
+
+    /// Every line is what the `json!` literals they replaced printed, byte for byte.
+    #[test]
+    fn json_lines_are_the_old_bytes() {
+        let d = Duration::from_millis(1234);
+        let (unit, node, step, kind) = (3, "n1".to_owned(), "mkfs /dev/sdb".to_owned(), "mkfs");
+        let failure = |refused: bool| Failure {
+            message: "no".into(),
+            command: refused.then(|| "mkfs.xfs /dev/sdb".into()),
+            code: Some(1),
+            stderr_tail: "tail".into(),
+            refused,
+        };
+        let outcomes = [
+            Outcome::Ok { detail: None },
+            Outcome::Ok { detail: Some("fine".into()) },
+            Outcome::Changed { diff: vec!["+a".into()] },
+            Outcome::WouldChange { diff: vec!["+a".into()], would_run: vec!["x".into()] },
+            Outcome::Pending { detail: "later".into() },
+            Outcome::Skipped { reason: "why".into() },
+            Outcome::MustBoot { kernel: "k2".into(), running: "k1".into() },
+            Outcome::Failed(failure(false)),
+            Outcome::Failed(failure(true)),
+        ];
+        let mut events: Vec<UpEvent> = outcomes
+            .into_iter()
+            .map(|outcome| UpEvent::Step {
+                unit,
+                node: node.clone(),
+                step: step.clone(),
+                kind,
+                event: Event::Done { index: 2, outcome, duration: d },
+            })
+            .collect();
+        for event in [
+            Event::Started { index: 1 },
+            Event::Progress { index: 1, detail: "half".into() },
+            Event::Command {
+                index: 1,
+                record: CommandRecord { command: "true".into(), code: None, duration: d },
+            },
+        ] {
+            events.push(UpEvent::Step { unit, node: node.clone(), step: step.clone(), kind, event });
+        }
+        events.extend([
+            UpEvent::UnitStarted { unit, node: node.clone(), label: "disks".into(), steps: 4 },
+            UpEvent::UnitSkipped { unit, node: node.clone(), label: "disks".into(), reason: "dep".into() },
+            UpEvent::UnitDone { unit, node: node.clone(), label: "l".into(), result: Ok(()), elapsed: d },
+            UpEvent::UnitDone {
+                unit,
+                node: node.clone(),
+                label: "l".into(),
+                result: Err("bad".into()),
+                elapsed: d,
+            },
+            UpEvent::UnitStopped {
+                unit,
+                node: node.clone(),
+                label: "l".into(),
+                kernel: "k2".into(),
+                running: "k1".into(),
+                elapsed: d,
+            },
+            UpEvent::Reboot { node: node.clone(), kernel: "k2".into(), progress: Progress::Rebooting },
+            UpEvent::Reboot {
+                node: node.clone(),
+                kernel: "k2".into(),
+                progress: Progress::Waiting { elapsed: d, last: "down".into() },
+            },
+            UpEvent::Reboot {
+                node: node.clone(),
+                kernel: "k2".into(),
+                progress: Progress::Back { elapsed: d },
+            },
+        ]);
+        for event in &events {
+            assert_eq!(
+                line_json(&UpLine::of(event)).unwrap().to_string(),
+                old::event_json(event).to_string()
+            );
+        }
+        let boot = Boot { node: "n1".into(), kernel: "k2".into(), running: "k1".into(), allowed: false };
+        let recap = Recap {
+            nodes: vec![("n1".into(), Counts { ok: 1, changed: 2, failed: 3, skipped: 4, pending: 5 })],
+            failures: vec!["f".into()],
+            boots: vec![boot.clone()],
+            rebooted: vec![boot],
+            elapsed: d,
+        };
+        let view = View { json: true, plan: true, verbose: false, down: false };
+        assert_eq!(
+            line_json(&UpLine::recap(&recap, view.plan, view.down)).unwrap().to_string(),
+            old::recap_json(&view, &recap).to_string()
+        );
+    }
+
+    /// The `json!` builders as they were.
+    mod old {
+        use super::super::*;
+        use serde_json::json;
+
+        pub(super) fn recap_json(view: &View, recap: &Recap) -> serde_json::Value {
+            let nodes: Vec<_> = recap.nodes.iter().map(|(name, c)| counts_json(name, c)).collect();
+            let value = json!({
+                "event": "recap",
+                "plan": view.plan,
+                "down": view.down,
+                "nodes": nodes,
+                "failures": recap.failures,
+                "boots": recap.boots.iter().map(|b| json!({
+                    "node": b.node, "kernel": b.kernel, "running": b.running, "reboot_allowed": b.allowed,
+                    "next_step": b.next_step(),
+                })).collect::<Vec<_>>(),
+                "rebooted": recap.rebooted.iter().map(|b| json!({
+                    "node": b.node, "kernel": b.kernel, "was_running": b.running,
+                })).collect::<Vec<_>>(),
+                "elapsed_ms": ms(recap.elapsed),
+            });
+            value
+        }
+
+        pub(super) fn counts_json(name: &str, c: &Counts) -> serde_json::Value {
+            json!({"name": name, "ok": c.ok, "changed": c.changed, "failed": c.failed, "skipped": c.skipped, "pending": c.pending})
+        }
+
+        /// One JSON line per event, for scripts.
+        pub(super) fn event_json(event: &UpEvent) -> serde_json::Value {
+            match event {
+                UpEvent::UnitStarted { unit, node, label, steps } => {
+                    json!({"event": "unit_started", "unit": unit, "node": node, "label": label, "steps": steps})
+                }
+                UpEvent::UnitSkipped { unit, node, label, reason } => {
+                    json!({"event": "unit_skipped", "unit": unit, "node": node, "label": label, "reason": reason})
+                }
+                UpEvent::UnitDone { unit, node, label, result, elapsed } => json!({
+                    "event": "unit_done", "unit": unit, "node": node, "label": label,
+                    "ok": result.is_ok(), "error": result.as_ref().err(), "elapsed_ms": ms(*elapsed),
+                }),
+                UpEvent::UnitStopped { unit, node, label, kernel, running, elapsed } => json!({
+                    "event": "unit_stopped", "unit": unit, "node": node, "label": label,
+                    "must_boot": kernel, "running": running, "elapsed_ms": ms(*elapsed),
+                }),
+                UpEvent::Reboot { node, kernel, progress } => {
+                    let (stage, elapsed, last) = match progress {
+                        Progress::Rebooting => ("rebooting", None, None),
+                        Progress::Waiting { elapsed, last } => ("waiting", Some(ms(*elapsed)), Some(last)),
+                        Progress::Back { elapsed } => ("back", Some(ms(*elapsed)), None),
+                    };
+                    json!({"event": "reboot", "node": node, "kernel": kernel, "stage": stage, "elapsed_ms": elapsed, "last": last})
+                }
+                UpEvent::Step { unit, node, step, kind, event } => match event {
+                    Event::Progress { index, detail } => json!({
+                        "event": "step_progress", "unit": unit, "node": node, "index": index, "step": step,
+                        "kind": kind, "detail": detail,
+                    }),
+                    Event::Started { index } => {
+                        json!({"event": "step_started", "unit": unit, "node": node, "index": index, "step": step, "kind": kind})
+                    }
+                    Event::Command { index, record } => json!({
+                        "event": "command", "unit": unit, "node": node, "index": index,
+                        "command": record.command, "code": record.code, "duration_ms": ms(record.duration),
+                    }),
+                    Event::Done { index, outcome, duration } => {
+                        let mut v = json!({
+                            "event": "step_done", "unit": unit, "node": node, "index": index, "step": step, "kind": kind,
+                            "duration_ms": ms(*duration),
+                        });
+                        let (status, extra) = match outcome {
+                            Outcome::Ok { detail } => ("ok", json!({"detail": detail})),
+                            Outcome::Changed { diff } => ("changed", json!({"diff": diff})),
+                            Outcome::WouldChange { diff, would_run } => {
+                                ("would_change", json!({"diff": diff, "would_run": would_run}))
+                            }
+                            Outcome::Pending { detail } => ("pending", json!({"detail": detail})),
+                            Outcome::Skipped { reason } => ("skipped", json!({"detail": reason})),
+                            Outcome::MustBoot { kernel, running } => {
+                                ("must_boot", json!({"kernel": kernel, "running": running}))
+                            }
+                            Outcome::Failed(f) => (
+                                if f.refused { "refused" } else { "failed" },
+                                json!({"detail": f.message, "command": f.command, "code": f.code, "stderr_tail": f.stderr_tail}),
+                            ),
+                        };
+                        v["status"] = json!(status);
+                        if let (Some(obj), Some(extra)) = (v.as_object_mut(), extra.as_object()) {
+                            obj.extend(extra.clone());
+                        }
+                        v
+                    }
+                },
+            }
+        }
     }
 }

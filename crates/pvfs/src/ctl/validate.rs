@@ -3,15 +3,41 @@
 use crate::cli::ValidateArgs;
 use crate::{exit, output};
 use pvfs_config::ConfigError;
-use serde_json::json;
+use serde::Serialize;
+use std::path::Path;
+
+/// What `--json` prints. Fields are in alphabetical order, the order the output has always had
+/// (it was a `serde_json::Value`, whose keys are sorted).
+#[derive(Serialize)]
+struct Report<'a> {
+    errors: Vec<Diagnostic<'a>>,
+    file: &'a Path,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kind: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nodes: Option<usize>,
+    valid: bool,
+}
+
+/// One error and where it is.
+#[derive(Serialize)]
+struct Diagnostic<'a> {
+    column: usize,
+    line: usize,
+    message: &'a str,
+}
 
 pub(crate) fn run(args: ValidateArgs) -> anyhow::Result<u8> {
     match pvfs_config::load(&args.cluster) {
         Ok(cluster) => {
             if args.json {
-                output::json(
-                    &json!({"file": args.cluster, "valid": true, "errors": [], "nodes": cluster.nodes.len(), "kind": cluster.kind.as_str()}),
-                )?;
+                output::json(&Report {
+                    errors: Vec::new(),
+                    file: &args.cluster,
+                    kind: Some(cluster.kind.as_str()),
+                    nodes: Some(cluster.nodes.len()),
+                    valid: true,
+                })?;
             } else {
                 output::print(&format!(
                     "{}: ok ({} cluster {:?}, {} nodes)\n",
@@ -25,11 +51,11 @@ pub(crate) fn run(args: ValidateArgs) -> anyhow::Result<u8> {
         }
         Err(ConfigError::Invalid { path, diagnostics }) => {
             if args.json {
-                let errors: Vec<_> = diagnostics
+                let errors = diagnostics
                     .iter()
-                    .map(|d| json!({"line": d.line, "column": d.column, "message": d.message}))
+                    .map(|d| Diagnostic { column: d.column, line: d.line, message: &d.message })
                     .collect();
-                output::json(&json!({"file": path, "valid": false, "errors": errors}))?;
+                output::json(&Report { errors, file: &path, kind: None, nodes: None, valid: false })?;
             } else {
                 let count = diagnostics.len();
                 output::note(&ConfigError::Invalid { path, diagnostics }.to_string());
@@ -38,5 +64,34 @@ pub(crate) fn run(args: ValidateArgs) -> anyhow::Result<u8> {
             Ok(exit::BAD_INPUT)
         }
         Err(err) => Err(err.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The struct prints what the `json!` literals it replaced printed, byte for byte.
+    #[test]
+    fn json_keeps_its_keys_and_order() {
+        let file = Path::new("c.toml");
+        let ok = Report { errors: Vec::new(), file, kind: Some("local"), nodes: Some(2), valid: true };
+        assert_eq!(
+            serde_json::to_string(&ok).unwrap(),
+            json!({"file": file, "valid": true, "errors": [], "nodes": 2, "kind": "local"}).to_string()
+        );
+        let bad = Report {
+            errors: vec![Diagnostic { column: 3, line: 1, message: "no" }],
+            file,
+            kind: None,
+            nodes: None,
+            valid: false,
+        };
+        assert_eq!(
+            serde_json::to_string(&bad).unwrap(),
+            json!({"file": file, "valid": false, "errors": [{"line": 1, "column": 3, "message": "no"}]})
+                .to_string()
+        );
     }
 }

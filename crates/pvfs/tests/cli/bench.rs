@@ -349,6 +349,73 @@ fn a_run_killed_mid_way_leaves_a_directory_report_names_incomplete() {
     assert!(md.contains("(incomplete)` did not finish"), "{md}");
 }
 
+/// Ctrl-C (SIGINT) during `pvfsctl bench`: the clients' phase is stopped, results.json is
+/// written with the phases that finished and `"complete": false`, and the exit code is 130.
+#[test]
+fn ctrl_c_keeps_the_finished_phases_and_exits_130() {
+    let dir = TestDir::new();
+    let agents = agents(&dir, 1);
+    let cluster = cluster(&dir, &agents.iter().collect::<Vec<_>>());
+    let mut child = dir
+        .command(&pvfsctl())
+        .args([
+            "bench",
+            &cluster,
+            "--json",
+            "--set",
+            "t=1m",
+            "--set",
+            "b=16m",
+            "--set",
+            "i=200",
+            "--results",
+            "res",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut done = 0;
+    for line in stdout.by_ref() {
+        let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if event["event"] == "phase_done" {
+            done += 1;
+            break;
+        }
+    }
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT)
+        .unwrap();
+    // Phases that finished between the signal and its handling count too.
+    let mut last = Value::Null;
+    for line in stdout {
+        let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if event["event"] == "phase_done" {
+            done += 1;
+        }
+        last = event;
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("SIGINT: stopping the run"), "{stderr}");
+    assert_eq!(last["event"], "summary", "{last}");
+    let runs: Vec<_> =
+        std::fs::read_dir(dir.path().join("res")).unwrap().map(|d| d.unwrap().path()).collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(runs[0].join("results.json")).unwrap()).unwrap();
+    assert_eq!((results["complete"].as_bool(), results["version"].as_u64()), (Some(false), Some(1)));
+    assert!(results["error"].as_str().is_some_and(|e| e.ends_with(": interrupted")), "{results}");
+    let phases = results["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), done, "{results}");
+    assert_eq!(phases[0]["phase"], "write");
+    assert!(results["finished"].as_f64().is_some(), "{results}");
+    assert_eq!(std::fs::read_to_string(runs[0].join("results.csv")).unwrap().lines().count(), done + 1);
+    let events = std::fs::read_to_string(runs[0].join("events.jsonl")).unwrap();
+    assert_eq!(events.lines().filter(|l| l.contains("\"event\":\"phase_done\"")).count(), done, "{events}");
+}
+
 #[test]
 fn a_sweep_runs_each_point_and_tables_them() {
     let dir = TestDir::new();

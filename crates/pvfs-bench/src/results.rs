@@ -1,0 +1,624 @@
+//! The results directory's on-disk format, owned in one place: what `pvfsctl bench` and
+//! `bench import` write (`results.json`, `results.csv`, `events.jsonl`, `metrics/NODE.jsonl`)
+//! and what `report` and the sweep table read back, as serde types rather than string keys.
+//!
+//! Every JSON file here has always been written with its keys in alphabetical order (through
+//! `serde_json::Value`, whose maps are sorted), nested rows included. The writers keep that by
+//! serializing through [`sorted`], so a directory written today reads byte for byte like one
+//! written before these types existed; only `results.json` gained a `version`. The exception
+//! is an import's record ([`ImportRecord`]), which is streamed to the file in field order, as it
+//! always was (a parsed output of a million iterations is not built as a tree first).
+
+use crate::model::{IorIteration, IorSummary, MdtestSummary, Tool};
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The version of `results.json` this code writes. Records from before the field existed
+/// have the same shape and read as version 1.
+pub const VERSION: u32 = 1;
+
+/// Why a results directory could not be made, written or read.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsError {
+    /// A run directory that was interrupted before it recorded anything: `pvfsctl bench` and
+    /// `bench import` write results.json whole, first thing (bench) or last (import), so a
+    /// directory of theirs without one stopped early.
+    #[error(
+        "{dir} is an incomplete run: it has no results.json (the run or import was interrupted \
+         before it recorded one); its other files are kept — run it again, or leave it out of the report"
+    )]
+    Incomplete { dir: PathBuf },
+    #[error("{path}: {source} (is {dir} a pvfs results directory?)")]
+    Read { path: PathBuf, dir: PathBuf, source: std::io::Error },
+    #[error("{path}: {source}")]
+    BadJson { path: PathBuf, source: serde_json::Error },
+    #[error(
+        "{path}: results version {found}, newer than this pvfs reads (up to {VERSION}); read it with a newer pvfsctl"
+    )]
+    Version { path: PathBuf, found: u32 },
+    #[error("writing {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("creating the results directory {path}: {source}")]
+    CreateBase { path: PathBuf, source: std::io::Error },
+    #[error("creating the run directory {path}: {source}")]
+    Create { path: PathBuf, source: std::io::Error },
+    #[error("{base}: 10000 runs named {name}-… already; move some away")]
+    Exhausted { base: PathBuf, name: String },
+}
+
+/// `results.json` of a `pvfsctl bench` run. Every field has a default so records from older
+/// versions (and hand-made ones) read; `complete` defaults to true, since records written
+/// before it existed were written at the end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunRecord {
+    /// The format's version ([`VERSION`]).
+    pub version: u32,
+    /// The run's name (its directory's name).
+    pub run: String,
+    /// False for the record written when the run starts, and for one that was interrupted or
+    /// stopped early: its figures are what it had recorded.
+    pub complete: bool,
+    pub preset: Option<String>,
+    pub engine: Option<String>,
+    pub launcher: Option<String>,
+    /// `tool` and `params`.
+    #[serde(flatten)]
+    pub params: Option<Params>,
+    pub tasks_per_client: Option<u32>,
+    /// The cluster's kind (local, vm, …).
+    pub kind: Option<String>,
+    /// Nodes serving the file system.
+    pub servers: Option<u64>,
+    pub clients: Option<u64>,
+    /// The per-VM bandwidth limit, MiB/s.
+    pub vm_limit_mib: Option<f64>,
+    /// The sweep point this run is, when it is one.
+    pub sweep: Option<Sweep>,
+    /// The run's directory on the file system under test.
+    pub dir: Option<PathBuf>,
+    /// Unix seconds.
+    pub started: Option<f64>,
+    pub finished: Option<f64>,
+    /// Why the run stopped early (a client's failure, or an interruption).
+    pub error: Option<String>,
+    pub summary: Summary,
+    pub iterations: Vec<IorIteration>,
+    pub phases: Vec<PhaseRecord>,
+    /// Seconds of metrics each node recorded.
+    pub metrics_seconds: BTreeMap<String, u64>,
+}
+
+impl Default for RunRecord {
+    fn default() -> Self {
+        RunRecord {
+            version: VERSION,
+            run: String::new(),
+            complete: true,
+            preset: None,
+            engine: None,
+            launcher: None,
+            params: None,
+            tasks_per_client: None,
+            kind: None,
+            servers: None,
+            clients: None,
+            vm_limit_mib: None,
+            sweep: None,
+            dir: None,
+            started: None,
+            finished: None,
+            error: None,
+            summary: Summary::default(),
+            iterations: Vec::new(),
+            phases: Vec::new(),
+            metrics_seconds: BTreeMap::new(),
+        }
+    }
+}
+
+impl RunRecord {
+    /// The IOR summary row's mean bandwidth for "write" or "read".
+    pub fn bw(&self, op: &str) -> Option<f64> {
+        self.summary.ior.iter().find(|r| r.operation == op)?.bw_mean_mib
+    }
+
+    /// The IOR summary row's mean operations per second for "write" or "read".
+    pub fn ops(&self, op: &str) -> Option<f64> {
+        self.summary.ior.iter().find(|r| r.operation == op)?.ops_mean
+    }
+
+    /// `results.csv`: one row per iteration and phase.
+    pub fn csv(&self) -> String {
+        let mut csv = String::from("iteration,phase,bytes,ops,seconds,bw_mib,ops_per_sec\n");
+        for p in &self.phases {
+            csv += &format!(
+                "{},{},{},{},{:.6},{:.3},{:.3}\n",
+                p.iteration, p.phase, p.bytes, p.ops, p.seconds, p.bw_mib, p.ops_per_sec
+            );
+        }
+        csv
+    }
+}
+
+/// The summary rows, as IOR and mdtest print them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Summary {
+    pub ior: Vec<IorSummary>,
+    pub mdtest: Vec<MdtestSummary>,
+}
+
+/// `"sweep": {"key": "procs", "value": "4"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sweep {
+    pub key: String,
+    pub value: String,
+}
+
+/// The workload's parameters: `"tool": "ior", "params": {…}` in the record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "tool", content = "params", rename_all = "lowercase")]
+pub enum Params {
+    Ior(IorRecord),
+    Mdtest(MdtestRecord),
+}
+
+impl From<&crate::params::Workload> for Params {
+    fn from(w: &crate::params::Workload) -> Self {
+        use crate::params::{Workload, format_size};
+        match w {
+            Workload::Ior(p) => Params::Ior(IorRecord {
+                write: p.write,
+                read: p.read,
+                odirect: p.odirect,
+                reorder: p.reorder,
+                iterations: p.iterations,
+                transfer: p.transfer,
+                block: p.block,
+                segments: p.segments,
+                file_per_proc: p.file_per_proc,
+                random: p.random,
+                fsync: p.fsync,
+                transfer_text: format_size(p.transfer),
+                block_text: format_size(p.block),
+            }),
+            Workload::Mdtest(p) => Params::Mdtest(MdtestRecord {
+                create: p.create,
+                stat: p.stat,
+                read: p.read,
+                remove: p.remove,
+                iterations: p.iterations,
+                items: p.items,
+                depth: p.depth,
+                branch: p.branch,
+                leaf_only: p.leaf_only,
+                unique_dir: p.unique_dir,
+                files_only: p.files_only,
+            }),
+        }
+    }
+}
+
+/// IOR's parameters as the record keeps them (sizes in bytes, and as text).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IorRecord {
+    pub write: bool,
+    pub read: bool,
+    pub odirect: bool,
+    pub reorder: bool,
+    pub iterations: u32,
+    pub transfer: u64,
+    pub block: u64,
+    pub segments: u32,
+    pub file_per_proc: bool,
+    pub random: bool,
+    pub fsync: bool,
+    pub transfer_text: String,
+    pub block_text: String,
+}
+
+/// mdtest's parameters as the record keeps them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MdtestRecord {
+    pub create: bool,
+    pub stat: bool,
+    pub read: bool,
+    pub remove: bool,
+    pub iterations: u32,
+    pub items: u32,
+    pub depth: u32,
+    pub branch: u32,
+    pub leaf_only: bool,
+    pub unique_dir: bool,
+    pub files_only: bool,
+}
+
+/// One phase of one iteration, on every client.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PhaseRecord {
+    pub iteration: u32,
+    /// "write", "read", or mdtest's row name ("File creation").
+    pub phase: String,
+    pub bytes: u64,
+    pub ops: u64,
+    pub seconds: f64,
+    pub bw_mib: f64,
+    pub ops_per_sec: f64,
+    pub tasks: Vec<TaskRecord>,
+}
+
+impl PhaseRecord {
+    pub fn new(
+        iteration: u32,
+        label: &str,
+        totals: &crate::summary::PhaseTotals,
+        tasks: &[(String, crate::summary::TaskResult)],
+    ) -> PhaseRecord {
+        PhaseRecord {
+            iteration,
+            phase: label.to_owned(),
+            bytes: totals.bytes,
+            ops: totals.ops,
+            seconds: totals.seconds,
+            bw_mib: totals.bw_mib,
+            ops_per_sec: totals.ops_per_sec,
+            tasks: tasks.iter().map(|(node, t)| TaskRecord::new(node, t)).collect(),
+        }
+    }
+}
+
+/// One task's part of a phase.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TaskRecord {
+    /// The client it ran on.
+    pub node: String,
+    pub task: u32,
+    /// Unix seconds.
+    pub start: f64,
+    pub end: f64,
+    pub bytes: u64,
+    pub ops: u64,
+    pub error: Option<String>,
+}
+
+impl TaskRecord {
+    pub fn new(node: &str, t: &crate::summary::TaskResult) -> TaskRecord {
+        TaskRecord {
+            node: node.to_owned(),
+            task: t.task,
+            start: unix(t.start),
+            end: unix(t.end),
+            bytes: t.bytes,
+            ops: t.ops,
+            error: t.error.clone(),
+        }
+    }
+}
+
+/// Seconds since the Unix epoch, as every record keeps its times.
+pub fn unix(t: std::time::SystemTime) -> f64 {
+    t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs_f64()
+}
+
+/// A line of `events.jsonl` (and of `pvfsctl bench --json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum EventLine {
+    PhaseStarted {
+        iteration: u32,
+        phase: String,
+        /// Unix seconds: when every client starts it.
+        at: f64,
+    },
+    /// A client's cumulative counters for the current phase.
+    Progress {
+        node: String,
+        bytes: u64,
+        ops: u64,
+        time: f64,
+    },
+    Launched {
+        node: String,
+        command: String,
+        hostfile: String,
+    },
+    Output {
+        stderr: bool,
+        text: String,
+    },
+    PhaseDone {
+        iteration: u32,
+        phase: String,
+        bytes: u64,
+        ops: u64,
+        seconds: f64,
+        bw_mib: f64,
+        ops_per_sec: f64,
+    },
+    /// The last line of `--json`: the run's summary rows, and where its results are.
+    Summary {
+        run: String,
+        results: PathBuf,
+        ior: Vec<IorSummary>,
+        mdtest: Vec<MdtestSummary>,
+        error: Option<String>,
+    },
+}
+
+/// Values keyed by their iostat/sar column names (`r/s`, `%util`, `kbmemfree`, …), exactly as
+/// the metrics model serialized them (an integer stays an integer, a float a float). `None` is
+/// a value JSON cannot hold (NaN), written `null`.
+pub type Columns = BTreeMap<String, Option<serde_json::Number>>;
+
+/// A line of `metrics/NODE.jsonl`: a node's rates over one second, or the moment it went down.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum MetricsLine {
+    // First: a per-second line has no `down`, and every field of [`SecondLine`] has a default.
+    Down(DownLine),
+    Second(Box<SecondLine>),
+}
+
+/// `{"down": true, "error": …, "node": …, "time": …}`: the node stopped answering.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DownLine {
+    pub down: bool,
+    pub error: String,
+    pub node: String,
+    pub time: String,
+}
+
+/// A node's rates over one second (also what `pvfs-agent metrics --json` and `pvfsctl top
+/// --json` print, without `node`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SecondLine {
+    /// The second's end, RFC 3339 with milliseconds.
+    pub time: String,
+    pub interval_s: f64,
+    pub disks: BTreeMap<String, Columns>,
+    pub nics: BTreeMap<String, Columns>,
+    pub cpu: Columns,
+    pub mem: Columns,
+    /// ldavg-1, ldavg-5, ldavg-15.
+    pub load: [f64; 3],
+    pub tasks: Columns,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+}
+
+impl SecondLine {
+    /// The second's start and end (Unix seconds), when `time` reads.
+    pub fn span(&self) -> Option<(f64, f64)> {
+        let t = humantime::parse_rfc3339(&self.time).ok()?;
+        let end = unix(t);
+        Some((end - self.interval_s, end))
+    }
+}
+
+/// A value's columns, as [`Columns`] keeps them: `value` serialized, its numbers kept as they are.
+pub fn columns(value: &impl Serialize) -> Columns {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::Object(map)) => map
+            .into_iter()
+            .map(|(k, v)| {
+                let n = match v {
+                    serde_json::Value::Number(n) => Some(n),
+                    _ => None,
+                };
+                (k, n)
+            })
+            .collect(),
+        _ => Columns::new(),
+    }
+}
+
+/// An imported run's results.json: the parsed output as it is. Written in field order, straight
+/// to the file (see the module's doc); read back with owned rows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImportRecord<'a> {
+    pub run: Cow<'a, str>,
+    pub complete: bool,
+    /// The file it was parsed from.
+    pub imported_from: Cow<'a, str>,
+    pub tool: Tool,
+    /// The tool's version, when the output names it (not the record's format version).
+    pub version: Option<Cow<'a, str>>,
+    pub command: Option<Cow<'a, str>>,
+    pub summary: ImportSummary<'a>,
+    pub iterations: Cow<'a, [IorIteration]>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImportSummary<'a> {
+    pub ior: Cow<'a, [IorSummary]>,
+    pub mdtest: Cow<'a, [MdtestSummary]>,
+}
+
+/// A results directory's record: a run's or an import's.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Record {
+    Run(Box<RunRecord>),
+    Import(ImportRecord<'static>),
+}
+
+impl Record {
+    pub fn run_name(&self) -> &str {
+        match self {
+            Record::Run(r) => &r.run,
+            Record::Import(i) => &i.run,
+        }
+    }
+
+    pub fn complete(&self) -> bool {
+        match self {
+            Record::Run(r) => r.complete,
+            Record::Import(i) => i.complete,
+        }
+    }
+
+    pub fn ior(&self) -> &[IorSummary] {
+        match self {
+            Record::Run(r) => &r.summary.ior,
+            Record::Import(i) => &i.summary.ior,
+        }
+    }
+
+    pub fn mdtest(&self) -> &[MdtestSummary] {
+        match self {
+            Record::Run(r) => &r.summary.mdtest,
+            Record::Import(i) => &i.summary.mdtest,
+        }
+    }
+
+    /// The run's record; `None` for an import (which has no phases, servers or clients).
+    pub fn as_run(&self) -> Option<&RunRecord> {
+        match self {
+            Record::Run(r) => Some(r),
+            Record::Import(_) => None,
+        }
+    }
+
+    /// The IOR summary row's mean bandwidth for "write" or "read".
+    pub fn bw(&self, op: &str) -> Option<f64> {
+        self.ior().iter().find(|r| r.operation == op)?.bw_mean_mib
+    }
+
+    pub fn ops(&self, op: &str) -> Option<f64> {
+        self.ior().iter().find(|r| r.operation == op)?.ops_mean
+    }
+}
+
+/// Reads `dir/results.json`: a run's record or an import's, with an error naming the file
+/// when it is missing (an incomplete run when the directory holds a run's other files), not
+/// JSON, or of a newer version.
+pub fn load(dir: &Path) -> Result<Record, ResultsError> {
+    let path = dir.join("results.json");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && is_run_dir(dir) => {
+            return Err(ResultsError::Incomplete { dir: dir.to_owned() });
+        }
+        Err(source) => return Err(ResultsError::Read { path, dir: dir.to_owned(), source }),
+    };
+    parse(&path, &text)
+}
+
+/// Only the keys that tell the two records apart: an import names its file, and its `version`
+/// is the tool's.
+#[derive(Deserialize)]
+struct Probe {
+    imported_from: Option<serde::de::IgnoredAny>,
+}
+
+fn parse(path: &Path, text: &str) -> Result<Record, ResultsError> {
+    let bad = |source| ResultsError::BadJson { path: path.to_owned(), source };
+    let probe: Probe = serde_json::from_str(text).map_err(bad)?;
+    if probe.imported_from.is_some() {
+        return Ok(Record::Import(serde_json::from_str(text).map_err(bad)?));
+    }
+    let record: RunRecord = serde_json::from_str(text).map_err(bad)?;
+    if record.version > VERSION {
+        return Err(ResultsError::Version { path: path.to_owned(), found: record.version });
+    }
+    Ok(Record::Run(Box::new(record)))
+}
+
+/// Reads `metrics/NODE.jsonl` of a run: every line that reads, in order (a line cut short by
+/// an interrupted run is left out).
+pub fn metrics_lines(dir: &Path, node: &str) -> Vec<MetricsLine> {
+    let Ok(text) = std::fs::read_to_string(dir.join("metrics").join(format!("{node}.jsonl"))) else {
+        return Vec::new();
+    };
+    text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect()
+}
+
+/// Whether `dir` holds what `pvfsctl bench` or `bench import` make before results.json: the
+/// cluster file, the commands, events, metrics or the raw output.
+fn is_run_dir(dir: &Path) -> bool {
+    ["cluster.toml", "commands.txt", "events.jsonl", "metrics", "raw"].iter().any(|f| dir.join(f).exists())
+}
+
+/// `value` as JSON with every object's keys in alphabetical order, the order every file here
+/// has always had (see the module's doc).
+pub fn sorted(value: &impl Serialize) -> serde_json::Result<serde_json::Value> {
+    serde_json::to_value(value)
+}
+
+/// A run's results directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunDir {
+    pub path: PathBuf,
+    /// The directory's name: the run's.
+    pub name: String,
+}
+
+impl RunDir {
+    /// Writes results.json (everything) and results.csv (one row per iteration and phase),
+    /// each whole or not at all.
+    pub fn write_record(&self, record: &RunRecord) -> Result<(), ResultsError> {
+        let path = self.path.join("results.json");
+        let doc = sorted(record).map_err(|e| ResultsError::Write { path: path.clone(), source: e.into() })?;
+        write_atomic(&path, |out| {
+            serde_json::to_writer_pretty(&mut *out, &doc)?;
+            out.write_all(b"\n")
+        })?;
+        write_atomic(&self.path.join("results.csv"), |out| out.write_all(record.csv().as_bytes()))
+    }
+
+    /// Writes an import's results.json, whole or not at all.
+    pub fn write_import(&self, record: &ImportRecord<'_>) -> Result<(), ResultsError> {
+        write_atomic(&self.path.join("results.json"), |out| {
+            serde_json::to_writer_pretty(&mut *out, record)?;
+            out.write_all(b"\n")
+        })
+    }
+}
+
+/// Makes a new run directory in `base`: `name`, or `name-2`, `name-3`, … when that is taken.
+/// `create_dir` fails on a directory that exists, so no two runs (or imports) ever share one,
+/// even when they start in the same second.
+pub fn new_run_dir(base: &Path, name: &str) -> Result<RunDir, ResultsError> {
+    std::fs::create_dir_all(base)
+        .map_err(|source| ResultsError::CreateBase { path: base.to_owned(), source })?;
+    for n in 1..=10_000 {
+        let candidate = if n == 1 { name.to_owned() } else { format!("{name}-{n}") };
+        let dir = base.join(&candidate);
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(RunDir { path: dir, name: candidate }),
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(source) => return Err(ResultsError::Create { path: dir, source }),
+        }
+    }
+    Err(ResultsError::Exhausted { base: base.to_owned(), name: name.to_owned() })
+}
+
+/// Writes `path` whole or not at all: into a temporary file beside it, flushed to disk, then
+/// renamed over `path`, and the directory flushed so that the rename survives a crash too. A
+/// reader (or a run interrupted mid-write) sees the old file or the new one, never a part.
+pub fn write_atomic(
+    path: &Path,
+    contents: impl FnOnce(&mut std::io::BufWriter<&std::fs::File>) -> std::io::Result<()>,
+) -> Result<(), ResultsError> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let written = (|| {
+        let temp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
+        let mut out = std::io::BufWriter::new(temp.as_file());
+        contents(&mut out)?;
+        out.flush()?;
+        drop(out);
+        temp.as_file().sync_all()?;
+        temp.persist(path).map_err(|e| e.error)?;
+        std::fs::File::open(dir)?.sync_all()
+    })();
+    written.map_err(|source| ResultsError::Write { path: path.to_owned(), source })
+}
+
+#[cfg(test)]
+mod tests;
