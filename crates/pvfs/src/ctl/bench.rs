@@ -4,7 +4,7 @@
 //! whether the run finished or not.
 
 use super::tui::Summary;
-use super::watch::Watch;
+use super::watch::{Watch, keys};
 use crate::cli::{BenchArgs, ImportArgs};
 use crate::view::{time_text, to_json, visible_devices};
 use crate::{exit, output};
@@ -14,7 +14,7 @@ use pvfs_bench::params::{Preset, Workload, format_size, ior_args, mdtest_args};
 use pvfs_config::{Cluster, Role};
 use pvfs_coord::bench::{BenchEvent, BenchOutcome, BenchSpec};
 use pvfs_coord::stream::{Event, Start, follow_cluster};
-use pvfs_metrics::rates::Rates;
+use pvfs_metrics::rates::RateTracker;
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 use std::io::IsTerminal;
@@ -383,7 +383,7 @@ async fn record_metrics(
     shutdown: CancellationToken,
 ) -> anyhow::Result<BTreeMap<String, u64>> {
     let mut files: HashMap<String, std::fs::File> = HashMap::new();
-    let mut prev: HashMap<String, pvfs_metrics::ring::Stamped> = HashMap::new();
+    let mut tracker = RateTracker::new();
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
     loop {
         let event = tokio::select! {
@@ -392,11 +392,7 @@ async fn record_metrics(
         };
         match event {
             Event::Sample { node, stamped } => {
-                let stamped = *stamped;
-                if let Some(p) =
-                    prev.get(&node).filter(|p| p.epoch == stamped.epoch && p.seq + 1 == stamped.seq)
-                {
-                    let rates = Rates::between(&p.sample, &stamped.sample);
+                if let (Some(rates), stamped) = tracker.next(&node, *stamped) {
                     let devices = visible_devices(&stamped.sample, false);
                     let _ = summaries.send((node.clone(), Summary::of(&rates, &devices)));
                     let mut value = to_json(&rates, &devices);
@@ -410,10 +406,9 @@ async fn record_metrics(
                     writeln!(file, "{value}")?;
                     *counts.entry(node.clone()).or_default() += 1;
                 }
-                prev.insert(node, stamped);
             }
             Event::Down { node, error } => {
-                prev.remove(&node);
+                tracker.forget(&node);
                 let line =
                     json!({"node": node, "time": time_text(now_ns()), "down": true, "error": error.message});
                 if let Some(f) = files.get_mut(&node) {
@@ -421,7 +416,7 @@ async fn record_metrics(
                 }
             }
             Event::Gap { node, .. } | Event::Restarted { node } => {
-                prev.remove(&node);
+                tracker.forget(&node);
             }
             Event::Up { .. } => {}
         }
@@ -486,26 +481,6 @@ fn phase_line(record: &pvfs_coord::bench::PhaseRecord) -> String {
         output::bytes(t.bytes),
         t.seconds
     )
-}
-
-/// Handles the keys pressed since the last call (never blocks): `s` and `r` sort the node
-/// table as in `top`; true when `q`, Esc or Ctrl-C asks to leave the view.
-fn keys(watch: &mut Watch) -> bool {
-    use ratatui::crossterm::event::{self as term_event, KeyCode, KeyEventKind, KeyModifiers};
-    while term_event::poll(Duration::ZERO).unwrap_or(false) {
-        let Ok(term_event::Event::Key(key)) = term_event::read() else { continue };
-        if key.kind != KeyEventKind::Press {
-            continue;
-        }
-        match key.code {
-            KeyCode::Char('q') | KeyCode::Esc => return true,
-            KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => return true,
-            KeyCode::Char('s') => watch.nodes.sort = watch.nodes.sort.next(),
-            KeyCode::Char('r') => watch.nodes.reverse = !watch.nodes.reverse,
-            _ => {}
-        }
-    }
-    false
 }
 
 fn now_ns() -> u64 {
