@@ -5,6 +5,7 @@
 //!
 //! - [`model`]: the result shapes every source produces (parsed IOR/mdtest outputs, the
 //!   built-in engine), as `pvfsctl bench import --json` prints them.
+//! - [`phase`]: the phases of a run, their labels, and which an iteration runs in what order.
 //! - [`params`]: the seed's presets and every parameter's override, the bounds on every size
 //!   and count ([`params::limits`]), and the exact IOR and mdtest arguments they stand for
 //!   (`-B` before IOR 3.3, `--posix.odirect` after).
@@ -19,6 +20,7 @@
 pub mod model;
 pub mod params;
 pub mod parse;
+pub mod phase;
 pub mod results;
 pub mod summary;
 #[cfg(any(test, feature = "testing"))]

@@ -11,10 +11,11 @@
 use crate::dial::{Connection, Dialer, from_status};
 use pvfs_bench::model::{IorIteration, IorSummary, MdtestSummary};
 use pvfs_bench::params::Workload;
+use pvfs_bench::phase::{Phase, iteration_phases};
 use pvfs_bench::summary;
 use pvfs_config::Node;
 use pvfs_config::model::Host;
-use pvfs_engine::engine::{self, MdtestPhase, Phase, PhaseRequest, PhaseTotals, TaskResult};
+use pvfs_engine::engine::{self, PhaseRequest, PhaseTotals, TaskResult};
 use pvfs_engine::mpi::{LaunchRequest, Program, RankLine};
 use pvfs_proto::pb;
 use std::collections::BTreeMap;
@@ -129,9 +130,10 @@ pub async fn run(
         Workload::Ior(p) => p.iterations,
         Workload::Mdtest(p) => p.iterations,
     };
-    let phase_list = engine::iteration_phases(&spec.workload);
+    let phase_list = iteration_phases(&spec.workload);
     'run: for iteration in 0..iterations {
-        for (phase, label) in &phase_list {
+        for phase in &phase_list {
+            let label = phase.label();
             let phase = run_phase(spec, &connections, dialer, iteration, *phase, label, &events);
             // Dropping the phase drops its JoinSet, which aborts every client's call and so
             // closes its stream: the agents stop their tasks.
@@ -156,8 +158,16 @@ pub async fn run(
         // IOR removes its files after each repetition (unless -k), so the next write starts
         // from nothing again.
         if matches!(spec.workload, Workload::Ior(_))
-            && let Err(err) =
-                run_phase(spec, &connections, dialer, iteration, Phase::IorCleanup, "cleanup", &events).await
+            && let Err(err) = run_phase(
+                spec,
+                &connections,
+                dialer,
+                iteration,
+                Phase::IorCleanup,
+                Phase::IorCleanup.label(),
+                &events,
+            )
+            .await
         {
             outcome.error = Some(format!("iteration {iteration}, removing the test files: {err}"));
             break 'run;
@@ -173,7 +183,7 @@ fn summarize(spec: &BenchSpec, outcome: &mut BenchOutcome) {
     let tasks = spec.tasks_per_client * spec.clients.len() as u32;
     match &spec.workload {
         Workload::Ior(p) => {
-            for op in ["write", "read"] {
+            for op in iteration_phases(&spec.workload).into_iter().map(Phase::label) {
                 let totals: Vec<PhaseTotals> =
                     outcome.phases.iter().filter(|r| r.label == op).map(|r| r.totals).collect();
                 for r in outcome.phases.iter().filter(|r| r.label == op) {
@@ -183,11 +193,11 @@ fn summarize(spec: &BenchSpec, outcome: &mut BenchOutcome) {
             }
             outcome.iterations.sort_by_key(|i| i.iteration);
         }
-        Workload::Mdtest(p) => {
-            for m in MdtestPhase::sequence(p) {
+        Workload::Mdtest(_) => {
+            for op in iteration_phases(&spec.workload).into_iter().map(Phase::label) {
                 let totals: Vec<PhaseTotals> =
-                    outcome.phases.iter().filter(|r| r.label == m.row()).map(|r| r.totals).collect();
-                outcome.mdtest.extend(summary::mdtest_summary(m.row(), &totals));
+                    outcome.phases.iter().filter(|r| r.label == op).map(|r| r.totals).collect();
+                outcome.mdtest.extend(summary::mdtest_summary(op, &totals));
             }
         }
     }

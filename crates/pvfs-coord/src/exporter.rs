@@ -7,7 +7,7 @@
 
 use crate::stream::Event;
 use pvfs_config::Cluster;
-use pvfs_metrics::rates::{CpuPercent, DiskRates, NicRates, Rates};
+use pvfs_metrics::rates::{CpuPercent, DiskRates, NicRates, RateTracker, Rates};
 use pvfs_metrics::ring::Stamped;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -58,6 +58,8 @@ pub struct ClusterView {
     pub nodes: BTreeMap<String, NodeView>,
     /// Delays of the samples that arrived live (not those replayed from an agent's history).
     pub delays: DelayHistogram,
+    /// Each node's baseline for its next rates.
+    tracker: RateTracker,
 }
 
 impl ClusterView {
@@ -70,7 +72,7 @@ impl ClusterView {
                 (n.name.clone(), NodeView { role, ..NodeView::default() })
             })
             .collect();
-        ClusterView { nodes, delays: DelayHistogram::default() }
+        ClusterView { nodes, delays: DelayHistogram::default(), tracker: RateTracker::new() }
     }
 
     /// Folds one event in: a sample becomes the latest (with rates when it follows the previous
@@ -93,13 +95,13 @@ impl ClusterView {
                 if delay < 1.0 {
                     self.delays.observe(delay);
                 }
-                view.rates = view
-                    .last
-                    .as_ref()
-                    .filter(|p| p.epoch == stamped.epoch && p.seq + 1 == stamped.seq)
-                    .map(|p| Rates::between(&p.sample, &stamped.sample));
-                view.last = Some(*stamped);
+                let (rates, latest) = self.tracker.next(&node, *stamped);
+                view.rates = rates;
+                view.last = Some(latest.clone());
             }
+            // The tracker is not told: a node back from down resumes its stream after its
+            // cursor, so its next sample may well follow the last one and give rates at once
+            // (the tracker's epoch and sequence check catches gaps and restarts by itself).
             Event::Down { node, .. } => {
                 if let Some(view) = self.nodes.get_mut(&node) {
                     view.up = false;

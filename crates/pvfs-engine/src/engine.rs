@@ -13,10 +13,11 @@ mod ior;
 mod mdtest;
 mod shuffle;
 
-pub use ior::{IorJob, IorPhase, remove_files, run_ior_phase};
-pub use mdtest::{MdtestJob, MdtestPhase, run_mdtest_phase};
-// The totals are plain numbers, defined with the summary arithmetic that reads them (in the
-// pure crate); `totals` below computes them from task results.
+pub use ior::{IorJob, remove_files, run_ior_phase};
+pub use mdtest::{MdtestJob, run_mdtest_phase};
+// The phases and totals are plain data, defined in the pure crate beside the schedule and the
+// summary arithmetic that read them; `totals` below computes totals from task results.
+pub use pvfs_bench::phase::{IorPhase, MdtestPhase, Phase};
 pub use pvfs_bench::summary::{PhaseTotals, TaskResult};
 
 use std::sync::atomic::AtomicU64;
@@ -120,77 +121,6 @@ pub fn totals(results: &[TaskResult]) -> Option<PhaseTotals> {
 
 #[cfg(test)]
 mod tests;
-
-/// Any phase of the engine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
-    Ior(IorPhase),
-    /// Remove the client's IOR files (after the last read).
-    IorCleanup,
-    Mdtest(MdtestPhase),
-}
-
-impl Phase {
-    pub const ALL: [Phase; 12] = [
-        Phase::Ior(IorPhase::Write),
-        Phase::Ior(IorPhase::Read),
-        Phase::IorCleanup,
-        Phase::Mdtest(MdtestPhase::TreeCreate),
-        Phase::Mdtest(MdtestPhase::DirCreate),
-        Phase::Mdtest(MdtestPhase::DirStat),
-        Phase::Mdtest(MdtestPhase::DirRemove),
-        Phase::Mdtest(MdtestPhase::FileCreate),
-        Phase::Mdtest(MdtestPhase::FileStat),
-        Phase::Mdtest(MdtestPhase::FileRead),
-        Phase::Mdtest(MdtestPhase::FileRemove),
-        Phase::Mdtest(MdtestPhase::TreeRemove),
-    ];
-
-    /// The phase's name on a command line (`ior-write`, `md-file-create`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Phase::Ior(IorPhase::Write) => "ior-write",
-            Phase::Ior(IorPhase::Read) => "ior-read",
-            Phase::IorCleanup => "ior-cleanup",
-            Phase::Mdtest(m) => match m {
-                MdtestPhase::TreeCreate => "md-tree-create",
-                MdtestPhase::DirCreate => "md-dir-create",
-                MdtestPhase::DirStat => "md-dir-stat",
-                MdtestPhase::DirRemove => "md-dir-remove",
-                MdtestPhase::FileCreate => "md-file-create",
-                MdtestPhase::FileStat => "md-file-stat",
-                MdtestPhase::FileRead => "md-file-read",
-                MdtestPhase::FileRemove => "md-file-remove",
-                MdtestPhase::TreeRemove => "md-tree-remove",
-            },
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Phase> {
-        Phase::ALL.into_iter().find(|p| p.name() == name)
-    }
-}
-
-/// The phases of one iteration, in order, with their labels ("write", "read", or mdtest's row
-/// name such as "File creation"). IOR's removal of the test files after each iteration
-/// ([`Phase::IorCleanup`]) is not among them: it is not measured.
-pub fn iteration_phases(workload: &pvfs_bench::params::Workload) -> Vec<(Phase, &'static str)> {
-    match workload {
-        pvfs_bench::params::Workload::Ior(p) => {
-            let mut out = Vec::new();
-            if p.write {
-                out.push((Phase::Ior(IorPhase::Write), "write"));
-            }
-            if p.read {
-                out.push((Phase::Ior(IorPhase::Read), "read"));
-            }
-            out
-        }
-        pvfs_bench::params::Workload::Mdtest(p) => {
-            MdtestPhase::sequence(p).into_iter().map(|m| (Phase::Mdtest(m), m.row())).collect()
-        }
-    }
-}
 
 /// What does the I/O of a phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

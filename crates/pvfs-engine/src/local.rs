@@ -2,9 +2,10 @@
 //! mdtest would print. What `pvfs-agent engine` runs, and what `cargo xtask bench-engine`
 //! measures against fio.
 
-use crate::engine::{self, IorJob, IorPhase, MdtestJob, MdtestPhase, PhaseTotals, Progress, TaskResult};
+use crate::engine::{self, IorJob, MdtestJob, MdtestPhase, PhaseTotals, Progress, TaskResult};
 use pvfs_bench::model::{IorIteration, IorSummary, MdtestSummary};
 use pvfs_bench::params::Workload;
+use pvfs_bench::phase::{self, Phase};
 use pvfs_bench::summary;
 use std::path::Path;
 
@@ -29,7 +30,8 @@ pub fn run(workload: &Workload, dir: &Path, tasks: u32) -> Result<LocalRun, Stri
     let mut out = LocalRun::default();
     match workload {
         Workload::Ior(p) => {
-            let (mut writes, mut reads) = (Vec::new(), Vec::new());
+            let phases = phase::iteration_phases(workload);
+            let mut per_phase: Vec<Vec<PhaseTotals>> = vec![Vec::new(); phases.len()];
             for iteration in 0..p.iterations {
                 let job = IorJob {
                     params: p.clone(),
@@ -39,20 +41,18 @@ pub fn run(workload: &Workload, dir: &Path, tasks: u32) -> Result<LocalRun, Stri
                     tasks_per_client: tasks,
                     iteration,
                 };
-                if p.write {
-                    let t = check(engine::run_ior_phase(&job, IorPhase::Write, &progress))?;
-                    out.iterations.push(summary::ior_iteration("write", iteration.into(), &t, p));
-                    writes.push(t);
-                }
-                if p.read {
-                    let t = check(engine::run_ior_phase(&job, IorPhase::Read, &progress))?;
-                    out.iterations.push(summary::ior_iteration("read", iteration.into(), &t, p));
-                    reads.push(t);
+                for (i, phase) in phases.iter().enumerate() {
+                    // An IOR workload's schedule holds only IOR phases.
+                    let Phase::Ior(ior_phase) = *phase else { continue };
+                    let t = check(engine::run_ior_phase(&job, ior_phase, &progress))?;
+                    out.iterations.push(summary::ior_iteration(phase.label(), iteration.into(), &t, p));
+                    per_phase[i].push(t);
                 }
                 engine::remove_files(&job)?;
             }
-            out.ior.extend(summary::ior_summary("write", &writes, p, tasks));
-            out.ior.extend(summary::ior_summary("read", &reads, p, tasks));
+            for (phase, totals) in phases.iter().zip(&per_phase) {
+                out.ior.extend(summary::ior_summary(phase.label(), totals, p, tasks));
+            }
         }
         Workload::Mdtest(p) => {
             let phases = MdtestPhase::sequence(p);

@@ -219,7 +219,8 @@ pub fn run_rank(job: &RankJob, emit: &(dyn Fn(&RankLine) + Sync)) -> Result<(), 
         phase,
     };
     for iteration in 0..iterations {
-        for (phase, label) in engine::iteration_phases(&job.workload) {
+        for phase in pvfs_bench::phase::iteration_phases(&job.workload) {
+            let label = phase.label();
             barrier.wait(&format!("{iteration}-{}", label.replace(' ', "-")))?;
             if job.rank == 0 {
                 emit(&RankLine::Started {

@@ -14,6 +14,9 @@ use crate::sample::{CpuCounters, DiskCounters, Duplex, LoadCounters, MemCounters
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod tracker;
+pub use tracker::RateTracker;
+
 /// A column's name as a metric name: `r/s` → `r_per_second`, `%util` → `util_percent`,
 /// `rareq-sz` → `rareq_sz`, `rkB/s` → `rkb_per_second`. Used by every exporter, so that the
 /// same column has the same name in Prometheus and in Ganglia.

@@ -8,6 +8,7 @@ use super::{Progress, TaskResult};
 use crate::files::Dir;
 use nix::fcntl::OFlag;
 use pvfs_bench::params::{IorParams, Workload, format_size};
+use pvfs_bench::phase::IorPhase;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
@@ -17,12 +18,6 @@ use std::time::SystemTime;
 /// O_DIRECT needs buffers, offsets and lengths aligned to the device's logical block; 4 KiB
 /// covers every device in practice.
 const ALIGN: usize = 4096;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IorPhase {
-    Write,
-    Read,
-}
 
 /// One client's share of an IOR run.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,63 +6,10 @@
 use super::{Progress, TaskResult};
 use crate::files::Dir;
 use pvfs_bench::params::{MdtestParams, Workload};
+use pvfs_bench::phase::MdtestPhase;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;
-
-/// One mdtest phase; each is one row of mdtest's SUMMARY.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MdtestPhase {
-    TreeCreate,
-    DirCreate,
-    DirStat,
-    DirRemove,
-    FileCreate,
-    FileStat,
-    FileRead,
-    FileRemove,
-    TreeRemove,
-}
-
-impl MdtestPhase {
-    /// The phases an iteration runs, in mdtest's order: the tree, directory items, file items,
-    /// the tree's removal.
-    pub fn sequence(p: &MdtestParams) -> Vec<MdtestPhase> {
-        let (create, stat, read, remove) = p.phases();
-        let mut out = Vec::new();
-        if create {
-            out.push(MdtestPhase::TreeCreate);
-        }
-        if !p.files_only {
-            out.extend(create.then_some(MdtestPhase::DirCreate));
-            out.extend(stat.then_some(MdtestPhase::DirStat));
-            out.extend(remove.then_some(MdtestPhase::DirRemove));
-        }
-        out.extend(create.then_some(MdtestPhase::FileCreate));
-        out.extend(stat.then_some(MdtestPhase::FileStat));
-        out.extend(read.then_some(MdtestPhase::FileRead));
-        out.extend(remove.then_some(MdtestPhase::FileRemove));
-        if remove {
-            out.push(MdtestPhase::TreeRemove);
-        }
-        out
-    }
-
-    /// mdtest's name for the row.
-    pub fn row(self) -> &'static str {
-        match self {
-            MdtestPhase::TreeCreate => "Tree creation",
-            MdtestPhase::DirCreate => "Directory creation",
-            MdtestPhase::DirStat => "Directory stat",
-            MdtestPhase::DirRemove => "Directory removal",
-            MdtestPhase::FileCreate => "File creation",
-            MdtestPhase::FileStat => "File stat",
-            MdtestPhase::FileRead => "File read",
-            MdtestPhase::FileRemove => "File removal",
-            MdtestPhase::TreeRemove => "Tree removal",
-        }
-    }
-}
 
 /// One client's share of an mdtest run.
 #[derive(Debug, Clone, PartialEq, Eq)]

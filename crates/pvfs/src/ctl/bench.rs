@@ -4,7 +4,7 @@
 //! whether the run finished or not.
 
 use super::tui::Summary;
-use super::watch::Watch;
+use super::watch::{Watch, keys};
 use crate::cli::{BenchArgs, ImportArgs};
 use crate::view::{second_line, time_text, visible_devices};
 use crate::{exit, output};
@@ -19,7 +19,7 @@ use pvfs_config::{Cluster, Role};
 use pvfs_coord::bench::{BenchEvent, BenchOutcome, BenchSpec};
 use pvfs_coord::stream::{Event, Start, follow_cluster};
 use pvfs_engine::mpi::Program;
-use pvfs_metrics::rates::Rates;
+use pvfs_metrics::rates::RateTracker;
 use std::collections::{BTreeMap, HashMap};
 use std::io::IsTerminal;
 use std::io::Write;
@@ -463,7 +463,7 @@ async fn record_metrics(
     shutdown: CancellationToken,
 ) -> anyhow::Result<BTreeMap<String, u64>> {
     let mut files: HashMap<String, std::fs::File> = HashMap::new();
-    let mut prev: HashMap<String, pvfs_metrics::ring::Stamped> = HashMap::new();
+    let mut tracker = RateTracker::new();
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
     loop {
         let event = tokio::select! {
@@ -472,11 +472,8 @@ async fn record_metrics(
         };
         match event {
             Event::Sample { node, stamped } => {
-                let stamped = *stamped;
-                if let Some(p) =
-                    prev.get(&node).filter(|p| p.epoch == stamped.epoch && p.seq + 1 == stamped.seq)
-                {
-                    let rates = Rates::between(&p.sample, &stamped.sample);
+                let time_unix_ns = stamped.sample.time_unix_ns;
+                if let (Some(rates), stamped) = tracker.next(&node, *stamped) {
                     let devices = visible_devices(&stamped.sample, false);
                     let _ = summaries.send((node.clone(), Summary::of(&rates, &devices)));
                     let line = MetricsLine::Second(Box::new(SecondLine {
@@ -494,12 +491,11 @@ async fn record_metrics(
                     *counts.entry(node.clone()).or_default() += 1;
                 }
                 latest.send_modify(|l| {
-                    l.insert(node.clone(), stamped.sample.time_unix_ns);
+                    l.insert(node.clone(), time_unix_ns);
                 });
-                prev.insert(node, stamped);
             }
             Event::Down { node, error } => {
-                prev.remove(&node);
+                tracker.forget(&node);
                 latest.send_modify(|l| {
                     l.insert(node.clone(), u64::MAX);
                 });
@@ -515,7 +511,7 @@ async fn record_metrics(
                 }
             }
             Event::Gap { node, .. } | Event::Restarted { node } => {
-                prev.remove(&node);
+                tracker.forget(&node);
             }
             Event::Up { .. } => {}
         }
@@ -580,26 +576,6 @@ fn phase_line(record: &pvfs_coord::bench::PhaseRecord) -> String {
         output::bytes(t.bytes),
         t.seconds
     )
-}
-
-/// Handles the keys pressed since the last call (never blocks): `s` and `r` sort the node
-/// table as in `top`; true when `q`, Esc or Ctrl-C asks to leave the view.
-fn keys(watch: &mut Watch) -> bool {
-    use ratatui::crossterm::event::{self as term_event, KeyCode, KeyEventKind, KeyModifiers};
-    while term_event::poll(Duration::ZERO).unwrap_or(false) {
-        let Ok(term_event::Event::Key(key)) = term_event::read() else { continue };
-        if key.kind != KeyEventKind::Press {
-            continue;
-        }
-        match key.code {
-            KeyCode::Char('q') | KeyCode::Esc => return true,
-            KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => return true,
-            KeyCode::Char('s') => watch.nodes.sort = watch.nodes.sort.next(),
-            KeyCode::Char('r') => watch.nodes.reverse = !watch.nodes.reverse,
-            _ => {}
-        }
-    }
-    false
 }
 
 fn now_ns() -> u64 {

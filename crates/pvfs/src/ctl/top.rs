@@ -11,23 +11,22 @@ use crate::view::{table, time_text, to_json, visible_devices};
 use crate::{exit, output};
 use anyhow::Context;
 use pvfs_coord::stream::{Cursor, Event, Start, follow_cluster};
-use pvfs_metrics::rates::Rates;
+use pvfs_metrics::rates::{RateTracker, Rates};
 use pvfs_metrics::ring::Stamped;
-use ratatui::crossterm::event::{self as term_event, KeyCode, KeyEventKind, KeyModifiers};
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 use std::io::IsTerminal;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// With `--count`, how long past the expected end to wait for slow or missing nodes.
 const COUNT_GRACE: Duration = Duration::from_secs(15);
 
-/// Per node: the last sample (the baseline of the next rates) and how many were shown.
+/// Per node: how many samples were shown, and where to resume.
 #[derive(Default)]
 struct NodeState {
-    prev: Option<Stamped>,
     shown: u64,
     down: bool,
     /// The cursor to save: the last sample shown.
@@ -52,130 +51,181 @@ pub(crate) async fn run(args: TopArgs) -> anyhow::Result<u8> {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
     let first_second = (now.as_secs() + 1) * 1_000_000_000;
     let shutdown = CancellationToken::new();
-    let mut events = follow_cluster(
+    let events = follow_cluster(
         &cluster,
         &dialer,
         &requested,
         Start::Since { unix_ns: first_second },
         shutdown.clone(),
     );
-    let mut nodes: BTreeMap<String, NodeState> =
-        cluster.nodes.iter().map(|n| (n.name.clone(), NodeState::default())).collect();
-    for (name, state) in &mut nodes {
-        state.printed = saved.get(name).copied();
-    }
-
-    let deadline = args.count.map(|n| tokio::time::Instant::now() + Duration::from_secs(n) + COUNT_GRACE);
-    let mut flush = tokio::time::interval(Duration::from_secs(1));
-    let mut dirty = false;
     // Full screen when a person is watching; lines otherwise (pipes, --json, --count).
-    let mut sink = if !args.json && args.count.is_none() && std::io::stdout().is_terminal() {
+    let sink = if !args.json && args.count.is_none() && std::io::stdout().is_terminal() {
         Sink::Screen(Box::new(FullScreen::start(&cluster)?))
     } else {
         Sink::Lines { json: args.json }
     };
-    let mut redraw = tokio::time::interval(Duration::from_millis(250));
-    let outcome = loop {
-        let event = tokio::select! {
-            event = events.recv() => event,
-            _ = redraw.tick() => {
-                if let Sink::Screen(screen) = &mut sink {
-                    if screen.handle_keys() {
-                        break exit::OK;
+    let mut top = Top::new(&cluster, &saved, first_second, args.count, sink);
+    let outcome = top.follow(events, args.cursor_file.as_deref()).await?;
+    shutdown.cancel();
+    // The terminal is restored before the last cursors are written (and any error shown).
+    let Top { nodes, sink, .. } = top;
+    drop(sink);
+    save_cursors(args.cursor_file.as_deref(), &nodes)?;
+    Ok(outcome)
+}
+
+/// A running `top`: what each node has shown, and where it shows it.
+struct Top {
+    nodes: BTreeMap<String, NodeState>,
+    /// Each node's previous sample, the baseline of its next rates.
+    rates: RateTracker,
+    sink: Sink,
+    /// Wall-clock ns of the first second to show when starting without a cursor.
+    first_second: u64,
+    /// `--count`: how many seconds each node shows before `top` ends.
+    count: Option<u64>,
+    /// Samples were shown since the cursors were last saved.
+    dirty: bool,
+}
+
+impl Top {
+    fn new(
+        cluster: &pvfs_config::Cluster,
+        saved: &HashMap<String, Cursor>,
+        first_second: u64,
+        count: Option<u64>,
+        sink: Sink,
+    ) -> Top {
+        let nodes = cluster
+            .nodes
+            .iter()
+            .map(|n| {
+                (n.name.clone(), NodeState { printed: saved.get(&n.name).copied(), ..NodeState::default() })
+            })
+            .collect();
+        Top { nodes, rates: RateTracker::new(), sink, first_second, count, dirty: false }
+    }
+
+    /// Shows the cluster's events until the user leaves, the stream ends, or `--count` is
+    /// reached (or its deadline passes); returns the exit code. Cursors are saved to
+    /// `cursor_file` once a second while samples are shown.
+    async fn follow(
+        &mut self,
+        mut events: mpsc::Receiver<Event>,
+        cursor_file: Option<&Path>,
+    ) -> anyhow::Result<u8> {
+        let deadline = self.count.map(|n| tokio::time::Instant::now() + Duration::from_secs(n) + COUNT_GRACE);
+        let mut flush = tokio::time::interval(Duration::from_secs(1));
+        let mut redraw = tokio::time::interval(Duration::from_millis(250));
+        loop {
+            let event = tokio::select! {
+                event = events.recv() => event,
+                _ = redraw.tick() => {
+                    if let Sink::Screen(screen) = &mut self.sink {
+                        if tui::handle_keys(&mut screen.screen) {
+                            return Ok(exit::OK);
+                        }
+                        screen.draw()?;
                     }
-                    screen.draw()?;
+                    continue;
                 }
-                continue;
-            }
-            _ = flush.tick() => {
-                if dirty {
-                    save_cursors(args.cursor_file.as_deref(), &nodes)?;
-                    dirty = false;
+                _ = flush.tick() => {
+                    if self.dirty {
+                        save_cursors(cursor_file, &self.nodes)?;
+                        self.dirty = false;
+                    }
+                    continue;
                 }
-                continue;
+                () = async { match deadline { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } } => {
+                    let short: Vec<&str> = self.nodes.iter().filter(|(_, s)| s.shown < self.count.unwrap_or(0)).map(|(n, _)| n.as_str()).collect();
+                    output::note(&format!("stopped at the --count deadline; short of samples: {}", short.join(", ")));
+                    return Ok(exit::FAILURES);
+                }
+                _ = tokio::signal::ctrl_c() => return Ok(exit::OK),
+            };
+            let Some(event) = event else { return Ok(exit::FAILURES) };
+            self.apply(event)?;
+            if let Some(outcome) = self.counted() {
+                return Ok(outcome);
             }
-            () = async { match deadline { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } } => {
-                let short: Vec<&str> = nodes.iter().filter(|(_, s)| s.shown < args.count.unwrap_or(0)).map(|(n, _)| n.as_str()).collect();
-                output::note(&format!("stopped at the --count deadline; short of samples: {}", short.join(", ")));
-                break exit::FAILURES;
-            }
-            _ = tokio::signal::ctrl_c() => break exit::OK,
-        };
-        let Some(event) = event else { break exit::FAILURES };
+        }
+    }
+
+    /// Shows one event of the cluster's stream.
+    fn apply(&mut self, event: Event) -> anyhow::Result<()> {
         match event {
-            Event::Sample { node, stamped } => {
-                let Some(state) = nodes.get_mut(&node) else { continue };
-                state.down = false;
-                let stamped = *stamped;
-                // Already shown before a restart of `top`, or before the first second shown (a
-                // fresh start): only the baseline for what follows.
-                let seen = match state.printed {
-                    Some(c) => c.epoch == stamped.epoch && stamped.seq <= c.seq,
-                    None => stamped.sample.time_unix_ns < first_second,
-                };
-                let consecutive =
-                    state.prev.as_ref().is_some_and(|p| p.epoch == stamped.epoch && p.seq + 1 == stamped.seq);
-                // With --count, a node that has shown its count waits for the others silently.
-                let done = args.count.is_some_and(|n| state.shown >= n);
-                if consecutive && !seen && !done {
-                    let prev = state.prev.as_ref().map(|p| &p.sample);
-                    if let Some(prev) = prev {
-                        let rates = Rates::between(prev, &stamped.sample);
-                        let devices = visible_devices(&stamped.sample, false);
-                        sink.sample(&node, stamped.seq, &rates, &devices)?;
-                        state.shown += 1;
-                        state.printed = Some(Cursor { epoch: stamped.epoch, seq: stamped.seq });
-                        dirty = true;
-                    }
-                }
-                state.prev = Some(stamped);
-            }
+            Event::Sample { node, stamped } => self.sample(&node, *stamped)?,
             Event::Gap { node, from, to } => {
-                if let Some(state) = nodes.get_mut(&node) {
-                    state.prev = None;
-                }
-                sink.status(
+                self.rates.forget(&node);
+                self.sink.status(
                     &node,
                     json!({"gap": {"from_seq": from, "to_seq": to}}),
                     &format!("samples {from}..{to} are no longer held by the agent"),
                 )?;
             }
             Event::Restarted { node } => {
-                if let Some(state) = nodes.get_mut(&node) {
-                    state.prev = None;
-                }
-                sink.status(
+                self.rates.forget(&node);
+                self.sink.status(
                     &node,
                     json!({"restarted": true}),
                     "agent restarted; its samples since the last one shown are lost",
                 )?;
             }
             Event::Down { node, error } => {
-                if let Some(state) = nodes.get_mut(&node) {
+                if let Some(state) = self.nodes.get_mut(&node) {
                     state.down = true;
-                    state.prev = None;
                 }
-                sink.down(&node, &error.message);
-                sink.status(
+                self.rates.forget(&node);
+                self.sink.down(&node, &error.message);
+                self.sink.status(
                     &node,
                     json!({"down": true, "error": error.message, "error_kind": error.kind.as_str()}),
                     &format!("down: {error}"),
                 )?;
             }
             Event::Up { node } => {
-                sink.status(&node, json!({"up": true}), "up")?;
+                self.sink.status(&node, json!({"up": true}), "up")?;
             }
         }
-        if let Some(count) = args.count
-            && nodes.values().all(|s| s.shown >= count || (s.down && s.shown > 0))
+        Ok(())
+    }
+
+    /// A node's sample: shown as rates when it follows the node's previous one and was not
+    /// shown before; always the baseline of the next.
+    fn sample(&mut self, node: &str, stamped: Stamped) -> anyhow::Result<()> {
+        let Some(state) = self.nodes.get_mut(node) else { return Ok(()) };
+        state.down = false;
+        // Already shown before a restart of `top`, or before the first second shown (a
+        // fresh start): only the baseline for what follows.
+        let seen = match state.printed {
+            Some(c) => c.epoch == stamped.epoch && stamped.seq <= c.seq,
+            None => stamped.sample.time_unix_ns < self.first_second,
+        };
+        // With --count, a node that has shown its count waits for the others silently.
+        let done = self.count.is_some_and(|n| state.shown >= n);
+        let (rates, stamped) = self.rates.next(node, stamped);
+        if let Some(rates) = rates
+            && !seen
+            && !done
         {
-            break if nodes.values().any(|s| s.down) { exit::FAILURES } else { exit::OK };
+            let devices = visible_devices(&stamped.sample, false);
+            self.sink.sample(node, stamped.seq, &rates, &devices)?;
+            state.shown += 1;
+            state.printed = Some(Cursor { epoch: stamped.epoch, seq: stamped.seq });
+            self.dirty = true;
         }
-    };
-    shutdown.cancel();
-    drop(sink);
-    save_cursors(args.cursor_file.as_deref(), &nodes)?;
-    Ok(outcome)
+        Ok(())
+    }
+
+    /// With `--count`, the exit code once every node has shown its count (or is down after
+    /// showing something).
+    fn counted(&self) -> Option<u8> {
+        let count = self.count?;
+        self.nodes
+            .values()
+            .all(|s| s.shown >= count || (s.down && s.shown > 0))
+            .then(|| if self.nodes.values().any(|s| s.down) { exit::FAILURES } else { exit::OK })
+    }
 }
 
 /// Where `top` shows what it gets.
@@ -246,26 +296,6 @@ impl FullScreen {
         let screen = &self.screen;
         self.terminal.draw(|frame| tui::draw(frame, screen))?;
         Ok(())
-    }
-
-    /// Applies pending key presses; true when the user asked to quit. Never blocks: the
-    /// terminal is polled with a zero timeout on each redraw tick.
-    fn handle_keys(&mut self) -> bool {
-        while term_event::poll(Duration::ZERO).unwrap_or(false) {
-            let Ok(term_event::Event::Key(key)) = term_event::read() else { continue };
-            if key.kind != KeyEventKind::Press {
-                continue;
-            }
-            match key.code {
-                KeyCode::Char('q') | KeyCode::Esc => return true,
-                // Raw mode turns Ctrl-C into a key press instead of SIGINT.
-                KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => return true,
-                KeyCode::Char('s') => self.screen.sort = self.screen.sort.next(),
-                KeyCode::Char('r') => self.screen.reverse = !self.screen.reverse,
-                _ => {}
-            }
-        }
-        false
     }
 }
 

@@ -7,6 +7,7 @@
 
 use pvfs_metrics::rates::Rates;
 use ratatui::Frame;
+use ratatui::crossterm::event::{self as term_event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
@@ -126,6 +127,19 @@ impl SortKey {
     }
 }
 
+/// Applies the keys pressed since the last call to `screen`; true when the user asked to
+/// leave. Never blocks: the terminal is polled with a zero timeout, once per redraw tick. The
+/// keys of `top` and of `bench --watch`'s node table.
+pub(crate) fn handle_keys(screen: &mut Screen) -> bool {
+    while term_event::poll(std::time::Duration::ZERO).unwrap_or(false) {
+        let Ok(term_event::Event::Key(key)) = term_event::read() else { continue };
+        if screen.key(key) {
+            return true;
+        }
+    }
+    false
+}
+
 /// Everything on the screen.
 #[derive(Debug, Clone)]
 pub(crate) struct Screen {
@@ -140,6 +154,23 @@ pub(crate) struct Screen {
 impl Screen {
     pub(crate) fn row_mut(&mut self, name: &str) -> Option<&mut NodeRow> {
         self.rows.iter_mut().find(|r| r.name == name)
+    }
+
+    /// One key: `s` sorts by the next column, `r` reverses the order; true for `q`, Esc and
+    /// Ctrl-C, which leave. Releases and repeats (terminals that report them) are ignored.
+    fn key(&mut self, key: KeyEvent) -> bool {
+        if key.kind != KeyEventKind::Press {
+            return false;
+        }
+        match key.code {
+            KeyCode::Char('q') | KeyCode::Esc => return true,
+            // Raw mode turns Ctrl-C into a key press instead of SIGINT.
+            KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => return true,
+            KeyCode::Char('s') => self.sort = self.sort.next(),
+            KeyCode::Char('r') => self.reverse = !self.reverse,
+            _ => {}
+        }
+        false
     }
 
     /// Rows in display order. Biggest first for numbers; names A–Z; `reverse` flips either.
@@ -374,5 +405,31 @@ mod tests {
         let lines = render(&screen);
         let row_of = |name: &str| lines.iter().position(|l| l.contains(name)).unwrap();
         assert!(row_of("oss01") < row_of("oss00") && row_of("oss00") < row_of("client00"));
+    }
+
+    #[test]
+    fn keys_sort_reverse_and_leave() {
+        let mut screen = Screen {
+            title: String::new(),
+            rows: Vec::new(),
+            sort: SortKey::Name,
+            reverse: false,
+            clock: String::new(),
+        };
+        let press = |code| KeyEvent::new(code, KeyModifiers::NONE);
+        assert!(!screen.key(press(KeyCode::Char('s'))));
+        assert_eq!(screen.sort, SortKey::Disk);
+        assert!(!screen.key(press(KeyCode::Char('r'))));
+        assert!(screen.reverse);
+        let mut release = press(KeyCode::Char('r'));
+        release.kind = KeyEventKind::Release;
+        assert!(!screen.key(release));
+        assert!(screen.reverse, "a release is not a second press");
+        assert!(!screen.key(press(KeyCode::Char('c'))), "a plain c is nothing");
+        assert!(!screen.key(press(KeyCode::Char('x'))));
+        assert_eq!((screen.sort, screen.reverse), (SortKey::Disk, true));
+        assert!(screen.key(press(KeyCode::Char('q'))));
+        assert!(screen.key(press(KeyCode::Esc)));
+        assert!(screen.key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)));
     }
 }

@@ -97,6 +97,12 @@ impl Watch {
     }
 }
 
+/// Handles the keys pressed since the last call (never blocks): `s` and `r` sort the node
+/// table as in `top`; true when `q`, Esc or Ctrl-C asks to leave the view.
+pub(crate) fn keys(watch: &mut Watch) -> bool {
+    tui::handle_keys(&mut watch.nodes)
+}
+
 /// Renders the bench panel above the node table.
 pub(crate) fn draw(frame: &mut Frame<'_>, w: &Watch) {
     let [head, chart, results, nodes] = Layout::vertical([
