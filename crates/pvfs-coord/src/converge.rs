@@ -25,6 +25,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
 
 /// How `converge` runs.
 #[derive(Debug, Clone, Default)]
@@ -36,6 +37,9 @@ pub struct Options {
     pub allow_reboot: bool,
     /// How long a rebooting node has to come back.
     pub reboot_wait: Wait,
+    /// Cancelled to stop early (Ctrl-C): no unit starts after that, and the units under way
+    /// run to their end, so no step is left half-done by the coordinator leaving.
+    pub stop: CancellationToken,
 }
 
 impl Options {
@@ -116,6 +120,8 @@ pub struct Recap {
     /// Nodes `up` rebooted into the kernel they had to boot, and that came back running it.
     pub rebooted: Vec<Boot>,
     pub elapsed: Duration,
+    /// The run was stopped ([`Options::stop`]): units that had not started were skipped.
+    pub interrupted: bool,
 }
 
 /// A node that must boot into `kernel` (installed) before its units can go on; it runs
@@ -151,9 +157,10 @@ impl Recap {
         !self.failures.is_empty()
     }
 
-    /// Every unit ran to its end: nothing failed and no node waits for a reboot.
+    /// Every unit ran to its end: nothing failed, no node waits for a reboot, and the run was
+    /// not stopped early.
     pub fn converged(&self) -> bool {
-        self.failures.is_empty() && self.boots.is_empty()
+        self.failures.is_empty() && self.boots.is_empty() && !self.interrupted
     }
 
     pub fn changed(&self) -> usize {
@@ -194,9 +201,23 @@ pub async fn converge(
     // no-op run's cost on a large cluster. A broken channel reconnects by itself.
     let connections: Connections = Default::default();
     loop {
+        // Stopped: nothing more starts (units only start here, after one has ended, so this is
+        // checked before every start); the units under way are still joined below.
+        let interrupted = options.stop.is_cancelled();
         // Skip what can no longer run, start what can.
         for unit in &plan.units {
             if state[unit.id] != State::Waiting {
+                continue;
+            }
+            if interrupted {
+                state[unit.id] = State::Skipped;
+                counts.entry(unit.node.clone()).or_default().skipped += unit.steps.len();
+                let _ = events.send(UpEvent::UnitSkipped {
+                    unit: unit.id,
+                    node: unit.node.clone(),
+                    label: unit.label.clone(),
+                    reason: "interrupted before it started".to_owned(),
+                });
                 continue;
             }
             // A node that must boot into another kernel runs nothing more this time: its
@@ -327,7 +348,8 @@ pub async fn converge(
         .iter()
         .map(|n| (n.name.clone(), counts.get(&n.name).copied().unwrap_or_default()))
         .collect();
-    Recap { nodes, failures, boots, rebooted, elapsed: started.elapsed() }
+    let interrupted = options.stop.is_cancelled();
+    Recap { nodes, failures, boots, rebooted, elapsed: started.elapsed(), interrupted }
 }
 
 type Connections = std::sync::Arc<tokio::sync::Mutex<std::collections::HashMap<String, Connection>>>;

@@ -2,6 +2,7 @@
 //! live progress and a recap; `--plan` shows what would change and changes nothing.
 
 use crate::cli::UpCli;
+use crate::shutdown::Shutdown;
 use crate::{exit, output};
 use pvfs_config::Cluster;
 use pvfs_coord::Dialer;
@@ -17,10 +18,14 @@ pub(crate) async fn run(cli: UpCli) -> anyhow::Result<u8> {
     let cluster = pvfs_config::load(&args.cluster)?;
     let dialer = super::dialer(&cluster, &args.connect)?;
     let view = View { json: args.json, plan: args.plan, verbose: args.verbose, down: false };
+    // Ctrl-C (or SIGTERM) stops sending units and lets the ones under way finish; a second
+    // one exits at once (the agents finish a step whose caller went away).
+    let shutdown = Shutdown::on_signals()?;
     let options = Options {
         dry_run: args.plan,
         allow_reboot,
         reboot_wait: Wait { timeout: reboot_timeout, ..Wait::default() },
+        stop: shutdown.token(),
     };
     converge(&cluster, &dialer, options, view).await
 }
@@ -62,17 +67,31 @@ pub(crate) async fn run_plan(
         ))?;
     }
     let (tx, mut rx) = mpsc::unbounded_channel();
+    let stop = options.stop.clone();
     let work = {
         let (cluster, plan, dialer) = (cluster.clone(), plan.clone(), dialer.clone());
         tokio::spawn(
             async move { pvfs_coord::converge::converge(&cluster, &plan, &dialer, &options, tx).await },
         )
     };
-    while let Some(event) = rx.recv().await {
-        view.show(&event)?;
+    let mut told = false;
+    loop {
+        tokio::select! {
+            event = rx.recv() => match event {
+                Some(event) => view.show(&event)?,
+                None => break,
+            },
+            () = stop.cancelled(), if !told => {
+                told = true;
+                output::note("interrupted: no new unit starts; the steps under way finish (Ctrl-C again exits at once)");
+            }
+        }
     }
     let recap = work.await?;
     view.recap(&recap)?;
+    if recap.interrupted {
+        return Ok(exit::INTERRUPTED);
+    }
     // A node waiting for a reboot is not converged: scripts must not take it for done.
     Ok(if recap.converged() { exit::OK } else { exit::FAILURES })
 }
