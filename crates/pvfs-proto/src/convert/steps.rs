@@ -15,10 +15,37 @@ use std::time::Duration;
 
 /// A step from the wire this agent cannot carry out.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("step {index}: {message}")]
+#[error("step {index}: {reason}")]
 pub struct StepDecodeError {
     pub index: usize,
-    pub message: String,
+    pub reason: DecodeReason,
+}
+
+/// Why one step from the wire cannot be carried out.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeReason {
+    #[error("a step of a kind this agent does not know {}", OLDER)]
+    UnknownStep,
+    #[error("a gate of a kind this agent does not know {}", OLDER)]
+    UnknownGate,
+    /// An enum value this agent's protocol does not have.
+    #[error("unknown {what} {value} {}", OLDER)]
+    UnknownValue { what: &'static str, value: i32 },
+    #[error(
+        "a Lustre stripe step without its directory, count or size ({dir:?}, {count}, {size}): a broken or older \
+         coordinator"
+    )]
+    IncompleteStripe { dir: String, count: i64, size: u64 },
+    #[error(
+        "an lctl parameter without its name or value ({name:?}={value:?}): a broken or older coordinator"
+    )]
+    IncompleteLctlParam { name: String, value: String },
+    #[error(
+        "a gate deadline of {deadline:?} is longer than an agent waits ({}s at most); \
+         ask for a shorter one, or run the step again after it expires",
+        Gate::MAX_DEADLINE.as_secs()
+    )]
+    GateDeadline { deadline: Duration },
 }
 
 fn kv(pairs: &[(String, String)]) -> Vec<pb::KeyValue> {
@@ -224,19 +251,19 @@ pub fn steps_from_wire(steps: Vec<pb::Step>) -> Result<Vec<Step>, StepDecodeErro
     steps
         .into_iter()
         .enumerate()
-        .map(|(index, s)| step_from(s).map_err(|message| StepDecodeError { index, message }))
+        .map(|(index, s)| step_from(s).map_err(|reason| StepDecodeError { index, reason }))
         .collect()
 }
 
 /// What a step or value this agent does not know most likely means.
 const OLDER: &str = "(is the agent older than the coordinator?)";
 
-fn unknown(what: &str, value: i32) -> String {
-    format!("unknown {what} {value} {OLDER}")
+fn unknown(what: &'static str, value: i32) -> DecodeReason {
+    DecodeReason::UnknownValue { what, value }
 }
 
-fn step_from(step: pb::Step) -> Result<Step, String> {
-    let inner = step.step.ok_or_else(|| format!("a step of a kind this agent does not know {OLDER}"))?;
+fn step_from(step: pb::Step) -> Result<Step, DecodeReason> {
+    let inner = step.step.ok_or(DecodeReason::UnknownStep)?;
     Ok(match inner {
         S::Packages(p) => Step::Packages(Packages {
             manager: match pb::packages_step::Manager::try_from(p.manager)
@@ -314,20 +341,13 @@ fn step_from(step: pb::Step) -> Result<Step, String> {
         }),
         S::LustreStripe(s) => {
             if s.dir.is_empty() || s.count == 0 || s.size == 0 {
-                return Err(format!(
-                    "a Lustre stripe step without its directory, count or size ({:?}, {}, {}): a broken or older \
-                     coordinator",
-                    s.dir, s.count, s.size
-                ));
+                return Err(DecodeReason::IncompleteStripe { dir: s.dir, count: s.count, size: s.size });
             }
             Step::LustreStripe(LustreStripe { dir: s.dir, count: s.count, size: s.size })
         }
         S::LctlParam(p) => {
             if p.name.is_empty() || p.value.is_empty() {
-                return Err(format!(
-                    "an lctl parameter without its name or value ({:?}={:?}): a broken or older coordinator",
-                    p.name, p.value
-                ));
+                return Err(DecodeReason::IncompleteLctlParam { name: p.name, value: p.value });
             }
             Step::LctlParam(LctlParam { name: p.name, value: p.value })
         }
@@ -374,33 +394,28 @@ fn step_from(step: pb::Step) -> Result<Step, String> {
         }),
         S::Gate(g) => {
             use pb::gate_step::Kind as K;
-            let kind =
-                match g.kind.ok_or_else(|| format!("a gate of a kind this agent does not know {OLDER}"))? {
-                    K::GlusterPeersInCluster(list) => GateKind::GlusterPeersInCluster { peers: list.items },
-                    K::GlusterBricksOnline(b) => {
-                        GateKind::GlusterBricksOnline { volume: b.volume, bricks: b.bricks }
-                    }
-                    K::LnetPing(nid) => GateKind::LnetPing { nid },
-                    K::LnetNid(nid) => GateKind::LnetNid { nid },
-                    K::LfsCheckServers(_) => GateKind::LfsCheckServers,
-                    K::BeegfsMgmtdReachable(_) => GateKind::BeegfsMgmtdReachable,
-                    K::BeegfsCheckServers(_) => GateKind::BeegfsCheckServers,
-                    K::Writable(dir) => GateKind::Writable { dir },
-                    K::MountedAs(m) => GateKind::MountedAs { dir: m.dir, fstype: m.fstype },
-                    K::KernelBuildTree(_) => GateKind::KernelBuildTree,
-                    K::GlusterRebalanced(volume) => GateKind::GlusterRebalanced { volume },
-                };
+            let kind = match g.kind.ok_or(DecodeReason::UnknownGate)? {
+                K::GlusterPeersInCluster(list) => GateKind::GlusterPeersInCluster { peers: list.items },
+                K::GlusterBricksOnline(b) => {
+                    GateKind::GlusterBricksOnline { volume: b.volume, bricks: b.bricks }
+                }
+                K::LnetPing(nid) => GateKind::LnetPing { nid },
+                K::LnetNid(nid) => GateKind::LnetNid { nid },
+                K::LfsCheckServers(_) => GateKind::LfsCheckServers,
+                K::BeegfsMgmtdReachable(_) => GateKind::BeegfsMgmtdReachable,
+                K::BeegfsCheckServers(_) => GateKind::BeegfsCheckServers,
+                K::Writable(dir) => GateKind::Writable { dir },
+                K::MountedAs(m) => GateKind::MountedAs { dir: m.dir, fstype: m.fstype },
+                K::KernelBuildTree(_) => GateKind::KernelBuildTree,
+                K::GlusterRebalanced(volume) => GateKind::GlusterRebalanced { volume },
+            };
             // Refused rather than clamped: a gate that quietly waits less than it was asked to
             // is a different gate, and the planner never asks for more than a few minutes, so
             // only a broken or hostile caller gets here. Without a cap, one call could hold the
             // agent's Apply lock for years.
             let deadline = Duration::from_millis(g.deadline_ms);
             if deadline > Gate::MAX_DEADLINE {
-                return Err(format!(
-                    "a gate deadline of {deadline:?} is longer than an agent waits ({}s at most); \
-                     ask for a shorter one, or run the step again after it expires",
-                    Gate::MAX_DEADLINE.as_secs()
-                ));
+                return Err(DecodeReason::GateDeadline { deadline });
             }
             Step::Gate(Gate { kind, deadline })
         }
@@ -679,7 +694,7 @@ mod tests {
         );
         let err = steps_from_wire(vec![gate(1000), gate(u64::MAX)]).unwrap_err();
         assert_eq!(err.index, 1);
-        assert!(err.message.starts_with("a gate deadline of 18446744073709551.615s"), "{err}");
+        assert!(err.reason.to_string().starts_with("a gate deadline of 18446744073709551.615s"), "{err}");
     }
 
     #[test]
