@@ -297,7 +297,7 @@ impl pb::agent_server::Agent for AgentService {
         // Unbounded on purpose: a unit's events are bounded by its steps and their commands
         // (a few dozen), and the steps must never wait on a slow reader mid-way.
         let (tx, rx) = mpsc::unbounded_channel();
-        let host = pvfs_steps::Host::new(self.root.clone(), SystemRunner);
+        let host = pvfs_steps::NodeAccess::new(self.root.clone(), SystemRunner);
         let name = self.name.clone();
         let stopping = self.shutdown.clone();
         let policy = self.policy.clone();
@@ -318,8 +318,10 @@ impl pb::agent_server::Agent for AgentService {
                 dry_run,
                 after_changes,
                 |event| {
-                    if let pvfs_steps::Event::Done {
-                        index, outcome: pvfs_steps::Outcome::Failed(f), ..
+                    if let pvfs_steps::StepEvent::Done {
+                        index,
+                        outcome: pvfs_steps::Outcome::Failed(f),
+                        ..
                     } = &event
                     {
                         tracing::warn!(unit = %label, step = index, error = %f.message, "step failed");

@@ -20,7 +20,7 @@ use crate::reboot::{self, Progress, Wait};
 use pvfs_config::Cluster;
 use pvfs_plan::{Plan, Unit};
 use pvfs_proto::pb;
-use pvfs_steps::{Event, Outcome};
+use pvfs_steps::{Outcome, StepEvent};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -63,7 +63,7 @@ pub enum UpEvent {
         node: String,
         step: String,
         kind: &'static str,
-        event: Event,
+        event: StepEvent,
     },
     UnitDone {
         unit: usize,
@@ -442,15 +442,15 @@ async fn run_unit(
     loop {
         match stream.message().await {
             Ok(Some(message)) => {
-                let Some(event) = Option::<Event>::from(message) else { continue };
+                let Some(event) = Option::<StepEvent>::from(message) else { continue };
                 let index = match &event {
-                    Event::Started { index }
-                    | Event::Progress { index, .. }
-                    | Event::Command { index, .. }
-                    | Event::Done { index, .. } => *index as usize,
+                    StepEvent::Started { index }
+                    | StepEvent::Progress { index, .. }
+                    | StepEvent::Command { index, .. }
+                    | StepEvent::Done { index, .. } => *index as usize,
                 };
                 let Some(step) = unit.steps.get(index) else { continue };
-                if let Event::Done { outcome, .. } = &event {
+                if let StepEvent::Done { outcome, .. } = &event {
                     done[index] = true;
                     match outcome {
                         Outcome::Ok { .. } => counts.ok += 1,

@@ -2,7 +2,7 @@
 //! probe until a condition holds or their deadline passes, backing off between probes.
 
 use crate::gluster::{GlusterVolume, Rebalance, peers, rebalance_status};
-use crate::{Host, StepError};
+use crate::{NodeAccess, StepError};
 use pvfs_host::{Command, Runner};
 use std::fmt;
 use std::time::Duration;
@@ -88,7 +88,7 @@ impl Gate {
     pub const MAX_DEADLINE: Duration = Duration::from_secs(3600);
 
     /// Probes once.
-    pub(crate) async fn probe<R: Runner>(&self, host: &Host<R>) -> Result<GateState, StepError> {
+    pub(crate) async fn probe<R: Runner>(&self, host: &NodeAccess<R>) -> Result<GateState, StepError> {
         use GateState::{NotReady, Ready};
         Ok(match &self.kind {
             GateKind::GlusterPeersInCluster { peers: want } => {
@@ -287,7 +287,7 @@ impl Gate {
     /// entries, a peer's state), so a long wait is followed live.
     pub(crate) async fn wait<R: Runner>(
         &self,
-        host: &Host<R>,
+        host: &NodeAccess<R>,
         keep_going: &(dyn Fn() -> bool + Sync),
         on_progress: &mut (dyn FnMut(&str) + Send),
     ) -> Result<Waited, StepError> {
@@ -340,7 +340,11 @@ pub(crate) enum Waited {
 }
 
 /// Ready when `command` exits 0; otherwise not ready, with what it said.
-async fn exit_zero<R: Runner>(host: &Host<R>, command: Command, ready: &str) -> Result<GateState, StepError> {
+async fn exit_zero<R: Runner>(
+    host: &NodeAccess<R>,
+    command: Command,
+    ready: &str,
+) -> Result<GateState, StepError> {
     let shown = command.to_string();
     let out = host.probe(command).await?;
     Ok(if out.success() {
@@ -627,9 +631,9 @@ mod tests {
     use crate::{Outcome, Step, execute};
     use pvfs_host::{RecordedRunner, Root};
 
-    fn host(runner: RecordedRunner) -> (tempfile::TempDir, Host<RecordedRunner>) {
+    fn host(runner: RecordedRunner) -> (tempfile::TempDir, NodeAccess<RecordedRunner>) {
         let dir = tempfile::tempdir().unwrap();
-        let host = Host::new(Root::at(dir.path()), runner);
+        let host = NodeAccess::new(Root::at(dir.path()), runner);
         (dir, host)
     }
 
@@ -727,7 +731,7 @@ mod tests {
             false,
             false,
             |event| {
-                if let crate::Event::Done { outcome, .. } = event {
+                if let crate::StepEvent::Done { outcome, .. } = event {
                     outcomes.push(outcome);
                 }
             },

@@ -8,7 +8,7 @@
 //! persist it for every client, but it also reaches clients pvfs does not manage, so pvfs does
 //! not use it.
 
-use crate::{Action, Assessment, Host, StepError};
+use crate::{Action, Assessment, NodeAccess, StepError};
 use pvfs_host::{Command, Runner};
 use std::fmt;
 
@@ -106,7 +106,7 @@ impl LustreStripe {
         ])
     }
 
-    pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+    pub(crate) async fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         let probe = Command::new("lfs").args(["getstripe", "-d", &self.dir]);
         let shown = probe.to_string();
         let text = host.probe_ok(probe).await?;
@@ -151,7 +151,7 @@ pub struct LctlParam {
 }
 
 impl LctlParam {
-    pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+    pub(crate) async fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         let probe = Command::new("lctl").args(["get_param", "-n", &self.name]);
         let shown = probe.to_string();
         let out = host.probe(probe).await?;
@@ -209,9 +209,9 @@ mod tests {
 
     use crate::without_header as fixture;
 
-    fn host(runner: RecordedRunner) -> (tempfile::TempDir, Host<RecordedRunner>) {
+    fn host(runner: RecordedRunner) -> (tempfile::TempDir, NodeAccess<RecordedRunner>) {
         let dir = tempfile::tempdir().unwrap();
-        let host = Host::new(Root::at(dir.path()), runner);
+        let host = NodeAccess::new(Root::at(dir.path()), runner);
         (dir, host)
     }
 

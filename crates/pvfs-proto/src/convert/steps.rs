@@ -6,10 +6,10 @@
 use crate::pb;
 use crate::pb::step::Step as S;
 use pvfs_steps::{
-    BeegfsService, BeegfsSetup, BlockQueue, CommandRecord, ConfigKeys, Directory, Event, Failure, File, Gate,
+    BeegfsService, BeegfsSetup, BlockQueue, CommandRecord, ConfigKeys, Directory, Failure, File, Gate,
     GateKind, GlusterLayout, GlusterPeers, GlusterPeersDetached, GlusterVolume, GlusterVolumeGone, LctlParam,
     LustreRole, LustreStripe, LustreTarget, LvmThin, Mkfs, Mount, Outcome, Package, PackageManager, Packages,
-    Raid0, Repo, Service, ServiceStopped, Step, Unmount, WipeTarget,
+    Raid0, Repo, Service, ServiceStopped, Step, StepEvent, Unmount, WipeTarget,
 };
 use std::time::Duration;
 
@@ -422,21 +422,21 @@ fn step_from(step: pb::Step) -> Result<Step, DecodeReason> {
     })
 }
 
-impl From<&Event> for pb::ApplyEvent {
-    fn from(event: &Event) -> pb::ApplyEvent {
+impl From<&StepEvent> for pb::ApplyEvent {
+    fn from(event: &StepEvent) -> pb::ApplyEvent {
         use pb::apply_event::Event as E;
         let inner = match event {
-            Event::Started { index } => E::Started(pb::StepStarted { index: *index }),
-            Event::Progress { index, detail } => {
+            StepEvent::Started { index } => E::Started(pb::StepStarted { index: *index }),
+            StepEvent::Progress { index, detail } => {
                 E::Progress(pb::StepProgress { index: *index, detail: detail.clone() })
             }
-            Event::Command { index, record } => E::Command(pb::CommandDone {
+            StepEvent::Command { index, record } => E::Command(pb::CommandDone {
                 index: *index,
                 command: record.command.clone(),
                 code: record.code,
                 duration_ms: record.duration.as_millis() as u64,
             }),
-            Event::Done { index, outcome, duration } => {
+            StepEvent::Done { index, outcome, duration } => {
                 use pb::step_done::Status;
                 let mut done = pb::StepDone {
                     index: *index,
@@ -487,14 +487,14 @@ impl From<&Event> for pb::ApplyEvent {
     }
 }
 
-impl From<pb::ApplyEvent> for Option<Event> {
+impl From<pb::ApplyEvent> for Option<StepEvent> {
     /// `None` for an event kind this coordinator does not know (a newer agent).
-    fn from(event: pb::ApplyEvent) -> Option<Event> {
+    fn from(event: pb::ApplyEvent) -> Option<StepEvent> {
         use pb::apply_event::Event as E;
         Some(match event.event? {
-            E::Started(s) => Event::Started { index: s.index },
-            E::Progress(p) => Event::Progress { index: p.index, detail: p.detail },
-            E::Command(c) => Event::Command {
+            E::Started(s) => StepEvent::Started { index: s.index },
+            E::Progress(p) => StepEvent::Progress { index: p.index, detail: p.detail },
+            E::Command(c) => StepEvent::Command {
                 index: c.index,
                 record: CommandRecord {
                     command: c.command,
@@ -537,7 +537,7 @@ impl From<pb::ApplyEvent> for Option<Event> {
                         refused: d.refused,
                     }),
                 };
-                Event::Done { index: d.index, outcome, duration: Duration::from_millis(d.duration_ms) }
+                StepEvent::Done { index: d.index, outcome, duration: Duration::from_millis(d.duration_ms) }
             }
         })
     }
@@ -726,12 +726,13 @@ mod tests {
             failure,
             refusal,
         ] {
-            let event = Event::Done { index: 3, outcome, duration: Duration::from_millis(12) };
-            let back: Option<Event> = pb::ApplyEvent::from(&event).into();
+            let event = StepEvent::Done { index: 3, outcome, duration: Duration::from_millis(12) };
+            let back: Option<StepEvent> = pb::ApplyEvent::from(&event).into();
             assert_eq!(back, Some(event));
         }
-        let progress = Event::Progress { index: 2, detail: "fix-layout in progress on 1 of 2 nodes".into() };
-        let back: Option<Event> = pb::ApplyEvent::from(&progress).into();
+        let progress =
+            StepEvent::Progress { index: 2, detail: "fix-layout in progress on 1 of 2 nodes".into() };
+        let back: Option<StepEvent> = pb::ApplyEvent::from(&progress).into();
         assert_eq!(back, Some(progress));
     }
 
@@ -743,8 +744,9 @@ mod tests {
             running_kernel: "3.10.0-514.el7.x86_64".into(),
             ..Default::default()
         };
-        let event: Option<Event> = pb::ApplyEvent { event: Some(pb::apply_event::Event::Done(done)) }.into();
-        let Some(Event::Done { outcome: Outcome::Failed(f), .. }) = event else { panic!("{event:?}") };
+        let event: Option<StepEvent> =
+            pb::ApplyEvent { event: Some(pb::apply_event::Event::Done(done)) }.into();
+        let Some(StepEvent::Done { outcome: Outcome::Failed(f), .. }) = event else { panic!("{event:?}") };
         assert!(f.message.contains("did not name the kernel"), "{}", f.message);
     }
 }

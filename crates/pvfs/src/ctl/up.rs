@@ -8,7 +8,7 @@ use pvfs_config::Cluster;
 use pvfs_coord::Dialer;
 use pvfs_coord::converge::{Counts, Options, Recap, UpEvent};
 use pvfs_coord::reboot::{Progress, Wait};
-use pvfs_steps::{Event, Outcome};
+use pvfs_steps::{Outcome, StepEvent};
 use serde_json::json;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -141,11 +141,11 @@ impl View {
                 }
             },
             UpEvent::Step { node, step, event, .. } => match event {
-                Event::Started { .. } | Event::Command { .. } => String::new(),
-                Event::Progress { index, detail } => {
+                StepEvent::Started { .. } | StepEvent::Command { .. } => String::new(),
+                StepEvent::Progress { index, detail } => {
                     format!("[{node}]   {:>2}. {step}: waiting: {detail}\n", index + 1)
                 }
-                Event::Done { index, outcome, duration } => {
+                StepEvent::Done { index, outcome, duration } => {
                     self.step_line(node, *index, step, outcome, *duration)
                 }
             },
@@ -303,18 +303,18 @@ fn event_json(event: &UpEvent) -> serde_json::Value {
             json!({"event": "reboot", "node": node, "kernel": kernel, "stage": stage, "elapsed_ms": elapsed, "last": last})
         }
         UpEvent::Step { unit, node, step, kind, event } => match event {
-            Event::Progress { index, detail } => json!({
+            StepEvent::Progress { index, detail } => json!({
                 "event": "step_progress", "unit": unit, "node": node, "index": index, "step": step,
                 "kind": kind, "detail": detail,
             }),
-            Event::Started { index } => {
+            StepEvent::Started { index } => {
                 json!({"event": "step_started", "unit": unit, "node": node, "index": index, "step": step, "kind": kind})
             }
-            Event::Command { index, record } => json!({
+            StepEvent::Command { index, record } => json!({
                 "event": "command", "unit": unit, "node": node, "index": index,
                 "command": record.command, "code": record.code, "duration_ms": ms(record.duration),
             }),
-            Event::Done { index, outcome, duration } => {
+            StepEvent::Done { index, outcome, duration } => {
                 let mut v = json!({
                     "event": "step_done", "unit": unit, "node": node, "index": index, "step": step, "kind": kind,
                     "duration_ms": ms(*duration),
