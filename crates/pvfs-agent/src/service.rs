@@ -165,7 +165,7 @@ impl pb::agent_server::Agent for AgentService {
         request: Request<pb::LaunchRequest>,
     ) -> Result<Response<Self::LaunchStream>, Status> {
         let req = pvfs_proto::convert::bench::launch_request_from(request.into_inner())
-            .map_err(Status::invalid_argument)?;
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
         let guard = self.benching.clone().try_lock_owned().map_err(|_| {
             Status::aborted("another benchmark is running on this client; wait for it to finish")
         })?;
@@ -184,7 +184,7 @@ impl pb::agent_server::Agent for AgentService {
     ) -> Result<Response<Self::BenchPhaseStream>, Status> {
         use pvfs_bench::engine::{Engine, Phase};
         let (req, start_at) = pvfs_proto::convert::bench::phase_request_from(request.into_inner())
-            .map_err(Status::invalid_argument)?;
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
         // The built-in engine's memory is known from the request: a phase this node cannot
         // hold is refused before anything starts.
         let memory_max = match req.engine {
