@@ -69,7 +69,7 @@ pub enum UpEvent {
         unit: usize,
         node: String,
         label: String,
-        result: Result<(), String>,
+        result: Result<(), UnitFailed>,
         elapsed: Duration,
     },
     /// Stopped, neither done nor failed: a step said the node must boot into `kernel` (it
@@ -95,6 +95,18 @@ pub enum UpEvent {
         label: String,
         reason: String,
     },
+}
+
+/// Why a unit did not succeed: each failure names the step and what went wrong, in order.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .0.join("; "))]
+pub struct UnitFailed(pub Vec<String>);
+
+/// As its text: `up --json`'s `error` field is one string, the failures joined.
+impl serde::Serialize for UnitFailed {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
 }
 
 /// Per-node counts of step outcomes.
@@ -337,7 +349,7 @@ pub async fn converge(
                 unit: id,
                 node: unit.node.clone(),
                 label: unit.label.clone(),
-                result: if ok { Ok(()) } else { Err(result.failures.join("; ")) },
+                result: if ok { Ok(()) } else { Err(UnitFailed(result.failures.clone())) },
                 elapsed: result.elapsed,
             },
         };
@@ -558,5 +570,18 @@ impl Again<'_> {
         }
         again.rebooted = Some(Boot { node: node.name.clone(), kernel, running, allowed: true });
         again
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UnitFailed;
+
+    /// The live view, the recap and `--json` (which serializes it as this text) show a unit's
+    /// failures as one line, in the order they happened.
+    #[test]
+    fn a_units_failures_read_as_one_line() {
+        let failed = UnitFailed(vec!["step 1 (a) failed: x".into(), "step 2 (b) failed: y".into()]);
+        assert_eq!(failed.to_string(), "step 1 (a) failed: x; step 2 (b) failed: y");
     }
 }
