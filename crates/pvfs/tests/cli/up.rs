@@ -234,37 +234,45 @@ fn ctrl_c_lets_the_step_under_way_finish_prints_the_recap_and_exits_130() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stdout = std::io::BufReader::new(up.stdout.take().unwrap());
-    let reader = std::thread::spawn(move || {
-        for line in stdout.lines().map_while(Result::ok) {
-            let _ = tx.send(line);
+    // Each stream's lines, read as they come by a thread of its own.
+    let lines = |stream: Box<dyn std::io::Read + Send>| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stream).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        (rx, reader)
+    };
+    let (stdout_lines, stdout_reader) = lines(Box::new(up.stdout.take().unwrap()));
+    let (stderr_lines, stderr_reader) = lines(Box::new(up.stderr.take().unwrap()));
+    // Reads `rx` into `seen` until a line contains `want`; panics after 30 s.
+    let wait_for = |rx: &std::sync::mpsc::Receiver<String>, seen: &mut Vec<String>, want: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !seen.iter().any(|l| l.contains(want)) {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) => seen.push(line),
+                Err(_) => panic!("no line with {want:?} within 30 s: {seen:?}"),
+            }
         }
-    });
-    let mut shown = Vec::new();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !shown.iter().any(|l: &String| l.contains("is writable: waiting: ")) {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(line) => shown.push(line),
-            Err(_) => panic!("the write probe did not start waiting within 30 s: {shown:?}"),
-        }
-    }
+    };
+    let (mut shown, mut noted) = (Vec::new(), Vec::new());
+    wait_for(&stdout_lines, &mut shown, "is writable: waiting: ");
     let pid = nix::unistd::Pid::from_raw(up.id() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
-    // Give `up` the signal before the step can finish: it must not have exited already.
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // `up` took the signal, and still waits for the step under way: the probe cannot pass yet.
+    wait_for(&stderr_lines, &mut noted, "interrupted: no new unit starts; the steps under way finish");
     assert!(up.try_wait().unwrap().is_none(), "up exited before the step under way finished");
     read_only.make_writable();
 
     let status = up.wait().unwrap();
-    reader.join().unwrap();
-    shown.extend(rx.try_iter());
-    let stdout = shown.join("\n");
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut up.stderr.take().unwrap(), &mut stderr).unwrap();
+    stdout_reader.join().unwrap();
+    stderr_reader.join().unwrap();
+    shown.extend(stdout_lines.try_iter());
+    noted.extend(stderr_lines.try_iter());
+    let (stdout, stderr) = (shown.join("\n"), noted.join("\n"));
     assert_eq!(status.code(), Some(130), "{stdout}\n{stderr}");
-    assert!(stderr.contains("interrupted: no new unit starts; the steps under way finish"), "{stderr}");
     // The unit under way ran to its end, and the recap says what ran.
     assert!(stdout.contains("[n1] mount: done in "), "{stdout}");
     assert!(stdout.contains("RECAP ("), "{stdout}");
