@@ -56,9 +56,15 @@ impl Argv {
     }
 }
 
+/// The agent cannot name its own executable (`/proc/self/exe` unreadable, or the file
+/// replaced): nothing it would run through itself can start.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot find pvfs-agent's own executable: {0}")]
+pub(crate) struct OwnExecutableError(#[source] std::io::Error);
+
 /// This program, as the command that runs its agent personality.
-pub(crate) fn self_argv() -> Result<Argv, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find pvfs-agent's own executable: {e}"))?;
+pub(crate) fn self_argv() -> Result<Argv, OwnExecutableError> {
+    let exe = std::env::current_exe().map_err(OwnExecutableError)?;
     let name = exe.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let path = exe.display().to_string();
     Ok(if name.starts_with("pvfs-agent") {
@@ -73,7 +79,7 @@ pub(crate) fn self_argv() -> Result<Argv, String> {
 
 /// This program's agent personality as a plain command line, for commands that cannot carry
 /// a name of their own (mpirun's ranks): right for `pvfs-agent` and `pvfs`.
-pub(crate) fn self_command() -> Result<Vec<String>, String> {
+pub(crate) fn self_command() -> Result<Vec<String>, OwnExecutableError> {
     let Argv { mut args, arg0 } = self_argv()?;
     if arg0.is_some() {
         args.push("agent".to_owned());
@@ -82,7 +88,7 @@ pub(crate) fn self_command() -> Result<Vec<String>, String> {
 }
 
 /// `inner` run with OOM score `score`: through `oom-exec`, which sets it and becomes `inner`.
-pub(crate) fn with_oom_score(score: i32, inner: Argv) -> Result<Argv, String> {
+pub(crate) fn with_oom_score(score: i32, inner: Argv) -> Result<Argv, OwnExecutableError> {
     let mut outer = self_argv()?;
     outer.args.extend(["oom-exec".to_owned(), "--score".to_owned(), score.to_string()]);
     if let Some(arg0) = inner.arg0 {
@@ -201,19 +207,28 @@ fn oom_kills() -> Option<u64> {
 /// anything starts, plus room for the page cache its buffered I/O is charged with in its
 /// cgroup (half the node: the presets use O_DIRECT, where the cache plays no part; a buffered
 /// run keeps a cache as large as a client at rest would give it), never more than the node.
-pub(crate) fn engine_memory(req: &PhaseRequest) -> Result<u64, String> {
+pub(crate) fn engine_memory(req: &PhaseRequest) -> Result<u64, TooMuchMemory> {
     let needed = req.memory_needed();
     let Some(total) = mem_total() else { return Ok(needed) };
     if needed > total / 2 {
-        return Err(format!(
-            "{} tasks need about {} of memory (a transfer buffer and a thread each), more than half of this \
-             client's {}: lower procs or transfer",
-            req.tasks,
-            format_bytes(needed),
-            format_bytes(total)
-        ));
+        return Err(TooMuchMemory { tasks: req.tasks, needed, total });
     }
     Ok(needed.saturating_add(total / 2).min(total))
+}
+
+/// A phase whose tasks would need more than half of the client's memory: refused before it
+/// starts, rather than left to the OOM killer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{tasks} tasks need about {} of memory (a transfer buffer and a thread each), more than half of this \
+     client's {}: lower procs or transfer",
+    format_bytes(*needed),
+    format_bytes(*total)
+)]
+pub(crate) struct TooMuchMemory {
+    tasks: u32,
+    needed: u64,
+    total: u64,
 }
 
 /// Why an engine phase produced no results.
@@ -240,9 +255,9 @@ pub(crate) async fn run_engine(
 ) -> Result<Vec<TaskResult>, EngineError> {
     static SEQ: AtomicU64 = AtomicU64::new(0);
     let died = |why: String| EngineError::Died(format!("the built-in engine on {node} {why}"));
-    let mut inner = self_argv().map_err(&died)?;
+    let mut inner = self_argv().map_err(|err| died(err.to_string()))?;
     inner.args.extend(pvfs_engine::child::phase_args(req));
-    let mut argv = with_oom_score(ENGINE_OOM_SCORE_ADJ, inner).map_err(&died)?;
+    let mut argv = with_oom_score(ENGINE_OOM_SCORE_ADJ, inner).map_err(|err| died(err.to_string()))?;
     let contained = containment().await;
     if *contained == Containment::Scope {
         // systemd-run execs the command in the new scope: the trampoline is named as itself.
@@ -354,22 +369,28 @@ fn death(
     }
 }
 
+/// Why the engine's next line could not be had (the message follows "the built-in engine on
+/// NODE (pid N)").
+#[derive(Debug, thiserror::Error)]
+enum LineError {
+    #[error("could not be read from: {0}")]
+    Read(#[source] std::io::Error),
+    #[error("printed a line longer than {MAX_LINE} bytes")]
+    TooLong,
+}
+
 /// The next line of the engine's output, `None` at its end. A line longer than [`MAX_LINE`] is
 /// an error rather than a buffer that grows with whatever the child prints. `buf` lives across
 /// calls: in a `select!`, a read interrupted mid-line keeps what it had read there (tokio's
 /// `read_until` appends as it consumes), and the next call goes on from it.
-async fn read_line(out: &mut BufReader<ChildStdout>, buf: &mut Vec<u8>) -> Result<Option<String>, String> {
+async fn read_line(out: &mut BufReader<ChildStdout>, buf: &mut Vec<u8>) -> Result<Option<String>, LineError> {
     let room = u64::try_from((MAX_LINE + 1).saturating_sub(buf.len())).unwrap_or(u64::MAX);
-    let read = (&mut *out)
-        .take(room)
-        .read_until(b'\n', buf)
-        .await
-        .map_err(|e| format!("could not be read from: {e}"))?;
+    let read = (&mut *out).take(room).read_until(b'\n', buf).await.map_err(LineError::Read)?;
     if read == 0 && buf.is_empty() {
         return Ok(None);
     }
     if buf.len() > MAX_LINE {
-        return Err(format!("printed a line longer than {MAX_LINE} bytes"));
+        return Err(LineError::TooLong);
     }
     let line = String::from_utf8_lossy(buf).into_owned();
     buf.clear();
@@ -447,12 +468,12 @@ mod tests {
         };
         let (_printf, mut out) = output("printf", &["one\\ntwo"]);
         let mut buf = Vec::new();
-        assert_eq!(read_line(&mut out, &mut buf).await, Ok(Some("one\n".into())));
-        assert_eq!(read_line(&mut out, &mut buf).await, Ok(Some("two".into())));
-        assert_eq!(read_line(&mut out, &mut buf).await, Ok(None));
+        assert_eq!(read_line(&mut out, &mut buf).await.unwrap(), Some("one\n".into()));
+        assert_eq!(read_line(&mut out, &mut buf).await.unwrap(), Some("two".into()));
+        assert_eq!(read_line(&mut out, &mut buf).await.unwrap(), None);
         let (_cat, mut endless) = output("cat", &["/dev/zero"]);
         let err = read_line(&mut endless, &mut Vec::new()).await.unwrap_err();
-        assert_eq!(err, "printed a line longer than 65536 bytes");
+        assert_eq!(err.to_string(), "printed a line longer than 65536 bytes");
     }
 
     #[test]

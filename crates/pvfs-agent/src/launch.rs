@@ -25,9 +25,25 @@ const HOSTFILE: &str = "mpi-hostfile";
 /// How long mpirun gets to stop its ranks after SIGTERM before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
+/// Why the run's command cannot be made on this client; sent to the coordinator as is.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error(transparent)]
+    OwnExecutable(#[from] crate::child::OwnExecutableError),
+    #[error(
+        "{0} is not installed on this client (not found in PATH): install IOR (which provides ior and \
+         mdtest) on every client, or use engine = \"builtin\""
+    )]
+    NotInstalled(&'static str),
+    #[error("`ior -h` did not finish within 30s")]
+    IorHelpTimedOut,
+    #[error("cannot run `ior -h`: {0}")]
+    IorHelp(#[source] std::io::Error),
+}
+
 /// The command for `req` on this client, and the hostfile it names (written by the caller to
 /// `hostfile_path`).
-pub async fn command(req: &LaunchRequest, hostfile_path: &std::path::Path) -> Result<Command, String> {
+pub async fn command(req: &LaunchRequest, hostfile_path: &std::path::Path) -> Result<Command, LaunchError> {
     let program: Vec<String> = match (req.program, &req.workload) {
         (Program::Builtin, workload) => {
             let mut program = crate::child::self_command()?;
@@ -42,7 +58,7 @@ pub async fn command(req: &LaunchRequest, hostfile_path: &std::path::Path) -> Re
         }
         (Program::Ior, Workload::Mdtest(p)) => {
             if !crate::child::on_path("mdtest") {
-                return Err(not_installed("mdtest"));
+                return Err(LaunchError::NotInstalled("mdtest"));
             }
             let mut program = vec!["mdtest".to_owned()];
             program.extend(mdtest_args(p, &req.dir.display().to_string()));
@@ -60,17 +76,10 @@ pub async fn command(req: &LaunchRequest, hostfile_path: &std::path::Path) -> Re
     Ok(command.args(program))
 }
 
-fn not_installed(program: &str) -> String {
-    format!(
-        "{program} is not installed on this client (not found in PATH): install IOR (which provides ior and \
-         mdtest) on every client, or use engine = \"builtin\""
-    )
-}
-
 /// IOR's version from `ior -h` (which exits 1, having printed its options).
-async fn ior_version() -> Result<IorVersion, String> {
+async fn ior_version() -> Result<IorVersion, LaunchError> {
     if !crate::child::on_path("ior") {
-        return Err(not_installed("ior"));
+        return Err(LaunchError::NotInstalled("ior"));
     }
     let mut command = tokio::process::Command::new("ior");
     command.arg("-h").stdin(Stdio::null()).kill_on_drop(true);
@@ -78,8 +87,8 @@ async fn ior_version() -> Result<IorVersion, String> {
     command.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     let out = tokio::time::timeout(Duration::from_secs(30), command.output())
         .await
-        .map_err(|_| "`ior -h` did not finish within 30s".to_owned())?
-        .map_err(|e| format!("cannot run `ior -h`: {e}"))?;
+        .map_err(|_| LaunchError::IorHelpTimedOut)?
+        .map_err(LaunchError::IorHelp)?;
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     Ok(IorVersion::from_help(&text))
 }
@@ -112,7 +121,7 @@ pub async fn run(
     let hostfile_path: PathBuf = req.dir.join(HOSTFILE);
     let command = match command(&req, &hostfile_path).await {
         Ok(command) => command,
-        Err(err) => return fail(err).await,
+        Err(err) => return fail(err.to_string()).await,
     };
     if !crate::child::on_path(&command.program) {
         return fail(
@@ -128,7 +137,7 @@ pub async fn run(
     let argv = crate::child::Argv { args: mpirun, arg0: None };
     let argv = match crate::child::with_oom_score(crate::child::TOOL_OOM_SCORE_ADJ, argv) {
         Ok(argv) => argv,
-        Err(err) => return fail(err).await,
+        Err(err) => return fail(err.to_string()).await,
     };
     let mut child = argv.command();
     child.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);

@@ -32,6 +32,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 
 pub use service::AgentService;
@@ -208,27 +209,29 @@ pub async fn serve(
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64);
     let capacity = (settings.history.as_secs() / SAMPLE_INTERVAL.as_secs()).max(1) as usize;
     let history = history::History::new(epoch, capacity);
-    let sampler = tokio::spawn(history::run_sampler(
+    // The sampler, the gmond feed and the watchdog end on the stop token, and are waited for
+    // (not aborted) once the server has drained. A child token so that they also end when the
+    // server ends on its own (an error) without the caller's token being cancelled.
+    let background = shutdown.child_token();
+    let background_tasks = TaskTracker::new();
+    background_tasks.spawn(history::run_sampler(
         history.clone(),
         settings.root.clone(),
         SAMPLE_INTERVAL,
-        shutdown.clone(),
+        background.clone(),
     ));
-    let gmond = match &settings.gmond {
-        Some(g) => {
-            let listener = bind(g.listen).await?;
-            tracing::info!(listen = %g.listen, cluster = %g.cluster, "gmond XML feed on");
-            Some(tokio::spawn(gmond::serve(
-                listener,
-                history.clone(),
-                g.cluster.clone(),
-                settings.name.clone(),
-                settings.root.clone(),
-                shutdown.clone(),
-            )))
-        }
-        None => None,
-    };
+    if let Some(g) = &settings.gmond {
+        let listener = bind(g.listen).await?;
+        tracing::info!(listen = %g.listen, cluster = %g.cluster, "gmond XML feed on");
+        background_tasks.spawn(gmond::serve(
+            listener,
+            history.clone(),
+            g.cluster.clone(),
+            settings.name.clone(),
+            settings.root.clone(),
+            background.clone(),
+        ));
+    }
     let agent = AgentService::new(settings.name.clone(), settings.root.clone(), history, shutdown.clone())
         .with_policy(settings.policy.clone())
         .with_metrics_streams(streams);
@@ -252,7 +255,9 @@ pub async fn serve(
             health.set_service_status("", tonic_health::ServingStatus::NotServing).await;
         })
     };
-    let watchdog = notify::spawn_watchdog(shutdown.clone());
+    if let Some(watchdog) = notify::watchdog(background.clone()) {
+        background_tasks.spawn(watchdog);
+    }
 
     // Connections within the limits only, and an accept loop that backs off when out of
     // descriptors (tonic's retries at once, spinning a core); see `limits`.
@@ -282,13 +287,11 @@ pub async fn serve(
     if let Err(err) = on_shutdown.await {
         tracing::warn!(error = %err, "the shutdown notice task failed");
     }
-    sampler.abort();
-    if let Some(gmond) = gmond {
-        gmond.abort();
-    }
-    if let Some(watchdog) = watchdog {
-        watchdog.abort();
-    }
+    // Each ends at its next select on the token: a sample or a gmond document under way is
+    // finished, not cut off.
+    background.cancel();
+    background_tasks.close();
+    background_tasks.wait().await;
     tracing::info!(name = %settings.name, "pvfs-agent stopped");
     result.map_err(AgentError::from)
 }

@@ -5,7 +5,6 @@
 //! are no-ops.
 
 use std::net::SocketAddr;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 /// Extra variables carrying the bound address and the agent's name (systemd ignores unknown
@@ -32,10 +31,11 @@ pub(crate) fn stopping() {
     let _ = sd_notify::notify(&[sd_notify::NotifyState::Stopping]);
 }
 
-/// Pings the watchdog at half its interval until shutdown, when systemd asked for one.
-pub(crate) fn spawn_watchdog(shutdown: CancellationToken) -> Option<JoinHandle<()>> {
+/// Pings the watchdog at half its interval until shutdown, when systemd asked for one: the
+/// task to run (the caller spawns it, and waits for it to end on `shutdown`).
+pub(crate) fn watchdog(shutdown: CancellationToken) -> Option<impl Future<Output = ()> + Send + 'static> {
     let interval = sd_notify::watchdog_enabled()? / 2;
-    Some(tokio::spawn(async move {
+    Some(async move {
         let mut ticks = tokio::time::interval(interval);
         loop {
             tokio::select! {
@@ -47,5 +47,5 @@ pub(crate) fn spawn_watchdog(shutdown: CancellationToken) -> Option<JoinHandle<(
                 }
             }
         }
-    }))
+    })
 }

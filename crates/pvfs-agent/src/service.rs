@@ -18,11 +18,33 @@ use tonic::{Request, Response, Status};
 type PhaseWork =
     std::pin::Pin<Box<dyn Future<Output = Result<Vec<pvfs_engine::engine::TaskResult>, Status>> + Send>>;
 
+/// Why a fio phase produced no results; sent to the coordinator as is.
+#[derive(Debug, thiserror::Error)]
+enum FioError {
+    /// pvfs-bench's fio and file helpers report their refusals as text.
+    #[error("{0}")]
+    Bench(String),
+    #[error(transparent)]
+    OwnExecutable(#[from] crate::child::OwnExecutableError),
+    #[error("fio is not installed on this client (apt-get install fio, or dnf install fio)")]
+    NotInstalled,
+    #[error("cannot start fio: {0}")]
+    Start(#[source] std::io::Error),
+    #[error("`fio {args}` exited {code:?}: {tail}")]
+    Exited { args: String, code: Option<i32>, tail: String },
+}
+
+impl From<String> for FioError {
+    fn from(why: String) -> FioError {
+        FioError::Bench(why)
+    }
+}
+
 /// One IOR phase of `req` as a fio run: one fio job per task, on IOR's file names.
 async fn run_fio(
     req: &pvfs_engine::engine::PhaseRequest,
     phase: pvfs_engine::engine::IorPhase,
-) -> Result<Vec<pvfs_engine::engine::TaskResult>, String> {
+) -> Result<Vec<pvfs_engine::engine::TaskResult>, FioError> {
     let args = pvfs_engine::fio::args(req, phase)?;
     // fio opens its files by path, following symlinks. Each is made (or, to be read, checked)
     // here first, through the run directory opened without following any: a symlink planted
@@ -40,9 +62,7 @@ async fn run_fio(
         }
     }
     if !crate::child::on_path("fio") {
-        return Err(
-            "fio is not installed on this client (apt-get install fio, or dnf install fio)".to_owned()
-        );
+        return Err(FioError::NotInstalled);
     }
     let mut fio = vec!["fio".to_owned()];
     fio.extend(args.iter().cloned());
@@ -59,14 +79,18 @@ async fn run_fio(
         .kill_on_drop(true)
         .output()
         .await
-        .map_err(|e| format!("cannot start fio: {e}"))?;
+        .map_err(FioError::Start)?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let tail: Vec<&str> = stderr.lines().rev().take(5).collect::<Vec<_>>().into_iter().rev().collect();
-        return Err(format!("`fio {}` exited {:?}: {}", args.join(" "), out.status.code(), tail.join("\n")));
+        return Err(FioError::Exited {
+            args: args.join(" "),
+            code: out.status.code(),
+            tail: tail.join("\n"),
+        });
     }
-    pvfs_engine::fio::results(&stdout, phase, started)
+    Ok(pvfs_engine::fio::results(&stdout, phase, started)?)
 }
 
 /// How far ahead a benchmark phase may be scheduled.
@@ -141,7 +165,7 @@ impl pb::agent_server::Agent for AgentService {
         request: Request<pb::LaunchRequest>,
     ) -> Result<Response<Self::LaunchStream>, Status> {
         let req = pvfs_proto::convert::bench::launch_request_from(request.into_inner())
-            .map_err(Status::invalid_argument)?;
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
         let guard = self.benching.clone().try_lock_owned().map_err(|_| {
             Status::aborted("another benchmark is running on this client; wait for it to finish")
         })?;
@@ -160,11 +184,13 @@ impl pb::agent_server::Agent for AgentService {
     ) -> Result<Response<Self::BenchPhaseStream>, Status> {
         use pvfs_engine::engine::{Engine, Phase};
         let (req, start_at) = pvfs_proto::convert::bench::phase_request_from(request.into_inner())
-            .map_err(Status::invalid_argument)?;
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
         // The built-in engine's memory is known from the request: a phase this node cannot
         // hold is refused before anything starts.
         let memory_max = match req.engine {
-            Engine::Builtin => crate::child::engine_memory(&req).map_err(Status::failed_precondition)?,
+            Engine::Builtin => {
+                crate::child::engine_memory(&req).map_err(|e| Status::failed_precondition(e.to_string()))?
+            }
             Engine::Fio => 0,
         };
         let guard = self.benching.clone().try_lock_owned().map_err(|_| {
@@ -197,9 +223,9 @@ impl pb::agent_server::Agent for AgentService {
             let cancel = shutdown.child_token();
             let phase_name = req.phase.name();
             let mut work: PhaseWork = match (req.engine, req.phase) {
-                (Engine::Fio, Phase::Ior(phase)) => {
-                    Box::pin(async move { run_fio(&req, phase).await.map_err(Status::failed_precondition) })
-                }
+                (Engine::Fio, Phase::Ior(phase)) => Box::pin(async move {
+                    run_fio(&req, phase).await.map_err(|e| Status::failed_precondition(e.to_string()))
+                }),
                 _ => {
                     let (progress, cancel) = (progress.clone(), cancel.clone());
                     // Its own process: its memory, threads and crashes are not the agent's.
@@ -271,7 +297,7 @@ impl pb::agent_server::Agent for AgentService {
         // Unbounded on purpose: a unit's events are bounded by its steps and their commands
         // (a few dozen), and the steps must never wait on a slow reader mid-way.
         let (tx, rx) = mpsc::unbounded_channel();
-        let host = pvfs_steps::Host::new(self.root.clone(), SystemRunner);
+        let host = pvfs_steps::NodeAccess::new(self.root.clone(), SystemRunner);
         let name = self.name.clone();
         let stopping = self.shutdown.clone();
         let policy = self.policy.clone();
@@ -292,8 +318,10 @@ impl pb::agent_server::Agent for AgentService {
                 dry_run,
                 after_changes,
                 |event| {
-                    if let pvfs_steps::Event::Done {
-                        index, outcome: pvfs_steps::Outcome::Failed(f), ..
+                    if let pvfs_steps::StepEvent::Done {
+                        index,
+                        outcome: pvfs_steps::Outcome::Failed(f),
+                        ..
                     } = &event
                     {
                         tracing::warn!(unit = %label, step = index, error = %f.message, "step failed");

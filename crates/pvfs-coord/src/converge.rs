@@ -20,11 +20,12 @@ use crate::reboot::{self, Progress, Wait};
 use pvfs_config::Cluster;
 use pvfs_plan::{Plan, Unit};
 use pvfs_proto::pb;
-use pvfs_steps::{Event, Outcome};
+use pvfs_steps::{Outcome, StepEvent};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
 
 /// How `converge` runs.
 #[derive(Debug, Clone, Default)]
@@ -36,6 +37,9 @@ pub struct Options {
     pub allow_reboot: bool,
     /// How long a rebooting node has to come back.
     pub reboot_wait: Wait,
+    /// Cancelled to stop early (Ctrl-C): no unit starts after that, and the units under way
+    /// run to their end, so no step is left half-done by the coordinator leaving.
+    pub stop: CancellationToken,
 }
 
 impl Options {
@@ -59,13 +63,13 @@ pub enum UpEvent {
         node: String,
         step: String,
         kind: &'static str,
-        event: Event,
+        event: StepEvent,
     },
     UnitDone {
         unit: usize,
         node: String,
         label: String,
-        result: Result<(), String>,
+        result: Result<(), UnitFailed>,
         elapsed: Duration,
     },
     /// Stopped, neither done nor failed: a step said the node must boot into `kernel` (it
@@ -93,6 +97,18 @@ pub enum UpEvent {
     },
 }
 
+/// Why a unit did not succeed: each failure names the step and what went wrong, in order.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .0.join("; "))]
+pub struct UnitFailed(pub Vec<String>);
+
+/// As its text: `up --json`'s `error` field is one string, the failures joined.
+impl serde::Serialize for UnitFailed {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
 /// Per-node counts of step outcomes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
@@ -116,6 +132,8 @@ pub struct Recap {
     /// Nodes `up` rebooted into the kernel they had to boot, and that came back running it.
     pub rebooted: Vec<Boot>,
     pub elapsed: Duration,
+    /// The run was stopped ([`Options::stop`]): units that had not started were skipped.
+    pub interrupted: bool,
 }
 
 /// A node that must boot into `kernel` (installed) before its units can go on; it runs
@@ -151,9 +169,10 @@ impl Recap {
         !self.failures.is_empty()
     }
 
-    /// Every unit ran to its end: nothing failed and no node waits for a reboot.
+    /// Every unit ran to its end: nothing failed, no node waits for a reboot, and the run was
+    /// not stopped early.
     pub fn converged(&self) -> bool {
-        self.failures.is_empty() && self.boots.is_empty()
+        self.failures.is_empty() && self.boots.is_empty() && !self.interrupted
     }
 
     pub fn changed(&self) -> usize {
@@ -194,9 +213,23 @@ pub async fn converge(
     // no-op run's cost on a large cluster. A broken channel reconnects by itself.
     let connections: Connections = Default::default();
     loop {
+        // Stopped: nothing more starts (units only start here, after one has ended, so this is
+        // checked before every start); the units under way are still joined below.
+        let interrupted = options.stop.is_cancelled();
         // Skip what can no longer run, start what can.
         for unit in &plan.units {
             if state[unit.id] != State::Waiting {
+                continue;
+            }
+            if interrupted {
+                state[unit.id] = State::Skipped;
+                counts.entry(unit.node.clone()).or_default().skipped += unit.steps.len();
+                let _ = events.send(UpEvent::UnitSkipped {
+                    unit: unit.id,
+                    node: unit.node.clone(),
+                    label: unit.label.clone(),
+                    reason: "interrupted before it started".to_owned(),
+                });
                 continue;
             }
             // A node that must boot into another kernel runs nothing more this time: its
@@ -316,7 +349,7 @@ pub async fn converge(
                 unit: id,
                 node: unit.node.clone(),
                 label: unit.label.clone(),
-                result: if ok { Ok(()) } else { Err(result.failures.join("; ")) },
+                result: if ok { Ok(()) } else { Err(UnitFailed(result.failures.clone())) },
                 elapsed: result.elapsed,
             },
         };
@@ -327,7 +360,8 @@ pub async fn converge(
         .iter()
         .map(|n| (n.name.clone(), counts.get(&n.name).copied().unwrap_or_default()))
         .collect();
-    Recap { nodes, failures, boots, rebooted, elapsed: started.elapsed() }
+    let interrupted = options.stop.is_cancelled();
+    Recap { nodes, failures, boots, rebooted, elapsed: started.elapsed(), interrupted }
 }
 
 type Connections = std::sync::Arc<tokio::sync::Mutex<std::collections::HashMap<String, Connection>>>;
@@ -420,15 +454,15 @@ async fn run_unit(
     loop {
         match stream.message().await {
             Ok(Some(message)) => {
-                let Some(event) = Option::<Event>::from(message) else { continue };
+                let Some(event) = Option::<StepEvent>::from(message) else { continue };
                 let index = match &event {
-                    Event::Started { index }
-                    | Event::Progress { index, .. }
-                    | Event::Command { index, .. }
-                    | Event::Done { index, .. } => *index as usize,
+                    StepEvent::Started { index }
+                    | StepEvent::Progress { index, .. }
+                    | StepEvent::Command { index, .. }
+                    | StepEvent::Done { index, .. } => *index as usize,
                 };
                 let Some(step) = unit.steps.get(index) else { continue };
-                if let Event::Done { outcome, .. } = &event {
+                if let StepEvent::Done { outcome, .. } = &event {
                     done[index] = true;
                     match outcome {
                         Outcome::Ok { .. } => counts.ok += 1,
@@ -536,5 +570,18 @@ impl Again<'_> {
         }
         again.rebooted = Some(Boot { node: node.name.clone(), kernel, running, allowed: true });
         again
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UnitFailed;
+
+    /// The live view, the recap and `--json` (which serializes it as this text) show a unit's
+    /// failures as one line, in the order they happened.
+    #[test]
+    fn a_units_failures_read_as_one_line() {
+        let failed = UnitFailed(vec!["step 1 (a) failed: x".into(), "step 2 (b) failed: y".into()]);
+        assert_eq!(failed.to_string(), "step 1 (a) failed: x; step 2 (b) failed: y");
     }
 }

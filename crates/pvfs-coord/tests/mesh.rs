@@ -277,3 +277,43 @@ fn cluster_of(nodes: &[Node]) -> pvfs_config::Cluster {
         repos: vec![],
     }
 }
+
+/// `up` interrupted (Ctrl-C) before a unit could start: nothing is sent to the agent, every
+/// unit is reported skipped, and the recap says the run was interrupted (not converged).
+#[tokio::test]
+async fn a_stopped_converge_starts_no_unit() {
+    use pvfs_coord::converge::{Options, UpEvent, converge};
+    let pki = Pki::new();
+    pki.agent_cert("n1", &["127.0.0.1"]);
+    let agent = start_agent(&pki, "n1", "127.0.0.1").await;
+    let cluster = cluster_of(&[node("n1", agent.addr)]);
+    let target = tempfile::tempdir().unwrap();
+    let dir = target.path().join("made");
+    let step =
+        pvfs_steps::Step::Directory(pvfs_steps::Directory { path: dir.display().to_string(), mode: 0o755 });
+    let unit = |id, after| pvfs_plan::Unit {
+        id,
+        node: "n1".into(),
+        label: format!("u{id}"),
+        steps: vec![step.clone()],
+        after,
+    };
+    let plan = pvfs_plan::Plan { units: vec![unit(0, vec![]), unit(1, vec![0])] };
+    let options = Options::default();
+    options.stop.cancel();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let recap = converge(&cluster, &plan, &pki.dialer(), &options, tx).await;
+    let mut skipped = Vec::new();
+    while let Ok(event) = rx.try_recv() {
+        match event {
+            UpEvent::UnitSkipped { label, reason, .. } => skipped.push((label, reason)),
+            other => panic!("nothing may start after the stop: {other:?}"),
+        }
+    }
+    let reason = "interrupted before it started".to_owned();
+    assert_eq!(skipped, [("u0".to_owned(), reason.clone()), ("u1".to_owned(), reason)]);
+    assert!(recap.interrupted && !recap.converged(), "{recap:?}");
+    assert_eq!(recap.nodes[0].1.skipped, 2);
+    assert!(!dir.exists(), "the step ran");
+    agent.stop().await;
+}

@@ -27,7 +27,7 @@
 use crate::plan;
 use pvfs_host::testing::{DeviceRoot, LoopDevice};
 use pvfs_host::{Command, CommandError, Output, Root, Runner};
-use pvfs_steps::{Event, Host, Outcome, Policy, run_unit};
+use pvfs_steps::{NodeAccess, Outcome, Policy, StepEvent, run_unit};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -738,7 +738,7 @@ impl Runner for SimNode {
 struct Node {
     _root: DeviceRoot,
     _disks: Vec<LoopDevice>,
-    host: Host<SimNode>,
+    host: NodeAccess<SimNode>,
 }
 
 impl Node {
@@ -781,7 +781,7 @@ impl Node {
             nid: nid.map(str::to_owned),
             net: Arc::clone(net),
         };
-        let host = Host::new(Root::at(Path::new(&dir)), sim);
+        let host = NodeAccess::new(Root::at(Path::new(&dir)), sim);
         Node { _root: root, _disks: disks, host }
     }
 
@@ -821,7 +821,7 @@ async fn apply(plan: &crate::Plan, nodes: &BTreeMap<String, Node>) -> Vec<(Strin
             false,
             false,
             |e| {
-                if let Event::Done { index, outcome, .. } = e {
+                if let StepEvent::Done { index, outcome, .. } = e {
                     outcomes.push((index as usize, outcome));
                 }
             },

@@ -12,7 +12,7 @@ use crate::{Plan, plan};
 use expect_test::{Expect, expect};
 use pvfs_host::testing::{DeviceRoot, LoopDevice};
 use pvfs_host::{Command, CommandError, Output, Root, Runner};
-use pvfs_steps::{Event, Host, Outcome, Policy, Step, run_unit};
+use pvfs_steps::{NodeAccess, Outcome, Policy, Step, StepEvent, run_unit};
 use std::path::Path;
 
 /// Answers every probe as a bare node would.
@@ -118,7 +118,7 @@ async fn render(plan: &Plan, devices: &[&str], rpm: bool) -> String {
         // steps that derive sysfs paths from it (queue settings), as on a real node.
         node.node(dev, &disk.path);
     }
-    let host = Host::new(Root::at(dir.path()), BareNode);
+    let host = NodeAccess::new(Root::at(dir.path()), BareNode);
     let mut shown = String::new();
     for unit in &plan.units {
         let after: Vec<String> = unit.after.iter().map(|a| format!("#{a}")).collect();
@@ -133,7 +133,7 @@ async fn render(plan: &Plan, devices: &[&str], rpm: bool) -> String {
             true,
             !unit.after.is_empty(),
             |e| {
-                if let Event::Done { outcome, .. } = e {
+                if let StepEvent::Done { outcome, .. } = e {
                     outcomes.push(outcome);
                 }
             },

@@ -379,7 +379,7 @@ mod tests {
 
 pub mod bench;
 mod steps;
-pub use steps::{StepDecodeError, steps_from_wire};
+pub use steps::{DecodeReason, StepDecodeError, steps_from_wire};
 
 #[cfg(test)]
 mod fuzz;

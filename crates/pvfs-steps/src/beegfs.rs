@@ -7,7 +7,7 @@
 //! IDs; pvfs passes the IDs so they survive a rebuild.
 
 use crate::files::set_keys;
-use crate::{Action, Assessment, Host, StepError};
+use crate::{Action, Assessment, NodeAccess, StepError};
 use pvfs_host::{Command, Runner};
 use std::fmt;
 
@@ -76,7 +76,7 @@ impl BeegfsSetup {
         cmd
     }
 
-    pub(crate) fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+    pub(crate) fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         let mut a = Assessment::in_sync();
         let conf_path = self.service.conf();
         let Some(conf) = host.read_optional(&conf_path)? else {
@@ -178,9 +178,9 @@ mod tests {
         }
     }
 
-    fn host() -> (tempfile::TempDir, Host<RecordedRunner>) {
+    fn host() -> (tempfile::TempDir, NodeAccess<RecordedRunner>) {
         let dir = tempfile::tempdir().unwrap();
-        let host = Host::new(Root::at(dir.path()), RecordedRunner::new());
+        let host = NodeAccess::new(Root::at(dir.path()), RecordedRunner::new());
         host.root.create_dir_all("/etc/beegfs", 0o755).unwrap();
         host.root
             .write_atomic(

@@ -9,7 +9,7 @@
 //! a mounted, held, swap or busy device is refused even when listed. A device already holding
 //! what the step wants is left alone, so a second run changes nothing.
 
-use crate::{Action, Assessment, Host, StepError};
+use crate::{Action, Assessment, NodeAccess, StepError};
 use pvfs_host::blkid::{self, Probe};
 use pvfs_host::device::{self, Claim, Content, DevNum};
 use pvfs_host::{Command, Runner};
@@ -46,7 +46,7 @@ pub struct Proven {
 /// Proves `device` empty, or allowed to be wiped; refuses otherwise, naming the rule, what
 /// the device holds and how to allow it. `purpose` reads "pvfs {purpose} only on …".
 pub(crate) async fn prove_empty<R: Runner>(
-    host: &Host<R>,
+    host: &NodeAccess<R>,
     device: &str,
     wipe: bool,
     purpose: &str,
@@ -87,7 +87,7 @@ fn refused(device: &str, purpose: &str, err: device::DeviceError) -> StepError {
 /// signatures live, and nothing blkid or wipefs knows. The tools are asked even on zeros,
 /// because a signature can live where pvfs does not read; on data they name what it is.
 async fn examine<R: Runner>(
-    host: &Host<R>,
+    host: &NodeAccess<R>,
     claim: &Claim,
     device: &str,
     purpose: &str,
@@ -141,7 +141,10 @@ async fn examine<R: Runner>(
 /// the window from its side: what is left is the time between our close and its open, with
 /// the device unused and re-proven a moment before; the verify pass after apply reads the
 /// result back from the node.
-pub(crate) async fn reprove<R: Runner>(host: &Host<R>, devices: &[Proven]) -> Result<Vec<Claim>, StepError> {
+pub(crate) async fn reprove<R: Runner>(
+    host: &NodeAccess<R>,
+    devices: &[Proven],
+) -> Result<Vec<Claim>, StepError> {
     let purpose = "acts";
     let mut claims = Vec::new();
     for proven in devices {
@@ -165,7 +168,7 @@ pub(crate) async fn reprove<R: Runner>(host: &Host<R>, devices: &[Proven]) -> Re
 }
 
 /// The kernel's name for a device (`/dev/md0` → `md0`, a `/dev/disk/by-*` link → `sdc`).
-pub(crate) fn kernel_name<R: Runner>(host: &Host<R>, device: &str) -> String {
+pub(crate) fn kernel_name<R: Runner>(host: &NodeAccess<R>, device: &str) -> String {
     let real = host.resolve(device);
     real.rsplit('/').next().unwrap_or(&real).to_owned()
 }
@@ -186,7 +189,7 @@ pub struct Raid0 {
 }
 
 impl Raid0 {
-    pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+    pub(crate) async fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         let mut a = Assessment::in_sync();
         let name = self.device.rsplit('/').next().unwrap_or(&self.device);
         let want: BTreeSet<String> = self.members.iter().map(|m| host.resolve(m)).collect();
@@ -241,7 +244,7 @@ impl Raid0 {
     /// Returns the UUID of an existing array.
     async fn assess_stopped<R: Runner>(
         &self,
-        host: &Host<R>,
+        host: &NodeAccess<R>,
         want: &BTreeSet<String>,
         a: &mut Assessment,
     ) -> Result<Option<String>, StepError> {
@@ -384,7 +387,7 @@ impl LvmThin {
     /// One report from an LVM tool as JSON rows; `None` when the object does not exist (exit
     /// 5, "not found" on stderr).
     async fn report<R: Runner>(
-        host: &Host<R>,
+        host: &NodeAccess<R>,
         command: Command,
         section: &str,
     ) -> Result<Option<Vec<serde_json::Map<String, serde_json::Value>>>, StepError> {
@@ -417,7 +420,7 @@ impl LvmThin {
         Ok(Some(rows.iter().filter_map(|r| r.as_object().cloned()).collect()))
     }
 
-    pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+    pub(crate) async fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         let mut a = Assessment::in_sync();
         let field = |row: &serde_json::Map<String, serde_json::Value>, key: &str| {
             row.get(key).and_then(|v| v.as_str()).unwrap_or_default().to_owned()
@@ -551,7 +554,7 @@ pub struct Mkfs {
 }
 
 impl Mkfs {
-    pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+    pub(crate) async fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         let mut a = Assessment::in_sync();
         // The request itself first, whatever the device holds: a type pvfs does not make, or
         // an option off the tool's allow-list, is refused before anything is probed.

@@ -1,6 +1,6 @@
 //! Running one step: assess, then (unless dry) apply and verify; gates probe until they hold.
 
-use crate::{Action, Assessment, Host, Policy, Step, StepError};
+use crate::{Action, Assessment, NodeAccess, Policy, Step, StepError};
 use pvfs_host::{Command, Runner};
 use std::time::{Duration, Instant};
 
@@ -77,7 +77,7 @@ impl From<StepError> for Failure {
 /// What an agent reports while it converges, in order: each step starts, its commands finish,
 /// it is done.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
+pub enum StepEvent {
     Started {
         index: u32,
     },
@@ -110,7 +110,7 @@ pub struct CommandRecord {
 /// hears of every command apply runs, as it finishes.
 pub async fn execute<R: Runner>(
     step: &Step,
-    host: &Host<R>,
+    host: &NodeAccess<R>,
     policy: &Policy,
     dry_run: bool,
     on_command: impl FnMut(&CommandRecord) + Send,
@@ -137,7 +137,7 @@ struct Earlier<'a> {
 #[allow(clippy::too_many_arguments)]
 async fn execute_while<R: Runner>(
     step: &Step,
-    host: &Host<R>,
+    host: &NodeAccess<R>,
     policy: &Policy,
     earlier: Earlier<'_>,
     dry_run: bool,
@@ -221,7 +221,7 @@ fn outcome_of(err: StepError) -> Outcome {
 /// Carries out one action.
 pub(crate) async fn perform<R: Runner>(
     action: &Action,
-    host: &Host<R>,
+    host: &NodeAccess<R>,
     on_command: &mut (impl FnMut(&CommandRecord) + Send),
 ) -> Result<(), StepError> {
     let file_err =
@@ -282,7 +282,7 @@ pub(crate) async fn perform<R: Runner>(
 /// the agent or the caller, and one past its limit is reported as still running, never killed.
 async fn run<R: Runner>(
     command: &Command,
-    host: &Host<R>,
+    host: &NodeAccess<R>,
     on_command: &mut (impl FnMut(&CommandRecord) + Send),
 ) -> Result<String, StepError> {
     let started = Instant::now();
@@ -315,11 +315,11 @@ async fn run<R: Runner>(
 /// stops waiting and no further step starts. A step that acts runs to its end.
 pub async fn run_unit<R: Runner>(
     steps: &[Step],
-    host: &Host<R>,
+    host: &NodeAccess<R>,
     policy: &Policy,
     dry_run: bool,
     after_changes: bool,
-    mut emit: impl FnMut(Event) + Send,
+    mut emit: impl FnMut(StepEvent) + Send,
     keep_going: impl Fn() -> bool + Send + Sync,
 ) -> UnitSummary {
     let mut summary = UnitSummary::default();
@@ -336,7 +336,7 @@ pub async fn run_unit<R: Runner>(
                 );
                 Outcome::Skipped { reason }
             };
-            emit(Event::Done { index: index as u32, outcome, duration: Duration::ZERO });
+            emit(StepEvent::Done { index: index as u32, outcome, duration: Duration::ZERO });
         }
         return summary;
     }
@@ -352,13 +352,13 @@ pub async fn run_unit<R: Runner>(
         let index = i as u32;
         if let Some(kernel) = &boot {
             let reason = format!("the node must boot into kernel {kernel} first");
-            emit(Event::Done { index, outcome: Outcome::Skipped { reason }, duration: Duration::ZERO });
+            emit(StepEvent::Done { index, outcome: Outcome::Skipped { reason }, duration: Duration::ZERO });
             summary.skipped += 1;
             continue;
         }
         if let Some(at) = failed_at {
             let reason = format!("step {} ({}) failed", at + 1, steps[at]);
-            emit(Event::Done { index, outcome: Outcome::Skipped { reason }, duration: Duration::ZERO });
+            emit(StepEvent::Done { index, outcome: Outcome::Skipped { reason }, duration: Duration::ZERO });
             summary.skipped += 1;
             continue;
         }
@@ -374,12 +374,12 @@ pub async fn run_unit<R: Runner>(
                 stderr_tail: String::new(),
                 refused: false,
             };
-            emit(Event::Done { index, outcome: Outcome::Failed(failure), duration: Duration::ZERO });
+            emit(StepEvent::Done { index, outcome: Outcome::Failed(failure), duration: Duration::ZERO });
             summary.failed += 1;
             failed_at = Some(i);
             continue;
         }
-        emit(Event::Started { index });
+        emit(StepEvent::Started { index });
         let started = Instant::now();
         let mut commands = Vec::new();
         let mut outcome = execute_while(
@@ -389,12 +389,12 @@ pub async fn run_unit<R: Runner>(
             Earlier { made: &made[i], changed: &changed },
             dry_run,
             |record| commands.push(record.clone()),
-            &mut |detail: &str| emit(Event::Progress { index, detail: detail.to_owned() }),
+            &mut |detail: &str| emit(StepEvent::Progress { index, detail: detail.to_owned() }),
             &keep_going,
         )
         .await;
         for record in commands {
-            emit(Event::Command { index, record });
+            emit(StepEvent::Command { index, record });
         }
         // A refusal stands whatever comes before it: what it refuses (a disk holding data, a
         // mount point with files) is on the node now, not something an earlier step makes.
@@ -435,7 +435,7 @@ pub async fn run_unit<R: Runner>(
                 boot = Some(kernel.clone());
             }
         }
-        emit(Event::Done { index, outcome, duration: started.elapsed() });
+        emit(StepEvent::Done { index, outcome, duration: started.elapsed() });
     }
     summary
 }

@@ -1,7 +1,7 @@
 //! Directories, whole files (repository definitions, modprobe options, mount lists) and
 //! `key = value` settings inside files the packages installed (BeeGFS tuning).
 
-use crate::{Action, Assessment, Host, StepError, line_diff};
+use crate::{Action, Assessment, NodeAccess, StepError, line_diff};
 use pvfs_host::Runner;
 use std::fmt;
 
@@ -14,7 +14,7 @@ pub struct Directory {
 }
 
 impl Directory {
-    pub(crate) fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+    pub(crate) fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         let mut a = Assessment::in_sync();
         if host.root.is_dir(&self.path) {
             return Ok(a);
@@ -47,7 +47,7 @@ pub struct File {
 }
 
 impl File {
-    pub(crate) fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+    pub(crate) fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         let mut a = Assessment::in_sync();
         let write =
             Action::Write { path: self.path.clone(), contents: self.contents.clone(), mode: self.mode };
@@ -94,7 +94,7 @@ pub struct ConfigKeys {
 }
 
 impl ConfigKeys {
-    pub(crate) fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+    pub(crate) fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         let mut a = Assessment::in_sync();
         let Some(old) = host.read_optional(&self.path)? else {
             return Err(StepError::File {
@@ -154,9 +154,9 @@ mod tests {
     use crate::{Outcome, Step, execute};
     use pvfs_host::{RecordedRunner, Root};
 
-    fn host() -> (tempfile::TempDir, Host<RecordedRunner>) {
+    fn host() -> (tempfile::TempDir, NodeAccess<RecordedRunner>) {
         let dir = tempfile::tempdir().unwrap();
-        let host = Host::new(Root::at(dir.path()), RecordedRunner::new());
+        let host = NodeAccess::new(Root::at(dir.path()), RecordedRunner::new());
         (dir, host)
     }
 

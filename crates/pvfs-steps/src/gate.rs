@@ -2,7 +2,7 @@
 //! probe until a condition holds or their deadline passes, backing off between probes.
 
 use crate::gluster::{GlusterVolume, Rebalance, peers, rebalance_status};
-use crate::{Host, StepError};
+use crate::{NodeAccess, StepError};
 use pvfs_host::{Command, Runner};
 use std::fmt;
 use std::time::Duration;
@@ -88,7 +88,7 @@ impl Gate {
     pub const MAX_DEADLINE: Duration = Duration::from_secs(3600);
 
     /// Probes once.
-    pub(crate) async fn probe<R: Runner>(&self, host: &Host<R>) -> Result<GateState, StepError> {
+    pub(crate) async fn probe<R: Runner>(&self, host: &NodeAccess<R>) -> Result<GateState, StepError> {
         use GateState::{NotReady, Ready};
         Ok(match &self.kind {
             GateKind::GlusterPeersInCluster { peers: want } => {
@@ -152,8 +152,10 @@ impl Gate {
                     // No /dev/lnet (modules not loaded) or the network not up yet.
                     return Ok(NotReady(format!("LNet is not up: {}", crate::error_tail(&out))));
                 }
-                let nids = parse_list_nids(&out.stdout)
-                    .map_err(|message| StepError::Unexpected { command: shown.clone(), message })?;
+                let nids = parse_list_nids(&out.stdout).map_err(|err| StepError::Unexpected {
+                    command: shown.clone(),
+                    message: err.to_string(),
+                })?;
                 if nids.iter().any(|have| same_nid(have, nid)) {
                     Ready(format!("LNet's NID here is {nid}"))
                 } else if nids.is_empty() {
@@ -177,7 +179,7 @@ impl Gate {
                 let shown = command.to_string();
                 let out = host.probe(command).await?;
                 let servers = parse_check_servers(&out.stdout, &out.stderr)
-                    .map_err(|message| StepError::Unexpected { command: shown, message })?;
+                    .map_err(|err| StepError::Unexpected { command: shown, message: err.to_string() })?;
                 check_servers_state(&servers, &out)
             }
             GateKind::BeegfsMgmtdReachable => {
@@ -196,8 +198,8 @@ impl Gate {
                     // passes its output to stderr and exits 1.
                     return Ok(NotReady(format!("beegfs-check-servers failed: {}", crate::error_tail(&out))));
                 }
-                let sections = parse_beegfs_check_servers(&out.stdout).map_err(|message| {
-                    StepError::Unexpected { command: "beegfs-check-servers".into(), message }
+                let sections = parse_beegfs_check_servers(&out.stdout).map_err(|err| {
+                    StepError::Unexpected { command: "beegfs-check-servers".into(), message: err.to_string() }
                 })?;
                 let mut waiting = Vec::new();
                 let mut count = 0;
@@ -285,7 +287,7 @@ impl Gate {
     /// entries, a peer's state), so a long wait is followed live.
     pub(crate) async fn wait<R: Runner>(
         &self,
-        host: &Host<R>,
+        host: &NodeAccess<R>,
         keep_going: &(dyn Fn() -> bool + Sync),
         on_progress: &mut (dyn FnMut(&str) + Send),
     ) -> Result<Waited, StepError> {
@@ -338,7 +340,11 @@ pub(crate) enum Waited {
 }
 
 /// Ready when `command` exits 0; otherwise not ready, with what it said.
-async fn exit_zero<R: Runner>(host: &Host<R>, command: Command, ready: &str) -> Result<GateState, StepError> {
+async fn exit_zero<R: Runner>(
+    host: &NodeAccess<R>,
+    command: Command,
+    ready: &str,
+) -> Result<GateState, StepError> {
     let shown = command.to_string();
     let out = host.probe(command).await?;
     Ok(if out.success() {
@@ -349,17 +355,37 @@ async fn exit_zero<R: Runner>(host: &Host<R>, command: Command, ready: &str) -> 
     })
 }
 
+/// A line of a gate tool's output its parser cannot read: the gate fails, naming it, rather
+/// than guess (a probe that cannot read its tool must not pass a gate).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ToolOutputError {
+    #[error("{line:?} is not a NID (ADDRESS@NETWORK, e.g. 10.0.2.15@tcp)")]
+    NotANid { line: String },
+    #[error("line {line:?}")]
+    NoServerState { line: String },
+    #[error("line {line:?} (expected NAME active. or NAME inactive.)")]
+    UnknownServerState { line: String },
+    #[error("line {line:?} (no device name)")]
+    NoDeviceName { line: String },
+    #[error("{line:?} comes before any section heading")]
+    BeforeAnySection { line: String },
+    #[error("{line:?} is not `NAME [ID: N]: reachable at …` or `…: UNREACHABLE`")]
+    NotAServerLine { line: String },
+    #[error("sections {found:?}, not Management, Metadata and Storage")]
+    WrongSections { found: Vec<String> },
+}
+
 /// `lctl list_nids`: one NID per line, as libcfs_nid2str prints it (`10.0.2.15@tcp`,
 /// `192.168.10.2@o2ib1`), the loopback NID left out (lnet/utils/portals.c,
 /// jt_ptl_list_nids). Anything else is refused rather than guessed at.
-pub(crate) fn parse_list_nids(stdout: &str) -> Result<Vec<String>, String> {
+pub(crate) fn parse_list_nids(stdout: &str) -> Result<Vec<String>, ToolOutputError> {
     let mut nids = Vec::new();
     for line in stdout.lines().map(str::trim).filter(|l| !l.is_empty()) {
         let valid = line.split_once('@').is_some_and(|(address, net)| {
             !address.is_empty() && !address.contains(char::is_whitespace) && split_net(net).is_some()
         });
         if !valid {
-            return Err(format!("{line:?} is not a NID (ADDRESS@NETWORK, e.g. 10.0.2.15@tcp)"));
+            return Err(ToolOutputError::NotANid { line: line.to_owned() });
         }
         nids.push(line.to_owned());
     }
@@ -417,19 +443,23 @@ pub(crate) enum ConnectionState {
 /// word with a trailing period removed and the name loses a trailing colon; the state must be
 /// exactly `active` or `inactive` (a suffix test would take `inactive.` for active). Any other
 /// stdout line is refused: a probe that cannot read its tool must not pass a gate.
-pub(crate) fn parse_check_servers(stdout: &str, stderr: &str) -> Result<Vec<ServerConnection>, String> {
+pub(crate) fn parse_check_servers(
+    stdout: &str,
+    stderr: &str,
+) -> Result<Vec<ServerConnection>, ToolOutputError> {
     let mut servers = Vec::new();
     for line in stdout.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        let (device, state) =
-            line.rsplit_once(char::is_whitespace).ok_or_else(|| format!("line {line:?}"))?;
+        let (device, state) = line
+            .rsplit_once(char::is_whitespace)
+            .ok_or_else(|| ToolOutputError::NoServerState { line: line.to_owned() })?;
         let device = device.trim_end().trim_end_matches(':');
         let state = match state.strip_suffix('.').unwrap_or(state) {
             "active" => ConnectionState::Active,
             "inactive" => ConnectionState::Inactive,
-            _ => return Err(format!("line {line:?} (expected NAME active. or NAME inactive.)")),
+            _ => return Err(ToolOutputError::UnknownServerState { line: line.to_owned() }),
         };
         if device.is_empty() || device.contains(char::is_whitespace) {
-            return Err(format!("line {line:?} (no device name)"));
+            return Err(ToolOutputError::NoDeviceName { line: line.to_owned() });
         }
         servers.push(ServerConnection { device: device.to_owned(), state });
     }
@@ -481,7 +511,7 @@ pub(crate) type CheckSection = (String, Vec<(String, bool)>);
 /// heading, a `==========` line and one line per registered server, `NAME [ID: N]: reachable
 /// at ADDR:PORT (protocol: …)` or `NAME [ID: N]: UNREACHABLE`. Each section with its servers
 /// and whether each is reachable; the three sections must all be there.
-pub(crate) fn parse_beegfs_check_servers(text: &str) -> Result<Vec<CheckSection>, String> {
+pub(crate) fn parse_beegfs_check_servers(text: &str) -> Result<Vec<CheckSection>, ToolOutputError> {
     let mut sections: Vec<CheckSection> = Vec::new();
     let mut lines = text.lines().map(str::trim_end).peekable();
     while let Some(line) = lines.next() {
@@ -494,7 +524,7 @@ pub(crate) fn parse_beegfs_check_servers(text: &str) -> Result<Vec<CheckSection>
             continue;
         }
         let Some((_, servers)) = sections.last_mut() else {
-            return Err(format!("{line:?} comes before any section heading"));
+            return Err(ToolOutputError::BeforeAnySection { line: line.to_owned() });
         };
         let server = line.split_once("]: ").and_then(|(name, state)| {
             name.contains(" [ID: ").then_some(())?;
@@ -510,13 +540,14 @@ pub(crate) fn parse_beegfs_check_servers(text: &str) -> Result<Vec<CheckSection>
         match server {
             Some(server) => servers.push(server),
             None => {
-                return Err(format!("{line:?} is not `NAME [ID: N]: reachable at …` or `…: UNREACHABLE`"));
+                return Err(ToolOutputError::NotAServerLine { line: line.to_owned() });
             }
         }
     }
     let names: Vec<&str> = sections.iter().map(|(s, _)| s.as_str()).collect();
     if names != ["Management", "Metadata", "Storage"] {
-        return Err(format!("sections {names:?}, not Management, Metadata and Storage"));
+        let found = names.into_iter().map(str::to_owned).collect();
+        return Err(ToolOutputError::WrongSections { found });
     }
     Ok(sections)
 }
@@ -600,9 +631,9 @@ mod tests {
     use crate::{Outcome, Step, execute};
     use pvfs_host::{RecordedRunner, Root};
 
-    fn host(runner: RecordedRunner) -> (tempfile::TempDir, Host<RecordedRunner>) {
+    fn host(runner: RecordedRunner) -> (tempfile::TempDir, NodeAccess<RecordedRunner>) {
         let dir = tempfile::tempdir().unwrap();
-        let host = Host::new(Root::at(dir.path()), runner);
+        let host = NodeAccess::new(Root::at(dir.path()), runner);
         (dir, host)
     }
 
@@ -700,7 +731,7 @@ mod tests {
             false,
             false,
             |event| {
-                if let crate::Event::Done { outcome, .. } = event {
+                if let crate::StepEvent::Done { outcome, .. } = event {
                     outcomes.push(outcome);
                 }
             },

@@ -5,7 +5,7 @@
 //! Changes use `--mode=script` so no confirmation prompt (replica 2 split-brain warnings,
 //! volume stop) can wait for a terminal.
 
-use crate::{Action, Assessment, Host, StepError};
+use crate::{Action, Assessment, NodeAccess, StepError};
 use pvfs_host::{Command, Runner};
 use std::fmt;
 use std::time::Duration;
@@ -22,7 +22,7 @@ impl CliOutput {
     /// Runs `gluster --xml ARGS`; `Err` for a CLI that could not reach glusterd, an answer that
     /// is not XML, or (unless `allow_failure`) `opRet` != 0.
     pub(crate) async fn run<R: Runner>(
-        host: &Host<R>,
+        host: &NodeAccess<R>,
         args: &[&str],
         allow_failure: bool,
     ) -> Result<(CliOutput, Option<String>), StepError> {
@@ -92,7 +92,7 @@ impl Peer {
 }
 
 /// The peers glusterd knows (without this node: `peer status` leaves it out).
-pub(crate) async fn peers<R: Runner>(host: &Host<R>) -> Result<Vec<Peer>, StepError> {
+pub(crate) async fn peers<R: Runner>(host: &NodeAccess<R>) -> Result<Vec<Peer>, StepError> {
     let (out, _) = CliOutput::run(host, &["peer", "status"], false).await?;
     let doc = out.doc("gluster --xml peer status")?;
     Ok(descendants(doc.root_element(), "peer")
@@ -117,7 +117,7 @@ pub struct GlusterPeers {
 }
 
 impl GlusterPeers {
-    pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+    pub(crate) async fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         let mut a = Assessment::in_sync();
         let known = peers(host).await?;
         for peer in &self.peers {
@@ -222,11 +222,11 @@ impl GlusterVolume {
         Command::new("gluster").arg("--mode=script").args(args.iter().copied()).timeout(GLUSTER_TIMEOUT)
     }
 
-    async fn info<R: Runner>(&self, host: &Host<R>) -> Result<Option<VolumeInfo>, StepError> {
+    async fn info<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Option<VolumeInfo>, StepError> {
         volume_info(host, &self.name).await
     }
 
-    pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+    pub(crate) async fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         let mut a = Assessment::in_sync();
         let bricks: Vec<&str> = self.bricks.iter().map(String::as_str).collect();
         let Some(info) = self.info(host).await? else {
@@ -305,7 +305,10 @@ impl GlusterVolume {
 
     /// Brick processes of this volume that are not online, from `volume status`; empty when
     /// every brick is up.
-    pub(crate) async fn offline_bricks<R: Runner>(&self, host: &Host<R>) -> Result<Vec<String>, StepError> {
+    pub(crate) async fn offline_bricks<R: Runner>(
+        &self,
+        host: &NodeAccess<R>,
+    ) -> Result<Vec<String>, StepError> {
         let (out, failed) = CliOutput::run(host, &["volume", "status", &self.name], true).await?;
         if let Some(errstr) = failed {
             return Ok(vec![format!("volume status: {errstr}")]);
@@ -320,7 +323,7 @@ impl GlusterVolume {
 }
 
 /// What `volume info NAME` says, `None` when the volume does not exist.
-async fn volume_info<R: Runner>(host: &Host<R>, name: &str) -> Result<Option<VolumeInfo>, StepError> {
+async fn volume_info<R: Runner>(host: &NodeAccess<R>, name: &str) -> Result<Option<VolumeInfo>, StepError> {
     let (out, failed) = CliOutput::run(host, &["volume", "info", name], true).await?;
     if let Some(errstr) = failed {
         // opRet -1, opErrno 30806: "Volume gv0 does not exist".
@@ -366,7 +369,7 @@ impl fmt::Display for GlusterVolume {
 /// the teardown steps read glusterd's own store instead (`/var/lib/glusterd`), which is what
 /// glusterd itself reads at start: a second `down`, after the first stopped glusterd, must
 /// still be able to say that nothing is left.
-async fn glusterd_running<R: Runner>(host: &Host<R>) -> Result<bool, StepError> {
+async fn glusterd_running<R: Runner>(host: &NodeAccess<R>) -> Result<bool, StepError> {
     let out = host.probe(Command::new("systemctl").args(["is-active", "glusterd"])).await?;
     Ok(out.stdout.trim() == "active")
 }
@@ -389,7 +392,7 @@ impl GlusterVolumeGone {
         Command::new("gluster").arg("--mode=script").args(args.iter().copied()).timeout(GLUSTER_TIMEOUT)
     }
 
-    pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+    pub(crate) async fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         let mut a = Assessment::in_sync();
         if !glusterd_running(host).await? {
             let stored = format!("{VOLS}/{}", self.name);
@@ -435,7 +438,7 @@ pub struct GlusterPeersDetached {
 }
 
 impl GlusterPeersDetached {
-    pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+    pub(crate) async fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         let mut a = Assessment::in_sync();
         if !glusterd_running(host).await? {
             for entry in host.root.list_dir(PEERS).unwrap_or_default() {
@@ -511,7 +514,7 @@ struct RebalanceNode {
 /// `gf_defrag_status_t`: 0 not started, 1 in progress, 2 stopped, 3 completed, 4 failed,
 /// 5–8 the same for fix-layout.
 pub(crate) async fn rebalance_status<R: Runner>(
-    host: &Host<R>,
+    host: &NodeAccess<R>,
     volume: &str,
 ) -> Result<Rebalance, StepError> {
     let (out, failed) = CliOutput::run(host, &["volume", "rebalance", volume, "status"], true).await?;

@@ -40,7 +40,7 @@ mod teardown;
 
 pub use beegfs::{BeegfsService, BeegfsSetup};
 pub use block::{BlockQueue, LvmThin, Mkfs, Proven, Raid0};
-pub use exec::{CommandRecord, Event, Failure, Outcome, UnitSummary, execute, run_unit};
+pub use exec::{CommandRecord, Failure, Outcome, StepEvent, UnitSummary, execute, run_unit};
 pub use files::{ConfigKeys, Directory, File};
 pub use gate::{Gate, GateKind};
 pub use gluster::{GlusterLayout, GlusterPeers, GlusterPeersDetached, GlusterVolume, GlusterVolumeGone};
@@ -58,14 +58,14 @@ use std::time::Duration;
 
 /// The node a step runs on: its files (under a root, `/` in production) and its commands.
 #[derive(Debug, Clone)]
-pub struct Host<R> {
+pub struct NodeAccess<R> {
     pub root: Root,
     pub runner: R,
 }
 
-impl<R: Runner> Host<R> {
-    pub fn new(root: Root, runner: R) -> Host<R> {
-        Host { root, runner }
+impl<R: Runner> NodeAccess<R> {
+    pub fn new(root: Root, runner: R) -> NodeAccess<R> {
+        NodeAccess { root, runner }
     }
 
     /// Runs a probe: any exit code is an answer, only failing to run it is an error.
@@ -178,7 +178,7 @@ impl Step {
 
     /// Read-only: what differs on the node, and what apply would run about it. Gates have no
     /// assessment; see [`Gate::probe`].
-    pub async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+    pub async fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         match self {
             Step::Packages(s) => s.assess(host).await,
             Step::File(s) => s.assess(host),

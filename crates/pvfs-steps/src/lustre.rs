@@ -6,7 +6,7 @@
 //! the described target is left alone.
 
 use crate::block::{Emptiness, prove_empty};
-use crate::{Action, Assessment, Host, StepError};
+use crate::{Action, Assessment, NodeAccess, StepError};
 use pvfs_host::{Command, Runner};
 use std::fmt;
 use std::time::Duration;
@@ -102,7 +102,7 @@ impl LustreTarget {
         format!("{}-{kind}{:04x}", self.fsname, self.index)
     }
 
-    pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+    pub(crate) async fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         let mut a = Assessment::in_sync();
         let probe = Command::new("tunefs.lustre").args(["--dryrun", &self.device]);
         let shown = probe.to_string();
@@ -195,11 +195,11 @@ mod tests {
         }
     }
 
-    fn host(runner: RecordedRunner) -> (tempfile::TempDir, Host<RecordedRunner>) {
+    fn host(runner: RecordedRunner) -> (tempfile::TempDir, NodeAccess<RecordedRunner>) {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("dev")).unwrap();
         std::fs::write(dir.path().join("dev/md0"), "").unwrap();
-        let host = Host::new(Root::at(dir.path()), runner);
+        let host = NodeAccess::new(Root::at(dir.path()), runner);
         (dir, host)
     }
 
@@ -217,11 +217,11 @@ mod tests {
     }
 
     /// `/dev/md0` a link to a real, zeroed loop device (the device rules run for real).
-    fn host_on_a_loop(runner: RecordedRunner) -> (DeviceRoot, LoopDevice, Host<RecordedRunner>) {
+    fn host_on_a_loop(runner: RecordedRunner) -> (DeviceRoot, LoopDevice, NodeAccess<RecordedRunner>) {
         let root = DeviceRoot::new();
         let disk = LoopDevice::new(64 << 20);
         root.link("/dev/md0", &disk.path);
-        let host = Host::new(root.root(), runner);
+        let host = NodeAccess::new(root.root(), runner);
         (root, disk, host)
     }
 

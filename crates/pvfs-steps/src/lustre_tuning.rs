@@ -8,7 +8,7 @@
 //! persist it for every client, but it also reaches clients pvfs does not manage, so pvfs does
 //! not use it.
 
-use crate::{Action, Assessment, Host, StepError};
+use crate::{Action, Assessment, NodeAccess, StepError};
 use pvfs_host::{Command, Runner};
 use std::fmt;
 
@@ -32,12 +32,23 @@ enum Layout {
     None,
 }
 
+/// `lfs getstripe -d` output that does not say the directory's layout.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum GetstripeError {
+    #[error("{key}: has no value")]
+    NoValue { key: String },
+    #[error("{what} {value:?} is not a number")]
+    NotANumber { what: &'static str, value: String },
+    #[error("no stripe_count and stripe_size pair")]
+    NoLayout,
+}
+
 /// Reads `lfs getstripe -d DIR` by its field names, which both of lfs's forms share: the
 /// one-line directory form (`stripe_count:  -1 stripe_size:   4194304 [pattern: raid0]
 /// stripe_offset: -1`, every version) and the multi-line composite form (`lcm_entry_count:`,
 /// then per component `lmm_stripe_count:`/`lmm_stripe_size:`, also what `--yaml` prints).
 /// The first line may be the directory's name, which is skipped.
-fn parse_getstripe(dir: &str, text: &str) -> Result<Layout, String> {
+fn parse_getstripe(dir: &str, text: &str) -> Result<Layout, GetstripeError> {
     let mut count = None;
     let mut size = None;
     let mut entries = None;
@@ -45,21 +56,21 @@ fn parse_getstripe(dir: &str, text: &str) -> Result<Layout, String> {
         let mut words = line.split_whitespace();
         while let Some(key) = words.next() {
             let Some(key) = key.strip_suffix(':') else { continue };
-            let value = || words.clone().next().ok_or_else(|| format!("{key}: has no value"));
+            let value =
+                || words.clone().next().ok_or_else(|| GetstripeError::NoValue { key: key.to_owned() });
+            let number = |what, v: &str| GetstripeError::NotANumber { what, value: v.to_owned() };
             match key {
                 "stripe_count" | "lmm_stripe_count" if count.is_none() => {
                     let v = value()?;
-                    count =
-                        Some(v.parse::<i64>().map_err(|_| format!("stripe count {v:?} is not a number"))?);
+                    count = Some(v.parse::<i64>().map_err(|_| number("stripe count", v))?);
                 }
                 "stripe_size" | "lmm_stripe_size" if size.is_none() => {
                     let v = value()?;
-                    size = Some(v.parse::<u64>().map_err(|_| format!("stripe size {v:?} is not a number"))?);
+                    size = Some(v.parse::<u64>().map_err(|_| number("stripe size", v))?);
                 }
                 "lcm_entry_count" => {
                     let v = value()?;
-                    entries =
-                        Some(v.parse::<u64>().map_err(|_| format!("entry count {v:?} is not a number"))?);
+                    entries = Some(v.parse::<u64>().map_err(|_| number("entry count", v))?);
                 }
                 _ => {}
             }
@@ -69,7 +80,7 @@ fn parse_getstripe(dir: &str, text: &str) -> Result<Layout, String> {
         (Some(n), _, _) if n > 1 => Ok(Layout::Composite { components: n }),
         (_, Some(count), Some(size)) => Ok(Layout::Plain { count, size }),
         (None, None, None) => Ok(Layout::None),
-        _ => Err("no stripe_count and stripe_size pair".into()),
+        _ => Err(GetstripeError::NoLayout),
     }
 }
 
@@ -95,12 +106,12 @@ impl LustreStripe {
         ])
     }
 
-    pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+    pub(crate) async fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         let probe = Command::new("lfs").args(["getstripe", "-d", &self.dir]);
         let shown = probe.to_string();
         let text = host.probe_ok(probe).await?;
         let layout = parse_getstripe(&self.dir, &text)
-            .map_err(|message| StepError::Unexpected { command: shown, message })?;
+            .map_err(|err| StepError::Unexpected { command: shown, message: err.to_string() })?;
         let mut a = Assessment::in_sync();
         let why = match layout {
             Layout::Plain { count, size } if count == self.count && size == self.size => return Ok(a),
@@ -140,7 +151,7 @@ pub struct LctlParam {
 }
 
 impl LctlParam {
-    pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+    pub(crate) async fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         let probe = Command::new("lctl").args(["get_param", "-n", &self.name]);
         let shown = probe.to_string();
         let out = host.probe(probe).await?;
@@ -198,9 +209,9 @@ mod tests {
 
     use crate::without_header as fixture;
 
-    fn host(runner: RecordedRunner) -> (tempfile::TempDir, Host<RecordedRunner>) {
+    fn host(runner: RecordedRunner) -> (tempfile::TempDir, NodeAccess<RecordedRunner>) {
         let dir = tempfile::tempdir().unwrap();
-        let host = Host::new(Root::at(dir.path()), runner);
+        let host = NodeAccess::new(Root::at(dir.path()), runner);
         (dir, host)
     }
 

@@ -7,7 +7,7 @@
 //! (no CAP_SYS_ADMIN, gluster/glusterfs#871), and the verify pass (assess again) reports that
 //! as a failure.
 
-use crate::{Action, Assessment, Host, StepError};
+use crate::{Action, Assessment, NodeAccess, StepError};
 use pvfs_host::mountinfo::{self, MountInfo};
 use pvfs_host::{Command, Runner};
 use std::fmt;
@@ -51,7 +51,7 @@ impl Mount {
 
     /// What the kernel shows mounted on the target, if anything (the topmost of stacked
     /// mounts: the one a process sees).
-    pub(crate) fn mounted<R: Runner>(&self, host: &Host<R>) -> Result<Option<MountInfo>, StepError> {
+    pub(crate) fn mounted<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Option<MountInfo>, StepError> {
         let mounts = mountinfo::read(&host.root).map_err(|err| StepError::File {
             path: mountinfo::PATH.into(),
             message: format!("cannot tell whether {} is mounted: {err}", self.target),
@@ -67,7 +67,7 @@ impl Mount {
     /// mount of a directory of one), and the same source — for a block device the same device
     /// number (`/dev/disk/by-*` links and LVM's /dev/VG/LV vs /dev/mapper names all resolve to
     /// one), for a network or FUSE source the same export.
-    pub(crate) fn is_this<R: Runner>(&self, host: &Host<R>, m: &MountInfo) -> bool {
+    pub(crate) fn is_this<R: Runner>(&self, host: &NodeAccess<R>, m: &MountInfo) -> bool {
         if m.fstype != self.shown_fstype() || !m.is_whole() {
             return false;
         }
@@ -98,7 +98,7 @@ impl Mount {
         format!("{source} ({}{bind})", m.fstype)
     }
 
-    pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+    pub(crate) async fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         let mut a = Assessment::in_sync();
         if !host.root.is_dir(&self.target) {
             a.change(
@@ -161,7 +161,7 @@ impl fmt::Display for Mount {
 }
 
 /// The name of some entry in directory `path`, if it is a directory with anything in it.
-fn first_entry<R: Runner>(host: &Host<R>, path: &str) -> Option<String> {
+fn first_entry<R: Runner>(host: &NodeAccess<R>, path: &str) -> Option<String> {
     let mut entries = std::fs::read_dir(host.root.path(path)).ok()?;
     entries.find_map(Result::ok).map(|e| e.file_name().to_string_lossy().into_owned())
 }
@@ -266,7 +266,7 @@ mod tests {
         (dir, root)
     }
 
-    async fn run(step: &Step, host: &Host<impl Runner>, dry_run: bool) -> Outcome {
+    async fn run(step: &Step, host: &NodeAccess<impl Runner>, dry_run: bool) -> Outcome {
         execute(step, host, &crate::Policy::default(), dry_run, |_| {}).await
     }
 
@@ -275,7 +275,7 @@ mod tests {
         let (dir, root) = root(EL7);
         let recorded = RecordedRunner::new().record(MOUNT, 0, "", "");
         let node = Node { dir: dir.path().into(), recorded: recorded.clone(), line: Some(GV0) };
-        let host = Host::new(root, node);
+        let host = NodeAccess::new(root, node);
         let Outcome::Changed { diff } = run(&client(), &host, false).await else { panic!() };
         assert_eq!(
             diff,
@@ -303,7 +303,7 @@ mod tests {
             "",
             "/usr/bin/fusermount-glusterfs: mount failed: Operation not permitted\n",
         );
-        let host = Host::new(root, Node { dir: dir.path().into(), recorded, line: None });
+        let host = NodeAccess::new(root, Node { dir: dir.path().into(), recorded, line: None });
         let Outcome::Failed(failure) = run(&client(), &host, false).await else { panic!() };
         assert_eq!(failure.message, "applied, but the node still differs: /mnt/gv0 is not mounted");
     }
@@ -325,7 +325,7 @@ mod tests {
         ] {
             let (dir, root) = root(&format!("{EL7}{line}"));
             std::fs::create_dir_all(dir.path().join("mnt/gv0")).unwrap();
-            let host = Host::new(root, RecordedRunner::new());
+            let host = NodeAccess::new(root, RecordedRunner::new());
             let Outcome::Failed(failure) = run(&client(), &host, true).await else { panic!() };
             assert!(
                 failure.message.contains(&format!("/mnt/gv0 has {shown} mounted")),
@@ -349,7 +349,7 @@ mod tests {
             "10.254.0.1:/gv0 /mnt/gv0 glusterfs defaults,_netdev 0 0\n",
         )
         .unwrap();
-        let host = Host::new(root, RecordedRunner::new());
+        let host = NodeAccess::new(root, RecordedRunner::new());
         assert_eq!(run(&client(), &host, true).await, Outcome::Ok { detail: None });
 
         std::fs::write(dir.path().join("proc/self/mountinfo"), format!("{EL7}{GV0}{over}")).unwrap();
@@ -363,7 +363,7 @@ mod tests {
         // appended, and /mnt/gv0 is a fresh directory with nothing mounted on it.
         let stale = GV0.replace(" /mnt/gv0 ", " /mnt/gv0\\040(deleted) ");
         let (_dir, root) = root(&format!("{EL7}{stale}"));
-        let host = Host::new(root, RecordedRunner::new());
+        let host = NodeAccess::new(root, RecordedRunner::new());
         let Outcome::WouldChange { diff, .. } = run(&client(), &host, true).await else { panic!() };
         assert!(diff.contains(&"/mnt/gv0 is not mounted".to_owned()), "{diff:?}");
     }
@@ -388,7 +388,7 @@ mod tests {
         ] {
             let (dir, root) = root(&format!("{EL7}{line}"));
             std::fs::create_dir_all(dir.path().join("mnt/gv0")).unwrap();
-            let host = Host::new(root, RecordedRunner::new());
+            let host = NodeAccess::new(root, RecordedRunner::new());
             let Outcome::WouldChange { diff, .. } = run(&step, &host, true).await else { panic!("{step}") };
             assert_eq!(diff.len(), 1, "only the fstab line: {diff:?}");
             assert!(diff[0].starts_with("/etc/fstab has no entry"), "{diff:?}");
@@ -396,7 +396,7 @@ mod tests {
         // A plain directory where a BeeGFS mount should be is not one.
         let (dir, root) = root(EL7);
         std::fs::create_dir_all(dir.path().join("mnt/gv0")).unwrap();
-        let host = Host::new(root, RecordedRunner::new());
+        let host = NodeAccess::new(root, RecordedRunner::new());
         let Outcome::WouldChange { diff, .. } = run(&network("beegfs_nodev", "beegfs"), &host, true).await
         else {
             panic!()
@@ -418,7 +418,7 @@ mod tests {
             "{EL7}90 60 0:52 / /mnt/gv0 ro,relatime shared:80 - lustre /dev/md0 ro,svname=LustreFS-OST0000,mgsnode=10.0.0.4@tcp,osd=osd-ldiskfs\n"
         ));
         std::fs::create_dir_all(dir.path().join("mnt/gv0")).unwrap();
-        let host = Host::new(root, RecordedRunner::new());
+        let host = NodeAccess::new(root, RecordedRunner::new());
         assert_eq!(run(&step, &host, true).await, Outcome::Ok { detail: None });
     }
 
@@ -444,7 +444,7 @@ mod tests {
             options: "defaults".into(),
             fstab: false,
         });
-        let host = Host::new(node.root(), RecordedRunner::new());
+        let host = NodeAccess::new(node.root(), RecordedRunner::new());
         for (dev, outcome_ok) in
             [(format!("{major}:{minor}"), true), (format!("{major}:{}", minor + 1), false)]
         {
@@ -466,7 +466,7 @@ mod tests {
     #[tokio::test]
     async fn a_table_the_agent_cannot_read_is_a_failure_not_unmounted() {
         let (_dir, root) = root(&format!("{EL7}garbage\n"));
-        let host = Host::new(root, RecordedRunner::new());
+        let host = NodeAccess::new(root, RecordedRunner::new());
         let Outcome::Failed(failure) = run(&client(), &host, true).await else { panic!() };
         assert!(
             failure.message.starts_with(
@@ -482,7 +482,7 @@ mod tests {
         let (dir, root) = root(EL7);
         std::fs::create_dir_all(dir.path().join("mnt/gv0")).unwrap();
         std::fs::write(dir.path().join("mnt/gv0/notes.txt"), "mine").unwrap();
-        let host = Host::new(root, RecordedRunner::new());
+        let host = NodeAccess::new(root, RecordedRunner::new());
         let Outcome::Failed(failure) = run(&client(), &host, false).await else { panic!() };
         assert!(
             failure.message.starts_with(
@@ -520,7 +520,7 @@ mod tests {
             nr_requests: None,
             read_ahead_kb: Some(4096),
         });
-        let host = Host::new(root, RecordedRunner::new());
+        let host = NodeAccess::new(root, RecordedRunner::new());
         for (steps, want_refusal) in [(vec![first.clone(), client()], true), (vec![first, later], false)] {
             let mut outcomes = Vec::new();
             let summary = crate::run_unit(
@@ -530,7 +530,7 @@ mod tests {
                 true,
                 false,
                 |e| {
-                    if let crate::Event::Done { outcome, .. } = e {
+                    if let crate::StepEvent::Done { outcome, .. } = e {
                         outcomes.push(outcome);
                     }
                 },

@@ -1,7 +1,7 @@
 //! Packages installed, at pinned versions where the cluster file pins them, with the node's
 //! own package manager (apt on Debian/Ubuntu, dnf or yum on RHEL-likes).
 
-use crate::{Action, Assessment, Host, StepError};
+use crate::{Action, Assessment, NodeAccess, StepError};
 use pvfs_host::{Command, Runner};
 use std::fmt;
 use std::time::Duration;
@@ -113,7 +113,7 @@ fn repo_file(repo: &Repo) -> String {
 }
 
 impl Packages {
-    pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+    pub(crate) async fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         let manager = self.resolve(host)?;
         let mut a = Assessment::in_sync();
         let list = if manager == PackageManager::Apt { &self.apt } else { &self.rpm };
@@ -176,7 +176,7 @@ impl Packages {
         Ok(a)
     }
 
-    fn resolve<R: Runner>(&self, host: &Host<R>) -> Result<PackageManager, StepError> {
+    fn resolve<R: Runner>(&self, host: &NodeAccess<R>) -> Result<PackageManager, StepError> {
         if self.manager != PackageManager::Auto {
             return Ok(self.manager);
         }
@@ -266,7 +266,7 @@ const DPKG_FORMAT: &str = "${db:Status-Abbrev}|${Version}\\n";
 
 /// Every installed version of `name`, empty when none is.
 pub(crate) async fn installed_versions<R: Runner>(
-    host: &Host<R>,
+    host: &NodeAccess<R>,
     manager: PackageManager,
     name: &str,
 ) -> Result<Vec<Installed>, StepError> {
@@ -365,7 +365,7 @@ enum Kernel {
 /// The `kernel` package, read as what it is: a set of installed kernels (`rpm -q kernel` lists
 /// every one, oldest first; the first line is not "the" kernel) and the one running, which the
 /// kernel itself says in `/proc/sys/kernel/osrelease` (what `uname -r` prints).
-async fn kernel<R: Runner>(host: &Host<R>, want: Option<&str>) -> Result<Kernel, StepError> {
+async fn kernel<R: Runner>(host: &NodeAccess<R>, want: Option<&str>) -> Result<Kernel, StepError> {
     // rpm's `%{EVR}.%{ARCH}` of a kernel (no epoch) is exactly what the kernel calls its
     // release: `3.10.0-514.el7_lustre.x86_64`.
     let installed: Vec<String> = installed_versions(host, PackageManager::Yum, "kernel")
@@ -394,7 +394,7 @@ async fn kernel<R: Runner>(host: &Host<R>, want: Option<&str>) -> Result<Kernel,
 }
 
 /// The running kernel's release, from the kernel (`uname -r` reads the same string).
-fn running_kernel<R: Runner>(host: &Host<R>) -> Result<String, StepError> {
+fn running_kernel<R: Runner>(host: &NodeAccess<R>) -> Result<String, StepError> {
     const OSRELEASE: &str = "/proc/sys/kernel/osrelease";
     let text = host.read_optional(OSRELEASE)?.ok_or_else(|| StepError::File {
         path: OSRELEASE.into(),
@@ -451,7 +451,7 @@ mod tests {
             )
             .record("dpkg-query -W -f '${db:Status-Abbrev}|${Version}\\n' mdadm", 0, "rc |4.2-5\n", "")
             .record("dpkg-query -W -f '${db:Status-Abbrev}|${Version}\\n' fio", 0, "ii |3.33-3\n", "");
-        let host = Host::new(Root::at(dir.path()), runner);
+        let host = NodeAccess::new(Root::at(dir.path()), runner);
         let step = Packages {
             manager: PackageManager::Apt,
             rpm: vec![pkg("glusterfs-fuse", None)],
@@ -489,7 +489,7 @@ mod tests {
                 "package kmod-lustre is not installed\n",
                 "",
             );
-        let host = Host::new(Root::at(dir.path()), runner);
+        let host = NodeAccess::new(Root::at(dir.path()), runner);
         let step = Packages {
             manager: PackageManager::Auto,
             apt: vec![],
@@ -528,11 +528,13 @@ mod tests {
         code: i32,
         stdout: &str,
         stderr: &str,
-    ) -> (tempfile::TempDir, Host<RecordedRunner>) {
+    ) -> (tempfile::TempDir, NodeAccess<RecordedRunner>) {
         let dir = tempfile::tempdir().unwrap();
         let command = format!("rpm -q --qf '%{{EVR}}.%{{ARCH}}\\n' {name}");
-        let host =
-            Host::new(Root::at(dir.path()), RecordedRunner::new().record(&command, code, stdout, stderr));
+        let host = NodeAccess::new(
+            Root::at(dir.path()),
+            RecordedRunner::new().record(&command, code, stdout, stderr),
+        );
         (dir, host)
     }
 
@@ -566,7 +568,7 @@ mod tests {
     const KERNELS_EL6: &str = include_str!("../testdata/packages/rpm-q-kernel-el6.txt");
 
     /// A yum node running `running`, whose `rpm -q kernel` answers `installed`.
-    fn kernel_host(installed: &str, running: &str) -> (tempfile::TempDir, Host<RecordedRunner>) {
+    fn kernel_host(installed: &str, running: &str) -> (tempfile::TempDir, NodeAccess<RecordedRunner>) {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("proc/sys/kernel")).unwrap();
         std::fs::write(dir.path().join("proc/sys/kernel/osrelease"), format!("{running}\n")).unwrap();
@@ -581,7 +583,7 @@ mod tests {
                 installed.lines().map(|l| format!("{}\n", l.strip_prefix("kernel-").unwrap_or(l))).collect();
             RecordedRunner::new().record(&query, 0, &evr, "")
         };
-        let host = Host::new(Root::at(dir.path()), runner);
+        let host = NodeAccess::new(Root::at(dir.path()), runner);
         (dir, host)
     }
 
@@ -651,7 +653,7 @@ mod tests {
             // Exit 2 is dpkg-query's fatal error (dpkg-query(1), EXIT STATUS): not "absent".
             .record(&query("locked"), 2, "", "dpkg-query: error: cannot open /var/lib/dpkg/status\n");
         let dir = tempfile::tempdir().unwrap();
-        let host = Host::new(Root::at(dir.path()), runner);
+        let host = NodeAccess::new(Root::at(dir.path()), runner);
         let versions = |v: Vec<Installed>| v.into_iter().map(|i| i.version).collect::<Vec<_>>();
         let apt = PackageManager::Apt;
         assert_eq!(versions(installed_versions(&host, apt, "libc6").await.unwrap()), ["2.36-9+deb12u14"]);
@@ -709,7 +711,7 @@ mod tests {
             false,
             false,
             |event| {
-                if let crate::Event::Done { outcome, .. } = event {
+                if let crate::StepEvent::Done { outcome, .. } = event {
                     outcomes.push(outcome);
                 }
             },
@@ -756,7 +758,7 @@ mod tests {
     #[tokio::test]
     async fn no_package_manager_is_a_clear_refusal() {
         let dir = tempfile::tempdir().unwrap();
-        let host = Host::new(Root::at(dir.path()), RecordedRunner::new());
+        let host = NodeAccess::new(Root::at(dir.path()), RecordedRunner::new());
         let step = Packages {
             manager: PackageManager::Auto,
             apt: vec![pkg("fio", None)],

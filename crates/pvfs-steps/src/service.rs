@@ -10,7 +10,7 @@
 //! to it, and only then. A service that is not running yet is simply started and reads the
 //! new files. Plans show the restart where it would happen.
 
-use crate::{Action, Assessment, Host, StepError};
+use crate::{Action, Assessment, NodeAccess, StepError};
 use pvfs_host::{Command, Runner};
 use std::fmt;
 use std::time::Duration;
@@ -38,7 +38,7 @@ pub struct Service {
 }
 
 impl Service {
-    pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+    pub(crate) async fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         self.assess_after(host, &[]).await
     }
 
@@ -46,7 +46,7 @@ impl Service {
     /// unit that reads one of them is restarted.
     pub(crate) async fn assess_after<R: Runner>(
         &self,
-        host: &Host<R>,
+        host: &NodeAccess<R>,
         changed: &[String],
     ) -> Result<Assessment, StepError> {
         if !host.root.is_dir("/run/systemd/system") {
@@ -153,7 +153,10 @@ impl Service {
     /// (`ActiveEnterTimestampMonotonic`, µs of CLOCK_MONOTONIC; systemd 219 on EL7 has it),
     /// comparing on the monotonic clock: file times are wall-clock, so they are moved onto it
     /// by the current offset between the two clocks on this node.
-    async fn changed_since_start<R: Runner>(&self, host: &Host<R>) -> Result<Option<String>, StepError> {
+    async fn changed_since_start<R: Runner>(
+        &self,
+        host: &NodeAccess<R>,
+    ) -> Result<Option<String>, StepError> {
         if self.configs.is_empty() {
             return Ok(None);
         }
@@ -228,7 +231,7 @@ mod tests {
         let runner = RecordedRunner::new()
             .record("systemctl is-enabled glusterd", 1, "disabled\n", "")
             .record("systemctl is-active glusterd", 3, "inactive\n", "");
-        let host = Host::new(Root::at(dir.path()), runner);
+        let host = NodeAccess::new(Root::at(dir.path()), runner);
         let step = Service { unit: "glusterd".into(), enabled: true, running: true, configs: vec![] };
         let a = step.assess(&host).await.unwrap();
         assert_eq!(a.diff, ["glusterd is disabled", "glusterd is inactive"]);
@@ -240,7 +243,7 @@ mod tests {
     /// at its service step; one that is not running just starts; no change, no restart.
     #[tokio::test]
     async fn a_changed_configuration_restarts_a_running_unit_once() {
-        use crate::{ConfigKeys, Event, Outcome, Policy, Step, run_unit};
+        use crate::{ConfigKeys, Outcome, Policy, Step, StepEvent, run_unit};
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("run/systemd/system")).unwrap();
         std::fs::create_dir_all(dir.path().join("etc/beegfs")).unwrap();
@@ -258,7 +261,7 @@ mod tests {
                 &format!("ActiveEnterTimestampMonotonic={}\n", monotonic_now_us() + 3_600_000_000),
                 "",
             );
-        let host = Host::new(Root::at(dir.path()), runner.clone());
+        let host = NodeAccess::new(Root::at(dir.path()), runner.clone());
         let keys = |key: &str, value: &str| {
             Step::ConfigKeys(ConfigKeys {
                 path: "/etc/beegfs/beegfs-meta.conf".into(),
@@ -283,7 +286,7 @@ mod tests {
                     dry_run,
                     false,
                     |e| {
-                        if let Event::Done { outcome, .. } = e {
+                        if let StepEvent::Done { outcome, .. } = e {
                             outcomes.push(outcome);
                         }
                     },
@@ -347,7 +350,7 @@ mod tests {
         };
         // Written after the daemon started (ten minutes from now, as a later run would).
         touch(std::time::SystemTime::now() + Duration::from_secs(600));
-        let host = Host::new(Root::at(dir.path()), started());
+        let host = NodeAccess::new(Root::at(dir.path()), started());
         let a = step.assess(&host).await.unwrap();
         assert_eq!(
             a.diff,
@@ -358,14 +361,14 @@ mod tests {
         assert_eq!(a.actions[0].to_string(), "systemctl restart beegfs-client");
         // Written a minute before it started: in sync.
         touch(std::time::SystemTime::now() - Duration::from_secs(60));
-        let host = Host::new(Root::at(dir.path()), started());
+        let host = NodeAccess::new(Root::at(dir.path()), started());
         assert!(step.assess(&host).await.unwrap().is_in_sync());
         // systemd answering something else is named.
         let odd = RecordedRunner::new()
             .record("systemctl is-enabled beegfs-client", 0, "enabled\n", "")
             .record("systemctl is-active beegfs-client", 0, "active\n", "")
             .record(show, 0, "ActiveEnterTimestampMonotonic=n/a\n", "");
-        let err = step.assess(&Host::new(Root::at(dir.path()), odd)).await.unwrap_err();
+        let err = step.assess(&NodeAccess::new(Root::at(dir.path()), odd)).await.unwrap_err();
         assert!(matches!(err, StepError::Unexpected { .. }), "{err}");
     }
 
@@ -382,7 +385,7 @@ mod tests {
             (4, "not-found\n", ""),
         ] {
             let runner = RecordedRunner::new().record("systemctl is-enabled glusterd", code, stdout, stderr);
-            let host = Host::new(Root::at(dir.path()), runner);
+            let host = NodeAccess::new(Root::at(dir.path()), runner);
             let err = step.assess(&host).await.unwrap_err();
             assert!(err.to_string().contains("there is no unit glusterd on this node"), "{err}");
         }
@@ -413,7 +416,7 @@ mod tests {
                 &format!("{state}\n"),
                 "",
             );
-            let host = Host::new(Root::at(dir.path()), runner);
+            let host = NodeAccess::new(Root::at(dir.path()), runner);
             match (step.assess(&host).await, want) {
                 (Ok(a), "ok") => assert!(a.is_in_sync(), "{state}"),
                 (Ok(a), "enable") => assert_eq!(a.diff, [format!("glusterd is {state}")]),
@@ -433,7 +436,7 @@ mod tests {
             "",
             "Failed to connect to bus: No such file or directory\n",
         );
-        let host = Host::new(Root::at(dir.path()), runner);
+        let host = NodeAccess::new(Root::at(dir.path()), runner);
         let err = step.assess(&host).await.unwrap_err();
         assert!(
             matches!(&err, StepError::Command { stderr, .. } if stderr.contains("Failed to connect to bus")),
@@ -444,7 +447,7 @@ mod tests {
     #[tokio::test]
     async fn a_missing_unit_or_missing_systemd_is_named() {
         let dir = tempfile::tempdir().unwrap();
-        let host = Host::new(Root::at(dir.path()), RecordedRunner::new());
+        let host = NodeAccess::new(Root::at(dir.path()), RecordedRunner::new());
         let step = Service { unit: "glusterd".into(), enabled: true, running: true, configs: vec![] };
         let err = step.assess(&host).await.unwrap_err();
         assert!(err.to_string().contains("systemd is not running"), "{err}");
@@ -457,7 +460,7 @@ mod tests {
             "",
             "Failed to get unit file state for glusterd.service: No such file or directory\n",
         );
-        let host = Host::new(Root::at(dir.path()), runner);
+        let host = NodeAccess::new(Root::at(dir.path()), runner);
         let err = step.assess(&host).await.unwrap_err();
         assert!(err.to_string().contains("is its package installed"), "{err}");
     }

@@ -8,7 +8,7 @@
 //! unmounted.
 
 use crate::block::{Emptiness, Proven, kernel_name, prove_empty};
-use crate::{Action, Assessment, Host, Mount, StepError};
+use crate::{Action, Assessment, Mount, NodeAccess, StepError};
 use pvfs_host::{Command, Runner};
 use std::collections::BTreeSet;
 use std::fmt;
@@ -23,7 +23,7 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(300);
 
 impl Mount {
     /// The reverse of [`Mount::assess`]: this mount is not mounted and has no fstab line.
-    pub(crate) async fn assess_gone<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+    pub(crate) async fn assess_gone<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         let mut a = Assessment::in_sync();
         match self.mounted(host)? {
             Some(m) if self.is_this(host, &m) => {
@@ -97,7 +97,7 @@ pub struct ServiceStopped {
 }
 
 impl ServiceStopped {
-    pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+    pub(crate) async fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         if !host.root.is_dir("/run/systemd/system") {
             return Err(StepError::Refused {
                 reason: format!(
@@ -162,7 +162,7 @@ pub struct WipeTarget {
 }
 
 impl WipeTarget {
-    pub(crate) async fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+    pub(crate) async fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         let mut a = Assessment::in_sync();
         let mut vg_active = false;
         if let Some(vg) = &self.vg
@@ -257,7 +257,7 @@ impl WipeTarget {
 
     /// A device that cannot be claimed yet, recorded by its number so that apply acts on the
     /// same device; it is proven unused (and claimed) just before each action.
-    fn unproven<R: Runner>(&self, host: &Host<R>, path: &str) -> Result<Proven, StepError> {
+    fn unproven<R: Runner>(&self, host: &NodeAccess<R>, path: &str) -> Result<Proven, StepError> {
         let id = pvfs_host::device::identify(&host.root, path)
             .map_err(|err| StepError::Refused { reason: format!("cannot wipe {path}: {err}") })?;
         Ok(Proven { path: path.to_owned(), dev: id.dev, wipe: true, empty: false })

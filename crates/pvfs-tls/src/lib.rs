@@ -21,7 +21,9 @@ pub mod revoked;
 pub use ca::{IssueOptions, Issued, Usage, init_ca, issue, issue_with};
 pub use check::{CertSummary, Refusal, check_coordinator, check_identity};
 pub use material::{Material, load};
-pub use revoked::{Revocation, RevokedList, RevokedWatch, Serial, revoke, revoke_named, serial_of};
+pub use revoked::{
+    Revocation, RevokedList, RevokedWatch, Serial, SerialError, revoke, revoke_named, serial_of,
+};
 
 use std::path::PathBuf;
 
@@ -74,7 +76,7 @@ pub enum TlsError {
     )]
     Reserved { name: String, file: &'static str },
     #[error("{}:{line}: {why}", path.display())]
-    BadRevoked { path: PathBuf, line: usize, why: String },
+    BadRevoked { path: PathBuf, line: usize, why: SerialError },
     #[error("--days {days}: {why}")]
     BadLifetime { days: u32, why: String },
     #[error("{what:?} is neither a certificate in {} nor a serial: {why}", dir.display())]

@@ -40,20 +40,27 @@ impl Serial {
     }
 }
 
+/// Why text is not a certificate serial.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SerialError {
+    #[error("{0:?} is not a certificate serial (hexadecimal digits, as `pvfsctl ca issue` prints it)")]
+    NotHex(String),
+    #[error("{0:?} is longer than a certificate serial can be (20 bytes)")]
+    TooLong(String),
+}
+
 impl FromStr for Serial {
-    type Err = String;
+    type Err = SerialError;
 
     /// Hexadecimal, in either case, with or without `:` between bytes (`3A:5F:…`, `3a5f…`).
-    fn from_str(s: &str) -> Result<Serial, String> {
+    fn from_str(s: &str) -> Result<Serial, SerialError> {
         let hex: String = s.chars().filter(|&c| c != ':').collect::<String>().to_ascii_lowercase();
         if hex.is_empty() || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
-            return Err(format!(
-                "{s:?} is not a certificate serial (hexadecimal digits, as `pvfsctl ca issue` prints it)"
-            ));
+            return Err(SerialError::NotHex(s.to_owned()));
         }
         let serial = Serial::normalised(&hex);
         if serial.0.len() > MAX_SERIAL_DIGITS {
-            return Err(format!("{s:?} is longer than a certificate serial can be (20 bytes)"));
+            return Err(SerialError::TooLong(s.to_owned()));
         }
         Ok(serial)
     }
@@ -229,7 +236,8 @@ struct Seen {
     stamp: Option<Stamp>,
     /// Changed so recently when read that a later change could carry the same stamp.
     racy: bool,
-    list: Result<Arc<RevokedList>, String>,
+    /// Shared: every caller until the file changes gets the same error.
+    list: Result<Arc<RevokedList>, Arc<TlsError>>,
 }
 
 /// How recent a change must be for its stamp not to be trusted (file times are taken from a
@@ -265,12 +273,12 @@ impl RevokedWatch {
 
     /// The list as the file says now (re-read if it changed since the last call), or why it
     /// cannot be read.
-    pub fn current(&self) -> Result<Arc<RevokedList>, String> {
+    pub fn current(&self) -> Result<Arc<RevokedList>, Arc<TlsError>> {
         let stamp = stamp_of(&self.path);
         let mut seen = self.lock();
         if seen.racy || seen.stamp != stamp {
             let dir = self.path.parent().unwrap_or(Path::new("."));
-            seen.list = RevokedList::load(dir).map(Arc::new).map_err(|err| err.to_string());
+            seen.list = RevokedList::load(dir).map(Arc::new).map_err(Arc::new);
             seen.stamp = stamp;
             seen.racy = stamp.is_some_and(|s| s.recent());
         }
@@ -362,7 +370,7 @@ mod tests {
 
         std::fs::write(dir.path().join(REVOKED), "not a serial\n").unwrap();
         let err = watch.current().unwrap_err();
-        assert!(err.contains("revoked.txt:1"), "{err}");
+        assert!(err.to_string().contains("revoked.txt:1"), "{err}");
 
         std::fs::remove_file(dir.path().join(REVOKED)).unwrap();
         assert!(watch.current().unwrap().is_empty(), "removed: nothing revoked");

@@ -9,6 +9,7 @@ pub mod cli;
 mod ctl;
 mod logging;
 mod output;
+mod shutdown;
 mod view;
 
 use clap::Parser;
@@ -24,8 +25,8 @@ pub mod exit {
     pub const FAILURES: u8 = 1;
     /// Bad input (flags, cluster file, certificates) or an error before the work started.
     pub const BAD_INPUT: u8 = 2;
-    /// Interrupted (SIGINT or SIGTERM) before it finished; what it had done is kept. 128 + the
-    /// signal number, as a shell reports a command killed by SIGINT.
+    /// Stopped by Ctrl-C or SIGTERM before the work was done (128 + SIGINT, as shells report
+    /// it); also a second stop signal, which exits at once.
     pub const INTERRUPTED: u8 = 130;
 }
 

@@ -10,7 +10,7 @@
 
 use crate::plan;
 use pvfs_host::{Command, CommandError, Output, Root, Runner};
-use pvfs_steps::{Event, Host, Outcome, Policy, run_unit};
+use pvfs_steps::{NodeAccess, Outcome, Policy, StepEvent, run_unit};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -252,7 +252,7 @@ async fn converge(plan: &crate::Plan, nodes: &BTreeMap<String, SimNode>) -> Vec<
     let mut all = Vec::new();
     for unit in &plan.units {
         let node = &nodes[&unit.node];
-        let host = Host::new(Root::at(&node.root), node.clone());
+        let host = NodeAccess::new(Root::at(&node.root), node.clone());
         let mut outcomes = Vec::new();
         run_unit(
             &unit.steps,
@@ -261,7 +261,7 @@ async fn converge(plan: &crate::Plan, nodes: &BTreeMap<String, SimNode>) -> Vec<
             false,
             false,
             |e| {
-                if let Event::Done { outcome, .. } = e {
+                if let StepEvent::Done { outcome, .. } = e {
                     outcomes.push(outcome);
                 }
             },

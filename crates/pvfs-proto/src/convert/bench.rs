@@ -8,78 +8,18 @@ use pvfs_engine::mpi::{LaunchRequest, Program};
 use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-impl From<&IorParams> for pb::IorWorkload {
-    fn from(p: &IorParams) -> pb::IorWorkload {
-        pb::IorWorkload {
-            write: p.write,
-            read: p.read,
-            odirect: p.odirect,
-            reorder: p.reorder,
-            iterations: p.iterations,
-            transfer: p.transfer,
-            block: p.block,
-            segments: p.segments,
-            file_per_proc: p.file_per_proc,
-            random: p.random,
-            fsync: p.fsync,
-        }
-    }
-}
-
-impl From<pb::IorWorkload> for IorParams {
-    fn from(p: pb::IorWorkload) -> IorParams {
-        IorParams {
-            write: p.write,
-            read: p.read,
-            odirect: p.odirect,
-            reorder: p.reorder,
-            iterations: p.iterations,
-            transfer: p.transfer,
-            block: p.block,
-            // Not defaulted: 0 is refused by `Workload::check`, naming the field.
-            segments: p.segments,
-            file_per_proc: p.file_per_proc,
-            random: p.random,
-            fsync: p.fsync,
-        }
-    }
-}
-
-impl From<&MdtestParams> for pb::MdtestWorkload {
-    fn from(p: &MdtestParams) -> pb::MdtestWorkload {
-        pb::MdtestWorkload {
-            create: p.create,
-            stat: p.stat,
-            read: p.read,
-            remove: p.remove,
-            iterations: p.iterations,
-            items: p.items,
-            depth: p.depth,
-            branch: p.branch,
-            leaf_only: p.leaf_only,
-            unique_dir: p.unique_dir,
-            files_only: p.files_only,
-        }
-    }
-}
-
-impl From<pb::MdtestWorkload> for MdtestParams {
-    fn from(p: pb::MdtestWorkload) -> MdtestParams {
-        MdtestParams {
-            create: p.create,
-            stat: p.stat,
-            read: p.read,
-            remove: p.remove,
-            iterations: p.iterations,
-            items: p.items,
-            depth: p.depth,
-            branch: p.branch,
-            leaf_only: p.leaf_only,
-            unique_dir: p.unique_dir,
-            files_only: p.files_only,
-        }
-    }
-}
+// Field by field, both ways. `segments` is not defaulted: 0 is refused by `Workload::check`,
+// naming the field.
+same_fields!(
+    IorParams,
+    pb::IorWorkload,
+    [write, read, odirect, reorder, iterations, transfer, block, segments, file_per_proc, random, fsync]
+);
+same_fields!(
+    MdtestParams,
+    pb::MdtestWorkload,
+    [create, stat, read, remove, iterations, items, depth, branch, leaf_only, unique_dir, files_only]
+);
 
 fn phase_to(phase: Phase) -> P {
     match phase {
@@ -100,8 +40,57 @@ fn phase_to(phase: Phase) -> P {
     }
 }
 
-fn phase_from(value: i32) -> Result<Phase, String> {
-    Ok(match P::try_from(value).map_err(|_| format!("unknown benchmark phase {value}"))? {
+/// A benchmark request from the wire this agent refuses, before anything runs; each names the
+/// request's field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    #[error("no workload in the request")]
+    NoWorkload,
+    /// A workload field out of its bounds: the field's wire name, and pvfs-bench's refusal.
+    #[error("{field}: {violation}")]
+    Workload { field: String, violation: Violation },
+    #[error("unknown benchmark phase {0}")]
+    UnknownPhase(i32),
+    #[error("no benchmark phase given")]
+    NoPhase,
+    #[error("engine = {0}: unknown benchmark engine")]
+    UnknownEngine(i32),
+    #[error("program = {0}: unknown program")]
+    UnknownProgram(i32),
+    #[error("{field} = {dir:?}: must be an absolute path of plain names (no .., no .)")]
+    DirNotPlain { field: &'static str, dir: String },
+    #[error(
+        "{field} = {dir:?}: a benchmark runs in its own directory, MOUNT/pvfs-bench/RUN; the agent makes and \
+         writes files only there"
+    )]
+    DirNotARun { field: &'static str, dir: String },
+    #[error("tasks = {0}: a client runs 1 to {max} tasks (a thread each)", max = pvfs_bench::params::limits::MAX_TASKS_PER_CLIENT)]
+    Tasks(u32),
+    #[error("total_tasks = {0}: a run has 1 to {max} tasks", max = pvfs_bench::params::limits::MAX_TOTAL_TASKS)]
+    TotalTasks(u32),
+    #[error(
+        "first_task = {first}: tasks {first}..{} are not a share of total_tasks = {total}",
+        end.map_or_else(|| "(past 2^32)".to_owned(), |e| e.to_string())
+    )]
+    NotAShare { first: u32, end: Option<u32>, total: u32 },
+    #[error("tasks_per_client = {0}: a client runs at most {max} tasks", max = pvfs_bench::params::limits::MAX_TASKS_PER_CLIENT)]
+    TasksPerClient(u32),
+    #[error("iteration = {iteration}: the workload has {iterations} iterations")]
+    Iteration { iteration: u32, iterations: u32 },
+    #[error("hosts: no hosts to run on")]
+    NoHosts,
+    #[error("tasks_per_host = 0: tasks per host must be at least 1")]
+    NoTasksPerHost,
+    #[error("tasks_per_host = {tasks_per_host} on {hosts} hosts: {violation}")]
+    RunSize { tasks_per_host: u32, hosts: usize, violation: Violation },
+    #[error("hosts: client {name}: {host:?} is not a host name or address mpirun can use")]
+    BadHost { name: String, host: String },
+    #[error("hosts: a client name of {0} bytes is not a node name")]
+    LongClientName(usize),
+}
+
+fn phase_from(value: i32) -> Result<Phase, RequestError> {
+    Ok(match P::try_from(value).map_err(|_| RequestError::UnknownPhase(value))? {
         P::IorWrite => Phase::Ior(IorPhase::Write),
         P::IorRead => Phase::Ior(IorPhase::Read),
         P::IorCleanup => Phase::IorCleanup,
@@ -114,7 +103,7 @@ fn phase_from(value: i32) -> Result<Phase, String> {
         P::MdFileRead => Phase::Mdtest(MdtestPhase::FileRead),
         P::MdFileRemove => Phase::Mdtest(MdtestPhase::FileRemove),
         P::MdTreeRemove => Phase::Mdtest(MdtestPhase::TreeRemove),
-        P::Unspecified => return Err("no benchmark phase given".into()),
+        P::Unspecified => return Err(RequestError::NoPhase),
     })
 }
 
@@ -149,33 +138,31 @@ pub fn phase_request_to(req: &PhaseRequest, start_at: SystemTime) -> pb::BenchPh
 }
 
 /// The wire's name for a workload's field: `workload.ior.transfer`.
-fn workload_field(workload: &Workload, violation: &Violation) -> String {
+fn workload_field(workload: &Workload, violation: Violation) -> RequestError {
     let kind = match workload {
         Workload::Ior(_) => "ior",
         Workload::Mdtest(_) => "mdtest",
     };
-    match violation.field {
+    let field = match violation.field {
         // The run's size is the request's own fields, not the workload's.
-        "tasks" => format!("total_tasks: {violation}"),
-        field => format!("workload.{kind}.{field}: {violation}"),
-    }
+        "tasks" => "total_tasks".to_owned(),
+        field => format!("workload.{kind}.{field}"),
+    };
+    RequestError::Workload { field, violation }
 }
 
 /// A benchmark directory from the wire: absolute, plain components only, and a run's own
 /// directory, `…/pvfs-bench/RUN`, as every coordinator names it. The engine creates and
 /// writes files there as root, so a request cannot point it at `/etc` or climb out with `..`.
-fn bench_dir(field: &str, dir: &str) -> Result<PathBuf, String> {
+fn bench_dir(field: &'static str, dir: &str) -> Result<PathBuf, RequestError> {
     let path = PathBuf::from(dir);
     let plain = path.components().skip(1).all(|c| matches!(c, Component::Normal(_)));
     let in_run_dir = path.parent().and_then(Path::file_name).is_some_and(|name| name == "pvfs-bench");
     if !path.is_absolute() || !plain || dir.len() > 4096 || dir.contains('\0') {
-        return Err(format!("{field} = {dir:?}: must be an absolute path of plain names (no .., no .)"));
+        return Err(RequestError::DirNotPlain { field, dir: dir.to_owned() });
     }
     if !in_run_dir {
-        return Err(format!(
-            "{field} = {dir:?}: a benchmark runs in its own directory, MOUNT/pvfs-bench/RUN; the agent makes and \
-             writes files only there"
-        ));
+        return Err(RequestError::DirNotARun { field, dir: dir.to_owned() });
     }
     Ok(path)
 }
@@ -184,48 +171,38 @@ fn bench_dir(field: &str, dir: &str) -> Result<PathBuf, String> {
 /// runs, with checked arithmetic (a request may say anything): the workload's own bounds, this
 /// client's share of the run, the run's size, the iteration, the directory. Each refusal names
 /// the field.
-pub fn phase_request_from(req: pb::BenchPhaseRequest) -> Result<(PhaseRequest, Option<SystemTime>), String> {
+pub fn phase_request_from(
+    req: pb::BenchPhaseRequest,
+) -> Result<(PhaseRequest, Option<SystemTime>), RequestError> {
     use pvfs_bench::params::limits::{MAX_TASKS_PER_CLIENT, MAX_TOTAL_TASKS};
-    let workload = match req.workload.ok_or("no workload in the request")? {
+    let workload = match req.workload.ok_or(RequestError::NoWorkload)? {
         pb::bench_phase_request::Workload::Ior(p) => Workload::Ior(p.into()),
         pb::bench_phase_request::Workload::Mdtest(p) => Workload::Mdtest(p.into()),
     };
-    workload.check().map_err(|v| workload_field(&workload, &v))?;
+    workload.check().map_err(|v| workload_field(&workload, v))?;
     if req.tasks == 0 || req.tasks > MAX_TASKS_PER_CLIENT {
-        return Err(format!(
-            "tasks = {}: a client runs 1 to {MAX_TASKS_PER_CLIENT} tasks (a thread each)",
-            req.tasks
-        ));
+        return Err(RequestError::Tasks(req.tasks));
     }
     if req.total_tasks == 0 || req.total_tasks > MAX_TOTAL_TASKS {
-        return Err(format!("total_tasks = {}: a run has 1 to {MAX_TOTAL_TASKS} tasks", req.total_tasks));
+        return Err(RequestError::TotalTasks(req.total_tasks));
     }
     match req.first_task.checked_add(req.tasks) {
         Some(end) if end <= req.total_tasks => {}
         end => {
-            return Err(format!(
-                "first_task = {}: tasks {}..{} are not a share of total_tasks = {}",
-                req.first_task,
-                req.first_task,
-                end.map_or_else(|| "(past 2^32)".to_owned(), |e| e.to_string()),
-                req.total_tasks
-            ));
+            return Err(RequestError::NotAShare { first: req.first_task, end, total: req.total_tasks });
         }
     }
     if req.tasks_per_client > MAX_TASKS_PER_CLIENT {
-        return Err(format!(
-            "tasks_per_client = {}: a client runs at most {MAX_TASKS_PER_CLIENT} tasks",
-            req.tasks_per_client
-        ));
+        return Err(RequestError::TasksPerClient(req.tasks_per_client));
     }
     let iterations = match &workload {
         Workload::Ior(p) => p.iterations,
         Workload::Mdtest(p) => p.iterations,
     };
     if req.iteration >= iterations {
-        return Err(format!("iteration = {}: the workload has {iterations} iterations", req.iteration));
+        return Err(RequestError::Iteration { iteration: req.iteration, iterations });
     }
-    workload.check_run(req.total_tasks).map_err(|v| workload_field(&workload, &v))?;
+    workload.check_run(req.total_tasks).map_err(|v| workload_field(&workload, v))?;
     let dir = bench_dir("dir", &req.dir)?;
     let start = (req.start_at_unix_ns > 0).then(|| time(req.start_at_unix_ns));
     Ok((
@@ -233,7 +210,7 @@ pub fn phase_request_from(req: pb::BenchPhaseRequest) -> Result<(PhaseRequest, O
             engine: match pb::bench_phase_request::Engine::try_from(req.engine) {
                 Ok(pb::bench_phase_request::Engine::Builtin) => Engine::Builtin,
                 Ok(pb::bench_phase_request::Engine::Fio) => Engine::Fio,
-                Err(_) => return Err(format!("engine = {}: unknown benchmark engine", req.engine)),
+                Err(_) => return Err(RequestError::UnknownEngine(req.engine)),
             },
             workload,
             dir,
@@ -271,40 +248,39 @@ pub fn launch_request_to(req: &LaunchRequest) -> pb::LaunchRequest {
 /// A launch request from the wire, checked before anything runs: the workload, the run's size
 /// (hosts x tasks per host, checked), an absolute run directory, and host names mpirun can
 /// take (no spaces, nothing a hostfile line could be split on). Each refusal names the field.
-pub fn launch_request_from(req: pb::LaunchRequest) -> Result<LaunchRequest, String> {
-    let workload = match req.workload.ok_or("no workload in the request")? {
+pub fn launch_request_from(req: pb::LaunchRequest) -> Result<LaunchRequest, RequestError> {
+    let workload = match req.workload.ok_or(RequestError::NoWorkload)? {
         pb::launch_request::Workload::Ior(p) => Workload::Ior(p.into()),
         pb::launch_request::Workload::Mdtest(p) => Workload::Mdtest(p.into()),
     };
-    workload.check().map_err(|v| workload_field(&workload, &v))?;
+    workload.check().map_err(|v| workload_field(&workload, v))?;
     let dir = bench_dir("dir", &req.dir)?;
     if req.hosts.is_empty() {
-        return Err("hosts: no hosts to run on".into());
+        return Err(RequestError::NoHosts);
     }
     if req.tasks_per_host == 0 {
-        return Err("tasks_per_host = 0: tasks per host must be at least 1".into());
+        return Err(RequestError::NoTasksPerHost);
     }
-    let ranks = pvfs_bench::params::total_tasks(req.tasks_per_host, req.hosts.len())
-        .map_err(|v| format!("tasks_per_host = {} on {} hosts: {v}", req.tasks_per_host, req.hosts.len()))?;
-    workload.check_run(ranks).map_err(|v| workload_field(&workload, &v))?;
+    let ranks =
+        pvfs_bench::params::total_tasks(req.tasks_per_host, req.hosts.len()).map_err(|violation| {
+            RequestError::RunSize { tasks_per_host: req.tasks_per_host, hosts: req.hosts.len(), violation }
+        })?;
+    workload.check_run(ranks).map_err(|v| workload_field(&workload, v))?;
     for h in &req.hosts {
         let fine = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':');
         // 253: the longest DNS name; an IPv6 address is shorter.
         if h.host.is_empty() || h.host.len() > 253 || !h.host.chars().all(fine) {
-            return Err(format!(
-                "hosts: client {}: {:?} is not a host name or address mpirun can use",
-                h.name, h.host
-            ));
+            return Err(RequestError::BadHost { name: h.name.clone(), host: h.host.clone() });
         }
         if h.name.len() > 253 {
-            return Err(format!("hosts: a client name of {} bytes is not a node name", h.name.len()));
+            return Err(RequestError::LongClientName(h.name.len()));
         }
     }
     Ok(LaunchRequest {
         program: match pb::launch_request::Program::try_from(req.program) {
             Ok(pb::launch_request::Program::Builtin) => Program::Builtin,
             Ok(pb::launch_request::Program::Ior) => Program::Ior,
-            Err(_) => return Err(format!("program = {}: unknown program", req.program)),
+            Err(_) => return Err(RequestError::UnknownProgram(req.program)),
         },
         workload,
         dir,
@@ -388,14 +364,14 @@ mod tests {
         assert_eq!(launch_request_from(launch_request_to(&req)).unwrap(), req);
         let mut wire = launch_request_to(&req);
         wire.hosts[1].host = "c2 slots=99".into();
-        let err = launch_request_from(wire).unwrap_err();
+        let err = launch_request_from(wire).unwrap_err().to_string();
         assert!(err.contains("client c2") && err.contains("not a host name"), "{err}");
         let mut wire = launch_request_to(&req);
         wire.dir = "relative".into();
-        assert!(launch_request_from(wire).unwrap_err().contains("must be an absolute path"));
+        assert!(launch_request_from(wire).unwrap_err().to_string().contains("must be an absolute path"));
         let mut wire = launch_request_to(&req);
         wire.tasks_per_host = u32::MAX;
-        let err = launch_request_from(wire).unwrap_err();
+        let err = launch_request_from(wire).unwrap_err().to_string();
         assert!(
             err.starts_with("tasks_per_host = 4294967295 on 2 hosts: procs 4294967295 is more than 4096"),
             "{err}"
@@ -425,7 +401,7 @@ mod tests {
             let mut wire = good.clone();
             let Some(pb::bench_phase_request::Workload::Ior(p)) = &mut wire.workload else { unreachable!() };
             f(p);
-            phase_request_from(wire).unwrap_err()
+            phase_request_from(wire).unwrap_err().to_string()
         };
         let err = ior(&|p| (p.transfer, p.block) = (1 << 40, 1 << 40));
         assert!(err.starts_with("workload.ior.transfer: transfer 1t is larger than 1g"), "{err}");
@@ -439,6 +415,7 @@ mod tests {
         let share = |first_task, tasks, total_tasks| {
             phase_request_from(pb::BenchPhaseRequest { first_task, tasks, total_tasks, ..good.clone() })
                 .unwrap_err()
+                .to_string()
         };
         let err = share(u32::MAX, 2, 4);
         assert!(
@@ -447,7 +424,9 @@ mod tests {
         );
         assert!(share(0, 5000, 8000).starts_with("tasks = 5000: a client runs 1 to 4096 tasks"));
         assert!(share(0, 2, u32::MAX).starts_with("total_tasks = 4294967295: a run has 1 to 1048576 tasks"));
-        let err = phase_request_from(pb::BenchPhaseRequest { iteration: 4, ..good.clone() }).unwrap_err();
+        let err = phase_request_from(pb::BenchPhaseRequest { iteration: 4, ..good.clone() })
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("iteration = 4: the workload has 4 iterations"), "{err}");
         let big = pb::BenchPhaseRequest { total_tasks: 1 << 20, ..good.clone() };
         let Some(pb::bench_phase_request::Workload::Ior(p)) = &big.workload else { unreachable!() };
@@ -455,7 +434,7 @@ mod tests {
             workload: Some(pb::bench_phase_request::Workload::Ior(pb::IorWorkload { block: 16 << 40, ..*p })),
             ..big
         };
-        let err = phase_request_from(big).unwrap_err();
+        let err = phase_request_from(big).unwrap_err().to_string();
         assert!(err.starts_with("total_tasks: 1048576 tasks x 16t each"), "{err}");
 
         let mut md = good.clone();
@@ -467,7 +446,7 @@ mod tests {
             branch: u32::MAX,
             ..Default::default()
         }));
-        let err = phase_request_from(md).unwrap_err();
+        let err = phase_request_from(md).unwrap_err().to_string();
         assert!(err.starts_with("workload.mdtest.depth: depth 4294967295 is deeper than 32"), "{err}");
     }
 
@@ -488,19 +467,26 @@ mod tests {
             UNIX_EPOCH,
         );
         wire.dir = "relative".into();
-        assert!(phase_request_from(wire.clone()).unwrap_err().contains("must be an absolute path"));
+        assert!(
+            phase_request_from(wire.clone()).unwrap_err().to_string().contains("must be an absolute path")
+        );
         wire.dir = "/mnt/x/pvfs-bench/../../../etc".into();
-        assert!(phase_request_from(wire.clone()).unwrap_err().contains("no .."));
+        assert!(phase_request_from(wire.clone()).unwrap_err().to_string().contains("no .."));
         wire.dir = "/etc".into();
-        let err = phase_request_from(wire.clone()).unwrap_err();
+        let err = phase_request_from(wire.clone()).unwrap_err().to_string();
         assert!(err.starts_with("dir = \"/etc\": a benchmark runs in its own directory"), "{err}");
         wire.dir = "/mnt/x/pvfs-bench/run".into();
         wire.tasks = 2;
-        assert!(phase_request_from(wire.clone()).unwrap_err().contains("not a share of total_tasks = 1"));
+        assert!(
+            phase_request_from(wire.clone())
+                .unwrap_err()
+                .to_string()
+                .contains("not a share of total_tasks = 1")
+        );
         wire.tasks = 1;
         if let Some(pb::bench_phase_request::Workload::Ior(ior)) = &mut wire.workload {
             ior.transfer = 3 << 20;
         }
-        assert!(phase_request_from(wire).unwrap_err().contains("multiple of transfer"));
+        assert!(phase_request_from(wire).unwrap_err().to_string().contains("multiple of transfer"));
     }
 }

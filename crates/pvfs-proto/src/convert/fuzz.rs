@@ -193,7 +193,7 @@ fn decode_and_convert(bytes: &[u8]) {
         let _ = steps_from_wire(m.steps);
     }
     if let Ok(m) = pb::ApplyEvent::decode(bytes) {
-        let _ = Option::<pvfs_steps::Event>::from(m);
+        let _ = Option::<pvfs_steps::StepEvent>::from(m);
     }
 }
 

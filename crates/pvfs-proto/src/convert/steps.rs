@@ -6,19 +6,46 @@
 use crate::pb;
 use crate::pb::step::Step as S;
 use pvfs_steps::{
-    BeegfsService, BeegfsSetup, BlockQueue, CommandRecord, ConfigKeys, Directory, Event, Failure, File, Gate,
+    BeegfsService, BeegfsSetup, BlockQueue, CommandRecord, ConfigKeys, Directory, Failure, File, Gate,
     GateKind, GlusterLayout, GlusterPeers, GlusterPeersDetached, GlusterVolume, GlusterVolumeGone, LctlParam,
     LustreRole, LustreStripe, LustreTarget, LvmThin, Mkfs, Mount, Outcome, Package, PackageManager, Packages,
-    Raid0, Repo, Service, ServiceStopped, Step, Unmount, WipeTarget,
+    Raid0, Repo, Service, ServiceStopped, Step, StepEvent, Unmount, WipeTarget,
 };
 use std::time::Duration;
 
 /// A step from the wire this agent cannot carry out.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("step {index}: {message}")]
+#[error("step {index}: {reason}")]
 pub struct StepDecodeError {
     pub index: usize,
-    pub message: String,
+    pub reason: DecodeReason,
+}
+
+/// Why one step from the wire cannot be carried out.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeReason {
+    #[error("a step of a kind this agent does not know {}", OLDER)]
+    UnknownStep,
+    #[error("a gate of a kind this agent does not know {}", OLDER)]
+    UnknownGate,
+    /// An enum value this agent's protocol does not have.
+    #[error("unknown {what} {value} {}", OLDER)]
+    UnknownValue { what: &'static str, value: i32 },
+    #[error(
+        "a Lustre stripe step without its directory, count or size ({dir:?}, {count}, {size}): a broken or older \
+         coordinator"
+    )]
+    IncompleteStripe { dir: String, count: i64, size: u64 },
+    #[error(
+        "an lctl parameter without its name or value ({name:?}={value:?}): a broken or older coordinator"
+    )]
+    IncompleteLctlParam { name: String, value: String },
+    #[error(
+        "a gate deadline of {deadline:?} is longer than an agent waits ({}s at most); \
+         ask for a shorter one, or run the step again after it expires",
+        Gate::MAX_DEADLINE.as_secs()
+    )]
+    GateDeadline { deadline: Duration },
 }
 
 fn kv(pairs: &[(String, String)]) -> Vec<pb::KeyValue> {
@@ -224,19 +251,19 @@ pub fn steps_from_wire(steps: Vec<pb::Step>) -> Result<Vec<Step>, StepDecodeErro
     steps
         .into_iter()
         .enumerate()
-        .map(|(index, s)| step_from(s).map_err(|message| StepDecodeError { index, message }))
+        .map(|(index, s)| step_from(s).map_err(|reason| StepDecodeError { index, reason }))
         .collect()
 }
 
 /// What a step or value this agent does not know most likely means.
 const OLDER: &str = "(is the agent older than the coordinator?)";
 
-fn unknown(what: &str, value: i32) -> String {
-    format!("unknown {what} {value} {OLDER}")
+fn unknown(what: &'static str, value: i32) -> DecodeReason {
+    DecodeReason::UnknownValue { what, value }
 }
 
-fn step_from(step: pb::Step) -> Result<Step, String> {
-    let inner = step.step.ok_or_else(|| format!("a step of a kind this agent does not know {OLDER}"))?;
+fn step_from(step: pb::Step) -> Result<Step, DecodeReason> {
+    let inner = step.step.ok_or(DecodeReason::UnknownStep)?;
     Ok(match inner {
         S::Packages(p) => Step::Packages(Packages {
             manager: match pb::packages_step::Manager::try_from(p.manager)
@@ -314,20 +341,13 @@ fn step_from(step: pb::Step) -> Result<Step, String> {
         }),
         S::LustreStripe(s) => {
             if s.dir.is_empty() || s.count == 0 || s.size == 0 {
-                return Err(format!(
-                    "a Lustre stripe step without its directory, count or size ({:?}, {}, {}): a broken or older \
-                     coordinator",
-                    s.dir, s.count, s.size
-                ));
+                return Err(DecodeReason::IncompleteStripe { dir: s.dir, count: s.count, size: s.size });
             }
             Step::LustreStripe(LustreStripe { dir: s.dir, count: s.count, size: s.size })
         }
         S::LctlParam(p) => {
             if p.name.is_empty() || p.value.is_empty() {
-                return Err(format!(
-                    "an lctl parameter without its name or value ({:?}={:?}): a broken or older coordinator",
-                    p.name, p.value
-                ));
+                return Err(DecodeReason::IncompleteLctlParam { name: p.name, value: p.value });
             }
             Step::LctlParam(LctlParam { name: p.name, value: p.value })
         }
@@ -374,54 +394,49 @@ fn step_from(step: pb::Step) -> Result<Step, String> {
         }),
         S::Gate(g) => {
             use pb::gate_step::Kind as K;
-            let kind =
-                match g.kind.ok_or_else(|| format!("a gate of a kind this agent does not know {OLDER}"))? {
-                    K::GlusterPeersInCluster(list) => GateKind::GlusterPeersInCluster { peers: list.items },
-                    K::GlusterBricksOnline(b) => {
-                        GateKind::GlusterBricksOnline { volume: b.volume, bricks: b.bricks }
-                    }
-                    K::LnetPing(nid) => GateKind::LnetPing { nid },
-                    K::LnetNid(nid) => GateKind::LnetNid { nid },
-                    K::LfsCheckServers(_) => GateKind::LfsCheckServers,
-                    K::BeegfsMgmtdReachable(_) => GateKind::BeegfsMgmtdReachable,
-                    K::BeegfsCheckServers(_) => GateKind::BeegfsCheckServers,
-                    K::Writable(dir) => GateKind::Writable { dir },
-                    K::MountedAs(m) => GateKind::MountedAs { dir: m.dir, fstype: m.fstype },
-                    K::KernelBuildTree(_) => GateKind::KernelBuildTree,
-                    K::GlusterRebalanced(volume) => GateKind::GlusterRebalanced { volume },
-                };
+            let kind = match g.kind.ok_or(DecodeReason::UnknownGate)? {
+                K::GlusterPeersInCluster(list) => GateKind::GlusterPeersInCluster { peers: list.items },
+                K::GlusterBricksOnline(b) => {
+                    GateKind::GlusterBricksOnline { volume: b.volume, bricks: b.bricks }
+                }
+                K::LnetPing(nid) => GateKind::LnetPing { nid },
+                K::LnetNid(nid) => GateKind::LnetNid { nid },
+                K::LfsCheckServers(_) => GateKind::LfsCheckServers,
+                K::BeegfsMgmtdReachable(_) => GateKind::BeegfsMgmtdReachable,
+                K::BeegfsCheckServers(_) => GateKind::BeegfsCheckServers,
+                K::Writable(dir) => GateKind::Writable { dir },
+                K::MountedAs(m) => GateKind::MountedAs { dir: m.dir, fstype: m.fstype },
+                K::KernelBuildTree(_) => GateKind::KernelBuildTree,
+                K::GlusterRebalanced(volume) => GateKind::GlusterRebalanced { volume },
+            };
             // Refused rather than clamped: a gate that quietly waits less than it was asked to
             // is a different gate, and the planner never asks for more than a few minutes, so
             // only a broken or hostile caller gets here. Without a cap, one call could hold the
             // agent's Apply lock for years.
             let deadline = Duration::from_millis(g.deadline_ms);
             if deadline > Gate::MAX_DEADLINE {
-                return Err(format!(
-                    "a gate deadline of {deadline:?} is longer than an agent waits ({}s at most); \
-                     ask for a shorter one, or run the step again after it expires",
-                    Gate::MAX_DEADLINE.as_secs()
-                ));
+                return Err(DecodeReason::GateDeadline { deadline });
             }
             Step::Gate(Gate { kind, deadline })
         }
     })
 }
 
-impl From<&Event> for pb::ApplyEvent {
-    fn from(event: &Event) -> pb::ApplyEvent {
+impl From<&StepEvent> for pb::ApplyEvent {
+    fn from(event: &StepEvent) -> pb::ApplyEvent {
         use pb::apply_event::Event as E;
         let inner = match event {
-            Event::Started { index } => E::Started(pb::StepStarted { index: *index }),
-            Event::Progress { index, detail } => {
+            StepEvent::Started { index } => E::Started(pb::StepStarted { index: *index }),
+            StepEvent::Progress { index, detail } => {
                 E::Progress(pb::StepProgress { index: *index, detail: detail.clone() })
             }
-            Event::Command { index, record } => E::Command(pb::CommandDone {
+            StepEvent::Command { index, record } => E::Command(pb::CommandDone {
                 index: *index,
                 command: record.command.clone(),
                 code: record.code,
                 duration_ms: record.duration.as_millis() as u64,
             }),
-            Event::Done { index, outcome, duration } => {
+            StepEvent::Done { index, outcome, duration } => {
                 use pb::step_done::Status;
                 let mut done = pb::StepDone {
                     index: *index,
@@ -472,14 +487,14 @@ impl From<&Event> for pb::ApplyEvent {
     }
 }
 
-impl From<pb::ApplyEvent> for Option<Event> {
+impl From<pb::ApplyEvent> for Option<StepEvent> {
     /// `None` for an event kind this coordinator does not know (a newer agent).
-    fn from(event: pb::ApplyEvent) -> Option<Event> {
+    fn from(event: pb::ApplyEvent) -> Option<StepEvent> {
         use pb::apply_event::Event as E;
         Some(match event.event? {
-            E::Started(s) => Event::Started { index: s.index },
-            E::Progress(p) => Event::Progress { index: p.index, detail: p.detail },
-            E::Command(c) => Event::Command {
+            E::Started(s) => StepEvent::Started { index: s.index },
+            E::Progress(p) => StepEvent::Progress { index: p.index, detail: p.detail },
+            E::Command(c) => StepEvent::Command {
                 index: c.index,
                 record: CommandRecord {
                     command: c.command,
@@ -522,7 +537,7 @@ impl From<pb::ApplyEvent> for Option<Event> {
                         refused: d.refused,
                     }),
                 };
-                Event::Done { index: d.index, outcome, duration: Duration::from_millis(d.duration_ms) }
+                StepEvent::Done { index: d.index, outcome, duration: Duration::from_millis(d.duration_ms) }
             }
         })
     }
@@ -679,7 +694,7 @@ mod tests {
         );
         let err = steps_from_wire(vec![gate(1000), gate(u64::MAX)]).unwrap_err();
         assert_eq!(err.index, 1);
-        assert!(err.message.starts_with("a gate deadline of 18446744073709551.615s"), "{err}");
+        assert!(err.reason.to_string().starts_with("a gate deadline of 18446744073709551.615s"), "{err}");
     }
 
     #[test]
@@ -711,12 +726,13 @@ mod tests {
             failure,
             refusal,
         ] {
-            let event = Event::Done { index: 3, outcome, duration: Duration::from_millis(12) };
-            let back: Option<Event> = pb::ApplyEvent::from(&event).into();
+            let event = StepEvent::Done { index: 3, outcome, duration: Duration::from_millis(12) };
+            let back: Option<StepEvent> = pb::ApplyEvent::from(&event).into();
             assert_eq!(back, Some(event));
         }
-        let progress = Event::Progress { index: 2, detail: "fix-layout in progress on 1 of 2 nodes".into() };
-        let back: Option<Event> = pb::ApplyEvent::from(&progress).into();
+        let progress =
+            StepEvent::Progress { index: 2, detail: "fix-layout in progress on 1 of 2 nodes".into() };
+        let back: Option<StepEvent> = pb::ApplyEvent::from(&progress).into();
         assert_eq!(back, Some(progress));
     }
 
@@ -728,8 +744,9 @@ mod tests {
             running_kernel: "3.10.0-514.el7.x86_64".into(),
             ..Default::default()
         };
-        let event: Option<Event> = pb::ApplyEvent { event: Some(pb::apply_event::Event::Done(done)) }.into();
-        let Some(Event::Done { outcome: Outcome::Failed(f), .. }) = event else { panic!("{event:?}") };
+        let event: Option<StepEvent> =
+            pb::ApplyEvent { event: Some(pb::apply_event::Event::Done(done)) }.into();
+        let Some(StepEvent::Done { outcome: Outcome::Failed(f), .. }) = event else { panic!("{event:?}") };
         assert!(f.message.contains("did not name the kernel"), "{}", f.message);
     }
 }

@@ -30,7 +30,7 @@
 //! come from an earlier rule, so `99-` sorts after it), else its WWN from sysfs; arrays by
 //! their md name. The values in the rule are the ones the kernel accepted here.
 
-use crate::{Action, Assessment, Host, StepError};
+use crate::{Action, Assessment, NodeAccess, StepError};
 use pvfs_host::Runner;
 use std::fmt;
 
@@ -72,7 +72,7 @@ impl BlockQueue {
         format!("/etc/udev/rules.d/99-pvfs-queue-{name}.rules")
     }
 
-    fn queue<R: Runner>(&self, host: &Host<R>, device: &str) -> Result<Queue, StepError> {
+    fn queue<R: Runner>(&self, host: &NodeAccess<R>, device: &str) -> Result<Queue, StepError> {
         let kernel = super::kernel_name(host, device);
         if !host.root.is_dir(&format!("/sys/block/{kernel}/queue")) {
             return Err(StepError::File {
@@ -110,7 +110,7 @@ impl BlockQueue {
         Ok(Queue { shown: device.to_owned(), kernel, matches, bio_based })
     }
 
-    pub(crate) fn assess<R: Runner>(&self, host: &Host<R>) -> Result<Assessment, StepError> {
+    pub(crate) fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         let mut a = Assessment::in_sync();
         let mut queues = vec![self.queue(host, &self.device)?];
         for member in &self.members {

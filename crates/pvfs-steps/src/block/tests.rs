@@ -27,7 +27,7 @@ impl Disks {
 }
 
 /// A root where each of `devices` is a zeroed 64 MiB loop device.
-fn host_with<R: Runner>(devices: &[&str], runner: R) -> (Disks, Host<R>) {
+fn host_with<R: Runner>(devices: &[&str], runner: R) -> (Disks, NodeAccess<R>) {
     let root = DeviceRoot::new();
     let mut loops = Vec::new();
     for dev in devices {
@@ -35,20 +35,20 @@ fn host_with<R: Runner>(devices: &[&str], runner: R) -> (Disks, Host<R>) {
         root.link(dev, &disk.path);
         loops.push(disk);
     }
-    let host = Host::new(root.root(), runner);
+    let host = NodeAccess::new(root.root(), runner);
     (Disks { root, loops }, host)
 }
 
 /// A root with device nodes as empty files, for steps that find their device already in use
 /// by what they want (a running array, a PV in its VG) and so prove nothing.
-fn plain_host(devices: &[&str], runner: RecordedRunner) -> (tempfile::TempDir, Host<RecordedRunner>) {
+fn plain_host(devices: &[&str], runner: RecordedRunner) -> (tempfile::TempDir, NodeAccess<RecordedRunner>) {
     let dir = tempfile::tempdir().unwrap();
     for dev in devices {
         let path = dir.path().join(dev.trim_start_matches('/'));
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, "").unwrap();
     }
-    let host = Host::new(pvfs_host::Root::at(dir.path()), runner);
+    let host = NodeAccess::new(pvfs_host::Root::at(dir.path()), runner);
     (dir, host)
 }
 
@@ -292,7 +292,7 @@ fn disk_unchanged(disks: &Disks, before: u64) {
 #[tokio::test]
 async fn a_zeroed_device_is_formatted_for_real() {
     let disk = LoopDevice::new(64 << 20);
-    let host = Host::new(pvfs_host::Root::system(), SystemRunner);
+    let host = NodeAccess::new(pvfs_host::Root::system(), SystemRunner);
     let step = Step::Mkfs(Mkfs {
         device: disk.path.clone(),
         fstype: "ext4".into(),
@@ -587,7 +587,10 @@ async fn lvm_thin_in_place_is_in_sync_and_a_foreign_vg_is_refused() {
 /// `nr_requests` fails with EINVAL (queue_requests_store in block/blk-sysfs.c); raid0_run
 /// (drivers/md/raid0.c) raised its read-ahead to two stripes (2 × 2 disks × 512 KiB). The
 /// disks are blk-mq SCSI disks as EL8's 4.18 kernel shows them.
-fn storage_server(disk_scheduler: &str, disk_nr_requests: &str) -> (tempfile::TempDir, Host<RecordedRunner>) {
+fn storage_server(
+    disk_scheduler: &str,
+    disk_nr_requests: &str,
+) -> (tempfile::TempDir, NodeAccess<RecordedRunner>) {
     let (dir, host) = plain_host(&["/dev/md10", "/dev/sdc", "/dev/sdd"], RecordedRunner::new());
     let put = |path: &str, text: &str| {
         let p = dir.path().join(path.trim_start_matches('/'));

@@ -46,9 +46,9 @@ fn volume(bricks: &[&str]) -> GlusterVolume {
     }
 }
 
-fn gluster_host(runner: RecordedRunner) -> (tempfile::TempDir, Host<RecordedRunner>) {
+fn gluster_host(runner: RecordedRunner) -> (tempfile::TempDir, NodeAccess<RecordedRunner>) {
     let dir = tempfile::tempdir().unwrap();
-    let host = Host::new(Root::at(dir.path()), runner);
+    let host = NodeAccess::new(Root::at(dir.path()), runner);
     (dir, host)
 }
 
@@ -316,11 +316,11 @@ mod teardown_and_rebalance {
             || true,
         )
         .await;
-        let progress: Vec<&crate::Event> =
-            events.iter().filter(|e| matches!(e, crate::Event::Progress { .. })).collect();
+        let progress: Vec<&crate::StepEvent> =
+            events.iter().filter(|e| matches!(e, crate::StepEvent::Progress { .. })).collect();
         assert_eq!(
             progress,
-            [&crate::Event::Progress {
+            [&crate::StepEvent::Progress {
                 index: 0,
                 detail:
                     "fix-layout in progress on 1 of 1 nodes (localhost): 0 entries scanned, 0 files moved, 0s"
@@ -335,7 +335,10 @@ mod teardown_and_rebalance {
         assert_eq!(detail.as_deref(), Some("no rebalance has run on gv0"));
     }
 
-    fn systemd_host(runner: RecordedRunner, glusterd: bool) -> (tempfile::TempDir, Host<RecordedRunner>) {
+    fn systemd_host(
+        runner: RecordedRunner,
+        glusterd: bool,
+    ) -> (tempfile::TempDir, NodeAccess<RecordedRunner>) {
         let (active, code) = if glusterd { ("active\n", 0) } else { ("inactive\n", 3) };
         let (dir, host) = gluster_host(runner.record("systemctl is-active glusterd", code, active, ""));
         std::fs::create_dir_all(dir.path().join("var/lib/glusterd/vols")).unwrap();

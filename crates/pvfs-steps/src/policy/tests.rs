@@ -703,13 +703,13 @@ fn the_policy_describes_itself() {
 #[tokio::test]
 async fn run_unit_refuses_the_whole_unit_before_anything_runs() {
     let tmp = tempfile::tempdir().unwrap();
-    let host = crate::Host::new(Root::at(tmp.path()), pvfs_host::RecordedRunner::new());
+    let host = crate::NodeAccess::new(Root::at(tmp.path()), pvfs_host::RecordedRunner::new());
     let steps = vec![dir("/data/ok", 0o755), file("/data/ok/x", "", 0o4755)];
     let mut events = Vec::new();
     let summary =
         crate::run_unit(&steps, &host, &Policy::default(), false, false, |e| events.push(e), || true).await;
     assert_eq!((summary.failed, summary.skipped, summary.changed), (1, 1, 0));
-    let crate::Event::Done { outcome: crate::Outcome::Failed(failure), index: 1, .. } = &events[1] else {
+    let crate::StepEvent::Done { outcome: crate::Outcome::Failed(failure), index: 1, .. } = &events[1] else {
         panic!("{events:?}")
     };
     assert!(failure.message.starts_with("refused by policy rule `file-mode`"), "{}", failure.message);
@@ -722,7 +722,7 @@ async fn execute_checks_each_action_against_the_policy() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(tmp.path().join("data")).unwrap();
     std::os::unix::fs::symlink("/etc", tmp.path().join("data/etc")).unwrap();
-    let host = crate::Host::new(Root::at(tmp.path()), pvfs_host::RecordedRunner::new());
+    let host = crate::NodeAccess::new(Root::at(tmp.path()), pvfs_host::RecordedRunner::new());
     let outcome = crate::execute(&dir("/data/etc/x", 0o755), &host, &Policy::default(), false, |_| {}).await;
     let crate::Outcome::Failed(failure) = outcome else { panic!("{outcome:?}") };
     assert!(failure.message.contains("rule `symlink`"), "{}", failure.message);

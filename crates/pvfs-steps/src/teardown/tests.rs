@@ -57,7 +57,7 @@ fn root_with_fstab(fstab: &str, mounts: &str) -> (tempfile::TempDir, Root) {
 async fn a_client_mount_is_unmounted_and_its_fstab_line_goes_once() {
     let (dir, root) = root_with_fstab(FSTAB, GV0);
     let runner = RecordedRunner::new().record("umount /mnt/gv0", 0, "", "");
-    let host = Host::new(root, Node { dir: dir.path().into(), recorded: runner.clone() });
+    let host = NodeAccess::new(root, Node { dir: dir.path().into(), recorded: runner.clone() });
     let Outcome::Changed { diff } = execute(&client(), &host, &crate::Policy::default(), false, |_| {}).await
     else {
         panic!()
@@ -87,7 +87,7 @@ async fn a_mount_pvfs_did_not_make_is_never_unmounted() {
     let other = "88 60 8:208 / /mnt/gv0 rw,relatime shared:72 - ext4 /dev/sdz rw\n";
     let (dir, root) = root_with_fstab("/dev/sdz /mnt/gv0 ext4 defaults 0 2\n", other);
     let runner = RecordedRunner::new();
-    let host = Host::new(root, Node { dir: dir.path().into(), recorded: runner.clone() });
+    let host = NodeAccess::new(root, Node { dir: dir.path().into(), recorded: runner.clone() });
     let Outcome::Failed(failure) = execute(&client(), &host, &crate::Policy::default(), false, |_| {}).await
     else {
         panic!()
@@ -131,7 +131,7 @@ async fn a_running_enabled_service_is_stopped_then_disabled() {
         "active\n",
         "",
     );
-    let host = Host::new(root, runner);
+    let host = NodeAccess::new(root, runner);
     let a = ServiceStopped { unit: "glusterd".into() }.assess(&host).await.unwrap();
     assert_eq!(a.diff, ["glusterd is active", "glusterd is enabled"]);
     let shown: Vec<String> = a.actions.iter().map(ToString::to_string).collect();
@@ -154,7 +154,7 @@ async fn a_stopped_disabled_static_or_missing_service_is_left_alone() {
             "",
             "Failed to get unit file state for beegfs-client.service: No such file or directory\n",
         );
-    let host = Host::new(root, runner);
+    let host = NodeAccess::new(root, runner);
     for unit in ["lnet", "glusterfsd", "beegfs-client"] {
         let a = ServiceStopped { unit: unit.into() }.assess(&host).await.unwrap();
         assert!(a.is_in_sync(), "{unit}: {a:?}");
@@ -164,7 +164,7 @@ async fn a_stopped_disabled_static_or_missing_service_is_left_alone() {
 #[tokio::test]
 async fn without_systemd_nothing_is_guessed() {
     let dir = tempfile::tempdir().unwrap();
-    let host = Host::new(Root::at(dir.path()), RecordedRunner::new());
+    let host = NodeAccess::new(Root::at(dir.path()), RecordedRunner::new());
     let err = ServiceStopped { unit: "glusterd".into() }.assess(&host).await.unwrap_err();
     assert!(err.to_string().contains("systemd is not running"), "{err}");
 }
@@ -185,7 +185,7 @@ async fn a_formatted_disk_is_wiped_to_empty_and_a_second_wipe_changes_nothing() 
         std::process::Command::new("mkfs.ext4").args(["-q", "-L", "brick1", &disk.path]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     disk.write_at((200 << 20) - 64, b"the last file's last bytes");
-    let host = Host::new(root.root(), SystemRunner);
+    let host = NodeAccess::new(root.root(), SystemRunner);
     let step = Step::WipeTarget(WipeTarget { disks: vec![disk.path.clone()], array: None, vg: None });
 
     let Outcome::WouldChange { diff, would_run } =
@@ -223,7 +223,7 @@ async fn a_mounted_disk_is_never_wiped() {
     let root = DeviceRoot::new();
     let disk = real_disk(&root, 200 << 20);
     let _mounted = pvfs_host::testing::Mounted::ext4(&disk.path);
-    let host = Host::new(root.root(), SystemRunner);
+    let host = NodeAccess::new(root.root(), SystemRunner);
     let step = Step::WipeTarget(WipeTarget { disks: vec![disk.path.clone()], array: None, vg: None });
     let Outcome::Failed(failure) = execute(&step, &host, &crate::Policy::default(), false, |_| {}).await
     else {
@@ -260,7 +260,7 @@ async fn an_assembled_array_is_cleared_stopped_and_its_members_zeroed_in_that_or
     // /dev/md0 itself: a device node for one of the loops stands in for the array's node.
     root.node("/dev/md0", &a.path);
     std::fs::create_dir_all(root.dir.path().join("dev/vg_brick")).unwrap();
-    let host = Host::new(root.root(), RecordedRunner::new());
+    let host = NodeAccess::new(root.root(), RecordedRunner::new());
     let step = WipeTarget {
         disks: vec![a.path.clone(), b.path.clone()],
         array: Some("/dev/md0".into()),
@@ -298,7 +298,7 @@ async fn an_assembled_array_is_cleared_stopped_and_its_members_zeroed_in_that_or
 async fn an_array_over_other_disks_is_refused() {
     let (a, b) = (LoopDevice::new(64 << 20), LoopDevice::new(64 << 20));
     let root = array_root(&[&a, &b], &["sdx", "sdy"]);
-    let host = Host::new(root.root(), RecordedRunner::new());
+    let host = NodeAccess::new(root.root(), RecordedRunner::new());
     let step =
         WipeTarget { disks: vec![a.path.clone(), b.path.clone()], array: Some("/dev/md0".into()), vg: None };
     let err = step.assess(&host).await.unwrap_err();

@@ -4,13 +4,12 @@ mod engine;
 mod metrics;
 
 use crate::cli::{AgentCli, AgentCommand};
+use crate::shutdown::Shutdown;
 use crate::{exit, logging, output};
 use anyhow::Context;
 use pvfs_agent::{Security, Settings};
 use pvfs_host::Root;
 use std::time::Duration;
-use tokio::signal::unix::{Signal, SignalKind, signal};
-use tokio_util::sync::CancellationToken;
 
 /// After a stop signal the agent lets the steps under way finish (and report) for this long,
 /// then exits anyway. It agrees with the unit's `TimeoutStopSec=150`: systemd would kill the
@@ -131,21 +130,21 @@ pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
         .context("starting the async runtime")?;
     runtime.block_on(async {
         let listener = pvfs_agent::bind(prepared.settings().listen).await?;
-        let shutdown = CancellationToken::new();
         // Handlers are installed here, before `serve` reports readiness: a SIGTERM sent right
         // after READY=1 must start a clean stop, not kill the process by default action.
-        let term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
-        let int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
-        tokio::spawn(stop_on_signal(term, int, shutdown.clone()));
-        let serve = pvfs_agent::serve(listener, prepared, shutdown.clone());
+        let shutdown = Shutdown::on_signals()?;
+        let mut served = shutdown.spawn(pvfs_agent::serve(listener, prepared, shutdown.token()));
         tokio::select! {
-            result = serve => result?,
-            () = async { shutdown.cancelled().await; tokio::time::sleep(DRAIN_DEADLINE).await } => {
-                tracing::warn!(
+            // Before any signal, `serve` ends only on an error.
+            joined = &mut served => joined.context("the agent's server task")??,
+            () = shutdown.cancelled() => match shutdown.drain(DRAIN_DEADLINE).await {
+                // Drained: `serve` has returned, with whatever it ended on.
+                Ok(()) => served.await.context("the agent's server task")??,
+                Err(_) => tracing::warn!(
                     deadline = ?DRAIN_DEADLINE,
                     "steps still running at the drain deadline; exiting (commands under way keep running on their own)"
-                );
-            }
+                ),
+            },
         }
         anyhow::Ok(exit::OK)
     })
@@ -157,23 +156,6 @@ fn insecure_in_environment() -> bool {
     std::env::var("PVFS_AGENT_INSECURE").is_ok_and(|value| {
         !matches!(value.trim().to_ascii_lowercase().as_str(), "" | "0" | "false" | "no" | "off" | "n" | "f")
     })
-}
-
-/// The first SIGTERM or SIGINT starts a graceful shutdown; a second one exits at once.
-async fn stop_on_signal(mut term: Signal, mut int: Signal, shutdown: CancellationToken) {
-    for n in 0..2 {
-        let which = tokio::select! {
-            _ = term.recv() => "SIGTERM",
-            _ = int.recv() => "SIGINT",
-        };
-        if n == 0 {
-            tracing::info!(signal = which, "stopping: draining requests");
-            shutdown.cancel();
-        } else {
-            tracing::warn!(signal = which, "second stop signal: exiting now");
-            std::process::exit(130);
-        }
-    }
 }
 
 /// `pvfs-agent oom-exec --score N -- PROGRAM ARGS…`: sets this process's OOM score, then
@@ -214,10 +196,7 @@ fn simulate(args: crate::cli::SimulateArgs) -> anyhow::Result<u8> {
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(async {
-        let shutdown = CancellationToken::new();
-        let term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
-        let int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
-        tokio::spawn(stop_on_signal(term, int, shutdown.clone()));
+        let shutdown = Shutdown::on_signals()?;
         let sim = pvfs_agent::simulate::Simulation {
             agents: args.agents,
             first: args.listen,
@@ -225,7 +204,7 @@ fn simulate(args: crate::cli::SimulateArgs) -> anyhow::Result<u8> {
             revoked,
             name_prefix: "sim".into(),
         };
-        pvfs_agent::simulate::run(sim, shutdown).await?;
+        pvfs_agent::simulate::run(sim, shutdown.token()).await?;
         anyhow::Ok(exit::OK)
     })
 }

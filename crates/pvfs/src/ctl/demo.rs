@@ -6,6 +6,7 @@
 //! the way they report to systemd: over a `NOTIFY_SOCKET` the demo listens on.
 
 use crate::cli::{ConnectArgs, DemoArgs};
+use crate::shutdown::{Shutdown, StopSignal};
 use crate::{exit, output};
 use anyhow::{Context, bail};
 use nix::sys::signal::{Signal, kill};
@@ -33,6 +34,7 @@ struct Agent {
 }
 
 pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<u8> {
+    let shutdown = Shutdown::on_signals()?;
     let (work, _temp) = work_dir(args.dir.as_deref())?;
     let tls = work.join("tls");
     pvfs_tls::init_ca(&tls)?;
@@ -64,15 +66,15 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<u8> {
         None => std::env::current_dir().context("the current directory")?,
     };
 
-    // Everything from here on must stop the agents, whatever happens.
+    // Everything from here on must stop the agents, whatever happens: SIGTERM (a script
+    // stopping a held demo) or Ctrl-C stops them cleanly.
     let result = tokio::select! {
         result = show(&work, &kept, &notify, &mut agents, args.once, args.hold) => result,
-        _ = sigterm() => {
-            output::note("terminated");
-            Ok(exit::OK)
-        }
-        _ = tokio::signal::ctrl_c() => {
-            output::note("interrupted");
+        () = shutdown.cancelled() => {
+            output::note(match shutdown.received() {
+                Some(StopSignal::Term) => "terminated",
+                _ => "interrupted",
+            });
             Ok(exit::OK)
         }
     };
@@ -180,16 +182,6 @@ async fn show(
         std::future::pending::<()>().await;
     }
     Ok(code)
-}
-
-/// Resolves on SIGTERM (a script stopping a held demo), so the agents are stopped cleanly.
-async fn sigterm() {
-    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(mut term) => {
-            term.recv().await;
-        }
-        Err(_) => std::future::pending().await,
-    }
 }
 
 /// The working directory: `--dir` (created, must be empty) or a temporary one.

@@ -7,6 +7,7 @@
 //! backlog), so half-open requests cannot pile up and hold descriptors.
 
 use crate::cli::ServeArgs;
+use crate::shutdown::Shutdown;
 use crate::{exit, output};
 use anyhow::Context;
 use axum::extract::State;
@@ -18,8 +19,11 @@ use pvfs_coord::stream::{Event, Start, follow_cluster};
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
-use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
+
+/// How long a stop waits for the scrapes under way and the followers: a connection lasts at
+/// most [`HttpLimits::connection_lifetime`], and the followers end at their next select.
+const STOP_DEADLINE: Duration = Duration::from_secs(70);
 
 type SharedView = Arc<RwLock<ClusterView>>;
 
@@ -32,13 +36,14 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<u8> {
     let local = listener.local_addr()?;
     // A std RwLock: held only to fold in one event or render one scrape, never across an await.
     let view: SharedView = Arc::new(RwLock::new(ClusterView::new(&cluster)));
-    let shutdown = CancellationToken::new();
+    let shutdown = Shutdown::on_signals()?;
 
+    // The followers end on the token; the folder then sees the channel close and ends too.
     let mut events =
-        follow_cluster(&cluster, &dialer, &HashMap::new(), Start::Since { unix_ns: 0 }, shutdown.clone());
-    let folder = {
+        follow_cluster(&cluster, &dialer, &HashMap::new(), Start::Since { unix_ns: 0 }, shutdown.token());
+    {
         let view = view.clone();
-        tokio::spawn(async move {
+        shutdown.spawn(async move {
             while let Some(event) = events.recv().await {
                 match &event {
                     Event::Down { node, error } => tracing::warn!(node = %node, error = %error, "node down"),
@@ -49,20 +54,21 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<u8> {
                 }
                 view.write().unwrap_or_else(|p| p.into_inner()).apply(event);
             }
-        })
-    };
+        });
+    }
 
     let app = axum::Router::new().route("/metrics", get(metrics)).route("/", get(index)).with_state(view);
     output::note(&format!(
         "serving metrics of {} nodes at http://{local}/metrics (Ctrl-C or SIGTERM stops)",
         cluster.nodes.len()
     ));
-    let server = tokio::spawn(serve_http(listener, app, HttpLimits::default(), shutdown.clone()));
-    stop_signal().await;
-    // Stops following the nodes and serving; the scrapes under way finish.
-    shutdown.cancel();
-    server.await.context("serving /metrics")?;
-    folder.abort();
+    shutdown.spawn(serve_http(listener, app, HttpLimits::default(), shutdown.token()));
+    // Stops following the nodes and serving; the scrapes under way finish, and the folder
+    // takes in what the followers had sent.
+    shutdown.cancelled().await;
+    if let Err(err) = shutdown.drain(STOP_DEADLINE).await {
+        tracing::warn!(error = %err, "stopping: not everything ended in time; exiting anyway");
+    }
     Ok(exit::OK)
 }
 
@@ -168,21 +174,6 @@ pub(crate) async fn serve_http(
     drop(listener);
     connections.close();
     connections.wait().await;
-}
-
-async fn stop_signal() {
-    let term = async {
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                term.recv().await;
-            }
-            Err(_) => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = term => {}
-    }
 }
 
 #[cfg(test)]

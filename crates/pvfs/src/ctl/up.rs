@@ -2,12 +2,13 @@
 //! live progress and a recap; `--plan` shows what would change and changes nothing.
 
 use crate::cli::UpCli;
+use crate::shutdown::Shutdown;
 use crate::{exit, output};
 use pvfs_config::Cluster;
 use pvfs_coord::Dialer;
-use pvfs_coord::converge::{Counts, Options, Recap, UpEvent};
+use pvfs_coord::converge::{Counts, Options, Recap, UnitFailed, UpEvent};
 use pvfs_coord::reboot::{Progress, Wait};
-use pvfs_steps::{Event, Outcome};
+use pvfs_steps::{Outcome, StepEvent};
 use serde::Serialize;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -17,10 +18,14 @@ pub(crate) async fn run(cli: UpCli) -> anyhow::Result<u8> {
     let cluster = pvfs_config::load(&args.cluster)?;
     let dialer = super::dialer(&cluster, &args.connect)?;
     let view = View { json: args.json, plan: args.plan, verbose: args.verbose, down: false };
+    // Ctrl-C (or SIGTERM) stops sending units and lets the ones under way finish; a second
+    // one exits at once (the agents finish a step whose caller went away).
+    let shutdown = Shutdown::on_signals()?;
     let options = Options {
         dry_run: args.plan,
         allow_reboot,
         reboot_wait: Wait { timeout: reboot_timeout, ..Wait::default() },
+        stop: shutdown.token(),
     };
     converge(&cluster, &dialer, options, view).await
 }
@@ -62,17 +67,31 @@ pub(crate) async fn run_plan(
         ))?;
     }
     let (tx, mut rx) = mpsc::unbounded_channel();
+    let stop = options.stop.clone();
     let work = {
         let (cluster, plan, dialer) = (cluster.clone(), plan.clone(), dialer.clone());
         tokio::spawn(
             async move { pvfs_coord::converge::converge(&cluster, &plan, &dialer, &options, tx).await },
         )
     };
-    while let Some(event) = rx.recv().await {
-        view.show(&event)?;
+    let mut told = false;
+    loop {
+        tokio::select! {
+            event = rx.recv() => match event {
+                Some(event) => view.show(&event)?,
+                None => break,
+            },
+            () = stop.cancelled(), if !told => {
+                told = true;
+                output::note("interrupted: no new unit starts; the steps under way finish (Ctrl-C again exits at once)");
+            }
+        }
     }
     let recap = work.await?;
     view.recap(&recap)?;
+    if recap.interrupted {
+        return Ok(exit::INTERRUPTED);
+    }
     // A node waiting for a reboot is not converged: scripts must not take it for done.
     Ok(if recap.converged() { exit::OK } else { exit::FAILURES })
 }
@@ -122,11 +141,11 @@ impl View {
                 }
             },
             UpEvent::Step { node, step, event, .. } => match event {
-                Event::Started { .. } | Event::Command { .. } => String::new(),
-                Event::Progress { index, detail } => {
+                StepEvent::Started { .. } | StepEvent::Command { .. } => String::new(),
+                StepEvent::Progress { index, detail } => {
                     format!("[{node}]   {:>2}. {step}: waiting: {detail}\n", index + 1)
                 }
-                Event::Done { index, outcome, duration } => {
+                StepEvent::Done { index, outcome, duration } => {
                     self.step_line(node, *index, step, outcome, *duration)
                 }
             },
@@ -266,7 +285,7 @@ enum UpLine<'a> {
         node: &'a str,
         label: &'a str,
         ok: bool,
-        error: Option<&'a str>,
+        error: Option<&'a UnitFailed>,
         elapsed_ms: u64,
     },
     UnitStopped {
@@ -408,7 +427,7 @@ impl<'a> UpLine<'a> {
                 node,
                 label,
                 ok: result.is_ok(),
-                error: result.as_ref().err().map(String::as_str),
+                error: result.as_ref().err(),
                 elapsed_ms: ms(*elapsed),
             },
             UpEvent::UnitStopped { unit, node, label, kernel, running, elapsed } => UpLine::UnitStopped {
@@ -430,13 +449,13 @@ impl<'a> UpLine<'a> {
                 UpLine::Reboot { node, kernel, stage, elapsed_ms, last }
             }
             UpEvent::Step { unit, node, step, kind, event } => match event {
-                Event::Progress { index, detail } => {
+                StepEvent::Progress { index, detail } => {
                     UpLine::StepProgress { unit: *unit, node, index: *index, step, kind, detail }
                 }
-                Event::Started { index } => {
+                StepEvent::Started { index } => {
                     UpLine::StepStarted { unit: *unit, node, index: *index, step, kind }
                 }
-                Event::Command { index, record } => UpLine::Command {
+                StepEvent::Command { index, record } => UpLine::Command {
                     unit: *unit,
                     node,
                     index: *index,
@@ -444,7 +463,7 @@ impl<'a> UpLine<'a> {
                     code: record.code,
                     duration_ms: ms(record.duration),
                 },
-                Event::Done { index, outcome, duration } => UpLine::StepDone {
+                StepEvent::Done { index, outcome, duration } => UpLine::StepDone {
                     unit: *unit,
                     node,
                     index: *index,
@@ -553,13 +572,13 @@ mod tests {
                 node: node.clone(),
                 step: step.clone(),
                 kind,
-                event: Event::Done { index: 2, outcome, duration: d },
+                event: StepEvent::Done { index: 2, outcome, duration: d },
             })
             .collect();
         for event in [
-            Event::Started { index: 1 },
-            Event::Progress { index: 1, detail: "half".into() },
-            Event::Command {
+            StepEvent::Started { index: 1 },
+            StepEvent::Progress { index: 1, detail: "half".into() },
+            StepEvent::Command {
                 index: 1,
                 record: CommandRecord { command: "true".into(), code: None, duration: d },
             },
@@ -574,7 +593,7 @@ mod tests {
                 unit,
                 node: node.clone(),
                 label: "l".into(),
-                result: Err("bad".into()),
+                result: Err(UnitFailed(vec!["bad".into()])),
                 elapsed: d,
             },
             UpEvent::UnitStopped {
@@ -610,6 +629,7 @@ mod tests {
             boots: vec![boot.clone()],
             rebooted: vec![boot],
             elapsed: d,
+            interrupted: false,
         };
         let view = View { json: true, plan: true, verbose: false, down: false };
         assert_eq!(
@@ -673,18 +693,18 @@ mod tests {
                     json!({"event": "reboot", "node": node, "kernel": kernel, "stage": stage, "elapsed_ms": elapsed, "last": last})
                 }
                 UpEvent::Step { unit, node, step, kind, event } => match event {
-                    Event::Progress { index, detail } => json!({
+                    StepEvent::Progress { index, detail } => json!({
                         "event": "step_progress", "unit": unit, "node": node, "index": index, "step": step,
                         "kind": kind, "detail": detail,
                     }),
-                    Event::Started { index } => {
+                    StepEvent::Started { index } => {
                         json!({"event": "step_started", "unit": unit, "node": node, "index": index, "step": step, "kind": kind})
                     }
-                    Event::Command { index, record } => json!({
+                    StepEvent::Command { index, record } => json!({
                         "event": "command", "unit": unit, "node": node, "index": index,
                         "command": record.command, "code": record.code, "duration_ms": ms(record.duration),
                     }),
-                    Event::Done { index, outcome, duration } => {
+                    StepEvent::Done { index, outcome, duration } => {
                         let mut v = json!({
                             "event": "step_done", "unit": unit, "node": node, "index": index, "step": step, "kind": kind,
                             "duration_ms": ms(*duration),

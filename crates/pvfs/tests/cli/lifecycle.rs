@@ -9,7 +9,7 @@ use nix::unistd::Pid;
 use pvfs_coord::converge::{Options, Recap, UpEvent, converge};
 use pvfs_coord::{ClientSecurity, Dialer};
 use pvfs_plan::{Plan, Unit};
-use pvfs_steps::{Event, Mkfs, Outcome, Step};
+use pvfs_steps::{Mkfs, Outcome, Step, StepEvent};
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -109,7 +109,7 @@ fn up(
 /// The outcome of the unit's one step, as the coordinator heard it.
 fn step_outcome(events: &[UpEvent]) -> Option<Outcome> {
     events.iter().find_map(|e| match e {
-        UpEvent::Step { event: Event::Done { outcome, .. }, .. } => Some(outcome.clone()),
+        UpEvent::Step { event: StepEvent::Done { outcome, .. }, .. } => Some(outcome.clone()),
         _ => None,
     })
 }

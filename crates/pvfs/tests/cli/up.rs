@@ -181,3 +181,100 @@ fn a_policy_refusal_is_a_clear_failure_of_that_nodes_unit() {
     // n1's own target, under the default policy, was made.
     assert!(dir.path().join("targets/n1/format.conf").exists());
 }
+
+/// A read-only bind mount of a directory onto itself, undone on drop: the mount unit's write
+/// probe then waits (a gate) until the test makes it writable again.
+struct ReadOnly {
+    dir: std::path::PathBuf,
+}
+
+impl ReadOnly {
+    fn new(dir: &std::path::Path) -> ReadOnly {
+        ReadOnly::mount(&["--bind"], dir);
+        let ro = ReadOnly { dir: dir.to_owned() };
+        ReadOnly::mount(&["-o", "remount,bind,ro"], dir);
+        ro
+    }
+
+    fn mount(args: &[&str], dir: &std::path::Path) {
+        let out = std::process::Command::new("mount").args(args).arg(dir).arg(dir).output().unwrap();
+        assert!(out.status.success(), "mount {args:?} (this test needs root): {}", text(&out.stderr));
+    }
+
+    fn make_writable(&self) {
+        ReadOnly::mount(&["-o", "remount,bind,rw"], &self.dir);
+    }
+}
+
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.dir).status();
+    }
+}
+
+#[test]
+fn ctrl_c_lets_the_step_under_way_finish_prints_the_recap_and_exits_130() {
+    use std::io::BufRead;
+    let dir = TestDir::new();
+    dir.pki();
+    dir.issue_agent("n1", "127.0.0.1");
+    let agent = AgentProcess::start(&dir, "n1", "127.0.0.1");
+    let cluster = local_cluster(&dir, &[&agent]);
+    // The mount directory exists as `up` would make it, but cannot be written: the mount
+    // unit's last step, the write probe, waits.
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    std::fs::set_permissions(&mnt, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let read_only = ReadOnly::new(&mnt);
+
+    let mut up = dir
+        .command(&crate::util::pvfsctl())
+        .args(["up", &cluster])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Each stream's lines, read as they come by a thread of its own.
+    let lines = |stream: Box<dyn std::io::Read + Send>| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stream).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        (rx, reader)
+    };
+    let (stdout_lines, stdout_reader) = lines(Box::new(up.stdout.take().unwrap()));
+    let (stderr_lines, stderr_reader) = lines(Box::new(up.stderr.take().unwrap()));
+    // Reads `rx` into `seen` until a line contains `want`; panics after 30 s.
+    let wait_for = |rx: &std::sync::mpsc::Receiver<String>, seen: &mut Vec<String>, want: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !seen.iter().any(|l| l.contains(want)) {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) => seen.push(line),
+                Err(_) => panic!("no line with {want:?} within 30 s: {seen:?}"),
+            }
+        }
+    };
+    let (mut shown, mut noted) = (Vec::new(), Vec::new());
+    wait_for(&stdout_lines, &mut shown, "is writable: waiting: ");
+    let pid = nix::unistd::Pid::from_raw(up.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    // `up` took the signal, and still waits for the step under way: the probe cannot pass yet.
+    wait_for(&stderr_lines, &mut noted, "interrupted: no new unit starts; the steps under way finish");
+    assert!(up.try_wait().unwrap().is_none(), "up exited before the step under way finished");
+    read_only.make_writable();
+
+    let status = up.wait().unwrap();
+    stdout_reader.join().unwrap();
+    stderr_reader.join().unwrap();
+    shown.extend(stdout_lines.try_iter());
+    noted.extend(stderr_lines.try_iter());
+    let (stdout, stderr) = (shown.join("\n"), noted.join("\n"));
+    assert_eq!(status.code(), Some(130), "{stdout}\n{stderr}");
+    // The unit under way ran to its end, and the recap says what ran.
+    assert!(stdout.contains("[n1] mount: done in "), "{stdout}");
+    assert!(stdout.contains("RECAP ("), "{stdout}");
+    assert!(stdout.contains("n1  ok=2 changed=2 failed=0 skipped=0"), "{stdout}");
+}
