@@ -48,6 +48,10 @@ pub(crate) async fn run(args: TopArgs) -> anyhow::Result<u8> {
     // Nodes without a cursor all start with the same second: the next one after now (each
     // agent sends the sample before it as the baseline). However late each connection is
     // made, every node then shows the same seconds.
+    // SIGINT (Ctrl-C when not full-screen) or SIGTERM ends `top` as `q` does: the terminal
+    // restored and the cursors saved. Following stops on a token of its own, so the stream's
+    // end is never mistaken for a stop asked for.
+    let stop = crate::shutdown::Shutdown::on_signals()?;
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
     let first_second = (now.as_secs() + 1) * 1_000_000_000;
     let shutdown = CancellationToken::new();
@@ -65,7 +69,7 @@ pub(crate) async fn run(args: TopArgs) -> anyhow::Result<u8> {
         Sink::Lines { json: args.json }
     };
     let mut top = Top::new(&cluster, &saved, first_second, args.count, sink);
-    let outcome = top.follow(events, args.cursor_file.as_deref()).await?;
+    let outcome = top.follow(events, args.cursor_file.as_deref(), &stop).await?;
     shutdown.cancel();
     // The terminal is restored before the last cursors are written (and any error shown).
     let Top { nodes, sink, .. } = top;
@@ -106,13 +110,14 @@ impl Top {
         Top { nodes, rates: RateTracker::new(), sink, first_second, count, dirty: false }
     }
 
-    /// Shows the cluster's events until the user leaves, the stream ends, or `--count` is
-    /// reached (or its deadline passes); returns the exit code. Cursors are saved to
-    /// `cursor_file` once a second while samples are shown.
+    /// Shows the cluster's events until the user leaves (a key or a stop signal), the stream
+    /// ends, or `--count` is reached (or its deadline passes); returns the exit code. Cursors
+    /// are saved to `cursor_file` once a second while samples are shown.
     async fn follow(
         &mut self,
         mut events: mpsc::Receiver<Event>,
         cursor_file: Option<&Path>,
+        stop: &crate::shutdown::Shutdown,
     ) -> anyhow::Result<u8> {
         let deadline = self.count.map(|n| tokio::time::Instant::now() + Duration::from_secs(n) + COUNT_GRACE);
         let mut flush = tokio::time::interval(Duration::from_secs(1));
@@ -141,7 +146,7 @@ impl Top {
                     output::note(&format!("stopped at the --count deadline; short of samples: {}", short.join(", ")));
                     return Ok(exit::FAILURES);
                 }
-                _ = tokio::signal::ctrl_c() => return Ok(exit::OK),
+                () = stop.cancelled() => return Ok(exit::OK),
             };
             let Some(event) = event else { return Ok(exit::FAILURES) };
             self.apply(event)?;

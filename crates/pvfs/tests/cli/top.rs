@@ -118,3 +118,47 @@ fn a_silent_node_is_shown_down_within_3_seconds_of_its_last_sample() {
     // The last sample arrived just before the freeze; down must show within 3 s of it.
     assert!(down_after <= Duration::from_secs(3), "shown down {down_after:?} after it went silent");
 }
+
+/// A stop signal ends `top` as `q` does: exit 0, and the cursor file holds the last sample
+/// shown, so the next `top --cursor-file` resumes after it.
+#[test]
+fn sigterm_ends_top_cleanly_with_its_cursors_saved() {
+    let dir = TestDir::new();
+    let (_n1, _n2, cluster) = two_agents(&dir);
+    let mut top = dir
+        .command(&crate::util::pvfsctl())
+        .args(["top", &cluster, "--json", "--cursor-file", "cursors.json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(top.stdout.take().unwrap()).lines();
+    let started = Instant::now();
+    let mut last_seq = None;
+    while let Some(Ok(line)) = lines.next() {
+        assert!(started.elapsed() < Duration::from_secs(30), "no sample from n1 within 30 s");
+        let v: Value = serde_json::from_str(&line).unwrap();
+        if v["node"] == "n1" && v["seq"].is_u64() {
+            last_seq = v["seq"].as_u64();
+            break;
+        }
+    }
+    let last_seq = last_seq.expect("top printed no sample of n1");
+    let pid = nix::unistd::Pid::from_raw(top.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    // `lines` (top's stdout) stays open until it has exited: a closed pipe would end it too.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(status) = top.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "top did not stop within 15 s of SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(lines);
+    assert_eq!(status.code(), Some(0), "{status}");
+    let cursors: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("cursors.json")).unwrap()).unwrap();
+    let saved = cursors["n1"]["seq"].as_u64();
+    assert!(saved.is_some_and(|s| s >= last_seq), "saved {cursors}, last shown seq {last_seq}");
+}
