@@ -34,8 +34,8 @@ struct Resolved {
     /// `Some` with the mpi launcher: what mpirun runs.
     mpi: Option<Program>,
     /// As the user named them.
-    engine_name: String,
-    launcher: String,
+    engine_name: pvfs_bench::launch::Engine,
+    launcher: pvfs_bench::launch::Launcher,
     /// Nodes serving the file system (for the report's scale-out and VM-limit columns).
     servers: usize,
     clients: usize,
@@ -51,32 +51,17 @@ struct Resolved {
 }
 
 fn resolve(cluster: &Cluster, args: &BenchArgs) -> anyhow::Result<Resolved> {
-    let engine = args.engine.clone().or(cluster.bench.engine.clone()).unwrap_or_else(|| "builtin".into());
-    let launcher =
-        args.launcher.clone().or(cluster.bench.launcher.clone()).unwrap_or_else(|| "agents".into());
+    use pvfs_bench::launch::{Runner, runner};
     use pvfs_engine::engine::Engine;
-    let (engine_kind, mpi) = match (engine.as_str(), launcher.as_str()) {
-        ("builtin", "agents") => (Engine::Builtin, None),
-        ("fio", "agents") => (Engine::Fio, None),
-        ("builtin", "mpi") => (Engine::Builtin, Some(Program::Builtin)),
-        ("ior", "mpi") => (Engine::Builtin, Some(Program::Ior)),
-        ("ior", "agents") => bail!(
-            "engine \"ior\" runs under launcher \"mpi\": IOR is an MPI program whose tasks meet through MPI, so \
-             the agents cannot start its share on each client. Set launcher = \"mpi\" (mpirun on the first client \
-             must reach every client, e.g. by ssh) or keep launcher \"agents\" with engine \"builtin\" or \"fio\""
-        ),
-        ("fio", "mpi") => bail!(
-            "engine \"fio\" is not an MPI program: use it with launcher \"agents\", or use engine \"builtin\" or \
-             \"ior\" with launcher \"mpi\""
-        ),
-        _ => bail!(
-            "engine {engine:?} with launcher {launcher:?}: engines are builtin, fio and ior; launchers are agents \
-             and mpi"
-        ),
+    let engine = args.engine.or(cluster.bench.engine).unwrap_or_default();
+    let launcher = args.launcher.or(cluster.bench.launcher).unwrap_or_default();
+    let (engine_kind, mpi) = match runner(engine, launcher)? {
+        Runner::AgentsBuiltin => (Engine::Builtin, None),
+        Runner::AgentsFio => (Engine::Fio, None),
+        Runner::MpiBuiltin => (Engine::Builtin, Some(Program::Builtin)),
+        Runner::MpiIor => (Engine::Builtin, Some(Program::Ior)),
     };
-    let preset_name =
-        args.preset.clone().or(cluster.bench.preset.clone()).unwrap_or_else(|| "throughput".into());
-    let preset = Preset::parse(&preset_name)?;
+    let preset = args.preset.or(cluster.bench.preset).unwrap_or(Preset::Throughput);
     let mut workload = preset.workload();
     // The file's values as one set (they were checked so at load, against the file's preset).
     workload
@@ -624,8 +609,8 @@ fn write_results(
         run: r.run_id.clone(),
         complete,
         preset: Some(r.preset.as_str().to_owned()),
-        engine: Some(r.engine_name.clone()),
-        launcher: Some(r.launcher.clone()),
+        engine: Some(r.engine_name.as_str().to_owned()),
+        launcher: Some(r.launcher.as_str().to_owned()),
         params: Some((&r.workload).into()),
         tasks_per_client: Some(r.tasks_per_client),
         kind: Some(r.kind.clone()),
