@@ -603,6 +603,20 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     if d.is_zero() { Err("must be more than zero".into()) } else { Ok(d) }
 }
 
+/// A flag whose values are the names of `all` (as clap's `ValueEnum` would list them in
+/// `--help` and in its usage error), parsed into the type itself. The pure crates that own
+/// these types do not depend on clap, and the orphan rule keeps `ValueEnum` off them here, so
+/// the names are clap's possible values and the parse is a lookup among `all`.
+fn named<T: Copy + Send + Sync + 'static>(
+    all: &'static [T],
+    name: fn(&T) -> &'static str,
+) -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(all.iter().map(name)).try_map(move |given: String| {
+        all.iter().copied().find(|t| name(t) == given).ok_or_else(|| format!("unknown value {given:?}"))
+    })
+}
+
 /// The `pvfs` command tree, for completions and man pages.
 pub fn commands() -> [clap::Command; 3] {
     use clap::CommandFactory;
@@ -631,24 +645,34 @@ mod tests {
     }
 
     #[test]
+    fn bench_names_parse_into_their_types_and_others_are_usage_errors() {
+        let cli = CtlCli::try_parse_from([
+            "pvfsctl",
+            "bench",
+            "c.toml",
+            "--engine",
+            "ior",
+            "--launcher",
+            "mpi",
+            "--preset",
+            "metadata-lustre",
+        ])
+        .unwrap();
+        let CtlCommand::Bench(bench) = cli.command else { panic!() };
+        let run = &bench.run;
+        assert_eq!(
+            (run.engine, run.launcher, run.preset),
+            (Some(Engine::Ior), Some(Launcher::Mpi), Some(Preset::MetadataLustre))
+        );
+        let err = CtlCli::try_parse_from(["pvfsctl", "bench", "c.toml", "--engine", "iozone"]).unwrap_err();
+        assert!(err.to_string().contains("[possible values: builtin, fio, ior]"), "{err}");
+    }
+
+    #[test]
     fn pvfs_reaches_both_personalities() {
         let cli = PvfsCli::try_parse_from(["pvfs", "agent", "--listen", "127.0.0.1:0"]).unwrap();
         assert!(matches!(cli.command, PvfsCommand::Agent(agent) if !agent.check_config));
         let cli = PvfsCli::try_parse_from(["pvfs", "ctl", "validate", "c.toml"]).unwrap();
         assert!(matches!(cli.command, PvfsCommand::Ctl(_)));
     }
-}
-
-/// A flag whose values are the names of `all` (as clap's `ValueEnum` would list them in
-/// `--help` and in its usage error), parsed into the type itself. The pure crates that own
-/// these types do not depend on clap, and the orphan rule keeps `ValueEnum` off them here, so
-/// the names are clap's possible values and the parse is a lookup among `all`.
-fn named<T: Copy + Send + Sync + 'static>(
-    all: &'static [T],
-    name: fn(&T) -> &'static str,
-) -> impl clap::builder::TypedValueParser<Value = T> {
-    use clap::builder::TypedValueParser;
-    clap::builder::PossibleValuesParser::new(all.iter().map(name)).try_map(move |given: String| {
-        all.iter().copied().find(|t| name(t) == given).ok_or_else(|| format!("unknown value {given:?}"))
-    })
 }

@@ -9,16 +9,16 @@ use crate::cli::{BenchArgs, ImportArgs};
 use crate::view::{second_line, time_text, visible_devices};
 use crate::{exit, output};
 use anyhow::{Context, bail};
-use pvfs_bench::params::{Preset, Workload, ior_args, mdtest_args};
+use pvfs_bench::params::{Workload, ior_args, mdtest_args};
 use pvfs_bench::results::SecondLine;
 use pvfs_bench::results::{
-    self, DownLine, EventLine, ImportRecord, ImportSummary, MetricsLine, RunDir, RunRecord, new_run_dir,
-    unix, write_atomic,
+    self, DownLine, EventLine, ImportRecord, ImportSummary, MetricsLine, RunDir, new_run_dir, unix,
+    write_atomic,
 };
 use pvfs_config::{Cluster, Role};
+use pvfs_coord::bench::plan::{BenchFlags, BenchPlan};
 use pvfs_coord::bench::{BenchEvent, BenchOutcome, BenchSpec};
 use pvfs_coord::stream::{Event, Start, follow_cluster};
-use pvfs_engine::mpi::Program;
 use pvfs_metrics::rates::RateTracker;
 use std::collections::{BTreeMap, HashMap};
 use std::io::IsTerminal;
@@ -28,90 +28,23 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-/// What the run is, resolved from flags over the cluster file's `[bench]` over the defaults.
-struct Resolved {
-    engine: pvfs_engine::engine::Engine,
-    /// `Some` with the mpi launcher: what mpirun runs.
-    mpi: Option<Program>,
-    /// As the user named them.
-    engine_name: pvfs_bench::launch::Engine,
-    launcher: pvfs_bench::launch::Launcher,
-    /// Nodes serving the file system (for the report's scale-out and VM-limit columns).
-    servers: usize,
-    clients: usize,
-    kind: String,
-    vm_limit_mib: Option<f64>,
-    sweep_point: Option<(String, String)>,
-    preset: Preset,
-    workload: Workload,
-    tasks_per_client: u32,
-    dir: PathBuf,
-    run_id: String,
-    results: PathBuf,
+/// The command's flags, as the coordinator's plan takes them (clap stays in the binary).
+fn flags(args: &BenchArgs) -> BenchFlags {
+    BenchFlags {
+        preset: args.preset,
+        procs: args.procs,
+        set: args.set.clone(),
+        engine: args.engine,
+        launcher: args.launcher,
+        dir: args.dir.clone(),
+        results: args.results.clone(),
+        sweep_point: args.sweep_point.clone(),
+    }
 }
 
-fn resolve(cluster: &Cluster, args: &BenchArgs) -> anyhow::Result<Resolved> {
-    use pvfs_bench::launch::{Runner, runner};
-    use pvfs_engine::engine::Engine;
-    let engine = args.engine.or(cluster.bench.engine).unwrap_or_default();
-    let launcher = args.launcher.or(cluster.bench.launcher).unwrap_or_default();
-    let (engine_kind, mpi) = match runner(engine, launcher)? {
-        Runner::AgentsBuiltin => (Engine::Builtin, None),
-        Runner::AgentsFio => (Engine::Fio, None),
-        Runner::MpiBuiltin => (Engine::Builtin, Some(Program::Builtin)),
-        Runner::MpiIor => (Engine::Builtin, Some(Program::Ior)),
-    };
-    let preset = args.preset.or(cluster.bench.preset).unwrap_or(Preset::Throughput);
-    let mut workload = preset.workload();
-    // The file's values as one set (they were checked so at load, against the file's preset).
-    workload
-        .set_all(cluster.bench.params.iter().map(|(key, value)| (key.as_str(), value.as_str())))
-        .with_context(|| format!("[bench] params in {}", cluster.source.display()))?;
-    for item in &args.set {
-        let (key, value) =
-            item.split_once('=').with_context(|| format!("--set {item:?}: expected KEY=VALUE"))?;
-        workload.set(key.trim(), value.trim()).with_context(|| format!("--set {item}"))?;
-    }
-    let tasks_per_client = args.procs.or(cluster.bench.procs_per_client).unwrap_or(1);
-    // The run's size bounds it too (a shared file's size, the files a phase makes).
-    let clients = cluster.with_role(Role::Client).count().max(1);
-    let total_tasks = pvfs_bench::params::total_tasks(tasks_per_client, clients)?;
-    workload
-        .check_run(total_tasks)
-        .with_context(|| format!("{clients} clients x {tasks_per_client} tasks"))?;
-    let now = SystemTime::now();
-    let stamp = humantime::format_rfc3339_seconds(now).to_string().replace([':', '-'], "");
-    let mut run_id = format!("{}-{}-{}", cluster.name, preset.as_str(), stamp.trim_end_matches('Z'));
-    if let Some((key, value)) = &args.sweep_point {
-        run_id += &format!("-{key}{value}");
-    }
-    let base =
-        args.dir.clone().or(cluster.bench.mount.clone()).unwrap_or_else(|| cluster.spec.mount().clone());
-    let dir = base.join("pvfs-bench").join(&run_id);
-    let results = args.results.join(&run_id);
-    let servers = cluster.nodes.iter().filter(|n| n.roles.iter().any(|r| *r != Role::Client)).count();
-    if engine_kind == Engine::Fio
-        && let Workload::Mdtest(_) = &workload
-    {
-        bail!("engine fio runs IOR-style presets (throughput, iops); metadata presets need engine builtin");
-    }
-    Ok(Resolved {
-        engine: engine_kind,
-        mpi,
-        engine_name: engine,
-        launcher,
-        servers,
-        clients: cluster.with_role(Role::Client).count(),
-        kind: cluster.kind.to_string(),
-        vm_limit_mib: cluster.bench.vm_limit_mib.map(|l| l.0),
-        sweep_point: args.sweep_point.clone(),
-        preset,
-        workload,
-        tasks_per_client,
-        dir,
-        run_id,
-        results,
-    })
+/// The run `args` asks for on `cluster`, named for now.
+fn resolve(cluster: &Cluster, args: &BenchArgs) -> anyhow::Result<BenchPlan> {
+    Ok(BenchPlan::resolve(cluster, &flags(args), SystemTime::now())?)
 }
 
 pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<u8> {
@@ -244,11 +177,7 @@ async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result
     }
     // A run of the same name in the same second (a sweep point, a second terminal) gets a name
     // of its own, here and on the file system under test, rather than sharing a directory.
-    let RunDir { path: results, name: run_id } = new_run_dir(&args.results, &r.run_id)?;
-    if let Some(parent) = r.dir.parent() {
-        r.dir = parent.join(&run_id);
-    }
-    (r.results, r.run_id) = (results, run_id);
+    r.use_run_dir(new_run_dir(&args.results, &r.run_id)?);
     // From here on the directory always holds a results.json that `report` reads: this one,
     // marked incomplete, until the run's end replaces it.
     write_results(&r, &BenchOutcome::default(), &BTreeMap::new(), false)?;
@@ -599,42 +528,13 @@ fn event_line(event: &BenchEvent) -> EventLine {
 /// whole or not at all. `complete` is false for the record written when the run starts and
 /// for a run that was interrupted, true for the one written at the end of a run.
 fn write_results(
-    r: &Resolved,
+    r: &BenchPlan,
     o: &BenchOutcome,
     metrics: &BTreeMap<String, u64>,
     complete: bool,
 ) -> anyhow::Result<()> {
-    let record = RunRecord {
-        version: results::VERSION,
-        run: r.run_id.clone(),
-        complete,
-        preset: Some(r.preset.as_str().to_owned()),
-        engine: Some(r.engine_name.as_str().to_owned()),
-        launcher: Some(r.launcher.as_str().to_owned()),
-        params: Some((&r.workload).into()),
-        tasks_per_client: Some(r.tasks_per_client),
-        kind: Some(r.kind.clone()),
-        servers: Some(r.servers as u64),
-        clients: Some(r.clients as u64),
-        vm_limit_mib: r.vm_limit_mib,
-        sweep: r
-            .sweep_point
-            .as_ref()
-            .map(|(key, value)| results::Sweep { key: key.clone(), value: value.clone() }),
-        dir: Some(r.dir.clone()),
-        started: o.started.map(unix),
-        finished: o.finished.map(unix),
-        error: o.error.clone(),
-        summary: results::Summary { ior: o.ior.clone(), mdtest: o.mdtest.clone() },
-        iterations: o.iterations.clone(),
-        phases: o
-            .phases
-            .iter()
-            .map(|p| results::PhaseRecord::new(p.iteration, &p.label, &p.totals, &p.tasks))
-            .collect(),
-        metrics_seconds: metrics.clone(),
-    };
-    RunDir { path: r.results.clone(), name: r.run_id.clone() }.write_record(&record)?;
+    RunDir { path: r.results.clone(), name: r.run_id.clone() }
+        .write_record(&r.record(o, metrics, complete))?;
     Ok(())
 }
 
