@@ -5,7 +5,9 @@
 //! [`BenchPlan::resolve`] turns that into settings nothing later has to look up again.
 
 use pvfs_bench::launch::{self, Engine, Launcher, PairError, Runner};
-use pvfs_bench::params::{ParamError, Preset, Violation, Workload, total_tasks};
+use pvfs_bench::params::{
+    IorVersion, ParamError, Preset, Violation, Workload, ior_args, mdtest_args, total_tasks,
+};
 use pvfs_bench::results::{self, RunDir, RunRecord, unix};
 use pvfs_config::{Cluster, Role};
 use pvfs_engine::engine;
@@ -168,6 +170,24 @@ impl BenchPlan {
             self.dir = parent.join(&run.name);
         }
         (self.results, self.run_id) = (run.path, run.name);
+    }
+
+    /// The IOR or mdtest command line this run stands for (IOR 4.1's flags), as the run's
+    /// first line and commands.txt show it.
+    pub fn equivalent(&self) -> String {
+        let tasks = self.tasks_per_client.saturating_mul(self.clients as u32);
+        match &self.workload {
+            Workload::Ior(p) => format!(
+                "mpirun -np {tasks} ior {}",
+                ior_args(p, IorVersion(4, 1, 0), &self.dir.join("ior").display().to_string()).join(" ")
+            ),
+            Workload::Mdtest(p) => {
+                format!(
+                    "mpirun -np {tasks} mdtest {}",
+                    mdtest_args(p, &self.dir.display().to_string()).join(" ")
+                )
+            }
+        }
     }
 
     /// results.json's record of this run with `outcome`: `complete` is false for the record

@@ -6,20 +6,16 @@
 use super::tui::Summary;
 use super::watch::{Watch, keys};
 use crate::cli::{BenchArgs, ImportArgs};
-use crate::view::{second_line, time_text, visible_devices};
 use crate::{exit, output};
 use anyhow::{Context, bail};
-use pvfs_bench::params::{Workload, ior_args, mdtest_args};
-use pvfs_bench::results::SecondLine;
 use pvfs_bench::results::{
-    self, DownLine, EventLine, ImportRecord, ImportSummary, MetricsLine, RunDir, new_run_dir, unix,
-    write_atomic,
+    self, EventLine, ImportRecord, ImportSummary, RunDir, new_run_dir, unix, write_atomic,
 };
 use pvfs_config::{Cluster, Role};
+use pvfs_coord::bench::metrics;
 use pvfs_coord::bench::plan::{BenchFlags, BenchPlan};
 use pvfs_coord::bench::{BenchEvent, BenchOutcome, BenchSpec};
-use pvfs_coord::stream::{Event, Start, follow_cluster};
-use pvfs_metrics::rates::RateTracker;
+use pvfs_coord::stream::{Start, follow_cluster};
 use std::collections::{BTreeMap, HashMap};
 use std::io::IsTerminal;
 use std::io::Write;
@@ -185,17 +181,7 @@ async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result
         .with_context(|| format!("creating the results directory {}", r.results.display()))?;
     std::fs::copy(&cluster.source, r.results.join("cluster.toml"))
         .with_context(|| format!("copying {} into the results", cluster.source.display()))?;
-    let tasks = r.tasks_per_client * clients.len() as u32;
-    let equivalent = match &r.workload {
-        Workload::Ior(p) => format!(
-            "mpirun -np {tasks} ior {}",
-            ior_args(p, pvfs_bench::params::IorVersion(4, 1, 0), &r.dir.join("ior").display().to_string())
-                .join(" ")
-        ),
-        Workload::Mdtest(p) => {
-            format!("mpirun -np {tasks} mdtest {}", mdtest_args(p, &r.dir.display().to_string()).join(" "))
-        }
-    };
+    let equivalent = r.equivalent();
     std::fs::write(
         r.results.join("commands.txt"),
         format!(
@@ -225,12 +211,12 @@ async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result
     let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64;
     let samples =
         follow_cluster(&cluster, &dialer, &HashMap::new(), Start::Since { unix_ns: since }, shutdown.clone());
-    let (summaries_tx, mut summaries) = mpsc::unbounded_channel();
+    let (seconds_tx, mut seconds) = mpsc::unbounded_channel();
     let (latest_tx, mut latest) = tokio::sync::watch::channel(HashMap::new());
-    let recorder = tokio::spawn(record_metrics(
+    let recorder = tokio::spawn(metrics::record(
         samples,
         r.results.join("metrics"),
-        summaries_tx,
+        seconds_tx,
         latest_tx,
         shutdown.clone(),
     ));
@@ -294,11 +280,11 @@ async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result
                     lines.show(&event)?;
                 }
             }
-            summary = summaries.recv() => {
-                if let (Some((node, s)), Some((_, watch))) = (summary, &mut screen)
-                    && let Some(row) = watch.nodes.row_mut(&node)
+            node_second = seconds.recv() => {
+                if let (Some(s), Some((_, watch))) = (node_second, &mut screen)
+                    && let Some(row) = watch.nodes.row_mut(&s.node)
                 {
-                    row.record(s);
+                    row.record(Summary::of(&s.rates, &s.devices));
                 }
             }
             _ = second.tick() => {
@@ -325,13 +311,8 @@ async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result
     // Let the metrics catch up with the run's last second: every node has recorded a second
     // ending at or after the run's end (or is down). A node gone silent without being reported
     // down yet is waited for no longer than METRICS_GRACE.
-    let finished =
-        outcome.finished.map_or(0, |t| t.duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64);
-    let caught_up = |latest: &HashMap<String, u64>| {
-        cluster.nodes.iter().all(|n| latest.get(&n.name).is_some_and(|t| *t >= finished))
-    };
-    // An Err is the recorder having ended (its stream closed): nothing more to wait for.
-    let _ = tokio::time::timeout(METRICS_GRACE, latest.wait_for(caught_up)).await;
+    let nodes: Vec<String> = cluster.nodes.iter().map(|n| n.name.clone()).collect();
+    metrics::catch_up(&mut latest, &nodes, outcome.finished, METRICS_GRACE).await;
     shutdown.cancel();
     let recorded = recorder.await??;
     write_results(&r, &outcome, &recorded, !outcome.interrupted)?;
@@ -363,74 +344,6 @@ async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result
         return Ok((exit::FAILURES, r.results));
     }
     Ok((exit::OK, r.results))
-}
-
-/// Writes each node's per-second rates to `metrics/NODE.jsonl` until `shutdown`; returns how
-/// many seconds each node recorded. `latest` says, per node, up to when it has recorded (Unix
-/// ns; `u64::MAX` while it is down, since nothing more will come), so the run can wait for
-/// its last second rather than sleep.
-async fn record_metrics(
-    mut samples: mpsc::Receiver<Event>,
-    dir: PathBuf,
-    summaries: mpsc::UnboundedSender<(String, Summary)>,
-    latest: tokio::sync::watch::Sender<HashMap<String, u64>>,
-    shutdown: CancellationToken,
-) -> anyhow::Result<BTreeMap<String, u64>> {
-    let mut files: HashMap<String, std::fs::File> = HashMap::new();
-    let mut tracker = RateTracker::new();
-    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
-    loop {
-        let event = tokio::select! {
-            () = shutdown.cancelled() => break,
-            event = samples.recv() => match event { Some(e) => e, None => break },
-        };
-        match event {
-            Event::Sample { node, stamped } => {
-                let time_unix_ns = stamped.sample.time_unix_ns;
-                if let (Some(rates), stamped) = tracker.next(&node, *stamped) {
-                    let devices = visible_devices(&stamped.sample, false);
-                    let _ = summaries.send((node.clone(), Summary::of(&rates, &devices)));
-                    let line = MetricsLine::Second(Box::new(SecondLine {
-                        node: Some(node.clone()),
-                        ..second_line(&rates, &devices)
-                    }));
-                    let value = results::sorted(&line)?;
-                    let file = match files.entry(node.clone()) {
-                        std::collections::hash_map::Entry::Occupied(f) => f.into_mut(),
-                        std::collections::hash_map::Entry::Vacant(v) => {
-                            v.insert(std::fs::File::create(dir.join(format!("{node}.jsonl")))?)
-                        }
-                    };
-                    writeln!(file, "{value}")?;
-                    *counts.entry(node.clone()).or_default() += 1;
-                }
-                latest.send_modify(|l| {
-                    l.insert(node.clone(), time_unix_ns);
-                });
-            }
-            Event::Down { node, error } => {
-                tracker.forget(&node);
-                latest.send_modify(|l| {
-                    l.insert(node.clone(), u64::MAX);
-                });
-                let line = MetricsLine::Down(DownLine {
-                    down: true,
-                    error: error.message,
-                    node: node.clone(),
-                    time: time_text(now_ns()),
-                });
-                let line = results::sorted(&line)?;
-                if let Some(f) = files.get_mut(&node) {
-                    writeln!(f, "{line}")?;
-                }
-            }
-            Event::Gap { node, .. } | Event::Restarted { node } => {
-                tracker.forget(&node);
-            }
-            Event::Up { .. } => {}
-        }
-    }
-    Ok(counts)
 }
 
 /// Progress as lines: a line a second across all clients while a phase runs, and a line per
@@ -490,10 +403,6 @@ fn phase_line(record: &pvfs_coord::bench::PhaseRecord) -> String {
         output::bytes(t.bytes),
         t.seconds
     )
-}
-
-fn now_ns() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64
 }
 
 /// The line `events.jsonl` (and `--json`) keeps for `event`.

@@ -110,6 +110,21 @@ fn refusals_say_what_is_wrong_as_the_cli_prints_them() {
 }
 
 #[test]
+fn the_equivalent_command_is_ior_or_mdtest_for_every_task() {
+    let plan = BenchPlan::resolve(&cluster("procs_per_client = 3\n"), &flags(), now()).unwrap();
+    assert_eq!(
+        plan.equivalent(),
+        "mpirun -np 6 ior -w -r --posix.odirect -C -i4 -t32m -b4g -F -o \
+         /m/pvfs-bench/x-throughput-20261123T193000/ior"
+    );
+    let plan =
+        BenchPlan::resolve(&cluster(""), &BenchFlags { preset: Some(Preset::Metadata), ..flags() }, now())
+            .unwrap();
+    assert!(plan.equivalent().starts_with("mpirun -np 2 mdtest "), "{}", plan.equivalent());
+    assert!(plan.equivalent().contains("/m/pvfs-bench/x-metadata-20261123T193000"), "{}", plan.equivalent());
+}
+
+#[test]
 fn a_new_run_dir_renames_the_run_and_its_directory_on_the_clients() {
     let mut plan = BenchPlan::resolve(&cluster(""), &flags(), now()).unwrap();
     plan.use_run_dir(RunDir {
