@@ -8,6 +8,7 @@
 //! the run (Ctrl-C): the phase under way is dropped, which ends every client's stream, and an
 //! agent stops a phase whose caller has gone.
 
+pub mod execute;
 pub mod metrics;
 pub mod plan;
 

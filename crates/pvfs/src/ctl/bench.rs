@@ -1,26 +1,25 @@
 //! `pvfsctl bench CLUSTER.toml`: the seed's IOR/mdtest methodology on the cluster's clients,
 //! every node's per-second metrics recorded alongside, and a results directory that keeps
 //! everything (the cluster file, the equivalent commands, every phase and task, the metrics),
-//! whether the run finished or not.
+//! whether the run finished or not. This module is the command's face: it parses, shows the
+//! run (lines, the live view, or `--json`) and handles signals; what the run is
+//! (`pvfs_coord::bench::plan`) and running and recording it (`pvfs_coord::bench::execute`) are
+//! the coordinator's.
 
 use super::tui::Summary;
 use super::watch::{Watch, keys};
 use crate::cli::{BenchArgs, ImportArgs};
 use crate::{exit, output};
 use anyhow::{Context, bail};
-use pvfs_bench::results::{
-    self, EventLine, ImportRecord, ImportSummary, RunDir, new_run_dir, unix, write_atomic,
-};
+use pvfs_bench::results::{self, EventLine, ImportRecord, ImportSummary, new_run_dir, write_atomic};
 use pvfs_config::{Cluster, Role};
-use pvfs_coord::bench::metrics;
+use pvfs_coord::bench::BenchEvent;
+use pvfs_coord::bench::execute::{self, RunEvent};
 use pvfs_coord::bench::plan::{BenchFlags, BenchPlan};
-use pvfs_coord::bench::{BenchEvent, BenchOutcome, BenchSpec};
-use pvfs_coord::stream::{Start, follow_cluster};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -159,9 +158,6 @@ impl Interrupts {
     }
 }
 
-/// How long after a run ends the metrics of a node that sends nothing more are waited for.
-const METRICS_GRACE: Duration = Duration::from_secs(5);
-
 async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result<(u8, PathBuf)> {
     let path = args.cluster.clone().context("a cluster file is needed: pvfsctl bench CLUSTER.toml")?;
     let cluster = pvfs_config::load(&path)?;
@@ -171,28 +167,8 @@ async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result
     if clients.is_empty() {
         bail!("{} has no node with role \"client\": the benchmark runs on clients", cluster.source.display());
     }
-    // A run of the same name in the same second (a sweep point, a second terminal) gets a name
-    // of its own, here and on the file system under test, rather than sharing a directory.
-    r.use_run_dir(new_run_dir(&args.results, &r.run_id)?);
-    // From here on the directory always holds a results.json that `report` reads: this one,
-    // marked incomplete, until the run's end replaces it.
-    write_results(&r, &BenchOutcome::default(), &BTreeMap::new(), false)?;
-    std::fs::create_dir_all(r.results.join("metrics"))
-        .with_context(|| format!("creating the results directory {}", r.results.display()))?;
-    std::fs::copy(&cluster.source, r.results.join("cluster.toml"))
-        .with_context(|| format!("copying {} into the results", cluster.source.display()))?;
+    execute::open(&mut r, &cluster, &path, &args.results)?;
     let equivalent = r.equivalent();
-    std::fs::write(
-        r.results.join("commands.txt"),
-        format!(
-            "# pvfsctl bench {} (engine {}, launcher {}, {} clients x {} tasks)\n# The IOR/mdtest command it stands for:\n{equivalent}\n",
-            path.display(),
-            r.engine_name,
-            r.launcher,
-            clients.len(),
-            r.tasks_per_client
-        ),
-    )?;
     let json = args.json;
     if !json {
         output::print(&format!(
@@ -206,116 +182,17 @@ async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result
         ))?;
     }
 
-    // Every node's metrics for the whole run, from one second before it starts.
-    let shutdown = CancellationToken::new();
-    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64;
-    let samples =
-        follow_cluster(&cluster, &dialer, &HashMap::new(), Start::Since { unix_ns: since }, shutdown.clone());
-    let (seconds_tx, mut seconds) = mpsc::unbounded_channel();
-    let (latest_tx, mut latest) = tokio::sync::watch::channel(HashMap::new());
-    let recorder = tokio::spawn(metrics::record(
-        samples,
-        r.results.join("metrics"),
-        seconds_tx,
-        latest_tx,
-        shutdown.clone(),
-    ));
-
-    let spec = BenchSpec {
-        engine: r.engine,
-        workload: r.workload.clone(),
-        clients,
-        tasks_per_client: r.tasks_per_client,
-        dir: r.dir.clone(),
-        mpi: r.mpi,
-    };
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let work = {
-        let dialer = dialer.clone();
-        let cancel = cancel.clone();
-        tokio::spawn(async move { pvfs_coord::bench::run(&spec, &dialer, tx, cancel).await })
-    };
-    let mut events_file = std::fs::File::create(r.results.join("events.jsonl"))?;
-    // mpirun's output, as it comes: the tool's report (IOR's, mdtest's) and any error.
-    let mut raw_output: Option<std::fs::File> = None;
-    let mut lines = Lines::default();
-    let mut screen = if args.watch && std::io::stdout().is_terminal() {
+    let screen = if args.watch && std::io::stdout().is_terminal() {
         Some((ratatui::init(), Watch::new(format!("pvfs bench {} ({})", r.run_id, equivalent), &cluster)))
     } else {
         None
     };
-    let mut second = tokio::time::interval(Duration::from_secs(1));
-    let mut redraw = tokio::time::interval(Duration::from_millis(250));
-    loop {
-        tokio::select! {
-            event = rx.recv() => {
-                let Some(event) = event else { break };
-                let value = results::sorted(&event_line(&event))?;
-                writeln!(events_file, "{value}")?;
-                match &event {
-                    BenchEvent::Launched { node, command, hostfile } => {
-                        let mut f = std::fs::OpenOptions::new().append(true).open(r.results.join("commands.txt"))?;
-                        writeln!(f, "# Run on {node}:\n{command}\n# {}:\n{}", r.dir.join("mpi-hostfile").display(), hostfile.trim_end().lines().map(|l| format!("#   {l}")).collect::<Vec<_>>().join("\n"))?;
-                        std::fs::create_dir_all(r.results.join("raw"))?;
-                        raw_output = Some(std::fs::File::create(r.results.join("raw").join("mpirun.out"))?);
-                    }
-                    BenchEvent::Output { text, .. } => {
-                        if let Some(f) = &mut raw_output {
-                            writeln!(f, "{text}")?;
-                        }
-                    }
-                    _ => {}
-                }
-                if json {
-                    output::json(&value)?;
-                } else if let Some((_, watch)) = &mut screen {
-                    match &event {
-                        BenchEvent::PhaseStarted { iteration, phase, at } => watch.phase_started(format!("iteration {iteration} {phase}"), *at),
-                        BenchEvent::Progress { node, bytes, ops } => watch.progress(node, *bytes, *ops),
-                        BenchEvent::PhaseDone { record } => watch.phase_done(phase_line(record)),
-                        BenchEvent::Launched { node, .. } => watch.phase_started(format!("mpirun on {node}"), SystemTime::now()),
-                        BenchEvent::Output { .. } => {}
-                    }
-                } else {
-                    lines.show(&event)?;
-                }
-            }
-            node_second = seconds.recv() => {
-                if let (Some(s), Some((_, watch))) = (node_second, &mut screen)
-                    && let Some(row) = watch.nodes.row_mut(&s.node)
-                {
-                    row.record(Summary::of(&s.rates, &s.devices));
-                }
-            }
-            _ = second.tick() => {
-                if let Some((_, watch)) = &mut screen {
-                    watch.tick(SystemTime::now());
-                }
-            }
-            _ = redraw.tick() => {
-                if let Some((terminal, watch)) = &mut screen {
-                    terminal.draw(|frame| super::watch::draw(frame, watch))?;
-                    if keys(watch) {
-                        ratatui::restore();
-                        screen = None;
-                        output::note("left the live view; the run goes on");
-                    }
-                }
-            }
-        }
-    }
-    if screen.take().is_some() {
-        ratatui::restore();
-    }
-    let outcome = work.await?;
-    // Let the metrics catch up with the run's last second: every node has recorded a second
-    // ending at or after the run's end (or is down). A node gone silent without being reported
-    // down yet is waited for no longer than METRICS_GRACE.
-    let nodes: Vec<String> = cluster.nodes.iter().map(|n| n.name.clone()).collect();
-    metrics::catch_up(&mut latest, &nodes, outcome.finished, METRICS_GRACE).await;
-    shutdown.cancel();
-    let recorded = recorder.await??;
-    write_results(&r, &outcome, &recorded, !outcome.interrupted)?;
+    let (tx, rx) = mpsc::unbounded_channel();
+    // The view ends with the run; an error showing it (a closed stdout) ends the command at once.
+    let (outcome, ()) = tokio::try_join!(
+        async { Ok::<_, anyhow::Error>(execute::execute(&r, &cluster, clients, &dialer, cancel, tx).await?) },
+        show(rx, screen, json),
+    )?;
     if json {
         let summary = EventLine::Summary {
             run: r.run_id.clone(),
@@ -344,6 +221,68 @@ async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result
         return Ok((exit::FAILURES, r.results));
     }
     Ok((exit::OK, r.results))
+}
+
+/// Shows the run as it goes: its `--json` lines, the live view, or progress lines; returns
+/// when the run has ended (the live view closed again).
+async fn show(
+    mut events: mpsc::UnboundedReceiver<RunEvent>,
+    mut screen: Option<(ratatui::DefaultTerminal, Watch)>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let mut lines = Lines::default();
+    let mut second = tokio::time::interval(Duration::from_secs(1));
+    let mut redraw = tokio::time::interval(Duration::from_millis(250));
+    loop {
+        tokio::select! {
+            event = events.recv() => {
+                let (event, line) = match event {
+                    Some(RunEvent::Bench { event, line }) => (event, line),
+                    Some(RunEvent::Second(s)) => {
+                        if let Some((_, watch)) = &mut screen
+                            && let Some(row) = watch.nodes.row_mut(&s.node)
+                        {
+                            row.record(Summary::of(&s.rates, &s.devices));
+                        }
+                        continue;
+                    }
+                    Some(RunEvent::Ended) | None => break,
+                };
+                if json {
+                    output::json(&line)?;
+                } else if let Some((_, watch)) = &mut screen {
+                    match &event {
+                        BenchEvent::PhaseStarted { iteration, phase, at } => watch.phase_started(format!("iteration {iteration} {phase}"), *at),
+                        BenchEvent::Progress { node, bytes, ops } => watch.progress(node, *bytes, *ops),
+                        BenchEvent::PhaseDone { record } => watch.phase_done(phase_line(record)),
+                        BenchEvent::Launched { node, .. } => watch.phase_started(format!("mpirun on {node}"), SystemTime::now()),
+                        BenchEvent::Output { .. } => {}
+                    }
+                } else {
+                    lines.show(&event)?;
+                }
+            }
+            _ = second.tick() => {
+                if let Some((_, watch)) = &mut screen {
+                    watch.tick(SystemTime::now());
+                }
+            }
+            _ = redraw.tick() => {
+                if let Some((terminal, watch)) = &mut screen {
+                    terminal.draw(|frame| super::watch::draw(frame, watch))?;
+                    if keys(watch) {
+                        ratatui::restore();
+                        screen = None;
+                        output::note("left the live view; the run goes on");
+                    }
+                }
+            }
+        }
+    }
+    if screen.take().is_some() {
+        ratatui::restore();
+    }
+    Ok(())
 }
 
 /// Progress as lines: a line a second across all clients while a phase runs, and a line per
@@ -403,48 +342,6 @@ fn phase_line(record: &pvfs_coord::bench::PhaseRecord) -> String {
         output::bytes(t.bytes),
         t.seconds
     )
-}
-
-/// The line `events.jsonl` (and `--json`) keeps for `event`.
-fn event_line(event: &BenchEvent) -> EventLine {
-    match event {
-        BenchEvent::PhaseStarted { iteration, phase, at } => {
-            EventLine::PhaseStarted { iteration: *iteration, phase: phase.clone(), at: unix(*at) }
-        }
-        BenchEvent::Progress { node, bytes, ops } => EventLine::Progress {
-            node: node.clone(),
-            bytes: *bytes,
-            ops: *ops,
-            time: unix(SystemTime::now()),
-        },
-        BenchEvent::Launched { node, command, hostfile } => {
-            EventLine::Launched { node: node.clone(), command: command.clone(), hostfile: hostfile.clone() }
-        }
-        BenchEvent::Output { stderr, text } => EventLine::Output { stderr: *stderr, text: text.clone() },
-        BenchEvent::PhaseDone { record } => EventLine::PhaseDone {
-            iteration: record.iteration,
-            phase: record.label.clone(),
-            bytes: record.totals.bytes,
-            ops: record.totals.ops,
-            seconds: record.totals.seconds,
-            bw_mib: record.totals.bw_mib,
-            ops_per_sec: record.totals.ops_per_sec,
-        },
-    }
-}
-
-/// results.json (everything) and results.csv (one row per iteration and phase), each written
-/// whole or not at all. `complete` is false for the record written when the run starts and
-/// for a run that was interrupted, true for the one written at the end of a run.
-fn write_results(
-    r: &BenchPlan,
-    o: &BenchOutcome,
-    metrics: &BTreeMap<String, u64>,
-    complete: bool,
-) -> anyhow::Result<()> {
-    RunDir { path: r.results.clone(), name: r.run_id.clone() }
-        .write_record(&r.record(o, metrics, complete))?;
-    Ok(())
 }
 
 /// `pvfsctl bench import FILE…`: each file parsed and stored as a run of its own. Exit 2 when a
