@@ -6,6 +6,7 @@
 //! - [`model`]: the result shapes every source produces (parsed IOR/mdtest outputs, the
 //!   built-in engine), as `pvfsctl bench import --json` prints them.
 //! - [`phase`]: the phases of a run, their labels, and which an iteration runs in what order.
+//! - [`launch`]: the engines and launchers a run names, and what each valid pair runs.
 //! - [`params`]: the seed's presets and every parameter's override, the bounds on every size
 //!   and count ([`params::limits`]), and the exact IOR and mdtest arguments they stand for
 //!   (`-B` before IOR 3.3, `--posix.odirect` after).
@@ -17,6 +18,7 @@
 //! - [`results`]: the results directory's format (results.json, events, metrics lines), its
 //!   writers and its reader.
 
+pub mod launch;
 pub mod model;
 pub mod params;
 pub mod parse;

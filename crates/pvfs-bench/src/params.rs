@@ -94,7 +94,8 @@ pub enum Workload {
 }
 
 /// The seed's runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Preset {
     /// `-w -r -B -C -i4 -t32m -b4G -F`: sequential throughput.
     Throughput,
@@ -824,6 +825,15 @@ mod tests {
             Preset::parse("iopz").unwrap_err().to_string(),
             "unknown preset \"iopz\": use throughput, iops, metadata or metadata-lustre"
         );
+    }
+
+    /// serde names a preset as the CLI and the cluster file do.
+    #[test]
+    fn presets_serialize_by_their_names() {
+        for p in Preset::ALL {
+            assert_eq!(serde_json::to_string(&p).unwrap(), format!("\"{}\"", p.as_str()));
+            assert_eq!(serde_json::from_str::<Preset>(&format!("\"{p}\"")).unwrap(), p);
+        }
     }
 
     /// Every size and count is bounded, each refusal naming the parameter, its value and the

@@ -301,6 +301,12 @@ impl TaskRecord {
     }
 }
 
+/// A metrics line's time: RFC 3339 UTC to the millisecond, from Unix ns.
+pub fn time_text(unix_ns: u64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(unix_ns);
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
 /// Seconds since the Unix epoch, as every record keeps its times.
 pub fn unix(t: std::time::SystemTime) -> f64 {
     t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs_f64()

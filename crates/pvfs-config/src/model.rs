@@ -449,9 +449,9 @@ pub struct Repo {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Bench {
     pub mount: Option<PathBuf>,
-    pub launcher: Option<String>,
-    pub engine: Option<String>,
-    pub preset: Option<String>,
+    pub launcher: Option<pvfs_bench::launch::Launcher>,
+    pub engine: Option<pvfs_bench::launch::Engine>,
+    pub preset: Option<pvfs_bench::params::Preset>,
     pub procs_per_client: Option<u32>,
     /// Overrides, checked against the preset (or "throughput") when the file is loaded.
     pub params: Vec<(String, String)>,

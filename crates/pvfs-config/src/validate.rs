@@ -866,6 +866,10 @@ impl Validator<'_> {
 
     fn bench(&mut self, file: &ClusterFile, clients: usize) -> Bench {
         let Some(b) = &file.bench else { return Bench::default() };
+        use pvfs_bench::launch::{Engine, Launcher, PairError, runner};
+        use pvfs_bench::params::Preset;
+        // Each name is parsed here, at its position, rather than by serde, so an unknown one is
+        // one of the file's collected errors with its line, in words that list what is known.
         let mut one_of = |value: &Option<Spanned<String>>, what: &str, allowed: &[&str]| {
             let value = value.as_ref()?;
             if allowed.contains(&value.get_ref().as_str()) {
@@ -878,28 +882,32 @@ impl Validator<'_> {
                 None
             }
         };
-        let launcher = one_of(&b.launcher, "launcher", &["agents", "mpi"]);
-        let engine = one_of(&b.engine, "engine", &["ior", "builtin", "fio"]);
-        let presets: Vec<&str> = pvfs_bench::params::Preset::ALL.iter().map(|p| p.as_str()).collect();
-        let preset = one_of(&b.preset, "preset", &presets);
-        // IOR's tasks meet through MPI, so only mpirun can start them; fio is no MPI program.
-        let pair = (engine.as_deref(), launcher.as_deref().unwrap_or("agents"));
-        if let (Some(at), Some(why)) = (
-            &b.engine,
-            match pair {
-                (Some("ior"), "agents") => Some(
-                    "engine \"ior\" needs launcher = \"mpi\" (IOR is an MPI program); with the agents launcher use \
-                     engine \"builtin\" or \"fio\"",
-                ),
-                (Some("fio"), "mpi") => {
-                    Some("engine \"fio\" is not an MPI program: use it with launcher = \"agents\"")
-                }
-                _ => None,
-            },
-        ) {
-            self.error(at, why.to_owned());
+        let launcher =
+            one_of(&b.launcher, "launcher", &["agents", "mpi"]).as_deref().and_then(Launcher::parse);
+        let engine =
+            one_of(&b.engine, "engine", &["ior", "builtin", "fio"]).as_deref().and_then(Engine::parse);
+        let presets: Vec<&str> = Preset::ALL.iter().map(|p| p.as_str()).collect();
+        let preset = one_of(&b.preset, "preset", &presets).as_deref().and_then(|p| Preset::parse(p).ok());
+        // The CLI's flags may still change either, so only a pair the file itself names (its
+        // engine, under its launcher or the default one) is refused here, at the engine.
+        if let (Some(at), Some(Err(err))) =
+            (&b.engine, engine.map(|e| runner(e, launcher.unwrap_or_default())))
+        {
+            self.error(
+                at,
+                match err {
+                    PairError::IorNeedsMpi => {
+                        "engine \"ior\" needs launcher = \"mpi\" (IOR is an MPI program); \
+                                               with the agents launcher use engine \"builtin\" or \"fio\""
+                            .to_owned()
+                    }
+                    PairError::FioIsNotMpi => {
+                        "engine \"fio\" is not an MPI program: use it with launcher = \"agents\"".to_owned()
+                    }
+                },
+            );
         }
-        let params = self.bench_params(b, preset.as_deref(), clients);
+        let params = self.bench_params(b, preset, clients);
         Bench {
             mount: b.mount.as_ref().map(|m| self.absolute(m)),
             launcher,
@@ -929,12 +937,11 @@ impl Validator<'_> {
     fn bench_params(
         &mut self,
         b: &BenchSection,
-        preset: Option<&str>,
+        preset: Option<pvfs_bench::params::Preset>,
         clients: usize,
     ) -> Vec<(String, String)> {
         use pvfs_bench::params::{Preset, total_tasks};
-        let base = preset.and_then(|p| Preset::parse(p).ok());
-        let mut workload = base.unwrap_or(Preset::Throughput).workload();
+        let mut workload = preset.unwrap_or(Preset::Throughput).workload();
         let mut params = Vec::new();
         let mut parsed = true;
         if let Some(given) = &b.params {

@@ -8,6 +8,10 @@
 //! the run (Ctrl-C): the phase under way is dropped, which ends every client's stream, and an
 //! agent stops a phase whose caller has gone.
 
+pub mod execute;
+pub mod metrics;
+pub mod plan;
+
 use crate::dial::{Connection, Dialer, from_status};
 use pvfs_bench::model::{IorIteration, IorSummary, MdtestSummary};
 use pvfs_bench::params::Workload;

@@ -37,6 +37,12 @@ impl Sample {
     pub fn nic(&self, name: &str) -> Option<&NicCounters> {
         self.nics.iter().find(|n| n.name == name)
     }
+
+    /// Whole devices that have done I/O since boot (iostat hides the others), or every one
+    /// with `named` (the caller asked for devices by name).
+    pub fn visible_devices(&self, named: bool) -> Vec<String> {
+        self.disks.iter().filter(|d| named || d.total_ios() > 0).map(|d| d.name.clone()).collect()
+    }
 }
 
 /// One block device's line of `/proc/diskstats` (fields named as sysstat's `struct io_stats`).

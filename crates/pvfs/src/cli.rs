@@ -5,6 +5,8 @@
 //! and the environment happens in the commands.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use pvfs_bench::launch::{Engine, Launcher};
+use pvfs_bench::params::Preset;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -263,8 +265,8 @@ pub struct BenchArgs {
     /// throughput (-w -r -B -C -i4 -t32m -b4G -F), iops (-t4k -b320m -z), metadata (mdtest -C -T
     /// -i4 -I 2000 -z 2 -b 4 -L -u -F) or metadata-lustre (-I 10 -i 2 -z 5 -b 5); default: the
     /// cluster file's [bench] preset, else throughput.
-    #[arg(long)]
-    pub preset: Option<String>,
+    #[arg(long, value_parser = named(&Preset::ALL, |p| p.as_str()))]
+    pub preset: Option<Preset>,
     /// Tasks (IOR processes) per client; default: [bench] procs_per_client, else 1.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub procs: Option<u32>,
@@ -275,11 +277,11 @@ pub struct BenchArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
     /// builtin (default), ior or fio.
-    #[arg(long)]
-    pub engine: Option<String>,
+    #[arg(long, value_parser = named(&Engine::ALL, |e| e.as_str()))]
+    pub engine: Option<Engine>,
     /// agents (default) or mpi.
-    #[arg(long)]
-    pub launcher: Option<String>,
+    #[arg(long, value_parser = named(&Launcher::ALL, |l| l.as_str()))]
+    pub launcher: Option<Launcher>,
     /// The directory on the clients to run in (a `pvfs-bench/RUN` directory is made inside);
     /// default: [bench] mount, else the file system's mount.
     #[arg(long, value_name = "DIR")]
@@ -601,6 +603,20 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     if d.is_zero() { Err("must be more than zero".into()) } else { Ok(d) }
 }
 
+/// A flag whose values are the names of `all` (as clap's `ValueEnum` would list them in
+/// `--help` and in its usage error), parsed into the type itself. The pure crates that own
+/// these types do not depend on clap, and the orphan rule keeps `ValueEnum` off them here, so
+/// the names are clap's possible values and the parse is a lookup among `all`.
+fn named<T: Copy + Send + Sync + 'static>(
+    all: &'static [T],
+    name: fn(&T) -> &'static str,
+) -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(all.iter().map(name)).try_map(move |given: String| {
+        all.iter().copied().find(|t| name(t) == given).ok_or_else(|| format!("unknown value {given:?}"))
+    })
+}
+
 /// The `pvfs` command tree, for completions and man pages.
 pub fn commands() -> [clap::Command; 3] {
     use clap::CommandFactory;
@@ -626,6 +642,30 @@ mod tests {
         assert_eq!(args.connect.timeout, Duration::from_millis(1500));
         let err = CtlCli::try_parse_from(["pvfsctl", "nodes", "c.toml", "--timeout", "0s"]).unwrap_err();
         assert!(err.to_string().contains("more than zero"), "{err}");
+    }
+
+    #[test]
+    fn bench_names_parse_into_their_types_and_others_are_usage_errors() {
+        let cli = CtlCli::try_parse_from([
+            "pvfsctl",
+            "bench",
+            "c.toml",
+            "--engine",
+            "ior",
+            "--launcher",
+            "mpi",
+            "--preset",
+            "metadata-lustre",
+        ])
+        .unwrap();
+        let CtlCommand::Bench(bench) = cli.command else { panic!() };
+        let run = &bench.run;
+        assert_eq!(
+            (run.engine, run.launcher, run.preset),
+            (Some(Engine::Ior), Some(Launcher::Mpi), Some(Preset::MetadataLustre))
+        );
+        let err = CtlCli::try_parse_from(["pvfsctl", "bench", "c.toml", "--engine", "iozone"]).unwrap_err();
+        assert!(err.to_string().contains("[possible values: builtin, fio, ior]"), "{err}");
     }
 
     #[test]

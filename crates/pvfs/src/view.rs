@@ -1,51 +1,10 @@
 //! Rates as the CLI shows them: JSON objects keyed like iostat/sar, and iostat-style tables.
 //! Shared by `pvfs-agent metrics` (this machine) and `pvfsctl top` (every node).
 
-use pvfs_bench::results::{SecondLine, columns, sorted};
+use pvfs_bench::results::{sorted, time_text};
+use pvfs_coord::bench::metrics::second_line;
 use pvfs_metrics::rates::{CpuPercent, DiskRates, NicRates, Rates};
-use pvfs_metrics::sample::Sample;
 use serde_json::Value;
-use std::time::{Duration, UNIX_EPOCH};
-
-/// Whole devices that have done I/O since boot (iostat hides the others), or every named one.
-pub(crate) fn visible_devices(sample: &Sample, named: bool) -> Vec<String> {
-    sample.disks.iter().filter(|d| named || d.total_ios() > 0).map(|d| d.name.clone()).collect()
-}
-
-pub(crate) fn time_text(unix_ns: u64) -> String {
-    let t = UNIX_EPOCH + Duration::from_nanos(unix_ns);
-    humantime::format_rfc3339_millis(t).to_string()
-}
-
-/// One second's rates as a metrics line (without its node): the devices in `devices`, every
-/// value keyed as iostat/sar name it.
-pub(crate) fn second_line(r: &Rates, devices: &[String]) -> SecondLine {
-    SecondLine {
-        time: time_text(r.time_unix_ns),
-        interval_s: r.interval_s,
-        disks: r
-            .disks
-            .iter()
-            .filter(|(name, _)| devices.contains(name))
-            .map(|(n, d)| (n.clone(), columns(d)))
-            .collect(),
-        nics: r.nics.iter().map(|(n, nic)| (n.clone(), columns(nic))).collect(),
-        cpu: columns(&r.cpu),
-        mem: columns(&r.mem),
-        load: [r.load.ldavg_1, r.load.ldavg_5, r.load.ldavg_15],
-        tasks: columns(&Tasks { runq_sz: r.load.runq_sz, plist_sz: r.load.plist_sz }),
-        node: None,
-    }
-}
-
-/// `load`'s task counts, under their sar names.
-#[derive(serde::Serialize)]
-struct Tasks {
-    #[serde(rename = "runq-sz")]
-    runq_sz: u32,
-    #[serde(rename = "plist-sz")]
-    plist_sz: u32,
-}
 
 /// `{"cpu":{…},"disks":{"sda":{"r/s":…}},"interval_s":…,"load":[…],"mem":{…},"nics":{…},…}`,
 /// keys sorted as they have always been (see `pvfs_bench::results`).

@@ -2,7 +2,7 @@
 //! + `sar -u ALL` + `sar -r` + `sar -q` in one, as tables or JSON lines.
 
 use crate::cli::{Align, MetricsArgs};
-use crate::view::{table, to_json, visible_devices};
+use crate::view::{table, to_json};
 use crate::{exit, output};
 use anyhow::Context;
 use pvfs_host::Root;
@@ -35,7 +35,7 @@ pub(crate) fn run(args: MetricsArgs) -> anyhow::Result<u8> {
         }
         let curr = sampler.sample().context("reading a sample")?;
         let rates = Rates::between(&prev, &curr);
-        let devices = visible_devices(&curr, !args.devices.is_empty());
+        let devices = curr.visible_devices(!args.devices.is_empty());
         if args.json {
             output::json(&to_json(&rates, &devices))?;
         } else {

@@ -1,132 +1,45 @@
 //! `pvfsctl bench CLUSTER.toml`: the seed's IOR/mdtest methodology on the cluster's clients,
 //! every node's per-second metrics recorded alongside, and a results directory that keeps
 //! everything (the cluster file, the equivalent commands, every phase and task, the metrics),
-//! whether the run finished or not.
+//! whether the run finished or not. This module is the command's face: it parses, shows the
+//! run (lines, the live view, or `--json`) and handles signals; what the run is
+//! (`pvfs_coord::bench::plan`) and running and recording it (`pvfs_coord::bench::execute`) are
+//! the coordinator's.
 
 use super::tui::Summary;
 use super::watch::{Watch, keys};
 use crate::cli::{BenchArgs, ImportArgs};
-use crate::view::{second_line, time_text, visible_devices};
 use crate::{exit, output};
 use anyhow::{Context, bail};
-use pvfs_bench::params::{Preset, Workload, ior_args, mdtest_args};
-use pvfs_bench::results::SecondLine;
-use pvfs_bench::results::{
-    self, DownLine, EventLine, ImportRecord, ImportSummary, MetricsLine, RunDir, RunRecord, new_run_dir,
-    unix, write_atomic,
-};
+use pvfs_bench::results::{self, EventLine, ImportRecord, ImportSummary, new_run_dir, write_atomic};
 use pvfs_config::{Cluster, Role};
-use pvfs_coord::bench::{BenchEvent, BenchOutcome, BenchSpec};
-use pvfs_coord::stream::{Event, Start, follow_cluster};
-use pvfs_engine::mpi::Program;
-use pvfs_metrics::rates::RateTracker;
-use std::collections::{BTreeMap, HashMap};
+use pvfs_coord::bench::BenchEvent;
+use pvfs_coord::bench::execute::{self, RunEvent};
+use pvfs_coord::bench::plan::{BenchFlags, BenchPlan};
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-/// What the run is, resolved from flags over the cluster file's `[bench]` over the defaults.
-struct Resolved {
-    engine: pvfs_engine::engine::Engine,
-    /// `Some` with the mpi launcher: what mpirun runs.
-    mpi: Option<Program>,
-    /// As the user named them.
-    engine_name: String,
-    launcher: String,
-    /// Nodes serving the file system (for the report's scale-out and VM-limit columns).
-    servers: usize,
-    clients: usize,
-    kind: String,
-    vm_limit_mib: Option<f64>,
-    sweep_point: Option<(String, String)>,
-    preset: Preset,
-    workload: Workload,
-    tasks_per_client: u32,
-    dir: PathBuf,
-    run_id: String,
-    results: PathBuf,
+/// The command's flags, as the coordinator's plan takes them (clap stays in the binary).
+fn flags(args: &BenchArgs) -> BenchFlags {
+    BenchFlags {
+        preset: args.preset,
+        procs: args.procs,
+        set: args.set.clone(),
+        engine: args.engine,
+        launcher: args.launcher,
+        dir: args.dir.clone(),
+        results: args.results.clone(),
+        sweep_point: args.sweep_point.clone(),
+    }
 }
 
-fn resolve(cluster: &Cluster, args: &BenchArgs) -> anyhow::Result<Resolved> {
-    let engine = args.engine.clone().or(cluster.bench.engine.clone()).unwrap_or_else(|| "builtin".into());
-    let launcher =
-        args.launcher.clone().or(cluster.bench.launcher.clone()).unwrap_or_else(|| "agents".into());
-    use pvfs_engine::engine::Engine;
-    let (engine_kind, mpi) = match (engine.as_str(), launcher.as_str()) {
-        ("builtin", "agents") => (Engine::Builtin, None),
-        ("fio", "agents") => (Engine::Fio, None),
-        ("builtin", "mpi") => (Engine::Builtin, Some(Program::Builtin)),
-        ("ior", "mpi") => (Engine::Builtin, Some(Program::Ior)),
-        ("ior", "agents") => bail!(
-            "engine \"ior\" runs under launcher \"mpi\": IOR is an MPI program whose tasks meet through MPI, so \
-             the agents cannot start its share on each client. Set launcher = \"mpi\" (mpirun on the first client \
-             must reach every client, e.g. by ssh) or keep launcher \"agents\" with engine \"builtin\" or \"fio\""
-        ),
-        ("fio", "mpi") => bail!(
-            "engine \"fio\" is not an MPI program: use it with launcher \"agents\", or use engine \"builtin\" or \
-             \"ior\" with launcher \"mpi\""
-        ),
-        _ => bail!(
-            "engine {engine:?} with launcher {launcher:?}: engines are builtin, fio and ior; launchers are agents \
-             and mpi"
-        ),
-    };
-    let preset_name =
-        args.preset.clone().or(cluster.bench.preset.clone()).unwrap_or_else(|| "throughput".into());
-    let preset = Preset::parse(&preset_name)?;
-    let mut workload = preset.workload();
-    // The file's values as one set (they were checked so at load, against the file's preset).
-    workload
-        .set_all(cluster.bench.params.iter().map(|(key, value)| (key.as_str(), value.as_str())))
-        .with_context(|| format!("[bench] params in {}", cluster.source.display()))?;
-    for item in &args.set {
-        let (key, value) =
-            item.split_once('=').with_context(|| format!("--set {item:?}: expected KEY=VALUE"))?;
-        workload.set(key.trim(), value.trim()).with_context(|| format!("--set {item}"))?;
-    }
-    let tasks_per_client = args.procs.or(cluster.bench.procs_per_client).unwrap_or(1);
-    // The run's size bounds it too (a shared file's size, the files a phase makes).
-    let clients = cluster.with_role(Role::Client).count().max(1);
-    let total_tasks = pvfs_bench::params::total_tasks(tasks_per_client, clients)?;
-    workload
-        .check_run(total_tasks)
-        .with_context(|| format!("{clients} clients x {tasks_per_client} tasks"))?;
-    let now = SystemTime::now();
-    let stamp = humantime::format_rfc3339_seconds(now).to_string().replace([':', '-'], "");
-    let mut run_id = format!("{}-{}-{}", cluster.name, preset.as_str(), stamp.trim_end_matches('Z'));
-    if let Some((key, value)) = &args.sweep_point {
-        run_id += &format!("-{key}{value}");
-    }
-    let base =
-        args.dir.clone().or(cluster.bench.mount.clone()).unwrap_or_else(|| cluster.spec.mount().clone());
-    let dir = base.join("pvfs-bench").join(&run_id);
-    let results = args.results.join(&run_id);
-    let servers = cluster.nodes.iter().filter(|n| n.roles.iter().any(|r| *r != Role::Client)).count();
-    if engine_kind == Engine::Fio
-        && let Workload::Mdtest(_) = &workload
-    {
-        bail!("engine fio runs IOR-style presets (throughput, iops); metadata presets need engine builtin");
-    }
-    Ok(Resolved {
-        engine: engine_kind,
-        mpi,
-        engine_name: engine,
-        launcher,
-        servers,
-        clients: cluster.with_role(Role::Client).count(),
-        kind: cluster.kind.to_string(),
-        vm_limit_mib: cluster.bench.vm_limit_mib.map(|l| l.0),
-        sweep_point: args.sweep_point.clone(),
-        preset,
-        workload,
-        tasks_per_client,
-        dir,
-        run_id,
-        results,
-    })
+/// The run `args` asks for on `cluster`, named for now.
+fn resolve(cluster: &Cluster, args: &BenchArgs) -> anyhow::Result<BenchPlan> {
+    Ok(BenchPlan::resolve(cluster, &flags(args), SystemTime::now())?)
 }
 
 pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<u8> {
@@ -245,9 +158,6 @@ impl Interrupts {
     }
 }
 
-/// How long after a run ends the metrics of a node that sends nothing more are waited for.
-const METRICS_GRACE: Duration = Duration::from_secs(5);
-
 async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result<(u8, PathBuf)> {
     let path = args.cluster.clone().context("a cluster file is needed: pvfsctl bench CLUSTER.toml")?;
     let cluster = pvfs_config::load(&path)?;
@@ -257,42 +167,8 @@ async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result
     if clients.is_empty() {
         bail!("{} has no node with role \"client\": the benchmark runs on clients", cluster.source.display());
     }
-    // A run of the same name in the same second (a sweep point, a second terminal) gets a name
-    // of its own, here and on the file system under test, rather than sharing a directory.
-    let RunDir { path: results, name: run_id } = new_run_dir(&args.results, &r.run_id)?;
-    if let Some(parent) = r.dir.parent() {
-        r.dir = parent.join(&run_id);
-    }
-    (r.results, r.run_id) = (results, run_id);
-    // From here on the directory always holds a results.json that `report` reads: this one,
-    // marked incomplete, until the run's end replaces it.
-    write_results(&r, &BenchOutcome::default(), &BTreeMap::new(), false)?;
-    std::fs::create_dir_all(r.results.join("metrics"))
-        .with_context(|| format!("creating the results directory {}", r.results.display()))?;
-    std::fs::copy(&cluster.source, r.results.join("cluster.toml"))
-        .with_context(|| format!("copying {} into the results", cluster.source.display()))?;
-    let tasks = r.tasks_per_client * clients.len() as u32;
-    let equivalent = match &r.workload {
-        Workload::Ior(p) => format!(
-            "mpirun -np {tasks} ior {}",
-            ior_args(p, pvfs_bench::params::IorVersion(4, 1, 0), &r.dir.join("ior").display().to_string())
-                .join(" ")
-        ),
-        Workload::Mdtest(p) => {
-            format!("mpirun -np {tasks} mdtest {}", mdtest_args(p, &r.dir.display().to_string()).join(" "))
-        }
-    };
-    std::fs::write(
-        r.results.join("commands.txt"),
-        format!(
-            "# pvfsctl bench {} (engine {}, launcher {}, {} clients x {} tasks)\n# The IOR/mdtest command it stands for:\n{equivalent}\n",
-            path.display(),
-            r.engine_name,
-            r.launcher,
-            clients.len(),
-            r.tasks_per_client
-        ),
-    )?;
+    execute::open(&mut r, &cluster, &path, &args.results)?;
+    let equivalent = r.equivalent();
     let json = args.json;
     if !json {
         output::print(&format!(
@@ -306,121 +182,17 @@ async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result
         ))?;
     }
 
-    // Every node's metrics for the whole run, from one second before it starts.
-    let shutdown = CancellationToken::new();
-    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64;
-    let samples =
-        follow_cluster(&cluster, &dialer, &HashMap::new(), Start::Since { unix_ns: since }, shutdown.clone());
-    let (summaries_tx, mut summaries) = mpsc::unbounded_channel();
-    let (latest_tx, mut latest) = tokio::sync::watch::channel(HashMap::new());
-    let recorder = tokio::spawn(record_metrics(
-        samples,
-        r.results.join("metrics"),
-        summaries_tx,
-        latest_tx,
-        shutdown.clone(),
-    ));
-
-    let spec = BenchSpec {
-        engine: r.engine,
-        workload: r.workload.clone(),
-        clients,
-        tasks_per_client: r.tasks_per_client,
-        dir: r.dir.clone(),
-        mpi: r.mpi,
-    };
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let work = {
-        let dialer = dialer.clone();
-        let cancel = cancel.clone();
-        tokio::spawn(async move { pvfs_coord::bench::run(&spec, &dialer, tx, cancel).await })
-    };
-    let mut events_file = std::fs::File::create(r.results.join("events.jsonl"))?;
-    // mpirun's output, as it comes: the tool's report (IOR's, mdtest's) and any error.
-    let mut raw_output: Option<std::fs::File> = None;
-    let mut lines = Lines::default();
-    let mut screen = if args.watch && std::io::stdout().is_terminal() {
+    let screen = if args.watch && std::io::stdout().is_terminal() {
         Some((ratatui::init(), Watch::new(format!("pvfs bench {} ({})", r.run_id, equivalent), &cluster)))
     } else {
         None
     };
-    let mut second = tokio::time::interval(Duration::from_secs(1));
-    let mut redraw = tokio::time::interval(Duration::from_millis(250));
-    loop {
-        tokio::select! {
-            event = rx.recv() => {
-                let Some(event) = event else { break };
-                let value = results::sorted(&event_line(&event))?;
-                writeln!(events_file, "{value}")?;
-                match &event {
-                    BenchEvent::Launched { node, command, hostfile } => {
-                        let mut f = std::fs::OpenOptions::new().append(true).open(r.results.join("commands.txt"))?;
-                        writeln!(f, "# Run on {node}:\n{command}\n# {}:\n{}", r.dir.join("mpi-hostfile").display(), hostfile.trim_end().lines().map(|l| format!("#   {l}")).collect::<Vec<_>>().join("\n"))?;
-                        std::fs::create_dir_all(r.results.join("raw"))?;
-                        raw_output = Some(std::fs::File::create(r.results.join("raw").join("mpirun.out"))?);
-                    }
-                    BenchEvent::Output { text, .. } => {
-                        if let Some(f) = &mut raw_output {
-                            writeln!(f, "{text}")?;
-                        }
-                    }
-                    _ => {}
-                }
-                if json {
-                    output::json(&value)?;
-                } else if let Some((_, watch)) = &mut screen {
-                    match &event {
-                        BenchEvent::PhaseStarted { iteration, phase, at } => watch.phase_started(format!("iteration {iteration} {phase}"), *at),
-                        BenchEvent::Progress { node, bytes, ops } => watch.progress(node, *bytes, *ops),
-                        BenchEvent::PhaseDone { record } => watch.phase_done(phase_line(record)),
-                        BenchEvent::Launched { node, .. } => watch.phase_started(format!("mpirun on {node}"), SystemTime::now()),
-                        BenchEvent::Output { .. } => {}
-                    }
-                } else {
-                    lines.show(&event)?;
-                }
-            }
-            summary = summaries.recv() => {
-                if let (Some((node, s)), Some((_, watch))) = (summary, &mut screen)
-                    && let Some(row) = watch.nodes.row_mut(&node)
-                {
-                    row.record(s);
-                }
-            }
-            _ = second.tick() => {
-                if let Some((_, watch)) = &mut screen {
-                    watch.tick(SystemTime::now());
-                }
-            }
-            _ = redraw.tick() => {
-                if let Some((terminal, watch)) = &mut screen {
-                    terminal.draw(|frame| super::watch::draw(frame, watch))?;
-                    if keys(watch) {
-                        ratatui::restore();
-                        screen = None;
-                        output::note("left the live view; the run goes on");
-                    }
-                }
-            }
-        }
-    }
-    if screen.take().is_some() {
-        ratatui::restore();
-    }
-    let outcome = work.await?;
-    // Let the metrics catch up with the run's last second: every node has recorded a second
-    // ending at or after the run's end (or is down). A node gone silent without being reported
-    // down yet is waited for no longer than METRICS_GRACE.
-    let finished =
-        outcome.finished.map_or(0, |t| t.duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64);
-    let caught_up = |latest: &HashMap<String, u64>| {
-        cluster.nodes.iter().all(|n| latest.get(&n.name).is_some_and(|t| *t >= finished))
-    };
-    // An Err is the recorder having ended (its stream closed): nothing more to wait for.
-    let _ = tokio::time::timeout(METRICS_GRACE, latest.wait_for(caught_up)).await;
-    shutdown.cancel();
-    let recorded = recorder.await??;
-    write_results(&r, &outcome, &recorded, !outcome.interrupted)?;
+    let (tx, rx) = mpsc::unbounded_channel();
+    // The view ends with the run; an error showing it (a closed stdout) ends the command at once.
+    let (outcome, ()) = tokio::try_join!(
+        async { Ok::<_, anyhow::Error>(execute::execute(&r, &cluster, clients, &dialer, cancel, tx).await?) },
+        show(rx, screen, json),
+    )?;
     if json {
         let summary = EventLine::Summary {
             run: r.run_id.clone(),
@@ -451,72 +223,66 @@ async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result
     Ok((exit::OK, r.results))
 }
 
-/// Writes each node's per-second rates to `metrics/NODE.jsonl` until `shutdown`; returns how
-/// many seconds each node recorded. `latest` says, per node, up to when it has recorded (Unix
-/// ns; `u64::MAX` while it is down, since nothing more will come), so the run can wait for
-/// its last second rather than sleep.
-async fn record_metrics(
-    mut samples: mpsc::Receiver<Event>,
-    dir: PathBuf,
-    summaries: mpsc::UnboundedSender<(String, Summary)>,
-    latest: tokio::sync::watch::Sender<HashMap<String, u64>>,
-    shutdown: CancellationToken,
-) -> anyhow::Result<BTreeMap<String, u64>> {
-    let mut files: HashMap<String, std::fs::File> = HashMap::new();
-    let mut tracker = RateTracker::new();
-    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+/// Shows the run as it goes: its `--json` lines, the live view, or progress lines; returns
+/// when the run has ended (the live view closed again).
+async fn show(
+    mut events: mpsc::UnboundedReceiver<RunEvent>,
+    mut screen: Option<(ratatui::DefaultTerminal, Watch)>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let mut lines = Lines::default();
+    let mut second = tokio::time::interval(Duration::from_secs(1));
+    let mut redraw = tokio::time::interval(Duration::from_millis(250));
     loop {
-        let event = tokio::select! {
-            () = shutdown.cancelled() => break,
-            event = samples.recv() => match event { Some(e) => e, None => break },
-        };
-        match event {
-            Event::Sample { node, stamped } => {
-                let time_unix_ns = stamped.sample.time_unix_ns;
-                if let (Some(rates), stamped) = tracker.next(&node, *stamped) {
-                    let devices = visible_devices(&stamped.sample, false);
-                    let _ = summaries.send((node.clone(), Summary::of(&rates, &devices)));
-                    let line = MetricsLine::Second(Box::new(SecondLine {
-                        node: Some(node.clone()),
-                        ..second_line(&rates, &devices)
-                    }));
-                    let value = results::sorted(&line)?;
-                    let file = match files.entry(node.clone()) {
-                        std::collections::hash_map::Entry::Occupied(f) => f.into_mut(),
-                        std::collections::hash_map::Entry::Vacant(v) => {
-                            v.insert(std::fs::File::create(dir.join(format!("{node}.jsonl")))?)
+        tokio::select! {
+            event = events.recv() => {
+                let (event, line) = match event {
+                    Some(RunEvent::Bench { event, line }) => (event, line),
+                    Some(RunEvent::Second(s)) => {
+                        if let Some((_, watch)) = &mut screen
+                            && let Some(row) = watch.nodes.row_mut(&s.node)
+                        {
+                            row.record(Summary::of(&s.rates, &s.devices));
                         }
-                    };
-                    writeln!(file, "{value}")?;
-                    *counts.entry(node.clone()).or_default() += 1;
-                }
-                latest.send_modify(|l| {
-                    l.insert(node.clone(), time_unix_ns);
-                });
-            }
-            Event::Down { node, error } => {
-                tracker.forget(&node);
-                latest.send_modify(|l| {
-                    l.insert(node.clone(), u64::MAX);
-                });
-                let line = MetricsLine::Down(DownLine {
-                    down: true,
-                    error: error.message,
-                    node: node.clone(),
-                    time: time_text(now_ns()),
-                });
-                let line = results::sorted(&line)?;
-                if let Some(f) = files.get_mut(&node) {
-                    writeln!(f, "{line}")?;
+                        continue;
+                    }
+                    Some(RunEvent::Ended) | None => break,
+                };
+                if json {
+                    output::json(&line)?;
+                } else if let Some((_, watch)) = &mut screen {
+                    match &event {
+                        BenchEvent::PhaseStarted { iteration, phase, at } => watch.phase_started(format!("iteration {iteration} {phase}"), *at),
+                        BenchEvent::Progress { node, bytes, ops } => watch.progress(node, *bytes, *ops),
+                        BenchEvent::PhaseDone { record } => watch.phase_done(phase_line(record)),
+                        BenchEvent::Launched { node, .. } => watch.phase_started(format!("mpirun on {node}"), SystemTime::now()),
+                        BenchEvent::Output { .. } => {}
+                    }
+                } else {
+                    lines.show(&event)?;
                 }
             }
-            Event::Gap { node, .. } | Event::Restarted { node } => {
-                tracker.forget(&node);
+            _ = second.tick() => {
+                if let Some((_, watch)) = &mut screen {
+                    watch.tick(SystemTime::now());
+                }
             }
-            Event::Up { .. } => {}
+            _ = redraw.tick() => {
+                if let Some((terminal, watch)) = &mut screen {
+                    terminal.draw(|frame| super::watch::draw(frame, watch))?;
+                    if keys(watch) {
+                        ratatui::restore();
+                        screen = None;
+                        output::note("left the live view; the run goes on");
+                    }
+                }
+            }
         }
     }
-    Ok(counts)
+    if screen.take().is_some() {
+        ratatui::restore();
+    }
+    Ok(())
 }
 
 /// Progress as lines: a line a second across all clients while a phase runs, and a line per
@@ -576,81 +342,6 @@ fn phase_line(record: &pvfs_coord::bench::PhaseRecord) -> String {
         output::bytes(t.bytes),
         t.seconds
     )
-}
-
-fn now_ns() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64
-}
-
-/// The line `events.jsonl` (and `--json`) keeps for `event`.
-fn event_line(event: &BenchEvent) -> EventLine {
-    match event {
-        BenchEvent::PhaseStarted { iteration, phase, at } => {
-            EventLine::PhaseStarted { iteration: *iteration, phase: phase.clone(), at: unix(*at) }
-        }
-        BenchEvent::Progress { node, bytes, ops } => EventLine::Progress {
-            node: node.clone(),
-            bytes: *bytes,
-            ops: *ops,
-            time: unix(SystemTime::now()),
-        },
-        BenchEvent::Launched { node, command, hostfile } => {
-            EventLine::Launched { node: node.clone(), command: command.clone(), hostfile: hostfile.clone() }
-        }
-        BenchEvent::Output { stderr, text } => EventLine::Output { stderr: *stderr, text: text.clone() },
-        BenchEvent::PhaseDone { record } => EventLine::PhaseDone {
-            iteration: record.iteration,
-            phase: record.label.clone(),
-            bytes: record.totals.bytes,
-            ops: record.totals.ops,
-            seconds: record.totals.seconds,
-            bw_mib: record.totals.bw_mib,
-            ops_per_sec: record.totals.ops_per_sec,
-        },
-    }
-}
-
-/// results.json (everything) and results.csv (one row per iteration and phase), each written
-/// whole or not at all. `complete` is false for the record written when the run starts and
-/// for a run that was interrupted, true for the one written at the end of a run.
-fn write_results(
-    r: &Resolved,
-    o: &BenchOutcome,
-    metrics: &BTreeMap<String, u64>,
-    complete: bool,
-) -> anyhow::Result<()> {
-    let record = RunRecord {
-        version: results::VERSION,
-        run: r.run_id.clone(),
-        complete,
-        preset: Some(r.preset.as_str().to_owned()),
-        engine: Some(r.engine_name.clone()),
-        launcher: Some(r.launcher.clone()),
-        params: Some((&r.workload).into()),
-        tasks_per_client: Some(r.tasks_per_client),
-        kind: Some(r.kind.clone()),
-        servers: Some(r.servers as u64),
-        clients: Some(r.clients as u64),
-        vm_limit_mib: r.vm_limit_mib,
-        sweep: r
-            .sweep_point
-            .as_ref()
-            .map(|(key, value)| results::Sweep { key: key.clone(), value: value.clone() }),
-        dir: Some(r.dir.clone()),
-        started: o.started.map(unix),
-        finished: o.finished.map(unix),
-        error: o.error.clone(),
-        summary: results::Summary { ior: o.ior.clone(), mdtest: o.mdtest.clone() },
-        iterations: o.iterations.clone(),
-        phases: o
-            .phases
-            .iter()
-            .map(|p| results::PhaseRecord::new(p.iteration, &p.label, &p.totals, &p.tasks))
-            .collect(),
-        metrics_seconds: metrics.clone(),
-    };
-    RunDir { path: r.results.clone(), name: r.run_id.clone() }.write_record(&record)?;
-    Ok(())
 }
 
 /// `pvfsctl bench import FILE…`: each file parsed and stored as a run of its own. Exit 2 when a

@@ -151,7 +151,7 @@ async fn show(
             insecure: false,
             timeout: Duration::from_secs(5),
         },
-        preset: Some("throughput".into()),
+        preset: Some(pvfs_bench::params::Preset::Throughput),
         procs: Some(2),
         set: settings.iter().map(|s| s.to_string()).collect(),
         engine: None,

@@ -7,9 +7,10 @@
 
 use super::tui::{self, NodeRow, Screen, SortKey, Summary};
 use crate::cli::TopArgs;
-use crate::view::{table, time_text, to_json, visible_devices};
+use crate::view::{table, to_json};
 use crate::{exit, output};
 use anyhow::Context;
+use pvfs_bench::results::time_text;
 use pvfs_coord::stream::{Cursor, Event, Start, follow_cluster};
 use pvfs_metrics::rates::{RateTracker, Rates};
 use pvfs_metrics::ring::Stamped;
@@ -213,7 +214,7 @@ impl Top {
             && !seen
             && !done
         {
-            let devices = visible_devices(&stamped.sample, false);
+            let devices = stamped.sample.visible_devices(false);
             self.sink.sample(node, stamped.seq, &rates, &devices)?;
             state.shown += 1;
             state.printed = Some(Cursor { epoch: stamped.epoch, seq: stamped.seq });

@@ -1,0 +1,195 @@
+//! A benchmark's metrics record: every node's per-second rates written to the results
+//! directory's `metrics/NODE.jsonl` while the run goes, and the wait for the run's last second
+//! before the record is closed. The line format itself is `pvfs_bench::results`'
+//! [`SecondLine`]; [`second_line`] fills it from the rates (`pvfsctl top --json` and
+//! `pvfs-agent metrics --json` print the same line).
+
+use crate::stream::Event;
+use pvfs_bench::results::{self, DownLine, MetricsLine, SecondLine, columns, time_text};
+use pvfs_metrics::rates::{RateTracker, Rates};
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+/// One second's rates as a metrics line (without its node): the devices in `devices`, every
+/// value keyed as iostat/sar name it.
+pub fn second_line(r: &Rates, devices: &[String]) -> SecondLine {
+    SecondLine {
+        time: time_text(r.time_unix_ns),
+        interval_s: r.interval_s,
+        disks: r
+            .disks
+            .iter()
+            .filter(|(name, _)| devices.contains(name))
+            .map(|(n, d)| (n.clone(), columns(d)))
+            .collect(),
+        nics: r.nics.iter().map(|(n, nic)| (n.clone(), columns(nic))).collect(),
+        cpu: columns(&r.cpu),
+        mem: columns(&r.mem),
+        load: [r.load.ldavg_1, r.load.ldavg_5, r.load.ldavg_15],
+        tasks: columns(&Tasks { runq_sz: r.load.runq_sz, plist_sz: r.load.plist_sz }),
+        node: None,
+    }
+}
+
+/// `load`'s task counts, under their sar names.
+#[derive(serde::Serialize)]
+struct Tasks {
+    #[serde(rename = "runq-sz")]
+    runq_sz: u32,
+    #[serde(rename = "plist-sz")]
+    plist_sz: u32,
+}
+
+/// Why the metrics record stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum MetricsError {
+    #[error("writing {}", .path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("a metrics line of {node} does not serialize")]
+    Line {
+        node: String,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// One node's second, as recorded: for a live view of the run.
+#[derive(Debug, Clone)]
+pub struct NodeSecond {
+    pub node: String,
+    pub rates: Rates,
+    /// The devices the line shows (those that have done I/O since boot).
+    pub devices: Vec<String>,
+}
+
+/// Writes each node's per-second rates from `samples` to `dir/NODE.jsonl` until `shutdown`
+/// (or the stream ends); returns how many seconds each node recorded. Each recorded second
+/// also goes to `seconds` (dropped if nobody listens). `latest` says, per node, up to when it
+/// has recorded (Unix ns; `u64::MAX` while it is down, since nothing more will come), so the
+/// run can wait for its last second with [`catch_up`] rather than sleep.
+pub async fn record(
+    mut samples: mpsc::Receiver<Event>,
+    dir: PathBuf,
+    seconds: mpsc::UnboundedSender<NodeSecond>,
+    latest: watch::Sender<HashMap<String, u64>>,
+    shutdown: CancellationToken,
+) -> Result<BTreeMap<String, u64>, MetricsError> {
+    let mut files: HashMap<String, std::fs::File> = HashMap::new();
+    let mut tracker = RateTracker::new();
+    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    let path = |node: &str| dir.join(format!("{node}.jsonl"));
+    loop {
+        let event = tokio::select! {
+            () = shutdown.cancelled() => break,
+            event = samples.recv() => match event { Some(e) => e, None => break },
+        };
+        match event {
+            Event::Sample { node, stamped } => {
+                let time_unix_ns = stamped.sample.time_unix_ns;
+                if let (Some(rates), stamped) = tracker.next(&node, *stamped) {
+                    let devices = stamped.sample.visible_devices(false);
+                    let line = MetricsLine::Second(Box::new(SecondLine {
+                        node: Some(node.clone()),
+                        ..second_line(&rates, &devices)
+                    }));
+                    let value = results::sorted(&line)
+                        .map_err(|source| MetricsError::Line { node: node.clone(), source })?;
+                    let _ = seconds.send(NodeSecond { node: node.clone(), rates, devices });
+                    let file = match files.entry(node.clone()) {
+                        std::collections::hash_map::Entry::Occupied(f) => f.into_mut(),
+                        std::collections::hash_map::Entry::Vacant(v) => {
+                            let path = path(&node);
+                            v.insert(
+                                std::fs::File::create(&path)
+                                    .map_err(|source| MetricsError::Write { path, source })?,
+                            )
+                        }
+                    };
+                    writeln!(file, "{value}")
+                        .map_err(|source| MetricsError::Write { path: path(&node), source })?;
+                    *counts.entry(node.clone()).or_default() += 1;
+                }
+                latest.send_modify(|l| {
+                    l.insert(node.clone(), time_unix_ns);
+                });
+            }
+            Event::Down { node, error } => {
+                tracker.forget(&node);
+                latest.send_modify(|l| {
+                    l.insert(node.clone(), u64::MAX);
+                });
+                let line = MetricsLine::Down(DownLine {
+                    down: true,
+                    error: error.message,
+                    node: node.clone(),
+                    time: time_text(unix_ns(SystemTime::now())),
+                });
+                let line = results::sorted(&line)
+                    .map_err(|source| MetricsError::Line { node: node.clone(), source })?;
+                if let Some(f) = files.get_mut(&node) {
+                    writeln!(f, "{line}")
+                        .map_err(|source| MetricsError::Write { path: path(&node), source })?;
+                }
+            }
+            Event::Gap { node, .. } | Event::Restarted { node } => {
+                tracker.forget(&node);
+            }
+            Event::Up { .. } => {}
+        }
+    }
+    Ok(counts)
+}
+
+/// Waits until every one of `nodes` has recorded a second ending at or after `finished` (or
+/// is down), but no longer than `grace`: a node gone silent without being reported down yet
+/// would otherwise hold the run's end forever.
+pub async fn catch_up(
+    latest: &mut watch::Receiver<HashMap<String, u64>>,
+    nodes: &[String],
+    finished: Option<SystemTime>,
+    grace: Duration,
+) {
+    let finished = finished.map_or(0, unix_ns);
+    let caught_up =
+        |latest: &HashMap<String, u64>| nodes.iter().all(|n| latest.get(n).is_some_and(|t| *t >= finished));
+    // An Err is the recorder having ended (its stream closed): nothing more to wait for.
+    let _ = tokio::time::timeout(grace, latest.wait_for(caught_up)).await;
+}
+
+fn unix_ns(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The wait ends as soon as every node is past the run's end or down, and at the grace
+    /// period for a node that says nothing.
+    #[tokio::test(start_paused = true)]
+    async fn catching_up_waits_for_every_node_or_the_grace_period() {
+        let (tx, mut rx) = watch::channel(HashMap::new());
+        let nodes = vec!["a".to_owned(), "b".to_owned()];
+        let end = UNIX_EPOCH + Duration::from_secs(100);
+        tx.send_modify(|l| {
+            l.insert("a".into(), unix_ns(end));
+            l.insert("b".into(), u64::MAX);
+        });
+        let start = tokio::time::Instant::now();
+        catch_up(&mut rx, &nodes, Some(end), Duration::from_secs(5)).await;
+        assert_eq!(start.elapsed(), Duration::ZERO);
+        tx.send_modify(|l| {
+            l.insert("b".into(), unix_ns(end) - 1);
+        });
+        catch_up(&mut rx, &nodes, Some(end), Duration::from_secs(5)).await;
+        assert_eq!(start.elapsed(), Duration::from_secs(5));
+    }
+}

@@ -1,0 +1,248 @@
+//! What a benchmark run is, resolved once: the command's flags over the cluster file's
+//! `[bench]` over the defaults, checked as a whole (the engine and launcher pair, the preset and
+//! every parameter, the run's size), with the names of its directories. ripgrep's two stages:
+//! the binary parses its command line and hands over a [`BenchFlags`] (no clap here), and
+//! [`BenchPlan::resolve`] turns that into settings nothing later has to look up again.
+
+use pvfs_bench::launch::{self, Engine, Launcher, PairError, Runner};
+use pvfs_bench::params::{
+    IorVersion, ParamError, Preset, Violation, Workload, ior_args, mdtest_args, total_tasks,
+};
+use pvfs_bench::results::{self, RunDir, RunRecord, unix};
+use pvfs_config::{Cluster, Role};
+use pvfs_engine::engine;
+use pvfs_engine::mpi::Program;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use super::BenchOutcome;
+
+/// How to run this benchmark, as the command's flags say; `None` leaves a setting to the
+/// cluster file's `[bench]`, then to the default.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BenchFlags {
+    pub preset: Option<Preset>,
+    /// Tasks per client.
+    pub procs: Option<u32>,
+    /// `KEY=VALUE` parameter overrides, applied in order after the file's params.
+    pub set: Vec<String>,
+    pub engine: Option<Engine>,
+    pub launcher: Option<Launcher>,
+    /// The directory on the clients the run's own directory is made in.
+    pub dir: Option<PathBuf>,
+    /// Where the results directory is made.
+    pub results: PathBuf,
+    /// The sweep point this run is, `(key, value)`.
+    pub sweep_point: Option<(String, String)>,
+}
+
+/// Why flags and a cluster file do not make a run. Each message is the one `pvfsctl bench`
+/// prints after `error: `, its cause after `: `.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error(transparent)]
+    Pair(#[from] PairError),
+    #[error("[bench] params in {}", .file.display())]
+    FileParams {
+        file: PathBuf,
+        #[source]
+        source: ParamError,
+    },
+    #[error("--set {0:?}: expected KEY=VALUE")]
+    SetForm(String),
+    #[error("--set {item}")]
+    Set {
+        item: String,
+        #[source]
+        source: ParamError,
+    },
+    #[error(transparent)]
+    Tasks(#[from] Violation),
+    #[error("{clients} clients x {tasks_per_client} tasks")]
+    Size {
+        clients: usize,
+        tasks_per_client: u32,
+        #[source]
+        source: Violation,
+    },
+    #[error("engine fio runs IOR-style presets (throughput, iops); metadata presets need engine builtin")]
+    FioMetadata,
+}
+
+/// A run, resolved from [`BenchFlags`] over the cluster file's `[bench]` over the defaults.
+#[derive(Debug, Clone)]
+pub struct BenchPlan {
+    /// What does the I/O under the agents launcher (and what the mpi launcher's ranks are
+    /// told they run).
+    pub engine: engine::Engine,
+    /// `Some` with the mpi launcher: what mpirun runs.
+    pub mpi: Option<Program>,
+    /// As the user named them, for the record.
+    pub engine_name: Engine,
+    pub launcher: Launcher,
+    /// Nodes serving the file system (for the report's scale-out and VM-limit columns).
+    pub servers: usize,
+    /// Nodes with role client (0 is refused only when the run starts: validation may ask).
+    pub clients: usize,
+    pub kind: String,
+    pub vm_limit_mib: Option<f64>,
+    pub sweep_point: Option<(String, String)>,
+    pub preset: Preset,
+    pub workload: Workload,
+    pub tasks_per_client: u32,
+    /// The run's directory on the clients, the same path on each.
+    pub dir: PathBuf,
+    pub run_id: String,
+    /// The run's results directory.
+    pub results: PathBuf,
+}
+
+impl BenchPlan {
+    /// Resolves `flags` over `cluster`, the run named for `now`. The checks run in the order
+    /// the messages were written for: the engine and launcher, the preset, the parameters
+    /// (the file's, then each `--set`), the run's size, then the engine against the workload.
+    pub fn resolve(cluster: &Cluster, flags: &BenchFlags, now: SystemTime) -> Result<BenchPlan, PlanError> {
+        let engine_name = flags.engine.or(cluster.bench.engine).unwrap_or_default();
+        let launcher = flags.launcher.or(cluster.bench.launcher).unwrap_or_default();
+        let (engine, mpi) = match launch::runner(engine_name, launcher)? {
+            Runner::AgentsBuiltin => (engine::Engine::Builtin, None),
+            Runner::AgentsFio => (engine::Engine::Fio, None),
+            Runner::MpiBuiltin => (engine::Engine::Builtin, Some(Program::Builtin)),
+            Runner::MpiIor => (engine::Engine::Builtin, Some(Program::Ior)),
+        };
+        let preset = flags.preset.or(cluster.bench.preset).unwrap_or(Preset::Throughput);
+        let mut workload = preset.workload();
+        // The file's values as one set (they were checked so at load, against the file's preset).
+        workload
+            .set_all(cluster.bench.params.iter().map(|(key, value)| (key.as_str(), value.as_str())))
+            .map_err(|source| PlanError::FileParams { file: cluster.source.clone(), source })?;
+        for item in &flags.set {
+            let (key, value) = item.split_once('=').ok_or_else(|| PlanError::SetForm(item.clone()))?;
+            workload
+                .set(key.trim(), value.trim())
+                .map_err(|source| PlanError::Set { item: item.clone(), source })?;
+        }
+        let tasks_per_client = flags.procs.or(cluster.bench.procs_per_client).unwrap_or(1);
+        // The run's size bounds it too (a shared file's size, the files a phase makes).
+        let clients = cluster.with_role(Role::Client).count().max(1);
+        let total_tasks = total_tasks(tasks_per_client, clients)?;
+        workload.check_run(total_tasks).map_err(|source| PlanError::Size {
+            clients,
+            tasks_per_client,
+            source,
+        })?;
+        let run_id = run_id(&cluster.name, preset, now, flags.sweep_point.as_ref());
+        let base =
+            flags.dir.clone().or(cluster.bench.mount.clone()).unwrap_or_else(|| cluster.spec.mount().clone());
+        let dir = base.join("pvfs-bench").join(&run_id);
+        let results = flags.results.join(&run_id);
+        let servers = cluster.nodes.iter().filter(|n| n.roles.iter().any(|r| *r != Role::Client)).count();
+        if engine == engine::Engine::Fio
+            && let Workload::Mdtest(_) = &workload
+        {
+            return Err(PlanError::FioMetadata);
+        }
+        Ok(BenchPlan {
+            engine,
+            mpi,
+            engine_name,
+            launcher,
+            servers,
+            clients: cluster.with_role(Role::Client).count(),
+            kind: cluster.kind.to_string(),
+            vm_limit_mib: cluster.bench.vm_limit_mib.map(|l| l.0),
+            sweep_point: flags.sweep_point.clone(),
+            preset,
+            workload,
+            tasks_per_client,
+            dir,
+            run_id,
+            results,
+        })
+    }
+
+    /// Takes `run` (made by [`results::new_run_dir`], which may have given the run a name of
+    /// its own) as the run's name and results directory; the directory on the clients follows
+    /// the name, so two runs in the same second never share one there either.
+    pub fn use_run_dir(&mut self, run: RunDir) {
+        if let Some(parent) = self.dir.parent() {
+            self.dir = parent.join(&run.name);
+        }
+        (self.results, self.run_id) = (run.path, run.name);
+    }
+
+    /// The IOR or mdtest command line this run stands for (IOR 4.1's flags), as the run's
+    /// first line and commands.txt show it.
+    pub fn equivalent(&self) -> String {
+        let tasks = self.tasks_per_client.saturating_mul(self.clients as u32);
+        match &self.workload {
+            Workload::Ior(p) => format!(
+                "mpirun -np {tasks} ior {}",
+                ior_args(p, IorVersion(4, 1, 0), &self.dir.join("ior").display().to_string()).join(" ")
+            ),
+            Workload::Mdtest(p) => {
+                format!(
+                    "mpirun -np {tasks} mdtest {}",
+                    mdtest_args(p, &self.dir.display().to_string()).join(" ")
+                )
+            }
+        }
+    }
+
+    /// results.json's record of this run with `outcome`: `complete` is false for the record
+    /// written when the run starts and for a run that was interrupted; `metrics` is how many
+    /// seconds each node recorded.
+    pub fn record(
+        &self,
+        outcome: &BenchOutcome,
+        metrics: &BTreeMap<String, u64>,
+        complete: bool,
+    ) -> RunRecord {
+        let o = outcome;
+        RunRecord {
+            version: results::VERSION,
+            run: self.run_id.clone(),
+            complete,
+            preset: Some(self.preset.as_str().to_owned()),
+            engine: Some(self.engine_name.as_str().to_owned()),
+            launcher: Some(self.launcher.as_str().to_owned()),
+            params: Some((&self.workload).into()),
+            tasks_per_client: Some(self.tasks_per_client),
+            kind: Some(self.kind.clone()),
+            servers: Some(self.servers as u64),
+            clients: Some(self.clients as u64),
+            vm_limit_mib: self.vm_limit_mib,
+            sweep: self
+                .sweep_point
+                .as_ref()
+                .map(|(key, value)| results::Sweep { key: key.clone(), value: value.clone() }),
+            dir: Some(self.dir.clone()),
+            started: o.started.map(unix),
+            finished: o.finished.map(unix),
+            error: o.error.clone(),
+            summary: results::Summary { ior: o.ior.clone(), mdtest: o.mdtest.clone() },
+            iterations: o.iterations.clone(),
+            phases: o
+                .phases
+                .iter()
+                .map(|p| results::PhaseRecord::new(p.iteration, &p.label, &p.totals, &p.tasks))
+                .collect(),
+            metrics_seconds: metrics.clone(),
+        }
+    }
+}
+
+/// `CLUSTER-PRESET-STAMP[-KEYVALUE]`: the stamp is `now` in UTC to the second, without the
+/// separators a file name does not want.
+fn run_id(cluster: &str, preset: Preset, now: SystemTime, sweep_point: Option<&(String, String)>) -> String {
+    let stamp = humantime::format_rfc3339_seconds(now).to_string().replace([':', '-'], "");
+    let mut run_id = format!("{cluster}-{}-{}", preset.as_str(), stamp.trim_end_matches('Z'));
+    if let Some((key, value)) = sweep_point {
+        run_id += &format!("-{key}{value}");
+    }
+    run_id
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,154 @@
+//! Flags over the cluster file over the defaults, and every refusal as `pvfsctl bench` words it.
+
+use super::*;
+use std::path::Path;
+use std::time::{Duration, UNIX_EPOCH};
+
+/// A local cluster of one server and two clients, `bench` as its `[bench]` section's body.
+fn cluster(bench: &str) -> Cluster {
+    let text = format!(
+        "[cluster]\nname = \"x\"\nkind = \"local\"\n[local]\nmount = \"/m\"\n\
+         [[node]]\nname = \"s\"\naddress = \"10.0.0.1\"\nroles = [\"server\"]\n\
+         [[node]]\nname = \"a\"\naddress = \"10.0.0.2\"\nroles = [\"client\"]\n\
+         [[node]]\nname = \"b\"\naddress = \"10.0.0.3\"\nroles = [\"client\"]\n\
+         [bench]\n{bench}"
+    );
+    match pvfs_config::parse(Path::new("/etc/pvfs/cluster.toml"), &text) {
+        Ok(cluster) => cluster,
+        Err(err) => panic!("{err}"),
+    }
+}
+
+/// 2026-11-23T19:30:00Z
+fn now() -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(1_795_462_200)
+}
+
+fn flags() -> BenchFlags {
+    BenchFlags { results: "res".into(), ..BenchFlags::default() }
+}
+
+/// The error as `pvfsctl bench` prints it: each cause after `: `.
+fn refusal(cluster: &Cluster, flags: &BenchFlags) -> String {
+    let err = match BenchPlan::resolve(cluster, flags, now()) {
+        Ok(plan) => panic!("resolved: {plan:?}"),
+        Err(err) => err,
+    };
+    let mut text = err.to_string();
+    let mut cause = std::error::Error::source(&err);
+    while let Some(c) = cause {
+        text += &format!(": {c}");
+        cause = c.source();
+    }
+    text
+}
+
+#[test]
+fn defaults_then_the_file_then_the_flags() {
+    let plan = BenchPlan::resolve(&cluster(""), &flags(), now()).unwrap();
+    assert_eq!(
+        (plan.engine_name, plan.launcher, plan.preset),
+        (Engine::Builtin, Launcher::Agents, Preset::Throughput)
+    );
+    assert_eq!((plan.engine, plan.mpi), (engine::Engine::Builtin, None));
+    assert_eq!((plan.servers, plan.clients, plan.tasks_per_client), (1, 2, 1));
+    assert_eq!(plan.run_id, "x-throughput-20261123T193000");
+    assert_eq!(plan.dir, Path::new("/m/pvfs-bench/x-throughput-20261123T193000"));
+    assert_eq!(plan.results, Path::new("res/x-throughput-20261123T193000"));
+
+    let file = cluster(
+        "mount = \"/scratch\"\nlauncher = \"mpi\"\nengine = \"ior\"\npreset = \"iops\"\nprocs_per_client = 4\n",
+    );
+    let plan = BenchPlan::resolve(&file, &flags(), now()).unwrap();
+    assert_eq!((plan.engine_name, plan.mpi, plan.preset), (Engine::Ior, Some(Program::Ior), Preset::Iops));
+    assert_eq!(plan.tasks_per_client, 4);
+    assert_eq!(plan.dir, Path::new("/scratch/pvfs-bench/x-iops-20261123T193000"));
+
+    let over = BenchFlags {
+        engine: Some(Engine::Builtin),
+        preset: Some(Preset::Metadata),
+        procs: Some(2),
+        dir: Some("/elsewhere".into()),
+        sweep_point: Some(("procs".into(), "2".into())),
+        ..flags()
+    };
+    let plan = BenchPlan::resolve(&file, &over, now()).unwrap();
+    assert_eq!((plan.engine, plan.mpi), (engine::Engine::Builtin, Some(Program::Builtin)));
+    assert_eq!((plan.preset, plan.tasks_per_client), (Preset::Metadata, 2));
+    assert_eq!(plan.run_id, "x-metadata-20261123T193000-procs2");
+    assert_eq!(plan.dir, Path::new("/elsewhere/pvfs-bench/x-metadata-20261123T193000-procs2"));
+}
+
+#[test]
+fn refusals_say_what_is_wrong_as_the_cli_prints_them() {
+    let file = cluster("");
+    let with = |f: BenchFlags| refusal(&file, &f);
+    assert!(
+        with(BenchFlags { engine: Some(Engine::Ior), ..flags() })
+            .starts_with("engine \"ior\" runs under launcher \"mpi\": IOR is an MPI program"),
+    );
+    assert_eq!(
+        with(BenchFlags { engine: Some(Engine::Fio), launcher: Some(Launcher::Mpi), ..flags() }),
+        "engine \"fio\" is not an MPI program: use it with launcher \"agents\", or use engine \"builtin\" or \
+         \"ior\" with launcher \"mpi\""
+    );
+    assert_eq!(with(BenchFlags { set: vec!["t".into()], ..flags() }), "--set \"t\": expected KEY=VALUE");
+    assert!(
+        with(BenchFlags { set: vec!["bogus=1".into()], ..flags() })
+            .starts_with("--set bogus=1: unknown IOR parameter \"bogus\": use "),
+    );
+    assert_eq!(
+        with(BenchFlags { engine: Some(Engine::Fio), preset: Some(Preset::Metadata), ..flags() }),
+        "engine fio runs IOR-style presets (throughput, iops); metadata presets need engine builtin"
+    );
+    let size = with(BenchFlags { set: vec!["b=1t".into(), "s=100".into()], ..flags() });
+    assert_eq!(
+        size,
+        "--set s=100: s = \"100\": block 1t x 100 segments is more than 16t per task (ext4's largest file); use \
+         fewer segments or a smaller block"
+    );
+}
+
+#[test]
+fn the_equivalent_command_is_ior_or_mdtest_for_every_task() {
+    let plan = BenchPlan::resolve(&cluster("procs_per_client = 3\n"), &flags(), now()).unwrap();
+    assert_eq!(
+        plan.equivalent(),
+        "mpirun -np 6 ior -w -r --posix.odirect -C -i4 -t32m -b4g -F -o \
+         /m/pvfs-bench/x-throughput-20261123T193000/ior"
+    );
+    let plan =
+        BenchPlan::resolve(&cluster(""), &BenchFlags { preset: Some(Preset::Metadata), ..flags() }, now())
+            .unwrap();
+    assert!(plan.equivalent().starts_with("mpirun -np 2 mdtest "), "{}", plan.equivalent());
+    assert!(plan.equivalent().contains("/m/pvfs-bench/x-metadata-20261123T193000"), "{}", plan.equivalent());
+}
+
+#[test]
+fn a_new_run_dir_renames_the_run_and_its_directory_on_the_clients() {
+    let mut plan = BenchPlan::resolve(&cluster(""), &flags(), now()).unwrap();
+    plan.use_run_dir(RunDir {
+        path: "res/x-throughput-20261123T193000-2".into(),
+        name: "x-throughput-20261123T193000-2".into(),
+    });
+    assert_eq!(plan.run_id, "x-throughput-20261123T193000-2");
+    assert_eq!(plan.dir, Path::new("/m/pvfs-bench/x-throughput-20261123T193000-2"));
+    assert_eq!(plan.results, Path::new("res/x-throughput-20261123T193000-2"));
+}
+
+#[test]
+fn the_record_names_the_run_as_the_user_did() {
+    let file = cluster("launcher = \"mpi\"\nengine = \"ior\"\nvm_limit_mib = 1000\n");
+    let plan = BenchPlan::resolve(
+        &file,
+        &BenchFlags { sweep_point: Some(("t".into(), "1m".into())), ..flags() },
+        now(),
+    )
+    .unwrap();
+    let record = plan.record(&BenchOutcome::default(), &BTreeMap::new(), false);
+    assert_eq!((record.engine.as_deref(), record.launcher.as_deref()), (Some("ior"), Some("mpi")));
+    assert_eq!(record.preset.as_deref(), Some("throughput"));
+    assert_eq!((record.servers, record.clients, record.vm_limit_mib), (Some(1), Some(2), Some(1000.0)));
+    assert!(!record.complete);
+    assert_eq!(record.sweep.map(|s| (s.key, s.value)), Some(("t".into(), "1m".into())));
+}
