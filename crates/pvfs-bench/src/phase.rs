@@ -8,14 +8,14 @@
 use crate::params::{MdtestParams, Workload};
 
 /// One IOR phase.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum IorPhase {
     Write,
     Read,
 }
 
 /// One mdtest phase; each is one row of mdtest's SUMMARY.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum MdtestPhase {
     TreeCreate,
     DirCreate,
@@ -69,7 +69,7 @@ impl MdtestPhase {
 }
 
 /// Any phase of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Phase {
     Ior(IorPhase),
     /// Remove the client's IOR files (after the last read).
@@ -117,6 +117,11 @@ impl Phase {
         Phase::ALL.into_iter().find(|p| p.name() == name)
     }
 
+    /// The phase a label names (see [`Phase::label`]); labels are unique across phases.
+    pub fn from_label(label: &str) -> Option<Phase> {
+        Phase::ALL.into_iter().find(|p| p.label() == label)
+    }
+
     /// The phase's label in results and output: IOR's operation ("write", "read") or mdtest's
     /// row name ("File creation"), as the tools print them, so that the built-in engine's
     /// results read like theirs. The unmeasured cleanup is "cleanup".
@@ -127,6 +132,28 @@ impl Phase {
             Phase::IorCleanup => "cleanup",
             Phase::Mdtest(m) => m.row(),
         }
+    }
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// In results.json, events.jsonl and the MPI ranks' lines a phase is its label, so those
+/// files read as they always have, and a label no phase has is refused when read back.
+impl serde::Serialize for Phase {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.label())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Phase {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Phase, D::Error> {
+        let label = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Phase::from_label(&label)
+            .ok_or_else(|| serde::de::Error::custom(format!("{label:?} is not a phase of IOR or mdtest")))
     }
 }
 
@@ -206,5 +233,16 @@ mod tests {
         assert_eq!(Phase::from_name("ior-append"), None);
         assert_eq!(Phase::IorCleanup.label(), "cleanup");
         assert_eq!(Phase::Mdtest(MdtestPhase::TreeRemove).label(), "Tree removal");
+    }
+
+    #[test]
+    fn a_phase_is_its_label_in_json_and_an_unknown_label_is_refused() {
+        for phase in Phase::ALL {
+            let json = serde_json::to_string(&phase).expect("a label serializes");
+            assert_eq!(json, format!("{:?}", phase.label()));
+            assert_eq!(serde_json::from_str::<Phase>(&json).expect("its label reads back"), phase);
+        }
+        let err = serde_json::from_str::<Phase>("\"append\"").expect_err("no such phase");
+        assert!(err.to_string().contains("\"append\" is not a phase"), "{err}");
     }
 }

@@ -10,6 +10,7 @@
 //! always was (a parsed output of a million iterations is not built as a tree first).
 
 use crate::model::{IorIteration, IorSummary, MdtestSummary, Tool};
+use crate::phase::Phase;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -237,31 +238,38 @@ pub struct MdtestRecord {
     pub files_only: bool,
 }
 
-/// One phase of one iteration, on every client.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+/// One phase of one iteration, on every client. Every field but the phase may be missing
+/// (read as zero or empty); a record without a phase is no record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PhaseRecord {
+    #[serde(default)]
     pub iteration: u32,
-    /// "write", "read", or mdtest's row name ("File creation").
-    pub phase: String,
+    /// Written as its label: "write", "read", or mdtest's row name ("File creation").
+    pub phase: Phase,
+    #[serde(default)]
     pub bytes: u64,
+    #[serde(default)]
     pub ops: u64,
+    #[serde(default)]
     pub seconds: f64,
+    #[serde(default)]
     pub bw_mib: f64,
+    #[serde(default)]
     pub ops_per_sec: f64,
+    #[serde(default)]
     pub tasks: Vec<TaskRecord>,
 }
 
 impl PhaseRecord {
     pub fn new(
         iteration: u32,
-        label: &str,
+        phase: Phase,
         totals: &crate::summary::PhaseTotals,
         tasks: &[(String, crate::summary::TaskResult)],
     ) -> PhaseRecord {
         PhaseRecord {
             iteration,
-            phase: label.to_owned(),
+            phase,
             bytes: totals.bytes,
             ops: totals.ops,
             seconds: totals.seconds,
@@ -318,7 +326,7 @@ pub fn unix(t: std::time::SystemTime) -> f64 {
 pub enum EventLine {
     PhaseStarted {
         iteration: u32,
-        phase: String,
+        phase: Phase,
         /// Unix seconds: when every client starts it.
         at: f64,
     },
@@ -340,7 +348,7 @@ pub enum EventLine {
     },
     PhaseDone {
         iteration: u32,
-        phase: String,
+        phase: Phase,
         bytes: u64,
         ops: u64,
         seconds: f64,

@@ -57,7 +57,7 @@ pub struct BenchSpec {
 pub enum BenchEvent {
     PhaseStarted {
         iteration: u32,
-        phase: String,
+        phase: Phase,
         at: SystemTime,
     },
     /// A client's cumulative counters for the current phase.
@@ -86,8 +86,7 @@ pub enum BenchEvent {
 #[derive(Debug, Clone)]
 pub struct PhaseRecord {
     pub iteration: u32,
-    /// "write", "read", or mdtest's row name ("File creation").
-    pub label: String,
+    pub phase: Phase,
     pub totals: PhaseTotals,
     /// Every task's result, with the client it ran on.
     pub tasks: Vec<(String, TaskResult)>,
@@ -138,7 +137,7 @@ pub async fn run(
     'run: for iteration in 0..iterations {
         for phase in &phase_list {
             let label = phase.label();
-            let phase = run_phase(spec, &connections, dialer, iteration, *phase, label, &events);
+            let phase = run_phase(spec, &connections, dialer, iteration, *phase, &events);
             // Dropping the phase drops its JoinSet, which aborts every client's call and so
             // closes its stream: the agents stop their tasks.
             let result = tokio::select! {
@@ -162,16 +161,8 @@ pub async fn run(
         // IOR removes its files after each repetition (unless -k), so the next write starts
         // from nothing again.
         if matches!(spec.workload, Workload::Ior(_))
-            && let Err(err) = run_phase(
-                spec,
-                &connections,
-                dialer,
-                iteration,
-                Phase::IorCleanup,
-                Phase::IorCleanup.label(),
-                &events,
-            )
-            .await
+            && let Err(err) =
+                run_phase(spec, &connections, dialer, iteration, Phase::IorCleanup, &events).await
         {
             outcome.error = Some(format!("iteration {iteration}, removing the test files: {err}"));
             break 'run;
@@ -187,21 +178,26 @@ fn summarize(spec: &BenchSpec, outcome: &mut BenchOutcome) {
     let tasks = spec.tasks_per_client * spec.clients.len() as u32;
     match &spec.workload {
         Workload::Ior(p) => {
-            for op in iteration_phases(&spec.workload).into_iter().map(Phase::label) {
+            for phase in iteration_phases(&spec.workload) {
                 let totals: Vec<PhaseTotals> =
-                    outcome.phases.iter().filter(|r| r.label == op).map(|r| r.totals).collect();
-                for r in outcome.phases.iter().filter(|r| r.label == op) {
-                    outcome.iterations.push(summary::ior_iteration(op, r.iteration.into(), &r.totals, p));
+                    outcome.phases.iter().filter(|r| r.phase == phase).map(|r| r.totals).collect();
+                for r in outcome.phases.iter().filter(|r| r.phase == phase) {
+                    outcome.iterations.push(summary::ior_iteration(
+                        phase.label(),
+                        r.iteration.into(),
+                        &r.totals,
+                        p,
+                    ));
                 }
-                outcome.ior.extend(summary::ior_summary(op, &totals, p, tasks));
+                outcome.ior.extend(summary::ior_summary(phase.label(), &totals, p, tasks));
             }
             outcome.iterations.sort_by_key(|i| i.iteration);
         }
         Workload::Mdtest(_) => {
-            for op in iteration_phases(&spec.workload).into_iter().map(Phase::label) {
+            for phase in iteration_phases(&spec.workload) {
                 let totals: Vec<PhaseTotals> =
-                    outcome.phases.iter().filter(|r| r.label == op).map(|r| r.totals).collect();
-                outcome.mdtest.extend(summary::mdtest_summary(op, &totals));
+                    outcome.phases.iter().filter(|r| r.phase == phase).map(|r| r.totals).collect();
+                outcome.mdtest.extend(summary::mdtest_summary(phase.label(), &totals));
             }
         }
     }
@@ -214,12 +210,11 @@ async fn run_phase(
     dialer: &Dialer,
     iteration: u32,
     phase: Phase,
-    label: &str,
     events: &mpsc::UnboundedSender<BenchEvent>,
 ) -> Result<PhaseRecord, String> {
     let at = SystemTime::now() + START_MARGIN;
     if phase != Phase::IorCleanup {
-        let _ = events.send(BenchEvent::PhaseStarted { iteration, phase: label.to_owned(), at });
+        let _ = events.send(BenchEvent::PhaseStarted { iteration, phase, at });
     }
     let total_tasks = spec.tasks_per_client * connections.len() as u32;
     let mut calls = JoinSet::new();
@@ -272,7 +267,7 @@ async fn run_phase(
         bw_mib: 0.0,
         ops_per_sec: 0.0,
     });
-    Ok(PhaseRecord { iteration, label: label.to_owned(), totals, tasks })
+    Ok(PhaseRecord { iteration, phase, totals, tasks })
 }
 
 /// One client's part of a phase: its task results, or why it failed.
@@ -490,8 +485,8 @@ struct MpiJob {
     ranks: u32,
     /// The client each rank runs on.
     owners: Vec<String>,
-    /// Phases some ranks have finished, by (iteration, label).
-    pending: BTreeMap<(u32, String), Vec<(String, TaskResult)>>,
+    /// Phases some ranks have finished, by (iteration, phase).
+    pending: BTreeMap<(u32, Phase), Vec<(String, TaskResult)>>,
     /// This phase's progress per rank.
     progress: BTreeMap<u32, (u64, u64)>,
     task_errors: Vec<String>,
@@ -517,8 +512,7 @@ impl MpiJob {
             RankLine::Started { iteration, phase, at_unix_ns } => {
                 self.progress.clear();
                 let at = std::time::UNIX_EPOCH + Duration::from_nanos(*at_unix_ns);
-                let _ =
-                    events.send(BenchEvent::PhaseStarted { iteration: *iteration, phase: phase.clone(), at });
+                let _ = events.send(BenchEvent::PhaseStarted { iteration: *iteration, phase: *phase, at });
             }
             RankLine::Progress { rank, bytes, ops } => {
                 self.progress.insert(*rank, (*bytes, *ops));
@@ -536,15 +530,15 @@ impl MpiJob {
                 if let Some(err) = &result.error {
                     self.task_errors.push(format!("client {node}, task {rank}: {err}"));
                 }
-                let key = (*iteration, phase.clone());
-                let tasks = self.pending.entry(key.clone()).or_default();
+                let key = (*iteration, *phase);
+                let tasks = self.pending.entry(key).or_default();
                 tasks.push((node, result));
                 if tasks.len() as u32 == self.ranks {
                     let mut tasks = self.pending.remove(&key).unwrap_or_default();
                     tasks.sort_by_key(|(_, r)| r.task);
                     let results: Vec<TaskResult> = tasks.iter().map(|(_, r)| r.clone()).collect();
                     if let Some(totals) = engine::totals(&results) {
-                        let record = PhaseRecord { iteration: key.0, label: key.1, totals, tasks };
+                        let record = PhaseRecord { iteration: key.0, phase: key.1, totals, tasks };
                         let _ = events.send(BenchEvent::PhaseDone { record: record.clone() });
                         outcome.phases.push(record);
                     }

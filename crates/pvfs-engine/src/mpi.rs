@@ -94,14 +94,14 @@ impl LaunchRequest {
 #[serde(tag = "pvfs_rank_event", rename_all = "snake_case")]
 pub enum RankLine {
     /// Rank 0, as each phase starts (after the barrier).
-    Started { iteration: u32, phase: String, at_unix_ns: u64 },
+    Started { iteration: u32, phase: Phase, at_unix_ns: u64 },
     /// Once a second while a phase runs: what this rank moved in it so far.
     Progress { rank: u32, bytes: u64, ops: u64 },
     /// This rank's part of a phase is over.
     Phase {
         rank: u32,
         iteration: u32,
-        phase: String,
+        phase: Phase,
         start_unix_ns: u64,
         end_unix_ns: u64,
         bytes: u64,
@@ -223,11 +223,7 @@ pub fn run_rank(job: &RankJob, emit: &(dyn Fn(&RankLine) + Sync)) -> Result<(), 
             let label = phase.label();
             barrier.wait(&format!("{iteration}-{}", label.replace(' ', "-")))?;
             if job.rank == 0 {
-                emit(&RankLine::Started {
-                    iteration,
-                    phase: label.to_owned(),
-                    at_unix_ns: unix_ns(SystemTime::now()),
-                });
+                emit(&RankLine::Started { iteration, phase, at_unix_ns: unix_ns(SystemTime::now()) });
             }
             let results = with_progress(job.rank, emit, |progress| {
                 engine::run_phase(&request(iteration, phase), progress)
@@ -237,7 +233,7 @@ pub fn run_rank(job: &RankJob, emit: &(dyn Fn(&RankLine) + Sync)) -> Result<(), 
                 emit(&RankLine::Phase {
                     rank: r.task,
                     iteration,
-                    phase: label.to_owned(),
+                    phase,
                     start_unix_ns: unix_ns(r.start),
                     end_unix_ns: unix_ns(r.end),
                     bytes: r.bytes,
@@ -326,7 +322,7 @@ mod tests {
         let line = RankLine::Phase {
             rank: 3,
             iteration: 1,
-            phase: "File creation".into(),
+            phase: Phase::Mdtest(pvfs_bench::phase::MdtestPhase::FileCreate),
             start_unix_ns: 1_000_000_000,
             end_unix_ns: 3_000_000_000,
             bytes: 0,
@@ -400,7 +396,7 @@ mod tests {
             let of = |label: &str| -> Vec<TaskResult> {
                 lines
                     .iter()
-                    .filter(|l| matches!(l, RankLine::Phase { iteration: i, phase, .. } if *i == iteration && phase == label))
+                    .filter(|l| matches!(l, RankLine::Phase { iteration: i, phase, .. } if *i == iteration && phase.label() == label))
                     .filter_map(RankLine::task_result)
                     .collect()
             };

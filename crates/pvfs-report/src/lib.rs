@@ -6,6 +6,7 @@
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use pvfs_bench::phase::{IorPhase, Phase};
 use pvfs_bench::results::{self, PhaseRecord, Record, ResultsError, RunRecord};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -307,7 +308,7 @@ struct Fair {
 fn fairness(phases: &[PhaseRecord]) -> BTreeMap<(String, String), Fair> {
     let mut acc: BTreeMap<(String, String), (f64, f64, u32)> = BTreeMap::new();
     for phase in phases {
-        let op = phase.phase.clone();
+        let op = phase.phase.label().to_owned();
         let begin = phase.tasks.iter().map(|t| t.start).fold(f64::MAX, f64::min);
         let mut by_client: BTreeMap<String, (f64, f64, f64)> = BTreeMap::new();
         for t in &phase.tasks {
@@ -361,7 +362,8 @@ fn amplification(run: &RunData, phases: &[PhaseRecord]) -> Vec<(String, f64, f64
     }
     let mut out: BTreeMap<String, (f64, f64)> = BTreeMap::new();
     for phase in phases {
-        let op = phase.phase.clone();
+        let op = phase.phase.label().to_owned();
+        let writes = phase.phase == Phase::Ior(IorPhase::Write);
         let start = phase.tasks.iter().map(|t| t.start).fold(f64::MAX, f64::min);
         let end = phase.tasks.iter().map(|t| t.end).fold(0.0, f64::max);
         let app = phase.bytes as f64;
@@ -369,7 +371,7 @@ fn amplification(run: &RunData, phases: &[PhaseRecord]) -> Vec<(String, f64, f64
         let mut net = 0.0;
         for (s, e, rx, tx) in &seconds {
             let overlap = (e.min(end) - s.max(start)).max(0.0) / (e - s).max(1e-9);
-            net += overlap * if op == "write" { *tx } else { *rx };
+            net += overlap * if writes { *tx } else { *rx };
         }
         let slot = out.entry(op).or_default();
         slot.0 += app;

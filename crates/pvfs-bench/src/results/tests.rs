@@ -2,6 +2,7 @@
 //! `version`), and every older or hand-made record still reads.
 
 use super::*;
+use crate::phase::IorPhase;
 use serde_json::json;
 
 fn ior_row() -> IorSummary {
@@ -48,7 +49,7 @@ fn record() -> RunRecord {
         iterations: vec![],
         phases: vec![PhaseRecord {
             iteration: 0,
-            phase: "write".into(),
+            phase: Phase::Ior(IorPhase::Write),
             bytes: 2097152,
             ops: 32,
             seconds: 0.123456789,
@@ -217,7 +218,7 @@ fn run_dirs_are_never_shared() {
 fn event_lines_are_the_old_bytes() {
     let line = EventLine::PhaseDone {
         iteration: 1,
-        phase: "read".into(),
+        phase: Phase::Ior(IorPhase::Read),
         bytes: 10,
         ops: 2,
         seconds: 0.5,
@@ -226,7 +227,7 @@ fn event_lines_are_the_old_bytes() {
     };
     let old = json!({"event": "phase_done", "iteration": 1, "phase": "read", "bytes": 10, "ops": 2, "seconds": 0.5, "bw_mib": 1.25, "ops_per_sec": 4.0});
     assert_eq!(sorted(&line).unwrap().to_string(), old.to_string());
-    let line = EventLine::PhaseStarted { iteration: 0, phase: "write".into(), at: 12.5 };
+    let line = EventLine::PhaseStarted { iteration: 0, phase: Phase::Ior(IorPhase::Write), at: 12.5 };
     assert_eq!(
         sorted(&line).unwrap().to_string(),
         r#"{"at":12.5,"event":"phase_started","iteration":0,"phase":"write"}"#

@@ -180,7 +180,7 @@ fn write_record(
 fn event_line(event: &BenchEvent) -> EventLine {
     match event {
         BenchEvent::PhaseStarted { iteration, phase, at } => {
-            EventLine::PhaseStarted { iteration: *iteration, phase: phase.clone(), at: unix(*at) }
+            EventLine::PhaseStarted { iteration: *iteration, phase: *phase, at: unix(*at) }
         }
         BenchEvent::Progress { node, bytes, ops } => EventLine::Progress {
             node: node.clone(),
@@ -194,7 +194,7 @@ fn event_line(event: &BenchEvent) -> EventLine {
         BenchEvent::Output { stderr, text } => EventLine::Output { stderr: *stderr, text: text.clone() },
         BenchEvent::PhaseDone { record } => EventLine::PhaseDone {
             iteration: record.iteration,
-            phase: record.label.clone(),
+            phase: record.phase,
             bytes: record.totals.bytes,
             ops: record.totals.ops,
             seconds: record.totals.seconds,

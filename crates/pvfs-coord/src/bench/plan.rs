@@ -226,7 +226,7 @@ impl BenchPlan {
             phases: o
                 .phases
                 .iter()
-                .map(|p| results::PhaseRecord::new(p.iteration, &p.label, &p.totals, &p.tasks))
+                .map(|p| results::PhaseRecord::new(p.iteration, p.phase, &p.totals, &p.tasks))
                 .collect(),
             metrics_seconds: metrics.clone(),
         }

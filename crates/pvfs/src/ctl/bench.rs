@@ -336,7 +336,7 @@ fn phase_line(record: &pvfs_coord::bench::PhaseRecord) -> String {
     format!(
         "iteration {} {}: {:.2} MiB/s, {:.2} ops/s, {} in {:.3}s",
         record.iteration,
-        record.label,
+        record.phase,
         t.bw_mib,
         t.ops_per_sec,
         output::bytes(t.bytes),
