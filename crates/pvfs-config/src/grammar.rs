@@ -231,6 +231,41 @@ pub(crate) fn url(what: &str, value: &str, schemes: &[&str]) -> Result<(), Strin
     Ok(())
 }
 
+/// An apt suite or component, as a deb822 source lists them (sources.list(5): whitespace-separated
+/// words; a suite may be a path such as `stable/updates`, or an exact path ending in `/`):
+/// letters, digits and `. _ + ~ / -`, not starting with `-`. The agent's policy holds the same.
+pub(crate) fn apt_word(what: &str, word: &str) -> Result<(), String> {
+    let ok = !word.is_empty()
+        && word.len() <= 128
+        && !word.starts_with('-')
+        && word.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '~' | '/' | '-'));
+    if ok {
+        return Ok(());
+    }
+    Err(format!(
+        "{what} {word:?} is not an apt {what}: one word of letters, digits and . _ + ~ / -, not starting with '-' \
+         (bookworm, jammy-updates, main, non-free)"
+    ))
+}
+
+/// An ASCII-armored OpenPGP public key block (RFC 4880, 6.2), what apt reads from a `.asc`
+/// keyring named by `Signed-By` (sources.list(5)): the BEGIN line, armor headers, base64 and
+/// its checksum, the END line, at most 64 KiB. The agent's policy holds the same.
+pub(crate) fn armored_key(text: &str) -> Result<(), String> {
+    const BEGIN: &str = "-----BEGIN PGP PUBLIC KEY BLOCK-----";
+    const END: &str = "-----END PGP PUBLIC KEY BLOCK-----";
+    let body = text.trim_end().strip_prefix(BEGIN).and_then(|rest| rest.strip_suffix(END));
+    let plain = |c: char| c.is_ascii_graphic() || matches!(c, ' ' | '\n' | '\r');
+    match body {
+        Some(body) if text.len() <= 65536 && body.chars().all(plain) && !body.contains("-----") => Ok(()),
+        _ => Err(format!(
+            "it is not one ASCII-armored OpenPGP public key ({BEGIN} … {END}, at most 64 KiB); export one with \
+             `gpg --armor --export FINGERPRINT`, or from a binary keyring with \
+             `gpg --no-default-keyring --keyring ./KEYRING.gpg --armor --export`"
+        )),
+    }
+}
+
 /// Mount options for fstab and `mount -o` (fstab(5)): comma-separated `key` or `key=value` of
 /// letters, digits and `_ - . : @ +`, so no whitespace or `#` (fstab's field and comment
 /// separators), no path and no quote. Options that make a mount read or write other files or

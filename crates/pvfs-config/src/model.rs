@@ -431,7 +431,7 @@ impl Packages {
     }
 }
 
-/// `[[repo]]`: a yum/dnf repository.
+/// `[[repo]]`: a yum/dnf repository, or an apt one when it has suites.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Repo {
     pub name: String,
@@ -443,6 +443,12 @@ pub struct Repo {
     pub gpgcheck: bool,
     /// The file allows plain http for this repository.
     pub allow_http: bool,
+    /// apt's suites; empty for a yum/dnf repository.
+    pub suites: Vec<String>,
+    /// apt's components.
+    pub components: Vec<String>,
+    /// apt: the armored signing key read from `gpgkey_file`, shipped to the nodes.
+    pub key: Option<String>,
 }
 
 /// `[bench]` defaults; each is `None` when the file leaves it to the command's default.

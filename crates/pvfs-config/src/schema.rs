@@ -325,7 +325,8 @@ pub struct PackagesSection {
     pub client: Option<Vec<Spanned<String>>>,
 }
 
-/// `[[repo]]`: a yum/dnf repository, written to `/etc/yum.repos.d/NAME.repo`.
+/// `[[repo]]`: a yum/dnf repository, written to `/etc/yum.repos.d/NAME.repo`, or with `suites`
+/// an apt repository, written to `/etc/apt/sources.list.d/pvfs-NAME.sources` (deb822).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RepoSpec {
@@ -335,8 +336,20 @@ pub struct RepoSpec {
     #[serde(default)]
     pub roles: Vec<Spanned<String>>,
     /// The URL of the key the packages are signed with (yum's `gpgkey`); leave it out when a
-    /// release package already imported the key.
+    /// release package already imported the key. On an apt repository only a `file://`
+    /// keyring already on the node (apt fetches no keys; see `gpgkey_file`).
     pub gpgkey: Option<Spanned<String>>,
+    /// apt: the suites (`bookworm`, `jammy`; or one exact path ending in `/`). Giving them
+    /// makes this an apt repository.
+    #[serde(default)]
+    pub suites: Vec<Spanned<String>>,
+    /// apt: the components (`main`, `non-free`); none with an exact-path suite.
+    #[serde(default)]
+    pub components: Vec<Spanned<String>>,
+    /// apt: a file next to the cluster file holding the repository's ASCII-armored signing key
+    /// (as its publisher ships it, e.g. BeeGFS's `GPG-KEY-beegfs`); pvfs copies it to
+    /// `/etc/apt/keyrings/pvfs-NAME.asc` and names it in `Signed-By`.
+    pub gpgkey_file: Option<Spanned<String>>,
     /// Check the packages' signatures (default: true). `false` is for repositories whose
     /// publisher does not sign them (Whamcloud's Lustre RPMs); plans show it as a warning.
     pub gpgcheck: Option<Spanned<bool>>,

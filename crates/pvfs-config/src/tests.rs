@@ -491,6 +491,81 @@ gpgkey = "ftp://x/key"
     );
 }
 
+/// An apt repository: suites and components by sources.list(5), its key from a file next to
+/// the cluster file (apt fetches no keys), every mistake at its position.
+#[test]
+fn apt_repositories_take_suites_components_and_a_key_file() {
+    let file = |repos: &str| {
+        format!(
+            "[cluster]\nname = \"l\"\nkind = \"local\"\n\n{repos}\n[[node]]\nname = \"n1\"\naddress = \"127.0.0.1\"\nroles = [\"server\", \"client\"]\n\n[local]\nmount = \"/tmp/l\"\n"
+        )
+    };
+    check(
+        &file(
+            r#"[[repo]]
+name = "beegfs"
+baseurl = "https://www.beegfs.io/release/beegfs_7.4.5"
+suites = ["bookworm", "-o"]
+gpgkey = "https://www.beegfs.io/release/beegfs_7.4.5/gpg/GPG-KEY-beegfs"
+
+[[repo]]
+name = "flat"
+baseurl = "https://www.beegfs.io/release/flat"
+suites = ["./"]
+components = ["main"]
+gpgkey_file = "no-such.asc"
+
+[[repo]]
+name = "yum"
+baseurl = "https://www.beegfs.io/release/x"
+components = ["main"]
+gpgkey_file = "k.asc"
+"#,
+        ),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:8:11: [[repo]] beegfs: an apt suite needs components (components = ["main"]), or write an exact path ending in '/'
+            /etc/pvfs/cluster.toml:8:23: suite "-o" is not an apt suite: one word of letters, digits and . _ + ~ / -, not starting with '-' (bookworm, jammy-updates, main, non-free)
+            /etc/pvfs/cluster.toml:9:10: [[repo]] beegfs: apt does not fetch signing keys: save the key next to the cluster file (`curl -fsSLo beegfs.asc URL`, then check its fingerprint) and give gpgkey_file = "beegfs.asc"
+            /etc/pvfs/cluster.toml:15:15: [[repo]] flat: a suite ending in '/' is an exact path, which takes no components (sources.list(5)): remove components, or name the suite without the '/'
+            /etc/pvfs/cluster.toml:16:15: cannot read the signing key of [[repo]] flat at /etc/pvfs/no-such.asc: No such file or directory (os error 2); save the repository's ASCII-armored key there, as its publisher ships it
+            /etc/pvfs/cluster.toml:21:15: [[repo]] yum: components are for apt repositories; give its suites too, or remove them
+            /etc/pvfs/cluster.toml:22:15: [[repo]] yum: gpgkey_file is for apt repositories (with suites); a yum/dnf repository names its key with gpgkey = URL
+        "#]],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let key = include_str!("../../pvfs-steps/testdata/packages/pvfs-test-repo.asc");
+    std::fs::write(dir.path().join("beegfs.asc"), key).unwrap();
+    std::fs::write(dir.path().join("binary.gpg"), [0x99u8, 0x01, 0xff, 0xfe]).unwrap();
+    std::fs::write(dir.path().join("ssh.pub"), "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 me\n").unwrap();
+    let path = dir.path().join("cluster.toml");
+    let repo = |name: &str, key_file: &str| {
+        format!(
+            "[[repo]]\nname = \"{name}\"\nbaseurl = \"https://www.beegfs.io/release/beegfs_7.4.5\"\nsuites = [\"bookworm\"]\ncomponents = [\"non-free\"]\ngpgkey_file = \"{key_file}\"\n\n"
+        )
+    };
+    std::fs::write(&path, file(&repo("beegfs", "beegfs.asc"))).unwrap();
+    let cluster = crate::load(&path).unwrap();
+    let r = &cluster.repos[0];
+    assert_eq!(
+        (r.suites.as_slice(), r.components.as_slice()),
+        (&["bookworm".to_owned()][..], &["non-free".to_owned()][..])
+    );
+    assert_eq!(r.key.as_deref(), Some(key));
+    std::fs::write(&path, file(&(repo("bin", "binary.gpg") + &repo("ssh", "ssh.pub")))).unwrap();
+    let err = crate::load(&path).unwrap_err().to_string();
+    let dir = dir.path().display();
+    assert!(
+        err.contains(&format!("cluster.toml:10:15: {dir}/binary.gpg is not text (a binary keyring?)")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "cluster.toml:17:15: {dir}/ssh.pub: it is not one ASCII-armored OpenPGP public key"
+        )),
+        "{err}"
+    );
+}
+
 #[test]
 fn lnet_may_pin_an_interface_and_bad_forms_are_named_at_their_position() {
     let cluster = |lnet: &str| {

@@ -824,8 +824,15 @@ impl Validator<'_> {
             }
             let url = r.baseurl.get_ref();
             let allow_http = r.allow_http.as_ref().is_some_and(|a| *a.get_ref());
-            // The schemes yum and dnf fetch from (yum.conf(5), baseurl).
-            self.check(&r.baseurl, |u| grammar::url("baseurl", u, &["https", "http", "ftp", "file"]));
+            let key = self.apt_repo(r);
+            // The schemes yum and dnf fetch from (yum.conf(5), baseurl); apt's own transports
+            // (sources.list(5), URI SPECIFICATION) less ftp, which apt 1.9 dropped.
+            let schemes: &[&str] = if r.suites.is_empty() {
+                &["https", "http", "ftp", "file"]
+            } else {
+                &["https", "http", "file"]
+            };
+            self.check(&r.baseurl, |u| grammar::url("baseurl", u, schemes));
             if let Some(key) = &r.gpgkey {
                 self.check(key, |u| grammar::url("gpgkey", u, &["https", "http", "file"]));
             }
@@ -859,9 +866,110 @@ impl Validator<'_> {
                 gpgkey: r.gpgkey.as_ref().map(|k| k.get_ref().clone()),
                 gpgcheck: r.gpgcheck.as_ref().is_none_or(|g| *g.get_ref()),
                 allow_http,
+                suites: r.suites.iter().map(|s| s.get_ref().clone()).collect(),
+                components: r.components.iter().map(|c| c.get_ref().clone()).collect(),
+                key,
             });
         }
         repos
+    }
+
+    /// A `[[repo]]`'s apt fields, checked as sources.list(5) takes them; the signing key read
+    /// from `gpgkey_file`, which the nodes get in their plan (as `[beegfs] auth_secret` is
+    /// shipped), since apt itself fetches no keys.
+    fn apt_repo(&mut self, r: &crate::schema::RepoSpec) -> Option<String> {
+        let name = r.name.get_ref();
+        for suite in &r.suites {
+            self.check(suite, |w| grammar::apt_word("suite", w));
+        }
+        for component in &r.components {
+            self.check(component, |w| grammar::apt_word("component", w));
+        }
+        if r.suites.is_empty() {
+            if let Some(component) = r.components.first() {
+                self.error(
+                    component,
+                    format!("[[repo]] {name}: components are for apt repositories; give its suites too, or remove them"),
+                );
+            }
+            if let Some(file) = &r.gpgkey_file {
+                self.error(
+                    file,
+                    format!(
+                        "[[repo]] {name}: gpgkey_file is for apt repositories (with suites); a yum/dnf repository \
+                         names its key with gpgkey = URL"
+                    ),
+                );
+            }
+            return None;
+        }
+        // sources.list(5): a suite that is an exact path (ends in '/') takes no components;
+        // any other needs at least one.
+        match (r.suites.iter().find(|s| s.get_ref().ends_with('/')), r.components.first()) {
+            (Some(_), Some(component)) => self.error(
+                component,
+                format!(
+                    "[[repo]] {name}: a suite ending in '/' is an exact path, which takes no components \
+                     (sources.list(5)): remove components, or name the suite without the '/'"
+                ),
+            ),
+            (None, None) => self.error(
+                &r.suites[0],
+                format!(
+                    "[[repo]] {name}: an apt suite needs components (components = [\"main\"]), or write an exact \
+                     path ending in '/'"
+                ),
+            ),
+            _ => {}
+        }
+        if let Some(key) = &r.gpgkey {
+            if !key.get_ref().starts_with("file://") {
+                self.error(
+                    key,
+                    format!(
+                        "[[repo]] {name}: apt does not fetch signing keys: save the key next to the cluster file \
+                         (`curl -fsSLo {name}.asc URL`, then check its fingerprint) and give gpgkey_file = \"{name}.asc\""
+                    ),
+                );
+            } else if r.gpgkey_file.is_some() {
+                self.error(key, format!("[[repo]] {name}: give gpgkey or gpgkey_file, not both"));
+            }
+        }
+        let file = r.gpgkey_file.as_ref()?;
+        if !self.check(file, |p| grammar::no_control("gpgkey_file", p)) {
+            return None;
+        }
+        let path = self.base.join(file.get_ref());
+        let shown = path.display();
+        match std::fs::read(&path).map(String::from_utf8) {
+            Ok(Ok(text)) => match grammar::armored_key(&text) {
+                Ok(()) => Some(text),
+                Err(why) => {
+                    self.error(file, format!("{shown}: {why}"));
+                    None
+                }
+            },
+            Ok(Err(_)) => {
+                self.error(
+                    file,
+                    format!(
+                        "{shown} is not text (a binary keyring?): export it armored with \
+                         `gpg --no-default-keyring --keyring {shown} --armor --export > {name}.asc`"
+                    ),
+                );
+                None
+            }
+            Err(err) => {
+                self.error(
+                    file,
+                    format!(
+                        "cannot read the signing key of [[repo]] {name} at {shown}: {err}; save the repository's \
+                         ASCII-armored key there, as its publisher ships it"
+                    ),
+                );
+                None
+            }
+        }
     }
 
     fn bench(&mut self, file: &ClusterFile, clients: usize) -> Bench {

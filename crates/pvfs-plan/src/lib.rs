@@ -163,6 +163,9 @@ pub(crate) fn packages(
             gpgkey: r.gpgkey.clone(),
             gpgcheck: r.gpgcheck,
             allow_http: r.allow_http,
+            suites: r.suites.clone(),
+            components: r.components.clone(),
+            key: r.key.clone(),
         })
         .collect();
     Step::Packages(Packages { manager, apt: dedup(apt), rpm: dedup(rpm), repos })

@@ -14,7 +14,15 @@
 //! instance whose parameters `lctl get_param -n`/`set_param` read and write until it unmounts,
 //! `lfs setstripe` keeps a directory's default layout for `lfs getstripe -d`; `rpm -q kernel` lists
 //! every installed kernel and `/proc/sys/kernel/osrelease` names the running one, which
-//! [`Node::reboot`] changes. Every probe answers in the real tool's format (the shapes of the
+//! [`Node::reboot`] changes. For BeeGFS, `yum`/`dnf install` lays down the packaged
+//! configuration files (the real default `beegfs-storage.conf`), `beegfs-setup-*` writes what
+//! ThinkParQ's scripts write (format.conf, the ID files, the keys they `sed`), a service's start
+//! registers it with the management daemon for `beegfs-check-servers` (the shape of pvfs-steps'
+//! testdata/beegfs-7/check-servers-seed.txt) and `beegfs-ctl --listnodes`, and the client
+//! service mounts what `beegfs-mounts.conf` lists. Block-queue tuning goes to the kernel: each
+//! disk's `/sys/block/NAME` is the sysfs directory of its real loop device, so the scheduler,
+//! `nr_requests` and read-ahead are written to and read back from the running kernel (an md
+//! array, being simulated, has only its read-ahead). Every probe answers in the real tool's format (the shapes of the
 //! recorded outputs in pvfs-steps' testdata and reference/setup-anchors.md). The node's disks
 //! are real: every device name is a device node of one zeroed loop device, so the device
 //! rules (block device, unused, claimable, zeros) run against the kernel, as in the plan
@@ -63,6 +71,8 @@ struct State {
     /// exist while it is mounted) with its parameters, which start at the defaults and are lost
     /// at unmount.
     llite: BTreeMap<String, Llite>,
+    /// BeeGFS service (`meta`, `storage`, `mgmtd`) → the node ID its setup script was given.
+    beegfs_ids: BTreeMap<String, u32>,
 }
 
 /// One mounted Lustre client: `llite.lustre-ffff88003bfbd000.*` in `lctl get_param`'s names.
@@ -148,6 +158,9 @@ struct Net {
     /// (fsname, directory below the mount point) → its default layout (stripe count, stripe
     /// size): kept by the MDT, so it outlives every client mount.
     layouts: BTreeMap<(String, String), (i64, u64)>,
+    /// BeeGFS servers registered with the management daemon, by section (`Management`,
+    /// `Metadata`, `Storage`) and node name: their ID and `IP:PORT`.
+    beegfs: BTreeMap<(&'static str, String), (u32, String)>,
 }
 
 fn monotonic_us() -> u64 {
@@ -178,7 +191,13 @@ struct SimNode {
     /// This node's LNet NID (`10.0.0.4@tcp`), when it has one.
     nid: Option<String>,
     net: Arc<Mutex<Net>>,
+    /// The node's name and IP address, as BeeGFS lists its servers.
+    name: String,
+    ip: String,
 }
+
+/// BeeGFS 7's default `beegfs-storage.conf`, as the package installs it.
+const BEEGFS_STORAGE_CONF: &str = include_str!("../../pvfs-steps/testdata/beegfs-7/beegfs-storage.conf");
 
 impl SimNode {
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -210,6 +229,139 @@ impl SimNode {
         }
     }
 
+    fn write_file(&self, abs: &str, text: &str) {
+        let p = self.dir.join(abs.trim_start_matches('/'));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    /// `sed -i "s/\(^KEY.*=\).*/\1 VALUE/"`, as the BeeGFS setup scripts change their config.
+    fn sed_key(&self, conf: &str, key: &str, value: &str) {
+        let text = std::fs::read_to_string(self.dir.join(conf.trim_start_matches('/'))).unwrap();
+        let lines: Vec<String> = text
+            .lines()
+            .map(|l| {
+                if l.starts_with(key) && l.contains('=') { format!("{key} = {value}") } else { l.to_owned() }
+            })
+            .collect();
+        self.write_file(conf, &(lines.join("\n") + "\n"));
+    }
+
+    /// What installing `package` puts on the node besides its rpm entry: BeeGFS's packaged
+    /// configuration files (the keys pvfs and the setup scripts change, with their packaged
+    /// values), and kernel-devel's build tree for the running kernel with the link the kernel
+    /// package makes to it.
+    fn lay_down(&self, package: &str) {
+        let packaged = |service: &str, extra: &str| {
+            format!(
+                "sysMgmtdHost                 =\nconnAuthFile                 =\nconnDisableAuthentication    = false\n\
+                 connInterfacesFile           =\nconnNetFilterFile            =\nconnMaxInternodeNum          = 12\n{extra}\
+                 logStdFile                   = /var/log/beegfs-{service}.log\n"
+            )
+        };
+        match package {
+            "beegfs-mgmtd" => self.write_file(
+                "/etc/beegfs/beegfs-mgmtd.conf",
+                &packaged("mgmtd", "storeMgmtdDirectory          =\nstoreAllowFirstRunInit       = true\n"),
+            ),
+            "beegfs-meta" => self.write_file(
+                "/etc/beegfs/beegfs-meta.conf",
+                &packaged(
+                    "meta",
+                    "storeMetaDirectory           =\nstoreAllowFirstRunInit       = true\nstoreFsUUID                  =\ntuneNumWorkers               = 0\n",
+                ),
+            ),
+            "beegfs-storage" => self.write_file("/etc/beegfs/beegfs-storage.conf", BEEGFS_STORAGE_CONF),
+            "beegfs-client" => self.write_file("/etc/beegfs/beegfs-client.conf", &packaged("client", "")),
+            "beegfs-helperd" => self.write_file(
+                "/etc/beegfs/beegfs-helperd.conf",
+                "connAuthFile       =\nconnDisableAuthentication = false\nconnHelperdPortTCP = 8006\n",
+            ),
+            "kernel-devel" => {
+                let release =
+                    std::fs::read_to_string(self.dir.join("proc/sys/kernel/osrelease")).unwrap().trim().to_owned();
+                std::fs::create_dir_all(self.dir.join(format!("usr/src/kernels/{release}"))).unwrap();
+                std::fs::create_dir_all(self.dir.join(format!("lib/modules/{release}"))).unwrap();
+                let link = self.dir.join(format!("lib/modules/{release}/build"));
+                if std::fs::symlink_metadata(&link).is_err() {
+                    std::os::unix::fs::symlink(format!("/usr/src/kernels/{release}"), link).unwrap();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// What `beegfs-setup-SERVICE ARGS` leaves behind (ThinkParQ/beegfs,
+    /// */build/dist/sbin/beegfs-setup-*): in the store directory (`-p`, which must be empty)
+    /// format.conf and the ID files, and in the service's configuration the store directory,
+    /// `storeAllowFirstRunInit = false` and the management host (`-m`).
+    fn beegfs_setup(&self, s: &mut State, service: &str, args: &[&str]) -> Output {
+        let arg = |flag: &str| args.iter().position(|a| *a == flag).and_then(|i| args.get(i + 1).copied());
+        let conf = format!("/etc/beegfs/beegfs-{service}.conf");
+        if let Some(dir) = arg("-p") {
+            if std::fs::read_dir(self.dir.join(dir.trim_start_matches('/')))
+                .is_ok_and(|mut d| d.next().is_some())
+            {
+                return out(1, " * ERROR: Storage target directory is not empty.\n", "");
+            }
+            self.write_file(
+                &format!("{dir}/format.conf"),
+                "# This file was auto-generated. Do not modify it!\nversion=3\n",
+            );
+            for (flag, file) in [("-i", "targetNumID"), ("-s", "nodeNumID")] {
+                if let Some(id) = arg(flag) {
+                    self.write_file(&format!("{dir}/{file}"), &format!("{id}\n"));
+                }
+            }
+            let key = match service {
+                "mgmtd" => "storeMgmtdDirectory",
+                "meta" => "storeMetaDirectory",
+                _ => "storeStorageDirectory",
+            };
+            self.sed_key(&conf, key, dir);
+            if service != "mgmtd" {
+                self.sed_key(&conf, "storeAllowFirstRunInit", "false");
+            }
+        }
+        if let Some(host) = arg("-m") {
+            self.sed_key(&conf, "sysMgmtdHost", host);
+        }
+        let id = arg("-s").and_then(|id| id.parse().ok()).unwrap_or(1);
+        s.beegfs_ids.insert(service.to_owned(), id);
+        out(0, "All done.\n", "")
+    }
+
+    /// A BeeGFS daemon that starts registers with the management daemon (and the management
+    /// daemon is itself the one `Management` entry), at its service's port (BeeGFS 7's
+    /// defaults: mgmtd 8008, meta 8005, storage 8003).
+    fn beegfs_register(&self, s: &State, unit: &str) {
+        let (section, service, port) = match unit {
+            "beegfs-mgmtd" => ("Management", "mgmtd", 8008),
+            "beegfs-meta" => ("Metadata", "meta", 8005),
+            "beegfs-storage" => ("Storage", "storage", 8003),
+            _ => return,
+        };
+        let id = s.beegfs_ids.get(service).copied().unwrap_or(1);
+        self.net
+            .lock()
+            .unwrap()
+            .beegfs
+            .insert((section, self.name.clone()), (id, format!("{}:{port}", self.ip)));
+    }
+
+    /// The client service mounts what beegfs-mounts.conf lists (`MOUNTPOINT CONFIG`), once.
+    fn beegfs_client_mount(&self) {
+        let mounts =
+            std::fs::read_to_string(self.dir.join("etc/beegfs/beegfs-mounts.conf")).unwrap_or_default();
+        let Some(point) = mounts.split_whitespace().next() else { return };
+        let table = std::fs::read_to_string(self.dir.join("proc/self/mountinfo")).unwrap();
+        if !table.contains(" - beegfs ") {
+            self.mountinfo_append(&format!(
+                "120 1 0:52 / {point} rw,relatime shared:64 - beegfs beegfs_nodev rw,cfgFile=/etc/beegfs/beegfs-client.conf\n"
+            ));
+        }
+    }
+
     fn answer(&self, program: &str, args: &[&str]) -> Option<Output> {
         let mut s = self.state();
         Some(match (program, args) {
@@ -223,6 +375,7 @@ impl SimNode {
             ("yum" | "dnf", ["install", "-y", "--", names @ ..]) => {
                 for arg in names {
                     let (name, version) = installed_as(arg);
+                    self.lay_down(&name);
                     let versions = s.packages.entry(name).or_default();
                     if !versions.contains(&version) {
                         versions.push(version);
@@ -253,7 +406,37 @@ impl SimNode {
                 if *unit == "lnet" {
                     self.net.lock().unwrap().lnet.extend(self.nid.clone());
                 }
+                self.beegfs_register(&s, unit);
+                if *unit == "beegfs-client" {
+                    self.beegfs_client_mount();
+                }
                 out(0, "", "")
+            }
+            (setup, rest) if setup.starts_with("beegfs-setup-") => {
+                self.beegfs_setup(&mut s, &setup["beegfs-setup-".len()..], rest)
+            }
+            // beegfs-ctl --listnodes --reachable: each reachable node as `NAME [ID: N]`; with
+            // --errorcodes a failure exit when the management daemon does not answer.
+            ("beegfs-ctl", ["--listnodes", "--nodetype=management", "--reachable", "--errorcodes"]) => {
+                let net = self.net.lock().unwrap();
+                match net.beegfs.iter().find(|((section, _), _)| *section == "Management") {
+                    Some(((_, name), (id, _))) => out(0, &format!("{name} [ID: {id}]\n"), ""),
+                    None => out(1, "", "Unable to connect to management daemon\n"),
+                }
+            }
+            // beegfs-check-servers (utils/scripts/beegfs-check-servers, 7.x): each section's
+            // heading, a rule, one line per registered server, a blank line.
+            ("beegfs-check-servers", []) => {
+                let net = self.net.lock().unwrap();
+                let mut text = String::new();
+                for section in ["Management", "Metadata", "Storage"] {
+                    text += &format!("{section}\n==========\n");
+                    for ((_, name), (id, at)) in net.beegfs.iter().filter(|((s, _), _)| *s == section) {
+                        text += &format!("{name} [ID: {id}]: reachable at {at} (protocol: TCP)\n");
+                    }
+                    text += "\n";
+                }
+                out(0, &text, "")
             }
             ("systemctl", ["stop", unit]) => {
                 s.active.remove(*unit);
@@ -471,6 +654,11 @@ impl SimNode {
                 let md = self.dir.join(format!("sys/block/{name}/md"));
                 std::fs::create_dir_all(&md).unwrap();
                 std::fs::write(md.join("level"), "raid0\n").unwrap();
+                // A bio-based array: of the queue settings, only read-ahead (the kernel's
+                // default, 128 KiB).
+                let queue = self.dir.join(format!("sys/block/{name}/queue"));
+                std::fs::create_dir_all(&queue).unwrap();
+                std::fs::write(queue.join("read_ahead_kb"), "128\n").unwrap();
                 s.arrays.insert((*device).to_owned(), members);
                 out(0, "", &format!("mdadm: array {device} started.\n"))
             }
@@ -768,9 +956,23 @@ impl Node {
         std::fs::create_dir_all(dir.join("etc/yum.repos.d")).unwrap();
         // kmod's directory, on every EL install.
         std::fs::create_dir_all(dir.join("etc/modprobe.d")).unwrap();
+        // udev's rules directory, where block-queue settings are kept for the next boot.
+        std::fs::create_dir_all(dir.join("etc/udev/rules.d")).unwrap();
         let disks: Vec<LoopDevice> = devices.iter().map(|_| LoopDevice::new(8 << 20)).collect();
+        std::fs::create_dir_all(dir.join("sys/block")).unwrap();
         for (dev, disk) in devices.iter().zip(&disks) {
             root.node(dev, &disk.path);
+            // The disk's queue is its loop device's, in the kernel's own sysfs (an array's
+            // is simulated when mdadm makes it).
+            let name = dev.rsplit('/').next().unwrap();
+            if !dev.starts_with("/dev/md") {
+                let real = disk.path.rsplit('/').next().unwrap();
+                std::os::unix::fs::symlink(
+                    format!("/sys/block/{real}"),
+                    dir.join(format!("sys/block/{name}")),
+                )
+                .unwrap();
+            }
         }
         let sim = SimNode {
             dir: dir.clone(),
@@ -780,6 +982,8 @@ impl Node {
             })),
             nid: nid.map(str::to_owned),
             net: Arc::clone(net),
+            name: String::new(),
+            ip: String::new(),
         };
         let host = NodeAccess::new(Root::at(Path::new(&dir)), sim);
         Node { _root: root, _disks: disks, host }
@@ -1113,4 +1317,138 @@ async fn lustre_down_after_up_leaves_nothing_mounted_and_a_second_down_changes_n
     assert!(changed.iter().all(|w| !w.contains(": lustre ") && !w.contains(": packages ")), "{changed:#?}");
     assert_eq!(changed.iter().filter(|w| w.contains(": mount ")).count(), 4, "{changed:#?}");
     assert_lustre_converged(&up, &nodes, &again, "lustre");
+}
+
+/// Every node of a BeeGFS cluster file, bare, running `release`: its data and metadata disks
+/// and, where it has them, the arrays the plan makes of them.
+fn beegfs_nodes(cluster: &pvfs_config::Cluster, release: &str) -> BTreeMap<String, Node> {
+    let pvfs_config::KindSpec::Beegfs { meta, storage, .. } = &cluster.spec else {
+        panic!("not a BeeGFS cluster: {}", cluster.name)
+    };
+    let net = Arc::default();
+    cluster
+        .nodes
+        .iter()
+        .map(|n| {
+            let mut disks: Vec<String> =
+                n.disks.iter().chain(&n.meta_disks).map(|d| d.display().to_string()).collect();
+            if !n.disks.is_empty() {
+                disks.push(storage.raid.clone());
+            }
+            if !n.meta_disks.is_empty() {
+                disks.push(meta.raid.clone());
+            }
+            let disks: Vec<&str> = disks.iter().map(String::as_str).collect();
+            let mut node = Node::bare(&disks, release, None, &net);
+            node.host.runner.name = n.name.clone();
+            node.host.runner.ip = match &n.address.host {
+                pvfs_config::model::Host::Ip(ip) => ip.to_string(),
+                other => panic!("{other:?}"),
+            };
+            (n.name.clone(), node)
+        })
+        .collect()
+}
+
+/// A queue attribute of one of `node`'s disks, as the kernel reads it back.
+fn queue_attr(node: &Node, disk: &str, attr: &str) -> String {
+    let name = disk.rsplit('/').next().unwrap();
+    node.host.root.read_trimmed(&format!("/sys/block/{name}/queue/{attr}")).unwrap()
+}
+
+/// What a converged BeeGFS cluster holds: every server's arrays formatted and mounted, its
+/// daemons registered under their IDs, its member disks tuned in the kernel (the scheduler
+/// the kernel calls `mq-deadline`, `nr_requests` as the plan clamps it, read-ahead) and the
+/// arrays' read-ahead, the settings kept in a udev rule; every client a BeeGFS mount.
+fn assert_beegfs_converged(cluster: &pvfs_config::Cluster, nodes: &BTreeMap<String, Node>) {
+    let mut servers = Vec::new();
+    for n in &cluster.nodes {
+        let node = &nodes[&n.name];
+        let mounts = pvfs_host::mountinfo::read(&node.host.root).unwrap();
+        let fstype = |path: &str| {
+            pvfs_host::mountinfo::visible_at(&mounts, path).map(|m| m.fstype.clone()).unwrap_or_default()
+        };
+        if n.has(pvfs_config::Role::Client) {
+            assert_eq!(fstype("/mnt/beegfs"), "beegfs", "{}", n.name);
+        }
+        if !n.has(pvfs_config::Role::Storage) {
+            continue;
+        }
+        servers.push(n.name.clone());
+        assert_eq!(fstype("/data/beegfs/storage"), "xfs", "{}", n.name);
+        assert_eq!(fstype("/data/beegfs/meta"), "ext4", "{}", n.name);
+        // Table 11 on the storage disks (4096 requests clamped to the 2048 a multi-queue
+        // kernel allows with a scheduler), Table 12 on the metadata disks.
+        for (disks, nr_requests, read_ahead) in [(&n.disks, "2048", "32768"), (&n.meta_disks, "128", "128")] {
+            for disk in disks {
+                let disk = disk.display().to_string();
+                let scheduler = queue_attr(node, &disk, "scheduler");
+                assert!(scheduler.contains("[mq-deadline]"), "{}: {disk}: {scheduler}", n.name);
+                assert_eq!(queue_attr(node, &disk, "nr_requests"), nr_requests, "{}: {disk}", n.name);
+                assert_eq!(queue_attr(node, &disk, "read_ahead_kb"), read_ahead, "{}: {disk}", n.name);
+            }
+        }
+        assert_eq!(queue_attr(node, "/dev/md10", "read_ahead_kb"), "32768", "{}", n.name);
+        let rule =
+            std::fs::read_to_string(node.host.runner.dir.join("etc/udev/rules.d/99-pvfs-queue-md10.rules"))
+                .unwrap();
+        assert!(
+            rule.contains(r#"SYMLINK=="disk/azure/scsi1/lun0", ATTR{queue/scheduler}="mq-deadline""#),
+            "{rule}"
+        );
+        let conf =
+            std::fs::read_to_string(node.host.runner.dir.join("etc/beegfs/beegfs-storage.conf")).unwrap();
+        for line in
+            ["sysMgmtdHost = 10.0.0.4", "connAuthFile = /etc/beegfs/connauthfile", "tuneNumWorkers = 64"]
+        {
+            assert!(conf.lines().any(|l| l == line), "{}: {line:?} in\n{conf}", n.name);
+        }
+    }
+    let net = nodes["mgmt"].host.runner.net.lock().unwrap();
+    let registered: Vec<String> =
+        net.beegfs.iter().map(|((section, name), (id, _))| format!("{section} {name} {id}")).collect();
+    assert_eq!(
+        registered,
+        [
+            "Management mgmt 1",
+            &format!("Metadata {} 1", servers[0]),
+            &format!("Metadata {} 2", servers[1]),
+            &format!("Storage {} 1", servers[0]),
+            &format!("Storage {} 2", servers[1]),
+        ]
+    );
+}
+
+/// Runs `cluster`'s plan on bare nodes until it converges, then again: the second run finds
+/// every step in sync.
+async fn beegfs_converges_and_then_changes_nothing(cluster: &pvfs_config::Cluster, release: &str) {
+    let plan = plan(cluster);
+    let nodes = beegfs_nodes(cluster, release);
+    let first = apply(&plan, &nodes).await;
+    let failed = other_than(&first, done);
+    assert!(failed.is_empty(), "the first run converges:\n{failed}");
+    let steps: usize = plan.units.iter().map(|u| u.steps.len()).sum();
+    assert_eq!(first.len(), steps, "every step of every unit ran");
+    assert!(first.iter().any(|(w, o)| w.contains(": queue of ") && matches!(o, Outcome::Changed { .. })));
+    assert_beegfs_converged(cluster, &nodes);
+
+    let second = apply(&plan, &nodes).await;
+    let changed = other_than(&second, in_sync);
+    assert!(changed.is_empty(), "a second run changes nothing:\n{changed}");
+    assert_eq!(second.len(), first.len());
+}
+
+#[tokio::test]
+async fn beegfs_7_4_on_el8_converges_from_bare_nodes_and_then_changes_nothing() {
+    // Rocky 8.9's stock kernel.
+    beegfs_converges_and_then_changes_nothing(&load("beegfs-7.4-el8.toml"), "4.18.0-513.5.1.el8_9.x86_64")
+        .await;
+}
+
+/// The seed's BeeGFS (7.2 on CentOS 7, yum): RAID0 arrays of six and ten disks, Tables 11–12
+/// on their members and the arrays' read-ahead.
+#[tokio::test]
+async fn beegfs_seed_arrays_and_tuning_converge_from_bare_nodes_and_then_change_nothing() {
+    // CentOS 7.9's kernel.
+    beegfs_converges_and_then_changes_nothing(&load("beegfs.toml"), "3.10.0-1160.el7.x86_64").await;
 }

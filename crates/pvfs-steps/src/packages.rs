@@ -46,7 +46,7 @@ impl fmt::Display for Package {
     }
 }
 
-/// These packages are installed (from these repositories, on yum/dnf nodes).
+/// These packages are installed (from these repositories).
 ///
 /// Package names differ between distributions (glusterfs-client on Debian is glusterfs-fuse on
 /// RHEL), so the step carries both lists and the node's package manager picks one.
@@ -57,26 +57,66 @@ pub struct Packages {
     pub apt: Vec<Package>,
     /// For dnf and yum.
     pub rpm: Vec<Package>,
-    /// yum/dnf repositories written to /etc/yum.repos.d before installing.
+    /// Repositories written before installing: `/etc/yum.repos.d/NAME.repo` on yum/dnf
+    /// nodes, `/etc/apt/sources.list.d/pvfs-NAME.sources` on apt nodes.
     pub repos: Vec<Repo>,
 }
 
-/// A yum/dnf repository (`[[repo]]` in the cluster file).
+/// A repository (`[[repo]]` in the cluster file): yum/dnf's, or apt's when it names suites.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Repo {
-    /// Also its file name: `/etc/yum.repos.d/NAME.repo`.
+    /// Also its file name: `/etc/yum.repos.d/NAME.repo`, `/etc/apt/sources.list.d/pvfs-NAME.sources`.
     pub name: String,
+    /// yum's `baseurl`; apt's `URIs`.
     pub baseurl: String,
-    /// Where yum fetches the signing key; `None`: keys already imported (a release package).
+    /// yum: where yum fetches the signing key; `None`: keys already imported (a release
+    /// package). apt: a `file://` keyring already on the node (apt fetches no keys).
     pub gpgkey: Option<String>,
     /// Packages' signatures are checked. Off only where the cluster file says
     /// `gpgcheck = false`, and plans show it.
     pub gpgcheck: bool,
     /// The cluster file allows plain `http://` URLs for this repository.
     pub allow_http: bool,
+    /// apt's `Suites` (`bookworm`, or an exact path ending in `/`); empty for a yum/dnf
+    /// repository: a repository with suites is an apt repository.
+    pub suites: Vec<String>,
+    /// apt's `Components` (`main`, `non-free`); empty with an exact-path suite.
+    pub components: Vec<String>,
+    /// apt: the repository's ASCII-armored OpenPGP public key, shipped from the coordinator
+    /// (`gpgkey_file` next to the cluster file) and written to
+    /// `/etc/apt/keyrings/pvfs-NAME.asc`, which the sources file's `Signed-By` names.
+    pub key: Option<String>,
 }
 
+/// Where apt keyrings that belong to one source live (Debian 12, Ubuntu 22.04 and later ship
+/// the directory; sources.list(5), Signed-By).
+pub const APT_KEYRINGS: &str = "/etc/apt/keyrings";
+/// Where apt reads extra sources from (sources.list(5), SOURCES.LIST.D).
+pub const APT_SOURCES: &str = "/etc/apt/sources.list.d";
+
+/// apt may take a while to read every source's lists again.
+const UPDATE_TIMEOUT: Duration = Duration::from_secs(600);
+
 impl Repo {
+    /// An apt repository: it names suites (yum's have none).
+    pub fn is_apt(&self) -> bool {
+        !self.suites.is_empty()
+    }
+
+    /// Where this repository's definition is written on a node of its kind.
+    pub fn path(&self) -> String {
+        if self.is_apt() {
+            format!("{APT_SOURCES}/pvfs-{}.sources", self.name)
+        } else {
+            format!("/etc/yum.repos.d/{}.repo", self.name)
+        }
+    }
+
+    /// Where an apt repository's shipped key is written, if it ships one.
+    pub fn keyring_path(&self) -> Option<String> {
+        self.key.as_ref().map(|_| format!("{APT_KEYRINGS}/pvfs-{}.asc", self.name))
+    }
+
     /// Why this repository is weaker than a signed https one, if it is (for plans).
     pub fn warning(&self) -> Option<String> {
         let http = self.allow_http
@@ -112,27 +152,107 @@ fn repo_file(repo: &Repo) -> String {
     text
 }
 
+/// An apt source in the deb822 format of sources.list(5) ("DEB822-STYLE FORMAT": one
+/// paragraph of `Field: value` lines; `Types`, `URIs`, `Suites`, `Components`, `Signed-By`,
+/// `Trusted`), for `/etc/apt/sources.list.d/pvfs-NAME.sources`. A suite that is an exact path
+/// (ends in `/`) takes no components; any other takes at least one (sources.list(5)).
+fn sources_file(repo: &Repo) -> Result<String, StepError> {
+    let refused = |why: String| StepError::Refused { reason: format!("[[repo]] {}: {why}", repo.name) };
+    let exact = repo.suites.iter().any(|s| s.ends_with('/'));
+    if exact && !repo.components.is_empty() {
+        return Err(refused("a suite ending in '/' is an exact path and takes no components".into()));
+    }
+    if !exact && repo.components.is_empty() {
+        return Err(refused("give components (main, non-free, …) for its suites".into()));
+    }
+    let signed_by = match (repo.keyring_path(), &repo.gpgkey) {
+        (Some(path), _) => Some(path),
+        (None, Some(key)) => match key.strip_prefix("file://") {
+            Some(path) => Some(path.to_owned()),
+            None => {
+                return Err(refused(format!(
+                    "apt does not fetch signing keys ({key}): save the key next to the cluster file and name it \
+                     with gpgkey_file"
+                )));
+            }
+        },
+        // No key named: apt checks against the keys it already trusts (a keyring package's).
+        (None, None) => None,
+    };
+    let mut text = format!(
+        "# Written by pvfs from [[repo]] {} in the cluster file (deb822, sources.list(5)).\n",
+        repo.name
+    );
+    text += &format!("Types: deb\nURIs: {}\nSuites: {}\n", repo.baseurl, repo.suites.join(" "));
+    if !repo.components.is_empty() {
+        text += &format!("Components: {}\n", repo.components.join(" "));
+    }
+    if let Some(path) = signed_by {
+        text += &format!("Signed-By: {path}\n");
+    }
+    if !repo.gpgcheck {
+        text += "# Trusted: yes: the cluster file says gpgcheck = false for this repository\nTrusted: yes\n";
+    }
+    Ok(text)
+}
+
 impl Packages {
     pub(crate) async fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         let manager = self.resolve(host)?;
         let mut a = Assessment::in_sync();
         let list = if manager == PackageManager::Apt { &self.apt } else { &self.rpm };
-        if manager == PackageManager::Apt && !self.repos.is_empty() {
-            return Err(StepError::Refused {
-                reason: "[[repo]] entries are yum/dnf repositories, and this node uses apt; add apt sources by hand \
-                         or remove the [[repo]] entries"
-                    .into(),
-            });
-        }
-        for repo in &self.repos {
-            let file = crate::File {
-                path: format!("/etc/yum.repos.d/{}.repo", repo.name),
-                contents: repo_file(repo),
-                mode: 0o644,
+        // One [[repo]] is one kind of repository: written on a node of the other kind it would
+        // be ignored by its package manager, and the packages it should bring would be looked
+        // for elsewhere. Refused, naming the entry, rather than skipped.
+        let apt = manager == PackageManager::Apt;
+        if let Some(other) = self.repos.iter().find(|r| r.is_apt() != apt) {
+            let reason = if apt {
+                format!(
+                    "[[repo]] {} is a yum/dnf repository (it names no suites) and this node uses apt: give it \
+                     suites (and components) to make it an apt repository, or limit it to other nodes with roles",
+                    other.name
+                )
+            } else {
+                format!(
+                    "[[repo]] {} is an apt repository (it names suites) and this node uses {}: limit it to the \
+                     apt nodes with roles, or give a yum/dnf [[repo]] without suites",
+                    other.name,
+                    manager.as_str()
+                )
             };
-            let repo = file.assess(host)?;
-            a.diff.extend(repo.diff);
-            a.actions.extend(repo.actions);
+            return Err(StepError::Refused { reason });
+        }
+        let mut sources_changed = false;
+        for repo in &self.repos {
+            let mut files = Vec::new();
+            if apt {
+                if let (Some(key), Some(path)) = (&repo.key, repo.keyring_path()) {
+                    // Debian 11 and Ubuntu 20.04 do not ship the directory yet.
+                    if !host.root.is_dir(APT_KEYRINGS) {
+                        a.change(
+                            format!("{APT_KEYRINGS} does not exist"),
+                            Action::Mkdir { path: APT_KEYRINGS.into(), mode: 0o755 },
+                        );
+                    }
+                    // World-readable: apt reads keyrings as its unprivileged _apt user
+                    // (sources.list(5), Signed-By).
+                    files.push(crate::File { path, contents: key.clone(), mode: 0o644 });
+                }
+                files.push(crate::File { path: repo.path(), contents: sources_file(repo)?, mode: 0o644 });
+            } else {
+                files.push(crate::File { path: repo.path(), contents: repo_file(repo), mode: 0o644 });
+            }
+            for file in files {
+                let written = file.assess(host)?;
+                sources_changed |= !written.is_in_sync();
+                a.diff.extend(written.diff);
+                a.actions.extend(written.actions);
+            }
+        }
+        // apt reads a new or changed source only on `apt-get update`; an unchanged one needs
+        // no update, so a converged node runs none (yum and dnf read .repo files as they go).
+        if apt && sources_changed {
+            a.actions.push(Action::Run(Command::new("apt-get").arg("update").timeout(UPDATE_TIMEOUT)));
         }
         let mut missing = Vec::new();
         // A pinned kernel that is installed but not running: the node must boot into it.
@@ -500,6 +620,9 @@ mod tests {
                 gpgkey: None,
                 gpgcheck: false,
                 allow_http: false,
+                suites: vec![],
+                components: vec![],
+                key: None,
             }],
         };
         std::fs::create_dir_all(dir.path().join("etc/yum.repos.d")).unwrap();
@@ -753,6 +876,158 @@ mod tests {
         std::fs::remove_file(dir.path().join("proc/sys/kernel/osrelease")).unwrap();
         let err = kernel_step("3.10.0-514.el7_lustre").assess(&host).await.unwrap_err();
         assert!(err.to_string().contains("/proc/sys/kernel/osrelease"), "{err}");
+    }
+
+    /// A real armored public key (testdata/packages/README.md says where it comes from).
+    const TEST_KEY: &str = include_str!("../testdata/packages/pvfs-test-repo.asc");
+
+    /// BeeGFS's Debian repository as its documentation lays it out (a release directory with
+    /// `dists/bookworm`, component `non-free`), signed by the test key.
+    fn beegfs_apt() -> Repo {
+        Repo {
+            name: "beegfs".into(),
+            baseurl: "https://www.beegfs.io/release/beegfs_7.4.5".into(),
+            gpgkey: None,
+            gpgcheck: true,
+            allow_http: false,
+            suites: vec!["bookworm".into()],
+            components: vec!["non-free".into()],
+            key: Some(TEST_KEY.into()),
+        }
+    }
+
+    const DPKG_BEEGFS: &str = "dpkg-query -W -f '${db:Status-Abbrev}|${Version}\\n' beegfs-client";
+    const INSTALL_BEEGFS: &str =
+        "apt-get install -y --no-install-recommends -o Dpkg::Options::=--force-confold -- beegfs-client";
+
+    fn shown(actions: &[Action]) -> Vec<String> {
+        actions.iter().map(ToString::to_string).collect()
+    }
+
+    #[tokio::test]
+    async fn an_apt_repository_is_a_deb822_source_with_its_key_and_updates_only_when_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        // Debian 11: sources.list.d exists, /etc/apt/keyrings does not yet.
+        std::fs::create_dir_all(dir.path().join("etc/apt/sources.list.d")).unwrap();
+        let absent = "dpkg-query: no packages found matching beegfs-client\n";
+        // Absent for the plan and for apply's assessment; installed from then on.
+        let runner = RecordedRunner::new()
+            .record(DPKG_BEEGFS, 1, "", absent)
+            .record(DPKG_BEEGFS, 1, "", absent)
+            .record(DPKG_BEEGFS, 0, "ii |7.4.5\n", "")
+            .record("apt-get update", 0, "Reading package lists... Done\n", "")
+            .record(INSTALL_BEEGFS, 0, "", "");
+        let host = NodeAccess::new(Root::at(dir.path()), runner.clone());
+        let mut step = Packages {
+            manager: PackageManager::Apt,
+            apt: vec![pkg("beegfs-client", None)],
+            rpm: vec![],
+            repos: vec![beegfs_apt()],
+        };
+        // The plan: the keyring directory, the key, the source, one update, then the install.
+        let a = step.assess(&host).await.unwrap();
+        assert_eq!(
+            shown(&a.actions),
+            [
+                "mkdir -p -m 755 /etc/apt/keyrings",
+                "write /etc/apt/keyrings/pvfs-beegfs.asc",
+                "write /etc/apt/sources.list.d/pvfs-beegfs.sources",
+                "apt-get update",
+                INSTALL_BEEGFS,
+            ]
+        );
+        // Applied through the agent's policy, as an agent does.
+        let policy = crate::Policy::default();
+        let outcome =
+            crate::execute(&crate::Step::Packages(step.clone()), &host, &policy, false, |_| {}).await;
+        assert!(matches!(outcome, crate::Outcome::Changed { .. }), "{outcome:?}");
+        let sources =
+            std::fs::read_to_string(dir.path().join("etc/apt/sources.list.d/pvfs-beegfs.sources")).unwrap();
+        assert_eq!(
+            sources,
+            "# Written by pvfs from [[repo]] beegfs in the cluster file (deb822, sources.list(5)).\n\
+             Types: deb\n\
+             URIs: https://www.beegfs.io/release/beegfs_7.4.5\n\
+             Suites: bookworm\n\
+             Components: non-free\n\
+             Signed-By: /etc/apt/keyrings/pvfs-beegfs.asc\n"
+        );
+        let keyring = dir.path().join("etc/apt/keyrings/pvfs-beegfs.asc");
+        assert_eq!(std::fs::read_to_string(&keyring).unwrap(), TEST_KEY);
+        use std::os::unix::fs::PermissionsExt;
+        // apt reads keyrings as its unprivileged _apt user.
+        assert_eq!(std::fs::metadata(&keyring).unwrap().permissions().mode() & 0o7777, 0o644);
+        let calls = runner.calls();
+        let update = calls.iter().position(|c| c == "apt-get update").unwrap();
+        let install = calls.iter().position(|c| c == INSTALL_BEEGFS).unwrap();
+        assert!(update < install, "{calls:?}");
+
+        // A second run: nothing differs, nothing runs, no update.
+        let before = runner.calls().len();
+        assert!(step.assess(&host).await.unwrap().is_in_sync());
+        assert!(!runner.calls()[before..].iter().any(|c| c.starts_with("apt-get")));
+
+        // Another suite: only the source is rewritten, then lists are read again.
+        step.repos[0].suites = vec!["bullseye".into()];
+        let a = step.assess(&host).await.unwrap();
+        assert_eq!(
+            shown(&a.actions),
+            ["write /etc/apt/sources.list.d/pvfs-beegfs.sources", "apt-get update"]
+        );
+        assert_eq!(
+            a.diff,
+            [
+                "/etc/apt/sources.list.d/pvfs-beegfs.sources differs:",
+                "-Suites: bookworm",
+                "+Suites: bullseye"
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn apt_sources_name_a_node_keyring_or_none_and_say_when_unsigned() {
+        let with = |gpgkey: Option<&str>, gpgcheck: bool| Repo {
+            gpgkey: gpgkey.map(Into::into),
+            gpgcheck,
+            key: None,
+            suites: vec!["./".into()],
+            components: vec![],
+            ..beegfs_apt()
+        };
+        let text = sources_file(&with(Some("file:///usr/share/keyrings/beegfs.gpg"), true)).unwrap();
+        assert!(text.ends_with("Suites: ./\nSigned-By: /usr/share/keyrings/beegfs.gpg\n"), "{text}");
+        let text = sources_file(&with(None, false)).unwrap();
+        assert!(!text.contains("Signed-By") && !text.contains("Components"), "{text}");
+        assert!(text.ends_with("gpgcheck = false for this repository\nTrusted: yes\n"), "{text}");
+        assert!(Repo { gpgcheck: false, ..beegfs_apt() }.warning().unwrap().contains("not GPG-checked"));
+        // apt fetches no keys: a download URL is refused, naming what to do.
+        let err =
+            sources_file(&with(Some("https://www.beegfs.io/release/beegfs_7.4.5/gpg/GPG-KEY-beegfs"), true))
+                .unwrap_err();
+        assert!(err.to_string().contains("gpgkey_file"), "{err}");
+        // sources.list(5): an exact path takes no components, any other suite needs one.
+        let err = sources_file(&Repo { components: vec!["main".into()], ..with(None, true) }).unwrap_err();
+        assert!(err.to_string().contains("exact path"), "{err}");
+        let err = sources_file(&Repo { components: vec![], ..beegfs_apt() }).unwrap_err();
+        assert!(err.to_string().contains("give components"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_repository_of_the_other_family_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = NodeAccess::new(Root::at(dir.path()), RecordedRunner::new());
+        let yum = Repo { suites: vec![], components: vec![], key: None, ..beegfs_apt() };
+        let on_apt = Packages { manager: PackageManager::Apt, apt: vec![], rpm: vec![], repos: vec![yum] };
+        let err = on_apt.assess(&host).await.unwrap_err();
+        assert!(err.to_string().contains("[[repo]] beegfs is a yum/dnf repository"), "{err}");
+        let on_dnf =
+            Packages { manager: PackageManager::Dnf, apt: vec![], rpm: vec![], repos: vec![beegfs_apt()] };
+        let err = on_dnf.assess(&host).await.unwrap_err();
+        assert!(
+            err.to_string().contains("[[repo]] beegfs is an apt repository")
+                && err.to_string().contains("dnf"),
+            "{err}"
+        );
     }
 
     #[tokio::test]

@@ -42,7 +42,11 @@
 //! file pvfs writes is data or configuration, never a program.
 //! `/etc/fstab` is written only by `Mount` (its own line), `/etc/mdadm.conf` and
 //! `/etc/mdadm/mdadm.conf` only by `Raid0` (whose `conf` must be one of them),
-//! `/etc/yum.repos.d/NAME.repo` only by `Packages`, and `/etc/udev/rules.d/` only by
+//! `/etc/yum.repos.d/NAME.repo`, `/etc/apt/sources.list.d/pvfs-NAME.sources` (deb822 lines of
+//! `Types`, `URIs`, `Suites`, `Components`, `Signed-By` and `Trusted` only) and
+//! `/etc/apt/keyrings/pvfs-NAME.asc` (one ASCII-armored OpenPGP public key block, nothing
+//! else) only by `Packages`, which may also create `/etc/apt/keyrings` and run
+//! `apt-get update`, and `/etc/udev/rules.d/` only by
 //! `BlockQueue`, one file `99-pvfs-queue-NAME.rules` whose content the agent generates itself
 //! (`udev-rule`): udev rules can RUN programs, so every line must be a comment or plain
 //! `KEY=="value"` matches (ACTION, SUBSYSTEM, KERNEL, SYMLINK, ENV{DEVTYPE|MD_DEVNAME|DM_NAME},
@@ -61,11 +65,14 @@
 //! grammars (letters, digits, `.+-_`, never starting with `-` or `.`), versions by grammar.
 //! Install commands also put `--` before the package arguments.
 //!
-//! **Repositories** (`repo-name`, `repo-url`, `repo-prefix`, `repo-unsigned`): the name is a
-//! file name; `baseurl` and `gpgkey` are `https://` URLs — plain `http://` only when the
+//! **Repositories** (`repo-name`, `repo-url`, `repo-prefix`, `repo-suite`, `repo-unsigned`): the name is a
+//! file name; apt suites and components are words of `[A-Za-z0-9._+~/-]` (not starting with
+//! `-`); `baseurl` and `gpgkey` are `https://` URLs — plain `http://` only when the
 //! cluster file's `[[repo]]` says `allow_http = true` — and must start with one of the
 //! agent's allowed prefixes ([`DEFAULT_REPOSITORIES`], the upstreams the example cluster files
-//! use; a site replaces the list with its mirrors). GPG checks stay on unless the cluster file
+//! use; a site replaces the list with its mirrors). An apt repository's `gpgkey` may only name
+//! a keyring already on the node (`file:///usr/share/keyrings/…`, `file:///etc/apt/keyrings/…`):
+//! apt fetches no keys; a key the cluster file ships is one armored public key block. GPG checks stay on unless the cluster file
 //! says `gpgcheck = false`, which `--plan` shows as a warning; a site may refuse unsigned
 //! repositories outright. Why so strict: adding a repository and installing a package from it
 //! *is* a remote root shell, because package scriptlets run as root.
@@ -154,8 +161,10 @@ pub const DEFAULT_REPOSITORIES: &[&str] = &[
     "https://download.fedoraproject.org/pub/epel/",
 ];
 
-/// Where a `gpgkey` may also point: the keys a distribution's release packages install.
-const LOCAL_GPG_KEYS: &str = "file:///etc/pki/rpm-gpg/";
+/// Where a `gpgkey` may also point: the keys a distribution's release packages install
+/// (yum's, then apt's keyring packages' and keyrings an administrator placed).
+const LOCAL_GPG_KEYS: &[&str] =
+    &["file:///etc/pki/rpm-gpg/", "file:///usr/share/keyrings/", "file:///etc/apt/keyrings/"];
 
 /// The systemd units pvfs's plans manage (`pvfs-plan`: lustre, glusterfs, beegfs).
 pub const DEFAULT_SERVICES: &[&str] = &[
@@ -600,13 +609,41 @@ impl Policy {
         }
         match (step_kind, action) {
             ("file", Action::Write { path, contents, mode }) => self.file_write(path, contents, *mode),
-            ("packages", Action::Write { path, mode, .. }) => {
-                let name = path.strip_prefix("/etc/yum.repos.d/").and_then(|n| n.strip_suffix(".repo"));
-                match name {
-                    Some(name) => repo_name(name)?,
-                    None => return Err(misplaced(step_kind, path)),
+            ("packages", Action::Write { path, contents, mode }) => {
+                let within = |dir: &str, suffix: &str| {
+                    path.strip_prefix(dir)
+                        .and_then(|n| n.strip_prefix('/'))
+                        .and_then(|n| n.strip_suffix(suffix))
+                };
+                if let Some(name) = within("/etc/yum.repos.d", ".repo") {
+                    repo_name(name)?;
+                } else if let Some(name) =
+                    within(crate::packages::APT_SOURCES, ".sources").and_then(|n| n.strip_prefix("pvfs-"))
+                {
+                    repo_name(name)?;
+                    deb822_source(path, contents)?;
+                } else if let Some(name) =
+                    within(crate::packages::APT_KEYRINGS, ".asc").and_then(|n| n.strip_prefix("pvfs-"))
+                {
+                    repo_name(name)?;
+                    armored_key(path, contents)?;
+                } else {
+                    return Err(misplaced(step_kind, path));
                 }
                 plain_mode(path, *mode)
+            }
+            // The one directory a packages step makes, as apt's package ships it.
+            ("packages", Action::Mkdir { path, mode }) if path == crate::packages::APT_KEYRINGS => {
+                if *mode == 0o755 {
+                    Ok(())
+                } else {
+                    Err(PolicyError::new(
+                        "dir-mode",
+                        &format!("{mode:04o}"),
+                        format!("{path} is made 0755 (apt's own mode for it), not {mode:04o}"),
+                        "this is a bug in pvfs; report it",
+                    ))
+                }
             }
             ("config-keys" | "beegfs-setup", Action::Write { path, mode, .. }) => {
                 beegfs_conf(path)?;
@@ -683,6 +720,10 @@ impl Policy {
             }
             ("packages", Action::Run(command)) => {
                 program(step_kind, &command.program)?;
+                // apt reads a changed source only on `apt-get update`, which takes no argument.
+                if command.program == "apt-get" && command.args == ["update"] {
+                    return Ok(());
+                }
                 if command.args.first().map(String::as_str) != Some("install") {
                     return Err(PolicyError::new(
                         "program",
@@ -783,8 +824,36 @@ impl Policy {
     fn repo(&self, repo: &crate::Repo) -> Result<(), PolicyError> {
         repo_name(&repo.name)?;
         self.repo_url(repo, "baseurl", &repo.baseurl)?;
+        for word in repo.suites.iter().chain(&repo.components) {
+            apt_word(word)?;
+        }
+        if let Some(key) = &repo.key {
+            if !repo.is_apt() {
+                return Err(PolicyError::new(
+                    "repo-url",
+                    &repo.name,
+                    format!(
+                        "repository {} ships a key but names no suites (only apt repositories do)",
+                        repo.name
+                    ),
+                    "this is a bug in pvfs; report it",
+                ));
+            }
+            armored_key(&repo.name, key)?;
+        }
         if let Some(key) = &repo.gpgkey {
-            if !key.starts_with(LOCAL_GPG_KEYS) {
+            if repo.is_apt() && !key.starts_with("file://") {
+                return Err(PolicyError::new(
+                    "repo-url",
+                    key,
+                    format!(
+                        "apt does not fetch signing keys, and gpgkey {key} of repository {} is a download",
+                        repo.name
+                    ),
+                    "save the key next to the cluster file and name it with gpgkey_file",
+                ));
+            }
+            if !LOCAL_GPG_KEYS.iter().any(|prefix| key.starts_with(prefix)) {
                 self.repo_url(repo, "gpgkey", key)?;
             } else {
                 url_chars(key)?;
@@ -1660,6 +1729,69 @@ fn repo_name(name: &str) -> Result<(), PolicyError> {
     simple_name("repository name", name, 64, "").map_err(|e| PolicyError { rule: "repo-name", ..e })
 }
 
+/// An apt suite or component (sources.list(5)): a word of letters, digits and `. _ + ~ / -`
+/// (a suite may be an exact path such as `./` or `stable/updates`), not starting with `-`. No
+/// whitespace: the deb822 fields are whitespace-separated lists, and a newline would add a
+/// field.
+fn apt_word(word: &str) -> Result<(), PolicyError> {
+    let ok = !word.is_empty()
+        && word.len() <= 128
+        && !word.starts_with('-')
+        && word.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '~' | '/' | '-'));
+    if ok {
+        return Ok(());
+    }
+    Err(PolicyError::new(
+        "repo-suite",
+        word,
+        format!("{word:?} is not an apt suite or component"),
+        "suites and components are letters, digits and . _ + ~ / -, not starting with '-'",
+    ))
+}
+
+/// The fields pvfs writes into a deb822 source (sources.list(5)); any other (an `Options`-like
+/// field, or `Check-Valid-Until: no`) would change how apt trusts the repository.
+const DEB822_FIELDS: &[&str] = &["Types", "URIs", "Suites", "Components", "Signed-By", "Trusted"];
+
+/// A `.sources` file as `packages::sources_file` writes it: comments and `Field: value` lines
+/// of [`DEB822_FIELDS`], one paragraph (no blank line: a second paragraph is a second source).
+fn deb822_source(path: &str, contents: &str) -> Result<(), PolicyError> {
+    for line in contents.lines() {
+        if line.starts_with('#') {
+            continue;
+        }
+        let field = line.split_once(": ").map(|(f, _)| f);
+        if !field.is_some_and(|f| DEB822_FIELDS.contains(&f)) || line.chars().any(char::is_control) {
+            return Err(PolicyError::new(
+                "file-content",
+                path,
+                format!("{line:?} is not a line pvfs writes into an apt source"),
+                "this is a bug in pvfs (apt sources hold Types, URIs, Suites, Components, Signed-By and Trusted); report it",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// An ASCII-armored OpenPGP public key block (RFC 4880, 6.2) and nothing else: what apt reads
+/// from a `.asc` keyring named by `Signed-By`.
+fn armored_key(what: &str, key: &str) -> Result<(), PolicyError> {
+    const BEGIN: &str = "-----BEGIN PGP PUBLIC KEY BLOCK-----";
+    const END: &str = "-----END PGP PUBLIC KEY BLOCK-----";
+    let body = key.trim_end().strip_prefix(BEGIN).and_then(|rest| rest.strip_suffix(END));
+    // Armor headers (`Version: …`, `Comment: …`), base64 lines and the `=` checksum line.
+    let plain = |c: char| c.is_ascii_graphic() || c == ' ' || c == '\n' || c == '\r';
+    match body {
+        Some(body) if key.len() <= 65536 && body.chars().all(plain) && !body.contains("-----") => Ok(()),
+        _ => Err(PolicyError::new(
+            "file-content",
+            what,
+            format!("the signing key of {what} is not one ASCII-armored OpenPGP public key block"),
+            "give the key as `gpg --armor --export` writes it (BEGIN PGP PUBLIC KEY BLOCK … END), at most 64 KiB",
+        )),
+    }
+}
+
 /// Characters a URL written into a .repo file may hold: no whitespace (a newline would add
 /// lines such as `gpgcheck=0`), quotes, backslashes or `#`.
 fn url_chars(url: &str) -> Result<(), PolicyError> {
@@ -1839,7 +1971,9 @@ fn touched_paths(step: &Step) -> Vec<String> {
             }
             paths
         }
-        Step::Packages(p) => p.repos.iter().map(|r| format!("/etc/yum.repos.d/{}.repo", r.name)).collect(),
+        Step::Packages(p) => {
+            p.repos.iter().flat_map(|r| std::iter::once(r.path()).chain(r.keyring_path())).collect()
+        }
         Step::Raid0(r) => r.conf.iter().cloned().collect(),
         Step::BlockQueue(q) => vec![q.rule_path()],
         Step::BeegfsSetup(b) => b.path.iter().cloned().chain([b.service.conf()]).collect(),

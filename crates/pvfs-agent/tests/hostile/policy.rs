@@ -180,6 +180,7 @@ async fn repositories_over_http_unsigned_elsewhere_or_misnamed_are_refused() {
         gpgkey: None,
         gpgcheck_disabled: true,
         allow_http: false,
+        ..Default::default()
     };
     let message = refused(
         &agent,

@@ -138,6 +138,10 @@ impl BlockQueue {
                     message: format!("{line:?} is not a list of I/O schedulers"),
                 })?;
                 let mut active = offered.active.clone();
+                // A new scheduler brings its own nr_requests (the kernel resets it: 2 × the
+                // queue depth under mq-deadline), so a value that matched before must be
+                // written again after it.
+                let mut scheduler_changes = false;
                 if let Some(want) = &self.scheduler {
                     let name = offered.name_for(want).ok_or_else(|| StepError::Refused {
                         reason: format!(
@@ -146,6 +150,7 @@ impl BlockQueue {
                         ),
                     })?;
                     if active.as_deref() != Some(name) {
+                        scheduler_changes = true;
                         a.change(
                             format!(
                                 "{label} scheduler is {}, not {name}",
@@ -161,9 +166,16 @@ impl BlockQueue {
                     let have = read("nr_requests")?;
                     let have_n: Option<u32> = have.parse().ok();
                     let (value, why) = nr_requests_for(want, offered.multi_queue, active.as_deref(), have_n);
-                    if have_n != Some(value) {
+                    if have_n != Some(value) || scheduler_changes {
+                        let diff = if have_n == Some(value) {
+                            format!(
+                                "{label} nr_requests is {value}, but the new scheduler resets it: set again"
+                            )
+                        } else {
+                            format!("{label} nr_requests is {have}, not {value}{why}")
+                        };
                         a.change(
-                            format!("{label} nr_requests is {have}, not {value}{why}"),
+                            diff,
                             Action::Attribute {
                                 path: format!("{dir}/nr_requests"),
                                 value: value.to_string(),

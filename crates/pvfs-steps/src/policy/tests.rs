@@ -31,7 +31,16 @@ fn dir(path: &str, mode: u32) -> Step {
 }
 
 fn repo(name: &str, baseurl: &str) -> Repo {
-    Repo { name: name.into(), baseurl: baseurl.into(), gpgkey: None, gpgcheck: true, allow_http: false }
+    Repo {
+        name: name.into(),
+        baseurl: baseurl.into(),
+        gpgkey: None,
+        gpgcheck: true,
+        allow_http: false,
+        suites: vec![],
+        components: vec![],
+        key: None,
+    }
 }
 
 fn packages(names: &[&str], repos: Vec<Repo>) -> Step {
@@ -244,6 +253,97 @@ fn repositories_are_https_signed_and_from_allowed_places() {
     .unwrap();
     assert_eq!(rule_with(&mirror, packages(&[], vec![repo("x", "https://mirror.site/lustre/2.9/")])), "ok");
     assert_eq!(rule_with(&mirror, packages(&[], vec![repo("x", whamcloud)])), "repo-prefix");
+}
+
+/// apt repositories: suites and components by grammar, a shipped key that is one armored
+/// public key block, a node keyring but never a download; the writes, the keyring directory
+/// and `apt-get update` (nothing else) allowed to packages steps only.
+#[test]
+fn apt_repositories_write_their_source_and_key_and_update_nothing_else() {
+    let key = include_str!("../../testdata/packages/pvfs-test-repo.asc");
+    let apt = Repo {
+        suites: vec!["bookworm".into()],
+        components: vec!["non-free".into()],
+        key: Some(key.into()),
+        ..repo("beegfs", "https://www.beegfs.io/release/beegfs_7.4.5")
+    };
+    assert_eq!(rule(packages(&["beegfs-client"], vec![apt.clone()])), "ok");
+    for bad in ["-o", "book worm", "a\nTrusted: yes", ""] {
+        let step = packages(&[], vec![Repo { suites: vec![bad.into()], ..apt.clone() }]);
+        assert_eq!(rule(step), "repo-suite", "{bad:?}");
+    }
+    let step = packages(&[], vec![Repo { components: vec!["main\nOptions: x".into()], ..apt.clone() }]);
+    assert_eq!(rule(step), "repo-suite");
+    for bad in [
+        "ssh-rsa AAAA",
+        "-----BEGIN PGP PUBLIC KEY BLOCK-----\nmQ==\n-----END PGP PUBLIC KEY BLOCK-----\n-----BEGIN PGP PRIVATE KEY BLOCK-----\n",
+        "",
+    ] {
+        let step = packages(&[], vec![Repo { key: Some(bad.into()), ..apt.clone() }]);
+        assert_eq!(rule(step), "file-content", "{bad:?}");
+    }
+    let node_key = |k: &str| Repo { gpgkey: Some(k.into()), key: None, ..apt.clone() };
+    assert_eq!(rule(packages(&[], vec![node_key("file:///usr/share/keyrings/beegfs.gpg")])), "ok");
+    assert_eq!(
+        rule(packages(&[], vec![node_key("file:///usr/share/keyrings/../../shadow")])),
+        "path-canonical"
+    );
+    // apt fetches no keys, even from an allowed place.
+    assert_eq!(
+        rule(packages(&[], vec![node_key("https://www.beegfs.io/release/beegfs_7.4.5/gpg/GPG-KEY-beegfs")])),
+        "repo-url"
+    );
+    // A yum repository ships no key.
+    assert_eq!(
+        rule(packages(&[], vec![Repo { suites: vec![], components: vec![], ..apt.clone() }])),
+        "repo-url"
+    );
+
+    let policy = Policy::default();
+    let check = |kind: &str, action: Action| policy.check_action(kind, &action).map_err(|e| e.rule);
+    let write = |path: &str, contents: &str| Action::Write {
+        path: path.into(),
+        contents: contents.into(),
+        mode: 0o644,
+    };
+    let source = "# comment\nTypes: deb\nURIs: https://www.beegfs.io/release/beegfs_7.4.5\nSuites: bookworm\nComponents: non-free\nSigned-By: /etc/apt/keyrings/pvfs-beegfs.asc\n";
+    assert_eq!(check("packages", write("/etc/apt/sources.list.d/pvfs-beegfs.sources", source)), Ok(()));
+    assert_eq!(check("packages", write("/etc/apt/keyrings/pvfs-beegfs.asc", key)), Ok(()));
+    // Fields that change how apt trusts a source, a second paragraph, other places.
+    for extra in ["Check-Valid-Until: no\n", "\nTypes: deb\n", "Allow-Insecure: yes\n"] {
+        let path = "/etc/apt/sources.list.d/pvfs-beegfs.sources";
+        assert_eq!(
+            check("packages", write(path, &format!("{source}{extra}"))),
+            Err("file-content"),
+            "{extra:?}"
+        );
+    }
+    assert_eq!(
+        check("packages", write("/etc/apt/keyrings/pvfs-beegfs.asc", "not a key")),
+        Err("file-content")
+    );
+    for path in [
+        "/etc/apt/sources.list.d/beegfs.sources",
+        "/etc/apt/sources.list",
+        "/etc/apt/apt.conf.d/99x",
+        "/etc/apt/trusted.gpg.d/pvfs-x.asc",
+    ] {
+        assert_eq!(check("packages", write(path, source)), Err("action-kind"), "{path}");
+    }
+    // Only a packages step writes apt's sources.
+    assert!(check("file", write("/etc/apt/sources.list.d/pvfs-beegfs.sources", source)).is_err());
+    let mkdir = |path: &str| Action::Mkdir { path: path.into(), mode: 0o755 };
+    assert_eq!(check("packages", mkdir("/etc/apt/keyrings")), Ok(()));
+    assert_eq!(check("packages", mkdir("/etc/apt/apt.conf.d")), Err("action-kind"));
+    let open = Action::Mkdir { path: "/etc/apt/keyrings".into(), mode: 0o777 };
+    assert_eq!(check("packages", open), Err("dir-mode"));
+    let run = |program: &str, args: &[&str]| Action::Run(Command::new(program).args(args.iter().copied()));
+    assert_eq!(check("packages", run("apt-get", &["update"])), Ok(()));
+    assert_eq!(
+        check("packages", run("apt-get", &["update", "-o", "APT::Update::Pre-Invoke::=sh"])),
+        Err("program")
+    );
+    assert_eq!(check("packages", run("dnf", &["update"])), Err("program"));
 }
 
 #[test]
