@@ -128,6 +128,18 @@ pub fn run_with_binary(binary: &Path, args: &Args) -> anyhow::Result<()> {
     if SCENARIOS.iter().any(|(name, _)| wanted(name)) {
         run_lab_scenarios(&binary, args, &wanted)?;
     }
+    // Its own lab: systemd and sshd in each container, no agent until bootstrap installs it.
+    if wanted("bootstrap") {
+        eprintln!("xtask e2e: scenario bootstrap");
+        let started = Instant::now();
+        let image = crate::image::ensure()?;
+        let work = docker::work_dir(&format!("bootstrap-{}", std::process::id()))?;
+        crate::bootstrap::run(&binary, &image, &work, args.keep).context("e2e scenario bootstrap")?;
+        if !args.keep {
+            std::fs::remove_dir_all(&work).ok();
+        }
+        eprintln!("xtask e2e: scenario bootstrap passed ({:.1}s)", started.elapsed().as_secs_f64());
+    }
     // Its own lab: systemd in each container, loop devices, the cluster file's fixed network.
     if wanted("gluster") {
         eprintln!("xtask e2e: scenario gluster");

@@ -28,6 +28,9 @@ pub const PACKAGES: &[&str] = &[
     "glusterfs-client",
     // The mpi launcher: mpirun on the client (IOR itself is not in Debian).
     "openmpi-bin",
+    // `pvfsctl bootstrap` reaches nodes over SSH (the bootstrap scenario); its probe and writes
+    // use coreutils only.
+    "openssh-server",
 ];
 
 /// Bump to force a rebuild when the build steps below change.

@@ -17,6 +17,7 @@
 mod accuracy;
 mod bench;
 mod bench_flood;
+mod bootstrap;
 mod ci;
 mod dist;
 mod docker;

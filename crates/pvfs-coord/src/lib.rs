@@ -7,12 +7,15 @@
 //!   (`pvfsctl top`, `serve`).
 //! - [`bench`]: the built-in engine's phases on every client at once, with barriers between
 //!   them (`pvfsctl bench`, agents launcher).
+//! - [`bootstrap`]: agents installed over SSH, certificates issued, until they answer over
+//!   mTLS (`pvfsctl bootstrap`).
 //! - [`converge`]: a plan's units run on the agents in dependency order (`pvfsctl up`).
 //! - [`reboot`]: a node rebooted into the kernel it must boot, and waited for (`up`'s reboots).
 //! - [`exporter`]: the cluster's latest samples and rates in the Prometheus/OpenMetrics text
 //!   formats (`pvfsctl serve`).
 
 pub mod bench;
+pub mod bootstrap;
 pub mod converge;
 pub mod dial;
 pub mod exporter;

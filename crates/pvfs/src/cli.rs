@@ -56,6 +56,9 @@ pub enum CtlCommand {
     Validate(ValidateArgs),
     /// Ask every agent for its node's facts.
     Nodes(NodesArgs),
+    /// Install and start the agent on every node over SSH (binary, unit, certificates from the
+    /// cluster CA), until each answers over mutual TLS; a second run changes nothing.
+    Bootstrap(Box<BootstrapArgs>),
     /// Converge every node to the cluster file (packages, RAID0, LVM, mkfs, mounts, services,
     /// tuning, validation), in dependency order across nodes; `--plan` changes nothing.
     Up(UpCli),
@@ -191,6 +194,53 @@ pub struct UpArgs {
     /// Also list steps that were already in sync.
     #[arg(long, short)]
     pub verbose: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BootstrapArgs {
+    /// The cluster file: the nodes, and the addresses both SSH and the coordinator use.
+    #[arg(value_name = "CLUSTER.toml")]
+    pub cluster: PathBuf,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Log in as USER (default: the SSH configuration's `User`, else yours).
+    #[arg(long, value_name = "USER")]
+    pub ssh_user: Option<String>,
+    /// An SSH private key to offer, besides those of the SSH configuration and ssh-agent.
+    #[arg(long, value_name = "KEY")]
+    pub identity: Option<PathBuf>,
+    /// Use FILE as the SSH configuration instead of ~/.ssh/config (`ssh -F FILE`).
+    #[arg(long, value_name = "FILE")]
+    pub ssh_config: Option<PathBuf>,
+    /// Trust a node's SSH host key on first contact and record it
+    /// (StrictHostKeyChecking=accept-new). A key that changed is refused all the same.
+    #[arg(long)]
+    pub accept_new_host_keys: bool,
+    /// Run the commands on the nodes through `sudo -n` (for a login that is not root).
+    #[arg(long)]
+    pub sudo: bool,
+    /// Install this pvfs binary (e.g. from a dist tarball) instead of the running one.
+    #[arg(long, value_name = "PATH")]
+    pub from: Option<PathBuf>,
+    /// Install this .deb (`cargo xtask dist`'s) with `dpkg -i` on nodes that have dpkg; the
+    /// others get the binary and the unit.
+    #[arg(long, value_name = "FILE")]
+    pub deb: Option<PathBuf>,
+    /// Read every node and list what would change; issue and change nothing.
+    #[arg(long)]
+    pub plan: bool,
+    /// One JSON object per event, then a recap.
+    #[arg(long)]
+    pub json: bool,
+    /// Nodes handled at once.
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub parallel: u16,
+    /// How long an agent has to answer over mutual TLS after it is (re)started.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub wait: Duration,
+    /// SSH's ConnectTimeout.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub ssh_timeout: Duration,
 }
 
 /// `pvfsctl up`: `UpArgs` (which `down` shares) and when nodes may be rebooted.

@@ -1,6 +1,7 @@
 //! `pvfsctl` subcommands.
 
 pub(crate) mod bench;
+mod bootstrap;
 mod ca;
 mod demo;
 mod down;
@@ -26,6 +27,7 @@ pub(crate) fn run(cli: CtlCli) -> anyhow::Result<u8> {
         CtlCommand::Ca(command) => ca::run(command),
         CtlCommand::Validate(args) => validate::run(args),
         CtlCommand::Nodes(args) => runtime()?.block_on(nodes::run(args)),
+        CtlCommand::Bootstrap(args) => runtime()?.block_on(bootstrap::run(*args)),
         CtlCommand::Up(args) => runtime()?.block_on(up::run(args)),
         CtlCommand::Down(args) => runtime()?.block_on(down::run(args)),
         CtlCommand::Bench(cli) => match cli.command {

@@ -1,0 +1,856 @@
+//! `pvfsctl bootstrap`: from SSH hosts to agents answering over mutual TLS.
+//!
+//! For every node of the cluster file: its certificate from the cluster CA (issued here when
+//! missing, SAN = the address the cluster file dials), then over SSH ([`ssh`]) the agent's
+//! binary, unit, environment file, the CA certificate and the node's certificate and key;
+//! `systemctl daemon-reload`, enable and (re)start; then the agent is dialled over mTLS until it
+//! answers, bounded.
+//!
+//! The node is read first (one `ssh` running `sha256sum`, `stat` and `systemctl is-*`), the
+//! differences computed ([`diff`], pure), and only those are acted on: each changed file is
+//! streamed to a temporary name in its own directory and renamed over the old one, so a node
+//! never holds half a binary or half a key; the service is restarted only when something
+//! changed or it is not running. A node that already holds all of it is left alone, which makes
+//! a second run change nothing. `--plan` stops after the reading.
+//!
+//! Nodes are handled in parallel, at most [`Options::parallel`] at once; a failing node is
+//! reported with the command, its exit status and the end of its standard error, and the others
+//! go on.
+
+pub mod ssh;
+
+use crate::dial::{DialError, Dialer, FailureKind, from_status};
+use pvfs_config::{Cluster, Node};
+use pvfs_proto::pb;
+use ssh::{Refusal, Script, Ssh};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::JoinSet;
+
+/// Where things go on a node: the places `config/pvfs-agent.service` names.
+pub const REMOTE_BINARY: &str = "/usr/local/bin/pvfs-agent";
+pub const REMOTE_UNIT: &str = "/etc/systemd/system/pvfs-agent.service";
+pub const REMOTE_ENV: &str = "/etc/pvfs/agent.env";
+pub const REMOTE_TLS: &str = "/etc/pvfs/tls";
+/// The systemd unit's name.
+pub const SERVICE: &str = "pvfs-agent";
+/// Where `--deb` keeps the package on a node: `dpkg -i` installs it from there, and its hash
+/// says next time whether this package is the one installed.
+pub const REMOTE_DEB: &str = "/var/cache/pvfs/pvfs.deb";
+/// The Debian package's name (`cargo xtask dist`'s .deb).
+pub const PACKAGE: &str = "pvfs";
+
+/// The unit and the environment file's documentation, as the repository ships them, built into
+/// the binary so that `pvfsctl` alone can bootstrap a node.
+pub const UNIT_TEXT: &str = include_str!("../../../config/pvfs-agent.service");
+const ENV_TEMPLATE: &str = include_str!("../../../config/pvfs-agent.env");
+
+/// Something to do before any node is touched went wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum BootstrapError {
+    #[error(transparent)]
+    Tls(#[from] pvfs_tls::TlsError),
+    #[error(
+        "no cluster CA in {}: create it with `pvfsctl ca init --dir {}` (bootstrap issues every missing \
+         certificate from it, but never creates a CA by itself)", dir.display(), dir.display()
+    )]
+    NoCa { dir: PathBuf },
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Where a file's bytes come from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    Bytes(Arc<[u8]>),
+    /// A file streamed from disk (the agent's binary is too big to keep around per node).
+    File(PathBuf),
+}
+
+/// One file a node must hold.
+#[derive(Debug, Clone)]
+pub struct Wanted {
+    /// What it is, for reports ("binary", "unit", "certificate", …).
+    pub what: &'static str,
+    pub path: String,
+    pub mode: u32,
+    /// SHA-256 in lowercase hex; `None` for a certificate that `--plan` would issue first.
+    pub sha256: Option<String>,
+    pub source: Option<Source>,
+}
+
+impl Wanted {
+    pub fn bytes(what: &'static str, path: String, mode: u32, bytes: Vec<u8>) -> Wanted {
+        let sha256 = Some(sha256_hex(&bytes));
+        Wanted { what, path, mode, sha256, source: Some(Source::Bytes(bytes.into())) }
+    }
+
+    pub fn file(what: &'static str, path: String, mode: u32, local: &Path) -> Result<Wanted, BootstrapError> {
+        let read = |source| BootstrapError::Read { path: local.to_owned(), source };
+        let mut file = std::fs::File::open(local).map_err(read)?;
+        let mut context = ring::digest::Context::new(&ring::digest::SHA256);
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let n = file.read(&mut buf).map_err(read)?;
+            if n == 0 {
+                break;
+            }
+            context.update(&buf[..n]);
+        }
+        let sha256 = Some(hex(context.finish().as_ref()));
+        Ok(Wanted { what, path, mode, sha256, source: Some(Source::File(local.to_owned())) })
+    }
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(ring::digest::digest(&ring::digest::SHA256, bytes).as_ref())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A certificate issued before any node was touched.
+#[derive(Debug, Clone)]
+pub struct IssuedCert {
+    pub name: String,
+    pub cert: PathBuf,
+    /// The names it is valid for; empty for the coordinator's.
+    pub sans: Vec<String>,
+    /// `--plan`: it would be issued, and was not.
+    pub planned: bool,
+}
+
+/// Issues (or, with `plan`, lists) every certificate the run needs that `tls_dir` lacks: each
+/// node's (`NODE.crt`/`NODE.key`, SAN = the host the cluster file dials) and the coordinator's,
+/// with the names and in the place `pvfsctl ca issue` uses. Existing ones are kept as they are.
+pub fn ensure_certificates(
+    cluster: &Cluster,
+    tls_dir: &Path,
+    coordinator: &str,
+    plan: bool,
+) -> Result<Vec<IssuedCert>, BootstrapError> {
+    if !tls_dir.join(pvfs_tls::CA_CERT).exists() {
+        return Err(BootstrapError::NoCa { dir: tls_dir.to_owned() });
+    }
+    let mut issued = Vec::new();
+    let holders = cluster
+        .nodes
+        .iter()
+        .map(|n| (n.name.as_str(), vec![n.address.tls_name()], pvfs_tls::Usage::Agent))
+        .chain([(coordinator, vec![], pvfs_tls::Usage::Coordinator)]);
+    for (name, sans, usage) in holders {
+        let cert = tls_dir.join(format!("{name}.crt"));
+        if cert.exists() {
+            continue;
+        }
+        if !plan {
+            let options = pvfs_tls::IssueOptions { sans: sans.clone(), usage, force: false, days: None };
+            pvfs_tls::issue_with(tls_dir, name, &options)?;
+        }
+        issued.push(IssuedCert { name: name.to_owned(), cert, sans, planned: plan });
+    }
+    Ok(issued)
+}
+
+/// What a node must hold, by route.
+#[derive(Debug, Clone)]
+pub struct NodeFiles {
+    /// The binary and the unit: the route without a package.
+    pub binary: Vec<Wanted>,
+    /// `--deb`: the package, taken where the node has dpkg (it brings the binary and unit).
+    pub package: Option<Wanted>,
+    /// The environment file and the TLS files, either way.
+    pub common: Vec<Wanted>,
+}
+
+impl NodeFiles {
+    /// Every path either route may write: what the probe reads.
+    pub fn paths(&self) -> Vec<&str> {
+        self.binary.iter().chain(&self.package).chain(&self.common).map(|f| f.path.as_str()).collect()
+    }
+
+    /// The route for a node with (or without) dpkg: the package first, so that the environment
+    /// file written after it replaces the package's default (and dpkg keeps ours on upgrades).
+    pub fn route(&self, dpkg: bool) -> Vec<Wanted> {
+        let head = match &self.package {
+            Some(package) if dpkg => vec![package.clone()],
+            _ => self.binary.clone(),
+        };
+        head.into_iter().chain(self.common.iter().cloned()).collect()
+    }
+}
+
+/// What `node` must hold: the binary at `binary` and the unit (or the `package`, where the node
+/// has dpkg), its environment file, and from `tls_dir` the CA certificate, the node's
+/// certificate and key, and `revoked.txt` if there is one. A certificate still to be issued
+/// (`--plan`) is wanted without a hash.
+pub fn wanted_files(
+    node: &Node,
+    tls_dir: &Path,
+    binary: &Wanted,
+    package: Option<&Wanted>,
+) -> Result<NodeFiles, BootstrapError> {
+    let binary =
+        vec![binary.clone(), Wanted::bytes("unit", REMOTE_UNIT.into(), 0o644, UNIT_TEXT.as_bytes().to_vec())];
+    let mut files = vec![Wanted::bytes("environment", REMOTE_ENV.into(), 0o644, env_file(node).into_bytes())];
+    let tls = |what, local: String, mode| -> Result<Option<Wanted>, BootstrapError> {
+        let path = tls_dir.join(&local);
+        let remote = format!("{REMOTE_TLS}/{local}");
+        match std::fs::read(&path) {
+            Ok(bytes) => Ok(Some(Wanted::bytes(what, remote, mode, bytes))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(BootstrapError::Read { path, source }),
+        }
+    };
+    files.extend(tls("CA certificate", pvfs_tls::CA_CERT.into(), 0o644)?);
+    for (what, file, mode) in
+        [("certificate", format!("{}.crt", node.name), 0o644), ("key", format!("{}.key", node.name), 0o600)]
+    {
+        let wanted = tls(what, file.clone(), mode)?;
+        files.push(wanted.unwrap_or(Wanted {
+            what,
+            path: format!("{REMOTE_TLS}/{file}"),
+            mode,
+            sha256: None,
+            source: None,
+        }));
+    }
+    files.extend(tls("revocation list", pvfs_tls::REVOKED.into(), 0o644)?);
+    Ok(NodeFiles { binary, package: package.cloned(), common: files })
+}
+
+/// The node's `/etc/pvfs/agent.env`: the shipped file's comments, then its name (the cluster
+/// file's, which is its certificate's) and the port the cluster file dials.
+pub fn env_file(node: &Node) -> String {
+    let any = if node.address.socket_addr().is_some_and(|a| a.is_ipv6()) { "[::]" } else { "0.0.0.0" };
+    format!(
+        "{ENV_TEMPLATE}\n# Written by `pvfsctl bootstrap` for node {name}.\nPVFS_AGENT_NAME={name}\nPVFS_AGENT_LISTEN={any}:{port}\n",
+        name = node.name,
+        port = node.address.port
+    )
+}
+
+/// What one read of a node found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Probe {
+    /// Path → SHA-256 of the files that exist.
+    pub sha256: BTreeMap<String, String>,
+    /// Path → permission bits.
+    pub modes: BTreeMap<String, u32>,
+    /// `/run/systemd/system` exists: systemd is the node's init.
+    pub systemd: bool,
+    pub active: bool,
+    pub enabled: bool,
+    /// `dpkg` is there: a `--deb` is installed with it.
+    pub dpkg: bool,
+    /// dpkg reports the `pvfs` package installed.
+    pub package_installed: bool,
+}
+
+const MARK_MODES: &str = "@@pvfs-modes";
+const MARK_SYSTEMD: &str = "@@pvfs-systemd";
+const MARK_ACTIVE: &str = "@@pvfs-active";
+const MARK_ENABLED: &str = "@@pvfs-enabled";
+const MARK_DPKG: &str = "@@pvfs-dpkg";
+const MARK_PACKAGE: &str = "@@pvfs-package";
+
+/// The read-only command that fills a [`Probe`]: every line it prints is either a marker or
+/// follows one, so a missing tool shows as an empty section rather than shifting the others.
+pub fn probe_script(paths: &[&str]) -> Script {
+    let mut sha = vec!["sha256sum", "--"];
+    sha.extend(paths);
+    let mut stat = vec!["stat", "-c", "%a %n", "--"];
+    stat.extend(paths);
+    Script::new()
+        .cmd(&sha)
+        .op("2>/dev/null ;")
+        .cmd(&["echo", MARK_MODES])
+        .op(";")
+        .cmd(&stat)
+        .op("2>/dev/null ;")
+        .cmd(&["test", "-d", "/run/systemd/system"])
+        .op("&&")
+        .cmd(&["echo", MARK_SYSTEMD])
+        .op(";")
+        .cmd(&["echo", MARK_ACTIVE])
+        .op(";")
+        .cmd(&["systemctl", "is-active", SERVICE])
+        .op("2>/dev/null ;")
+        .cmd(&["echo", MARK_ENABLED])
+        .op(";")
+        .cmd(&["systemctl", "is-enabled", SERVICE])
+        .op("2>/dev/null ;")
+        .cmd(&["command", "-v", "dpkg"])
+        .op(">/dev/null &&")
+        .cmd(&["echo", MARK_DPKG])
+        .op(";")
+        .cmd(&["echo", MARK_PACKAGE])
+        .op(";")
+        .cmd(&["dpkg-query", "-W", "-f", "${Status}\\n", PACKAGE])
+        .op("2>/dev/null ; true")
+}
+
+/// Reads [`probe_script`]'s output.
+pub fn parse_probe(stdout: &str) -> Probe {
+    let mut probe = Probe::default();
+    let mut section = "sha";
+    for line in stdout.lines().map(str::trim_end) {
+        match line {
+            MARK_MODES => section = "modes",
+            MARK_SYSTEMD => probe.systemd = true,
+            MARK_ACTIVE => section = "active",
+            MARK_ENABLED => section = "enabled",
+            MARK_DPKG => probe.dpkg = true,
+            MARK_PACKAGE => section = "package",
+            _ => match section {
+                "sha" => {
+                    // `HASH  PATH` (two spaces; a `*` instead of the second in binary mode).
+                    if let Some((hash, path)) = line.split_once(' ') {
+                        let path = path.trim_start_matches([' ', '*']);
+                        if hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+                            probe.sha256.insert(path.to_owned(), hash.to_ascii_lowercase());
+                        }
+                    }
+                }
+                "modes" => {
+                    if let Some((mode, path)) = line.split_once(' ')
+                        && let Ok(mode) = u32::from_str_radix(mode, 8)
+                    {
+                        probe.modes.insert(path.to_owned(), mode);
+                    }
+                }
+                // `is-active` prints active, activating, inactive, failed…; `is-enabled`
+                // enabled, disabled, static… (or nothing, on stderr, when there is no unit).
+                "active" => probe.active |= line == "active",
+                "enabled" => probe.enabled |= line == "enabled",
+                // `want flag status`: "install ok installed" when it is.
+                "package" => {
+                    probe.package_installed |= line.ends_with(" installed") && !line.contains("not-installed")
+                }
+                _ => {}
+            },
+        }
+    }
+    probe
+}
+
+/// One difference between a node and what it must hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// The file is missing or its content differs: written whole.
+    Write {
+        what: &'static str,
+        path: String,
+        missing: bool,
+    },
+    /// Right content, wrong permissions.
+    Chmod {
+        what: &'static str,
+        path: String,
+        from: u32,
+        to: u32,
+    },
+    /// `dpkg -i` of the package kept at [`REMOTE_DEB`].
+    Dpkg,
+    DaemonReload,
+    Enable,
+    /// Restarted because files changed, or started because it was not running.
+    Restart {
+        because: &'static str,
+    },
+}
+
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Change::Write { what, path, missing: true } => write!(f, "install {what} {path}"),
+            Change::Write { what, path, missing: false } => {
+                write!(f, "replace {what} {path} (content differs)")
+            }
+            Change::Chmod { what, path, from, to } => write!(f, "chmod {to:o} {what} {path} (was {from:o})"),
+            Change::Dpkg => write!(f, "dpkg -i {REMOTE_DEB}"),
+            Change::DaemonReload => write!(f, "systemctl daemon-reload"),
+            Change::Enable => write!(f, "systemctl enable {SERVICE}"),
+            Change::Restart { because } => write!(f, "systemctl restart {SERVICE} ({because})"),
+        }
+    }
+}
+
+/// What a node needs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodePlan {
+    pub changes: Vec<Change>,
+    /// Files already right, and the service when it needs nothing.
+    pub unchanged: u32,
+}
+
+impl NodePlan {
+    /// Files written or chmodded, plus one for the service when it is touched.
+    pub fn changed(&self) -> u32 {
+        let files =
+            self.changes.iter().filter(|c| matches!(c, Change::Write { .. } | Change::Chmod { .. })).count();
+        let service = self.changes.iter().any(|c| !matches!(c, Change::Write { .. } | Change::Chmod { .. }));
+        u32::try_from(files).unwrap_or(u32::MAX).saturating_add(u32::from(service))
+    }
+}
+
+/// The differences between `probe` and `wanted` (pure: `--plan` shows exactly this).
+pub fn diff(wanted: &[Wanted], probe: &Probe) -> NodePlan {
+    let mut plan = NodePlan::default();
+    let mut unit_changed = false;
+    for file in wanted {
+        let there = probe.sha256.get(&file.path);
+        let same = matches!((there, &file.sha256), (Some(a), Some(b)) if a == b);
+        if !same {
+            unit_changed |= file.path == REMOTE_UNIT;
+            plan.changes.push(Change::Write {
+                what: file.what,
+                path: file.path.clone(),
+                missing: there.is_none(),
+            });
+            continue;
+        }
+        match probe.modes.get(&file.path) {
+            Some(&mode) if mode != file.mode => plan.changes.push(Change::Chmod {
+                what: file.what,
+                path: file.path.clone(),
+                from: mode,
+                to: file.mode,
+            }),
+            _ => plan.unchanged += 1,
+        }
+    }
+    // The package is installed when it was written, or when dpkg no longer has it.
+    if let Some(deb) = wanted.iter().find(|f| f.path == REMOTE_DEB) {
+        let written =
+            plan.changes.iter().any(|c| matches!(c, Change::Write { path, .. } if path == &deb.path));
+        if written || !probe.package_installed {
+            plan.changes.push(Change::Dpkg);
+            unit_changed = true;
+        }
+    }
+    let files_changed = !plan.changes.is_empty();
+    if unit_changed {
+        plan.changes.push(Change::DaemonReload);
+    }
+    if !probe.enabled {
+        plan.changes.push(Change::Enable);
+    }
+    if files_changed {
+        plan.changes.push(Change::Restart { because: "its files changed" });
+    } else if !probe.active {
+        plan.changes.push(Change::Restart { because: "it was not running" });
+    }
+    if !files_changed && probe.active && probe.enabled {
+        plan.unchanged += 1;
+    }
+    plan
+}
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub ssh: Ssh,
+    /// Read and diff only.
+    pub plan: bool,
+    /// Nodes handled at once.
+    pub parallel: usize,
+    /// How long an agent has to answer over mTLS after its (re)start.
+    pub wait: Duration,
+    /// The bound on one `ssh` run (a binary upload included).
+    pub command_timeout: Duration,
+}
+
+/// One node's counts, as `up`'s recap has them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub ok: u32,
+    pub changed: u32,
+    pub failed: u32,
+}
+
+/// Why a node failed, with what an operator needs to act on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeFailure {
+    pub node: String,
+    pub message: String,
+    /// The command line that failed, when one did.
+    pub command: Option<String>,
+    pub code: Option<i32>,
+    pub stderr_tail: String,
+    /// The node's SSH host key was refused.
+    pub host_key: bool,
+}
+
+impl std::fmt::Display for NodeFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.message)?;
+        if let Some(command) = &self.command {
+            write!(f, "\n  command: {command}")?;
+            match self.code {
+                Some(code) => write!(f, "\n  exit status: {code}")?,
+                None => write!(f, "\n  killed by a signal or timed out")?,
+            }
+        }
+        if !self.stderr_tail.is_empty() && !self.host_key {
+            write!(f, "\n  stderr: {}", self.stderr_tail.replace('\n', "\n          "))?;
+        }
+        Ok(())
+    }
+}
+
+/// What happens, as it happens.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// The node was read; `plan` is what it needs.
+    Probed { node: String, plan: NodePlan },
+    /// One change done.
+    Done { node: String, change: Change },
+    /// Still waiting for the agent to answer.
+    Waiting { node: String, elapsed: Duration, last: String },
+    /// The agent answered over mTLS.
+    Ready { node: String, version: String, elapsed: Duration },
+    /// The node is finished (or failed).
+    Finished { node: String, result: Result<Counts, NodeFailure> },
+}
+
+/// The end of a run.
+#[derive(Debug, Clone)]
+pub struct Recap {
+    pub nodes: Vec<(String, Counts)>,
+    pub failures: Vec<NodeFailure>,
+    pub elapsed: Duration,
+}
+
+/// Runs every node of `nodes` (each with the files it must hold) at most `options.parallel` at
+/// once; `dialer` checks the agents afterwards (`None` with `--plan`).
+pub async fn run(
+    nodes: Vec<(Node, NodeFiles)>,
+    dialer: Option<Dialer>,
+    options: Options,
+    events: mpsc::UnboundedSender<Event>,
+) -> Recap {
+    let started = Instant::now();
+    // Bounded: each node holds an ssh process and, while uploading, a binary's worth of socket
+    // buffers; hundreds at once would only contend for the coordinator's uplink.
+    let permits = Arc::new(Semaphore::new(options.parallel.max(1)));
+    let options = Arc::new(options);
+    let mut tasks = JoinSet::new();
+    let names: Vec<String> = nodes.iter().map(|(n, _)| n.name.clone()).collect();
+    for (index, (node, files)) in nodes.into_iter().enumerate() {
+        let (permits, options, dialer, events) =
+            (permits.clone(), options.clone(), dialer.clone(), events.clone());
+        tasks.spawn(async move {
+            let _permit = permits.acquire_owned().await;
+            let result = one_node(&node, &files, dialer.as_ref(), &options, &events).await;
+            let _ = events.send(Event::Finished { node: node.name.clone(), result: result.clone() });
+            (index, result)
+        });
+    }
+    let mut results: Vec<Option<Result<Counts, NodeFailure>>> = vec![None; names.len()];
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok((index, result)) => results[index] = Some(result),
+            Err(err) => tracing::error!(error = %err, "bootstrap task failed"),
+        }
+    }
+    let mut recap = Recap { nodes: Vec::new(), failures: Vec::new(), elapsed: Duration::ZERO };
+    for (name, result) in names.into_iter().zip(results) {
+        let result = result
+            .unwrap_or_else(|| Err(failure(&name, "internal error: the node's task ended early".into())));
+        match result {
+            Ok(counts) => recap.nodes.push((name, counts)),
+            Err(failed) => {
+                recap.nodes.push((name, Counts { failed: 1, ..Counts::default() }));
+                recap.failures.push(failed);
+            }
+        }
+    }
+    recap.elapsed = started.elapsed();
+    recap
+}
+
+fn failure(node: &str, message: String) -> NodeFailure {
+    NodeFailure {
+        node: node.to_owned(),
+        message,
+        command: None,
+        code: None,
+        stderr_tail: String::new(),
+        host_key: false,
+    }
+}
+
+async fn one_node(
+    node: &Node,
+    files: &NodeFiles,
+    dialer: Option<&Dialer>,
+    options: &Options,
+    events: &mpsc::UnboundedSender<Event>,
+) -> Result<Counts, NodeFailure> {
+    let host = node.address.tls_name();
+    let ssh = &options.ssh;
+    let paths = files.paths();
+    let probe =
+        remote(node, ssh, &host, &probe_script(&paths), None, options.command_timeout, "reading the node")
+            .await?;
+    let probe = parse_probe(&probe);
+    if !probe.systemd {
+        return Err(failure(
+            &node.name,
+            format!(
+                "node {}: systemd is not running there (/run/systemd/system is missing); the agent is \
+                 installed as a systemd service, so start it by other means or boot the node with systemd",
+                node.name
+            ),
+        ));
+    }
+    let files = files.route(probe.dpkg);
+    let plan = diff(&files, &probe);
+    let _ = events.send(Event::Probed { node: node.name.clone(), plan: plan.clone() });
+    let changed = plan.changed();
+    if options.plan {
+        return Ok(Counts { ok: plan.unchanged, changed, failed: 0 });
+    }
+    let mut service = Script::new();
+    for change in &plan.changes {
+        match change {
+            Change::Write { path, .. } => {
+                let Some(file) = files.iter().find(|f| &f.path == path) else { continue };
+                let Some(source) = &file.source else {
+                    return Err(failure(
+                        &node.name,
+                        format!("node {}: nothing to install as {path}", node.name),
+                    ));
+                };
+                let script = write_script(path, file.mode);
+                remote(node, ssh, &host, &script, Some(source), options.command_timeout, "installing a file")
+                    .await?;
+            }
+            Change::Chmod { path, to, .. } => {
+                let script = Script::new().cmd(&["chmod", &format!("{to:o}"), "--", path.as_str()]);
+                remote(node, ssh, &host, &script, None, options.command_timeout, "setting a file's mode")
+                    .await?;
+            }
+            Change::Dpkg => {
+                // confold/confdef: an environment file already there (ours) is kept, never a
+                // question on a terminal that is not there.
+                let script =
+                    Script::new().cmd(&["dpkg", "-i", "--force-confdef", "--force-confold", REMOTE_DEB]);
+                remote(node, ssh, &host, &script, None, options.command_timeout, "installing the package")
+                    .await?;
+            }
+            Change::DaemonReload => service = and(service).cmd(&["systemctl", "daemon-reload"]),
+            Change::Enable => service = and(service).cmd(&["systemctl", "enable", "--quiet", SERVICE]),
+            Change::Restart { .. } => service = and(service).cmd(&["systemctl", "restart", SERVICE]),
+        }
+        if !matches!(change, Change::DaemonReload | Change::Enable | Change::Restart { .. }) {
+            let _ = events.send(Event::Done { node: node.name.clone(), change: change.clone() });
+        }
+    }
+    if !service.text().is_empty() {
+        remote(node, ssh, &host, &service, None, options.command_timeout, "starting the service").await?;
+        for change in plan
+            .changes
+            .iter()
+            .filter(|c| matches!(c, Change::DaemonReload | Change::Enable | Change::Restart { .. }))
+        {
+            let _ = events.send(Event::Done { node: node.name.clone(), change: change.clone() });
+        }
+    }
+    if let Some(dialer) = dialer {
+        wait_for_agent(node, dialer, options.wait, events).await?;
+    }
+    Ok(Counts { ok: plan.unchanged, changed, failed: 0 })
+}
+
+fn and(script: Script) -> Script {
+    if script.text().is_empty() { script } else { script.op("&&") }
+}
+
+/// Streams standard input into a temporary file next to `path` (so the rename stays on one file
+/// system), sets its mode, syncs it and renames it over `path`; on failure the temporary goes.
+/// `umask 077` keeps a key unreadable between its creation and the chmod, and makes the
+/// directories created on the way (`/etc/pvfs/tls`) private.
+pub fn write_script(path: &str, mode: u32) -> Script {
+    let (dir, name) = path.rsplit_once('/').unwrap_or((".", path));
+    let dir = if dir.is_empty() { "/" } else { dir };
+    let tmp = format!("{dir}/.{name}.pvfs-bootstrap.{:08x}", fastrand::u32(..));
+    Script::new()
+        .op("umask 077 &&")
+        .cmd(&["mkdir", "-p", "--", dir])
+        .op("&&")
+        .cmd(&["dd", &format!("of={tmp}"), "bs=1M", "conv=fsync", "status=none"])
+        .op("&&")
+        .cmd(&["chmod", &format!("{mode:o}"), "--", &tmp])
+        .op("&&")
+        // -T: a directory in the way is an error, never a place to move the file into.
+        .cmd(&["mv", "-fT", "--", &tmp, path])
+        .op("|| {")
+        .cmd(&["rm", "-f", "--", &tmp])
+        .op("; exit 1; }")
+}
+
+/// Runs `script` on the node; its standard output, or the failure with the command, status and
+/// standard error, a refused host key explained.
+async fn remote(
+    node: &Node,
+    ssh: &Ssh,
+    host: &str,
+    script: &Script,
+    stdin: Option<&Source>,
+    timeout: Duration,
+    doing: &str,
+) -> Result<String, NodeFailure> {
+    let command_line = ssh.display(host, script);
+    let fail = |message: String, code: Option<i32>, stderr: &str| NodeFailure {
+        node: node.name.clone(),
+        message,
+        command: Some(command_line.clone()),
+        code,
+        stderr_tail: tail(stderr),
+        host_key: false,
+    };
+    let mut command = tokio::process::Command::new(&ssh.program);
+    command.args(ssh.argv(host, script)).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+    let mut bytes = None;
+    match stdin {
+        None => {
+            command.stdin(Stdio::null());
+        }
+        Some(Source::File(path)) => {
+            let file = std::fs::File::open(path).map_err(|e| {
+                fail(format!("node {}: cannot read {}: {e}", node.name, path.display()), None, "")
+            })?;
+            command.stdin(Stdio::from(file));
+        }
+        Some(Source::Bytes(b)) => {
+            command.stdin(Stdio::piped());
+            bytes = Some(b.clone());
+        }
+    }
+    let mut child = command.spawn().map_err(|e| {
+        fail(
+            format!(
+                "node {}: cannot run {}: {e} (is the OpenSSH client installed?)",
+                node.name,
+                ssh.program.display()
+            ),
+            None,
+            "",
+        )
+    })?;
+    if let (Some(bytes), Some(mut input)) = (bytes, child.stdin.take()) {
+        // Written from its own task so a full pipe cannot deadlock against our reading of
+        // stdout/stderr; a write error shows up as ssh's own failure below.
+        tokio::spawn(async move {
+            let _ = input.write_all(&bytes).await;
+            let _ = input.shutdown().await;
+        });
+    }
+    let output = match tokio::time::timeout(timeout, child.wait_with_output()).await {
+        Ok(Ok(output)) => output,
+        Ok(Err(e)) => return Err(fail(format!("node {}: {doing}: {e}", node.name), None, "")),
+        Err(_) => {
+            return Err(fail(
+                format!("node {}: {doing}: no answer within {}s", node.name, timeout.as_secs()),
+                None,
+                "",
+            ));
+        }
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if output.status.success() {
+        return Ok(String::from_utf8_lossy(&output.stdout).into_owned());
+    }
+    let code = output.status.code();
+    // 255 is ssh's own failure; anything else is the remote command's.
+    if code == Some(255)
+        && let Some(refusal) = Refusal::parse(&stderr)
+    {
+        let mut failed = fail(refusal.explain(&node.name, host), code, &stderr);
+        failed.host_key = refusal.is_host_key();
+        return Err(failed);
+    }
+    Err(fail(format!("node {}: {doing} failed", node.name), code, &stderr))
+}
+
+/// The last few lines of a command's standard error.
+fn tail(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.lines().map(str::trim_end).filter(|l| !l.is_empty()).collect();
+    lines[lines.len().saturating_sub(6)..].join("\n")
+}
+
+/// Dials the agent until it answers `Info` as this node, up to `wait`.
+async fn wait_for_agent(
+    node: &Node,
+    dialer: &Dialer,
+    wait: Duration,
+    events: &mpsc::UnboundedSender<Event>,
+) -> Result<(), NodeFailure> {
+    let started = Instant::now();
+    let mut last_report = Instant::now();
+    loop {
+        let last = match ask(node, dialer).await {
+            Ok((name, version)) if name == node.name => {
+                let _ = events.send(Event::Ready {
+                    node: node.name.clone(),
+                    version,
+                    elapsed: started.elapsed(),
+                });
+                return Ok(());
+            }
+            Ok((name, _)) => {
+                format!("the agent at {} calls itself {name:?}, not {:?}", node.address, node.name)
+            }
+            Err(err) => err.message,
+        };
+        let elapsed = started.elapsed();
+        if elapsed >= wait {
+            return Err(failure(
+                &node.name,
+                format!(
+                    "node {}: the agent did not answer over mutual TLS within {}s (last: {last}); see `journalctl -u {SERVICE}` on the node",
+                    node.name,
+                    wait.as_secs()
+                ),
+            ));
+        }
+        if last_report.elapsed() >= Duration::from_secs(2) {
+            let _ = events.send(Event::Waiting { node: node.name.clone(), elapsed, last });
+            last_report = Instant::now();
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+async fn ask(node: &Node, dialer: &Dialer) -> Result<(String, String), DialError> {
+    let timeout = dialer.timeout();
+    let mut conn = dialer.connect(node).await?;
+    let info = tokio::time::timeout(timeout, conn.agent.info(pb::InfoRequest {}))
+        .await
+        .map_err(|_| crate::dial::timed_out(&node.address, timeout))?
+        .map_err(|status| from_status(&status, &node.address, timeout))?
+        .into_inner()
+        .node
+        .ok_or_else(|| DialError {
+            kind: FailureKind::Rpc,
+            message: "the agent sent no node facts".into(),
+        })?;
+    let info = pvfs_metrics::facts::NodeInfo::from(info);
+    Ok((info.agent_name, info.agent_version))
+}
+
+#[cfg(test)]
+mod tests;

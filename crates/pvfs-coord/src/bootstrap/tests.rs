@@ -1,0 +1,357 @@
+//! Bootstrap's pieces: certificates, the files a node must hold, the node's reading, the diff,
+//! and the remote scripts run for real by the local shell on real files.
+
+use super::*;
+use expect_test::expect;
+use std::process::Command;
+
+fn cluster(dir: &Path) -> Cluster {
+    let text = format!(
+        "[cluster]\nname = \"t\"\nkind = \"local\"\n[tls]\ndir = \"{}\"\n[local]\nmount = \"/mnt/pvfs\"\n\
+         [[node]]\nname = \"node1\"\naddress = \"10.213.251.11:7070\"\nroles = [\"server\", \"client\"]\n\
+         [[node]]\nname = \"node2\"\naddress = \"[fd00::2]:7171\"\nroles = [\"server\", \"client\"]\n",
+        dir.join("tls").display()
+    );
+    pvfs_config::parse(&dir.join("cluster.toml"), &text).unwrap()
+}
+
+fn wanted(path: &str, mode: u32, bytes: &[u8]) -> Wanted {
+    Wanted::bytes("file", path.into(), mode, bytes.to_vec())
+}
+
+#[test]
+fn missing_certificates_are_issued_for_the_dialled_address_and_existing_ones_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cluster(dir.path());
+    let tls = dir.path().join("tls");
+    let err = ensure_certificates(&c, &tls, "pvfsctl", false).unwrap_err();
+    assert!(err.to_string().contains("pvfsctl ca init --dir"), "{err}");
+    pvfs_tls::init_ca(&tls).unwrap();
+    // --plan lists and writes nothing.
+    let planned = ensure_certificates(&c, &tls, "pvfsctl", true).unwrap();
+    assert_eq!(planned.iter().map(|i| i.name.as_str()).collect::<Vec<_>>(), ["node1", "node2", "pvfsctl"]);
+    assert!(planned.iter().all(|i| i.planned) && !tls.join("node1.crt").exists());
+
+    let issued = ensure_certificates(&c, &tls, "pvfsctl", false).unwrap();
+    assert_eq!(issued[0].sans, ["10.213.251.11"]);
+    assert_eq!(issued[1].sans, ["fd00::2"]);
+    for (name, usage) in [
+        ("node1", pvfs_tls::Usage::Agent),
+        ("node2", pvfs_tls::Usage::Agent),
+        ("pvfsctl", pvfs_tls::Usage::Coordinator),
+    ] {
+        let material = pvfs_tls::load(&tls, name).unwrap();
+        pvfs_tls::check_identity(&material, usage).unwrap();
+    }
+    let before = std::fs::read(tls.join("node1.crt")).unwrap();
+    assert!(ensure_certificates(&c, &tls, "pvfsctl", false).unwrap().is_empty());
+    assert_eq!(std::fs::read(tls.join("node1.crt")).unwrap(), before, "an existing certificate is kept");
+}
+
+#[test]
+fn a_node_holds_the_binary_unit_env_ca_and_its_own_certificate_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cluster(dir.path());
+    let tls = dir.path().join("tls");
+    pvfs_tls::init_ca(&tls).unwrap();
+    let bin_path = dir.path().join("pvfs");
+    std::fs::write(&bin_path, b"\x7fELF binary").unwrap();
+    let binary = Wanted::file("binary", REMOTE_BINARY.into(), 0o755, &bin_path).unwrap();
+    assert_eq!(binary.sha256.as_deref(), Some(sha256_hex(b"\x7fELF binary").as_str()));
+
+    // Before issuing (--plan): the certificate and key are wanted, hash unknown.
+    let files = wanted_files(&c.nodes[0], &tls, &binary, None).unwrap().route(false);
+    let listed: Vec<String> = files
+        .iter()
+        .map(|f| {
+            format!(
+                "{} {:o} {} {}",
+                f.what,
+                f.mode,
+                f.path,
+                if f.sha256.is_some() { "known" } else { "to issue" }
+            )
+        })
+        .collect();
+    expect![[r#"
+        [
+            "binary 755 /usr/local/bin/pvfs-agent known",
+            "unit 644 /etc/systemd/system/pvfs-agent.service known",
+            "environment 644 /etc/pvfs/agent.env known",
+            "CA certificate 644 /etc/pvfs/tls/ca.crt known",
+            "certificate 644 /etc/pvfs/tls/node1.crt to issue",
+            "key 600 /etc/pvfs/tls/node1.key to issue",
+        ]
+    "#]]
+    .assert_debug_eq(&listed);
+
+    ensure_certificates(&c, &tls, "pvfsctl", false).unwrap();
+    pvfs_tls::revoke_named(&tls, "pvfsctl").unwrap();
+    let files = wanted_files(&c.nodes[1], &tls, &binary, None).unwrap().route(true);
+    assert!(files.iter().all(|f| f.sha256.is_some()));
+    assert_eq!(files.last().unwrap().path, "/etc/pvfs/tls/revoked.txt");
+    // Never another node's key, never the CA's.
+    assert!(!files.iter().any(|f| f.path.contains("node1") || f.path.ends_with("ca.key")));
+}
+
+#[test]
+fn with_a_package_a_node_with_dpkg_gets_it_instead_of_the_binary_and_unit() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cluster(dir.path());
+    let tls = dir.path().join("tls");
+    pvfs_tls::init_ca(&tls).unwrap();
+    ensure_certificates(&c, &tls, "pvfsctl", false).unwrap();
+    let binary = wanted(REMOTE_BINARY, 0o755, b"elf");
+    let deb = wanted(REMOTE_DEB, 0o644, b"!<arch>\n");
+    let files = wanted_files(&c.nodes[0], &tls, &binary, Some(&deb)).unwrap();
+    let paths = |route: Vec<Wanted>| route.into_iter().map(|f| f.path).collect::<Vec<_>>();
+    let with_dpkg = paths(files.route(true));
+    assert_eq!(with_dpkg[..2], [REMOTE_DEB, REMOTE_ENV], "the package first, then our env file");
+    assert!(!with_dpkg.iter().any(|p| p == REMOTE_BINARY || p == REMOTE_UNIT));
+    let without = paths(files.route(false));
+    assert_eq!(without[..3], [REMOTE_BINARY, REMOTE_UNIT, REMOTE_ENV]);
+    assert_eq!(files.paths().len(), 7, "the probe reads both routes' files");
+
+    // A fresh node with dpkg: package written and installed, then the rest.
+    let route = files.route(true);
+    let fresh = Probe { systemd: true, dpkg: true, ..Probe::default() };
+    let shown: Vec<String> = diff(&route, &fresh).changes.iter().map(ToString::to_string).collect();
+    assert_eq!(shown[0], "install file /var/cache/pvfs/pvfs.deb");
+    assert!(shown.contains(&"dpkg -i /var/cache/pvfs/pvfs.deb".to_owned()), "{shown:?}");
+    // The same package in place but removed from dpkg: installed again, nothing rewritten.
+    let mut removed = Probe { active: true, enabled: true, ..fresh.clone() };
+    for f in &route {
+        removed.sha256.insert(f.path.clone(), f.sha256.clone().unwrap());
+        removed.modes.insert(f.path.clone(), f.mode);
+    }
+    let plan = diff(&route, &removed);
+    let shown: Vec<String> = plan.changes.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        shown,
+        [
+            "dpkg -i /var/cache/pvfs/pvfs.deb",
+            "systemctl daemon-reload",
+            "systemctl restart pvfs-agent (its files changed)"
+        ]
+    );
+    // And installed: nothing.
+    assert!(diff(&route, &Probe { package_installed: true, ..removed }).changes.is_empty());
+}
+
+#[test]
+fn the_env_file_names_the_node_and_listens_on_the_dialled_port() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cluster(dir.path());
+    let env = env_file(&c.nodes[1]);
+    assert!(env.starts_with("# /etc/pvfs/agent.env"), "{env}");
+    expect![[r#"
+        # Written by `pvfsctl bootstrap` for node node2.
+        PVFS_AGENT_NAME=node2
+        PVFS_AGENT_LISTEN=[::]:7171
+    "#]]
+    .assert_eq(env.rsplit_once("\n\n").unwrap().1);
+    assert!(env_file(&c.nodes[0]).contains("\nPVFS_AGENT_LISTEN=0.0.0.0:7070\n"));
+}
+
+/// A real reading: the probe script run by the local shell over real files (sha256sum and stat
+/// from coreutils), and a systemd that is absent here.
+#[test]
+fn the_probe_reads_hashes_and_modes_of_real_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.crt");
+    let b = dir.path().join("it's.key");
+    std::fs::write(&a, b"cert").unwrap();
+    std::fs::write(&b, b"key").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&a, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::set_permissions(&b, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let missing = dir.path().join("missing");
+    let paths = [a.to_str().unwrap(), b.to_str().unwrap(), missing.to_str().unwrap()];
+    let out = Command::new("sh").arg("-c").arg(probe_script(&paths).text()).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let probe = parse_probe(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(probe.sha256.get(paths[0]).unwrap(), &sha256_hex(b"cert"));
+    assert_eq!(probe.sha256.get(paths[1]).unwrap(), &sha256_hex(b"key"));
+    assert!(!probe.sha256.contains_key(paths[2]));
+    assert_eq!(probe.modes.get(paths[1]), Some(&0o600));
+    assert_eq!(probe.modes.get(paths[0]), Some(&0o644));
+}
+
+/// The probe's output on a node with the agent installed and running, in the shape coreutils'
+/// sha256sum (`HASH  PATH`) and stat (`-c '%a %n'`) and systemd's `systemctl is-active` /
+/// `is-enabled` print it; the e2e scenario (`cargo xtask e2e --only bootstrap`) reads real
+/// Debian 12 nodes through the same parser.
+const RUNNING: &str = "\
+9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08  /etc/pvfs/tls/ca.crt
+60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752  /etc/pvfs/tls/node1.key
+@@pvfs-modes
+644 /etc/pvfs/tls/ca.crt
+644 /etc/pvfs/tls/node1.key
+@@pvfs-systemd
+@@pvfs-active
+active
+@@pvfs-enabled
+enabled
+@@pvfs-dpkg
+@@pvfs-package
+";
+
+#[test]
+fn parse_probe_reads_each_section() {
+    expect![[r#"
+        Probe {
+            sha256: {
+                "/etc/pvfs/tls/ca.crt": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+                "/etc/pvfs/tls/node1.key": "60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752",
+            },
+            modes: {
+                "/etc/pvfs/tls/ca.crt": 420,
+                "/etc/pvfs/tls/node1.key": 420,
+            },
+            systemd: true,
+            active: true,
+            enabled: true,
+            dpkg: true,
+            package_installed: false,
+        }
+    "#]]
+    .assert_debug_eq(&parse_probe(RUNNING));
+    // A fresh node: nothing installed, the unit unknown to systemd (is-active prints
+    // "inactive", is-enabled only an error on stderr, which the probe discards).
+    let fresh = parse_probe("@@pvfs-modes\n@@pvfs-systemd\n@@pvfs-active\ninactive\n@@pvfs-enabled\n");
+    assert_eq!(fresh, Probe { systemd: true, ..Probe::default() });
+}
+
+#[test]
+fn diff_changes_only_what_differs_and_restarts_only_then() {
+    let files =
+        [wanted("/etc/pvfs/tls/ca.crt", 0o644, b"test"), wanted("/etc/pvfs/tls/node1.key", 0o600, b"key")];
+    let same = Probe {
+        sha256: files.iter().map(|f| (f.path.clone(), f.sha256.clone().unwrap())).collect(),
+        modes: files.iter().map(|f| (f.path.clone(), f.mode)).collect(),
+        systemd: true,
+        active: true,
+        enabled: true,
+        dpkg: false,
+        package_installed: false,
+    };
+    // All in place and running: nothing at all, every item ok.
+    let plan = diff(&files, &same);
+    assert_eq!(plan, NodePlan { changes: vec![], unchanged: 3 });
+    assert_eq!(plan.changed(), 0);
+
+    // Only stopped: started, no file written.
+    let stopped = diff(&files, &Probe { active: false, ..same.clone() });
+    assert_eq!(stopped.changes, [Change::Restart { because: "it was not running" }]);
+    assert_eq!((stopped.unchanged, stopped.changed()), (2, 1));
+
+    // The key's mode drifted and the CA differs: chmod, one write, a restart.
+    let mut drifted = same.clone();
+    drifted.modes.insert("/etc/pvfs/tls/node1.key".into(), 0o644);
+    drifted.sha256.insert("/etc/pvfs/tls/ca.crt".into(), "0".repeat(64));
+    let plan = diff(&files, &drifted);
+    let shown: Vec<String> = plan.changes.iter().map(ToString::to_string).collect();
+    expect![[r#"
+        [
+            "replace file /etc/pvfs/tls/ca.crt (content differs)",
+            "chmod 600 file /etc/pvfs/tls/node1.key (was 644)",
+            "systemctl restart pvfs-agent (its files changed)",
+        ]
+    "#]]
+    .assert_debug_eq(&shown);
+    assert_eq!((plan.unchanged, plan.changed()), (0, 3));
+
+    // A fresh node: everything installed, the unit reloaded, enabled and started.
+    let unit = Wanted::bytes("unit", REMOTE_UNIT.into(), 0o644, UNIT_TEXT.as_bytes().to_vec());
+    let plan = diff(&[unit], &Probe { systemd: true, ..Probe::default() });
+    let shown: Vec<String> = plan.changes.iter().map(ToString::to_string).collect();
+    expect![[r#"
+        [
+            "install unit /etc/systemd/system/pvfs-agent.service",
+            "systemctl daemon-reload",
+            "systemctl enable pvfs-agent",
+            "systemctl restart pvfs-agent (its files changed)",
+        ]
+    "#]]
+    .assert_debug_eq(&shown);
+
+    // A certificate still to be issued (--plan) is a change even if a file is there.
+    let to_issue = Wanted { sha256: None, source: None, ..files[0].clone() };
+    assert!(matches!(diff(&[to_issue], &same).changes[0], Change::Write { missing: false, .. }));
+}
+
+/// The write script, run by the local shell as sshd would run it: the content arrives whole,
+/// with its mode, through a temporary that is gone afterwards, in a directory made private.
+#[test]
+fn the_write_script_installs_atomically_with_the_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("etc/pvfs/tls/node1.key");
+    let path = target.to_str().unwrap();
+    let script = write_script(path, 0o600);
+    let run = |input: &[u8]| {
+        use std::io::Write;
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(script.text())
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let out = run(b"-----BEGIN PRIVATE KEY-----\n");
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(std::fs::read(&target).unwrap(), b"-----BEGIN PRIVATE KEY-----\n");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&target).unwrap().permissions().mode() & 0o7777, 0o600);
+    assert_eq!(std::fs::metadata(target.parent().unwrap()).unwrap().permissions().mode() & 0o777, 0o700);
+    // Replaced whole, and only the target is left in the directory.
+    assert!(run(b"new").status.success());
+    assert_eq!(std::fs::read(&target).unwrap(), b"new");
+    let names: Vec<_> =
+        std::fs::read_dir(target.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, ["node1.key"]);
+
+    // A failure (the target is a directory) leaves the old state and no temporary.
+    std::fs::create_dir_all(dir.path().join("d/x/sub")).unwrap();
+    let blocked = write_script(dir.path().join("d/x").to_str().unwrap(), 0o644);
+    let out = Command::new("sh").arg("-c").arg(blocked.text()).stdin(Stdio::null()).output().unwrap();
+    assert!(!out.status.success());
+    let names: Vec<_> =
+        std::fs::read_dir(dir.path().join("d")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, ["x"]);
+}
+
+#[test]
+fn the_write_script_reads_as_expected() {
+    let text = write_script("/etc/pvfs/tls/node1.key", 0o600).text().to_owned();
+    let tmp = text.split("of=").nth(1).unwrap().split(' ').next().unwrap().to_owned();
+    assert!(tmp.starts_with("/etc/pvfs/tls/.node1.key.pvfs-bootstrap."), "{tmp}");
+    expect![[r#"umask 077 && mkdir -p -- /etc/pvfs/tls && dd of=TMP bs=1M conv=fsync status=none && chmod 600 -- TMP && mv -fT -- TMP /etc/pvfs/tls/node1.key || { rm -f -- TMP ; exit 1; }"#]]
+        .assert_eq(&text.replace(&tmp, "TMP"));
+}
+
+#[test]
+fn a_failure_names_the_command_its_status_and_stderr() {
+    let failed = NodeFailure {
+        node: "node2".into(),
+        message: "node node2: starting the service failed".into(),
+        command: Some(
+            "ssh -o BatchMode=yes -o ConnectTimeout=10 -- 10.0.0.2 'systemctl restart pvfs-agent'".into(),
+        ),
+        code: Some(1),
+        stderr_tail:
+            "Job for pvfs-agent.service failed.\nSee \"journalctl -xeu pvfs-agent.service\" for details."
+                .into(),
+        host_key: false,
+    };
+    expect![[r#"
+        node node2: starting the service failed
+          command: ssh -o BatchMode=yes -o ConnectTimeout=10 -- 10.0.0.2 'systemctl restart pvfs-agent'
+          exit status: 1
+          stderr: Job for pvfs-agent.service failed.
+                  See "journalctl -xeu pvfs-agent.service" for details."#]]
+    .assert_eq(&failed.to_string());
+    assert_eq!(tail(&(1..=10).map(|i| format!("l{i}\n")).collect::<String>()), "l5\nl6\nl7\nl8\nl9\nl10");
+}

@@ -1,0 +1,231 @@
+//! `pvfsctl bootstrap CLUSTER.toml`: agents installed and started over SSH on every node, with
+//! certificates from the cluster CA, until each answers over mutual TLS; lines as it goes (or
+//! JSON with `--json`) and a recap like `up`'s. What it does is `pvfs_coord::bootstrap`'s; this
+//! resolves the flags, issues the missing certificates and shows the events.
+
+use crate::cli::BootstrapArgs;
+use crate::{exit, output};
+use anyhow::Context;
+use pvfs_coord::bootstrap::{self, Change, Counts, Event, NodeFailure, Options, Recap, Wanted};
+use pvfs_coord::{ClientSecurity, Dialer};
+use serde::Serialize;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<u8> {
+    let cluster = pvfs_config::load(&args.cluster)?;
+    if args.connect.insecure {
+        anyhow::bail!("{}", super::INSECURE_REMOVED);
+    }
+    let tls_dir = args.connect.tls_dir.clone().unwrap_or_else(|| cluster.tls_dir.clone());
+    let binary_path = match &args.from {
+        Some(path) => path.clone(),
+        None => std::env::current_exe().context("finding this program's own binary to install")?,
+    };
+    let binary = Wanted::file("binary", bootstrap::REMOTE_BINARY.into(), 0o755, &binary_path)?;
+    let package = match &args.deb {
+        Some(deb) => Some(Wanted::file("package", bootstrap::REMOTE_DEB.into(), 0o644, deb)?),
+        None => None,
+    };
+    let issued = bootstrap::ensure_certificates(&cluster, &tls_dir, &args.connect.cert_name, args.plan)?;
+    for cert in &issued {
+        let verb = if cert.planned { "would issue" } else { "issued" };
+        let names =
+            if cert.sans.is_empty() { String::new() } else { format!(" for {}", cert.sans.join(", ")) };
+        if args.json {
+            output::json(&Line::Certificate {
+                name: &cert.name,
+                path: &cert.cert.to_string_lossy(),
+                sans: &cert.sans,
+                planned: cert.planned,
+            })?;
+        } else {
+            output::print(&format!("{verb} certificate {}{names}\n", cert.cert.display()))?;
+        }
+    }
+    let mut nodes = Vec::with_capacity(cluster.nodes.len());
+    for node in &cluster.nodes {
+        nodes.push((node.clone(), bootstrap::wanted_files(node, &tls_dir, &binary, package.as_ref())?));
+    }
+    // The coordinator's own certificate exists now (issued above when it did not), except with
+    // --plan, which dials nothing.
+    let dialer = if args.plan {
+        None
+    } else {
+        let material = pvfs_tls::load(&tls_dir, &args.connect.cert_name)?;
+        pvfs_tls::check_identity(&material, pvfs_tls::Usage::Coordinator).with_context(|| {
+            format!("the coordinator certificate in {} cannot be used", tls_dir.display())
+        })?;
+        Some(Dialer::new(ClientSecurity::MutualTls(material), args.connect.timeout))
+    };
+    let options = Options {
+        ssh: bootstrap::ssh::Ssh {
+            user: args.ssh_user,
+            identity: args.identity,
+            config: args.ssh_config,
+            accept_new_host_keys: args.accept_new_host_keys,
+            connect_timeout: args.ssh_timeout,
+            sudo: args.sudo,
+            ..Default::default()
+        },
+        plan: args.plan,
+        parallel: usize::from(args.parallel),
+        wait: args.wait,
+        // A binary of some 100 MB over a slow link; the bound is for a node that hangs.
+        command_timeout: Duration::from_secs(600),
+    };
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let work = tokio::spawn(bootstrap::run(nodes, dialer, options, tx));
+    let view = View { json: args.json, plan: args.plan };
+    while let Some(event) = rx.recv().await {
+        view.show(&event)?;
+    }
+    let recap = work.await?;
+    view.recap(&recap)?;
+    Ok(if recap.failures.is_empty() { exit::OK } else { exit::FAILURES })
+}
+
+struct View {
+    json: bool,
+    plan: bool,
+}
+
+impl View {
+    fn show(&self, event: &Event) -> anyhow::Result<()> {
+        if self.json {
+            return output::json(&Line::of(event));
+        }
+        let text = match event {
+            Event::Probed { node, plan } if self.plan => {
+                let mut text = String::new();
+                for change in &plan.changes {
+                    text += &format!("[{node}] would {change}\n");
+                }
+                if plan.changes.is_empty() {
+                    text += &format!("[{node}] nothing to change\n");
+                }
+                text
+            }
+            Event::Probed { .. } => return Ok(()),
+            Event::Done { node, change } => format!("[{node}] {change}\n"),
+            Event::Waiting { node, elapsed, last } => {
+                output::note(&format!("[{node}] waiting for the agent ({}s): {last}", elapsed.as_secs()));
+                return Ok(());
+            }
+            Event::Ready { node, version, elapsed } => {
+                format!("[{node}] agent {version} answers over mutual TLS ({:.1}s)\n", elapsed.as_secs_f64())
+            }
+            Event::Finished { node, result: Err(failure) } => {
+                output::note(&format!("[{node}] FAILED: {failure}"));
+                return Ok(());
+            }
+            Event::Finished { .. } => return Ok(()),
+        };
+        Ok(output::print(&text)?)
+    }
+
+    fn recap(&self, recap: &Recap) -> anyhow::Result<()> {
+        if self.json {
+            return output::json(&Line::Recap {
+                plan: self.plan,
+                nodes: recap
+                    .nodes
+                    .iter()
+                    .map(|(name, c)| CountsLine { name, ok: c.ok, changed: c.changed, failed: c.failed })
+                    .collect(),
+                failures: recap.failures.iter().map(FailureLine::of).collect(),
+                elapsed_ms: ms(recap.elapsed),
+            });
+        }
+        let width = recap.nodes.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+        let mut text =
+            format!("\n{} ({:.1}s)\n", if self.plan { "PLAN" } else { "RECAP" }, recap.elapsed.as_secs_f64());
+        for (name, Counts { ok, changed, failed }) in &recap.nodes {
+            let change = if self.plan { "change" } else { "changed" };
+            text += &format!("{name:width$}  ok={ok} {change}={changed} failed={failed}\n");
+        }
+        output::print(&text)?;
+        for failure in &recap.failures {
+            output::note(&format!("error: {failure}"));
+        }
+        if self.plan && recap.failures.is_empty() {
+            let changes: u32 = recap.nodes.iter().map(|(_, c)| c.changed).sum();
+            output::note(&if changes == 0 {
+                "nothing to change: every agent is installed and running".to_owned()
+            } else {
+                format!("{changes} changes would be made; run without --plan to make them")
+            });
+        }
+        Ok(())
+    }
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// One line of `--json`.
+#[derive(Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+enum Line<'a> {
+    Certificate { name: &'a str, path: &'a str, sans: &'a [String], planned: bool },
+    Probed { node: &'a str, unchanged: u32, changes: Vec<String> },
+    Change { node: &'a str, change: String },
+    Waiting { node: &'a str, elapsed_ms: u64, last: &'a str },
+    Ready { node: &'a str, version: &'a str, elapsed_ms: u64 },
+    NodeDone { node: &'a str, ok: bool, failure: Option<FailureLine<'a>> },
+    Recap { plan: bool, nodes: Vec<CountsLine<'a>>, failures: Vec<FailureLine<'a>>, elapsed_ms: u64 },
+}
+
+#[derive(Serialize)]
+struct CountsLine<'a> {
+    name: &'a str,
+    ok: u32,
+    changed: u32,
+    failed: u32,
+}
+
+#[derive(Serialize)]
+struct FailureLine<'a> {
+    node: &'a str,
+    message: &'a str,
+    command: Option<&'a str>,
+    code: Option<i32>,
+    stderr_tail: &'a str,
+    host_key: bool,
+}
+
+impl<'a> FailureLine<'a> {
+    fn of(f: &'a NodeFailure) -> FailureLine<'a> {
+        FailureLine {
+            node: &f.node,
+            message: &f.message,
+            command: f.command.as_deref(),
+            code: f.code,
+            stderr_tail: &f.stderr_tail,
+            host_key: f.host_key,
+        }
+    }
+}
+
+impl<'a> Line<'a> {
+    fn of(event: &'a Event) -> Line<'a> {
+        match event {
+            Event::Probed { node, plan } => Line::Probed {
+                node,
+                unchanged: plan.unchanged,
+                changes: plan.changes.iter().map(Change::to_string).collect(),
+            },
+            Event::Done { node, change } => Line::Change { node, change: change.to_string() },
+            Event::Waiting { node, elapsed, last } => Line::Waiting { node, elapsed_ms: ms(*elapsed), last },
+            Event::Ready { node, version, elapsed } => {
+                Line::Ready { node, version, elapsed_ms: ms(*elapsed) }
+            }
+            Event::Finished { node, result } => Line::NodeDone {
+                node,
+                ok: result.is_ok(),
+                failure: result.as_ref().err().map(FailureLine::of),
+            },
+        }
+    }
+}
