@@ -20,6 +20,11 @@ pub fn run(no_e2e: bool) -> anyhow::Result<()> {
         ("fio", "fio"),
         // The mpi launcher's tests run real mpirun.
         ("mpirun", "openmpi-bin"),
+        // The Debian package: its Depends from the libraries' symbols files, the glibc check,
+        // and Debian's own linter on the result.
+        ("dpkg-shlibdeps", "dpkg-dev"),
+        ("objdump", "binutils"),
+        ("lintian", "lintian"),
     ];
     if !no_e2e {
         needed.extend([("debootstrap", "debootstrap"), ("docker", "docker.io")]);
@@ -35,8 +40,9 @@ pub fn run(no_e2e: bool) -> anyhow::Result<()> {
     verify_unit()?;
     crate::accuracy::run()?;
     let dist = crate::dist::run()?;
+    lintian(&dist.deb)?;
     if !no_e2e {
-        crate::e2e::run_with_binary(&dist.join("bin/pvfs"), &crate::e2e::Args::default())?;
+        crate::e2e::run_with_binary(&dist.dir.join("bin/pvfs"), &crate::e2e::Args::default())?;
     }
     eprintln!("xtask ci: all checks passed");
     Ok(())
@@ -63,4 +69,10 @@ fn verify_unit() -> anyhow::Result<()> {
         bail!("systemd-analyze verify found problems in config/pvfs-agent.service:\n{said}");
     }
     Ok(())
+}
+
+/// Debian's linter on the package: errors fail the check; the warnings left are overridden in
+/// packaging/deb/lintian-overrides, each with its reason, so any new one shows here.
+fn lintian(deb: &std::path::Path) -> anyhow::Result<()> {
+    step(Command::new("lintian").args(["--fail-on", "error,warning", "--display-info"]).arg(deb))
 }

@@ -1,12 +1,22 @@
-//! `cargo xtask dist`: one directory (and tarball) with everything an installation needs.
+//! `cargo xtask dist`: one directory (and tarball) with everything an installation needs, and
+//! the same as a Debian package (see `deb`).
 
 use crate::util::{self, cargo, read, step};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Builds the release binary and writes `dist/pvfs-VERSION-ARCH-linux/`; returns that path.
-pub fn run() -> anyhow::Result<PathBuf> {
+/// What `dist` wrote.
+pub struct Dist {
+    /// `dist/pvfs-VERSION-ARCH-linux/`.
+    pub dir: PathBuf,
+    /// `dist/pvfs_VERSION_DEBARCH.deb`.
+    pub deb: PathBuf,
+}
+
+/// Builds the release binary and writes `dist/pvfs-VERSION-ARCH-linux/`, its tarball and the
+/// Debian package (checked by reading it back).
+pub fn run() -> anyhow::Result<Dist> {
     step(cargo().args(["build", "--release", "--locked", "-p", "pvfs", "--bin", "pvfs"]))?;
     let root = util::root();
     let version = version(&root)?;
@@ -41,11 +51,22 @@ pub fn run() -> anyhow::Result<PathBuf> {
 
     let tarball = root.join("dist").join(format!("{name}.tar.gz"));
     step(Command::new("tar").arg("-C").arg(root.join("dist")).arg("-czf").arg(&tarball).arg(&name))?;
-    eprintln!("xtask dist: wrote {} and {}", out.display(), tarball.display());
-    Ok(out)
+
+    // The package is made from the same binary and generated files as the tarball.
+    let inputs = crate::deb::Inputs {
+        binary: &bin.join("pvfs"),
+        generated: &out,
+        version: &version,
+        compression: crate::deb::Compression::Release,
+    };
+    let deb = crate::deb::build(&inputs, &root.join("target/deb"), &root.join("dist"))?;
+    crate::deb::check(&deb, &version)?;
+    eprintln!("xtask dist: wrote {}, {} and {}", out.display(), tarball.display(), deb.display());
+    Ok(Dist { dir: out, deb })
 }
 
-fn version(root: &Path) -> anyhow::Result<String> {
+/// The version of package pvfs, from cargo metadata.
+pub fn version(root: &Path) -> anyhow::Result<String> {
     let meta = read(cargo().current_dir(root).args(["metadata", "--format-version", "1", "--no-deps"]))?;
     let meta: serde_json::Value = serde_json::from_str(&meta)?;
     meta["packages"]

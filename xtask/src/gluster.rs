@@ -22,6 +22,12 @@
 //!    mid-run ends the run with an error naming it, partial results kept;
 //! 8. the mpi launcher: mpirun (Debian's Open MPI) started by the client's agent runs the
 //!    built-in engine as MPI ranks; `--engine ior` fails naming the client, as IOR is absent.
+//!
+//! gfs2's agent is not bind-mounted like the others' but installed from the Debian package
+//! (`dpkg -i` of a .deb built around the same binary): first without certificates (enabled, not
+//! started, and postinst says what is missing), then again once they are in /etc/pvfs/tls (it
+//! starts); being enabled, it comes back by itself when the scenario restarts gfs2's container.
+//! The package's remove and purge, and its postinst without systemd, are tried before and after.
 
 use crate::docker::{LABEL, docker};
 use crate::util::{capture, read, root, step};
@@ -36,6 +42,8 @@ use std::time::{Duration, Instant};
 const SUBNET: &str = "10.213.250.0/24";
 const NODES: [(&str, &str, bool); 3] =
     [("gfs1", "10.213.250.11", true), ("gfs2", "10.213.250.12", true), ("client1", "10.213.250.13", false)];
+/// The node whose agent comes from the .deb.
+const DEB_NODE: &str = "gfs2";
 /// xfsprogs 6.1 refuses file systems under 300 MB.
 const DISK_BYTES: u64 = 512 << 20;
 
@@ -119,6 +127,8 @@ pub fn run(binary: &Path, image: &str, work: &Path, keep: bool) -> anyhow::Resul
     ctl(&["ca", "init", "--dir", &tls_arg])?;
     ctl(&["ca", "issue", "pvfsctl", "--dir", &tls_arg])?;
     let unit = root().join("config/pvfs-agent.service");
+    let deb = crate::deb::build_from_binary(binary, &work.join("deb"))?;
+    deb_without_systemd(image, &deb, &run_id)?;
     for (name, ip, server) in NODES {
         ctl(&["ca", "issue", name, "--dir", &tls_arg, "--san", ip])?;
         let node_dir = work.join("gluster-nodes").join(name);
@@ -147,11 +157,16 @@ pub fn run(binary: &Path, image: &str, work: &Path, keep: bool) -> anyhow::Resul
                 "--security-opt",
                 "apparmor=unconfined",
             ])
-            .args(["--device", "/dev/fuse"])
-            .args(["--volume", &format!("{}:/usr/local/bin/pvfs-agent:ro", binary.display())])
-            .args(["--volume", &format!("{}:/etc/pvfs/tls:ro", node_tls.display())])
-            .args(["--volume", &format!("{}:/etc/pvfs/agent.env:ro", node_dir.join("agent.env").display())])
-            .args(["--volume", &format!("{}:/etc/systemd/system/pvfs-agent.service:ro", unit.display())]);
+            .args(["--device", "/dev/fuse"]);
+        if name != DEB_NODE {
+            run.args(["--volume", &format!("{}:/usr/local/bin/pvfs-agent:ro", binary.display())])
+                .args(["--volume", &format!("{}:/etc/pvfs/tls:ro", node_tls.display())])
+                .args([
+                    "--volume",
+                    &format!("{}:/etc/pvfs/agent.env:ro", node_dir.join("agent.env").display()),
+                ])
+                .args(["--volume", &format!("{}:/etc/systemd/system/pvfs-agent.service:ro", unit.display())]);
+        }
         if server {
             let disk = node_dir.join("disk.img");
             let file = std::fs::File::create(&disk)?;
@@ -165,7 +180,11 @@ pub fn run(binary: &Path, image: &str, work: &Path, keep: bool) -> anyhow::Resul
     }
     for (name, _, _) in NODES {
         boot(&lab, name)?;
-        lab.exec(name, &["systemctl", "enable", "--now", "pvfs-agent"])?;
+        if name == DEB_NODE {
+            install_deb(&lab, name, &deb, &work.join("gluster-nodes").join(name).join("tls"))?;
+        } else {
+            lab.exec(name, &["systemctl", "enable", "--now", "pvfs-agent"])?;
+        }
     }
     let cluster = root().join("config/glusterfs-e2e.toml");
     let cluster = cluster.to_string_lossy().into_owned();
@@ -177,11 +196,145 @@ pub fn run(binary: &Path, image: &str, work: &Path, keep: bool) -> anyhow::Resul
         Ok((out.status.code(), events, String::from_utf8_lossy(&out.stderr).into_owned()))
     };
     wait_reachable(binary, &cluster, &tls_arg, Duration::from_secs(60))?;
-    let result = scenario(&lab, binary, &cluster, &tls_arg, &up);
+    let result = scenario(&lab, binary, &cluster, &tls_arg, &up).and_then(|()| remove_deb(&lab, DEB_NODE));
     if result.is_err() {
         eprintln!("xtask e2e: gluster scenario failed; journals:\n{}", lab.logs());
     }
     result
+}
+
+/// The package where systemd is not PID 1 (a plain container, no init): postinst enables the
+/// unit for a later boot and says it started nothing; `dpkg -r` keeps the conffile; `dpkg
+/// --purge` removes it, the enable link and the state directory, and leaves /etc/pvfs (with its
+/// certificates) in place, saying so.
+fn deb_without_systemd(image: &str, deb: &Path, run_id: &str) -> anyhow::Result<()> {
+    let script = "set -e
+dpkg -i /var/tmp/pvfs.deb
+test -L /etc/systemd/system/multi-user.target.wants/pvfs-agent.service
+echo \"modes: $(stat -c %a /etc/pvfs /etc/pvfs/tls /var/lib/pvfs | tr '\\n' ' ')\"
+echo 'PVFS_AGENT_NAME=\"renamed1\"' >> /etc/pvfs/agent.env
+dpkg -i /var/tmp/pvfs.deb
+touch /etc/pvfs/tls/ca.crt
+dpkg -r pvfs
+test -f /etc/pvfs/agent.env && echo 'conffile kept on remove'
+dpkg --purge pvfs
+test ! -e /etc/pvfs/agent.env && test -f /etc/pvfs/tls/ca.crt && echo 'purge kept the certificates'
+test ! -e /var/lib/pvfs && test ! -e /etc/systemd/system/multi-user.target.wants/pvfs-agent.service && echo 'purge removed the rest'
+";
+    let out = capture(
+        docker()
+            .args(["run", "--rm", "--network", "none", "--label", &format!("{LABEL}={run_id}")])
+            .args(["--hostname", "plain1", "--volume", &format!("{}:/var/tmp/pvfs.deb:ro", deb.display())])
+            .args([image, "sh", "-c", script]),
+    )?;
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    ensure!(out.status.success(), "the package without systemd: {}\n{said}", out.status);
+    for expected in [
+        "pvfs-agent: enabled, not started: missing /etc/pvfs/tls/ca.crt /etc/pvfs/tls/plain1.crt /etc/pvfs/tls/plain1.key;",
+        // The name from the environment file (an administrator's edit, kept by the reinstall).
+        "missing /etc/pvfs/tls/ca.crt /etc/pvfs/tls/renamed1.crt /etc/pvfs/tls/renamed1.key;",
+        "pvfs-agent: systemd is not running here (no /run/systemd/system)",
+        "modes: 700 700 700 ",
+        "conffile kept on remove",
+        "pvfs: /etc/pvfs left in place",
+        "purge kept the certificates",
+        "purge removed the rest",
+    ] {
+        ensure!(said.contains(expected), "the package without systemd did not say {expected:?}:\n{said}");
+    }
+    eprintln!(
+        "xtask e2e: .deb without systemd: enabled for the next boot, not started; purge kept /etc/pvfs"
+    );
+    Ok(())
+}
+
+/// Installs `name`'s agent from the package: without certificates it is enabled but not
+/// started, and postinst says which files are missing; with them, a reinstall starts it; a
+/// second reinstall (an upgrade) restarts it.
+fn install_deb(lab: &Lab, name: &str, deb: &Path, node_tls: &Path) -> anyhow::Result<()> {
+    let container = lab.container(name);
+    // Not /tmp: a tmpfs in these containers, which `docker cp` does not write into.
+    step(docker().arg("cp").arg(deb).arg(format!("{container}:/var/tmp/pvfs.deb")))?;
+    let dpkg_i = || -> anyhow::Result<String> {
+        let out = capture(docker().args(["exec", &container, "dpkg", "-i", "/var/tmp/pvfs.deb"]))?;
+        let said =
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        ensure!(out.status.success(), "{name}: dpkg -i failed: {}\n{said}", out.status);
+        Ok(said)
+    };
+    let state = |verb: &str| -> anyhow::Result<String> {
+        let out = capture(docker().args(["exec", &container, "systemctl", verb, "pvfs-agent"]))?;
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    };
+
+    let said = dpkg_i()?;
+    let missing = format!(
+        "pvfs-agent: enabled, not started: missing /etc/pvfs/tls/ca.crt /etc/pvfs/tls/{name}.crt /etc/pvfs/tls/{name}.key;"
+    );
+    ensure!(
+        said.contains(&missing),
+        "{name}: postinst without certificates did not say {missing:?}:\n{said}"
+    );
+    ensure!(said.contains("pvfsctl ca issue"), "{name}: postinst does not say how to get them:\n{said}");
+    ensure!(
+        state("is-enabled")? == "enabled",
+        "{name}: pvfs-agent is {} after dpkg -i",
+        state("is-enabled")?
+    );
+    ensure!(
+        state("is-active")? == "inactive",
+        "{name}: pvfs-agent is {} without certificates",
+        state("is-active")?
+    );
+    let modes = lab.exec(name, &["stat", "-c", "%n %a %U", "/etc/pvfs", "/etc/pvfs/tls", "/var/lib/pvfs"])?;
+    ensure!(
+        modes.lines().all(|l| l.ends_with(" 700 root")) && modes.lines().count() == 3,
+        "{name}: directories after dpkg -i:\n{modes}"
+    );
+    let line = said.lines().find(|l| l.contains("not started")).unwrap_or_default();
+    eprintln!("xtask e2e: {name}: dpkg -i without certificates: enabled, inactive; postinst said: {line}");
+
+    // The certificates, as an administrator (or bootstrap) would copy them in.
+    step(
+        docker()
+            .arg("cp")
+            .arg(format!("{}/.", node_tls.display()))
+            .arg(format!("{container}:/etc/pvfs/tls/")),
+    )?;
+    lab.exec(name, &["chmod", "0600", &format!("/etc/pvfs/tls/{name}.key")])?;
+    let said = dpkg_i()?;
+    ensure!(said.contains("pvfs-agent: running"), "{name}: reinstall with certificates:\n{said}");
+    ensure!(
+        state("is-active")? == "active",
+        "{name}: pvfs-agent is {} after the reinstall",
+        state("is-active")?
+    );
+    let pid = state("show")?;
+    let main_pid = |text: &str| text.lines().find(|l| l.starts_with("MainPID=")).map(str::to_owned);
+    let before = main_pid(&pid);
+    let said = dpkg_i()?;
+    let after = main_pid(&state("show")?);
+    ensure!(
+        said.contains("pvfs-agent: running") && before.is_some() && before != after,
+        "{name}: an upgrade did not restart the agent ({before:?} then {after:?}):\n{said}"
+    );
+    eprintln!(
+        "xtask e2e: {name}: certificates placed, dpkg -i again: started; once more: restarted ({before:?} -> {after:?})"
+    );
+    Ok(())
+}
+
+/// After the scenario: `dpkg -r` stops the agent and keeps the certificates.
+fn remove_deb(lab: &Lab, name: &str) -> anyhow::Result<()> {
+    let said = lab.exec(name, &["dpkg", "-r", "pvfs"])?;
+    let active =
+        capture(docker().args(["exec", &lab.container(name), "systemctl", "is-active", "pvfs-agent"]))?;
+    let active = String::from_utf8_lossy(&active.stdout).trim().to_owned();
+    ensure!(active != "active", "{name}: pvfs-agent is still {active} after dpkg -r:\n{said}");
+    lab.exec(name, &["test", "-f", &format!("/etc/pvfs/tls/{name}.key")])
+        .with_context(|| format!("{name}: dpkg -r removed the key"))?;
+    eprintln!("xtask e2e: {name}: dpkg -r stopped the agent ({active}), the certificates stay");
+    Ok(())
 }
 
 type Up<'a> = dyn Fn(&[&str]) -> anyhow::Result<(Option<i32>, Vec<Value>, String)> + 'a;

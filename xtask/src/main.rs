@@ -1,7 +1,7 @@
 //! `cargo xtask …`: the project's automation, in Rust, so it runs the same on every machine.
 //!
 //! - `ci`: everything CI checks (installs what it needs on a fresh machine first).
-//! - `dist`: the release directory and tarball.
+//! - `dist`: the release directory, its tarball and the Debian package.
 //! - `e2e`: a real multi-host cluster in containers.
 //! - `accuracy`: `pvfs-agent metrics` against iostat and sar over the same seconds.
 //! - `bench-mesh`: idle agent footprint and `pvfsctl nodes` latency.
@@ -19,6 +19,7 @@ mod bench;
 mod bench_flood;
 mod bootstrap;
 mod ci;
+mod deb;
 mod dist;
 mod docker;
 mod e2e;
@@ -46,7 +47,8 @@ enum Command {
         #[arg(long)]
         no_e2e: bool,
     },
-    /// Build the release binary and write dist/pvfs-VERSION-ARCH-linux/ and its .tar.gz.
+    /// Build the release binary and write dist/pvfs-VERSION-ARCH-linux/, its .tar.gz and
+    /// dist/pvfs_VERSION_ARCH.deb (read back and checked).
     Dist,
     /// Start a cluster of agent containers on a private Docker network and run the scenarios.
     E2e(e2e::Args),
