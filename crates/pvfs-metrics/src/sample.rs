@@ -331,6 +331,7 @@ impl Sampler {
     fn read_mem(&self) -> Result<MemCounters, SampleError> {
         const PATH: &str = "/proc/meminfo";
         let text = self.root.read_to_string(PATH)?;
+        meminfo_checked(&text).map_err(|what| parse(PATH, what))?;
         let m = Meminfo::from_buf_read(Cursor::new(text)).map_err(|e| parse(PATH, e))?;
         // procfs-core converts kB to bytes; sar reports kB.
         let kb = |bytes: u64| bytes / 1024;
@@ -366,6 +367,33 @@ impl Sampler {
     }
 }
 
+/// meminfo as the kernel writes it, checked before procfs-core reads it, for two inputs on
+/// which procfs-core 0.18 panics (both found by `fuzz_proc_sampler_mutated_files`): a key
+/// whose last character before the `:` is not ASCII (it cuts the key with `&field[..len - 1]`,
+/// not at a character boundary), and a size past 16 EiB (it converts with a plain
+/// `num * 1024`, a panic in a debug build and a wrong size in a release one). The kernel's
+/// meminfo is ASCII and its sizes fit, so either is refused as not the kernel's file.
+fn meminfo_checked(text: &str) -> Result<(), String> {
+    if let Some(line) = text.lines().find(|l| !l.is_ascii()) {
+        return Err(format!("{line:?} is not ASCII"));
+    }
+    for line in text.lines() {
+        let mut words = line.split_whitespace().skip(1);
+        let (Some(number), Some(unit)) = (words.next(), words.next()) else { continue };
+        let Ok(number) = number.parse::<u64>() else { continue };
+        let scale: u64 = match unit {
+            "KiB" | "kiB" | "kB" | "KB" => 1 << 10,
+            "MiB" | "miB" | "MB" | "mB" => 1 << 20,
+            "GiB" | "giB" | "GB" | "gB" => 1 << 30,
+            _ => 1,
+        };
+        if number.checked_mul(scale).is_none() {
+            return Err(format!("{line:?} holds a size past 16 EiB"));
+        }
+    }
+    Ok(())
+}
+
 fn parse(path: &'static str, what: impl std::fmt::Display) -> SampleError {
     SampleError::Parse { path, what: what.to_string() }
 }
@@ -390,8 +418,46 @@ pub fn monotonic_ns() -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::until_tick;
+    use super::{meminfo_checked, until_tick};
     use std::time::{Duration, UNIX_EPOCH};
+
+    /// Found by `fuzz_proc_sampler_mutated_files`: procfs-core panicked on a meminfo size past
+    /// 16 EiB (`num * 1024`) and on a key ending in a non-ASCII character (`&field[..len - 1]`);
+    /// both are refused before it reads the file.
+    #[test]
+    fn meminfo_procfs_core_would_panic_on_is_refused() {
+        assert_eq!(meminfo_checked("MemTotal:       24598836 kB\nHugepagesize:    2048 kB\n"), Ok(()));
+        let huge = "MemTotal:       18014398509481984 kB";
+        assert_eq!(
+            meminfo_checked(&format!("MemFree: 1 kB\n{huge}\n")),
+            Err(format!("{huge:?} holds a size past 16 EiB"))
+        );
+        assert_eq!(meminfo_checked("HugePages_Total: 18446744073709551615\n"), Ok(()), "no unit: no scaling");
+        assert_eq!(
+            meminfo_checked("Inactive(file):\u{fffd} 12 kB\n"),
+            Err("\"Inactive(file):\u{fffd} 12 kB\" is not ASCII".into())
+        );
+    }
+
+    /// The same, through the sampler: an error naming the file, not a panic.
+    #[test]
+    fn a_meminfo_procfs_core_cannot_read_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |rel: &str, text: &str| {
+            let p = dir.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        write("proc/diskstats", "");
+        write("proc/net/dev", "Inter-|\n face |\n");
+        write("proc/stat", "cpu  1 2 3 4 5 6 7 0 0 0\n");
+        write("proc/loadavg", "0.52 0.31 0.12 3/187 4242\n");
+        write("proc/meminfo", "MemTotal:       1000 kB\nInactive(file)\u{e9}: 12 kB\n");
+        let mut sampler =
+            super::Sampler::new(pvfs_host::Root::at(dir.path()), super::DeviceFilter::WholeDevices);
+        let err = sampler.sample().unwrap_err().to_string();
+        assert!(err.contains("/proc/meminfo") && err.contains("is not ASCII"), "{err}");
+    }
 
     #[test]
     fn ticks_land_on_interval_boundaries() {

@@ -339,7 +339,7 @@ fn join(set: &BTreeSet<String>) -> String {
 }
 
 /// `KEY=value` lines (mdadm --export).
-fn export_fields(text: &str) -> Vec<(String, String)> {
+pub(crate) fn export_fields(text: &str) -> Vec<(String, String)> {
     text.lines()
         .filter_map(|l| l.split_once('='))
         .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
@@ -400,7 +400,7 @@ impl LvmThin {
 
     /// One report from an LVM tool as JSON rows; `None` when the object does not exist (exit
     /// 5, "not found" on stderr).
-    async fn report<R: Runner>(
+    pub(crate) async fn report<R: Runner>(
         host: &NodeAccess<R>,
         command: Command,
         section: &str,

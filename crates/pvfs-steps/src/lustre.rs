@@ -68,7 +68,7 @@ pub struct LustreTarget {
 
 /// The fields of `tunefs.lustre --dryrun` pvfs compares.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct DiskData {
+pub(crate) struct DiskData {
     target: String,
     index: Option<u32>,
     fsname: String,
@@ -77,7 +77,7 @@ struct DiskData {
 
 /// Reads the `Permanent disk data:` block of `tunefs.lustre --dryrun` (print_ldd() in
 /// lustre/utils/mkfs_lustre.c).
-fn parse_dryrun(text: &str) -> Option<DiskData> {
+pub(crate) fn parse_dryrun(text: &str) -> Option<DiskData> {
     let block = text.split("Permanent disk data:").nth(1)?;
     let field = |name: &str| {
         block.lines().find_map(|l| l.trim_start().strip_prefix(name)).map(|v| v.trim().to_owned())

@@ -23,7 +23,7 @@ pub struct LustreStripe {
 
 /// What `lfs getstripe -d` says about a directory's default layout.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Layout {
+pub(crate) enum Layout {
     /// One RAID0 layout (the one-line form of every version, or one component).
     Plain { count: i64, size: u64 },
     /// A composite (PFL) default with several components.
@@ -48,7 +48,7 @@ pub(crate) enum GetstripeError {
 /// stripe_offset: -1`, every version) and the multi-line composite form (`lcm_entry_count:`,
 /// then per component `lmm_stripe_count:`/`lmm_stripe_size:`, also what `--yaml` prints).
 /// The first line may be the directory's name, which is skipped.
-fn parse_getstripe(dir: &str, text: &str) -> Result<Layout, GetstripeError> {
+pub(crate) fn parse_getstripe(dir: &str, text: &str) -> Result<Layout, GetstripeError> {
     let mut count = None;
     let mut size = None;
     let mut entries = None;
