@@ -13,8 +13,19 @@ use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The crates with `fuzz_*` tests.
-const CRATES: [&str; 6] =
-    ["pvfs-config", "pvfs-bench", "pvfs-engine", "pvfs-proto", "pvfs-agent", "pvfs-coord"];
+const CRATES: [&str; 9] = [
+    "pvfs-config",
+    "pvfs-bench",
+    "pvfs-engine",
+    "pvfs-proto",
+    "pvfs-agent",
+    "pvfs-coord",
+    // The agent's probe parsers (mountinfo, lctl, lfs, beegfs, mdadm, lvm, gluster) and its
+    // /proc readers.
+    "pvfs-host",
+    "pvfs-steps",
+    "pvfs-metrics",
+];
 
 #[derive(clap::Args, Debug)]
 pub struct FuzzArgs {

@@ -160,4 +160,6 @@ pub fn unescape(field: &str) -> String {
 }
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod tests;

@@ -198,3 +198,5 @@ impl Default for DeviceRoot {
         DeviceRoot::new()
     }
 }
+
+pub mod fuzz;

@@ -157,7 +157,9 @@ fn read_mem_total(root: &Root) -> Result<u64, FactsError> {
         .find_map(|line| line.strip_prefix("MemTotal:"))
         .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .ok_or(FactsError::Parse { path: "/proc/meminfo", what: "no MemTotal line".into() })?;
-    Ok(kib * 1024)
+    // A size past 16 EiB is no kernel's: refused, not wrapped (or a panic in a debug build).
+    kib.checked_mul(1024)
+        .ok_or(FactsError::Parse { path: "/proc/meminfo", what: format!("MemTotal {kib} kB is past 16 EiB") })
 }
 
 fn read_uptime(root: &Root) -> Result<u64, FactsError> {

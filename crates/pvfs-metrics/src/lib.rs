@@ -8,6 +8,8 @@
 //! - [`ring`]: the agent's bounded, compact history of samples, read by cursor.
 
 pub mod facts;
+#[cfg(test)]
+mod fuzz;
 pub mod rates;
 pub mod ring;
 pub mod sample;

@@ -207,17 +207,46 @@ const LINK_REFRESH: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Reads samples under a root, remembering which device names are whole devices (so that
 /// `/sys/block` is not checked every second) and each NIC's link speed and duplex.
+///
+/// The `/proc` files it reads every second stay open between samples (`files`), and each
+/// sample reads them again from offset 0: procfs regenerates a file's text on every read from
+/// the start, so the counters are as fresh as with a new open. Opening them once means a
+/// sample needs no new descriptor, so a process out of descriptors (a connection flood at
+/// `RLIMIT_NOFILE`) still samples every second — what the agent's monitoring must never lose.
 #[derive(Debug)]
 pub struct Sampler {
     root: Root,
     filter: DeviceFilter,
     whole: HashMap<String, bool>,
     links: HashMap<String, (u32, Duplex, std::time::Instant)>,
+    files: HashMap<&'static str, std::fs::File>,
 }
 
 impl Sampler {
     pub fn new(root: Root, filter: DeviceFilter) -> Sampler {
-        Sampler { root, filter, whole: HashMap::new(), links: HashMap::new() }
+        Sampler { root, filter, whole: HashMap::new(), links: HashMap::new(), files: HashMap::new() }
+    }
+
+    /// The text of the `/proc` file `path` now, through the handle kept from the first read.
+    /// A handle that fails a read is dropped, so the next sample opens the file again.
+    fn read_proc(&mut self, path: &'static str) -> Result<String, RootError> {
+        use std::io::{Read, Seek, SeekFrom};
+        let error = |source| RootError { path: path.to_owned(), action: "read", source };
+        let file = match self.files.entry(path) {
+            std::collections::hash_map::Entry::Occupied(open) => open.into_mut(),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(std::fs::File::open(self.root.path(path)).map_err(error)?)
+            }
+        };
+        let mut bytes = Vec::new();
+        let read = file.seek(SeekFrom::Start(0)).and_then(|_| file.read_to_end(&mut bytes));
+        match read {
+            Ok(_) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
+            Err(source) => {
+                self.files.remove(path);
+                Err(error(source))
+            }
+        }
     }
 
     /// Speed (Mbit/s, 0 if none) and duplex of `nic`, from sysfs at most every LINK_REFRESH.
@@ -256,7 +285,7 @@ impl Sampler {
 
     fn read_disks(&mut self) -> Result<Vec<DiskCounters>, SampleError> {
         const PATH: &str = "/proc/diskstats";
-        let text = self.root.read_to_string(PATH)?;
+        let text = self.read_proc(PATH)?;
         let mut disks = Vec::new();
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
             let stat = DiskStat::from_line(line).map_err(|e| parse(PATH, e))?;
@@ -279,7 +308,7 @@ impl Sampler {
 
     fn read_nics(&mut self) -> Result<Vec<NicCounters>, SampleError> {
         const PATH: &str = "/proc/net/dev";
-        let text = self.root.read_to_string(PATH)?;
+        let text = self.read_proc(PATH)?;
         let status = InterfaceDeviceStatus::from_buf_read(Cursor::new(text)).map_err(|e| parse(PATH, e))?;
         let mut nics = Vec::with_capacity(status.0.len());
         for d in status.0.into_values() {
@@ -306,9 +335,9 @@ impl Sampler {
         Ok(nics)
     }
 
-    fn read_cpu(&self) -> Result<CpuCounters, SampleError> {
+    fn read_cpu(&mut self) -> Result<CpuCounters, SampleError> {
         const PATH: &str = "/proc/stat";
-        let text = self.root.read_to_string(PATH)?;
+        let text = self.read_proc(PATH)?;
         // Only the first line ("cpu  …", all CPUs) is needed; procfs-core's KernelStats would
         // also parse every per-CPU line and convert ticks through a system-info seam.
         let line = text.lines().find(|l| l.starts_with("cpu ")).ok_or_else(|| parse(PATH, "no cpu line"))?;
@@ -328,9 +357,10 @@ impl Sampler {
         })
     }
 
-    fn read_mem(&self) -> Result<MemCounters, SampleError> {
+    fn read_mem(&mut self) -> Result<MemCounters, SampleError> {
         const PATH: &str = "/proc/meminfo";
-        let text = self.root.read_to_string(PATH)?;
+        let text = self.read_proc(PATH)?;
+        meminfo_checked(&text).map_err(|what| parse(PATH, what))?;
         let m = Meminfo::from_buf_read(Cursor::new(text)).map_err(|e| parse(PATH, e))?;
         // procfs-core converts kB to bytes; sar reports kB.
         let kb = |bytes: u64| bytes / 1024;
@@ -350,9 +380,9 @@ impl Sampler {
         })
     }
 
-    fn read_load(&self) -> Result<LoadCounters, SampleError> {
+    fn read_load(&mut self) -> Result<LoadCounters, SampleError> {
         const PATH: &str = "/proc/loadavg";
-        let text = self.root.read_to_string(PATH)?;
+        let text = self.read_proc(PATH)?;
         let l = LoadAverage::from_read(Cursor::new(text)).map_err(|e| parse(PATH, e))?;
         // f32 in procfs-core; the kernel prints two decimals, so nothing is lost.
         let two = |v: f32| (f64::from(v) * 100.0).round() / 100.0;
@@ -364,6 +394,33 @@ impl Sampler {
             tasks: l.max,
         })
     }
+}
+
+/// meminfo as the kernel writes it, checked before procfs-core reads it, for two inputs on
+/// which procfs-core 0.18 panics (both found by `fuzz_proc_sampler_mutated_files`): a key
+/// whose last character before the `:` is not ASCII (it cuts the key with `&field[..len - 1]`,
+/// not at a character boundary), and a size past 16 EiB (it converts with a plain
+/// `num * 1024`, a panic in a debug build and a wrong size in a release one). The kernel's
+/// meminfo is ASCII and its sizes fit, so either is refused as not the kernel's file.
+fn meminfo_checked(text: &str) -> Result<(), String> {
+    if let Some(line) = text.lines().find(|l| !l.is_ascii()) {
+        return Err(format!("{line:?} is not ASCII"));
+    }
+    for line in text.lines() {
+        let mut words = line.split_whitespace().skip(1);
+        let (Some(number), Some(unit)) = (words.next(), words.next()) else { continue };
+        let Ok(number) = number.parse::<u64>() else { continue };
+        let scale: u64 = match unit {
+            "KiB" | "kiB" | "kB" | "KB" => 1 << 10,
+            "MiB" | "miB" | "MB" | "mB" => 1 << 20,
+            "GiB" | "giB" | "GB" | "gB" => 1 << 30,
+            _ => 1,
+        };
+        if number.checked_mul(scale).is_none() {
+            return Err(format!("{line:?} holds a size past 16 EiB"));
+        }
+    }
+    Ok(())
 }
 
 fn parse(path: &'static str, what: impl std::fmt::Display) -> SampleError {
@@ -390,8 +447,46 @@ pub fn monotonic_ns() -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::until_tick;
+    use super::{meminfo_checked, until_tick};
     use std::time::{Duration, UNIX_EPOCH};
+
+    /// Found by `fuzz_proc_sampler_mutated_files`: procfs-core panicked on a meminfo size past
+    /// 16 EiB (`num * 1024`) and on a key ending in a non-ASCII character (`&field[..len - 1]`);
+    /// both are refused before it reads the file.
+    #[test]
+    fn meminfo_procfs_core_would_panic_on_is_refused() {
+        assert_eq!(meminfo_checked("MemTotal:       24598836 kB\nHugepagesize:    2048 kB\n"), Ok(()));
+        let huge = "MemTotal:       18014398509481984 kB";
+        assert_eq!(
+            meminfo_checked(&format!("MemFree: 1 kB\n{huge}\n")),
+            Err(format!("{huge:?} holds a size past 16 EiB"))
+        );
+        assert_eq!(meminfo_checked("HugePages_Total: 18446744073709551615\n"), Ok(()), "no unit: no scaling");
+        assert_eq!(
+            meminfo_checked("Inactive(file):\u{fffd} 12 kB\n"),
+            Err("\"Inactive(file):\u{fffd} 12 kB\" is not ASCII".into())
+        );
+    }
+
+    /// The same, through the sampler: an error naming the file, not a panic.
+    #[test]
+    fn a_meminfo_procfs_core_cannot_read_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |rel: &str, text: &str| {
+            let p = dir.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        write("proc/diskstats", "");
+        write("proc/net/dev", "Inter-|\n face |\n");
+        write("proc/stat", "cpu  1 2 3 4 5 6 7 0 0 0\n");
+        write("proc/loadavg", "0.52 0.31 0.12 3/187 4242\n");
+        write("proc/meminfo", "MemTotal:       1000 kB\nInactive(file)\u{e9}: 12 kB\n");
+        let mut sampler =
+            super::Sampler::new(pvfs_host::Root::at(dir.path()), super::DeviceFilter::WholeDevices);
+        let err = sampler.sample().unwrap_err().to_string();
+        assert!(err.contains("/proc/meminfo") && err.contains("is not ASCII"), "{err}");
+    }
 
     #[test]
     fn ticks_land_on_interval_boundaries() {

@@ -454,7 +454,7 @@ impl SimNode {
             }
             // umount(8): silent on success; the kernel drops the mount from mountinfo. A Lustre
             // target's unmount takes it off the file system; a client's removes its mdc/osc.
-            ("umount", [target]) => {
+            ("umount", ["--", target]) => {
                 let path = self.dir.join("proc/self/mountinfo");
                 let table = std::fs::read_to_string(&path).unwrap();
                 let (gone, kept): (Vec<&str>, Vec<&str>) =
@@ -504,7 +504,7 @@ impl SimNode {
                 _ => out(1, "", "IOC_LIBCFS_GET_NI error 100: Network is down\n"),
             },
             // mkfs.lustre writes the target's disk data, still unregistered.
-            ("mkfs.lustre", [args @ .., device]) => {
+            ("mkfs.lustre", [args @ .., "--", device]) => {
                 let value = |key: &str| args.iter().find_map(|a| a.strip_prefix(key)).map(str::to_owned);
                 let has = |flag: &str| args.contains(&flag);
                 let role =
@@ -522,7 +522,7 @@ impl SimNode {
             // tunefs.lustre --dryrun: print_ldd() of lustre/utils/mkfs_lustre.c, as in
             // pvfs-steps' lustre tests (setup-anchors §2b); a device without Lustre data is
             // exit 19 (ENODEV) with the FATAL line.
-            ("tunefs.lustre", ["--dryrun", device]) => match s.lustre.get(*device) {
+            ("tunefs.lustre", ["--dryrun", "--", device]) => match s.lustre.get(*device) {
                 None => out(
                     19,
                     "",
@@ -619,7 +619,7 @@ impl SimNode {
             // 1 MiB (lfs-setstripe(1): "default stripe count 1", "stripe size 1MiB"). lfs
             // setstripe -c N -S SIZE DIR sets it, silently. Only directories under a mounted
             // client are simulated.
-            ("lfs", ["getstripe", "-d", dir]) | ("lfs", ["setstripe", "-c", _, "-S", _, dir]) => {
+            ("lfs", ["getstripe", "-d", "--", dir]) | ("lfs", ["setstripe", "-c", _, "-S", _, "--", dir]) => {
                 let (mount, llite) = s
                     .llite
                     .iter()
@@ -631,7 +631,7 @@ impl SimNode {
                 let below = format!("/{}", Path::new(dir).strip_prefix(mount).ok()?.display());
                 let key = (llite.fsname.clone(), below);
                 let mut net = self.net.lock().unwrap();
-                if let ["setstripe", "-c", count, "-S", size, _] = args {
+                if let ["setstripe", "-c", count, "-S", size, "--", _] = args {
                     net.layouts.insert(key, (count.parse().ok()?, stripe_size(size)?));
                     return Some(out(0, "", ""));
                 }
@@ -758,7 +758,7 @@ impl SimNode {
                 ),
                 None => out(2, "", ""),
             },
-            ("wipefs", ["--no-act", _]) => out(0, "", ""),
+            ("wipefs", ["--no-act", "--", _]) => out(0, "", ""),
             (mkfs, [.., device]) if mkfs.starts_with("mkfs.") && mkfs != "mkfs.lustre" => {
                 s.filesystems.insert((*device).to_owned(), mkfs["mkfs.".len()..].to_owned());
                 out(0, "", "")

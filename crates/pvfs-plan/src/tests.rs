@@ -27,7 +27,7 @@ impl Runner for BareNode {
         let args: Vec<&str> = command.args.iter().map(String::as_str).collect();
         Ok(match (command.program.as_str(), args.as_slice()) {
             ("blkid", _) => out(2, "", ""),
-            ("wipefs", _) => out(0, "", ""),
+            ("wipefs", ["--no-act", "--", _]) => out(0, "", ""),
             ("mdadm", ["--examine", ..]) => out(1, "", "mdadm: No md superblock detected.\n"),
             ("pvs" | "vgs" | "lvs", _) => {
                 out(5, "{\"report\":[{\"pv\":[],\"vg\":[],\"lv\":[]}]}", "  not found\n")
@@ -71,7 +71,7 @@ impl Runner for BareNode {
             ("lfs", ["check", "servers"]) => {
                 out(2, "", "lfs check: cannot find mounted Lustre file system\n")
             }
-            ("lfs", ["getstripe", "-d", dir]) => {
+            ("lfs", ["getstripe", "-d", "--", dir]) => {
                 out(2, "", &format!("lfs getstripe: cannot open '{dir}': No such file or directory (2)\n"))
             }
             ("lctl", ["get_param", "-n", name]) => out(
@@ -82,7 +82,7 @@ impl Runner for BareNode {
                     name.replace('.', "/")
                 ),
             ),
-            ("tunefs.lustre", [_, dev]) => out(
+            ("tunefs.lustre", ["--dryrun", "--", dev]) => out(
                 19,
                 "",
                 &format!("\ntunefs.lustre FATAL: Device {dev} has not been formatted with mkfs.lustre\n"),
@@ -299,7 +299,7 @@ async fn lustre_follows_the_seed() {
           check that LNet's NID here is 10.0.0.4@tcp
             (waits)
           lustre mgs+mdt LustreFS-MDT0000 on /dev/disk/azure/scsi1/lun0
-            $ mkfs.lustre --fsname=LustreFS --backfstype=ldiskfs --mgs --mdt --index=0 /dev/disk/azure/scsi1/lun0
+            $ mkfs.lustre --fsname=LustreFS --backfstype=ldiskfs --mgs --mdt --index=0 -- /dev/disk/azure/scsi1/lun0
           mount /dev/disk/azure/scsi1/lun0 on /mnt/mgsmds (lustre)
             $ mkdir -p -m 755 /mnt/mgsmds
             $ write /etc/fstab
@@ -322,7 +322,7 @@ async fn lustre_follows_the_seed() {
             $ mdadm --create /dev/md0 --run --level=0 --raid-devices=10 /dev/disk/azure/scsi1/lun0 /dev/disk/azure/scsi1/lun1 /dev/disk/azure/scsi1/lun2 /dev/disk/azure/scsi1/lun3 /dev/disk/azure/scsi1/lun4 /dev/disk/azure/scsi1/lun5 /dev/disk/azure/scsi1/lun6 /dev/disk/azure/scsi1/lun7 /dev/disk/azure/scsi1/lun8 /dev/disk/azure/scsi1/lun9
             $ mdadm --detail --brief /dev/md0 >> /etc/mdadm.conf
           lustre ost LustreFS-OST0000 on /dev/md0
-            $ mkfs.lustre --fsname=LustreFS --backfstype=ldiskfs --ost --mgsnode=10.0.0.4@tcp --index=0 /dev/md0
+            $ mkfs.lustre --fsname=LustreFS --backfstype=ldiskfs --ost --mgsnode=10.0.0.4@tcp --index=0 -- /dev/md0
           mount /dev/md0 on /mnt/oss (lustre)
             $ mkdir -p -m 755 /mnt/oss
             $ write /etc/fstab
@@ -345,7 +345,7 @@ async fn lustre_follows_the_seed() {
             $ mdadm --create /dev/md0 --run --level=0 --raid-devices=10 /dev/disk/azure/scsi1/lun0 /dev/disk/azure/scsi1/lun1 /dev/disk/azure/scsi1/lun2 /dev/disk/azure/scsi1/lun3 /dev/disk/azure/scsi1/lun4 /dev/disk/azure/scsi1/lun5 /dev/disk/azure/scsi1/lun6 /dev/disk/azure/scsi1/lun7 /dev/disk/azure/scsi1/lun8 /dev/disk/azure/scsi1/lun9
             $ mdadm --detail --brief /dev/md0 >> /etc/mdadm.conf
           lustre ost LustreFS-OST0001 on /dev/md0
-            $ mkfs.lustre --fsname=LustreFS --backfstype=ldiskfs --ost --mgsnode=10.0.0.4@tcp --index=1 /dev/md0
+            $ mkfs.lustre --fsname=LustreFS --backfstype=ldiskfs --ost --mgsnode=10.0.0.4@tcp --index=1 -- /dev/md0
           mount /dev/md0 on /mnt/oss (lustre)
             $ mkdir -p -m 755 /mnt/oss
             $ write /etc/fstab
@@ -394,7 +394,7 @@ async fn lustre_2_15_on_el8() {
           check that LNet's NID here is 10.0.0.4@tcp
             (waits)
           lustre mgs+mdt lustre-MDT0000 on /dev/nvme1n1
-            $ mkfs.lustre --fsname=lustre --backfstype=ldiskfs --mgs --mdt --index=0 /dev/nvme1n1
+            $ mkfs.lustre --fsname=lustre --backfstype=ldiskfs --mgs --mdt --index=0 -- /dev/nvme1n1
           mount /dev/nvme1n1 on /mnt/mgsmds (lustre)
             $ mkdir -p -m 755 /mnt/mgsmds
             $ write /etc/fstab
@@ -417,7 +417,7 @@ async fn lustre_2_15_on_el8() {
             $ mdadm --create /dev/md0 --run --level=0 --raid-devices=4 /dev/nvme1n1 /dev/nvme2n1 /dev/nvme3n1 /dev/nvme4n1
             $ mdadm --detail --brief /dev/md0 >> /etc/mdadm.conf
           lustre ost lustre-OST0000 on /dev/md0
-            $ mkfs.lustre --fsname=lustre --backfstype=ldiskfs --ost --mgsnode=10.0.0.4@tcp --index=0 /dev/md0
+            $ mkfs.lustre --fsname=lustre --backfstype=ldiskfs --ost --mgsnode=10.0.0.4@tcp --index=0 -- /dev/md0
           mount /dev/md0 on /mnt/oss (lustre)
             $ mkdir -p -m 755 /mnt/oss
             $ write /etc/fstab
@@ -440,7 +440,7 @@ async fn lustre_2_15_on_el8() {
             $ mdadm --create /dev/md0 --run --level=0 --raid-devices=4 /dev/nvme1n1 /dev/nvme2n1 /dev/nvme3n1 /dev/nvme4n1
             $ mdadm --detail --brief /dev/md0 >> /etc/mdadm.conf
           lustre ost lustre-OST0001 on /dev/md0
-            $ mkfs.lustre --fsname=lustre --backfstype=ldiskfs --ost --mgsnode=10.0.0.4@tcp --index=1 /dev/md0
+            $ mkfs.lustre --fsname=lustre --backfstype=ldiskfs --ost --mgsnode=10.0.0.4@tcp --index=1 -- /dev/md0
           mount /dev/md0 on /mnt/oss (lustre)
             $ mkdir -p -m 755 /mnt/oss
             $ write /etc/fstab
@@ -469,7 +469,7 @@ async fn lustre_2_15_on_el8() {
           directory /mnt/lustre/bench
             $ mkdir -p -m 755 /mnt/lustre/bench
           stripe new files in /mnt/lustre/bench over every OST, 4M a stripe
-            (pending: depends on the changes before it: `lfs getstripe -d /mnt/lustre/bench` exited 2: lfs getstripe: cannot open '/mnt/lustre/bench': No such file or directory (2))
+            (pending: depends on the changes before it: `lfs getstripe -d -- /mnt/lustre/bench` exited 2: lfs getstripe: cannot open '/mnt/lustre/bench': No such file or directory (2))
     "#]]).await;
 }
 

@@ -105,11 +105,13 @@ async fn examine<R: Runner>(
         Probe::Found(_) => Some(probe.describe()),
         Probe::Empty => {
             // blkid knows most signatures; wipefs is the second opinion the operator would ask.
-            let out = host.probe(Command::new("wipefs").args(["--no-act", device])).await?;
+            // `--` before the device: wipefs takes argv[optind..] after getopt_long() (see
+            // `teardown::wipe_all`).
+            let out = host.probe(Command::new("wipefs").args(["--no-act", "--", device])).await?;
             if !out.success() {
                 return Err(StepError::Refused {
                     reason: format!(
-                        "cannot prove {device} empty before pvfs {purpose}: `wipefs --no-act {device}` exited {:?}: {}",
+                        "cannot prove {device} empty before pvfs {purpose}: `wipefs --no-act -- {device}` exited {:?}: {}",
                         out.code,
                         crate::error_tail(&out)
                     ),
@@ -188,6 +190,18 @@ pub struct Raid0 {
     pub conf: Option<String>,
 }
 
+// mdadm and `--`: why no mdadm command pvfs runs has `--` before its devices, unlike every
+// other tool.
+//
+// mdadm's option strings start with `-` (`short_opts[] = "-ABCDEFGIQhVXYWZ:…"` in mdadm's
+// ReadMe.c, 4.x), so getopt_long() hands back every non-option word in order as option 1,
+// and mdadm.c's main() collects devices only there (`if (opt == 1) { … devlist … }`). A
+// `--` ends getopt_long()'s scan, and main() never reads argv[optind..] afterwards: the
+// devices after it would be dropped silently (`--create` would see no members). So mdadm
+// relies on the grammar instead: arrays are `/dev/mdN` or `/dev/md/NAME` and members are
+// canonical paths under /dev — never a word that starts with `-` — and the agent's policy
+// checks every word of an mdadm command against that (`Policy::check_action`).
+
 impl Raid0 {
     pub(crate) async fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         let mut a = Assessment::in_sync();
@@ -265,6 +279,7 @@ impl Raid0 {
             }
         }
         if superblocks == self.members.len() && uuids.len() == 1 {
+            // No `--` for mdadm: see "mdadm and `--`" above `impl Raid0`.
             let mut assemble = Command::new("mdadm").args(["--assemble", &self.device]);
             assemble = assemble.args(&self.members);
             a.change(
@@ -287,12 +302,11 @@ impl Raid0 {
         for (proven, what) in wipes {
             a.change(
                 format!("{} holds {what} (listed under wipe)", proven.path),
-                Action::Destroy {
-                    command: Command::new("wipefs").args(["--all", &proven.path]),
-                    devices: vec![proven],
-                },
+                Action::Destroy { command: crate::teardown::wipe_all(&proven.path), devices: vec![proven] },
             );
         }
+        // No `--` for mdadm (see "mdadm and `--`" above `impl Raid0`): the array and its members
+        // are named by the device grammar, and the policy checks every word of this command.
         let mut create = Command::new("mdadm").args(["--create", &self.device]);
         // --run skips mdadm's own "appears to contain a file system / partition table"
         // question. It is passed only when every member was proven empty (then mdadm has
@@ -325,7 +339,7 @@ fn join(set: &BTreeSet<String>) -> String {
 }
 
 /// `KEY=value` lines (mdadm --export).
-fn export_fields(text: &str) -> Vec<(String, String)> {
+pub(crate) fn export_fields(text: &str) -> Vec<(String, String)> {
     text.lines()
         .filter_map(|l| l.split_once('='))
         .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
@@ -386,7 +400,7 @@ impl LvmThin {
 
     /// One report from an LVM tool as JSON rows; `None` when the object does not exist (exit
     /// 5, "not found" on stderr).
-    async fn report<R: Runner>(
+    pub(crate) async fn report<R: Runner>(
         host: &NodeAccess<R>,
         command: Command,
         section: &str,

@@ -210,7 +210,7 @@ pub struct GlusterVolume {
 }
 
 /// What `volume info` says of an existing volume.
-struct VolumeInfo {
+pub(crate) struct VolumeInfo {
     type_str: String,
     status: String,
     bricks: Vec<String>,
@@ -323,7 +323,10 @@ impl GlusterVolume {
 }
 
 /// What `volume info NAME` says, `None` when the volume does not exist.
-async fn volume_info<R: Runner>(host: &NodeAccess<R>, name: &str) -> Result<Option<VolumeInfo>, StepError> {
+pub(crate) async fn volume_info<R: Runner>(
+    host: &NodeAccess<R>,
+    name: &str,
+) -> Result<Option<VolumeInfo>, StepError> {
     let (out, failed) = CliOutput::run(host, &["volume", "info", name], true).await?;
     if let Some(errstr) = failed {
         // opRet -1, opErrno 30806: "Volume gv0 does not exist".

@@ -28,6 +28,8 @@ mod beegfs;
 mod block;
 mod exec;
 mod files;
+#[cfg(test)]
+mod fuzz;
 mod gate;
 mod gluster;
 mod lustre;

@@ -68,7 +68,7 @@ pub struct LustreTarget {
 
 /// The fields of `tunefs.lustre --dryrun` pvfs compares.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct DiskData {
+pub(crate) struct DiskData {
     target: String,
     index: Option<u32>,
     fsname: String,
@@ -77,7 +77,7 @@ struct DiskData {
 
 /// Reads the `Permanent disk data:` block of `tunefs.lustre --dryrun` (print_ldd() in
 /// lustre/utils/mkfs_lustre.c).
-fn parse_dryrun(text: &str) -> Option<DiskData> {
+pub(crate) fn parse_dryrun(text: &str) -> Option<DiskData> {
     let block = text.split("Permanent disk data:").nth(1)?;
     let field = |name: &str| {
         block.lines().find_map(|l| l.trim_start().strip_prefix(name)).map(|v| v.trim().to_owned())
@@ -104,7 +104,11 @@ impl LustreTarget {
 
     pub(crate) async fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         let mut a = Assessment::in_sync();
-        let probe = Command::new("tunefs.lustre").args(["--dryrun", &self.device]);
+        // `--` before the device: tunefs.lustre is mkfs_lustre.c built with TUNEFS, and its
+        // parse_opts() reads options with plain getopt_long(), then takes the device from
+        // argv[optind], so `--` ends the options as in any getopt tool (lustre-release
+        // lustre/utils/mkfs_lustre.c, 2.10 to 2.15).
+        let probe = Command::new("tunefs.lustre").args(["--dryrun", "--", &self.device]);
         let shown = probe.to_string();
         let out = host.probe(probe).await?;
         if out.success() {
@@ -162,7 +166,13 @@ impl LustreTarget {
         }
         a.change(
             format!("{} is not a Lustre target; it becomes {}", self.device, self.svname()),
-            Action::Destroy { command: mkfs.arg(&self.device).timeout(MKFS_TIMEOUT), devices: vec![proven] },
+            // `--` before the device, for the reason given at tunefs.lustre above: the same
+            // parse_opts(). (main() also refuses a last argument that starts with '-', but
+            // only after reading it as the device; `--` makes the intent explicit.)
+            Action::Destroy {
+                command: mkfs.args(["--", &self.device]).timeout(MKFS_TIMEOUT),
+                devices: vec![proven],
+            },
         );
         Ok(a)
     }
@@ -205,7 +215,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_existing_target_with_the_same_index_is_kept_and_another_refused() {
-        let (_d, h) = host(RecordedRunner::new().record("tunefs.lustre --dryrun /dev/md0", 0, OST1, ""));
+        let (_d, h) = host(RecordedRunner::new().record("tunefs.lustre --dryrun -- /dev/md0", 0, OST1, ""));
         assert!(ost(1, false).assess(&h).await.unwrap().is_in_sync());
         let err = ost(0, true).assess(&h).await.unwrap_err();
         assert!(
@@ -235,7 +245,7 @@ mod tests {
             parse_dryrun(&text),
             Some(DiskData { target: "MGS".into(), index: None, fsname: String::new(), flags: 0x64 })
         );
-        let (_d, h) = host(RecordedRunner::new().record("tunefs.lustre --dryrun /dev/md0", 0, &text, ""));
+        let (_d, h) = host(RecordedRunner::new().record("tunefs.lustre --dryrun -- /dev/md0", 0, &text, ""));
         let mgs = LustreTarget { role: LustreRole::Mgs, mgsnode: None, index: 0, ..ost(0, false) };
         assert!(mgs.assess(&h).await.unwrap().is_in_sync());
         // The same disk is not an MGS+MDT, nor an OST.
@@ -252,18 +262,18 @@ mod tests {
     async fn an_empty_device_is_formatted_without_reformat() {
         let runner = RecordedRunner::new()
             .record(
-                "tunefs.lustre --dryrun /dev/md0",
+                "tunefs.lustre --dryrun -- /dev/md0",
                 19,
                 "",
                 "\ntunefs.lustre FATAL: Device /dev/md0 has not been formatted with mkfs.lustre\n",
             )
             .record("blkid -p -o export /dev/md0", 2, "", "")
-            .record("wipefs --no-act /dev/md0", 0, "", "");
+            .record("wipefs --no-act -- /dev/md0", 0, "", "");
         let (_root, disk, h) = host_on_a_loop(runner);
         let a = ost(3, false).assess(&h).await.unwrap();
         assert_eq!(
             a.actions[0].to_string(),
-            "mkfs.lustre --fsname=LustreFS --backfstype=ldiskfs --ost --mgsnode=10.0.0.4@tcp --index=3 /dev/md0"
+            "mkfs.lustre --fsname=LustreFS --backfstype=ldiskfs --ost --mgsnode=10.0.0.4@tcp --index=3 -- /dev/md0"
         );
         assert_eq!(ost(10, false).svname(), "LustreFS-OST000a");
 

@@ -23,7 +23,7 @@ pub struct LustreStripe {
 
 /// What `lfs getstripe -d` says about a directory's default layout.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Layout {
+pub(crate) enum Layout {
     /// One RAID0 layout (the one-line form of every version, or one component).
     Plain { count: i64, size: u64 },
     /// A composite (PFL) default with several components.
@@ -48,7 +48,7 @@ pub(crate) enum GetstripeError {
 /// stripe_offset: -1`, every version) and the multi-line composite form (`lcm_entry_count:`,
 /// then per component `lmm_stripe_count:`/`lmm_stripe_size:`, also what `--yaml` prints).
 /// The first line may be the directory's name, which is skipped.
-fn parse_getstripe(dir: &str, text: &str) -> Result<Layout, GetstripeError> {
+pub(crate) fn parse_getstripe(dir: &str, text: &str) -> Result<Layout, GetstripeError> {
     let mut count = None;
     let mut size = None;
     let mut entries = None;
@@ -95,6 +95,11 @@ fn size_arg(bytes: u64) -> String {
 }
 
 impl LustreStripe {
+    /// `lfs setstripe -c N -S SIZE -- DIR`. lfs's subcommands read their options with
+    /// getopt_long() and then take argv[optind..] as the files (lustre/utils/lfs.c:
+    /// lfs_setstripe_internal and lfs_getstripe_internal, `do { … argv[optind] … } while
+    /// (++optind < argc …)`), so `--` ends the options before the directory. (`-c -1` stays
+    /// an option argument: getopt takes the next word whole for an option that needs one.)
     fn setstripe(&self) -> Command {
         Command::new("lfs").args([
             "setstripe",
@@ -102,12 +107,14 @@ impl LustreStripe {
             &self.count.to_string(),
             "-S",
             &size_arg(self.size),
+            "--",
             &self.dir,
         ])
     }
 
     pub(crate) async fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
-        let probe = Command::new("lfs").args(["getstripe", "-d", &self.dir]);
+        // `--` before the directory, as for setstripe above.
+        let probe = Command::new("lfs").args(["getstripe", "-d", "--", &self.dir]);
         let shown = probe.to_string();
         let text = host.probe_ok(probe).await?;
         let layout = parse_getstripe(&self.dir, &text)
@@ -152,6 +159,10 @@ pub struct LctlParam {
 
 impl LctlParam {
     pub(crate) async fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
+        // No `--` for lctl: its parameter commands did not always use getopt (lctl before
+        // 2.4 read `argv[1]` as the path, lustre_cfg.c jt_lcfg_setparam, and would take a
+        // `--` for a parameter name), so lctl relies on the grammar: a name starts with one
+        // of the client prefixes (`llite.`, `osc.`, …, `Policy::check_step`), never with `-`.
         let probe = Command::new("lctl").args(["get_param", "-n", &self.name]);
         let shown = probe.to_string();
         let out = host.probe(probe).await?;
@@ -247,31 +258,43 @@ mod tests {
 
     #[tokio::test]
     async fn a_directory_already_striped_so_is_left_alone_and_another_is_set() {
-        let (_d, h) =
-            host(RecordedRunner::new().record("lfs getstripe -d /mnt/lustre/test1", 0, &fixture(D_2_10), ""));
+        let (_d, h) = host(RecordedRunner::new().record(
+            "lfs getstripe -d -- /mnt/lustre/test1",
+            0,
+            &fixture(D_2_10),
+            "",
+        ));
         assert!(stripe().assess(&h).await.unwrap().is_in_sync());
 
-        let (_d, h) =
-            host(RecordedRunner::new().record("lfs getstripe -d /mnt/lustre/test1", 0, &fixture(D_2_12), ""));
+        let (_d, h) = host(RecordedRunner::new().record(
+            "lfs getstripe -d -- /mnt/lustre/test1",
+            0,
+            &fixture(D_2_12),
+            "",
+        ));
         // The same 2.12 line satisfies a 1M layout (the fixture's own directory name differs,
         // and is not a field).
-        let (_d2, h2) =
-            host(RecordedRunner::new().record("lfs getstripe -d /mnt/lustre/test1", 0, &fixture(D_2_12), ""));
+        let (_d2, h2) = host(RecordedRunner::new().record(
+            "lfs getstripe -d -- /mnt/lustre/test1",
+            0,
+            &fixture(D_2_12),
+            "",
+        ));
         assert!(LustreStripe { size: 1 << 20, ..stripe() }.assess(&h2).await.unwrap().is_in_sync());
         let a = stripe().assess(&h).await.unwrap();
         assert_eq!(a.actions.len(), 1);
-        assert_eq!(a.actions[0].to_string(), "lfs setstripe -c -1 -S 4M /mnt/lustre/test1");
+        assert_eq!(a.actions[0].to_string(), "lfs setstripe -c -1 -S 4M -- /mnt/lustre/test1");
         assert_eq!(a.diff, ["/mnt/lustre/test1 stripes new files -1 × 1M (not -1 × 4M)"]);
 
         let (_d, h) = host(RecordedRunner::new().record(
-            "lfs getstripe -d /mnt/lustre/test1",
+            "lfs getstripe -d -- /mnt/lustre/test1",
             0,
             "garbage: x\nstripe_size: 1\n",
             "",
         ));
         let err = stripe().assess(&h).await.unwrap_err();
         assert!(
-            err.to_string().contains("`lfs getstripe -d /mnt/lustre/test1` answered something unexpected"),
+            err.to_string().contains("`lfs getstripe -d -- /mnt/lustre/test1` answered something unexpected"),
             "{err}"
         );
     }

@@ -652,11 +652,16 @@ impl Policy {
             ("mount" | "unmount", Action::Write { path, mode, .. }) if path == "/etc/fstab" => {
                 plain_mode(path, *mode)
             }
+            // `--` before every positional word that came from the cluster file, where the
+            // tool takes it (each step's builder cites the tool's source); the form without it
+            // is refused, so a word that starts with `-` can never become an option.
             ("unmount", Action::Run(command)) => {
                 program(step_kind, &command.program)?;
                 match command.args.as_slice() {
-                    [target] => self.data_path(target, "a mount point"),
-                    _ => Err(bug_command(step_kind, command, "only unmounts one mount point")),
+                    [dd, target] if dd == "--" => self.data_path(target, "a mount point"),
+                    _ => {
+                        Err(bug_command(step_kind, command, "only unmounts one mount point (umount -- DIR)"))
+                    }
                 }
             }
             ("service-stopped", Action::Run(command)) => {
@@ -669,7 +674,7 @@ impl Policy {
             ("wipe", Action::Run(command)) => {
                 program(step_kind, &command.program)?;
                 match (command.program.as_str(), command.args.as_slice()) {
-                    ("vgchange", [flag, n, vg]) if flag == "--activate" && n == "n" => {
+                    ("vgchange", [flag, n, dd, vg]) if flag == "--activate" && n == "n" && dd == "--" => {
                         lvm_name("volume group", vg)
                     }
                     ("mdadm", [flag, md]) if flag == "--stop" => md_device(md),
@@ -683,7 +688,9 @@ impl Policy {
             ("wipe", Action::Destroy { command, .. }) => {
                 program(step_kind, &command.program)?;
                 match (command.program.as_str(), command.args.as_slice()) {
-                    ("wipefs", [flag, device]) if flag == "--all" => device_path(device),
+                    ("wipefs", [flag, dd, device]) if flag == "--all" && dd == "--" => device_path(device),
+                    // mdadm takes no `--` (block.rs, "mdadm and `--`"): the device grammar
+                    // (canonical, under /dev) is what keeps it from being an option.
                     ("mdadm", [flag, device]) if flag == "--zero-superblock" => device_path(device),
                     _ => Err(bug_command(
                         step_kind,
@@ -734,12 +741,37 @@ impl Policy {
                 }
                 Ok(())
             }
+            ("raid0", Action::Run(command) | Action::Destroy { command, .. }) => {
+                program(step_kind, &command.program)?;
+                raid0_command(command)
+            }
+            ("lustre-stripe", Action::Run(command)) => {
+                program(step_kind, &command.program)?;
+                match command.args.as_slice() {
+                    [verb, c, _, s, _, dd, dir]
+                        if verb == "setstripe" && c == "-c" && s == "-S" && dd == "--" =>
+                    {
+                        self.data_path(dir, "a Lustre directory to stripe")
+                    }
+                    _ => Err(bug_command(
+                        step_kind,
+                        command,
+                        "only sets a directory's default layout (lfs setstripe -c N -S SIZE -- DIR)",
+                    )),
+                }
+            }
             (_, Action::Run(command)) => program(step_kind, &command.program),
             // Destroying is for the block steps only, with their own programs; the devices
             // themselves were checked with the step (paths, the site's `devices`) and are
             // proven unused and empty again right before the command.
-            ("raid0" | "lvm-thin" | "mkfs" | "lustre-target", Action::Destroy { command, .. }) => {
-                program(step_kind, &command.program)
+            // mkfs.*, mkfs.lustre and pvcreate end with `-- DEVICE`; nothing else may follow
+            // the options.
+            ("lvm-thin" | "mkfs" | "lustre-target", Action::Destroy { command, .. }) => {
+                program(step_kind, &command.program)?;
+                match command.args.as_slice() {
+                    [.., dd, device] if dd == "--" => device_path(device),
+                    _ => Err(bug_command(step_kind, command, "ends its options with `--` before the device")),
+                }
             }
             (_, other) => Err(PolicyError::new(
                 "action-kind",
@@ -1358,6 +1390,47 @@ fn device_path(path: &str) -> Result<(), PolicyError> {
         }
     }
     Ok(())
+}
+
+/// The commands a raid0 step runs: `wipefs --all -- MEMBER`, and `mdadm --create` /
+/// `--assemble` with the array, the options pvfs passes, and members. mdadm takes no `--`
+/// (block.rs, "mdadm and `--`"), so every word is checked here instead: the array by the md
+/// grammar, each other word an option pvfs itself writes or a device path — never a word
+/// from the cluster file that starts with `-`.
+fn raid0_command(command: &pvfs_host::Command) -> Result<(), PolicyError> {
+    let bug = |what: &str| bug_command("raid0", command, what);
+    match (command.program.as_str(), command.args.as_slice()) {
+        ("wipefs", [flag, dd, device]) if flag == "--all" && dd == "--" => device_path(device),
+        ("wipefs", _) => Err(bug("only wipes a member (wipefs --all -- DEV)")),
+        ("mdadm", [mode, md, rest @ ..]) if mode == "--create" || mode == "--assemble" => {
+            md_device(md)?;
+            let numeric = |word: &str, key: &str| {
+                word.strip_prefix(key).is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+            };
+            let mut members = 0;
+            for word in rest {
+                if word.starts_with('-') {
+                    let known = mode == "--create"
+                        && (word == "--run"
+                            || word == "--level=0"
+                            || numeric(word, "--raid-devices=")
+                            || numeric(word, "--chunk="));
+                    if !known {
+                        return Err(bug("passes only --run, --level=0, --raid-devices=N and --chunk=N"));
+                    }
+                } else {
+                    device_path(word)?;
+                    members += 1;
+                }
+            }
+            if members == 0 {
+                return Err(bug("names the array's members"));
+            }
+            Ok(())
+        }
+        ("mdadm", _) => Err(bug("only creates or assembles its array")),
+        _ => Ok(()),
+    }
 }
 
 /// `/dev/mdN` or `/dev/md/NAME`.

@@ -29,10 +29,13 @@ impl Mount {
             Some(m) if self.is_this(host, &m) => {
                 // No -l (lazy) and no -f: a busy mount is an error with the reason (`target is
                 // busy`), never a mount that disappears from the namespace while files stay
-                // open on it.
+                // open on it. `--` before the mount point: util-linux umount parses its
+                // options with getopt_long() and then takes argv[optind..] as the targets
+                // (sys-utils/umount.c: `argc -= optind; argv += optind;`), so `--` ends the
+                // options there (checked: `umount -- /x` names /x as the mount point).
                 a.change(
                     format!("{} is mounted ({} {})", self.target, m.fstype, m.source),
-                    Action::Run(Command::new("umount").arg(&self.target).timeout(UMOUNT_TIMEOUT)),
+                    Action::Run(Command::new("umount").args(["--", &self.target]).timeout(UMOUNT_TIMEOUT)),
                 );
             }
             Some(m) => {
@@ -161,6 +164,13 @@ pub struct WipeTarget {
     pub vg: Option<String>,
 }
 
+/// `wipefs --all -- DEVICE`. util-linux wipefs reads its options with getopt_long() and then
+/// every argv[optind..] as a device (misc-utils/wipefs.c), so `--` ends the options (checked:
+/// `wipefs --no-act -- /dev/null` probes /dev/null).
+pub(crate) fn wipe_all(device: &str) -> Command {
+    Command::new("wipefs").args(["--all", "--", device])
+}
+
 impl WipeTarget {
     pub(crate) async fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         let mut a = Assessment::in_sync();
@@ -173,7 +183,9 @@ impl WipeTarget {
             vg_active = true;
             a.change(
                 format!("volume group {vg} is active"),
-                Action::Run(Command::new("vgchange").args(["--activate", "n", vg])),
+                // lvm2 parses its commands' options with getopt_long() (lvmcmdline.c), as
+                // for the `--` pvcreate/vgcreate/lvcreate take in block.rs.
+                Action::Run(Command::new("vgchange").args(["--activate", "n", "--", vg])),
             );
         }
         let mut array_running = false;
@@ -207,12 +219,11 @@ impl WipeTarget {
                 let proven = self.unproven(host, md)?;
                 a.change(
                     format!("{md} is assembled over {}", self.disks.join(",")),
-                    Action::Destroy {
-                        command: Command::new("wipefs").args(["--all", md]),
-                        devices: vec![proven.clone()],
-                    },
+                    Action::Destroy { command: wipe_all(md), devices: vec![proven.clone()] },
                 );
                 a.actions.push(Action::Zero { device: proven });
+                // No `--` for mdadm (see "mdadm and `--`" in block.rs): the array
+                // name passed the md-device grammar (`/dev/mdN`, `/dev/md/NAME`).
                 a.actions.push(Action::Run(Command::new("mdadm").args(["--stop", md])));
             }
         }
@@ -237,18 +248,9 @@ impl WipeTarget {
                         devices: vec![proven.clone()],
                     },
                 );
-                a.actions.push(Action::Destroy {
-                    command: Command::new("wipefs").args(["--all", disk]),
-                    devices: vec![proven.clone()],
-                });
+                a.actions.push(Action::Destroy { command: wipe_all(disk), devices: vec![proven.clone()] });
             } else {
-                a.change(
-                    why,
-                    Action::Destroy {
-                        command: Command::new("wipefs").args(["--all", disk]),
-                        devices: vec![proven.clone()],
-                    },
-                );
+                a.change(why, Action::Destroy { command: wipe_all(disk), devices: vec![proven.clone()] });
             }
             a.actions.push(Action::Zero { device: proven });
         }

@@ -116,3 +116,80 @@ async fn metrics_streams_are_limited_in_all_and_freed_when_their_clients_go() {
     drop(stream);
     agent.stop().await;
 }
+
+/// The first bytes of a TLS 1.3 ClientHello as rustls sends it: a handshake record header
+/// announcing 512 bytes (type 22, version 3.1, length 0x0200), the handshake header
+/// (ClientHello, 508 bytes) and the start of the legacy version and random. The rest never
+/// comes: a handshake stuck half-way, which the agent must not wait on forever.
+const HALF_A_CLIENT_HELLO: [u8; 16] =
+    [0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03, 0x5a, 0x1e, 0x70, 0x0c, 0x2d];
+
+/// Reads from `stream` until the agent closes it (end of file, or a reset); the bytes the agent
+/// sent before (a TLS alert, at most) are discarded.
+async fn closed_by_the_agent(mut stream: tokio::net::TcpStream) {
+    use tokio::io::AsyncReadExt;
+    let mut buf = [0u8; 1024];
+    loop {
+        match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
+}
+
+/// Issue 12, finding 4: a client that connects and never finishes its TLS handshake (sends
+/// nothing, or half a ClientHello) is closed by the agent once the handshake timeout passes,
+/// and its connection slot comes back: with every slot of its address taken by stuck
+/// handshakes, a real coordinator from that address is refused; once the agent has closed
+/// them, it gets in and is answered.
+#[tokio::test]
+async fn stuck_tls_handshakes_are_closed_and_their_slots_freed() {
+    use tokio::io::AsyncWriteExt;
+    let pki = Pki::new();
+    let agent = Agent::start(&pki).await;
+    let source: std::net::IpAddr = "127.0.0.4".parse().unwrap();
+    let before = agent.connections.admitted();
+    let refused_before = agent.connections.refused();
+    let mut stuck = idle_connections("127.0.0.4", agent.addr, MAX_CONNECTIONS_PER_PEER).await;
+    // Half of them start a handshake and stop.
+    for stream in stuck.iter_mut().step_by(2) {
+        stream.write_all(&HALF_A_CLIENT_HELLO).await.unwrap();
+    }
+    let counts = agent.connections.clone();
+    until("every stuck connection to be admitted", || {
+        counts.admitted() - before == MAX_CONNECTIONS_PER_PEER as u64
+    })
+    .await;
+    assert_eq!(counts.refused(), refused_before, "the stuck connections are within the per-peer limit");
+
+    // Every slot of 127.0.0.4 is held: a coordinator from there is refused now.
+    let refused = agent.connect_from(source).await;
+    assert!(refused.is_err(), "a connection over the per-peer limit must be refused");
+    assert_eq!(counts.refused(), refused_before + 1);
+
+    // The agent closes every stuck connection by itself (the handshake timeout is 3 s; the
+    // bound is generous so that a slow machine does not fail the test).
+    let mut closing = tokio::task::JoinSet::new();
+    for stream in stuck {
+        closing.spawn(closed_by_the_agent(stream));
+    }
+    let all_closed = async {
+        while let Some(done) = closing.join_next().await {
+            done.unwrap();
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), all_closed)
+        .await
+        .expect("the agent closed every stuck handshake within 30 s");
+    until("the stuck connections' slots to be released", || counts.open() <= 1).await;
+
+    // The slots are free again: the coordinator from 127.0.0.4 gets in and is answered.
+    let mut client = agent.connect_from(source).await.expect("a connection within the limit is admitted");
+    let info = tokio::time::timeout(TIMEOUT, client.info(pb::InfoRequest {}))
+        .await
+        .expect("Info answered in time")
+        .expect("Info succeeded");
+    assert_eq!(info.into_inner().node.unwrap().agent_name, "n1");
+    agent.assert_still_serving().await;
+    agent.stop().await;
+}

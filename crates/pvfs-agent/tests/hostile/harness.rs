@@ -53,11 +53,16 @@ impl Agent {
 
     /// Starts an agent whose settings `adjust` may change first (a site policy, say).
     pub async fn start_with(pki: &Pki, adjust: impl FnOnce(&mut Settings)) -> Agent {
+        Agent::start_in(pki.path(), adjust).await
+    }
+
+    /// [`Agent::start_with`], with the certificates of a [`Pki`] made by another process.
+    pub async fn start_in(tls: &Path, adjust: impl FnOnce(&mut Settings)) -> Agent {
         let state = tempfile::tempdir().unwrap();
         let mut settings = Settings {
             name: "n1".into(),
             listen: "127.0.0.1:0".parse().unwrap(),
-            security: Security::MutualTls { dir: pki.path().to_owned() },
+            security: Security::MutualTls { dir: tls.to_owned() },
             state_dir: state.path().join("state"),
             root: Root::system(),
             history: Duration::from_secs(60),
@@ -72,8 +77,7 @@ impl Agent {
         let addr = listener.local_addr().unwrap();
         let shutdown = CancellationToken::new();
         let task = tokio::spawn(pvfs_agent::serve(listener, prepared, shutdown.clone()));
-        let client =
-            connect(pki.path(), "pvfsctl", addr).await.expect("the coordinator certificate connects");
+        let client = connect(tls, "pvfsctl", addr).await.expect("the coordinator certificate connects");
         Agent {
             addr,
             client,
@@ -81,7 +85,7 @@ impl Agent {
             task: Some(task),
             connections,
             streams,
-            tls: pki.path().to_owned(),
+            tls: tls.to_owned(),
             _state: state,
         }
     }
@@ -125,6 +129,14 @@ impl Agent {
         }
     }
 
+    /// A new connection as the coordinator, from `source` (a loopback address).
+    pub async fn connect_from(
+        &self,
+        source: std::net::IpAddr,
+    ) -> Result<pb::agent_client::AgentClient<Channel>, tonic::transport::Error> {
+        connect_from(&self.tls, "pvfsctl", self.addr, Some(source)).await
+    }
+
     /// A new connection as the coordinator.
     pub async fn connect(&self) -> pb::agent_client::AgentClient<Channel> {
         connect(&self.tls, "pvfsctl", self.addr).await.expect("the coordinator certificate connects")
@@ -154,6 +166,17 @@ pub async fn connect(
     name: &str,
     addr: SocketAddr,
 ) -> Result<pb::agent_client::AgentClient<Channel>, tonic::transport::Error> {
+    connect_from(dir, name, addr, None).await
+}
+
+/// [`connect`], from the local address `source` when given (another loopback address, so that
+/// the agent sees another peer).
+pub async fn connect_from(
+    dir: &Path,
+    name: &str,
+    addr: SocketAddr,
+    source: Option<std::net::IpAddr>,
+) -> Result<pb::agent_client::AgentClient<Channel>, tonic::transport::Error> {
     let tls = ClientTlsConfig::new()
         .ca_certificate(Certificate::from_pem(std::fs::read(dir.join("ca.crt")).unwrap()))
         .identity(Identity::from_pem(
@@ -165,6 +188,7 @@ pub async fn connect(
         .unwrap()
         .tls_config(tls)?
         .timeout(TIMEOUT)
+        .local_address(source)
         .connect()
         .await?;
     Ok(pb::agent_client::AgentClient::new(channel))

@@ -198,6 +198,16 @@ async fn a_missing_essential_file_is_an_error_naming_it() {
     assert!(err.to_string().starts_with("cannot read /proc/meminfo:"), "{err}");
 }
 
+/// Found by `fuzz_proc_facts_mutated_files`: a MemTotal past 16 EiB overflowed `kib * 1024`
+/// (a panic in a debug build, a wrong size in a release one); it is an error naming the file.
+#[tokio::test]
+async fn a_memory_size_past_64_bits_is_an_error_not_a_wrapped_number() {
+    let host = recorded_host();
+    std::fs::write(host.path().join("proc/meminfo"), "MemTotal:       18014398509481984 kB\n").unwrap();
+    let err = read(&Root::at(host.path()), &recorded_blkid()).await.unwrap_err();
+    assert_eq!(err.to_string(), "cannot parse /proc/meminfo: MemTotal 18014398509481984 kB is past 16 EiB");
+}
+
 #[tokio::test]
 async fn reads_this_machine() {
     // The real readers on the real host: whatever the values, the essentials are there.

@@ -69,7 +69,7 @@ fn brick(wipe: bool) -> Mkfs {
 #[tokio::test]
 async fn mkfs_formats_a_device_proven_empty_without_force() {
     let runner = RecordedRunner::new().record("blkid -p -o export /dev/loop0", 2, "", "").record(
-        "wipefs --no-act /dev/loop0",
+        "wipefs --no-act -- /dev/loop0",
         0,
         "",
         "",
@@ -118,7 +118,7 @@ async fn wipefs_listings_of_el7_and_el8_formats_are_signatures() {
             .map(|l| format!("{l}\n"))
             .collect();
         let runner = RecordedRunner::new().record("blkid -p -o export /dev/loop0", 2, "", "").record(
-            "wipefs --no-act /dev/loop0",
+            "wipefs --no-act -- /dev/loop0",
             0,
             &text,
             "",
@@ -133,7 +133,7 @@ async fn wipefs_listings_of_el7_and_el8_formats_are_signatures() {
 #[tokio::test]
 async fn a_signature_only_wipefs_sees_is_not_empty() {
     let runner = RecordedRunner::new().record("blkid -p -o export /dev/loop0", 2, "", "").record(
-        "wipefs --no-act /dev/loop0",
+        "wipefs --no-act -- /dev/loop0",
         0,
         WIPEFS_EXT4,
         "",
@@ -167,7 +167,7 @@ async fn data_without_a_signature_is_not_empty() {
     // The finding of issue 10: a device with data blkid and wipefs know nothing about was
     // formatted. Both tools say nothing here (recorded on this machine for such a device).
     let runner = RecordedRunner::new().record("blkid -p -o export /dev/loop0", 2, "", "").record(
-        "wipefs --no-act /dev/loop0",
+        "wipefs --no-act -- /dev/loop0",
         0,
         "",
         "",
@@ -248,7 +248,7 @@ async fn options_off_the_allow_list_and_unknown_types_are_refused_before_anythin
 #[tokio::test]
 async fn apply_refuses_a_device_that_changed_since_it_was_assessed() {
     let runner = RecordedRunner::new().record("blkid -p -o export /dev/loop0", 2, "", "").record(
-        "wipefs --no-act /dev/loop0",
+        "wipefs --no-act -- /dev/loop0",
         0,
         "",
         "",
@@ -335,7 +335,7 @@ async fn raid0_is_created_on_empty_members_and_recorded() {
                 &format!("mdadm: No md superblock detected on {dev}.\n"),
             )
             .record(&format!("blkid -p -o export {dev}"), 2, "", "")
-            .record(&format!("wipefs --no-act {dev}"), 0, "", "");
+            .record(&format!("wipefs --no-act -- {dev}"), 0, "", "");
     }
     let (_d, host) = host_with(&["/dev/sdc", "/dev/sdd"], runner);
     let a = raid(&["/dev/sdc", "/dev/sdd"]).assess(&host).await.unwrap();
@@ -354,7 +354,7 @@ async fn a_wiped_member_keeps_mdadms_own_guard() {
     let mut runner = RecordedRunner::new()
         .record("blkid -p -o export /dev/sdc", 0, &BLKID_EXT4.replace("loop0", "sdc"), "")
         .record("blkid -p -o export /dev/sdd", 2, "", "")
-        .record("wipefs --no-act /dev/sdd", 0, "", "");
+        .record("wipefs --no-act -- /dev/sdd", 0, "", "");
     for dev in ["/dev/sdc", "/dev/sdd"] {
         runner = runner.record(
             &format!("mdadm --examine --export {dev}"),
@@ -369,7 +369,7 @@ async fn a_wiped_member_keeps_mdadms_own_guard() {
     let a = raid.assess(&host).await.unwrap();
     assert_eq!(
         shown(&a)[..2],
-        ["wipefs --all /dev/sdc", "mdadm --create /dev/md0 --level=0 --raid-devices=2 /dev/sdc /dev/sdd"]
+        ["wipefs --all -- /dev/sdc", "mdadm --create /dev/md0 --level=0 --raid-devices=2 /dev/sdc /dev/sdd"]
     );
     // The member not listed for wiping must be empty, whatever its neighbour's listing.
     disks.get(1).write_at(512 << 10, b"data");
@@ -489,7 +489,7 @@ async fn lvm_thin_from_nothing_is_the_seed_sequence() {
     let runner = RecordedRunner::new()
         .record("pvs --reportformat json -o pv_name,vg_name /dev/md0", 5, "  {\n      \"report\": [\n          {\n              \"pv\": [\n              ]\n          }\n      ]\n  }\n", "  Failed to find physical volume \"/dev/md0\".\n")
         .record("blkid -p -o export /dev/md0", 2, "", "")
-        .record("wipefs --no-act /dev/md0", 0, "", "")
+        .record("wipefs --no-act -- /dev/md0", 0, "", "")
         .record("vgs --reportformat json -o vg_name rhgs-data", 5, "{\"report\":[{\"vg\":[]}]}", "  Volume group \"rhgs-data\" not found\n")
         .record("lvs --reportformat json --binary -o lv_name,segtype,pool_lv,zero rhgs-data", 5, "{\"report\":[{\"lv\":[]}]}", "  Volume group \"rhgs-data\" not found\n");
     let (_d, host) = host_with(&["/dev/md0"], runner);

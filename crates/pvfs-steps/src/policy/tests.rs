@@ -872,7 +872,6 @@ fn lustre_tuning_stripes_data_paths_and_sets_only_client_parameters() {
     let run = |kind: &str, program: &str| {
         policy.check_action(kind, &Action::Run(Command::new(program).args(["x"]))).map_err(|e| e.rule)
     };
-    assert_eq!(run("lustre-stripe", "lfs"), Ok(()));
     assert_eq!(run("lctl-param", "lctl"), Ok(()));
     assert_eq!(run("lctl-param", "lfs"), Err("program"));
     assert_eq!(run("lustre-stripe", "sh"), Err("program"));
@@ -919,9 +918,13 @@ fn teardown_steps_undo_only_what_pvfs_makes() {
         devices: vec![],
     };
     let check = |kind: &str, action: Action| policy.check_action(kind, &action).map_err(|e| e.rule);
-    assert_eq!(check("unmount", run("umount", &["/mnt/gv0"])), Ok(()));
+    assert_eq!(check("unmount", run("umount", &["--", "/mnt/gv0"])), Ok(()));
     assert_eq!(check("unmount", run("umount", &["-l", "/mnt/gv0"])), Err("program"));
-    assert_eq!(check("unmount", run("umount", &["/proc"])), Err("system-tree"));
+    assert_eq!(check("unmount", run("umount", &["--", "/proc"])), Err("system-tree"));
+    // The form without `--` is refused, whatever the target.
+    assert_eq!(check("unmount", run("umount", &["/mnt/gv0"])), Err("program"));
+    assert_eq!(check("unmount", run("umount", &["-a"])), Err("program"));
+    assert_eq!(check("unmount", run("umount", &["--", "-a"])), Err("path-canonical"));
     assert_eq!(
         check("unmount", Action::Write { path: "/etc/fstab".into(), contents: String::new(), mode: 0o644 }),
         Ok(())
@@ -934,14 +937,21 @@ fn teardown_steps_undo_only_what_pvfs_makes() {
         check("gluster-volume-gone", run("gluster", &["--mode=script", "volume", "delete", "gv0"])),
         Ok(())
     );
-    assert_eq!(check("wipe", run("vgchange", &["--activate", "n", "vg_b"])), Ok(()));
-    assert_eq!(check("wipe", run("vgchange", &["--activate", "y", "vg_b"])), Err("program"));
+    assert_eq!(check("wipe", run("vgchange", &["--activate", "n", "--", "vg_b"])), Ok(()));
+    assert_eq!(check("wipe", run("vgchange", &["--activate", "n", "vg_b"])), Err("program"));
+    assert_eq!(check("wipe", run("vgchange", &["--activate", "y", "--", "vg_b"])), Err("program"));
+    assert_eq!(check("wipe", run("vgchange", &["--activate", "n", "--", "-ffy"])), Err("name"));
     assert_eq!(check("wipe", run("mdadm", &["--stop", "/dev/md0"])), Ok(()));
     assert_eq!(check("wipe", run("mdadm", &["--create", "/dev/md0"])), Err("program"));
-    assert_eq!(check("wipe", destroy("wipefs", &["--all", "/dev/sdc"])), Ok(()));
+    assert_eq!(check("wipe", destroy("wipefs", &["--all", "--", "/dev/sdc"])), Ok(()));
+    assert_eq!(check("wipe", destroy("wipefs", &["--all", "/dev/sdc"])), Err("program"));
+    assert_eq!(check("wipe", destroy("wipefs", &["--all", "--", "-a"])), Err("device-path"));
+    // mdadm takes no `--`: the device grammar is what refuses an option in a device's place.
+    assert_eq!(check("wipe", destroy("mdadm", &["--zero-superblock", "--force"])), Err("device-path"));
+    assert_eq!(check("wipe", run("mdadm", &["--stop", "--scan"])), Err("device-path"));
     assert_eq!(check("wipe", destroy("mdadm", &["--zero-superblock", "/dev/sdc"])), Ok(()));
     assert_eq!(check("wipe", destroy("dd", &["if=/dev/zero", "of=/dev/sdc"])), Err("program"));
-    assert_eq!(check("wipe", destroy("wipefs", &["--all", "/etc/passwd"])), Err("device-path"));
+    assert_eq!(check("wipe", destroy("wipefs", &["--all", "--", "/etc/passwd"])), Err("device-path"));
     let zero = |path: &str| Action::Zero {
         device: crate::Proven {
             path: path.into(),
@@ -953,7 +963,64 @@ fn teardown_steps_undo_only_what_pvfs_makes() {
     assert_eq!(check("wipe", zero("/dev/sdc")), Ok(()));
     assert_eq!(check("wipe", zero("/root/x")), Err("device-path"));
     assert_eq!(check("mkfs", zero("/dev/sdc")), Err("action-kind"));
-    assert_eq!(check("mkfs", destroy("wipefs", &["--all", "/dev/sdc"])), Err("program"));
+    assert_eq!(check("mkfs", destroy("wipefs", &["--all", "--", "/dev/sdc"])), Err("program"));
+}
+
+/// Issue 12's finding 2: every positional word from the cluster file comes after `--` where
+/// the tool takes one (the step builders cite each tool's source), and the policy refuses the
+/// forms without it; mdadm, which takes no `--`, has every word checked instead.
+#[test]
+fn positional_words_follow_double_dash_and_the_old_forms_are_refused() {
+    let policy = Policy::default();
+    let run = |program: &str, args: &[&str]| Action::Run(Command::new(program).args(args.iter().copied()));
+    let destroy = |program: &str, args: &[&str]| Action::Destroy {
+        command: Command::new(program).args(args.iter().copied()),
+        devices: vec![],
+    };
+    let check = |kind: &str, action: Action| policy.check_action(kind, &action).map_err(|e| e.rule);
+
+    // mkfs.lustre, mkfs.*, pvcreate: `-- DEVICE` last.
+    let lustre = ["--fsname=lustre", "--backfstype=ldiskfs", "--ost", "--index=3"];
+    let with = |tail: &[&'static str]| lustre.iter().chain(tail).copied().collect::<Vec<&str>>();
+    assert_eq!(check("lustre-target", destroy("mkfs.lustre", &with(&["--", "/dev/md0"]))), Ok(()));
+    assert_eq!(check("lustre-target", destroy("mkfs.lustre", &with(&["/dev/md0"]))), Err("program"));
+    assert_eq!(
+        check("lustre-target", destroy("mkfs.lustre", &with(&["--", "--reformat"]))),
+        Err("device-path")
+    );
+    assert_eq!(check("mkfs", destroy("mkfs.xfs", &["-f", "-L", "ost0", "--", "/dev/sdc"])), Ok(()));
+    assert_eq!(check("mkfs", destroy("mkfs.xfs", &["-f", "/dev/sdc"])), Err("program"));
+    assert_eq!(check("lvm-thin", destroy("pvcreate", &["--", "/dev/sdc"])), Ok(()));
+    assert_eq!(check("lvm-thin", destroy("pvcreate", &["/dev/sdc"])), Err("program"));
+
+    // lfs setstripe: `-- DIR`, and DIR a data path.
+    let stripe = |tail: &[&str]| {
+        let mut args = vec!["setstripe", "-c", "-1", "-S", "4M"];
+        args.extend(tail);
+        check("lustre-stripe", run("lfs", &args))
+    };
+    assert_eq!(stripe(&["--", "/mnt/lustre/test1"]), Ok(()));
+    assert_eq!(stripe(&["/mnt/lustre/test1"]), Err("program"));
+    assert_eq!(stripe(&["--", "/etc"]), Err("system-tree"));
+    assert_eq!(check("lustre-stripe", run("lfs", &["migrate", "--", "/mnt/lustre/test1"])), Err("program"));
+
+    // raid0: wipefs with `--`; mdadm with every word known or a device.
+    assert_eq!(check("raid0", destroy("wipefs", &["--all", "--", "/dev/sdc"])), Ok(()));
+    assert_eq!(check("raid0", destroy("wipefs", &["--all", "/dev/sdc"])), Err("program"));
+    let create = ["--create", "/dev/md0", "--run", "--level=0", "--raid-devices=2", "--chunk=512"];
+    let with = |tail: &[&'static str]| create.iter().chain(tail).copied().collect::<Vec<&str>>();
+    assert_eq!(check("raid0", destroy("mdadm", &with(&["/dev/sdc", "/dev/sdd"]))), Ok(()));
+    assert_eq!(check("raid0", run("mdadm", &["--assemble", "/dev/md0", "/dev/sdc", "/dev/sdd"])), Ok(()));
+    assert_eq!(check("raid0", destroy("mdadm", &with(&["/dev/sdc", "--force"]))), Err("program"));
+    assert_eq!(check("raid0", destroy("mdadm", &with(&["/dev/sdc", "-ffy"]))), Err("program"));
+    assert_eq!(check("raid0", destroy("mdadm", &with(&["/dev/sdc", "/etc/passwd"]))), Err("device-path"));
+    assert_eq!(check("raid0", destroy("mdadm", &with(&[]))), Err("program"), "no members");
+    assert_eq!(check("raid0", destroy("mdadm", &["--create", "--scan", "/dev/sdc"])), Err("device-path"));
+    assert_eq!(
+        check("raid0", run("mdadm", &["--assemble", "/dev/md0", "--run", "/dev/sdc"])),
+        Err("program")
+    );
+    assert_eq!(check("raid0", run("mdadm", &["--grow", "/dev/md0", "/dev/sdc"])), Err("program"));
 }
 
 #[test]

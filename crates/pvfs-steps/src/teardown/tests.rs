@@ -56,7 +56,7 @@ fn root_with_fstab(fstab: &str, mounts: &str) -> (tempfile::TempDir, Root) {
 #[tokio::test]
 async fn a_client_mount_is_unmounted_and_its_fstab_line_goes_once() {
     let (dir, root) = root_with_fstab(FSTAB, GV0);
-    let runner = RecordedRunner::new().record("umount /mnt/gv0", 0, "", "");
+    let runner = RecordedRunner::new().record("umount -- /mnt/gv0", 0, "", "");
     let host = NodeAccess::new(root, Node { dir: dir.path().into(), recorded: runner.clone() });
     let Outcome::Changed { diff } = execute(&client(), &host, &crate::Policy::default(), false, |_| {}).await
     else {
@@ -197,7 +197,7 @@ async fn a_formatted_disk_is_wiped_to_empty_and_a_second_wipe_changes_nothing() 
     assert_eq!(
         would_run,
         [
-            format!("wipefs --all {}", disk.path),
+            format!("wipefs --all -- {}", disk.path),
             format!("zero the first and last MiB of {} (and where other signatures live)", disk.path),
         ]
     );
@@ -272,15 +272,15 @@ async fn an_assembled_array_is_cleared_stopped_and_its_members_zeroed_in_that_or
     assert_eq!(
         shown,
         [
-            "vgchange --activate n vg_brick".to_owned(),
-            "wipefs --all /dev/md0".to_owned(),
+            "vgchange --activate n -- vg_brick".to_owned(),
+            "wipefs --all -- /dev/md0".to_owned(),
             zero("/dev/md0"),
             "mdadm --stop /dev/md0".to_owned(),
             format!("mdadm --zero-superblock {}", a.path),
-            format!("wipefs --all {}", a.path),
+            format!("wipefs --all -- {}", a.path),
             zero(&a.path),
             format!("mdadm --zero-superblock {}", b.path),
-            format!("wipefs --all {}", b.path),
+            format!("wipefs --all -- {}", b.path),
             zero(&b.path),
         ]
     );
