@@ -9,6 +9,7 @@
 //! The file says *what* the cluster is; how to run a command (timeouts, output format) is for
 //! command-line flags.
 
+pub mod azure;
 mod diagnostic;
 mod fields;
 mod grammar;

@@ -19,6 +19,8 @@ pub struct Cluster {
     pub bench: Bench,
     pub packages: Packages,
     pub repos: Vec<Repo>,
+    /// `[azure]`: the VMs `pvfsctl provision` makes for the nodes, when the file has one.
+    pub azure: Option<crate::azure::Azure>,
 }
 
 impl Cluster {

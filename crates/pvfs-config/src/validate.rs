@@ -72,6 +72,8 @@ pub(crate) fn validate(
         bench,
         packages,
         repos,
+        // Read by the `[azure]` pass (issue 13), which is still to come.
+        azure: None,
     })
 }
 

@@ -275,6 +275,7 @@ fn cluster_of(nodes: &[Node]) -> pvfs_config::Cluster {
         bench: Default::default(),
         packages: Default::default(),
         repos: vec![],
+        azure: None,
     }
 }
 
