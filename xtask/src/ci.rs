@@ -30,12 +30,14 @@ pub fn run(no_e2e: bool) -> anyhow::Result<()> {
         needed.extend([("debootstrap", "debootstrap"), ("docker", "docker.io")]);
     }
     util::ensure_programs(&needed)?;
+    free_disk("before the build");
     if !util::have("cargo-nextest") {
         step(cargo().args(["install", "--locked", "cargo-nextest"]))?;
     }
 
     step(cargo().args(["fmt", "--all", "--check"]))?;
     step(cargo().args(["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"]))?;
+    free_disk("after the build");
     step(cargo().args(["nextest", "run", "--workspace", "--locked", "--no-fail-fast"]))?;
     verify_unit()?;
     crate::accuracy::run()?;
@@ -46,6 +48,19 @@ pub fn run(no_e2e: bool) -> anyhow::Result<()> {
     }
     eprintln!("xtask ci: all checks passed");
     Ok(())
+}
+
+/// Prints the free space where the build and the tests write, so that a run that fails on a
+/// full disk (tests writing files fail with ENOSPC) says so in its log.
+fn free_disk(when: &str) {
+    let mut df = Command::new("df");
+    df.args(["-h", "--output=target,avail,size"]).arg(util::root()).arg(std::env::temp_dir());
+    match util::capture(&mut df) {
+        Ok(out) => {
+            eprintln!("xtask ci: free disk {when}:\n{}", String::from_utf8_lossy(&out.stdout).trim_end())
+        }
+        Err(err) => eprintln!("xtask ci: free disk {when}: unknown ({err:#})"),
+    }
 }
 
 /// `systemd-analyze verify` on the unit, with the freshly built agent at the path the unit
