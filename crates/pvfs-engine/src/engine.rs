@@ -11,6 +11,7 @@
 
 mod ior;
 mod mdtest;
+mod pattern;
 mod shuffle;
 
 pub use ior::{IorJob, remove_files, run_ior_phase};

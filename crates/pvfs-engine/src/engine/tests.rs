@@ -2,7 +2,7 @@
 //! tmpfs).
 
 use super::*;
-use pvfs_bench::params::{IorParams, MdtestParams};
+use pvfs_bench::params::{DataPacket, IorParams, MdtestParams};
 use std::path::PathBuf;
 
 fn scratch() -> tempfile::TempDir {
@@ -25,6 +25,7 @@ fn ior(file_per_proc: bool) -> IorParams {
         file_per_proc,
         random: false,
         fsync: true,
+        packet: DataPacket::Timestamp,
     }
 }
 
@@ -60,6 +61,28 @@ fn file_per_process_writes_each_tasks_blocks_and_reads_them_back() {
     assert!(t.bw_mib > 0.0 && t.seconds > 0.0);
     remove_files(&job).unwrap();
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn the_files_hold_iors_data_packets() {
+    let word = |data: &[u8], i: usize| u64::from_ne_bytes(data[i * 8..i * 8 + 8].try_into().unwrap());
+    let dir = scratch();
+    let job = job(dir.path(), ior(true), 2);
+    run_ior_phase(&job, IorPhase::Write, &Progress::default());
+    // Timestamp (IOR's default): every transfer the same, `rank << 32 | signature + i`.
+    let data = std::fs::read(dir.path().join("ior.00000001")).unwrap();
+    assert_eq!(word(&data, 0) >> 32, 1);
+    assert_eq!(word(&data, 7) - word(&data, 0), 7);
+    assert_eq!(data[..64 << 10], data[64 << 10..128 << 10], "one buffer for every transfer");
+
+    let mut params = ior(true);
+    params.packet = DataPacket::Offset;
+    let job = self::job(dir.path(), params, 1);
+    run_ior_phase(&job, IorPhase::Write, &Progress::default());
+    let data = std::fs::read(dir.path().join("ior.00000000")).unwrap();
+    // The second transfer (offset 64 KiB) stamps its 4 KiB pages with offset x k.
+    assert_eq!(word(&data, (64 << 10) / 8), 64 << 10);
+    assert_eq!(word(&data, (64 << 10) / 8 + 512), 2 * (64 << 10));
 }
 
 #[test]
