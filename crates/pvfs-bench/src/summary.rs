@@ -1,6 +1,6 @@
 //! From phase totals to IOR's and mdtest's summary rows, computed as the tools compute them
-//! (max, min, mean and population standard deviation over iterations), so the built-in
-//! engine's results read like IOR's.
+//! (max, min, mean, and the standard deviation each tool uses: IOR's over n, mdtest 4's over
+//! n − 1), so the built-in engine's results read like IOR's and mdtest's.
 
 use crate::model::{IorIteration, IorSummary, MdtestSummary};
 use crate::params::IorParams;
@@ -32,8 +32,17 @@ pub struct PhaseTotals {
     pub ops_per_sec: f64,
 }
 
-/// max, min, mean, population std.
-fn stats(values: &[f64]) -> Option<(f64, f64, f64, f64)> {
+/// How a tool divides the squared deviations.
+#[derive(Clone, Copy)]
+enum Deviation {
+    /// IOR's `std_dev`: by n.
+    Population,
+    /// mdtest 4's summary: by n − 1, and 0 for a single iteration.
+    Sample,
+}
+
+/// max, min, mean, standard deviation.
+fn stats(values: &[f64], deviation: Deviation) -> Option<(f64, f64, f64, f64)> {
     if values.is_empty() {
         return None;
     }
@@ -41,7 +50,12 @@ fn stats(values: &[f64]) -> Option<(f64, f64, f64, f64)> {
     let max = values.iter().copied().fold(f64::MIN, f64::max);
     let min = values.iter().copied().fold(f64::MAX, f64::min);
     let mean = values.iter().sum::<f64>() / n;
-    let std = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt();
+    let squares = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>();
+    let std = match deviation {
+        Deviation::Population => (squares / n).sqrt(),
+        Deviation::Sample if values.len() == 1 => 0.0,
+        Deviation::Sample => (squares / (n - 1.0)).sqrt(),
+    };
     Some((max, min, mean, std))
 }
 
@@ -71,8 +85,8 @@ pub fn ior_summary(
 ) -> Option<IorSummary> {
     let bw: Vec<f64> = iterations.iter().map(|t| t.bw_mib).collect();
     let ops: Vec<f64> = iterations.iter().map(|t| t.ops_per_sec).collect();
-    let (bw_max, bw_min, bw_mean, bw_std) = stats(&bw)?;
-    let (ops_max, ops_min, ops_mean, ops_std) = stats(&ops)?;
+    let (bw_max, bw_min, bw_mean, bw_std) = stats(&bw, Deviation::Population)?;
+    let (ops_max, ops_min, ops_mean, ops_std) = stats(&ops, Deviation::Population)?;
     Some(IorSummary {
         operation: operation.to_owned(),
         bw_max_mib: Some(bw_max),
@@ -92,10 +106,11 @@ pub fn ior_summary(
     })
 }
 
-/// mdtest's SUMMARY row (ops/sec) for `operation` over its iterations.
+/// mdtest's SUMMARY row (ops/sec) for `operation` over its iterations, with mdtest 4's
+/// standard deviation (n − 1; 0 for one iteration).
 pub fn mdtest_summary(operation: &str, iterations: &[PhaseTotals]) -> Option<MdtestSummary> {
     let rates: Vec<f64> = iterations.iter().map(|t| t.ops_per_sec).collect();
-    let (max, min, mean, std) = stats(&rates)?;
+    let (max, min, mean, std) = stats(&rates, Deviation::Sample)?;
     Some(MdtestSummary {
         operation: operation.to_owned(),
         max: Some(max),
@@ -172,7 +187,10 @@ mod tests {
         assert_eq!(format!("{:.5}", s.mean_time_s.unwrap()), "0.16828");
         assert_eq!((s.tasks, s.iterations, s.block_bytes), (Some(2), Some(2), Some(4 << 30)));
         assert!(ior_summary("read", &[], &p, 2).is_none());
+        // mdtest 4 divides by n − 1: 200 and 100 give 70.71 (the population std would be 50).
         let m = mdtest_summary("File creation", &[t(100.0, 1.0), t(50.0, 1.0)]).unwrap();
-        assert_eq!((m.max, m.min, m.mean, m.std), (Some(200.0), Some(100.0), Some(150.0), Some(50.0)));
+        assert_eq!((m.max, m.min, m.mean), (Some(200.0), Some(100.0), Some(150.0)));
+        assert_eq!(format!("{:.3}", m.std.unwrap()), "70.711");
+        assert_eq!(mdtest_summary("File creation", &[t(100.0, 1.0)]).unwrap().std, Some(0.0));
     }
 }

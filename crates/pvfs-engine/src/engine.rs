@@ -105,12 +105,21 @@ pub fn with_progress<T>(
 }
 
 /// Totals of a phase from every task's result (`None` when there are none).
-pub fn totals(results: &[TaskResult]) -> Option<PhaseTotals> {
+///
+/// mdtest's tree rows count one tree, whatever `-u` makes: its rate is `num_dirs_in_tree`
+/// over the time from the barrier before to the barrier after, though with `-u` every task
+/// built its own tree in that time. So a tree phase counts the first task's directories.
+pub fn totals(phase: Phase, results: &[TaskResult]) -> Option<PhaseTotals> {
     let start = results.iter().map(|r| r.start).min()?;
     let end = results.iter().map(|r| r.end).max()?;
     let seconds = end.duration_since(start).unwrap_or_default().as_secs_f64().max(1e-9);
     let bytes: u64 = results.iter().map(|r| r.bytes).sum();
-    let ops: u64 = results.iter().map(|r| r.ops).sum();
+    let ops: u64 = match phase {
+        Phase::Mdtest(MdtestPhase::TreeCreate | MdtestPhase::TreeRemove) => {
+            results.iter().min_by_key(|r| r.task).map_or(0, |r| r.ops)
+        }
+        _ => results.iter().map(|r| r.ops).sum(),
+    };
     Some(PhaseTotals {
         bytes,
         ops,

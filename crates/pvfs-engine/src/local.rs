@@ -21,11 +21,11 @@ pub struct LocalRun {
 /// returned, naming the file and operation.
 pub fn run(workload: &Workload, dir: &Path, tasks: u32) -> Result<LocalRun, String> {
     let progress = Progress::default();
-    let check = |results: Vec<TaskResult>| -> Result<PhaseTotals, String> {
+    let check = |phase: Phase, results: Vec<TaskResult>| -> Result<PhaseTotals, String> {
         if let Some(err) = results.iter().find_map(|r| r.error.clone()) {
             return Err(err);
         }
-        engine::totals(&results).ok_or_else(|| "no task ran".to_owned())
+        engine::totals(phase, &results).ok_or_else(|| "no task ran".to_owned())
     };
     let mut out = LocalRun::default();
     match workload {
@@ -44,7 +44,7 @@ pub fn run(workload: &Workload, dir: &Path, tasks: u32) -> Result<LocalRun, Stri
                 for (i, phase) in phases.iter().enumerate() {
                     // An IOR workload's schedule holds only IOR phases.
                     let Phase::Ior(ior_phase) = *phase else { continue };
-                    let t = check(engine::run_ior_phase(&job, ior_phase, &progress))?;
+                    let t = check(*phase, engine::run_ior_phase(&job, ior_phase, &progress))?;
                     out.iterations.push(summary::ior_iteration(phase.label(), iteration.into(), &t, p));
                     per_phase[i].push(t);
                 }
@@ -60,7 +60,10 @@ pub fn run(workload: &Workload, dir: &Path, tasks: u32) -> Result<LocalRun, Stri
             for iteration in 0..p.iterations {
                 let job = MdtestJob { params: p.clone(), dir: dir.to_owned(), tasks: 0..tasks, iteration };
                 for (i, phase) in phases.iter().enumerate() {
-                    per_phase[i].push(check(engine::run_mdtest_phase(&job, *phase, &progress))?);
+                    per_phase[i].push(check(
+                        Phase::Mdtest(*phase),
+                        engine::run_mdtest_phase(&job, *phase, &progress),
+                    )?);
                 }
             }
             for (phase, totals) in phases.iter().zip(&per_phase) {

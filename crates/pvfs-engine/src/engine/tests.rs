@@ -56,7 +56,7 @@ fn file_per_process_writes_each_tasks_blocks_and_reads_them_back() {
     let read = run_ior_phase(&job, IorPhase::Read, &progress);
     assert!(read.iter().all(|r| r.error.is_none() && r.bytes == 512 << 10), "{read:?}");
     assert_eq!(progress.bytes.load(std::sync::atomic::Ordering::Relaxed), 2 << 20);
-    let t = totals(&read).unwrap();
+    let t = totals(Phase::Ior(IorPhase::Read), &read).unwrap();
     assert_eq!(t.bytes, 1 << 20);
     assert!(t.bw_mib > 0.0 && t.seconds > 0.0);
     remove_files(&job).unwrap();
@@ -235,13 +235,14 @@ fn mdtest_phases_create_stat_read_and_remove_a_tree() {
     for phase in phases {
         let r = run_mdtest_phase(&job, phase, &Progress::default());
         assert!(r.iter().all(|r| r.error.is_none()), "{phase:?}: {r:?}");
-        ops.push((phase.row(), r.iter().map(|r| r.ops).sum::<u64>()));
+        let counted = totals(Phase::Mdtest(phase), &r).unwrap().ops;
+        ops.push((phase.row(), r.iter().map(|r| r.ops).sum::<u64>(), counted));
     }
-    // 7 directories per task's tree, 3 items in each.
-    assert_eq!(ops[0], ("Tree creation", 14));
-    assert_eq!(ops[1], ("Directory creation", 42));
-    assert_eq!(ops[7], ("File removal", 42));
-    assert_eq!(ops[8], ("Tree removal", 14));
+    // 7 directories per task's tree, 3 items in each; mdtest's tree rows count one tree.
+    assert_eq!(ops[0], ("Tree creation", 14, 7));
+    assert_eq!(ops[1], ("Directory creation", 42, 42));
+    assert_eq!(ops[7], ("File removal", 42, 42));
+    assert_eq!(ops[8], ("Tree removal", 14, 7));
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing left behind");
 
     let leaf = MdtestJob { params: MdtestParams { leaf_only: true, files_only: true, ..params }, ..job };
