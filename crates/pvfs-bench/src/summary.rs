@@ -19,17 +19,30 @@ pub struct TaskResult {
     pub ops: u64,
     /// The first error, naming the file and the operation; the task stopped there.
     pub error: Option<String>,
+    /// When its reads or writes began and ended (fsync included), between its file's open
+    /// and close: IOR's read/write timers. `None` where there are none (mdtest, fio, a task
+    /// that failed first).
+    pub rdwr: Option<(SystemTime, SystemTime)>,
 }
 
 /// Aggregate of a phase over every task of every client: IOR's "bw" and "IOPS" with barriers.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct PhaseTotals {
     pub bytes: u64,
     pub ops: u64,
     /// Last end − first start, seconds.
     pub seconds: f64,
     pub bw_mib: f64,
+    /// Ops over `seconds`: what IOR's summary averages.
     pub ops_per_sec: f64,
+    /// IOR's open, wr/rd and close columns: each from the first task's start of it to the
+    /// last task's end of it (IOR reduces its timers so), when the tasks' timers are known.
+    pub open_s: Option<f64>,
+    pub wrrd_s: Option<f64>,
+    pub close_s: Option<f64>,
+    /// IOR's per-iteration latency: the first task's read/write time over its transfers (IOR
+    /// prints rank 0's, though it also reduces a minimum).
+    pub latency_s: Option<f64>,
 }
 
 /// How a tool divides the squared deviations.
@@ -61,17 +74,20 @@ fn stats(values: &[f64], deviation: Deviation) -> Option<(f64, f64, f64, f64)> {
 
 /// A row of IOR's Results table for one iteration's phase.
 pub fn ior_iteration(operation: &str, iteration: u64, t: &PhaseTotals, p: &IorParams) -> IorIteration {
+    // IOR divides this iteration's transfers by the read/write time alone (first start to
+    // last end), not by the total that bandwidth uses.
+    let access = t.wrrd_s.filter(|s| *s > 0.0).unwrap_or(t.seconds);
     IorIteration {
         operation: operation.to_owned(),
         iteration,
         bw_mib: Some(t.bw_mib),
-        iops: Some(t.ops_per_sec),
-        latency_s: (t.ops > 0).then(|| t.seconds / t.ops as f64),
+        iops: Some(t.ops as f64 / access),
+        latency_s: t.latency_s.or_else(|| (t.ops > 0).then(|| t.seconds / t.ops as f64)),
         block_kib: Some(p.block as f64 / 1024.0),
         xfer_kib: Some(p.transfer as f64 / 1024.0),
-        open_s: None,
-        wrrd_s: None,
-        close_s: None,
+        open_s: t.open_s,
+        wrrd_s: t.wrrd_s,
+        close_s: t.close_s,
         total_s: Some(t.seconds),
     }
 }
@@ -168,7 +184,7 @@ mod tests {
     use super::*;
 
     fn t(bw: f64, seconds: f64) -> PhaseTotals {
-        PhaseTotals { bytes: 0, ops: 10, seconds, bw_mib: bw, ops_per_sec: bw * 2.0 }
+        PhaseTotals { bytes: 0, ops: 10, seconds, bw_mib: bw, ops_per_sec: bw * 2.0, ..Default::default() }
     }
 
     #[test]
@@ -187,6 +203,26 @@ mod tests {
         assert_eq!(format!("{:.5}", s.mean_time_s.unwrap()), "0.16828");
         assert_eq!((s.tasks, s.iterations, s.block_bytes), (Some(2), Some(2), Some(4 << 30)));
         assert!(ior_summary("read", &[], &p, 2).is_none());
+
+        // A row divides its transfers by the read/write time, as IOR does; the summary's OPs
+        // by the total time.
+        let timed = PhaseTotals {
+            ops: 100,
+            seconds: 2.0,
+            open_s: Some(0.25),
+            wrrd_s: Some(1.25),
+            close_s: Some(0.5),
+            latency_s: Some(0.02),
+            ..t(10.0, 2.0)
+        };
+        let row = ior_iteration("write", 0, &timed, &p);
+        assert_eq!((row.iops, row.latency_s), (Some(80.0), Some(0.02)));
+        assert_eq!(
+            (row.open_s, row.wrrd_s, row.close_s, row.total_s),
+            (Some(0.25), Some(1.25), Some(0.5), Some(2.0))
+        );
+        let untimed = ior_iteration("write", 0, &PhaseTotals { ops: 100, ..t(10.0, 2.0) }, &p);
+        assert_eq!((untimed.iops, untimed.latency_s, untimed.open_s), (Some(50.0), Some(0.02), None));
         // mdtest 4 divides by n − 1: 200 and 100 give 70.71 (the population std would be 50).
         let m = mdtest_summary("File creation", &[t(100.0, 1.0), t(50.0, 1.0)]).unwrap();
         assert_eq!((m.max, m.min, m.mean), (Some(200.0), Some(100.0), Some(150.0)));

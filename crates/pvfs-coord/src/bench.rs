@@ -260,13 +260,7 @@ async fn run_phase(
     }
     tasks.sort_by_key(|(_, r)| r.task);
     let results: Vec<TaskResult> = tasks.iter().map(|(_, r)| r.clone()).collect();
-    let totals = engine::totals(phase, &results).unwrap_or(PhaseTotals {
-        bytes: 0,
-        ops: 0,
-        seconds: 0.0,
-        bw_mib: 0.0,
-        ops_per_sec: 0.0,
-    });
+    let totals = engine::totals(phase, &results).unwrap_or_default();
     Ok(PhaseRecord { iteration, phase, totals, tasks })
 }
 

@@ -191,7 +191,7 @@ fn run_task(job: &IorJob, dir: &Dir, phase: IorPhase, task: u32, progress: &Prog
         let signature = start.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as u32);
         pattern::generate(buffer.bytes_mut(), p.packet, signature, task);
     }
-    let mut done = TaskResult { task, start, end: start, bytes: 0, ops: 0, error: None };
+    let mut done = TaskResult { task, start, end: start, bytes: 0, ops: 0, error: None, rdwr: None };
     let outcome = transfer_all(dir, &name, phase, p, offsets, &mut buffer, progress, &mut done);
     done.end = SystemTime::now();
     if let Err(err) = outcome {
@@ -225,6 +225,7 @@ fn transfer_all(
 ) -> Result<(), String> {
     let path = dir.path().join(name);
     let file = open(dir, name, phase, p)?;
+    let rdwr_start = SystemTime::now();
     let stamp = phase == IorPhase::Write && pattern::changes_per_transfer(p.packet);
     for offset in offsets {
         progress.check()?;
@@ -247,6 +248,8 @@ fn transfer_all(
     if phase == IorPhase::Write && p.fsync {
         file.sync_all().map_err(|e| format!("fsync {}: {e}", path.display()))?;
     }
+    // IOR's read/write timer stops after the fsync, before the close.
+    done.rdwr = Some((rdwr_start, SystemTime::now()));
     // Closing is part of the phase, as in IOR (close can flush on network file systems).
     drop(file);
     Ok(())

@@ -59,6 +59,10 @@ fn file_per_process_writes_each_tasks_blocks_and_reads_them_back() {
     let t = totals(Phase::Ior(IorPhase::Read), &read).unwrap();
     assert_eq!(t.bytes, 1 << 20);
     assert!(t.bw_mib > 0.0 && t.seconds > 0.0);
+    // IOR's timers: open, read and close spans inside the total; latency per transfer.
+    let (open, wrrd, close) = (t.open_s.unwrap(), t.wrrd_s.unwrap(), t.close_s.unwrap());
+    assert!(wrrd > 0.0 && wrrd <= t.seconds && open <= t.seconds && close <= t.seconds, "{t:?}");
+    assert!(t.latency_s.unwrap() > 0.0 && t.latency_s.unwrap() <= wrrd, "{t:?}");
     remove_files(&job).unwrap();
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }

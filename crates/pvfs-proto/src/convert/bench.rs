@@ -347,6 +347,8 @@ impl From<&TaskResult> for pb::TaskResult {
             bytes: r.bytes,
             ops: r.ops,
             error: r.error.clone().unwrap_or_default(),
+            rdwr_start_unix_ns: r.rdwr.map_or(0, |(a, _)| nanos(a)),
+            rdwr_end_unix_ns: r.rdwr.map_or(0, |(_, b)| nanos(b)),
         }
     }
 }
@@ -360,6 +362,7 @@ impl From<pb::TaskResult> for TaskResult {
             bytes: r.bytes,
             ops: r.ops,
             error: (!r.error.is_empty()).then_some(r.error),
+            rdwr: (r.rdwr_start_unix_ns != 0).then(|| (time(r.rdwr_start_unix_ns), time(r.rdwr_end_unix_ns))),
         }
     }
 }
@@ -397,7 +400,10 @@ mod tests {
             bytes: 10,
             ops: 2,
             error: Some("write …: No space left on device".into()),
+            rdwr: None,
         };
+        assert_eq!(TaskResult::from(pb::TaskResult::from(&r)), r);
+        let r = TaskResult { error: None, rdwr: Some((time(6), time(8))), ..r };
         assert_eq!(TaskResult::from(pb::TaskResult::from(&r)), r);
     }
 
