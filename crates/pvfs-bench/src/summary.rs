@@ -290,7 +290,7 @@ mod tests {
     fn the_summary_is_iors_arithmetic() {
         // IOR's StdDev is the population one: 10 and 20 give 5 (the sample std would be 7.07).
         let p = match crate::params::Preset::Throughput.workload() {
-            crate::params::Workload::Ior(p) => p,
+            Workload::Ior(p) => p,
             _ => unreachable!(),
         };
         let s = ior_summary("write", &[t(10.0, 0.168237), t(20.0, 0.168315)], &p, 2).unwrap();
