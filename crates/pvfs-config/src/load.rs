@@ -34,6 +34,21 @@ pub fn load_provisioning(path: &Path) -> Result<Provisioning, ConfigError> {
     Loader::default().load_provisioning(path)
 }
 
+/// What `pvfsctl validate` checks: everything [`load`] does, except that with `[azure]` a node
+/// may still lack an address (`provision` gives it one). Without `[azure]` it is [`load`].
+pub fn check(path: &Path) -> Result<Checked, ConfigError> {
+    Loader::default().check(path)
+}
+
+/// A cluster file that passed [`check`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked {
+    /// As in [`Provisioning::cluster`]: a node in `unaddressed` stands at `0.0.0.0:7070`.
+    pub cluster: Cluster,
+    /// Nodes with no address yet (only ever with `[azure]`), in file order.
+    pub unaddressed: Vec<String>,
+}
+
 /// A cluster file with an `[azure]` section, validated for provisioning: every check of
 /// [`load`] but the nodes' addresses, which may not exist yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,6 +113,13 @@ impl Loader {
     /// [`parse`], with this loader's settings.
     pub fn parse(&self, path: &Path, text: &str) -> Result<Cluster, ConfigError> {
         self.run(path, &Source::new(text), Addresses::Required).map(|(cluster, _)| cluster)
+    }
+
+    /// [`check`], with this loader's settings.
+    pub fn check(&self, path: &Path) -> Result<Checked, ConfigError> {
+        let text = read(path)?;
+        let (cluster, unaddressed) = self.run(path, &Source::new(&text), Addresses::MayBeUnknown)?;
+        Ok(Checked { cluster, unaddressed })
     }
 
     /// [`load_provisioning`], with this loader's settings.
