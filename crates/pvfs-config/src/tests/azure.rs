@@ -367,3 +367,19 @@ fn the_azure_example_is_the_seeds_layout() {
     let err = dir.loader().load(&path).unwrap_err().to_string();
     assert!(err.contains("node mgsmds00 has no address") && err.contains("run `pvfsctl provision"), "{err}");
 }
+
+/// A type error in [azure] is reported alone: the nodes it leaves without a VM or an address
+/// are not reported again. And `azure = {…}` on a node needs an [azure] section.
+#[test]
+fn a_broken_azure_section_hides_nothing_else_and_node_settings_need_one() {
+    let dir = Dir::new();
+    expect![[r#"
+        DIR/az.toml:23:8: invalid type: integer `1`, expected a string
+    "#]]
+    .assert_eq(&dir.load(&file("", None).replace("zone = \"1\"", "zone = 1")));
+    let local = "[cluster]\nname = \"l\"\nkind = \"local\"\n[local]\nmount = \"/tmp/l\"\n[[node]]\nname = \"n\"\naddress = \"127.0.0.1\"\nroles = [\"server\", \"client\"]\nazure = { zone = \"1\" }\n";
+    expect![[r#"
+        DIR/az.toml:7:8: node "n" has `azure` settings but the file has no [azure] section: add one, or drop them
+    "#]]
+    .assert_eq(&dir.load(local));
+}

@@ -105,7 +105,20 @@ impl Validator<'_> {
         file: &ClusterFile,
         nodes: &[(Node, &NodeSpec)],
     ) -> Option<Azure> {
-        let s = file.azure.as_ref()?;
+        let Some(s) = file.azure.as_ref() else {
+            if !self.incomplete.section("azure") {
+                for (node, spec) in nodes.iter().filter(|(_, spec)| spec.azure.is_some()) {
+                    self.error(
+                        &spec.name,
+                        format!(
+                            "node {:?} has `azure` settings but the file has no [azure] section: add one, or drop them",
+                            node.name
+                        ),
+                    );
+                }
+            }
+            return None;
+        };
         self.check(&s.subscription, |v| guid("subscription", v));
         self.check(&s.resource_group, |v| resource_group("resource_group", v));
         self.check(&s.location, location);
