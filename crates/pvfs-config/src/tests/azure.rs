@@ -340,6 +340,9 @@ fn the_public_key_file_must_be_readable_and_a_public_key() {
     std::fs::write(dir.dir.path().join("keys/id"), "-----BEGIN OPENSSH PRIVATE KEY-----\n").unwrap();
     let shown = dir.load(&text.replace("keys/none.pub", "keys/id"));
     assert!(shown.starts_with("DIR/az.toml:15:23: DIR/keys/id: this is a private key"), "{shown}");
+    // A device that never ends is not read to its end.
+    let shown = dir.load(&text.replace("keys/none.pub", "/dev/zero"));
+    assert!(shown.starts_with("DIR/az.toml:15:23: /dev/zero is larger than a public key file"), "{shown}");
     let shown = dir.load(&text.replace("keys/none.pub", "~azureuser/.ssh/id.pub"));
     assert!(shown.contains("only ~/ (your home) is expanded"), "{shown}");
 }

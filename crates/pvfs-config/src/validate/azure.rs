@@ -393,7 +393,14 @@ impl Validator<'_> {
             None => self.base.join(given),
         };
         let shown = path.display();
-        match std::fs::read(&path).map(String::from_utf8) {
+        match read_bounded(&path, MAX_KEY_FILE).map(String::from_utf8) {
+            Ok(Ok(text)) if text.len() as u64 > MAX_KEY_FILE => {
+                self.error(
+                    file,
+                    format!("{shown} is larger than a public key file ({MAX_KEY_FILE} bytes at most)"),
+                );
+                None
+            }
             Ok(Ok(text)) => match ssh_public_key(&text) {
                 Ok(key) => Some(key),
                 Err(why) => {
@@ -417,6 +424,18 @@ impl Validator<'_> {
             }
         }
     }
+}
+
+/// The most of `ssh_public_key_file` read: an RSA key of 16384 bits is under 3 KiB, and a
+/// path such as /dev/zero must not make `validate` read forever.
+const MAX_KEY_FILE: u64 = 16 * 1024;
+
+/// At most `limit + 1` bytes of the file, so that a longer one is seen to be longer.
+fn read_bounded(path: &std::path::Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?.take(limit + 1).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// A GUID as Azure writes IDs: 8-4-4-4-12 hexadecimal digits.
