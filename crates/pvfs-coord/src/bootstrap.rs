@@ -61,6 +61,13 @@ pub enum BootstrapError {
          certificate from it, but never creates a CA by itself)", dir.display(), dir.display()
     )]
     NoCa { dir: PathBuf },
+    #[error(
+        "--node: {} has no node named {}; its nodes are: {} (nothing was done)",
+        file.display(),
+        unknown.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", "),
+        known.join(", ")
+    )]
+    UnknownNodes { file: PathBuf, unknown: Vec<String>, known: Vec<String> },
     #[error("cannot read {}: {source}", path.display())]
     Read {
         path: PathBuf,
@@ -118,6 +125,27 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `--node NAME…`: keeps only the named nodes of `cluster` (in the cluster file's order), so
+/// that certificates are issued and SSH is run for those alone; no names keeps every node. Any
+/// name the cluster lacks is refused before anything is done, all such names at once, with the
+/// cluster's own names to pick from.
+pub fn select_nodes(cluster: &mut Cluster, names: &[String]) -> Result<(), BootstrapError> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    let unknown: Vec<String> =
+        names.iter().filter(|n| !cluster.nodes.iter().any(|node| &node.name == *n)).cloned().collect();
+    if !unknown.is_empty() {
+        return Err(BootstrapError::UnknownNodes {
+            file: cluster.source.clone(),
+            unknown,
+            known: cluster.nodes.iter().map(|n| n.name.clone()).collect(),
+        });
+    }
+    cluster.nodes.retain(|node| names.contains(&node.name));
+    Ok(())
 }
 
 /// A certificate issued before any node was touched.

@@ -49,6 +49,30 @@ fn missing_certificates_are_issued_for_the_dialled_address_and_existing_ones_kep
 }
 
 #[test]
+fn node_selection_keeps_the_named_nodes_and_refuses_unknown_names_all_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut all = cluster(dir.path());
+    select_nodes(&mut all, &[]).unwrap();
+    assert_eq!(all.nodes.len(), 2, "no --node: every node");
+
+    let mut one = cluster(dir.path());
+    select_nodes(&mut one, &["node2".into()]).unwrap();
+    assert_eq!(one.nodes.iter().map(|n| n.name.as_str()).collect::<Vec<_>>(), ["node2"]);
+    // Only the selected node's certificate (and the coordinator's) is issued.
+    let tls = dir.path().join("tls");
+    pvfs_tls::init_ca(&tls).unwrap();
+    let issued = ensure_certificates(&one, &tls, "pvfsctl", false).unwrap();
+    assert_eq!(issued.iter().map(|i| i.name.as_str()).collect::<Vec<_>>(), ["node2", "pvfsctl"]);
+
+    let mut bad = cluster(dir.path());
+    let err = select_nodes(&mut bad, &["node2".into(), "nodeX".into(), "node1 ".into()]).unwrap_err();
+    assert_eq!(bad.nodes.len(), 2, "a refused selection leaves the cluster as it was");
+    let message = err.to_string().replace(&dir.path().display().to_string(), "DIR");
+    expect![[r#"--node: DIR/cluster.toml has no node named "nodeX", "node1 "; its nodes are: node1, node2 (nothing was done)"#]]
+        .assert_eq(&message);
+}
+
+#[test]
 fn a_node_holds_the_binary_unit_env_ca_and_its_own_certificate_and_key() {
     let dir = tempfile::tempdir().unwrap();
     let c = cluster(dir.path());
