@@ -1,10 +1,9 @@
 //! The bootstrap end-to-end scenario: `pvfsctl bootstrap` installs agents over real SSH on
 //! containers that run systemd and Debian's openssh-server and have no agent at all.
 //!
-//! The test's SSH world is its own: a key pair made here, each container's freshly generated
-//! host keys read out of band (`docker exec`) into a known_hosts file, and an ssh_config that
-//! points at both, given to bootstrap with `--ssh-config` (OpenSSH reads `~` from the password
-//! database, not `$HOME`). The scenario:
+//! The test's SSH world is its own (`sshlab`: a key pair made here, each container's freshly
+//! generated host keys in a known_hosts file, an ssh_config given with `--ssh-config`). The
+//! scenario:
 //!
 //! 1. `bootstrap --plan` lists what each node needs and changes nothing (no agent afterwards,
 //!    no certificate issued);
@@ -18,6 +17,7 @@
 //!    its key is recorded and it is left as it is (0 changed).
 
 use crate::docker::{LABEL, docker};
+use crate::sshlab::SshLab;
 use crate::util::{capture, read, step};
 use anyhow::{Context, bail, ensure};
 use serde_json::Value;
@@ -83,7 +83,6 @@ impl Drop for Lab {
 
 /// Runs the scenario with `binary` as both the coordinator and what it installs.
 pub fn run(binary: &Path, image: &str, work: &Path, keep: bool) -> anyhow::Result<()> {
-    crate::util::ensure_programs(&[("ssh", "openssh-client"), ("ssh-keygen", "openssh-client")])?;
     let run_id = format!("{}", std::process::id());
     let lab = Lab { run_id: run_id.clone(), network: format!("pvfs-e2e-boot-{run_id}"), keep };
     step(docker().args(["network", "create", "--driver", "bridge", "--subnet", SUBNET]).args([
@@ -107,59 +106,16 @@ pub fn run(binary: &Path, image: &str, work: &Path, keep: bool) -> anyhow::Resul
         read(&mut run).with_context(|| format!("starting container for {name}"))?;
     }
 
-    // The test's keys and SSH configuration.
-    let ssh_dir = work.join("ssh");
-    std::fs::create_dir_all(&ssh_dir)?;
-    let key = ssh_dir.join("id_ed25519");
-    read(
-        Command::new("ssh-keygen").args(["-q", "-t", "ed25519", "-N", "", "-C", "pvfs-e2e", "-f"]).arg(&key),
-    )?;
-    let public = std::fs::read_to_string(ssh_dir.join("id_ed25519.pub"))?;
-    // A host key that is no node's, for the "changed" case.
-    let stranger = ssh_dir.join("stranger");
-    read(Command::new("ssh-keygen").args(["-q", "-t", "ed25519", "-N", "", "-f"]).arg(&stranger))?;
-    let stranger = std::fs::read_to_string(ssh_dir.join("stranger.pub"))?;
-    let known_hosts = ssh_dir.join("known_hosts");
-    let config = ssh_dir.join("ssh_config");
-    std::fs::write(
-        &config,
-        format!(
-            "Host *\n  User root\n  IdentityFile {}\n  IdentitiesOnly yes\n  UserKnownHostsFile {}\n  GlobalKnownHostsFile /dev/null\n",
-            key.display(),
-            known_hosts.display()
-        ),
-    )?;
-
-    let mut host_keys = Vec::new();
+    // The test's SSH world: our key authorized, each node's own host keys in known_hosts.
+    let mut ssh = SshLab::new(&work.join("ssh"))?;
     for (name, ip) in NODES {
         boot(&lab, name)?;
-        // Every container starts from one image: new host keys of its own, as a real node
-        // has, and our key authorized for root.
-        lab.exec(
-            name,
-            &["sh", "-c", "rm -f /etc/ssh/ssh_host_* && ssh-keygen -A >/dev/null && systemctl restart ssh"],
-        )?;
-        lab.exec(
-            name,
-            &[
-                "sh",
-                "-c",
-                &format!(
-                    "mkdir -p -m 700 /root/.ssh && printf '%s' '{}' > /root/.ssh/authorized_keys",
-                    public.trim()
-                ),
-            ],
-        )?;
-        let host_key = lab.exec(name, &["cat", "/etc/ssh/ssh_host_ed25519_key.pub"])?;
-        let host_key: Vec<&str> = host_key.split_whitespace().take(2).collect();
-        host_keys.push(format!("{ip} {}", host_key.join(" ")));
+        ssh.admit(&lab.container(name), ip)?;
         ensure!(
             lab.exec(name, &["systemctl", "is-enabled", "pvfs-agent"]).is_err(),
             "{name} has an agent already"
         );
     }
-    let write_known = |lines: &[String]| std::fs::write(&known_hosts, lines.join("\n") + "\n");
-    write_known(&host_keys)?;
 
     // The cluster file and the CA (bootstrap never creates a CA).
     let tls = work.join("tls");
@@ -176,8 +132,8 @@ pub fn run(binary: &Path, image: &str, work: &Path, keep: bool) -> anyhow::Resul
     let cluster = work.join("cluster.toml");
     std::fs::write(&cluster, toml)?;
 
-    let ctx = Ctx { binary: binary.to_owned(), cluster, config };
-    let result = scenario(&lab, &ctx, &host_keys, &stranger, &write_known);
+    let ctx = Ctx { binary: binary.to_owned(), cluster, config: ssh.config.clone() };
+    let result = scenario(&lab, &ctx, &ssh);
     if result.is_err() {
         eprintln!("xtask e2e: bootstrap scenario failed; journals:\n{}", lab.logs());
     }
@@ -221,13 +177,7 @@ impl Ctx {
     }
 }
 
-fn scenario(
-    lab: &Lab,
-    ctx: &Ctx,
-    host_keys: &[String],
-    stranger: &str,
-    write_known: &dyn Fn(&[String]) -> std::io::Result<()>,
-) -> anyhow::Result<()> {
+fn scenario(lab: &Lab, ctx: &Ctx, ssh: &SshLab) -> anyhow::Result<()> {
     // 1. The plan: every node needs everything; nothing is issued or installed.
     let (code, events, stderr) = ctx.bootstrap(&["--plan"])?;
     ensure!(code == Some(0), "bootstrap --plan failed: {stderr}");
@@ -268,10 +218,7 @@ fn scenario(
     ensure!(events.iter().all(|e| e["event"] != "change"), "second bootstrap wrote: {events:?}");
 
     // 4. node3's host key is not what known_hosts says; node1's agent is stopped.
-    let mut wrong = host_keys.to_vec();
-    let stranger: Vec<&str> = stranger.split_whitespace().take(2).collect();
-    wrong[2] = format!("{} {}", NODES[2].1, stranger.join(" "));
-    write_known(&wrong)?;
+    ssh.trust_wrong_key_for(NODES[2].1)?;
     lab.exec("node1", &["systemctl", "stop", "pvfs-agent"])?;
     let (code, events, _) = ctx.bootstrap(&[])?;
     ensure!(code == Some(1), "a refused node must fail the run: exit {code:?}");
@@ -291,7 +238,7 @@ fn scenario(
     ensure!(lab.exec("node1", &["systemctl", "is-active", "pvfs-agent"])?.trim() == "active");
 
     // 5. node3 unknown: refused; then trusted on first contact, and left as it is.
-    write_known(&host_keys[..2])?;
+    ssh.forget(NODES[2].1)?;
     let (code, events, _) = ctx.bootstrap(&[])?;
     let failure = failure_of(&events, "node3")?;
     eprintln!("xtask e2e: node3 unknown: {}\n  ssh said: {}", failure["message"], failure["stderr_tail"]);
@@ -300,7 +247,7 @@ fn scenario(
     let (code, events, stderr) = ctx.bootstrap(&["--accept-new-host-keys"])?;
     ensure!(code == Some(0), "--accept-new-host-keys failed: {stderr}");
     ensure!(total(&events, "changed") == 0, "accept-new changed things: {:?}", events.last());
-    let recorded = std::fs::read_to_string(ctx.config.with_file_name("known_hosts"))?;
+    let recorded = std::fs::read_to_string(&ssh.known_hosts)?;
     ensure!(recorded.contains(NODES[2].1), "node3's key was not recorded: {recorded}");
     ensure!(ctx.nodes()?.status.success(), "nodes after the last bootstrap");
     Ok(())

@@ -1,10 +1,14 @@
 //! The GlusterFS end-to-end scenario: `pvfsctl up config/glusterfs-e2e.toml` on two server
 //! containers and one client, for real.
 //!
-//! Each container boots systemd (so glusterd and the agent run as the services they are on a
-//! real node, the agent from config/pvfs-agent.service); each server gets a loop device of the
-//! host as /dev/pvfs-disk0 for its XFS brick; the client has /dev/fuse. The scenario:
+//! Each container boots systemd and runs Debian's openssh-server, and starts with no agent:
+//! `pvfsctl bootstrap` installs them over real SSH ([`install_agents`]), gfs1 and client1 from
+//! the binary, gfs2 from the Debian package, as an operator would on fresh hosts; glusterd and
+//! the agent then run as the services they are on a real node. Each server gets a loop device
+//! of the host as /dev/pvfs-disk0 for its XFS brick; the client has /dev/fuse. The scenario:
 //!
+//! 0. bootstrap installs every agent and `nodes` answers; a second bootstrap changes nothing; a
+//!    node with a wrong host key in known_hosts is refused with what to do;
 //! 1. `up --plan` on the fresh cluster lists the steps and changes nothing;
 //! 2. `up`, with gfs2's container killed while it starts glusterd: the run fails naming gfs2,
 //!    and the volume and client units are skipped;
@@ -23,13 +27,15 @@
 //! 8. the mpi launcher: mpirun (Debian's Open MPI) started by the client's agent runs the
 //!    built-in engine as MPI ranks; `--engine ior` fails naming the client, as IOR is absent.
 //!
-//! gfs2's agent is not bind-mounted like the others' but installed from the Debian package
-//! (`dpkg -i` of a .deb built around the same binary): first without certificates (enabled, not
-//! started, and postinst says what is missing), then again once they are in /etc/pvfs/tls (it
-//! starts); being enabled, it comes back by itself when the scenario restarts gfs2's container.
-//! The package's remove and purge, and its postinst without systemd, are tried before and after.
+//! gfs2's package (`dpkg -i` by bootstrap of a .deb built around the same binary) is enabled,
+//! so its agent comes back by itself when the scenario restarts gfs2's container. Afterwards
+//! the package's own life there ([`deb_lifecycle`]): remove, reinstall without certificates
+//! (enabled, not started, postinst says what is missing), with them (it starts), and again (an
+//! upgrade restarts it). Its postinst without systemd, remove and purge are tried beforehand in
+//! a plain container.
 
 use crate::docker::{LABEL, docker};
+use crate::sshlab::SshLab;
 use crate::util::{capture, read, root, step};
 use anyhow::{Context, bail, ensure};
 use serde_json::Value;
@@ -44,6 +50,9 @@ const NODES: [(&str, &str, bool); 3] =
     [("gfs1", "10.213.250.11", true), ("gfs2", "10.213.250.12", true), ("client1", "10.213.250.13", false)];
 /// The node whose agent comes from the .deb.
 const DEB_NODE: &str = "gfs2";
+/// Where bootstrap puts the binary it copies (`pvfs_coord::bootstrap::REMOTE_BINARY`; xtask
+/// links none of the workspace's crates).
+const BOOTSTRAPPED_BINARY: &str = "/usr/local/bin/pvfs-agent";
 /// xfsprogs 6.1 refuses file systems under 300 MB.
 const DISK_BYTES: u64 = 512 << 20;
 
@@ -124,21 +133,13 @@ pub fn run(binary: &Path, image: &str, work: &Path, keep: bool) -> anyhow::Resul
     let tls = work.join("gluster-tls");
     let ctl = |args: &[&str]| read(Command::new(binary).arg("ctl").args(args));
     let tls_arg = tls.to_string_lossy().into_owned();
+    // Only the CA: `pvfsctl bootstrap` issues the nodes' and the coordinator's certificates.
     ctl(&["ca", "init", "--dir", &tls_arg])?;
-    ctl(&["ca", "issue", "pvfsctl", "--dir", &tls_arg])?;
-    let unit = root().join("config/pvfs-agent.service");
     let deb = crate::deb::build_from_binary(binary, &work.join("deb"))?;
     deb_without_systemd(image, &deb, &run_id)?;
     for (name, ip, server) in NODES {
-        ctl(&["ca", "issue", name, "--dir", &tls_arg, "--san", ip])?;
         let node_dir = work.join("gluster-nodes").join(name);
-        let node_tls = node_dir.join("tls");
-        std::fs::create_dir_all(&node_tls)?;
-        for file in ["ca.crt".to_owned(), format!("{name}.crt"), format!("{name}.key")] {
-            std::fs::copy(tls.join(&file), node_tls.join(&file))
-                .with_context(|| format!("copying {file}"))?;
-        }
-        std::fs::write(node_dir.join("agent.env"), format!("PVFS_AGENT_NAME={name}\nPVFS_AGENT_LOG=info\n"))?;
+        std::fs::create_dir_all(&node_dir)?;
         let mut run = docker();
         run.args(["run", "--detach", "--name", &lab.container(name), "--hostname", name])
             .args(["--network", &lab.network, "--ip", ip, "--label", &format!("{LABEL}={run_id}")])
@@ -158,15 +159,6 @@ pub fn run(binary: &Path, image: &str, work: &Path, keep: bool) -> anyhow::Resul
                 "apparmor=unconfined",
             ])
             .args(["--device", "/dev/fuse"]);
-        if name != DEB_NODE {
-            run.args(["--volume", &format!("{}:/usr/local/bin/pvfs-agent:ro", binary.display())])
-                .args(["--volume", &format!("{}:/etc/pvfs/tls:ro", node_tls.display())])
-                .args([
-                    "--volume",
-                    &format!("{}:/etc/pvfs/agent.env:ro", node_dir.join("agent.env").display()),
-                ])
-                .args(["--volume", &format!("{}:/etc/systemd/system/pvfs-agent.service:ro", unit.display())]);
-        }
         if server {
             let disk = node_dir.join("disk.img");
             let file = std::fs::File::create(&disk)?;
@@ -180,14 +172,10 @@ pub fn run(binary: &Path, image: &str, work: &Path, keep: bool) -> anyhow::Resul
     }
     for (name, _, _) in NODES {
         boot(&lab, name)?;
-        if name == DEB_NODE {
-            install_deb(&lab, name, &deb, &work.join("gluster-nodes").join(name).join("tls"))?;
-        } else {
-            lab.exec(name, &["systemctl", "enable", "--now", "pvfs-agent"])?;
-        }
     }
     let cluster = root().join("config/glusterfs-e2e.toml");
     let cluster = cluster.to_string_lossy().into_owned();
+    install_agents(&lab, binary, &deb, &cluster, &tls_arg)?;
     let up = |extra: &[&str]| -> anyhow::Result<(Option<i32>, Vec<Value>, String)> {
         let out = capture(
             Command::new(binary).args(["ctl", "up", &cluster, "--tls-dir", &tls_arg, "--json"]).args(extra),
@@ -196,7 +184,7 @@ pub fn run(binary: &Path, image: &str, work: &Path, keep: bool) -> anyhow::Resul
         Ok((out.status.code(), events, String::from_utf8_lossy(&out.stderr).into_owned()))
     };
     wait_reachable(binary, &cluster, &tls_arg, Duration::from_secs(60))?;
-    let result = scenario(&lab, binary, &cluster, &tls_arg, &up).and_then(|()| remove_deb(&lab, DEB_NODE));
+    let result = scenario(&lab, binary, &cluster, &tls_arg, &up).and_then(|()| deb_lifecycle(&lab, DEB_NODE));
     if result.is_err() {
         eprintln!("xtask e2e: gluster scenario failed; journals:\n{}", lab.logs());
     }
@@ -248,25 +236,209 @@ test ! -e /var/lib/pvfs && test ! -e /etc/systemd/system/multi-user.target.wants
     Ok(())
 }
 
-/// Installs `name`'s agent from the package: without certificates it is enabled but not
-/// started, and postinst says which files are missing; with them, a reinstall starts it; a
-/// second reinstall (an upgrade) restarts it.
-fn install_deb(lab: &Lab, name: &str, deb: &Path, node_tls: &Path) -> anyhow::Result<()> {
+/// How the agents get onto the nodes: as an operator installs them on fresh hosts, with
+/// `pvfsctl bootstrap` over real SSH (sshd in every container, host keys verified; the test's
+/// keys from `sshlab`). Every node but [`DEB_NODE`] gets `binary` (`--from`: the dist tarball's
+/// binary under `cargo xtask ci`), [`DEB_NODE`] the .deb (`--deb`: `dpkg -i` on the node); the
+/// certificates are issued by bootstrap from the CA. Then `nodes` answers for all, a second
+/// bootstrap changes nothing (its time is printed), and a node whose host key is not the one in
+/// known_hosts is refused, named, and left alone.
+fn install_agents(lab: &Lab, binary: &Path, deb: &Path, cluster: &str, tls: &str) -> anyhow::Result<()> {
+    let mut ssh = SshLab::new(&lab.work.join("ssh"))?;
+    for (name, ip, _) in NODES {
+        ssh.admit(&lab.container(name), ip)?;
+        ensure!(lab.exec(name, &["test", "-e", "/etc/pvfs"]).is_err(), "{name} has an agent already");
+    }
+    let config = ssh.config.to_string_lossy().into_owned();
+    let bootstrap = |nodes: &[&str], from: &[&str]| -> anyhow::Result<Bootstrapped> {
+        let mut cmd = Command::new(binary);
+        cmd.args(["ctl", "bootstrap", cluster, "--tls-dir", tls, "--ssh-config", &config, "--json"]);
+        for node in nodes {
+            cmd.args(["--node", node]);
+        }
+        let started = Instant::now();
+        let out = capture(cmd.args(from))?;
+        let events = json_lines(&out.stdout)?;
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        Ok(Bootstrapped { code: out.status.code(), events, stderr, took: started.elapsed() })
+    };
+    let binary_nodes: Vec<&str> = NODES.iter().map(|n| n.0).filter(|n| *n != DEB_NODE).collect();
+    let binary_arg = binary.to_string_lossy().into_owned();
+    let deb_arg = deb.to_string_lossy().into_owned();
+    let from_binary = ["--from", binary_arg.as_str()];
+    let from_deb = ["--deb", deb_arg.as_str()];
+    let both = [(&binary_nodes[..], &from_binary), (&[DEB_NODE][..], &from_deb)];
+
+    // Fresh nodes: everything installed, every agent answering over mutual TLS.
+    for (nodes, from) in both {
+        let run = bootstrap(nodes, from)?;
+        ensure!(
+            run.code == Some(0),
+            "bootstrap {nodes:?} {from:?} exited {:?}: {}\n{:?}",
+            run.code,
+            run.stderr,
+            run.events
+        );
+        for node in nodes {
+            let counts = run.recap_of(node)?;
+            ensure!(counts["changed"].as_u64() >= Some(6) && counts["failed"] == 0, "{node}: {counts}");
+            ensure!(run.find("ready", node).is_some(), "{node} never answered: {:?}", run.events);
+        }
+        eprintln!("xtask e2e: bootstrap {nodes:?} ({}): {:.1}s", from[0], run.took.as_secs_f64());
+    }
+    for (name, _, _) in NODES {
+        ensure!(lab.exec(name, &["stat", "-c", "%a", &format!("/etc/pvfs/tls/{name}.key")])?.trim() == "600");
+        ensure!(lab.exec(name, &["systemctl", "is-enabled", "pvfs-agent"])?.trim() == "enabled");
+        // Which installation runs: the package's /usr/bin/pvfs, or the binary bootstrap copied.
+        let exe = lab.exec(
+            name,
+            &["sh", "-c", "readlink /proc/$(systemctl show -p MainPID --value pvfs-agent)/exe"],
+        )?;
+        let package = capture(docker().args([
+            "exec",
+            &lab.container(name),
+            "dpkg-query",
+            "-W",
+            "-f",
+            "${Status}",
+            "pvfs",
+        ]))?;
+        let package = String::from_utf8_lossy(&package.stdout).into_owned();
+        // The big file is stamped, so the next run reads its identity instead of hashing it.
+        let big = if name == DEB_NODE { "/var/cache/pvfs/pvfs.deb" } else { BOOTSTRAPPED_BINARY };
+        let stamps = lab.exec(name, &["cat", "/var/cache/pvfs/bootstrap.stamps"])?;
+        ensure!(stamps.starts_with(&format!("{big} ")), "{name}: bootstrap's stamps: {stamps}");
+        if name == DEB_NODE {
+            ensure!(
+                exe.trim() == "/usr/bin/pvfs" && package == "install ok installed",
+                "{name}: runs {exe:?}, package {package:?}"
+            );
+            // The environment file is bootstrap's, and still the package's conffile (dpkg keeps
+            // it on upgrades rather than asking).
+            let env = lab.exec(name, &["cat", "/etc/pvfs/agent.env"])?;
+            ensure!(env.contains(&format!("PVFS_AGENT_NAME={name}")), "{name}: agent.env:\n{env}");
+            let conffiles = lab.exec(name, &["dpkg-query", "-W", "-f", "${Conffiles}", "pvfs"])?;
+            ensure!(conffiles.contains("/etc/pvfs/agent.env"), "{name}: conffiles: {conffiles}");
+        } else {
+            ensure!(exe.trim() == BOOTSTRAPPED_BINARY, "{name}: the agent runs {exe:?}");
+            ensure!(
+                package.is_empty() || !package.contains(" installed"),
+                "{name}: has the package: {package:?}"
+            );
+        }
+    }
+    wait_reachable(binary, cluster, tls, Duration::from_secs(30))?;
+    let out = capture(Command::new(binary).args(["ctl", "nodes", cluster, "--tls-dir", tls, "--json"]))?;
+    let nodes: Value = serde_json::from_slice(&out.stdout)?;
+    for (node, (name, _, _)) in nodes["nodes"].as_array().context("no nodes")?.iter().zip(NODES) {
+        ensure!(node["reachable"] == true && node["info"]["agent_name"] == name, "{name}: {node}");
+    }
+
+    // Again: nothing to do, on either route.
+    for (nodes, from) in both {
+        let run = bootstrap(nodes, from)?;
+        ensure!(run.code == Some(0), "second bootstrap {nodes:?}: {}", run.stderr);
+        ensure!(
+            run.total("changed") == 0 && run.events.iter().all(|e| e["event"] != "change"),
+            "second bootstrap {nodes:?} changed things: {:?}",
+            run.events
+        );
+        eprintln!(
+            "xtask e2e: second bootstrap {nodes:?} ({}): 0 changed, {:.1}s",
+            from[0],
+            run.took.as_secs_f64()
+        );
+    }
+
+    // A node whose host key is not the one known: refused with what to do, nothing done there;
+    // the others are left as they are.
+    let victim = binary_nodes[0];
+    let victim_ip = NODES.iter().find(|n| n.0 == victim).map(|n| n.1).unwrap_or_default();
+    ssh.trust_wrong_key_for(victim_ip)?;
+    let run = bootstrap(&binary_nodes, &from_binary)?;
+    ssh.trust_all()?;
+    ensure!(run.code == Some(1), "a refused host key must fail the run: exit {:?}", run.code);
+    let failure = run.failure_of(victim)?;
+    let message = failure["message"].as_str().unwrap_or_default();
+    ensure!(
+        failure["host_key"] == true
+            && message.contains(&format!("refused node {victim}"))
+            && message.contains("known_hosts"),
+        "unclear host key refusal: {failure}"
+    );
+    for node in binary_nodes.iter().filter(|n| **n != victim) {
+        let counts = run.recap_of(node)?;
+        ensure!(counts["changed"] == 0 && counts["failed"] == 0, "{node} beside the refused node: {counts}");
+    }
+    eprintln!("xtask e2e: {victim} with a wrong host key: refused: {message}");
+    Ok(())
+}
+
+/// One `pvfsctl bootstrap --json` run.
+struct Bootstrapped {
+    code: Option<i32>,
+    events: Vec<Value>,
+    stderr: String,
+    took: Duration,
+}
+
+impl Bootstrapped {
+    fn find(&self, event: &str, node: &str) -> Option<&Value> {
+        self.events.iter().find(|e| e["event"] == event && e["node"] == node)
+    }
+
+    fn recap(&self) -> anyhow::Result<&Value> {
+        self.events
+            .last()
+            .filter(|r| r["event"] == "recap")
+            .with_context(|| format!("no recap: {:?}", self.events.last()))
+    }
+
+    fn recap_of(&self, node: &str) -> anyhow::Result<&Value> {
+        self.recap()?["nodes"]
+            .as_array()
+            .and_then(|nodes| nodes.iter().find(|n| n["name"] == node))
+            .with_context(|| format!("no recap line for {node}: {:?}", self.events.last()))
+    }
+
+    fn failure_of(&self, node: &str) -> anyhow::Result<&Value> {
+        self.recap()?["failures"]
+            .as_array()
+            .and_then(|f| f.iter().find(|f| f["node"] == node))
+            .with_context(|| format!("no failure for {node}: {:?}", self.events.last()))
+    }
+
+    fn total(&self, field: &str) -> u64 {
+        total(&self.events, field)
+    }
+}
+
+/// After the scenario, the package's own life on [`DEB_NODE`], where bootstrap installed it:
+/// `dpkg -r` stops the agent and keeps the certificates; reinstalled without certificates, it
+/// is enabled but not started, and postinst says which files are missing and how to get them;
+/// with them back, a reinstall starts it; a second reinstall (an upgrade) restarts it.
+fn deb_lifecycle(lab: &Lab, name: &str) -> anyhow::Result<()> {
     let container = lab.container(name);
-    // Not /tmp: a tmpfs in these containers, which `docker cp` does not write into.
-    step(docker().arg("cp").arg(deb).arg(format!("{container}:/var/tmp/pvfs.deb")))?;
+    let state = |verb: &str| -> anyhow::Result<String> {
+        let out = capture(docker().args(["exec", &container, "systemctl", verb, "pvfs-agent"]))?;
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    };
+    let said = lab.exec(name, &["dpkg", "-r", "pvfs"])?;
+    let active = state("is-active")?;
+    ensure!(active != "active", "{name}: pvfs-agent is still {active} after dpkg -r:\n{said}");
+    lab.exec(name, &["test", "-f", &format!("/etc/pvfs/tls/{name}.key")])
+        .with_context(|| format!("{name}: dpkg -r removed the key"))?;
+    eprintln!("xtask e2e: {name}: dpkg -r stopped the agent ({active}), the certificates stay");
+
+    // The package bootstrap left in its cache, installed by hand.
     let dpkg_i = || -> anyhow::Result<String> {
-        let out = capture(docker().args(["exec", &container, "dpkg", "-i", "/var/tmp/pvfs.deb"]))?;
+        let out = capture(docker().args(["exec", &container, "dpkg", "-i", "/var/cache/pvfs/pvfs.deb"]))?;
         let said =
             format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         ensure!(out.status.success(), "{name}: dpkg -i failed: {}\n{said}", out.status);
         Ok(said)
     };
-    let state = |verb: &str| -> anyhow::Result<String> {
-        let out = capture(docker().args(["exec", &container, "systemctl", verb, "pvfs-agent"]))?;
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
-    };
-
+    lab.exec(name, &["mv", "/etc/pvfs/tls", "/root/tls.kept"])?;
     let said = dpkg_i()?;
     let missing = format!(
         "pvfs-agent: enabled, not started: missing /etc/pvfs/tls/ca.crt /etc/pvfs/tls/{name}.crt /etc/pvfs/tls/{name}.key;"
@@ -294,14 +466,7 @@ fn install_deb(lab: &Lab, name: &str, deb: &Path, node_tls: &Path) -> anyhow::Re
     let line = said.lines().find(|l| l.contains("not started")).unwrap_or_default();
     eprintln!("xtask e2e: {name}: dpkg -i without certificates: enabled, inactive; postinst said: {line}");
 
-    // The certificates, as an administrator (or bootstrap) would copy them in.
-    step(
-        docker()
-            .arg("cp")
-            .arg(format!("{}/.", node_tls.display()))
-            .arg(format!("{container}:/etc/pvfs/tls/")),
-    )?;
-    lab.exec(name, &["chmod", "0600", &format!("/etc/pvfs/tls/{name}.key")])?;
+    lab.exec(name, &["sh", "-c", "rmdir /etc/pvfs/tls && mv /root/tls.kept /etc/pvfs/tls"])?;
     let said = dpkg_i()?;
     ensure!(said.contains("pvfs-agent: running"), "{name}: reinstall with certificates:\n{said}");
     ensure!(
@@ -309,9 +474,8 @@ fn install_deb(lab: &Lab, name: &str, deb: &Path, node_tls: &Path) -> anyhow::Re
         "{name}: pvfs-agent is {} after the reinstall",
         state("is-active")?
     );
-    let pid = state("show")?;
     let main_pid = |text: &str| text.lines().find(|l| l.starts_with("MainPID=")).map(str::to_owned);
-    let before = main_pid(&pid);
+    let before = main_pid(&state("show")?);
     let said = dpkg_i()?;
     let after = main_pid(&state("show")?);
     ensure!(
@@ -319,21 +483,8 @@ fn install_deb(lab: &Lab, name: &str, deb: &Path, node_tls: &Path) -> anyhow::Re
         "{name}: an upgrade did not restart the agent ({before:?} then {after:?}):\n{said}"
     );
     eprintln!(
-        "xtask e2e: {name}: certificates placed, dpkg -i again: started; once more: restarted ({before:?} -> {after:?})"
+        "xtask e2e: {name}: certificates back, dpkg -i again: started; once more: restarted ({before:?} -> {after:?})"
     );
-    Ok(())
-}
-
-/// After the scenario: `dpkg -r` stops the agent and keeps the certificates.
-fn remove_deb(lab: &Lab, name: &str) -> anyhow::Result<()> {
-    let said = lab.exec(name, &["dpkg", "-r", "pvfs"])?;
-    let active =
-        capture(docker().args(["exec", &lab.container(name), "systemctl", "is-active", "pvfs-agent"]))?;
-    let active = String::from_utf8_lossy(&active.stdout).trim().to_owned();
-    ensure!(active != "active", "{name}: pvfs-agent is still {active} after dpkg -r:\n{said}");
-    lab.exec(name, &["test", "-f", &format!("/etc/pvfs/tls/{name}.key")])
-        .with_context(|| format!("{name}: dpkg -r removed the key"))?;
-    eprintln!("xtask e2e: {name}: dpkg -r stopped the agent ({active}), the certificates stay");
     Ok(())
 }
 

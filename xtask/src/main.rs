@@ -26,6 +26,7 @@ mod e2e;
 mod fuzz;
 mod gluster;
 mod image;
+mod sshlab;
 mod util;
 
 use clap::{Parser, Subcommand};

@@ -6,7 +6,9 @@
 //! `systemctl daemon-reload`, enable and (re)start; then the agent is dialled over mTLS until it
 //! answers, bounded.
 //!
-//! The node is read first (one `ssh` running `sha256sum`, `stat` and `systemctl is-*`), the
+//! The node is read first (one `ssh` running `sha256sum`, `stat` and `systemctl is-*`; the
+//! binary and the package, hundreds of MB, are known by a stamp rather than hashed each time:
+//! [`REMOTE_STAMPS`]), the
 //! differences computed ([`diff`], pure), and only those are acted on: each changed file is
 //! streamed to a temporary name in its own directory and renamed over the old one, so a node
 //! never holds half a binary or half a key; the service is restarted only when something
@@ -45,6 +47,19 @@ pub const SERVICE: &str = "pvfs-agent";
 pub const REMOTE_DEB: &str = "/var/cache/pvfs/pvfs.deb";
 /// The Debian package's name (`cargo xtask dist`'s .deb).
 pub const PACKAGE: &str = "pvfs";
+/// Bootstrap's record of the big files it installed (the binary, the package): per file, its
+/// SHA-256 and the identity `stat` gave it then ([`STAMP_FORMAT`]). A later run reads the
+/// identity (a `stat`, instant) instead of hashing hundreds of megabytes on every node; a file
+/// whose identity differs from its stamp, or has none, is hashed for real and stamped again. A
+/// cache: deleting it costs one hashing, never a wrong answer.
+pub const REMOTE_STAMPS: &str = "/var/cache/pvfs/bootstrap.stamps";
+/// Device, inode, size and change time (to the nanosecond): a write, a chmod or a replacement
+/// changes at least one, and no one can set a change time back (unlike the modification time,
+/// `touch -d`). What it cannot see is a same-size write within the kernel's timestamp tick
+/// (milliseconds) *after* the stamp was taken, i.e. someone rewriting the binary while
+/// bootstrap installs it; the identity is read before hashing, so a change during the hashing
+/// itself is seen next time.
+const STAMP_FORMAT: &str = "%d %i %s %z";
 
 /// The unit and the environment file's documentation, as the repository ships them, built into
 /// the binary so that `pvfsctl` alone can bootstrap a node.
@@ -61,6 +76,13 @@ pub enum BootstrapError {
          certificate from it, but never creates a CA by itself)", dir.display(), dir.display()
     )]
     NoCa { dir: PathBuf },
+    #[error(
+        "--node: {} has no node named {}; its nodes are: {} (nothing was done)",
+        file.display(),
+        unknown.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", "),
+        known.join(", ")
+    )]
+    UnknownNodes { file: PathBuf, unknown: Vec<String>, known: Vec<String> },
     #[error("cannot read {}: {source}", path.display())]
     Read {
         path: PathBuf,
@@ -118,6 +140,27 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `--node NAME…`: keeps only the named nodes of `cluster` (in the cluster file's order), so
+/// that certificates are issued and SSH is run for those alone; no names keeps every node. Any
+/// name the cluster lacks is refused before anything is done, all such names at once, with the
+/// cluster's own names to pick from.
+pub fn select_nodes(cluster: &mut Cluster, names: &[String]) -> Result<(), BootstrapError> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    let unknown: Vec<String> =
+        names.iter().filter(|n| !cluster.nodes.iter().any(|node| &node.name == *n)).cloned().collect();
+    if !unknown.is_empty() {
+        return Err(BootstrapError::UnknownNodes {
+            file: cluster.source.clone(),
+            unknown,
+            known: cluster.nodes.iter().map(|n| n.name.clone()).collect(),
+        });
+    }
+    cluster.nodes.retain(|node| names.contains(&node.name));
+    Ok(())
 }
 
 /// A certificate issued before any node was touched.
@@ -178,6 +221,18 @@ impl NodeFiles {
     /// Every path either route may write: what the probe reads.
     pub fn paths(&self) -> Vec<&str> {
         self.binary.iter().chain(&self.package).chain(&self.common).map(|f| f.path.as_str()).collect()
+    }
+
+    /// The paths whose bytes come from a local file (the binary, the package): big, so known
+    /// on the node by their stamp rather than hashed there each time.
+    pub fn stamped_paths(&self) -> Vec<&str> {
+        self.binary
+            .iter()
+            .chain(&self.package)
+            .chain(&self.common)
+            .filter(|f| matches!(f.source, Some(Source::File(_))))
+            .map(|f| f.path.as_str())
+            .collect()
     }
 
     /// The route for a node with (or without) dpkg: the package first, so that the environment
@@ -256,6 +311,9 @@ pub struct Probe {
     pub dpkg: bool,
     /// dpkg reports the `pvfs` package installed.
     pub package_installed: bool,
+    /// Stamped files that exist but whose stamp is missing or no longer describes them: their
+    /// hash is not known yet (see [`REMOTE_STAMPS`]).
+    pub unverified: Vec<String>,
 }
 
 const MARK_MODES: &str = "@@pvfs-modes";
@@ -264,21 +322,40 @@ const MARK_ACTIVE: &str = "@@pvfs-active";
 const MARK_ENABLED: &str = "@@pvfs-enabled";
 const MARK_DPKG: &str = "@@pvfs-dpkg";
 const MARK_PACKAGE: &str = "@@pvfs-package";
+const MARK_STAMPED: &str = "@@pvfs-stamped";
+const MARK_STAMPS: &str = "@@pvfs-stamps";
 
-/// The read-only command that fills a [`Probe`]: every line it prints is either a marker or
-/// follows one, so a missing tool shows as an empty section rather than shifting the others.
-pub fn probe_script(paths: &[&str]) -> Script {
-    let mut sha = vec!["sha256sum", "--"];
-    sha.extend(paths);
+/// The read-only command that fills a [`Probe`]: `hashed` files by their SHA-256, `stamped`
+/// ones by their identity and the `stamps` list ([`REMOTE_STAMPS`]), and every one's mode. Every line it prints is
+/// either a marker or follows one, so a missing tool shows as an empty section rather than
+/// shifting the others.
+pub fn probe_script(hashed: &[&str], stamped: &[&str], stamps: &str) -> Script {
+    let mut script = Script::new();
+    if !hashed.is_empty() {
+        // Never without operands: sha256sum would read (and hash) its standard input.
+        let mut sha = vec!["sha256sum", "--"];
+        sha.extend(hashed);
+        script = script.cmd(&sha).op("2>/dev/null ;");
+    }
     let mut stat = vec!["stat", "-c", "%a %n", "--"];
-    stat.extend(paths);
-    Script::new()
-        .cmd(&sha)
-        .op("2>/dev/null ;")
-        .cmd(&["echo", MARK_MODES])
-        .op(";")
-        .cmd(&stat)
-        .op("2>/dev/null ;")
+    stat.extend(hashed);
+    stat.extend(stamped);
+    script = script.cmd(&["echo", MARK_MODES]).op(";").cmd(&stat).op("2>/dev/null ;");
+    if !stamped.is_empty() {
+        let format = format!("%n {STAMP_FORMAT}");
+        let mut identity = vec!["stat", "-c", format.as_str(), "--"];
+        identity.extend(stamped);
+        script = script
+            .cmd(&["echo", MARK_STAMPED])
+            .op(";")
+            .cmd(&identity)
+            .op("2>/dev/null ;")
+            .cmd(&["echo", MARK_STAMPS])
+            .op(";")
+            .cmd(&["cat", "--", stamps])
+            .op("2>/dev/null ;");
+    }
+    script
         .cmd(&["test", "-d", "/run/systemd/system"])
         .op("&&")
         .cmd(&["echo", MARK_SYSTEMD])
@@ -301,13 +378,78 @@ pub fn probe_script(paths: &[&str]) -> Script {
         .op("2>/dev/null ; true")
 }
 
+/// Hashes `path` on the node and records its stamp in `stamps` ([`REMOTE_STAMPS`]) (replacing the file's
+/// old line, through a temporary renamed over the list); prints `PATH SHA256 IDENTITY`. The
+/// identity is read before the hashing, so a change while it hashes leaves a stamp that no
+/// longer matches, and the next run hashes again.
+pub fn stamp_script(path: &str, stamps: &str) -> Script {
+    let (dir, _) = stamps.rsplit_once('/').unwrap_or((".", stamps));
+    let dir = if dir.is_empty() { "/" } else { dir };
+    let tmp = format!("{stamps}.{:08x}", fastrand::u32(..));
+    Script::new()
+        .op("umask 022 &&")
+        .cmd(&["mkdir", "-p", "--", dir])
+        .op("&& id=$(")
+        .cmd(&["stat", "-c", STAMP_FORMAT, "--", path])
+        .op(") && sum=$(")
+        .cmd(&["sha256sum"])
+        .op("<")
+        .cmd(&[path])
+        .op(") && line=$(")
+        .cmd(&["printf", "%s %s %s", path])
+        .op("\"${sum%% *}\" \"$id\") && {")
+        .cmd(&["awk", "-v", &format!("p={path}"), "--", "$1 != p", stamps])
+        .op("2>/dev/null ; echo \"$line\" ; } >")
+        .cmd(&[&tmp])
+        .op("&&")
+        .cmd(&["mv", "-f", "--", &tmp, stamps])
+        .op("&& echo \"$line\" || {")
+        .cmd(&["rm", "-f", "--", &tmp])
+        .op("; exit 1; }")
+}
+
+/// For `--plan`, which writes nothing: `PATH SHA256` of `path`, hashed on the node.
+pub fn hash_script(path: &str) -> Script {
+    Script::new()
+        .op("sum=$(")
+        .cmd(&["sha256sum"])
+        .op("<")
+        .cmd(&[path])
+        .op(") &&")
+        .cmd(&["printf", "%s %s\\n", path])
+        .op("\"${sum%% *}\"")
+}
+
+/// Reads the `PATH SHA256 …` lines of [`stamp_script`] or [`hash_script`] into `probe`:
+/// those paths' hashes are known now.
+pub fn read_hashes(probe: &mut Probe, stdout: &str) {
+    for line in stdout.lines() {
+        let mut words = line.split_whitespace();
+        if let (Some(path), Some(hash)) = (words.next(), words.next())
+            && is_sha256(hash)
+        {
+            probe.sha256.insert(path.to_owned(), hash.to_ascii_lowercase());
+            probe.unverified.retain(|p| p != path);
+        }
+    }
+}
+
+fn is_sha256(hash: &str) -> bool {
+    hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 /// Reads [`probe_script`]'s output.
 pub fn parse_probe(stdout: &str) -> Probe {
     let mut probe = Probe::default();
     let mut section = "sha";
+    // Path → identity now, and path → (hash, identity) as stamped.
+    let mut identities = BTreeMap::new();
+    let mut stamps = BTreeMap::new();
     for line in stdout.lines().map(str::trim_end) {
         match line {
             MARK_MODES => section = "modes",
+            MARK_STAMPED => section = "stamped",
+            MARK_STAMPS => section = "stamps",
             MARK_SYSTEMD => probe.systemd = true,
             MARK_ACTIVE => section = "active",
             MARK_ENABLED => section = "enabled",
@@ -318,7 +460,7 @@ pub fn parse_probe(stdout: &str) -> Probe {
                     // `HASH  PATH` (two spaces; a `*` instead of the second in binary mode).
                     if let Some((hash, path)) = line.split_once(' ') {
                         let path = path.trim_start_matches([' ', '*']);
-                        if hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+                        if is_sha256(hash) {
                             probe.sha256.insert(path.to_owned(), hash.to_ascii_lowercase());
                         }
                     }
@@ -328,6 +470,21 @@ pub fn parse_probe(stdout: &str) -> Probe {
                         && let Ok(mode) = u32::from_str_radix(mode, 8)
                     {
                         probe.modes.insert(path.to_owned(), mode);
+                    }
+                }
+                // `PATH DEV INODE SIZE CTIME`: the identity is the rest of the line.
+                "stamped" => {
+                    if let Some((path, identity)) = line.split_once(' ') {
+                        identities.insert(path.to_owned(), identity.to_owned());
+                    }
+                }
+                // `PATH SHA256 DEV INODE SIZE CTIME`.
+                "stamps" => {
+                    if let Some((path, rest)) = line.split_once(' ')
+                        && let Some((hash, identity)) = rest.split_once(' ')
+                        && is_sha256(hash)
+                    {
+                        stamps.insert(path.to_owned(), (hash.to_ascii_lowercase(), identity.to_owned()));
                     }
                 }
                 // `is-active` prints active, activating, inactive, failed…; `is-enabled`
@@ -340,6 +497,15 @@ pub fn parse_probe(stdout: &str) -> Probe {
                 }
                 _ => {}
             },
+        }
+    }
+    // A stamp stands for a hash only while the file is exactly as it was stamped.
+    for (path, identity) in identities {
+        match stamps.remove(&path) {
+            Some((hash, stamped)) if stamped == identity => {
+                probe.sha256.insert(path, hash);
+            }
+            _ => probe.unverified.push(path),
         }
     }
     probe
@@ -601,11 +767,18 @@ async fn one_node(
 ) -> Result<Counts, NodeFailure> {
     let host = node.address.tls_name();
     let ssh = &options.ssh;
-    let paths = files.paths();
-    let probe =
-        remote(node, ssh, &host, &probe_script(&paths), None, options.command_timeout, "reading the node")
-            .await?;
-    let probe = parse_probe(&probe);
+    let stamped = files.stamped_paths();
+    let hashed: Vec<&str> = files.paths().into_iter().filter(|p| !stamped.contains(p)).collect();
+    let script = probe_script(&hashed, &stamped, REMOTE_STAMPS);
+    let probe = remote(node, ssh, &host, &script, None, options.command_timeout, "reading the node").await?;
+    let mut probe = parse_probe(&probe);
+    // Big files without a stamp that still describes them (installed by hand or an older
+    // bootstrap, changed since): hashed on the node once, and stamped unless this is --plan.
+    for path in probe.unverified.clone() {
+        let script = if options.plan { hash_script(&path) } else { stamp_script(&path, REMOTE_STAMPS) };
+        let out = remote(node, ssh, &host, &script, None, options.command_timeout, "hashing a file").await?;
+        read_hashes(&mut probe, &out);
+    }
     if !probe.systemd {
         return Err(failure(
             &node.name,
@@ -637,6 +810,27 @@ async fn one_node(
                 let script = write_script(path, file.mode);
                 remote(node, ssh, &host, &script, Some(source), options.command_timeout, "installing a file")
                     .await?;
+                if matches!(source, Source::File(_)) {
+                    // Stamped for the next run, hashed on the node: what arrived is checked too.
+                    let script = stamp_script(path, REMOTE_STAMPS);
+                    let out =
+                        remote(node, ssh, &host, &script, None, options.command_timeout, "stamping a file")
+                            .await?;
+                    let mut arrived = Probe::default();
+                    read_hashes(&mut arrived, &out);
+                    if arrived.sha256.get(path) != file.sha256.as_ref() {
+                        return Err(failure(
+                            &node.name,
+                            format!(
+                                "node {}: {path} does not hold what was sent (SHA-256 {} there, {} here); \
+                                 is the disk full, or is something else writing it?",
+                                node.name,
+                                arrived.sha256.get(path).map_or("unknown", String::as_str),
+                                file.sha256.as_deref().unwrap_or("unknown"),
+                            ),
+                        ));
+                    }
+                }
             }
             Change::Chmod { path, to, .. } => {
                 let script = Script::new().cmd(&["chmod", &format!("{to:o}"), "--", path.as_str()]);

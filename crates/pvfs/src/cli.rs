@@ -226,6 +226,10 @@ pub struct BootstrapArgs {
     /// others get the binary and the unit.
     #[arg(long, value_name = "FILE")]
     pub deb: Option<PathBuf>,
+    /// Act on this node of the cluster file only (repeatable): its certificate, its SSH
+    /// session, its agent. Default: every node.
+    #[arg(long = "node", value_name = "NAME")]
+    pub nodes: Vec<String>,
     /// Read every node and list what would change; issue and change nothing.
     #[arg(long)]
     pub plan: bool,

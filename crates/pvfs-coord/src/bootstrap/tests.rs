@@ -49,6 +49,30 @@ fn missing_certificates_are_issued_for_the_dialled_address_and_existing_ones_kep
 }
 
 #[test]
+fn node_selection_keeps_the_named_nodes_and_refuses_unknown_names_all_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut all = cluster(dir.path());
+    select_nodes(&mut all, &[]).unwrap();
+    assert_eq!(all.nodes.len(), 2, "no --node: every node");
+
+    let mut one = cluster(dir.path());
+    select_nodes(&mut one, &["node2".into()]).unwrap();
+    assert_eq!(one.nodes.iter().map(|n| n.name.as_str()).collect::<Vec<_>>(), ["node2"]);
+    // Only the selected node's certificate (and the coordinator's) is issued.
+    let tls = dir.path().join("tls");
+    pvfs_tls::init_ca(&tls).unwrap();
+    let issued = ensure_certificates(&one, &tls, "pvfsctl", false).unwrap();
+    assert_eq!(issued.iter().map(|i| i.name.as_str()).collect::<Vec<_>>(), ["node2", "pvfsctl"]);
+
+    let mut bad = cluster(dir.path());
+    let err = select_nodes(&mut bad, &["node2".into(), "nodeX".into(), "node1 ".into()]).unwrap_err();
+    assert_eq!(bad.nodes.len(), 2, "a refused selection leaves the cluster as it was");
+    let message = err.to_string().replace(&dir.path().display().to_string(), "DIR");
+    expect![[r#"--node: DIR/cluster.toml has no node named "nodeX", "node1 "; its nodes are: node1, node2 (nothing was done)"#]]
+        .assert_eq(&message);
+}
+
+#[test]
 fn a_node_holds_the_binary_unit_env_ca_and_its_own_certificate_and_key() {
     let dir = tempfile::tempdir().unwrap();
     let c = cluster(dir.path());
@@ -167,7 +191,8 @@ fn the_probe_reads_hashes_and_modes_of_real_files() {
     std::fs::set_permissions(&b, std::fs::Permissions::from_mode(0o600)).unwrap();
     let missing = dir.path().join("missing");
     let paths = [a.to_str().unwrap(), b.to_str().unwrap(), missing.to_str().unwrap()];
-    let out = Command::new("sh").arg("-c").arg(probe_script(&paths).text()).output().unwrap();
+    let out =
+        Command::new("sh").arg("-c").arg(probe_script(&paths, &[], "/nonexistent").text()).output().unwrap();
     assert!(out.status.success(), "{out:?}");
     let probe = parse_probe(&String::from_utf8_lossy(&out.stdout));
     assert_eq!(probe.sha256.get(paths[0]).unwrap(), &sha256_hex(b"cert"));
@@ -175,6 +200,82 @@ fn the_probe_reads_hashes_and_modes_of_real_files() {
     assert!(!probe.sha256.contains_key(paths[2]));
     assert_eq!(probe.modes.get(paths[1]), Some(&0o600));
     assert_eq!(probe.modes.get(paths[0]), Some(&0o644));
+}
+
+/// The stamps, run by the local shell over real files: a big file is hashed once, then known by
+/// its stamp while it stays as it was; rewritten (even to the same size), chmodded or replaced,
+/// it is hashed again.
+#[test]
+fn a_stamp_stands_for_the_hash_only_while_the_file_is_unchanged() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("pvfs-agent");
+    let deb = dir.path().join("pvfs.deb");
+    std::fs::write(&bin, b"binary one").unwrap();
+    std::fs::write(&deb, b"package").unwrap();
+    let stamps = dir.path().join("cache/bootstrap.stamps");
+    let (bin_s, deb_s, stamps_s) = (bin.to_str().unwrap(), deb.to_str().unwrap(), stamps.to_str().unwrap());
+    let sh = |script: Script| {
+        let out = Command::new("sh").arg("-c").arg(script.text()).output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let probe = || parse_probe(&sh(probe_script(&[], &[bin_s, deb_s], stamps_s)));
+
+    // Nothing stamped yet: neither hash is known, and reading the node wrote nothing.
+    let first = probe();
+    assert_eq!(first.unverified, [bin_s, deb_s]);
+    assert!(first.sha256.is_empty() && !stamps.exists());
+    // --plan's hashing tells the hash and writes nothing either.
+    let mut planned = first.clone();
+    read_hashes(&mut planned, &sh(hash_script(bin_s)));
+    assert_eq!(planned.sha256[bin_s], sha256_hex(b"binary one"));
+    assert_eq!(planned.unverified, [deb_s]);
+    assert!(!stamps.exists());
+
+    let mut stamped = first;
+    for path in [bin_s, deb_s, bin_s] {
+        read_hashes(&mut stamped, &sh(stamp_script(path, stamps_s)));
+    }
+    assert!(stamped.unverified.is_empty());
+    assert_eq!(stamped.sha256[deb_s], sha256_hex(b"package"));
+    let list = std::fs::read_to_string(&stamps).unwrap();
+    assert_eq!(list.lines().count(), 2, "one line per file, however often stamped:\n{list}");
+    let names: Vec<_> =
+        std::fs::read_dir(stamps.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, ["bootstrap.stamps"], "no temporary left");
+
+    // Stamped and unchanged: known without hashing.
+    let again = probe();
+    assert!(again.unverified.is_empty(), "{again:?}");
+    assert_eq!(again.sha256[bin_s], sha256_hex(b"binary one"));
+    assert_eq!(again.sha256[deb_s], sha256_hex(b"package"));
+
+    // Rewritten in place to the same size: the change time moved.
+    std::fs::write(&bin, b"binary two").unwrap();
+    assert_eq!(probe().unverified, [bin_s]);
+    read_hashes(&mut stamped, &sh(stamp_script(bin_s, stamps_s)));
+    assert_eq!(stamped.sha256[bin_s], sha256_hex(b"binary two"));
+    assert!(probe().unverified.is_empty());
+    // A chmod, and a replacement by rename.
+    std::fs::set_permissions(&deb, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert_eq!(probe().unverified, [deb_s]);
+    let other = dir.path().join("other");
+    std::fs::write(&other, b"binary two").unwrap();
+    std::fs::rename(&other, &bin).unwrap();
+    assert_eq!(probe().unverified, [bin_s, deb_s]);
+    // A missing file is neither known nor unverified: it is to be installed.
+    std::fs::remove_file(&bin).unwrap();
+    let gone = probe();
+    assert!(!gone.sha256.contains_key(bin_s) && !gone.unverified.contains(&bin_s.to_owned()));
+}
+
+#[test]
+fn the_stamp_script_reads_as_expected() {
+    let text = stamp_script(REMOTE_BINARY, REMOTE_STAMPS).text().to_owned();
+    let tmp = text.split("} > ").nth(1).unwrap().split(' ').next().unwrap().to_owned();
+    assert!(tmp.starts_with("/var/cache/pvfs/bootstrap.stamps."), "{tmp}");
+    expect![[r#"umask 022 && mkdir -p -- /var/cache/pvfs && id=$( stat -c '%d %i %s %z' -- /usr/local/bin/pvfs-agent ) && sum=$( sha256sum < /usr/local/bin/pvfs-agent ) && line=$( printf '%s %s %s' /usr/local/bin/pvfs-agent "${sum%% *}" "$id") && { awk -v p=/usr/local/bin/pvfs-agent -- '$1 != p' /var/cache/pvfs/bootstrap.stamps 2>/dev/null ; echo "$line" ; } > TMP && mv -f -- TMP /var/cache/pvfs/bootstrap.stamps && echo "$line" || { rm -f -- TMP ; exit 1; }"#]].assert_eq(&text.replace(&tmp, "TMP"));
 }
 
 /// The probe's output on a node with the agent installed and running, in the shape coreutils'
@@ -213,6 +314,7 @@ fn parse_probe_reads_each_section() {
             enabled: true,
             dpkg: true,
             package_installed: false,
+            unverified: [],
         }
     "#]]
     .assert_debug_eq(&parse_probe(RUNNING));
@@ -234,6 +336,7 @@ fn diff_changes_only_what_differs_and_restarts_only_then() {
         enabled: true,
         dpkg: false,
         package_installed: false,
+        unverified: vec![],
     };
     // All in place and running: nothing at all, every item ok.
     let plan = diff(&files, &same);

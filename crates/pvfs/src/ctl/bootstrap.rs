@@ -13,7 +13,9 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<u8> {
-    let cluster = pvfs_config::load(&args.cluster)?;
+    let mut cluster = pvfs_config::load(&args.cluster)?;
+    // First: a mistyped --node must stop the run before any certificate is issued.
+    bootstrap::select_nodes(&mut cluster, &args.nodes)?;
     if args.connect.insecure {
         anyhow::bail!("{}", super::INSECURE_REMOVED);
     }

@@ -2,6 +2,7 @@
 
 mod agent;
 mod bench;
+mod bootstrap;
 mod ca;
 mod demo;
 mod down;

@@ -1,0 +1,117 @@
+//! `pvfsctl bootstrap`'s flags: which nodes it acts on (`--node`).
+//!
+//! Real SSH to real nodes is the e2e's (`cargo xtask e2e --only bootstrap`, and the gluster
+//! scenario installs its agents with it). Here `ssh` is a stand-in script first in PATH that
+//! records the host it was asked for and answers the read-only probe as a bare systemd node
+//! would, so the test sees exactly which nodes the command reached; only `--plan` runs, which
+//! reads nodes and changes nothing.
+
+use crate::util::{TestDir, cluster_file, text};
+use serde_json::Value;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// Three nodes, a CA without any certificate issued yet, and the stand-in `ssh` in `bin/`.
+fn setup(dir: &TestDir) -> (PathBuf, PathBuf) {
+    let cluster = cluster_file(
+        dir,
+        &[("n1", "10.1.0.1:7070".into()), ("n2", "10.1.0.2:7070".into()), ("n3", "10.1.0.3:7070".into())],
+    );
+    let init = dir.ctl(&["ca", "init", "--dir", "tls"]);
+    assert!(init.status.success(), "{}", text(&init.stderr));
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    // The host is the argument before the remote command (the last two arguments are HOST and
+    // SCRIPT); the markers are the probe's, every section empty: nothing installed there.
+    let script = format!(
+        "#!/bin/sh\nwhile [ $# -gt 2 ]; do shift; done\necho \"$1\" >> '{}'\n\
+         printf '@@pvfs-modes\\n@@pvfs-systemd\\n@@pvfs-active\\n@@pvfs-enabled\\n@@pvfs-package\\n'\n",
+        dir.path().join("ssh.log").display()
+    );
+    let ssh = bin.join("ssh");
+    std::fs::write(&ssh, script).unwrap();
+    std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (cluster, bin)
+}
+
+fn bootstrap(dir: &TestDir, bin: &Path, cluster: &Path, extra: &[&str]) -> Output {
+    let path = std::env::join_paths(
+        std::iter::once(bin.to_owned())
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    )
+    .unwrap();
+    dir.command(&crate::util::pvfsctl())
+        .env("PATH", path)
+        .args(["bootstrap"])
+        .arg(cluster)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// The hosts the stand-in `ssh` was run for, sorted (nodes are read in parallel).
+fn reached(dir: &TestDir) -> Vec<String> {
+    let log = std::fs::read_to_string(dir.path().join("ssh.log")).unwrap_or_default();
+    let mut hosts: Vec<String> = log.lines().map(str::to_owned).collect();
+    hosts.sort();
+    hosts
+}
+
+fn tls_files(dir: &TestDir) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir.path().join("tls"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn node_acts_on_the_named_nodes_only() {
+    let dir = TestDir::new();
+    let (cluster, bin) = setup(&dir);
+    let out = bootstrap(&dir, &bin, &cluster, &["--plan", "--json", "--node", "n3", "--node", "n1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let events: Vec<Value> = text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(reached(&dir), ["10.1.0.1", "10.1.0.3"]);
+    let certificates: Vec<&str> =
+        events.iter().filter(|e| e["event"] == "certificate").filter_map(|e| e["name"].as_str()).collect();
+    assert_eq!(certificates, ["n1", "n3", "pvfsctl"], "only the named nodes' certificates: {events:?}");
+    let probed: Vec<&str> =
+        events.iter().filter(|e| e["event"] == "probed").filter_map(|e| e["node"].as_str()).collect();
+    assert_eq!(probed.len(), 2, "{events:?}");
+    assert!(!probed.contains(&"n2"), "{events:?}");
+    // The recap in the cluster file's order, whatever the flags' order.
+    // The recap in the cluster file's order, whatever the flags' order.
+    let recap = events.last().unwrap();
+    let names: Vec<&str> =
+        recap["nodes"].as_array().unwrap().iter().filter_map(|n| n["name"].as_str()).collect();
+    assert_eq!(names, ["n1", "n3"], "{recap}");
+    assert_eq!(tls_files(&dir), ["ca.crt", "ca.key"], "--plan issued a certificate");
+
+    // Without --node: every node.
+    std::fs::remove_file(dir.path().join("ssh.log")).unwrap();
+    let out = bootstrap(&dir, &bin, &cluster, &["--plan"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(reached(&dir), ["10.1.0.1", "10.1.0.2", "10.1.0.3"]);
+}
+
+#[test]
+fn an_unknown_node_is_refused_naming_the_clusters_nodes_and_nothing_is_done() {
+    let dir = TestDir::new();
+    let (cluster, bin) = setup(&dir);
+    // Not --plan: this run would issue certificates and install agents if it went ahead.
+    let out = bootstrap(&dir, &bin, &cluster, &["--node", "n2", "--node", "n9"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("has no node named \"n9\"")
+            && stderr.contains("its nodes are: n1, n2, n3")
+            && stderr.contains("cluster.toml"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    assert!(reached(&dir).is_empty(), "ssh was run: {:?}", reached(&dir));
+    assert_eq!(tls_files(&dir), ["ca.crt", "ca.key"], "a certificate was issued");
+}
