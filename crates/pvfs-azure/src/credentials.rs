@@ -3,7 +3,7 @@
 //! yields a token for ARM is used; if none does, one error says what each attempt answered.
 
 use crate::AzureError;
-use azure_core::auth::TokenCredential;
+pub use azure_core::auth::TokenCredential;
 use azure_identity::{AzureCliCredential, EnvironmentCredential, TokenCredentialOptions, VirtualMachineManagedIdentityCredential};
 use std::future::Future;
 use std::pin::Pin;
