@@ -16,7 +16,8 @@ const PARALLEL: usize = 8;
 /// The VMs of the resource group, as they are now.
 pub async fn existing(arm: &Arm, azure: &Azure) -> Result<Vec<ExistingVm>, AzureError> {
     let what = format!("resource group {}", azure.resource_group);
-    let mut pages = arm.compute.virtual_machines_client().list(&azure.resource_group, &azure.subscription).into_stream();
+    let mut pages =
+        arm.compute.virtual_machines_client().list(&azure.resource_group, &azure.subscription).into_stream();
     let mut out = Vec::new();
     while let Some(page) = pages.next().await {
         let page = page.map_err(|e| AzureError::from_core(&what, "listing virtual machines", e))?;
@@ -45,7 +46,12 @@ pub struct Outcome {
 /// Carries out `plan` (checked against the region's limits first; refused whole if any VM is
 /// refused), then reads every node's private IP and writes the state at `state_path` — only if
 /// it changed, so that a second run changes nothing at all.
-pub async fn provision(arm: &Arm, azure: &Azure, plan: &Plan, state_path: &Path) -> Result<Vec<Outcome>, AzureError> {
+pub async fn provision(
+    arm: &Arm,
+    azure: &Azure,
+    plan: &Plan,
+    state_path: &Path,
+) -> Result<Vec<Outcome>, AzureError> {
     let refusals = plan.refusals();
     if !refusals.is_empty() {
         return Err(AzureError::Refused { problems: refusals });
@@ -122,7 +128,9 @@ pub async fn address(arm: &Arm, azure: &Azure, node: &str) -> Result<(String, Ip
         detail,
     };
     let nic = vm.nics.first().ok_or_else(|| unexpected("the VM has no network interface".into()))?;
-    let (_, _, json) = arm.get_json(node, "reading its network interface", arm.resource_url(nic, NETWORK_API_VERSION)).await?;
+    let (_, _, json) = arm
+        .get_json(node, "reading its network interface", arm.resource_url(nic, NETWORK_API_VERSION))
+        .await?;
     let configs = json["properties"]["ipConfigurations"].as_array().cloned().unwrap_or_default();
     let primary = configs
         .iter()

@@ -10,7 +10,9 @@
 use crate::AzureError;
 use azure_core::auth::TokenCredential;
 use azure_core::headers::{AUTHORIZATION, AZURE_ASYNCOPERATION, LOCATION, RETRY_AFTER};
-use azure_core::{ClientOptions, ExponentialRetryOptions, Method, Pipeline, Request, RetryOptions, TransportOptions, Url};
+use azure_core::{
+    ClientOptions, ExponentialRetryOptions, Method, Pipeline, Request, RetryOptions, TransportOptions, Url,
+};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -88,7 +90,8 @@ impl Arm {
                 .max_total_elapsed(Duration::from_secs(300)),
         );
         let client_options = ClientOptions::new(TransportOptions::new(Arc::new(http))).retry(retry);
-        let scopes = vec![options.endpoint.join(".default").map_err(|e| unexpected(e.to_string()))?.to_string()];
+        let scopes =
+            vec![options.endpoint.join(".default").map_err(|e| unexpected(e.to_string()))?.to_string()];
         let compute = azure_mgmt_compute::package_2024_07_01::Client::new(
             options.endpoint.clone(),
             credential.clone(),
@@ -121,11 +124,16 @@ impl Arm {
         url: Url,
     ) -> Result<(u16, azure_core::headers::Headers, serde_json::Value), AzureError> {
         // The token goes only to the endpoint it is for, whatever URL a response names.
-        if url.host_str() != self.endpoint.host_str() || url.port_or_known_default() != self.endpoint.port_or_known_default() {
+        if url.host_str() != self.endpoint.host_str()
+            || url.port_or_known_default() != self.endpoint.port_or_known_default()
+        {
             return Err(AzureError::Unexpected {
                 resource: resource.into(),
                 operation: operation.into(),
-                detail: format!("ARM named {url}, which is not on {}: not sending the token there", self.endpoint),
+                detail: format!(
+                    "ARM named {url}, which is not on {}: not sending the token there",
+                    self.endpoint
+                ),
             });
         }
         let token = self
@@ -166,7 +174,12 @@ impl Arm {
     /// started: polls its `Azure-AsyncOperation` URL, else its `Location` URL, each after the
     /// `Retry-After` it gave (else the default interval), until it ends, for at most
     /// `max_wait`. An answer with neither header finished synchronously.
-    pub async fn wait(&self, resource: &str, operation: &str, first: &azure_core::Response) -> Result<Done, AzureError> {
+    pub async fn wait(
+        &self,
+        resource: &str,
+        operation: &str,
+        first: &azure_core::Response,
+    ) -> Result<Done, AzureError> {
         let status = u16::from(first.status());
         let headers = first.headers();
         if status == 204 {
@@ -210,7 +223,9 @@ impl Arm {
                     "Succeeded" => return Ok(Done::Succeeded),
                     "Failed" | "Canceled" => {
                         let error = body.get("error").cloned().unwrap_or_default();
-                        let text = |key: &str| error.get(key).and_then(|v| v.as_str()).unwrap_or("(none given)").to_string();
+                        let text = |key: &str| {
+                            error.get(key).and_then(|v| v.as_str()).unwrap_or("(none given)").to_string()
+                        };
                         return Err(AzureError::OperationFailed {
                             resource: resource.into(),
                             operation: operation.into(),

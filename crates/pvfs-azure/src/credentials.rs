@@ -4,7 +4,10 @@
 
 use crate::AzureError;
 pub use azure_core::auth::TokenCredential;
-use azure_identity::{AzureCliCredential, EnvironmentCredential, TokenCredentialOptions, VirtualMachineManagedIdentityCredential};
+use azure_identity::{
+    AzureCliCredential, EnvironmentCredential, TokenCredentialOptions,
+    VirtualMachineManagedIdentityCredential,
+};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -34,13 +37,18 @@ pub fn sources() -> Vec<Source> {
         },
         Source {
             name: "managed identity (Azure VM metadata endpoint)",
-            make: Box::new(|| Ok(Arc::new(VirtualMachineManagedIdentityCredential::new(TokenCredentialOptions::default())))),
+            make: Box::new(|| {
+                Ok(Arc::new(VirtualMachineManagedIdentityCredential::new(TokenCredentialOptions::default())))
+            }),
         },
     ]
 }
 
 /// The first of `sources` that yields a token for `scope`.
-pub async fn first_working(sources: Vec<Source>, scope: &str) -> Result<Arc<dyn TokenCredential>, AzureError> {
+pub async fn first_working(
+    sources: Vec<Source>,
+    scope: &str,
+) -> Result<Arc<dyn TokenCredential>, AzureError> {
     let mut tried = Vec::new();
     for source in sources {
         let credential = match (source.make)() {
@@ -61,7 +69,9 @@ pub async fn first_working(sources: Vec<Source>, scope: &str) -> Result<Arc<dyn 
                 return Ok(credential);
             }
             Ok(Err(e)) => tried.push((source.name.to_string(), one_line(&e.to_string()))),
-            Err(_) => tried.push((source.name.to_string(), format!("no answer within {}s", ATTEMPT.as_secs()))),
+            Err(_) => {
+                tried.push((source.name.to_string(), format!("no answer within {}s", ATTEMPT.as_secs())))
+            }
         }
     }
     Err(AzureError::NoCredentials { tried })
@@ -69,7 +79,8 @@ pub async fn first_working(sources: Vec<Source>, scope: &str) -> Result<Arc<dyn 
 
 /// The default chain, for the ARM endpoint `endpoint`.
 pub async fn credential(endpoint: &azure_core::Url) -> Result<Arc<dyn TokenCredential>, AzureError> {
-    let scope = endpoint.join(".default").map(|u| u.to_string()).unwrap_or_else(|_| format!("{endpoint}.default"));
+    let scope =
+        endpoint.join(".default").map(|u| u.to_string()).unwrap_or_else(|_| format!("{endpoint}.default"));
     first_working(sources(), &scope).await
 }
 
@@ -121,7 +132,8 @@ mod tests {
             Source { name: "one", make: Box::new(|| Ok(Arc::new(Refuses("az: command not found")))) },
             Source { name: "two", make: Box::new(|| Err("not set".into())) },
         ];
-        let err = first_working(sources, "https://management.azure.com/.default").await.err().unwrap().to_string();
+        let err =
+            first_working(sources, "https://management.azure.com/.default").await.err().unwrap().to_string();
         assert!(err.contains("  one: az: command not found\n  two: not set\n"), "{err}");
         assert!(err.contains("az login"), "{err}");
         let sources = vec![

@@ -15,7 +15,13 @@ pub async fn list(arm: &Arm, cluster: &str, azure: &Azure) -> Result<Vec<Existin
 
 /// Deletes `vms` (from [`list`]; checked again here: a VM without this cluster's tag is never
 /// deleted), waits for each, and removes their nodes from the state at `state_path`.
-pub async fn delete(arm: &Arm, cluster: &str, azure: &Azure, vms: &[ExistingVm], state_path: &Path) -> Result<(), AzureError> {
+pub async fn delete(
+    arm: &Arm,
+    cluster: &str,
+    azure: &Azure,
+    vms: &[ExistingVm],
+    state_path: &Path,
+) -> Result<(), AzureError> {
     const OPERATION: &str = "deleting the virtual machine";
     let vms: Vec<&ExistingVm> = vms.iter().filter(|vm| vm.belongs_to(cluster)).collect();
     let results: Vec<Result<(), AzureError>> = futures::stream::iter(vms.iter().copied())

@@ -70,6 +70,10 @@ impl AzureError {
                 message: http.error_message().unwrap_or("(no message)").to_string(),
             };
         }
-        AzureError::Transport { resource: resource.to_string(), operation: operation.to_string(), source: error }
+        AzureError::Transport {
+            resource: resource.to_string(),
+            operation: operation.to_string(),
+            source: error,
+        }
     }
 }

@@ -41,7 +41,9 @@ impl ExistingVm {
             .as_array()
             .map(|a| {
                 a.iter()
-                    .filter_map(|n| Some((n["properties"]["primary"].as_bool().unwrap_or(false), s(&n["id"])?)))
+                    .filter_map(|n| {
+                        Some((n["properties"]["primary"].as_bool().unwrap_or(false), s(&n["id"])?))
+                    })
                     .collect()
             })
             .unwrap_or_default();
@@ -126,7 +128,9 @@ impl Plan {
             .collect();
         let extra = existing
             .iter()
-            .filter(|e| e.belongs_to(cluster) && !azure.vms.iter().any(|vm| vm.node.eq_ignore_ascii_case(&e.name)))
+            .filter(|e| {
+                e.belongs_to(cluster) && !azure.vms.iter().any(|vm| vm.node.eq_ignore_ascii_case(&e.name))
+            })
             .map(|e| e.name.clone())
             .collect();
         Plan {
@@ -169,7 +173,9 @@ fn compare(vm: &AzureVm, e: &ExistingVm) -> Action {
     if let Some(image) = &e.image
         && !image.eq_ignore_ascii_case(&want_image)
     {
-        refuse.push(format!("it runs image {image} and the file asks for {want_image} (the OS disk would be replaced)"));
+        refuse.push(format!(
+            "it runs image {image} and the file asks for {want_image} (the OS disk would be replaced)"
+        ));
     }
     let have = e.data_disks.len() as u32;
     let want = &vm.data_disks;
@@ -183,7 +189,9 @@ fn compare(vm: &AzureVm, e: &ExistingVm) -> Action {
         let lun = disk["lun"].as_u64().unwrap_or(0);
         let size = disk["diskSizeGB"].as_u64().unwrap_or(0);
         let sku = disk["managedDisk"]["storageAccountType"].as_str().unwrap_or("");
-        if lun < u64::from(want.count) && (size != u64::from(want.size_gib) || !sku.eq_ignore_ascii_case(&want.sku)) {
+        if lun < u64::from(want.count)
+            && (size != u64::from(want.size_gib) || !sku.eq_ignore_ascii_case(&want.sku))
+        {
             refuse.push(format!(
                 "its data disk at LUN {lun} is {size} GiB {sku} and the file asks for {} GiB {} (disks are not resized or converted)",
                 want.size_gib, want.sku
@@ -191,7 +199,10 @@ fn compare(vm: &AzureVm, e: &ExistingVm) -> Action {
         }
     }
     if !refuse.is_empty() {
-        return Action::Refuse(format!("{}; deprovision it (or change the file back) first", refuse.join("; ")));
+        return Action::Refuse(format!(
+            "{}; deprovision it (or change the file back) first",
+            refuse.join("; ")
+        ));
     }
     if !e.size.eq_ignore_ascii_case(&vm.size) {
         change.push(format!("size {} → {} (ARM restarts the VM)", e.size, vm.size));
@@ -243,7 +254,10 @@ impl fmt::Display for Plan {
                 vm.zone.as_deref().unwrap_or("-"),
                 vm.image,
                 if vm.accelerated_networking { "on" } else { "off" },
-                vm.proximity_placement_group.as_deref().map(|p| format!("; placement group {}", short(p))).unwrap_or_default(),
+                vm.proximity_placement_group
+                    .as_deref()
+                    .map(|p| format!("; placement group {}", short(p)))
+                    .unwrap_or_default(),
             )?;
             match &item.action {
                 Action::Change(what) => writeln!(f, "         {}", what.join("; "))?,

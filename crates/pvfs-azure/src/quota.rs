@@ -54,7 +54,10 @@ pub fn problems(plan: &Plan, skus: &[Sku], usages: &[Usage]) -> Vec<String> {
                     ("Zone", Some(z)) => format!("zone {z} of {}", plan.location),
                     _ => plan.location.clone(),
                 };
-                problems.push(format!("{}: size {} is restricted in {place} for this subscription ({reason})", vm.node, vm.size));
+                problems.push(format!(
+                    "{}: size {} is restricted in {place} for this subscription ({reason})",
+                    vm.node, vm.size
+                ));
             }
         }
         if let Some(zone) = &vm.zone
@@ -81,11 +84,17 @@ pub fn problems(plan: &Plan, skus: &[Sku], usages: &[Usage]) -> Vec<String> {
             Some(u) => {
                 let left = (u.limit - u.current).max(0) as u64;
                 if wanted > left {
-                    problems.push(format!("needs {wanted} vCPUs of {name}, {left} left (limit {}, in use {})", u.limit, u.current));
+                    problems.push(format!(
+                        "needs {wanted} vCPUs of {name}, {left} left (limit {}, in use {})",
+                        u.limit, u.current
+                    ));
                 }
             }
             // ARM lists every family a subscription can use; one it does not list has no quota.
-            None if name != TOTAL => problems.push(format!("needs {wanted} vCPUs of {name}, 0 left (no quota for it in {})", plan.location)),
+            None if name != TOTAL => problems.push(format!(
+                "needs {wanted} vCPUs of {name}, 0 left (no quota for it in {})",
+                plan.location
+            )),
             None => {}
         }
     };
@@ -101,9 +110,16 @@ pub async fn check(arm: &Arm, subscription: &str, plan: &Plan) -> Result<(), Azu
     if !plan.items.iter().any(|i| matches!(i.action, Action::Create | Action::Change(_))) {
         return Ok(());
     }
-    let (skus, usages) = futures::try_join!(skus(arm, subscription, &plan.location), usages(arm, subscription, &plan.location))?;
+    let (skus, usages) = futures::try_join!(
+        skus(arm, subscription, &plan.location),
+        usages(arm, subscription, &plan.location)
+    )?;
     let problems = problems(plan, &skus, &usages);
-    if problems.is_empty() { Ok(()) } else { Err(AzureError::Limits { location: plan.location.clone(), problems }) }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(AzureError::Limits { location: plan.location.clone(), problems })
+    }
 }
 
 /// The VM sizes of `location`.
@@ -187,8 +203,18 @@ mod tests {
         AzureVm {
             node: node.into(),
             size: size.into(),
-            image: ImageRef { publisher: "p".into(), offer: "o".into(), sku: "s".into(), version: "latest".into() },
-            data_disks: DataDisks { count: 0, size_gib: 0, sku: "Premium_LRS".into(), caching: Caching::None },
+            image: ImageRef {
+                publisher: "p".into(),
+                offer: "o".into(),
+                sku: "s".into(),
+                version: "latest".into(),
+            },
+            data_disks: DataDisks {
+                count: 0,
+                size_gib: 0,
+                sku: "Premium_LRS".into(),
+                caching: Caching::None,
+            },
             accelerated_networking: true,
             zone: zone.map(Into::into),
             proximity_placement_group: None,
@@ -241,8 +267,13 @@ mod tests {
         restricted.restrictions.push(("Location".into(), vec![], "NotAvailableForSubscription".into()));
         assert_eq!(
             problems(&plan(vec![vm("a", "standard_ds14_v2", None)]), &[restricted], &usages),
-            ["a: size standard_ds14_v2 is restricted in eastus for this subscription (NotAvailableForSubscription)"]
+            [
+                "a: size standard_ds14_v2 is restricted in eastus for this subscription (NotAvailableForSubscription)"
+            ]
         );
-        assert!(problems(&plan(vec![vm("a", "Standard_DS14_v2", Some("2"))]), &[ds14(&["1", "2"])], &usages).is_empty());
+        assert!(
+            problems(&plan(vec![vm("a", "Standard_DS14_v2", Some("2"))]), &[ds14(&["1", "2"])], &usages)
+                .is_empty()
+        );
     }
 }

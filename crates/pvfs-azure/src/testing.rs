@@ -13,7 +13,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-const CREATE: &str = include_str!("../tests/fixtures/VirtualMachine_Create_WithNetworkInterfaceConfigurationDnsSettings.json");
+const CREATE: &str =
+    include_str!("../tests/fixtures/VirtualMachine_Create_WithNetworkInterfaceConfigurationDnsSettings.json");
 const GET: &str = include_str!("../tests/fixtures/VirtualMachine_Get.json");
 const LIST: &str = include_str!("../tests/fixtures/VirtualMachine_List_MinimumSet_Gen.json");
 const SKUS: &str = include_str!("../tests/fixtures/ListAvailableResourceSkusForARegion.json");
@@ -137,17 +138,22 @@ impl FakeArm {
     /// Adds an existing VM (as if made earlier) with these tags and size.
     pub fn add_vm(&self, name: &str, tags: Value, size: &str, data_disks: u32) {
         let mut world = self.world.lock().unwrap();
-        let vm = stored_vm(&mut world, name, &json!({
-            "location": "westus",
-            "tags": tags,
-            "properties": {
-                "hardwareProfile": { "vmSize": size },
-                "storageProfile": {
-                    "imageReference": { "publisher": "Canonical", "offer": "ubuntu-24_04-lts", "sku": "server", "version": "latest" },
-                    "dataDisks": (0..data_disks).map(|lun| json!({"lun": lun, "createOption": "Empty", "diskSizeGB": 1024, "caching": "None", "managedDisk": {"storageAccountType": "Premium_LRS"}})).collect::<Vec<_>>(),
+        let vm = stored_vm(
+            &mut world,
+            name,
+            &json!({
+                "location": "westus",
+                "tags": tags,
+                "properties": {
+                    "hardwareProfile": { "vmSize": size },
+                    "storageProfile": {
+                        "imageReference": { "publisher": "Canonical", "offer": "ubuntu-24_04-lts", "sku": "server", "version": "latest" },
+                        "dataDisks": (0..data_disks).map(|lun| json!({"lun": lun, "createOption": "Empty", "diskSizeGB": 1024, "caching": "None", "managedDisk": {"storageAccountType": "Premium_LRS"}})).collect::<Vec<_>>(),
+                    },
                 },
-            },
-        }), "Succeeded");
+            }),
+            "Succeeded",
+        );
         world.vms.insert(name.to_string(), vm);
     }
 
@@ -166,7 +172,8 @@ fn op_path(location: &str, id: &str) -> String {
 fn stored_vm(world: &mut World, name: &str, put: &Value, state: &str) -> Value {
     let mut vm = example(GET, "200");
     let props = &put["properties"];
-    let id = format!("/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/{name}");
+    let id =
+        format!("/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/{name}");
     vm["name"] = json!(name);
     vm["id"] = json!(id);
     vm["location"] = put["location"].clone();
@@ -183,8 +190,11 @@ fn stored_vm(world: &mut World, name: &str, put: &Value, state: &str) -> Value {
         .unwrap_or_default()
         .into_iter()
         .map(|mut d| {
-            let disk_name = d["name"].as_str().map(str::to_string).unwrap_or_else(|| format!("{name}-disk{}", d["lun"]));
-            d["managedDisk"]["id"] = json!(format!("/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Compute/disks/{disk_name}"));
+            let disk_name =
+                d["name"].as_str().map(str::to_string).unwrap_or_else(|| format!("{name}-disk{}", d["lun"]));
+            d["managedDisk"]["id"] = json!(format!(
+                "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Compute/disks/{disk_name}"
+            ));
             d
         })
         .collect();
@@ -269,10 +279,17 @@ async fn serve<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
     stream.shutdown().await
 }
 
-fn route(world: &mut World, base: &azure_core::Url, method: &str, target: &str, body: Option<Value>) -> Reply {
+fn route(
+    world: &mut World,
+    base: &azure_core::Url,
+    method: &str,
+    target: &str,
+    body: Option<Value>,
+) -> Reply {
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    let vm_prefix = ["subscriptions", "sub", "resourceGroups", "rg", "providers", "Microsoft.Compute", "virtualMachines"];
+    let vm_prefix =
+        ["subscriptions", "sub", "resourceGroups", "rg", "providers", "Microsoft.Compute", "virtualMachines"];
     match (method, parts.as_slice()) {
         ("GET", p) if p == vm_prefix => {
             // The `VirtualMachines_List` example's shape: `value`, no next page.
@@ -285,7 +302,13 @@ fn route(world: &mut World, base: &azure_core::Url, method: &str, target: &str, 
             match method {
                 "GET" => match world.vms.get(&name) {
                     Some(vm) => reply(200, vm.clone()),
-                    None => arm_error(404, "ResourceNotFound", &format!("The Resource 'Microsoft.Compute/virtualMachines/{name}' under resource group 'rg' was not found.")),
+                    None => arm_error(
+                        404,
+                        "ResourceNotFound",
+                        &format!(
+                            "The Resource 'Microsoft.Compute/virtualMachines/{name}' under resource group 'rg' was not found."
+                        ),
+                    ),
                 },
                 "PUT" => put(world, base, &name, body.unwrap_or_default()),
                 "DELETE" => {
@@ -295,14 +318,37 @@ fn route(world: &mut World, base: &azure_core::Url, method: &str, target: &str, 
                     }
                     world.next += 1;
                     let id = format!("op{}", world.next);
-                    world.operations.insert(id.clone(), Operation { remaining: world.in_progress, vm: name, failure: None, delete: true });
-                    let location = format!("{}{}?api-version=2024-07-01", base.as_str().trim_end_matches('/'), op_path("westus", &id).replace("/operations/", "/operationResults/"));
-                    Reply { status: 202, headers: vec![("Location".into(), location), ("Retry-After".into(), "0".into())], body: None }
+                    world.operations.insert(
+                        id.clone(),
+                        Operation { remaining: world.in_progress, vm: name, failure: None, delete: true },
+                    );
+                    let location = format!(
+                        "{}{}?api-version=2024-07-01",
+                        base.as_str().trim_end_matches('/'),
+                        op_path("westus", &id).replace("/operations/", "/operationResults/")
+                    );
+                    Reply {
+                        status: 202,
+                        headers: vec![("Location".into(), location), ("Retry-After".into(), "0".into())],
+                        body: None,
+                    }
                 }
                 _ => arm_error(405, "MethodNotAllowed", method),
             }
         }
-        ("GET", ["subscriptions", "sub", "providers", "Microsoft.Compute", "locations", _, kind @ ("operations" | "operationResults"), id]) => {
+        (
+            "GET",
+            [
+                "subscriptions",
+                "sub",
+                "providers",
+                "Microsoft.Compute",
+                "locations",
+                _,
+                kind @ ("operations" | "operationResults"),
+                id,
+            ],
+        ) => {
             let retry_after = world.poll_retry_after.to_string();
             let Some(op) = world.operations.get_mut(*id) else {
                 return arm_error(404, "NotFound", "no such operation");
@@ -355,7 +401,19 @@ fn route(world: &mut World, base: &azure_core::Url, method: &str, target: &str, 
                 .collect();
             reply(200, json!({ "value": value }))
         }
-        ("GET", ["subscriptions", "sub", "resourceGroups", "rg", "providers", "Microsoft.Network", "networkInterfaces", nic]) => {
+        (
+            "GET",
+            [
+                "subscriptions",
+                "sub",
+                "resourceGroups",
+                "rg",
+                "providers",
+                "Microsoft.Network",
+                "networkInterfaces",
+                nic,
+            ],
+        ) => {
             assert!(query.contains("api-version=2024-05-01"), "{query}");
             let Some(index) = world.vms.keys().position(|vm| format!("{vm}-nic") == *nic) else {
                 return arm_error(404, "NotFound", &format!("Resource {nic} not found."));
@@ -363,7 +421,8 @@ fn route(world: &mut World, base: &azure_core::Url, method: &str, target: &str, 
             let mut body = example(NIC, "200");
             body["name"] = json!(nic);
             body["id"] = json!(path);
-            body["properties"]["ipConfigurations"][0]["properties"]["privateIPAddress"] = json!(format!("10.1.0.{}", index + 4));
+            body["properties"]["ipConfigurations"][0]["properties"]["privateIPAddress"] =
+                json!(format!("10.1.0.{}", index + 4));
             reply(200, body)
         }
         _ => arm_error(404, "NotFound", &format!("the fake ARM has no {method} {path}")),
@@ -388,7 +447,10 @@ fn put(world: &mut World, base: &azure_core::Url, name: &str, body: Value) -> Re
     world.next += 1;
     let id = format!("op{}", world.next);
     let location = body["location"].as_str().unwrap_or("westus").to_string();
-    world.operations.insert(id.clone(), Operation { remaining: world.in_progress, vm: name.to_string(), failure, delete: false });
+    world.operations.insert(
+        id.clone(),
+        Operation { remaining: world.in_progress, vm: name.to_string(), failure, delete: false },
+    );
     // The `VirtualMachines_CreateOrUpdate` example's answer, with this VM's identity.
     let mut answer = example(CREATE, if existed { "200" } else { "201" });
     answer["name"] = vm["name"].clone();
@@ -396,7 +458,8 @@ fn put(world: &mut World, base: &azure_core::Url, name: &str, body: Value) -> Re
     answer["location"] = vm["location"].clone();
     answer["properties"]["hardwareProfile"] = vm["properties"]["hardwareProfile"].clone();
     answer["properties"]["networkProfile"] = vm["properties"]["networkProfile"].clone();
-    let operation = format!("{}{}?api-version=2024-07-01", base.as_str().trim_end_matches('/'), op_path(&location, &id));
+    let operation =
+        format!("{}{}?api-version=2024-07-01", base.as_str().trim_end_matches('/'), op_path(&location, &id));
     Reply {
         status: if existed { 200 } else { 201 },
         headers: vec![("Azure-AsyncOperation".into(), operation), ("Retry-After".into(), "0".into())],

@@ -5,7 +5,7 @@
 use expect_test::expect;
 use pvfs_azure::credentials::StaticToken;
 use pvfs_azure::plan::{Action, Plan};
-use pvfs_azure::testing::{Fault, FakeArm};
+use pvfs_azure::testing::{FakeArm, Fault};
 use pvfs_azure::{Arm, ArmOptions, apply, deprovision};
 use pvfs_config::azure::*;
 use serde_json::json;
@@ -86,8 +86,10 @@ async fn provision_puts_each_vm_once_follows_the_async_operation_and_records_the
     let mut oss = vm("oss00");
     oss.zone = Some("1".into());
     oss.accelerated_networking = true;
-    oss.proximity_placement_group =
-        Some("/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Compute/proximityPlacementGroups/ppg".into());
+    oss.proximity_placement_group = Some(
+        "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Compute/proximityPlacementGroups/ppg"
+            .into(),
+    );
     let azure = azure(vec![vm("mgs00"), oss]);
 
     let plan = apply::plan(&s.arm, "c", &azure).await.unwrap();
@@ -99,7 +101,8 @@ async fn provision_puts_each_vm_once_follows_the_async_operation_and_records_the
     .assert_eq(&plan.to_string());
 
     let outcomes = s.provision(&azure).await.unwrap();
-    let summary: Vec<String> = outcomes.iter().map(|o| format!("{} {} {}", o.node, o.result, o.address)).collect();
+    let summary: Vec<String> =
+        outcomes.iter().map(|o| format!("{} {} {}", o.node, o.result, o.address)).collect();
     assert_eq!(summary, ["mgs00 created 10.1.0.4", "oss00 created 10.1.0.5"]);
 
     // One PUT per VM (never re-sent), and each operation polled until it ended.
@@ -245,7 +248,8 @@ async fn a_throttled_put_is_sent_again_after_retry_after() {
 #[tokio::test]
 async fn a_quota_shortfall_refuses_the_whole_plan_before_anything_is_created() {
     let s = Setup::new().await;
-    s.fake.world.lock().unwrap().usages = vec![("cores".into(), 10, 100), ("standardA0_A7Family".into(), 19, 20)];
+    s.fake.world.lock().unwrap().usages =
+        vec![("cores".into(), 10, 100), ("standardA0_A7Family".into(), 19, 20)];
     let err = s.provision(&azure(vec![vm("a"), vm("b"), vm("c")])).await.unwrap_err().to_string();
     assert_eq!(
         err,
@@ -290,7 +294,8 @@ async fn a_conflict_is_reported_with_the_vm_and_the_arm_code() {
         "mgs00".into(),
         [Fault::Conflict {
             code: "OperationNotAllowed".into(),
-            message: "Operation 'PUT' is not allowed on VM 'mgs00' since the VM is marked for deletion.".into(),
+            message: "Operation 'PUT' is not allowed on VM 'mgs00' since the VM is marked for deletion."
+                .into(),
         }]
         .into(),
     );
@@ -307,8 +312,16 @@ async fn a_vm_of_the_same_name_that_is_not_this_clusters_is_refused() {
     let s = Setup::new().await;
     s.fake.add_vm("mgs00", json!({ "owner": "someone" }), "Standard_A1", 0);
     let plan: Plan = apply::plan(&s.arm, "c", &azure(vec![vm("mgs00")])).await.unwrap();
-    let err = apply::provision(&s.arm, &azure(vec![vm("mgs00")]), &plan, &s.state_path()).await.unwrap_err().to_string();
-    assert!(err.contains("mgs00: a VM named mgs00 already exists in resource group rg without the tag pvfs-cluster=c"), "{err}");
+    let err = apply::provision(&s.arm, &azure(vec![vm("mgs00")]), &plan, &s.state_path())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(
+            "mgs00: a VM named mgs00 already exists in resource group rg without the tag pvfs-cluster=c"
+        ),
+        "{err}"
+    );
     assert_eq!(s.count("PUT"), 0);
 }
 
@@ -321,7 +334,9 @@ async fn deprovision_deletes_only_what_carries_the_clusters_tag() {
     s.fake.add_vm("untagged", json!({}), "Standard_A1", 0);
     let mut state = State::default();
     for (node, ip) in [("mgs00", "10.1.0.4"), ("oss00", "10.1.0.5")] {
-        state.node.insert(node.into(), NodeState { address: ip.parse().unwrap(), vm_id: format!("/x/{node}") });
+        state
+            .node
+            .insert(node.into(), NodeState { address: ip.parse().unwrap(), vm_id: format!("/x/{node}") });
     }
     state.write(&s.state_path()).unwrap();
     let azure = azure(vec![vm("mgs00")]);
@@ -331,12 +346,14 @@ async fn deprovision_deletes_only_what_carries_the_clusters_tag() {
     assert_eq!(names, ["mgs00", "oss00"], "tagged c, whether or not the file still has them");
     deprovision::delete(&s.arm, "c", &azure, &listed, &s.state_path()).await.unwrap();
 
-    let deletes: Vec<String> =
-        s.fake.requests().into_iter().filter(|r| r.method == "DELETE").map(|r| r.target.split('?').next().unwrap().to_string()).collect();
-    assert_eq!(
-        deletes.iter().map(|t| t.rsplit('/').next().unwrap()).collect::<Vec<_>>(),
-        ["mgs00", "oss00"]
-    );
+    let deletes: Vec<String> = s
+        .fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "DELETE")
+        .map(|r| r.target.split('?').next().unwrap().to_string())
+        .collect();
+    assert_eq!(deletes.iter().map(|t| t.rsplit('/').next().unwrap()).collect::<Vec<_>>(), ["mgs00", "oss00"]);
     let left: Vec<String> = s.fake.world.lock().unwrap().vms.keys().cloned().collect();
     assert_eq!(left, ["other", "untagged"]);
     assert_eq!(State::read(&s.state_path()).unwrap(), State::default());

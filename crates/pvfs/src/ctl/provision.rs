@@ -59,12 +59,14 @@ mod with_azure {
     async fn connect(args: &AzureArgs) -> anyhow::Result<Arm> {
         let mut options = ArmOptions::default();
         if let Some(endpoint) = &args.azure_endpoint {
-            options.endpoint = endpoint.parse().with_context(|| format!("the Azure endpoint {endpoint:?} is not a URL"))?;
+            options.endpoint =
+                endpoint.parse().with_context(|| format!("the Azure endpoint {endpoint:?} is not a URL"))?;
             // A local endpoint answers at once; do not wait the public cloud's interval.
             options.default_poll = Duration::from_millis(200);
         }
         if let Some(ca) = &args.azure_ca {
-            options.extra_root_pem = Some(std::fs::read(ca).with_context(|| format!("reading {}", ca.display()))?);
+            options.extra_root_pem =
+                Some(std::fs::read(ca).with_context(|| format!("reading {}", ca.display()))?);
         }
         let credential: Arc<dyn pvfs_azure::credentials::TokenCredential> = match &args.azure_token {
             Some(token) => Arc::new(pvfs_azure::credentials::StaticToken(token.clone())),
@@ -157,7 +159,9 @@ mod with_azure {
     /// Goes on only if the operator types the cluster's name at a terminal.
     fn confirm(name: &str) -> anyhow::Result<()> {
         if !std::io::stdin().is_terminal() {
-            bail!("refusing to delete: the cluster's name is asked at a terminal, and there is none; pass --yes to confirm (nothing was deleted)");
+            bail!(
+                "refusing to delete: the cluster's name is asked at a terminal, and there is none; pass --yes to confirm (nothing was deleted)"
+            );
         }
         let mut err = std::io::stderr();
         write!(err, "type the cluster's name ({name}) to delete them: ")?;
@@ -165,7 +169,10 @@ mod with_azure {
         let mut line = String::new();
         std::io::stdin().lock().read_line(&mut line)?;
         if line.trim() != name {
-            bail!("refusing to delete: {:?} is not the cluster's name ({name}); nothing was deleted", line.trim());
+            bail!(
+                "refusing to delete: {:?} is not the cluster's name ({name}); nothing was deleted",
+                line.trim()
+            );
         }
         Ok(())
     }
@@ -174,7 +181,13 @@ mod with_azure {
     pub(crate) async fn up(cli: UpCli) -> anyhow::Result<u8> {
         let path = cli.up.cluster.clone();
         let (_, azure) = load(&path)?;
-        let code = provision(ProvisionArgs { cluster: path.clone(), plan: false, json: cli.up.json, azure: cli.azure.clone() }).await?;
+        let code = provision(ProvisionArgs {
+            cluster: path.clone(),
+            plan: false,
+            json: cli.up.json,
+            azure: cli.azure.clone(),
+        })
+        .await?;
         if code != exit::OK {
             return Ok(code);
         }

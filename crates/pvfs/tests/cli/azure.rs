@@ -9,7 +9,11 @@ fn without_the_azure_feature_the_commands_exist_and_say_how_to_build_it() {
     let dir = TestDir::new();
     let file = dir.write("c.toml", "[cluster]\nname = \"c\"\n");
     let file = file.to_str().unwrap();
-    for args in [vec!["provision", file, "--plan"], vec!["deprovision", file, "--yes"], vec!["up", file, "--provision"]] {
+    for args in [
+        vec!["provision", file, "--plan"],
+        vec!["deprovision", file, "--yes"],
+        vec!["up", file, "--provision"],
+    ] {
         let out = dir.ctl(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let stderr = text(&out.stderr);
