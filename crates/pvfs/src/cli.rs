@@ -268,8 +268,9 @@ pub struct UpCli {
     /// `[azure] admin_user`, with sudo, accepting the new VMs' host keys), then converge.
     #[arg(long, conflicts_with = "plan")]
     pub provision: bool,
+    /// Boxed: most runs of `up` do not provision, and the command enum stays small.
     #[command(flatten)]
-    pub azure: AzureArgs,
+    pub azure: Box<AzureArgs>,
 }
 
 /// How to reach Azure Resource Manager (hidden: for tests against a local endpoint).

@@ -185,7 +185,7 @@ mod with_azure {
             cluster: path.clone(),
             plan: false,
             json: cli.up.json,
-            azure: cli.azure.clone(),
+            azure: (*cli.azure).clone(),
         })
         .await?;
         if code != exit::OK {
