@@ -30,6 +30,7 @@ pub fn run(no_e2e: bool) -> anyhow::Result<()> {
         needed.extend([("debootstrap", "debootstrap"), ("docker", "docker.io")]);
     }
     util::ensure_programs(&needed)?;
+    free_disk("before the build");
     if !util::have("cargo-nextest") {
         step(cargo().args(["install", "--locked", "cargo-nextest"]))?;
     }
@@ -48,6 +49,7 @@ pub fn run(no_e2e: bool) -> anyhow::Result<()> {
         "-D",
         "warnings",
     ]))?;
+    free_disk("after the build");
     step(cargo().args([
         "nextest",
         "run",
@@ -72,8 +74,8 @@ pub fn run(no_e2e: bool) -> anyhow::Result<()> {
 /// `pvfsctl provision`'s Azure support: pvfs-azure's tests against its fake ARM, and pvfs
 /// with the `azure` feature (clippy of everything, and the CLI's Azure tests).
 fn azure() -> anyhow::Result<()> {
-    // TODO(azcfg): `azure-fake` (the CLI's `provision --plan` test) once `[azure]` parses.
-    const FEATURES: &str = "azure";
+    // `azure` with the fake ARM the CLI's `provision --plan` test talks to.
+    const FEATURES: &str = "azure-fake";
     step(cargo().args(["clippy", "-p", "pvfs-azure", "--all-targets", "--locked", "--", "-D", "warnings"]))?;
     step(cargo().args([
         "clippy",
@@ -100,6 +102,19 @@ fn azure() -> anyhow::Result<()> {
         "-E",
         "binary(cli) and test(/azure/)",
     ]))
+}
+
+/// Prints the free space where the build and the tests write, so that a run that fails on a
+/// full disk (tests writing files fail with ENOSPC) says so in its log.
+fn free_disk(when: &str) {
+    let mut df = Command::new("df");
+    df.args(["-h", "--output=target,avail,size"]).arg(util::root()).arg(std::env::temp_dir());
+    match util::capture(&mut df) {
+        Ok(out) => {
+            eprintln!("xtask ci: free disk {when}:\n{}", String::from_utf8_lossy(&out.stdout).trim_end())
+        }
+        Err(err) => eprintln!("xtask ci: free disk {when}: unknown ({err:#})"),
+    }
 }
 
 /// `systemd-analyze verify` on the unit, with the freshly built agent at the path the unit

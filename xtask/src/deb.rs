@@ -193,7 +193,9 @@ fn example_files(repo: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(repo.join("config"))? {
         let path = entry?.path();
-        if path.extension().is_some_and(|e| e == "toml") {
+        // Not the state files `pvfsctl provision` writes beside a cluster file: they are the
+        // user's, not examples.
+        if path.extension().is_some_and(|e| e == "toml") && !path.to_string_lossy().ends_with(".state.toml") {
             files.push(path);
         }
     }

@@ -39,7 +39,9 @@ pub fn run() -> anyhow::Result<Dist> {
     mkdir(&out.join("examples"))?;
     for entry in std::fs::read_dir(root.join("config"))? {
         let path = entry?.path();
-        if path.extension().is_some_and(|e| e == "toml") {
+        // Not the state files `pvfsctl provision` writes beside a cluster file: they are the
+        // user's, not examples.
+        if path.extension().is_some_and(|e| e == "toml") && !path.to_string_lossy().ends_with(".state.toml") {
             copy(&path, &out.join("examples").join(path.file_name().unwrap_or_default()))?;
         }
     }

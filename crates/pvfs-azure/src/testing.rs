@@ -13,6 +13,9 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+/// The subscription the fake ARM serves (the resource group is `rg`).
+pub const SUBSCRIPTION: &str = "00000000-0000-0000-0000-0000000000aa";
+
 const CREATE: &str =
     include_str!("../tests/fixtures/VirtualMachine_Create_WithNetworkInterfaceConfigurationDnsSettings.json");
 const GET: &str = include_str!("../tests/fixtures/VirtualMachine_Get.json");
@@ -165,15 +168,16 @@ impl FakeArm {
 
 /// The resource path of the subscription's region operations.
 fn op_path(location: &str, id: &str) -> String {
-    format!("/subscriptions/sub/providers/Microsoft.Compute/locations/{location}/operations/{id}")
+    format!("/subscriptions/{SUBSCRIPTION}/providers/Microsoft.Compute/locations/{location}/operations/{id}")
 }
 
 /// A VM as GET answers it: the `VirtualMachines_Get` example with the request's identity.
 fn stored_vm(world: &mut World, name: &str, put: &Value, state: &str) -> Value {
     let mut vm = example(GET, "200");
     let props = &put["properties"];
-    let id =
-        format!("/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/{name}");
+    let id = format!(
+        "/subscriptions/{SUBSCRIPTION}/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/{name}"
+    );
     vm["name"] = json!(name);
     vm["id"] = json!(id);
     vm["location"] = put["location"].clone();
@@ -193,7 +197,7 @@ fn stored_vm(world: &mut World, name: &str, put: &Value, state: &str) -> Value {
             let disk_name =
                 d["name"].as_str().map(str::to_string).unwrap_or_else(|| format!("{name}-disk{}", d["lun"]));
             d["managedDisk"]["id"] = json!(format!(
-                "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Compute/disks/{disk_name}"
+                "/subscriptions/{SUBSCRIPTION}/resourceGroups/rg/providers/Microsoft.Compute/disks/{disk_name}"
             ));
             d
         })
@@ -201,7 +205,7 @@ fn stored_vm(world: &mut World, name: &str, put: &Value, state: &str) -> Value {
     vm["properties"]["storageProfile"]["dataDisks"] = json!(disks);
     world.next += 1;
     vm["properties"]["networkProfile"] = json!({ "networkInterfaces": [{
-        "id": format!("/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Network/networkInterfaces/{name}-nic"),
+        "id": format!("/subscriptions/{SUBSCRIPTION}/resourceGroups/rg/providers/Microsoft.Network/networkInterfaces/{name}-nic"),
         "properties": { "primary": true },
     }] });
     vm["properties"]["provisioningState"] = json!(state);
@@ -288,8 +292,15 @@ fn route(
 ) -> Reply {
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    let vm_prefix =
-        ["subscriptions", "sub", "resourceGroups", "rg", "providers", "Microsoft.Compute", "virtualMachines"];
+    let vm_prefix = [
+        "subscriptions",
+        SUBSCRIPTION,
+        "resourceGroups",
+        "rg",
+        "providers",
+        "Microsoft.Compute",
+        "virtualMachines",
+    ];
     match (method, parts.as_slice()) {
         ("GET", p) if p == vm_prefix => {
             // The `VirtualMachines_List` example's shape: `value`, no next page.
@@ -340,7 +351,7 @@ fn route(
             "GET",
             [
                 "subscriptions",
-                "sub",
+                SUBSCRIPTION,
                 "providers",
                 "Microsoft.Compute",
                 "locations",
@@ -382,11 +393,14 @@ fn route(
                 }
             }
         }
-        ("GET", ["subscriptions", "sub", "providers", "Microsoft.Compute", "skus"]) => {
+        ("GET", ["subscriptions", SUBSCRIPTION, "providers", "Microsoft.Compute", "skus"]) => {
             assert!(query.contains("api-version=2021-07-01"), "{query}");
             reply(200, example(SKUS, "200"))
         }
-        ("GET", ["subscriptions", "sub", "providers", "Microsoft.Compute", "locations", _, "usages"]) => {
+        (
+            "GET",
+            ["subscriptions", SUBSCRIPTION, "providers", "Microsoft.Compute", "locations", _, "usages"],
+        ) => {
             let shape = example(USAGE, "200")["value"][0].clone();
             let value: Vec<Value> = world
                 .usages
@@ -405,7 +419,7 @@ fn route(
             "GET",
             [
                 "subscriptions",
-                "sub",
+                SUBSCRIPTION,
                 "resourceGroups",
                 "rg",
                 "providers",

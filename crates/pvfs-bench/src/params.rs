@@ -28,6 +28,53 @@ pub struct IorParams {
     pub random: bool,
     /// `-e`: fsync at the end of each write phase.
     pub fsync: bool,
+    /// `-l`: what the written data looks like.
+    pub packet: DataPacket,
+}
+
+/// IOR's `-l` (dataPacketType): the contents of every transfer it writes. It matters to a file
+/// system or device that compresses or deduplicates, so the engine writes what IOR writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DataPacket {
+    /// IOR's default: 64-bit words `rank << 32 | (signature + i)`, the same for every transfer
+    /// of a task (low entropy: compresses well).
+    #[default]
+    Timestamp,
+    /// The timestamp words, with the first word of each 4 KiB stamped with the transfer's
+    /// offset, per transfer.
+    Offset,
+    /// IOR's "incompressible": words from `rand_r`, re-seeded per word as IOR 4 does (so one
+    /// value repeated), stamped per 4 KiB like `Offset`.
+    Incompressible,
+    /// Every transfer regenerated from a per-offset seed: incompressible, and costs CPU per
+    /// transfer, as in IOR.
+    Random,
+}
+
+impl DataPacket {
+    pub const ALL: [DataPacket; 4] =
+        [DataPacket::Timestamp, DataPacket::Offset, DataPacket::Incompressible, DataPacket::Random];
+
+    /// The name IOR's `-l` takes (and prints as "data packet type").
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DataPacket::Timestamp => "timestamp",
+            DataPacket::Offset => "offset",
+            DataPacket::Incompressible => "incompressible",
+            DataPacket::Random => "random",
+        }
+    }
+
+    /// A name or its first letter, as IOR's `parsePacketType` reads only the first character.
+    pub fn parse(s: &str) -> Option<DataPacket> {
+        DataPacket::ALL.into_iter().find(|p| s == p.as_str() || s == &p.as_str()[..1])
+    }
+}
+
+impl fmt::Display for DataPacket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// An mdtest workload.
@@ -141,6 +188,7 @@ impl Preset {
                 file_per_proc: true,
                 random,
                 fsync: false,
+                packet: DataPacket::Timestamp,
             })
         };
         match self {
@@ -209,7 +257,7 @@ pub struct Violation {
 }
 
 impl Violation {
-    fn new(field: &'static str, why: impl Into<String>) -> Violation {
+    pub fn new(field: &'static str, why: impl Into<String>) -> Violation {
         Violation { field, why: why.into() }
     }
 }
@@ -261,7 +309,7 @@ pub mod limits {
 }
 
 const IOR_KEYS: &str = "transfer (t), block (b), segments (s), iterations (i), file_per_proc (F), random (z), \
-                        fsync (e), reorder (C), odirect (B), write (w), read (r)";
+                        fsync (e), reorder (C), odirect (B), write (w), read (r), packet (l)";
 const MDTEST_KEYS: &str = "items (I), depth (z), branch (b), iterations (i), create (C), stat (T), read (E), \
                            remove (r), leaf_only (L), unique_dir (u), files_only (F)";
 
@@ -338,6 +386,7 @@ impl Workload {
                 ("file_per_proc", p.file_per_proc.to_string()),
                 ("random", p.random.to_string()),
                 ("fsync", p.fsync.to_string()),
+                ("packet", p.packet.to_string()),
             ],
             Workload::Mdtest(p) => vec![
                 ("create", p.create.to_string()),
@@ -371,6 +420,7 @@ impl Workload {
                 ("odirect", "B"),
                 ("write", "w"),
                 ("read", "r"),
+                ("packet", "l"),
             ],
             Workload::Mdtest(_) => &[
                 ("items", "I"),
@@ -427,6 +477,11 @@ impl Workload {
                 "reorder" => p.reorder = flag()?,
                 "odirect" => p.odirect = flag()?,
                 "write" => p.write = flag()?,
+                "packet" => {
+                    p.packet = DataPacket::parse(value).ok_or_else(|| {
+                        bad("expected timestamp, offset, incompressible or random (IOR's -l)")
+                    })?
+                }
                 _ => p.read = flag()?,
             },
             Workload::Mdtest(p) => match field {
@@ -734,6 +789,10 @@ pub fn ior_args(p: &IorParams, version: IorVersion, test_file: &str) -> Vec<Stri
     }
     if p.fsync {
         args.push("-e".to_owned());
+    }
+    // IOR's default needs no option (and IOR 2.10's `-l` meant something else).
+    if p.packet != DataPacket::Timestamp {
+        args.push(format!("-l{}", p.packet));
     }
     args.extend(["-o".to_owned(), test_file.to_owned()]);
     args

@@ -184,6 +184,7 @@ impl From<&crate::params::Workload> for Params {
                 file_per_proc: p.file_per_proc,
                 random: p.random,
                 fsync: p.fsync,
+                packet: Some(p.packet.to_string()),
                 transfer_text: format_size(p.transfer),
                 block_text: format_size(p.block),
             }),
@@ -218,6 +219,10 @@ pub struct IorRecord {
     pub file_per_proc: bool,
     pub random: bool,
     pub fsync: bool,
+    /// IOR's `-l`; absent from records written before it was recorded (whose engine runs
+    /// wrote random data).
+    #[serde(default)]
+    pub packet: Option<String>,
     pub transfer_text: String,
     pub block_text: String,
 }

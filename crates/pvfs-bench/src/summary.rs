@@ -1,9 +1,9 @@
 //! From phase totals to IOR's and mdtest's summary rows, computed as the tools compute them
-//! (max, min, mean and population standard deviation over iterations), so the built-in
-//! engine's results read like IOR's.
+//! (max, min, mean, and the standard deviation each tool uses: IOR's over n, mdtest 4's over
+//! n − 1), so the built-in engine's results read like IOR's and mdtest's.
 
 use crate::model::{IorIteration, IorSummary, MdtestSummary};
-use crate::params::IorParams;
+use crate::params::{IorParams, MdtestParams, Workload};
 use std::time::SystemTime;
 
 /// What one task did in one phase.
@@ -19,21 +19,43 @@ pub struct TaskResult {
     pub ops: u64,
     /// The first error, naming the file and the operation; the task stopped there.
     pub error: Option<String>,
+    /// When its reads or writes began and ended (fsync included), between its file's open
+    /// and close: IOR's read/write timers. `None` where there are none (mdtest, fio, a task
+    /// that failed first).
+    pub rdwr: Option<(SystemTime, SystemTime)>,
 }
 
 /// Aggregate of a phase over every task of every client: IOR's "bw" and "IOPS" with barriers.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct PhaseTotals {
     pub bytes: u64,
     pub ops: u64,
     /// Last end − first start, seconds.
     pub seconds: f64,
     pub bw_mib: f64,
+    /// Ops over `seconds`: what IOR's summary averages.
     pub ops_per_sec: f64,
+    /// IOR's open, wr/rd and close columns: each from the first task's start of it to the
+    /// last task's end of it (IOR reduces its timers so), when the tasks' timers are known.
+    pub open_s: Option<f64>,
+    pub wrrd_s: Option<f64>,
+    pub close_s: Option<f64>,
+    /// IOR's per-iteration latency: the first task's read/write time over its transfers (IOR
+    /// prints rank 0's, though it also reduces a minimum).
+    pub latency_s: Option<f64>,
 }
 
-/// max, min, mean, population std.
-fn stats(values: &[f64]) -> Option<(f64, f64, f64, f64)> {
+/// How a tool divides the squared deviations.
+#[derive(Clone, Copy)]
+enum Deviation {
+    /// IOR's `std_dev`: by n.
+    Population,
+    /// mdtest 4's summary: by n − 1, and 0 for a single iteration.
+    Sample,
+}
+
+/// max, min, mean, standard deviation.
+fn stats(values: &[f64], deviation: Deviation) -> Option<(f64, f64, f64, f64)> {
     if values.is_empty() {
         return None;
     }
@@ -41,23 +63,31 @@ fn stats(values: &[f64]) -> Option<(f64, f64, f64, f64)> {
     let max = values.iter().copied().fold(f64::MIN, f64::max);
     let min = values.iter().copied().fold(f64::MAX, f64::min);
     let mean = values.iter().sum::<f64>() / n;
-    let std = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt();
+    let squares = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>();
+    let std = match deviation {
+        Deviation::Population => (squares / n).sqrt(),
+        Deviation::Sample if values.len() == 1 => 0.0,
+        Deviation::Sample => (squares / (n - 1.0)).sqrt(),
+    };
     Some((max, min, mean, std))
 }
 
 /// A row of IOR's Results table for one iteration's phase.
 pub fn ior_iteration(operation: &str, iteration: u64, t: &PhaseTotals, p: &IorParams) -> IorIteration {
+    // IOR divides this iteration's transfers by the read/write time alone (first start to
+    // last end), not by the total that bandwidth uses.
+    let access = t.wrrd_s.filter(|s| *s > 0.0).unwrap_or(t.seconds);
     IorIteration {
         operation: operation.to_owned(),
         iteration,
         bw_mib: Some(t.bw_mib),
-        iops: Some(t.ops_per_sec),
-        latency_s: (t.ops > 0).then(|| t.seconds / t.ops as f64),
+        iops: Some(t.ops as f64 / access),
+        latency_s: t.latency_s.or_else(|| (t.ops > 0).then(|| t.seconds / t.ops as f64)),
         block_kib: Some(p.block as f64 / 1024.0),
         xfer_kib: Some(p.transfer as f64 / 1024.0),
-        open_s: None,
-        wrrd_s: None,
-        close_s: None,
+        open_s: t.open_s,
+        wrrd_s: t.wrrd_s,
+        close_s: t.close_s,
         total_s: Some(t.seconds),
     }
 }
@@ -71,8 +101,8 @@ pub fn ior_summary(
 ) -> Option<IorSummary> {
     let bw: Vec<f64> = iterations.iter().map(|t| t.bw_mib).collect();
     let ops: Vec<f64> = iterations.iter().map(|t| t.ops_per_sec).collect();
-    let (bw_max, bw_min, bw_mean, bw_std) = stats(&bw)?;
-    let (ops_max, ops_min, ops_mean, ops_std) = stats(&ops)?;
+    let (bw_max, bw_min, bw_mean, bw_std) = stats(&bw, Deviation::Population)?;
+    let (ops_max, ops_min, ops_mean, ops_std) = stats(&ops, Deviation::Population)?;
     Some(IorSummary {
         operation: operation.to_owned(),
         bw_max_mib: Some(bw_max),
@@ -92,10 +122,11 @@ pub fn ior_summary(
     })
 }
 
-/// mdtest's SUMMARY row (ops/sec) for `operation` over its iterations.
+/// mdtest's SUMMARY row (ops/sec) for `operation` over its iterations, with mdtest 4's
+/// standard deviation (n − 1; 0 for one iteration).
 pub fn mdtest_summary(operation: &str, iterations: &[PhaseTotals]) -> Option<MdtestSummary> {
     let rates: Vec<f64> = iterations.iter().map(|t| t.ops_per_sec).collect();
-    let (max, min, mean, std) = stats(&rates)?;
+    let (max, min, mean, std) = stats(&rates, Deviation::Sample)?;
     Some(MdtestSummary {
         operation: operation.to_owned(),
         max: Some(max),
@@ -106,46 +137,145 @@ pub fn mdtest_summary(operation: &str, iterations: &[PhaseTotals]) -> Option<Mdt
     })
 }
 
-/// IOR's "Summary of all tests" table (the columns the runs fill) and mdtest's SUMMARY table,
-/// as text: what `pvfs-agent engine` and `pvfsctl bench` print at the end.
-pub fn tables(ior: &[IorSummary], mdtest: &[MdtestSummary]) -> String {
-    let f = |v: Option<f64>| v.map_or("NA".to_owned(), |v| format!("{v:.2}"));
-    let mut text = String::new();
-    if !ior.is_empty() {
-        text += "Operation   Max(MiB)   Min(MiB)  Mean(MiB)     StdDev   Max(OPs)   Min(OPs)  Mean(OPs)     StdDev    Mean(s) #Tasks reps\n";
-        for r in ior {
-            text += &format!(
-                "{:<9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10.5} {:>6} {:>4}\n",
-                r.operation,
-                f(r.bw_max_mib),
-                f(r.bw_min_mib),
-                f(r.bw_mean_mib),
-                f(r.bw_std_mib),
-                f(r.ops_max),
-                f(r.ops_min),
-                f(r.ops_mean),
-                f(r.ops_std),
-                r.mean_time_s.unwrap_or_default(),
-                r.tasks.unwrap_or_default(),
-                r.iterations.unwrap_or_default()
-            );
+/// IOR's `PPDouble`: ten wide, left-justified, 6 decimals below 1, 2 below 3600, else none;
+/// what IOR has no value for (a negative number to it) as `   -      `.
+fn pp_double(out: &mut String, value: Option<f64>) {
+    use std::fmt::Write;
+    let _ = match value.filter(|v| *v >= 0.0) {
+        None => write!(out, "   -       "),
+        Some(v) if v < 1.0 => write!(out, "{v:<10.6} "),
+        Some(v) if v < 3600.0 => write!(out, "{v:<10.2} "),
+        Some(v) => write!(out, "{v:<10.0} "),
+    };
+}
+
+/// What the printed IOR summary says about the run besides its rows.
+#[derive(Debug, Clone, Copy)]
+pub struct IorRun<'a> {
+    pub params: &'a IorParams,
+    /// Tasks across all clients.
+    pub tasks: u32,
+    /// Tasks per client (IOR's tPN, tasks per node).
+    pub tasks_per_client: u32,
+}
+
+/// IOR's "Results:" table and "Summary of all tests:", laid out as IOR 4 prints them
+/// (`PrintReducedResult`, `PrintLongSummaryOneOperation`), so that whatever reads IOR's
+/// output reads the engine's.
+pub fn ior_text(run: IorRun<'_>, iterations: &[IorIteration], summaries: &[IorSummary]) -> String {
+    use std::fmt::Write;
+    let p = run.params;
+    let mut out = String::from("Results: \n\n");
+    out += "access    bw(MiB/s)  IOPS       Latency(s)  block(KiB) xfer(KiB)  open(s)    wr/rd(s)   close(s)   total(s)   iter\n";
+    out += "------    ---------  ----       ----------  ---------- ---------  --------   --------   --------   --------   ----\n";
+    for i in iterations {
+        let _ = write!(out, "{:<10}", i.operation);
+        let columns = [
+            i.bw_mib,
+            i.iops,
+            i.latency_s,
+            i.block_kib,
+            i.xfer_kib,
+            i.open_s,
+            i.wrrd_s,
+            i.close_s,
+            i.total_s,
+        ];
+        for (n, v) in columns.into_iter().enumerate() {
+            pp_double(&mut out, v);
+            // IOR follows the latency with two spaces, every other column with one.
+            if n == 2 {
+                out.push(' ');
+            }
         }
+        let _ = writeln!(out, "{:<4}", i.iteration);
     }
-    if !mdtest.is_empty() {
-        text += "SUMMARY rate (in ops/sec):\n   Operation                     Max            Min           Mean        Std Dev\n";
-        for r in mdtest {
-            let g = |v: Option<f64>| v.map_or("NA".to_owned(), |v| format!("{v:.3}"));
-            text += &format!(
-                "   {:<22} {:>14} {:>14} {:>14} {:>14}\n",
-                r.operation,
-                g(r.max),
-                g(r.min),
-                g(r.mean),
-                g(r.std)
-            );
-        }
+    out += "\nSummary of all tests:\n";
+    out += "Operation   Max(MiB)   Min(MiB)  Mean(MiB)     StdDev   Max(OPs)   Min(OPs)  Mean(OPs)     StdDev    Mean(s) Stonewall(s) Stonewall(MiB) Test# #Tasks tPN reps fPP reord reordoff reordrand seed segcnt   blksiz    xsize aggs(MiB)   API RefNum\n";
+    let aggregate_mib = (p.block as f64) * f64::from(p.segments) * f64::from(run.tasks) / (1u64 << 20) as f64;
+    for r in summaries {
+        let n = |v: Option<f64>| v.unwrap_or(0.0);
+        let _ = writeln!(
+            out,
+            "{:<9} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.5} {:>10} {:>13} {:>5} {:>6} {:>3} {:>4} {:>3} {:>5} {:>8} {:>9} {:>4} {:>6} {:>8} {:>8} {:>9.1} {:>3} {:>6}",
+            r.operation,
+            n(r.bw_max_mib),
+            n(r.bw_min_mib),
+            n(r.bw_mean_mib),
+            n(r.bw_std_mib),
+            n(r.ops_max),
+            n(r.ops_min),
+            n(r.ops_mean),
+            n(r.ops_std),
+            n(r.mean_time_s),
+            // No stonewalling (-D): IOR prints NA.
+            "NA",
+            "NA",
+            0,
+            run.tasks,
+            run.tasks_per_client,
+            p.iterations,
+            u8::from(p.file_per_proc),
+            u8::from(p.reorder),
+            // -Q, IOR's default task offset for -C; no random reordering (-Z) and its seed.
+            1,
+            0,
+            0,
+            p.segments,
+            p.block,
+            p.transfer,
+            aggregate_mib,
+            "POSIX",
+            0,
+        );
     }
-    text
+    out
+}
+
+/// What `pvfs-agent engine` and `pvfsctl bench` print at the end of a run: IOR's or mdtest's
+/// tables as the tool prints them; nothing when no phase finished.
+pub fn text(
+    workload: &Workload,
+    tasks: u32,
+    tasks_per_client: u32,
+    iterations: &[IorIteration],
+    ior: &[IorSummary],
+    mdtest: &[MdtestSummary],
+) -> String {
+    match workload {
+        Workload::Ior(_) if iterations.is_empty() && ior.is_empty() => String::new(),
+        Workload::Ior(params) => ior_text(IorRun { params, tasks, tasks_per_client }, iterations, ior),
+        Workload::Mdtest(_) if mdtest.is_empty() => String::new(),
+        Workload::Mdtest(params) => mdtest_text(params, mdtest),
+    }
+}
+
+/// mdtest 4's SUMMARY table (`summarize_results_rank0`): its rows in its order, zeros for
+/// what did not run (the engine renames no directories: that row is 0, as in mdtest when its
+/// rename phase is off), the tree rows last.
+pub fn mdtest_text(params: &MdtestParams, summaries: &[MdtestSummary]) -> String {
+    use std::fmt::Write;
+    const DIRECTORY_ROWS: [&str; 4] =
+        ["Directory creation", "Directory stat", "Directory rename", "Directory removal"];
+    const FILE_ROWS: [&str; 4] = ["File creation", "File stat", "File read", "File removal"];
+    let mut out = format!("\nSUMMARY rate (in ops/sec): (of {} iterations)\n", params.iterations);
+    out += "   Operation                     Max            Min           Mean        Std Dev\n";
+    out += "   ---------                     ---            ---           ----        -------\n";
+    let values = |name: &str| {
+        let r = summaries.iter().find(|r| r.operation == name);
+        let v = |f: fn(&MdtestSummary) -> Option<f64>| r.and_then(f).unwrap_or(0.0);
+        [v(|r| r.max), v(|r| r.min), v(|r| r.mean), v(|r| r.std)]
+    };
+    let directories = if params.files_only { &[][..] } else { &DIRECTORY_ROWS[..] };
+    for name in directories.iter().chain(&FILE_ROWS) {
+        let [max, min, mean, std] = values(name);
+        let _ = writeln!(out, "   {name:<18}     {max:>14.3} {min:>14.3} {mean:>14.3} {std:>14.3}");
+    }
+    for name in ["Tree creation", "Tree removal"] {
+        let [max, min, mean, std] = values(name);
+        let _ = writeln!(out, "   {name:<22} {max:>14.3} {min:>14.3} {mean:>14.3} {std:>14.3}");
+    }
+    out
 }
 
 #[cfg(test)]
@@ -153,14 +283,14 @@ mod tests {
     use super::*;
 
     fn t(bw: f64, seconds: f64) -> PhaseTotals {
-        PhaseTotals { bytes: 0, ops: 10, seconds, bw_mib: bw, ops_per_sec: bw * 2.0 }
+        PhaseTotals { bytes: 0, ops: 10, seconds, bw_mib: bw, ops_per_sec: bw * 2.0, ..Default::default() }
     }
 
     #[test]
     fn the_summary_is_iors_arithmetic() {
         // IOR's StdDev is the population one: 10 and 20 give 5 (the sample std would be 7.07).
         let p = match crate::params::Preset::Throughput.workload() {
-            crate::params::Workload::Ior(p) => p,
+            Workload::Ior(p) => p,
             _ => unreachable!(),
         };
         let s = ior_summary("write", &[t(10.0, 0.168237), t(20.0, 0.168315)], &p, 2).unwrap();
@@ -172,7 +302,86 @@ mod tests {
         assert_eq!(format!("{:.5}", s.mean_time_s.unwrap()), "0.16828");
         assert_eq!((s.tasks, s.iterations, s.block_bytes), (Some(2), Some(2), Some(4 << 30)));
         assert!(ior_summary("read", &[], &p, 2).is_none());
+
+        // A row divides its transfers by the read/write time, as IOR does; the summary's OPs
+        // by the total time.
+        let timed = PhaseTotals {
+            ops: 100,
+            seconds: 2.0,
+            open_s: Some(0.25),
+            wrrd_s: Some(1.25),
+            close_s: Some(0.5),
+            latency_s: Some(0.02),
+            ..t(10.0, 2.0)
+        };
+        let row = ior_iteration("write", 0, &timed, &p);
+        assert_eq!((row.iops, row.latency_s), (Some(80.0), Some(0.02)));
+        assert_eq!(
+            (row.open_s, row.wrrd_s, row.close_s, row.total_s),
+            (Some(0.25), Some(1.25), Some(0.5), Some(2.0))
+        );
+        let untimed = ior_iteration("write", 0, &PhaseTotals { ops: 100, ..t(10.0, 2.0) }, &p);
+        assert_eq!((untimed.iops, untimed.latency_s, untimed.open_s), (Some(50.0), Some(0.02), None));
+        // mdtest 4 divides by n − 1: 200 and 100 give 70.71 (the population std would be 50).
         let m = mdtest_summary("File creation", &[t(100.0, 1.0), t(50.0, 1.0)]).unwrap();
-        assert_eq!((m.max, m.min, m.mean, m.std), (Some(200.0), Some(100.0), Some(150.0), Some(50.0)));
+        assert_eq!((m.max, m.min, m.mean), (Some(200.0), Some(100.0), Some(150.0)));
+        assert_eq!(format!("{:.3}", m.std.unwrap()), "70.711");
+        assert_eq!(mdtest_summary("File creation", &[t(100.0, 1.0)]).unwrap().std, Some(0.0));
+    }
+}
+
+#[cfg(test)]
+mod printed {
+    use super::*;
+    use crate::params::Preset;
+
+    /// The lines of `text` from the one starting with `from` to the one starting with `to`
+    /// (excluded), or to the end.
+    fn block<'a>(text: &'a str, from: &str, to: &str) -> Vec<&'a str> {
+        let lines: Vec<&str> = text.lines().collect();
+        let start = lines
+            .iter()
+            .position(|l| l.starts_with(from))
+            .unwrap_or_else(|| panic!("no {from:?} in\n{text}"));
+        let end = lines[start..].iter().position(|l| l.starts_with(to)).map_or(lines.len(), |n| start + n);
+        lines[start..end].to_vec()
+    }
+
+    #[test]
+    fn iors_own_output_read_and_printed_again_is_the_same_text() {
+        // IOR 4.1's output (`ior -w -r -C -i2 -t1m -b64m -F --posix.odirect`, 2 tasks on one
+        // node), read by the parser `bench import` uses, then printed as the engine prints.
+        let real = include_str!("../testdata/ior/ior_tput.txt");
+        let parsed = crate::parse::parse(real).unwrap();
+        let Workload::Ior(mut p) = Preset::Throughput.workload() else { unreachable!() };
+        (p.iterations, p.transfer, p.block) = (2, 1 << 20, 64 << 20);
+        let text =
+            ior_text(IorRun { params: &p, tasks: 2, tasks_per_client: 2 }, &parsed.iterations, &parsed.ior);
+        assert_eq!(block(&text, "Results:", "Finished"), block(real, "Results:", "Finished"));
+        // And the engine's text reads back to the same numbers.
+        let again = crate::parse::parse(&text).unwrap();
+        assert_eq!((again.ior, again.iterations), (parsed.ior, parsed.iterations));
+    }
+
+    #[test]
+    fn mdtests_own_output_read_and_printed_again_is_the_same_text() {
+        // mdtest 4.1: `-C -T -i2 -I 200 -z 2 -b 4 -L -u -F`: the file rows, zeros for the
+        // phases not run, the tree rows last.
+        let real = include_str!("../testdata/ior/mdtest_paper_pvfs.txt");
+        let parsed = crate::parse::parse(real).unwrap();
+        let Workload::Mdtest(mut p) = Preset::Metadata.workload() else { unreachable!() };
+        p.iterations = 2;
+        let text = mdtest_text(&p, &parsed.mdtest);
+        assert_eq!(block(&text, "SUMMARY", "-- finished"), block(real, "SUMMARY", "-- finished"));
+        let again = crate::parse::parse(&text).unwrap();
+        assert_eq!(again.mdtest.len(), 6);
+        assert_eq!(again.mdtest[..2], parsed.mdtest[..2]);
+
+        // Without -F the directory rows come first, the rename row among them.
+        let lustre = include_str!("../testdata/ior/mdtest_paper_lustre.txt");
+        let parsed = crate::parse::parse(lustre).unwrap();
+        p.files_only = false;
+        let text = mdtest_text(&p, &parsed.mdtest);
+        assert_eq!(block(&text, "SUMMARY", "-- finished"), block(lustre, "SUMMARY", "-- finished"));
     }
 }

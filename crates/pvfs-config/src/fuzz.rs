@@ -34,7 +34,10 @@ fn corpus() -> Vec<String> {
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        // Cluster and policy files; not the state files `provision` writes beside them.
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "toml") && !p.to_string_lossy().ends_with(".state.toml")
+        })
         .collect();
     files.sort();
     assert!(files.len() >= 5, "config/*.toml not found in {}", dir.display());
@@ -60,6 +63,14 @@ const HOSTILE: &[&str] = &[
     "disks = [[[[[[[[[[[[[[[[\"/dev/sda\"]]]]]]]]]]]]]]]]",
     "stripe = { count = -1, size = \"1e99\" }",
     "repo = \"http://[::1\"",
+    "[azure]",
+    "[azure.role.oss]",
+    "[azure.role.\u{202e}]",
+    "data_disks = { count = 4294967295, size_gib = -1, caching = \"\\n\" }",
+    "ssh_public_key_file = \"~\"",
+    "ssh_public_key_file = \"/dev/zero\"",
+    "subnet = \"/subscriptions//resourceGroups\"",
+    "azure = { zone = \"1\", data_disks = { count = 1 } }",
     "= =",
     "\"\"\"",
     "a.b.c.d.e = 1",

@@ -1,37 +1,194 @@
 //! Reading a cluster file: TOML syntax, unknown keys, then typed deserialization, collecting
 //! every error on the way.
 
+use crate::azure::Azure;
 use crate::diagnostic::{ConfigError, Diagnostic, Source};
 use crate::fields;
 use crate::model::Cluster;
 use crate::schema::{
-    BeegfsSection, BenchSection, ClusterFile, ClusterSection, GlusterfsSection, LocalSection, LustreSection,
-    NodeSpec, PackagesSection, RepoSpec, TlsSection,
+    AzureRoleSection, AzureSection, BeegfsSection, BenchSection, ClusterFile, ClusterSection,
+    DataDisksSection, GlusterfsSection, LocalSection, LustreSection, NodeSpec, PackagesSection, RepoSpec,
+    TlsSection,
 };
 use serde::de::DeserializeOwned;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use toml::Spanned;
 use toml::de::{DeTable, DeValue, ValueDeserializer};
 
-/// Reads and validates the cluster file at `path`.
+/// Reads and validates the cluster file at `path`: what `up`, `bench` and `nodes` work from,
+/// so every node has an address (with `[azure]`, from the state file `provision` wrote when
+/// the file gives none).
 pub fn load(path: &Path) -> Result<Cluster, ConfigError> {
-    let source = std::fs::read_to_string(path)
-        .map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
-    parse(path, &source)
+    Loader::default().load(path)
 }
 
 /// Validates `text`, the text of the cluster file at `path` (relative paths in it, such as
 /// `[tls] dir`, are resolved against `path`'s directory).
 pub fn parse(path: &Path, text: &str) -> Result<Cluster, ConfigError> {
-    parse_source(path, &Source::new(text))
+    Loader::default().parse(path, text)
+}
+
+/// Reads and validates a cluster file with an `[azure]` section for `pvfsctl provision`, which
+/// runs before the VMs (and so their addresses) exist: see [`Provisioning`].
+pub fn load_provisioning(path: &Path) -> Result<Provisioning, ConfigError> {
+    Loader::default().load_provisioning(path)
+}
+
+/// What `pvfsctl validate` checks: everything [`load`] does, except that with `[azure]` a node
+/// may still lack an address (`provision` gives it one). Without `[azure]` it is [`load`].
+pub fn check(path: &Path) -> Result<Checked, ConfigError> {
+    Loader::default().check(path)
+}
+
+/// A cluster file that passed [`check`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked {
+    /// As in [`Provisioning::cluster`]: a node in `unaddressed` stands at `0.0.0.0:7070`.
+    pub cluster: Cluster,
+    /// Nodes with no address yet (only ever with `[azure]`), in file order.
+    pub unaddressed: Vec<String>,
+}
+
+/// A cluster file with an `[azure]` section, validated for provisioning: every check of
+/// [`load`] but the nodes' addresses, which may not exist yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Provisioning {
+    /// The cluster file.
+    pub source: PathBuf,
+    /// The state file beside it ([`crate::azure::state_path`]), read for the addresses it
+    /// has and written by `provision`.
+    pub state: PathBuf,
+    /// The cluster. A node in `unaddressed` carries the unspecified address `0.0.0.0:7070`
+    /// in its place: nothing may dial it (`load` refuses such a file instead).
+    pub cluster: Cluster,
+    /// `[azure]`, one VM per node in file order (also in `cluster.azure`).
+    pub azure: Azure,
+    /// Nodes with no address in the cluster file nor in the state file, in file order.
+    pub unaddressed: Vec<String>,
+}
+
+impl Provisioning {
+    /// The node's address, when the cluster file or the state file gives one.
+    pub fn address(&self, node: &str) -> Option<&crate::Address> {
+        if self.unaddressed.iter().any(|n| n == node) {
+            return None;
+        }
+        self.cluster.node(node).map(|n| &n.address)
+    }
+}
+
+/// How cluster files are read: [`load`] and friends use [`Loader::default`]; tests and tools
+/// that must not depend on the user's home directory give their own.
+#[derive(Debug, Clone, Default)]
+pub struct Loader {
+    /// What `~/` in a path of the file means; `None`: `$HOME`.
+    home: Option<PathBuf>,
+}
+
+/// Whether nodes may lack an address (provisioning) or must have one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Addresses {
+    Required,
+    MayBeUnknown,
+}
+
+/// What the validation pass needs besides the file.
+pub(crate) struct Context<'a> {
+    pub(crate) addresses: Addresses,
+    /// `~/`'s directory, if known.
+    pub(crate) home: Option<&'a Path>,
+}
+
+impl Loader {
+    /// A loader that expands `~/` to `home` instead of `$HOME`.
+    pub fn with_home(home: impl Into<PathBuf>) -> Loader {
+        Loader { home: Some(home.into()) }
+    }
+
+    /// [`load`], with this loader's settings.
+    pub fn load(&self, path: &Path) -> Result<Cluster, ConfigError> {
+        self.parse(path, &read(path)?)
+    }
+
+    /// [`parse`], with this loader's settings.
+    pub fn parse(&self, path: &Path, text: &str) -> Result<Cluster, ConfigError> {
+        self.run(path, &Source::new(text), Addresses::Required).map(|(cluster, _)| cluster)
+    }
+
+    /// [`check`], with this loader's settings.
+    pub fn check(&self, path: &Path) -> Result<Checked, ConfigError> {
+        let text = read(path)?;
+        let (cluster, unaddressed) = self.run(path, &Source::new(&text), Addresses::MayBeUnknown)?;
+        Ok(Checked { cluster, unaddressed })
+    }
+
+    /// [`load_provisioning`], with this loader's settings.
+    pub fn load_provisioning(&self, path: &Path) -> Result<Provisioning, ConfigError> {
+        self.parse_provisioning(path, &read(path)?)
+    }
+
+    /// [`load_provisioning`] of `text`, the text of the cluster file at `path`.
+    pub fn parse_provisioning(&self, path: &Path, text: &str) -> Result<Provisioning, ConfigError> {
+        let (cluster, unaddressed) = self.run(path, &Source::new(text), Addresses::MayBeUnknown)?;
+        let Some(azure) = cluster.azure.clone() else {
+            return Err(ConfigError::Invalid {
+                path: path.to_owned(),
+                diagnostics: vec![Diagnostic {
+                    line: 1,
+                    column: 1,
+                    message: "the cluster file has no [azure] section: add one (subscription, resource_group,                               location, subnet, admin_user, ssh_public_key_file and an [azure.role.ROLE] per role)                               to provision its nodes"
+                        .into(),
+                }],
+            });
+        };
+        Ok(Provisioning {
+            source: path.to_owned(),
+            state: crate::azure::state_path(path),
+            cluster,
+            azure,
+            unaddressed,
+        })
+    }
+
+    fn home(&self) -> Option<PathBuf> {
+        self.home.clone().or_else(|| std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from))
+    }
+
+    fn run(
+        &self,
+        path: &Path,
+        source: &Source<'_>,
+        addresses: Addresses,
+    ) -> Result<(Cluster, Vec<String>), ConfigError> {
+        let home = self.home();
+        let context = Context { addresses, home: home.as_deref() };
+        parse_with(path, source, &context)
+    }
+}
+
+fn read(path: &Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })
 }
 
 /// [`parse`] over a text whose line index is built (tests read its counter afterwards).
+#[cfg(test)]
 pub(crate) fn parse_source(path: &Path, source: &Source<'_>) -> Result<Cluster, ConfigError> {
+    let home = Loader::default().home();
+    let context = Context { addresses: Addresses::Required, home: home.as_deref() };
+    parse_with(path, source, &context).map(|(cluster, _)| cluster)
+}
+
+/// The cluster, and the nodes left without an address (only ever some with
+/// [`Addresses::MayBeUnknown`]).
+fn parse_with(
+    path: &Path,
+    source: &Source<'_>,
+    context: &Context<'_>,
+) -> Result<(Cluster, Vec<String>), ConfigError> {
     let mut diagnostics = Vec::new();
     let file = read_file(source, &mut diagnostics);
     let cluster = file.and_then(|(file, incomplete)| {
-        crate::validate::validate(path, source, file, &incomplete, &mut diagnostics)
+        crate::validate::validate(path, source, file, &incomplete, context, &mut diagnostics)
     });
     match cluster {
         Some(cluster) if diagnostics.is_empty() => Ok(cluster),
@@ -95,6 +252,10 @@ fn read_file(source: &Source<'_>, diagnostics: &mut Vec<Diagnostic>) -> Option<(
     let local = section("local", fields::of::<LocalSection>());
     let bench = section("bench", fields::of::<BenchSection>());
     let packages = section("packages", fields::of::<PackagesSection>());
+    let mut azure = section("azure", fields::of::<AzureSection>());
+    if let Some(azure) = &mut azure {
+        retain_azure_roles(source, azure, diagnostics);
+    }
     let cluster_span = cluster.as_ref().map(|c| c.span());
     let cluster: Option<ClusterSection> = typed_opt(source, "cluster", cluster, diagnostics, &mut incomplete);
     let tls: Option<TlsSection> = typed_opt(source, "tls", tls, diagnostics, &mut incomplete);
@@ -104,15 +265,35 @@ fn read_file(source: &Source<'_>, diagnostics: &mut Vec<Diagnostic>) -> Option<(
     let local = typed_opt(source, "local", local, diagnostics, &mut incomplete);
     let bench = typed_opt(source, "bench", bench, diagnostics, &mut incomplete);
     let packages = typed_opt(source, "packages", packages, diagnostics, &mut incomplete);
+    let azure_present = azure.is_some();
+    let azure = typed_opt(source, "azure", azure, diagnostics, &mut incomplete);
     let mut repos_complete = true;
-    let repo =
-        array_of_tables(source, &root, "repo", fields::of::<RepoSpec>(), diagnostics, &mut repos_complete);
+    let repo = array_of_tables(
+        source,
+        &root,
+        "repo",
+        fields::of::<RepoSpec>(),
+        |_: &RepoSpec| None,
+        diagnostics,
+        &mut repos_complete,
+    );
     if !repos_complete {
         incomplete.sections.push("repo");
     }
     let mut nodes_complete = true;
-    let node =
-        array_of_tables(source, &root, "node", fields::of::<NodeSpec>(), diagnostics, &mut nodes_complete);
+    // Without [azure] a node's address can come from nowhere else: required, as it has always
+    // been, and reported where serde reported it (at the node's table).
+    let node = array_of_tables(
+        source,
+        &root,
+        "node",
+        fields::of::<NodeSpec>(),
+        |spec: &NodeSpec| {
+            (!azure_present && spec.address.is_none()).then(|| "missing field `address`".to_owned())
+        },
+        diagnostics,
+        &mut nodes_complete,
+    );
     incomplete.nodes = !nodes_complete;
     let cluster = match (cluster, cluster_span) {
         (Some(cluster), _) => cluster,
@@ -139,6 +320,7 @@ fn read_file(source: &Source<'_>, diagnostics: &mut Vec<Diagnostic>) -> Option<(
         bench,
         packages,
         repo,
+        azure,
     };
     Some((file, incomplete))
 }
@@ -196,12 +378,37 @@ fn retain_sections(source: &Source<'_>, root: &mut DeTable<'_>, diagnostics: &mu
     *root = kept;
 }
 
-/// A `[[key]]` array of tables, each checked for unknown keys and deserialized on its own.
+/// Checks the keys of every `[azure.role.ROLE]` table and its `data_disks`, so each unknown
+/// key is reported (serde would stop at the first and drop the whole section).
+fn retain_azure_roles(
+    source: &Source<'_>,
+    azure: &mut Spanned<DeValue<'_>>,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let DeValue::Table(azure) = azure.get_mut() else { return };
+    let Some(roles) = azure.get_mut("role") else { return };
+    let DeValue::Table(roles) = roles.get_mut() else { return };
+    for (role, table) in roles.iter_mut() {
+        let DeValue::Table(table) = table.get_mut() else { continue };
+        let place = format!("[azure.role.{}]", role.get_ref());
+        retain_known(source, table, fields::of::<AzureRoleSection>(), &place, diagnostics);
+        if let Some(disks) = table.get_mut("data_disks")
+            && let DeValue::Table(disks) = disks.get_mut()
+        {
+            let place = format!("{place} data_disks");
+            retain_known(source, disks, fields::of::<DataDisksSection>(), &place, diagnostics);
+        }
+    }
+}
+
+/// A `[[key]]` array of tables, each checked for unknown keys and deserialized on its own;
+/// one that `reject` has a reason to refuse is reported at its table, as a missing field is.
 fn array_of_tables<T: DeserializeOwned>(
     source: &Source<'_>,
     root: &DeTable<'_>,
     key: &str,
     known: &'static [&'static str],
+    reject: impl Fn(&T) -> Option<String>,
     diagnostics: &mut Vec<Diagnostic>,
     complete: &mut bool,
 ) -> Vec<T> {
@@ -214,8 +421,15 @@ fn array_of_tables<T: DeserializeOwned>(
                 if let DeValue::Table(table) = item.get_mut() {
                     retain_known(source, table, known, &format!("[[{key}]]"), diagnostics);
                 }
-                match typed(source, item, diagnostics) {
-                    Some(spec) => out.push(spec),
+                let span = item.span();
+                match typed::<T>(source, item, diagnostics) {
+                    Some(spec) => match reject(&spec) {
+                        None => out.push(spec),
+                        Some(why) => {
+                            diagnostics.push(Diagnostic::at(source, span, why));
+                            *complete = false;
+                        }
+                    },
                     None => *complete = false,
                 }
             }

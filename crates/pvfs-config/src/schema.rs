@@ -36,6 +36,9 @@ pub struct ClusterFile {
     /// Package repositories (yum/dnf) written before any package is installed.
     #[serde(default)]
     pub repo: Vec<RepoSpec>,
+    /// The Azure VMs `pvfsctl provision` creates for the nodes; with it, node addresses may
+    /// come from the state file `provision` writes.
+    pub azure: Option<AzureSection>,
 }
 
 /// `[cluster]`
@@ -55,8 +58,9 @@ pub struct NodeSpec {
     /// Unique node name; also the name of the agent's certificate (`NAME.crt`).
     pub name: Spanned<String>,
     /// Where the node's agent listens: `IP:PORT`, `HOST:PORT`, `[IPv6]:PORT`, or an IP or host
-    /// alone for the default port 7070.
-    pub address: Spanned<String>,
+    /// alone for the default port 7070. Required, unless the file has an `[azure]` section:
+    /// then the address `pvfsctl provision` found is read from the state file.
+    pub address: Option<Spanned<String>>,
     /// What the node is in the file system, e.g. `["mgs", "mds"]`, `["oss"]`, `["client"]`.
     pub roles: Spanned<Vec<Spanned<String>>>,
     /// Block devices the node contributes (RAID0 members, bricks, targets), by stable path.
@@ -84,6 +88,9 @@ pub struct NodeSpec {
     /// "tcp(ib0)"`), when that is not the address the agent is dialled on. The node's NID is
     /// `ADDRESS@NETWORK`; without it, the agent's address is used.
     pub lnet_address: Option<Spanned<String>>,
+    /// With `[azure]`: this node's own VM settings, over its role's `[azure.role.ROLE]`
+    /// (each key given replaces the role's; `data_disks` as a whole).
+    pub azure: Option<AzureRoleSection>,
 }
 
 /// `[tls]`
@@ -378,4 +385,60 @@ pub struct BenchSection {
     /// What one VM can do at most (its documented network or disk limit), MiB/s: reports show
     /// efficiency against it, as the seed's tables do.
     pub vm_limit_mib: Option<Spanned<f64>>,
+}
+
+/// `[azure]`: where and how `pvfsctl provision` creates the nodes' virtual machines.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AzureSection {
+    /// Subscription ID, a GUID (`az account show --query id`).
+    pub subscription: Spanned<String>,
+    /// The resource group the VMs are created in (it must exist).
+    pub resource_group: Spanned<String>,
+    /// Region, as ARM spells it: `eastus`, `westeurope`.
+    pub location: Spanned<String>,
+    /// ARM ID of an existing subnet the VMs' NICs join:
+    /// `/subscriptions/SUB/resourceGroups/RG/providers/Microsoft.Network/virtualNetworks/VNET/subnets/SUBNET`.
+    pub subnet: Spanned<String>,
+    /// The VMs' administrator account, the one `pvfsctl bootstrap` logs in as.
+    pub admin_user: Spanned<String>,
+    /// The OpenSSH public key installed for `admin_user`: `~/` is the home directory, a
+    /// relative path is relative to the cluster file.
+    pub ssh_public_key_file: Spanned<String>,
+    /// Per-role VM settings, `[azure.role.oss]`: every node takes its role's.
+    #[serde(default)]
+    pub role: BTreeMap<Spanned<String>, AzureRoleSection>,
+}
+
+/// `[azure.role.ROLE]`
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct AzureRoleSection {
+    /// VM size (default `Standard_DS14_v2`, the seed's).
+    pub vm_size: Option<Spanned<String>>,
+    /// Marketplace image `publisher:offer:sku:version` (default `OpenLogic:CentOS:7.3:latest`,
+    /// the seed's OpenLogic CentOS 7.3).
+    pub image: Option<Spanned<String>>,
+    /// The VM's empty data disks (default none).
+    pub data_disks: Option<Spanned<DataDisksSection>>,
+    /// Accelerated networking on the VM's NIC (default false; the size must support it).
+    pub accelerated_networking: Option<bool>,
+    /// Availability zone: "1", "2" or "3" (default: none pinned).
+    pub zone: Option<Spanned<String>>,
+    /// ARM ID of an existing proximity placement group.
+    pub proximity_placement_group: Option<Spanned<String>>,
+}
+
+/// `data_disks = { … }` in `[azure.role.ROLE]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DataDisksSection {
+    /// How many, at LUNs 0 to count-1 (0 to 64).
+    pub count: Spanned<u32>,
+    /// Size of each, GiB (4 to 32767; default 1024, a P30 as the seed's).
+    pub size_gib: Option<Spanned<u32>>,
+    /// Storage SKU (default `Premium_LRS`).
+    pub sku: Option<Spanned<String>>,
+    /// Host caching: "None" (default, as the seed's template left it), "ReadOnly" or "ReadWrite".
+    pub caching: Option<Spanned<String>>,
 }

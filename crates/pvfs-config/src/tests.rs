@@ -4,6 +4,8 @@ use crate::{ConfigError, parse};
 use expect_test::{Expect, expect};
 use std::path::Path;
 
+mod azure;
+
 /// Renders what loading `src` gives: the cluster's nodes, or the error list as
 /// `pvfsctl validate` prints it.
 fn check(src: &str, expect: Expect) {
@@ -428,14 +430,33 @@ fs = "xfs"
 fn every_example_in_config_is_valid() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config");
     let mut seen = 0;
+    // The key an [azure] example names (`~/.ssh/id_ed25519.pub`), in a home of the test's own.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir(home.path().join(".ssh")).unwrap();
+    std::fs::write(
+        home.path().join(".ssh/id_ed25519.pub"),
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINAgQPdA2fgB2gs++YENv63NBcKieyO71BfY/pmWwXdD pvfs-test\n",
+    )
+    .unwrap();
+    let loader = crate::Loader::with_home(home.path());
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
-        // policy*.toml is the agent's policy file, not a cluster file (pvfs-agent loads it).
-        let policy = path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("policy"));
-        if path.extension().is_some_and(|e| e == "toml") && !policy {
-            crate::load(&path).unwrap_or_else(|err| panic!("{err}"));
-            seen += 1;
+        let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        // policy*.toml is the agent's policy file, not a cluster file (pvfs-agent loads it);
+        // NAME.state.toml is what `provision` wrote for NAME.toml.
+        let cluster =
+            name.ends_with(".toml") && !name.starts_with("policy") && !name.ends_with(".state.toml");
+        if !cluster {
+            continue;
         }
+        // An [azure] example has no addresses before `provision`: it is checked as
+        // `pvfsctl validate` checks it.
+        if std::fs::read_to_string(&path).unwrap().contains("\n[azure]\n") {
+            loader.load_provisioning(&path).unwrap_or_else(|err| panic!("{err}"));
+        } else {
+            loader.load(&path).unwrap_or_else(|err| panic!("{err}"));
+        }
+        seen += 1;
     }
     assert!(seen >= 2, "expected example cluster files in {}", dir.display());
 }
@@ -782,7 +803,7 @@ fn a_mistyped_section_header_is_named_and_its_contents_still_checked() {
             /etc/pvfs/cluster.toml:4:1: unknown key `colour` in [cluster]; expected one of: name, kind
             /etc/pvfs/cluster.toml:5:3: unknown section [[nodes]]; did you mean [[node]]?
             /etc/pvfs/cluster.toml:6:8: node name "-a" must be 1 to 64 letters, digits, '-', '_' or '.', not starting with '-' or '.' (it names the node's certificate file)
-            /etc/pvfs/cluster.toml:9:2: unknown section [totally_unrelated]; sections are [cluster], [[node]], [tls], [lustre], [glusterfs], [beegfs], [local], [bench], [packages], [[repo]]
+            /etc/pvfs/cluster.toml:9:2: unknown section [totally_unrelated]; sections are [cluster], [[node]], [tls], [lustre], [glusterfs], [beegfs], [local], [bench], [packages], [[repo]], [azure]
         "#]],
     );
 }

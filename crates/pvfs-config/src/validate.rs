@@ -1,8 +1,10 @@
 //! The validation pass: everything serde cannot check, every error collected.
 
+mod azure;
+
 use crate::diagnostic::{Diagnostic, Source};
 use crate::grammar;
-use crate::load::Incomplete;
+use crate::load::{Context, Incomplete};
 use crate::model::{
     Address, BeegfsAuth, Bench, Cluster, Kind, KindSpec, Layout, Lvm, Node, Packages, Queue, Repo, Role,
     Stripe, Target,
@@ -14,16 +16,27 @@ use std::path::{Path, PathBuf};
 use toml::Spanned;
 
 /// Checks `file` (read from `path`, whose text is `source`) and returns the validated
-/// cluster, or `None` with the reasons pushed to `diagnostics`.
+/// cluster with the nodes left without an address (see [`Addresses`]), or `None` with the
+/// reasons pushed to `diagnostics`.
 pub(crate) fn validate(
     path: &Path,
     source: &Source<'_>,
     file: ClusterFile,
     incomplete: &Incomplete,
+    context: &Context<'_>,
     diagnostics: &mut Vec<Diagnostic>,
-) -> Option<Cluster> {
+) -> Option<(Cluster, Vec<String>)> {
     let base = path.parent().unwrap_or(Path::new("."));
-    let mut v = Validator { source, diagnostics, base, incomplete };
+    let mut v = Validator {
+        source,
+        diagnostics,
+        base,
+        path,
+        incomplete,
+        context,
+        state: None,
+        unaddressed: Vec::new(),
+    };
 
     let name = file.cluster.name.get_ref().clone();
     // A [cluster] that did not deserialize stands in empty: its error is reported, and the
@@ -56,13 +69,15 @@ pub(crate) fn validate(
     if let Some(kind) = kind {
         v.cross_checks(kind, spec.as_ref(), &file, &nodes);
     }
+    let azure = v.azure(kind, &file, &nodes);
     let clients = nodes.iter().filter(|(node, _)| node.roles.contains(&Role::Client)).count();
     let nodes = nodes.into_iter().map(|(node, _)| node).collect();
     let bench = v.bench(&file, clients);
     let packages = v.packages(kind, &file);
     let repos = v.repos(kind, &file);
+    let unaddressed = std::mem::take(&mut v.unaddressed);
 
-    Some(Cluster {
+    let cluster = Cluster {
         source: path.to_owned(),
         name,
         kind: kind?,
@@ -72,9 +87,9 @@ pub(crate) fn validate(
         bench,
         packages,
         repos,
-        // Read by the `[azure]` pass (issue 13), which is still to come.
-        azure: None,
-    })
+        azure,
+    };
+    Some((cluster, unaddressed))
 }
 
 /// `[lustre] lnet`: an LNet network (`tcp`, `tcp1`, `o2ib`), optionally pinned to an
@@ -130,6 +145,14 @@ struct Validator<'a> {
     /// The cluster file's directory: relative paths in it (`[tls] dir`, BeeGFS's
     /// `auth_secret`) are relative to it.
     base: &'a Path,
+    /// The cluster file, as given (its state file is named after it).
+    path: &'a Path,
+    context: &'a Context<'a>,
+    /// The state file, once a node without an address made it needed; `Err` holds why it
+    /// could not be read until that is reported (once).
+    state: Option<Result<crate::azure::State, Option<String>>>,
+    /// Nodes without an address anywhere ([`Addresses::MayBeUnknown`] only).
+    unaddressed: Vec<String>,
 }
 
 impl Validator<'_> {
@@ -367,22 +390,33 @@ impl Validator<'_> {
                 );
             }
 
-            let address = match spec.address.get_ref().parse::<Address>() {
-                Ok(address) => {
-                    if let Some((other, first)) = addresses.get(&address) {
-                        self.error(&spec.address, format!("address {address} is already node {other:?}'s (line {first}); each node needs its own agent address"));
-                    } else {
-                        addresses.insert(address.clone(), (name, self.line(&spec.address)));
+            let address = match &spec.address {
+                Some(given) => match given.get_ref().parse::<Address>() {
+                    Ok(address) => {
+                        if let Some((other, first)) = addresses.get(&address) {
+                            self.error(given, format!("address {address} is already node {other:?}'s (line {first}); each node needs its own agent address"));
+                        } else {
+                            addresses.insert(address.clone(), (name, self.line(given)));
+                        }
+                        Some(address)
                     }
-                    Some(address)
-                }
-                Err(why) => {
-                    self.error(
-                        &spec.address,
-                        format!("cannot parse address {:?}: {why}", spec.address.get_ref()),
-                    );
-                    None
-                }
+                    Err(why) => {
+                        self.error(given, format!("cannot parse address {:?}: {why}", given.get_ref()));
+                        None
+                    }
+                },
+                // Only with [azure] (the loader refuses it otherwise): from the state file.
+                None => match self.state_address(name, spec) {
+                    Some(address) => {
+                        if let Some((other, first)) = addresses.get(&address) {
+                            self.error(&spec.name, format!("node {name:?}'s address {address} in {} is already node {other:?}'s (line {first}); each node needs its own agent address", crate::azure::state_path(self.path).display()));
+                        } else {
+                            addresses.insert(address.clone(), (name, self.line(&spec.name)));
+                        }
+                        Some(address)
+                    }
+                    None => Some(azure::unknown_address()),
+                },
             };
 
             let mut roles = Vec::new();

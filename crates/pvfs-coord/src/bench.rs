@@ -260,13 +260,7 @@ async fn run_phase(
     }
     tasks.sort_by_key(|(_, r)| r.task);
     let results: Vec<TaskResult> = tasks.iter().map(|(_, r)| r.clone()).collect();
-    let totals = engine::totals(&results).unwrap_or(PhaseTotals {
-        bytes: 0,
-        ops: 0,
-        seconds: 0.0,
-        bw_mib: 0.0,
-        ops_per_sec: 0.0,
-    });
+    let totals = engine::totals(phase, &results).unwrap_or_default();
     Ok(PhaseRecord { iteration, phase, totals, tasks })
 }
 
@@ -537,7 +531,7 @@ impl MpiJob {
                     let mut tasks = self.pending.remove(&key).unwrap_or_default();
                     tasks.sort_by_key(|(_, r)| r.task);
                     let results: Vec<TaskResult> = tasks.iter().map(|(_, r)| r.clone()).collect();
-                    if let Some(totals) = engine::totals(&results) {
+                    if let Some(totals) = engine::totals(key.1, &results) {
                         let record = PhaseRecord { iteration: key.0, phase: key.1, totals, tasks };
                         let _ = events.send(BenchEvent::PhaseDone { record: record.clone() });
                         outcome.phases.push(record);

@@ -30,7 +30,17 @@ pub enum PhaseLine {
     /// What this client's tasks moved so far in the phase.
     Progress { bytes: u64, ops: u64 },
     /// One task's result.
-    Task { task: u32, start_unix_ns: u64, end_unix_ns: u64, bytes: u64, ops: u64, error: Option<String> },
+    Task {
+        task: u32,
+        start_unix_ns: u64,
+        end_unix_ns: u64,
+        bytes: u64,
+        ops: u64,
+        error: Option<String>,
+        /// The read/write span, when there is one (IOR phases).
+        #[serde(default)]
+        rdwr_unix_ns: Option<(u64, u64)>,
+    },
     /// The phase could not run at all (a bad request, its directory): no task lines follow.
     Failed { error: String },
     /// Every task's line has been printed.
@@ -55,12 +65,14 @@ impl PhaseLine {
             bytes: r.bytes,
             ops: r.ops,
             error: r.error.as_deref().map(|e| truncate(e, MAX_LINE / 2)),
+            rdwr_unix_ns: r.rdwr.map(|(a, b)| (unix_ns(a), unix_ns(b))),
         }
     }
 
     /// The task result a `Task` line carries.
     pub fn task_result(&self) -> Option<TaskResult> {
-        let PhaseLine::Task { task, start_unix_ns, end_unix_ns, bytes, ops, error } = self else {
+        let PhaseLine::Task { task, start_unix_ns, end_unix_ns, bytes, ops, error, rdwr_unix_ns } = self
+        else {
             return None;
         };
         Some(TaskResult {
@@ -70,6 +82,8 @@ impl PhaseLine {
             bytes: *bytes,
             ops: *ops,
             error: error.clone(),
+            rdwr: rdwr_unix_ns
+                .map(|(a, b)| (UNIX_EPOCH + Duration::from_nanos(a), UNIX_EPOCH + Duration::from_nanos(b))),
         })
     }
 }

@@ -11,6 +11,7 @@
 
 mod ior;
 mod mdtest;
+mod pattern;
 mod shuffle;
 
 pub use ior::{IorJob, remove_files, run_ior_phase};
@@ -53,7 +54,7 @@ fn each_task(tasks: std::ops::Range<u32>, run: impl Fn(u32) -> TaskResult + Sync
 /// A task that did nothing and why.
 fn failed(task: u32, error: String) -> TaskResult {
     let now = SystemTime::now();
-    TaskResult { task, start: now, end: now, bytes: 0, ops: 0, error: Some(error) }
+    TaskResult { task, start: now, end: now, bytes: 0, ops: 0, error: Some(error), rdwr: None }
 }
 
 /// Live counters a phase updates as it goes, read once a second for `--watch`, and the flag
@@ -104,18 +105,46 @@ pub fn with_progress<T>(
 }
 
 /// Totals of a phase from every task's result (`None` when there are none).
-pub fn totals(results: &[TaskResult]) -> Option<PhaseTotals> {
+///
+/// mdtest's tree rows count one tree, whatever `-u` makes: its rate is `num_dirs_in_tree`
+/// over the time from the barrier before to the barrier after, though with `-u` every task
+/// built its own tree in that time. So a tree phase counts the first task's directories.
+pub fn totals(phase: Phase, results: &[TaskResult]) -> Option<PhaseTotals> {
     let start = results.iter().map(|r| r.start).min()?;
     let end = results.iter().map(|r| r.end).max()?;
     let seconds = end.duration_since(start).unwrap_or_default().as_secs_f64().max(1e-9);
     let bytes: u64 = results.iter().map(|r| r.bytes).sum();
-    let ops: u64 = results.iter().map(|r| r.ops).sum();
+    let ops: u64 = match phase {
+        Phase::Mdtest(MdtestPhase::TreeCreate | MdtestPhase::TreeRemove) => {
+            results.iter().min_by_key(|r| r.task).map_or(0, |r| r.ops)
+        }
+        _ => results.iter().map(|r| r.ops).sum(),
+    };
+    // IOR's timers, reduced as IOR reduces them: each span from the earliest start to the
+    // latest stop over the tasks. Only when every task has them (a failed task has none).
+    // Per task: [open, read/write start, read/write end, close end].
+    let timers: Option<Vec<[SystemTime; 4]>> =
+        results.iter().map(|r| r.rdwr.map(|(a, b)| [r.start, a, b, r.end])).collect();
+    let span = |from: usize, to: usize| {
+        let timers = timers.as_ref()?;
+        let first = timers.iter().map(|t| t[from]).min()?;
+        let last = timers.iter().map(|t| t[to]).max()?;
+        Some(last.duration_since(first).unwrap_or_default().as_secs_f64())
+    };
+    let latency_s = results.iter().min_by_key(|r| r.task).and_then(|r| {
+        let (a, b) = r.rdwr?;
+        (r.ops > 0).then(|| b.duration_since(a).unwrap_or_default().as_secs_f64() / r.ops as f64)
+    });
     Some(PhaseTotals {
         bytes,
         ops,
         seconds,
         bw_mib: bytes as f64 / (1u64 << 20) as f64 / seconds,
         ops_per_sec: ops as f64 / seconds,
+        open_s: span(0, 1),
+        wrrd_s: span(1, 2),
+        close_s: span(2, 3),
+        latency_s,
     })
 }
 

@@ -115,6 +115,7 @@ pub fn results(json: &str, phase: IorPhase, started: SystemTime) -> Result<Vec<T
                 bytes: job[key]["io_bytes"].as_u64().unwrap_or(0),
                 ops: job[key]["total_ios"].as_u64().unwrap_or(0),
                 error,
+                rdwr: None,
             })
         })
         .collect()

@@ -2,7 +2,7 @@
 //! mdtest would print. What `pvfs-agent engine` runs, and what `cargo xtask bench-engine`
 //! measures against fio.
 
-use crate::engine::{self, IorJob, MdtestJob, MdtestPhase, PhaseTotals, Progress, TaskResult};
+use crate::engine::{self, IorJob, IorPhase, MdtestJob, MdtestPhase, PhaseTotals, Progress, TaskResult};
 use pvfs_bench::model::{IorIteration, IorSummary, MdtestSummary};
 use pvfs_bench::params::Workload;
 use pvfs_bench::phase::{self, Phase};
@@ -21,11 +21,11 @@ pub struct LocalRun {
 /// returned, naming the file and operation.
 pub fn run(workload: &Workload, dir: &Path, tasks: u32) -> Result<LocalRun, String> {
     let progress = Progress::default();
-    let check = |results: Vec<TaskResult>| -> Result<PhaseTotals, String> {
+    let check = |phase: Phase, results: Vec<TaskResult>| -> Result<PhaseTotals, String> {
         if let Some(err) = results.iter().find_map(|r| r.error.clone()) {
             return Err(err);
         }
-        engine::totals(&results).ok_or_else(|| "no task ran".to_owned())
+        engine::totals(phase, &results).ok_or_else(|| "no task ran".to_owned())
     };
     let mut out = LocalRun::default();
     match workload {
@@ -44,7 +44,13 @@ pub fn run(workload: &Workload, dir: &Path, tasks: u32) -> Result<LocalRun, Stri
                 for (i, phase) in phases.iter().enumerate() {
                     // An IOR workload's schedule holds only IOR phases.
                     let Phase::Ior(ior_phase) = *phase else { continue };
-                    let t = check(engine::run_ior_phase(&job, ior_phase, &progress))?;
+                    // IOR removes the test files before it writes (unless -E), so a file left
+                    // larger by an earlier run is not overwritten in place. (A coordinated run
+                    // writes in a directory of its own, emptied after every iteration.)
+                    if ior_phase == IorPhase::Write {
+                        engine::remove_files(&job)?;
+                    }
+                    let t = check(*phase, engine::run_ior_phase(&job, ior_phase, &progress))?;
                     out.iterations.push(summary::ior_iteration(phase.label(), iteration.into(), &t, p));
                     per_phase[i].push(t);
                 }
@@ -60,7 +66,10 @@ pub fn run(workload: &Workload, dir: &Path, tasks: u32) -> Result<LocalRun, Stri
             for iteration in 0..p.iterations {
                 let job = MdtestJob { params: p.clone(), dir: dir.to_owned(), tasks: 0..tasks, iteration };
                 for (i, phase) in phases.iter().enumerate() {
-                    per_phase[i].push(check(engine::run_mdtest_phase(&job, *phase, &progress))?);
+                    per_phase[i].push(check(
+                        Phase::Mdtest(*phase),
+                        engine::run_mdtest_phase(&job, *phase, &progress),
+                    )?);
                 }
             }
             for (phase, totals) in phases.iter().zip(&per_phase) {
@@ -69,4 +78,30 @@ pub fn run(workload: &Workload, dir: &Path, tasks: u32) -> Result<LocalRun, Stri
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_test_files_are_removed_before_writing_as_ior_does() {
+        let base =
+            std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/engine-tests"));
+        std::fs::create_dir_all(&base).unwrap();
+        let dir = tempfile::tempdir_in(base.canonicalize().unwrap()).unwrap();
+        // What an earlier run left at a task's file name: a symlink the engine never writes
+        // through (and a plain file it would have overwritten in place).
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, b"not the benchmark's").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, dir.path().join("ior.00000000")).unwrap();
+        std::fs::write(dir.path().join("ior.00000001"), vec![1u8; 4 << 20]).unwrap();
+        let mut workload = pvfs_bench::params::Preset::Throughput.workload();
+        workload.set_all([("t", "64k"), ("b", "256k"), ("i", "1"), ("B", "false")]).unwrap();
+        let run = run(&workload, dir.path(), 2).unwrap();
+        assert_eq!(run.ior.len(), 2, "write and read rows");
+        assert_eq!(std::fs::read(&elsewhere).unwrap(), b"not the benchmark's");
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, ["elsewhere"], "the run's own files are gone after it");
+    }
 }

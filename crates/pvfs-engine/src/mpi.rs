@@ -107,6 +107,9 @@ pub enum RankLine {
         bytes: u64,
         ops: u64,
         error: Option<String>,
+        /// The read/write span, when there is one (IOR phases).
+        #[serde(default)]
+        rdwr_unix_ns: Option<(u64, u64)>,
     },
 }
 
@@ -122,7 +125,8 @@ impl RankLine {
 
     /// The task result a `Phase` line carries.
     pub fn task_result(&self) -> Option<TaskResult> {
-        let RankLine::Phase { rank, start_unix_ns, end_unix_ns, bytes, ops, error, .. } = self else {
+        let RankLine::Phase { rank, start_unix_ns, end_unix_ns, bytes, ops, error, rdwr_unix_ns, .. } = self
+        else {
             return None;
         };
         Some(TaskResult {
@@ -132,6 +136,8 @@ impl RankLine {
             bytes: *bytes,
             ops: *ops,
             error: error.clone(),
+            rdwr: rdwr_unix_ns
+                .map(|(a, b)| (UNIX_EPOCH + Duration::from_nanos(a), UNIX_EPOCH + Duration::from_nanos(b))),
         })
     }
 }
@@ -239,6 +245,7 @@ pub fn run_rank(job: &RankJob, emit: &(dyn Fn(&RankLine) + Sync)) -> Result<(), 
                     bytes: r.bytes,
                     ops: r.ops,
                     error: error.clone(),
+                    rdwr_unix_ns: r.rdwr.map(|(a, b)| (unix_ns(a), unix_ns(b))),
                 });
                 if let Some(error) = error {
                     return Err(error);
@@ -328,11 +335,14 @@ mod tests {
             bytes: 0,
             ops: 40,
             error: None,
+            rdwr_unix_ns: Some((1_500_000_000, 2_500_000_000)),
         };
         let text = serde_json::to_string(&line).unwrap();
         assert_eq!(RankLine::parse(&text), Some(line.clone()));
         let task = line.task_result().unwrap();
         assert_eq!(task.end.duration_since(task.start).unwrap(), Duration::from_secs(2));
+        let (a, b) = task.rdwr.unwrap();
+        assert_eq!(b.duration_since(a).unwrap(), Duration::from_secs(1));
         assert_eq!(RankLine::parse("[vm:01234] mca: base: component_find"), None);
         assert_eq!(RankLine::parse("{\"tests\": []}"), None);
     }

@@ -183,31 +183,44 @@ impl Ring {
         let oldest = self.entries.front()?.seq;
         let index = usize::try_from(seq.checked_sub(oldest)?).ok()?;
         let target = self.entries.get(index)?;
+        let values = self.values_at(index)?;
+        Some(Stamped { epoch: self.epoch, seq, sample: unflatten(&target.layout, &values)? })
+    }
+
+    /// The flattened values of the entry at `index`: its keyframe's, with the deltas up to it
+    /// applied.
+    fn values_at(&self, index: usize) -> Option<Vec<u64>> {
         // Walk back to the keyframe this entry's deltas start from (same layout, by design;
         // the front entry is always a keyframe, see `evict_oldest`).
         let mut start = index;
-        while !self.entries[start].keyframe {
+        while !self.entries.get(start)?.keyframe {
             start = start.checked_sub(1)?;
         }
         let mut values: Vec<u64> = Vec::new();
         for entry in self.entries.range(start..=index) {
             let mut pos = 0;
-            let mut decoded = Vec::with_capacity(values.len().max(FIXED_VALUES));
             let mut i = 0;
+            if entry.keyframe {
+                values.clear();
+            }
             while pos < entry.bytes.len() {
                 let (raw, used) = get_varint(&entry.bytes[pos..])?;
                 pos += used;
                 let delta = unzigzag(raw);
-                decoded.push(if entry.keyframe {
-                    delta as u64
+                if entry.keyframe {
+                    values.push(delta as u64);
                 } else {
-                    values.get(i)?.wrapping_add(delta as u64)
-                });
+                    let v = values.get_mut(i)?;
+                    *v = v.wrapping_add(delta as u64);
+                }
                 i += 1;
             }
-            values = decoded;
+            // A delta entry holds exactly its keyframe's number of values.
+            if i != values.len() {
+                return None;
+            }
         }
-        Some(Stamped { epoch: self.epoch, seq, sample: unflatten(&target.layout, &values)? })
+        Some(values)
     }
 
     /// Drops the oldest entry. If the entry after it depends on it, that entry is rewritten
@@ -218,9 +231,9 @@ impl Ring {
             return;
         };
         if !second.keyframe {
-            let seq = second.seq;
-            if let Some(stamped) = self.get(seq) {
-                let (_, values) = flatten(&stamped.sample);
+            // Its values straight from the encoded form: no sample is rebuilt to be flattened
+            // again (this runs on every push once the ring is full).
+            if let Some(values) = self.values_at(1) {
                 let mut bytes = Vec::with_capacity(values.len() * 3);
                 for v in values {
                     put_varint(&mut bytes, zigzag(v as i64));

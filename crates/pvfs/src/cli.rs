@@ -377,7 +377,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub procs: Option<u32>,
     /// Override a parameter after the preset and [bench] params: transfer, block, segments,
-    /// iterations, file_per_proc, random, fsync, reorder, odirect (IOR); items, depth, branch,
+    /// iterations, file_per_proc, random, fsync, reorder, odirect, packet (IOR's -l:
+    /// timestamp, offset, incompressible, random); items, depth, branch,
     /// iterations, create, stat, read, remove, leaf_only, unique_dir, files_only (mdtest); or
     /// their letters (t=1m, b=64m, i=2). Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -622,7 +623,7 @@ pub struct EngineArgs {
     #[arg(long, default_value_t = 1)]
     pub tasks: u32,
     /// Override a parameter: transfer, block, segments, iterations, file_per_proc, random,
-    /// fsync, reorder, odirect, write, read (IOR); items, depth, branch, iterations, create,
+    /// fsync, reorder, odirect, write, read, packet (IOR); items, depth, branch, iterations, create,
     /// stat, read, remove, leaf_only, unique_dir, files_only (mdtest); or their IOR/mdtest
     /// letters (t=1m, b=64m, i=2, z=true). Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]

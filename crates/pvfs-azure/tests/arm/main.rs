@@ -32,12 +32,12 @@ fn vm(node: &str) -> AzureVm {
 
 fn azure(vms: Vec<AzureVm>) -> Azure {
     Azure {
-        subscription: "sub".into(),
+        subscription: pvfs_azure::testing::SUBSCRIPTION.into(),
         resource_group: "rg".into(),
         location: "westus".into(),
-        subnet: "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/default".into(),
+        subnet: "/subscriptions/00000000-0000-0000-0000-0000000000aa/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/default".into(),
         admin_user: "pvfs".into(),
-        ssh_public_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB pvfs@test\n".into(),
+        ssh_public_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFd4CT7eOzNl2EaLeu/nR7gzgtAahQDYyjNE12f63sLw pvfs@test\n".into(),
         vms,
     }
 }
@@ -87,7 +87,7 @@ async fn provision_puts_each_vm_once_follows_the_async_operation_and_records_the
     oss.zone = Some("1".into());
     oss.accelerated_networking = true;
     oss.proximity_placement_group = Some(
-        "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Compute/proximityPlacementGroups/ppg"
+        "/subscriptions/00000000-0000-0000-0000-0000000000aa/resourceGroups/rg/providers/Microsoft.Compute/proximityPlacementGroups/ppg"
             .into(),
     );
     let azure = azure(vec![vm("mgs00"), oss]);
@@ -136,7 +136,7 @@ async fn provision_puts_each_vm_once_follows_the_async_operation_and_records_the
                         "properties": {
                           "primary": true,
                           "subnet": {
-                            "id": "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/default"
+                            "id": "/subscriptions/00000000-0000-0000-0000-0000000000aa/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/default"
                           }
                         }
                       }
@@ -154,7 +154,7 @@ async fn provision_puts_each_vm_once_follows_the_async_operation_and_records_the
                 "ssh": {
                   "publicKeys": [
                     {
-                      "keyData": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB pvfs@test",
+                      "keyData": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFd4CT7eOzNl2EaLeu/nR7gzgtAahQDYyjNE12f63sLw pvfs@test",
                       "path": "/home/pvfs/.ssh/authorized_keys"
                     }
                   ]
@@ -162,7 +162,7 @@ async fn provision_puts_each_vm_once_follows_the_async_operation_and_records_the
               }
             },
             "proximityPlacementGroup": {
-              "id": "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Compute/proximityPlacementGroups/ppg"
+              "id": "/subscriptions/00000000-0000-0000-0000-0000000000aa/resourceGroups/rg/providers/Microsoft.Compute/proximityPlacementGroups/ppg"
             },
             "storageProfile": {
               "dataDisks": [
@@ -221,7 +221,7 @@ async fn provision_puts_each_vm_once_follows_the_async_operation_and_records_the
     assert_eq!(state.node["oss00"].address.to_string(), "10.1.0.5");
     assert_eq!(
         state.node["oss00"].vm_id,
-        "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/oss00"
+        "/subscriptions/00000000-0000-0000-0000-0000000000aa/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/oss00"
     );
 
     // Again: everything is left as it is, nothing is sent but reads, the state is not rewritten.

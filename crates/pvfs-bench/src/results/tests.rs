@@ -90,7 +90,7 @@ fn old_literal(r: &RunRecord) -> serde_json::Value {
         "params": {
             "write": p.write, "read": p.read, "odirect": p.odirect, "reorder": p.reorder, "iterations": p.iterations,
             "transfer": p.transfer, "block": p.block, "segments": p.segments, "file_per_proc": p.file_per_proc,
-            "random": p.random, "fsync": p.fsync, "transfer_text": p.transfer_text, "block_text": p.block_text,
+            "random": p.random, "fsync": p.fsync, "packet": p.packet, "transfer_text": p.transfer_text, "block_text": p.block_text,
         },
         "tasks_per_client": r.tasks_per_client, "kind": r.kind, "servers": r.servers, "clients": r.clients,
         "vm_limit_mib": r.vm_limit_mib,

@@ -4,7 +4,7 @@
 //! client's data.
 
 use super::shuffle::Permutation;
-use super::{Progress, TaskResult};
+use super::{Progress, TaskResult, pattern};
 use crate::files::Dir;
 use nix::fcntl::OFlag;
 use pvfs_bench::params::{IorParams, Workload, format_size};
@@ -13,7 +13,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use std::time::SystemTime;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// O_DIRECT needs buffers, offsets and lengths aligned to the device's logical block; 4 KiB
 /// covers every device in practice.
@@ -132,8 +132,8 @@ struct Aligned {
 
 impl Aligned {
     /// Allocated fallibly: `len` comes from the request, and a refusal here is a task error,
-    /// not an abort of the process.
-    fn new(len: u64, fill_seed: u64) -> Result<Aligned, String> {
+    /// not an abort of the process. Zeroed; writes fill it with IOR's pattern.
+    fn new(len: u64) -> Result<Aligned, String> {
         let cannot =
             |why: String| format!("cannot allocate a transfer buffer of {}: {why}", format_size(len));
         let len = usize::try_from(len).map_err(|e| cannot(e.to_string()))?;
@@ -142,8 +142,6 @@ impl Aligned {
         storage.try_reserve_exact(total).map_err(|e| cannot(e.to_string()))?;
         storage.resize(total, 0);
         let start = (ALIGN - storage.as_ptr() as usize % ALIGN) % ALIGN;
-        // Incompressible data, as IOR's default packets are for a compressing file system.
-        fastrand::Rng::with_seed(fill_seed).fill(&mut storage[start..start + len]);
         Ok(Aligned { storage, start, len })
     }
 
@@ -182,12 +180,18 @@ fn run_task(job: &IorJob, dir: &Dir, phase: IorPhase, task: u32, progress: &Prog
     let name = job.file_name_of(owner);
     let seed = u64::from(job.iteration) << 32 | u64::from(task);
     let offsets = job.offsets(owner, seed);
-    let mut buffer = match Aligned::new(p.transfer, seed ^ 0x9e37_79b9_7f4a_7c15) {
+    let mut buffer = match Aligned::new(p.transfer) {
         Ok(buffer) => buffer,
         Err(err) => return super::failed(task, err),
     };
     let start = SystemTime::now();
-    let mut done = TaskResult { task, start, end: start, bytes: 0, ops: 0, error: None };
+    if phase == IorPhase::Write {
+        // IOR's signature is the repetition's start in seconds, which rank 0 broadcasts; each
+        // client's clock stands in for it (the pattern is the same kind either way).
+        let signature = start.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as u32);
+        pattern::generate(buffer.bytes_mut(), p.packet, signature, task);
+    }
+    let mut done = TaskResult { task, start, end: start, bytes: 0, ops: 0, error: None, rdwr: None };
     let outcome = transfer_all(dir, &name, phase, p, offsets, &mut buffer, progress, &mut done);
     done.end = SystemTime::now();
     if let Err(err) = outcome {
@@ -221,8 +225,13 @@ fn transfer_all(
 ) -> Result<(), String> {
     let path = dir.path().join(name);
     let file = open(dir, name, phase, p)?;
+    let rdwr_start = SystemTime::now();
+    let stamp = phase == IorPhase::Write && pattern::changes_per_transfer(p.packet);
     for offset in offsets {
         progress.check()?;
+        if stamp {
+            pattern::update(buffer.bytes_mut(), p.packet, offset, done.task);
+        }
         let moved = match phase {
             IorPhase::Write => file.write_all_at(buffer.bytes(), offset).map(|()| buffer.len),
             IorPhase::Read => file.read_exact_at(buffer.bytes_mut(), offset).map(|()| buffer.len),
@@ -239,6 +248,8 @@ fn transfer_all(
     if phase == IorPhase::Write && p.fsync {
         file.sync_all().map_err(|e| format!("fsync {}: {e}", path.display()))?;
     }
+    // IOR's read/write timer stops after the fsync, before the close.
+    done.rdwr = Some((rdwr_start, SystemTime::now()));
     // Closing is part of the phase, as in IOR (close can flush on network file systems).
     drop(file);
     Ok(())

@@ -70,7 +70,7 @@ fn run_task(
     progress: &Progress,
 ) -> TaskResult {
     let start = SystemTime::now();
-    let mut r = TaskResult { task, start, end: start, bytes: 0, ops: 0, error: None };
+    let mut r = TaskResult { task, start, end: start, bytes: 0, ops: 0, error: None, rdwr: None };
     let mut count = || {
         r.ops += 1;
         progress.ops.fetch_add(1, Ordering::Relaxed);

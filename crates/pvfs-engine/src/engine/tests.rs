@@ -2,7 +2,7 @@
 //! tmpfs).
 
 use super::*;
-use pvfs_bench::params::{IorParams, MdtestParams};
+use pvfs_bench::params::{DataPacket, IorParams, MdtestParams};
 use std::path::PathBuf;
 
 fn scratch() -> tempfile::TempDir {
@@ -25,6 +25,7 @@ fn ior(file_per_proc: bool) -> IorParams {
         file_per_proc,
         random: false,
         fsync: true,
+        packet: DataPacket::Timestamp,
     }
 }
 
@@ -55,11 +56,37 @@ fn file_per_process_writes_each_tasks_blocks_and_reads_them_back() {
     let read = run_ior_phase(&job, IorPhase::Read, &progress);
     assert!(read.iter().all(|r| r.error.is_none() && r.bytes == 512 << 10), "{read:?}");
     assert_eq!(progress.bytes.load(std::sync::atomic::Ordering::Relaxed), 2 << 20);
-    let t = totals(&read).unwrap();
+    let t = totals(Phase::Ior(IorPhase::Read), &read).unwrap();
     assert_eq!(t.bytes, 1 << 20);
     assert!(t.bw_mib > 0.0 && t.seconds > 0.0);
+    // IOR's timers: open, read and close spans inside the total; latency per transfer.
+    let (open, wrrd, close) = (t.open_s.unwrap(), t.wrrd_s.unwrap(), t.close_s.unwrap());
+    assert!(wrrd > 0.0 && wrrd <= t.seconds && open <= t.seconds && close <= t.seconds, "{t:?}");
+    assert!(t.latency_s.unwrap() > 0.0 && t.latency_s.unwrap() <= wrrd, "{t:?}");
     remove_files(&job).unwrap();
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn the_files_hold_iors_data_packets() {
+    let word = |data: &[u8], i: usize| u64::from_ne_bytes(data[i * 8..i * 8 + 8].try_into().unwrap());
+    let dir = scratch();
+    let job = job(dir.path(), ior(true), 2);
+    run_ior_phase(&job, IorPhase::Write, &Progress::default());
+    // Timestamp (IOR's default): every transfer the same, `rank << 32 | signature + i`.
+    let data = std::fs::read(dir.path().join("ior.00000001")).unwrap();
+    assert_eq!(word(&data, 0) >> 32, 1);
+    assert_eq!(word(&data, 7) - word(&data, 0), 7);
+    assert_eq!(data[..64 << 10], data[64 << 10..128 << 10], "one buffer for every transfer");
+
+    let mut params = ior(true);
+    params.packet = DataPacket::Offset;
+    let job = self::job(dir.path(), params, 1);
+    run_ior_phase(&job, IorPhase::Write, &Progress::default());
+    let data = std::fs::read(dir.path().join("ior.00000000")).unwrap();
+    // The second transfer (offset 64 KiB) stamps its 4 KiB pages with offset x k.
+    assert_eq!(word(&data, (64 << 10) / 8), 64 << 10);
+    assert_eq!(word(&data, (64 << 10) / 8 + 512), 2 * (64 << 10));
 }
 
 #[test]
@@ -212,13 +239,14 @@ fn mdtest_phases_create_stat_read_and_remove_a_tree() {
     for phase in phases {
         let r = run_mdtest_phase(&job, phase, &Progress::default());
         assert!(r.iter().all(|r| r.error.is_none()), "{phase:?}: {r:?}");
-        ops.push((phase.row(), r.iter().map(|r| r.ops).sum::<u64>()));
+        let counted = totals(Phase::Mdtest(phase), &r).unwrap().ops;
+        ops.push((phase.row(), r.iter().map(|r| r.ops).sum::<u64>(), counted));
     }
-    // 7 directories per task's tree, 3 items in each.
-    assert_eq!(ops[0], ("Tree creation", 14));
-    assert_eq!(ops[1], ("Directory creation", 42));
-    assert_eq!(ops[7], ("File removal", 42));
-    assert_eq!(ops[8], ("Tree removal", 14));
+    // 7 directories per task's tree, 3 items in each; mdtest's tree rows count one tree.
+    assert_eq!(ops[0], ("Tree creation", 14, 7));
+    assert_eq!(ops[1], ("Directory creation", 42, 42));
+    assert_eq!(ops[7], ("File removal", 42, 42));
+    assert_eq!(ops[8], ("Tree removal", 14, 7));
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing left behind");
 
     let leaf = MdtestJob { params: MdtestParams { leaf_only: true, files_only: true, ..params }, ..job };

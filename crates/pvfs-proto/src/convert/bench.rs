@@ -2,7 +2,7 @@
 
 use crate::pb;
 use crate::pb::bench_phase_request::Phase as P;
-use pvfs_bench::params::{IorParams, MdtestParams, Violation, Workload};
+use pvfs_bench::params::{DataPacket, IorParams, MdtestParams, Violation, Workload};
 use pvfs_engine::engine::{Engine, IorPhase, MdtestPhase, Phase, PhaseRequest, TaskResult};
 use pvfs_engine::mpi::{LaunchRequest, Program};
 use std::path::{Component, Path, PathBuf};
@@ -10,11 +10,60 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 // Field by field, both ways. `segments` is not defaulted: 0 is refused by `Workload::check`,
 // naming the field.
-same_fields!(
-    IorParams,
-    pb::IorWorkload,
-    [write, read, odirect, reorder, iterations, transfer, block, segments, file_per_proc, random, fsync]
-);
+impl From<&IorParams> for pb::IorWorkload {
+    fn from(p: &IorParams) -> pb::IorWorkload {
+        pb::IorWorkload {
+            write: p.write,
+            read: p.read,
+            odirect: p.odirect,
+            reorder: p.reorder,
+            iterations: p.iterations,
+            transfer: p.transfer,
+            block: p.block,
+            segments: p.segments,
+            file_per_proc: p.file_per_proc,
+            random: p.random,
+            fsync: p.fsync,
+            packet: p.packet.to_string(),
+        }
+    }
+}
+
+impl From<IorParams> for pb::IorWorkload {
+    fn from(p: IorParams) -> pb::IorWorkload {
+        (&p).into()
+    }
+}
+
+/// An IOR workload from the wire: field by field, the data packet by name ("" is IOR's
+/// default, as an older coordinator sends it).
+fn ior_from(w: pb::IorWorkload) -> Result<IorParams, RequestError> {
+    let packet = if w.packet.is_empty() {
+        DataPacket::Timestamp
+    } else {
+        DataPacket::parse(&w.packet).ok_or_else(|| RequestError::Workload {
+            field: "workload.ior.packet".to_owned(),
+            violation: Violation::new(
+                "packet",
+                format!("packet {:?} is not timestamp, offset, incompressible or random", w.packet),
+            ),
+        })?
+    };
+    Ok(IorParams {
+        write: w.write,
+        read: w.read,
+        odirect: w.odirect,
+        reorder: w.reorder,
+        iterations: w.iterations,
+        transfer: w.transfer,
+        block: w.block,
+        segments: w.segments,
+        file_per_proc: w.file_per_proc,
+        random: w.random,
+        fsync: w.fsync,
+        packet,
+    })
+}
 same_fields!(
     MdtestParams,
     pb::MdtestWorkload,
@@ -176,7 +225,7 @@ pub fn phase_request_from(
 ) -> Result<(PhaseRequest, Option<SystemTime>), RequestError> {
     use pvfs_bench::params::limits::{MAX_TASKS_PER_CLIENT, MAX_TOTAL_TASKS};
     let workload = match req.workload.ok_or(RequestError::NoWorkload)? {
-        pb::bench_phase_request::Workload::Ior(p) => Workload::Ior(p.into()),
+        pb::bench_phase_request::Workload::Ior(p) => Workload::Ior(ior_from(p)?),
         pb::bench_phase_request::Workload::Mdtest(p) => Workload::Mdtest(p.into()),
     };
     workload.check().map_err(|v| workload_field(&workload, v))?;
@@ -250,7 +299,7 @@ pub fn launch_request_to(req: &LaunchRequest) -> pb::LaunchRequest {
 /// take (no spaces, nothing a hostfile line could be split on). Each refusal names the field.
 pub fn launch_request_from(req: pb::LaunchRequest) -> Result<LaunchRequest, RequestError> {
     let workload = match req.workload.ok_or(RequestError::NoWorkload)? {
-        pb::launch_request::Workload::Ior(p) => Workload::Ior(p.into()),
+        pb::launch_request::Workload::Ior(p) => Workload::Ior(ior_from(p)?),
         pb::launch_request::Workload::Mdtest(p) => Workload::Mdtest(p.into()),
     };
     workload.check().map_err(|v| workload_field(&workload, v))?;
@@ -298,6 +347,8 @@ impl From<&TaskResult> for pb::TaskResult {
             bytes: r.bytes,
             ops: r.ops,
             error: r.error.clone().unwrap_or_default(),
+            rdwr_start_unix_ns: r.rdwr.map_or(0, |(a, _)| nanos(a)),
+            rdwr_end_unix_ns: r.rdwr.map_or(0, |(_, b)| nanos(b)),
         }
     }
 }
@@ -311,6 +362,7 @@ impl From<pb::TaskResult> for TaskResult {
             bytes: r.bytes,
             ops: r.ops,
             error: (!r.error.is_empty()).then_some(r.error),
+            rdwr: (r.rdwr_start_unix_ns != 0).then(|| (time(r.rdwr_start_unix_ns), time(r.rdwr_end_unix_ns))),
         }
     }
 }
@@ -348,7 +400,10 @@ mod tests {
             bytes: 10,
             ops: 2,
             error: Some("write …: No space left on device".into()),
+            rdwr: None,
         };
+        assert_eq!(TaskResult::from(pb::TaskResult::from(&r)), r);
+        let r = TaskResult { error: None, rdwr: Some((time(6), time(8))), ..r };
         assert_eq!(TaskResult::from(pb::TaskResult::from(&r)), r);
     }
 
@@ -411,6 +466,8 @@ mod tests {
         assert!(err.starts_with("workload.ior.segments: segments 0 is not between 1"), "{err}");
         let err = ior(&|p| p.iterations = u32::MAX);
         assert!(err.starts_with("workload.ior.iterations:"), "{err}");
+        let err = ior(&|p| p.packet = "zeros".into());
+        assert!(err.starts_with("workload.ior.packet: packet \"zeros\" is not timestamp"), "{err}");
 
         let share = |first_task, tasks, total_tasks| {
             phase_request_from(pb::BenchPhaseRequest { first_task, tasks, total_tasks, ..good.clone() })
@@ -431,7 +488,10 @@ mod tests {
         let big = pb::BenchPhaseRequest { total_tasks: 1 << 20, ..good.clone() };
         let Some(pb::bench_phase_request::Workload::Ior(p)) = &big.workload else { unreachable!() };
         let big = pb::BenchPhaseRequest {
-            workload: Some(pb::bench_phase_request::Workload::Ior(pb::IorWorkload { block: 16 << 40, ..*p })),
+            workload: Some(pb::bench_phase_request::Workload::Ior(pb::IorWorkload {
+                block: 16 << 40,
+                ..p.clone()
+            })),
             ..big
         };
         let err = phase_request_from(big).unwrap_err().to_string();

@@ -44,7 +44,7 @@ pub(crate) fn run(args: EngineArgs) -> anyhow::Result<u8> {
         )?;
         return Ok(exit::OK);
     }
-    let text = pvfs_bench::summary::tables(&run.ior, &run.mdtest);
+    let text = pvfs_bench::summary::text(&workload, tasks, tasks, &run.iterations, &run.ior, &run.mdtest);
     output::print(&text)?;
     Ok(exit::OK)
 }

@@ -167,6 +167,7 @@ async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result
     if clients.is_empty() {
         bail!("{} has no node with role \"client\": the benchmark runs on clients", cluster.source.display());
     }
+    let client_count = clients.len() as u32;
     execute::open(&mut r, &cluster, &path, &args.results)?;
     let equivalent = r.equivalent();
     let json = args.json;
@@ -203,7 +204,15 @@ async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result
         };
         output::json(&results::sorted(&summary)?)?;
     } else {
-        output::print(&format!("\n{}", pvfs_bench::summary::tables(&outcome.ior, &outcome.mdtest)))?;
+        let text = pvfs_bench::summary::text(
+            &r.workload,
+            r.tasks_per_client * client_count,
+            r.tasks_per_client,
+            &outcome.iterations,
+            &outcome.ior,
+            &outcome.mdtest,
+        );
+        output::print(&format!("\n{text}"))?;
     }
     if outcome.interrupted {
         output::note(&format!(

@@ -38,20 +38,17 @@ mod with_azure {
     use anyhow::{Context, bail};
     use pvfs_azure::plan::Plan;
     use pvfs_azure::{Arm, ArmOptions, apply, deprovision as dep, quota};
-    use pvfs_config::azure::{Azure, state_path};
+    use pvfs_config::azure::Azure;
     use std::io::{BufRead, IsTerminal, Write};
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
     use std::sync::Arc;
     use std::time::Duration;
 
-    /// The cluster's name and `[azure]` section.
-    fn load(path: &Path) -> anyhow::Result<(String, Azure)> {
-        // TODO(azcfg): load_provisioning
-        let cluster = pvfs_config::load(path)?;
-        let azure = cluster
-            .azure
-            .with_context(|| format!("{}: the cluster file has no [azure] section", path.display()))?;
-        Ok((cluster.name, azure))
+    /// The cluster's name, its `[azure]` section and its state file. Nodes may have no
+    /// address yet: that is what provisioning gives them.
+    fn load(path: &Path) -> anyhow::Result<(String, Azure, PathBuf)> {
+        let p = pvfs_config::load_provisioning(path)?;
+        Ok((p.cluster.name, p.azure, p.state))
     }
 
     /// A connection to ARM: the given endpoint, certificate and token (tests), else the public
@@ -83,7 +80,7 @@ mod with_azure {
     }
 
     pub(crate) async fn provision(args: ProvisionArgs) -> anyhow::Result<u8> {
-        let (name, azure) = load(&args.cluster)?;
+        let (name, azure, state) = load(&args.cluster)?;
         let arm = connect(&args.azure).await?;
         let plan = apply::plan(&arm, &name, &azure).await?;
         if args.plan {
@@ -112,7 +109,6 @@ mod with_azure {
         if !args.json {
             output::print(&plan.to_string())?;
         }
-        let state = state_path(&args.cluster);
         let outcomes = apply::provision(&arm, &azure, &plan, &state).await?;
         for o in &outcomes {
             if args.json {
@@ -128,7 +124,7 @@ mod with_azure {
     }
 
     pub(crate) async fn deprovision(args: DeprovisionArgs) -> anyhow::Result<u8> {
-        let (name, azure) = load(&args.cluster)?;
+        let (name, azure, state) = load(&args.cluster)?;
         let arm = connect(&args.azure).await?;
         let vms = dep::list(&arm, &name, &azure).await?;
         if vms.is_empty() {
@@ -151,7 +147,7 @@ mod with_azure {
         if !args.yes {
             confirm(&name)?;
         }
-        dep::delete(&arm, &name, &azure, &vms, &state_path(&args.cluster)).await?;
+        dep::delete(&arm, &name, &azure, &vms, &state).await?;
         output::print(&format!("deleted {} VMs\n", vms.len()))?;
         Ok(exit::OK)
     }
@@ -180,7 +176,7 @@ mod with_azure {
     /// `up --provision`: provision, bootstrap, then converge.
     pub(crate) async fn up(cli: UpCli) -> anyhow::Result<u8> {
         let path = cli.up.cluster.clone();
-        let (_, azure) = load(&path)?;
+        let (_, azure, _) = load(&path)?;
         let code = provision(ProvisionArgs {
             cluster: path.clone(),
             plan: false,

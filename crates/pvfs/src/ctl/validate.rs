@@ -16,6 +16,9 @@ struct Report<'a> {
     kind: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     nodes: Option<usize>,
+    /// With `[azure]`: the nodes that have no address until `pvfsctl provision` runs.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    unaddressed: &'a [String],
     valid: bool,
 }
 
@@ -28,19 +31,29 @@ struct Diagnostic<'a> {
 }
 
 pub(crate) fn run(args: ValidateArgs) -> anyhow::Result<u8> {
-    match pvfs_config::load(&args.cluster) {
-        Ok(cluster) => {
+    // `check`, not `load`: a cluster file with [azure] is valid before `provision` has given
+    // its nodes addresses (the commands that dial them refuse it until then).
+    match pvfs_config::check(&args.cluster) {
+        Ok(pvfs_config::Checked { cluster, unaddressed }) => {
             if args.json {
                 output::json(&Report {
                     errors: Vec::new(),
                     file: &args.cluster,
                     kind: Some(cluster.kind.as_str()),
                     nodes: Some(cluster.nodes.len()),
+                    unaddressed: &unaddressed,
                     valid: true,
                 })?;
             } else {
+                let pending = match unaddressed.len() {
+                    0 => String::new(),
+                    n => format!(
+                        "; {n} without an address until `pvfsctl provision {}`",
+                        args.cluster.display()
+                    ),
+                };
                 output::print(&format!(
-                    "{}: ok ({} cluster {:?}, {} nodes)\n",
+                    "{}: ok ({} cluster {:?}, {} nodes{pending})\n",
                     args.cluster.display(),
                     cluster.kind,
                     cluster.name,
@@ -55,7 +68,14 @@ pub(crate) fn run(args: ValidateArgs) -> anyhow::Result<u8> {
                     .iter()
                     .map(|d| Diagnostic { column: d.column, line: d.line, message: &d.message })
                     .collect();
-                output::json(&Report { errors, file: &path, kind: None, nodes: None, valid: false })?;
+                output::json(&Report {
+                    errors,
+                    file: &path,
+                    kind: None,
+                    nodes: None,
+                    unaddressed: &[],
+                    valid: false,
+                })?;
             } else {
                 let count = diagnostics.len();
                 output::note(&ConfigError::Invalid { path, diagnostics }.to_string());
@@ -76,7 +96,14 @@ mod tests {
     #[test]
     fn json_keeps_its_keys_and_order() {
         let file = Path::new("c.toml");
-        let ok = Report { errors: Vec::new(), file, kind: Some("local"), nodes: Some(2), valid: true };
+        let ok = Report {
+            errors: Vec::new(),
+            file,
+            kind: Some("local"),
+            nodes: Some(2),
+            unaddressed: &[],
+            valid: true,
+        };
         assert_eq!(
             serde_json::to_string(&ok).unwrap(),
             json!({"file": file, "valid": true, "errors": [], "nodes": 2, "kind": "local"}).to_string()
@@ -86,6 +113,7 @@ mod tests {
             file,
             kind: None,
             nodes: None,
+            unaddressed: &[],
             valid: false,
         };
         assert_eq!(

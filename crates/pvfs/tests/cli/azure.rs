@@ -41,10 +41,10 @@ fn a_cluster_file_without_an_azure_section_is_refused_before_azure_is_asked() {
         .unwrap();
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("plain.toml: the cluster file has no [azure] section"), "{stderr}");
+    assert!(stderr.contains("plain.toml:1:1: the cluster file has no [azure] section"), "{stderr}");
 }
 
-/// Needs the `[azure]` parser (pvfs-config's azcfg work): run with `--features azure-fake`.
+/// With `--features azure-fake` (the fake ARM in the test).
 #[cfg(feature = "azure-fake")]
 #[test]
 fn provision_plan_prints_each_vm_and_its_disks_and_checks_the_quota() {
@@ -53,7 +53,10 @@ fn provision_plan_prints_each_vm_and_its_disks_and_checks_the_quota() {
     fake.world.lock().unwrap().usages = vec![("cores".into(), 0, 100), ("standardA0_A7Family".into(), 0, 3)];
     let dir = TestDir::new();
     let ca = dir.write("arm-ca.pem", std::str::from_utf8(&fake.ca_pem).unwrap());
-    dir.write("id.pub", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB pvfs@test\n");
+    dir.write(
+        "id.pub",
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFd4CT7eOzNl2EaLeu/nR7gzgtAahQDYyjNE12f63sLw pvfs@test\n",
+    );
     let file = dir.write(
         "c.toml",
         r#"[cluster]
@@ -65,10 +68,10 @@ volume = "gv0"
 mount = "/mnt/gv0"
 
 [azure]
-subscription = "sub"
+subscription = "00000000-0000-0000-0000-0000000000aa"
 resource_group = "rg"
 location = "westus"
-subnet = "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/default"
+subnet = "/subscriptions/00000000-0000-0000-0000-0000000000aa/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/default"
 admin_user = "pvfs"
 ssh_public_key_file = "id.pub"
 

@@ -132,3 +132,48 @@ fn schema_and_semantic_errors_come_in_one_run() {
         ]
     );
 }
+
+/// The Azure example is valid before `provision` has given its nodes addresses; the nodes
+/// still without one are counted. Its key is read from `~/.ssh`, here the test's HOME.
+#[test]
+fn the_azure_example_is_valid_before_provisioning() {
+    let dir = TestDir::new();
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../../config/lustre-azure.toml");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    let validate = |json: bool| {
+        let mut cmd = dir.command(&crate::util::pvfsctl());
+        cmd.env("HOME", &home).args(["validate", example]);
+        if json {
+            cmd.arg("--json");
+        }
+        cmd.output().unwrap()
+    };
+    // Without the key the file names, it is an error at that line.
+    let out = validate(false);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("lustre-azure.toml:24:23: cannot read ssh_public_key_file")
+            && stderr.contains("/home/.ssh/id_ed25519.pub"),
+        "{stderr}"
+    );
+    std::fs::write(
+        home.join(".ssh/id_ed25519.pub"),
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINAgQPdA2fgB2gs++YENv63NBcKieyO71BfY/pmWwXdD pvfs-test\n",
+    )
+    .unwrap();
+    let out = validate(false);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(
+            "ok (lustre cluster \"lustrefs\", 7 nodes; 7 without an address until `pvfsctl provision"
+        ),
+        "{stdout}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&validate(true).stdout).unwrap();
+    assert_eq!(v["valid"], true);
+    assert_eq!(v["unaddressed"].as_array().unwrap().len(), 7);
+    assert_eq!(v["unaddressed"][0], "mgsmds00");
+}

@@ -1,0 +1,56 @@
+//! What every agent does every second, measured: read /proc into a sample (descriptors kept
+//! open, read again from offset 0), turn two samples into iostat/sar rates, append the sample to
+//! the history ring and read it back by cursor. `cargo bench -p pvfs-metrics`.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use pvfs_host::Root;
+use pvfs_metrics::rates::Rates;
+use pvfs_metrics::ring::Ring;
+use pvfs_metrics::sample::{DeviceFilter, Sample, Sampler};
+use std::hint::black_box;
+
+/// Two real samples of this machine, 20 ms apart (so the rates have something to divide).
+fn two_samples() -> (Sample, Sample) {
+    let mut sampler = Sampler::new(Root::system(), DeviceFilter::default());
+    let first = sampler.sample().expect("sampling this machine's /proc");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    (first, sampler.sample().expect("sampling this machine's /proc"))
+}
+
+fn sampling(c: &mut Criterion) {
+    let mut sampler = Sampler::new(Root::system(), DeviceFilter::default());
+    c.bench_function("sample: /proc and /sys into a Sample", |b| {
+        b.iter(|| black_box(sampler.sample().expect("sampling")))
+    });
+}
+
+fn rates(c: &mut Criterion) {
+    let (prev, curr) = two_samples();
+    c.bench_function("rates: iostat -x, sar -n DEV/-u/-r/-q between two samples", |b| {
+        b.iter(|| black_box(Rates::between(black_box(&prev), black_box(&curr))))
+    });
+}
+
+fn ring(c: &mut Criterion) {
+    let (_, sample) = two_samples();
+    // An hour at 1 Hz, as the agent keeps.
+    let mut ring = Ring::new(1, 3600);
+    let mut at = sample.clone();
+    for _ in 0..3600 {
+        at.time_unix_ns += 1_000_000_000;
+        ring.push(&at);
+    }
+    c.bench_function("ring: append a sample to a full hour", |b| {
+        b.iter(|| {
+            at.time_unix_ns += 1_000_000_000;
+            black_box(ring.push(black_box(&at)))
+        })
+    });
+    let last = ring.last_seq();
+    c.bench_function("ring: read the sample a minute back (keyframe + deltas)", |b| {
+        b.iter(|| black_box(ring.get(black_box(last - 60))))
+    });
+}
+
+criterion_group!(benches, sampling, rates, ring);
+criterion_main!(benches);
