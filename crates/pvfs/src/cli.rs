@@ -59,6 +59,13 @@ pub enum CtlCommand {
     /// Install and start the agent on every node over SSH (binary, unit, certificates from the
     /// cluster CA), until each answers over mutual TLS; a second run changes nothing.
     Bootstrap(Box<BootstrapArgs>),
+    /// Create the cluster's Azure VMs (`[azure]`: size, image, data disks, NIC, zone) and write
+    /// their private IPs to NAME.state.toml beside the cluster file; `--plan` changes nothing.
+    /// Needs a pvfs built with `--features azure`.
+    Provision(ProvisionArgs),
+    /// Delete the Azure VMs (with their NICs and disks) that carry this cluster's tag, after
+    /// listing them and asking for the cluster's name. Needs a pvfs built with `--features azure`.
+    Deprovision(DeprovisionArgs),
     /// Converge every node to the cluster file (packages, RAID0, LVM, mkfs, mounts, services,
     /// tuning, validation), in dependency order across nodes; `--plan` changes nothing.
     Up(UpCli),
@@ -261,6 +268,55 @@ pub struct UpCli {
     /// How long a rebooting node has to come back running its kernel.
     #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = parse_duration)]
     pub reboot_timeout: Duration,
+    /// First `provision` the cluster's Azure VMs, then `bootstrap` their agents (as the
+    /// `[azure] admin_user`, with sudo, accepting the new VMs' host keys), then converge.
+    #[arg(long, conflicts_with = "plan")]
+    pub provision: bool,
+    /// Boxed: most runs of `up` do not provision, and the command enum stays small.
+    #[command(flatten)]
+    pub azure: Box<AzureArgs>,
+}
+
+/// How to reach Azure Resource Manager (hidden: for tests against a local endpoint).
+#[derive(Debug, Clone, Args)]
+pub struct AzureArgs {
+    /// The ARM endpoint instead of https://management.azure.com.
+    #[arg(long, hide = true, value_name = "URL", env = "PVFS_AZURE_ENDPOINT")]
+    pub azure_endpoint: Option<String>,
+    /// A PEM root certificate to trust for that endpoint.
+    #[arg(long, hide = true, value_name = "PEM", env = "PVFS_AZURE_CA")]
+    pub azure_ca: Option<PathBuf>,
+    /// A bearer token to send instead of finding credentials.
+    #[arg(long, hide = true, value_name = "TOKEN", env = "PVFS_AZURE_TOKEN")]
+    pub azure_token: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ProvisionArgs {
+    /// The cluster file, with an `[azure]` section.
+    #[arg(value_name = "CLUSTER.toml")]
+    pub cluster: PathBuf,
+    /// List the VMs to create, change and leave, with their disks, and check the region's
+    /// quotas; create nothing.
+    #[arg(long)]
+    pub plan: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub azure: AzureArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DeprovisionArgs {
+    /// The cluster file, with an `[azure]` section.
+    #[arg(value_name = "CLUSTER.toml")]
+    pub cluster: PathBuf,
+    /// Delete without asking for the cluster's name.
+    #[arg(long)]
+    pub yes: bool,
+    #[command(flatten)]
+    pub azure: AzureArgs,
 }
 
 #[derive(Debug, Args)]

@@ -7,6 +7,7 @@ mod demo;
 mod down;
 mod generate;
 mod nodes;
+mod provision;
 mod serve;
 mod top;
 mod tui;
@@ -28,6 +29,9 @@ pub(crate) fn run(cli: CtlCli) -> anyhow::Result<u8> {
         CtlCommand::Validate(args) => validate::run(args),
         CtlCommand::Nodes(args) => runtime()?.block_on(nodes::run(args)),
         CtlCommand::Bootstrap(args) => runtime()?.block_on(bootstrap::run(*args)),
+        CtlCommand::Provision(args) => runtime()?.block_on(provision::provision(args)),
+        CtlCommand::Deprovision(args) => runtime()?.block_on(provision::deprovision(args)),
+        CtlCommand::Up(args) if args.provision => runtime()?.block_on(provision::up(args)),
         CtlCommand::Up(args) => runtime()?.block_on(up::run(args)),
         CtlCommand::Down(args) => runtime()?.block_on(down::run(args)),
         CtlCommand::Bench(cli) => match cli.command {

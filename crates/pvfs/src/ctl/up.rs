@@ -14,7 +14,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 pub(crate) async fn run(cli: UpCli) -> anyhow::Result<u8> {
-    let UpCli { up: args, allow_reboot, reboot_timeout } = cli;
+    let UpCli { up: args, allow_reboot, reboot_timeout, .. } = cli;
     let cluster = pvfs_config::load(&args.cluster)?;
     let dialer = super::dialer(&cluster, &args.connect)?;
     let view = View { json: args.json, plan: args.plan, verbose: args.verbose, down: false };

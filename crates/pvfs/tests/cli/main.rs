@@ -1,6 +1,7 @@
 //! The real executables, run the way users run them: fresh temp dir, cleared environment.
 
 mod agent;
+mod azure;
 mod bench;
 mod bootstrap;
 mod ca;
