@@ -217,3 +217,21 @@ async fn reads_this_machine() {
     assert!(facts.memory_bytes > 0);
     assert!(facts.kernel.chars().next().is_some_and(|c| c.is_ascii_digit()), "{}", facts.kernel);
 }
+
+#[tokio::test]
+async fn the_ssh_host_key_is_reported_without_its_comment_and_garbage_is_no_key() {
+    let host = recorded_host();
+    let key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDx6n5e0mUw6Xz7m7i1f3sQ2bP4nq5R8yT0uV9wX1yZ2";
+    let read_key = |text: Option<&str>| {
+        let path = host.path().join("etc/ssh/ssh_host_ed25519_key.pub");
+        match text {
+            Some(text) => write(host.path(), SSH_HOST_KEY, text),
+            None => drop(std::fs::remove_file(&path)),
+        }
+        async { read(&Root::at(host.path()), &recorded_blkid()).await.unwrap().ssh_host_key }
+    };
+    assert_eq!(read_key(Some(&format!("{key} root@client1\n"))).await, key);
+    assert_eq!(read_key(None).await, "");
+    assert_eq!(read_key(Some("command=\"sh\" ssh-ed25519 AAAA\n")).await, "");
+    assert_eq!(read_key(Some("ssh-ed25519 not;base64;at;all;really\n")).await, "");
+}
