@@ -50,7 +50,7 @@ pub use gluster::{GlusterLayout, GlusterPeers, GlusterPeersDetached, GlusterVolu
 pub use lustre::{LustreRole, LustreTarget};
 pub use lustre_tuning::{LctlParam, LustreStripe};
 pub use mount::Mount;
-pub use mpi_ssh::{KnownHost, MpiSsh, MpiSshGone};
+pub use mpi_ssh::{KnownHost, MPI_KEY, MPI_KNOWN_HOSTS, MpiSsh, MpiSshGone};
 pub use packages::{Package, PackageManager, Packages, Repo};
 pub use policy::{Policy, PolicyError, StepRefused};
 pub use service::Service;
