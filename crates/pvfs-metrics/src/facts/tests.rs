@@ -165,7 +165,8 @@ async fn reads_a_recorded_debian_node() {
             }
           ],
           "uptime_seconds": 86523,
-          "boot_id": "3e1f2b0c-9d1a-4c57-8a0e-6b2d4f9c1a77"
+          "boot_id": "3e1f2b0c-9d1a-4c57-8a0e-6b2d4f9c1a77",
+          "ssh_host_key": ""
         }"#]]
     .assert_eq(&json);
 }
