@@ -60,7 +60,7 @@ impl Argv {
 /// replaced): nothing it would run through itself can start.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot find pvfs-agent's own executable: {0}")]
-pub(crate) struct OwnExecutableError(#[source] std::io::Error);
+pub(crate) struct OwnExecutableError(#[source] pub(crate) std::io::Error);
 
 /// This program, as the command that runs its agent personality.
 pub(crate) fn self_argv() -> Result<Argv, OwnExecutableError> {

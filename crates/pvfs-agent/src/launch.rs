@@ -5,13 +5,24 @@
 //!
 //! What runs is typed (a workload and a program), never a command line from the wire: the
 //! agent builds IOR's or mdtest's arguments itself, reading IOR's version from `ior -h` on
-//! this client for the `-B` question. mpirun reaches the other clients its own way (ssh, as
-//! the seed set up); a single-client run needs nothing.
+//! this client for the `-B` question. mpirun reaches the other clients over ssh: with
+//! `[bench] mpi_ssh`, with the cluster's key and known_hosts that `pvfsctl up` installed under
+//! /etc/pvfs/mpi (strict host key checking, no other identity or known_hosts file); without
+//! it, as root's own ssh is set up (the seed's way). A single-client run needs nothing.
+//!
+//! mpirun starts the same argv on every client, and the clients need not have pvfs at the same
+//! path (the .deb installs /usr/bin/pvfs-agent, the tarball /usr/local/bin/pvfs-agent). So the
+//! built-in engine's ranks are started as the bare name `pvfs-agent`, which Open MPI looks up
+//! in each node's PATH (`orte_util_check_context_app`, on the node that starts the rank) —
+//! when that name on this client's PATH is this very program (through links: the .deb's is a
+//! link to /usr/bin/pvfs), so the local ranks run the agent's own code. Otherwise (the multi-call `pvfs`, a build tree) this program's absolute
+//! path is given, which is right on one client and needs the same path on the others.
 
 use pvfs_bench::params::{IorVersion, Workload, ior_args, mdtest_args};
 use pvfs_engine::mpi::{LaunchRequest, Program};
 use pvfs_host::Command;
 use pvfs_proto::pb;
+use pvfs_steps::{MPI_KEY, MPI_KNOWN_HOSTS};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
@@ -39,6 +50,71 @@ pub enum LaunchError {
     IorHelpTimedOut,
     #[error("cannot run `ior -h`: {0}")]
     IorHelp(#[source] std::io::Error),
+    #[error(
+        "[bench] mpi_ssh is on but {0} is missing on this client: run `pvfsctl up` (it installs the cluster's \
+         MPI key where the agent's policy file says mpi_ssh = true)"
+    )]
+    MpiSshMissing(&'static str),
+}
+
+/// ssh's options for mpirun with `[bench] mpi_ssh` (one word: Open MPI splits
+/// `plm_rsh_args` itself): the cluster's key and nothing else, only the known_hosts `up`
+/// wrote, strictly, never a prompt.
+pub fn mpi_ssh_args() -> String {
+    [
+        "-i",
+        MPI_KEY,
+        "-o",
+        "IdentitiesOnly=yes",
+        "-o",
+        &format!("UserKnownHostsFile={MPI_KNOWN_HOSTS}"),
+        "-o",
+        "GlobalKnownHostsFile=/dev/null",
+        "-o",
+        "StrictHostKeyChecking=yes",
+        "-o",
+        "BatchMode=yes",
+    ]
+    .join(" ")
+}
+
+/// The name the built-in engine's ranks are started by (see the module's doc): `pvfs-agent`
+/// through each node's PATH when that is this program here, else this program's path.
+fn engine_program(hosts: usize) -> Result<Vec<String>, LaunchError> {
+    let exe = std::env::current_exe().map_err(crate::child::OwnExecutableError)?;
+    if by_name(std::env::var_os("PATH"), &exe) {
+        return Ok(vec![ENGINE_NAME.to_owned()]);
+    }
+    let own = crate::child::self_command()?;
+    if hosts > 1 {
+        tracing::warn!(
+            program = %own.join(" "),
+            "the MPI ranks are started by this program's path, as `pvfs-agent` on PATH is not this program: the \
+             other clients must have it at the same path"
+        );
+    }
+    Ok(own)
+}
+
+/// Whether `pvfs-agent` looked up in `path` (a PATH value) is `exe`.
+fn by_name(path: Option<std::ffi::OsString>, exe: &std::path::Path) -> bool {
+    let on_path = path.and_then(|paths| {
+        std::env::split_paths(&paths).map(|dir| dir.join(ENGINE_NAME)).find(|p| p.is_file())
+    });
+    // Followed through links: the .deb's /usr/bin/pvfs-agent is a link to /usr/bin/pvfs, and
+    // argv[0] `pvfs-agent` picks the agent's personality either way.
+    on_path.is_some_and(|found| same_file(&found, exe))
+}
+
+/// The name both installs (the .deb's /usr/bin, the tarball's /usr/local/bin) give the agent.
+const ENGINE_NAME: &str = "pvfs-agent";
+
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
 }
 
 /// The command for `req` on this client, and the hostfile it names (written by the caller to
@@ -46,7 +122,7 @@ pub enum LaunchError {
 pub async fn command(req: &LaunchRequest, hostfile_path: &std::path::Path) -> Result<Command, LaunchError> {
     let program: Vec<String> = match (req.program, &req.workload) {
         (Program::Builtin, workload) => {
-            let mut program = crate::child::self_command()?;
+            let mut program = engine_program(req.clients.len())?;
             program.extend(pvfs_engine::mpi::engine_args(workload, &req.dir, req.tasks_per_node));
             program
         }
@@ -69,6 +145,14 @@ pub async fn command(req: &LaunchRequest, hostfile_path: &std::path::Path) -> Re
         .arg("--hostfile")
         .arg(hostfile_path.display().to_string())
         .args(["-np".to_owned(), req.ranks().to_string()]);
+    if req.mpi_ssh {
+        for file in [MPI_KEY, MPI_KNOWN_HOSTS] {
+            if !std::path::Path::new(file).is_file() {
+                return Err(LaunchError::MpiSshMissing(file));
+            }
+        }
+        command = command.args(["--mca".to_owned(), "plm_rsh_args".to_owned(), mpi_ssh_args()]);
+    }
     // Open MPI refuses root unless told; the agent runs as root (it mounts file systems).
     if nix::unistd::geteuid().is_root() {
         command = command.arg("--allow-run-as-root");
@@ -210,5 +294,64 @@ async fn stop(child: &mut tokio::process::Child) {
     }
     if tokio::time::timeout(STOP_GRACE, child.wait()).await.is_err() {
         let _ = child.kill().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// The .deb (`/usr/bin/pvfs-agent` a link to `/usr/bin/pvfs`) and the tarball
+    /// (`/usr/local/bin/pvfs-agent` the program itself) both start ranks as `pvfs-agent`; a
+    /// `pvfs-agent` on PATH that is another program (a stale install) is not used.
+    #[test]
+    fn ranks_start_by_the_bare_name_only_when_path_finds_this_program() {
+        let dir = tempfile::tempdir().unwrap();
+        let (deb, tarball, stale) =
+            (dir.path().join("usr/bin"), dir.path().join("usr/local/bin"), dir.path().join("old"));
+        for d in [&deb, &tarball, &stale] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(deb.join("pvfs"), "binary").unwrap();
+        std::os::unix::fs::symlink("pvfs", deb.join("pvfs-agent")).unwrap();
+        std::fs::write(tarball.join("pvfs-agent"), "binary").unwrap();
+        std::fs::write(stale.join("pvfs-agent"), "binary").unwrap();
+        let path = |dirs: &[&Path]| Some(std::env::join_paths(dirs).unwrap());
+        assert!(!by_name(path(&[&tarball, &deb]), &deb.join("pvfs")), "the first on PATH is another program");
+        assert!(by_name(path(&[&deb, &tarball]), &deb.join("pvfs")));
+        assert!(by_name(path(&[&tarball, &deb]), &tarball.join("pvfs-agent")));
+        assert!(!by_name(path(&[&stale, &tarball]), &tarball.join("pvfs-agent")));
+        assert!(!by_name(None, &tarball.join("pvfs-agent")));
+    }
+
+    #[test]
+    fn mpi_ssh_pins_the_key_and_known_hosts_strictly() {
+        let args = mpi_ssh_args();
+        assert_eq!(
+            args,
+            "-i /etc/pvfs/mpi/id_ed25519 -o IdentitiesOnly=yes -o UserKnownHostsFile=/etc/pvfs/mpi/known_hosts \
+             -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes -o BatchMode=yes"
+        );
+    }
+
+    #[tokio::test]
+    async fn mpi_ssh_without_the_installed_key_is_refused_naming_the_file_and_the_fix() {
+        if Path::new(MPI_KEY).exists() {
+            return; // This machine is a client with the key: nothing to refuse.
+        }
+        let req = LaunchRequest {
+            program: Program::Builtin,
+            workload: pvfs_bench::params::Preset::Throughput.workload(),
+            dir: "/mnt/gv0/run".into(),
+            clients: vec![("a".into(), "10.0.0.1".into()), ("b".into(), "10.0.0.2".into())],
+            tasks_per_node: 1,
+            mpi_ssh: true,
+        };
+        let err = command(&req, Path::new("/mnt/gv0/run/mpi-hostfile")).await.unwrap_err().to_string();
+        assert!(err.contains(MPI_KEY) && err.contains("pvfsctl up"), "{err}");
+        let req = LaunchRequest { mpi_ssh: false, ..req };
+        let command = command(&req, Path::new("/mnt/gv0/run/mpi-hostfile")).await.unwrap();
+        assert!(!command.args.contains(&"plm_rsh_args".to_owned()), "{command}");
     }
 }

@@ -3,7 +3,9 @@
 //! Optional. `pvfs-agent --policy FILE` (or `PVFS_AGENT_POLICY`) names it; without the flag
 //! `/etc/pvfs/policy.toml` is read when it exists. The file can only narrow the built-in policy
 //! (`pvfs_steps::policy`) or name a site's own mirrors and units; it can never switch a rule
-//! off. Every mistake in it is reported with `file:line:col`, and the agent does not start.
+//! off. One key is a grant instead: `mpi_ssh = true` lets `[bench] mpi_ssh` give root ssh
+//! between the clients (refused by default, rule `mpi-ssh-off`), since only the operator of a
+//! node can decide that. Every mistake in it is reported with `file:line:col`, and the agent does not start.
 
 use pvfs_steps::policy::{Policy, Site};
 use serde::Deserialize;
@@ -31,6 +33,9 @@ struct PolicyFile {
     /// Refuse repositories whose packages are not GPG-checked, whatever the cluster file says.
     #[serde(default)]
     refuse_unsigned_repositories: bool,
+    /// Let `[bench] mpi_ssh` install the cluster's MPI key: root ssh between the clients.
+    #[serde(default)]
+    mpi_ssh: bool,
 }
 
 /// A policy file that cannot be used.
@@ -74,6 +79,7 @@ pub fn parse(path: &Path, source: &str) -> Result<Policy, PolicyFileError> {
         repositories: plain(&file.repositories),
         services: file.services.iter().map(|s| s.get_ref().clone()).collect(),
         refuse_unsigned: file.refuse_unsigned_repositories,
+        mpi_ssh: file.mpi_ssh,
     };
     Policy::new(site).map_err(|errors| {
         let problems = errors
@@ -126,7 +132,7 @@ mod tests {
         assert_eq!(
             problems("kinds = [\"mkfs\"]\ndevice = [\"/dev/sdc\"]\n"),
             "/etc/pvfs/policy.toml:2:1: unknown field `device`, expected one of `kinds`, `devices`, `data_roots`, \
-             `repositories`, `services`, `refuse_unsigned_repositories`"
+             `repositories`, `services`, `refuse_unsigned_repositories`, `mpi_ssh`"
         );
         assert_eq!(
             problems(
@@ -135,7 +141,7 @@ mod tests {
             "/etc/pvfs/policy.toml:1:18: kinds: unknown step kind \"shell\": use packages, file, config-keys, \
              directory, service, raid0, lvm-thin, mkfs, lustre-target, lustre-stripe, lctl-param, mount, \
              block-queue, gluster-peers, gluster-volume, beegfs-setup, unmount, service-stopped, \
-             gluster-volume-gone, gluster-peers-detached, wipe, reboot\n\
+             gluster-volume-gone, gluster-peers-detached, wipe, mpi-ssh, mpi-ssh-gone, reboot\n\
              /etc/pvfs/policy.toml:2:24: data_roots: \"/etc\" cannot be a data root: /etc is in a system tree\n\
              /etc/pvfs/policy.toml:3:17: repositories: \"https://mirror.site\" must be a URL prefix such as \
              \"https://mirror.example.com/lustre/\", ending in '/' (so that \"https://mirror.example.com.evil.org/\" \
@@ -145,6 +151,14 @@ mod tests {
         assert!(
             problems("refuse_unsigned_repositories = \"yes\"\n").starts_with("/etc/pvfs/policy.toml:1:32: ")
         );
+    }
+
+    #[test]
+    fn mpi_ssh_is_a_grant_the_file_makes_and_shows() {
+        let shown = problems("mpi_ssh = true\n");
+        assert!(shown.contains("mpi ssh (root ssh between clients for mpirun): allowed"), "{shown}");
+        let shown = problems("");
+        assert!(shown.contains("mpi ssh (root ssh between clients for mpirun): refused"), "{shown}");
     }
 
     #[test]

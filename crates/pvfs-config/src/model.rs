@@ -464,6 +464,9 @@ pub struct Bench {
     /// Overrides, checked against the preset (or "throughput") when the file is loaded.
     pub params: Vec<(String, String)>,
     pub vm_limit_mib: Option<OrderedF64>,
+    /// `mpi_ssh = true`: `up` gives the clients root ssh to each other for mpirun
+    /// (`pvfs_steps::MpiSsh`), `down` takes it away.
+    pub mpi_ssh: bool,
 }
 
 /// An f64 that compares by bits, so the model can stay `Eq`.

@@ -385,6 +385,10 @@ pub struct BenchSection {
     /// What one VM can do at most (its documented network or disk limit), MiB/s: reports show
     /// efficiency against it, as the seed's tables do.
     pub vm_limit_mib: Option<Spanned<f64>>,
+    /// Give the clients root ssh to each other for mpirun (default: false): `pvfsctl up` makes
+    /// the cluster's MPI key pair and installs it, with the clients' host keys, on every client
+    /// whose agent policy allows it (`mpi_ssh = true` there).
+    pub mpi_ssh: Option<Spanned<bool>>,
 }
 
 /// `[azure]`: where and how `pvfsctl provision` creates the nodes' virtual machines.

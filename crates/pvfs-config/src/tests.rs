@@ -157,6 +157,30 @@ fn engines_only_run_under_launchers_that_can_start_them() {
     );
 }
 
+/// Root ssh between the clients is refused where nothing could use it: one client, or the
+/// agents launcher named in the file.
+#[test]
+fn mpi_ssh_needs_several_clients_and_not_the_agents_launcher() {
+    let local = "[cluster]\nname = \"x\"\nkind = \"local\"\n[local]\nmount = \"/m\"\n[[node]]\nname = \"a\"\naddress = \"10.0.0.1\"\nroles = [\"client\"]\n";
+    let second = "[[node]]\nname = \"b\"\naddress = \"10.0.0.2\"\nroles = [\"client\"]\n";
+    check(
+        &format!("{local}[bench]\nmpi_ssh = true\n"),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:11:11: mpi_ssh = true gives root ssh between the clients to mpirun, and this cluster has 1 client: an MPI job on one client needs no ssh; remove mpi_ssh
+        "#]],
+    );
+    check(
+        &format!("{local}{second}[bench]\nlauncher = \"agents\"\nmpi_ssh = true\n"),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:16:11: mpi_ssh = true gives root ssh between the clients to mpirun, and this file's launcher is "agents", which needs none: remove mpi_ssh, or use launcher = "mpi"
+        "#]],
+    );
+    let ok = |src: &str| parse(Path::new("c.toml"), src).unwrap().bench.mpi_ssh;
+    assert!(ok(&format!("{local}{second}[bench]\nlauncher = \"mpi\"\nmpi_ssh = true\n")));
+    assert!(!ok(&format!("{local}{second}[bench]\nmpi_ssh = false\n")));
+    assert!(!ok(&format!("{local}{second}")));
+}
+
 /// Benchmark sizes are bounded when the file is loaded, each refusal at the line of the value
 /// at fault, naming the parameter, the value and the limit; values are applied together, so
 /// a valid set in any order passes.

@@ -1052,6 +1052,31 @@ impl Validator<'_> {
             );
         }
         let params = self.bench_params(b, preset, clients);
+        let mpi_ssh = match &b.mpi_ssh {
+            Some(on) if *on.get_ref() => {
+                // Root ssh between the clients is a grant; one that nothing can use is refused
+                // rather than made.
+                if launcher == Some(Launcher::Agents) {
+                    self.error(
+                        on,
+                        "mpi_ssh = true gives root ssh between the clients to mpirun, and this file's \
+                         launcher is \"agents\", which needs none: remove mpi_ssh, or use launcher = \"mpi\""
+                            .to_owned(),
+                    );
+                } else if clients < 2 {
+                    self.error(
+                        on,
+                        format!(
+                            "mpi_ssh = true gives root ssh between the clients to mpirun, and this cluster has \
+                             {clients} client{}: an MPI job on one client needs no ssh; remove mpi_ssh",
+                            if clients == 1 { "" } else { "s" }
+                        ),
+                    );
+                }
+                true
+            }
+            _ => false,
+        };
         Bench {
             mount: b.mount.as_ref().map(|m| self.absolute(m)),
             launcher,
@@ -1071,6 +1096,7 @@ impl Validator<'_> {
                     None
                 }
             }),
+            mpi_ssh,
         }
     }
 

@@ -50,6 +50,8 @@ pub struct BenchSpec {
     /// `Some`: the mpi launcher, one MPI job started from the first client running this
     /// program; `None`: the agents launcher with `engine`.
     pub mpi: Option<Program>,
+    /// `[bench] mpi_ssh`: mpirun uses the cluster's MPI key and known_hosts on the clients.
+    pub mpi_ssh: bool,
 }
 
 /// Live events, for `--watch` and `--json`.
@@ -361,6 +363,7 @@ async fn mpi_job(
             })
             .collect(),
         tasks_per_node: spec.tasks_per_client,
+        mpi_ssh: spec.mpi_ssh,
     };
     let owners = request.hostfile().owners;
     let launcher = &first.name;
@@ -415,6 +418,7 @@ async fn mpi_job(
                 // Open MPI frames its messages in lines of dashes; they say nothing.
                 let said = line.text.trim();
                 if line.stderr && !said.is_empty() && !said.chars().all(|c| c == '-') {
+                    job.ssh |= SshTrouble::of(said);
                     if said.starts_with("error:") && job.first_error.is_none() {
                         job.first_error = Some(said.to_owned());
                     }
@@ -434,6 +438,12 @@ async fn mpi_job(
     } else {
         format!("signal {}", exited.signal)
     };
+    // ssh's refusal is the cause; Open MPI's own lines after it only say a daemon did not start.
+    if exited.code != 0
+        && let Some(why) = job.ssh.explain(launcher, spec.mpi_ssh)
+    {
+        return Err(format!("mpirun on {launcher} ended with {how}: {why}"));
+    }
     match program {
         Program::Builtin => {
             if let Some(err) = job.task_errors.first() {
@@ -489,6 +499,60 @@ struct MpiJob {
     /// mpirun's output that is not the ranks' lines (IOR's whole report, with IOR).
     output: String,
     stderr_tail: Vec<String>,
+    /// What ssh said when mpirun started its daemons on the other clients.
+    ssh: SshTrouble,
+}
+
+/// ssh's refusals among mpirun's lines: they scroll out of the tail behind Open MPI's own.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct SshTrouble {
+    /// "Host key verification failed" / "REMOTE HOST IDENTIFICATION HAS CHANGED".
+    host_key: bool,
+    /// "Permission denied (publickey…)".
+    denied: bool,
+}
+
+impl SshTrouble {
+    fn of(line: &str) -> SshTrouble {
+        SshTrouble {
+            host_key: line.contains("Host key verification failed")
+                || line.contains("REMOTE HOST IDENTIFICATION HAS CHANGED"),
+            denied: line.contains("Permission denied (publickey"),
+        }
+    }
+
+    /// What to tell the operator, if ssh refused.
+    fn explain(self, launcher: &str, mpi_ssh: bool) -> Option<String> {
+        let keys = pvfs_steps::MPI_KNOWN_HOSTS;
+        match (self.host_key, self.denied, mpi_ssh) {
+            (true, _, true) => Some(format!(
+                "ssh from {launcher} refused another client's host key: it is not the one in {keys} (the key \
+                 changed, or someone answers in that client's place). `pvfsctl up` rewrites {keys} from the keys \
+                 the clients' agents report; run it, then the benchmark again"
+            )),
+            (true, _, false) => Some(format!(
+                "ssh from {launcher} does not know another client's host key (Host key verification failed): \
+                 set `mpi_ssh = true` in [bench] and run `pvfsctl up`, or add the clients' keys to root's known_hosts"
+            )),
+            (false, true, true) => Some(format!(
+                "ssh from {launcher} was refused by another client (Permission denied): the cluster's MPI key is \
+                 not in that client's /root/.ssh/authorized_keys, or its sshd refuses root logins by key \
+                 (PermitRootLogin); run `pvfsctl up`, and check sshd_config"
+            )),
+            (false, true, false) => Some(format!(
+                "ssh from {launcher} was refused by another client (Permission denied): mpirun needs root ssh \
+                 between the clients; set `mpi_ssh = true` in [bench] and run `pvfsctl up`"
+            )),
+            (false, false, _) => None,
+        }
+    }
+}
+
+impl std::ops::BitOrAssign for SshTrouble {
+    fn bitor_assign(&mut self, other: SshTrouble) {
+        self.host_key |= other.host_key;
+        self.denied |= other.denied;
+    }
 }
 
 impl MpiJob {

@@ -11,6 +11,7 @@
 //!   mTLS (`pvfsctl bootstrap`).
 //! - [`converge`]: a plan's units run on the agents in dependency order (`pvfsctl up`).
 //! - [`reboot`]: a node rebooted into the kernel it must boot, and waited for (`up`'s reboots).
+//! - [`mpi_ssh`]: `[bench] mpi_ssh`'s key pair and the clients' host keys, for `up`.
 //! - [`exporter`]: the cluster's latest samples and rates in the Prometheus/OpenMetrics text
 //!   formats (`pvfsctl serve`).
 
@@ -19,6 +20,7 @@ pub mod bootstrap;
 pub mod converge;
 pub mod dial;
 pub mod exporter;
+pub mod mpi_ssh;
 pub mod reboot;
 pub mod stream;
 pub mod survey;

@@ -76,6 +76,9 @@ pub struct LaunchRequest {
     /// Every client as `(name, host)`, in order.
     pub clients: Vec<(String, String)>,
     pub tasks_per_node: u32,
+    /// `[bench] mpi_ssh`: mpirun reaches the other clients with the cluster's MPI key and
+    /// checks their host keys against the known_hosts `pvfsctl up` installed.
+    pub mpi_ssh: bool,
 }
 
 impl LaunchRequest {

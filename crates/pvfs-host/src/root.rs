@@ -153,6 +153,26 @@ impl Root {
         nix::unistd::fsync(&dir).map_err(|errno| err(errno.into()))
     }
 
+    /// Removes a file (never a directory); a file already gone is no error. The directories on
+    /// the way are walked without following links, and the name itself is unlinked, not what
+    /// a link there points to.
+    pub fn remove_file(&self, abs: &str) -> Result<(), RootError> {
+        let err = |source| RootError { path: abs.to_owned(), action: "remove", source };
+        let (dirs, name) = split(abs).map_err(err)?;
+        let Some(name) = name else {
+            return Err(err(io::Error::other("the root itself is not a file")));
+        };
+        let dir = match self.walk(&dirs, None) {
+            Ok(dir) => dir,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(err(e)),
+        };
+        match nix::unistd::unlinkat(&dir, name.as_str(), nix::unistd::UnlinkatFlags::NoRemoveDir) {
+            Ok(()) | Err(Errno::ENOENT) => nix::unistd::fsync(&dir).map_err(|errno| err(errno.into())),
+            Err(errno) => Err(err(errno.into())),
+        }
+    }
+
     /// Writes a kernel attribute (sysfs, procfs) in place: those files cannot be renamed over.
     /// Only paths under `/sys` and `/proc` are attributes; anything else is refused (a plain
     /// file written in place could be half-written, or be a link planted elsewhere). Links
@@ -282,6 +302,23 @@ mod tests {
 
     fn mode_of(path: &Path) -> u32 {
         std::fs::symlink_metadata(path).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn remove_file_unlinks_the_name_not_a_link_target_and_a_missing_file_is_fine() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path());
+        std::fs::create_dir_all(dir.path().join("etc/pvfs/mpi")).unwrap();
+        std::fs::write(dir.path().join("precious"), "keep").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("precious"), dir.path().join("etc/pvfs/mpi/id")).unwrap();
+        root.remove_file("/etc/pvfs/mpi/id").unwrap();
+        assert!(!dir.path().join("etc/pvfs/mpi/id").exists());
+        assert_eq!(std::fs::read_to_string(dir.path().join("precious")).unwrap(), "keep");
+        root.remove_file("/etc/pvfs/mpi/id").unwrap();
+        root.remove_file("/etc/nowhere/id").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("etc"), dir.path().join("linked")).unwrap();
+        let err = root.remove_file("/linked/pvfs/mpi/other").unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
     }
 
     #[test]

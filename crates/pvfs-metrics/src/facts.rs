@@ -36,6 +36,26 @@ pub struct NodeFacts {
     /// (Defaulted: results written before it was reported lack it.)
     #[serde(default)]
     pub boot_id: String,
+    /// The node's SSH host key as `TYPE BASE64` (its comment dropped), from
+    /// [`SSH_HOST_KEY`]; empty where the node has none. `[bench] mpi_ssh` writes the
+    /// clients' keys into the known_hosts file mpirun's ssh checks.
+    #[serde(default)]
+    pub ssh_host_key: String,
+}
+
+/// The host key `NodeFacts::ssh_host_key` reports: OpenSSH's ed25519 key, which every
+/// OpenSSH since 6.5 generates and Debian's and RHEL's sshd offer first.
+pub const SSH_HOST_KEY: &str = "/etc/ssh/ssh_host_ed25519_key.pub";
+
+/// `TYPE BASE64 [COMMENT]` (an OpenSSH public key file) as `TYPE BASE64`; `None` for anything
+/// else, so a garbled file is reported as no key rather than written into known_hosts.
+pub fn public_key_words(text: &str) -> Option<String> {
+    let mut words = text.split_ascii_whitespace();
+    let (kind, blob) = (words.next()?, words.next()?);
+    let kind_ok = kind.starts_with("ssh-") || kind.starts_with("ecdsa-") || kind.starts_with("sk-");
+    let blob_ok =
+        blob.len() >= 16 && blob.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '='));
+    (kind_ok && kind.chars().all(|c| c.is_ascii_graphic()) && blob_ok).then(|| format!("{kind} {blob}"))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -108,6 +128,11 @@ pub async fn read(root: &Root, runner: &impl Runner) -> Result<NodeFacts, FactsE
         nics: read_nics(root),
         uptime_seconds: read_uptime(root)?,
         boot_id: root.read_trimmed("/proc/sys/kernel/random/boot_id").unwrap_or_default(),
+        ssh_host_key: root
+            .read_to_string(SSH_HOST_KEY)
+            .ok()
+            .and_then(|text| public_key_words(&text))
+            .unwrap_or_default(),
     })
 }
 

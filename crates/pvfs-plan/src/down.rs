@@ -85,6 +85,8 @@ pub fn down(cluster: &Cluster, wipe: bool) -> Plan {
         after.sort_unstable();
         plan.units.push(Unit { id: new_id[unit.id].unwrap_or_default(), after, ..unit });
     }
+    // The clients' root ssh goes after each client's own teardown.
+    crate::mpi::add_mpi_ssh_gone(cluster, &mut plan);
     plan
 }
 

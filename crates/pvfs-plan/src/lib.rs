@@ -15,9 +15,11 @@ mod down;
 mod gluster;
 mod local;
 mod lustre;
+mod mpi;
 mod storage;
 
 pub use down::down;
+pub use mpi::{MpiKeys, add_mpi_ssh};
 
 use pvfs_config::{Cluster, Kind, Node, Role};
 use pvfs_steps::{Package, PackageManager, Packages, Repo, Step};

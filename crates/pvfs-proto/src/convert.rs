@@ -30,6 +30,7 @@ impl From<NodeInfo> for pb::NodeInfo {
             agent_uptime_seconds,
             agent_name,
             boot_id: facts.boot_id,
+            ssh_host_key: facts.ssh_host_key,
         }
     }
 }
@@ -52,6 +53,7 @@ impl From<pb::NodeInfo> for NodeInfo {
                 nics: info.nics.into_iter().map(Into::into).collect(),
                 uptime_seconds: info.uptime_seconds,
                 boot_id: info.boot_id,
+                ssh_host_key: info.ssh_host_key,
             },
         }
     }
@@ -326,6 +328,8 @@ mod tests {
                 }],
                 uptime_seconds: 86523,
                 boot_id: "0a9a3c1e-64a8-4f5b-9d51-2b6f1f3c6e7d".into(),
+                ssh_host_key:
+                    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDx6n5e0mUw6Xz7m7i1f3sQ2bP4nq5R8yT0uV9wX1yZ2".into(),
             },
         }
     }

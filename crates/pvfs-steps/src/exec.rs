@@ -239,6 +239,7 @@ pub(crate) async fn perform<R: Runner>(
             host.root.write_atomic(path, contents.as_bytes(), *mode).map_err(file_err)
         }
         Action::Mkdir { path, mode } => host.root.create_dir_all(path, *mode).map_err(file_err),
+        Action::Remove { path } => host.root.remove_file(path).map_err(file_err),
         Action::Zero { device } => {
             let started = Instant::now();
             let zeroed = pvfs_host::device::zero(&host.root, &device.path, device.dev);

@@ -35,6 +35,7 @@ mod gluster;
 mod lustre;
 mod lustre_tuning;
 mod mount;
+mod mpi_ssh;
 mod packages;
 pub mod policy;
 mod service;
@@ -49,6 +50,7 @@ pub use gluster::{GlusterLayout, GlusterPeers, GlusterPeersDetached, GlusterVolu
 pub use lustre::{LustreRole, LustreTarget};
 pub use lustre_tuning::{LctlParam, LustreStripe};
 pub use mount::Mount;
+pub use mpi_ssh::{KnownHost, MPI_KEY, MPI_KNOWN_HOSTS, MpiSsh, MpiSshGone};
 pub use packages::{Package, PackageManager, Packages, Repo};
 pub use policy::{Policy, PolicyError, StepRefused};
 pub use service::Service;
@@ -127,6 +129,8 @@ pub enum Step {
     GlusterPeers(GlusterPeers),
     GlusterVolume(GlusterVolume),
     BeegfsSetup(BeegfsSetup),
+    /// `[bench] mpi_ssh`: root SSH between the clients for mpirun.
+    MpiSsh(MpiSsh),
     Gate(Gate),
     // The steps of `pvfsctl down`, each the reverse of one above.
     Unmount(Unmount),
@@ -134,6 +138,7 @@ pub enum Step {
     GlusterVolumeGone(GlusterVolumeGone),
     GlusterPeersDetached(GlusterPeersDetached),
     WipeTarget(WipeTarget),
+    MpiSshGone(MpiSshGone),
 }
 
 impl Step {
@@ -163,6 +168,8 @@ impl Step {
             Step::GlusterVolumeGone(_) => "gluster-volume-gone",
             Step::GlusterPeersDetached(_) => "gluster-peers-detached",
             Step::WipeTarget(_) => "wipe",
+            Step::MpiSsh(_) => "mpi-ssh",
+            Step::MpiSshGone(_) => "mpi-ssh-gone",
         }
     }
 
@@ -204,6 +211,8 @@ impl Step {
             Step::GlusterVolumeGone(s) => s.assess(host).await,
             Step::GlusterPeersDetached(s) => s.assess(host).await,
             Step::WipeTarget(s) => s.assess(host).await,
+            Step::MpiSsh(s) => s.assess(host),
+            Step::MpiSshGone(s) => s.assess(host),
         }
     }
 }
@@ -234,6 +243,8 @@ impl fmt::Display for Step {
             Step::GlusterVolumeGone(s) => s.fmt(f),
             Step::GlusterPeersDetached(s) => s.fmt(f),
             Step::WipeTarget(s) => s.fmt(f),
+            Step::MpiSsh(s) => s.fmt(f),
+            Step::MpiSshGone(s) => s.fmt(f),
         }
     }
 }
@@ -284,6 +295,8 @@ pub enum Action {
     /// reads (`pvfs_host::device::zero`), after proving it unused again: the last act of
     /// `down --wipe`, so that the next `up` finds the device empty.
     Zero { device: Proven },
+    /// Remove a file (not a directory); one already gone is fine. Only `mpi-ssh-gone` does.
+    Remove { path: String },
 }
 
 impl fmt::Display for Action {
@@ -299,6 +312,7 @@ impl fmt::Display for Action {
                 // Debian's path; that is where update-initramfs exists to be run.
                 if conf.starts_with("/etc/mdadm/") { f.write_str("; update-initramfs -u") } else { Ok(()) }
             }
+            Action::Remove { path } => write!(f, "rm -f {path}"),
             Action::Zero { device } => {
                 write!(f, "zero the first and last MiB of {} (and where other signatures live)", device.path)
             }

@@ -129,6 +129,16 @@
 //! upcalls name programs run as root) — and values of one word without whitespace or control
 //! characters.
 //!
+//! **MPI over SSH** (`mpi-ssh-off`, `mpi-ssh`): `mpi-ssh` gives root SSH from every client to
+//! every other (`[bench] mpi_ssh`), so it is refused unless the agent's policy file says
+//! `mpi_ssh = true`: an operator grants that on purpose. It writes only
+//! `/etc/pvfs/mpi/id_ed25519` (0600: an OpenSSH private key block), `/etc/pvfs/mpi/known_hosts`
+//! (0644) and root's `/root/.ssh/authorized_keys` (0600), and makes only `/etc/pvfs/mpi` and
+//! `/root/.ssh` (0700); keys are `TYPE BASE64` words, names host names or addresses, the cluster
+//! a name by grammar (it is the marker of pvfs's one line). `mpi-ssh-gone` (`down`) needs no
+//! opt-in, since it only takes the grant away: it rewrites `authorized_keys` and removes the two
+//! files, nothing else.
+//!
 //! **Kinds** (`kind-not-allowed`): a site may list the step kinds its node runs. Gates change
 //! nothing (they only probe) and are always allowed.
 //!
@@ -229,6 +239,8 @@ pub const STEP_KINDS: &[&str] = &[
     "gluster-volume-gone",
     "gluster-peers-detached",
     "wipe",
+    "mpi-ssh",
+    "mpi-ssh-gone",
     // Not a step: the agent's Reboot call (boot into an installed kernel). A site that lists
     // its kinds and leaves this out never has its node rebooted by pvfs.
     REBOOT,
@@ -290,6 +302,8 @@ pub struct Site {
     pub services: Vec<String>,
     /// Refuse repositories with `gpgcheck = false`, whatever the cluster file says.
     pub refuse_unsigned: bool,
+    /// Allow `mpi-ssh` steps: root SSH between the clients for mpirun (default: refused).
+    pub mpi_ssh: bool,
 }
 
 /// A value in a site policy that cannot be used: which key, which entry, why.
@@ -311,6 +325,7 @@ pub struct Policy {
     repositories: Vec<String>,
     services: BTreeSet<String>,
     refuse_unsigned: bool,
+    mpi_ssh: bool,
 }
 
 impl Default for Policy {
@@ -322,6 +337,7 @@ impl Default for Policy {
             repositories: DEFAULT_REPOSITORIES.iter().map(|s| (*s).to_owned()).collect(),
             services: DEFAULT_SERVICES.iter().map(|s| (*s).to_owned()).collect(),
             refuse_unsigned: false,
+            mpi_ssh: false,
         }
     }
 }
@@ -330,7 +346,8 @@ impl Policy {
     /// The default policy narrowed by `site`; every unusable value is reported.
     pub fn new(site: Site) -> Result<Policy, Vec<SiteError>> {
         let mut errors = Vec::new();
-        let mut policy = Policy { refuse_unsigned: site.refuse_unsigned, ..Policy::default() };
+        let mut policy =
+            Policy { refuse_unsigned: site.refuse_unsigned, mpi_ssh: site.mpi_ssh, ..Policy::default() };
         let mut err = |key: &'static str, index: usize, message: String| {
             errors.push(SiteError { key, index, message });
         };
@@ -527,6 +544,8 @@ impl Policy {
             Step::ServiceStopped(s) => self.service(&s.unit),
             Step::GlusterVolumeGone(v) => simple_name("gluster volume name", &v.name, 64, ""),
             Step::GlusterPeersDetached(p) => p.peers.iter().try_for_each(|peer| host("gluster peer", peer)),
+            Step::MpiSsh(m) => self.mpi_ssh(m),
+            Step::MpiSshGone(g) => simple_name("cluster name", &g.cluster, 64, ""),
             Step::WipeTarget(w) => {
                 for disk in &w.disks {
                     device_path(disk)?;
@@ -700,6 +719,20 @@ impl Policy {
                 }
             }
             ("wipe", Action::Zero { device }) => device_path(&device.path),
+            ("mpi-ssh" | "mpi-ssh-gone", Action::Write { path, contents, mode }) => {
+                mpi_ssh_write(step_kind, path, contents, *mode)
+            }
+            ("mpi-ssh", Action::Mkdir { path, mode })
+                if (path == crate::mpi_ssh::MPI_DIR || path == crate::mpi_ssh::ROOT_SSH_DIR)
+                    && *mode == 0o700 =>
+            {
+                Ok(())
+            }
+            ("mpi-ssh-gone", Action::Remove { path })
+                if path == crate::mpi_ssh::MPI_KEY || path == crate::mpi_ssh::MPI_KNOWN_HOSTS =>
+            {
+                Ok(())
+            }
             ("directory" | "mount", Action::Mkdir { path, mode }) => self.mkdir(path, *mode),
             ("raid0", Action::PersistMdadm { device, conf }) => {
                 md_device(device)?;
@@ -787,7 +820,9 @@ impl Policy {
     pub fn check_action_on(&self, step_kind: &str, action: &Action, root: &Root) -> Result<(), PolicyError> {
         self.check_action(step_kind, action)?;
         match action {
-            Action::Write { path, .. } | Action::Mkdir { path, .. } => no_symlink(root, path),
+            Action::Write { path, .. } | Action::Mkdir { path, .. } | Action::Remove { path } => {
+                no_symlink(root, path)
+            }
             Action::PersistMdadm { conf, .. } => no_symlink(root, conf),
             Action::Run(_) | Action::Destroy { .. } | Action::Attribute { .. } | Action::Zero { .. } => {
                 Ok(())
@@ -850,7 +885,43 @@ impl Policy {
                 }
             ),
             format!("services: {}", list(&mut self.services.iter())),
+            format!(
+                "mpi ssh (root ssh between clients for mpirun): {}",
+                if self.mpi_ssh { "allowed" } else { "refused (mpi_ssh = true allows it)" }
+            ),
         ]
+    }
+
+    /// `mpi-ssh`: only where the site opted in; every value by its grammar.
+    fn mpi_ssh(&self, m: &crate::MpiSsh) -> Result<(), PolicyError> {
+        if !self.mpi_ssh {
+            return Err(PolicyError::new(
+                "mpi-ssh-off",
+                &m.cluster,
+                "this node's policy does not give root ssh between the clients to mpirun ([bench] mpi_ssh)",
+                "that is a grant an operator makes on purpose: add `mpi_ssh = true` to the agent's policy file \
+                 (/etc/pvfs/policy.toml) on every client and restart the agent, or set up ssh for mpirun yourself \
+                 and leave mpi_ssh out of the cluster file",
+            ));
+        }
+        simple_name("cluster name", &m.cluster, 64, "")?;
+        ssh_public_key("the cluster's MPI public key", &m.public_key)?;
+        openssh_private_key(&m.private_key)?;
+        for known in &m.known_hosts {
+            ssh_public_key("a client's host key", &known.key)?;
+            if known.names.is_empty() {
+                return Err(PolicyError::new(
+                    "mpi-ssh",
+                    &known.key,
+                    "a known host without a name",
+                    "this is a bug in pvfs; report it",
+                ));
+            }
+            for name in &known.names {
+                host("known host", name)?;
+            }
+        }
+        Ok(())
     }
 
     fn repo(&self, repo: &crate::Repo) -> Result<(), PolicyError> {
@@ -1268,6 +1339,83 @@ fn bug_command(step_kind: &str, command: &pvfs_host::Command, what: &str) -> Pol
         format!("a {step_kind} step {what}, not `{command}`"),
         "this is a bug in pvfs; report it",
     )
+}
+
+/// `TYPE BASE64`: one line that cannot carry `authorized_keys` options (`command=`, `from=`).
+fn ssh_public_key(what: &str, key: &str) -> Result<(), PolicyError> {
+    let mut words = key.split(' ');
+    let ok = match (words.next(), words.next(), words.next()) {
+        (Some(kind), Some(blob), None) => {
+            (kind.starts_with("ssh-") || kind.starts_with("ecdsa-") || kind.starts_with("sk-"))
+                && kind.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '@'))
+                && !blob.is_empty()
+                && blob.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '='))
+        }
+        _ => false,
+    };
+    if ok {
+        return Ok(());
+    }
+    Err(PolicyError::new(
+        "mpi-ssh",
+        key,
+        format!("{what} is not an OpenSSH public key (`ssh-ed25519 BASE64`)"),
+        "this is a bug in pvfs (keys come from ssh-keygen and the agents' reports); report it",
+    ))
+}
+
+/// One `OPENSSH PRIVATE KEY` block, base64 lines only.
+fn openssh_private_key(key: &str) -> Result<(), PolicyError> {
+    let lines: Vec<&str> = key.lines().collect();
+    let ok = lines.len() >= 3
+        && lines[0] == "-----BEGIN OPENSSH PRIVATE KEY-----"
+        && lines[lines.len() - 1] == "-----END OPENSSH PRIVATE KEY-----"
+        && lines[1..lines.len() - 1].iter().all(|l| {
+            !l.is_empty() && l.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '='))
+        });
+    if ok {
+        return Ok(());
+    }
+    Err(PolicyError::new(
+        "mpi-ssh",
+        "(private key, not shown)",
+        "the cluster's MPI private key is not one OpenSSH private key block",
+        "make it again: remove mpi_ed25519 and mpi_ed25519.pub from the cluster's TLS directory and run `pvfsctl up`",
+    ))
+}
+
+/// The three files `mpi-ssh` writes, each with its one mode; `mpi-ssh-gone` only rewrites
+/// `authorized_keys`. Every line written is printable.
+fn mpi_ssh_write(step_kind: &str, path: &str, contents: &str, mode: u32) -> Result<(), PolicyError> {
+    use crate::mpi_ssh::{AUTHORIZED_KEYS, MPI_KEY, MPI_KNOWN_HOSTS};
+    let want = match path {
+        AUTHORIZED_KEYS => 0o600,
+        MPI_KEY | MPI_KNOWN_HOSTS if step_kind == "mpi-ssh" => {
+            if path == MPI_KEY {
+                0o600
+            } else {
+                0o644
+            }
+        }
+        _ => return Err(misplaced(step_kind, path)),
+    };
+    if mode != want {
+        return Err(PolicyError::new(
+            "file-mode",
+            &format!("{mode:04o}"),
+            format!("{path} is written {want:04o}, not {mode:04o}"),
+            "this is a bug in pvfs; report it",
+        ));
+    }
+    if contents.lines().any(|l| l.chars().any(char::is_control)) {
+        return Err(PolicyError::new(
+            "file-content",
+            path,
+            format!("{path} would hold a control character"),
+            "remove it from the file on the node; pvfs writes printable lines only",
+        ));
+    }
+    Ok(())
 }
 
 fn misplaced(step_kind: &str, path: &str) -> PolicyError {
@@ -2052,6 +2200,10 @@ fn touched_paths(step: &Step) -> Vec<String> {
         Step::BeegfsSetup(b) => b.path.iter().cloned().chain([b.service.conf()]).collect(),
         Step::Gate(Gate { kind: GateKind::Writable { dir }, .. }) => vec![dir.clone()],
         Step::LustreStripe(s) => vec![s.dir.clone()],
+        Step::MpiSsh(_) | Step::MpiSshGone(_) => {
+            use crate::mpi_ssh::{AUTHORIZED_KEYS, MPI_KEY, MPI_KNOWN_HOSTS};
+            vec![MPI_KEY.into(), MPI_KNOWN_HOSTS.into(), AUTHORIZED_KEYS.into()]
+        }
         _ => vec![],
     }
 }

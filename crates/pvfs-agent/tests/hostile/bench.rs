@@ -170,6 +170,7 @@ async fn launch_sizes_that_would_wrap_are_refused() {
         dir: scratch.path().join("pvfs-bench/run"),
         clients: vec![("c1".into(), "10.0.0.1".into()), ("c2".into(), "10.0.0.2".into())],
         tasks_per_node: 2,
+        mpi_ssh: false,
     });
     // u32::MAX x 2 hosts wrapped to a small rank count, and a hostfile of 4 billion slots.
     wire.tasks_per_host = u32::MAX;
@@ -201,6 +202,7 @@ async fn a_planted_symlink_at_the_hostfile_is_not_followed() {
             dir: dir.to_owned(),
             clients: vec![("n1".into(), "127.0.0.1".into())],
             tasks_per_node: 1,
+            mpi_ssh: false,
         })
     };
     let status = launch_stream_error(&agent, launch(&run)).await;

@@ -114,6 +114,7 @@ pub async fn execute(
         tasks_per_client: plan.tasks_per_client,
         dir: plan.dir.clone(),
         mpi: plan.mpi,
+        mpi_ssh: cluster.bench.mpi_ssh,
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
     let work = {

@@ -165,7 +165,8 @@ async fn reads_a_recorded_debian_node() {
             }
           ],
           "uptime_seconds": 86523,
-          "boot_id": "3e1f2b0c-9d1a-4c57-8a0e-6b2d4f9c1a77"
+          "boot_id": "3e1f2b0c-9d1a-4c57-8a0e-6b2d4f9c1a77",
+          "ssh_host_key": ""
         }"#]]
     .assert_eq(&json);
 }
@@ -216,4 +217,22 @@ async fn reads_this_machine() {
     assert!(facts.cpu.logical >= 1);
     assert!(facts.memory_bytes > 0);
     assert!(facts.kernel.chars().next().is_some_and(|c| c.is_ascii_digit()), "{}", facts.kernel);
+}
+
+#[tokio::test]
+async fn the_ssh_host_key_is_reported_without_its_comment_and_garbage_is_no_key() {
+    let host = recorded_host();
+    let key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDx6n5e0mUw6Xz7m7i1f3sQ2bP4nq5R8yT0uV9wX1yZ2";
+    let read_key = |text: Option<&str>| {
+        let path = host.path().join("etc/ssh/ssh_host_ed25519_key.pub");
+        match text {
+            Some(text) => write(host.path(), SSH_HOST_KEY, text),
+            None => drop(std::fs::remove_file(&path)),
+        }
+        async { read(&Root::at(host.path()), &recorded_blkid()).await.unwrap().ssh_host_key }
+    };
+    assert_eq!(read_key(Some(&format!("{key} root@client1\n"))).await, key);
+    assert_eq!(read_key(None).await, "");
+    assert_eq!(read_key(Some("command=\"sh\" ssh-ed25519 AAAA\n")).await, "");
+    assert_eq!(read_key(Some("ssh-ed25519 not;base64;at;all;really\n")).await, "");
 }

@@ -291,6 +291,7 @@ pub fn launch_request_to(req: &LaunchRequest) -> pb::LaunchRequest {
             Program::Builtin => pb::launch_request::Program::Builtin,
             Program::Ior => pb::launch_request::Program::Ior,
         } as i32,
+        mpi_ssh: req.mpi_ssh,
     }
 }
 
@@ -335,6 +336,7 @@ pub fn launch_request_from(req: pb::LaunchRequest) -> Result<LaunchRequest, Requ
         dir,
         clients: req.hosts.into_iter().map(|h| (h.name, h.host)).collect(),
         tasks_per_node: req.tasks_per_host,
+        mpi_ssh: req.mpi_ssh,
     })
 }
 
@@ -415,6 +417,7 @@ mod tests {
             dir: "/mnt/gv0/pvfs-bench/run".into(),
             clients: vec![("c1".into(), "10.0.0.5".into()), ("c2".into(), "client2.example".into())],
             tasks_per_node: 4,
+            mpi_ssh: true,
         };
         assert_eq!(launch_request_from(launch_request_to(&req)).unwrap(), req);
         let mut wire = launch_request_to(&req);

@@ -7,9 +7,10 @@ use crate::pb;
 use crate::pb::step::Step as S;
 use pvfs_steps::{
     BeegfsService, BeegfsSetup, BlockQueue, CommandRecord, ConfigKeys, Directory, Failure, File, Gate,
-    GateKind, GlusterLayout, GlusterPeers, GlusterPeersDetached, GlusterVolume, GlusterVolumeGone, LctlParam,
-    LustreRole, LustreStripe, LustreTarget, LvmThin, Mkfs, Mount, Outcome, Package, PackageManager, Packages,
-    Raid0, Repo, Service, ServiceStopped, Step, StepEvent, Unmount, WipeTarget,
+    GateKind, GlusterLayout, GlusterPeers, GlusterPeersDetached, GlusterVolume, GlusterVolumeGone, KnownHost,
+    LctlParam, LustreRole, LustreStripe, LustreTarget, LvmThin, Mkfs, Mount, MpiSsh, MpiSshGone, Outcome,
+    Package, PackageManager, Packages, Raid0, Repo, Service, ServiceStopped, Step, StepEvent, Unmount,
+    WipeTarget,
 };
 use std::time::Duration;
 
@@ -174,6 +175,17 @@ impl From<&Step> for pb::Step {
             Step::GlusterPeersDetached(p) => {
                 S::GlusterPeersDetached(pb::StringList { items: p.peers.clone() })
             }
+            Step::MpiSsh(m) => S::MpiSsh(pb::MpiSshStep {
+                cluster: m.cluster.clone(),
+                private_key: m.private_key.clone(),
+                public_key: m.public_key.clone(),
+                known_hosts: m
+                    .known_hosts
+                    .iter()
+                    .map(|h| pb::KnownHost { names: h.names.clone(), key: h.key.clone() })
+                    .collect(),
+            }),
+            Step::MpiSshGone(g) => S::MpiSshGone(g.cluster.clone()),
             Step::WipeTarget(w) => S::WipeTarget(pb::WipeTargetStep {
                 disks: w.disks.clone(),
                 array: w.array.clone(),
@@ -362,6 +374,17 @@ fn step_from(step: pb::Step) -> Result<Step, DecodeReason> {
         S::ServiceStopped(s) => Step::ServiceStopped(ServiceStopped { unit: s.unit }),
         S::GlusterVolumeGone(v) => Step::GlusterVolumeGone(GlusterVolumeGone { name: v.name }),
         S::GlusterPeersDetached(p) => Step::GlusterPeersDetached(GlusterPeersDetached { peers: p.items }),
+        S::MpiSsh(m) => Step::MpiSsh(MpiSsh {
+            cluster: m.cluster,
+            private_key: m.private_key,
+            public_key: m.public_key,
+            known_hosts: m
+                .known_hosts
+                .into_iter()
+                .map(|h| KnownHost { names: h.names, key: h.key })
+                .collect(),
+        }),
+        S::MpiSshGone(cluster) => Step::MpiSshGone(MpiSshGone { cluster }),
         S::WipeTarget(w) => Step::WipeTarget(WipeTarget { disks: w.disks, array: w.array, vg: w.vg }),
         S::BlockQueue(q) => Step::BlockQueue(BlockQueue {
             device: q.device,
@@ -664,6 +687,16 @@ mod tests {
             }),
             Step::LustreStripe(LustreStripe { dir: "/mnt/lustre/bench".into(), count: -1, size: 4 << 20 }),
             Step::LctlParam(LctlParam { name: "llite.*.max_read_ahead_mb".into(), value: "64".into() }),
+            Step::MpiSsh(MpiSsh {
+                cluster: "gluster-e2e".into(),
+                private_key: "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n-----END OPENSSH PRIVATE KEY-----\n".into(),
+                public_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGq0".into(),
+                known_hosts: vec![KnownHost {
+                    names: vec!["10.0.0.7".into(), "client1".into()],
+                    key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDx6".into(),
+                }],
+            }),
+            Step::MpiSshGone(MpiSshGone { cluster: "gluster-e2e".into() }),
         ];
         let wire: Vec<pb::Step> = steps.iter().map(pb::Step::from).collect();
         assert_eq!(steps_from_wire(wire).unwrap(), steps);

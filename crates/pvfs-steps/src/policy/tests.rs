@@ -634,6 +634,7 @@ fn site_values_are_checked() {
         repositories: Some(vec!["https://mirror.site".into(), "mirror.site/x/".into()]),
         services: vec!["a b".into()],
         refuse_unsigned: false,
+        mpi_ssh: false,
     })
     .unwrap_err();
     let keys: Vec<String> = errors.iter().map(|e| format!("{}[{}]", e.key, e.index)).collect();

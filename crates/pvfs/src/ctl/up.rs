@@ -37,7 +37,14 @@ pub(crate) async fn converge(
     options: Options,
     view: View,
 ) -> anyhow::Result<u8> {
-    run_plan(cluster, pvfs_plan::plan(cluster), dialer, options, view).await
+    let mut plan = pvfs_plan::plan(cluster);
+    if cluster.bench.mpi_ssh {
+        // Every client's known_hosts lists every client: one that cannot be asked stops `up`
+        // here, named, before anything changes.
+        let keys = pvfs_coord::mpi_ssh::keys(cluster, dialer).await?;
+        pvfs_plan::add_mpi_ssh(cluster, &mut plan, &keys);
+    }
+    run_plan(cluster, plan, dialer, options, view).await
 }
 
 /// Runs (or only assesses) `plan` on `cluster`'s agents, showing it as it goes: `up`'s plan or
