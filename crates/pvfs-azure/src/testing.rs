@@ -63,6 +63,8 @@ pub struct World {
     pub usages: Vec<(String, i64, i64)>,
     /// Faults by VM name, met by its PUTs in order.
     pub faults: BTreeMap<String, VecDeque<Fault>>,
+    /// VM sizes offered besides the example's (`offer_size`).
+    pub extra_skus: Vec<Value>,
     /// How many times an operation answers `InProgress` before its end.
     pub in_progress: u32,
     /// The `Retry-After` of those answers (seconds).
@@ -139,6 +141,23 @@ impl FakeArm {
     }
 
     /// Adds an existing VM (as if made earlier) with these tags and size.
+    /// Offers VM size `name` (of quota family `family`, `vcpus` each) in `location`, shaped as
+    /// the SKU example's first entry: the seed's sizes are not in the example.
+    pub fn offer_size(&self, name: &str, family: &str, vcpus: u32, location: &str) {
+        let mut sku = example(SKUS, "200")["value"][0].clone();
+        sku["name"] = json!(name);
+        sku["family"] = json!(family);
+        sku["size"] = json!(name.trim_start_matches("Standard_"));
+        sku["locations"] = json!([location]);
+        sku["locationInfo"] = json!([{ "location": location, "zones": ["1", "2", "3"] }]);
+        for capability in sku["capabilities"].as_array_mut().into_iter().flatten() {
+            if matches!(capability["name"].as_str(), Some("vCPUs" | "vCPUsAvailable")) {
+                capability["value"] = json!(vcpus.to_string());
+            }
+        }
+        self.world.lock().expect("the fake's world").extra_skus.push(sku);
+    }
+
     pub fn add_vm(&self, name: &str, tags: Value, size: &str, data_disks: u32) {
         let mut world = self.world.lock().unwrap();
         let vm = stored_vm(
@@ -395,7 +414,11 @@ fn route(
         }
         ("GET", ["subscriptions", SUBSCRIPTION, "providers", "Microsoft.Compute", "skus"]) => {
             assert!(query.contains("api-version=2021-07-01"), "{query}");
-            reply(200, example(SKUS, "200"))
+            let mut skus = example(SKUS, "200");
+            if let Some(list) = skus["value"].as_array_mut() {
+                list.extend(world.extra_skus.iter().cloned());
+            }
+            reply(200, skus)
         }
         (
             "GET",

@@ -199,6 +199,8 @@ mod with_azure {
             sudo: true,
             from: None,
             deb: None,
+            // Every node of the cluster: the VMs just provisioned are all of them.
+            nodes: Vec::new(),
             plan: false,
             json: cli.up.json,
             parallel: 16,

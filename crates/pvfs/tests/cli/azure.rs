@@ -129,3 +129,76 @@ roles = ["client"]
     assert_eq!(v["plan"]["items"][0]["action"], "create");
     assert_eq!(v["limits"][0], "needs 3 vCPUs of standardA0_A7Family, 2 left (limit 3, in use 1)");
 }
+
+/// The shipped example, the seed's layout (1 MGS/MDS, 4 OSS with 10 × P30, 2 clients, all
+/// DS14_v2 in eastus), planned against the fake ARM: only the subscription and resource group
+/// are the fake's, and DS14_v2 is offered there as ARM lists a size.
+#[cfg(feature = "azure-fake")]
+#[test]
+fn provision_plan_of_the_lustre_example_prints_the_seeds_vms_and_disks() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let fake = runtime.block_on(pvfs_azure::testing::FakeArm::start());
+    fake.offer_size("Standard_DS14_v2", "standardDSv2Family", 16, "eastus");
+    fake.world.lock().unwrap().usages = vec![("cores".into(), 0, 350), ("standardDSv2Family".into(), 0, 350)];
+    let dir = TestDir::new();
+    let ca = dir.write("arm-ca.pem", std::str::from_utf8(&fake.ca_pem).unwrap());
+    std::fs::create_dir_all(dir.path().join("home/.ssh")).unwrap();
+    dir.write(
+        "home/.ssh/id_ed25519.pub",
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFd4CT7eOzNl2EaLeu/nR7gzgtAahQDYyjNE12f63sLw pvfs@test\n",
+    );
+    let example =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../config/lustre-azure.toml"))
+            .unwrap()
+            .replace("00000000-0000-0000-0000-000000000000", pvfs_azure::testing::SUBSCRIPTION)
+            .replace("resource_group = \"pvfs-lustre\"", "resource_group = \"rg\"");
+    let file = dir.write("lustre-azure.toml", &example);
+    let run = |extra: &[&str]| {
+        let mut args = vec!["provision", file.to_str().unwrap(), "--plan"];
+        args.extend_from_slice(extra);
+        dir.command(&crate::util::pvfsctl())
+            .args(&args)
+            .env("HOME", dir.path().join("home"))
+            .env("PVFS_AZURE_ENDPOINT", fake.url.as_str())
+            .env("PVFS_AZURE_CA", &ca)
+            .env("PVFS_AZURE_TOKEN", "t")
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    let words = |line: &str| line.split_whitespace().collect::<Vec<_>>().join(" ");
+    let lines: Vec<String> = stdout.lines().map(words).collect();
+    let has = |want: &str| lines.iter().any(|l| l.contains(want));
+    assert!(
+        has("cluster lustrefs in eastus (resource group rg): 7 to create, 0 to change, 0 left, 0 refused"),
+        "{stdout}"
+    );
+    assert!(
+        has("create mgsmds00 Standard_DS14_v2 zone - 1 × 1024 GiB Premium_LRS (caching None) at LUN 0"),
+        "{stdout}"
+    );
+    for oss in ["oss00", "oss01", "oss02", "oss03"] {
+        let want = format!(
+            "create {oss} Standard_DS14_v2 zone - 10 × 1024 GiB Premium_LRS (caching None) at LUN 0..9"
+        );
+        assert!(has(&want), "missing {want:?} in:\n{stdout}");
+    }
+    for client in ["client00", "client01"] {
+        assert!(has(&format!("create {client} Standard_DS14_v2 zone - no data disks")), "{stdout}");
+    }
+    assert!(has("quotas and sizes of eastus: enough"), "{stdout}");
+    assert!(fake.requests().iter().all(|r| r.method == "GET"), "a plan only reads");
+
+    // Seven DS14_v2 are 112 vCPUs: with 100 left the plan says so, exactly.
+    fake.world.lock().unwrap().usages =
+        vec![("cores".into(), 0, 350), ("standardDSv2Family".into(), 250, 350)];
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(
+        said.contains("needs 112 vCPUs of standardDSv2Family, 100 left (limit 350, in use 250)"),
+        "{said}"
+    );
+}
