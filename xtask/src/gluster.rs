@@ -25,7 +25,11 @@
 //!    metrics, `pvfsctl report` finds real network traffic, and a client cut off the network
 //!    mid-run ends the run with an error naming it, partial results kept;
 //! 8. the mpi launcher: mpirun (Debian's Open MPI) started by the client's agent runs the
-//!    built-in engine as MPI ranks; `--engine ior` fails naming the client, as IOR is absent.
+//!    built-in engine as MPI ranks; `--engine ior` fails naming the client, as IOR is absent;
+//!    then across hosts with `[bench] mpi_ssh = true` ([`mpi_across_hosts`]): gfs2 (the .deb)
+//!    becomes a second client, `up` installs the cluster's MPI key where the agents' policy
+//!    grants it, mpirun on gfs2 reaches client1 (the tarball) over that key, and a forged host
+//!    key fails the run saying so until `up` repairs it.
 //!
 //! gfs2's package (`dpkg -i` by bootstrap of a .deb built around the same binary) is enabled,
 //! so its agent comes back by itself when the scenario restarts gfs2's container. Afterwards
@@ -806,6 +810,7 @@ fn bench(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyhow::Result<(
     );
     ensure!(report.join("scale-out.png").exists(), "no PNG chart in {}", report.display());
     mpi(&bench_cmd)?;
+    mpi_across_hosts(lab, binary, cluster, tls)?;
 
     // A client cut off the network mid-run: the run ends naming it, and keeps what it has.
     let mut child = bench_cmd(&["--set", "t=1m", "--set", "b=64m", "--set", "i=50"])
@@ -881,6 +886,102 @@ fn mpi(bench_cmd: &dyn Fn(&[&str]) -> Command) -> anyhow::Result<()> {
         "engine ior without IOR: {:?}, {error}",
         out.status
     );
+    Ok(())
+}
+
+/// mpirun across two hosts with `[bench] mpi_ssh = true`: gfs2 (the `.deb` install) becomes
+/// a second client, both clients' agents are granted `mpi_ssh` in their policy files, `up`
+/// installs the cluster's MPI key and the clients' host keys, and a run of the built-in engine
+/// as MPI ranks spans both hosts (client1's sshd logs root's key login from gfs2). A forged
+/// host key in gfs2's known_hosts fails the run saying so; `up` repairs it.
+fn mpi_across_hosts(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyhow::Result<()> {
+    const CLIENTS: [&str; 2] = ["gfs2", "client1"];
+    let text = std::fs::read_to_string(cluster)?;
+    let text = text.replacen(
+        "name = \"gfs2\"\naddress = \"10.213.250.12:7070\"\nroles = [\"server\"]",
+        "name = \"gfs2\"\naddress = \"10.213.250.12:7070\"\nroles = [\"server\", \"client\"]",
+        1,
+    );
+    ensure!(text.contains("roles = [\"server\", \"client\"]"), "gfs2 not made a client in {cluster}");
+    let mpi_cluster = lab.work.join("glusterfs-e2e-mpi.toml");
+    std::fs::write(&mpi_cluster, text + "\n[bench]\nlauncher = \"mpi\"\nmpi_ssh = true\n")?;
+    let mpi_cluster = mpi_cluster.to_string_lossy().into_owned();
+    for node in CLIENTS {
+        lab.exec(node, &["sh", "-c", "printf 'mpi_ssh = true\\n' > /etc/pvfs/policy.toml"])?;
+        lab.exec(node, &["systemctl", "restart", "pvfs-agent.service"])?;
+    }
+    wait_reachable(binary, &mpi_cluster, tls, Duration::from_secs(60))?;
+    let up = || -> anyhow::Result<(Option<i32>, Vec<Value>, String)> {
+        let out =
+            capture(Command::new(binary).args(["ctl", "up", &mpi_cluster, "--tls-dir", tls, "--json"]))?;
+        Ok((out.status.code(), json_lines(&out.stdout)?, String::from_utf8_lossy(&out.stderr).into_owned()))
+    };
+    let (code, events, stderr) = up()?;
+    ensure!(code == Some(0), "up with mpi_ssh: exit {code:?}: {stderr}\n{events:?}");
+    for node in CLIENTS {
+        let mode = lab.exec(node, &["stat", "-c", "%a", "/etc/pvfs/mpi/id_ed25519"])?;
+        ensure!(mode.trim() == "600", "{node}: the MPI key is mode {mode}");
+    }
+    let results = lab.work.join("results-mpi").to_string_lossy().into_owned();
+    let bench = || -> anyhow::Result<(Option<i32>, Vec<Value>, String)> {
+        let out = capture(Command::new(binary).args([
+            "ctl",
+            "bench",
+            &mpi_cluster,
+            "--tls-dir",
+            tls,
+            "--json",
+            "--results",
+            &results,
+            "--procs",
+            "1",
+            "--set",
+            "t=1m",
+            "--set",
+            "b=16m",
+            "--set",
+            "i=1",
+        ]))?;
+        Ok((out.status.code(), json_lines(&out.stdout)?, String::from_utf8_lossy(&out.stderr).into_owned()))
+    };
+    let (code, events, stderr) = bench()?;
+    ensure!(code == Some(0), "bench across hosts: exit {code:?}: {stderr}\n{events:?}");
+    let launched = events.iter().find(|e| e["event"] == "launched").context("no launched event")?;
+    let hostfile = launched["hostfile"].as_str().unwrap_or_default();
+    ensure!(
+        hostfile.contains("10.213.250.12") && hostfile.contains("10.213.250.13"),
+        "the hostfile names both clients: {launched}"
+    );
+    let done: Vec<&Value> = events.iter().filter(|e| e["event"] == "phase_done").collect();
+    ensure!(done.len() == 2 && done.iter().all(|e| e["bytes"] == 32 << 20), "phases across hosts: {done:?}");
+    let sshd = lab.exec(
+        "client1",
+        &["journalctl", "--no-pager", "-u", "ssh", "-g", "Accepted publickey for root from 10.213.250.12"],
+    )?;
+    ensure!(
+        sshd.contains("Accepted publickey for root"),
+        "client1's sshd saw no key login from gfs2:\n{sshd}"
+    );
+    eprintln!(
+        "xtask e2e: mpirun from gfs2 over ssh to client1 ({}): 2 ranks on 2 hosts",
+        hostfile.trim().replace('\n', ", ")
+    );
+
+    // A forged host key: the run fails saying so; `up` puts the real one back.
+    let forged =
+        "10.213.250.13 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFd4CT7eOzNl2EaLeu/nR7gzgtAahQDYyjNE12f63sLw";
+    lab.exec("gfs2", &["sh", "-c", &format!("printf '%s\\n' '{forged}' > /etc/pvfs/mpi/known_hosts")])?;
+    let (code, events, _) = bench()?;
+    let error = events.last().and_then(|s| s["error"].as_str()).unwrap_or_default().to_owned();
+    ensure!(
+        code == Some(1) && error.to_lowercase().contains("host key"),
+        "a forged host key: exit {code:?}, {error}"
+    );
+    let (code, events, stderr) = up()?;
+    ensure!(code == Some(0) && total(&events, "changed") >= 1, "up after the forgery: {code:?} {stderr}");
+    let (code, _, stderr) = bench()?;
+    ensure!(code == Some(0), "bench after up repaired known_hosts: {code:?} {stderr}");
+    eprintln!("xtask e2e: a forged host key failed the run ({error}); up repaired it and the run passed");
     Ok(())
 }
 

@@ -60,13 +60,17 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")
 }
 
-/// The dialer for `cluster`: the TLS directory from `--tls-dir`, else the cluster file's
-/// `[tls] dir`. Mutual TLS only.
+/// The cluster's TLS directory: `--tls-dir`, else the cluster file's `[tls] dir`.
+pub(crate) fn tls_dir(cluster: &Cluster, args: &ConnectArgs) -> std::path::PathBuf {
+    args.tls_dir.clone().unwrap_or_else(|| cluster.tls_dir.clone())
+}
+
+/// The dialer for `cluster`: its certificates in [`tls_dir`]. Mutual TLS only.
 pub(crate) fn dialer(cluster: &Cluster, args: &ConnectArgs) -> anyhow::Result<Dialer> {
     if args.insecure {
         anyhow::bail!("{INSECURE_REMOVED}");
     }
-    let dir = args.tls_dir.clone().unwrap_or_else(|| cluster.tls_dir.clone());
+    let dir = tls_dir(cluster, args);
     let material = pvfs_tls::load(&dir, &args.cert_name)?;
     pvfs_tls::check_identity(&material, pvfs_tls::Usage::Coordinator)
         .with_context(|| format!("the coordinator certificate in {} cannot be used", dir.display()))?;

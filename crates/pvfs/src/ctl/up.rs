@@ -15,8 +15,10 @@ use tokio::sync::mpsc;
 
 pub(crate) async fn run(cli: UpCli) -> anyhow::Result<u8> {
     let UpCli { up: args, allow_reboot, reboot_timeout, .. } = cli;
-    let cluster = pvfs_config::load(&args.cluster)?;
+    let mut cluster = pvfs_config::load(&args.cluster)?;
     let dialer = super::dialer(&cluster, &args.connect)?;
+    // What lives beside the certificates (the cluster's MPI key) goes where `--tls-dir` says.
+    cluster.tls_dir = super::tls_dir(&cluster, &args.connect);
     let view = View { json: args.json, plan: args.plan, verbose: args.verbose, down: false };
     // Ctrl-C (or SIGTERM) stops sending units and lets the ones under way finish; a second
     // one exits at once (the agents finish a step whose caller went away).
