@@ -20,6 +20,10 @@ pub fn run(no_e2e: bool) -> anyhow::Result<()> {
         ("fio", "fio"),
         // The mpi launcher's tests run real mpirun.
         ("mpirun", "openmpi-bin"),
+        // `pvfsctl bootstrap` drives the system's OpenSSH client; `up` with `[bench] mpi_ssh`
+        // makes the cluster's MPI key with ssh-keygen.
+        ("ssh", "openssh-client"),
+        ("ssh-keygen", "openssh-client"),
         // The Debian package: its Depends from the libraries' symbols files, the glibc check,
         // and Debian's own linter on the result.
         ("dpkg-shlibdeps", "dpkg-dev"),
