@@ -1,7 +1,7 @@
 //! A fake Azure Resource Manager on loopback HTTPS, for tests (feature `testing`).
 //!
 //! It answers with the response bodies of the REST API specification's own examples
-//! (`tests/fixtures`, sources in `tests/fixtures/SOURCES.md`), with only what identifies the
+//! (`tests/fixtures`, sources in `tests/fixtures/README.md`), with only what identifies the
 //! resource replaced, and follows the ARM protocols: PUT answers 201 with an
 //! `Azure-AsyncOperation` URL that reports `InProgress` a set number of times before its end;
 //! DELETE answers 202 with a `Location` URL. Faults can be queued per VM: a 429 with
@@ -159,7 +159,7 @@ impl FakeArm {
     }
 
     pub fn add_vm(&self, name: &str, tags: Value, size: &str, data_disks: u32) {
-        let mut world = self.world.lock().unwrap();
+        let mut world = self.world.lock().expect("the fake's world");
         let vm = stored_vm(
             &mut world,
             name,
@@ -181,7 +181,7 @@ impl FakeArm {
 
     /// The recorded requests, without the polls (GETs of operations).
     pub fn requests(&self) -> Vec<Recorded> {
-        self.world.lock().unwrap().requests.clone()
+        self.world.lock().expect("the fake's world").requests.clone()
     }
 }
 
@@ -283,7 +283,7 @@ async fn serve<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
     }
     let body: Option<Value> = serde_json::from_slice(&buf[head_end..]).ok();
     let answer = {
-        let mut world = world.lock().unwrap();
+        let mut world = world.lock().expect("the fake's world");
         world.requests.push(Recorded { method: method.clone(), target: target.clone(), body: body.clone() });
         route(&mut world, base, &method, &target, body)
     };

@@ -10,7 +10,7 @@
 //! the kernel closes it if the agent dies.
 
 use crate::engine::{self, PhaseRequest, Progress, TaskResult};
-use crate::mpi::unix_ns;
+use crate::mpi::{span_from_ns, span_to_ns, unix_ns};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, UNIX_EPOCH};
@@ -65,7 +65,7 @@ impl PhaseLine {
             bytes: r.bytes,
             ops: r.ops,
             error: r.error.as_deref().map(|e| truncate(e, MAX_LINE / 2)),
-            rdwr_unix_ns: r.rdwr.map(|(a, b)| (unix_ns(a), unix_ns(b))),
+            rdwr_unix_ns: span_to_ns(r.rdwr),
         }
     }
 
@@ -82,8 +82,7 @@ impl PhaseLine {
             bytes: *bytes,
             ops: *ops,
             error: error.clone(),
-            rdwr: rdwr_unix_ns
-                .map(|(a, b)| (UNIX_EPOCH + Duration::from_nanos(a), UNIX_EPOCH + Duration::from_nanos(b))),
+            rdwr: span_from_ns(*rdwr_unix_ns),
         })
     }
 }

@@ -139,8 +139,7 @@ impl RankLine {
             bytes: *bytes,
             ops: *ops,
             error: error.clone(),
-            rdwr: rdwr_unix_ns
-                .map(|(a, b)| (UNIX_EPOCH + Duration::from_nanos(a), UNIX_EPOCH + Duration::from_nanos(b))),
+            rdwr: span_from_ns(*rdwr_unix_ns),
         })
     }
 }
@@ -248,7 +247,7 @@ pub fn run_rank(job: &RankJob, emit: &(dyn Fn(&RankLine) + Sync)) -> Result<(), 
                     bytes: r.bytes,
                     ops: r.ops,
                     error: error.clone(),
-                    rdwr_unix_ns: r.rdwr.map(|(a, b)| (unix_ns(a), unix_ns(b))),
+                    rdwr_unix_ns: span_to_ns(r.rdwr),
                 });
                 if let Some(error) = error {
                     return Err(error);
@@ -285,6 +284,16 @@ fn with_progress<T>(rank: u32, emit: &(dyn Fn(&RankLine) + Sync), phase: impl Fn
 
 pub(crate) fn unix_ns(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64
+}
+
+/// A task's read/write span as its lines carry it (the engine child's and the ranks').
+pub(crate) fn span_to_ns(span: Option<(SystemTime, SystemTime)>) -> Option<(u64, u64)> {
+    span.map(|(a, b)| (unix_ns(a), unix_ns(b)))
+}
+
+/// The span back from a line.
+pub(crate) fn span_from_ns(span: Option<(u64, u64)>) -> Option<(SystemTime, SystemTime)> {
+    span.map(|(a, b)| (UNIX_EPOCH + Duration::from_nanos(a), UNIX_EPOCH + Duration::from_nanos(b)))
 }
 
 /// The arguments after the program for `pvfs-agent engine` as one MPI rank.

@@ -1,5 +1,5 @@
 //! `provision` and `deprovision` against a fake ARM on loopback HTTPS that answers with the
-//! REST API specification's examples (see `tests/fixtures/SOURCES.md`): the bodies sent are
+//! REST API specification's examples (see `tests/fixtures/README.md`): the bodies sent are
 //! asserted, and so are the errors users would see.
 
 use expect_test::expect;
