@@ -2,16 +2,16 @@
 //!
 //! Rates are never computed here (see [`crate::rates`]): a sample is what the kernel said at one
 //! moment, so samples can be stored, shipped and replayed, and any two of them give the rates
-//! for the time between. Parsing of the `/proc` formats is procfs-core's; which devices count,
+//! for the time between. Parsing of the `/proc` formats is procfs-core's (meminfo's excepted, see
+//! [`meminfo`]); which devices count,
 //! and the counter widths, follow sysstat (iostat reads whole devices from `/sys/block`, and the
 //! kernel prints the `*_ticks` fields as 32-bit milliseconds).
 
 use procfs_core::net::InterfaceDeviceStatus;
-use procfs_core::{DiskStat, FromBufRead, FromRead, LoadAverage, Meminfo};
+use procfs_core::{DiskStat, FromBufRead, FromRead, LoadAverage};
 use pvfs_host::{Root, RootError};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::io::Cursor;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Everything read at one moment.
@@ -219,34 +219,78 @@ pub struct Sampler {
     filter: DeviceFilter,
     whole: HashMap<String, bool>,
     links: HashMap<String, (u32, Duplex, std::time::Instant)>,
-    files: HashMap<&'static str, std::fs::File>,
+    files: ProcFiles,
+}
+
+/// The `/proc` files a sampler reads, each open once with the buffer its text is read into.
+///
+/// Measured on an idle agent (perf, DWARF call graphs): with a fresh `Vec` and `read_to_end`
+/// per read, std first probes with a 32-byte read (procfs formats the file's start for it),
+/// then grows the vector read by read, and asks for the file's size (a `statx`, which procfs
+/// answers with 0) — together a third of the agent's idle CPU. A buffer kept at the file's
+/// size, filled with `pread` from offset 0 (no `lseek`), reads the whole text in one call and
+/// sees the end in a second.
+#[derive(Debug, Default)]
+struct ProcFiles(Vec<ProcFile>);
+
+#[derive(Debug)]
+struct ProcFile {
+    path: &'static str,
+    file: std::fs::File,
+    text: Vec<u8>,
+}
+
+/// Room added before each read beyond the text's last size: a file that grew by a few lines
+/// (a new device) still fits in one read.
+const READ_MARGIN: usize = 4096;
+
+impl ProcFiles {
+    /// The text of the `/proc` file `path` now, through the handle kept from the first read.
+    /// A handle that fails a read is dropped, so the next sample opens the file again. Bytes
+    /// that are not UTF-8 (a device name, say) are replaced, as before.
+    fn read(&mut self, root: &Root, path: &'static str) -> Result<&str, RootError> {
+        use std::os::unix::fs::FileExt;
+        let error = |source| RootError { path: path.to_owned(), action: "read", source };
+        let index = match self.0.iter().position(|f| f.path == path) {
+            Some(index) => index,
+            None => {
+                let file = std::fs::File::open(root.path(path)).map_err(error)?;
+                self.0.push(ProcFile { path, file, text: Vec::new() });
+                self.0.len() - 1
+            }
+        };
+        let slot = &mut self.0[index];
+        let mut len = 0;
+        loop {
+            // Safe code cannot read into uninitialised memory: the room is zeroed first (a
+            // memset of a few KiB, far cheaper than the read it serves).
+            if slot.text.len() < len + READ_MARGIN {
+                slot.text.resize((len + READ_MARGIN).max(slot.text.len() * 2), 0);
+            }
+            match slot.file.read_at(&mut slot.text[len..], len as u64) {
+                Ok(0) => break,
+                Ok(n) => len += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(source) => {
+                    self.0.swap_remove(index);
+                    return Err(error(source));
+                }
+            }
+        }
+        let slot = &mut self.0[index];
+        if std::str::from_utf8(&slot.text[..len]).is_err() {
+            let replaced = String::from_utf8_lossy(&slot.text[..len]).into_owned().into_bytes();
+            len = replaced.len();
+            slot.text = replaced;
+        }
+        // Checked just above (or replaced by valid UTF-8).
+        Ok(std::str::from_utf8(&slot.text[..len]).unwrap_or_default())
+    }
 }
 
 impl Sampler {
     pub fn new(root: Root, filter: DeviceFilter) -> Sampler {
-        Sampler { root, filter, whole: HashMap::new(), links: HashMap::new(), files: HashMap::new() }
-    }
-
-    /// The text of the `/proc` file `path` now, through the handle kept from the first read.
-    /// A handle that fails a read is dropped, so the next sample opens the file again.
-    fn read_proc(&mut self, path: &'static str) -> Result<String, RootError> {
-        use std::io::{Read, Seek, SeekFrom};
-        let error = |source| RootError { path: path.to_owned(), action: "read", source };
-        let file = match self.files.entry(path) {
-            std::collections::hash_map::Entry::Occupied(open) => open.into_mut(),
-            std::collections::hash_map::Entry::Vacant(slot) => {
-                slot.insert(std::fs::File::open(self.root.path(path)).map_err(error)?)
-            }
-        };
-        let mut bytes = Vec::new();
-        let read = file.seek(SeekFrom::Start(0)).and_then(|_| file.read_to_end(&mut bytes));
-        match read {
-            Ok(_) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
-            Err(source) => {
-                self.files.remove(path);
-                Err(error(source))
-            }
-        }
+        Sampler { root, filter, whole: HashMap::new(), links: HashMap::new(), files: ProcFiles::default() }
     }
 
     /// Speed (Mbit/s, 0 if none) and duplex of `nic`, from sysfs at most every LINK_REFRESH.
@@ -285,19 +329,22 @@ impl Sampler {
 
     fn read_disks(&mut self) -> Result<Vec<DiskCounters>, SampleError> {
         const PATH: &str = "/proc/diskstats";
-        let text = self.read_proc(PATH)?;
+        let text = self.files.read(&self.root, PATH)?;
         let mut disks = Vec::new();
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
             let stat = DiskStat::from_line(line).map_err(|e| parse(PATH, e))?;
             let keep = match &self.filter {
                 DeviceFilter::Named(names) => names.contains(&stat.name),
-                DeviceFilter::WholeDevices => {
-                    // sysfs spells '/' in device names (cciss/c0d0) as '!'.
-                    let root = &self.root;
-                    *self.whole.entry(stat.name.clone()).or_insert_with(|| {
-                        root.exists(&format!("/sys/block/{}", stat.name.replace('/', "!")))
-                    })
-                }
+                // Looked up before inserting: the name is copied once per device, not per sample.
+                DeviceFilter::WholeDevices => match self.whole.get(&stat.name) {
+                    Some(&whole) => whole,
+                    None => {
+                        // sysfs spells '/' in device names (cciss/c0d0) as '!'.
+                        let whole = self.root.exists(&format!("/sys/block/{}", stat.name.replace('/', "!")));
+                        self.whole.insert(stat.name.clone(), whole);
+                        whole
+                    }
+                },
             };
             if keep {
                 disks.push(DiskCounters::from_stat(stat));
@@ -308,8 +355,8 @@ impl Sampler {
 
     fn read_nics(&mut self) -> Result<Vec<NicCounters>, SampleError> {
         const PATH: &str = "/proc/net/dev";
-        let text = self.read_proc(PATH)?;
-        let status = InterfaceDeviceStatus::from_buf_read(Cursor::new(text)).map_err(|e| parse(PATH, e))?;
+        let text = self.files.read(&self.root, PATH)?;
+        let status = InterfaceDeviceStatus::from_buf_read(text.as_bytes()).map_err(|e| parse(PATH, e))?;
         let mut nics = Vec::with_capacity(status.0.len());
         for d in status.0.into_values() {
             let (speed_mbps, duplex) = self.link(&d.name);
@@ -337,7 +384,7 @@ impl Sampler {
 
     fn read_cpu(&mut self) -> Result<CpuCounters, SampleError> {
         const PATH: &str = "/proc/stat";
-        let text = self.read_proc(PATH)?;
+        let text = self.files.read(&self.root, PATH)?;
         // Only the first line ("cpu  …", all CPUs) is needed; procfs-core's KernelStats would
         // also parse every per-CPU line and convert ticks through a system-info seam.
         let line = text.lines().find(|l| l.starts_with("cpu ")).ok_or_else(|| parse(PATH, "no cpu line"))?;
@@ -359,31 +406,14 @@ impl Sampler {
 
     fn read_mem(&mut self) -> Result<MemCounters, SampleError> {
         const PATH: &str = "/proc/meminfo";
-        let text = self.read_proc(PATH)?;
-        meminfo_checked(&text).map_err(|what| parse(PATH, what))?;
-        let m = Meminfo::from_buf_read(Cursor::new(text)).map_err(|e| parse(PATH, e))?;
-        // procfs-core converts kB to bytes; sar reports kB.
-        let kb = |bytes: u64| bytes / 1024;
-        Ok(MemCounters {
-            total_kb: kb(m.mem_total),
-            free_kb: kb(m.mem_free),
-            available_kb: kb(m.mem_available.unwrap_or(0)),
-            buffers_kb: kb(m.buffers),
-            cached_kb: kb(m.cached),
-            slab_kb: kb(m.slab),
-            committed_as_kb: kb(m.committed_as),
-            active_kb: kb(m.active),
-            inactive_kb: kb(m.inactive),
-            dirty_kb: kb(m.dirty),
-            swap_total_kb: kb(m.swap_total),
-            swap_free_kb: kb(m.swap_free),
-        })
+        let text = self.files.read(&self.root, PATH)?;
+        meminfo(text).map_err(|what| parse(PATH, what))
     }
 
     fn read_load(&mut self) -> Result<LoadCounters, SampleError> {
         const PATH: &str = "/proc/loadavg";
-        let text = self.read_proc(PATH)?;
-        let l = LoadAverage::from_read(Cursor::new(text)).map_err(|e| parse(PATH, e))?;
+        let text = self.files.read(&self.root, PATH)?;
+        let l = LoadAverage::from_read(text.as_bytes()).map_err(|e| parse(PATH, e))?;
         // f32 in procfs-core; the kernel prints two decimals, so nothing is lost.
         let two = |v: f32| (f64::from(v) * 100.0).round() / 100.0;
         Ok(LoadCounters {
@@ -396,31 +426,57 @@ impl Sampler {
     }
 }
 
-/// meminfo as the kernel writes it, checked before procfs-core reads it, for two inputs on
-/// which procfs-core 0.18 panics (both found by `fuzz_proc_sampler_mutated_files`): a key
-/// whose last character before the `:` is not ASCII (it cuts the key with `&field[..len - 1]`,
-/// not at a character boundary), and a size past 16 EiB (it converts with a plain
-/// `num * 1024`, a panic in a debug build and a wrong size in a release one). The kernel's
-/// meminfo is ASCII and its sizes fit, so either is refused as not the kernel's file.
-fn meminfo_checked(text: &str) -> Result<(), String> {
-    if let Some(line) = text.lines().find(|l| !l.is_ascii()) {
-        return Err(format!("{line:?} is not ASCII"));
-    }
+/// The `/proc/meminfo` lines sar -r uses, read in one pass over the kernel's
+/// `Key:   value kB` lines.
+///
+/// By hand rather than with procfs-core's `Meminfo`, which was used before: it builds a map of
+/// every line (about 55 hashed `String`s) to return a dozen values, 12 % of an idle agent's
+/// CPU by perf, and panics on two inputs that are not the kernel's (found by
+/// `fuzz_proc_sampler_mutated_files`: a non-ASCII character before the `:`, a size past
+/// 16 EiB once scaled to bytes). Values stay in kB, as the kernel prints them and sar reports
+/// them, so nothing is scaled and nothing can overflow. A line sar needs that is missing, or
+/// given in another unit, is an error naming it (MemAvailable only since Linux 3.14: 0 without).
+fn meminfo(text: &str) -> Result<MemCounters, String> {
+    const KEYS: [&str; 12] = [
+        "MemTotal",
+        "MemFree",
+        "MemAvailable",
+        "Buffers",
+        "Cached",
+        "Slab",
+        "Committed_AS",
+        "Active",
+        "Inactive",
+        "Dirty",
+        "SwapTotal",
+        "SwapFree",
+    ];
+    let mut values: [Option<u64>; 12] = [None; 12];
     for line in text.lines() {
-        let mut words = line.split_whitespace().skip(1);
-        let (Some(number), Some(unit)) = (words.next(), words.next()) else { continue };
-        let Ok(number) = number.parse::<u64>() else { continue };
-        let scale: u64 = match unit {
-            "KiB" | "kiB" | "kB" | "KB" => 1 << 10,
-            "MiB" | "miB" | "MB" | "mB" => 1 << 20,
-            "GiB" | "giB" | "GB" | "gB" => 1 << 30,
-            _ => 1,
+        let Some((key, rest)) = line.split_once(':') else { continue };
+        let Some(slot) = KEYS.iter().position(|k| *k == key) else { continue };
+        let mut words = rest.split_ascii_whitespace();
+        let value = match (words.next().map(str::parse::<u64>), words.next(), words.next()) {
+            (Some(Ok(value)), Some("kB"), None) => value,
+            _ => return Err(format!("{line:?} is not `{key}: N kB` as the kernel writes it")),
         };
-        if number.checked_mul(scale).is_none() {
-            return Err(format!("{line:?} holds a size past 16 EiB"));
-        }
+        values[slot] = Some(value);
     }
-    Ok(())
+    let value = |index: usize| values[index].ok_or_else(|| format!("no {} line", KEYS[index]));
+    Ok(MemCounters {
+        total_kb: value(0)?,
+        free_kb: value(1)?,
+        available_kb: values[2].unwrap_or(0),
+        buffers_kb: value(3)?,
+        cached_kb: value(4)?,
+        slab_kb: value(5)?,
+        committed_as_kb: value(6)?,
+        active_kb: value(7)?,
+        inactive_kb: value(8)?,
+        dirty_kb: value(9)?,
+        swap_total_kb: value(10)?,
+        swap_free_kb: value(11)?,
+    })
 }
 
 fn parse(path: &'static str, what: impl std::fmt::Display) -> SampleError {
@@ -447,30 +503,55 @@ pub fn monotonic_ns() -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{meminfo_checked, until_tick};
+    use super::{meminfo, until_tick};
     use std::time::{Duration, UNIX_EPOCH};
 
-    /// Found by `fuzz_proc_sampler_mutated_files`: procfs-core panicked on a meminfo size past
-    /// 16 EiB (`num * 1024`) and on a key ending in a non-ASCII character (`&field[..len - 1]`);
-    /// both are refused before it reads the file.
+    /// The kernel's meminfo (Debian 12, Linux 6.18) gives sar's values in kB, as printed.
     #[test]
-    fn meminfo_procfs_core_would_panic_on_is_refused() {
-        assert_eq!(meminfo_checked("MemTotal:       24598836 kB\nHugepagesize:    2048 kB\n"), Ok(()));
-        let huge = "MemTotal:       18014398509481984 kB";
+    fn meminfo_reads_sars_lines_in_kb() {
+        let m = meminfo(include_str!("../testdata/meminfo-debian12-6.18.txt")).unwrap();
+        let line = |key: &str| {
+            let text = include_str!("../testdata/meminfo-debian12-6.18.txt");
+            let line = text.lines().find(|l| l.split(':').next() == Some(key)).unwrap();
+            line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap()
+        };
+        assert_eq!(m.total_kb, line("MemTotal"));
+        assert_eq!(m.available_kb, line("MemAvailable"));
+        assert_eq!(m.committed_as_kb, line("Committed_AS"));
+        // "Active(anon)" and "Inactive(file)" are other lines than "Active" and "Inactive".
+        assert_eq!(m.active_kb, line("Active"));
+        assert_eq!(m.inactive_kb, line("Inactive"));
+        assert_eq!(m.swap_free_kb, line("SwapFree"));
+    }
+
+    /// Inputs on which procfs-core 0.18's meminfo panicked (found by
+    /// `fuzz_proc_sampler_mutated_files`), and others that are not the kernel's: values, or an
+    /// error naming the line, never a panic.
+    #[test]
+    fn a_meminfo_that_is_not_the_kernels_is_an_error_naming_the_line() {
+        let base = "MemTotal: 1 kB\nMemFree: 1 kB\nBuffers: 1 kB\nCached: 1 kB\nSlab: 1 kB\nCommitted_AS: 1 kB\n\
+                    Active: 1 kB\nInactive: 1 kB\nDirty: 1 kB\nSwapTotal: 1 kB\nSwapFree: 1 kB\n";
+        // No MemAvailable (before Linux 3.14): 0.
+        assert_eq!(meminfo(base).unwrap().available_kb, 0);
+        // A size past 16 EiB in bytes is still a u64 in kB.
+        let huge = format!("{base}MemAvailable: 18014398509481984 kB\n");
+        assert_eq!(meminfo(&huge).unwrap().available_kb, 18014398509481984);
+        // A non-ASCII key is not one sar needs.
+        assert!(meminfo(&format!("{base}Inactive(file)\u{e9}: 12 kB\n")).is_ok());
         assert_eq!(
-            meminfo_checked(&format!("MemFree: 1 kB\n{huge}\n")),
-            Err(format!("{huge:?} holds a size past 16 EiB"))
+            meminfo(&format!("{base}Dirty: 18446744073709551616 kB\n")),
+            Err("\"Dirty: 18446744073709551616 kB\" is not `Dirty: N kB` as the kernel writes it".into())
         );
-        assert_eq!(meminfo_checked("HugePages_Total: 18446744073709551615\n"), Ok(()), "no unit: no scaling");
         assert_eq!(
-            meminfo_checked("Inactive(file):\u{fffd} 12 kB\n"),
-            Err("\"Inactive(file):\u{fffd} 12 kB\" is not ASCII".into())
+            meminfo(&base.replace("Slab: 1 kB", "Slab: 1 MB")),
+            Err("\"Slab: 1 MB\" is not `Slab: N kB` as the kernel writes it".into())
         );
+        assert_eq!(meminfo(&base.replace("SwapFree", "SwapFrei")), Err("no SwapFree line".into()));
     }
 
     /// The same, through the sampler: an error naming the file, not a panic.
     #[test]
-    fn a_meminfo_procfs_core_cannot_read_is_an_error_naming_it() {
+    fn a_meminfo_that_is_not_the_kernels_is_a_sample_error_naming_it() {
         let dir = tempfile::tempdir().unwrap();
         let write = |rel: &str, text: &str| {
             let p = dir.path().join(rel);
@@ -485,7 +566,27 @@ mod tests {
         let mut sampler =
             super::Sampler::new(pvfs_host::Root::at(dir.path()), super::DeviceFilter::WholeDevices);
         let err = sampler.sample().unwrap_err().to_string();
-        assert!(err.contains("/proc/meminfo") && err.contains("is not ASCII"), "{err}");
+        assert!(err.contains("/proc/meminfo") && err.contains("no MemFree line"), "{err}");
+    }
+
+    /// The buffers kept between samples: a file that grows past the last read's size, one
+    /// that shrinks, and bytes that are not UTF-8 are read whole and fresh every time.
+    #[test]
+    fn proc_files_are_read_whole_every_time() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc")).unwrap();
+        let path = dir.path().join("proc/diskstats");
+        let root = pvfs_host::Root::at(dir.path());
+        let mut files = super::ProcFiles::default();
+        for text in ["short\n".to_owned(), "x".repeat(3 * super::READ_MARGIN + 17), "tiny".into()] {
+            std::fs::write(&path, &text).unwrap();
+            assert_eq!(files.read(&root, "/proc/diskstats").unwrap(), text);
+        }
+        std::fs::write(&path, b"sd\xffa 1\n").unwrap();
+        assert_eq!(files.read(&root, "/proc/diskstats").unwrap(), "sd\u{fffd}a 1\n");
+        std::fs::write(&path, "after\n").unwrap();
+        assert_eq!(files.read(&root, "/proc/diskstats").unwrap(), "after\n");
+        assert_eq!(files.0.len(), 1, "one handle, kept");
     }
 
     #[test]
