@@ -5,7 +5,7 @@
 //! 2. `pvfsctl nodes` against agent containers: wall time of the whole command, and the survey
 //!    time it reports itself, over repeated runs.
 
-use crate::util::{self, KillOnDrop, cargo, free_port, read, step};
+use crate::util::{self, KillOnDrop, free_port, read};
 use anyhow::{Context, bail};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -21,8 +21,7 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    step(cargo().args(["build", "--release", "--locked", "-p", "pvfs", "--bin", "pvfs"]))?;
-    let binary = util::root().join("target/release/pvfs");
+    let binary = util::build_shipped()?;
     idle_agent(&binary, args.seconds)?;
     nodes_latency(&binary, args.runs)
 }
@@ -137,8 +136,7 @@ pub fn run_agent(args: &AgentArgs) -> anyhow::Result<()> {
         ("prometheus-node-exporter", "prometheus-node-exporter"),
         ("curl", "curl"),
     ])?;
-    step(cargo().args(["build", "--release", "--locked", "-p", "pvfs", "--bin", "pvfs"]))?;
-    let binary = util::root().join("target/release/pvfs");
+    let binary = util::build_shipped()?;
     let dir = util::root().join("target/bench-agent");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
@@ -337,8 +335,7 @@ pub struct IngestArgs {
 /// time to arrival, from the coordinator's own `pvfs_ingest_delay_seconds` histogram.
 pub fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
     util::ensure_programs(&[("curl", "curl")])?;
-    step(cargo().args(["build", "--release", "--locked", "-p", "pvfs", "--bin", "pvfs"]))?;
-    let binary = util::root().join("target/release/pvfs");
+    let binary = util::build_shipped()?;
     let dir = util::root().join("target/bench-ingest");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
@@ -509,8 +506,7 @@ pub struct UpArgs {
 /// that are also clients (each client's unit ends with the write probe in the shared mount, an
 /// fsync each, all on this machine's one disk; on a real cluster each client fsyncs its own).
 pub fn run_up(args: &UpArgs) -> anyhow::Result<()> {
-    step(cargo().args(["build", "--release", "--locked", "-p", "pvfs", "--bin", "pvfs"]))?;
-    let binary = util::root().join("target/release/pvfs");
+    let binary = util::build_shipped()?;
     let mut rows = Vec::new();
     let variants = [
         ("\"server\"", "servers (1 unit, 2 steps per node)"),
@@ -638,8 +634,7 @@ pub struct EngineArgs {
 /// preallocate either), and covers each block once as the engine's shuffle does.
 pub fn run_engine(args: &EngineArgs) -> anyhow::Result<()> {
     util::ensure_programs(&[("fio", "fio")])?;
-    step(cargo().args(["build", "--release", "--locked", "-p", "pvfs", "--bin", "pvfs"]))?;
-    let binary = util::root().join("target/release/pvfs");
+    let binary = util::build_shipped()?;
     let dir = args.dir.clone().unwrap_or_else(|| util::root().join("target/bench-engine"));
     std::fs::create_dir_all(&dir)?;
     let patterns =

@@ -59,16 +59,11 @@ pub fn run(args: &FloodArgs) -> anyhow::Result<()> {
     }
     let binary = match &args.binary {
         Some(binary) => binary.clone(),
-        None => {
-            let profile = if args.debug { "debug" } else { "release" };
-            let mut build = cargo();
-            build.args(["build", "--locked", "-p", "pvfs", "--bin", "pvfs"]);
-            if !args.debug {
-                build.arg("--release");
-            }
-            step(&mut build)?;
-            util::root().join("target").join(profile).join("pvfs")
+        None if args.debug => {
+            step(cargo().args(["build", "--locked", "-p", "pvfs", "--bin", "pvfs"]))?;
+            util::root().join("target/debug/pvfs")
         }
+        None => util::build_shipped()?,
     };
     let dir = util::root().join("target/bench-flood");
     let _ = std::fs::remove_dir_all(&dir);
@@ -169,7 +164,7 @@ async fn flood(
         match &args.binary {
             Some(binary) => binary.display().to_string(),
             None if args.debug => "debug build".to_owned(),
-            None => "release".to_owned(),
+            None => "as shipped: profile dist".to_owned(),
         },
         args.nofile,
         args.n,

@@ -14,10 +14,10 @@ pub struct Dist {
     pub deb: PathBuf,
 }
 
-/// Builds the release binary and writes `dist/pvfs-VERSION-ARCH-linux/`, its tarball and the
+/// Builds the binary as it ships (profile `dist`) and writes `dist/pvfs-VERSION-ARCH-linux/`, its tarball and the
 /// Debian package (checked by reading it back).
 pub fn run() -> anyhow::Result<Dist> {
-    step(cargo().args(["build", "--release", "--locked", "-p", "pvfs", "--bin", "pvfs"]))?;
+    let binary = util::build_shipped()?;
     let root = util::root();
     let version = version(&root)?;
     let arch = std::env::consts::ARCH;
@@ -28,7 +28,7 @@ pub fn run() -> anyhow::Result<Dist> {
     }
     let bin = out.join("bin");
     mkdir(&bin)?;
-    copy(&root.join("target/release/pvfs"), &bin.join("pvfs"))?;
+    copy(&binary, &bin.join("pvfs"))?;
     // One program, three names: the name picks the personality.
     for link in ["pvfsctl", "pvfs-agent"] {
         std::os::unix::fs::symlink("pvfs", bin.join(link)).with_context(|| format!("linking bin/{link}"))?;

@@ -43,6 +43,13 @@ pub fn capture(cmd: &mut Command) -> anyhow::Result<Output> {
     cmd.stdin(Stdio::null()).output().with_context(|| format!("cannot start `{}`", shown(cmd)))
 }
 
+/// Builds the binary as it ships (cargo profile `dist`: fat LTO, one codegen unit) and returns
+/// its path, `target/dist/pvfs`: what `dist` packages and the benchmarks measure.
+pub fn build_shipped() -> anyhow::Result<PathBuf> {
+    step(cargo().args(["build", "--profile", "dist", "--locked", "-p", "pvfs", "--bin", "pvfs"]))?;
+    Ok(root().join("target/dist/pvfs"))
+}
+
 pub fn cargo() -> Command {
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cmd.current_dir(root());
