@@ -625,39 +625,51 @@ pub struct EngineArgs {
     /// Bytes per task for the random pattern.
     #[arg(long, default_value = "64m")]
     pub rand_size: String,
+    /// Task counts to measure: the engine's tasks are threads of one process, fio's jobs are
+    /// processes (as IOR's ranks are), each with its own file.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+    pub tasks: Vec<u32>,
 }
 
 /// `cargo xtask bench-engine`: the built-in engine (`pvfs-agent engine`) and fio on the same
 /// file system with the same pattern, side by side, alternating runs: 1 MiB sequential
-/// O_DIRECT write then read, and 4 KiB random O_DIRECT write then read, one task each. fio uses
-/// the same system calls (psync: pwrite/pread) and no preallocation (the engine does not
-/// preallocate either), and covers each block once as the engine's shuffle does.
+/// O_DIRECT write then read, and 4 KiB random O_DIRECT write then read, at 1, 2 and 4 tasks
+/// (`--tasks`), a file each. fio uses the same system calls (psync: pwrite/pread), a process
+/// per job (IOR's ranks are processes; the engine's tasks are threads, which is what the
+/// comparison at 2 and 4 tasks is for), no preallocation (the engine does not preallocate
+/// either), and covers each block once as the engine's shuffle does. Both report aggregate
+/// bandwidth: all bytes over the time from the first task's start to the last one's end.
 pub fn run_engine(args: &EngineArgs) -> anyhow::Result<()> {
     util::ensure_programs(&[("fio", "fio")])?;
+    anyhow::ensure!(args.runs > 0, "--runs must be at least 1");
+    anyhow::ensure!(args.tasks.iter().all(|&t| (1..=64).contains(&t)), "--tasks: each count must be 1..=64");
     let binary = util::build_shipped()?;
     let dir = args.dir.clone().unwrap_or_else(|| util::root().join("target/bench-engine"));
     std::fs::create_dir_all(&dir)?;
     let patterns =
         [("sequential 1 MiB", "1m", &args.seq_size, false), ("random 4 KiB", "4k", &args.rand_size, true)];
+    println!("\nbuilt-in engine vs fio, O_DIRECT, {} (median of {} runs each):", dir.display(), args.runs);
     println!(
-        "\nbuilt-in engine vs fio, O_DIRECT, 1 task, {} (median of {} runs each):",
-        dir.display(),
-        args.runs
+        "{:<18} {:>5} {:<6} {:>14} {:>12} {:>8}",
+        "pattern", "tasks", "op", "engine MiB/s", "fio MiB/s", "ratio"
     );
-    println!("{:<18} {:<6} {:>14} {:>12} {:>8}", "pattern", "op", "engine MiB/s", "fio MiB/s", "ratio");
     for (name, bs, size, random) in patterns {
-        let (mut engine_w, mut engine_r, mut fio_w, mut fio_r) = (vec![], vec![], vec![], vec![]);
-        for _ in 0..args.runs {
-            let (w, r) = engine_once(&binary, &dir, bs, size, random)?;
-            engine_w.push(w);
-            engine_r.push(r);
-            let (w, r) = fio_once(&dir, bs, size, random)?;
-            fio_w.push(w);
-            fio_r.push(r);
-        }
-        for (op, engine, fio) in [("write", &mut engine_w, &mut fio_w), ("read", &mut engine_r, &mut fio_r)] {
-            let (e, f) = (median(engine), median(fio));
-            println!("{name:<18} {op:<6} {e:>14.1} {f:>12.1} {:>8.3}", e / f);
+        for &tasks in &args.tasks {
+            let (mut engine_w, mut engine_r, mut fio_w, mut fio_r) = (vec![], vec![], vec![], vec![]);
+            for _ in 0..args.runs {
+                let (w, r) = engine_once(&binary, &dir, tasks, bs, size, random)?;
+                engine_w.push(w);
+                engine_r.push(r);
+                let (w, r) = fio_once(&dir, tasks, bs, size, random)?;
+                fio_w.push(w);
+                fio_r.push(r);
+            }
+            for (op, engine, fio) in
+                [("write", &mut engine_w, &mut fio_w), ("read", &mut engine_r, &mut fio_r)]
+            {
+                let (e, f) = (median(engine), median(fio));
+                println!("{name:<18} {tasks:>5} {op:<6} {e:>14.1} {f:>12.1} {:>8.3}", e / f);
+            }
         }
     }
     Ok(())
@@ -672,6 +684,7 @@ fn median(values: &mut [f64]) -> f64 {
 fn engine_once(
     binary: &std::path::Path,
     dir: &std::path::Path,
+    tasks: u32,
     bs: &str,
     size: &str,
     random: bool,
@@ -679,7 +692,7 @@ fn engine_once(
     let preset = if random { "iops" } else { "throughput" };
     let out = read(
         Command::new(binary)
-            .args(["agent", "engine", "--json", "--tasks", "1", "--preset", preset, "--dir"])
+            .args(["agent", "engine", "--json", "--tasks", &tasks.to_string(), "--preset", preset, "--dir"])
             .arg(dir)
             .args([
                 "--set",
@@ -703,10 +716,17 @@ fn engine_once(
     Ok((bw("write")?, bw("read")?))
 }
 
-/// One write+read of fio on a fresh file: MiB/s of each.
-fn fio_once(dir: &std::path::Path, bs: &str, size: &str, random: bool) -> anyhow::Result<(f64, f64)> {
-    let file = dir.join("fio.data");
-    let _ = std::fs::remove_file(&file);
+/// One write+read of fio, a fresh file per job: aggregate MiB/s of each.
+fn fio_once(
+    dir: &std::path::Path,
+    jobs: u32,
+    bs: &str,
+    size: &str,
+    random: bool,
+) -> anyhow::Result<(f64, f64)> {
+    let files: Vec<_> = (0..jobs).map(|job| dir.join(format!("fio.{job}"))).collect();
+    let remove = || files.iter().for_each(|f| drop(std::fs::remove_file(f)));
+    remove();
     let mut result = Vec::new();
     for (rw, key) in [
         (if random { "randwrite" } else { "write" }, "write"),
@@ -714,9 +734,22 @@ fn fio_once(dir: &std::path::Path, bs: &str, size: &str, random: bool) -> anyhow
     ] {
         let out = read(
             Command::new("fio")
-                .args(["--name=pvfs", "--ioengine=psync", "--direct=1", "--fallocate=none", "--numjobs=1"])
-                .args([format!("--rw={rw}"), format!("--bs={bs}"), format!("--size={size}")])
-                .arg(format!("--filename={}", file.display()))
+                .args([
+                    "--name=pvfs",
+                    "--ioengine=psync",
+                    "--direct=1",
+                    "--fallocate=none",
+                    "--group_reporting",
+                ])
+                .args([
+                    format!("--numjobs={jobs}"),
+                    format!("--rw={rw}"),
+                    format!("--bs={bs}"),
+                    format!("--size={size}"),
+                ])
+                .arg(format!("--directory={}", dir.display()))
+                // fio expands $jobnum itself (no shell here): fio.0, fio.1, ...
+                .arg("--filename_format=fio.$jobnum")
                 .arg("--output-format=json"),
         )?;
         let v: serde_json::Value =
@@ -724,6 +757,6 @@ fn fio_once(dir: &std::path::Path, bs: &str, size: &str, random: bool) -> anyhow
         let bytes = v["jobs"][0][key]["bw_bytes"].as_f64().context("no bw_bytes in fio's output")?;
         result.push(bytes / (1u64 << 20) as f64);
     }
-    let _ = std::fs::remove_file(&file);
+    remove();
     Ok((result[0], result[1]))
 }
