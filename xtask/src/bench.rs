@@ -124,6 +124,10 @@ struct Cost {
     cpu_pct: f64,
     peak_rss_mb: f64,
     mean_rss_mb: f64,
+    /// The anonymous part of the peak (heap, stacks: the daemon's own memory); the rest of
+    /// RSS is code and data mapped from its binary and libraries, clean pages shared with the
+    /// page cache.
+    peak_anon_mb: f64,
 }
 
 /// `cargo xtask bench-agent`: pvfs-agent (sampling every second, streaming to a coordinator)
@@ -233,18 +237,22 @@ pub fn run_agent(args: &AgentArgs) -> anyhow::Result<()> {
     })?);
     drop(exporter);
 
-    println!("\n{:<15} {:>9} {:>13} {:>13}  load", "daemon", "CPU %", "peak RSS MB", "mean RSS MB");
+    println!(
+        "\n{:<15} {:>9} {:>13} {:>13} {:>13}  load",
+        "daemon", "CPU %", "peak RSS MB", "mean RSS MB", "of it anon MB"
+    );
     for c in &costs {
         println!(
-            "{:<15} {:>9.4} {:>13.2} {:>13.2}  {}",
-            c.name, c.cpu_pct, c.peak_rss_mb, c.mean_rss_mb, c.load
+            "{:<15} {:>9.4} {:>13.2} {:>13.2} {:>13.2}  {}",
+            c.name, c.cpu_pct, c.peak_rss_mb, c.mean_rss_mb, c.peak_anon_mb, c.load
         );
     }
     let (ours, gmond, ne) = (&costs[0], &costs[1], &costs[2]);
     println!(
-        "\npvfs-agent / gmond: CPU {:.2}×, peak RSS {:.2}×   pvfs-agent / node_exporter: CPU {:.2}×, peak RSS {:.2}×",
+        "\npvfs-agent / gmond: CPU {:.2}×, peak RSS {:.2}× (anon {:.2}×)   pvfs-agent / node_exporter: CPU {:.2}×, peak RSS {:.2}×",
         ours.cpu_pct / gmond.cpu_pct,
         ours.peak_rss_mb / gmond.peak_rss_mb,
+        ours.peak_anon_mb / gmond.peak_anon_mb,
         ours.cpu_pct / ne.cpu_pct,
         ours.peak_rss_mb / ne.peak_rss_mb
     );
@@ -297,20 +305,31 @@ fn measure(
         if Instant::now() >= next_rss {
             let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
                 .with_context(|| format!("{name} exited"))?;
-            let kb = status
-                .lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok());
-            rss.push(kb.unwrap_or(0.0) / 1024.0);
+            let mb = |key: &str| {
+                let kb = status
+                    .lines()
+                    .find_map(|l| l.strip_prefix(key))
+                    .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok());
+                kb.unwrap_or(0.0) / 1024.0
+            };
+            rss.push((mb("VmRSS:"), mb("RssAnon:")));
             next_rss += Duration::from_secs(1);
         }
         std::thread::sleep(Duration::from_millis(100));
     }
     let cpu = (cpu_ns(pid)? - cpu0) as f64 / 1e9;
     let wall = t0.elapsed().as_secs_f64();
-    let peak = rss.iter().copied().fold(0.0, f64::max);
-    let mean = rss.iter().sum::<f64>() / rss.len().max(1) as f64;
-    Ok(Cost { name, load: load_text, cpu_pct: cpu / wall * 100.0, peak_rss_mb: peak, mean_rss_mb: mean })
+    let peak = rss.iter().map(|r| r.0).fold(0.0, f64::max);
+    let peak_anon = rss.iter().map(|r| r.1).fold(0.0, f64::max);
+    let mean = rss.iter().map(|r| r.0).sum::<f64>() / rss.len().max(1) as f64;
+    Ok(Cost {
+        name,
+        load: load_text,
+        cpu_pct: cpu / wall * 100.0,
+        peak_rss_mb: peak,
+        mean_rss_mb: mean,
+        peak_anon_mb: peak_anon,
+    })
 }
 
 /// Simulated agents per simulator process (see `run_ingest`).
