@@ -130,6 +130,7 @@ async fn flood(
         &dialer,
         &std::collections::HashMap::new(),
         Start::Since { unix_ns: 0 },
+        0,
         shutdown.clone(),
     );
     let counter = {

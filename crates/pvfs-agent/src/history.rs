@@ -270,8 +270,12 @@ mod tests {
     async fn processes_are_scanned_only_while_a_stream_asks() {
         let history = History::new(1, 100);
         let shutdown = CancellationToken::new();
-        let sampler =
-            tokio::spawn(run_sampler(history.clone(), Root::system(), Duration::from_millis(50), shutdown.clone()));
+        let sampler = tokio::spawn(run_sampler(
+            history.clone(),
+            Root::system(),
+            Duration::from_millis(50),
+            shutdown.clone(),
+        ));
         // Nobody asks: samples, no scans, no processes held.
         until_seq(&history, 3).await;
         assert_eq!(history.process_scans(), 0);

@@ -144,7 +144,8 @@ mod tests {
 
     #[test]
     fn the_top_is_the_union_of_the_busiest_by_cpu_and_by_io() {
-        let all = [p(1, 90.0, 0, 0), p(2, 50.0, 0, 10), p(3, 0.0, 0, 0), p(4, 1.0, 500, 0), p(5, 0.5, 0, 900)];
+        let all =
+            [p(1, 90.0, 0, 0), p(2, 50.0, 0, 10), p(3, 0.0, 0, 0), p(4, 1.0, 500, 0), p(5, 0.5, 0, 900)];
         let pids = |v: Vec<Process>| v.iter().map(|p| p.pid).collect::<Vec<_>>();
         // By CPU: 1, 2; by I/O: 5, 4. Ordered by CPU.
         assert_eq!(pids(top(&all, 2)), [1, 2, 4, 5]);

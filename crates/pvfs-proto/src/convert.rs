@@ -163,7 +163,6 @@ pub fn take_processes(sample: &mut pb::Sample) -> Vec<Process> {
     std::mem::take(&mut sample.processes).into_iter().map(Process::from).collect()
 }
 
-
 impl From<pb::Sample> for Stamped {
     fn from(p: pb::Sample) -> Stamped {
         Stamped {
@@ -288,7 +287,11 @@ impl From<pb::NicCounters> for NicCounters {
     }
 }
 
-same_fields!(Process, pb::ProcessRates, [pid, name, cpu_percent, read_bytes_per_s, write_bytes_per_s, kernel]);
+same_fields!(
+    Process,
+    pb::ProcessRates,
+    [pid, name, cpu_percent, read_bytes_per_s, write_bytes_per_s, kernel]
+);
 
 #[cfg(test)]
 mod tests {

@@ -1,11 +1,12 @@
-//! A benchmark's metrics record: every node's per-second rates written to the results
-//! directory's `metrics/NODE.jsonl` while the run goes, and the wait for the run's last second
+//! A benchmark's metrics record: every node's per-second rates (and, when asked, its busiest
+//! processes) written to the results directory's `metrics/NODE.jsonl` while the run goes, and the wait for the run's last second
 //! before the record is closed. The line format itself is `pvfs_bench::results`'
 //! [`SecondLine`]; [`second_line`] fills it from the rates (`pvfsctl top --json` and
 //! `pvfs-agent metrics --json` print the same line).
 
 use crate::stream::Event;
-use pvfs_bench::results::{self, DownLine, MetricsLine, SecondLine, columns, time_text};
+use pvfs_bench::results::{self, DownLine, MetricsLine, ProcessLine, SecondLine, columns, time_text};
+use pvfs_metrics::processes::Process;
 use pvfs_metrics::rates::{RateTracker, Rates};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -32,7 +33,24 @@ pub fn second_line(r: &Rates, devices: &[String]) -> SecondLine {
         load: [r.load.ldavg_1, r.load.ldavg_5, r.load.ldavg_15],
         tasks: columns(&Tasks { runq_sz: r.load.runq_sz, plist_sz: r.load.plist_sz }),
         node: None,
+        processes: Vec::new(),
     }
+}
+
+/// A second's processes as a metrics line lists them (pidstat's units: kB/s, two decimals).
+pub fn process_lines(processes: &[Process]) -> Vec<ProcessLine> {
+    let two_places = |x: f64| (x * 100.0).round() / 100.0;
+    processes
+        .iter()
+        .map(|p| ProcessLine {
+            pid: p.pid,
+            name: p.name.clone(),
+            cpu: two_places(f64::from(p.cpu_percent)),
+            kb_rd_s: two_places(p.read_bytes_per_s as f64 / 1024.0),
+            kb_wr_s: two_places(p.write_bytes_per_s as f64 / 1024.0),
+            kernel: p.kernel,
+        })
+        .collect()
 }
 
 /// `load`'s task counts, under their sar names.
@@ -92,12 +110,13 @@ pub async fn record(
             event = samples.recv() => match event { Some(e) => e, None => break },
         };
         match event {
-            Event::Sample { node, stamped } => {
+            Event::Sample { node, stamped, processes } => {
                 let time_unix_ns = stamped.sample.time_unix_ns;
                 if let (Some(rates), stamped) = tracker.next(&node, *stamped) {
                     let devices = stamped.sample.visible_devices(false);
                     let line = MetricsLine::Second(Box::new(SecondLine {
                         node: Some(node.clone()),
+                        processes: process_lines(&processes),
                         ..second_line(&rates, &devices)
                     }));
                     let value = results::sorted(&line)
