@@ -489,6 +489,76 @@ mod tests {
     }
 
     #[test]
+    fn the_selected_nodes_processes_in_a_panel_and_arrows_move_the_selection() {
+        let mut a = NodeRow::new("oss00", "oss");
+        let mut b = NodeRow::new("oss01", "oss");
+        a.record(summary(100.0, 50.0));
+        b.record(summary(300.0, 10.0));
+        a.processes = vec![
+            ProcessLine {
+                pid: 4242,
+                name: "glusterfsd".into(),
+                cpu: 87.5,
+                kb_rd_s: 0.0,
+                kb_wr_s: 204_800.0,
+                kernel: false,
+            },
+            ProcessLine {
+                pid: 77,
+                name: "ll_ost_io00_001".into(),
+                cpu: 3.0,
+                kb_rd_s: 0.0,
+                kb_wr_s: 0.0,
+                kernel: true,
+            },
+        ];
+        let mut screen = Screen {
+            title: "cluster lustrefs".into(),
+            rows: vec![a, b],
+            sort: SortKey::Name,
+            reverse: false,
+            clock: String::new(),
+            selected: Some("oss00".into()),
+        };
+        let render_tall = |screen: &Screen| {
+            let mut terminal = Terminal::new(TestBackend::new(160, 20)).unwrap();
+            terminal.draw(|f| draw(f, screen)).unwrap();
+            let buffer = terminal.backend().buffer().clone();
+            (0..buffer.area.height)
+                .map(|y| {
+                    (0..buffer.area.width).map(|x| buffer[(x, y)].symbol().to_owned()).collect::<String>()
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let text = render_tall(&screen);
+        assert!(text.contains("processes on oss00"), "{text}");
+        assert!(text.contains("▶oss00"), "{text}");
+        let glusterfsd = text.lines().find(|l| l.contains("glusterfsd")).unwrap_or_else(|| panic!("{text}"));
+        assert!(
+            glusterfsd.contains("4242") && glusterfsd.contains("87.5") && glusterfsd.contains("200.0"),
+            "{text}"
+        );
+        assert!(text.contains("[ll_ost_io00_001]"), "a kernel thread in brackets: {text}");
+
+        let press = |code| KeyEvent::new(code, KeyModifiers::NONE);
+        assert!(!screen.key(press(KeyCode::Down)));
+        assert_eq!(screen.selected.as_deref(), Some("oss01"));
+        assert!(!screen.key(press(KeyCode::Down)), "the last row stays selected");
+        assert_eq!(screen.selected.as_deref(), Some("oss01"));
+        let text = render_tall(&screen);
+        assert!(text.contains("processes on oss01: none busy yet"), "{text}");
+        assert!(!screen.key(press(KeyCode::Char('k'))));
+        assert_eq!(screen.selected.as_deref(), Some("oss00"));
+
+        // Without --processes there is no panel, and arrows select nothing.
+        screen.selected = None;
+        assert!(!render_tall(&screen).contains("processes on"));
+        assert!(!screen.key(press(KeyCode::Down)));
+        assert_eq!(screen.selected, None);
+    }
+
+    #[test]
     fn keys_sort_reverse_and_leave() {
         let mut screen = Screen {
             title: String::new(),
