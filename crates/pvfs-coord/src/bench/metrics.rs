@@ -190,6 +190,60 @@ fn unix_ns(t: SystemTime) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pvfs_metrics::ring::Stamped;
+    use pvfs_metrics::sample::{CpuCounters, MemCounters, Sample};
+
+    fn stamped(seq: u64) -> Box<Stamped> {
+        Box::new(Stamped {
+            epoch: 9,
+            seq,
+            sample: Sample {
+                time_unix_ns: 1_763_780_000_000_000_000 + seq * 1_000_000_000,
+                mono_ns: seq * 1_000_000_000,
+                disks: vec![],
+                nics: vec![],
+                cpu: CpuCounters { user: 100 * seq, idle: 100 * seq, ..Default::default() },
+                mem: MemCounters { total_kb: 1024, ..Default::default() },
+                load: Default::default(),
+            },
+        })
+    }
+
+    /// A second that came with processes records them (pidstat's keys and units); one without
+    /// records no `processes` key at all, as before.
+    #[tokio::test]
+    async fn a_seconds_processes_are_recorded_in_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let (tx, rx) = mpsc::channel(8);
+        let (seconds, _) = mpsc::unbounded_channel();
+        let (latest, _) = watch::channel(HashMap::new());
+        let recorder =
+            tokio::spawn(record(rx, dir.path().to_owned(), seconds, latest, CancellationToken::new()));
+        let dd = Process {
+            pid: 4242,
+            name: "dd".into(),
+            cpu_percent: 12.5,
+            read_bytes_per_s: 0,
+            write_bytes_per_s: 3 * 1024 * 1024 + 512,
+            kernel: false,
+        };
+        for (seq, processes) in [(1, vec![]), (2, vec![dd]), (3, vec![])] {
+            tx.send(Event::Sample { node: "c1".into(), stamped: stamped(seq), processes }).await.unwrap();
+        }
+        drop(tx);
+        assert_eq!(recorder.await.unwrap().unwrap()["c1"], 2);
+        let lines = std::fs::read_to_string(dir.path().join("c1.jsonl")).unwrap();
+        let lines: Vec<serde_json::Value> = lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(
+            lines[0]["processes"],
+            serde_json::json!([{"pid": 4242, "name": "dd", "%CPU": 12.5, "kB_rd/s": 0.0, "kB_wr/s": 3072.5}])
+        );
+        assert!(lines[1].get("processes").is_none(), "{}", lines[1]);
+        // And they read back.
+        let back: MetricsLine = serde_json::from_value(lines[0].clone()).unwrap();
+        let MetricsLine::Second(second) = back else { panic!("{back:?}") };
+        assert_eq!(second.processes[0].kb_wr_s, 3072.5);
+    }
 
     /// The wait ends as soon as every node is past the run's end or down, and at the grace
     /// period for a node that says nothing.
