@@ -103,7 +103,7 @@ impl History {
         Arc::new(History {
             ring: Mutex::new(Ring::new(epoch, capacity)),
             newest: watch::Sender::new(0),
-            processes: Mutex::new(VecDeque::with_capacity(PROCESS_SECONDS)),
+            processes: Mutex::new(VecDeque::new()),
             demand: ProcessDemand::default(),
             scans: AtomicU64::new(0),
         })
@@ -206,7 +206,10 @@ pub async fn run_sampler(history: Arc<History>, root: Root, interval: Duration, 
         let sample = sampler.sample();
         let asked = history.demand().top() as usize;
         let processes = if asked == 0 {
-            scanner = None;
+            if scanner.take().is_some() {
+                // The last asker has gone: nothing of the view stays behind.
+                history.processes.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clear();
+            }
             None
         } else {
             scan_processes(&mut scanner, asked).await
@@ -294,14 +297,16 @@ mod tests {
         drop(small);
         assert_eq!(history.demand().top(), MAX_PROCESSES);
 
-        // The last one goes: scanning stops (at most the second under way finishes).
+        // The last one goes: scanning stops (at most the second under way finishes), and the
+        // processes held go too.
         drop(large);
         assert_eq!(history.demand().top(), 0);
         let (_, left_at) = history.newest();
-        until_seq(&history, left_at + 1).await;
+        until_seq(&history, left_at + 2).await;
         let scans = history.process_scans();
-        until_seq(&history, left_at + 4).await;
+        until_seq(&history, left_at + 5).await;
         assert_eq!(history.process_scans(), scans);
+        assert!(history.processes(newest).is_none());
         shutdown.cancel();
         sampler.await.unwrap();
     }
