@@ -208,8 +208,11 @@ pub fn run_agent(args: &AgentArgs) -> anyhow::Result<()> {
     // have no such flag and skip the row.
     let help = util::capture(Command::new(&binary).args(["ctl", "top", "--help"]))?;
     if String::from_utf8_lossy(&help.stdout).contains("--processes") {
-        let coordinator = KillOnDrop::spawn(
-            Command::new(&binary).args(["ctl", "top", "--json", "--processes"]).arg(dir.join("cluster.toml")),
+        let mut coordinator = KillOnDrop::spawn(
+            Command::new(&binary)
+                .args(["ctl", "top"])
+                .arg(dir.join("cluster.toml"))
+                .args(["--json", "--processes"]),
         )?;
         costs.push(measure(
             "pvfs-agent +ps",
@@ -219,6 +222,11 @@ pub fn run_agent(args: &AgentArgs) -> anyhow::Result<()> {
             window,
             || Ok(()),
         )?);
+        // A follower that exited early (a flag refused) would have measured an agent asked
+        // for nothing.
+        if let Some(status) = coordinator.0.try_wait()? {
+            anyhow::bail!("`pvfsctl top --processes` exited ({status}) during the measurement");
+        }
         drop(coordinator);
     }
     drop(agent);

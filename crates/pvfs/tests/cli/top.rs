@@ -179,7 +179,7 @@ fn processes_only_when_asked() {
     }
     let hog =
         Killed(std::process::Command::new("yes").stdout(Stdio::null()).stdin(Stdio::null()).spawn().unwrap());
-    let out = dir.ctl(&["top", &cluster, "--json", "--count", "4", "--processes", "3"]);
+    let out = dir.ctl(&["top", &cluster, "--json", "--count", "4", "--processes=3"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let lines: Vec<Value> = text(&out.stdout)
         .lines()
@@ -205,6 +205,11 @@ fn processes_only_when_asked() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(!text(&out.stdout).contains("processes"), "{}", text(&out.stdout));
     drop(hog);
+
+    // `--processes` takes its N only after `=`: the cluster file after it stays the file.
+    let out = dir.ctl(&["top", "--processes", &cluster, "--json", "--count", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("\"processes\""), "{}", text(&out.stdout));
 
     let out = dir.ctl(&["top", &cluster, "--processes", "--node", "nope", "--count", "1"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
