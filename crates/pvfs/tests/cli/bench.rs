@@ -67,7 +67,7 @@ fn a_run_asked_for_processes_records_them_each_second() {
         "--set",
         "t=1m",
         "--set",
-        "b=768m",
+        "b=1536m",
         "--set",
         "i=1",
         "--results",
