@@ -366,11 +366,12 @@ impl pb::agent_server::Agent for AgentService {
         })?;
         let (tx, rx) = mpsc::channel(STREAM_QUEUE);
         let (history, shutdown) = (self.history.clone(), self.shutdown.clone());
-        // A task per stream, so the reader's pace never blocks the sampler: it reads the ring
-        // by cursor and waits on the "new sample" signal when it has caught up. It ends when
-        // its reader goes (the queue closes), freeing the stream's place (`ticket`).
         // Held as long as the stream: the sampler scans processes while any stream holds one.
         let processes = history.demand().ask(processes);
+        // A task per stream, so the reader's pace never blocks the sampler: it reads the ring
+        // by cursor and waits on the "new sample" signal when it has caught up. It ends when
+        // its reader goes (the queue closes), freeing the stream's place (`ticket`) and its
+        // request for processes.
         tokio::spawn(async move {
             let _ticket = ticket;
             let mut newest = history.subscribe();

@@ -51,13 +51,8 @@ fn a_run_asked_for_processes_records_them_each_second() {
             let _ = self.0.wait();
         }
     }
-    let hog = Killed(
-        std::process::Command::new("yes")
-            .stdout(std::process::Stdio::null())
-            .stdin(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let hog =
+        Killed(std::process::Command::new("yes").stdout(Stdio::null()).stdin(Stdio::null()).spawn().unwrap());
     // Long enough (a few seconds) for seconds after the agent's baseline scan.
     let out = dir.ctl(&[
         "bench",
