@@ -115,6 +115,10 @@ pub struct AgentArgs {
     /// Warm-up before each window.
     #[arg(long, default_value_t = 15)]
     pub warmup: u64,
+    /// Measure this pvfs binary instead of building the tree's (another branch's build, to
+    /// compare before and after).
+    #[arg(long, value_name = "PATH")]
+    pub binary: Option<std::path::PathBuf>,
 }
 
 /// One daemon's measured cost.
@@ -140,7 +144,10 @@ pub fn run_agent(args: &AgentArgs) -> anyhow::Result<()> {
         ("prometheus-node-exporter", "prometheus-node-exporter"),
         ("curl", "curl"),
     ])?;
-    let binary = util::build_shipped()?;
+    let binary = match &args.binary {
+        Some(binary) => std::path::absolute(binary)?,
+        None => util::build_shipped()?,
+    };
     let dir = util::root().join("target/bench-agent");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
@@ -196,6 +203,32 @@ pub fn run_agent(args: &AgentArgs) -> anyhow::Result<()> {
         || Ok(()),
     )?);
     drop(coordinator);
+    // The same agent with a coordinator asking for its processes (`top --processes`): a scan
+    // of every process each second while it asks. Binaries from before the per-process view
+    // have no such flag and skip the row.
+    let help = util::capture(Command::new(&binary).args(["ctl", "top", "--help"]))?;
+    if String::from_utf8_lossy(&help.stdout).contains("--processes") {
+        let mut coordinator = KillOnDrop::spawn(
+            Command::new(&binary)
+                .args(["ctl", "top"])
+                .arg(dir.join("cluster.toml"))
+                .args(["--json", "--processes"]),
+        )?;
+        costs.push(measure(
+            "pvfs-agent +ps",
+            "as above, and its top 5 processes by CPU and I/O each second (top --processes)",
+            agent.pid(),
+            warmup,
+            window,
+            || Ok(()),
+        )?);
+        // A follower that exited early (a flag refused) would have measured an agent asked
+        // for nothing.
+        if let Some(status) = coordinator.0.try_wait()? {
+            anyhow::bail!("`pvfsctl top --processes` exited ({status}) during the measurement");
+        }
+        drop(coordinator);
+    }
     drop(agent);
 
     // gmond on loopback with Debian's configuration (its default metric set and schedule).
@@ -247,7 +280,7 @@ pub fn run_agent(args: &AgentArgs) -> anyhow::Result<()> {
             c.name, c.cpu_pct, c.peak_rss_mb, c.mean_rss_mb, c.peak_anon_mb, c.load
         );
     }
-    let (ours, gmond, ne) = (&costs[0], &costs[1], &costs[2]);
+    let (ours, gmond, ne) = (&costs[0], &costs[costs.len() - 2], &costs[costs.len() - 1]);
     println!(
         "\npvfs-agent / gmond: CPU {:.2}×, peak RSS {:.2}× (anon {:.2}×)   pvfs-agent / node_exporter: CPU {:.2}×, peak RSS {:.2}×",
         ours.cpu_pct / gmond.cpu_pct,

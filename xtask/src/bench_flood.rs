@@ -125,6 +125,7 @@ async fn flood(
         &dialer,
         &std::collections::HashMap::new(),
         Start::Since { unix_ns: 0 },
+        0,
         shutdown.clone(),
     );
     let counter = {
@@ -319,7 +320,7 @@ async fn metrics_streams(
     n: usize,
 ) -> (Vec<tonic::Streaming<pvfs_proto::pb::MetricsEvent>>, usize) {
     const PER_CONNECTION: usize = 16;
-    let request = pvfs_proto::pb::MetricsRequest { epoch: 0, after_seq: 0, since_unix_ns: 0 };
+    let request = pvfs_proto::pb::MetricsRequest { epoch: 0, after_seq: 0, since_unix_ns: 0, processes: 0 };
     let (mut open, mut refused) = (Vec::new(), 0);
     let mut conn = None;
     for i in 0..n {

@@ -352,7 +352,7 @@ impl pb::agent_server::Agent for AgentService {
         &self,
         request: Request<pb::MetricsRequest>,
     ) -> Result<Response<Self::MetricsStream>, Status> {
-        let pb::MetricsRequest { epoch, after_seq, since_unix_ns } = request.into_inner();
+        let pb::MetricsRequest { epoch, after_seq, since_unix_ns, processes } = request.into_inner();
         // Each stream is a task and a queue: without a limit, a client opening thousands of
         // them takes the agent's memory (HTTP/2 limits them per connection, this in all).
         let ticket = self.metrics_streams.enter().ok_or_else(|| {
@@ -366,9 +366,12 @@ impl pb::agent_server::Agent for AgentService {
         })?;
         let (tx, rx) = mpsc::channel(STREAM_QUEUE);
         let (history, shutdown) = (self.history.clone(), self.shutdown.clone());
+        // Held as long as the stream: the sampler scans processes while any stream holds one.
+        let processes = history.demand().ask(processes);
         // A task per stream, so the reader's pace never blocks the sampler: it reads the ring
         // by cursor and waits on the "new sample" signal when it has caught up. It ends when
-        // its reader goes (the queue closes), freeing the stream's place (`ticket`).
+        // its reader goes (the queue closes), freeing the stream's place (`ticket`) and its
+        // request for processes.
         tokio::spawn(async move {
             let _ticket = ticket;
             let mut newest = history.subscribe();
@@ -388,7 +391,16 @@ impl pb::agent_server::Agent for AgentService {
                 let event = match history.next_after(cursor.0, cursor.1) {
                     Next::Sample(stamped) => {
                         cursor = (stamped.epoch, stamped.seq);
-                        pb::metrics_event::Event::Sample(pb::Sample::from(&*stamped))
+                        let mut sample = pb::Sample::from(&*stamped);
+                        if let Some(asked) = &processes
+                            && let Some(held) = history.processes(stamped.seq)
+                        {
+                            // The sampler kept the top N of the largest N asked; this stream's
+                            // own top is among them.
+                            let top = pvfs_metrics::processes::top(&held, asked.n());
+                            sample.processes = pvfs_proto::convert::processes_to_wire(&top);
+                        }
+                        pb::metrics_event::Event::Sample(sample)
                     }
                     Next::Gap { from, to } => {
                         cursor = (history.epoch(), to);

@@ -410,6 +410,29 @@ pub struct SecondLine {
     pub tasks: Columns,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// The node's busiest processes over the second (top N by CPU and by I/O), when they were
+    /// asked for (`bench --watch`/`--processes`, `top --processes`); absent otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub processes: Vec<ProcessLine>,
+}
+
+/// One process over one second, its rates keyed as `pidstat -u -d` names them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessLine {
+    pub pid: u32,
+    /// The kernel's name for it (comm).
+    pub name: String,
+    /// % of one CPU.
+    #[serde(rename = "%CPU")]
+    pub cpu: f64,
+    /// kB (1,024 bytes) per second it made storage read and write.
+    #[serde(rename = "kB_rd/s")]
+    pub kb_rd_s: f64,
+    #[serde(rename = "kB_wr/s")]
+    pub kb_wr_s: f64,
+    /// A kernel thread (Lustre's `ll_ost_io_*`), not a user process.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kernel: bool,
 }
 
 impl SecondLine {

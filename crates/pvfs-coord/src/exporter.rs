@@ -79,7 +79,7 @@ impl ClusterView {
     /// one of the same agent process).
     pub fn apply(&mut self, event: Event) {
         match event {
-            Event::Sample { node, mut stamped } => {
+            Event::Sample { node, mut stamped, .. } => {
                 let Some(view) = self.nodes.get_mut(&node) else { return };
                 // A device named twice (a broken or hostile agent) would be the same series
                 // twice, which scrapers refuse: the first of each name is kept.

@@ -7,6 +7,7 @@
 
 use crate::dial::{DialError, Dialer, FailureKind, from_status};
 use pvfs_config::{Cluster, Node};
+use pvfs_metrics::processes::Process;
 use pvfs_metrics::ring::Stamped;
 use pvfs_proto::pb;
 use serde::{Deserialize, Serialize};
@@ -59,35 +60,30 @@ pub enum Event {
     Sample {
         node: String,
         stamped: Box<Stamped>,
+        /// The node's busiest processes over that second, when they were asked for
+        /// (`follow_cluster`'s `processes`) and the agent had them; empty otherwise.
+        processes: Vec<Process>,
     },
     /// Samples `from..=to` are gone: the agent no longer held them when asked.
-    Gap {
-        node: String,
-        from: u64,
-        to: u64,
-    },
+    Gap { node: String, from: u64, to: u64 },
     /// The agent process restarted (new epoch): its samples after the cursor, if any, are gone.
-    Restarted {
-        node: String,
-    },
+    Restarted { node: String },
     /// The node stopped answering (or could not be reached at all).
-    Down {
-        node: String,
-        error: DialError,
-    },
+    Down { node: String, error: DialError },
     /// The node is streaming (first connection, or back after being down).
-    Up {
-        node: String,
-    },
+    Up { node: String },
 }
 
 /// Starts following every node of `cluster`: from its cursor in `cursors` if it has one, else
-/// from `fresh`. Runs until `shutdown`.
+/// from `fresh`. With `processes` > 0 every agent also reports its top `processes` processes
+/// by CPU and by I/O with each sample (and scans for them only while asked); 0 leaves the
+/// agents' cost as it is. Runs until `shutdown`.
 pub fn follow_cluster(
     cluster: &Cluster,
     dialer: &Dialer,
     cursors: &HashMap<String, Cursor>,
     fresh: Start,
+    processes: u32,
     shutdown: CancellationToken,
 ) -> mpsc::Receiver<Event> {
     let (tx, rx) = mpsc::channel(EVENT_QUEUE);
@@ -98,6 +94,7 @@ pub fn follow_cluster(
             node.clone(),
             dialer.clone(),
             start,
+            processes,
             tx.clone(),
             dials.clone(),
             shutdown.clone(),
@@ -110,6 +107,7 @@ async fn follow(
     node: Node,
     dialer: Dialer,
     start: Start,
+    processes: u32,
     tx: mpsc::Sender<Event>,
     dials: std::sync::Arc<tokio::sync::Semaphore>,
     shutdown: CancellationToken,
@@ -119,13 +117,15 @@ async fn follow(
         Start::After(cursor) => (cursor, 0),
         Start::Since { unix_ns } => (Cursor::default(), unix_ns),
     };
+    // What every connection asks besides the cursor.
+    let ask = pb::MetricsRequest { since_unix_ns: since, processes, ..pb::MetricsRequest::default() };
     let mut up = false;
     let mut reported_down = false;
     let mut retry = RETRY;
     loop {
         let result = tokio::select! {
             () = shutdown.cancelled() => return,
-            result = stream_once(&node, &dialer, &mut cursor, since, &tx, &mut up, &dials) => result,
+            result = stream_once(&node, &dialer, &mut cursor, ask, &tx, &mut up, &dials) => result,
         };
         let Err(error) = result else { return };
         // A node that was streaming is retried at once-a-second pace again.
@@ -154,7 +154,7 @@ async fn stream_once(
     node: &Node,
     dialer: &Dialer,
     cursor: &mut Cursor,
-    since_unix_ns: u64,
+    ask: pb::MetricsRequest,
     tx: &mpsc::Sender<Event>,
     up: &mut bool,
     dials: &tokio::sync::Semaphore,
@@ -166,7 +166,7 @@ async fn stream_once(
             .await
             .map_err(|_| DialError { kind: FailureKind::Other, message: "shutting down".into() })?;
         let mut conn = dialer.connect(node).await?;
-        let request = pb::MetricsRequest { epoch: cursor.epoch, after_seq: cursor.seq, since_unix_ns };
+        let request = pb::MetricsRequest { epoch: cursor.epoch, after_seq: cursor.seq, ..ask };
         tokio::time::timeout(dialer.timeout(), conn.agent.metrics(request))
             .await
             .map_err(|_| crate::dial::timed_out(&node.address, dialer.timeout()))?
@@ -197,14 +197,15 @@ async fn stream_once(
             Ok(Ok(Some(message))) => message,
         };
         let event = match message.event {
-            Some(pb::metrics_event::Event::Sample(sample)) => {
+            Some(pb::metrics_event::Event::Sample(mut sample)) => {
+                let processes = pvfs_proto::convert::take_processes(&mut sample);
                 let stamped = Stamped::from(sample);
                 let restarted = cursor.epoch != 0 && stamped.epoch != cursor.epoch;
                 *cursor = Cursor { epoch: stamped.epoch, seq: stamped.seq };
                 if restarted && tx.send(Event::Restarted { node: node.name.clone() }).await.is_err() {
                     return Ok(());
                 }
-                Event::Sample { node: node.name.clone(), stamped: Box::new(stamped) }
+                Event::Sample { node: node.name.clone(), stamped: Box::new(stamped), processes }
             }
             Some(pb::metrics_event::Event::Gap(gap)) => {
                 cursor.seq = gap.to_seq;

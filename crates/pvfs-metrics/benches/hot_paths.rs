@@ -1,6 +1,8 @@
 //! What every agent does every second, measured: read /proc into a sample (descriptors kept
 //! open, read again from offset 0), turn two samples into iostat/sar rates, append the sample to
-//! the history ring and read it back by cursor. `cargo bench -p pvfs-metrics`.
+//! the history ring and read it back by cursor; and what an agent does each second only while
+//! someone asks for its processes: scan every process's stat and io and pick the top 5 by CPU
+//! and by I/O. `cargo bench -p pvfs-metrics`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use pvfs_host::Root;
@@ -52,5 +54,13 @@ fn ring(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, sampling, rates, ring);
+fn processes(c: &mut Criterion) {
+    let mut scanner = pvfs_metrics::processes::ProcessScanner::new().expect("sysinfo on Linux");
+    let count = scanner.scan().len();
+    c.bench_function(&format!("processes: scan {count} processes (stat, io) and take the top 5"), |b| {
+        b.iter(|| black_box(pvfs_metrics::processes::top(&scanner.scan(), 5)))
+    });
+}
+
+criterion_group!(benches, sampling, rates, ring, processes);
 criterion_main!(benches);

@@ -5,11 +5,13 @@
 //!   payload of the agent's `Info` RPC.
 //! - [`sample`]: what the node is doing: raw cumulative counters read once per interval.
 //! - [`rates`]: iostat/sar rates from two samples, as sysstat 12.6 computes them.
+//! - [`processes`]: the busiest processes by CPU and I/O, read only while a reader asks.
 //! - [`ring`]: the agent's bounded, compact history of samples, read by cursor.
 
 pub mod facts;
 #[cfg(test)]
 mod fuzz;
+pub mod processes;
 pub mod rates;
 pub mod ring;
 pub mod sample;

@@ -5,6 +5,7 @@
 
 use crate::pb;
 use pvfs_metrics::facts::{BlockDevice, Cpu, Nic, NodeFacts, NodeInfo, OsRelease, Signature};
+use pvfs_metrics::processes::Process;
 use pvfs_metrics::ring::Stamped;
 use pvfs_metrics::sample::{
     CpuCounters, DiskCounters, Duplex, LoadCounters, MemCounters, NicCounters, Sample,
@@ -145,8 +146,21 @@ impl From<&Stamped> for pb::Sample {
             cpu: Some(pb::CpuCounters::from(&s.cpu)),
             mem: Some(pb::MemCounters::from(&s.mem)),
             load: Some(pb::LoadCounters::from(&s.load)),
+            // Attached per stream, for the streams that asked ([`processes_to_wire`]).
+            processes: Vec::new(),
         }
     }
+}
+
+/// A sample's processes on the wire (`Sample.processes`).
+pub fn processes_to_wire(processes: &[Process]) -> Vec<pb::ProcessRates> {
+    processes.iter().map(pb::ProcessRates::from).collect()
+}
+
+/// The processes a sample carries (none from an agent that predates them, or when the stream
+/// did not ask), taken out of it; the rest converts to [`Stamped`] as before.
+pub fn take_processes(sample: &mut pb::Sample) -> Vec<Process> {
+    std::mem::take(&mut sample.processes).into_iter().map(Process::from).collect()
 }
 
 impl From<pb::Sample> for Stamped {
@@ -273,6 +287,12 @@ impl From<pb::NicCounters> for NicCounters {
     }
 }
 
+same_fields!(
+    Process,
+    pb::ProcessRates,
+    [pid, name, cpu_percent, read_bytes_per_s, write_bytes_per_s, kernel]
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -372,6 +392,52 @@ mod tests {
         let wire = prost::Message::encode_to_vec(&pb::Sample::from(&stamped));
         let back: pb::Sample = prost::Message::decode(wire.as_slice()).unwrap();
         assert_eq!(Stamped::from(back), stamped);
+    }
+
+    #[test]
+    fn processes_survive_the_wire_beside_their_sample() {
+        let stamped = Stamped {
+            epoch: 1,
+            seq: 2,
+            sample: Sample {
+                time_unix_ns: 3,
+                mono_ns: 4,
+                disks: vec![],
+                nics: vec![],
+                cpu: CpuCounters::default(),
+                mem: MemCounters::default(),
+                load: LoadCounters::default(),
+            },
+        };
+        let processes = vec![
+            Process {
+                pid: 4242,
+                name: "glusterfsd".into(),
+                cpu_percent: 187.5,
+                read_bytes_per_s: 0,
+                write_bytes_per_s: 734_003_200,
+                kernel: false,
+            },
+            Process {
+                pid: 9,
+                name: "ll_ost_io00_001".into(),
+                cpu_percent: 3.0,
+                read_bytes_per_s: u64::MAX,
+                write_bytes_per_s: 1,
+                kernel: true,
+            },
+        ];
+        let mut sample = pb::Sample::from(&stamped);
+        sample.processes = processes_to_wire(&processes);
+        let wire = prost::Message::encode_to_vec(&sample);
+        let mut back: pb::Sample = prost::Message::decode(wire.as_slice()).unwrap();
+        assert_eq!(take_processes(&mut back), processes);
+        assert_eq!(Stamped::from(back), stamped);
+        // A sample without processes (an older agent, or a stream that did not ask) costs no
+        // bytes for them.
+        let bare = prost::Message::encode_to_vec(&pb::Sample::from(&stamped));
+        let mut bare: pb::Sample = prost::Message::decode(bare.as_slice()).unwrap();
+        assert!(take_processes(&mut bare).is_empty());
     }
 
     #[test]

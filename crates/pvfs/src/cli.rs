@@ -415,6 +415,12 @@ pub struct BenchArgs {
     /// goes on). Lines when stdout is not a terminal.
     #[arg(long)]
     pub watch: bool,
+    /// Record every node's busiest processes each second in metrics/NODE.jsonl (`--processes`
+    /// or `--processes=N`): the top N by CPU and top N by I/O bytes (default 5, at most 64). `--watch` records the top 5 unless
+    /// this says otherwise. Agents scan their processes only while asked.
+    #[arg(long, value_name = "N", num_args = 0..=1, require_equals = true, default_missing_value = "5",
+          value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub processes: Option<u32>,
 }
 
 #[derive(Debug, Args)]
@@ -447,6 +453,15 @@ pub struct TopArgs {
     /// them; an hour by default).
     #[arg(long, value_name = "FILE")]
     pub cursor_file: Option<PathBuf>,
+    /// Also show each node's busiest processes every second (`--processes` or
+    /// `--processes=N`): its top N by CPU and top N by I/O bytes (default 5, at most 64), in a panel for the selected node (↑/↓) or in every
+    /// line. Agents scan their processes only while asked.
+    #[arg(long, value_name = "N", num_args = 0..=1, require_equals = true, default_missing_value = "5",
+          value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub processes: Option<u32>,
+    /// With --processes, the node whose processes the full screen shows first.
+    #[arg(long, value_name = "NODE", requires = "processes")]
+    pub node: Option<String>,
 }
 
 #[derive(Debug, Args)]

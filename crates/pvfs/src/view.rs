@@ -1,7 +1,7 @@
 //! Rates as the CLI shows them: JSON objects keyed like iostat/sar, and iostat-style tables.
 //! Shared by `pvfs-agent metrics` (this machine) and `pvfsctl top` (every node).
 
-use pvfs_bench::results::{sorted, time_text};
+use pvfs_bench::results::{ProcessLine, sorted, time_text};
 use pvfs_coord::bench::metrics::second_line;
 use pvfs_metrics::rates::{CpuPercent, DiskRates, NicRates, Rates};
 use serde_json::Value;
@@ -57,6 +57,17 @@ pub(crate) fn table(r: &Rates, devices: &[String]) -> String {
         r.load.runq_sz, r.load.plist_sz, r.load.ldavg_1, r.load.ldavg_5, r.load.ldavg_15
     );
     out
+}
+
+/// A second's busiest processes as `pidstat -u -d` lays them out (kernel threads in brackets,
+/// as ps shows them); a blank line after.
+pub(crate) fn process_table(processes: &[ProcessLine]) -> String {
+    let mut out = format!("{:>8} {:>9} {:>9} {:>9}  Command\n", "PID", "%CPU", "kB_rd/s", "kB_wr/s");
+    for p in processes {
+        let name = if p.kernel { format!("[{}]", p.name) } else { p.name.clone() };
+        out += &format!("{:>8} {:>9.2} {:>9.2} {:>9.2}  {name}\n", p.pid, p.cpu, p.kb_rd_s, p.kb_wr_s);
+    }
+    out + "\n"
 }
 
 #[cfg(test)]

@@ -58,7 +58,7 @@ async fn metrics_streams_are_limited_in_all_and_freed_when_their_clients_go() {
     let pki = Pki::new();
     let agent = Agent::start(&pki).await;
     assert_eq!(agent.streams.limit(), MAX_METRICS_STREAMS);
-    let request = pb::MetricsRequest { epoch: 0, after_seq: 0, since_unix_ns: 0 };
+    let request = pb::MetricsRequest { epoch: 0, after_seq: 0, since_unix_ns: 0, processes: 0 };
     // As many streams as the agent allows, spread over connections within HTTP/2's per
     // connection limit.
     let per_connection = (MAX_STREAMS_PER_CONNECTION as usize - 2).min(MAX_METRICS_STREAMS);

@@ -14,6 +14,7 @@ mod flood;
 mod harness;
 mod lifecycle;
 mod policy;
+mod processes;
 mod reboot;
 
 use harness::{Agent, Pki};

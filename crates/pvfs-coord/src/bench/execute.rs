@@ -81,13 +81,15 @@ pub fn open(plan: &mut BenchPlan, cluster: &Cluster, shown: &Path, base: &Path) 
 }
 
 /// Runs `plan` on `clients` until it ends or `cancel` is cancelled, recording every node of
-/// `cluster` from one second before it starts; each event goes to `events` (dropped when
-/// nobody listens). Returns the outcome once the final record is written.
+/// `cluster` from one second before it starts (with its top `processes` processes by CPU and
+/// by I/O each second when `processes` > 0); each event goes to `events` (dropped when nobody
+/// listens). Returns the outcome once the final record is written.
 pub async fn execute(
     plan: &BenchPlan,
     cluster: &Cluster,
     clients: Vec<Node>,
     dialer: &Dialer,
+    processes: u32,
     cancel: CancellationToken,
     events: mpsc::UnboundedSender<RunEvent>,
 ) -> Result<BenchOutcome, ExecuteError> {
@@ -95,8 +97,14 @@ pub async fn execute(
     // is in (not `cancel`: an interrupted run still keeps its metrics up to its end).
     let shutdown = CancellationToken::new();
     let since = unix_ns(SystemTime::now());
-    let samples =
-        follow_cluster(cluster, dialer, &HashMap::new(), Start::Since { unix_ns: since }, shutdown.clone());
+    let samples = follow_cluster(
+        cluster,
+        dialer,
+        &HashMap::new(),
+        Start::Since { unix_ns: since },
+        processes,
+        shutdown.clone(),
+    );
     let (seconds_tx, mut seconds) = mpsc::unbounded_channel();
     let (latest_tx, mut latest) = watch::channel(HashMap::new());
     let recorder = tokio::spawn(metrics::record(

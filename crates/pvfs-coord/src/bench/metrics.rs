@@ -1,11 +1,12 @@
-//! A benchmark's metrics record: every node's per-second rates written to the results
-//! directory's `metrics/NODE.jsonl` while the run goes, and the wait for the run's last second
+//! A benchmark's metrics record: every node's per-second rates (and, when asked, its busiest
+//! processes) written to the results directory's `metrics/NODE.jsonl` while the run goes, and the wait for the run's last second
 //! before the record is closed. The line format itself is `pvfs_bench::results`'
 //! [`SecondLine`]; [`second_line`] fills it from the rates (`pvfsctl top --json` and
 //! `pvfs-agent metrics --json` print the same line).
 
 use crate::stream::Event;
-use pvfs_bench::results::{self, DownLine, MetricsLine, SecondLine, columns, time_text};
+use pvfs_bench::results::{self, DownLine, MetricsLine, ProcessLine, SecondLine, columns, time_text};
+use pvfs_metrics::processes::Process;
 use pvfs_metrics::rates::{RateTracker, Rates};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -32,7 +33,24 @@ pub fn second_line(r: &Rates, devices: &[String]) -> SecondLine {
         load: [r.load.ldavg_1, r.load.ldavg_5, r.load.ldavg_15],
         tasks: columns(&Tasks { runq_sz: r.load.runq_sz, plist_sz: r.load.plist_sz }),
         node: None,
+        processes: Vec::new(),
     }
+}
+
+/// A second's processes as a metrics line lists them (pidstat's units: kB/s, two decimals).
+pub fn process_lines(processes: &[Process]) -> Vec<ProcessLine> {
+    let two_places = |x: f64| (x * 100.0).round() / 100.0;
+    processes
+        .iter()
+        .map(|p| ProcessLine {
+            pid: p.pid,
+            name: p.name.clone(),
+            cpu: two_places(f64::from(p.cpu_percent)),
+            kb_rd_s: two_places(p.read_bytes_per_s as f64 / 1024.0),
+            kb_wr_s: two_places(p.write_bytes_per_s as f64 / 1024.0),
+            kernel: p.kernel,
+        })
+        .collect()
 }
 
 /// `load`'s task counts, under their sar names.
@@ -92,12 +110,13 @@ pub async fn record(
             event = samples.recv() => match event { Some(e) => e, None => break },
         };
         match event {
-            Event::Sample { node, stamped } => {
+            Event::Sample { node, stamped, processes } => {
                 let time_unix_ns = stamped.sample.time_unix_ns;
                 if let (Some(rates), stamped) = tracker.next(&node, *stamped) {
                     let devices = stamped.sample.visible_devices(false);
                     let line = MetricsLine::Second(Box::new(SecondLine {
                         node: Some(node.clone()),
+                        processes: process_lines(&processes),
                         ..second_line(&rates, &devices)
                     }));
                     let value = results::sorted(&line)
@@ -171,6 +190,60 @@ fn unix_ns(t: SystemTime) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pvfs_metrics::ring::Stamped;
+    use pvfs_metrics::sample::{CpuCounters, MemCounters, Sample};
+
+    fn stamped(seq: u64) -> Box<Stamped> {
+        Box::new(Stamped {
+            epoch: 9,
+            seq,
+            sample: Sample {
+                time_unix_ns: 1_763_780_000_000_000_000 + seq * 1_000_000_000,
+                mono_ns: seq * 1_000_000_000,
+                disks: vec![],
+                nics: vec![],
+                cpu: CpuCounters { user: 100 * seq, idle: 100 * seq, ..Default::default() },
+                mem: MemCounters { total_kb: 1024, ..Default::default() },
+                load: Default::default(),
+            },
+        })
+    }
+
+    /// A second that came with processes records them (pidstat's keys and units); one without
+    /// records no `processes` key at all, as before.
+    #[tokio::test]
+    async fn a_seconds_processes_are_recorded_in_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let (tx, rx) = mpsc::channel(8);
+        let (seconds, _) = mpsc::unbounded_channel();
+        let (latest, _) = watch::channel(HashMap::new());
+        let recorder =
+            tokio::spawn(record(rx, dir.path().to_owned(), seconds, latest, CancellationToken::new()));
+        let dd = Process {
+            pid: 4242,
+            name: "dd".into(),
+            cpu_percent: 12.5,
+            read_bytes_per_s: 0,
+            write_bytes_per_s: 3 * 1024 * 1024 + 512,
+            kernel: false,
+        };
+        for (seq, processes) in [(1, vec![]), (2, vec![dd]), (3, vec![])] {
+            tx.send(Event::Sample { node: "c1".into(), stamped: stamped(seq), processes }).await.unwrap();
+        }
+        drop(tx);
+        assert_eq!(recorder.await.unwrap().unwrap()["c1"], 2);
+        let lines = std::fs::read_to_string(dir.path().join("c1.jsonl")).unwrap();
+        let lines: Vec<serde_json::Value> = lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(
+            lines[0]["processes"],
+            serde_json::json!([{"pid": 4242, "name": "dd", "%CPU": 12.5, "kB_rd/s": 0.0, "kB_wr/s": 3072.5}])
+        );
+        assert!(lines[1].get("processes").is_none(), "{}", lines[1]);
+        // And they read back.
+        let back: MetricsLine = serde_json::from_value(lines[0].clone()).unwrap();
+        let MetricsLine::Second(second) = back else { panic!("{back:?}") };
+        assert_eq!(second.processes[0].kb_wr_s, 3072.5);
+    }
 
     /// The wait ends as soon as every node is past the run's end or down, and at the grace
     /// period for a node that says nothing.

@@ -30,8 +30,16 @@ fn view() -> ClusterView {
     let mut view = ClusterView::default();
     view.nodes.insert("oss00".into(), NodeView { role: "oss".into(), ..Default::default() });
     view.nodes.insert("client00".into(), NodeView { role: "client".into(), ..Default::default() });
-    view.apply(Event::Sample { node: "oss00".into(), stamped: stamped(1, 1000, 5_000_000) });
-    view.apply(Event::Sample { node: "oss00".into(), stamped: stamped(2, 1400, 5_000_000 + 1_048_576) });
+    view.apply(Event::Sample {
+        node: "oss00".into(),
+        stamped: stamped(1, 1000, 5_000_000),
+        processes: Vec::new(),
+    });
+    view.apply(Event::Sample {
+        node: "oss00".into(),
+        stamped: stamped(2, 1400, 5_000_000 + 1_048_576),
+        processes: Vec::new(),
+    });
     view
 }
 

@@ -23,6 +23,9 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+/// Processes recorded per node and second under `--watch` (top N by CPU and by I/O).
+const DEFAULT_PROCESSES: u32 = 5;
+
 /// The command's flags, as the coordinator's plan takes them (clap stays in the binary).
 fn flags(args: &BenchArgs) -> BenchFlags {
     BenchFlags {
@@ -188,10 +191,17 @@ async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result
     } else {
         None
     };
+    // `bench --watch` asks the agents for their processes (recorded each second) unless
+    // `--processes` says how many.
+    let processes = args.processes.unwrap_or(if args.watch { DEFAULT_PROCESSES } else { 0 });
     let (tx, rx) = mpsc::unbounded_channel();
     // The view ends with the run; an error showing it (a closed stdout) ends the command at once.
     let (outcome, ()) = tokio::try_join!(
-        async { Ok::<_, anyhow::Error>(execute::execute(&r, &cluster, clients, &dialer, cancel, tx).await?) },
+        async {
+            Ok::<_, anyhow::Error>(
+                execute::execute(&r, &cluster, clients, &dialer, processes, cancel, tx).await?,
+            )
+        },
         show(rx, screen, json),
     )?;
     if json {

@@ -160,6 +160,7 @@ async fn show(
         results: results.clone(),
         json: false,
         watch: true,
+        processes: None,
         sweep: None,
         sweep_point: None,
     };

@@ -40,7 +40,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<u8> {
 
     // The followers end on the token; the folder then sees the channel close and ends too.
     let mut events =
-        follow_cluster(&cluster, &dialer, &HashMap::new(), Start::Since { unix_ns: 0 }, shutdown.token());
+        follow_cluster(&cluster, &dialer, &HashMap::new(), Start::Since { unix_ns: 0 }, 0, shutdown.token());
     {
         let view = view.clone();
         shutdown.spawn(async move {

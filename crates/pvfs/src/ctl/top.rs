@@ -10,8 +10,11 @@ use crate::cli::TopArgs;
 use crate::view::{table, to_json};
 use crate::{exit, output};
 use anyhow::Context;
+use pvfs_bench::results::ProcessLine;
 use pvfs_bench::results::time_text;
+use pvfs_coord::bench::metrics::process_lines;
 use pvfs_coord::stream::{Cursor, Event, Start, follow_cluster};
+use pvfs_metrics::processes::Process;
 use pvfs_metrics::rates::{RateTracker, Rates};
 use pvfs_metrics::ring::Stamped;
 use serde_json::json;
@@ -36,6 +39,11 @@ struct NodeState {
 
 pub(crate) async fn run(args: TopArgs) -> anyhow::Result<u8> {
     let cluster = pvfs_config::load(&args.cluster)?;
+    if let Some(node) = &args.node
+        && !cluster.nodes.iter().any(|n| &n.name == node)
+    {
+        anyhow::bail!("--node {node}: {} has no such node", args.cluster.display());
+    }
     let dialer = super::dialer(&cluster, &args.connect)?;
     let saved = match &args.cursor_file {
         Some(path) => load_cursors(path)?,
@@ -61,13 +69,19 @@ pub(crate) async fn run(args: TopArgs) -> anyhow::Result<u8> {
         &dialer,
         &requested,
         Start::Since { unix_ns: first_second },
+        // 0 unless asked: a plain `top` leaves the agents' cost as it is.
+        args.processes.unwrap_or(0),
         shutdown.clone(),
     );
     // Full screen when a person is watching; lines otherwise (pipes, --json, --count).
     let sink = if !args.json && args.count.is_none() && std::io::stdout().is_terminal() {
-        Sink::Screen(Box::new(FullScreen::start(&cluster)?))
+        let selected = args.processes.map(|_| match &args.node {
+            Some(node) => node.clone(),
+            None => cluster.nodes.first().map(|n| n.name.clone()).unwrap_or_default(),
+        });
+        Sink::Screen(Box::new(FullScreen::start(&cluster, selected)?))
     } else {
-        Sink::Lines { json: args.json }
+        Sink::Lines { json: args.json, processes: args.processes.is_some() }
     };
     let mut top = Top::new(&cluster, &saved, first_second, args.count, sink);
     let outcome = top.follow(events, args.cursor_file.as_deref(), &stop).await?;
@@ -160,7 +174,7 @@ impl Top {
     /// Shows one event of the cluster's stream.
     fn apply(&mut self, event: Event) -> anyhow::Result<()> {
         match event {
-            Event::Sample { node, stamped } => self.sample(&node, *stamped)?,
+            Event::Sample { node, stamped, processes } => self.sample(&node, *stamped, &processes)?,
             Event::Gap { node, from, to } => {
                 self.rates.forget(&node);
                 self.sink.status(
@@ -198,7 +212,7 @@ impl Top {
 
     /// A node's sample: shown as rates when it follows the node's previous one and was not
     /// shown before; always the baseline of the next.
-    fn sample(&mut self, node: &str, stamped: Stamped) -> anyhow::Result<()> {
+    fn sample(&mut self, node: &str, stamped: Stamped, processes: &[Process]) -> anyhow::Result<()> {
         let Some(state) = self.nodes.get_mut(node) else { return Ok(()) };
         state.down = false;
         // Already shown before a restart of `top`, or before the first second shown (a
@@ -215,7 +229,7 @@ impl Top {
             && !done
         {
             let devices = stamped.sample.visible_devices(false);
-            self.sink.sample(node, stamped.seq, &rates, &devices)?;
+            self.sink.sample(node, stamped.seq, &rates, &devices, &process_lines(processes))?;
             state.shown += 1;
             state.printed = Some(Cursor { epoch: stamped.epoch, seq: stamped.seq });
             self.dirty = true;
@@ -236,19 +250,30 @@ impl Top {
 
 /// Where `top` shows what it gets.
 enum Sink {
-    /// JSON objects or iostat-style tables, one after another.
-    Lines { json: bool },
+    /// JSON objects or iostat-style tables, one after another; with `processes`, each with
+    /// the node's busiest processes.
+    Lines { json: bool, processes: bool },
     /// The full-screen view.
     Screen(Box<FullScreen>),
 }
 
 impl Sink {
-    fn sample(&mut self, node: &str, seq: u64, rates: &Rates, devices: &[String]) -> anyhow::Result<()> {
+    fn sample(
+        &mut self,
+        node: &str,
+        seq: u64,
+        rates: &Rates,
+        devices: &[String],
+        processes: &[ProcessLine],
+    ) -> anyhow::Result<()> {
         match self {
-            Sink::Lines { json } => show(node, seq, rates, devices, *json),
+            Sink::Lines { json, processes: asked } => {
+                show(node, seq, rates, devices, asked.then_some(processes), *json)
+            }
             Sink::Screen(screen) => {
                 if let Some(row) = screen.screen.row_mut(node) {
                     row.record(Summary::of(rates, devices));
+                    row.processes = processes.to_vec();
                 }
                 screen.screen.clock = time_text(rates.time_unix_ns);
                 Ok(())
@@ -268,7 +293,7 @@ impl Sink {
     /// where the row shows it).
     fn status(&mut self, node: &str, fields: serde_json::Value, text: &str) -> anyhow::Result<()> {
         match self {
-            Sink::Lines { json } => status(node, *json, fields, text),
+            Sink::Lines { json, .. } => status(node, *json, fields, text),
             Sink::Screen(_) => Ok(()),
         }
     }
@@ -282,7 +307,8 @@ struct FullScreen {
 }
 
 impl FullScreen {
-    fn start(cluster: &pvfs_config::Cluster) -> anyhow::Result<FullScreen> {
+    /// `selected`: the node whose processes the panel shows (`None`: no panel).
+    fn start(cluster: &pvfs_config::Cluster, selected: Option<String>) -> anyhow::Result<FullScreen> {
         let rows = cluster
             .nodes
             .iter()
@@ -294,6 +320,7 @@ impl FullScreen {
             sort: SortKey::Name,
             reverse: false,
             clock: String::new(),
+            selected,
         };
         Ok(FullScreen { terminal: ratatui::init(), screen })
     }
@@ -311,16 +338,32 @@ impl Drop for FullScreen {
     }
 }
 
-fn show(node: &str, seq: u64, rates: &Rates, devices: &[String], json: bool) -> anyhow::Result<()> {
+/// One node's second; `processes` when asked for (then always present in JSON, `[]` when
+/// none was busy).
+fn show(
+    node: &str,
+    seq: u64,
+    rates: &Rates,
+    devices: &[String],
+    processes: Option<&[ProcessLine]>,
+    json: bool,
+) -> anyhow::Result<()> {
     if json {
         let mut value = to_json(rates, devices);
         if let Some(map) = value.as_object_mut() {
             map.insert("node".into(), json!(node));
             map.insert("seq".into(), json!(seq));
+            if let Some(processes) = processes {
+                map.insert("processes".into(), serde_json::to_value(processes)?);
+            }
         }
         output::json(&value)
     } else {
-        Ok(output::print(&format!("== {node}\n{}", table(rates, devices)))?)
+        let mut text = format!("== {node}\n{}", table(rates, devices));
+        if let Some(processes) = processes {
+            text += &crate::view::process_table(processes);
+        }
+        Ok(output::print(&text)?)
     }
 }
 

@@ -1,10 +1,13 @@
 //! The full-screen `pvfsctl top`: a row per node, cluster totals, a 60-second sparkline per
-//! node, sortable; a node that stops answering turns red within three seconds.
+//! node, sortable; a node that stops answering turns red within three seconds. With
+//! `--processes`, a panel under the table lists the selected node's busiest processes (↑/↓
+//! select another node).
 //!
 //! The screen is drawn from [`Screen`], which is plain data updated from the cluster's sample
 //! stream; [`draw`] renders it with ratatui, so tests render into a `TestBackend` and read the
 //! text back.
 
+use pvfs_bench::results::ProcessLine;
 use pvfs_metrics::rates::Rates;
 use ratatui::Frame;
 use ratatui::crossterm::event::{self as term_event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -67,11 +70,20 @@ pub(crate) struct NodeRow {
     pub history: VecDeque<u64>,
     /// `Some(reason)` while down.
     pub down: Option<String>,
+    /// The node's busiest processes in the latest second (with `--processes`).
+    pub processes: Vec<ProcessLine>,
 }
 
 impl NodeRow {
     pub(crate) fn new(name: &str, roles: &str) -> NodeRow {
-        NodeRow { name: name.into(), roles: roles.into(), latest: None, history: VecDeque::new(), down: None }
+        NodeRow {
+            name: name.into(),
+            roles: roles.into(),
+            latest: None,
+            history: VecDeque::new(),
+            down: None,
+            processes: Vec::new(),
+        }
     }
 
     pub(crate) fn record(&mut self, summary: Summary) {
@@ -149,6 +161,9 @@ pub(crate) struct Screen {
     pub reverse: bool,
     /// The time of the newest sample shown.
     pub clock: String,
+    /// The node whose processes the panel shows; `None`: no panel (`top` without
+    /// `--processes`, `bench --watch`).
+    pub selected: Option<String>,
 }
 
 impl Screen {
@@ -168,9 +183,20 @@ impl Screen {
             KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => return true,
             KeyCode::Char('s') => self.sort = self.sort.next(),
             KeyCode::Char('r') => self.reverse = !self.reverse,
+            KeyCode::Up | KeyCode::Char('k') => self.select(-1),
+            KeyCode::Down | KeyCode::Char('j') => self.select(1),
             _ => {}
         }
         false
+    }
+
+    /// Moves the processes panel's node `by` rows in display order (nothing without a panel).
+    fn select(&mut self, by: isize) {
+        let Some(selected) = &self.selected else { return };
+        let names: Vec<String> = self.sorted().iter().map(|r| r.name.clone()).collect();
+        let Some(at) = names.iter().position(|n| n == selected) else { return };
+        let to = at.saturating_add_signed(by).min(names.len().saturating_sub(1));
+        self.selected = Some(names[to].clone());
     }
 
     /// Rows in display order. Biggest first for numbers; names A–Z; `reverse` flips either.
@@ -250,16 +276,36 @@ pub(crate) fn draw_in(frame: &mut Frame<'_>, area: Rect, screen: &Screen) {
         head,
     );
     let help = format!(
-        "sorted by {}{}   s: sort   r: reverse   q: quit   sparkline: disk MB/s, last {HISTORY} s",
+        "sorted by {}{}   s: sort   r: reverse   {}q: quit   sparkline: disk MB/s, last {HISTORY} s",
         screen.sort.label(),
-        if screen.reverse { " (reversed)" } else { "" }
+        if screen.reverse { " (reversed)" } else { "" },
+        if screen.selected.is_some() { "↑/↓: node   " } else { "" }
     );
+    // The processes panel takes the bottom of the body, as many lines as the node has
+    // processes (at least a few, so it does not jump about), the table keeps the rest.
+    let (body, panel) = match &screen.selected {
+        Some(name) => {
+            let shown = screen.rows.iter().find(|r| &r.name == name).map_or(0, |r| r.processes.len());
+            let height = (shown.max(3) as u16 + 3).min(body.height / 2);
+            let [table, panel] =
+                Layout::vertical([Constraint::Min(3), Constraint::Length(height)]).areas(body);
+            (table, Some((name, panel)))
+        }
+        None => (body, None),
+    };
+    if let Some((name, panel)) = panel {
+        draw_processes(frame, panel, name, screen.rows.iter().find(|r| &r.name == name));
+    }
     frame.render_widget(Paragraph::new(help).style(Style::new().fg(Color::DarkGray)), foot);
 
     let rows = screen.sorted();
     let mut table_rows: Vec<Row<'_>> = Vec::with_capacity(rows.len() + 1);
     for row in &rows {
-        let mut cells: Vec<Cell<'_>> = vec![Cell::from(row.name.clone()), Cell::from(row.roles.clone())];
+        let selected = screen.selected.as_ref() == Some(&row.name);
+        let mut cells: Vec<Cell<'_>> = vec![
+            Cell::from(if selected { format!("▶{}", row.name) } else { row.name.clone() }),
+            Cell::from(row.roles.clone()),
+        ];
         let style = match (&row.down, row.latest) {
             (Some(reason), _) => {
                 // The reason goes in the wide last column, where the sparkline would be.
@@ -327,6 +373,40 @@ pub(crate) fn draw_in(frame: &mut Frame<'_>, area: Rect, screen: &Screen) {
     }
 }
 
+/// The selected node's processes, busiest CPU first (as the agent ordered them).
+fn draw_processes(frame: &mut Frame<'_>, area: Rect, name: &str, row: Option<&NodeRow>) {
+    let processes = row.map_or(&[][..], |r| &r.processes[..]);
+    let rows = processes.iter().map(|p| {
+        Row::new([
+            format!("{}", p.pid),
+            if p.kernel { format!("[{}]", p.name) } else { p.name.clone() },
+            format!("{:.1}", p.cpu),
+            format!("{:.1}", p.kb_rd_s / 1024.0),
+            format!("{:.1}", p.kb_wr_s / 1024.0),
+        ])
+    });
+    let widths = [
+        Constraint::Length(8),
+        Constraint::Length(18),
+        Constraint::Length(7),
+        Constraint::Length(8),
+        Constraint::Length(8),
+    ];
+    let title = if processes.is_empty() {
+        format!(" processes on {name}: none busy yet ")
+    } else {
+        format!(" processes on {name}: top by CPU and by I/O ([name]: kernel thread) ")
+    };
+    let table = Table::new(rows, widths)
+        .header(
+            Row::new(["PID", "COMMAND", "%CPU", "RD MB/s", "WR MB/s"])
+                .style(Style::new().add_modifier(Modifier::UNDERLINED)),
+        )
+        .block(Block::bordered().title(title))
+        .column_spacing(1);
+    frame.render_widget(table, area);
+}
+
 fn widths_total(widths: &[Constraint]) -> u16 {
     widths.iter().map(|c| if let Constraint::Length(n) = c { *n } else { 0 }).sum()
 }
@@ -377,6 +457,7 @@ mod tests {
             sort: SortKey::Disk,
             reverse: false,
             clock: "04:05:06".into(),
+            selected: None,
         };
         let lines = render(&screen);
         let text = lines.join("\n");
@@ -408,6 +489,76 @@ mod tests {
     }
 
     #[test]
+    fn the_selected_nodes_processes_in_a_panel_and_arrows_move_the_selection() {
+        let mut a = NodeRow::new("oss00", "oss");
+        let mut b = NodeRow::new("oss01", "oss");
+        a.record(summary(100.0, 50.0));
+        b.record(summary(300.0, 10.0));
+        a.processes = vec![
+            ProcessLine {
+                pid: 4242,
+                name: "glusterfsd".into(),
+                cpu: 87.5,
+                kb_rd_s: 0.0,
+                kb_wr_s: 204_800.0,
+                kernel: false,
+            },
+            ProcessLine {
+                pid: 77,
+                name: "ll_ost_io00_001".into(),
+                cpu: 3.0,
+                kb_rd_s: 0.0,
+                kb_wr_s: 0.0,
+                kernel: true,
+            },
+        ];
+        let mut screen = Screen {
+            title: "cluster lustrefs".into(),
+            rows: vec![a, b],
+            sort: SortKey::Name,
+            reverse: false,
+            clock: String::new(),
+            selected: Some("oss00".into()),
+        };
+        let render_tall = |screen: &Screen| {
+            let mut terminal = Terminal::new(TestBackend::new(160, 20)).unwrap();
+            terminal.draw(|f| draw(f, screen)).unwrap();
+            let buffer = terminal.backend().buffer().clone();
+            (0..buffer.area.height)
+                .map(|y| {
+                    (0..buffer.area.width).map(|x| buffer[(x, y)].symbol().to_owned()).collect::<String>()
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let text = render_tall(&screen);
+        assert!(text.contains("processes on oss00"), "{text}");
+        assert!(text.contains("▶oss00"), "{text}");
+        let glusterfsd = text.lines().find(|l| l.contains("glusterfsd")).unwrap_or_else(|| panic!("{text}"));
+        assert!(
+            glusterfsd.contains("4242") && glusterfsd.contains("87.5") && glusterfsd.contains("200.0"),
+            "{text}"
+        );
+        assert!(text.contains("[ll_ost_io00_001]"), "a kernel thread in brackets: {text}");
+
+        let press = |code| KeyEvent::new(code, KeyModifiers::NONE);
+        assert!(!screen.key(press(KeyCode::Down)));
+        assert_eq!(screen.selected.as_deref(), Some("oss01"));
+        assert!(!screen.key(press(KeyCode::Down)), "the last row stays selected");
+        assert_eq!(screen.selected.as_deref(), Some("oss01"));
+        let text = render_tall(&screen);
+        assert!(text.contains("processes on oss01: none busy yet"), "{text}");
+        assert!(!screen.key(press(KeyCode::Char('k'))));
+        assert_eq!(screen.selected.as_deref(), Some("oss00"));
+
+        // Without --processes there is no panel, and arrows select nothing.
+        screen.selected = None;
+        assert!(!render_tall(&screen).contains("processes on"));
+        assert!(!screen.key(press(KeyCode::Down)));
+        assert_eq!(screen.selected, None);
+    }
+
+    #[test]
     fn keys_sort_reverse_and_leave() {
         let mut screen = Screen {
             title: String::new(),
@@ -415,6 +566,7 @@ mod tests {
             sort: SortKey::Name,
             reverse: false,
             clock: String::new(),
+            selected: None,
         };
         let press = |code| KeyEvent::new(code, KeyModifiers::NONE);
         assert!(!screen.key(press(KeyCode::Char('s'))));

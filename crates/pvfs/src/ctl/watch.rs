@@ -60,6 +60,7 @@ impl Watch {
                 sort: SortKey::Name,
                 reverse: false,
                 clock: String::new(),
+                selected: None,
             },
         }
     }

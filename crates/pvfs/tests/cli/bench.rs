@@ -37,6 +37,51 @@ fn lines(stdout: &[u8]) -> Vec<Value> {
     text(stdout).lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
 }
 
+/// `--processes`: each recorded second lists the node's busiest processes (a CPU hog among
+/// them, once the agent has its baseline).
+#[test]
+fn a_run_asked_for_processes_records_them_each_second() {
+    let dir = TestDir::new();
+    let agents = agents(&dir, 1);
+    let cluster = cluster(&dir, &agents.iter().collect::<Vec<_>>());
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let hog =
+        Killed(std::process::Command::new("yes").stdout(Stdio::null()).stdin(Stdio::null()).spawn().unwrap());
+    // Long enough (a few seconds) for seconds after the agent's baseline scan.
+    let out = dir.ctl(&[
+        "bench",
+        &cluster,
+        "--json",
+        "--processes=3",
+        "--set",
+        "t=1m",
+        "--set",
+        "b=1536m",
+        "--set",
+        "i=1",
+        "--results",
+        "res",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let summary = lines(&out.stdout).pop().unwrap();
+    let run = dir.path().join(summary["results"].as_str().unwrap());
+    let metrics = lines(std::fs::read_to_string(run.join("metrics/n1.jsonl")).unwrap().as_bytes());
+    let listed: Vec<&Value> = metrics.iter().filter_map(|l| l["processes"].as_array()).flatten().collect();
+    assert!(
+        listed
+            .iter()
+            .any(|p| p["pid"] == hog.0.id() && p["name"] == "yes" && p["%CPU"].as_f64() > Some(20.0)),
+        "{metrics:?}"
+    );
+    assert!(listed.iter().all(|p| p["kB_wr/s"].is_number() && p["kB_rd/s"].is_number()), "{listed:?}");
+}
+
 #[test]
 fn a_throughput_run_keeps_everything_and_reports_like_ior() {
     let dir = TestDir::new();
@@ -79,6 +124,8 @@ fn a_throughput_run_keeps_everything_and_reports_like_ior() {
     {
         assert!(run.join(file).exists(), "{file} missing from {}", run.display());
     }
+    let metrics = std::fs::read_to_string(run.join("metrics/n1.jsonl")).unwrap();
+    assert!(!metrics.contains("processes"), "not asked for, not scanned: {metrics}");
     let commands = std::fs::read_to_string(run.join("commands.txt")).unwrap();
     assert!(
         commands.contains("mpirun -np 4 ior -w -r --posix.odirect -C -i2 -t64k -b1m -F -o "),

@@ -162,3 +162,56 @@ fn sigterm_ends_top_cleanly_with_its_cursors_saved() {
     let saved = cursors["n1"]["seq"].as_u64();
     assert!(saved.is_some_and(|s| s >= last_seq), "saved {cursors}, last shown seq {last_seq}");
 }
+
+/// `--processes`: every line carries the node's busiest processes (a CPU hog among them),
+/// and a plain `top` neither asks for nor prints any.
+#[test]
+fn processes_only_when_asked() {
+    let dir = TestDir::new();
+    let (_n1, _n2, cluster) = two_agents(&dir);
+    std::thread::sleep(Duration::from_secs(2));
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let hog =
+        Killed(std::process::Command::new("yes").stdout(Stdio::null()).stdin(Stdio::null()).spawn().unwrap());
+    let out = dir.ctl(&["top", &cluster, "--json", "--count", "4", "--processes=3"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let lines: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v.get("seq").is_some())
+        .collect();
+    assert_eq!(lines.len(), 8, "{}", text(&out.stdout));
+    for node in ["n1", "n2"] {
+        let of_node: Vec<&Value> = lines.iter().filter(|v| v["node"] == node).collect();
+        // Each second lists at most 3 by CPU and 3 by I/O; the first may be the agent's
+        // baseline (nothing busy yet), the later ones see the hog.
+        assert!(
+            of_node.iter().all(|v| v["processes"].as_array().is_some_and(|p| p.len() <= 6)),
+            "{of_node:?}"
+        );
+        let hog_seen = of_node.iter().flat_map(|v| v["processes"].as_array().unwrap()).any(|p| {
+            p["pid"] == hog.0.id() && p["name"] == "yes" && p["%CPU"].as_f64().is_some_and(|c| c > 20.0)
+        });
+        assert!(hog_seen, "{node}: {of_node:?}");
+    }
+
+    let out = dir.ctl(&["top", &cluster, "--json", "--count", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!text(&out.stdout).contains("processes"), "{}", text(&out.stdout));
+    drop(hog);
+
+    // `--processes` takes its N only after `=`: the cluster file after it stays the file.
+    let out = dir.ctl(&["top", "--processes", &cluster, "--json", "--count", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("\"processes\""), "{}", text(&out.stdout));
+
+    let out = dir.ctl(&["top", &cluster, "--processes", "--node", "nope", "--count", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("--node nope"), "{}", text(&out.stderr));
+}
