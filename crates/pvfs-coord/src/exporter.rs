@@ -151,6 +151,19 @@ struct Family<'a> {
 
 /// Writes the exposition of `view`; `openmetrics` picks OpenMetrics 1.0 over text 0.0.4.
 pub fn render(view: &ClusterView, openmetrics: bool) -> String {
+    let mut whole = String::new();
+    render_chunks(view, openmetrics, usize::MAX, |text| {
+        whole = text;
+        true
+    });
+    whole
+}
+
+/// [`render`] in pieces of about `chunk` bytes or more (whole metric families), each handed to
+/// `emit` as it is done; stops early when `emit` returns false (the scraper went away). At
+/// 10,000 nodes the exposition is about 400 MB: written whole, it was most of the coordinator's
+/// memory for as long as a scrape lasted.
+pub fn render_chunks(view: &ClusterView, openmetrics: bool, chunk: usize, emit: impl FnMut(String) -> bool) {
     // About what it will take (a node's lines are about 80 bytes each): growing by doubling
     // copied the whole text a dozen times at 1,000 nodes, and left up to twice its size
     // allocated. Capacity never written is never resident.
@@ -159,8 +172,8 @@ pub fn render(view: &ClusterView, openmetrics: bool) -> String {
         .values()
         .map(|v| v.last.as_ref().map_or(2, |s| 48 + 40 * s.sample.disks.len() + 24 * s.sample.nics.len()))
         .sum();
-    let mut out = String::with_capacity(64 * 1024 + lines * 96);
-    let mut w = Writer { out: &mut out, openmetrics };
+    let capacity = (64 * 1024 + lines * 96).min(chunk.saturating_add(1024 * 1024));
+    let mut w = Writer { out: String::with_capacity(capacity), openmetrics, chunk, emit, stopped: false };
     // Once per node per scrape, in the nodes' order.
     let rates: Vec<Option<Rates>> = view.nodes.values().map(NodeView::rates).collect();
 
@@ -386,25 +399,39 @@ pub fn render(view: &ClusterView, openmetrics: bool) -> String {
         },
     );
     if openmetrics {
-        out.push_str("# EOF\n");
+        w.out.push_str("# EOF\n");
     }
-    out
+    if !w.stopped {
+        (w.emit)(w.out);
+    }
 }
 
-struct Writer<'a> {
-    out: &'a mut String,
+struct Writer<E> {
+    out: String,
     openmetrics: bool,
+    /// Hand `out` to `emit` once it holds this much.
+    chunk: usize,
+    emit: E,
+    /// `emit` said to stop: the families left are skipped.
+    stopped: bool,
 }
 
-impl Writer<'_> {
+impl<E: FnMut(String) -> bool> Writer<E> {
     /// One family: metadata, then the samples `body` writes.
     fn family(&mut self, name: &str, kind: &str, help: &str, body: impl FnOnce(&mut Family<'_>)) {
+        if self.stopped {
+            return;
+        }
         // OpenMetrics names a counter family without its `_total` sample suffix.
         let family =
             if self.openmetrics && kind == "counter" { name.trim_end_matches("_total") } else { name };
         let _ = writeln!(self.out, "# HELP {family} {}", help.replace('\\', r"\\").replace('\n', r"\n"));
         let _ = writeln!(self.out, "# TYPE {family} {kind}");
-        body(&mut Family { out: self.out });
+        body(&mut Family { out: &mut self.out });
+        if self.out.len() >= self.chunk {
+            let next = String::with_capacity(self.out.capacity());
+            self.stopped = !(self.emit)(std::mem::replace(&mut self.out, next));
+        }
     }
 }
 

@@ -148,3 +148,23 @@ fn the_first_device_of_each_name_is_kept() {
         assert_eq!(kept, [("d0", 0), ("d1", 1)], "{devices} devices");
     }
 }
+
+#[test]
+fn the_exposition_in_pieces_is_the_whole_one_and_stops_when_told() {
+    let view = view();
+    for openmetrics in [false, true] {
+        let mut pieces = Vec::new();
+        render_chunks(&view, openmetrics, 1, |piece| {
+            pieces.push(piece);
+            true
+        });
+        assert!(pieces.len() > 10, "one piece per family");
+        assert_eq!(pieces.concat(), render(&view, openmetrics));
+    }
+    let mut pieces = 0;
+    render_chunks(&view, false, 1, |_| {
+        pieces += 1;
+        pieces < 3
+    });
+    assert_eq!(pieces, 3, "nothing more after the scraper went away");
+}
