@@ -435,8 +435,9 @@ pub fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
             .args(["--metrics-listen", &format!("127.0.0.1:{metrics_port}")]),
     )?;
     let url = format!("http://127.0.0.1:{metrics_port}/metrics");
+    // A minute: a scrape of 10,000 nodes from a coordinator still catching up took over 10 s.
     let scrape =
-        || -> anyhow::Result<String> { read(Command::new("curl").args(["-sf", "--max-time", "10", &url])) };
+        || -> anyhow::Result<String> { read(Command::new("curl").args(["-sf", "--max-time", "60", &url])) };
 
     // Wait (bounded) for every agent to stream. Every agent costs a TLS handshake on each
     // side, on the same two cores: 10,000 of them take minutes to connect.
@@ -461,12 +462,15 @@ pub fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
     let (cpu1, sim1, wall) = (cpu_ns(coordinator.pid())?, sim_cpu()?, t0.elapsed().as_secs_f64());
     let after = histogram(&scrape()?);
     let status = std::fs::read_to_string(format!("/proc/{}/status", coordinator.pid()))?;
-    let rss = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
-        .unwrap_or(0.0)
-        / 1024.0;
+    let mb = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+            .unwrap_or(0.0)
+            / 1024.0
+    };
+    let (rss, peak) = (mb("VmRSS:"), mb("VmHWM:"));
 
     let window: Vec<(f64, f64)> = after.iter().zip(&before).map(|((le, a), (_, b))| (*le, a - b)).collect();
     let total = window.last().map_or(0.0, |(_, c)| *c);
@@ -474,7 +478,7 @@ pub fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
     let sim_pct = (sim1 - sim0) as f64 / 1e9 / wall * 100.0;
     println!("\ncoordinator (pvfsctl serve) following {n} agents over mTLS, {wall:.0} s window:");
     println!(
-        "  CPU {cpu_pct:.1}% of one core = {:.1}% per 1,000 agents; RSS {rss:.1} MB",
+        "  CPU {cpu_pct:.1}% of one core = {:.1}% per 1,000 agents; RSS {rss:.1} MB (peak {peak:.1} MB)",
         cpu_pct / f64::from(n) * 1000.0
     );
     println!(

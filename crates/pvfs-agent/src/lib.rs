@@ -14,7 +14,8 @@
 
 mod auth;
 mod child;
-mod gmond;
+// Public for its benchmark (`benches/gmond.rs`): the renderer and what it renders from.
+pub mod gmond;
 mod history;
 mod launch;
 pub mod limits;

@@ -7,10 +7,11 @@
 
 use crate::stream::Event;
 use pvfs_config::Cluster;
-use pvfs_metrics::rates::{CpuPercent, DiskRates, NicRates, RateTracker, Rates};
+use pvfs_metrics::rates::{CpuPercent, DiskRates, NicRates, Rates, follows};
 use pvfs_metrics::ring::Stamped;
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::sync::Arc;
 
 /// Content type of the classic text format.
 pub const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -22,8 +23,28 @@ pub const OPENMETRICS_FORMAT: &str = "application/openmetrics-text; version=1.0.
 pub struct NodeView {
     pub role: String,
     pub up: bool,
-    pub last: Option<Stamped>,
-    pub rates: Option<Rates>,
+    /// The newest sample. Shared, so that a scrape copies the view in a moment under the lock
+    /// and renders it after, without holding up the samples arriving meanwhile.
+    pub last: Option<Arc<Stamped>>,
+    /// The sample `last` directly follows (same agent process, next sequence number), kept as
+    /// the baseline of the node's rates; `None` after a gap or a restart. Rates are worked out
+    /// when scraped rather than on every sample: at 10,000 nodes, one rates computation per
+    /// node per scrape (every 15 s or so) instead of 10,000 a second.
+    pub prev: Option<Arc<Stamped>>,
+}
+
+impl NodeView {
+    /// iostat's and sar's rates over the node's last interval, when it has one.
+    pub fn rates(&self) -> Option<Rates> {
+        Some(Rates::between(&self.prev.as_ref()?.sample, &self.last.as_ref()?.sample))
+    }
+
+    /// `stamped` becomes the newest sample; the previous newest stays as the baseline only if
+    /// `stamped` follows it.
+    fn push(&mut self, stamped: Stamped) {
+        let last = self.last.replace(Arc::new(stamped));
+        self.prev = last.filter(|prev| self.last.as_ref().is_some_and(|curr| follows(prev, curr)));
+    }
 }
 
 /// Upper bounds (seconds) of the ingest-delay histogram's buckets: fine around the tens of
@@ -58,8 +79,6 @@ pub struct ClusterView {
     pub nodes: BTreeMap<String, NodeView>,
     /// Delays of the samples that arrived live (not those replayed from an agent's history).
     pub delays: DelayHistogram,
-    /// Each node's baseline for its next rates.
-    tracker: RateTracker,
 }
 
 impl ClusterView {
@@ -72,7 +91,7 @@ impl ClusterView {
                 (n.name.clone(), NodeView { role, ..NodeView::default() })
             })
             .collect();
-        ClusterView { nodes, delays: DelayHistogram::default(), tracker: RateTracker::new() }
+        ClusterView { nodes, delays: DelayHistogram::default() }
     }
 
     /// Folds one event in: a sample becomes the latest (with rates when it follows the previous
@@ -83,10 +102,8 @@ impl ClusterView {
                 let Some(view) = self.nodes.get_mut(&node) else { return };
                 // A device named twice (a broken or hostile agent) would be the same series
                 // twice, which scrapers refuse: the first of each name is kept.
-                let mut seen = std::collections::HashSet::new();
-                stamped.sample.disks.retain(|d| seen.insert(d.name.clone()));
-                seen.clear();
-                stamped.sample.nics.retain(|n| seen.insert(n.name.clone()));
+                first_of_each_name(&mut stamped.sample.disks, |d| &d.name);
+                first_of_each_name(&mut stamped.sample.nics, |n| &n.name);
                 view.up = true;
                 let now =
                     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
@@ -95,13 +112,11 @@ impl ClusterView {
                 if delay < 1.0 {
                     self.delays.observe(delay);
                 }
-                let (rates, latest) = self.tracker.next(&node, *stamped);
-                view.rates = rates;
-                view.last = Some(latest.clone());
+                view.push(*stamped);
             }
-            // The tracker is not told: a node back from down resumes its stream after its
-            // cursor, so its next sample may well follow the last one and give rates at once
-            // (the tracker's epoch and sequence check catches gaps and restarts by itself).
+            // The baseline is kept: a node back from down resumes its stream after its cursor,
+            // so its next sample may well follow the last one and give rates at once (the
+            // epoch and sequence check in `push` catches gaps and restarts by itself).
             Event::Down { node, .. } => {
                 if let Some(view) = self.nodes.get_mut(&node) {
                     view.up = false;
@@ -112,6 +127,23 @@ impl ClusterView {
     }
 }
 
+/// Keeps the first item of each name. Per sample, so without allocating in the usual case of
+/// no duplicates: a few devices are compared pairwise, many through a set of borrowed names.
+fn first_of_each_name<T>(items: &mut Vec<T>, name: impl Fn(&T) -> &String) {
+    let keep: Vec<bool> = if items.len() <= 32 {
+        let unique = items.iter().enumerate().all(|(i, a)| items[..i].iter().all(|b| name(b) != name(a)));
+        if unique {
+            return;
+        }
+        (0..items.len()).map(|i| items[..i].iter().all(|b| name(b) != name(&items[i]))).collect()
+    } else {
+        let mut seen = std::collections::HashSet::with_capacity(items.len());
+        items.iter().map(|item| seen.insert(name(item))).collect()
+    };
+    let mut keep = keep.into_iter();
+    items.retain(|_| keep.next().unwrap_or(false));
+}
+
 /// A metric family being written: its samples must be contiguous, after one TYPE/HELP.
 struct Family<'a> {
     out: &'a mut String,
@@ -119,8 +151,31 @@ struct Family<'a> {
 
 /// Writes the exposition of `view`; `openmetrics` picks OpenMetrics 1.0 over text 0.0.4.
 pub fn render(view: &ClusterView, openmetrics: bool) -> String {
-    let mut out = String::with_capacity(64 * 1024);
-    let mut w = Writer { out: &mut out, openmetrics };
+    let mut whole = String::new();
+    render_chunks(view, openmetrics, usize::MAX, |text| {
+        whole = text;
+        true
+    });
+    whole
+}
+
+/// [`render`] in pieces of about `chunk` bytes or more (whole metric families), each handed to
+/// `emit` as it is done; stops early when `emit` returns false (the scraper went away). At
+/// 10,000 nodes the exposition is about 400 MB: written whole, it was most of the coordinator's
+/// memory for as long as a scrape lasted.
+pub fn render_chunks(view: &ClusterView, openmetrics: bool, chunk: usize, emit: impl FnMut(String) -> bool) {
+    // About what it will take (a node's lines are about 80 bytes each): growing by doubling
+    // copied the whole text a dozen times at 1,000 nodes, and left up to twice its size
+    // allocated. Capacity never written is never resident.
+    let lines: usize = view
+        .nodes
+        .values()
+        .map(|v| v.last.as_ref().map_or(2, |s| 48 + 40 * s.sample.disks.len() + 24 * s.sample.nics.len()))
+        .sum();
+    let capacity = (64 * 1024 + lines * 96).min(chunk.saturating_add(1024 * 1024));
+    let mut w = Writer { out: String::with_capacity(capacity), openmetrics, chunk, emit, stopped: false };
+    // Once per node per scrape, in the nodes' order.
+    let rates: Vec<Option<Rates>> = view.nodes.values().map(NodeView::rates).collect();
 
     w.family(
         "pvfs_node_up",
@@ -291,8 +346,8 @@ pub fn render(view: &ClusterView, openmetrics: bool) -> String {
         let name = format!("pvfs_disk_{}", pvfs_metrics::rates::metric_suffix(column));
         let help = format!("iostat -x {column} over the last second.");
         w.family(&name, "gauge", &help, |f| {
-            for (node, v) in &view.nodes {
-                let Some(r) = &v.rates else { continue };
+            for ((node, v), r) in view.nodes.iter().zip(&rates) {
+                let Some(r) = r else { continue };
                 for (device, d) in &r.disks {
                     f.sample(&name, &[("node", node), ("role", &v.role), ("device", device)], d.values()[i]);
                 }
@@ -303,8 +358,8 @@ pub fn render(view: &ClusterView, openmetrics: bool) -> String {
         let name = format!("pvfs_network_{}", pvfs_metrics::rates::metric_suffix(column));
         let help = format!("sar -n DEV {column} over the last second.");
         w.family(&name, "gauge", &help, |f| {
-            for (node, v) in &view.nodes {
-                let Some(r) = &v.rates else { continue };
+            for ((node, v), r) in view.nodes.iter().zip(&rates) {
+                let Some(r) = r else { continue };
                 for (device, n) in &r.nics {
                     f.sample(&name, &[("node", node), ("role", &v.role), ("device", device)], n.values()[i]);
                 }
@@ -312,8 +367,8 @@ pub fn render(view: &ClusterView, openmetrics: bool) -> String {
         });
     }
     w.family("pvfs_cpu_percent", "gauge", "sar -u ALL percentages over the last second, all CPUs.", |f| {
-        for (node, v) in &view.nodes {
-            let Some(r) = &v.rates else { continue };
+        for ((node, v), r) in view.nodes.iter().zip(&rates) {
+            let Some(r) = r else { continue };
             for (column, value) in CpuPercent::COLUMNS.iter().zip(r.cpu.values()) {
                 f.sample(
                     "pvfs_cpu_percent",
@@ -344,25 +399,39 @@ pub fn render(view: &ClusterView, openmetrics: bool) -> String {
         },
     );
     if openmetrics {
-        out.push_str("# EOF\n");
+        w.out.push_str("# EOF\n");
     }
-    out
+    if !w.stopped {
+        (w.emit)(w.out);
+    }
 }
 
-struct Writer<'a> {
-    out: &'a mut String,
+struct Writer<E> {
+    out: String,
     openmetrics: bool,
+    /// Hand `out` to `emit` once it holds this much.
+    chunk: usize,
+    emit: E,
+    /// `emit` said to stop: the families left are skipped.
+    stopped: bool,
 }
 
-impl Writer<'_> {
+impl<E: FnMut(String) -> bool> Writer<E> {
     /// One family: metadata, then the samples `body` writes.
     fn family(&mut self, name: &str, kind: &str, help: &str, body: impl FnOnce(&mut Family<'_>)) {
+        if self.stopped {
+            return;
+        }
         // OpenMetrics names a counter family without its `_total` sample suffix.
         let family =
             if self.openmetrics && kind == "counter" { name.trim_end_matches("_total") } else { name };
         let _ = writeln!(self.out, "# HELP {family} {}", help.replace('\\', r"\\").replace('\n', r"\n"));
         let _ = writeln!(self.out, "# TYPE {family} {kind}");
-        body(&mut Family { out: self.out });
+        body(&mut Family { out: &mut self.out });
+        if self.out.len() >= self.chunk {
+            let next = String::with_capacity(self.out.capacity());
+            self.stopped = !(self.emit)(std::mem::replace(&mut self.out, next));
+        }
     }
 }
 
@@ -379,8 +448,23 @@ impl Family<'_> {
             if i > 0 {
                 self.out.push(',');
             }
-            let v = v.replace('\\', r"\\").replace('"', "\\\"").replace('\n', r"\n");
-            let _ = write!(self.out, "{k}=\"{v}\"");
+            self.out.push_str(k);
+            self.out.push_str("=\"");
+            // Escaped as it is written: a scrape writes hundreds of thousands of labels, and
+            // hardly any needs escaping.
+            if v.bytes().any(|b| matches!(b, b'\\' | b'"' | b'\n')) {
+                for c in v.chars() {
+                    match c {
+                        '\\' => self.out.push_str(r"\\"),
+                        '"' => self.out.push_str("\\\""),
+                        '\n' => self.out.push_str(r"\n"),
+                        c => self.out.push(c),
+                    }
+                }
+            } else {
+                self.out.push_str(v);
+            }
+            self.out.push('"');
         }
         self.out.push_str("} ");
         self.write_value(value);

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 mod tracker;
-pub use tracker::RateTracker;
+pub use tracker::{RateTracker, follows};
 
 /// A column's name as a metric name: `r/s` → `r_per_second`, `%util` → `util_percent`,
 /// `rareq-sz` → `rareq_sz`, `rkB/s` → `rkb_per_second`. Used by every exporter, so that the

@@ -122,3 +122,65 @@ fn ingest_delays_form_a_prometheus_histogram() {
     assert!(text.contains("pvfs_ingest_delay_seconds_count 5\n"));
     check_grammar(&text);
 }
+
+#[test]
+fn rates_only_between_consecutive_samples_of_one_agent_process() {
+    let mut view = view();
+    assert!(view.nodes["oss00"].rates().is_some());
+    // A gap: seq 2 → 4. The newest is shown, but there are no rates until the next one.
+    view.apply(Event::Sample {
+        node: "oss00".into(),
+        stamped: stamped(4, 2000, 7_000_000),
+        processes: Vec::new(),
+    });
+    assert_eq!(view.nodes["oss00"].last.as_ref().unwrap().seq, 4);
+    assert!(view.nodes["oss00"].rates().is_none());
+    assert!(!render(&view, false).contains("pvfs_disk_r_per_second{node=\"oss00\""));
+    view.apply(Event::Sample {
+        node: "oss00".into(),
+        stamped: stamped(5, 2100, 7_000_000),
+        processes: Vec::new(),
+    });
+    assert_eq!(view.nodes["oss00"].rates().unwrap().disks["md0"].r_s, 100.0);
+    // A restarted agent (new epoch) starts a new baseline.
+    let mut restarted = stamped(6, 2200, 7_000_000);
+    restarted.epoch = 10;
+    view.apply(Event::Sample { node: "oss00".into(), stamped: restarted, processes: Vec::new() });
+    assert!(view.nodes["oss00"].rates().is_none());
+}
+
+#[test]
+fn the_first_device_of_each_name_is_kept() {
+    for devices in [3, 40] {
+        let mut view = view();
+        let mut sample = stamped(3, 1500, 5_000_000);
+        let disk = sample.sample.disks[0].clone();
+        sample.sample.disks = (0..devices)
+            .map(|i| DiskCounters { name: format!("d{}", i % 2), rd_ios: i, ..disk.clone() })
+            .collect();
+        view.apply(Event::Sample { node: "oss00".into(), stamped: sample, processes: Vec::new() });
+        let kept = &view.nodes["oss00"].last.as_ref().unwrap().sample.disks;
+        let kept: Vec<(&str, u64)> = kept.iter().map(|d| (d.name.as_str(), d.rd_ios)).collect();
+        assert_eq!(kept, [("d0", 0), ("d1", 1)], "{devices} devices");
+    }
+}
+
+#[test]
+fn the_exposition_in_pieces_is_the_whole_one_and_stops_when_told() {
+    let view = view();
+    for openmetrics in [false, true] {
+        let mut pieces = Vec::new();
+        render_chunks(&view, openmetrics, 1, |piece| {
+            pieces.push(piece);
+            true
+        });
+        assert!(pieces.len() > 10, "one piece per family");
+        assert_eq!(pieces.concat(), render(&view, openmetrics));
+    }
+    let mut pieces = 0;
+    render_chunks(&view, false, 1, |_| {
+        pieces += 1;
+        pieces < 3
+    });
+    assert_eq!(pieces, 3, "nothing more after the scraper went away");
+}

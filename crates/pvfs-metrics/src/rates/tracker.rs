@@ -47,8 +47,10 @@ impl RateTracker {
     }
 }
 
-/// Whether `curr` is the sample right after `prev` from the same agent process.
-fn follows(prev: &Stamped, curr: &Stamped) -> bool {
+/// Whether `curr` is the sample right after `prev` from the same agent process: the rule for
+/// those who keep their own baseline (the exporter keeps two samples and computes rates when
+/// scraped).
+pub fn follows(prev: &Stamped, curr: &Stamped) -> bool {
     prev.epoch == curr.epoch && prev.seq.checked_add(1) == Some(curr.seq)
 }
 

@@ -25,6 +25,13 @@ use tokio_util::sync::CancellationToken;
 /// most [`HttpLimits::connection_lifetime`], and the followers end at their next select.
 const STOP_DEADLINE: Duration = Duration::from_secs(70);
 
+/// Events folded into the view under one write lock: enough to take a second's burst from
+/// thousands of agents in few locks, few enough that a scrape waits at most a millisecond or so.
+const FOLD_BATCH: usize = 256;
+
+/// A scrape is sent in pieces of at least this much (whole metric families).
+const SCRAPE_CHUNK: usize = 1024 * 1024;
+
 type SharedView = Arc<RwLock<ClusterView>>;
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<u8> {
@@ -38,21 +45,38 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<u8> {
     let view: SharedView = Arc::new(RwLock::new(ClusterView::new(&cluster)));
     let shutdown = Shutdown::on_signals()?;
 
+    // Every node starts with the newest sample taken before now (the baseline of its first
+    // rates), then follows live: /metrics shows the latest state, so an agent's history (an
+    // hour of it) is not replayed. Replaying it from 10,000 agents kept the coordinator busy for
+    // minutes after each start, with live samples queued behind the history.
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let start = Start::Since { unix_ns: u64::try_from(now.as_nanos()).unwrap_or(u64::MAX) };
     // The followers end on the token; the folder then sees the channel close and ends too.
-    let mut events =
-        follow_cluster(&cluster, &dialer, &HashMap::new(), Start::Since { unix_ns: 0 }, 0, shutdown.token());
+    let mut events = follow_cluster(&cluster, &dialer, &HashMap::new(), start, 0, shutdown.token());
     {
         let view = view.clone();
         shutdown.spawn(async move {
-            while let Some(event) = events.recv().await {
-                match &event {
-                    Event::Down { node, error } => tracing::warn!(node = %node, error = %error, "node down"),
-                    Event::Up { node } => tracing::info!(node = %node, "node streaming"),
-                    Event::Restarted { node } => tracing::info!(node = %node, "agent restarted"),
-                    Event::Gap { node, from, to } => tracing::warn!(node = %node, from, to, "samples lost"),
-                    Event::Sample { .. } => {}
+            // Taken in batches, under one lock each: the agents' samples arrive together at the
+            // top of each second, and a lock per sample made scrapes and the folder contend.
+            let mut batch = Vec::with_capacity(FOLD_BATCH);
+            while events.recv_many(&mut batch, FOLD_BATCH).await > 0 {
+                for event in &batch {
+                    match event {
+                        Event::Down { node, error } => {
+                            tracing::warn!(node = %node, error = %error, "node down")
+                        }
+                        Event::Up { node } => tracing::info!(node = %node, "node streaming"),
+                        Event::Restarted { node } => tracing::info!(node = %node, "agent restarted"),
+                        Event::Gap { node, from, to } => {
+                            tracing::warn!(node = %node, from, to, "samples lost")
+                        }
+                        Event::Sample { .. } => {}
+                    }
                 }
-                view.write().unwrap_or_else(|p| p.into_inner()).apply(event);
+                let mut view = view.write().unwrap_or_else(|p| p.into_inner());
+                for event in batch.drain(..) {
+                    view.apply(event);
+                }
             }
         });
     }
@@ -78,8 +102,21 @@ async fn metrics(State(view): State<SharedView>, headers: HeaderMap) -> impl Int
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|accept| accept.contains("application/openmetrics-text"));
-    let body = exporter::render(&view.read().unwrap_or_else(|p| p.into_inner()), openmetrics);
+    // A copy taken under the lock (the samples are shared, so this is a few milliseconds at
+    // 10,000 nodes), rendered after it on the blocking pool and sent as it is written: at that
+    // size the text is about 400 MB, and holding the lock through its rendering stalled the
+    // folder, a runtime thread stalled the streams, and the whole text in memory was most of the
+    // coordinator's.
+    let snapshot = view.read().unwrap_or_else(|p| p.into_inner()).clone();
     let content_type = if openmetrics { exporter::OPENMETRICS_FORMAT } else { exporter::TEXT_FORMAT };
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<axum::body::Bytes, std::convert::Infallible>>(2);
+    tokio::task::spawn_blocking(move || {
+        // A scraper that hangs up closes the channel, which stops the rendering.
+        exporter::render_chunks(&snapshot, openmetrics, SCRAPE_CHUNK, |text| {
+            tx.blocking_send(Ok(axum::body::Bytes::from(text))).is_ok()
+        });
+    });
+    let body = axum::body::Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
     ([(header::CONTENT_TYPE, content_type)], body)
 }
 
