@@ -1,6 +1,6 @@
 //! `pvfsctl bench`, `bench import` and `report` on real agents over mutual TLS.
 
-use crate::util::{AgentProcess, TestDir, pvfs_agent, pvfsctl, text};
+use crate::util::{AgentProcess, TestDir, cpu_hog, pvfs_agent, pvfsctl, text};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
@@ -44,15 +44,7 @@ fn a_run_asked_for_processes_records_them_each_second() {
     let dir = TestDir::new();
     let agents = agents(&dir, 1);
     let cluster = cluster(&dir, &agents.iter().collect::<Vec<_>>());
-    struct Killed(std::process::Child);
-    impl Drop for Killed {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let hog =
-        Killed(std::process::Command::new("yes").stdout(Stdio::null()).stdin(Stdio::null()).spawn().unwrap());
+    let hog = cpu_hog();
     // Long enough (a few seconds) for seconds after the agent's baseline scan.
     let out = dir.ctl(&[
         "bench",

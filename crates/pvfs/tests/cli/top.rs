@@ -1,7 +1,7 @@
 //! `pvfsctl top --json` against agent processes: every node every second, resuming from a
 //! cursor file with nothing lost or repeated, and a silent node shown down in time.
 
-use crate::util::{AgentProcess, TestDir, cluster_file, text};
+use crate::util::{AgentProcess, TestDir, cluster_file, cpu_hog, text};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -170,15 +170,7 @@ fn processes_only_when_asked() {
     let dir = TestDir::new();
     let (_n1, _n2, cluster) = two_agents(&dir);
     std::thread::sleep(Duration::from_secs(2));
-    struct Killed(std::process::Child);
-    impl Drop for Killed {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let hog =
-        Killed(std::process::Command::new("yes").stdout(Stdio::null()).stdin(Stdio::null()).spawn().unwrap());
+    let hog = cpu_hog();
     let out = dir.ctl(&["top", &cluster, "--json", "--count", "4", "--processes=3"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let lines: Vec<Value> = text(&out.stdout)

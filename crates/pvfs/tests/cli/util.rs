@@ -186,3 +186,24 @@ pub fn cluster_file(dir: &TestDir, nodes: &[(&str, String)]) -> PathBuf {
     }
     dir.write("cluster.toml", &toml)
 }
+
+/// A process spinning on a CPU (`yes` into /dev/null), killed and reaped when dropped: what a
+/// per-process view must list.
+pub struct CpuHog(pub Child);
+
+impl Drop for CpuHog {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn cpu_hog() -> CpuHog {
+    CpuHog(
+        Command::new("yes")
+            .stdout(Stdio::null())
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("starting `yes` as a CPU hog"),
+    )
+}
