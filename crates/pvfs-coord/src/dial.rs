@@ -11,7 +11,10 @@ use pvfs_tls::Material;
 use std::error::Error as StdError;
 use std::fmt;
 use std::time::{Duration, Instant};
-use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+use crate::connector::{AgentConnector, client_config};
+use rustls::pki_types::ServerName;
+use std::sync::Arc;
+use tonic::transport::{Channel, Endpoint};
 use tonic_health::pb::health_client::HealthClient;
 
 /// How the coordinator secures its connections: always mutual TLS (agents serve nothing else).
@@ -24,7 +27,9 @@ pub enum ClientSecurity {
 /// Opens connections to agents.
 #[derive(Debug, Clone)]
 pub struct Dialer {
-    security: ClientSecurity,
+    /// The TLS client configuration every connection shares (see [`crate::connector`]), or
+    /// why it could not be built: each dial then fails with that reason.
+    tls: Result<Arc<rustls::ClientConfig>, String>,
     timeout: Duration,
 }
 
@@ -98,7 +103,8 @@ impl fmt::Display for FailureKind {
 impl Dialer {
     /// `timeout` bounds connecting and each request.
     pub fn new(security: ClientSecurity, timeout: Duration) -> Dialer {
-        Dialer { security, timeout }
+        let ClientSecurity::MutualTls(material) = &security;
+        Dialer { tls: client_config(material), timeout }
     }
 
     pub fn timeout(&self) -> Duration {
@@ -107,9 +113,9 @@ impl Dialer {
 
     /// Connects to `node`'s agent: TCP, TLS (both ways) and HTTP/2, within the timeout.
     pub async fn connect(&self, node: &Node) -> Result<Connection, DialError> {
-        let endpoint = self.endpoint(&node.address)?;
+        let (endpoint, connector) = self.endpoint(&node.address)?;
         let started = Instant::now();
-        let channel = match tokio::time::timeout(self.timeout, endpoint.connect()).await {
+        let channel = match tokio::time::timeout(self.timeout, endpoint.connect_with_connector(connector)).await {
             Err(_) => return Err(timed_out(&node.address, self.timeout)),
             Ok(Err(err)) => return Err(explain(&err, &node.address, self.timeout)),
             Ok(Ok(channel)) => channel,
@@ -121,20 +127,19 @@ impl Dialer {
         })
     }
 
-    fn endpoint(&self, address: &Address) -> Result<Endpoint, DialError> {
+    /// The endpoint (its URI gives the requests' `:authority`; TLS is the connector's, so the
+    /// scheme is `http`) and the connector that dials it with the shared TLS configuration.
+    fn endpoint(&self, address: &Address) -> Result<(Endpoint, AgentConnector), DialError> {
         let config_error = |message: String| DialError { kind: FailureKind::Config, message };
-        let ClientSecurity::MutualTls(material) = &self.security;
-        let tls = ClientTlsConfig::new()
-            .ca_certificate(Certificate::from_pem(&material.ca_pem))
-            .identity(Identity::from_pem(&material.cert_pem, &material.key_pem))
-            .domain_name(address.tls_name());
-        Endpoint::from_shared(format!("https://{address}"))
+        let tls = self.tls.clone().map_err(config_error)?;
+        let name = ServerName::try_from(address.tls_name())
+            .map_err(|e| config_error(format!("bad address {address}: {e}")))?;
+        let endpoint = Endpoint::from_shared(format!("http://{address}"))
             .map_err(|e| config_error(format!("bad address {address}: {e}")))?
             .connect_timeout(self.timeout)
-            .timeout(self.timeout)
-            .tcp_nodelay(true)
-            .tls_config(tls)
-            .map_err(|e| config_error(format!("TLS configuration: {e}")))
+            .timeout(self.timeout);
+        // The host the agent's certificate must name is also the one to dial.
+        Ok((endpoint, AgentConnector::new(tls, address.tls_name(), address.port, name)))
     }
 }
 
@@ -170,6 +175,13 @@ pub fn explain(err: &(dyn StdError + 'static), address: &Address, timeout: Durat
             // After the handshake (TLS 1.3 sends the server's verdict on our certificate
             // then), h2 hands the error over as text only.
             let text = io.to_string();
+            // The connector resolves names itself; std says so in these words.
+            if text.starts_with("failed to lookup address") {
+                return DialError {
+                    kind: FailureKind::Dns,
+                    message: format!("cannot resolve {}: {text}", address.tls_name()),
+                };
+            }
             if let Some(alert) = text.strip_prefix("received fatal alert: ") {
                 return DialError { kind: FailureKind::Tls, message: rejected_by_agent(alert) };
             }

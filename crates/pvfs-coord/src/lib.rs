@@ -1,7 +1,8 @@
 //! The coordinator side of pvfs: connections to agents and the cluster-wide operations on them.
 //!
 //! - [`dial`]: one mutual-TLS gRPC connection per agent, verified against the cluster CA and
-//!   the address dialled, with failures explained (refused, timed out, which TLS check failed).
+//!   the address dialled, with failures explained (refused, timed out, which TLS check failed);
+//!   every connection shares one TLS client configuration (`connector`).
 //! - [`survey`]: every agent's facts, dialled concurrently (`pvfsctl nodes`).
 //! - [`stream`]: every agent's per-second samples, followed concurrently and resumed by cursor
 //!   (`pvfsctl top`, `serve`).
@@ -17,6 +18,7 @@
 
 pub mod bench;
 pub mod bootstrap;
+mod connector;
 pub mod converge;
 pub mod dial;
 pub mod exporter;

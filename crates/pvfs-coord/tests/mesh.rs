@@ -196,6 +196,66 @@ async fn an_agent_certificate_must_name_the_dialled_address() {
     agent.stop().await;
 }
 
+/// The coordinator's own connector (one TLS configuration for every agent) names each way a
+/// dial can fail before TLS even starts, as tonic's did.
+#[tokio::test]
+async fn a_name_that_does_not_resolve_a_peer_that_is_not_tls_and_a_silent_one_are_told_apart() {
+    let pki = Pki::new();
+    let mut unresolvable = node("n1", "127.0.0.1:7070".parse().unwrap());
+    unresolvable.address = Address { host: pvfs_config::model::Host::Name("no-such-host.invalid".into()), port: 7070 };
+    let err = pki.dialer().connect(&unresolvable).await.unwrap_err();
+    assert_eq!(err.kind, FailureKind::Dns, "{err}");
+    assert!(err.message.starts_with("cannot resolve no-such-host.invalid: "), "{err}");
+
+    // Something that answers in plain HTTP.
+    let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let http_addr = http.local_addr().unwrap();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((mut socket, _)) = http.accept().await {
+            let mut hello = [0u8; 512];
+            let _ = socket.read(&mut hello).await;
+            let _ = socket.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n").await;
+        }
+    });
+    let err = pki.dialer().connect(&node("n1", http_addr)).await.unwrap_err();
+    assert_eq!(err.kind, FailureKind::Tls, "{err}");
+    assert!(err.message.contains("did not answer with TLS"), "{err}");
+
+    // Something that accepts and never says a word: the dial's timeout, not a hang.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_addr = silent.local_addr().unwrap();
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            open.push(socket);
+        }
+    });
+    let material = pvfs_tls::load(pki.path(), "pvfsctl").unwrap();
+    let impatient = Dialer::new(ClientSecurity::MutualTls(material), Duration::from_millis(500));
+    let err = impatient.connect(&node("n1", silent_addr)).await.unwrap_err();
+    assert_eq!(err.kind, FailureKind::Timeout, "{err}");
+    assert!(err.message.starts_with("timed out after 0.5s: no answer from 127.0.0.1:"), "{err}");
+    held.abort();
+}
+
+/// A coordinator key that is not a key fails every dial with a message naming the file, and
+/// nothing is sent to the agent.
+#[tokio::test]
+async fn a_broken_coordinator_key_is_named_on_every_dial() {
+    let pki = Pki::new();
+    pki.agent_cert("n1", &["127.0.0.1"]);
+    let agent = start_agent(&pki, "n1", "127.0.0.1").await;
+    std::fs::write(pki.path().join("pvfsctl.key"), "not a key\n").unwrap();
+    let dialer = pki.dialer();
+    for _ in 0..2 {
+        let err = dialer.connect(&node("n1", agent.addr)).await.unwrap_err();
+        assert_eq!(err.kind, FailureKind::Config, "{err}");
+        assert!(err.message.contains("pvfsctl.key is not a valid PEM private key"), "{err}");
+    }
+    agent.stop().await;
+}
+
 #[tokio::test]
 async fn a_stopped_agent_is_refused_and_named() {
     let pki = Pki::new();
