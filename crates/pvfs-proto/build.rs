@@ -10,6 +10,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("cargo:rerun-if-changed={}", root.join(file).display());
     }
     let descriptors = protox::compile(files, [&root])?;
-    tonic_prost_build::configure().compile_fds(descriptors)?;
+    // Prost's codec with small starting buffers (see src/codec.rs).
+    tonic_prost_build::configure().codec_path("crate::codec::LeanCodec").compile_fds(descriptors)?;
     Ok(())
 }
