@@ -42,9 +42,10 @@ pub(crate) fn client_config(material: &Material) -> Result<Arc<ClientConfig>, St
     if added == 0 {
         return Err(format!("{} holds no usable CA certificate", material.ca_path.display()));
     }
-    let chain = CertificateDer::pem_slice_iter(material.cert_pem.as_bytes())
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("{} is not a valid PEM certificate: {e}", material.cert_path.display()))?;
+    let chain =
+        CertificateDer::pem_slice_iter(material.cert_pem.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("{} is not a valid PEM certificate: {e}", material.cert_path.display()))?;
     let key = PrivateKeyDer::from_pem_slice(material.key_pem.as_bytes())
         .map_err(|e| format!("{} is not a valid PEM private key: {e}", material.key_path.display()))?;
     let mut config = ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))

@@ -5,15 +5,15 @@
 //! dialled (an IP SAN, or the DNS name in the cluster file): a certificate copied to another
 //! machine does not make that machine a trusted agent.
 
+use crate::connector::{AgentConnector, client_config};
 use pvfs_config::{Address, Node};
 use pvfs_proto::pb::agent_client::AgentClient;
 use pvfs_tls::Material;
+use rustls::pki_types::ServerName;
 use std::error::Error as StdError;
 use std::fmt;
-use std::time::{Duration, Instant};
-use crate::connector::{AgentConnector, client_config};
-use rustls::pki_types::ServerName;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tonic::transport::{Channel, Endpoint};
 use tonic_health::pb::health_client::HealthClient;
 
@@ -115,11 +115,12 @@ impl Dialer {
     pub async fn connect(&self, node: &Node) -> Result<Connection, DialError> {
         let (endpoint, connector) = self.endpoint(&node.address)?;
         let started = Instant::now();
-        let channel = match tokio::time::timeout(self.timeout, endpoint.connect_with_connector(connector)).await {
-            Err(_) => return Err(timed_out(&node.address, self.timeout)),
-            Ok(Err(err)) => return Err(explain(&err, &node.address, self.timeout)),
-            Ok(Ok(channel)) => channel,
-        };
+        let channel =
+            match tokio::time::timeout(self.timeout, endpoint.connect_with_connector(connector)).await {
+                Err(_) => return Err(timed_out(&node.address, self.timeout)),
+                Ok(Err(err)) => return Err(explain(&err, &node.address, self.timeout)),
+                Ok(Ok(channel)) => channel,
+            };
         Ok(Connection {
             agent: AgentClient::new(channel.clone()),
             health: HealthClient::new(channel),

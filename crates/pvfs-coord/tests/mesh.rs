@@ -202,7 +202,8 @@ async fn an_agent_certificate_must_name_the_dialled_address() {
 async fn a_name_that_does_not_resolve_a_peer_that_is_not_tls_and_a_silent_one_are_told_apart() {
     let pki = Pki::new();
     let mut unresolvable = node("n1", "127.0.0.1:7070".parse().unwrap());
-    unresolvable.address = Address { host: pvfs_config::model::Host::Name("no-such-host.invalid".into()), port: 7070 };
+    unresolvable.address =
+        Address { host: pvfs_config::model::Host::Name("no-such-host.invalid".into()), port: 7070 };
     let err = pki.dialer().connect(&unresolvable).await.unwrap_err();
     assert_eq!(err.kind, FailureKind::Dns, "{err}");
     assert!(err.message.starts_with("cannot resolve no-such-host.invalid: "), "{err}");
