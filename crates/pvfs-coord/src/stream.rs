@@ -251,7 +251,7 @@ mod tests {
         let dials = std::sync::Arc::new(tokio::sync::Semaphore::new(1));
         let future =
             follow(node, dialer, Start::Since { unix_ns: 0 }, 0, tx, dials, CancellationToken::new());
-        let size = std::mem::size_of_val(&future);
+        let size = size_of_val(&future);
         // 4.8 KB with the set-up inline; 2.4 KB boxed (the stream, a decoded message, the
         // silence timer and the event being sent).
         assert!(size <= 3 * 1024, "{size} bytes");
