@@ -102,7 +102,8 @@ pub fn run() -> anyhow::Result<()> {
 
     let loop_dev = LoopDevice::create(&work.join("disk.img"), 256 << 20)?;
     let dev_name = loop_dev.name();
-    let load_seconds = u64::from(SECONDS) + 8;
+    // Long enough for every attempt (see `ATTEMPTS`); stopped as soon as one is compared.
+    let load_seconds = u64::from(ATTEMPTS * (SECONDS + 4) + 4);
     let _fio = KillOnDrop(
         Command::new("fio")
             .args(["--name=accuracy", "--rw=randrw", "--rwmixread=50", "--bs=16k", "--direct=1"])
@@ -126,49 +127,26 @@ pub fn run() -> anyhow::Result<()> {
     }
     let _ = capture(Command::new(&agent).arg("--version"));
     std::thread::sleep(Duration::from_secs(2));
-    let ours = Command::new(&agent)
-        .args([
-            "metrics",
-            "--json",
-            "--align",
-            "start",
-            "--count",
-            &SECONDS.to_string(),
-            "--devices",
-            &dev_name,
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .context("starting pvfs-agent metrics")?;
-    let sa_file = work.join("sa.bin");
-    let iostat = Command::new("iostat")
-        .args(["-dxyt", "-o", "JSON", "1", &SECONDS.to_string(), &dev_name])
-        .env("TZ", "UTC")
-        .env("S_TIME_FORMAT", "ISO")
-        .stdout(Stdio::piped())
-        .spawn()
-        .context("starting iostat")?;
-    let sar = Command::new("sar")
-        .args(["-n", "DEV", "-u", "ALL", "-o"])
-        .arg(&sa_file)
-        .args(["1", &SECONDS.to_string()])
-        .env("TZ", "UTC")
-        .stdout(Stdio::null())
-        .spawn()
-        .context("starting sar")?;
-    let iostat = iostat.wait_with_output()?;
-    let ours = ours.wait_with_output()?;
-    let sar_status = KillOnDrop(sar).0.wait()?;
+    // Report k of each reader must cover the same second. They are started together, but a
+    // machine stalled by writeback (CI runs this right after building) once started sysstat
+    // three seconds after ours, and every column differed. So the readers' own timestamps are
+    // checked, and a run whose readers were apart is measured again (and said so), never
+    // compared.
+    let mut attempt = 1;
+    let Readings { ours, iostat, sar } = loop {
+        let readings = read_together(&agent, &dev_name, &work)?;
+        let apart = readings.seconds_apart();
+        if apart <= MAX_APART {
+            break readings;
+        }
+        ensure!(
+            attempt < ATTEMPTS,
+            "the readers were {apart:.1} s apart in each of {ATTEMPTS} runs: the machine stalls starting them"
+        );
+        eprintln!("accuracy: the readers ran {apart:.1} s apart (a stalled start); measuring again");
+        attempt += 1;
+    };
     traffic.stop();
-    ensure!(iostat.status.success() && ours.status.success() && sar_status.success(), "a reader failed");
-    let sadf = read(
-        Command::new("sadf").env("TZ", "UTC").arg("-j").arg(&sa_file).args(["--", "-n", "DEV", "-u", "ALL"]),
-    )?;
-
-    let ours: Vec<Value> =
-        String::from_utf8_lossy(&ours.stdout).lines().map(serde_json::from_str).collect::<Result<_, _>>()?;
-    let iostat: Value = serde_json::from_slice(&iostat.stdout).context("iostat JSON")?;
-    let sar: Value = serde_json::from_str(&sadf).context("sadf JSON")?;
     let mut report = Report::default();
 
     // Report k of one reader covers the same second as report k of the others.
@@ -217,6 +195,104 @@ pub fn run() -> anyhow::Result<()> {
         }
     }
     report.finish(&dev_name)
+}
+
+/// Runs before the readers' timestamps count as apart: sysstat stamps whole seconds, ours
+/// milliseconds, so readers that started together differ by less than one.
+const MAX_APART: f64 = 1.5;
+/// Measurements tried before the readers' starting apart is an error.
+const ATTEMPTS: u32 = 3;
+
+/// What the three readers reported over the same [`SECONDS`].
+struct Readings {
+    ours: Vec<Value>,
+    iostat: Value,
+    sar: Value,
+}
+
+/// Starts `pvfs-agent metrics`, iostat and sar together and waits for their reports.
+fn read_together(agent: &Path, dev_name: &str, work: &Path) -> anyhow::Result<Readings> {
+    // Dirty pages written back now, not while the readers start.
+    step(&mut Command::new("sync"))?;
+    let ours = Command::new(agent)
+        .args([
+            "metrics",
+            "--json",
+            "--align",
+            "start",
+            "--count",
+            &SECONDS.to_string(),
+            "--devices",
+            dev_name,
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("starting pvfs-agent metrics")?;
+    let sa_file = work.join("sa.bin");
+    let _ = std::fs::remove_file(&sa_file);
+    let iostat = Command::new("iostat")
+        .args(["-dxyt", "-o", "JSON", "1", &SECONDS.to_string(), dev_name])
+        .env("TZ", "UTC")
+        .env("S_TIME_FORMAT", "ISO")
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("starting iostat")?;
+    let sar = Command::new("sar")
+        .args(["-n", "DEV", "-u", "ALL", "-o"])
+        .arg(&sa_file)
+        .args(["1", &SECONDS.to_string()])
+        .env("TZ", "UTC")
+        .stdout(Stdio::null())
+        .spawn()
+        .context("starting sar")?;
+    let iostat = iostat.wait_with_output()?;
+    let ours = ours.wait_with_output()?;
+    let sar_status = KillOnDrop(sar).0.wait()?;
+    ensure!(iostat.status.success() && ours.status.success() && sar_status.success(), "a reader failed");
+    let sadf = read(
+        Command::new("sadf").env("TZ", "UTC").arg("-j").arg(&sa_file).args(["--", "-n", "DEV", "-u", "ALL"]),
+    )?;
+    Ok(Readings {
+        ours: String::from_utf8_lossy(&ours.stdout)
+            .lines()
+            .map(serde_json::from_str)
+            .collect::<Result<_, _>>()?,
+        iostat: serde_json::from_slice(&iostat.stdout).context("iostat JSON")?,
+        sar: serde_json::from_str(&sadf).context("sadf JSON")?,
+    })
+}
+
+impl Readings {
+    /// The most seconds between report k of ours and report k of iostat or sar, over every k
+    /// (infinite when a report has no readable time).
+    fn seconds_apart(&self) -> f64 {
+        let iostat = self.iostat["sysstat"]["hosts"][0]["statistics"].as_array();
+        let sar = self.sar["sysstat"]["hosts"][0]["statistics"].as_array();
+        let (Some(iostat), Some(sar)) = (iostat, sar) else { return f64::INFINITY };
+        let mut worst = 0.0_f64;
+        for (k, our) in self.ours.iter().enumerate() {
+            let ours = our["time"].as_str().and_then(|t| seconds_of_day(t.split('T').nth(1)?));
+            let theirs = [
+                iostat.get(k).and_then(|s| seconds_of_day(s["timestamp"].as_str()?.split('T').nth(1)?)),
+                sar.get(k).and_then(|s| seconds_of_day(s["timestamp"]["time"].as_str()?)),
+            ];
+            for their in theirs {
+                let (Some(a), Some(b)) = (ours, their) else { return f64::INFINITY };
+                // sysstat's whole second holds ours when both end the same interval.
+                worst = worst.max((a - b - 0.5).abs() + 0.5);
+            }
+        }
+        worst
+    }
+}
+
+/// Seconds since midnight of "HH:MM:SS", with any fraction after it ("08:18:25.342Z",
+/// "08:18:25+0000").
+fn seconds_of_day(time: &str) -> Option<f64> {
+    let mut parts = time.splitn(3, ':');
+    let (h, m, rest) = (parts.next()?, parts.next()?, parts.next()?);
+    let end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+    Some(h.parse::<f64>().ok()? * 3600.0 + m.parse::<f64>().ok()? * 60.0 + rest[..end].parse::<f64>().ok()?)
 }
 
 /// "HH:MM:SS" of an ISO 8601 time.
@@ -364,5 +440,42 @@ impl Traffic {
         for t in self.threads {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Two reports each, in the three readers' own time formats; sysstat's shifted by `shift`
+    /// seconds.
+    fn readings(shift: u32) -> Readings {
+        let at = |s: u32| format!("08:18:{:02}", 25 + s + shift);
+        Readings {
+            ours: vec![
+                json!({"time": "2026-11-27T08:18:25.342Z"}),
+                json!({"time": "2026-11-27T08:18:26.342Z"}),
+            ],
+            iostat: json!({"sysstat": {"hosts": [{"statistics": [
+                {"timestamp": format!("2026-11-27T{}+0000", at(0))},
+                {"timestamp": format!("2026-11-27T{}+0000", at(1))},
+            ]}]}}),
+            sar: json!({"sysstat": {"hosts": [{"statistics": [
+                {"timestamp": {"time": at(0)}},
+                {"timestamp": {"time": at(1)}},
+            ]}]}}),
+        }
+    }
+
+    #[test]
+    fn readers_that_started_together_are_compared_and_a_stalled_start_is_not() {
+        assert!(readings(0).seconds_apart() <= MAX_APART, "{}", readings(0).seconds_apart());
+        // The CI run that failed: sysstat started three seconds after ours.
+        let stalled = readings(3).seconds_apart();
+        assert!(stalled > MAX_APART && (stalled - 3.34).abs() < 0.7, "{stalled}");
+        let mut unreadable = readings(0);
+        unreadable.ours[1] = json!({"time": 5});
+        assert!(unreadable.seconds_apart().is_infinite());
     }
 }
