@@ -165,6 +165,15 @@ pub fn explain(err: &(dyn StdError + 'static), address: &Address, timeout: Durat
     let mut source: Option<&(dyn StdError + 'static)> = Some(err);
     let mut innermost = err.to_string();
     while let Some(e) = source {
+        let text = e.to_string();
+        // A name lookup that failed: std's words, in the I/O error from our connector (or in
+        // any wrapper that repeats them).
+        if text.contains("failed to lookup address") || text.contains("Name or service not known") {
+            return DialError {
+                kind: FailureKind::Dns,
+                message: format!("cannot resolve {}: {text}", address.tls_name()),
+            };
+        }
         if let Some(tls) = e.downcast_ref::<rustls::Error>() {
             return DialError { kind: FailureKind::Tls, message: explain_tls(tls, address) };
         }
@@ -175,14 +184,6 @@ pub fn explain(err: &(dyn StdError + 'static), address: &Address, timeout: Durat
             }
             // After the handshake (TLS 1.3 sends the server's verdict on our certificate
             // then), h2 hands the error over as text only.
-            let text = io.to_string();
-            // The connector resolves names itself; std says so in these words.
-            if text.starts_with("failed to lookup address") {
-                return DialError {
-                    kind: FailureKind::Dns,
-                    message: format!("cannot resolve {}: {text}", address.tls_name()),
-                };
-            }
             if let Some(alert) = text.strip_prefix("received fatal alert: ") {
                 return DialError { kind: FailureKind::Tls, message: rejected_by_agent(alert) };
             }
@@ -204,13 +205,6 @@ pub fn explain(err: &(dyn StdError + 'static), address: &Address, timeout: Durat
                 _ => (FailureKind::Other, io.to_string()),
             };
             return DialError { kind, message };
-        }
-        let text = e.to_string();
-        if text.contains("failed to lookup address") || text.contains("Name or service not known") {
-            return DialError {
-                kind: FailureKind::Dns,
-                message: format!("cannot resolve {}: {text}", address.tls_name()),
-            };
         }
         innermost = text;
         source = e.source();
