@@ -277,7 +277,7 @@ impl pb::agent_server::Agent for AgentService {
     }
 
     async fn apply(&self, request: Request<pb::ApplyRequest>) -> Result<Response<Self::ApplyStream>, Status> {
-        let pb::ApplyRequest { steps, dry_run, after_changes, label } = request.into_inner();
+        let pb::ApplyRequest { steps, dry_run, after_changes, label, cluster_hosts } = request.into_inner();
         let steps = pvfs_proto::convert::steps_from_wire(steps)
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
         // Stopping: the unit under way may finish, nothing new starts.
@@ -285,8 +285,10 @@ impl pb::agent_server::Agent for AgentService {
             return Err(Status::unavailable("this agent is stopping; run again once it is back"));
         }
         // The policy, before anything runs (dry runs too): a refused unit changes nothing, and
-        // the refusal names the step, the rule and what to do. `run_unit` checks again.
-        self.policy.check_unit_on(&steps, &self.root).map_err(|refused| {
+        // the refusal names the step, the rule and what to do. `run_unit` checks again. Hosts a
+        // step names must be the cluster's own, as the request names them.
+        let policy = Arc::new(self.policy.for_cluster(cluster_hosts));
+        policy.check_unit_on(&steps, &self.root).map_err(|refused| {
             tracing::warn!(unit = %label, step = refused.index, rule = refused.error.rule, value = %refused.error.value,
                 "unit refused by the agent's policy");
             Status::permission_denied(format!("the agent's policy refuses this unit: {refused}"))
@@ -300,7 +302,6 @@ impl pb::agent_server::Agent for AgentService {
         let host = pvfs_steps::NodeAccess::new(self.root.clone(), SystemRunner);
         let name = self.name.clone();
         let stopping = self.shutdown.clone();
-        let policy = self.policy.clone();
         // Its own task, not the request's: if the coordinator goes away, the step under way
         // finishes (a half-made file system is worse than a finished one) and no other starts;
         // likewise when the agent is stopping, which waits for this task (tracked).

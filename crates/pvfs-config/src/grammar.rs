@@ -348,7 +348,8 @@ pub(crate) fn beegfs_value(key: &str, value: &str) -> Result<(), String> {
             "{key} = {value:?}: a BeeGFS setting is one non-empty line without '#' (at most 1024 bytes)"
         ));
     }
-    Ok(())
+    // A value the daemon uses as a path: the agent's rule (pvfs_host::paths), word for word.
+    pvfs_host::paths::setting_paths(pvfs_host::paths::Tool::Beegfs, key, value).map(drop)
 }
 
 /// A `gluster volume set` option name: dotted lower-case words (`performance.cache-size`).
@@ -372,7 +373,7 @@ pub(crate) fn gluster_value(key: &str, value: &str) -> Result<(), String> {
             "{key} = {value:?}: a GlusterFS option value is 1 to 1024 characters, not starting with '-'"
         ));
     }
-    Ok(())
+    pvfs_host::paths::setting_paths(pvfs_host::paths::Tool::Gluster, key, value).map(drop)
 }
 
 #[cfg(test)]
@@ -381,7 +382,7 @@ mod tests {
 
     #[test]
     fn each_grammar_takes_the_tools_forms_and_refuses_injections() {
-        let ok: [Result<(), String>; 16] = [
+        let ok: [Result<(), String>; 18] = [
             node_name("oss00.cluster-1_a"),
             device_path("disk", "/dev/disk/azure/scsi1/lun0"),
             md_device("/dev/md0"),
@@ -402,11 +403,13 @@ mod tests {
             label("xfs", "brick1"),
             beegfs_value("tuneNumWorkers", "64"),
             gluster_value("performance.cache-size", "1GB"),
+            beegfs_value("logStdFile", "/var/log/beegfs-storage.log"),
+            gluster_value("diagnostics.client-log-file", "/var/log/glusterfs/client.log"),
         ];
         for (i, r) in ok.iter().enumerate() {
             assert!(r.is_ok(), "{i}: {r:?}");
         }
-        let refused: [Result<(), String>; 22] = [
+        let refused: [Result<(), String>; 26] = [
             node_name("-rf"),
             node_name("a\nb"),
             node_name(".hidden"),
@@ -429,6 +432,11 @@ mod tests {
             label("xfs", "-L"),
             beegfs_value("tuneNumWorkers", "8\nsysMgmtdHost = evil"),
             gluster_value("auth.allow", "--mode=script"),
+            // Paths a daemon would use: the agent's rule (pvfs_host::paths).
+            beegfs_value("logStdFile", "/etc/beegfs/../cron.d/evil"),
+            beegfs_value("connAuthFile", "../../etc/shadow"),
+            gluster_value("diagnostics.client-log-file", "../../etc/cron.d/x"),
+            mount_options("users,suid"),
         ];
         for (i, r) in refused.iter().enumerate() {
             assert!(r.is_err(), "{i} was accepted");

@@ -22,6 +22,7 @@ use pvfs_plan::{Plan, Unit};
 use pvfs_proto::pb;
 use pvfs_steps::{Outcome, StepEvent};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -200,6 +201,8 @@ pub async fn converge(
 ) -> Recap {
     let started = Instant::now();
     let dry_run = options.dry_run;
+    // Sent with every unit: the agents refuse a server, peer or brick outside the cluster.
+    let hosts: Arc<[String]> = pvfs_plan::cluster_hosts(cluster).into();
     let mut counts: BTreeMap<String, Counts> =
         cluster.nodes.iter().map(|n| (n.name.clone(), Counts::default())).collect();
     let mut failures = Vec::new();
@@ -272,15 +275,15 @@ pub async fn converge(
                 let after_changes = unit.after.iter().any(|&d| would_change[d]);
                 let node = cluster.node(&unit.node).cloned();
                 let (unit, dialer, events) = (unit.clone(), dialer.clone(), events.clone());
-                let (connections, options) = (connections.clone(), options.clone());
+                let (connections, options, hosts) = (connections.clone(), options.clone(), hosts.clone());
                 tasks.spawn(async move {
                     let result = match node {
                         Some(node) => {
                             let conn = connect(&connections, &node, &dialer).await;
-                            let result =
-                                run_unit(&node, &unit, conn, &dialer, dry_run, after_changes, &events).await;
+                            let sent = Sent { unit: &unit, hosts: &hosts, dry_run, after_changes };
+                            let result = run_unit(&node, sent, conn, &dialer, &events).await;
                             if result.boot.is_some() && !dry_run && options.may_reboot(&node) {
-                                let again = Again { node: &node, unit: &unit, after_changes };
+                                let again = Again { node: &node, unit: &unit, hosts: &hosts, after_changes };
                                 again
                                     .reboot(result, &connections, &dialer, options.reboot_wait, &events)
                                     .await
@@ -364,7 +367,7 @@ pub async fn converge(
     Recap { nodes, failures, boots, rebooted, elapsed: started.elapsed(), interrupted }
 }
 
-type Connections = std::sync::Arc<tokio::sync::Mutex<std::collections::HashMap<String, Connection>>>;
+type Connections = Arc<tokio::sync::Mutex<std::collections::HashMap<String, Connection>>>;
 
 /// The node's connection: the one already open, or a new one.
 async fn connect(
@@ -404,16 +407,24 @@ impl UnitResult {
     }
 }
 
+/// A unit as it is sent: its steps, the cluster's hosts, and how it is run.
+#[derive(Clone, Copy)]
+struct Sent<'a> {
+    unit: &'a Unit,
+    hosts: &'a [String],
+    dry_run: bool,
+    after_changes: bool,
+}
+
 /// Sends one unit to its agent and follows the events until the last step is done.
 async fn run_unit(
     node: &pvfs_config::Node,
-    unit: &Unit,
+    sent: Sent<'_>,
     conn: Result<Connection, DialError>,
     dialer: &Dialer,
-    dry_run: bool,
-    after_changes: bool,
     events: &mpsc::UnboundedSender<UpEvent>,
 ) -> UnitResult {
+    let Sent { unit, hosts, dry_run, after_changes } = sent;
     let started = Instant::now();
     let _ = events.send(UpEvent::UnitStarted {
         unit: unit.id,
@@ -430,6 +441,7 @@ async fn run_unit(
         dry_run,
         after_changes,
         label: unit.label.clone(),
+        cluster_hosts: hosts.to_vec(),
     };
     // The connect timeout bounds the call's start; steps themselves have their own limits.
     let mut stream = match conn.agent.apply(request).await {
@@ -521,6 +533,7 @@ async fn run_unit(
 struct Again<'a> {
     node: &'a pvfs_config::Node,
     unit: &'a Unit,
+    hosts: &'a [String],
     after_changes: bool,
 }
 
@@ -536,7 +549,7 @@ impl Again<'_> {
         wait: Wait,
         events: &mpsc::UnboundedSender<UpEvent>,
     ) -> UnitResult {
-        let Again { node, unit, after_changes } = self;
+        let Again { node, unit, hosts, after_changes } = self;
         let Some((kernel, running)) = first.boot.clone() else { return first };
         let failed = |first: UnitResult, why: String| UnitResult {
             counts: Counts { failed: first.counts.failed + 1, ..first.counts },
@@ -558,7 +571,8 @@ impl Again<'_> {
         };
         // The old connection went with the node's last boot.
         connections.lock().await.insert(node.name.clone(), conn.clone());
-        let mut again = run_unit(node, unit, Ok(conn), dialer, false, after_changes, events).await;
+        let sent = Sent { unit, hosts, dry_run: false, after_changes };
+        let mut again = run_unit(node, sent, Ok(conn), dialer, events).await;
         again.counts.changed += first.counts.changed;
         again.elapsed += first.elapsed;
         if let Some((still, runs)) = again.boot.take() {

@@ -12,13 +12,21 @@
 //! 3. neither it nor any of its partitions has *holders* (`/sys/class/block/NAME/holders`: an
 //!    md array, a device-mapper or LVM mapping built on it);
 //! 4. neither it nor any of its partitions is active *swap* (`/proc/swaps`);
-//! 5. it can be *opened `O_EXCL`*: the kernel refuses that while anything has the device
+//! 5. neither it nor any of its partitions *backs a loop device* (`/sys/block/loopN/loop/
+//!    backing_file` naming it, or a file on a file system that lives on it), nor holds an
+//!    active swap *file*: loop and swap open their backing without claiming it, so it has no
+//!    holders link and the exclusive open below succeeds (`losetup -f /dev/loop3` and then
+//!    mkfs on loop3 destroys what loop4 shows);
+//! 6. it can be *opened `O_EXCL`*: the kernel refuses that while anything has the device
 //!    claimed, which also covers what the files above cannot show (a mount in another mount
 //!    namespace, another program's exclusive open);
-//! 6. its first and last MiB, and the other places signatures live, read as *zeros* — a
+//! 7. its first and last MiB, and the other places signatures live, read as *zeros* — a
 //!    condition the `wipe` list waives; the others it never does.
 //!
-//! `/proc` and `/sys` are read under the [`Root`] seam, so unit tests drive rules 2–4 with
+//! device-mapper and md tables need no rule of their own: both link their members' `holders`
+//! (rule 3), and a member they have open is refused by rule 6 as well.
+//!
+//! `/proc` and `/sys` are read under the [`Root`] seam, so unit tests drive rules 2–5 with
 //! recorded trees; the device itself is always opened and read for real.
 
 use crate::{Root, RootError};
@@ -131,6 +139,17 @@ pub enum DeviceError {
     )]
     Swap { path: String, what: String },
     #[error(
+        "{path} ({what}) backs loop device {loop_dev} ({backing}) (rule: a device a loop device reads from is \
+         never formatted, even when listed under `wipe`: the loop device would show what mkfs writes); detach \
+         it first (`losetup --detach {loop_dev}`), or name another disk"
+    )]
+    BacksLoop { path: String, what: String, loop_dev: String, backing: String },
+    #[error(
+        "{path} ({what}) holds the active swap file {file} (rule: swap is never formatted, even when listed \
+         under `wipe`); swapoff it and remove it from /etc/fstab first, or name another disk"
+    )]
+    SwapFile { path: String, what: String, file: String },
+    #[error(
         "{path} ({node}) cannot be opened exclusively: {source} (rule: pvfs acts only on a device the kernel \
          lets it claim, and it refuses while anything holds one: a mount in any namespace, md, device-mapper, \
          another program's exclusive open, even when listed under `wipe`); find the user with `lsblk` and \
@@ -172,7 +191,8 @@ impl DeviceError {
             DeviceError::NotBlock { .. } => Some("block device"),
             DeviceError::Mounted { .. } => Some("not mounted"),
             DeviceError::Held { .. } => Some("no holders"),
-            DeviceError::Swap { .. } => Some("not swap"),
+            DeviceError::Swap { .. } | DeviceError::SwapFile { .. } => Some("not swap"),
+            DeviceError::BacksLoop { .. } => Some("no loop device on it"),
             DeviceError::Busy { .. } => Some("exclusive open"),
             DeviceError::Changed { .. } => Some("same device"),
             DeviceError::Missing { .. }
@@ -263,8 +283,8 @@ impl Family {
     }
 }
 
-/// Rules 2–4 over `/proc` and `/sys` under `root`: nothing mounts, holds or swaps on the
-/// device or any of its partitions.
+/// Rules 2–5 over `/proc` and `/sys` under `root`: nothing mounts, holds, swaps on or reads
+/// through a loop device from the device or any of its partitions.
 pub fn check_unused(root: &Root, id: &Identity) -> Result<(), DeviceError> {
     let host = |source| DeviceError::Host { path: id.path.clone(), source };
     let family = Family::of(root, id)?;
@@ -314,15 +334,62 @@ pub fn check_unused(root: &Root, id: &Identity) -> Result<(), DeviceError> {
         // mounted one is refused above. The kernel prints a swap device by its devtmpfs node
         // (`/dev/sdc2`, `/dev/dm-1`), so its last component is the kernel's name.
         let mut fields = line.split_whitespace();
-        let (Some(file), Some("partition")) = (fields.next().map(crate::mountinfo::unescape), fields.next())
-        else {
+        let (Some(file), Some(kind)) = (fields.next().map(crate::mountinfo::unescape), fields.next()) else {
             continue;
         };
-        if let Some(name) = family.find_name(kernel_name(&file)) {
-            return Err(DeviceError::Swap { path: id.path.clone(), what: family.what(id, name) });
+        if kind == "partition" {
+            if let Some(name) = family.find_name(kernel_name(&file)) {
+                return Err(DeviceError::Swap { path: id.path.clone(), what: family.what(id, name) });
+            }
+        } else if let Some(name) = lives_on(root, &family, &file) {
+            // A swap file whose file system is mounted is refused above; this is the one
+            // whose file system was lazily unmounted (`umount -l`) and lives on for swap.
+            return Err(DeviceError::SwapFile { path: id.path.clone(), what: family.what(id, name), file });
+        }
+    }
+
+    check_loops(root, id, &family)
+}
+
+/// Rule 5's loop half: no loop device reads from the device (its backing file is the device
+/// node, or a file on a file system on it). `/sys/block/loopN/loop/backing_file` is the
+/// kernel's path of what loop opened (`d_path`, with ` (deleted)` when unlinked); it is
+/// resolved and compared by device number, so another name for the same device still counts.
+fn check_loops(root: &Root, id: &Identity, family: &Family) -> Result<(), DeviceError> {
+    let host = |source| DeviceError::Host { path: id.path.clone(), source };
+    let blocks = match root.list_dir("/sys/block") {
+        Ok(names) => names,
+        // A recorded tree (or a test root showing only some devices) without it: no loops.
+        Err(err) if err.is_not_found() => return Ok(()),
+        Err(err) => return Err(host(err)),
+    };
+    for loop_name in blocks.iter().filter(|n| n.starts_with("loop") && **n != id.name) {
+        let backing = match root.read_to_string(&format!("/sys/block/{loop_name}/loop/backing_file")) {
+            Ok(text) => text.trim_end_matches('\n').to_owned(),
+            // Not bound to anything: the attribute exists only while a file is attached.
+            Err(err) if err.is_not_found() => continue,
+            Err(err) => return Err(host(err)),
+        };
+        let file = backing.strip_suffix(" (deleted)").unwrap_or(&backing);
+        if let Some(name) = lives_on(root, family, file) {
+            return Err(DeviceError::BacksLoop {
+                path: id.path.clone(),
+                what: family.what(id, name),
+                loop_dev: format!("/dev/{loop_name}"),
+                backing,
+            });
         }
     }
     Ok(())
+}
+
+/// The member of `family` that `file` (a host path) is, or whose file system holds it: a
+/// block device node by its device number, anything else by the device of its file system.
+/// A path that cannot be examined (gone since the kernel printed it) is no one's.
+fn lives_on<'a>(root: &Root, family: &'a Family, file: &str) -> Option<&'a str> {
+    let meta = std::fs::metadata(root.path(file)).ok()?;
+    let dev = if meta.file_type().is_block_device() { meta.rdev() } else { meta.dev() };
+    family.find_dev(DevNum::from_rdev(dev))
 }
 
 /// The last component of a device path (`/dev/sdc2` → `sdc2`).
@@ -330,7 +397,7 @@ fn kernel_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
-/// A device that passed rules 1–5, held open `O_EXCL`: while this lives, the kernel lets no
+/// A device that passed rules 1–6, held open `O_EXCL`: while this lives, the kernel lets no
 /// one else claim it (no mount, no array, no other exclusive opener).
 #[derive(Debug)]
 pub struct Claim {
@@ -339,7 +406,7 @@ pub struct Claim {
     size: u64,
 }
 
-/// Rules 1–5 on `path`: the device it names, unused, claimed exclusively.
+/// Rules 1–6 on `path`: the device it names, unused, claimed exclusively.
 pub fn claim(root: &Root, path: &str) -> Result<Claim, DeviceError> {
     claim_for(root, path, false)
 }
@@ -409,7 +476,7 @@ impl Claim {
         self.size
     }
 
-    /// Rule 6: reads the first and last MiB and the other places signatures live
+    /// Rule 7: reads the first and last MiB and the other places signatures live
     /// ([`SIGNATURE_PLACES`]) through the claimed descriptor.
     pub fn content(&self) -> Result<Content, DeviceError> {
         let mut buf = vec![0u8; MIB as usize];
@@ -447,7 +514,7 @@ fn places(size: u64) -> Vec<(u64, u64, &'static str)> {
 
 /// Destroys what `path` holds as far as any "empty" proof can tell: zeros over its first and
 /// last MiB and the other places signatures live ([`places`]), through an exclusive claim on
-/// the device assessed (`was`), so rules 1–5 hold while it writes. What `pvfsctl down --wipe`
+/// the device assessed (`was`), so rules 1–6 hold while it writes. What `pvfsctl down --wipe`
 /// does last to a target's devices, after `wipefs --all`: wipefs erases only the signature
 /// bytes, and the next `up` formats only devices that read as zeros where data lives (unless
 /// the cluster file lists them under `wipe`). Returns the bytes written.

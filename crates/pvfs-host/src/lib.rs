@@ -11,6 +11,7 @@ pub mod device;
 pub mod mkfs_options;
 pub mod mount_options;
 pub mod mountinfo;
+pub mod paths;
 mod root;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

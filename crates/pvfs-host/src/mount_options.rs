@@ -1,6 +1,6 @@
 //! Which mount options pvfs never writes to fstab or passes to `mount`: those that make a
 //! mount read or write other files, bring in another device, or run or pull in programs and
-//! units.
+//! units, and those that let users other than root mount and unmount it.
 //!
 //! Both the cluster-file validator (with file:line:col) and the agent's policy (on every mount
 //! step it is sent) ask this, so the list lives in one place; it sits in `pvfs-host` for the
@@ -29,6 +29,13 @@ const REFUSED: &[&str] = &[
     "x-systemd.makefs",
     "x-systemd.growfs",
     "comment",
+    // mount(8): `user`/`users` let any user mount (and, with `users`, unmount) the fstab line;
+    // `owner`/`group` the device's owner or group. A mount pvfs makes is root's alone: a user
+    // who can mount it can mount it elsewhere, or unmount it under a running benchmark.
+    "user",
+    "users",
+    "owner",
+    "group",
 ];
 
 /// Whether the option `key` (before any `=`) is refused: the list above, and every
@@ -45,10 +52,13 @@ mod tests {
 
     #[test]
     fn options_that_bring_in_files_devices_or_units_are_refused() {
-        for key in ["helper", "logdev", "x-systemd.requires", "x-systemd.makefs", "context"] {
+        for key in ["helper", "logdev", "x-systemd.requires", "x-systemd.makefs", "context", "users", "owner"]
+        {
             assert!(is_refused(key), "{key}");
         }
-        for key in ["noatime", "_netdev", "x-systemd.automount", "x-systemd.mount-timeout", "inode64"] {
+        for key in
+            ["noatime", "_netdev", "x-systemd.automount", "x-systemd.mount-timeout", "inode64", "nouser"]
+        {
             assert!(!is_refused(key), "{key}");
         }
     }

@@ -27,7 +27,8 @@ fn run(program: &str, args: &[&str]) -> String {
 pub struct LoopDevice {
     /// `/dev/loopN`.
     pub path: String,
-    _backing: tempfile::TempDir,
+    /// The directory of its backing file; none when it reads from another device.
+    _backing: Option<tempfile::TempDir>,
 }
 
 impl LoopDevice {
@@ -40,7 +41,13 @@ impl LoopDevice {
         // --find --show picks a free device and attaches in one step; util-linux retries when
         // another process takes the same device first (tests run in parallel).
         let path = run("losetup", &["--find", "--show", &file.to_string_lossy()]).trim().to_owned();
-        LoopDevice { path, _backing: backing }
+        LoopDevice { path, _backing: Some(backing) }
+    }
+
+    /// A loop device that reads from the block device `device` (`losetup -f /dev/loop3`).
+    pub fn over(device: &str) -> LoopDevice {
+        let path = run("losetup", &["--find", "--show", device]).trim().to_owned();
+        LoopDevice { path, _backing: None }
     }
 
     /// Writes `bytes` at `offset` through the device (not the backing file: the device's own

@@ -94,7 +94,8 @@ pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
 
     // Clients mount from the first server and fall back to the others for the volume file.
     let backups: Vec<String> = servers.iter().skip(1).map(|n| host_of(n)).collect();
-    let mut mount_options = "defaults,_netdev".to_owned();
+    // nosuid,nodev: the files come from other machines (the agent's policy insists).
+    let mut mount_options = "defaults,_netdev,nosuid,nodev".to_owned();
     if !backups.is_empty() {
         mount_options += &format!(",backup-volfile-servers={}", backups.join(":"));
     }

@@ -119,6 +119,22 @@ pub fn plan(cluster: &Cluster) -> Plan {
     plan
 }
 
+/// Every name the cluster's nodes go by in its plans: each node's address, its name, and its
+/// LNet address when it has one. The coordinator sends them with every unit
+/// (`ApplyRequest.cluster_hosts`), and the agent refuses a step that names any other host as
+/// a server, a peer or a brick (`pvfs_steps::Policy::for_cluster`).
+pub fn cluster_hosts(cluster: &Cluster) -> Vec<String> {
+    let mut hosts: Vec<String> = cluster
+        .nodes
+        .iter()
+        .flat_map(|n| [Some(host_of(n)), Some(n.name.clone()), n.lnet_address.map(|a| a.to_string())])
+        .flatten()
+        .collect();
+    hosts.sort();
+    hosts.dedup();
+    hosts
+}
+
 /// The host part of a node's agent address: how other nodes reach its services too (the
 /// agent runs on the node).
 pub(crate) fn host_of(node: &Node) -> String {

@@ -127,7 +127,8 @@ pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
             source: format!("{mgs_nid}:/{fsname}"),
             target: mount_str.clone(),
             fstype: "lustre".into(),
-            options: "defaults,_netdev".into(),
+            // nosuid,nodev: the files come from other machines (the agent's policy insists).
+            options: "defaults,_netdev,nosuid,nodev".into(),
             fstab: true,
         }));
         steps.push(Step::Gate(Gate { kind: GateKind::LfsCheckServers, deadline: CHECK_DEADLINE }));

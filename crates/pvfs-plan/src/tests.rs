@@ -281,7 +281,7 @@ async fn glusterfs_follows_the_seed() {
           mount 10.0.0.5:/dist-vol on /mnt/gluster (glusterfs)
             $ mkdir -p -m 755 /mnt/gluster
             $ write /etc/fstab
-            $ mount -t glusterfs -o defaults,_netdev,backup-volfile-servers=10.0.0.6 -- 10.0.0.5:/dist-vol /mnt/gluster
+            $ mount -t glusterfs -o defaults,_netdev,nosuid,nodev,backup-volfile-servers=10.0.0.6 -- 10.0.0.5:/dist-vol /mnt/gluster
           check /mnt/gluster is writable
             (waits)
         #4 client01 mount (after #2)
@@ -290,7 +290,7 @@ async fn glusterfs_follows_the_seed() {
           mount 10.0.0.5:/dist-vol on /mnt/gluster (glusterfs)
             $ mkdir -p -m 755 /mnt/gluster
             $ write /etc/fstab
-            $ mount -t glusterfs -o defaults,_netdev,backup-volfile-servers=10.0.0.6 -- 10.0.0.5:/dist-vol /mnt/gluster
+            $ mount -t glusterfs -o defaults,_netdev,nosuid,nodev,backup-volfile-servers=10.0.0.6 -- 10.0.0.5:/dist-vol /mnt/gluster
           check /mnt/gluster is writable
             (waits)
     "#]]).await;
@@ -386,7 +386,7 @@ async fn lustre_follows_the_seed() {
           mount 10.0.0.4@tcp:/LustreFS on /mnt/lustre (lustre)
             $ mkdir -p -m 755 /mnt/lustre
             $ write /etc/fstab
-            $ mount -t lustre -o defaults,_netdev -- 10.0.0.4@tcp:/LustreFS /mnt/lustre
+            $ mount -t lustre -o defaults,_netdev,nosuid,nodev -- 10.0.0.4@tcp:/LustreFS /mnt/lustre
           check lfs check servers
             (waits)
           check /mnt/lustre is writable
@@ -481,7 +481,7 @@ async fn lustre_2_15_on_el8() {
           mount 10.0.0.4@tcp:/lustre on /mnt/lustre (lustre)
             $ mkdir -p -m 755 /mnt/lustre
             $ write /etc/fstab
-            $ mount -t lustre -o defaults,_netdev -- 10.0.0.4@tcp:/lustre /mnt/lustre
+            $ mount -t lustre -o defaults,_netdev,nosuid,nodev -- 10.0.0.4@tcp:/lustre /mnt/lustre
           check lfs check servers
             (waits)
           check /mnt/lustre is writable
@@ -928,7 +928,7 @@ async fn the_e2e_gluster_cluster_on_debian() {
           mount 10.213.250.11:/gv0 on /mnt/gv0 (glusterfs)
             $ mkdir -p -m 755 /mnt/gv0
             $ write /etc/fstab
-            $ mount -t glusterfs -o defaults,_netdev,backup-volfile-servers=10.213.250.12 -- 10.213.250.11:/gv0 /mnt/gv0
+            $ mount -t glusterfs -o defaults,_netdev,nosuid,nodev,backup-volfile-servers=10.213.250.12 -- 10.213.250.11:/gv0 /mnt/gv0
           check /mnt/gv0 is writable
             (waits)
     "#]]).await;
@@ -989,6 +989,9 @@ async fn every_example_plan_passes_the_default_policy() {
         if !is_example(&name) {
             continue;
         }
+        // As the agents get it: with the hosts the coordinator sends (every host a step names
+        // must be the cluster's own).
+        let policy = policy.for_cluster(crate::cluster_hosts(&example(&name)));
         let plan = plan(&example(&name));
         let mut devices: Vec<String> = plan
             .units
@@ -1156,6 +1159,7 @@ async fn down_on_bare_nodes_changes_nothing_and_passes_the_policy() {
         if !is_example(&name) {
             continue;
         }
+        let policy = policy.for_cluster(crate::cluster_hosts(&example(&name)));
         for wipe in [false, true] {
             let plan = crate::down(&example(&name), wipe);
             let tmp = tempfile::tempdir().unwrap();

@@ -16,6 +16,12 @@ use std::time::Duration;
 /// A FUSE or network mount waits for its servers; a minute is a dead server.
 const MOUNT_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// Per-mount flags that `mount -o remount,FLAG` sets on a live mount (mount(8), the VFS
+/// flags, which every file system takes on remount). A mount that lacks one its options ask
+/// for is remounted, not left as it was: nosuid and nodev are what keep a client mount's
+/// remote files from being root here.
+const REMOUNT_FLAGS: &[&str] = &["nosuid", "nodev", "noexec"];
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mount {
     /// A device (`/dev/md0`), or a network source (`10.0.0.5:/dist-vol`, `10.0.0.4@tcp:/LustreFS`).
@@ -114,7 +120,27 @@ impl Mount {
             }
         }
         match self.mounted(host)? {
-            Some(m) if self.is_this(host, &m) => {}
+            Some(m) if self.is_this(host, &m) => {
+                // Mounted before its options asked for these (an older pvfs, or by hand): the
+                // kernel's per-mount flags change in place, without unmounting anything.
+                let have: Vec<&str> = m.options.split(',').collect();
+                let missing: Vec<&str> = self
+                    .options
+                    .split(',')
+                    .filter(|o| REMOUNT_FLAGS.contains(o) && !have.contains(o))
+                    .collect();
+                if !missing.is_empty() {
+                    let flags = missing.join(",");
+                    a.change(
+                        format!("{} is mounted without {flags}", self.target),
+                        Action::Run(
+                            Command::new("mount")
+                                .args(["-o", &format!("remount,{flags}"), "--", &self.target])
+                                .timeout(MOUNT_TIMEOUT),
+                        ),
+                    );
+                }
+            }
             Some(m) => {
                 return Err(StepError::Refused {
                     reason: format!(
@@ -218,9 +244,9 @@ mod tests {
         60 1 253:0 / / rw,relatime shared:1 - xfs /dev/mapper/centos-root rw,seclabel,attr2,inode64,noquota\n";
     /// The gluster client mount as the kernel lists it: type and source as findmnt (which
     /// reads this file) showed them with glusterfs 10.3 (reference/setup-anchors.md §2c).
-    const GV0: &str = "87 60 0:45 / /mnt/gv0 rw,relatime shared:71 - fuse.glusterfs 10.254.0.1:/gv0 \
+    const GV0: &str = "87 60 0:45 / /mnt/gv0 rw,nosuid,nodev,relatime shared:71 - fuse.glusterfs 10.254.0.1:/gv0 \
         rw,user_id=0,group_id=0,default_permissions,allow_other,max_read=131072\n";
-    const MOUNT: &str = "mount -t glusterfs -o defaults,_netdev -- 10.254.0.1:/gv0 /mnt/gv0";
+    const MOUNT: &str = "mount -t glusterfs -o defaults,_netdev,nosuid,nodev -- 10.254.0.1:/gv0 /mnt/gv0";
 
     /// A node whose `mount` adds `line` to the kernel's table (as a real mount does), or, with
     /// `None`, exits 0 and mounts nothing (mount.glusterfs without CAP_SYS_ADMIN).
@@ -251,7 +277,7 @@ mod tests {
             source: source.into(),
             target: "/mnt/gv0".into(),
             fstype: fstype.into(),
-            options: "defaults,_netdev".into(),
+            options: "defaults,_netdev,nosuid,nodev".into(),
             fstab: true,
         })
     }
@@ -281,13 +307,13 @@ mod tests {
             diff,
             [
                 "mount point /mnt/gv0 does not exist",
-                "/etc/fstab has no entry for /mnt/gv0: +10.254.0.1:/gv0 /mnt/gv0 glusterfs defaults,_netdev 0 0",
+                "/etc/fstab has no entry for /mnt/gv0: +10.254.0.1:/gv0 /mnt/gv0 glusterfs defaults,_netdev,nosuid,nodev 0 0",
                 "/mnt/gv0 is not mounted",
             ]
         );
         assert_eq!(
             std::fs::read_to_string(dir.path().join("etc/fstab")).unwrap(),
-            "# UNCONFIGURED FSTAB FOR BASE SYSTEM\n10.254.0.1:/gv0 /mnt/gv0 glusterfs defaults,_netdev 0 0\n"
+            "# UNCONFIGURED FSTAB FOR BASE SYSTEM\n10.254.0.1:/gv0 /mnt/gv0 glusterfs defaults,_netdev,nosuid,nodev 0 0\n"
         );
         assert_eq!(run(&client(), &host, false).await, Outcome::Ok { detail: None });
         assert_eq!(recorded.calls(), [MOUNT], "mounted once, and nothing but the kernel's table probed");
@@ -346,7 +372,7 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("mnt/gv0")).unwrap();
         std::fs::write(
             dir.path().join("etc/fstab"),
-            "10.254.0.1:/gv0 /mnt/gv0 glusterfs defaults,_netdev 0 0\n",
+            "10.254.0.1:/gv0 /mnt/gv0 glusterfs defaults,_netdev,nosuid,nodev 0 0\n",
         )
         .unwrap();
         let host = NodeAccess::new(root, RecordedRunner::new());
@@ -374,16 +400,16 @@ mod tests {
         for (step, line) in [
             (
                 network("10.0.0.4@tcp:10.0.0.5@tcp:/LustreFS", "lustre"),
-                "90 60 0:52 / /mnt/gv0 rw,relatime shared:80 - lustre 10.0.0.4@tcp:10.0.0.5@tcp:/LustreFS rw,flock,lazystatfs\n",
+                "90 60 0:52 / /mnt/gv0 rw,nosuid,nodev,relatime shared:80 - lustre 10.0.0.4@tcp:10.0.0.5@tcp:/LustreFS rw,flock,lazystatfs\n",
             ),
             (
                 network("beegfs_nodev", "beegfs"),
-                "90 60 0:52 / /mnt/gv0 rw,relatime shared:80 - beegfs beegfs_nodev rw,cfgFile=/etc/beegfs/beegfs-client.conf\n",
+                "90 60 0:52 / /mnt/gv0 rw,nosuid,nodev,relatime shared:80 - beegfs beegfs_nodev rw,cfgFile=/etc/beegfs/beegfs-client.conf\n",
             ),
             (
                 // A backup volfile server answered the mount; same volume.
                 client(),
-                "90 60 0:52 / /mnt/gv0 rw,relatime shared:80 - fuse.glusterfs 10.254.0.2:/gv0 rw\n",
+                "90 60 0:52 / /mnt/gv0 rw,nosuid,nodev,relatime shared:80 - fuse.glusterfs 10.254.0.2:/gv0 rw\n",
             ),
         ] {
             let (dir, root) = root(&format!("{EL7}{line}"));
@@ -402,6 +428,23 @@ mod tests {
             panic!()
         };
         assert!(diff.contains(&"/mnt/gv0 is not mounted".to_owned()), "{diff:?}");
+    }
+
+    /// A client mount made before its options said nosuid,nodev (an older pvfs, or by hand)
+    /// is remounted with them, in place: its remote files must not be setuid or devices here.
+    #[tokio::test]
+    async fn a_mount_without_the_flags_it_asks_for_is_remounted_with_them() {
+        let old = "87 60 0:45 / /mnt/gv0 rw,relatime shared:71 - fuse.glusterfs 10.254.0.1:/gv0 rw\n";
+        let (dir, root) = root(&format!("{EL7}{old}"));
+        std::fs::create_dir_all(dir.path().join("mnt/gv0")).unwrap();
+        let remount = "mount -o remount,nosuid,nodev -- /mnt/gv0";
+        let recorded = RecordedRunner::new().record(remount, 0, "", "");
+        let host = NodeAccess::new(root, recorded.clone());
+        let Outcome::WouldChange { diff, .. } = run(&client(), &host, true).await else { panic!() };
+        assert!(diff.contains(&"/mnt/gv0 is mounted without nosuid,nodev".to_owned()), "{diff:?}");
+        // Applied: the remount runs, and nothing is unmounted or mounted anew.
+        let _ = run(&client(), &host, false).await;
+        assert_eq!(recorded.calls(), [remount]);
     }
 
     #[tokio::test]
@@ -509,7 +552,7 @@ mod tests {
             source: "10.254.0.1:/gv1".into(),
             target: "/mnt/gv1".into(),
             fstype: "glusterfs".into(),
-            options: "defaults,_netdev".into(),
+            options: "defaults,_netdev,nosuid,nodev".into(),
             fstab: false,
         });
         // A queue of a device an earlier step would make: that one may well be pending.

@@ -151,12 +151,10 @@ use pvfs_host::Root;
 use std::collections::BTreeSet;
 use std::fmt;
 
-/// Directories no step may create things in, mount on, or use as data paths (and `/` itself).
-/// `/lib*` is matched by prefix (`/lib`, `/lib32`, `/lib64`, `/libx32`).
-pub const SYSTEM_TREES: &[&str] = &[
-    "/bin", "/boot", "/dev", "/etc", "/lib", "/nix", "/opt", "/proc", "/root", "/run", "/sbin", "/snap",
-    "/sys", "/usr", "/var",
-];
+/// Directories no step may create things in, mount on, or use as data paths (and `/` itself);
+/// the list is `pvfs-host`'s, which the cluster-file validator shares.
+pub use pvfs_host::paths::SYSTEM_TREES;
+use pvfs_host::paths::{is_system, under};
 
 /// Repository URL prefixes allowed by default: the upstreams the example cluster files (and
 /// the packages they install, such as centos-release-gluster and epel-release) use. Compared
@@ -326,6 +324,9 @@ pub struct Policy {
     services: BTreeSet<String>,
     refuse_unsigned: bool,
     mpi_ssh: bool,
+    /// The cluster's nodes as the unit's request names them (addresses, names, LNet
+    /// addresses); `None` where no request is in hand (the coordinator's own pre-check).
+    cluster_hosts: Option<BTreeSet<String>>,
 }
 
 impl Default for Policy {
@@ -338,6 +339,7 @@ impl Default for Policy {
             services: DEFAULT_SERVICES.iter().map(|s| (*s).to_owned()).collect(),
             refuse_unsigned: false,
             mpi_ssh: false,
+            cluster_hosts: None,
         }
     }
 }
@@ -400,6 +402,15 @@ impl Policy {
             policy.services.insert(unit.strip_suffix(".service").unwrap_or(unit).to_owned());
         }
         if errors.is_empty() { Ok(policy) } else { Err(errors) }
+    }
+
+    /// This policy for one unit of a cluster whose nodes are `hosts` (`ApplyRequest.
+    /// cluster_hosts`): every host a step names — a client mount's server, a gluster peer or
+    /// brick, an MGS NID, the BeeGFS management host — must be one of them (`cluster-host`). An
+    /// empty list allows no remote host at all, which is what a hand-built request without
+    /// one gets.
+    pub fn for_cluster(&self, hosts: impl IntoIterator<Item = String>) -> Policy {
+        Policy { cluster_hosts: Some(hosts.into_iter().collect()), ..self.clone() }
     }
 
     /// The pure rules for one step (everything but what needs the node: symbolic links, the
@@ -486,7 +497,7 @@ impl Policy {
                 device_path(&t.device)?;
                 fsname(&t.fsname)?;
                 if let Some(mgs) = &t.mgsnode {
-                    nid_list(mgs)?;
+                    self.cluster_nids(mgs)?;
                 }
                 // ZFS targets name a pool/dataset, not a device: not something pvfs plans.
                 one_of("fstype", &t.backfstype, &["ldiskfs"], "Lustre backing file system")
@@ -496,7 +507,10 @@ impl Policy {
                 stripe(s.count, s.size)
             }
             Step::LctlParam(p) => lctl_param(&p.name, &p.value),
-            Step::Mount(m) => self.mount(m),
+            Step::Mount(m) => {
+                self.mount(m)?;
+                client_mount_flags(m)
+            }
             Step::BlockQueue(q) => {
                 device_path(&q.device)?;
                 for member in &q.members {
@@ -519,7 +533,9 @@ impl Policy {
                 }
                 Ok(())
             }
-            Step::GlusterPeers(p) => p.peers.iter().try_for_each(|peer| host("gluster peer", peer)),
+            Step::GlusterPeers(p) => {
+                p.peers.iter().try_for_each(|peer| self.cluster_host("gluster peer", peer))
+            }
             Step::GlusterVolume(v) => {
                 simple_name("gluster volume name", &v.name, 64, "")?;
                 for brick in &v.bricks {
@@ -535,7 +551,7 @@ impl Policy {
                     self.data_path(path, "a BeeGFS data directory")?;
                 }
                 if let Some(mgmt) = &b.mgmt_host {
-                    host("BeeGFS management host", mgmt)?;
+                    self.cluster_host("BeeGFS management host", mgmt)?;
                 }
                 Ok(())
             }
@@ -543,7 +559,9 @@ impl Policy {
             Step::Unmount(u) => self.mount(&u.0),
             Step::ServiceStopped(s) => self.service(&s.unit),
             Step::GlusterVolumeGone(v) => simple_name("gluster volume name", &v.name, 64, ""),
-            Step::GlusterPeersDetached(p) => p.peers.iter().try_for_each(|peer| host("gluster peer", peer)),
+            Step::GlusterPeersDetached(p) => {
+                p.peers.iter().try_for_each(|peer| self.cluster_host("gluster peer", peer))
+            }
             Step::MpiSsh(m) => self.mpi_ssh(m),
             Step::MpiSshGone(g) => simple_name("cluster name", &g.cluster, 64, ""),
             Step::WipeTarget(w) => {
@@ -1170,17 +1188,31 @@ impl Policy {
                 "write the value on one line",
             ));
         }
-        if value.starts_with('/')
-            && !under(value, "/etc/beegfs")
-            && !under(value, "/var/log/beegfs")
-            && self.data_path(value, "a path in a BeeGFS setting").is_err()
-        {
-            return Err(PolicyError::new(
-                "config-keys",
-                value,
-                format!("{key} = {value} in {path} names a path in a system tree"),
-                "BeeGFS paths must be data paths, or under /etc/beegfs or /var/log/beegfs",
-            ));
+        self.setting_paths(
+            "config-keys",
+            pvfs_host::paths::Tool::Beegfs,
+            key,
+            value,
+            "BeeGFS logs go under /var/log/beegfs (or /var/log/beegfs-NAME.log), files it reads under /etc/beegfs \
+             or a data path, its data under a data path",
+        )
+    }
+
+    /// The one rule for a setting whose value a daemon uses as a path (`pvfs_host::paths`):
+    /// absolute, canonical, in its kind's place — refused under `rule` with `fix` — and data
+    /// paths within the site's data roots too.
+    fn setting_paths(
+        &self,
+        rule: &'static str,
+        tool: pvfs_host::paths::Tool,
+        key: &str,
+        value: &str,
+        fix: &str,
+    ) -> Result<(), PolicyError> {
+        let paths = pvfs_host::paths::setting_paths(tool, key, value)
+            .map_err(|problem| PolicyError::new(rule, value, problem, fix))?;
+        for p in paths.iter().filter(|p| p.place == pvfs_host::paths::Place::Data) {
+            self.data_path(p.path, &format!("a path in the setting {key}"))?;
         }
         Ok(())
     }
@@ -1214,7 +1246,64 @@ impl Policy {
             _ if m.source != "beegfs_nodev" => return Err(bad_source("beegfs_nodev")),
             _ => {}
         }
-        mount_options(&m.options)
+        mount_options(&m.options)?;
+        // The servers, by grammar above, must be the cluster's: the source's, and glusterfs's
+        // fallback servers for the volume file.
+        let in_cluster = |e: PolicyError| PolicyError { rule: "mount-source", ..e };
+        match (m.fstype.as_str(), m.source.split_once(":/")) {
+            ("lustre", Some((nids, _))) => self.cluster_nids(nids).map_err(in_cluster)?,
+            ("glusterfs", Some((server, _))) => {
+                self.cluster_host("gluster server", server).map_err(in_cluster)?
+            }
+            _ => {}
+        }
+        for option in m.options.split(',') {
+            if let Some(("backup-volfile-servers" | "backupvolfile-server", hosts)) = option.split_once('=') {
+                for server in hosts.split(':') {
+                    self.cluster_host("gluster server", server).map_err(in_cluster)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `value` names a host (by grammar) of this unit's cluster, when the unit names its
+    /// cluster (`cluster-host`).
+    fn cluster_host(&self, what: &str, value: &str) -> Result<(), PolicyError> {
+        host(what, value)?;
+        match &self.cluster_hosts {
+            Some(hosts) if !hosts.contains(value) => Err(PolicyError::new(
+                "cluster-host",
+                value,
+                if hosts.is_empty() {
+                    format!(
+                        "{value} ({what}) is not a node of this unit's cluster: the request names no cluster nodes"
+                    )
+                } else {
+                    format!(
+                        "{value} ({what}) is not a node of this unit's cluster ({})",
+                        hosts.iter().cloned().collect::<Vec<_>>().join(", ")
+                    )
+                },
+                "name a node of the cluster file by its address: pvfs mounts from, peers with and serves only \
+                 the cluster's own nodes",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// NIDs (`ADDR@NET`, `:`/`,`-separated) whose addresses are hosts of this unit's cluster
+    /// (`0@lo`, the node itself, is always one).
+    fn cluster_nids(&self, value: &str) -> Result<(), PolicyError> {
+        nid_list(value)?;
+        for one in value.split([':', ',']) {
+            match one.split_once('@') {
+                Some(("0", _)) => {}
+                Some((addr, _)) => self.cluster_host("Lustre NID", addr)?,
+                None => {}
+            }
+        }
+        Ok(())
     }
 
     fn brick(&self, brick: &str) -> Result<(), PolicyError> {
@@ -1226,7 +1315,7 @@ impl Policy {
                 "bricks are HOST:/PATH, the path a directory under the brick's mount",
             ));
         };
-        host("brick host", server)?;
+        self.cluster_host("brick host", server)?;
         self.data_path(&format!("/{path}"), "a brick")
     }
 
@@ -1251,24 +1340,30 @@ impl Policy {
                 "give a one-line value",
             ));
         }
-        if value.starts_with('/') {
-            self.data_path(value, "a path in a gluster option")
-                .map_err(|e| PolicyError { rule: "gluster-option", ..e })?;
-        }
-        Ok(())
+        self.setting_paths(
+            "gluster-option",
+            pvfs_host::paths::Tool::Gluster,
+            key,
+            value,
+            "gluster logs go under /var/log/glusterfs, files it reads under /etc/glusterfs, /etc/ssl or a data \
+             path, its data under a data path",
+        )
     }
 
     fn gate(&self, gate: &Gate) -> Result<(), PolicyError> {
         match &gate.kind {
             GateKind::GlusterPeersInCluster { peers } => {
-                peers.iter().try_for_each(|p| host("gluster peer", p))
+                peers.iter().try_for_each(|p| self.cluster_host("gluster peer", p))
             }
             GateKind::GlusterBricksOnline { volume, bricks } => {
                 simple_name("gluster volume name", volume, 64, "")?;
                 bricks.iter().try_for_each(|b| self.brick(b))
             }
             GateKind::GlusterRebalanced { volume } => simple_name("gluster volume name", volume, 64, ""),
-            GateKind::LnetPing { nid: n } | GateKind::LnetNid { nid: n } => nid(n),
+            GateKind::LnetPing { nid: n } | GateKind::LnetNid { nid: n } => {
+                nid(n)?;
+                self.cluster_nids(n)
+            }
             GateKind::LfsCheckServers
             | GateKind::BeegfsMgmtdReachable
             | GateKind::BeegfsCheckServers
@@ -1446,12 +1541,6 @@ fn reserved(path: &str) -> Option<&'static str> {
     }
 }
 
-/// `path` is `root` or lies under it (component-wise: `/data2` is not under `/data`).
-fn under(path: &str, root: &str) -> bool {
-    let root = root.trim_end_matches('/');
-    path == root || path.strip_prefix(root).is_some_and(|rest| rest.starts_with('/')) || root.is_empty()
-}
-
 /// Absolute, canonical, printable, no hidden components.
 fn canonical(path: &str) -> Result<(), PolicyError> {
     let bad = |problem: &str| {
@@ -1496,11 +1585,6 @@ fn canonical(path: &str) -> Result<(), PolicyError> {
         }
     }
     Ok(())
-}
-
-fn is_system(path: &str) -> bool {
-    let first = path.trim_start_matches('/').split('/').next().unwrap_or_default();
-    path == "/" || first.starts_with("lib") || SYSTEM_TREES.iter().any(|t| t[1..] == *first)
 }
 
 fn not_system(path: &str) -> Result<(), PolicyError> {
@@ -2046,6 +2130,35 @@ fn unit_name(unit: &str) -> Result<(), PolicyError> {
         format!("{unit:?} is not a service unit name"),
         "name a service unit (letters, digits, ':', '_', '@', '-'; optionally ending in .service)",
     ))
+}
+
+/// A client mount of a cluster file system (a network source: glusterfs, a Lustre client,
+/// BeeGFS) carries `nosuid` and `nodev`, and neither `suid` nor `dev`: its files come from
+/// other machines, so a setuid program or a device node there would be root on this node to
+/// whoever can write the file system. Only `mount` steps: `unmount` must still undo a mount
+/// made before this rule. Local targets (a `/dev` source) are this node's own disks.
+fn client_mount_flags(m: &crate::Mount) -> Result<(), PolicyError> {
+    if m.source.starts_with('/') {
+        return Ok(());
+    }
+    let words: Vec<&str> = m.options.split(',').collect();
+    let problem = if let Some(bad) = words.iter().find(|w| matches!(**w, "suid" | "dev")) {
+        Some(format!("{bad}: files another machine serves would run setuid or open devices as root here"))
+    } else if !words.contains(&"nosuid") || !words.contains(&"nodev") {
+        Some("a client mount of a cluster file system without nosuid and nodev".to_owned())
+    } else {
+        None
+    };
+    match problem {
+        None => Ok(()),
+        Some(problem) => Err(PolicyError::new(
+            "mount-options",
+            &m.options,
+            format!("{} on {} ({}): {problem}", m.source, m.target, m.options),
+            "client mounts of cluster file systems carry nosuid,nodev (pvfs's plans add them); mount by hand if \
+             this node really needs setuid programs or devices from the cluster",
+        )),
+    }
 }
 
 fn mount_options(options: &str) -> Result<(), PolicyError> {

@@ -97,6 +97,7 @@ impl Agent {
             dry_run: false,
             after_changes: false,
             label: "hostile".into(),
+            cluster_hosts: vec![],
         })
         .await
     }

@@ -54,6 +54,7 @@ async fn a_caller_that_disconnects_mid_gate_releases_the_node_within_seconds() {
         dry_run: false,
         after_changes: false,
         label: "gone".into(),
+        cluster_hosts: vec![],
     };
     let mut stream = gone.apply(request).await.unwrap().into_inner();
     let first = stream.message().await.unwrap().unwrap();
@@ -115,6 +116,7 @@ async fn refused_as(pki: &Pki, agent: &Agent, name: &str, probe: &Path) -> (toni
         dry_run: false,
         after_changes: false,
         label: "hostile".into(),
+        cluster_hosts: vec![],
     };
     let apply = client.apply(request).await.expect_err("Apply must be refused");
     assert!(!probe.exists(), "a refused certificate changed the node");
@@ -161,6 +163,7 @@ async fn a_ca_signed_certificate_without_client_auth_cannot_command_the_agent() 
             dry_run: false,
             after_changes: false,
             label: "hostile".into(),
+            cluster_hosts: vec![],
         };
         assert!(client.apply(request).await.is_err());
     }
@@ -212,7 +215,13 @@ async fn a_coordinator_certificate_revoked_while_the_agent_runs_is_refused_and_a
     fresh.info(pb::InfoRequest {}).await.expect("a newly issued coordinator certificate works");
     let steps = vec![harness::directory(&probe.display().to_string(), 0o755)];
     let mut stream = fresh
-        .apply(pb::ApplyRequest { steps, dry_run: false, after_changes: false, label: "new".into() })
+        .apply(pb::ApplyRequest {
+            steps,
+            dry_run: false,
+            after_changes: false,
+            label: "new".into(),
+            cluster_hosts: vec![],
+        })
         .await
         .unwrap()
         .into_inner();

@@ -13,8 +13,13 @@ use std::path::Path;
 async fn refused(agent: &Agent, steps: Vec<pb::Step>, rule: &str) -> String {
     let mut message = String::new();
     for dry_run in [true, false] {
-        let request =
-            pb::ApplyRequest { steps: steps.clone(), dry_run, after_changes: false, label: "hostile".into() };
+        let request = pb::ApplyRequest {
+            steps: steps.clone(),
+            dry_run,
+            after_changes: false,
+            label: "hostile".into(),
+            cluster_hosts: vec![],
+        };
         let status = agent.apply_request(request).await.expect_err("the agent must refuse this unit");
         assert_eq!(status.code(), tonic::Code::PermissionDenied, "{status:?}");
         message = status.message().to_owned();
@@ -267,6 +272,7 @@ async fn a_mount_onto_a_non_empty_directory_is_refused() {
             dry_run,
             after_changes: false,
             label: "hostile".into(),
+            cluster_hosts: vec![],
         };
         let done = agent.apply_request(request).await.expect("accepted, then refused by the step");
         let failure = done.failure().expect("the mount step failed");

@@ -56,6 +56,7 @@ async fn a_reboot_is_refused_while_a_unit_converges() {
         dry_run: false,
         after_changes: false,
         label: "waiting".into(),
+        cluster_hosts: vec![],
     };
     let mut stream = client.apply(request).await.unwrap().into_inner();
     let first = stream.message().await.unwrap().unwrap();

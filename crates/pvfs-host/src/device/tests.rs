@@ -244,6 +244,22 @@ fn a_loop_device_used_as_swap_is_refused() {
     assert_eq!(err.rule(), Some("not swap"), "{err}");
 }
 
+/// `losetup -f /dev/loop3`: loop opens its backing without claiming it, so the device has no
+/// holders and opens O_EXCL; formatting it would rewrite what the second loop device shows.
+#[test]
+fn a_device_that_backs_another_loop_device_is_refused() {
+    let dev = LoopDevice::new(SIZE);
+    let upper = LoopDevice::over(&dev.path);
+    let err = claim(&Root::system(), &dev.path).unwrap_err();
+    assert_eq!(err.rule(), Some("no loop device on it"), "{err}");
+    assert!(err.to_string().contains(&format!("backs loop device {}", upper.path)), "{err}");
+    assert!(err.to_string().contains(&format!("losetup --detach {}", upper.path)), "{err}");
+    // The loop device on top is no one's backing: it may be claimed.
+    claim(&Root::system(), &upper.path).expect("nothing reads from the upper loop device");
+    drop(upper);
+    claim(&Root::system(), &dev.path).expect("once detached, the device is free again");
+}
+
 #[test]
 fn a_device_another_program_holds_exclusively_is_busy() {
     let dev = LoopDevice::new(SIZE);

@@ -193,6 +193,57 @@ fn config_keys_only_edit_beegfs_services() {
     assert_eq!(rule(keys("/etc/beegfs/beegfs-client.conf", "logStdFile", "/etc/cron.d/x")), "config-keys");
 }
 
+/// Issue 24, item 1: values a daemon uses as paths, escaping by `..`, by being relative, or by
+/// a key the grammar did not think of, in ConfigKeys and gluster volume options alike.
+#[test]
+fn setting_values_that_are_paths_are_canonical_and_in_their_place() {
+    let keys = |k: &str, v: &str| {
+        Step::ConfigKeys(ConfigKeys {
+            path: "/etc/beegfs/beegfs-storage.conf".into(),
+            keys: vec![(k.into(), v.into())],
+        })
+    };
+    for (k, v) in [
+        ("logStdFile", "/etc/beegfs/../cron.d/evil"),
+        ("logStdFile", "/var/log/beegfs/../../../etc/cron.d/evil"),
+        ("logStdFile", "etc/cron.d/evil"),
+        ("logStdFile", "/srv/notes"),
+        ("connAuthFile", "../../etc/shadow"),
+        ("connAuthFile", "/etc/shadow"),
+        ("storeStorageDirectory", "/data/t1,/etc/cron.d"),
+        ("sysNewPathKey", "../../etc/cron.d/x"),
+    ] {
+        assert_eq!(rule(keys(k, v)), "config-keys", "{k} = {v}");
+    }
+    assert_eq!(rule(keys("logStdFile", "/var/log/beegfs-storage.log")), "ok");
+    assert_eq!(rule(keys("connAuthFile", "/etc/beegfs/connauthfile")), "ok");
+    assert_eq!(rule(keys("storeStorageDirectory", "/data/t1,/data/t2")), "ok");
+    // A site's data roots hold data paths in settings as they hold directories.
+    let site = Policy::new(Site { data_roots: Some(vec!["/data".into()]), ..Site::default() }).unwrap();
+    assert_eq!(rule_with(&site, keys("storeStorageDirectory", "/srv/t1")), "data-root");
+
+    let volume = |k: &str, v: &str| {
+        Step::GlusterVolume(GlusterVolume {
+            name: "gv0".into(),
+            bricks: vec!["n1:/data/brick1/gv0".into()],
+            layout: GlusterLayout::Distribute,
+            options: vec![(k.into(), v.into())],
+        })
+    };
+    for (k, v) in [
+        ("diagnostics.client-log-file", "../../etc/cron.d/x"),
+        ("diagnostics.client-log-file", "/etc/cron.d/x"),
+        ("diagnostics.brick-log-file", "/data/x.log"),
+        ("server.statedump-path", "/etc/cron.d"),
+        ("features.unknown-option", "../x"),
+        ("nfs.rpc-statd", "/usr/sbin/rpc.statd"),
+    ] {
+        assert_eq!(rule(volume(k, v)), "gluster-option", "{k} = {v}");
+    }
+    assert_eq!(rule(volume("diagnostics.client-log-file", "/var/log/glusterfs/c.log")), "ok");
+    assert_eq!(rule(volume("auth.allow", "10.0.0.0/24")), "ok");
+}
+
 #[test]
 fn directories_have_safe_modes() {
     assert_eq!(rule(dir("/data/x", 0o750)), "ok");
@@ -463,14 +514,15 @@ fn mounts_take_sources_by_type_and_safe_options() {
             "10.0.0.5:/dist-vol",
             "/mnt/gluster",
             "glusterfs",
-            "defaults,_netdev,backup-volfile-servers=10.0.0.6:10.0.0.7"
+            "defaults,_netdev,nosuid,nodev,backup-volfile-servers=10.0.0.6:10.0.0.7"
         )),
         "ok"
     );
-    assert_eq!(rule(mount("10.0.0.4@tcp:/LustreFS", "/mnt/lustre", "lustre", "defaults,_netdev")), "ok");
-    assert_eq!(rule(mount("10.0.0.4@tcp:10.0.0.5@tcp:/LustreFS", "/mnt/lustre", "lustre", "defaults")), "ok");
+    let client = "defaults,_netdev,nosuid,nodev";
+    assert_eq!(rule(mount("10.0.0.4@tcp:/LustreFS", "/mnt/lustre", "lustre", client)), "ok");
+    assert_eq!(rule(mount("10.0.0.4@tcp:10.0.0.5@tcp:/LustreFS", "/mnt/lustre", "lustre", client)), "ok");
     assert_eq!(rule(mount("/dev/md0", "/mnt/oss", "lustre", "defaults")), "ok");
-    assert_eq!(rule(mount("beegfs_nodev", "/mnt/beegfs", "beegfs", "rw,relatime")), "ok");
+    assert_eq!(rule(mount("beegfs_nodev", "/mnt/beegfs", "beegfs", "rw,relatime,nosuid,nodev")), "ok");
 
     assert_eq!(rule(mount("/dev/sdc", "/etc", "xfs", "defaults")), "system-tree");
     assert_eq!(rule(mount("/dev/sdc", "/root/x", "xfs", "defaults")), "system-tree");
@@ -488,6 +540,12 @@ fn mounts_take_sources_by_type_and_safe_options() {
         "helper=evil",
         "x-systemd.requires=debug-shell.service",
         "comment=x",
+        // Issue 24, item 2: a mount a user may mount, unmount or own.
+        "defaults,users",
+        "defaults,user",
+        "user=alice",
+        "defaults,owner",
+        "defaults,group",
         "",
     ] {
         assert_eq!(rule(mount("/dev/sdc", "/data", "xfs", bad)), "mount-options", "{bad:?}");
@@ -496,6 +554,58 @@ fn mounts_take_sources_by_type_and_safe_options() {
         rule(mount("/dev/sdc", "/data", "xfs", "defaults,x-systemd.mount-timeout=30,x-systemd.automount")),
         "ok"
     );
+}
+
+/// Issue 24, item 2: a client mount of a cluster file system is root's and carries nosuid and
+/// nodev; its server is a node of the unit's cluster. `unmount` still undoes an older mount.
+#[test]
+fn client_mounts_are_nosuid_nodev_and_from_the_clusters_own_servers() {
+    for options in
+        ["defaults,_netdev", "suid,dev,exec,user", "defaults,nosuid", "nosuid,nodev,suid", "nosuid,nodev,dev"]
+    {
+        assert_eq!(
+            rule(mount("10.0.0.5:/vol", "/mnt/g", "glusterfs", options)),
+            "mount-options",
+            "{options}"
+        );
+        assert_eq!(
+            rule(mount("10.0.0.4@tcp:/fs", "/mnt/l", "lustre", options)),
+            "mount-options",
+            "{options}"
+        );
+    }
+    // A local target is the node's own disk: no such rule.
+    assert_eq!(rule(mount("/dev/sdc", "/data", "xfs", "defaults")), "ok");
+    let old = Mount {
+        source: "10.0.0.5:/vol".into(),
+        target: "/mnt/g".into(),
+        fstype: "glusterfs".into(),
+        options: "defaults,_netdev".into(),
+        fstab: true,
+    };
+    assert_eq!(rule(Step::Unmount(crate::Unmount(old))), "ok");
+
+    let cluster =
+        Policy::default().for_cluster(["10.0.0.5".to_owned(), "10.0.0.6".to_owned(), "oss1".to_owned()]);
+    let client = "defaults,_netdev,nosuid,nodev";
+    assert_eq!(rule_with(&cluster, mount("10.0.0.5:/vol", "/mnt/g", "glusterfs", client)), "ok");
+    assert_eq!(
+        rule_with(&cluster, mount("evil.example:/vol", "/mnt/g", "glusterfs", client)),
+        "mount-source"
+    );
+    let backup = "defaults,_netdev,nosuid,nodev,backup-volfile-servers=10.0.0.6:evil.example";
+    assert_eq!(rule_with(&cluster, mount("10.0.0.5:/vol", "/mnt/g", "glusterfs", backup)), "mount-source");
+    assert_eq!(rule_with(&cluster, mount("10.0.0.5@tcp:oss1@o2ib:/fs", "/mnt/l", "lustre", client)), "ok");
+    assert_eq!(rule_with(&cluster, mount("10.9.9.9@tcp:/fs", "/mnt/l", "lustre", client)), "mount-source");
+    // A request that names no cluster allows no server at all.
+    let none = Policy::default().for_cluster(Vec::new());
+    assert_eq!(rule_with(&none, mount("10.0.0.5:/vol", "/mnt/g", "glusterfs", client)), "mount-source");
+    assert_eq!(
+        rule_with(&none, Step::GlusterPeers(GlusterPeers { peers: vec!["10.0.0.6".into()] })),
+        "cluster-host"
+    );
+    // Local mounts name no host.
+    assert_eq!(rule_with(&none, mount("/dev/sdc", "/data", "xfs", "defaults")), "ok");
 }
 
 #[test]
