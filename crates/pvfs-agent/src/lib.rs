@@ -22,6 +22,7 @@ pub mod limits;
 mod notify;
 pub mod policy;
 mod reboot;
+pub mod room;
 mod service;
 pub mod simulate;
 mod state;

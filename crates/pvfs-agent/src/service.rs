@@ -147,6 +147,27 @@ impl AgentService {
         AgentService { policy: Arc::new(policy), ..self }
     }
 
+    /// The policy's `bench-dir` rule on a benchmark's directory: refused before anything runs.
+    fn bench_dir(&self, dir: &std::path::Path) -> Result<(), Status> {
+        let shown = dir.to_string_lossy();
+        self.policy.check_bench_dir(&shown, &self.root).map_err(|refused| {
+            tracing::warn!(dir = %shown, rule = refused.rule, "benchmark refused by the agent's policy");
+            Status::permission_denied(format!(
+                "the agent's policy refuses this benchmark on {}: {refused}",
+                self.name
+            ))
+        })
+    }
+
+    /// A write phase its file system has room for (`room`), or `FAILED_PRECONDITION` naming
+    /// the numbers.
+    fn room(&self, dir: &std::path::Path, writes: crate::room::Writes) -> Result<(), Status> {
+        crate::room::check(dir, writes).map_err(|err| {
+            tracing::warn!(dir = %dir.display(), error = %err, "benchmark phase refused: no room");
+            Status::failed_precondition(format!("{}: {err}", self.name))
+        })
+    }
+
     /// The same service counting its `Metrics` streams in `gauge` (and under its limit).
     pub fn with_metrics_streams(self, gauge: crate::limits::StreamGauge) -> AgentService {
         AgentService { metrics_streams: gauge, ..self }
@@ -166,6 +187,12 @@ impl pb::agent_server::Agent for AgentService {
     ) -> Result<Response<Self::LaunchStream>, Status> {
         let req = pvfs_proto::convert::bench::launch_request_from(request.into_inner())
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        self.bench_dir(&req.dir)?;
+        if let pvfs_bench::params::Workload::Ior(p) = &req.workload
+            && p.write
+        {
+            self.room(&req.dir, crate::room::ior_writes(p, req.tasks_per_node, req.ranks()))?;
+        }
         let guard = self.benching.clone().try_lock_owned().map_err(|_| {
             Status::aborted("another benchmark is running on this client; wait for it to finish")
         })?;
@@ -185,6 +212,7 @@ impl pb::agent_server::Agent for AgentService {
         use pvfs_engine::engine::{Engine, Phase};
         let (req, start_at) = pvfs_proto::convert::bench::phase_request_from(request.into_inner())
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        self.bench_dir(&req.dir)?;
         // The built-in engine's memory is known from the request: a phase this node cannot
         // hold is refused before anything starts.
         let memory_max = match req.engine {
@@ -193,6 +221,11 @@ impl pb::agent_server::Agent for AgentService {
             }
             Engine::Fio => 0,
         };
+        if let (pvfs_bench::params::Workload::Ior(p), Phase::Ior(pvfs_engine::engine::IorPhase::Write)) =
+            (&req.workload, req.phase)
+        {
+            self.room(&req.dir, crate::room::ior_writes(p, req.tasks, req.total_tasks))?;
+        }
         let guard = self.benching.clone().try_lock_owned().map_err(|_| {
             Status::aborted("another benchmark is running on this client; wait for it to finish")
         })?;

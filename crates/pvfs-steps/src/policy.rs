@@ -59,7 +59,18 @@
 //! directories) must be a data path or lie under `/etc/beegfs/` or `/var/log/beegfs/`: a log
 //! file name is otherwise a way to make a root daemon write wherever it is told.
 //!
+//! Files pvfs writes are root's alone (`file-owner`, on the node): a file step never replaces
+//! a file another user owns, nor writes into a directory another user owns (a home, someone's
+//! scratch), and never writes a file directly under `/` (`file-place`).
+//!
 //! **Directories** (`dir-mode`): data paths only; no setuid or setgid bit, not world-writable.
+//!
+//! **Benchmark directories** (`bench-dir`, for `BenchPhase` and `Launch`): a data path (the
+//! rules above, the site's data roots), no symbolic link on the way (`symlink`), and on a
+//! directory that exists directly under `/` (the cluster's mount, a data root): a benchmark
+//! never creates a top-level directory, so a request for `/pvfs-bench/x` cannot start writing
+//! to whatever file system `/` is. The agent also refuses a write phase its file system has no
+//! room for (not here: it needs the phase's size).
 //!
 //! **Packages** (`package-name`, `package-version`): names by the union of Debian's and rpm's
 //! grammars (letters, digits, `.+-_`, never starting with `-` or `.`), versions by grammar.
@@ -588,6 +599,9 @@ impl Policy {
         for path in touched_paths(step) {
             no_symlink(root, &path)?;
         }
+        if let Step::File(f) = step {
+            agents_own(root, &f.path)?;
+        }
         if let Some(globs) = &self.devices {
             for device in consumed_devices(step) {
                 if made.contains(&device) {
@@ -837,6 +851,9 @@ impl Policy {
     /// creates.
     pub fn check_action_on(&self, step_kind: &str, action: &Action, root: &Root) -> Result<(), PolicyError> {
         self.check_action(step_kind, action)?;
+        if let ("file", Action::Write { path, .. }) = (step_kind, action) {
+            agents_own(root, path)?;
+        }
         match action {
             Action::Write { path, .. } | Action::Mkdir { path, .. } | Action::Remove { path } => {
                 no_symlink(root, path)
@@ -875,6 +892,31 @@ impl Policy {
             format!("{kernel:?} is not a kernel release"),
             "name the release as `uname -r` prints it (3.10.0-514.el7_lustre.x86_64)",
         ))
+    }
+
+    /// Whether a benchmark may run in `dir` on this node (`bench-dir`): see the module's rules.
+    pub fn check_bench_dir(&self, dir: &str, root: &Root) -> Result<(), PolicyError> {
+        self.data_path(dir, "a benchmark directory").map_err(|e| PolicyError {
+            fix: format!(
+                "{}; benchmarks run in the cluster's mount or the cluster file's [bench] mount",
+                e.fix
+            ),
+            ..e
+        })?;
+        let top = dir.split('/').nth(1).map(|c| format!("/{c}")).unwrap_or_default();
+        if top == dir || !root.is_dir(&top) {
+            return Err(PolicyError::new(
+                "bench-dir",
+                dir,
+                if top == dir {
+                    format!("{dir} is a directory directly under /, which a benchmark would make")
+                } else {
+                    format!("{top} does not exist, and a benchmark never makes a directory directly under /")
+                },
+                "run the benchmark in the cluster's mount (mounted: `pvfsctl up` first) or a directory under                  an existing one",
+            ));
+        }
+        no_symlink(root, dir)
     }
 
     /// The policy, one line per rule that a site can change, for `--check-config`.
@@ -1115,6 +1157,14 @@ impl Policy {
                     path,
                     format!("{path} may not be written by a file step"),
                     fix,
+                ));
+            }
+            if path.matches('/').count() == 1 {
+                return Err(PolicyError::new(
+                    "file-place",
+                    path,
+                    format!("{path} is a file directly under /"),
+                    "write files under the directories the cluster file names (mount points, targets), never in /",
                 ));
             }
             self.data_path(path, "a file").map_err(|e| {
@@ -2348,6 +2398,44 @@ pub(crate) fn made_devices(steps: &[Step]) -> Vec<Vec<String>> {
         }
     }
     made
+}
+
+/// `file-owner`: `path` and the directory it is in, where they exist, belong to the user the
+/// agent runs as (root in production). Replacing another user's file takes their data; writing
+/// into their directory leaves root's file where they expect theirs, in a place they control.
+fn agents_own(root: &Root, path: &str) -> Result<(), PolicyError> {
+    use std::os::unix::fs::MetadataExt;
+    let agent = nix::unistd::geteuid().as_raw();
+    let parent = path.rsplit_once('/').map_or("/", |(p, _)| if p.is_empty() { "/" } else { p });
+    for (what, at) in [("file", path), ("directory", parent)] {
+        match std::fs::symlink_metadata(root.path(at)) {
+            Ok(meta) if meta.uid() != agent => {
+                return Err(PolicyError::new(
+                    "file-owner",
+                    path,
+                    format!(
+                        "the {what} {at} belongs to uid {}, not to the agent's user (uid {agent}); pvfs never writes \
+                         another user's files or into their directories",
+                        meta.uid()
+                    ),
+                    "write the file under a directory pvfs made (the cluster's mount points and targets)",
+                ));
+            }
+            Ok(_) => {}
+            Err(err)
+                if matches!(err.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
+            }
+            Err(err) => {
+                return Err(PolicyError::new(
+                    "file-owner",
+                    path,
+                    format!("cannot check who owns {at}: {err}"),
+                    "check the path's permissions",
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// No existing component of `path` (under `root`) is a symbolic link.

@@ -29,8 +29,12 @@ fn phase(dir: &Path, workload: Workload, phase: Phase) -> pb::BenchPhaseRequest 
     phase_request_to(&req, UNIX_EPOCH)
 }
 
+/// The throughput preset's write with 1 MiB blocks: small enough that the agent's room check
+/// passes on any machine the suite runs on.
 fn ior_write(dir: &Path) -> pb::BenchPhaseRequest {
-    phase(dir, Preset::Throughput.workload(), Phase::Ior(IorPhase::Write))
+    let Workload::Ior(mut ior) = Preset::Throughput.workload() else { unreachable!() };
+    (ior.transfer, ior.block) = (1 << 20, 1 << 20);
+    phase(dir, Workload::Ior(ior), Phase::Ior(IorPhase::Write))
 }
 
 fn with_ior(
@@ -219,8 +223,12 @@ async fn a_planted_symlink_at_the_hostfile_is_not_followed() {
     let elsewhere = scratch.path().join("elsewhere");
     std::fs::create_dir(&elsewhere).unwrap();
     std::os::unix::fs::symlink(&elsewhere, scratch.path().join("pvfs-bench/linked")).unwrap();
-    let status = launch_stream_error(&agent, launch(&scratch.path().join("pvfs-bench/linked"))).await;
-    assert!(status.message().contains("pvfs-bench/linked: it is a symlink"), "{}", status.message());
+    // Refused on arrival now, by the policy's `bench-dir` rules (no link on the way).
+    let mut client = agent.client.clone();
+    let status = client.launch(launch(&scratch.path().join("pvfs-bench/linked"))).await.expect_err("refused");
+    assert_eq!(status.code(), Code::PermissionDenied, "{status:?}");
+    assert!(status.message().contains("refused by policy rule `symlink`"), "{}", status.message());
+    assert!(status.message().contains("pvfs-bench/linked is a symbolic link"), "{}", status.message());
     assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
     agent.assert_still_serving().await;
     agent.stop().await;

@@ -84,6 +84,29 @@ async fn active_swap_is_not_formatted_even_when_listed_for_wiping() {
     agent.stop().await;
 }
 
+/// Issue 24, item 5: `losetup -f /dev/loop3`, then mkfs on loop3 with `wipe = true`. Loop
+/// opens its backing without a claim, so holders is empty and O_EXCL succeeds; the device proof
+/// reads `/sys/block/loop*/loop/backing_file` instead.
+#[tokio::test]
+async fn a_device_that_backs_another_loop_device_is_not_formatted_even_when_listed_for_wiping() {
+    let pki = Pki::new();
+    let agent = Agent::start(&pki).await;
+    let watch = agent.watch().await;
+    let disk = LoopDevice::new(SIZE);
+    disk.write_at(4096, b"what the loop device on top shows");
+    let upper = LoopDevice::over(&disk.path);
+    let before = disk.checksum();
+    for wipe in [false, true] {
+        let why = refused(&agent, mkfs(&disk.path, "xfs", &[], wipe)).await;
+        assert!(why.contains(&format!("backs loop device {}", upper.path)), "{why}");
+        assert!(why.contains("rule: a device a loop device reads from is never formatted"), "{why}");
+    }
+    assert_eq!(disk.checksum(), before, "the device is as it was");
+    watch.assert_no_gap().await;
+    agent.assert_still_serving().await;
+    agent.stop().await;
+}
+
 /// The finding of issue 10: data without a signature (a raw database volume, a plain
 /// dm-crypt device) was formatted.
 #[tokio::test]

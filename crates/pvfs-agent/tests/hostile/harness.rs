@@ -130,6 +130,27 @@ impl Agent {
         }
     }
 
+    /// Follows the agent's samples on a connection of its own, as `top` or `serve` would, until
+    /// [`Watch::assert_no_gap`]: what an attack must not interrupt.
+    pub async fn watch(&self) -> Watch {
+        let mut client = self.connect().await;
+        let mut stream = client
+            .metrics(pb::MetricsRequest::default())
+            .await
+            .expect("the agent serves a Metrics stream")
+            .into_inner();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let task = {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                while let Ok(Some(event)) = stream.message().await {
+                    seen.lock().unwrap().push((tokio::time::Instant::now(), event));
+                }
+            })
+        };
+        Watch { seen, task, _client: client }
+    }
+
     /// A new connection as the coordinator, from `source` (a loopback address).
     pub async fn connect_from(
         &self,
@@ -193,6 +214,44 @@ pub async fn connect_from(
         .connect()
         .await?;
     Ok(pb::agent_client::AgentClient::new(channel))
+}
+
+/// A Metrics stream followed in the background since [`Agent::watch`].
+pub struct Watch {
+    seen: std::sync::Arc<std::sync::Mutex<Vec<(tokio::time::Instant, pb::MetricsEvent)>>>,
+    task: JoinHandle<()>,
+    _client: pb::agent_client::AgentClient<Channel>,
+}
+
+impl Watch {
+    /// Every second arrived, in order, none more than 2.5 s after the last (the coordinator's
+    /// "node down" threshold), and one more arrives now: the stream never stalled.
+    pub async fn assert_no_gap(self) {
+        let start = tokio::time::Instant::now();
+        let before = self.seen.lock().unwrap().len();
+        while self.seen.lock().unwrap().len() <= before {
+            assert!(start.elapsed() < Duration::from_secs(5), "the Metrics stream has stopped");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        self.task.abort();
+        let seen = self.seen.lock().unwrap();
+        let mut last: Option<(tokio::time::Instant, u64)> = None;
+        for (at, event) in seen.iter() {
+            let Some(pb::metrics_event::Event::Sample(sample)) = &event.event else {
+                panic!("the Metrics stream reported a gap: {event:?}");
+            };
+            if let Some((then, seq)) = last {
+                assert_eq!(sample.seq, seq + 1, "samples arrived out of order or with one missing");
+                assert!(
+                    *at - then <= Duration::from_millis(2500),
+                    "sample {} came {:?} after the one before",
+                    sample.seq,
+                    *at - then
+                );
+            }
+            last = Some((*at, sample.seq));
+        }
+    }
 }
 
 /// What an Apply streamed.

@@ -13,6 +13,7 @@ mod devices;
 mod flood;
 mod harness;
 mod lifecycle;
+mod places;
 mod policy;
 mod processes;
 mod reboot;

@@ -784,6 +784,69 @@ fn symbolic_links_on_the_way_are_refused() {
     assert_eq!(policy.check_action_on("file", &action, &root).unwrap_err().rule, "symlink");
 }
 
+/// Issue 24, item 3: a file step never replaces another user's file, never writes into their
+/// directory, and never writes a file directly under /.
+#[test]
+fn files_are_written_only_where_the_agents_user_owns_the_place() {
+    use std::os::unix::fs::chown;
+    let dir = tempfile::tempdir().unwrap();
+    let root = Root::at(dir.path());
+    let policy = Policy::default();
+    assert_eq!(rule(file("/notes", "x\n", 0o644)), "file-place");
+    assert_eq!(rule(file("/srv/notes", "x\n", 0o644)), "ok");
+    // Someone else's directory, with their file in it.
+    let home = dir.path().join("home/alice");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join("notes"), "mine\n").unwrap();
+    chown(&home, Some(1000), Some(1000)).expect("tests run as root, as CI does");
+    chown(home.join("notes"), Some(1000), Some(1000)).unwrap();
+    for path in ["/home/alice/notes", "/home/alice/new"] {
+        let err = policy.check_step_on(&file(path, "root's\n", 0o644), &root, &[]).unwrap_err();
+        assert_eq!(err.rule, "file-owner", "{path}: {err}");
+        assert!(err.problem.contains("belongs to uid 1000"), "{err}");
+        let action = Action::Write { path: path.into(), contents: String::new(), mode: 0o644 };
+        assert_eq!(policy.check_action_on("file", &action, &root).unwrap_err().rule, "file-owner");
+    }
+    // A file of someone else's in a directory of the agent's.
+    std::fs::create_dir_all(dir.path().join("srv/target")).unwrap();
+    std::fs::write(dir.path().join("srv/target/format.conf"), "").unwrap();
+    chown(dir.path().join("srv/target/format.conf"), Some(1000), None).unwrap();
+    let err = policy.check_step_on(&file("/srv/target/format.conf", "", 0o644), &root, &[]).unwrap_err();
+    assert_eq!(err.rule, "file-owner");
+    // The agent's own place: allowed, existing file or not.
+    assert_eq!(policy.check_step_on(&file("/srv/target/new.conf", "", 0o644), &root, &[]), Ok(()));
+    assert_eq!(policy.check_step_on(&file("/srv/fresh/dir/x", "", 0o644), &root, &[]), Ok(()));
+}
+
+/// Issue 24, item 4: benchmark directories are data paths under an existing top-level
+/// directory, with no link on the way; a site's data roots hold them too.
+#[test]
+fn benchmark_directories_are_data_paths_under_an_existing_top_level_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Root::at(dir.path());
+    std::fs::create_dir_all(dir.path().join("mnt/lustre")).unwrap();
+    std::fs::create_dir_all(dir.path().join("etc")).unwrap();
+    std::os::unix::fs::symlink("/etc", dir.path().join("mnt/link")).unwrap();
+    let policy = Policy::default();
+    let rule_of = |p: &Policy, d: &str| p.check_bench_dir(d, &root).map_err(|e| e.rule);
+    assert_eq!(rule_of(&policy, "/mnt/lustre/pvfs-bench/run1"), Ok(()));
+    assert_eq!(rule_of(&policy, "/mnt/new/pvfs-bench/run1"), Ok(()), "made under /mnt");
+    for (d, want) in [
+        ("/etc/pvfs-bench/x", "system-tree"),
+        ("/root/pvfs-bench/x", "system-tree"),
+        ("/pvfs-bench/x", "bench-dir"),
+        ("/mnt", "bench-dir"),
+        ("/mnt/link/x", "symlink"),
+        ("/mnt/lustre/../../etc", "path-canonical"),
+        ("mnt/lustre", "path-canonical"),
+        ("/mnt/.hidden/x", "path-hidden"),
+    ] {
+        assert_eq!(rule_of(&policy, d), Err(want), "{d}");
+    }
+    let site = Policy::new(Site { data_roots: Some(vec!["/scratch".into()]), ..Site::default() }).unwrap();
+    assert_eq!(rule_of(&site, "/mnt/lustre/pvfs-bench/run1"), Err("data-root"));
+}
+
 #[test]
 fn actions_stay_in_their_step_kinds_places() {
     let policy = Policy::default();
