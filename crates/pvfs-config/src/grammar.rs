@@ -74,6 +74,26 @@ fn path_problem(path: &str) -> Option<&'static str> {
     })
 }
 
+/// A benchmark directory (`[bench] mount`): a normalised absolute path outside `/` and the
+/// system trees, without hidden components — the agents' `bench-dir` rule
+/// (`pvfs_steps::Policy::check_bench_dir`), so a file that validates names a directory they
+/// take. (That its top-level directory exists, and that its file system has room, only the
+/// node can say.)
+pub(crate) fn bench_dir(path: &str) -> Result<(), String> {
+    if let Some(problem) = pvfs_host::paths::canonical_problem(path) {
+        return Err(format!(
+            "[bench] mount {path:?} {problem}: give an absolute path such as /mnt/lustre/bench"
+        ));
+    }
+    if pvfs_host::paths::is_system(path) {
+        return Err(format!(
+            "[bench] mount {path:?} is in a system tree (or is /): benchmarks write only in the cluster's file \
+             system or a data directory, such as /mnt/lustre/bench"
+        ));
+    }
+    Ok(())
+}
+
 /// A block device: a normalised absolute path under `/dev` (`/dev/sdc`,
 /// `/dev/disk/azure/scsi1/lun0`), not in one of `/dev`'s pseudo file systems.
 pub(crate) fn device_path(what: &str, path: &str) -> Result<(), String> {

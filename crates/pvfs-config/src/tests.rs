@@ -181,6 +181,33 @@ fn mpi_ssh_needs_several_clients_and_not_the_agents_launcher() {
     assert!(!ok(&format!("{local}{second}")));
 }
 
+/// Issue 24, item 4: a benchmark directory is never in a system tree, never `/` itself, and
+/// canonical; the agents' `bench-dir` rule, said by `validate` first.
+#[test]
+fn a_benchmark_directory_is_a_data_path() {
+    let local = "[cluster]\nname = \"x\"\nkind = \"local\"\n[local]\nmount = \"/m\"\n[[node]]\nname = \"a\"\naddress = \"10.0.0.1\"\nroles = [\"client\"]\n";
+    check(
+        &format!("{local}[bench]\nmount = \"/etc/pvfs-bench\"\n"),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:11:9: [bench] mount "/etc/pvfs-bench" is in a system tree (or is /): benchmarks write only in the cluster's file system or a data directory, such as /mnt/lustre/bench
+        "#]],
+    );
+    check(
+        &format!("{local}[bench]\nmount = \"/mnt/lustre/../../root\"\n"),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:11:9: [bench] mount "/mnt/lustre/../../root" has a `.` or `..` component: give an absolute path such as /mnt/lustre/bench
+        "#]],
+    );
+    check(
+        &format!("{local}[bench]\nmount = \"/\"\n"),
+        expect![[r#"
+        /etc/pvfs/cluster.toml:11:9: [bench] mount "/" is in a system tree (or is /): benchmarks write only in the cluster's file system or a data directory, such as /mnt/lustre/bench
+    "#]],
+    );
+    let ok = |src: &str| parse(Path::new("c.toml"), src).unwrap().bench.mount;
+    assert_eq!(ok(&format!("{local}[bench]\nmount = \"/scratch\"\n")), Some("/scratch".into()));
+}
+
 /// Benchmark sizes are bounded when the file is loaded, each refusal at the line of the value
 /// at fault, naming the parameter, the value and the limit; values are applied together, so
 /// a valid set in any order passes.

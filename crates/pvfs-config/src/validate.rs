@@ -1078,7 +1078,10 @@ impl Validator<'_> {
             _ => false,
         };
         Bench {
-            mount: b.mount.as_ref().map(|m| self.absolute(m)),
+            mount: b.mount.as_ref().map(|m| {
+                self.check(m, |p| grammar::bench_dir(p));
+                PathBuf::from(m.get_ref())
+            }),
             launcher,
             engine,
             preset,

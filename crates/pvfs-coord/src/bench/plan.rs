@@ -68,6 +68,13 @@ pub enum PlanError {
     },
     #[error("engine fio runs IOR-style presets (throughput, iops); metadata presets need engine builtin")]
     FioMetadata,
+    /// The agents' `bench-dir` rule, said before any client is asked.
+    #[error(
+        "the benchmark directory {} {problem}; benchmarks run in the cluster's mount or a data directory (--dir, \
+         [bench] mount)",
+        .dir.display()
+    )]
+    Dir { dir: PathBuf, problem: &'static str },
 }
 
 /// A run, resolved from [`BenchFlags`] over the cluster file's `[bench]` over the defaults.
@@ -135,6 +142,13 @@ impl BenchPlan {
         let run_id = run_id(&cluster.name, preset, now, flags.sweep_point.as_ref());
         let base =
             flags.dir.clone().or(cluster.bench.mount.clone()).unwrap_or_else(|| cluster.spec.mount().clone());
+        let shown = base.to_string_lossy();
+        if let Some(problem) = pvfs_host::paths::canonical_problem(&shown) {
+            return Err(PlanError::Dir { dir: base, problem });
+        }
+        if pvfs_host::paths::is_system(&shown) {
+            return Err(PlanError::Dir { dir: base, problem: "is in a system tree (or is /)" });
+        }
         let dir = base.join("pvfs-bench").join(&run_id);
         let results = flags.results.join(&run_id);
         let servers = cluster.nodes.iter().filter(|n| n.roles.iter().any(|r| *r != Role::Client)).count();

@@ -152,3 +152,27 @@ fn the_record_names_the_run_as_the_user_did() {
     assert!(!record.complete);
     assert_eq!(record.sweep.map(|s| (s.key, s.value)), Some(("t".into(), "1m".into())));
 }
+
+/// Issue 24, item 4: `--dir /etc` (or a path that is not canonical) is refused before any
+/// client is asked, in the agents' words.
+#[test]
+fn a_benchmark_directory_in_a_system_tree_is_refused_before_any_client_is_asked() {
+    for (dir, says) in [
+        ("/etc", "the benchmark directory /etc is in a system tree (or is /)"),
+        ("/", "the benchmark directory / is in a system tree (or is /)"),
+        ("/root/bench", "is in a system tree"),
+        ("/mnt/../etc", "has a `.` or `..` component"),
+        ("relative/dir", "is not absolute"),
+    ] {
+        let text = refusal(&cluster(""), &BenchFlags { dir: Some(dir.into()), ..flags() });
+        assert!(text.contains(says), "{dir}: {text}");
+        assert!(
+            text.ends_with(
+                "benchmarks run in the cluster's mount or a data directory (--dir, [bench] mount)"
+            )
+        );
+    }
+    let plan =
+        BenchPlan::resolve(&cluster(""), &BenchFlags { dir: Some("/scratch".into()), ..flags() }, now());
+    assert_eq!(plan.unwrap().dir, Path::new("/scratch/pvfs-bench/x-throughput-20261123T193000"));
+}
