@@ -263,12 +263,13 @@ pub async fn serve(
     // Connections within the limits only, and an accept loop that backs off when out of
     // descriptors (tonic's retries at once, spinning a core); see `limits`.
     let incoming = gate.incoming(listener, shutdown.clone());
-    let router = server.add_service(health_service).add_service(
-        pvfs_proto::pb::agent_server::AgentServer::with_interceptor(
-            agent,
+    let agent_server = pvfs_proto::pb::agent_server::AgentServer::new(agent)
+        .max_decoding_message_size(limits::MAX_REQUEST_BYTES);
+    let router =
+        server.add_service(health_service).add_service(tonic::service::interceptor::InterceptedService::new(
+            agent_server,
             auth::CoordinatorOnly::new(revoked),
-        ),
-    );
+        ));
     tracing::info!(name = %settings.name, listen = %local, version = VERSION, "pvfs-agent serving");
     notify::ready(local, &settings.name);
     let stopping = async {

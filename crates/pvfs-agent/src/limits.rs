@@ -15,6 +15,9 @@
 //! - **Accept errors**: when the process or the system is out of descriptors (`EMFILE`,
 //!   `ENFILE`) accepting again at once fails again at once, so the loop backs off (growing
 //!   sleeps, one warning per episode) instead of spinning a core.
+//! - **Requests**: at most [`MAX_REQUEST_BYTES`] each, and [`MAX_STEPS_PER_UNIT`] steps in a
+//!   unit; a unit is decoded and checked on the blocking pool, never on the worker threads
+//!   the sampler's streams share.
 //! - **Metrics streams**: at most [`MAX_METRICS_STREAMS`] at once over all connections (each
 //!   is a task and a queue), counted by [`StreamGauge`] so tests and the flood bench can see
 //!   that a stream's task ends when its client goes away.
@@ -55,6 +58,17 @@ pub const MAX_METRICS_STREAMS: usize = 64;
 /// Concurrent calls at most on one connection (HTTP/2 `SETTINGS_MAX_CONCURRENT_STREAMS`); a
 /// coordinator's `bench` runs a Metrics stream, a BenchPhase and a few Infos at once.
 pub const MAX_STREAMS_PER_CONNECTION: u32 = 32;
+
+/// Steps in one `Apply` at most. pvfs's plans put tens of steps in a unit (16 at most in the
+/// example cluster files, a BeeGFS client; a server grows by a few steps per disk); 4096
+/// leaves room for any real node while keeping a unit's checks, events and memory small.
+pub const MAX_STEPS_PER_UNIT: usize = 4096;
+
+/// Bytes in one request to the Agent service at most (the gRPC message, decoded). tonic's
+/// default, stated: the largest real request is a unit with a repository's signing key (at
+/// most 64 KiB) or a Launch naming every client, far below it; 4096 steps of a kilobyte
+/// each fit. Over it tonic answers `OUT_OF_RANGE`, naming the size and the limit.
+pub const MAX_REQUEST_BYTES: usize = 4 << 20;
 
 /// The first and the longest pause of the accept loop when out of descriptors.
 const ACCEPT_BACKOFF_FIRST: Duration = Duration::from_millis(10);

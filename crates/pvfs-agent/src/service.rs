@@ -1,6 +1,7 @@
 //! The `pvfs.v1.Agent` gRPC service: the edge where wire types meet the agent's work.
 
 use crate::history::History;
+use crate::limits::MAX_STEPS_PER_UNIT;
 use crate::reboot;
 use pvfs_host::{Root, Runner, SystemRunner};
 use pvfs_metrics::facts::{self, NodeInfo};
@@ -100,6 +101,10 @@ const BENCH_START_LIMIT: std::time::Duration = std::time::Duration::from_secs(60
 /// the buffer, and a slow reader just stays further behind in it.
 const STREAM_QUEUE: usize = 8;
 
+/// Units decoded and checked at once. A coordinator sends a node one unit at a time; two
+/// leave one core for everything else on a small node.
+const UNIT_CHECKS: usize = 2;
+
 /// Answers the coordinator's requests.
 #[derive(Debug)]
 pub struct AgentService {
@@ -119,6 +124,8 @@ pub struct AgentService {
     policy: Arc<pvfs_steps::Policy>,
     /// The `Metrics` streams: at most so many at once, and how many are live.
     metrics_streams: crate::limits::StreamGauge,
+    /// Units being decoded and checked on the blocking pool (see `apply`).
+    checking: Arc<tokio::sync::Semaphore>,
 }
 
 impl AgentService {
@@ -134,6 +141,7 @@ impl AgentService {
             units: TaskTracker::new(),
             policy: Arc::new(pvfs_steps::Policy::default()),
             metrics_streams: crate::limits::StreamGauge::default(),
+            checking: Arc::new(tokio::sync::Semaphore::new(UNIT_CHECKS)),
         }
     }
 
@@ -278,19 +286,54 @@ impl pb::agent_server::Agent for AgentService {
 
     async fn apply(&self, request: Request<pb::ApplyRequest>) -> Result<Response<Self::ApplyStream>, Status> {
         let pb::ApplyRequest { steps, dry_run, after_changes, label } = request.into_inner();
-        let steps = pvfs_proto::convert::steps_from_wire(steps)
-            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        // Counted before anything is decoded: the checks below are linear, but a unit far
+        // beyond any plan is a confused or hostile caller, not work.
+        if steps.len() > MAX_STEPS_PER_UNIT {
+            tracing::warn!(unit = %label, steps = steps.len(), limit = MAX_STEPS_PER_UNIT, "unit refused: too many steps");
+            return Err(Status::invalid_argument(format!(
+                "a unit of {} steps is more than this agent takes ({MAX_STEPS_PER_UNIT} steps per unit at most; \
+                 pvfs's plans have tens): split the work into smaller units",
+                steps.len()
+            )));
+        }
         // Stopping: the unit under way may finish, nothing new starts.
         if self.shutdown.is_cancelled() {
             return Err(Status::unavailable("this agent is stopping; run again once it is back"));
         }
-        // The policy, before anything runs (dry runs too): a refused unit changes nothing, and
-        // the refusal names the step, the rule and what to do. `run_unit` checks again.
-        self.policy.check_unit_on(&steps, &self.root).map_err(|refused| {
-            tracing::warn!(unit = %label, step = refused.index, rule = refused.error.rule, value = %refused.error.value,
-                "unit refused by the agent's policy");
-            Status::permission_denied(format!("the agent's policy refuses this unit: {refused}"))
-        })?;
+        // Decoding and the policy (which looks at the node's paths) run on the blocking pool,
+        // so that a large unit never holds one of the runtime's two worker threads (the
+        // sampler's and every other caller's); at most `UNIT_CHECKS` at once, the rest waiting
+        // here without a thread, so a burst of units cannot fill the blocking pool either.
+        let permit = self
+            .checking
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| Status::unavailable("this agent is stopping; run again once it is back"))?;
+        let (policy, root, unit) = (self.policy.clone(), self.root.clone(), label.clone());
+        let checked = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let steps = pvfs_proto::convert::steps_from_wire(steps)
+                .map_err(|e| Status::invalid_argument(e.to_string()))?;
+            // The policy, before anything runs (dry runs too): a refused unit changes nothing,
+            // and the refusal names the step, the rule and what to do. `run_unit` checks again.
+            policy.check_unit_on(&steps, &root).map_err(|refused| {
+                tracing::warn!(unit = %unit, step = refused.index, rule = refused.error.rule, value = %refused.error.value,
+                    "unit refused by the agent's policy");
+                Status::permission_denied(format!("the agent's policy refuses this unit: {refused}"))
+            })?;
+            Ok::<_, Status>(steps)
+        })
+        .await;
+        let steps = match checked {
+            Ok(checked) => checked?,
+            Err(join) => {
+                tracing::error!(unit = %label, error = %join, "checking a unit failed");
+                return Err(Status::internal(format!(
+                    "the agent failed while checking this unit ({join}); report it"
+                )));
+            }
+        };
         let guard = self.converging.clone().try_lock_owned().map_err(|_| {
             Status::aborted("another `pvfsctl up` is converging this node right now; wait for it to finish, then run again")
         })?;
