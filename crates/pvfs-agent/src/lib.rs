@@ -49,6 +49,27 @@ pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(3);
 /// Probe an idle connection after this long.
 pub(crate) const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
 
+/// HTTP/2 pings: how long a connection may be silent before the agent asks, and how long the
+/// caller then has to answer before the agent treats it as gone and closes the connection.
+///
+/// A caller that is frozen (SIGSTOP, a hung VM, a partition) with its TCP connection open
+/// would otherwise hold what its calls hold — the node's Apply lock above all — for as long as
+/// the kernel keeps the socket, which is hours. Closing the connection ends its streams, so
+/// the unit under way sees its caller gone: the step under way finishes, no other starts, a
+/// waiting gate stops, and the lock is released. A live coordinator's HTTP/2 stack answers
+/// pings by itself, whatever its program is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keepalive {
+    pub interval: Duration,
+    pub timeout: Duration,
+}
+
+impl Default for Keepalive {
+    fn default() -> Keepalive {
+        Keepalive { interval: Duration::from_secs(10), timeout: Duration::from_secs(20) }
+    }
+}
+
 /// How the agent is run (from its flags and environment).
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -125,6 +146,7 @@ pub struct Prepared {
     revoked: RevokedWatch,
     gate: limits::Gate,
     streams: limits::StreamGauge,
+    keepalive: Keepalive,
 }
 
 impl Prepared {
@@ -151,6 +173,12 @@ impl Prepared {
     pub fn metrics_streams(&self) -> limits::StreamGauge {
         self.streams.clone()
     }
+
+    /// The same, with other HTTP/2 ping timings (tests use short ones; [`Keepalive::default`]
+    /// is what the agent runs with).
+    pub fn with_keepalive(self, keepalive: Keepalive) -> Prepared {
+        Prepared { keepalive, ..self }
+    }
 }
 
 /// Checks `settings` without side effects: the certificate exists, matches its key, chains to
@@ -165,7 +193,7 @@ pub fn prepare(settings: Settings) -> Result<Prepared, AgentError> {
     // The descriptor limit as it is now: `pvfs-agent` raises it before preparing.
     let gate = limits::Gate::new(limits::connection_limit(), limits::MAX_CONNECTIONS_PER_PEER);
     let streams = limits::StreamGauge::default();
-    Ok(Prepared { settings, material, certificate, revoked, gate, streams })
+    Ok(Prepared { settings, material, certificate, revoked, gate, streams, keepalive: Keepalive::default() })
 }
 
 /// The server's TLS: its certificate, and client certificates required and verified against
@@ -193,15 +221,18 @@ pub async fn serve(
     prepared: Prepared,
     shutdown: CancellationToken,
 ) -> Result<(), AgentError> {
-    let Prepared { settings, material, revoked, gate, streams, .. } = prepared;
+    let Prepared { settings, material, revoked, gate, streams, keepalive, .. } = prepared;
     let _lock = state::lock(&settings.state_dir)?;
     let local =
         listener.local_addr().map_err(|source| AgentError::Bind { listen: settings.listen, source })?;
 
     // Bounded calls per connection: without it a client may open thousands of streams on one
-    // connection, each a task and buffers (see `limits`).
+    // connection, each a task and buffers (see `limits`). Pings find callers that froze with
+    // their connection open (`Keepalive`).
     let mut server = Server::builder()
         .max_concurrent_streams(limits::MAX_STREAMS_PER_CONNECTION)
+        .http2_keepalive_interval(Some(keepalive.interval))
+        .http2_keepalive_timeout(Some(keepalive.timeout))
         .tls_config(server_tls(&material))?;
 
     let (health, health_service) = tonic_health::server::health_reporter();

@@ -147,3 +147,132 @@ async fn a_unit_at_the_step_limit_runs_while_the_metrics_stream_keeps_its_pace()
     agent.assert_still_serving().await;
     agent.stop().await;
 }
+
+/// A TCP proxy on loopback between a client and the agent that forwards both ways until it is
+/// frozen, then moves nothing and keeps every socket open: a coordinator stopped with SIGSTOP
+/// (or a hung VM), as the agent sees it.
+struct FreezingProxy {
+    addr: std::net::SocketAddr,
+    freeze: tokio_util::sync::CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl FreezingProxy {
+    async fn to(agent: std::net::SocketAddr) -> FreezingProxy {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let freeze = tokio_util::sync::CancellationToken::new();
+        let task = tokio::spawn({
+            let freeze = freeze.clone();
+            async move {
+                let mut pumps = tokio::task::JoinSet::new();
+                while let Ok((client, _)) = listener.accept().await {
+                    let upstream = tokio::net::TcpStream::connect(agent).await.unwrap();
+                    let (client_read, client_write) = client.into_split();
+                    let (agent_read, agent_write) = upstream.into_split();
+                    pumps.spawn(pump(client_read, agent_write, freeze.clone()));
+                    pumps.spawn(pump(agent_read, client_write, freeze.clone()));
+                }
+            }
+        });
+        FreezingProxy { addr, freeze, task }
+    }
+}
+
+impl Drop for FreezingProxy {
+    fn drop(&mut self) {
+        // Its pumps go with it (a JoinSet aborts its tasks when dropped).
+        self.task.abort();
+    }
+}
+
+/// Copies `from` to `to` until frozen; then holds both open, forever.
+async fn pump(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    freeze: tokio_util::sync::CancellationToken,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = tokio::select! {
+            () = freeze.cancelled() => break,
+            read = from.read(&mut buf) => match read {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            },
+        };
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
+    std::future::pending::<()>().await;
+    drop((from, to));
+}
+
+/// A gate on `dir` (which never becomes writable) for up to an hour.
+fn hour_long_gate(dir: &str) -> pb::Step {
+    harness::step(pb::step::Step::Gate(pb::GateStep {
+        deadline_ms: 3_600_000,
+        kind: Some(pb::gate_step::Kind::Writable(dir.into())),
+    }))
+}
+
+/// Issue 24, item 7: a coordinator SIGSTOPped during an hour-long gate, its TCP connection
+/// open, kept the node's Apply lock until it died. Now the agent's HTTP/2 pings go unanswered,
+/// it closes the connection, the gate sees its caller gone and the lock is released: a new
+/// Apply succeeds within the ping interval and timeout (1 s and 2 s here; 10 s and 20 s in
+/// production). A caller that answers pings keeps the node as long as it needs.
+#[tokio::test]
+async fn a_frozen_coordinator_releases_the_node_once_it_stops_answering_pings() {
+    let pki = Pki::new();
+    let keepalive =
+        pvfs_agent::Keepalive { interval: Duration::from_secs(1), timeout: Duration::from_secs(2) };
+    let agent =
+        Agent::start_prepared(pki.path(), |_| {}, |prepared| prepared.with_keepalive(keepalive)).await;
+    let dir = harness::scratch("frozen");
+    let missing = format!("{}/never", dir.path().display());
+    let target = format!("{}/target", dir.path().display());
+
+    // The coordinator-to-be-frozen, through the proxy, starts the gate.
+    let proxy = FreezingProxy::to(agent.addr).await;
+    let mut frozen =
+        harness::connect(pki.path(), "pvfsctl", proxy.addr).await.expect("connects through the proxy");
+    let request = pb::ApplyRequest {
+        steps: vec![hour_long_gate(&missing)],
+        dry_run: false,
+        after_changes: false,
+        label: "frozen".into(),
+    };
+    let mut stream = frozen.apply(request).await.unwrap().into_inner();
+    let first = stream.message().await.unwrap().unwrap();
+    assert!(matches!(first.event, Some(pb::apply_event::Event::Started(_))), "{first:?}");
+
+    // While it answers pings it holds the node, for longer than a ping's interval and timeout.
+    tokio::time::sleep(keepalive.interval + keepalive.timeout + Duration::from_secs(1)).await;
+    let busy = agent.apply(vec![harness::directory(&target, 0o755)]).await.unwrap_err();
+    assert_eq!(busy.code(), tonic::Code::Aborted, "{busy:?}");
+
+    // Frozen: nothing moves either way, every socket stays open.
+    proxy.freeze.cancel();
+    let frozen_at = Instant::now();
+    let done = loop {
+        match agent.apply(vec![harness::directory(&target, 0o755)]).await {
+            Ok(done) => break done,
+            Err(status) if status.code() == tonic::Code::Aborted => {
+                assert!(
+                    frozen_at.elapsed() < Duration::from_secs(15),
+                    "the node is still locked 15 s after its caller froze (pings every 1 s, 2 s to answer)"
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(status) => panic!("{status:?}"),
+        }
+    };
+    assert!(done.all_succeeded(), "{:?}", done.failure());
+    assert!(dir.path().join("target").is_dir());
+    assert!(!dir.path().join("never").exists());
+    agent.assert_still_serving().await;
+    drop((stream, frozen, proxy));
+    agent.stop().await;
+}
