@@ -14,6 +14,7 @@
 
 mod auth;
 mod child;
+mod handshake;
 // Public for its benchmark (`benches/gmond.rs`): the renderer and what it renders from.
 pub mod gmond;
 mod history;
@@ -135,15 +136,17 @@ pub enum AgentError {
     },
     #[error("gRPC server failed: {0}")]
     Serve(#[from] tonic::transport::Error),
+    #[error("the agent's TLS configuration cannot be built: {0}")]
+    ServerTls(String),
 }
 
 /// Settings checked and loaded; what `serve` needs.
 #[derive(Debug)]
 pub struct Prepared {
     settings: Settings,
-    material: Material,
     certificate: CertSummary,
     revoked: RevokedWatch,
+    tls: std::sync::Arc<rustls::ServerConfig>,
     gate: limits::Gate,
     streams: limits::StreamGauge,
     keepalive: Keepalive,
@@ -189,15 +192,16 @@ pub fn prepare(settings: Settings) -> Result<Prepared, AgentError> {
     let material = pvfs_tls::load(dir, &settings.name)?;
     let certificate = pvfs_tls::check_identity(&material, Usage::Agent)?;
     let revoked = RevokedWatch::new(dir)?;
+    let tls = handshake::server_config(&material)?;
     state::check(&settings.state_dir)?;
     // The descriptor limit as it is now: `pvfs-agent` raises it before preparing.
     let gate = limits::Gate::new(limits::connection_limit(), limits::MAX_CONNECTIONS_PER_PEER);
     let streams = limits::StreamGauge::default();
-    Ok(Prepared { settings, material, certificate, revoked, gate, streams, keepalive: Keepalive::default() })
+    Ok(Prepared { settings, certificate, revoked, tls, gate, streams, keepalive: Keepalive::default() })
 }
 
-/// The server's TLS: its certificate, and client certificates required and verified against
-/// the cluster CA (what a client certificate may *do* is `auth`'s question).
+/// The server's TLS as tonic's configuration, for the simulated agents (`simulate`); the agent
+/// itself runs its handshakes (`handshake`) with the same settings.
 pub(crate) fn server_tls(material: &Material) -> ServerTlsConfig {
     ServerTlsConfig::new()
         .identity(Identity::from_pem(&material.cert_pem, &material.key_pem))
@@ -221,19 +225,19 @@ pub async fn serve(
     prepared: Prepared,
     shutdown: CancellationToken,
 ) -> Result<(), AgentError> {
-    let Prepared { settings, material, revoked, gate, streams, keepalive, .. } = prepared;
+    let Prepared { settings, revoked, tls, gate, streams, keepalive, .. } = prepared;
     let _lock = state::lock(&settings.state_dir)?;
     let local =
         listener.local_addr().map_err(|source| AgentError::Bind { listen: settings.listen, source })?;
 
     // Bounded calls per connection: without it a client may open thousands of streams on one
     // connection, each a task and buffers (see `limits`). Pings find callers that froze with
-    // their connection open (`Keepalive`).
+    // their connection open (`Keepalive`). No `tls_config`: the connections come from
+    // `handshake` already secured.
     let mut server = Server::builder()
         .max_concurrent_streams(limits::MAX_STREAMS_PER_CONNECTION)
         .http2_keepalive_interval(Some(keepalive.interval))
-        .http2_keepalive_timeout(Some(keepalive.timeout))
-        .tls_config(server_tls(&material))?;
+        .http2_keepalive_timeout(Some(keepalive.timeout));
 
     let (health, health_service) = tonic_health::server::health_reporter();
     // The epoch tells coordinators which agent process numbered the samples.
@@ -291,9 +295,9 @@ pub async fn serve(
         background_tasks.spawn(watchdog);
     }
 
-    // Connections within the limits only, and an accept loop that backs off when out of
-    // descriptors (tonic's retries at once, spinning a core); see `limits`.
-    let incoming = gate.incoming(listener, shutdown.clone());
+    // Connections within the limits only, their TLS handshakes, and an accept loop that backs
+    // off when out of descriptors (tonic's retries at once, spinning a core); see `limits`.
+    let incoming = gate.incoming(listener, handshake::Handshake::new(tls, revoked.clone()), shutdown.clone());
     let agent_server = pvfs_proto::pb::agent_server::AgentServer::new(agent)
         .max_decoding_message_size(limits::MAX_REQUEST_BYTES);
     let router =
