@@ -270,7 +270,8 @@ pub async fn serve(
     }
     let agent = AgentService::new(settings.name.clone(), settings.root.clone(), history, shutdown.clone())
         .with_policy(settings.policy.clone())
-        .with_metrics_streams(streams);
+        .with_metrics_streams(streams)
+        .with_revoked(revoked.clone());
     let units = agent.units();
     health.set_serving::<pvfs_proto::pb::agent_server::AgentServer<AgentService>>().await;
 

@@ -126,6 +126,9 @@ pub struct AgentService {
     metrics_streams: crate::limits::StreamGauge,
     /// Units being decoded and checked on the blocking pool (see `apply`).
     checking: Arc<tokio::sync::Semaphore>,
+    /// The revoked serials: a `Metrics` stream ends once its client's certificate is listed.
+    /// (`auth` checks every request; a stream is one request that goes on.)
+    revoked: Option<pvfs_tls::RevokedWatch>,
 }
 
 impl AgentService {
@@ -142,6 +145,7 @@ impl AgentService {
             policy: Arc::new(pvfs_steps::Policy::default()),
             metrics_streams: crate::limits::StreamGauge::default(),
             checking: Arc::new(tokio::sync::Semaphore::new(UNIT_CHECKS)),
+            revoked: None,
         }
     }
 
@@ -155,9 +159,43 @@ impl AgentService {
         AgentService { policy: Arc::new(policy), ..self }
     }
 
+    /// The same service ending `Metrics` streams whose client's certificate `revoked` lists.
+    pub fn with_revoked(self, revoked: pvfs_tls::RevokedWatch) -> AgentService {
+        AgentService { revoked: Some(revoked), ..self }
+    }
+
     /// The same service counting its `Metrics` streams in `gauge` (and under its limit).
     pub fn with_metrics_streams(self, gauge: crate::limits::StreamGauge) -> AgentService {
         AgentService { metrics_streams: gauge, ..self }
+    }
+}
+
+/// The certificate of a stream's client, checked against the revoked list as the stream goes.
+struct StreamClient {
+    revoked: pvfs_tls::RevokedWatch,
+    /// Kept to word the refusal as `auth` does.
+    leaf: Vec<u8>,
+    serial: Option<pvfs_tls::Serial>,
+}
+
+impl StreamClient {
+    fn new(revoked: pvfs_tls::RevokedWatch, leaf: &[u8]) -> StreamClient {
+        StreamClient { revoked, leaf: leaf.to_vec(), serial: pvfs_tls::serial_of(leaf) }
+    }
+
+    /// `PERMISSION_DENIED` once the certificate is revoked, or the list cannot be read (fail
+    /// closed, as `auth` does). The common case is a `stat` and a set lookup.
+    fn check(&self) -> Result<(), Status> {
+        let revoked = self.revoked.current().map_err(|why| {
+            Status::permission_denied(format!(
+                "this agent cannot read its list of revoked certificates ({why}); it refuses every request until the list is fixed"
+            ))
+        })?;
+        if self.serial.as_ref().is_some_and(|serial| !revoked.contains(serial)) {
+            return Ok(());
+        }
+        pvfs_tls::check_coordinator(&self.leaf, &revoked)
+            .map_err(|refusal| Status::permission_denied(refusal.to_string()))
     }
 }
 
@@ -395,6 +433,13 @@ impl pb::agent_server::Agent for AgentService {
         &self,
         request: Request<pb::MetricsRequest>,
     ) -> Result<Response<Self::MetricsStream>, Status> {
+        // Whose stream this is, to end it if the certificate is revoked while it runs.
+        let client = match (&self.revoked, request.peer_certs()) {
+            (Some(revoked), Some(certs)) => {
+                certs.first().map(|leaf| StreamClient::new(revoked.clone(), leaf))
+            }
+            _ => None,
+        };
         let pb::MetricsRequest { epoch, after_seq, since_unix_ns, processes } = request.into_inner();
         // Each stream is a task and a queue: without a limit, a client opening thousands of
         // them takes the agent's memory (HTTP/2 limits them per connection, this in all).
@@ -458,6 +503,15 @@ impl pb::agent_server::Agent for AgentService {
                         continue;
                     }
                 };
+                // Once a second at most (a sample), one `stat` of the revoked list: a revocation
+                // cuts the streams already open too, within a second.
+                if let Some(client) = &client
+                    && let Err(refused) = client.check()
+                {
+                    tracing::warn!(reason = %refused.message(), "Metrics stream ended: its certificate is no longer accepted");
+                    let _ = tx.send(Err(refused)).await;
+                    return;
+                }
                 tokio::select! {
                     () = shutdown.cancelled() => return,
                     sent = tx.send(Ok(pb::MetricsEvent { event: Some(event) })) => if sent.is_err() { return },
