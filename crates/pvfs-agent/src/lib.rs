@@ -14,6 +14,7 @@
 
 mod auth;
 mod child;
+mod handshake;
 // Public for its benchmark (`benches/gmond.rs`): the renderer and what it renders from.
 pub mod gmond;
 mod history;
@@ -49,6 +50,27 @@ pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Probe an idle connection after this long.
 pub(crate) const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
+
+/// HTTP/2 pings: how long a connection may be silent before the agent asks, and how long the
+/// caller then has to answer before the agent treats it as gone and closes the connection.
+///
+/// A caller that is frozen (SIGSTOP, a hung VM, a partition) with its TCP connection open
+/// would otherwise hold what its calls hold — the node's Apply lock above all — for as long as
+/// the kernel keeps the socket, which is hours. Closing the connection ends its streams, so
+/// the unit under way sees its caller gone: the step under way finishes, no other starts, a
+/// waiting gate stops, and the lock is released. A live coordinator's HTTP/2 stack answers
+/// pings by itself, whatever its program is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keepalive {
+    pub interval: Duration,
+    pub timeout: Duration,
+}
+
+impl Default for Keepalive {
+    fn default() -> Keepalive {
+        Keepalive { interval: Duration::from_secs(10), timeout: Duration::from_secs(20) }
+    }
+}
 
 /// How the agent is run (from its flags and environment).
 #[derive(Debug, Clone)]
@@ -115,17 +137,20 @@ pub enum AgentError {
     },
     #[error("gRPC server failed: {0}")]
     Serve(#[from] tonic::transport::Error),
+    #[error("the agent's TLS configuration cannot be built: {0}")]
+    ServerTls(String),
 }
 
 /// Settings checked and loaded; what `serve` needs.
 #[derive(Debug)]
 pub struct Prepared {
     settings: Settings,
-    material: Material,
     certificate: CertSummary,
     revoked: RevokedWatch,
+    tls: std::sync::Arc<rustls::ServerConfig>,
     gate: limits::Gate,
     streams: limits::StreamGauge,
+    keepalive: Keepalive,
 }
 
 impl Prepared {
@@ -152,6 +177,12 @@ impl Prepared {
     pub fn metrics_streams(&self) -> limits::StreamGauge {
         self.streams.clone()
     }
+
+    /// The same, with other HTTP/2 ping timings (tests use short ones; [`Keepalive::default`]
+    /// is what the agent runs with).
+    pub fn with_keepalive(self, keepalive: Keepalive) -> Prepared {
+        Prepared { keepalive, ..self }
+    }
 }
 
 /// Checks `settings` without side effects: the certificate exists, matches its key, chains to
@@ -162,15 +193,16 @@ pub fn prepare(settings: Settings) -> Result<Prepared, AgentError> {
     let material = pvfs_tls::load(dir, &settings.name)?;
     let certificate = pvfs_tls::check_identity(&material, Usage::Agent)?;
     let revoked = RevokedWatch::new(dir)?;
+    let tls = handshake::server_config(&material)?;
     state::check(&settings.state_dir)?;
     // The descriptor limit as it is now: `pvfs-agent` raises it before preparing.
     let gate = limits::Gate::new(limits::connection_limit(), limits::MAX_CONNECTIONS_PER_PEER);
     let streams = limits::StreamGauge::default();
-    Ok(Prepared { settings, material, certificate, revoked, gate, streams })
+    Ok(Prepared { settings, certificate, revoked, tls, gate, streams, keepalive: Keepalive::default() })
 }
 
-/// The server's TLS: its certificate, and client certificates required and verified against
-/// the cluster CA (what a client certificate may *do* is `auth`'s question).
+/// The server's TLS as tonic's configuration, for the simulated agents (`simulate`); the agent
+/// itself runs its handshakes (`handshake`) with the same settings.
 pub(crate) fn server_tls(material: &Material) -> ServerTlsConfig {
     ServerTlsConfig::new()
         .identity(Identity::from_pem(&material.cert_pem, &material.key_pem))
@@ -194,16 +226,19 @@ pub async fn serve(
     prepared: Prepared,
     shutdown: CancellationToken,
 ) -> Result<(), AgentError> {
-    let Prepared { settings, material, revoked, gate, streams, .. } = prepared;
+    let Prepared { settings, revoked, tls, gate, streams, keepalive, .. } = prepared;
     let _lock = state::lock(&settings.state_dir)?;
     let local =
         listener.local_addr().map_err(|source| AgentError::Bind { listen: settings.listen, source })?;
 
     // Bounded calls per connection: without it a client may open thousands of streams on one
-    // connection, each a task and buffers (see `limits`).
+    // connection, each a task and buffers (see `limits`). Pings find callers that froze with
+    // their connection open (`Keepalive`). No `tls_config`: the connections come from
+    // `handshake` already secured.
     let mut server = Server::builder()
         .max_concurrent_streams(limits::MAX_STREAMS_PER_CONNECTION)
-        .tls_config(server_tls(&material))?;
+        .http2_keepalive_interval(Some(keepalive.interval))
+        .http2_keepalive_timeout(Some(keepalive.timeout));
 
     let (health, health_service) = tonic_health::server::health_reporter();
     // The epoch tells coordinators which agent process numbered the samples.
@@ -236,7 +271,8 @@ pub async fn serve(
     }
     let agent = AgentService::new(settings.name.clone(), settings.root.clone(), history, shutdown.clone())
         .with_policy(settings.policy.clone())
-        .with_metrics_streams(streams);
+        .with_metrics_streams(streams)
+        .with_revoked(revoked.clone());
     let units = agent.units();
     health.set_serving::<pvfs_proto::pb::agent_server::AgentServer<AgentService>>().await;
 
@@ -261,15 +297,16 @@ pub async fn serve(
         background_tasks.spawn(watchdog);
     }
 
-    // Connections within the limits only, and an accept loop that backs off when out of
-    // descriptors (tonic's retries at once, spinning a core); see `limits`.
-    let incoming = gate.incoming(listener, shutdown.clone());
-    let router = server.add_service(health_service).add_service(
-        pvfs_proto::pb::agent_server::AgentServer::with_interceptor(
-            agent,
+    // Connections within the limits only, their TLS handshakes, and an accept loop that backs
+    // off when out of descriptors (tonic's retries at once, spinning a core); see `limits`.
+    let incoming = gate.incoming(listener, handshake::Handshake::new(tls, revoked.clone()), shutdown.clone());
+    let agent_server = pvfs_proto::pb::agent_server::AgentServer::new(agent)
+        .max_decoding_message_size(limits::MAX_REQUEST_BYTES);
+    let router =
+        server.add_service(health_service).add_service(tonic::service::interceptor::InterceptedService::new(
+            agent_server,
             auth::CoordinatorOnly::new(revoked),
-        ),
-    );
+        ));
     tracing::info!(name = %settings.name, listen = %local, version = VERSION, "pvfs-agent serving");
     notify::ready(local, &settings.name);
     let stopping = async {

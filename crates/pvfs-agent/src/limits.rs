@@ -5,16 +5,23 @@
 //! resource a client can make it hold is bounded here, and the bounds leave room for the agent's
 //! own work:
 //!
-//! - **Connections** are admitted by [`Gate`] before tonic starts the TLS handshake: at most
-//!   [`MAX_CONNECTIONS`] in all (fewer when `RLIMIT_NOFILE` is low, so that [`RESERVED_FDS`]
-//!   descriptors always remain for the sampler's `/proc` reads, the units' child processes and
-//!   the gmond port) and [`MAX_CONNECTIONS_PER_PEER`] from one IP address, so one flooding host
-//!   cannot lock out the coordinator. A connection over either limit is closed at once. A
-//!   connection's slot is held until it closes, so the limit bounds pending handshakes too
-//!   (each of which ends within `HANDSHAKE_TIMEOUT`).
+//! - **Connections** are admitted by [`Gate`] before their TLS handshake (which `handshake`
+//!   runs, each in its own task, within `HANDSHAKE_TIMEOUT`): at most [`MAX_CONNECTIONS`] in
+//!   all (fewer when `RLIMIT_NOFILE` is low, so that [`RESERVED_FDS`] descriptors always
+//!   remain for the sampler's `/proc` reads, the units' child processes and the gmond port),
+//!   and at most [`MAX_CONNECTIONS_PER_PEER`] *unproven* ones from one IP address. A
+//!   connection is unproven until its client has shown a current coordinator certificate in
+//!   the handshake. When the table is full the oldest unproven connection is closed to admit
+//!   the new one, so idle sockets and stalled handshakes from any number of addresses cannot
+//!   keep a coordinator out; proven connections are never evicted, and do not count against
+//!   their address (a coordinator host runs `serve`, `top` and `up` at once). Over the
+//!   per-address share, or with every place proven, a new connection is closed at once.
 //! - **Accept errors**: when the process or the system is out of descriptors (`EMFILE`,
 //!   `ENFILE`) accepting again at once fails again at once, so the loop backs off (growing
 //!   sleeps, one warning per episode) instead of spinning a core.
+//! - **Requests**: at most [`MAX_REQUEST_BYTES`] each, and [`MAX_STEPS_PER_UNIT`] steps in a
+//!   unit; a unit is decoded and checked on the blocking pool, never on the worker threads
+//!   the sampler's streams share.
 //! - **Metrics streams**: at most [`MAX_METRICS_STREAMS`] at once over all connections (each
 //!   is a task and a queue), counted by [`StreamGauge`] so tests and the flood bench can see
 //!   that a stream's task ends when its client goes away.
@@ -22,7 +29,8 @@
 //! Hand-written rather than tower's `ConcurrencyLimit`: that limits requests inside one
 //! connection, not connections, and it queues where a flood must be refused.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -32,15 +40,18 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
-use tokio_util::sync::CancellationToken;
+use tokio_rustls::server::TlsStream;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
 /// Connections at most, whatever the descriptor limit. A node has a handful of coordinators,
 /// each with one connection (HTTP/2 multiplexes its calls).
 pub const MAX_CONNECTIONS: usize = 1024;
 
-/// Connections at most from one IP address: a coordinator host runs a few `pvfsctl`s at once
-/// (`serve`, `top`, a benchmark), each with one connection.
+/// Unproven connections at most from one IP address (handshakes under way, certificates that
+/// are not a current coordinator's): a real client finishes its handshake in milliseconds, so
+/// only a flood holds many. Proven coordinator connections are not counted: a coordinator
+/// host runs several `pvfsctl`s at once (`serve`, `top`, a benchmark), each with one.
 pub const MAX_CONNECTIONS_PER_PEER: usize = 32;
 
 /// Descriptors kept back from connections: the sampler's `/proc` and `/sys` reads, the pipes
@@ -55,6 +66,17 @@ pub const MAX_METRICS_STREAMS: usize = 64;
 /// Concurrent calls at most on one connection (HTTP/2 `SETTINGS_MAX_CONCURRENT_STREAMS`); a
 /// coordinator's `bench` runs a Metrics stream, a BenchPhase and a few Infos at once.
 pub const MAX_STREAMS_PER_CONNECTION: u32 = 32;
+
+/// Steps in one `Apply` at most. pvfs's plans put tens of steps in a unit (16 at most in the
+/// example cluster files, a BeeGFS client; a server grows by a few steps per disk); 4096
+/// leaves room for any real node while keeping a unit's checks, events and memory small.
+pub const MAX_STEPS_PER_UNIT: usize = 4096;
+
+/// Bytes in one request to the Agent service at most (the gRPC message, decoded). tonic's
+/// default, stated: the largest real request is a unit with a repository's signing key (at
+/// most 64 KiB) or a Launch naming every client, far below it; 4096 steps of a kilobyte
+/// each fit. Over it tonic answers `OUT_OF_RANGE`, naming the size and the limit.
+pub const MAX_REQUEST_BYTES: usize = 4 << 20;
 
 /// The first and the longest pause of the accept loop when out of descriptors.
 const ACCEPT_BACKOFF_FIRST: Duration = Duration::from_millis(10);
@@ -75,7 +97,10 @@ pub fn connection_limit() -> usize {
 pub struct ConnectionCounts {
     admitted: AtomicU64,
     refused: AtomicU64,
+    evicted: AtomicU64,
     open: AtomicUsize,
+    unproven: AtomicUsize,
+    coordinators: AtomicUsize,
 }
 
 impl ConnectionCounts {
@@ -89,61 +114,148 @@ impl ConnectionCounts {
         self.refused.load(Ordering::Relaxed)
     }
 
-    /// Connections open now (admitted and not yet closed).
+    /// Connections that had not proven a coordinator certificate, closed to make room for a
+    /// newer one when the table was full.
+    pub fn evicted(&self) -> u64 {
+        self.evicted.load(Ordering::Relaxed)
+    }
+
+    /// Connections open now (admitted and not yet closed, evicted ones until their socket
+    /// closes).
     pub fn open(&self) -> usize {
         self.open.load(Ordering::Relaxed)
     }
+
+    /// Connections in the table that have not proven a coordinator certificate (handshake
+    /// under way, or another certificate): the ones evicted when the table is full.
+    pub fn unproven(&self) -> usize {
+        self.unproven.load(Ordering::Relaxed)
+    }
+
+    /// Open connections whose client proved a current coordinator certificate in its
+    /// handshake: never evicted, and not counted against their address.
+    pub fn coordinators(&self) -> usize {
+        self.coordinators.load(Ordering::Relaxed)
+    }
 }
 
-/// Admits connections within the limits.
+/// Admits connections within the limits, making room for a coordinator when full.
+///
+/// Every connection starts *unproven*: its TLS handshake has not finished, or finished with a
+/// certificate that is not a current coordinator's. Unproven connections count against their
+/// peer address and are kept oldest first; when the table is full, the oldest is evicted
+/// (closed) to admit the new one, so a flood of idle sockets or stalled handshakes from any
+/// number of addresses cannot keep a coordinator out: its connection arrives, evicts the
+/// oldest of the flood, finishes its handshake in milliseconds and is *proven* — no longer
+/// evictable, and no longer counted against its address (`serve`, `top` and `up` from one
+/// machine need more than one address's share). Only when every connection is proven is a
+/// new one refused for room.
 #[derive(Debug, Clone)]
 pub struct Gate {
-    total: Arc<Semaphore>,
-    per_peer: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    table: Arc<Mutex<Table>>,
+    limit: usize,
     per_peer_limit: usize,
     counts: Arc<ConnectionCounts>,
 }
 
-impl Gate {
-    pub fn new(total: usize, per_peer_limit: usize) -> Gate {
-        Gate {
-            total: Arc::new(Semaphore::new(total)),
-            per_peer: Arc::default(),
-            per_peer_limit,
-            counts: Arc::default(),
+#[derive(Debug, Default)]
+struct Table {
+    /// Unproven connections by admission order (ids only grow): the first is the oldest.
+    unproven: BTreeMap<u64, Unproven>,
+    /// Unproven connections per peer address.
+    per_peer: HashMap<IpAddr, usize>,
+    /// Proven coordinator connections.
+    coordinators: usize,
+    next_id: u64,
+}
+
+#[derive(Debug)]
+struct Unproven {
+    peer: IpAddr,
+    /// Cancelled to evict the connection: its reads and writes fail from then on.
+    evict: CancellationToken,
+}
+
+impl Table {
+    /// One unproven connection of `peer` fewer.
+    fn release_peer(&mut self, peer: IpAddr) {
+        if let Some(count) = self.per_peer.get_mut(&peer) {
+            *count -= 1;
+            if *count == 0 {
+                self.per_peer.remove(&peer);
+            }
         }
+        // A flood from thousands of addresses grows the map; a map never shrinks by itself,
+        // so give its memory back once the flood is gone.
+        if self.per_peer.len() * 4 < self.per_peer.capacity() && self.per_peer.capacity() > 64 {
+            self.per_peer.shrink_to_fit();
+        }
+    }
+}
+
+/// Why a connection was not admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// Its address already holds its share of unproven connections.
+    PerPeer,
+    /// Every place is held by a proven coordinator.
+    Full,
+}
+
+impl Gate {
+    pub fn new(limit: usize, per_peer_limit: usize) -> Gate {
+        Gate { table: Arc::default(), limit, per_peer_limit, counts: Arc::default() }
     }
 
     pub fn counts(&self) -> Arc<ConnectionCounts> {
         self.counts.clone()
     }
 
-    /// A slot for a connection from `peer`, or `None` when a limit is reached.
-    fn admit(&self, peer: IpAddr) -> Option<Slot> {
-        let permit = self.total.clone().try_acquire_owned().ok()?;
-        {
-            let mut peers = self.per_peer.lock().unwrap_or_else(|p| p.into_inner());
-            let count = peers.entry(peer).or_insert(0);
-            if *count >= self.per_peer_limit {
-                return None;
-            }
-            *count += 1;
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+        // Nothing panics while holding the lock; if something did, the counts are still whole.
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A place for a connection from `peer`, evicting the oldest unproven connection when the
+    /// table is full.
+    fn admit(&self, peer: IpAddr) -> Result<Slot, Refusal> {
+        let mut table = self.lock();
+        if table.per_peer.get(&peer).copied().unwrap_or(0) >= self.per_peer_limit {
+            return Err(Refusal::PerPeer);
         }
+        if table.unproven.len() + table.coordinators >= self.limit {
+            let Some((_, oldest)) = table.unproven.pop_first() else {
+                return Err(Refusal::Full);
+            };
+            table.release_peer(oldest.peer);
+            oldest.evict.cancel();
+            self.counts.evicted.fetch_add(1, Ordering::Relaxed);
+            self.counts.unproven.fetch_sub(1, Ordering::Relaxed);
+            tracing::debug!(peer = %oldest.peer, "connection evicted: the table is full and it has not proven a coordinator certificate");
+        }
+        let id = table.next_id;
+        table.next_id += 1;
+        let evict = CancellationToken::new();
+        table.unproven.insert(id, Unproven { peer, evict: evict.clone() });
+        *table.per_peer.entry(peer).or_insert(0) += 1;
         self.counts.admitted.fetch_add(1, Ordering::Relaxed);
         self.counts.open.fetch_add(1, Ordering::Relaxed);
-        Some(Slot { gate: self.clone(), peer, _permit: permit })
+        self.counts.unproven.fetch_add(1, Ordering::Relaxed);
+        Ok(Slot { gate: self.clone(), id, peer, proven: false, evict })
     }
 
     /// Accepts on `listener` until `shutdown` (or until the server stops taking connections),
-    /// passing on those admitted; the rest are closed at once.
-    pub fn incoming(
+    /// admits within the limits, runs each admitted connection's TLS handshake in a task of
+    /// its own (`handshake`), and passes on those that finish it; the rest are closed.
+    pub(crate) fn incoming(
         self,
         listener: TcpListener,
+        handshake: crate::handshake::Handshake,
         shutdown: CancellationToken,
-    ) -> tokio_stream::wrappers::ReceiverStream<std::io::Result<Admitted>> {
-        // One in flight: the server takes each connection as it comes, and a connection waiting
-        // here holds its slot like any other.
-        let (tx, rx) = mpsc::channel(1);
+    ) -> tokio_stream::wrappers::ReceiverStream<std::io::Result<TlsStream<Admitted>>> {
+        // A few finished handshakes may wait for the server to take them; each holds its
+        // place like any other connection.
+        let (tx, rx) = mpsc::channel(16);
         tokio::spawn(async move {
             let mut backoff = ACCEPT_BACKOFF_FIRST;
             let mut starved = false;
@@ -178,18 +290,30 @@ impl Gate {
                     starved = false;
                 }
                 backoff = ACCEPT_BACKOFF_FIRST;
-                let Some(slot) = self.admit(peer.ip()) else {
-                    self.counts.refused.fetch_add(1, Ordering::Relaxed);
-                    tracing::debug!(peer = %peer, "connection refused: connection limit reached");
-                    continue;
+                let slot = match self.admit(peer.ip()) {
+                    Ok(slot) => slot,
+                    Err(why) => {
+                        self.counts.refused.fetch_add(1, Ordering::Relaxed);
+                        tracing::debug!(peer = %peer, ?why, "connection refused: connection limit reached");
+                        continue;
+                    }
                 };
                 if let Err(err) = stream.set_nodelay(true) {
                     tracing::debug!(peer = %peer, error = %err, "cannot set TCP_NODELAY");
                 }
                 set_keepalive(&stream, peer);
-                if tx.send(Ok(Admitted { stream, _slot: slot })).await.is_err() {
-                    return;
-                }
+                let admitted = Admitted::new(stream, slot);
+                let (handshake, tx, shutdown) = (handshake.clone(), tx.clone(), shutdown.clone());
+                tokio::spawn(async move {
+                    let tls = tokio::select! {
+                        () = shutdown.cancelled() => return,
+                        tls = handshake.run(admitted, peer) => tls,
+                    };
+                    if let Some(tls) = tls {
+                        // The server stopped taking connections: this one closes with the task.
+                        let _ = tx.send(Ok(tls)).await;
+                    }
+                });
             }
         });
         tokio_stream::wrappers::ReceiverStream::new(rx)
@@ -215,32 +339,107 @@ fn out_of_resources(err: &std::io::Error) -> bool {
     )
 }
 
-/// A connection's place within the limits, given back when the connection closes.
+/// A connection's place in the table, given back when the connection closes.
 #[derive(Debug)]
 struct Slot {
     gate: Gate,
+    id: u64,
     peer: IpAddr,
-    _permit: OwnedSemaphorePermit,
+    /// Moved from the unproven connections to the coordinators'.
+    proven: bool,
+    evict: CancellationToken,
+}
+
+impl Slot {
+    /// The client proved a coordinator certificate: never evicted from now on, and no longer
+    /// counted against its address. False when it was evicted first (it closes then).
+    fn prove(&mut self) -> bool {
+        let mut table = self.gate.lock();
+        if table.unproven.remove(&self.id).is_none() {
+            return false;
+        }
+        table.release_peer(self.peer);
+        table.coordinators += 1;
+        self.proven = true;
+        self.gate.counts.unproven.fetch_sub(1, Ordering::Relaxed);
+        self.gate.counts.coordinators.fetch_add(1, Ordering::Relaxed);
+        true
+    }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        let mut peers = self.gate.per_peer.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(count) = peers.get_mut(&self.peer) {
-            *count -= 1;
-            if *count == 0 {
-                peers.remove(&self.peer);
-            }
+        let mut table = self.gate.lock();
+        if self.proven {
+            table.coordinators -= 1;
+            self.gate.counts.coordinators.fetch_sub(1, Ordering::Relaxed);
+        } else if table.unproven.remove(&self.id).is_some() {
+            table.release_peer(self.peer);
+            self.gate.counts.unproven.fetch_sub(1, Ordering::Relaxed);
         }
+        // (Else it was evicted, and its place given to another connection then.)
         self.gate.counts.open.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
-/// An admitted connection: the socket, holding its slot until it is dropped.
-#[derive(Debug)]
+/// An admitted connection: the socket, holding its place until it is dropped. While it is
+/// unproven, its reads and writes fail once the gate evicts it, which ends its handshake, or
+/// its HTTP/2 connection, wherever it is.
 pub struct Admitted {
     stream: TcpStream,
-    _slot: Slot,
+    slot: Slot,
+    /// Ready once evicted; `None` once proven (it can no longer be).
+    evicted: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+}
+
+impl Admitted {
+    fn new(stream: TcpStream, slot: Slot) -> Admitted {
+        let evicted = Some(Box::pin(slot.evict.clone().cancelled_owned()));
+        Admitted { stream, slot, evicted }
+    }
+
+    /// Waits until the client has sent something (or is gone), without a TLS session: an idle
+    /// connection holds its socket and this task's small state, nothing more. Ends early with
+    /// an error if the connection is evicted.
+    pub(crate) async fn readable(&self) -> std::io::Result<()> {
+        tokio::select! {
+            readable = self.stream.readable() => readable,
+            () = self.slot.evict.cancelled() => Err(evicted_error()),
+        }
+    }
+
+    /// See [`Slot::prove`].
+    pub(crate) fn prove(&mut self) -> bool {
+        let proven = self.slot.prove();
+        if proven {
+            self.evicted = None;
+        }
+        proven
+    }
+
+    /// Whether the gate has evicted this connection; registers for the wake-up if not.
+    fn poll_evicted(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Error> {
+        match self.evicted.as_mut().map(|evicted| evicted.as_mut().poll(cx)) {
+            Some(Poll::Ready(())) => Poll::Ready(evicted_error()),
+            _ => Poll::Pending,
+        }
+    }
+}
+
+impl std::fmt::Debug for Admitted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Admitted")
+            .field("stream", &self.stream)
+            .field("slot", &self.slot)
+            .finish_non_exhaustive()
+    }
+}
+
+fn evicted_error() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::ConnectionAborted,
+        "evicted: the connection table is full and this connection has not proven a coordinator certificate",
+    )
 }
 
 impl Connected for Admitted {
@@ -257,6 +456,9 @@ impl AsyncRead for Admitted {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
+        if let Poll::Ready(err) = self.poll_evicted(cx) {
+            return Poll::Ready(Err(err));
+        }
         Pin::new(&mut self.stream).poll_read(cx, buf)
     }
 }
@@ -267,6 +469,9 @@ impl AsyncWrite for Admitted {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
+        if let Poll::Ready(err) = self.poll_evicted(cx) {
+            return Poll::Ready(Err(err));
+        }
         Pin::new(&mut self.stream).poll_write(cx, buf)
     }
 
@@ -283,6 +488,9 @@ impl AsyncWrite for Admitted {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
+        if let Poll::Ready(err) = self.poll_evicted(cx) {
+            return Poll::Ready(Err(err));
+        }
         Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
     }
 

@@ -1,6 +1,7 @@
 //! The `pvfs.v1.Agent` gRPC service: the edge where wire types meet the agent's work.
 
 use crate::history::History;
+use crate::limits::MAX_STEPS_PER_UNIT;
 use crate::reboot;
 use pvfs_host::{Root, Runner, SystemRunner};
 use pvfs_metrics::facts::{self, NodeInfo};
@@ -100,6 +101,10 @@ const BENCH_START_LIMIT: std::time::Duration = std::time::Duration::from_secs(60
 /// the buffer, and a slow reader just stays further behind in it.
 const STREAM_QUEUE: usize = 8;
 
+/// Units decoded and checked at once. A coordinator sends a node one unit at a time; two
+/// leave one core for everything else on a small node.
+const UNIT_CHECKS: usize = 2;
+
 /// Answers the coordinator's requests.
 #[derive(Debug)]
 pub struct AgentService {
@@ -119,6 +124,11 @@ pub struct AgentService {
     policy: Arc<pvfs_steps::Policy>,
     /// The `Metrics` streams: at most so many at once, and how many are live.
     metrics_streams: crate::limits::StreamGauge,
+    /// Units being decoded and checked on the blocking pool (see `apply`).
+    checking: Arc<tokio::sync::Semaphore>,
+    /// The revoked serials: a `Metrics` stream ends once its client's certificate is listed.
+    /// (`auth` checks every request; a stream is one request that goes on.)
+    revoked: Option<pvfs_tls::RevokedWatch>,
 }
 
 impl AgentService {
@@ -134,6 +144,8 @@ impl AgentService {
             units: TaskTracker::new(),
             policy: Arc::new(pvfs_steps::Policy::default()),
             metrics_streams: crate::limits::StreamGauge::default(),
+            checking: Arc::new(tokio::sync::Semaphore::new(UNIT_CHECKS)),
+            revoked: None,
         }
     }
 
@@ -168,9 +180,43 @@ impl AgentService {
         })
     }
 
+    /// The same service ending `Metrics` streams whose client's certificate `revoked` lists.
+    pub fn with_revoked(self, revoked: pvfs_tls::RevokedWatch) -> AgentService {
+        AgentService { revoked: Some(revoked), ..self }
+    }
+
     /// The same service counting its `Metrics` streams in `gauge` (and under its limit).
     pub fn with_metrics_streams(self, gauge: crate::limits::StreamGauge) -> AgentService {
         AgentService { metrics_streams: gauge, ..self }
+    }
+}
+
+/// The certificate of a stream's client, checked against the revoked list as the stream goes.
+struct StreamClient {
+    revoked: pvfs_tls::RevokedWatch,
+    /// Kept to word the refusal as `auth` does.
+    leaf: Vec<u8>,
+    serial: Option<pvfs_tls::Serial>,
+}
+
+impl StreamClient {
+    fn new(revoked: pvfs_tls::RevokedWatch, leaf: &[u8]) -> StreamClient {
+        StreamClient { revoked, leaf: leaf.to_vec(), serial: pvfs_tls::serial_of(leaf) }
+    }
+
+    /// `PERMISSION_DENIED` once the certificate is revoked, or the list cannot be read (fail
+    /// closed, as `auth` does). The common case is a `stat` and a set lookup.
+    fn check(&self) -> Result<(), Status> {
+        let revoked = self.revoked.current().map_err(|why| {
+            Status::permission_denied(format!(
+                "this agent cannot read its list of revoked certificates ({why}); it refuses every request until the list is fixed"
+            ))
+        })?;
+        if self.serial.as_ref().is_some_and(|serial| !revoked.contains(serial)) {
+            return Ok(());
+        }
+        pvfs_tls::check_coordinator(&self.leaf, &revoked)
+            .map_err(|refusal| Status::permission_denied(refusal.to_string()))
     }
 }
 
@@ -311,21 +357,56 @@ impl pb::agent_server::Agent for AgentService {
 
     async fn apply(&self, request: Request<pb::ApplyRequest>) -> Result<Response<Self::ApplyStream>, Status> {
         let pb::ApplyRequest { steps, dry_run, after_changes, label, cluster_hosts } = request.into_inner();
-        let steps = pvfs_proto::convert::steps_from_wire(steps)
-            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        // Counted before anything is decoded: the checks below are linear, but a unit far
+        // beyond any plan is a confused or hostile caller, not work.
+        if steps.len() > MAX_STEPS_PER_UNIT {
+            tracing::warn!(unit = %label, steps = steps.len(), limit = MAX_STEPS_PER_UNIT, "unit refused: too many steps");
+            return Err(Status::invalid_argument(format!(
+                "a unit of {} steps is more than this agent takes ({MAX_STEPS_PER_UNIT} steps per unit at most; \
+                 pvfs's plans have tens): split the work into smaller units",
+                steps.len()
+            )));
+        }
         // Stopping: the unit under way may finish, nothing new starts.
         if self.shutdown.is_cancelled() {
             return Err(Status::unavailable("this agent is stopping; run again once it is back"));
         }
-        // The policy, before anything runs (dry runs too): a refused unit changes nothing, and
-        // the refusal names the step, the rule and what to do. `run_unit` checks again. Hosts a
-        // step names must be the cluster's own, as the request names them.
+        // Decoding and the policy (which looks at the node's paths) run on the blocking pool,
+        // so that a large unit never holds one of the runtime's two worker threads (the
+        // sampler's and every other caller's); at most `UNIT_CHECKS` at once, the rest waiting
+        // here without a thread, so a burst of units cannot fill the blocking pool either.
+        let permit = self
+            .checking
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| Status::unavailable("this agent is stopping; run again once it is back"))?;
+        // Hosts a step names must be the cluster's own, as the request names them.
         let policy = Arc::new(self.policy.for_cluster(cluster_hosts));
-        policy.check_unit_on(&steps, &self.root).map_err(|refused| {
-            tracing::warn!(unit = %label, step = refused.index, rule = refused.error.rule, value = %refused.error.value,
-                "unit refused by the agent's policy");
-            Status::permission_denied(format!("the agent's policy refuses this unit: {refused}"))
-        })?;
+        let (checker, root, unit) = (policy.clone(), self.root.clone(), label.clone());
+        let checked = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let steps = pvfs_proto::convert::steps_from_wire(steps)
+                .map_err(|e| Status::invalid_argument(e.to_string()))?;
+            // The policy, before anything runs (dry runs too): a refused unit changes nothing,
+            // and the refusal names the step, the rule and what to do. `run_unit` checks again.
+            checker.check_unit_on(&steps, &root).map_err(|refused| {
+                tracing::warn!(unit = %unit, step = refused.index, rule = refused.error.rule, value = %refused.error.value,
+                    "unit refused by the agent's policy");
+                Status::permission_denied(format!("the agent's policy refuses this unit: {refused}"))
+            })?;
+            Ok::<_, Status>(steps)
+        })
+        .await;
+        let steps = match checked {
+            Ok(checked) => checked?,
+            Err(join) => {
+                tracing::error!(unit = %label, error = %join, "checking a unit failed");
+                return Err(Status::internal(format!(
+                    "the agent failed while checking this unit ({join}); report it"
+                )));
+            }
+        };
         let guard = self.converging.clone().try_lock_owned().map_err(|_| {
             Status::aborted("another `pvfsctl up` is converging this node right now; wait for it to finish, then run again")
         })?;
@@ -386,6 +467,13 @@ impl pb::agent_server::Agent for AgentService {
         &self,
         request: Request<pb::MetricsRequest>,
     ) -> Result<Response<Self::MetricsStream>, Status> {
+        // Whose stream this is, to end it if the certificate is revoked while it runs.
+        let client = match (&self.revoked, request.peer_certs()) {
+            (Some(revoked), Some(certs)) => {
+                certs.first().map(|leaf| StreamClient::new(revoked.clone(), leaf))
+            }
+            _ => None,
+        };
         let pb::MetricsRequest { epoch, after_seq, since_unix_ns, processes } = request.into_inner();
         // Each stream is a task and a queue: without a limit, a client opening thousands of
         // them takes the agent's memory (HTTP/2 limits them per connection, this in all).
@@ -449,6 +537,15 @@ impl pb::agent_server::Agent for AgentService {
                         continue;
                     }
                 };
+                // Once a second at most (a sample), one `stat` of the revoked list: a revocation
+                // cuts the streams already open too, within a second.
+                if let Some(client) = &client
+                    && let Err(refused) = client.check()
+                {
+                    tracing::warn!(reason = %refused.message(), "Metrics stream ended: its certificate is no longer accepted");
+                    let _ = tx.send(Err(refused)).await;
+                    return;
+                }
                 tokio::select! {
                     () = shutdown.cancelled() => return,
                     sent = tx.send(Ok(pb::MetricsEvent { event: Some(event) })) => if sent.is_err() { return },

@@ -248,8 +248,8 @@ pub enum ParamError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{why}")]
 pub struct Violation {
-    /// The parameter at fault by its full name (`transfer`, `segments`, `items`, or `tasks` for
-    /// the run's size): the name cluster files, `--set` and the wire's fields use, so each
+    /// The parameter at fault by its full name (`transfer`, `segments`, `items`, or `tasks` and
+    /// `clients` for the run's size): the name cluster files, `--set` and the wire's fields use, so each
     /// can point at its own place.
     pub field: &'static str,
     /// What is wrong, with the value and the limit, and what to do instead.
@@ -290,6 +290,10 @@ pub mod limits {
     /// Tasks in a run across every client: 2^20, 256 clients at the per-client maximum or a
     /// thousand clients at 1024 tasks each.
     pub const MAX_TOTAL_TASKS: u32 = 1 << 20;
+    /// Clients in one run (the hosts of one MPI job): ten thousand, the largest cluster pvfs
+    /// is measured at (`pvfsctl serve` following 10,000 agents). Without it a Launch naming
+    /// 100,000 hosts at one task each started `mpirun -np 100000`.
+    pub const MAX_CLIENTS: usize = 10_000;
     /// Items (files or directories) one task makes per phase, `-I` × item directories. The
     /// seed's metadata preset makes 32 000; 10^8 is more than a day at a thousand creates a
     /// second per task.
@@ -315,7 +319,16 @@ const MDTEST_KEYS: &str = "items (I), depth (z), branch (b), iterations (i), cre
 
 /// How many tasks a run has: `per_client` on each of `clients`, within the bounds.
 pub fn total_tasks(per_client: u32, clients: usize) -> Result<u32, Violation> {
-    use limits::{MAX_TASKS_PER_CLIENT, MAX_TOTAL_TASKS};
+    use limits::{MAX_CLIENTS, MAX_TASKS_PER_CLIENT, MAX_TOTAL_TASKS};
+    if clients > MAX_CLIENTS {
+        return Err(Violation::new(
+            "clients",
+            format!(
+                "{clients} clients is more than {MAX_CLIENTS} in one run; run the benchmark on fewer clients \
+                 (a subset of them, or several runs)"
+            ),
+        ));
+    }
     if per_client == 0 {
         return Err(Violation::new("tasks", "procs (tasks per client) must be at least 1"));
     }
@@ -946,10 +959,14 @@ mod tests {
         assert_eq!(total_tasks(4, 3), Ok(12));
         assert!(total_tasks(0, 3).unwrap_err().why.contains("at least 1"));
         assert!(total_tasks(4097, 1).unwrap_err().why.contains("more than 4096 tasks per client"));
-        let v = total_tasks(4096, 1 << 20).unwrap_err();
+        let v = total_tasks(4096, 257).unwrap_err();
         assert_eq!(v.field, "tasks");
-        assert!(v.why.contains("4096 procs on each of 1048576 clients"), "{v}");
+        assert!(v.why.contains("4096 procs on each of 257 clients"), "{v}");
         assert!(total_tasks(4096, usize::MAX).is_err(), "more clients than a u32 holds");
+        let v = total_tasks(1, 100_000).unwrap_err();
+        assert_eq!(v.field, "clients");
+        assert!(v.why.starts_with("100000 clients is more than 10000 in one run"), "{}", v.why);
+        assert_eq!(total_tasks(1, limits::MAX_CLIENTS), Ok(10_000));
 
         let mut w = Preset::Throughput.workload();
         w.set_all([("b", "16t"), ("t", "1g")]).unwrap();

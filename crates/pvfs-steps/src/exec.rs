@@ -2,6 +2,7 @@
 
 use crate::{Action, Assessment, NodeAccess, Policy, Step, StepError};
 use pvfs_host::{Command, Runner};
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 /// How one step ended.
@@ -341,10 +342,12 @@ pub async fn run_unit<R: Runner>(
         }
         return summary;
     }
-    let made = crate::policy::made_devices(steps);
+    let made = crate::policy::MadeDevices::of(steps);
     // Files the unit's steps changed (or, in a dry run, would change), for the services that
     // read them: each is restarted once, at its own step, after all of them.
     let mut changed: Vec<String> = Vec::new();
+    // The same files as a set: whether one is already listed, in constant time.
+    let mut changed_set: HashSet<String> = HashSet::new();
     let mut uncertain = after_changes;
     let mut failed_at: Option<usize> = None;
     // Set when a step says the node must boot into another kernel: what follows is skipped.
@@ -380,6 +383,10 @@ pub async fn run_unit<R: Runner>(
             failed_at = Some(i);
             continue;
         }
+        // Steps do their file work synchronously: give the worker thread back between them,
+        // so that a unit of thousands of steps never holds it (the agent's sampler and its
+        // other callers share two worker threads).
+        tokio::task::yield_now().await;
         emit(StepEvent::Started { index });
         let started = Instant::now();
         let mut commands = Vec::new();
@@ -387,7 +394,7 @@ pub async fn run_unit<R: Runner>(
             step,
             host,
             policy,
-            Earlier { made: &made[i], changed: &changed },
+            Earlier { made: made.before(i), changed: &changed },
             dry_run,
             |record| commands.push(record.clone()),
             &mut |detail: &str| emit(StepEvent::Progress { index, detail: detail.to_owned() }),
@@ -408,12 +415,18 @@ pub async fn run_unit<R: Runner>(
                 Outcome::Pending { detail: format!("depends on the changes before it: {}", failure.message) };
         }
         if matches!(outcome, Outcome::Changed { .. } | Outcome::WouldChange { .. }) {
-            changed
-                .extend(step.configures().into_iter().filter(|f| !changed.contains(f)).collect::<Vec<_>>());
+            for file in step.configures() {
+                if changed_set.insert(file.clone()) {
+                    changed.push(file);
+                }
+            }
         }
         if let Step::Service(service) = step {
-            // Restarted (or started) now: later changes would need another restart.
-            changed.retain(|f| !service.configs.contains(f));
+            // Restarted (or started) now: later changes would need another restart. Through a
+            // set of the service's files, so a long unit stays linear.
+            let reads: HashSet<&str> = service.configs.iter().map(String::as_str).collect();
+            changed.retain(|f| !reads.contains(f.as_str()));
+            changed_set.retain(|f| !reads.contains(f.as_str()));
         }
         match &outcome {
             Outcome::Ok { .. } => summary.ok += 1,

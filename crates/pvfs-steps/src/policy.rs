@@ -159,7 +159,7 @@
 
 use crate::{Action, Gate, GateKind, Step};
 use pvfs_host::Root;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 
 /// Directories no step may create things in, mount on, or use as data paths (and `/` itself);
@@ -631,9 +631,9 @@ impl Policy {
     /// allowed for the steps after it.
     pub fn check_unit_on(&self, steps: &[Step], root: &Root) -> Result<(), StepRefused> {
         restart_order(steps)?;
-        let made = made_devices(steps);
+        let made = MadeDevices::of(steps);
         for (index, step) in steps.iter().enumerate() {
-            self.check_step_on(step, root, &made[index]).map_err(|error| StepRefused {
+            self.check_step_on(step, root, made.before(index)).map_err(|error| StepRefused {
                 index,
                 step: step.to_string(),
                 error,
@@ -2258,14 +2258,15 @@ fn queue_attribute(path: &str) -> Result<(), PolicyError> {
 /// `restart-order`: no step changes a file that a service step *before* it in the unit
 /// reads (its `configs`): that service would keep running with the old settings, since its
 /// restart comes at its own step.
+///
+/// One pass, with the first service step reading each file kept in a map as it is met: the
+/// check is linear in the unit's size. (Scanning the steps before every step made a unit of
+/// 80,000 steps take 39 s on the agent, issue 24.)
 fn restart_order(steps: &[Step]) -> Result<(), StepRefused> {
+    let mut first_reader: HashMap<&str, &crate::Service> = HashMap::new();
     for (index, step) in steps.iter().enumerate() {
         for file in step.configures() {
-            let earlier = steps[..index].iter().find_map(|s| match s {
-                Step::Service(service) if service.configs.contains(&file) => Some(service),
-                _ => None,
-            });
-            if let Some(service) = earlier {
+            if let Some(service) = first_reader.get(file.as_str()) {
                 return Err(StepRefused {
                     index,
                     step: step.to_string(),
@@ -2276,6 +2277,13 @@ fn restart_order(steps: &[Step]) -> Result<(), StepRefused> {
                         "this is a bug in pvfs's planner (configuration steps come before their service's); report it",
                     ),
                 });
+            }
+        }
+        // After its own files are checked (a service step configures none): a service is
+        // "before" the steps that follow it only.
+        if let Step::Service(service) = step {
+            for file in &service.configs {
+                first_reader.entry(file.as_str()).or_insert(service);
             }
         }
     }
@@ -2385,19 +2393,37 @@ fn consumed_devices(step: &Step) -> Vec<String> {
     }
 }
 
-/// For each step, the devices the steps before it in the unit make.
-pub(crate) fn made_devices(steps: &[Step]) -> Vec<Vec<String>> {
-    let mut made = Vec::new();
-    let mut so_far: Vec<String> = Vec::new();
-    for step in steps {
-        made.push(so_far.clone());
-        match step {
-            Step::Raid0(r) => so_far.push(r.device.clone()),
-            Step::LvmThin(l) => so_far.push(l.device()),
-            _ => {}
+/// The devices a unit's steps make (arrays, thin volumes), in order: the devices made before
+/// step `i` are [`MadeDevices::before`]`(i)`.
+///
+/// One list and a count per step, not a list per step: a unit of many such steps would
+/// otherwise hold a copy of every earlier device for each step (quadratic memory).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct MadeDevices {
+    devices: Vec<String>,
+    /// For each step, how many of `devices` the steps before it made.
+    made_before: Vec<usize>,
+}
+
+impl MadeDevices {
+    pub(crate) fn of(steps: &[Step]) -> MadeDevices {
+        let mut made = MadeDevices { devices: Vec::new(), made_before: Vec::with_capacity(steps.len()) };
+        for step in steps {
+            made.made_before.push(made.devices.len());
+            match step {
+                Step::Raid0(r) => made.devices.push(r.device.clone()),
+                Step::LvmThin(l) => made.devices.push(l.device()),
+                _ => {}
+            }
         }
+        made
     }
-    made
+
+    /// The devices the steps before step `index` make.
+    pub(crate) fn before(&self, index: usize) -> &[String] {
+        let count = self.made_before.get(index).copied().unwrap_or(self.devices.len());
+        &self.devices[..count]
+    }
 }
 
 /// `file-owner`: `path` and the directory it is in, where they exist, belong to the user the

@@ -116,8 +116,9 @@ impl Service {
         if self.running {
             let out = host.probe(Command::new("systemctl").args(["is-active", &self.unit])).await?;
             let state = out.stdout.lines().next().unwrap_or_default().trim();
-            let stale: Vec<&str> =
-                changed.iter().filter(|c| self.configs.contains(c)).map(String::as_str).collect();
+            // Through a set: a service reading many files after a long unit stays linear.
+            let reads: std::collections::HashSet<&str> = self.configs.iter().map(String::as_str).collect();
+            let stale: Vec<&str> = changed.iter().map(String::as_str).filter(|c| reads.contains(c)).collect();
             // "reloading" is running. systemd 219 answers "unknown" for a unit it has not
             // loaded; later ones "inactive".
             if !matches!(state, "active" | "reloading") {

@@ -187,6 +187,39 @@ async fn launch_sizes_that_would_wrap_are_refused() {
     agent.stop().await;
 }
 
+/// Issue 24: a Launch naming 100,000 hosts at one task each was accepted and started
+/// `mpirun -np 100000`. Now refused, naming the limit, before anything is made.
+#[tokio::test]
+async fn a_launch_on_more_clients_than_a_run_takes_is_refused() {
+    let pki = Pki::new();
+    let agent = Agent::start(&pki).await;
+    let scratch = harness::scratch("bench-hosts");
+    let clients =
+        (0..100_000).map(|i| (format!("c{i}"), format!("10.{}.{}.{}", i >> 16, (i >> 8) & 255, i & 255)));
+    let wire = launch_request_to(&LaunchRequest {
+        program: Program::Builtin,
+        workload: Preset::Throughput.workload(),
+        dir: scratch.path().join("pvfs-bench/run"),
+        clients: clients.collect(),
+        tasks_per_node: 1,
+        mpi_ssh: false,
+    });
+    let mut client = agent.client.clone();
+    let status = client.launch(wire).await.expect_err("refused");
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+    assert!(
+        status.message().starts_with(&format!(
+            "tasks_per_host = 1 on 100000 hosts: 100000 clients is more than {} in one run",
+            pvfs_bench::params::limits::MAX_CLIENTS
+        )),
+        "{}",
+        status.message()
+    );
+    assert!(!scratch.path().join("pvfs-bench").exists());
+    agent.assert_still_serving().await;
+    agent.stop().await;
+}
+
 /// The run's directory is on a shared file system: another user may have planted a symlink
 /// at the hostfile's name, or made the run directory itself a symlink. Neither is followed.
 #[tokio::test]

@@ -1,6 +1,7 @@
 //! Floods: more connections and streams than the agent admits, from a client that never
-//! finishes a handshake or never reads. The agent must refuse the excess, go on answering its
-//! coordinator, and give back what a client held once it goes.
+//! finishes a handshake or never reads, from one address or from thousands. The agent must
+//! refuse or evict the excess, go on answering its coordinator, and give back what a client
+//! held once it goes.
 
 use crate::harness::{Agent, Pki, TIMEOUT};
 use pvfs_agent::limits::{MAX_CONNECTIONS_PER_PEER, MAX_METRICS_STREAMS, MAX_STREAMS_PER_CONNECTION};
@@ -191,5 +192,152 @@ async fn stuck_tls_handshakes_are_closed_and_their_slots_freed() {
         .expect("Info succeeded");
     assert_eq!(info.into_inner().node.unwrap().agent_name, "n1");
     agent.assert_still_serving().await;
+    agent.stop().await;
+}
+
+/// The `i`th of many flood sources: 127.1.0.1, 127.1.0.2, … (the loopback /8 needs no setup
+/// to bind), none of them 127.0.0.1, the coordinator's.
+fn flood_source(i: usize) -> std::net::IpAddr {
+    std::net::Ipv4Addr::new(127, 1, (i / 250) as u8, (i % 250) as u8 + 1).into()
+}
+
+/// One flooding client for as long as `stop` is not cancelled: a TCP connection from `source`
+/// that sends nothing (or, with `half_hello`, half a ClientHello), held until the agent closes
+/// it, then opened again, as an attacker keeps a flood in place.
+async fn flooder(
+    source: std::net::IpAddr,
+    agent: SocketAddr,
+    half_hello: bool,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    use tokio::io::AsyncWriteExt;
+    while !stop.is_cancelled() {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(SocketAddr::new(source, 0)).unwrap();
+        let connected = tokio::select! {
+            () = stop.cancelled() => return,
+            connected = socket.connect(agent) => connected,
+        };
+        if let Ok(mut stream) = connected {
+            if half_hello {
+                let _ = stream.write_all(&HALF_A_CLIENT_HELLO).await;
+            }
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = closed_by_the_agent(stream) => {}
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The test process holds both ends of every flood connection: room for them, as a unit's
+/// `LimitNOFILE=` gives the agent. The agent's own limit stays `MAX_CONNECTIONS`.
+fn enough_descriptors(n: u64) {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
+    assert!(hard >= n, "this test needs {n} descriptors; the hard limit is {hard}");
+    if soft < n {
+        setrlimit(Resource::RLIMIT_NOFILE, n, hard).unwrap();
+    }
+}
+
+/// Issue 24, item 8: 2000 source addresses holding idle TCP connections or stalled TLS
+/// handshakes let only 13 of 32 fresh coordinator Info calls through. Now the connection table
+/// evicts its oldest unproven connection for each new one, so every coordinator connection
+/// gets in while the flood goes on, finishes its handshake and is never evicted; and 32 of
+/// them from one address (more than its share of unproven ones) are all admitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_from_2000_addresses_cannot_keep_the_coordinator_out() {
+    const FLOOD: usize = 2000;
+    enough_descriptors(8192);
+    let pki = Pki::new();
+    let agent = Agent::start(&pki).await;
+    let limit = pvfs_agent::limits::connection_limit();
+    let counts = agent.connections.clone();
+    let before = counts.admitted();
+
+    let stop = tokio_util::sync::CancellationToken::new();
+    let mut flood = tokio::task::JoinSet::new();
+    for i in 0..FLOOD {
+        flood.spawn(flooder(flood_source(i), agent.addr, i % 2 == 1, stop.clone()));
+    }
+    // Every flooder connected at least once, and the table is full and evicting.
+    until("the flood to fill the agent's connection table", || {
+        counts.admitted() - before >= FLOOD as u64 && counts.evicted() > 0
+    })
+    .await;
+
+    // 32 fresh coordinator connections from 127.0.0.1 while the flood goes on: each is
+    // admitted, answered, and held open with the others.
+    let mut coordinators = Vec::new();
+    for i in 0..32 {
+        let mut client = agent.connect_from([127, 0, 0, 1].into()).await.unwrap_or_else(|err| {
+            panic!("coordinator connection {i} was not let in during the flood: {err:?}")
+        });
+        let info = tokio::time::timeout(TIMEOUT, client.info(pb::InfoRequest {}))
+            .await
+            .unwrap_or_else(|_| panic!("Info {i} was not answered in time during the flood"))
+            .unwrap_or_else(|status| panic!("Info {i} failed during the flood: {status:?}"));
+        assert_eq!(info.into_inner().node.unwrap().agent_name, "n1");
+        coordinators.push(client);
+    }
+    // The harness's own connection and the 32: proven, so never evicted, and more than one
+    // address's share of unproven connections.
+    assert!(counts.coordinators() >= 33, "{} proven coordinator connections", counts.coordinators());
+    assert!(counts.evicted() >= (FLOOD - limit) as u64, "only {} evictions", counts.evicted());
+    assert!(
+        counts.unproven() + counts.coordinators() <= limit,
+        "the table holds {} + {} connections, over its limit of {limit}",
+        counts.unproven(),
+        counts.coordinators()
+    );
+    // The first coordinators are still answered after the 32nd, on their own connections.
+    for client in coordinators.iter_mut().take(4) {
+        tokio::time::timeout(TIMEOUT, client.info(pb::InfoRequest {}))
+            .await
+            .expect("Info answered in time on an early coordinator connection")
+            .expect("an early coordinator connection was not evicted");
+    }
+
+    // The flood goes: its places are given back.
+    stop.cancel();
+    while flood.join_next().await.is_some() {}
+    until("the flood's connections to be released", || counts.unproven() == 0).await;
+    agent.assert_still_serving().await;
+    drop(coordinators);
+    agent.stop().await;
+}
+
+/// The per-address limit counts a connection only until it proves a coordinator certificate:
+/// more coordinator connections than the limit from one address all get in (`serve`, `top` and
+/// `up` on one machine), and that address's unproven connections are still capped.
+#[tokio::test]
+async fn coordinator_connections_from_one_address_are_not_capped_but_its_unproven_ones_are() {
+    let pki = Pki::new();
+    let agent = Agent::start(&pki).await;
+    let source: std::net::IpAddr = "127.0.0.5".parse().unwrap();
+    let mut held = Vec::new();
+    for i in 0..MAX_CONNECTIONS_PER_PEER + 8 {
+        let mut client = agent
+            .connect_from(source)
+            .await
+            .unwrap_or_else(|err| panic!("coordinator connection {i}: {err:?}"));
+        tokio::time::timeout(TIMEOUT, client.info(pb::InfoRequest {}))
+            .await
+            .expect("Info answered in time")
+            .expect("Info succeeded");
+        held.push(client);
+    }
+    let counts = agent.connections.clone();
+    assert_eq!(counts.refused(), 0);
+    // Idle connections from the same address: its share of unproven ones, then refusals.
+    let refused_before = counts.refused();
+    let idle = idle_connections("127.0.0.5", agent.addr, MAX_CONNECTIONS_PER_PEER + 4).await;
+    until("every idle connection to be admitted or refused", || counts.refused() - refused_before == 4).await;
+    assert_eq!(counts.unproven(), MAX_CONNECTIONS_PER_PEER);
+    drop(idle);
+    agent.assert_still_serving().await;
+    drop(held);
     agent.stop().await;
 }

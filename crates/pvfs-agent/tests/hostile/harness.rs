@@ -58,6 +58,16 @@ impl Agent {
 
     /// [`Agent::start_with`], with the certificates of a [`Pki`] made by another process.
     pub async fn start_in(tls: &Path, adjust: impl FnOnce(&mut Settings)) -> Agent {
+        Agent::start_prepared(tls, adjust, |prepared| prepared).await
+    }
+
+    /// [`Agent::start_in`], with what `tune` changes once the settings are prepared (shorter
+    /// HTTP/2 ping timings, say).
+    pub async fn start_prepared(
+        tls: &Path,
+        adjust: impl FnOnce(&mut Settings),
+        tune: impl FnOnce(pvfs_agent::Prepared) -> pvfs_agent::Prepared,
+    ) -> Agent {
         let state = tempfile::tempdir().unwrap();
         let mut settings = Settings {
             name: "n1".into(),
@@ -71,7 +81,7 @@ impl Agent {
             policy_file: None,
         };
         adjust(&mut settings);
-        let prepared = pvfs_agent::prepare(settings).unwrap();
+        let prepared = tune(pvfs_agent::prepare(settings).unwrap());
         let (connections, streams) = (prepared.connections(), prepared.metrics_streams());
         let listener = pvfs_agent::bind(prepared.settings().listen).await.unwrap();
         let addr = listener.local_addr().unwrap();

@@ -1,7 +1,8 @@
 //! Calls that must not lock a node out, and certificates that must not command it: a gate
 //! deadline beyond the cap, a caller that disconnects mid-gate, certificates signed by the
 //! cluster CA that are not coordinator certificates, and a coordinator certificate revoked
-//! while the agent runs. All over real mutual TLS against a real agent.
+//! while the agent runs (and while its Metrics stream is open). All over real mutual TLS
+//! against a real agent.
 
 use crate::harness::{self, Agent, Pki, connect};
 use pvfs_proto::pb;
@@ -227,5 +228,53 @@ async fn a_coordinator_certificate_revoked_while_the_agent_runs_is_refused_and_a
         .into_inner();
     while stream.message().await.unwrap().is_some() {}
     assert!(probe.is_dir());
+    agent.stop().await;
+}
+
+/// The next Metrics event within `TIMEOUT`: a sample, or the status the stream ended with.
+async fn next_event(
+    stream: &mut tonic::Streaming<pb::MetricsEvent>,
+) -> Result<Option<pb::MetricsEvent>, tonic::Status> {
+    tokio::time::timeout(harness::TIMEOUT, stream.message()).await.expect("a Metrics event within 10 s")
+}
+
+/// Issue 24: a revoked certificate's open Metrics stream kept streaming (every request is
+/// checked, and a stream is one request). Now it ends with PERMISSION_DENIED, naming the
+/// revocation, within seconds of `revoked.txt` changing; another coordinator's stream goes on.
+#[tokio::test]
+async fn an_open_metrics_stream_ends_once_its_certificate_is_revoked() {
+    let pki = Pki::new();
+    let agent = Agent::start(&pki).await;
+    pvfs_tls::issue(pki.path(), "other", &[], pvfs_tls::Usage::Coordinator, false).unwrap();
+    let mut other = connect(pki.path(), "other", agent.addr).await.unwrap();
+    let request = pb::MetricsRequest { epoch: 0, after_seq: 0, since_unix_ns: 0, processes: 0 };
+    let mut doomed = agent.client.clone().metrics(request).await.unwrap().into_inner();
+    let mut kept = other.metrics(request).await.unwrap().into_inner();
+    for stream in [&mut doomed, &mut kept] {
+        let event = next_event(stream).await.expect("the stream is healthy").expect("the stream is open");
+        assert!(matches!(event.event, Some(pb::metrics_event::Event::Sample(_))), "{event:?}");
+    }
+
+    let revocation = pvfs_tls::revoke_named(pki.path(), "pvfsctl").unwrap();
+    let revoked_at = Instant::now();
+    let status = loop {
+        match next_event(&mut doomed).await {
+            Ok(Some(_)) => {
+                assert!(revoked_at.elapsed() < Duration::from_secs(5), "still streaming 5 s after")
+            }
+            Ok(None) => panic!("the stream ended without saying why"),
+            Err(status) => break status,
+        }
+    };
+    assert!(revoked_at.elapsed() < Duration::from_secs(5), "cut only after {:?}", revoked_at.elapsed());
+    assert_eq!(status.code(), tonic::Code::PermissionDenied, "{status:?}");
+    let want = format!("certificate \"pvfsctl\" (serial {}) is revoked", revocation.serial);
+    assert!(status.message().starts_with(&want), "{}", status.message());
+
+    // The other coordinator's stream goes on, and it is still answered.
+    let event = next_event(&mut kept).await.expect("the other stream is healthy").expect("and open");
+    assert!(matches!(event.event, Some(pb::metrics_event::Event::Sample(_))), "{event:?}");
+    other.info(pb::InfoRequest {}).await.expect("the other coordinator is still answered");
+    drop((doomed, kept));
     agent.stop().await;
 }

@@ -8,6 +8,7 @@
 //! so the attacks are real attacks on this machine, aimed at names no real system uses
 //! (`pvfs-hostile-*`) and cleaned up even when an assertion fails.
 
+mod availability;
 mod bench;
 mod devices;
 mod flood;
