@@ -10,6 +10,7 @@
 //! - `bench-up`: a no-op `pvfsctl up` on many simulated nodes.
 //! - `bench-engine`: the built-in engine against fio.
 //! - `bench-flood`: an agent under connection and stream floods while a coordinator follows it.
+//! - `bench-serve-flood`: `pvfsctl serve`'s /metrics listener under a slowloris while scraped.
 //! - `fuzz`: the parsers' and writers' property tests, many more cases, for a set time.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -26,6 +27,7 @@ mod e2e;
 mod fuzz;
 mod gluster;
 mod image;
+mod serve_flood;
 mod sshlab;
 mod util;
 
@@ -71,6 +73,9 @@ enum Command {
     /// A real agent under floods (idle connections, half-open TLS handshakes, Metrics
     /// streams) on loopback: samples lost, `nodes`/Info latency, the agent's CPU and RSS.
     BenchFlood(bench_flood::FloodArgs),
+    /// `pvfsctl serve` under a slowloris on its /metrics listener from many loopback
+    /// addresses and from the scraper's own: scrapes answered, serve's CPU and RSS.
+    BenchServeFlood(serve_flood::ServeFloodArgs),
     /// The `fuzz_*` property tests (parsers, decoders, XML and metrics writers) with many
     /// cases, a new seed each round, until `--time` is up.
     Fuzz(fuzz::FuzzArgs),
@@ -88,6 +93,7 @@ fn main() -> ExitCode {
         Command::BenchUp(args) => bench::run_up(&args),
         Command::BenchEngine(args) => bench::run_engine(&args),
         Command::BenchFlood(args) => bench_flood::run(&args),
+        Command::BenchServeFlood(args) => serve_flood::run(&args),
         Command::Fuzz(args) => fuzz::run(&args),
     };
     match result {

@@ -3,12 +3,17 @@
 //!
 //! The HTTP side is bounded ([`serve_http`]): a client has [`HttpLimits::header_timeout`] to
 //! send its request's headers, a connection lasts at most [`HttpLimits::connection_lifetime`],
-//! and at most [`HttpLimits::max_connections`] are served at once (more wait in the listen
-//! backlog), so half-open requests cannot pile up and hold descriptors.
+//! and at most [`HttpLimits::max_connections`] are held at once, [`HttpLimits::per_peer`] from
+//! one address; when full, the oldest connection with no request under way is closed to make
+//! room ([`admission`]), so half-open requests cannot pile up and hold descriptors, nor keep a
+//! scraper out.
+
+mod admission;
 
 use crate::cli::ServeArgs;
 use crate::shutdown::Shutdown;
 use crate::{exit, output};
+use admission::{Admission, Busy};
 use anyhow::Context;
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
@@ -124,13 +129,18 @@ async fn index() -> &'static str {
     "pvfsctl serve: metrics at /metrics\n"
 }
 
-/// What one HTTP client may hold.
+/// What HTTP clients may hold.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct HttpLimits {
-    /// Connections served at once; more wait in the listen backlog until one ends.
+    /// Connections held at once. When all are taken, the oldest idle one (no request under way)
+    /// is closed to admit a newcomer; when all are busy, the newcomer is closed.
     pub max_connections: usize,
-    /// To send a request's headers (hyper's `header_read_timeout`): a client that opens a
-    /// connection and trickles or never finishes its request is closed after this.
+    /// Connections held at once from one IP address, with the same eviction among them: one
+    /// host cannot take every place, and a scraper sharing its address still gets in.
+    pub per_peer: usize,
+    /// To send a request's headers (hyper's `header_read_timeout`, also between the requests
+    /// of a kept-alive connection): a client that opens a connection and trickles or never
+    /// finishes its request is closed after this.
     pub header_timeout: Duration,
     /// A connection's whole life, however busy: bounds one that stops reading its response.
     /// Prometheus reconnects for its next scrape.
@@ -139,10 +149,13 @@ pub(crate) struct HttpLimits {
 
 impl Default for HttpLimits {
     fn default() -> HttpLimits {
-        // A handful of Prometheus servers scrape every 15 s or so; 64 is far above that and
-        // far below the descriptor limit. Their request headers arrive in one packet.
+        // A handful of Prometheus servers scrape every 15 s or so, one connection per target
+        // each; 256 is far above that and far below the descriptor limit (raised to the hard
+        // limit for the agents' connections), and each idle connection is a few KiB of
+        // buffers. Their request headers arrive in one packet.
         HttpLimits {
-            max_connections: 64,
+            max_connections: 256,
+            per_peer: 16,
             header_timeout: Duration::from_secs(5),
             connection_lifetime: Duration::from_secs(60),
         }
@@ -153,64 +166,155 @@ impl Default for HttpLimits {
 /// requests under way finish (each within its connection's lifetime).
 ///
 /// hyper's own connection builder rather than `axum::serve`, which has no header-read timeout
-/// and no connection limit.
+/// and no connection limit. Every connection is accepted at once and admitted or closed
+/// ([`admission`]): waiting for a free slot in the listen backlog, as this did before, let a
+/// slowloris of 2,000 connections keep 4 of 5 scrapes out.
 pub(crate) async fn serve_http(
     listener: tokio::net::TcpListener,
     app: axum::Router,
     limits: HttpLimits,
     shutdown: CancellationToken,
 ) {
-    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    serve_admitted(listener, app, limits, Admission::new(limits.max_connections, limits.per_peer), shutdown)
+        .await
+}
+
+/// [`serve_http`] with the caller's [`Admission`], whose counts tests read.
+async fn serve_admitted(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    limits: HttpLimits,
+    admission: Admission,
+    shutdown: CancellationToken,
+) {
     let connections = tokio_util::task::TaskTracker::new();
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(limits.header_timeout);
+    let mut failing = false;
     loop {
-        // A slot first: at the limit, new clients wait in the kernel's backlog, not here.
-        let slot = tokio::select! {
-            () = shutdown.cancelled() => break,
-            slot = slots.clone().acquire_owned() => match slot {
-                Ok(slot) => slot,
-                Err(_) => break,
-            },
-        };
         let (socket, peer) = tokio::select! {
             () = shutdown.cancelled() => break,
             accepted = listener.accept() => match accepted {
                 Ok(pair) => pair,
                 Err(err) => {
-                    // Out of descriptors fails again at once: pause rather than spin.
-                    tracing::warn!(error = %err, "/metrics: cannot accept a connection");
+                    // Out of descriptors fails again at once: pause rather than spin, and say
+                    // so once per episode rather than ten times a second.
+                    if !failing {
+                        tracing::warn!(error = %err, "/metrics: cannot accept connections; pausing accepts");
+                        failing = true;
+                    }
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 }
             },
         };
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        failing = false;
+        let Some(ticket) = admission.admit(peer.ip()) else {
+            // Every place is serving a request: closed at once, never queued.
+            tracing::debug!(peer = %peer, "/metrics connection refused: every connection is busy");
+            continue;
+        };
+        // A connection that arrives with its whole request already sent is an honest client:
+        // busy from the start, so that the next few newcomers cannot evict it before its task
+        // has read the request. Given up when that request starts (below).
+        let arrived = has_whole_request(&socket).then(|| ticket.busy());
+        let arrived = Arc::new(std::sync::Mutex::new(arrived));
+        let evicted = ticket.evicted();
+        let ticket = Arc::new(ticket);
+        let app = hyper_util::service::TowerToHyperService::new(app.clone());
+        let service = hyper::service::service_fn(move |request| {
+            // Taken before `arrived` is given up, so the connection is never idle in between.
+            let busy = ticket.busy();
+            arrived.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+            let response = hyper::service::Service::call(&app, request);
+            async move {
+                let response = response.await?;
+                // Busy until hyper has sent the body and dropped it.
+                Ok::<_, std::convert::Infallible>(response.map(|body| Guarded { body, _busy: busy }))
+            }
+        });
         let connection = builder.serve_connection(hyper_util::rt::TokioIo::new(socket), service);
         let stop = shutdown.clone();
         connections.spawn(async move {
-            let _slot = slot;
             let mut connection = std::pin::pin!(connection);
             let served = tokio::time::timeout(limits.connection_lifetime, async {
                 tokio::select! {
-                    served = connection.as_mut() => served,
+                    served = connection.as_mut() => Some(served),
+                    // Dropping the connection closes its socket.
+                    () = evicted.cancelled() => None,
                     () = stop.cancelled() => {
                         connection.as_mut().graceful_shutdown();
-                        connection.as_mut().await
+                        Some(connection.as_mut().await)
                     }
                 }
             })
             .await;
             match served {
-                Ok(Ok(())) => {}
-                Ok(Err(err)) => tracing::debug!(peer = %peer, error = %err, "/metrics connection ended"),
+                Ok(Some(Ok(()))) => {}
+                Ok(Some(Err(err))) => {
+                    tracing::debug!(peer = %peer, error = %err, "/metrics connection ended")
+                }
+                Ok(None) => {
+                    tracing::debug!(peer = %peer, "/metrics connection closed: idle, and its place taken")
+                }
                 Err(_) => tracing::debug!(peer = %peer, "/metrics connection closed: lifetime reached"),
             }
         });
+        // The connection's task (just spawned, so next on this thread) reads the request the
+        // client has sent by now before this loop accepts more: under a flood of newcomers, each
+        // of which may evict an idle connection, a scraper's request must be read first.
+        tokio::task::yield_now().await;
     }
+    let counts = admission.counts();
+    tracing::debug!(
+        admitted = counts.admitted,
+        evicted = counts.evicted,
+        refused = counts.refused,
+        "/metrics: stopped accepting"
+    );
     drop(listener);
     connections.close();
     connections.wait().await;
+}
+
+/// Whether `socket` has a whole request head waiting to be read (its headers' blank line in
+/// the first [`PEEK`] bytes), looked at without reading it and without waiting.
+fn has_whole_request(socket: &tokio::net::TcpStream) -> bool {
+    use nix::sys::socket::{MsgFlags, recv};
+    use std::os::fd::AsRawFd;
+    /// Scrapers' request heads are a few hundred bytes.
+    const PEEK: usize = 4096;
+    let mut buf = [0u8; PEEK];
+    match recv(socket.as_raw_fd(), &mut buf, MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT) {
+        Ok(n) => buf[..n].windows(4).any(|w| w == b"\r\n\r\n"),
+        Err(_) => false,
+    }
+}
+
+/// A response body that keeps its connection marked busy until hyper has sent it.
+struct Guarded {
+    body: axum::body::Body,
+    _busy: Busy,
+}
+
+impl http_body::Body for Guarded {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
 }
 
 #[cfg(test)]
@@ -235,6 +339,7 @@ mod tests {
         let app = axum::Router::new().route("/metrics", get(|| async { "pvfs_up 1\n" }));
         let limits = HttpLimits {
             max_connections: 4,
+            per_peer: 4,
             header_timeout: Duration::from_millis(500),
             connection_lifetime: Duration::from_secs(30),
         };
@@ -248,7 +353,7 @@ mod tests {
             socket.write_all(b"GET /metrics HTTP/1.1\r\nHost: pvfs\r\n").await.unwrap();
             half_open.push(socket);
         }
-        // A real scrape is answered (once slots free up).
+        // A real scrape is answered (an idle connection makes room for it).
         let mut scrape = tokio::net::TcpStream::connect(addr).await.unwrap();
         scrape.write_all(b"GET /metrics HTTP/1.1\r\nHost: pvfs\r\nConnection: close\r\n\r\n").await.unwrap();
         let answer = until_closed(&mut scrape).await;
@@ -261,5 +366,75 @@ mod tests {
         }
         shutdown.cancel();
         tokio::time::timeout(Duration::from_secs(30), server).await.unwrap().unwrap();
+    }
+
+    /// A slowloris from many addresses that opens a new connection as soon as one of its own
+    /// is closed. Before, scrapes waited in the listen backlog behind it (4 of 5 failed); the
+    /// header timeout here is longer than the test's bound, so only eviction lets them in.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn scrapes_get_through_a_slowloris_from_many_addresses() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = axum::Router::new().route("/metrics", get(|| async { "pvfs_up 1\n" }));
+        let limits = HttpLimits {
+            max_connections: 16,
+            per_peer: 2,
+            header_timeout: Duration::from_secs(120),
+            connection_lifetime: Duration::from_secs(120),
+        };
+        let admission = Admission::new(limits.max_connections, limits.per_peer);
+        let shutdown = CancellationToken::new();
+        let server = tokio::spawn(serve_admitted(listener, app, limits, admission.clone(), shutdown.clone()));
+
+        // 200 trickling connections from 127.0.1.1 … 127.0.1.200, each reopened when closed.
+        let attack = CancellationToken::new();
+        let mut attackers = tokio::task::JoinSet::new();
+        for i in 0..200u8 {
+            let from = std::net::SocketAddr::from(([127, 0, 1, i.wrapping_add(1)], 0));
+            attackers.spawn(slowloris(from, addr, attack.clone()));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        for _ in 0..5 {
+            let mut scrape = tokio::net::TcpStream::connect(addr).await.unwrap();
+            scrape
+                .write_all(b"GET /metrics HTTP/1.1\r\nHost: pvfs\r\nConnection: close\r\n\r\n")
+                .await
+                .unwrap();
+            let answer = until_closed(&mut scrape).await;
+            assert!(answer.starts_with("HTTP/1.1 200 OK") && answer.ends_with("pvfs_up 1\n"), "{answer}");
+        }
+        attack.cancel();
+        while attackers.join_next().await.is_some() {}
+        let counts = admission.counts();
+        assert!(counts.evicted > 0, "{counts:?}");
+        shutdown.cancel();
+        tokio::time::timeout(Duration::from_secs(30), server).await.unwrap().unwrap();
+    }
+
+    /// Connects from `from` and trickles a request's headers a byte at a time, never ending
+    /// them; reconnects whenever the server closes the connection, until `stop`.
+    async fn slowloris(from: std::net::SocketAddr, to: std::net::SocketAddr, stop: CancellationToken) {
+        while !stop.is_cancelled() {
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.bind(from).unwrap();
+            let Ok(mut stream) = socket.connect(to).await else {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            };
+            let mut closed = [0u8; 1];
+            let _ = stream.write_all(b"GET /metrics HTTP/1.1\r\n").await;
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    // Any answer or a close: the server let go of it.
+                    _ = stream.read(&mut closed) => break,
+                    () = tokio::time::sleep(Duration::from_millis(200)) => {
+                        if stream.write_all(b"X").await.is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
     }
 }

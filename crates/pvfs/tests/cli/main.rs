@@ -10,6 +10,7 @@ mod down;
 mod lifecycle;
 mod nodes;
 mod reboot;
+mod serve;
 mod top;
 mod up;
 mod util;

@@ -1,0 +1,161 @@
+//! `pvfsctl serve` under a slowloris: scrapes still answered (issue 24, item 8).
+
+use crate::util::{TestDir, cluster_file, pvfsctl, text};
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_util::sync::CancellationToken;
+
+/// `pvfsctl serve` running; SIGTERM and reaped on drop.
+struct Serve {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Serve {
+    /// Starts `serve` on a free loopback port and waits (bounded) for the line naming it.
+    fn start(dir: &TestDir, cluster: &str) -> Serve {
+        let mut child = dir
+            .command(&pvfsctl())
+            .args(["serve", cluster, "--metrics-listen", "127.0.0.1:0"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        // The rest of its stderr is drained, so that serve never blocks writing its logs.
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let addr = loop {
+            let line = rx
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .unwrap_or_else(|_| panic!("serve did not say where it listens within 20 s"));
+            if let Some(rest) = line.split("at http://").nth(1) {
+                break rest.split('/').next().unwrap().parse().unwrap();
+            }
+        };
+        Serve { child, addr }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+/// One `GET /metrics` on a fresh connection from `from`: the status line, or why none came
+/// within 20 s.
+async fn scrape(from: SocketAddr, to: SocketAddr) -> Result<String, String> {
+    let socket = tokio::net::TcpSocket::new_v4().map_err(|e| e.to_string())?;
+    socket.bind(from).map_err(|e| e.to_string())?;
+    let exchange = async {
+        let mut stream = socket.connect(to).await?;
+        stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: pvfs\r\nConnection: close\r\n\r\n").await?;
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).await?;
+        Ok::<_, std::io::Error>(text(&answer))
+    };
+    match tokio::time::timeout(Duration::from_secs(20), exchange).await {
+        Ok(Ok(answer)) => Ok(answer.lines().next().unwrap_or_default().to_owned()),
+        Ok(Err(err)) => Err(err.to_string()),
+        Err(_) => Err("no answer within 20 s".into()),
+    }
+}
+
+/// Holds a connection from `from` trickling a request's headers (a byte every half second,
+/// never the blank line that ends them), and opens a new one whenever serve closes it, until
+/// `stop`: what a slowloris does.
+async fn slowloris(from: SocketAddr, to: SocketAddr, stop: CancellationToken) {
+    while !stop.is_cancelled() {
+        let Ok(socket) = tokio::net::TcpSocket::new_v4() else { return };
+        let connected = async {
+            socket.bind(from)?;
+            socket.connect(to).await
+        };
+        let Ok(mut stream) = connected.await else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        let _ = stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: pvfs\r\n").await;
+        let mut buf = [0u8; 256];
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                // An answer or a close: serve let go of this one.
+                _ = stream.read(&mut buf) => break,
+                () = tokio::time::sleep(Duration::from_millis(500)) => {
+                    if stream.write_all(b"X").await.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// 2,000 slowloris connections from 2,000 loopback addresses, then from serve's scraper's own
+/// address: five real scrapes succeed under each. Before, the header timeout alone let 1 of 5
+/// through.
+#[test]
+fn scrapes_are_answered_under_a_slowloris_from_many_addresses_and_from_their_own() {
+    // The flood's sockets are this process's descriptors.
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
+    setrlimit(Resource::RLIMIT_NOFILE, hard, hard).unwrap();
+    let flood = usize::try_from(hard.saturating_sub(256)).unwrap_or(usize::MAX).min(2000);
+    assert!(flood >= 1000, "an open-file hard limit of {hard} is too low for this test");
+
+    let dir = TestDir::new();
+    dir.pki();
+    // Nothing listens on port 1: serve reports the node down and serves /metrics anyway.
+    let cluster = cluster_file(&dir, &[("n1", "127.0.0.1:1".into())]);
+    let serve = Serve::start(&dir, cluster.to_str().unwrap());
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    runtime.block_on(async {
+        let scraper = SocketAddr::from(([127, 0, 0, 1], 0));
+        assert_eq!(scrape(scraper, serve.addr).await.as_deref(), Ok("HTTP/1.1 200 OK"), "before the flood");
+
+        // From 127.0.1.1, 127.0.1.2, …: other hosts.
+        let stop = CancellationToken::new();
+        let mut attackers = tokio::task::JoinSet::new();
+        for i in 0..flood {
+            let from = SocketAddr::from(([127, 0, 1 + (i / 250) as u8, 1 + (i % 250) as u8], 0));
+            attackers.spawn(slowloris(from, serve.addr, stop.clone()));
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let mut answers = Vec::new();
+        for _ in 0..5 {
+            answers.push(scrape(scraper, serve.addr).await);
+        }
+        stop.cancel();
+        while attackers.join_next().await.is_some() {}
+        assert!(
+            answers.iter().all(|a| a.as_deref() == Ok("HTTP/1.1 200 OK")),
+            "{flood} addresses: {answers:?}"
+        );
+
+        // From 127.0.0.1 itself, as when the flood and the scraper share a host (or a NAT).
+        let stop = CancellationToken::new();
+        for _ in 0..200 {
+            attackers.spawn(slowloris(scraper, serve.addr, stop.clone()));
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let mut answers = Vec::new();
+        for _ in 0..5 {
+            answers.push(scrape(scraper, serve.addr).await);
+        }
+        stop.cancel();
+        while attackers.join_next().await.is_some() {}
+        assert!(answers.iter().all(|a| a.as_deref() == Ok("HTTP/1.1 200 OK")), "one address: {answers:?}");
+    });
+}
