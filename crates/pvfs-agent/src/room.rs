@@ -87,9 +87,9 @@ pub fn check(dir: &Path, writes: Writes) -> Result<(), RoomError> {
     // f_bavail: what is free to writers other than root's reserve; the engine runs as root,
     // but a full disk is full for the node's services too.
     let block = u64::try_from(stat.block_size()).unwrap_or(0);
-    let free = u64::from(stat.blocks_available()).saturating_mul(block);
-    let size = u64::from(stat.blocks()).saturating_mul(block);
-    let kind = i64::from(stat.filesystem_type().0);
+    let free = stat.blocks_available().saturating_mul(block);
+    let size = stat.blocks().saturating_mul(block);
+    let kind = stat.filesystem_type().0;
     let shared = SHARED.iter().find(|(magic, _)| *magic == kind).map(|(_, name)| *name);
     let (need, whose) = match shared {
         Some(_) => (writes.run, "every client's tasks, on a shared file system"),

@@ -1079,7 +1079,7 @@ impl Validator<'_> {
         };
         Bench {
             mount: b.mount.as_ref().map(|m| {
-                self.check(m, |p| grammar::bench_dir(p));
+                self.check(m, grammar::bench_dir);
                 PathBuf::from(m.get_ref())
             }),
             launcher,
