@@ -801,8 +801,14 @@ impl SimNode {
                     )
                 };
                 drop(s);
+                // The kernel keeps the VFS flags among the per-mount options (mount(8)), the
+                // rest it hands to the file system (the super block options).
+                let mut vfs = vec!["rw"];
+                vfs.extend(options.split(',').filter(|o| ["nosuid", "nodev", "noexec"].contains(o)));
+                vfs.push("relatime");
                 self.mountinfo_append(&format!(
-                    "{id} 1 {dev} / {target} rw,relatime shared:{id} - {shown} {source} {options}\n"
+                    "{id} 1 {dev} / {target} {} shared:{id} - {shown} {source} {options}\n",
+                    vfs.join(",")
                 ));
                 out(0, "", "")
             }
