@@ -17,6 +17,17 @@ use std::io::{BufRead, IsTerminal, Write};
 pub(crate) async fn run(args: DownArgs) -> anyhow::Result<u8> {
     let cluster = pvfs_config::load(&args.up.cluster)?;
     let plan = pvfs_plan::down(&cluster, args.wipe);
+    // `up` made only what `down` leaves (directories and files, as for kind `local`): say so,
+    // rather than "the cluster is down" about a cluster that is up.
+    if plan.units.is_empty() && !pvfs_plan::plan(&cluster).units.is_empty() {
+        output::note(&format!(
+            "cluster {} (kind {}) has nothing for down to take apart: up makes only its directories and files \
+             (targets, mount directories), which down leaves as they are, with their data; nothing was sent to \
+             any node (remove the directories by hand if they should go)",
+            cluster.name, cluster.kind
+        ));
+        return Ok(crate::exit::OK);
+    }
     if args.wipe {
         let listing = wipe_listing(&plan);
         output::note(&if listing.is_empty() {

@@ -43,3 +43,25 @@ fn wipe_lists_the_devices_and_refuses_without_the_clusters_name() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("--wipe"), "{}", text(&out.stderr));
 }
+
+/// Issue 25, item 16: on a `local` cluster `down` planned nothing and said "the cluster is
+/// down" while `up` reported every node converged. It says what it leaves and why, and sends
+/// nothing (no agent is running for this file: it does not dial any).
+#[test]
+fn a_local_cluster_says_down_has_nothing_to_take_apart() {
+    let dir = TestDir::new();
+    let cluster = dir.write(
+        "local.toml",
+        "[cluster]\nname = \"loc\"\nkind = \"local\"\n[local]\nmount = \"/srv/pvfs-nowhere\"\n\
+         [[node]]\nname = \"n1\"\naddress = \"127.0.0.1:1\"\nroles = [\"server\", \"client\"]\n",
+    );
+    for extra in [&[][..], &["--plan"], &["--wipe"]] {
+        let mut argv = vec!["down", cluster.to_str().unwrap()];
+        argv.extend_from_slice(extra);
+        let out = dir.ctl(&argv);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{extra:?}: {stderr}");
+        assert!(stderr.contains("cluster loc (kind local) has nothing for down to take apart"), "{stderr}");
+        assert!(!stderr.contains("the cluster is down"), "{stderr}");
+    }
+}
