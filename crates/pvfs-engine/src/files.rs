@@ -265,6 +265,13 @@ impl Dir {
         Ok(entries.filter(Result::is_ok).count())
     }
 
+    /// The names of the directory's entries, read through its descriptor.
+    pub fn entry_names(&self) -> Result<Vec<String>, String> {
+        let by_fd = PathBuf::from(format!("/proc/self/fd/{}", self.fd.as_raw_fd()));
+        let entries = std::fs::read_dir(&by_fd).map_err(|e| format!("list {}: {e}", self.path.display()))?;
+        Ok(entries.filter_map(Result::ok).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+    }
+
     pub fn as_fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
     }

@@ -11,6 +11,7 @@
 
 use crate::engine::{self, Phase, PhaseRequest, Progress, TaskResult};
 use crate::files::Dir;
+use nix::fcntl::OFlag;
 use pvfs_bench::params::Workload;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -21,6 +22,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 /// rank may still be writing its share of a large block; bounded, because a rank that died
 /// without mpirun noticing must not hold the others forever.
 pub const BARRIER_LIMIT: Duration = Duration::from_secs(30 * 60);
+
+/// How long ranks wait for each other at their first meeting, before any phase. Nothing is
+/// written yet, so every rank started by mpirun arrives within seconds — unless the clients
+/// do not share the run's directory (a `local` cluster's directories are each client's own),
+/// when the ranks of each client meet only each other and would wait [`BARRIER_LIMIT`] at the
+/// first phase, silently.
+pub const SHARED_LIMIT: Duration = Duration::from_secs(120);
 
 /// The hostfile mpirun reads, from the clients' hosts in order. Open MPI refuses a host listed
 /// twice with `slots=` (two local-kind clients on one machine), so repeats are merged and
@@ -153,22 +161,35 @@ pub fn rank_from_env() -> Option<(u32, u32)> {
     (rank < size).then_some((rank, size))
 }
 
-/// Ranks meeting in a directory: each creates `DIR/NAME/RANK` and waits until `size` entries
-/// are there. The directory is on the shared file system, so it is opened without following
-/// symlinks and each rank's file is created with `O_EXCL | O_NOFOLLOW`.
+/// Ranks meeting in a directory: each creates `DIR/NAME/RANK`, holding its host's name, and
+/// waits until `size` entries are there. The directory is on the shared file system, so it is
+/// opened without following symlinks and each rank's file is created with `O_EXCL |
+/// O_NOFOLLOW`.
 #[derive(Debug, Clone)]
 pub struct Barrier {
     pub dir: PathBuf,
     pub rank: u32,
     pub size: u32,
+    /// Ranks per client: mpirun fills each host's slots in hostfile order, so rank `r` runs
+    /// on client `r / per_node` (what a timeout names for the ranks that never came).
+    pub per_node: u32,
     pub limit: Duration,
 }
 
 impl Barrier {
     pub fn wait(&self, name: &str) -> Result<(), String> {
+        self.wait_or(name, "")
+    }
+
+    /// [`Barrier::wait`], adding `hint` to a timeout's message.
+    pub fn wait_or(&self, name: &str, hint: &str) -> Result<(), String> {
+        use std::io::Write;
         let barrier = |e: String| format!("barrier: {e}");
         let here = Dir::create_all(&self.dir).and_then(|dir| dir.create_dir(name)).map_err(barrier)?;
-        drop(here.create_new(&self.rank.to_string(), 0o644).map_err(barrier)?);
+        let mut mine = here.create_new(&self.rank.to_string(), 0o644).map_err(barrier)?;
+        // Best effort: a host name only makes a timeout's message clearer.
+        let _ = mine.write_all(host_name().as_bytes());
+        drop(mine);
         let started = Instant::now();
         let mut pause = Duration::from_millis(1);
         loop {
@@ -177,18 +198,72 @@ impl Barrier {
                 return Ok(());
             }
             if started.elapsed() > self.limit {
-                return Err(format!(
-                    "rank {}: only {arrived} of {} ranks reached {} within {}s",
-                    self.rank,
-                    self.size,
-                    here.path().display(),
-                    self.limit.as_secs()
-                ));
+                return Err(self.timed_out(&here, arrived, hint));
             }
             std::thread::sleep(pause);
             pause = (pause * 2).min(Duration::from_millis(10));
         }
     }
+}
+
+impl Barrier {
+    /// Who came and who did not, by rank, host and client.
+    fn timed_out(&self, here: &Dir, arrived: usize, hint: &str) -> String {
+        let names = here.entry_names().unwrap_or_default();
+        let mut came: Vec<u32> = names.iter().filter_map(|n| n.parse().ok()).collect();
+        came.sort_unstable();
+        let mut hosts: Vec<String> = came
+            .iter()
+            .filter_map(|r| {
+                let mut text = String::new();
+                std::io::Read::read_to_string(
+                    &mut here.open_read(&r.to_string(), OFlag::empty()).ok()?,
+                    &mut text,
+                )
+                .ok()?;
+                (!text.is_empty()).then_some(text)
+            })
+            .collect();
+        hosts.sort();
+        hosts.dedup();
+        let missing: Vec<u32> = (0..self.size).filter(|r| came.binary_search(r).is_err()).collect();
+        let per_node = self.per_node.max(1);
+        let mut clients: Vec<u32> = missing.iter().map(|r| r / per_node + 1).collect();
+        clients.dedup();
+        let clients = clients.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+        format!(
+            "rank {}: only {arrived} of {} ranks reached {} within {}s: ranks {} (on {}) came; ranks {} (on \
+             client{} {clients} of the hostfile) never did{hint}",
+            self.rank,
+            self.size,
+            here.path().display(),
+            self.limit.as_secs(),
+            ranges(&came),
+            if hosts.is_empty() { "hosts unknown".to_owned() } else { hosts.join(", ") },
+            ranges(&missing),
+            if clients.contains(',') { "s" } else { "" },
+        )
+    }
+}
+
+/// `0-3, 7` for ranks 0, 1, 2, 3 and 7.
+fn ranges(ranks: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ranks.len() {
+        let mut j = i;
+        while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j { ranks[i].to_string() } else { format!("{}-{}", ranks[i], ranks[j]) });
+        i = j + 1;
+    }
+    if out.is_empty() { "none".to_owned() } else { out.join(", ") }
+}
+
+/// This machine's name, as the kernel has it (empty when it cannot be read).
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_owned()).unwrap_or_default()
 }
 
 /// One rank's whole run.
@@ -209,8 +284,24 @@ pub struct RankJob {
 /// and mpirun ends the job.
 pub fn run_rank(job: &RankJob, emit: &(dyn Fn(&RankLine) + Sync)) -> Result<(), String> {
     Dir::create_all(&job.dir)?;
-    let barrier =
-        Barrier { dir: barrier_dir(&job.dir), rank: job.rank, size: job.size, limit: job.barrier_limit };
+    let barrier = Barrier {
+        dir: barrier_dir(&job.dir),
+        rank: job.rank,
+        size: job.size,
+        per_node: job.tasks_per_node,
+        limit: job.barrier_limit,
+    };
+    // First, proof that every rank sees this directory: a short wait, and a message that says
+    // what a silent half-hour at the first phase would have meant.
+    Barrier { limit: job.barrier_limit.min(SHARED_LIMIT), ..barrier.clone() }.wait_or(
+        "shared",
+        &format!(
+            "; every client must see the run's directory {} on one shared file system (a `local` cluster's \
+             directories are each client's own: run the mpi launcher on a shared file system, or use the agents \
+             launcher)",
+            job.dir.display()
+        ),
+    )?;
     let iterations = match &job.workload {
         Workload::Ior(p) => p.iterations,
         Workload::Mdtest(p) => p.iterations,
@@ -441,7 +532,13 @@ mod tests {
         std::fs::write(&victim, "precious").unwrap();
         std::fs::create_dir_all(dir.path().join("0-write")).unwrap();
         std::os::unix::fs::symlink(&victim, dir.path().join("0-write/0")).unwrap();
-        let b = Barrier { dir: dir.path().to_owned(), rank: 0, size: 1, limit: Duration::from_secs(1) };
+        let b = Barrier {
+            dir: dir.path().to_owned(),
+            rank: 0,
+            size: 1,
+            per_node: 1,
+            limit: Duration::from_secs(1),
+        };
         let err = b.wait("0-write").unwrap_err();
         assert!(err.contains("0-write/0: it is a symlink"), "{err}");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
@@ -450,8 +547,67 @@ mod tests {
     #[test]
     fn a_missing_rank_times_out_naming_the_barrier() {
         let dir = tempfile::tempdir().unwrap();
-        let b = Barrier { dir: dir.path().to_owned(), rank: 0, size: 2, limit: Duration::from_millis(100) };
+        let b = Barrier {
+            dir: dir.path().to_owned(),
+            rank: 0,
+            size: 2,
+            per_node: 1,
+            limit: Duration::from_millis(100),
+        };
         let err = b.wait("0-write").unwrap_err();
         assert!(err.contains("only 1 of 2 ranks reached") && err.contains("0-write"), "{err}");
+        assert!(err.contains("ranks 1 (on client 2 of the hostfile) never did"), "{err}");
+    }
+
+    /// Issue 25, item 7: two clients of a `local` cluster, each with its own directory, and
+    /// the mpi launcher. Each client's ranks met only each other and waited, silently, at the
+    /// first phase. Now they stop at the first meeting, naming who came, who did not, and why.
+    #[test]
+    fn clients_that_do_not_share_the_directory_stop_at_once_naming_the_missing_ranks() {
+        let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut w = Preset::Throughput.workload();
+        w.set_all([("t", "64k"), ("b", "256k"), ("B", "false"), ("i", "1")]).unwrap();
+        let errors = Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            for rank in 0..4 {
+                // Ranks 0-1 on the first client, 2-3 on the second: each client its own dir.
+                let dir = if rank < 2 { one.path() } else { two.path() };
+                let job = RankJob {
+                    workload: w.clone(),
+                    dir: dir.join("run"),
+                    rank,
+                    size: 4,
+                    tasks_per_node: 2,
+                    barrier_limit: Duration::from_secs(3),
+                };
+                let errors = &errors;
+                scope.spawn(move || {
+                    let error = run_rank(&job, &|_| {}).unwrap_err();
+                    errors.lock().unwrap().push(error);
+                });
+            }
+        });
+        let errors = errors.into_inner().unwrap();
+        assert_eq!(errors.len(), 4, "{errors:#?}");
+        let rank0 = errors.iter().find(|e| e.starts_with("rank 0:")).unwrap();
+        assert!(
+            rank0.contains("only 2 of 4 ranks reached") && rank0.contains(".pvfs-barrier/shared"),
+            "{rank0}"
+        );
+        assert!(
+            rank0.contains("ranks 0-1 (on ") && rank0.contains("ranks 2-3 (on client 2 of the hostfile)"),
+            "{rank0}"
+        );
+        assert!(rank0.contains("every client must see the run's directory"), "{rank0}");
+        let rank2 = errors.iter().find(|e| e.starts_with("rank 2:")).unwrap();
+        assert!(rank2.contains("ranks 0-1 (on client 1 of the hostfile) never did"), "{rank2}");
+        // Nothing was written: the phases never started.
+        for dir in [one.path(), two.path()] {
+            let files: Vec<_> = std::fs::read_dir(dir.join("run"))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            assert_eq!(files, [".pvfs-barrier"], "{}", dir.display());
+        }
     }
 }
