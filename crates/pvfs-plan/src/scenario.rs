@@ -412,8 +412,8 @@ impl SimNode {
                 }
                 out(0, "", "")
             }
-            (setup, rest) if setup.starts_with("beegfs-setup-") => {
-                self.beegfs_setup(&mut s, &setup["beegfs-setup-".len()..], rest)
+            (setup, rest) if setup.starts_with("/opt/beegfs/sbin/beegfs-setup-") => {
+                self.beegfs_setup(&mut s, &setup["/opt/beegfs/sbin/beegfs-setup-".len()..], rest)
             }
             // beegfs-ctl --listnodes --reachable: each reachable node as `NAME [ID: N]`; with
             // --errorcodes a failure exit when the management daemon does not answer.

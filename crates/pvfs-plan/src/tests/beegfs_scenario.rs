@@ -239,8 +239,8 @@ impl Runner for SimNode {
                 ok("Complete!\n")
             }
             ("systemctl", [verb, unit]) => self.systemctl(verb, unit),
-            (setup, rest) if setup.starts_with("beegfs-setup-") => {
-                self.setup(&setup["beegfs-setup-".len()..], rest)
+            (setup, rest) if setup.starts_with("/opt/beegfs/sbin/beegfs-setup-") => {
+                self.setup(&setup["/opt/beegfs/sbin/beegfs-setup-".len()..], rest)
             }
             _ => Err(CommandError::NotRecorded { command: command.to_string() }),
         }
