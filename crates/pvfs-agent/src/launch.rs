@@ -177,6 +177,30 @@ async fn ior_version() -> Result<IorVersion, LaunchError> {
     Ok(IorVersion::from_help(&text))
 }
 
+/// Where EL's `openmpi` package puts mpirun: the MPI implementations of Fedora and EL install
+/// beside each other in %{_libdir}/NAME/bin, which environment modules
+/// (`module load mpi/openmpi-x86_64`) put on a login shell's PATH, and no service's PATH names.
+const EL_OPENMPI_BIN: &str = "/usr/lib64/openmpi/bin";
+
+/// Why mpirun cannot run here, and what to do: `el_installed` when EL's package is installed
+/// but off the agent's PATH.
+fn mpirun_missing(el_installed: bool) -> String {
+    if el_installed {
+        // Not "not installed", which it is. Running it from there is not done yet: mpirun by
+        // its path starts the other clients' orted from the same prefix, but the ranks'
+        // programs and libraries would still be looked for on their PATH.
+        format!(
+            "mpirun is installed in {EL_OPENMPI_BIN} (EL's openmpi package, made for `module load \
+             mpi/openmpi-x86_64`), which is not on the agent's PATH, and pvfs does not run it from there: use \
+             launcher = \"agents\", or an Open MPI whose mpirun is on PATH (/usr/bin, /usr/local/bin)"
+        )
+    } else {
+        "mpirun is not installed on this client: install Open MPI (apt-get install openmpi-bin, or dnf install \
+         openmpi) on every client, or use launcher = \"agents\""
+            .into()
+    }
+}
+
 /// Runs `req` to its end, sending events to `tx`; stops the job when `tx`'s receiver goes
 /// away or `shutdown` fires.
 pub async fn run(
@@ -208,12 +232,7 @@ pub async fn run(
         Err(err) => return fail(err.to_string()).await,
     };
     if !crate::child::on_path(&command.program) {
-        return fail(
-            "mpirun is not installed on this client: install Open MPI (apt-get install openmpi-bin, or dnf install \
-             openmpi) on every client, or use launcher = \"agents\""
-                .into(),
-        )
-        .await;
+        return fail(mpirun_missing(std::path::Path::new(EL_OPENMPI_BIN).join("mpirun").exists())).await;
     }
     // mpirun and the ranks it forks must not inherit the agent's protection from the OOM killer.
     let mut mpirun = vec![command.program.clone()];
@@ -353,5 +372,16 @@ mod tests {
         let req = LaunchRequest { mpi_ssh: false, ..req };
         let command = command(&req, Path::new("/mnt/gv0/run/mpi-hostfile")).await.unwrap();
         assert!(!command.args.contains(&"plm_rsh_args".to_owned()), "{command}");
+    }
+
+    /// EL's openmpi package is installed off PATH: the message says so, not "not installed".
+    #[test]
+    fn mpirun_off_path_is_named_where_el_installs_it() {
+        assert!(mpirun_missing(false).starts_with("mpirun is not installed on this client"));
+        let el = mpirun_missing(true);
+        assert!(
+            el.starts_with("mpirun is installed in /usr/lib64/openmpi/bin (EL's openmpi package"),
+            "{el}"
+        );
     }
 }

@@ -945,3 +945,138 @@ fn a_broken_cluster_section_does_not_hide_the_nodes_errors() {
         "#]],
     );
 }
+
+/// Whamcloud's `server` tree carries the Lustre-patched kernel its kmods are built for; its
+/// `patchless-ldiskfs-server` tree runs on the distribution's kernel (issue 25, item 3: an
+/// example that said patchless and installed from `server`). Each server's list is judged with
+/// the repositories it gets; a mirror of another layout is not judged.
+#[test]
+fn lustre_server_trees_and_kernel_pins_must_agree() {
+    let file = |tree: &str, mgs: &str, oss: &str| {
+        format!(
+            r#"[cluster]
+name = "l"
+kind = "lustre"
+
+[[repo]]
+name = "lustre-server"
+baseurl = "https://downloads.whamcloud.com/public/lustre/lustre-2.15.4/el8.9/{tree}/"
+roles = ["mgs", "mds", "oss"]
+gpgcheck = false
+
+[packages]
+{mgs}
+{oss}
+
+[[node]]
+name = "mgs"
+address = "10.0.0.4"
+roles = ["mgs", "mds"]
+disks = ["/dev/sdb"]
+
+[[node]]
+name = "oss"
+address = "10.0.0.5"
+roles = ["oss"]
+disks = ["/dev/sdb"]
+
+[lustre]
+fsname = "lustre"
+mount = "/mnt/lustre"
+"#
+        )
+    };
+    let kmods = r#""lustre", "kmod-lustre", "kmod-lustre-osd-ldiskfs", "lustre-osd-ldiskfs-mount""#;
+    check(
+        &file("server", &format!("mgs = [{kmods}]"), ""),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:7:11: [[repo]] lustre-server is Whamcloud's server tree, whose kmod-lustre is built for the Lustre-patched kernel it carries, but [packages] mgs pins no kernel: pin it (kernel = "VERSION_lustre", as the tree names it) and let the servers boot into it, or, for the distribution's own kernel with no reboot, use the patchless tree: https://downloads.whamcloud.com/public/lustre/lustre-2.15.4/el8.9/patchless-ldiskfs-server/
+            /etc/pvfs/cluster.toml:7:11: [[repo]] lustre-server is Whamcloud's server tree, whose kmod-lustre is built for the Lustre-patched kernel it carries, but [packages] oss pins no kernel: pin it (kernel = "VERSION_lustre", as the tree names it) and let the servers boot into it, or, for the distribution's own kernel with no reboot, use the patchless tree: https://downloads.whamcloud.com/public/lustre/lustre-2.15.4/el8.9/patchless-ldiskfs-server/
+        "#]],
+    );
+    let patched = r#""kernel=4.18.0-513.9.1.el8_lustre""#;
+    let pinned = |role: &str, kernel: &str| format!("{role} = [{kernel}, {kmods}]");
+    check(
+        &file("server", &pinned("mgs", patched), &pinned("oss", r#""kernel=4.18.0-513.9.1.el8_9""#)),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:13:8: [packages] oss: kernel 4.18.0-513.9.1.el8_9 is not a Lustre-patched kernel, but [[repo]] lustre-server is Whamcloud's server tree, whose kmod-lustre is built for its patched kernel (VERSION_lustre): pin that kernel, or use the patchless tree https://downloads.whamcloud.com/public/lustre/lustre-2.15.4/el8.9/patchless-ldiskfs-server/
+        "#]],
+    );
+    check(
+        &file("patchless-ldiskfs-server", &pinned("mgs", patched), &format!("oss = [{kmods}]")),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:12:8: [packages] mgs: kernel 4.18.0-513.9.1.el8_lustre is a Lustre-patched kernel, but [[repo]] lustre-server is Whamcloud's patchless tree, whose modules run on the distribution's own kernel: remove the kernel pin, or use the server tree for the patched kernel
+        "#]],
+    );
+    // What agrees: the patched tree with its kernel, the patchless tree without one (or with
+    // the distribution's kernel pinned), a client tree, a mirror of another layout.
+    for (tree, mgs, oss) in [
+        ("server", pinned("mgs", patched), pinned("oss", patched)),
+        ("patchless-ldiskfs-server", String::new(), format!("oss = [{kmods}]")),
+        ("patchless-ldiskfs-server", pinned("mgs", r#""kernel=4.18.0-513.5.1.el8_9""#), String::new()),
+        ("client", String::new(), String::new()),
+    ] {
+        assert!(
+            parse(Path::new("/etc/pvfs/cluster.toml"), &file(tree, &mgs, &oss)).is_ok(),
+            "{tree} {mgs} {oss}"
+        );
+    }
+    let mirror = file("server", "", "").replace("downloads.whamcloud.com/public", "mirror.example.com");
+    assert!(parse(Path::new("/etc/pvfs/cluster.toml"), &mirror).is_ok());
+}
+
+/// BeeGFS 8 dropped what pvfs's BeeGFS plan runs (beegfs-setup-mgmtd, beegfs-ctl,
+/// beegfs-check-servers): its repository or a pin to it is refused at its position.
+#[test]
+fn beegfs_8_is_refused_where_the_file_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("beegfs.auth"), "0123456789abcdef0123456789abcdef0123\n").unwrap();
+    let path = dir.path().join("cluster.toml");
+    let file = |release: &str, pins: &str| {
+        format!(
+            r#"[cluster]
+name = "b"
+kind = "beegfs"
+
+[[repo]]
+name = "beegfs"
+baseurl = "https://www.beegfs.io/release/{release}/dists/rhel9"
+
+[packages]
+{pins}
+
+[[node]]
+name = "mgmt"
+address = "10.0.0.4"
+roles = ["mgmtd"]
+
+[[node]]
+name = "server"
+address = "10.0.0.5"
+roles = ["meta", "storage", "client"]
+
+[beegfs]
+mount = "/mnt/beegfs"
+auth_secret = "beegfs.auth"
+"#
+        )
+    };
+    let errors = |src: String| match parse(&path, &src) {
+        Ok(_) => String::new(),
+        Err(err) => err.to_string(),
+    };
+    assert_eq!(errors(file("beegfs_7.4.6", r#"storage = ["beegfs-storage=7.4.6"]"#)), "");
+    let shown = errors(file("beegfs_8.0", r#"storage = ["beegfs-storage=8.0.1", "xfsprogs=5.0"]"#));
+    let lines: Vec<&str> = shown.lines().map(|l| l.split_once(": ").unwrap().1).collect();
+    assert_eq!(
+        lines,
+        [
+            "[[repo]] beegfs: this is BeeGFS 8's repository; pvfs sets up BeeGFS 7 (7.1 to 7.4): BeeGFS 8's packages have \
+             no beegfs-setup-mgmtd, beegfs-ctl or beegfs-check-servers, which its plan runs: use a beegfs_7.x release \
+             (https://www.beegfs.io/release/beegfs_7.4.6/…)",
+            "[packages] storage: beegfs-storage 8.x is BeeGFS 8; pvfs sets up BeeGFS 7 (7.1 to 7.4): BeeGFS 8's packages \
+             have no beegfs-setup-mgmtd, beegfs-ctl or beegfs-check-servers, which its plan runs",
+        ],
+        "{shown}"
+    );
+}

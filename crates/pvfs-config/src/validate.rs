@@ -1,6 +1,7 @@
 //! The validation pass: everything serde cannot check, every error collected.
 
 mod azure;
+mod release;
 
 use crate::diagnostic::{Diagnostic, Source};
 use crate::grammar;
@@ -71,10 +72,15 @@ pub(crate) fn validate(
     }
     let azure = v.azure(kind, &file, &nodes);
     let clients = nodes.iter().filter(|(node, _)| node.roles.contains(&Role::Client)).count();
-    let nodes = nodes.into_iter().map(|(node, _)| node).collect();
+    let nodes: Vec<Node> = nodes.into_iter().map(|(node, _)| node).collect();
     let bench = v.bench(&file, clients);
     let packages = v.packages(kind, &file);
     let repos = v.repos(kind, &file);
+    match kind {
+        Some(Kind::Beegfs) => v.beegfs_release(&file),
+        Some(Kind::Lustre) => v.lustre_server_trees(&file, &nodes),
+        _ => {}
+    }
     let unaddressed = std::mem::take(&mut v.unaddressed);
 
     let cluster = Cluster {

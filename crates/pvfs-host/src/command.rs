@@ -105,7 +105,10 @@ impl Output {
 /// decide what each exit code means, e.g. `blkid -p` exits 2 for "nothing found").
 #[derive(Debug, thiserror::Error)]
 pub enum CommandError {
-    #[error("`{command}` could not be started: {source} (is {program} installed and on PATH?)")]
+    #[error(
+        "`{command}` could not be started: {source} (is {program} installed{on_path}?)",
+        on_path = if program.contains('/') { "" } else { " and on PATH" }
+    )]
     Spawn {
         command: String,
         program: String,

@@ -200,6 +200,8 @@ fn dedup(list: Vec<Package>) -> Vec<Package> {
 }
 
 #[cfg(test)]
+mod programs;
+#[cfg(test)]
 mod scenario;
 #[cfg(test)]
 mod tests;

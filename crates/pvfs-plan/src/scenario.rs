@@ -28,6 +28,13 @@
 //! rules (block device, unused, claimable, zeros) run against the kernel, as in the plan
 //! snapshots.
 //!
+//! The node's programs are its packages' (`crate::programs`): a bare node has a minimal EL
+//! install's, `yum`/`dnf install` adds each package's executables at the paths its real file
+//! list gives, and a command is looked up as the agent's runner looks it up (execvp with
+//! systemd's PATH for services), so a program run by a name or path that no installed package
+//! provides fails here as on a node (`could not be started`). `mount -t lustre|glusterfs` needs
+//! the helper the file system's package installs (/sbin/mount.TYPE).
+//!
 //! To add an example, teach [`SimNode::answer`] the example's tools (their
 //! probes in the recorded formats, their actions as state changes) and add a test like
 //! [`glusterfs_converges_and_then_changes_nothing`].
@@ -375,6 +382,7 @@ impl SimNode {
             ("yum" | "dnf", ["install", "-y", "--", names @ ..]) => {
                 for arg in names {
                     let (name, version) = installed_as(arg);
+                    crate::programs::install(&self.dir, &name);
                     self.lay_down(&name);
                     let versions = s.packages.entry(name).or_default();
                     if !versions.contains(&version) {
@@ -763,6 +771,13 @@ impl SimNode {
                 s.filesystems.insert((*device).to_owned(), mkfs["mkfs.".len()..].to_owned());
                 out(0, "", "")
             }
+            // mount(8) hands these types to the helper their package installs; without it the
+            // kernel has no such file system (util-linux 2.32's message, exit 32).
+            ("mount", ["-t", fstype @ ("lustre" | "glusterfs"), _, _, _, _, target])
+                if !crate::programs::has(&self.dir, &format!("/sbin/mount.{fstype}")) =>
+            {
+                out(32, "", &format!("mount: {target}: unknown filesystem type '{fstype}'.\n"))
+            }
             ("mount", ["-t", fstype, "-o", options, "--", source, target]) => {
                 s.next_mount_id += 1;
                 let id = 100 + s.next_mount_id;
@@ -922,8 +937,9 @@ impl SimNode {
 impl Runner for SimNode {
     async fn run(&self, command: &Command) -> Result<Output, CommandError> {
         let args: Vec<&str> = command.args.iter().map(String::as_str).collect();
-        self.answer(&command.program, &args)
-            .ok_or_else(|| CommandError::NotRecorded { command: command.to_string() })
+        // Only a program the node has runs; it answers as itself, whatever path named it.
+        let program = crate::programs::find(&self.dir, command)?;
+        self.answer(&program, &args).ok_or_else(|| CommandError::NotRecorded { command: command.to_string() })
     }
 }
 
@@ -956,7 +972,7 @@ impl Node {
             "1 0 253:0 / / rw,relatime shared:1 - xfs /dev/mapper/centos-root rw\n",
         );
         touch("/proc/sys/kernel/osrelease", &format!("{release}\n"));
-        touch("/usr/bin/yum", "");
+        crate::programs::base(&dir, release);
         touch("/etc/fstab", "");
         std::fs::create_dir_all(dir.join("run/systemd/system")).unwrap();
         std::fs::create_dir_all(dir.join("etc/yum.repos.d")).unwrap();
@@ -1048,6 +1064,47 @@ async fn apply(plan: &crate::Plan, nodes: &BTreeMap<String, Node>) -> Vec<(Strin
         }
     }
     all
+}
+
+/// What issue 25 found on real nodes, here: ThinkParQ's beegfs-storage puts its setup script
+/// in /opt/beegfs/sbin, which is on no service's PATH, so the script by its bare name (as pvfs
+/// ran it) is not found, nor at a path the package does not install; by its full path it runs.
+/// Nor does a program run before the package that brings it is installed.
+#[tokio::test]
+async fn the_simulated_node_runs_only_what_its_packages_installed_where_they_put_it() {
+    let node = Node::bare_el(&[]);
+    let runner = &node.host.runner;
+    let setup =
+        |program: &str| Command::new(program).args(["-p", "/data/beegfs/storage", "-s", "1", "-i", "101"]);
+    async fn not_found(runner: &SimNode, command: Command) -> bool {
+        match runner.run_action(&command).await {
+            Err(CommandError::Spawn { source, .. }) => source.kind() == std::io::ErrorKind::NotFound,
+            other => panic!("{command}: {other:?}"),
+        }
+    }
+    let full = pvfs_steps::BeegfsService::Storage.setup_script();
+    assert!(not_found(runner, setup(&full)).await, "not before its package");
+    // An EL7 node: yum, not dnf.
+    assert!(not_found(runner, Command::new("dnf")).await);
+    let yum = |package: &str| Command::new("yum").args(["install", "-y", "--", package]);
+    assert!(runner.run_action(&yum("beegfs-storage")).await.unwrap().success());
+    for wrong in
+        ["beegfs-setup-storage", "/usr/sbin/beegfs-setup-storage", "/usr/local/bin/beegfs-setup-storage"]
+    {
+        assert!(not_found(runner, setup(wrong)).await, "{wrong}");
+    }
+    let out = runner.run_action(&setup(&full)).await.unwrap();
+    assert_eq!(out.stdout, "All done.\n");
+    // beegfs-ctl comes with beegfs-utils, on PATH.
+    let ctl = Command::new("beegfs-ctl").args([
+        "--listnodes",
+        "--nodetype=management",
+        "--reachable",
+        "--errorcodes",
+    ]);
+    assert!(not_found(runner, ctl.clone()).await);
+    runner.run_action(&yum("beegfs-utils")).await.unwrap();
+    assert_eq!(runner.run(&ctl).await.unwrap().code, Some(1), "no management daemon registered yet");
 }
 
 #[tokio::test]

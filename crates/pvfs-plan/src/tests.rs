@@ -512,7 +512,7 @@ async fn beegfs_follows_the_seed() {
           file /etc/beegfs/connauthfile
             $ write /etc/beegfs/connauthfile
           beegfs mgmtd in /data/beegfs/mgmtd
-            $ beegfs-setup-mgmtd -p /data/beegfs/mgmtd
+            $ /opt/beegfs/sbin/beegfs-setup-mgmtd -p /data/beegfs/mgmtd
           settings in /etc/beegfs/beegfs-mgmtd.conf: connAuthFile=/etc/beegfs/connauthfile
             $ write /etc/beegfs/beegfs-mgmtd.conf
           service beegfs-mgmtd enabled and running, restarted when /etc/beegfs/beegfs-mgmtd.conf or /etc/beegfs/connauthfile changes
@@ -536,7 +536,7 @@ async fn beegfs_follows_the_seed() {
           file /etc/beegfs/connauthfile
             $ write /etc/beegfs/connauthfile
           beegfs meta node 1 in /data/beegfs/meta/beegfs_meta
-            $ beegfs-setup-meta -p /data/beegfs/meta/beegfs_meta -s 1 -m 10.0.0.4
+            $ /opt/beegfs/sbin/beegfs-setup-meta -p /data/beegfs/meta/beegfs_meta -s 1 -m 10.0.0.4
           settings in /etc/beegfs/beegfs-meta.conf: connAuthFile=/etc/beegfs/connauthfile connMaxInternodeNum=32 tuneNumWorkers=64
             $ write /etc/beegfs/beegfs-meta.conf
           service beegfs-meta enabled and running, restarted when /etc/beegfs/beegfs-meta.conf or /etc/beegfs/connauthfile changes
@@ -560,7 +560,7 @@ async fn beegfs_follows_the_seed() {
           file /etc/beegfs/connauthfile
             $ write /etc/beegfs/connauthfile
           beegfs meta node 2 in /data/beegfs/meta/beegfs_meta
-            $ beegfs-setup-meta -p /data/beegfs/meta/beegfs_meta -s 2 -m 10.0.0.4
+            $ /opt/beegfs/sbin/beegfs-setup-meta -p /data/beegfs/meta/beegfs_meta -s 2 -m 10.0.0.4
           settings in /etc/beegfs/beegfs-meta.conf: connAuthFile=/etc/beegfs/connauthfile connMaxInternodeNum=32 tuneNumWorkers=64
             $ write /etc/beegfs/beegfs-meta.conf
           service beegfs-meta enabled and running, restarted when /etc/beegfs/beegfs-meta.conf or /etc/beegfs/connauthfile changes
@@ -584,7 +584,7 @@ async fn beegfs_follows_the_seed() {
           file /etc/beegfs/connauthfile
             $ write /etc/beegfs/connauthfile
           beegfs storage node 1 target 101 in /data/beegfs/storage/beegfs_storage
-            $ beegfs-setup-storage -p /data/beegfs/storage/beegfs_storage -s 1 -i 101 -m 10.0.0.4
+            $ /opt/beegfs/sbin/beegfs-setup-storage -p /data/beegfs/storage/beegfs_storage -s 1 -i 101 -m 10.0.0.4
           settings in /etc/beegfs/beegfs-storage.conf: connAuthFile=/etc/beegfs/connauthfile connMaxInternodeNum=32 tuneFileReadAheadSize=32m tuneFileReadAheadTriggerSize=2m tuneFileReadSize=256K tuneFileWriteSize=256K tuneNumWorkers=64 tuneWorkerBufSize=16m
             $ write /etc/beegfs/beegfs-storage.conf
           service beegfs-storage enabled and running, restarted when /etc/beegfs/beegfs-storage.conf or /etc/beegfs/connauthfile changes
@@ -608,7 +608,7 @@ async fn beegfs_follows_the_seed() {
           file /etc/beegfs/connauthfile
             $ write /etc/beegfs/connauthfile
           beegfs storage node 2 target 201 in /data/beegfs/storage/beegfs_storage
-            $ beegfs-setup-storage -p /data/beegfs/storage/beegfs_storage -s 2 -i 201 -m 10.0.0.4
+            $ /opt/beegfs/sbin/beegfs-setup-storage -p /data/beegfs/storage/beegfs_storage -s 2 -i 201 -m 10.0.0.4
           settings in /etc/beegfs/beegfs-storage.conf: connAuthFile=/etc/beegfs/connauthfile connMaxInternodeNum=32 tuneFileReadAheadSize=32m tuneFileReadAheadTriggerSize=2m tuneFileReadSize=256K tuneFileWriteSize=256K tuneNumWorkers=64 tuneWorkerBufSize=16m
             $ write /etc/beegfs/beegfs-storage.conf
           service beegfs-storage enabled and running, restarted when /etc/beegfs/beegfs-storage.conf or /etc/beegfs/connauthfile changes
@@ -623,7 +623,7 @@ async fn beegfs_follows_the_seed() {
           file /etc/beegfs/connauthfile
             $ write /etc/beegfs/connauthfile
           beegfs client
-            $ beegfs-setup-client -m 10.0.0.4
+            $ /opt/beegfs/sbin/beegfs-setup-client -m 10.0.0.4
           settings in /etc/beegfs/beegfs-client.conf: connAuthFile=/etc/beegfs/connauthfile connMaxInternodeNum=32
             $ write /etc/beegfs/beegfs-client.conf
           settings in /etc/beegfs/beegfs-helperd.conf: connAuthFile=/etc/beegfs/connauthfile
@@ -671,7 +671,7 @@ async fn beegfs_7_4_on_el8_authenticates() {
           file /etc/beegfs/netfilter
             $ write /etc/beegfs/netfilter
           beegfs mgmtd in /data/beegfs/mgmtd
-            $ beegfs-setup-mgmtd -p /data/beegfs/mgmtd
+            $ /opt/beegfs/sbin/beegfs-setup-mgmtd -p /data/beegfs/mgmtd
           settings in /etc/beegfs/beegfs-mgmtd.conf: connAuthFile=/etc/beegfs/connauthfile connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter
             $ write /etc/beegfs/beegfs-mgmtd.conf
           service beegfs-mgmtd enabled and running, restarted when /etc/beegfs/beegfs-mgmtd.conf or /etc/beegfs/connauthfile or /etc/beegfs/interfaces or /etc/beegfs/netfilter changes
@@ -699,7 +699,7 @@ async fn beegfs_7_4_on_el8_authenticates() {
           file /etc/beegfs/netfilter
             $ write /etc/beegfs/netfilter
           beegfs meta node 1 in /data/beegfs/meta/beegfs_meta
-            $ beegfs-setup-meta -p /data/beegfs/meta/beegfs_meta -s 1 -m 10.0.0.4
+            $ /opt/beegfs/sbin/beegfs-setup-meta -p /data/beegfs/meta/beegfs_meta -s 1 -m 10.0.0.4
           settings in /etc/beegfs/beegfs-meta.conf: connAuthFile=/etc/beegfs/connauthfile connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter connMaxInternodeNum=32 tuneNumWorkers=64
             $ write /etc/beegfs/beegfs-meta.conf
           service beegfs-meta enabled and running, restarted when /etc/beegfs/beegfs-meta.conf or /etc/beegfs/connauthfile or /etc/beegfs/interfaces or /etc/beegfs/netfilter changes
@@ -727,7 +727,7 @@ async fn beegfs_7_4_on_el8_authenticates() {
           file /etc/beegfs/netfilter
             $ write /etc/beegfs/netfilter
           beegfs meta node 2 in /data/beegfs/meta/beegfs_meta
-            $ beegfs-setup-meta -p /data/beegfs/meta/beegfs_meta -s 2 -m 10.0.0.4
+            $ /opt/beegfs/sbin/beegfs-setup-meta -p /data/beegfs/meta/beegfs_meta -s 2 -m 10.0.0.4
           settings in /etc/beegfs/beegfs-meta.conf: connAuthFile=/etc/beegfs/connauthfile connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter connMaxInternodeNum=32 tuneNumWorkers=64
             $ write /etc/beegfs/beegfs-meta.conf
           service beegfs-meta enabled and running, restarted when /etc/beegfs/beegfs-meta.conf or /etc/beegfs/connauthfile or /etc/beegfs/interfaces or /etc/beegfs/netfilter changes
@@ -755,7 +755,7 @@ async fn beegfs_7_4_on_el8_authenticates() {
           file /etc/beegfs/netfilter
             $ write /etc/beegfs/netfilter
           beegfs storage node 1 target 101 in /data/beegfs/storage/beegfs_storage
-            $ beegfs-setup-storage -p /data/beegfs/storage/beegfs_storage -s 1 -i 101 -m 10.0.0.4
+            $ /opt/beegfs/sbin/beegfs-setup-storage -p /data/beegfs/storage/beegfs_storage -s 1 -i 101 -m 10.0.0.4
           settings in /etc/beegfs/beegfs-storage.conf: connAuthFile=/etc/beegfs/connauthfile connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter connMaxInternodeNum=32 tuneFileReadAheadSize=32m tuneFileReadAheadTriggerSize=2m tuneFileReadSize=256K tuneFileWriteSize=256K tuneNumWorkers=64 tuneWorkerBufSize=16m
             $ write /etc/beegfs/beegfs-storage.conf
           service beegfs-storage enabled and running, restarted when /etc/beegfs/beegfs-storage.conf or /etc/beegfs/connauthfile or /etc/beegfs/interfaces or /etc/beegfs/netfilter changes
@@ -783,7 +783,7 @@ async fn beegfs_7_4_on_el8_authenticates() {
           file /etc/beegfs/netfilter
             $ write /etc/beegfs/netfilter
           beegfs storage node 2 target 201 in /data/beegfs/storage/beegfs_storage
-            $ beegfs-setup-storage -p /data/beegfs/storage/beegfs_storage -s 2 -i 201 -m 10.0.0.4
+            $ /opt/beegfs/sbin/beegfs-setup-storage -p /data/beegfs/storage/beegfs_storage -s 2 -i 201 -m 10.0.0.4
           settings in /etc/beegfs/beegfs-storage.conf: connAuthFile=/etc/beegfs/connauthfile connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter connMaxInternodeNum=32 tuneFileReadAheadSize=32m tuneFileReadAheadTriggerSize=2m tuneFileReadSize=256K tuneFileWriteSize=256K tuneNumWorkers=64 tuneWorkerBufSize=16m
             $ write /etc/beegfs/beegfs-storage.conf
           service beegfs-storage enabled and running, restarted when /etc/beegfs/beegfs-storage.conf or /etc/beegfs/connauthfile or /etc/beegfs/interfaces or /etc/beegfs/netfilter changes
@@ -802,7 +802,7 @@ async fn beegfs_7_4_on_el8_authenticates() {
           file /etc/beegfs/netfilter
             $ write /etc/beegfs/netfilter
           beegfs client
-            $ beegfs-setup-client -m 10.0.0.4
+            $ /opt/beegfs/sbin/beegfs-setup-client -m 10.0.0.4
           settings in /etc/beegfs/beegfs-client.conf: connAuthFile=/etc/beegfs/connauthfile connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter connMaxInternodeNum=32
             $ write /etc/beegfs/beegfs-client.conf
           settings in /etc/beegfs/beegfs-helperd.conf: connAuthFile=/etc/beegfs/connauthfile
@@ -838,7 +838,7 @@ async fn beegfs_7_4_on_el8_authenticates() {
           file /etc/beegfs/netfilter
             $ write /etc/beegfs/netfilter
           beegfs client
-            $ beegfs-setup-client -m 10.0.0.4
+            $ /opt/beegfs/sbin/beegfs-setup-client -m 10.0.0.4
           settings in /etc/beegfs/beegfs-client.conf: connAuthFile=/etc/beegfs/connauthfile connInterfacesFile=/etc/beegfs/interfaces connNetFilterFile=/etc/beegfs/netfilter connMaxInternodeNum=32
             $ write /etc/beegfs/beegfs-client.conf
           settings in /etc/beegfs/beegfs-helperd.conf: connAuthFile=/etc/beegfs/connauthfile

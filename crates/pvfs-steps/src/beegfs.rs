@@ -1,5 +1,16 @@
 //! BeeGFS 7.x service setup with `beegfs-setup-*`, node and target IDs from the cluster file.
 //!
+//! The scripts are run by their full path, [`SETUP_DIR`]: ThinkParQ's packages install them
+//! there and nowhere else, on every 7.x release and both package formats (beegfs.spec at
+//! 7.1.5, 7.2, 7.3.4 and 7.4.6, the `%files` of meta, mgmtd, storage and client, e.g. 7.4.6
+//! lines 502, 531, 560 and 727; debian/rules at the same tags installs them under
+//! debian/beegfs-*/opt/beegfs/sbin), and no PATH a service gets names that directory. BeeGFS 8
+//! has no `beegfs-setup-mgmtd` (its management daemon is a new program configured by
+//! `/etc/beegfs/beegfs-mgmtd.toml` and initialised with `beegfs-mgmtd --init`; beegfs.spec at
+//! 8.0.1 installs only the meta, storage and client scripts) and no `beegfs-ctl` or
+//! `beegfs-check-servers`, which the plan's gates run: this step refuses a node with BeeGFS 8's
+//! management daemon instead of failing on a missing file.
+//!
 //! The setup scripts are not idempotent (a second `beegfs-setup-storage` exits 1: "Storage
 //! target directory is not empty"; with `-f` it appends the path again), so the state is probed
 //! first: the data directory's `format.conf`, `nodeNumID` and `targetNumID`, and the service's
@@ -19,7 +30,20 @@ pub enum BeegfsService {
     Client,
 }
 
+/// Where ThinkParQ's BeeGFS 7 packages install the setup scripts (see the module's
+/// documentation).
+pub const SETUP_DIR: &str = "/opt/beegfs/sbin";
+
+/// BeeGFS 8's management daemon configuration, which BeeGFS 7 never had (its is
+/// `beegfs-mgmtd.conf`).
+const BEEGFS8_MGMTD_TOML: &str = "/etc/beegfs/beegfs-mgmtd.toml";
+
 impl BeegfsService {
+    /// The setup script of this service, by its full path.
+    pub fn setup_script(self) -> String {
+        format!("{SETUP_DIR}/beegfs-setup-{}", self.as_str())
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             BeegfsService::Mgmtd => "mgmtd",
@@ -60,7 +84,7 @@ pub struct BeegfsSetup {
 
 impl BeegfsSetup {
     fn setup_command(&self) -> Command {
-        let mut cmd = Command::new(format!("beegfs-setup-{}", self.service.as_str()));
+        let mut cmd = Command::new(self.service.setup_script());
         if let Some(path) = &self.path {
             cmd = cmd.args(["-p", path]);
         }
@@ -80,6 +104,15 @@ impl BeegfsSetup {
         let mut a = Assessment::in_sync();
         let conf_path = self.service.conf();
         let Some(conf) = host.read_optional(&conf_path)? else {
+            if host.root.exists(BEEGFS8_MGMTD_TOML) {
+                return Err(StepError::Refused {
+                    reason: format!(
+                        "{BEEGFS8_MGMTD_TOML} is BeeGFS 8's management daemon: pvfs sets up BeeGFS 7 (7.1 to 7.4), \
+                         whose packages have beegfs-setup-mgmtd, beegfs-ctl and beegfs-check-servers, which BeeGFS 8 \
+                         dropped; point [[repo]] at a beegfs_7.x release and remove the BeeGFS 8 packages"
+                    ),
+                });
+            }
             return Err(StepError::File {
                 path: conf_path,
                 message: format!("does not exist; install beegfs-{} first", self.service.as_str()),
@@ -198,7 +231,7 @@ mod tests {
         let a = storage().assess(&host).unwrap();
         assert_eq!(
             a.actions[0].to_string(),
-            "beegfs-setup-storage -p /data/beegfs/storage -s 2 -i 201 -m 10.0.0.4"
+            "/opt/beegfs/sbin/beegfs-setup-storage -p /data/beegfs/storage -s 2 -i 201 -m 10.0.0.4"
         );
         // What the script leaves behind (beegfs-setup-storage in BeeGFS 7.4).
         host.root.create_dir_all("/data/beegfs/storage", 0o755).unwrap();
@@ -255,5 +288,32 @@ mod tests {
                 "storeAllowFirstRunInit: (unset) -> false"
             ]
         );
+    }
+
+    /// A BeeGFS 8 management node: the package installs `/etc/beegfs/beegfs-mgmtd.toml`
+    /// (ThinkParQ/beegfs-rust's mgmtd reads it by default) and no `beegfs-mgmtd.conf` or
+    /// setup script. Refused, naming the version, rather than "install beegfs-mgmtd first".
+    #[test]
+    fn beegfs_8_management_is_refused_by_name() {
+        let (_d, host) = host();
+        let mgmtd = BeegfsSetup {
+            service: BeegfsService::Mgmtd,
+            path: Some("/data/beegfs/mgmtd".into()),
+            node_id: None,
+            target_id: None,
+            mgmt_host: None,
+        };
+        let err = mgmtd.assess(&host).unwrap_err();
+        assert!(err.to_string().contains("install beegfs-mgmtd first"), "{err}");
+        host.root
+            .write_atomic(
+                "/etc/beegfs/beegfs-mgmtd.toml",
+                b"# db-file = \"/var/lib/beegfs/mgmtd.sqlite\"\n",
+                0o644,
+            )
+            .unwrap();
+        let err = mgmtd.assess(&host).unwrap_err();
+        assert!(err.is_refusal(), "{err}");
+        assert!(err.to_string().contains("BeeGFS 8's management daemon: pvfs sets up BeeGFS 7"), "{err}");
     }
 }

@@ -403,13 +403,23 @@ pub(crate) fn line_diff(old: &str, new: &str) -> Vec<String> {
     out
 }
 
-/// The last lines a failed command printed: stderr, or stdout for tools that report errors
-/// there.
+/// What a failed command said, short enough for a message: stderr, or stdout for tools that
+/// report errors there; its first lines and its last, with how many were left out between.
+/// Both ends, because tools put the cause at either: after their progress (yum, mkfs), or
+/// first and then their usage (`lfs setstripe` without a file: "lfs setstripe setstripe: FILE
+/// must be specified", then 57 lines of usage, testdata/lustre/setstripe-no-file-2.15.txt).
 pub(crate) fn error_tail(out: &pvfs_host::Output) -> String {
-    let tail = out.stderr_tail(5);
-    if !tail.is_empty() {
-        return tail;
+    const FIRST: usize = 2;
+    const LAST: usize = 4;
+    let text = if out.stderr.trim().is_empty() { &out.stdout } else { &out.stderr };
+    let lines: Vec<&str> = text.trim_end().lines().skip_while(|l| l.trim().is_empty()).collect();
+    // One line left out is shown rather than counted.
+    if lines.len() <= FIRST + LAST + 1 {
+        return lines.join("\n");
     }
-    let lines: Vec<&str> = out.stdout.trim_end().lines().collect();
-    lines[lines.len().saturating_sub(5)..].join("\n")
+    let left_out = format!("… ({} lines left out)", lines.len() - FIRST - LAST);
+    let mut kept = lines[..FIRST].to_vec();
+    kept.push(&left_out);
+    kept.extend(&lines[lines.len() - LAST..]);
+    kept.join("\n")
 }

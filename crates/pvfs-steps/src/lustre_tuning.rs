@@ -252,6 +252,33 @@ mod tests {
         assert!(parse_getstripe("/d", "stripe_count:  4\n").is_err());
     }
 
+    const NO_FILE: &str = include_str!("../testdata/lustre/setstripe-no-file-2.15.txt");
+
+    /// lfs prints a usage error's cause first and its usage after it (issue 25, item 8): the
+    /// failure keeps the cause, and the end of what it printed.
+    #[tokio::test]
+    async fn a_setstripe_usage_error_keeps_its_cause() {
+        let (_d, h) = host(
+            RecordedRunner::new()
+                .record("lfs getstripe -d -- /mnt/lustre/test1", 0, &fixture(D_2_12), "")
+                .record("lfs setstripe -c -1 -S 4M -- /mnt/lustre/test1", 4, "", &fixture(NO_FILE)),
+        );
+        let step = crate::Step::LustreStripe(stripe());
+        let outcome = crate::execute(&step, &h, &crate::Policy::default(), false, |_| {}).await;
+        let crate::Outcome::Failed(failure) = outcome else { panic!("{outcome:?}") };
+        assert_eq!(failure.code, Some(4));
+        assert_eq!(
+            failure.stderr_tail,
+            "lfs setstripe setstripe: FILE must be specified\n\
+             To create a file with specified striping/composite layout, or\n\
+             … (52 lines left out)\n\
+             To create a file with a foreign (free format) layout:\n\
+             usage: setstripe --foreign[=FOREIGN_TYPE]\n\
+             \x20                --xattr|-x LAYOUT_STRING [--flags HEX]\n\
+             \x20                [--mode MODE] <filename>"
+        );
+    }
+
     fn stripe() -> LustreStripe {
         LustreStripe { dir: "/mnt/lustre/test1".into(), count: -1, size: 4 << 20 }
     }

@@ -501,15 +501,31 @@ async fn kernel<R: Runner>(host: &NodeAccess<R>, want: Option<&str>) -> Result<K
             Kernel::Ready
         });
     };
+    // The running kernel holds the pin: whichever of the kernels it matches the node boots
+    // next, that one holds it too.
     if version_matches(&running, want) {
         return Ok(Kernel::Ready);
     }
-    match installed.iter().find(|v| version_matches(v, want)) {
-        Some(found) => Ok(Kernel::NotRunning { installed: found.clone(), running }),
-        None => Ok(Kernel::Missing(format!(
+    let matching: Vec<&String> = installed.iter().filter(|v| version_matches(v, want)).collect();
+    match matching.as_slice() {
+        [] => Ok(Kernel::Missing(format!(
             "kernel {want} is not installed (installed: {}; running {running})",
             if installed.is_empty() { "none".to_owned() } else { installed.join(", ") }
         ))),
+        [found] => Ok(Kernel::NotRunning { installed: (*found).clone(), running }),
+        // A pin is a prefix (`3.10.0-514`), and a node keeps several kernels of one release
+        // (514.10.2, 514.21.1, …): the node would boot into whichever came first in rpm's
+        // list, not one the file chose.
+        several => Err(StepError::Refused {
+            reason: format!(
+                "kernel {want} matches {} installed kernels ({}) and the node runs {running}: pvfs does not \
+                 pick one to boot; pin the one you mean in full in the cluster file's [packages] \
+                 (kernel = \"{}\")",
+                several.len(),
+                several.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", "),
+                several[several.len() - 1]
+            ),
+        }),
     }
 }
 
@@ -689,6 +705,33 @@ mod tests {
     }
 
     const KERNELS_EL6: &str = include_str!("../testdata/packages/rpm-q-kernel-el6.txt");
+    const KERNELS_EL7_514: &str = include_str!("../testdata/packages/rpm-q-kernel-el7-514.txt");
+
+    /// A pin that matches several installed kernels names none of them (issue 25, item 9): it
+    /// is refused, listing them, rather than the first rpm lists being booted.
+    #[tokio::test]
+    async fn a_kernel_pin_that_matches_several_installed_kernels_is_refused_as_ambiguous() {
+        let real = crate::without_header(KERNELS_EL7_514);
+        let (_d, host) = kernel_host(&real, "3.10.0-693.2.2.el7.x86_64");
+        let err = kernel_step("3.10.0-514").assess(&host).await.unwrap_err();
+        assert!(err.is_refusal(), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "refusing: kernel 3.10.0-514 matches 4 installed kernels (3.10.0-514.10.2.el7.x86_64, \
+             3.10.0-514.16.1.el7.x86_64, 3.10.0-514.21.1.el7.x86_64, 3.10.0-514.26.2.el7.x86_64) and the node runs \
+             3.10.0-693.2.2.el7.x86_64: pvfs does not pick one to boot; pin the one you mean in full in the cluster \
+             file's [packages] (kernel = \"3.10.0-514.26.2.el7.x86_64\")"
+        );
+        // One of them in full: the node must boot into it.
+        let err = kernel_step("3.10.0-514.21.1.el7").assess(&host).await.unwrap_err();
+        assert!(
+            matches!(&err, StepError::MustBoot { kernel, .. } if kernel == "3.10.0-514.21.1.el7.x86_64"),
+            "{err}"
+        );
+        // Running one of the matching kernels holds the pin.
+        let (_d, host) = kernel_host(&real, "3.10.0-514.21.1.el7.x86_64");
+        assert!(kernel_step("3.10.0-514").assess(&host).await.unwrap().is_in_sync());
+    }
 
     /// A yum node running `running`, whose `rpm -q kernel` answers `installed`.
     fn kernel_host(installed: &str, running: &str) -> (tempfile::TempDir, NodeAccess<RecordedRunner>) {

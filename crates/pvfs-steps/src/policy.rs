@@ -1435,6 +1435,14 @@ impl fmt::Display for Policy {
 
 /// The programs a step kind's actions may run (derived from each step's `assess` and
 /// `exec::perform`).
+///
+/// A bare name is a distribution's tool, found through the agent's PATH: where a distribution
+/// puts it differs (`mdadm`, `wipefs` and the LVM tools in /sbin on Debian without merged
+/// /usr, /usr/sbin on EL, which links /sbin there; ThinkParQ's `beegfs-ctl` link in /usr/bin in
+/// its rpm, /usr/sbin in its deb), and systemd's PATH for services holds every one of those
+/// places (src/basic/path-util.h, DEFAULT_PATH: /usr/local/sbin, /usr/local/bin, /usr/sbin,
+/// /usr/bin, and /sbin, /bin where /usr is not merged), which config/pvfs-agent.service keeps.
+/// A program installed outside them, as BeeGFS's setup scripts are, is named by its full path.
 pub fn programs_of(step_kind: &str) -> &'static [&'static str] {
     match step_kind {
         "packages" => &["apt-get", "dnf", "yum"],
@@ -1452,9 +1460,15 @@ pub fn programs_of(step_kind: &str) -> &'static [&'static str] {
         "service-stopped" => &["systemctl"],
         // vgchange --activate n, mdadm --stop / --zero-superblock, wipefs --all.
         "wipe" => &["wipefs", "mdadm", "vgchange"],
-        "beegfs-setup" => {
-            &["beegfs-setup-mgmtd", "beegfs-setup-meta", "beegfs-setup-storage", "beegfs-setup-client"]
-        }
+        // By their full path, where ThinkParQ's packages put them (`beegfs::SETUP_DIR`): no
+        // service's PATH names /opt/beegfs/sbin, and a same-named program elsewhere on PATH
+        // must not stand in for them.
+        "beegfs-setup" => &[
+            "/opt/beegfs/sbin/beegfs-setup-mgmtd",
+            "/opt/beegfs/sbin/beegfs-setup-meta",
+            "/opt/beegfs/sbin/beegfs-setup-storage",
+            "/opt/beegfs/sbin/beegfs-setup-client",
+        ],
         _ => &[],
     }
 }

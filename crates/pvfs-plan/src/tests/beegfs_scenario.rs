@@ -59,6 +59,8 @@ impl SimNode {
         )
         .unwrap();
         std::fs::write(dir.join("proc/sys/kernel/osrelease"), format!("{RELEASE}\n")).unwrap();
+        // Its programs are its packages' (crate::programs), as in crate::scenario.
+        crate::programs::base(dir, RELEASE);
         SimNode { root: dir.to_owned(), state: Arc::default() }
     }
 
@@ -121,6 +123,7 @@ impl SimNode {
             }
             _ => {}
         }
+        crate::programs::install(&self.root, package);
         self.state.lock().unwrap().installed.insert(package.to_owned());
     }
 
@@ -203,7 +206,7 @@ impl SimNode {
 impl Runner for SimNode {
     async fn run(&self, command: &Command) -> Result<Output, CommandError> {
         let args: Vec<&str> = command.args.iter().map(String::as_str).collect();
-        match (command.program.as_str(), args.as_slice()) {
+        match (crate::programs::find(&self.root, command)?.as_str(), args.as_slice()) {
             ("rpm", [.., name]) => {
                 if self.state.lock().unwrap().installed.contains(*name) {
                     ok("7.4.6-1.el8\n")
@@ -231,7 +234,7 @@ impl Runner for SimNode {
     async fn run_action(&self, command: &Command) -> Result<Output, CommandError> {
         let args: Vec<&str> = command.args.iter().map(String::as_str).collect();
         self.state.lock().unwrap().actions.push(command.to_string());
-        match (command.program.as_str(), args.as_slice()) {
+        match (crate::programs::find(&self.root, command)?.as_str(), args.as_slice()) {
             ("dnf", ["install", "-y", "--", packages @ ..]) => {
                 for p in packages {
                     self.install(p);

@@ -1079,6 +1079,11 @@ fn lustre_tuning_stripes_data_paths_and_sets_only_client_parameters() {
     assert_eq!(run("lctl-param", "lctl"), Ok(()));
     assert_eq!(run("lctl-param", "lfs"), Err("program"));
     assert_eq!(run("lustre-stripe", "sh"), Err("program"));
+    // BeeGFS's setup scripts only where ThinkParQ's packages put them: a bare name would be
+    // whatever PATH finds first (and on a real node, nothing).
+    assert_eq!(run("beegfs-setup", "/opt/beegfs/sbin/beegfs-setup-storage"), Ok(()));
+    assert_eq!(run("beegfs-setup", "beegfs-setup-storage"), Err("program"));
+    assert_eq!(run("beegfs-setup", "/usr/local/bin/beegfs-setup-storage"), Err("program"));
 }
 
 /// `down`'s steps: the same grammars as the steps they undo, only their own programs and
