@@ -87,7 +87,7 @@ pub fn run(args: &ServeFloodArgs) -> anyhow::Result<()> {
 async fn flood(args: &ServeFloodArgs, addr: SocketAddr, serve: KillOnDrop) -> anyhow::Result<()> {
     let scraper = SocketAddr::from(([127, 0, 0, 1], 0));
     let deadline = Instant::now() + Duration::from_secs(20);
-    while scrape(scraper, addr).await.is_err() {
+    while scrape(addr).await.is_err() {
         if Instant::now() > deadline {
             bail!("serve did not answer on {addr} within 20 s");
         }
@@ -109,7 +109,7 @@ async fn flood(args: &ServeFloodArgs, addr: SocketAddr, serve: KillOnDrop) -> an
         "{:<34} {:>12} {:>20} {:>7} {:>8}",
         "phase", "scrapes ok", "latency ms med/max", "CPU %", "RSS MB"
     );
-    measure("quiet (before)", pid, hold, scraper, addr).await?;
+    measure("quiet (before)", pid, hold, addr).await?;
 
     let stop = CancellationToken::new();
     let mut flood = tokio::task::JoinSet::new();
@@ -118,7 +118,7 @@ async fn flood(args: &ServeFloodArgs, addr: SocketAddr, serve: KillOnDrop) -> an
         let from = SocketAddr::from(([127, 0, 1 + (i / 250) as u8, 1 + (i % 250) as u8], 0));
         flood.spawn(slowloris(from, addr, stop.clone()));
     }
-    measure(&format!("slowloris, {} addresses", args.n), pid, hold, scraper, addr).await?;
+    measure(&format!("slowloris, {} addresses", args.n), pid, hold, addr).await?;
     stop.cancel();
     while flood.join_next().await.is_some() {}
 
@@ -126,30 +126,28 @@ async fn flood(args: &ServeFloodArgs, addr: SocketAddr, serve: KillOnDrop) -> an
     for _ in 0..200 {
         flood.spawn(slowloris(scraper, addr, stop.clone()));
     }
-    measure("slowloris, 200 from 127.0.0.1", pid, hold, scraper, addr).await?;
+    measure("slowloris, 200 from 127.0.0.1", pid, hold, addr).await?;
     stop.cancel();
     while flood.join_next().await.is_some() {}
 
-    measure("quiet (after)", pid, hold, scraper, addr).await?;
+    measure("quiet (after)", pid, hold, addr).await?;
     drop(serve);
     Ok(())
 }
 
 /// Scrapes every 250 ms for `hold`, then prints the phase's row.
-async fn measure(
-    phase: &str,
-    pid: u32,
-    hold: Duration,
-    from: SocketAddr,
-    to: SocketAddr,
-) -> anyhow::Result<()> {
+async fn measure(phase: &str, pid: u32, hold: Duration, to: SocketAddr) -> anyhow::Result<()> {
     let (cpu0, t0) = (cpu_ns(pid)?, Instant::now());
     let mut latencies = Vec::new();
+    let mut failures = std::collections::BTreeMap::<String, usize>::new();
     while t0.elapsed() < hold {
         let started = Instant::now();
-        latencies.push(match scrape(from, to).await {
+        latencies.push(match scrape(to).await {
             Ok(()) => started.elapsed().as_secs_f64() * 1000.0,
-            Err(_) => f64::INFINITY,
+            Err(err) => {
+                *failures.entry(format!("{err:#}")).or_default() += 1;
+                f64::INFINITY
+            }
         });
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
@@ -164,26 +162,31 @@ async fn measure(
         format!("{ok}/{}", latencies.len()),
         rss_mb(pid)?
     );
+    for (why, count) in failures {
+        println!("  {count} failed: {why}");
+    }
     Ok(())
 }
 
-/// One `GET /metrics` on a fresh connection from `from`, answered `200 OK` within 10 s.
-async fn scrape(from: SocketAddr, to: SocketAddr) -> anyhow::Result<()> {
-    let socket = tokio::net::TcpSocket::new_v4()?;
-    socket.bind(from)?;
-    let exchange = async {
-        let mut stream = socket.connect(to).await?;
-        stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: pvfs\r\nConnection: close\r\n\r\n").await?;
+/// One `GET /metrics` on a fresh connection (from 127.0.0.1), answered `200 OK` within 10 s.
+/// Blocking, on a thread of its own, as a scraper is a process of its own: on the flood's
+/// runtime its request would wait behind the flood's tasks, and that delay would be counted
+/// against serve.
+async fn scrape(to: SocketAddr) -> anyhow::Result<()> {
+    tokio::task::spawn_blocking(move || {
+        use std::io::{Read, Write};
+        let limit = Duration::from_secs(10);
+        let mut stream = std::net::TcpStream::connect_timeout(&to, limit)?;
+        stream.set_read_timeout(Some(limit))?;
+        stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: pvfs\r\nConnection: close\r\n\r\n")?;
         let mut answer = Vec::new();
-        stream.read_to_end(&mut answer).await?;
-        anyhow::Ok(answer)
-    };
-    let answer =
-        tokio::time::timeout(Duration::from_secs(10), exchange).await.context("no answer in 10 s")??;
-    if !answer.starts_with(b"HTTP/1.1 200 OK") {
-        bail!("answered {:?}", String::from_utf8_lossy(&answer[..answer.len().min(40)]));
-    }
-    Ok(())
+        stream.read_to_end(&mut answer)?;
+        if !answer.starts_with(b"HTTP/1.1 200 OK") {
+            bail!("answered {:?}", String::from_utf8_lossy(&answer[..answer.len().min(40)]));
+        }
+        Ok(())
+    })
+    .await?
 }
 
 /// A connection from `from` trickling a request's headers (a byte a second, never the blank

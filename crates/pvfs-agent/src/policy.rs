@@ -47,6 +47,9 @@ pub enum PolicyFileError {
         #[source]
         source: std::io::Error,
     },
+    /// Not a regular file, or larger than a policy file can be.
+    #[error(transparent)]
+    File(pvfs_host::local_file::LocalFileError),
     /// One `file:line:col: message` line per problem.
     #[error("{}", problems.join("\n"))]
     Invalid { path: PathBuf, problems: Vec<String> },
@@ -54,8 +57,14 @@ pub enum PolicyFileError {
 
 /// Reads the policy file at `path`.
 pub fn load(path: &Path) -> Result<Policy, PolicyFileError> {
-    let source = std::fs::read_to_string(path)
-        .map_err(|source| PolicyFileError::Read { path: path.to_owned(), source })?;
+    // A few lists of names and paths: past 16 MiB it is not a policy file.
+    const POLICY_FILE: pvfs_host::local_file::Cap =
+        pvfs_host::local_file::Cap { what: "a policy file", bytes: 16 << 20 };
+    let source =
+        pvfs_host::local_file::read_to_string(path, POLICY_FILE).map_err(|err| match err.into_io() {
+            Ok(source) => PolicyFileError::Read { path: path.to_owned(), source },
+            Err(refused) => PolicyFileError::File(refused),
+        })?;
     parse(path, &source)
 }
 

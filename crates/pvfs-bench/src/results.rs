@@ -34,6 +34,9 @@ pub enum ResultsError {
     Incomplete { dir: PathBuf },
     #[error("{path}: {source} (is {dir} a pvfs results directory?)")]
     Read { path: PathBuf, dir: PathBuf, source: std::io::Error },
+    /// Not a regular file, or larger than [`RECORD_FILE`]: refused unread.
+    #[error("{error} (is {dir} a pvfs results directory?)")]
+    File { dir: PathBuf, error: pvfs_host::local_file::LocalFileError },
     #[error("{path}: {source}")]
     BadJson { path: PathBuf, source: serde_json::Error },
     #[error(
@@ -537,17 +540,33 @@ impl Record {
     }
 }
 
+/// The largest results.json read: a record holds every task's start, end and bytes per phase
+/// and iteration, about 100 bytes each, so a million of them (a thousand tasks, a thousand
+/// phases) is ~100 MiB; it is read whole, as JSON.
+pub const RECORD_FILE: pvfs_host::local_file::Cap =
+    pvfs_host::local_file::Cap { what: "a results.json", bytes: 256 << 20 };
+
+/// The largest `metrics/NODE.jsonl` read: a line a second of ~1 KiB (more with processes), so a
+/// day is ~100 MiB.
+pub const METRICS_FILE: pvfs_host::local_file::Cap =
+    pvfs_host::local_file::Cap { what: "a node's metrics record", bytes: 1 << 30 };
+
 /// Reads `dir/results.json`: a run's record or an import's, with an error naming the file
 /// when it is missing (an incomplete run when the directory holds a run's other files), not
 /// JSON, or of a newer version.
 pub fn load(dir: &Path) -> Result<Record, ResultsError> {
     let path = dir.join("results.json");
-    let text = match std::fs::read_to_string(&path) {
+    let text = match pvfs_host::local_file::read_to_string(&path, RECORD_FILE) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && is_run_dir(dir) => {
+        Err(e) if e.is_not_found() && is_run_dir(dir) => {
             return Err(ResultsError::Incomplete { dir: dir.to_owned() });
         }
-        Err(source) => return Err(ResultsError::Read { path, dir: dir.to_owned(), source }),
+        Err(err) => {
+            return Err(match err.into_io() {
+                Ok(source) => ResultsError::Read { path, dir: dir.to_owned(), source },
+                Err(error) => ResultsError::File { dir: dir.to_owned(), error },
+            });
+        }
     };
     parse(&path, &text)
 }
@@ -575,7 +594,8 @@ fn parse(path: &Path, text: &str) -> Result<Record, ResultsError> {
 /// Reads `metrics/NODE.jsonl` of a run: every line that reads, in order (a line cut short by
 /// an interrupted run is left out).
 pub fn metrics_lines(dir: &Path, node: &str) -> Vec<MetricsLine> {
-    let Ok(text) = std::fs::read_to_string(dir.join("metrics").join(format!("{node}.jsonl"))) else {
+    let path = dir.join("metrics").join(format!("{node}.jsonl"));
+    let Ok(text) = pvfs_host::local_file::read_to_string(&path, METRICS_FILE) else {
         return Vec::new();
     };
     text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect()

@@ -127,15 +127,28 @@ pub enum StateError {
     Parse { path: PathBuf, source: toml::de::Error },
     #[error("cannot write {path}: {source}")]
     Write { path: PathBuf, source: std::io::Error },
+    /// Not a regular file, or larger than a state file can be.
+    #[error("{0}; it is written by `pvfsctl provision`: delete it and provision again")]
+    File(pvfs_host::local_file::LocalFileError),
 }
+
+/// The most of a state file read: a VM's entry is a few lines, so even thousands of VMs are
+/// far below this.
+const STATE_FILE: pvfs_host::local_file::Cap =
+    pvfs_host::local_file::Cap { what: "a pvfs state file", bytes: 64 << 20 };
 
 impl State {
     /// The state at `path`; an empty state when there is no file.
     pub fn read(path: &Path) -> Result<State, StateError> {
-        let text = match std::fs::read_to_string(path) {
+        let text = match pvfs_host::local_file::read_to_string(path, STATE_FILE) {
             Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(State::default()),
-            Err(source) => return Err(StateError::Read { path: path.to_path_buf(), source }),
+            Err(e) if e.is_not_found() => return Ok(State::default()),
+            Err(err) => {
+                return Err(match err.into_io() {
+                    Ok(source) => StateError::Read { path: path.to_path_buf(), source },
+                    Err(refused) => StateError::File(refused),
+                });
+            }
         };
         toml::from_str(&text).map_err(|source| StateError::Parse { path: path.to_path_buf(), source })
     }

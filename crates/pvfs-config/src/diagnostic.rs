@@ -92,6 +92,9 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
+    /// Not a regular file, or larger than [`crate::CLUSTER_FILE`] allows: refused unread.
+    #[error(transparent)]
+    File(pvfs_host::local_file::LocalFileError),
     #[error("{}", Invalid { path, diagnostics })]
     Invalid { path: PathBuf, diagnostics: Vec<Diagnostic> },
 }

@@ -10,6 +10,7 @@ use crate::schema::{
     DataDisksSection, GlusterfsSection, LocalSection, LustreSection, NodeSpec, PackagesSection, RepoSpec,
     TlsSection,
 };
+use pvfs_host::local_file::{self, Cap};
 use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
@@ -166,8 +167,16 @@ impl Loader {
     }
 }
 
+/// The largest cluster file read. The biggest real ones (hundreds of nodes) are tens of KiB;
+/// past this a file is not one, and it is refused before it is read (`validate /dev/zero` used
+/// to read until the machine ran out of memory).
+pub const CLUSTER_FILE: Cap = Cap { what: "a cluster file", bytes: 64 << 20 };
+
 fn read(path: &Path) -> Result<String, ConfigError> {
-    std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })
+    local_file::read_to_string(path, CLUSTER_FILE).map_err(|err| match err.into_io() {
+        Ok(source) => ConfigError::Read { path: path.to_owned(), source },
+        Err(refused) => ConfigError::File(refused),
+    })
 }
 
 /// [`parse`] over a text whose line index is built (tests read its counter afterwards).

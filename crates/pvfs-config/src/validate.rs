@@ -12,9 +12,18 @@ use crate::model::{
 };
 use crate::schema::{BenchSection, ClusterFile, NodeSpec, StripeSection, TargetSection};
 use crate::suggest::closest;
+use pvfs_host::local_file::{self, Cap};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use toml::Spanned;
+
+/// The most of a `[[repo]] gpgkey_file` read: an armored key is a few KiB, a keyring with
+/// every subkey and signature rarely over a few hundred.
+const SIGNING_KEY: Cap = Cap { what: "a repository signing key", bytes: 1 << 20 };
+
+/// The most of `[beegfs] auth_secret` read; the secret itself is 32 to 4096 bytes (checked
+/// below, with how to make one), this only keeps a wrong file from being read whole.
+const BEEGFS_SECRET: Cap = Cap { what: "a BeeGFS shared secret", bytes: 64 << 10 };
 
 /// Checks `file` (read from `path`, whose text is `source`) and returns the validated
 /// cluster with the nodes left without an address (see [`Addresses`]), or `None` with the
@@ -983,7 +992,7 @@ impl Validator<'_> {
         }
         let path = self.base.join(file.get_ref());
         let shown = path.display();
-        match std::fs::read(&path).map(String::from_utf8) {
+        match local_file::read(&path, SIGNING_KEY).map(String::from_utf8) {
             Ok(Ok(text)) => match grammar::armored_key(&text) {
                 Ok(()) => Some(text),
                 Err(why) => {
@@ -1002,13 +1011,14 @@ impl Validator<'_> {
                 None
             }
             Err(err) => {
-                self.error(
-                    file,
-                    format!(
+                let message = match err.into_io() {
+                    Ok(err) => format!(
                         "cannot read the signing key of [[repo]] {name} at {shown}: {err}; save the repository's \
                          ASCII-armored key there, as its publisher ships it"
                     ),
-                );
+                    Err(refused) => refused.to_string(),
+                };
+                self.error(file, message);
                 None
             }
         }
@@ -1178,7 +1188,7 @@ impl Validator<'_> {
                 }
                 let path = self.base.join(secret.get_ref());
                 let shown = path.display();
-                match std::fs::read(&path) {
+                match local_file::read(&path, BEEGFS_SECRET) {
                     Ok(bytes) => match String::from_utf8(bytes) {
                         // BeeGFS hashes the file's first 4 KiB; too short a secret is no secret.
                         Ok(text) if text.trim().len() >= 32 && text.len() <= 4096 && !text.contains('\0') => {
@@ -1205,13 +1215,14 @@ impl Validator<'_> {
                         }
                     },
                     Err(err) => {
-                        self.error(
-                            secret,
-                            format!(
+                        let message = match err.into_io() {
+                            Ok(err) => format!(
                                 "cannot read the BeeGFS shared secret {shown}: {err}; make one with \
                                  `head -c 48 /dev/urandom | base64 > {shown} && chmod 400 {shown}`"
                             ),
-                        );
+                            Err(refused) => refused.to_string(),
+                        };
+                        self.error(secret, message);
                         BeegfsAuth::Disabled
                     }
                 }

@@ -89,7 +89,28 @@ pub enum BootstrapError {
         #[source]
         source: std::io::Error,
     },
+    /// A file to install that is not a regular file, or is larger than it can be.
+    #[error(transparent)]
+    File(pvfs_host::local_file::LocalFileError),
 }
+
+impl From<pvfs_host::local_file::LocalFileError> for BootstrapError {
+    fn from(err: pvfs_host::local_file::LocalFileError) -> BootstrapError {
+        let path = err.path().to_owned();
+        match err.into_io() {
+            Ok(source) => BootstrapError::Read { path, source },
+            Err(refused) => BootstrapError::File(refused),
+        }
+    }
+}
+
+/// The most of a binary or package read to install it: pvfs's binary is ~15 MB, its package
+/// less; past this it is not one of them.
+pub const INSTALL_FILE: pvfs_host::local_file::Cap =
+    pvfs_host::local_file::Cap { what: "a pvfs binary or package", bytes: 1 << 30 };
+
+/// The most of a certificate or key read to install it.
+const TLS_FILE: pvfs_host::local_file::Cap = pvfs_tls::PEM_FILE;
 
 /// Where a file's bytes come from.
 #[derive(Debug, Clone)]
@@ -119,7 +140,7 @@ impl Wanted {
 
     pub fn file(what: &'static str, path: String, mode: u32, local: &Path) -> Result<Wanted, BootstrapError> {
         let read = |source| BootstrapError::Read { path: local.to_owned(), source };
-        let mut file = std::fs::File::open(local).map_err(read)?;
+        let mut file = pvfs_host::local_file::open(local, INSTALL_FILE)?.take(INSTALL_FILE.bytes);
         let mut context = ring::digest::Context::new(&ring::digest::SHA256);
         let mut buf = vec![0u8; 1 << 20];
         loop {
@@ -262,10 +283,10 @@ pub fn wanted_files(
     let tls = |what, local: String, mode| -> Result<Option<Wanted>, BootstrapError> {
         let path = tls_dir.join(&local);
         let remote = format!("{REMOTE_TLS}/{local}");
-        match std::fs::read(&path) {
+        match pvfs_host::local_file::read(&path, TLS_FILE) {
             Ok(bytes) => Ok(Some(Wanted::bytes(what, remote, mode, bytes))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(BootstrapError::Read { path, source }),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(err) => Err(err.into()),
         }
     };
     files.extend(tls("CA certificate", pvfs_tls::CA_CERT.into(), 0o644)?);
@@ -924,9 +945,9 @@ async fn remote(
             command.stdin(Stdio::null());
         }
         Some(Source::File(path)) => {
-            let file = std::fs::File::open(path).map_err(|e| {
-                fail(format!("node {}: cannot read {}: {e}", node.name, path.display()), None, "")
-            })?;
+            // Checked as when it was hashed (a regular file, within its cap).
+            let file = pvfs_host::local_file::open(path, INSTALL_FILE)
+                .map_err(|e| fail(format!("node {}: {e}", node.name), None, ""))?;
             command.stdin(Stdio::from(file));
         }
         Some(Source::Bytes(b)) => {

@@ -28,6 +28,9 @@ pub enum MpiSshError {
         #[source]
         source: std::io::Error,
     },
+    /// A key file that is not a regular file, or larger than a key can be.
+    #[error(transparent)]
+    File(pvfs_host::local_file::LocalFileError),
     #[error("{} is not an OpenSSH public key; remove it and {KEY_FILE} beside it to make a new pair", path.display())]
     BadPublicKey { path: PathBuf },
     /// A client whose host key is needed (every client's known_hosts lists every client).
@@ -63,7 +66,10 @@ pub async fn key_pair(tls_dir: &Path, cluster: &str) -> Result<(String, String),
         }
     }
     let read = |path: &PathBuf| {
-        std::fs::read_to_string(path).map_err(|source| MpiSshError::Read { path: path.clone(), source })
+        pvfs_host::local_file::read_to_string(path, pvfs_tls::PEM_FILE).map_err(|err| match err.into_io() {
+            Ok(source) => MpiSshError::Read { path: path.clone(), source },
+            Err(refused) => MpiSshError::File(refused),
+        })
     };
     let key = read(&private)?;
     let public_text = read(&public)?;

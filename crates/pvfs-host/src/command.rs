@@ -7,9 +7,11 @@
 //! reads the node; it is killed when it runs past its limit or when whoever waits for it goes
 //! away. An *action* ([`Runner::run_action`]: `mkfs`, `mdadm --create`, package installs,
 //! mounts) changes the node, and a half-done action is worse than a finished one, so the agent
-//! never kills it: it runs in its own process group (a signal meant for the agent does not
-//! reach it), writes its output to files rather than to pipes (it does not die of SIGPIPE when
-//! the agent exits), and past its limit it is reported as still running, with its pid.
+//! never kills it: it runs in a session of its own, so in its own process group and without a
+//! controlling terminal (a signal meant for the agent's group, or a hang-up of the terminal an
+//! agent was started from, does not reach it), writes its output to files rather than to pipes
+//! (it does not die of SIGPIPE when the agent exits), and past its limit it is reported as
+//! still running, with its pid.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -192,26 +194,48 @@ impl Runner for SystemRunner {
         // (mount.glusterfs's FUSE client), only for the command itself.
         let stdout = tempfile::tempfile().map_err(io_err)?;
         let stderr = tempfile::tempfile().map_err(io_err)?;
-        let mut child = tokio::process::Command::new(&command.program)
+        let spawn_err =
+            |source| CommandError::Spawn { command: shown.clone(), program: command.program.clone(), source };
+        // A session of its own. `setsid()` between fork and exec needs `pre_exec`, which is
+        // `unsafe` (the workspace forbids it), and std's `CommandExt::setsid` is unstable in
+        // Rust 1.95; so util-linux's `setsid PROGRAM ARGS…` does it. A child we spawn is never
+        // a process group leader (it is in the agent's group), and then `setsid` calls
+        // setsid() and execs the program in place: the same pid (the one reported while it is
+        // still running), its exit status, its output files. (Were it a group leader, `setsid`
+        // would fork and its parent exit at once, which `--wait` fixes, but that option is
+        // missing from older util-linux, CentOS 7's among them.) The program is looked up on
+        // PATH here, so that a missing one is still a spawn error rather than `setsid`'s exit
+        // 127.
+        let mut process = match SETSID.get_or_init(|| find_program("setsid")) {
+            Some(setsid) => {
+                if find_program(&command.program).is_none() {
+                    return Err(spawn_err(io::Error::from(io::ErrorKind::NotFound)));
+                }
+                // By the name given, which `setsid` looks up on the same PATH: tools that read
+                // their argv[0] (mke2fs as `mkfs.ext4`, lvm as `lvcreate`) see what they did.
+                let mut process = tokio::process::Command::new(setsid);
+                process.arg(&command.program);
+                process
+            }
+            // No util-linux: its own process group still keeps group-wide signals off it.
+            None => {
+                let mut process = tokio::process::Command::new(&command.program);
+                process.process_group(0);
+                process
+            }
+        };
+        let mut child = process
             .args(&command.args)
             .stdin(Stdio::null())
             .stdout(stdout.try_clone().map_err(io_err)?)
             .stderr(stderr.try_clone().map_err(io_err)?)
-            // Its own process group: a Ctrl-C or a signal to the agent's group does not reach
-            // it. (Not a new session: that needs `setsid` between fork and exec, which is
-            // `unsafe`; a process group is what keeps group-wide signals off it.)
-            .process_group(0)
             // Never killed by the agent, not even when the future waiting for it is dropped
             // (an agent stopping, a caller going away): it runs to its end.
             .kill_on_drop(false)
             .env("LC_ALL", "C")
             .envs(command.env.iter().map(|(k, v)| (k, v)))
             .spawn()
-            .map_err(|source| CommandError::Spawn {
-                command: shown.clone(),
-                program: command.program.clone(),
-                source,
-            })?;
+            .map_err(spawn_err)?;
         let pid = child.id().unwrap_or_default();
         let status = match tokio::time::timeout(command.timeout, child.wait()).await {
             Ok(status) => status.map_err(io_err)?,
@@ -229,6 +253,24 @@ impl Runner for SystemRunner {
             stderr: read_back(stderr).await.map_err(io_err)?,
         })
     }
+}
+
+/// Where util-linux's `setsid` is, looked up once; `None` without it.
+static SETSID: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+
+/// `program` as `execvp` would find it: itself when it names a path, else the first
+/// executable file of that name in a directory of `PATH`.
+fn find_program(program: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |path: &std::path::Path| {
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        let path = std::path::PathBuf::from(program);
+        return executable(&path).then_some(path);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    std::env::split_paths(&path).map(|dir| dir.join(program)).find(|candidate| executable(candidate))
 }
 
 /// What a finished action wrote to one of its output files.
@@ -355,20 +397,28 @@ mod tests {
         assert!(matches!(err, CommandError::Spawn { .. }), "{err}");
     }
 
+    /// Fields 5 and 6 of /proc/PID/stat (its process group and session), from its text.
+    fn group_and_session(stat: &str) -> (String, String) {
+        let after_comm = stat.rsplit_once(") ").unwrap().1;
+        let fields: Vec<&str> = after_comm.split(' ').collect();
+        (fields[2].to_owned(), fields[3].to_owned())
+    }
+
     #[tokio::test]
-    async fn an_action_runs_in_its_own_process_group() {
-        // Field 5 of /proc/PID/stat is the process group; the shell's own pid is `$$`.
+    async fn an_action_runs_in_a_session_and_group_of_its_own() {
+        // The shell's own pid is `$$`: it leads its own session and group, so `setsid` ran it
+        // in place (no fork: the pid the runner knows is the command's).
         let cmd = Command::new("sh").args(["-c", "echo $$; cat /proc/$$/stat"]);
         let out = SystemRunner.run_action(&cmd).await.unwrap();
         let mut lines = out.stdout.lines();
         let pid = lines.next().unwrap();
         let stat = lines.next().unwrap();
-        let after_comm = stat.rsplit_once(") ").unwrap().1;
-        let pgrp = after_comm.split(' ').nth(2).unwrap();
-        assert_eq!(pgrp, pid, "{stat}");
-        let ours = std::fs::read_to_string("/proc/self/stat").unwrap();
-        let our_pgrp = ours.rsplit_once(") ").unwrap().1.split(' ').nth(2).unwrap().to_owned();
+        let (pgrp, session) = group_and_session(stat);
+        assert_eq!((pgrp.as_str(), session.as_str()), (pid, pid), "{stat}");
+        let (our_pgrp, our_session) = group_and_session(&std::fs::read_to_string("/proc/self/stat").unwrap());
         assert_ne!(pgrp, our_pgrp, "not in the caller's group");
+        assert_ne!(session, our_session, "not in the caller's session");
+        assert_eq!(out.code, Some(0));
     }
 
     #[tokio::test]
@@ -381,6 +431,9 @@ mod tests {
         let text = err.to_string();
         let CommandError::StillRunning { pid, .. } = err else { panic!("{text}") };
         assert!(pid > 0);
+        // The pid reported is the command itself, leading its own session.
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        assert_eq!(group_and_session(&stat).1, pid.to_string(), "{stat}");
         assert!(text.contains(&format!("still running as pid {pid} and was left to finish")), "{text}");
         assert!(!done.exists(), "reported before it finished");
         assert!(appears(&done).await, "the action was killed instead of finishing");

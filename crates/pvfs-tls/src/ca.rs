@@ -235,7 +235,7 @@ fn is_dns_name(s: &str) -> bool {
 }
 
 fn read(path: &Path) -> Result<String, TlsError> {
-    fs::read_to_string(path).map_err(|source| TlsError::Read { path: path.to_owned(), source })
+    crate::read_pem(path)
 }
 
 /// Creates `path` with `mode` from the start (no window where a key is world-readable), and

@@ -40,6 +40,20 @@ pub const RESERVED_FILES: [&str; 3] = [CA_CERT, CA_KEY, REVOKED];
 /// The name the coordinator's certificate is issued under by default.
 pub const COORDINATOR_NAME: &str = "pvfsctl";
 
+/// The most of a certificate or key file read: a PEM certificate with a long chain is a few
+/// KiB; past this it is not one.
+pub const PEM_FILE: pvfs_host::local_file::Cap =
+    pvfs_host::local_file::Cap { what: "a PEM certificate or key", bytes: 1 << 20 };
+
+/// Reads a certificate or key file the user's directory holds, as [`TlsError::Read`] or
+/// [`TlsError::File`].
+pub(crate) fn read_pem(path: &std::path::Path) -> Result<String, TlsError> {
+    pvfs_host::local_file::read_to_string(path, PEM_FILE).map_err(|err| match err.into_io() {
+        Ok(source) => TlsError::Read { path: path.to_owned(), source },
+        Err(refused) => TlsError::File(refused),
+    })
+}
+
 /// Something about the TLS directory or its files is wrong.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
@@ -51,6 +65,9 @@ pub enum TlsError {
         #[source]
         source: std::io::Error,
     },
+    /// Not a regular file, or larger than [`PEM_FILE`]: refused unread.
+    #[error(transparent)]
+    File(pvfs_host::local_file::LocalFileError),
     #[error("cannot write {}: {source}", path.display())]
     Write {
         path: PathBuf,

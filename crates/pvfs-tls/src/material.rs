@@ -31,13 +31,10 @@ pub fn load(dir: &Path, name: &str) -> Result<Material, TlsError> {
     let ca_path = dir.join(CA_CERT);
     let cert_path = dir.join(format!("{name}.crt"));
     let key_path = dir.join(format!("{name}.key"));
-    let read = |path: &Path| {
-        std::fs::read_to_string(path).map_err(|source| TlsError::Read { path: path.to_owned(), source })
-    };
     Ok(Material {
-        ca_pem: read(&ca_path)?,
-        cert_pem: read(&cert_path)?,
-        key_pem: read(&key_path)?,
+        ca_pem: crate::read_pem(&ca_path)?,
+        cert_pem: crate::read_pem(&cert_path)?,
+        key_pem: crate::read_pem(&key_path)?,
         ca_path,
         cert_path,
         key_path,

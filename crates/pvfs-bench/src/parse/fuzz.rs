@@ -29,6 +29,7 @@ fn error_line(error: &ParseError) -> Option<usize> {
         | ParseError::SeveralRuns { .. }
         | ParseError::JsonValue { .. }
         | ParseError::Read { .. }
+        | ParseError::File(_)
         | ParseError::InFile { .. } => None,
     }
 }

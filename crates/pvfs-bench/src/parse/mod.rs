@@ -39,6 +39,9 @@ pub enum ParseError {
     /// with its chain (`{:#}`, as `main` prints errors) it would be said twice.
     #[error("cannot read {path}: {cause}")]
     Read { path: PathBuf, cause: std::io::Error },
+    /// Not a regular file, or larger than [`OUTPUT_FILE`]: refused unread.
+    #[error(transparent)]
+    File(pvfs_host::local_file::LocalFileError),
     /// Reading from a stream failed ([`parse_file`] names the file instead).
     #[error("reading line {line}: {cause}")]
     Io { line: usize, cause: std::io::Error },
@@ -97,6 +100,13 @@ pub enum ParseError {
 /// across lines), so a longer one is not theirs, and it is refused before it fills memory.
 pub const MAX_LINE: u64 = 16 << 20;
 
+/// The largest output [`parse_file`] reads (and `bench import` copies). The longest real ones,
+/// verbose runs of thousands of tasks, are tens of MiB: IOR prints a line or two per task and
+/// iteration. Reading is a line at a time, so the cap bounds the time a wrong file takes, and
+/// the copy an import keeps, not memory.
+pub const OUTPUT_FILE: pvfs_host::local_file::Cap =
+    pvfs_host::local_file::Cap { what: "an IOR or mdtest output", bytes: 1 << 30 };
+
 /// Reads any IOR or mdtest output; see the module documentation for what is recognised.
 pub fn parse(text: &str) -> Result<Parsed, ParseError> {
     parse_reader(text.as_bytes())
@@ -113,8 +123,12 @@ pub fn parse_reader(reader: impl BufRead) -> Result<Parsed, ParseError> {
 /// a multi-byte character in two.
 pub fn parse_file(path: &Path) -> Result<Parsed, ParseError> {
     let read = |cause| ParseError::Read { path: path.to_owned(), cause };
-    let file = std::fs::File::open(path).map_err(read)?;
-    match parse_reader(std::io::BufReader::with_capacity(1 << 16, file)) {
+    let file = pvfs_host::local_file::open(path, OUTPUT_FILE).map_err(|err| match err.into_io() {
+        Ok(cause) => read(cause),
+        Err(refused) => ParseError::File(refused),
+    })?;
+    // No further than the size checked at the open, should the file grow while it is read.
+    match parse_reader(std::io::BufReader::with_capacity(1 << 16, file.take(OUTPUT_FILE.bytes))) {
         Ok(parsed) => Ok(parsed),
         Err(ParseError::Io { cause, .. }) => Err(read(cause)),
         Err(error) => Err(ParseError::InFile { path: path.to_owned(), error: Box::new(error) }),

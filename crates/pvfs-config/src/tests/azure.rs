@@ -340,9 +340,22 @@ fn the_public_key_file_must_be_readable_and_a_public_key() {
     std::fs::write(dir.dir.path().join("keys/id"), "-----BEGIN OPENSSH PRIVATE KEY-----\n").unwrap();
     let shown = dir.load(&text.replace("keys/none.pub", "keys/id"));
     assert!(shown.starts_with("DIR/az.toml:15:23: DIR/keys/id: this is a private key"), "{shown}");
-    // A device that never ends is not read to its end.
+    // A device that never ends is not read at all; nor is a file too large for a key.
     let shown = dir.load(&text.replace("keys/none.pub", "/dev/zero"));
-    assert!(shown.starts_with("DIR/az.toml:15:23: /dev/zero is larger than a public key file"), "{shown}");
+    assert!(
+        shown.starts_with(
+            "DIR/az.toml:15:23: /dev/zero is a character device, not a regular file: pvfs reads an SSH public key file only from a regular file"
+        ),
+        "{shown}"
+    );
+    std::fs::File::create(dir.dir.path().join("keys/big.pub")).unwrap().set_len(1 << 20).unwrap();
+    let shown = dir.load(&text.replace("keys/none.pub", "keys/big.pub"));
+    assert!(
+        shown.starts_with(
+            "DIR/az.toml:15:23: DIR/keys/big.pub is 1 MiB, more than the 16 KiB that an SSH public key file may be"
+        ),
+        "{shown}"
+    );
     let shown = dir.load(&text.replace("keys/none.pub", "~azureuser/.ssh/id.pub"));
     assert!(shown.contains("only ~/ (your home) is expanded"), "{shown}");
 }

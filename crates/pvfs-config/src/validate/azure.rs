@@ -393,14 +393,7 @@ impl Validator<'_> {
             None => self.base.join(given),
         };
         let shown = path.display();
-        match read_bounded(&path, MAX_KEY_FILE).map(String::from_utf8) {
-            Ok(Ok(text)) if text.len() as u64 > MAX_KEY_FILE => {
-                self.error(
-                    file,
-                    format!("{shown} is larger than a public key file ({MAX_KEY_FILE} bytes at most)"),
-                );
-                None
-            }
+        match pvfs_host::local_file::read(&path, PUBLIC_KEY_FILE).map(String::from_utf8) {
             Ok(Ok(text)) => match ssh_public_key(&text) {
                 Ok(key) => Some(key),
                 Err(why) => {
@@ -413,30 +406,23 @@ impl Validator<'_> {
                 None
             }
             Err(err) => {
-                self.error(
-                    file,
-                    format!(
+                let message = match err.into_io() {
+                    Ok(err) => format!(
                         "cannot read ssh_public_key_file {shown}: {err}; make a key with `ssh-keygen -t ed25519` or \
                          name an existing .pub file"
                     ),
-                );
+                    Err(refused) => refused.to_string(),
+                };
+                self.error(file, message);
                 None
             }
         }
     }
 }
 
-/// The most of `ssh_public_key_file` read: an RSA key of 16384 bits is under 3 KiB, and a
-/// path such as /dev/zero must not make `validate` read forever.
-const MAX_KEY_FILE: u64 = 16 * 1024;
-
-/// At most `limit + 1` bytes of the file, so that a longer one is seen to be longer.
-fn read_bounded(path: &std::path::Path, limit: u64) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?.take(limit + 1).read_to_end(&mut bytes)?;
-    Ok(bytes)
-}
+/// The most of `ssh_public_key_file` read: an RSA key of 16384 bits is under 3 KiB.
+const PUBLIC_KEY_FILE: pvfs_host::local_file::Cap =
+    pvfs_host::local_file::Cap { what: "an SSH public key file", bytes: 16 << 10 };
 
 /// A GUID as Azure writes IDs: 8-4-4-4-12 hexadecimal digits.
 fn guid(what: &str, v: &str) -> Result<(), String> {

@@ -416,7 +416,10 @@ fn store_import(results: &Path, file: &Path, parsed: &pvfs_bench::model::Parsed)
     std::fs::create_dir(&raw).with_context(|| format!("creating {}", raw.display()))?;
     let name = file.file_name().map_or("output".into(), |n| n.to_os_string());
     write_atomic(&raw.join(name), |out| {
-        std::io::copy(&mut std::fs::File::open(file)?, out)?;
+        // As it was parsed: a regular file within the cap, and no more of it than that.
+        const CAP: pvfs_host::local_file::Cap = pvfs_bench::parse::OUTPUT_FILE;
+        let source = pvfs_host::local_file::open(file, CAP).map_err(std::io::Error::other)?;
+        std::io::copy(&mut std::io::Read::take(source, CAP.bytes), out)?;
         Ok(())
     })
     .with_context(|| format!("copying {shown}"))?;

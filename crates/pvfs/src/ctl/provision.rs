@@ -62,8 +62,7 @@ mod with_azure {
             options.default_poll = Duration::from_millis(200);
         }
         if let Some(ca) = &args.azure_ca {
-            options.extra_root_pem =
-                Some(std::fs::read(ca).with_context(|| format!("reading {}", ca.display()))?);
+            options.extra_root_pem = Some(pvfs_host::local_file::read(ca, pvfs_tls::PEM_FILE)?);
         }
         let credential: Arc<dyn pvfs_azure::credentials::TokenCredential> = match &args.azure_token {
             Some(token) => Arc::new(pvfs_azure::credentials::StaticToken(token.clone())),

@@ -13,7 +13,7 @@ mod admission;
 use crate::cli::ServeArgs;
 use crate::shutdown::Shutdown;
 use crate::{exit, output};
-use admission::{Admission, Busy};
+use admission::{Admission, Busy, Ticket};
 use anyhow::Context;
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
@@ -209,23 +209,16 @@ async fn serve_admitted(
             },
         };
         failing = false;
-        let Some(ticket) = admission.admit(peer.ip()) else {
+        let Some(ticket) = admission.admit(peer.ip(), std::os::fd::AsRawFd::as_raw_fd(&socket)) else {
             // Every place is serving a request: closed at once, never queued.
             tracing::debug!(peer = %peer, "/metrics connection refused: every connection is busy");
             continue;
         };
-        // A connection that arrives with its whole request already sent is an honest client:
-        // busy from the start, so that the next few newcomers cannot evict it before its task
-        // has read the request. Given up when that request starts (below).
-        let arrived = has_whole_request(&socket).then(|| ticket.busy());
-        let arrived = Arc::new(std::sync::Mutex::new(arrived));
         let evicted = ticket.evicted();
-        let ticket = Arc::new(ticket);
+        let requests = ticket.requests();
         let app = hyper_util::service::TowerToHyperService::new(app.clone());
         let service = hyper::service::service_fn(move |request| {
-            // Taken before `arrived` is given up, so the connection is never idle in between.
-            let busy = ticket.busy();
-            arrived.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+            let busy = requests.busy();
             let response = hyper::service::Service::call(&app, request);
             async move {
                 let response = response.await?;
@@ -233,6 +226,7 @@ async fn serve_admitted(
                 Ok::<_, std::convert::Infallible>(response.map(|body| Guarded { body, _busy: busy }))
             }
         });
+        let socket = Admitted { ticket, stream: socket };
         let connection = builder.serve_connection(hyper_util::rt::TokioIo::new(socket), service);
         let stop = shutdown.clone();
         connections.spawn(async move {
@@ -277,17 +271,62 @@ async fn serve_admitted(
     connections.wait().await;
 }
 
-/// Whether `socket` has a whole request head waiting to be read (its headers' blank line in
-/// the first [`PEEK`] bytes), looked at without reading it and without waiting.
-fn has_whole_request(socket: &tokio::net::TcpStream) -> bool {
-    use nix::sys::socket::{MsgFlags, recv};
-    use std::os::fd::AsRawFd;
-    /// Scrapers' request heads are a few hundred bytes.
-    const PEEK: usize = 4096;
-    let mut buf = [0u8; PEEK];
-    match recv(socket.as_raw_fd(), &mut buf, MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT) {
-        Ok(n) => buf[..n].windows(4).any(|w| w == b"\r\n\r\n"),
-        Err(_) => false,
+/// An admitted connection's socket with its place in the [`Admission`] table. The ticket is
+/// declared first so that it is dropped first: the table names the socket's descriptor, and
+/// must let go of it before the descriptor is closed (and its number given to another socket).
+struct Admitted {
+    ticket: Ticket,
+    stream: tokio::net::TcpStream,
+}
+
+impl tokio::io::AsyncRead for Admitted {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let read = std::pin::Pin::new(&mut self.stream).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.ticket.heard();
+        }
+        read
+    }
+}
+
+impl tokio::io::AsyncWrite for Admitted {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_shutdown(cx)
     }
 }
 

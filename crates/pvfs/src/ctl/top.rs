@@ -14,6 +14,7 @@ use pvfs_bench::results::ProcessLine;
 use pvfs_bench::results::time_text;
 use pvfs_coord::bench::metrics::process_lines;
 use pvfs_coord::stream::{Cursor, Event, Start, follow_cluster};
+use pvfs_host::local_file::{self, Cap};
 use pvfs_metrics::processes::Process;
 use pvfs_metrics::rates::{RateTracker, Rates};
 use pvfs_metrics::ring::Stamped;
@@ -383,11 +384,13 @@ fn status(node: &str, json: bool, fields: serde_json::Value, text: &str) -> anyh
 }
 
 fn load_cursors(path: &Path) -> anyhow::Result<HashMap<String, Cursor>> {
-    match std::fs::read_to_string(path) {
+    // A cursor is a node name and two numbers: even 100,000 nodes' are a few MiB.
+    const CURSOR_FILE: Cap = Cap { what: "a cursor file", bytes: 64 << 20 };
+    match local_file::read_to_string(path, CURSOR_FILE) {
         Ok(text) => serde_json::from_str(&text)
             .with_context(|| format!("{} is not a pvfsctl cursor file", path.display())),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(HashMap::new()),
-        Err(err) => Err(err).with_context(|| format!("reading {}", path.display())),
+        Err(err) if err.is_not_found() => Ok(HashMap::new()),
+        Err(err) => Err(err.into()),
     }
 }
 

@@ -175,3 +175,55 @@ fn a_connection_flood_at_the_descriptor_limit_costs_no_sample_and_no_answer() {
     assert!(!log.contains("sample skipped"), "{log}");
     assert!(!log.contains("Too many open files"), "{log}");
 }
+
+/// Issue 24, item 10: a newline in an Apply's label was written raw to the agent's log,
+/// forging lines such as `INFO pvfs-agent stopped`. Through the real binary's logging: every
+/// line of its log is an event of its own, starting with its time and level.
+#[test]
+fn a_label_from_the_wire_cannot_forge_log_lines() {
+    let dir = TestDir::new();
+    dir.pki();
+    dir.issue_agent("n1", "127.0.0.1");
+    let mut agent = AgentProcess::start(&dir, "n1", "127.0.0.1");
+    let cluster_path = cluster_file(&dir, &[("n1", format!("127.0.0.1:{}", agent.port))]);
+    let forged = "x\nINFO pvfs-agent stopped\r\n\u{1b}[2K2026-01-01T00:00:00.000000Z  INFO converged unit=FORGED2 ok=1";
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let cluster = pvfs_config::load(&cluster_path).unwrap();
+        let material = pvfs_tls::load(&dir.path().join("tls"), "pvfsctl").unwrap();
+        let dialer = pvfs_coord::Dialer::new(
+            pvfs_coord::ClientSecurity::MutualTls(material),
+            std::time::Duration::from_secs(10),
+        );
+        let mut conn = dialer.connect(&cluster.nodes[0]).await.unwrap();
+        // No steps, a dry run: the agent logs the unit it converges by its label.
+        let request = pvfs_proto::pb::ApplyRequest {
+            steps: Vec::new(),
+            dry_run: true,
+            after_changes: false,
+            label: forged.into(),
+        };
+        let mut events = conn.agent.apply(request).await.unwrap().into_inner();
+        while events.message().await.unwrap().is_some() {}
+    });
+    // Closes the connection, whose task lives in the runtime: the agent waits for it to stop.
+    drop(runtime);
+    assert!(agent.terminate().success());
+    let mut log = String::new();
+    std::io::Read::read_to_string(&mut agent.child.stderr.take().unwrap(), &mut log).unwrap();
+    assert!(log.contains(r"unit=x\nINFO pvfs-agent stopped\r\n\u{1b}[2K2026-01-01"), "{log}");
+    let stopped = log.lines().filter(|l| l.ends_with("INFO pvfs-agent stopped")).count();
+    assert!(stopped <= 1, "{log}");
+    for line in log.lines() {
+        // `2026-05-01T12:00:00.123456Z  INFO converging …`
+        let (time, rest) = line.split_once(' ').unwrap_or_default();
+        let level = rest.trim_start().split(' ').next().unwrap_or_default();
+        assert!(
+            time.len() > 20
+                && time.ends_with('Z')
+                && ["TRACE", "DEBUG", "INFO", "WARN", "ERROR"].contains(&level),
+            "a line that is not an event of its own: {line:?}\n{log}"
+        );
+        assert!(!line.contains('\u{1b}') && !line.contains('\r'), "{line:?}");
+    }
+}

@@ -1075,3 +1075,37 @@ fn an_engine_whose_coordinator_went_away_stops_at_its_next_transfer() {
     let written = std::fs::metadata(run.join("ior.00000000")).map(|m| m.len()).unwrap_or(0);
     assert!(written < 2 << 30, "the engine wrote its whole block ({written} bytes) for nobody");
 }
+
+/// Issue 24, item 9: `bench import` on a FIFO waited forever. Outputs are read only from
+/// regular files (of at most 1 GiB), refused with the file named, exit 2, nothing stored.
+#[test]
+fn import_refuses_fifos_and_devices_at_once() {
+    let dir = TestDir::new();
+    let fifo = dir.path().join("ior.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let limit = std::time::Duration::from_secs(30);
+    for (file, kind) in [("ior.fifo", "a FIFO (named pipe)"), ("/dev/zero", "a character device")] {
+        let out = dir.ctl_within(limit, &["bench", "import", file]);
+        assert_eq!(out.status.code(), Some(2), "{file}: {}", text(&out.stderr));
+        let want = format!(
+            "error: {file} is {kind}, not a regular file: pvfs reads an IOR or mdtest output only from a regular \
+             file; save it to a file and give that\n"
+        );
+        assert_eq!(text(&out.stderr), want);
+    }
+    assert!(!dir.path().join("pvfs-results").exists(), "nothing stored");
+    // A report of a directory whose results.json is a FIFO says so too.
+    std::fs::create_dir(dir.path().join("run")).unwrap();
+    nix::unistd::mkfifo(
+        &dir.path().join("run/results.json"),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    let out = dir.ctl_within(limit, &["report", "run", "--out", "report"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("run/results.json is a FIFO (named pipe), not a regular file"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -188,6 +188,13 @@ fn a_second_sigterm_exits_at_once_and_mkfs_still_runs_to_its_end() {
     let run = rt.spawn(up(&dir, agent.port, &disk.device));
 
     let mkfs = wait_for_pid(&pidfile);
+    // mkfs leads a session of its own, not the agent's (issue 24): field 6 of its stat.
+    let session = |pid: u32| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        stat.rsplit_once(") ").unwrap().1.split(' ').nth(3).unwrap().to_owned()
+    };
+    assert_eq!(session(mkfs as u32), mkfs.to_string());
+    assert_ne!(session(mkfs as u32), session(agent.child.id()));
     let pid = Pid::from_raw(agent.child.id() as i32);
     kill(pid, Signal::SIGTERM).unwrap();
     std::thread::sleep(Duration::from_millis(200));

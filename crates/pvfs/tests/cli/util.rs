@@ -44,6 +44,33 @@ impl TestDir {
         self.command(&pvfsctl()).args(args).output().unwrap()
     }
 
+    /// [`TestDir::ctl`] for a command that might hang: killed, and the test failed, if it has
+    /// not exited within `limit`. Its output goes through files, so nothing blocks on a pipe.
+    pub fn ctl_within(&self, limit: Duration, args: &[&str]) -> Output {
+        let (stdout, stderr) = (self.path().join(".stdout"), self.path().join(".stderr"));
+        let mut child = self
+            .command(&pvfsctl())
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&stdout).unwrap())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + limit;
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("pvfsctl {args:?} still running after {limit:?}: killed");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        Output { status, stdout: std::fs::read(&stdout).unwrap(), stderr: std::fs::read(&stderr).unwrap() }
+    }
+
     /// A CA with the coordinator's certificate in `tls/`.
     pub fn pki(&self) -> PathBuf {
         let tls = self.path().join("tls");

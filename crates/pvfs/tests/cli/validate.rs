@@ -177,3 +177,40 @@ fn the_azure_example_is_valid_before_provisioning() {
     assert_eq!(v["unaddressed"].as_array().unwrap().len(), 7);
     assert_eq!(v["unaddressed"][0], "mgsmds00");
 }
+
+/// Issue 24, item 9: `validate /dev/zero` read until the machine ran out of memory, and a
+/// FIFO made it wait forever. Every command that loads a cluster file reads only a regular file
+/// of at most 64 MiB, and says which file and why, exit 2, before reading any of it.
+#[test]
+fn devices_fifos_and_huge_files_are_refused_as_cluster_files_at_once() {
+    let dir = TestDir::new();
+    let fifo = dir.path().join("cluster.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    // Sparse: 65 MiB long, nothing written.
+    std::fs::File::create(dir.path().join("huge.toml")).unwrap().set_len(65 << 20).unwrap();
+    let limit = std::time::Duration::from_secs(30);
+    for (args, want) in [
+        (
+            vec!["validate", "/dev/zero"],
+            "error: /dev/zero is a character device, not a regular file: pvfs reads a cluster file only from a \
+             regular file; save it to a file and give that",
+        ),
+        (
+            vec!["validate", "cluster.fifo"],
+            "error: cluster.fifo is a FIFO (named pipe), not a regular file: pvfs reads a cluster file only from a \
+             regular file",
+        ),
+        (
+            vec!["validate", "huge.toml"],
+            "error: huge.toml is 65 MiB, more than the 64 MiB that a cluster file may be: is it the right file?",
+        ),
+        (vec!["validate", "."], "error: . is a directory, not a regular file"),
+        // The loader every command uses.
+        (vec!["nodes", "cluster.fifo"], "error: cluster.fifo is a FIFO (named pipe), not a regular file"),
+        (vec!["up", "/dev/zero", "--plan"], "error: /dev/zero is a character device, not a regular file"),
+    ] {
+        let out = dir.ctl_within(limit, &args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).starts_with(want), "{args:?}: {}", text(&out.stderr));
+    }
+}
