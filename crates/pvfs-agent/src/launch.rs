@@ -234,6 +234,16 @@ pub async fn run(
     if !crate::child::on_path(&command.program) {
         return fail(mpirun_missing(std::path::Path::new(EL_OPENMPI_BIN).join("mpirun").exists())).await;
     }
+    // Last before anything starts, so that "IOR is not installed" is said first: the job's
+    // writes must leave its file system room (`room`).
+    if let Workload::Ior(p) = &req.workload
+        && p.write
+        && let Err(err) =
+            crate::room::check(&req.dir, crate::room::ior_writes(p, req.tasks_per_node, req.ranks()))
+    {
+        tracing::warn!(dir = %req.dir.display(), error = %err, "benchmark refused: no room");
+        return fail(err.to_string()).await;
+    }
     // mpirun and the ranks it forks must not inherit the agent's protection from the OOM killer.
     let mut mpirun = vec![command.program.clone()];
     mpirun.extend(command.args.iter().cloned());

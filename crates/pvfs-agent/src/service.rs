@@ -233,12 +233,8 @@ impl pb::agent_server::Agent for AgentService {
     ) -> Result<Response<Self::LaunchStream>, Status> {
         let req = pvfs_proto::convert::bench::launch_request_from(request.into_inner())
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        // Its room is checked once the job could start (IOR and mpirun found): `launch::run`.
         self.bench_dir(&req.dir)?;
-        if let pvfs_bench::params::Workload::Ior(p) = &req.workload
-            && p.write
-        {
-            self.room(&req.dir, crate::room::ior_writes(p, req.tasks_per_node, req.ranks()))?;
-        }
         let guard = self.benching.clone().try_lock_owned().map_err(|_| {
             Status::aborted("another benchmark is running on this client; wait for it to finish")
         })?;

@@ -202,6 +202,7 @@ fn a_label_from_the_wire_cannot_forge_log_lines() {
             dry_run: true,
             after_changes: false,
             label: forged.into(),
+            cluster_hosts: Vec::new(),
         };
         let mut events = conn.agent.apply(request).await.unwrap().into_inner();
         while events.message().await.unwrap().is_some() {}
