@@ -4,11 +4,15 @@
 //!
 //! Phases, each held for `--seconds`: a quiet baseline; N idle TCP connections (a handshake
 //! that never starts); N half-open TLS handshakes (a ClientHello record header, then nothing);
-//! N Metrics streams over mutual TLS (refusals counted); then a quiet tail after the flood is
-//! gone. The flood comes from other loopback addresses (127.0.0.2, …), as from other hosts;
-//! the coordinator and `pvfsctl nodes` from 127.0.0.1. For each phase: the agent's CPU and RSS
-//! (from /proc), `pvfsctl nodes` and `Info` latency, and over the whole run the samples the
-//! coordinator lost (seconds missing from its stream; the goal is 0).
+//! both at once (half of N each); N Metrics streams over mutual TLS (refusals counted); then a
+//! quiet tail after the flood is gone. The connection floods are kept in place: each flooding
+//! connection is opened again as soon as the agent closes it (evicted, or its handshake timed
+//! out), as an attacker would. The flood comes from `--sources` other loopback addresses
+//! (127.1.0.1, 127.1.0.2, …: the loopback /8 binds without setup), as from other hosts; the
+//! coordinator and `pvfsctl nodes` from 127.0.0.1. For each phase: the agent's CPU and RSS
+//! (from /proc, RSS and its anonymous part at the phase's end), `pvfsctl nodes` and `Info` latency, how many of 32
+//! fresh coordinator connections opened at once each got an `Info` answered, and over the
+//! whole run the samples the coordinator lost (seconds missing from its stream; the goal is 0).
 
 use crate::util::{self, KillOnDrop, cargo, read, step};
 use anyhow::{Context, bail};
@@ -22,14 +26,14 @@ use std::time::{Duration, Instant};
 #[derive(clap::Args, Debug)]
 pub struct FloodArgs {
     /// Connections (or streams) in each flood.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 2000)]
     pub n: usize,
     /// How long each phase is held.
     #[arg(long, default_value_t = 10)]
     pub seconds: u64,
-    /// Loopback addresses the flood comes from (127.0.0.2 and up).
-    #[arg(long, default_value_t = 4)]
-    pub sources: u8,
+    /// Loopback addresses the flood comes from (127.1.0.1 and up), at most 60,000.
+    #[arg(long, default_value_t = 2000)]
+    pub sources: u16,
     /// The agent's open-file limit (soft and hard), as a unit's LimitNOFILE= would set it.
     #[arg(long, default_value_t = 1024)]
     pub nofile: u64,
@@ -54,8 +58,8 @@ struct Followed {
 }
 
 pub fn run(args: &FloodArgs) -> anyhow::Result<()> {
-    if args.sources == 0 || args.sources > 200 {
-        bail!("--sources must be 1..=200 (loopback addresses 127.0.0.2 and up)");
+    if args.sources == 0 || args.sources > 60_000 {
+        bail!("--sources must be 1..=60000 (loopback addresses 127.1.0.1 and up)");
     }
     let binary = match &args.binary {
         Some(binary) => binary.clone(),
@@ -173,19 +177,32 @@ async fn flood(
         args.seconds
     );
     println!(
-        "{:<28} {:>9} {:>9} {:>22} {:>22}",
-        "phase", "CPU %", "RSS MB", "nodes ms (med/max)", "Info ms (med/max)"
+        "{:<30} {:>7} {:>7} {:>8} {:>6} {:>22} {:>22} {:>12}",
+        "phase",
+        "CPU %",
+        "RSS MB",
+        "anon MB",
+        "fds",
+        "nodes ms (med/max)",
+        "Info ms (med/max)",
+        "32 fresh ok"
     );
 
     measure("quiet (before)", pid, hold, binary, cluster_path, &dialer, &node).await?;
 
-    let idle = idle_connections(addr, args.n, args.sources).await;
-    measure("idle TCP connections", pid, hold, binary, cluster_path, &dialer, &node).await?;
-    drop(idle);
-
-    let half_open = half_open_handshakes(addr, args.n, args.sources).await;
-    measure("half-open TLS handshakes", pid, hold, binary, cluster_path, &dialer, &node).await?;
-    drop(half_open);
+    for (label, kind) in [
+        ("idle TCP connections", Kind::Idle),
+        ("half-open TLS handshakes", Kind::HalfOpen),
+        ("idle + half-open", Kind::Both),
+    ] {
+        let flood = Flood::start(addr, args.n, args.sources, kind);
+        flood.established(args.n).await;
+        measure(label, pid, hold, binary, cluster_path, &dialer, &node).await?;
+        let connects = flood.stop().await;
+        println!(
+            "  {label}: {connects} connections opened by the flood (each reopened when the agent closed it)"
+        );
+    }
 
     let (streams, refused) = metrics_streams(&dialer, &node, args.n).await;
     let label = format!("Metrics streams ({} open)", streams.len());
@@ -199,6 +216,7 @@ async fn flood(
     drop(streams);
 
     measure("quiet (after)", pid, hold, binary, cluster_path, &dialer, &node).await?;
+    measure("quiet (after, later)", pid, hold, binary, cluster_path, &dialer, &node).await?;
     shutdown.cancel();
     let _ = counter.await;
     println!(
@@ -250,10 +268,54 @@ async fn measure(
         info.push(if answered { started.elapsed().as_secs_f64() * 1000.0 } else { f64::INFINITY });
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+    // Descriptors the agent holds while the flood is on (mostly sockets).
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count());
+    let (fresh, failed) = fresh_infos(dialer, node, 32).await;
     let cpu_pct = (cpu_ns(pid)? - cpu0) as f64 / 1e9 / t0.elapsed().as_secs_f64() * 100.0;
-    let rss = rss_mb(pid)?;
-    println!("{phase:<28} {cpu_pct:>9.1} {rss:>9.1} {:>22} {:>22}", stats(&mut nodes), stats(&mut info));
+    let (rss, anon) = (rss_mb(pid, "VmRSS")?, rss_mb(pid, "RssAnon")?);
+    println!(
+        "{phase:<30} {cpu_pct:>7.1} {rss:>7.1} {anon:>8.1} {fds:>6} {:>22} {:>22} {:>12}",
+        stats(&mut nodes),
+        stats(&mut info),
+        format!("{fresh}/32")
+    );
+    if let Some(why) = failed {
+        println!("  first failure of a fresh connection: {why}");
+    }
     Ok(())
+}
+
+/// `n` fresh coordinator connections opened at once, each asking `Info` (5 s each): how many
+/// were answered, and the first failure. What the issue counted: 13 of 32 under a flood from
+/// 2000 addresses.
+async fn fresh_infos(
+    dialer: &pvfs_coord::Dialer,
+    node: &pvfs_config::Node,
+    n: usize,
+) -> (usize, Option<String>) {
+    let mut asks = tokio::task::JoinSet::new();
+    for _ in 0..n {
+        let (dialer, node) = (dialer.clone(), node.clone());
+        asks.spawn(async move {
+            let answered = async {
+                let mut conn = dialer.connect(&node).await.map_err(|e| format!("connect: {e:#}"))?;
+                conn.agent.info(pvfs_proto::pb::InfoRequest {}).await.map_err(|e| format!("Info: {e}"))?;
+                Ok::<_, String>(())
+            };
+            tokio::time::timeout(Duration::from_secs(5), answered)
+                .await
+                .unwrap_or_else(|_| Err("no answer within 5 s".to_owned()))
+        });
+    }
+    let (mut ok, mut first) = (0, None);
+    while let Some(answered) = asks.join_next().await {
+        match answered {
+            Ok(Ok(())) => ok += 1,
+            Ok(Err(why)) => first = first.or(Some(why)),
+            Err(join) => first = first.or(Some(join.to_string())),
+        }
+    }
+    (ok, first)
 }
 
 /// "median/max" in ms; a failed or timed-out attempt counts as ∞ (and shows as "fail").
@@ -271,10 +333,101 @@ fn stats(v: &mut [f64]) -> String {
     out
 }
 
-/// The `i`th flood source: 127.0.0.2, 127.0.0.3, …
-fn source(i: usize, sources: u8) -> SocketAddr {
-    let last = 2 + (i % usize::from(sources)) as u8;
-    SocketAddr::from(([127, 0, 0, last], 0))
+/// The `i`th flood source: 127.1.0.1, 127.1.0.2, … (250 a /24, none of them 127.0.0.1).
+fn source(i: usize, sources: u16) -> SocketAddr {
+    let i = i % usize::from(sources);
+    SocketAddr::from(([127, 1, (i / 250) as u8, (i % 250) as u8 + 1], 0))
+}
+
+/// What a flooding connection does once connected.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    /// Sends nothing: a handshake that never starts.
+    Idle,
+    /// Sends a handshake record header announcing a ClientHello, and its type byte; the rest
+    /// never comes.
+    HalfOpen,
+    /// Half of each.
+    Both,
+}
+
+/// A connection flood kept in place: one task per connection, each reopening its connection
+/// as soon as the agent closes it, until stopped.
+struct Flood {
+    stop: tokio_util::sync::CancellationToken,
+    tasks: tokio::task::JoinSet<()>,
+    /// Connections opened, and connections open now.
+    connects: Arc<AtomicU64>,
+    open: Arc<AtomicU64>,
+}
+
+impl Flood {
+    fn start(addr: SocketAddr, n: usize, sources: u16, kind: Kind) -> Flood {
+        let stop = tokio_util::sync::CancellationToken::new();
+        let (connects, open) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let mut tasks = tokio::task::JoinSet::new();
+        for i in 0..n {
+            let half_open = match kind {
+                Kind::Idle => false,
+                Kind::HalfOpen => true,
+                Kind::Both => i % 2 == 1,
+            };
+            let (stop, connects, open) = (stop.clone(), connects.clone(), open.clone());
+            let from = source(i, sources);
+            tasks.spawn(async move {
+                while !stop.is_cancelled() {
+                    if let Some(stream) = connect_from(from, addr).await {
+                        connects.fetch_add(1, Ordering::Relaxed);
+                        open.fetch_add(1, Ordering::Relaxed);
+                        tokio::select! {
+                            () = stop.cancelled() => {}
+                            () = hold(stream, half_open) => {}
+                        }
+                        open.fetch_sub(1, Ordering::Relaxed);
+                    }
+                    // A pause before reconnecting, so that the flood is a standing one rather
+                    // than a connect loop spinning the machine's cores.
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            });
+        }
+        Flood { stop, tasks, connects, open }
+    }
+
+    /// Waits (at most 30 s) until `n` of its connections are open at once, or each has
+    /// connected once.
+    async fn established(&self, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.open.load(Ordering::Relaxed) < n as u64
+            && self.connects.load(Ordering::Relaxed) < n as u64
+            && Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Stops the flood, closing its connections; how many it opened in all.
+    async fn stop(mut self) -> u64 {
+        self.stop.cancel();
+        while self.tasks.join_next().await.is_some() {}
+        self.connects.load(Ordering::Relaxed)
+    }
+}
+
+/// Holds a flooding connection until the agent closes it (end of file or an error).
+async fn hold(mut stream: tokio::net::TcpStream, half_open: bool) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // Record type 22 (handshake), TLS 1.0 record version, 512 bytes to come; then the
+    // ClientHello's type byte.
+    if half_open && stream.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01]).await.is_err() {
+        return;
+    }
+    let mut buf = [0u8; 512];
+    while let Ok(n) = stream.read(&mut buf).await {
+        if n == 0 {
+            return;
+        }
+    }
 }
 
 /// A TCP connection to `addr` from `from`, or none if the agent (or the kernel) refused it.
@@ -282,34 +435,6 @@ async fn connect_from(from: SocketAddr, addr: SocketAddr) -> Option<tokio::net::
     let socket = tokio::net::TcpSocket::new_v4().ok()?;
     socket.bind(from).ok()?;
     tokio::time::timeout(Duration::from_secs(2), socket.connect(addr)).await.ok()?.ok()
-}
-
-/// `n` connections that never send a byte.
-async fn idle_connections(addr: SocketAddr, n: usize, sources: u8) -> Vec<tokio::net::TcpStream> {
-    let mut held = Vec::with_capacity(n);
-    for i in 0..n {
-        if let Some(stream) = connect_from(source(i, sources), addr).await {
-            held.push(stream);
-        }
-    }
-    held
-}
-
-/// `n` connections that start a TLS handshake (a handshake record header announcing a
-/// ClientHello) and never finish it.
-async fn half_open_handshakes(addr: SocketAddr, n: usize, sources: u8) -> Vec<tokio::net::TcpStream> {
-    use tokio::io::AsyncWriteExt;
-    let mut held = Vec::with_capacity(n);
-    for i in 0..n {
-        if let Some(mut stream) = connect_from(source(i, sources), addr).await {
-            // Record type 22 (handshake), TLS 1.0 record version, 512 bytes to come; then the
-            // ClientHello's type byte. The rest never comes.
-            if stream.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01]).await.is_ok() {
-                held.push(stream);
-            }
-        }
-    }
-    held
 }
 
 /// Up to `n` Metrics streams over mutual TLS, spread over connections (HTTP/2 bounds the
@@ -349,12 +474,15 @@ fn cpu_ns(pid: u32) -> anyhow::Result<u64> {
     Ok(total)
 }
 
-fn rss_mb(pid: u32) -> anyhow::Result<f64> {
+/// A memory figure of `/proc/PID/status` in MB: `VmRSS` (all resident pages, the binary's
+/// code among them) or `RssAnon` (the heap, stacks and other private memory, what a flood can
+/// make the agent hold).
+fn rss_mb(pid: u32, field: &str) -> anyhow::Result<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     let kb = status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
-        .context("no VmRSS in /proc/PID/status")?;
+        .with_context(|| format!("no {field} in /proc/PID/status"))?;
     Ok(kb / 1024.0)
 }

@@ -22,7 +22,6 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
 /// The server's TLS from its material: its certificate chain and key, and client certificates
@@ -59,7 +58,7 @@ pub(crate) fn server_config(material: &Material) -> Result<Arc<ServerConfig>, Ag
 /// What every connection's handshake needs; cheap to clone (shared).
 #[derive(Clone)]
 pub(crate) struct Handshake {
-    acceptor: TlsAcceptor,
+    config: Arc<ServerConfig>,
     revoked: RevokedWatch,
 }
 
@@ -71,20 +70,30 @@ impl std::fmt::Debug for Handshake {
 
 impl Handshake {
     pub(crate) fn new(config: Arc<ServerConfig>, revoked: RevokedWatch) -> Handshake {
-        Handshake { acceptor: TlsAcceptor::from(config), revoked }
+        Handshake { config, revoked }
     }
 
-    /// The TLS handshake of one admitted connection, bounded by `HANDSHAKE_TIMEOUT` from
-    /// admission; `None` when it failed, timed out or the connection was evicted meanwhile.
-    /// A client whose certificate is a current coordinator's is then proven to the gate.
-    pub(crate) async fn run(&self, admitted: Admitted, peer: SocketAddr) -> Option<TlsStream<Admitted>> {
+    /// The TLS handshake of one admitted connection whose client has sent something, to end
+    /// by `deadline` (`HANDSHAKE_TIMEOUT` from admission); `None` when it failed, timed out or
+    /// the connection was evicted meanwhile. A client whose certificate is a current
+    /// coordinator's is then proven to the gate.
+    pub(crate) async fn run(
+        &self,
+        admitted: Admitted,
+        peer: SocketAddr,
+        deadline: tokio::time::Instant,
+    ) -> Option<TlsStream<Admitted>> {
         let handshake = async {
-            // No TLS state until the client sends its first bytes: a flood of idle sockets
-            // then costs a socket and a small task each.
-            admitted.readable().await?;
-            self.acceptor.accept(admitted).await
+            // The ClientHello first, on its own: once it is whole the gate evicts this
+            // connection only after every one that has not got that far (see `Gate`).
+            let mut start =
+                tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), admitted).await?;
+            if !start.io.greet() {
+                return Err(std::io::Error::new(std::io::ErrorKind::ConnectionAborted, "evicted"));
+            }
+            start.into_stream(self.config.clone()).await
         };
-        let mut tls = match tokio::time::timeout(crate::HANDSHAKE_TIMEOUT, handshake).await {
+        let mut tls = match tokio::time::timeout_at(deadline, handshake).await {
             Ok(Ok(tls)) => tls,
             Ok(Err(err)) => {
                 tracing::debug!(peer = %peer, error = %err, "TLS handshake failed");

@@ -196,7 +196,11 @@ pub fn prepare(settings: Settings) -> Result<Prepared, AgentError> {
     let tls = handshake::server_config(&material)?;
     state::check(&settings.state_dir)?;
     // The descriptor limit as it is now: `pvfs-agent` raises it before preparing.
-    let gate = limits::Gate::new(limits::connection_limit(), limits::MAX_CONNECTIONS_PER_PEER);
+    let gate = limits::Gate::new(
+        limits::connection_limit(),
+        limits::MAX_HALF_HELLOS,
+        limits::MAX_CONNECTIONS_PER_PEER,
+    );
     let streams = limits::StreamGauge::default();
     Ok(Prepared { settings, certificate, revoked, tls, gate, streams, keepalive: Keepalive::default() })
 }

@@ -9,13 +9,14 @@
 //!   runs, each in its own task, within `HANDSHAKE_TIMEOUT`): at most [`MAX_CONNECTIONS`] in
 //!   all (fewer when `RLIMIT_NOFILE` is low, so that [`RESERVED_FDS`] descriptors always
 //!   remain for the sampler's `/proc` reads, the units' child processes and the gmond port),
-//!   and at most [`MAX_CONNECTIONS_PER_PEER`] *unproven* ones from one IP address. A
-//!   connection is unproven until its client has shown a current coordinator certificate in
-//!   the handshake. When the table is full the oldest unproven connection is closed to admit
-//!   the new one, so idle sockets and stalled handshakes from any number of addresses cannot
-//!   keep a coordinator out; proven connections are never evicted, and do not count against
-//!   their address (a coordinator host runs `serve`, `top` and `up` at once). Over the
-//!   per-address share, or with every place proven, a new connection is closed at once.
+//!   of which at most [`MAX_CONNECTIONS_PER_PEER`] *unproven* from one IP address and
+//!   [`MAX_HALF_HELLOS`] stalled within their ClientHello. A connection is unproven until its
+//!   client has shown a current coordinator certificate in the handshake. When the table is
+//!   full, an unproven connection is closed to admit the new one (see [`Gate`] for which), so idle
+//!   sockets and stalled handshakes from any number of addresses cannot keep a coordinator
+//!   out; proven connections are never evicted, and do not count against their address (a
+//!   coordinator host runs `serve`, `top` and `up` at once). Over the per-address share, or
+//!   with every place proven, a new connection is closed at once.
 //! - **Accept errors**: when the process or the system is out of descriptors (`EMFILE`,
 //!   `ENFILE`) accepting again at once fails again at once, so the loop backs off (growing
 //!   sleeps, one warning per episode) instead of spinning a core.
@@ -53,6 +54,13 @@ pub const MAX_CONNECTIONS: usize = 1024;
 /// only a flood holds many. Proven coordinator connections are not counted: a coordinator
 /// host runs several `pvfsctl`s at once (`serve`, `top`, a benchmark), each with one.
 pub const MAX_CONNECTIONS_PER_PEER: usize = 32;
+
+/// Connections at most whose client has sent part of a ClientHello and no more. Each holds
+/// the start of a TLS session (about 12 KiB, measured with heaptrack), where a silent one
+/// holds a socket and a small task; a real client's ClientHello arrives whole, so only a
+/// flood stalls here. The memory a flood takes at its peak stays with the agent (glibc keeps
+/// it for reuse), so the peak is what is bounded.
+pub const MAX_HALF_HELLOS: usize = 128;
 
 /// Descriptors kept back from connections: the sampler's `/proc` and `/sys` reads, the pipes
 /// of a unit's commands and of a benchmark's processes, the state lock, the gmond port and its
@@ -100,6 +108,7 @@ pub struct ConnectionCounts {
     evicted: AtomicU64,
     open: AtomicUsize,
     unproven: AtomicUsize,
+    half_hellos: AtomicUsize,
     coordinators: AtomicUsize,
 }
 
@@ -132,6 +141,11 @@ impl ConnectionCounts {
         self.unproven.load(Ordering::Relaxed)
     }
 
+    /// Unproven connections whose client has sent part of a ClientHello and no more.
+    pub fn half_hellos(&self) -> usize {
+        self.half_hellos.load(Ordering::Relaxed)
+    }
+
     /// Open connections whose client proved a current coordinator certificate in its
     /// handshake: never evicted, and not counted against their address.
     pub fn coordinators(&self) -> usize {
@@ -143,25 +157,38 @@ impl ConnectionCounts {
 ///
 /// Every connection starts *unproven*: its TLS handshake has not finished, or finished with a
 /// certificate that is not a current coordinator's. Unproven connections count against their
-/// peer address and are kept oldest first; when the table is full, the oldest is evicted
-/// (closed) to admit the new one, so a flood of idle sockets or stalled handshakes from any
-/// number of addresses cannot keep a coordinator out: its connection arrives, evicts the
-/// oldest of the flood, finishes its handshake in milliseconds and is *proven* — no longer
-/// evictable, and no longer counted against its address (`serve`, `top` and `up` from one
-/// machine need more than one address's share). Only when every connection is proven is a
-/// new one refused for room.
+/// peer address; when the table is full, one is evicted (closed) to admit the new one, so a
+/// flood of idle sockets or stalled handshakes from any number of addresses cannot keep a
+/// coordinator out: its connection arrives, evicts one of the flood, finishes its handshake in
+/// milliseconds and is *proven* — no longer evictable, and no longer counted against its
+/// address (`serve`, `top` and `up` from one machine need more than one address's share).
+/// Only when every connection is proven is a new one refused for room.
+///
+/// Which one is evicted: the oldest that sent part of a ClientHello and stalled; else the
+/// oldest that has sent nothing; else the oldest whose ClientHello arrived whole. A real
+/// client sends its ClientHello whole with its first packet, so under a standing flood of
+/// idle sockets and half hellos its connection is past both first groups as soon as its task
+/// reads it; evicting the oldest of all alone let a flood reconnecting fast enough close it
+/// before its handshake ended (measured: 19 of 32 fresh coordinator connections answered,
+/// `cargo xtask bench-flood`). Half hellos are also held to [`MAX_HALF_HELLOS`], for memory.
 #[derive(Debug, Clone)]
 pub struct Gate {
     table: Arc<Mutex<Table>>,
     limit: usize,
+    half_hello_limit: usize,
     per_peer_limit: usize,
     counts: Arc<ConnectionCounts>,
 }
 
 #[derive(Debug, Default)]
 struct Table {
-    /// Unproven connections by admission order (ids only grow): the first is the oldest.
-    unproven: BTreeMap<u64, Unproven>,
+    /// Unproven connections by stage, each by admission order (ids only grow, so the first is
+    /// the oldest): those that have sent nothing yet,
+    silent: BTreeMap<u64, Unproven>,
+    /// those that have sent part of a ClientHello,
+    half_hello: BTreeMap<u64, Unproven>,
+    /// and those whose ClientHello arrived whole.
+    greeted: BTreeMap<u64, Unproven>,
     /// Unproven connections per peer address.
     per_peer: HashMap<IpAddr, usize>,
     /// Proven coordinator connections.
@@ -177,6 +204,17 @@ struct Unproven {
 }
 
 impl Table {
+    fn unproven(&self) -> usize {
+        self.silent.len() + self.half_hello.len() + self.greeted.len()
+    }
+
+    /// Copies the table's sizes to `counts` (after every change, under the lock).
+    fn publish(&self, counts: &ConnectionCounts) {
+        counts.unproven.store(self.unproven(), Ordering::Relaxed);
+        counts.half_hellos.store(self.half_hello.len(), Ordering::Relaxed);
+        counts.coordinators.store(self.coordinators, Ordering::Relaxed);
+    }
+
     /// One unproven connection of `peer` fewer.
     fn release_peer(&mut self, peer: IpAddr) {
         if let Some(count) = self.per_peer.get_mut(&peer) {
@@ -203,8 +241,18 @@ enum Refusal {
 }
 
 impl Gate {
-    pub fn new(limit: usize, per_peer_limit: usize) -> Gate {
-        Gate { table: Arc::default(), limit, per_peer_limit, counts: Arc::default() }
+    /// At most `limit` connections, of which `per_peer_limit` unproven from one address and
+    /// `half_hello_limit` stalled within their ClientHello.
+    pub fn new(limit: usize, half_hello_limit: usize, per_peer_limit: usize) -> Gate {
+        Gate { table: Arc::default(), limit, half_hello_limit, per_peer_limit, counts: Arc::default() }
+    }
+
+    /// Closes `entry` (taken out of the table) to make room.
+    fn evict(&self, table: &mut Table, entry: Unproven, why: &'static str) {
+        table.release_peer(entry.peer);
+        entry.evict.cancel();
+        self.counts.evicted.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(peer = %entry.peer, why, "connection evicted");
     }
 
     pub fn counts(&self) -> Arc<ConnectionCounts> {
@@ -223,25 +271,30 @@ impl Gate {
         if table.per_peer.get(&peer).copied().unwrap_or(0) >= self.per_peer_limit {
             return Err(Refusal::PerPeer);
         }
-        if table.unproven.len() + table.coordinators >= self.limit {
-            let Some((_, oldest)) = table.unproven.pop_first() else {
+        if table.unproven() + table.coordinators >= self.limit {
+            let oldest = table
+                .half_hello
+                .pop_first()
+                .or_else(|| table.silent.pop_first())
+                .or_else(|| table.greeted.pop_first());
+            let Some((_, oldest)) = oldest else {
                 return Err(Refusal::Full);
             };
-            table.release_peer(oldest.peer);
-            oldest.evict.cancel();
-            self.counts.evicted.fetch_add(1, Ordering::Relaxed);
-            self.counts.unproven.fetch_sub(1, Ordering::Relaxed);
-            tracing::debug!(peer = %oldest.peer, "connection evicted: the table is full and it has not proven a coordinator certificate");
+            self.evict(
+                &mut table,
+                oldest,
+                "the table is full and it has not proven a coordinator certificate",
+            );
         }
         let id = table.next_id;
         table.next_id += 1;
         let evict = CancellationToken::new();
-        table.unproven.insert(id, Unproven { peer, evict: evict.clone() });
+        table.silent.insert(id, Unproven { peer, evict: evict.clone() });
         *table.per_peer.entry(peer).or_insert(0) += 1;
         self.counts.admitted.fetch_add(1, Ordering::Relaxed);
         self.counts.open.fetch_add(1, Ordering::Relaxed);
-        self.counts.unproven.fetch_add(1, Ordering::Relaxed);
-        Ok(Slot { gate: self.clone(), id, peer, proven: false, evict })
+        table.publish(&self.counts);
+        Ok(Slot { gate: self.clone(), id, peer, stage: Stage::Silent, evict })
     }
 
     /// Accepts on `listener` until `shutdown` (or until the server stops taking connections),
@@ -305,14 +358,38 @@ impl Gate {
                 let admitted = Admitted::new(stream, slot);
                 let (handshake, tx, shutdown) = (handshake.clone(), tx.clone(), shutdown.clone());
                 tokio::spawn(async move {
-                    let tls = tokio::select! {
+                    let deadline = tokio::time::Instant::now() + crate::HANDSHAKE_TIMEOUT;
+                    // Until its client sends something, a connection's task holds its socket and
+                    // a timer and no TLS state: that is boxed below, allocated only then. (A
+                    // flood's memory is its peak, which glibc keeps.)
+                    let woke = tokio::select! {
                         () = shutdown.cancelled() => return,
-                        tls = handshake.run(admitted, peer) => tls,
+                        woke = tokio::time::timeout_at(deadline, admitted.readable()) => woke,
                     };
-                    if let Some(tls) = tls {
-                        // The server stopped taking connections: this one closes with the task.
-                        let _ = tx.send(Ok(tls)).await;
+                    let mut admitted = admitted;
+                    match woke {
+                        Ok(Ok(())) if admitted.wake() => {}
+                        Ok(Ok(())) => return,
+                        Ok(Err(err)) => {
+                            tracing::debug!(peer = %peer, error = %err, "connection closed before its TLS handshake");
+                            return;
+                        }
+                        Err(_) => {
+                            tracing::debug!(peer = %peer, "TLS handshake timed out: the client sent nothing");
+                            return;
+                        }
                     }
+                    Box::pin(async move {
+                        let tls = tokio::select! {
+                            () = shutdown.cancelled() => return,
+                            tls = handshake.run(admitted, peer, deadline) => tls,
+                        };
+                        if let Some(tls) = tls {
+                            // The server stopped taking connections: this one closes with the task.
+                            let _ = tx.send(Ok(tls)).await;
+                        }
+                    })
+                    .await;
                 });
             }
         });
@@ -339,30 +416,80 @@ fn out_of_resources(err: &std::io::Error) -> bool {
     )
 }
 
+/// How far a connection has got, which decides whether and in what order it is evicted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Nothing received yet.
+    Silent,
+    /// Something received, not yet a whole ClientHello: evicted first.
+    HalfHello,
+    /// Its ClientHello arrived; the handshake goes on (or ended without a coordinator's
+    /// certificate): evicted last.
+    Greeted,
+    /// It proved a current coordinator certificate: never evicted.
+    Proven,
+}
+
 /// A connection's place in the table, given back when the connection closes.
 #[derive(Debug)]
 struct Slot {
     gate: Gate,
     id: u64,
     peer: IpAddr,
-    /// Moved from the unproven connections to the coordinators'.
-    proven: bool,
+    stage: Stage,
     evict: CancellationToken,
 }
 
 impl Slot {
+    /// Its entry in the table, taken out; `None` when it was evicted (it closes then).
+    fn take(&self, table: &mut Table) -> Option<Unproven> {
+        match self.stage {
+            Stage::Silent => table.silent.remove(&self.id),
+            Stage::HalfHello => table.half_hello.remove(&self.id),
+            Stage::Greeted => table.greeted.remove(&self.id),
+            Stage::Proven => None,
+        }
+    }
+
+    /// The client has sent something: its TLS state is made now, and a client that stalls
+    /// within its ClientHello is evicted first. The oldest such connection is evicted when
+    /// there are too many. False when this one was evicted first.
+    fn wake(&mut self) -> bool {
+        let mut table = self.gate.lock();
+        let Some(entry) = self.take(&mut table) else { return false };
+        if table.half_hello.len() >= self.gate.half_hello_limit
+            && let Some((_, oldest)) = table.half_hello.pop_first()
+        {
+            self.gate.evict(&mut table, oldest, "too many clients stalled within their ClientHello");
+        }
+        table.half_hello.insert(self.id, entry);
+        self.stage = Stage::HalfHello;
+        table.publish(&self.gate.counts);
+        true
+    }
+
+    /// The client's ClientHello arrived: evicted after every connection that has not got so
+    /// far. False when it was evicted first.
+    fn greet(&mut self) -> bool {
+        let mut table = self.gate.lock();
+        let Some(entry) = self.take(&mut table) else { return false };
+        table.greeted.insert(self.id, entry);
+        self.stage = Stage::Greeted;
+        table.publish(&self.gate.counts);
+        true
+    }
+
     /// The client proved a coordinator certificate: never evicted from now on, and no longer
-    /// counted against its address. False when it was evicted first (it closes then).
+    /// counted against its address. False when it was evicted first.
     fn prove(&mut self) -> bool {
         let mut table = self.gate.lock();
-        if table.unproven.remove(&self.id).is_none() {
+        if self.take(&mut table).is_none() {
             return false;
         }
         table.release_peer(self.peer);
         table.coordinators += 1;
-        self.proven = true;
-        self.gate.counts.unproven.fetch_sub(1, Ordering::Relaxed);
-        self.gate.counts.coordinators.fetch_add(1, Ordering::Relaxed);
+        self.stage = Stage::Proven;
+        table.publish(&self.gate.counts);
         true
     }
 }
@@ -370,14 +497,13 @@ impl Slot {
 impl Drop for Slot {
     fn drop(&mut self) {
         let mut table = self.gate.lock();
-        if self.proven {
+        if self.stage == Stage::Proven {
             table.coordinators -= 1;
-            self.gate.counts.coordinators.fetch_sub(1, Ordering::Relaxed);
-        } else if table.unproven.remove(&self.id).is_some() {
+        } else if self.take(&mut table).is_some() {
             table.release_peer(self.peer);
-            self.gate.counts.unproven.fetch_sub(1, Ordering::Relaxed);
         }
         // (Else it was evicted, and its place given to another connection then.)
+        table.publish(&self.gate.counts);
         self.gate.counts.open.fetch_sub(1, Ordering::Relaxed);
     }
 }
@@ -398,14 +524,29 @@ impl Admitted {
         Admitted { stream, slot, evicted }
     }
 
-    /// Waits until the client has sent something (or is gone), without a TLS session: an idle
-    /// connection holds its socket and this task's small state, nothing more. Ends early with
-    /// an error if the connection is evicted.
+    /// Waits until the client has sent something, or is gone (an error then). Ends early
+    /// with an error if the connection is evicted. A peek rather than `readable()`, which
+    /// answers at once for a freshly accepted socket that has received nothing (measured: every
+    /// idle connection of a flood went on to allocate its TLS state).
     pub(crate) async fn readable(&self) -> std::io::Result<()> {
+        let mut first = [0u8; 1];
         tokio::select! {
-            readable = self.stream.readable() => readable,
+            peeked = self.stream.peek(&mut first) => match peeked? {
+                0 => Err(std::io::ErrorKind::UnexpectedEof.into()),
+                _ => Ok(()),
+            },
             () = self.slot.evict.cancelled() => Err(evicted_error()),
         }
+    }
+
+    /// See [`Slot::wake`].
+    pub(crate) fn wake(&mut self) -> bool {
+        self.slot.wake()
+    }
+
+    /// See [`Slot::greet`].
+    pub(crate) fn greet(&mut self) -> bool {
+        self.slot.greet()
     }
 
     /// See [`Slot::prove`].
@@ -438,7 +579,7 @@ impl std::fmt::Debug for Admitted {
 fn evicted_error() -> std::io::Error {
     std::io::Error::new(
         std::io::ErrorKind::ConnectionAborted,
-        "evicted: the connection table is full and this connection has not proven a coordinator certificate",
+        "evicted to make room for another connection: this one had not proven a coordinator certificate",
     )
 }
 
@@ -545,5 +686,72 @@ pub(crate) struct StreamTicket {
 impl Drop for StreamTicket {
     fn drop(&mut self) {
         self.live.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn peer(last: u8) -> IpAddr {
+        IpAddr::from([127, 1, 0, last])
+    }
+
+    /// When full, a stalled half hello goes first, then the oldest silent connection, then the
+    /// oldest greeted one; a proven one never, and then the new connection is refused.
+    #[test]
+    fn a_full_table_evicts_half_hellos_then_silent_then_greeted_and_never_the_proven() {
+        let gate = Gate::new(3, 8, 32);
+        let silent = gate.admit(peer(1)).unwrap();
+        let mut half = gate.admit(peer(2)).unwrap();
+        let mut greeted = gate.admit(peer(3)).unwrap();
+        assert!(half.wake());
+        assert!(greeted.wake() && greeted.greet());
+
+        let mut newest = gate.admit(peer(4)).unwrap();
+        assert!(half.evict.is_cancelled(), "the half hello goes first, though younger");
+        assert!(!half.wake(), "an evicted connection goes no further");
+        let _next = gate.admit(peer(5)).unwrap();
+        assert!(silent.evict.is_cancelled(), "then the oldest silent one");
+        assert!(!newest.evict.is_cancelled());
+        assert!(newest.wake() && newest.greet() && newest.prove());
+
+        let _last = gate.admit(peer(6)).unwrap();
+        assert!(!greeted.evict.is_cancelled(), "a silent one is still there to go first");
+        let counts = gate.counts();
+        assert_eq!((counts.evicted(), counts.unproven(), counts.coordinators()), (3, 2, 1));
+        // Every place proven: refused.
+        let full = Gate::new(1, 8, 32);
+        let mut only = full.admit(peer(1)).unwrap();
+        assert!(only.prove());
+        assert_eq!(full.admit(peer(2)).unwrap_err(), Refusal::Full);
+    }
+
+    /// Half hellos beyond their limit evict the oldest of them, whatever room the table has.
+    #[test]
+    fn half_hellos_are_held_to_their_limit() {
+        let gate = Gate::new(100, 2, 32);
+        let mut slots: Vec<Slot> = (1..=3).map(|i| gate.admit(peer(i)).unwrap()).collect();
+        for slot in &mut slots {
+            assert!(slot.wake());
+        }
+        assert!(slots[0].evict.is_cancelled());
+        assert!(!slots[1].evict.is_cancelled() && !slots[2].evict.is_cancelled());
+        assert_eq!(gate.counts().half_hellos(), 2);
+    }
+
+    /// A proven connection is no longer counted against its address; unproven ones are, and
+    /// every place is given back when its connection closes (the address's entry too).
+    #[test]
+    fn the_per_address_share_counts_unproven_connections_only() {
+        let gate = Gate::new(100, 8, 2);
+        let mut first = gate.admit(peer(1)).unwrap();
+        let _second = gate.admit(peer(1)).unwrap();
+        assert_eq!(gate.admit(peer(1)).unwrap_err(), Refusal::PerPeer);
+        assert!(first.prove());
+        let third = gate.admit(peer(1)).unwrap();
+        drop((first, third, _second));
+        let table = gate.lock();
+        assert_eq!((table.unproven(), table.coordinators, table.per_peer.len()), (0, 0, 0));
     }
 }
