@@ -51,7 +51,9 @@ fn every_node_every_second_then_resume_without_loss() {
         assert_eq!(lines.len(), 3, "{node}: {lines:?}");
         // Consecutive samples, one per second, on the second.
         assert!(lines.windows(2).all(|w| w[1].0 == w[0].0 + 1), "{node}: {lines:?}");
-        assert!(lines.iter().all(|(_, t)| t.contains(".00")), "{node}: not on the second: {lines:?}");
+        // On the second: within its first 100 ms (a sample lands a few ms past it, more when
+        // the machine is loaded; one aligned to nothing would land anywhere in the second).
+        assert!(lines.iter().all(|(_, t)| t[19..].starts_with(".0")), "{node}: not on the second: {lines:?}");
     }
     // Both nodes report the same seconds.
     let seconds = |node: &str| first[node].iter().map(|(_, t)| t[..19].to_owned()).collect::<Vec<_>>();
