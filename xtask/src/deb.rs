@@ -146,8 +146,9 @@ fn packaged_unit(unit: &str) -> anyhow::Result<String> {
     Ok(unit.replace("/usr/local/bin/pvfs-agent", "/usr/bin/pvfs-agent"))
 }
 
-/// Completions where bash-completion, zsh and fish look for vendor files; man pages gzipped
-/// (Debian policy 12.1), with `pvfs.1` a link to `pvfsctl.1` (its default personality).
+/// Completions for all three names where bash-completion, zsh and fish look for vendor files;
+/// man pages gzipped (Debian policy 12.1), with `pvfs.1` a link to `pvfsctl.1` (its default
+/// personality) when the binary wrote none.
 fn install_generated(generated: &Path, pkg: &Path) -> anyhow::Result<()> {
     let share = pkg.join("usr/share");
     let places = [
@@ -158,7 +159,7 @@ fn install_generated(generated: &Path, pkg: &Path) -> anyhow::Result<()> {
     for (dir, _, _) in places {
         mkdir(&share.join(dir))?;
     }
-    for name in ["pvfsctl", "pvfs-agent"] {
+    for name in ["pvfsctl", "pvfs-agent", "pvfs"] {
         let completions = generated.join("completions");
         copy(&completions.join(format!("{name}.bash")), &share.join(places[0].0).join(name), 0o644)?;
         copy(
@@ -418,7 +419,7 @@ pub fn check(deb: &Path, version: &str) -> anyhow::Result<()> {
         ("/usr/share/doc/pvfs/copyright".into(), "-rw-r--r--", None),
         ("/usr/share/doc/pvfs/changelog.gz".into(), "-rw-r--r--", None),
     ];
-    for name in ["pvfsctl", "pvfs-agent"] {
+    for name in ["pvfsctl", "pvfs-agent", "pvfs"] {
         want.push((format!("/usr/share/bash-completion/completions/{name}"), "-rw-r--r--", None));
         want.push((format!("/usr/share/zsh/vendor-completions/_{name}"), "-rw-r--r--", None));
         want.push((format!("/usr/share/fish/vendor_completions.d/{name}.fish"), "-rw-r--r--", None));

@@ -7,6 +7,7 @@ mod bootstrap;
 mod ca;
 mod demo;
 mod down;
+mod generate;
 mod lifecycle;
 mod nodes;
 mod reboot;
