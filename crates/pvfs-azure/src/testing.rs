@@ -7,6 +7,12 @@
 //! DELETE answers 202 with a `Location` URL. Faults can be queued per VM: a 429 with
 //! `Retry-After`, a 409, an operation that ends `Failed`. Every request is recorded with its
 //! body, so tests assert what the client sent.
+//!
+//! Every PUT body is checked as ARM checks it, so that a body ARM would refuse fails the tests:
+//! against the REST specification's own schema for 2024-07-01 ([`schema`]), answered in ARM's
+//! error shape.
+
+pub mod schema;
 
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, VecDeque};
@@ -53,7 +59,6 @@ struct Operation {
 }
 
 /// What the fake ARM holds.
-#[derive(Default)]
 pub struct World {
     /// The resource group's VMs by name, as GET answers them.
     pub vms: BTreeMap<String, Value>,
@@ -71,6 +76,25 @@ pub struct World {
     pub poll_retry_after: u64,
     operations: BTreeMap<String, Operation>,
     next: u32,
+    /// The REST specification's schema every PUT body is checked against.
+    spec: schema::Spec,
+}
+
+impl World {
+    fn new() -> World {
+        World {
+            vms: BTreeMap::new(),
+            requests: Vec::new(),
+            usages: Vec::new(),
+            faults: BTreeMap::new(),
+            extra_skus: Vec::new(),
+            in_progress: 0,
+            poll_retry_after: 0,
+            operations: BTreeMap::new(),
+            next: 0,
+            spec: schema::Spec::compute_2024_07_01(),
+        }
+    }
 }
 
 /// The fake ARM: its URL, the PEM of the CA its certificate chains to, and its world.
@@ -119,7 +143,7 @@ impl FakeArm {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let port = listener.local_addr().expect("addr").port();
         let url = azure_core::Url::parse(&format!("https://127.0.0.1:{port}")).expect("url");
-        let world = Arc::new(Mutex::new(World { poll_retry_after: 0, ..World::default() }));
+        let world = Arc::new(Mutex::new(World::new()));
         let server = tokio::spawn({
             let world = world.clone();
             let base = url.clone();
@@ -243,6 +267,17 @@ fn reply(status: u16, body: Value) -> Reply {
 
 fn arm_error(status: u16, code: &str, message: &str) -> Reply {
     reply(status, json!({ "error": { "code": code, "message": message } }))
+}
+
+/// ARM's `CloudError` for a refused body: the first violation, with every one in `details`
+/// (`ApiError` of the spec's common types).
+fn refuse(status: u16, first: &schema::Violation, all: &[schema::Violation]) -> Reply {
+    let details: Vec<Value> =
+        all.iter().map(|v| json!({ "code": v.code, "target": v.target, "message": v.message })).collect();
+    reply(
+        status,
+        json!({ "error": { "code": first.code, "target": first.target, "message": first.message, "details": details } }),
+    )
 }
 
 /// One request → one answer; the connection is closed after it (`Connection: close`).
@@ -478,6 +513,11 @@ fn put(world: &mut World, base: &azure_core::Url, name: &str, body: Value) -> Re
         Some(Fault::FailOperation { code, message }) => Some((code, message)),
         None => None,
     };
+    // As ARM: a body the API version's schema refuses is answered 400 before anything is done.
+    let violations = world.spec.check(schema::VIRTUAL_MACHINE, "VirtualMachine", &body);
+    if let Some(first) = violations.first() {
+        return refuse(400, first, &violations);
+    }
     let existed = world.vms.contains_key(name);
     let vm = stored_vm(world, name, &body, "Creating");
     world.vms.insert(name.to_string(), vm.clone());
