@@ -2,10 +2,10 @@
 //! resource group, each to create, change or leave — or refused, when it cannot be changed in
 //! place without losing something.
 //!
-//! A VM whose provisioning state is `Failed` is changed even when its model matches: the state
-//! is that of the last operation on the model ("Failed – represents a failed operation", Azure's
-//! VM states documentation), and a PUT of the model is a new operation that ARM carries out from
-//! where the VM is. What ARM cannot change on an existing VM (its OS profile: administrator,
+//! A VM whose provisioning state is `Failed` is changed even when its model matches: "a
+//! provisioning state is the status of a user-initiated, control-plane operation on the VM"
+//! (Azure's VM states documentation), so `Failed` says the last operation on the model failed,
+//! and a PUT of the model is a new operation that ARM carries out from where the VM is. What ARM cannot change on an existing VM (its OS profile: administrator,
 //! SSH keys, computer name — "some of the settings cannot be changed once VM is provisioned",
 //! the spec's OSProfile) is never sent changed: the plan says when the file differs there.
 

@@ -43,8 +43,8 @@ impl Sku {
 }
 
 /// Disk SKUs only sizes with the `PremiumIO` capability take: Premium SSD (LRS and ZRS) and
-/// Premium SSD v2 ("Premium SSD v2 … can only be used with … VM sizes that are premium storage
-/// capable", Azure's disk types documentation). Ultra Disks have a capability of their own.
+/// Premium SSD v2 ("Premium SSD v2 can be used with any premium storage-enabled virtual machine
+/// size", Azure's "Deploy a Premium SSD v2"). Ultra Disks have a capability of their own.
 const PREMIUM_DISKS: &[&str] = &["Premium_LRS", "Premium_ZRS", "PremiumV2_LRS"];
 
 /// One quota of the region (`cores`, or a family such as `standardDSv2Family`).

@@ -35,10 +35,13 @@ const DISK_SKUS: &[&str] = &[
     "UltraSSD_LRS",
 ];
 /// The disk SKUs ARM attaches only to a VM in an availability zone: an Ultra Disk or a Premium
-/// SSD v2 is a zonal resource, created in the VM's zone (an Ultra Disk also needs the VM's
+/// SSD v2 is a zonal resource, created in the VM's zone ("Premium SSD v2 disks can only be
+/// attached to zonal VMs", Azure's "Deploy a Premium SSD v2"; an Ultra Disk also needs the VM's
 /// `additionalCapabilities.ultraSSDEnabled`, which `provision` sets). A zone is asked for rather
 /// than picked: which zones offer Ultra Disks for a size is the region's answer (`provision`
-/// checks it against the SKU list), and the zone cannot be changed once the VM exists.
+/// checks it against the SKU list), and the zone cannot be changed once the VM exists. (Azure
+/// now also offers both without a zone in regions that have none, and Premium SSD v2 in a few
+/// that do; pvfs still asks for a zone there — strict, never wrong for a region with zones.)
 const ZONAL_DISK_SKUS: &[&str] = &["UltraSSD_LRS", "PremiumV2_LRS"];
 /// The by-LUN names Azure's udev rules give data disks (waagent's 66-azure-storage.rules).
 const LUN_PREFIX: &str = "/dev/disk/azure/scsi1/lun";
