@@ -61,12 +61,10 @@ pub async fn provision(
         .map(|item| async move {
             let json = match &item.action {
                 Action::Create => body::vm_json(&plan.cluster, azure, &item.vm),
-                Action::Change(_) => body::change_json(
-                    &plan.cluster,
-                    azure,
-                    &item.vm,
-                    item.existing.as_ref().map(|e| e.data_disks.as_slice()).unwrap_or_default(),
-                ),
+                Action::Change(_) => match &item.existing {
+                    Some(existing) => body::change_json(&plan.cluster, azure, &item.vm, existing),
+                    None => body::vm_json(&plan.cluster, azure, &item.vm),
+                },
                 Action::Leave | Action::Refuse(_) => return Ok(()),
             };
             put(arm, azure, &item.node, json).await

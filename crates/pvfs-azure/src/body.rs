@@ -7,10 +7,14 @@
 //! the data disks as empty managed disks. Every dependent resource has `deleteOption: Delete`,
 //! so deleting the VM deletes its NIC and disks and `deprovision` leaves nothing behind.
 
+use crate::plan::ExistingVm;
 use crate::{AzureError, CLUSTER_TAG, NODE_TAG};
 use azure_mgmt_compute::package_2024_07_01::models::VirtualMachine;
 use pvfs_config::azure::{Azure, AzureVm};
 use serde_json::{Value, json};
+
+/// The storage account type of Ultra Disks.
+pub const ULTRA: &str = "UltraSSD_LRS";
 
 /// The only `networkApiVersion` the 2024-07-01 Compute API accepts.
 const NIC_API_VERSION: &str = "2020-11-01";
@@ -94,20 +98,39 @@ pub fn vm_json(cluster: &str, azure: &Azure, vm: &AzureVm) -> Value {
     if let Some(zone) = &vm.zone {
         body["zones"] = json!([zone]);
     }
+    // "Managed disks with storage account type UltraSSD_LRS can be added to a virtual machine
+    // … only if this property is enabled" (the spec's AdditionalCapabilities.ultraSSDEnabled);
+    // ARM answers 400 InvalidParameter without it. (Premium SSD v2 needs no flag, only the
+    // zone that validate requires for both.)
+    if vm.data_disks.count > 0 && vm.data_disks.sku == ULTRA {
+        body["properties"]["additionalCapabilities"] = json!({ "ultraSSDEnabled": true });
+    }
     if let Some(ppg) = &vm.proximity_placement_group {
         body["properties"]["proximityPlacementGroup"] = json!({ "id": ppg });
     }
     body
 }
 
-/// The body that changes an existing VM to `vm`: as [`vm_json`], except that the data disks it
-/// already has are attached by ID rather than created again (only new LUNs are created empty).
-pub fn change_json(cluster: &str, azure: &Azure, vm: &AzureVm, existing_disks: &[Value]) -> Value {
+/// The body that changes the existing VM `existing` to `vm`: as [`vm_json`], except that
+/// - the data disks it already has are attached by ID rather than created again (only new LUNs
+///   are created empty);
+/// - its `osProfile` is the one ARM gave for the VM, sent back as it is, never the file's: ARM
+///   refuses a change there (409 `PropertyChangeNotAllowed`, "Changing property
+///   'linuxConfiguration.ssh.publicKeys' is not allowed"; the spec's OSProfile: "some of the
+///   settings cannot be changed once VM is provisioned"), so a new key in the cluster file would
+///   make every resize fail. Sending the model back as read is what Azure's own CLI does for a
+///   resize (`az vm resize`: GET, set the size, PUT). A VM that has no OS profile (made from a
+///   specialized disk) gets none.
+pub fn change_json(cluster: &str, azure: &Azure, vm: &AzureVm, existing: &ExistingVm) -> Value {
     let mut body = vm_json(cluster, azure, vm);
+    match &existing.os_profile {
+        Some(profile) => body["properties"]["osProfile"] = profile.clone(),
+        None => drop(body["properties"].as_object_mut().map(|p| p.remove("osProfile"))),
+    }
     if let Some(disks) = body["properties"]["storageProfile"]["dataDisks"].as_array_mut() {
         for disk in disks.iter_mut() {
             let lun = disk["lun"].as_u64();
-            if let Some(old) = existing_disks.iter().find(|d| d["lun"].as_u64() == lun)
+            if let Some(old) = existing.data_disks.iter().find(|d| d["lun"].as_u64() == lun)
                 && let Some(id) = old["managedDisk"]["id"].as_str()
             {
                 disk["createOption"] = json!("Attach");

@@ -1,6 +1,13 @@
 //! What `provision` would do: the VMs the cluster file asks for against the VMs already in the
 //! resource group, each to create, change or leave — or refused, when it cannot be changed in
 //! place without losing something.
+//!
+//! A VM whose provisioning state is `Failed` is changed even when its model matches: "a
+//! provisioning state is the status of a user-initiated, control-plane operation on the VM"
+//! (Azure's VM states documentation), so `Failed` says the last operation on the model failed,
+//! and a PUT of the model is a new operation that ARM carries out from where the VM is. What ARM cannot change on an existing VM (its OS profile: administrator,
+//! SSH keys, computer name — "some of the settings cannot be changed once VM is provisioned",
+//! the spec's OSProfile) is never sent changed: the plan says when the file differs there.
 
 use crate::{CLUSTER_TAG, NODE_TAG};
 use pvfs_config::azure::{Azure, AzureVm};
@@ -25,6 +32,10 @@ pub struct ExistingVm {
     pub provisioning_state: Option<String>,
     /// The IDs of its NICs, primary first.
     pub nics: Vec<String>,
+    /// Its `osProfile` as ARM gave it (no password or custom data: ARM never returns them);
+    /// what a change sends back unchanged.
+    #[serde(skip)]
+    pub os_profile: Option<Value>,
 }
 
 impl ExistingVm {
@@ -61,7 +72,17 @@ impl ExistingVm {
             data_disks: props["storageProfile"]["dataDisks"].as_array().cloned().unwrap_or_default(),
             provisioning_state: s(&props["provisioningState"]),
             nics: nics.into_iter().map(|(_, id)| id).collect(),
+            os_profile: props.get("osProfile").filter(|p| p.is_object()).cloned(),
         }
+    }
+
+    /// The `keyData` of its SSH public keys.
+    pub fn ssh_keys(&self) -> Vec<&str> {
+        self.os_profile
+            .as_ref()
+            .and_then(|p| p["linuxConfiguration"]["ssh"]["publicKeys"].as_array())
+            .map(|keys| keys.iter().filter_map(|k| k["keyData"].as_str()).collect())
+            .unwrap_or_default()
     }
 
     /// Whether it carries `cluster`'s tag.
@@ -93,6 +114,10 @@ pub struct Item {
     /// The VM as it is, when it exists.
     #[serde(skip)]
     pub existing: Option<ExistingVm>,
+    /// What the operator should know that the plan does not change (an SSH key ARM cannot
+    /// replace on an existing VM).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// The whole plan, in cluster-file order.
@@ -123,7 +148,8 @@ impl Plan {
                     )),
                     Some(e) => compare(vm, e),
                 };
-                Item { node: vm.node.clone(), action, vm: vm.clone(), existing: found.cloned() }
+                let notes = found.filter(|e| e.belongs_to(cluster)).map(|e| notes(azure, e)).unwrap_or_default();
+                Item { node: vm.node.clone(), action, vm: vm.clone(), existing: found.cloned(), notes }
             })
             .collect();
         let extra = existing
@@ -204,6 +230,13 @@ fn compare(vm: &AzureVm, e: &ExistingVm) -> Action {
             refuse.join("; ")
         ));
     }
+    if e.provisioning_state.as_deref().is_some_and(|s| s.eq_ignore_ascii_case("Failed")) {
+        change.push(
+            "its provisioning state is Failed (its last operation failed): its model is sent again, and ARM retries it \
+             (if it fails again, ARM's error says why; `pvfsctl deprovision` and provision again re-create it)"
+                .into(),
+        );
+    }
     if !e.size.eq_ignore_ascii_case(&vm.size) {
         change.push(format!("size {} → {} (ARM restarts the VM)", e.size, vm.size));
     }
@@ -211,6 +244,36 @@ fn compare(vm: &AzureVm, e: &ExistingVm) -> Action {
         change.push(format!("add data disks at LUN {have}..{}", want.count - 1));
     }
     if change.is_empty() { Action::Leave } else { Action::Change(change) }
+}
+
+/// What differs in the existing VM's OS profile, which ARM does not let a PUT change
+/// (`PropertyChangeNotAllowed`): said, and left as it is.
+fn notes(azure: &Azure, e: &ExistingVm) -> Vec<String> {
+    let Some(profile) = &e.os_profile else { return Vec::new() };
+    let mut notes = Vec::new();
+    // The key type and its base64: the comment after them is not part of the key.
+    let key = |line: &str| line.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+    let wanted = key(&azure.ssh_public_key);
+    let keys = e.ssh_keys();
+    if !keys.is_empty() && !keys.iter().any(|k| key(k) == wanted) {
+        notes.push(format!(
+            "its SSH key is not the one in ssh_public_key_file, and ARM cannot change it on an existing VM (409 \
+             PropertyChangeNotAllowed on linuxConfiguration.ssh.publicKeys): a change keeps the VM's key. To log in \
+             with the new one, add it with the VM access extension (`az vm user update -g {} -n {} -u {} \
+             --ssh-key-value FILE`), or deprovision the VM and provision it again",
+            azure.resource_group, e.name, azure.admin_user
+        ));
+    }
+    if let Some(admin) = profile["adminUsername"].as_str()
+        && admin != azure.admin_user
+    {
+        notes.push(format!(
+            "its administrator is {admin} and the file says {}, which ARM cannot change on an existing VM: log in as \
+             {admin} (bootstrap --ssh-user {admin}), or deprovision the VM and provision it again",
+            azure.admin_user
+        ));
+    }
+    notes
 }
 
 impl fmt::Display for Plan {
@@ -263,6 +326,9 @@ impl fmt::Display for Plan {
                 Action::Change(what) => writeln!(f, "         {}", what.join("; "))?,
                 Action::Refuse(why) => writeln!(f, "         {why}")?,
                 _ => {}
+            }
+            for note in &item.notes {
+                writeln!(f, "         note: {note}")?;
             }
         }
         for name in &self.extra {

@@ -1,10 +1,22 @@
 //! Before anything is created: is each VM size offered in the region (and zone) to this
-//! subscription, and is there vCPU quota left for all of them? A plan that cannot finish is
-//! refused whole, with the exact shortfall, rather than failing halfway with VMs billed.
+//! subscription, can it do what the cluster file asks of it (premium disks, that many data
+//! disks, accelerated networking, Ultra Disks in its zone), and is there vCPU quota left for
+//! all of them? A plan that cannot finish is refused whole, with the exact shortfall, rather
+//! than failing halfway with VMs billed.
+//!
+//! What a size can do is read from the region's resource SKU list (`ResourceSkus_List`), the
+//! capabilities its example `ListAvailableResourceSkusForARegion` shows: `PremiumIO`,
+//! `MaxDataDiskCount`, `AcceleratedNetworkingEnabled` per size, and `UltraSSDAvailable` per
+//! zone (`locationInfo[].zoneDetails`) or for the region (`capabilities`). A capability the list
+//! does not give is not guessed at — the plan goes on and ARM decides — except Ultra Disks: a size
+//! and zone the list names no `UltraSSDAvailable` for has none (that is how Azure's Ultra Disk
+//! documentation says to find where they are offered: an empty answer means not there).
 
+use crate::body::ULTRA;
 use crate::plan::{Action, Plan};
 use crate::{Arm, AzureError};
 use futures::StreamExt;
+use pvfs_config::azure::AzureVm;
 use std::collections::BTreeMap;
 
 /// A VM size as the region's SKU list gives it.
@@ -17,7 +29,23 @@ pub struct Sku {
     pub zones: Vec<String>,
     /// Restrictions for this subscription: (`Location` or `Zone`, the zones concerned, the reason).
     pub restrictions: Vec<(String, Vec<String>, String)>,
+    /// Its capabilities in the region, by name (`PremiumIO` = `True`, `MaxDataDiskCount` = `32`, …).
+    pub capabilities: BTreeMap<String, String>,
+    /// The zones whose details give it `UltraSSDAvailable` = `True`.
+    pub ultra_zones: Vec<String>,
 }
+
+impl Sku {
+    /// A `True`/`False` capability; `None` when the list does not give it.
+    fn flag(&self, name: &str) -> Option<bool> {
+        self.capabilities.get(name).map(|v| v.eq_ignore_ascii_case("true"))
+    }
+}
+
+/// Disk SKUs only sizes with the `PremiumIO` capability take: Premium SSD (LRS and ZRS) and
+/// Premium SSD v2 ("Premium SSD v2 can be used with any premium storage-enabled virtual machine
+/// size", Azure's "Deploy a Premium SSD v2"). Ultra Disks have a capability of their own.
+const PREMIUM_DISKS: &[&str] = &["Premium_LRS", "Premium_ZRS", "PremiumV2_LRS"];
 
 /// One quota of the region (`cores`, or a family such as `standardDSv2Family`).
 #[derive(Debug, Clone, PartialEq)]
@@ -71,6 +99,7 @@ pub fn problems(plan: &Plan, skus: &[Sku], usages: &[Usage]) -> Vec<String> {
                 if sku.zones.is_empty() { "none".to_string() } else { sku.zones.join(", ") }
             ));
         }
+        capabilities(&mut problems, vm, sku, &plan.location);
         if counts {
             *need.entry(&sku.family).or_default() += sku.vcpus;
             total += sku.vcpus;
@@ -103,6 +132,63 @@ pub fn problems(plan: &Plan, skus: &[Sku], usages: &[Usage]) -> Vec<String> {
     }
     check(TOTAL, total);
     problems
+}
+
+/// What `vm` asks of its size that `sku` says it cannot do, each naming node, size, capability
+/// and what to do instead.
+fn capabilities(problems: &mut Vec<String>, vm: &AzureVm, sku: &Sku, location: &str) {
+    let (node, size) = (&vm.node, &vm.size);
+    let disks = &vm.data_disks;
+    if disks.count > 0 && PREMIUM_DISKS.contains(&disks.sku.as_str()) && sku.flag("PremiumIO") == Some(false)
+    {
+        problems.push(format!(
+            "{node}: size {size} cannot attach {} disks (its PremiumIO capability is False): choose a premium-storage \
+             size (most have an \"s\" in their name, such as Standard_DS14_v2), or a Standard SSD sku",
+            disks.sku
+        ));
+    }
+    if let Some(max) = sku.capabilities.get("MaxDataDiskCount").and_then(|v| v.parse::<u32>().ok())
+        && disks.count > max
+    {
+        problems.push(format!(
+            "{node}: {} data disks, and size {size} takes at most {max} (its MaxDataDiskCount): choose a larger size, \
+             or fewer, larger disks",
+            disks.count
+        ));
+    }
+    if vm.accelerated_networking && sku.flag("AcceleratedNetworkingEnabled") == Some(false) {
+        problems.push(format!(
+            "{node}: size {size} has no accelerated networking (its AcceleratedNetworkingEnabled capability is \
+             False): set accelerated_networking = false, or choose a size that has it"
+        ));
+    }
+    if disks.count > 0 && disks.sku == ULTRA {
+        let regional = sku.flag("UltraSSDAvailable") == Some(true);
+        match &vm.zone {
+            Some(zone) if !(sku.ultra_zones.contains(zone) || sku.ultra_zones.is_empty() && regional) => {
+                let instead = if sku.ultra_zones.is_empty() {
+                    format!(
+                        "it offers them in no zone of {location}: choose another size or region, or another disk sku"
+                    )
+                } else {
+                    format!("use zone = \"{}\"", sku.ultra_zones.join("\" or \""))
+                };
+                problems.push(format!(
+                    "{node}: size {size} offers no Ultra Disks in zone {zone} of {location} (UltraSSDAvailable): {instead}"
+                ));
+            }
+            Some(_) => {}
+            None if regional => {}
+            None => problems.push(format!(
+                "{node}: Ultra Disks attach only to a VM in an availability zone: give it a zone{}",
+                if sku.ultra_zones.is_empty() {
+                    String::new()
+                } else {
+                    format!(" where size {size} offers them: {}", sku.ultra_zones.join(", "))
+                }
+            )),
+        }
+    }
 }
 
 /// Reads the region's SKU list and usage, and refuses `plan` if they do not allow it.
@@ -166,12 +252,29 @@ pub async fn skus(arm: &Arm, subscription: &str, location: &str) -> Result<Vec<S
                     )
                 })
                 .collect();
+            let capabilities =
+                sku.capabilities.iter().filter_map(|c| Some((c.name.clone()?, c.value.clone()?))).collect();
+            let ultra_zones = sku
+                .location_info
+                .iter()
+                .filter(|i| i.location.as_deref().is_some_and(here))
+                .flat_map(|i| &i.zone_details)
+                .filter(|d| {
+                    d.capabilities.iter().any(|c| {
+                        c.name.as_deref() == Some("UltraSSDAvailable")
+                            && c.value.as_deref().is_some_and(|v| v.eq_ignore_ascii_case("true"))
+                    })
+                })
+                .flat_map(|d| d.name.clone())
+                .collect();
             out.push(Sku {
                 name: sku.name.unwrap_or_default(),
                 family: sku.family.unwrap_or_default(),
                 vcpus,
                 zones,
                 restrictions,
+                capabilities,
+                ultra_zones,
             });
         }
     }
@@ -241,6 +344,15 @@ mod tests {
             vcpus: 16,
             zones: zones.iter().map(|z| z.to_string()).collect(),
             restrictions: vec![],
+            capabilities: [
+                ("PremiumIO", "True"),
+                ("MaxDataDiskCount", "64"),
+                ("AcceleratedNetworkingEnabled", "True"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+            ultra_zones: vec!["2".into()],
         }
     }
 
@@ -275,5 +387,55 @@ mod tests {
             problems(&plan(vec![vm("a", "Standard_DS14_v2", Some("2"))]), &[ds14(&["1", "2"])], &usages)
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn a_size_that_cannot_do_what_the_file_asks_is_refused_naming_the_capability() {
+        let usages = [
+            Usage { name: "standardDSv2Family".into(), current: 0, limit: 350 },
+            Usage { name: "standardA0_A7Family".into(), current: 0, limit: 350 },
+        ];
+        // As the SKU list example gives Standard_A1: no premium storage, two data disks, no
+        // accelerated networking, no Ultra Disks.
+        let mut a1 = ds14(&["1", "2", "3"]);
+        a1.name = "Standard_A1".into();
+        a1.family = "standardA0_A7Family".into();
+        a1.capabilities =
+            [("PremiumIO", "False"), ("MaxDataDiskCount", "2"), ("AcceleratedNetworkingEnabled", "False")]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+        a1.ultra_zones = vec![];
+        let mut small = vm("oss00", "Standard_A1", None);
+        small.data_disks.count = 4;
+        let mut ultra_zone1 = vm("oss01", "Standard_DS14_v2", Some("1"));
+        ultra_zone1.data_disks =
+            DataDisks { count: 2, size_gib: 1024, sku: "UltraSSD_LRS".into(), caching: Caching::None };
+        let mut ultra_nozone = ultra_zone1.clone();
+        ultra_nozone.node = "oss02".into();
+        ultra_nozone.zone = None;
+        let mut ultra_a1 = ultra_zone1.clone();
+        ultra_a1.node = "oss03".into();
+        ultra_a1.size = "Standard_A1".into();
+        ultra_a1.accelerated_networking = false;
+        ultra_a1.data_disks.count = 1;
+        let mut fine = ultra_zone1.clone();
+        fine.node = "oss04".into();
+        fine.zone = Some("2".into());
+        expect_test::expect![[r#"
+            [
+                "oss00: size Standard_A1 cannot attach Premium_LRS disks (its PremiumIO capability is False): choose a premium-storage size (most have an \"s\" in their name, such as Standard_DS14_v2), or a Standard SSD sku",
+                "oss00: 4 data disks, and size Standard_A1 takes at most 2 (its MaxDataDiskCount): choose a larger size, or fewer, larger disks",
+                "oss00: size Standard_A1 has no accelerated networking (its AcceleratedNetworkingEnabled capability is False): set accelerated_networking = false, or choose a size that has it",
+                "oss01: size Standard_DS14_v2 offers no Ultra Disks in zone 1 of eastus (UltraSSDAvailable): use zone = \"2\"",
+                "oss02: Ultra Disks attach only to a VM in an availability zone: give it a zone where size Standard_DS14_v2 offers them: 2",
+                "oss03: size Standard_A1 offers no Ultra Disks in zone 1 of eastus (UltraSSDAvailable): it offers them in no zone of eastus: choose another size or region, or another disk sku",
+            ]
+        "#]]
+        .assert_debug_eq(&problems(
+            &plan(vec![small, ultra_zone1, ultra_nozone, ultra_a1, fine]),
+            &[ds14(&["1", "2", "3"]), a1],
+            &usages,
+        ));
     }
 }

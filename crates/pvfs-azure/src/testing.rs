@@ -7,11 +7,22 @@
 //! DELETE answers 202 with a `Location` URL. Faults can be queued per VM: a 429 with
 //! `Retry-After`, a 409, an operation that ends `Failed`. Every request is recorded with its
 //! body, so tests assert what the client sent.
+//!
+//! Every PUT body is checked as ARM checks it, so that a body ARM would refuse fails the tests:
+//! against the REST specification's own schema for 2024-07-01 ([`schema`]), then by the rules
+//! ARM applies beyond the schema that pvfs depends on (Ultra Disks need `ultraSSDEnabled`; an
+//! existing VM's OS profile cannot change). Each refusal is answered in ARM's error shape.
+
+pub mod schema;
 
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// The SSH public key of the tests' cluster files (and of the VMs [`FakeArm::add_vm`] makes).
+pub const SSH_KEY: &str =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFd4CT7eOzNl2EaLeu/nR7gzgtAahQDYyjNE12f63sLw pvfs@test";
 
 /// The subscription the fake ARM serves (the resource group is `rg`).
 pub const SUBSCRIPTION: &str = "00000000-0000-0000-0000-0000000000aa";
@@ -53,7 +64,6 @@ struct Operation {
 }
 
 /// What the fake ARM holds.
-#[derive(Default)]
 pub struct World {
     /// The resource group's VMs by name, as GET answers them.
     pub vms: BTreeMap<String, Value>,
@@ -71,6 +81,25 @@ pub struct World {
     pub poll_retry_after: u64,
     operations: BTreeMap<String, Operation>,
     next: u32,
+    /// The REST specification's schema every PUT body is checked against.
+    spec: schema::Spec,
+}
+
+impl World {
+    fn new() -> World {
+        World {
+            vms: BTreeMap::new(),
+            requests: Vec::new(),
+            usages: Vec::new(),
+            faults: BTreeMap::new(),
+            extra_skus: Vec::new(),
+            in_progress: 0,
+            poll_retry_after: 0,
+            operations: BTreeMap::new(),
+            next: 0,
+            spec: schema::Spec::compute_2024_07_01(),
+        }
+    }
 }
 
 /// The fake ARM: its URL, the PEM of the CA its certificate chains to, and its world.
@@ -119,7 +148,7 @@ impl FakeArm {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let port = listener.local_addr().expect("addr").port();
         let url = azure_core::Url::parse(&format!("https://127.0.0.1:{port}")).expect("url");
-        let world = Arc::new(Mutex::new(World { poll_retry_after: 0, ..World::default() }));
+        let world = Arc::new(Mutex::new(World::new()));
         let server = tokio::spawn({
             let world = world.clone();
             let base = url.clone();
@@ -140,24 +169,45 @@ impl FakeArm {
         FakeArm { url, ca_pem: ca.pem().into_bytes(), world, server }
     }
 
-    /// Adds an existing VM (as if made earlier) with these tags and size.
-    /// Offers VM size `name` (of quota family `family`, `vcpus` each) in `location`, shaped as
-    /// the SKU example's first entry: the seed's sizes are not in the example.
-    pub fn offer_size(&self, name: &str, family: &str, vcpus: u32, location: &str) {
+    /// Offers VM size `name` (of quota family `family`, `vcpus` each) in `location`'s zones 1 to
+    /// 3, shaped as the SKU example's first entry (the seed's sizes are not in the example), with
+    /// `capabilities` (`PremiumIO`, `MaxDataDiskCount`, …) set over the example's, and Ultra
+    /// Disks available in `ultra_zones` (the example's `zoneDetails` shape).
+    pub fn offer_size(
+        &self,
+        name: &str,
+        family: &str,
+        vcpus: u32,
+        location: &str,
+        capabilities: &[(&str, &str)],
+        ultra_zones: &[&str],
+    ) {
         let mut sku = example(SKUS, "200")["value"][0].clone();
         sku["name"] = json!(name);
         sku["family"] = json!(family);
         sku["size"] = json!(name.trim_start_matches("Standard_"));
         sku["locations"] = json!([location]);
         sku["locationInfo"] = json!([{ "location": location, "zones": ["1", "2", "3"] }]);
-        for capability in sku["capabilities"].as_array_mut().into_iter().flatten() {
-            if matches!(capability["name"].as_str(), Some("vCPUs" | "vCPUsAvailable")) {
-                capability["value"] = json!(vcpus.to_string());
+        if !ultra_zones.is_empty() {
+            sku["locationInfo"][0]["zoneDetails"] = json!([{
+                "name": ultra_zones,
+                "capabilities": [{ "name": "UltraSSDAvailable", "value": "True" }],
+            }]);
+        }
+        let vcpus = vcpus.to_string();
+        let set = [("vCPUs", vcpus.as_str()), ("vCPUsAvailable", vcpus.as_str())];
+        let list = sku["capabilities"].as_array_mut().expect("the example lists capabilities");
+        for (key, value) in set.iter().chain(capabilities) {
+            match list.iter_mut().find(|c| c["name"] == *key) {
+                Some(c) => c["value"] = json!(value),
+                None => list.push(json!({ "name": key, "value": value })),
             }
         }
         self.world.lock().expect("the fake's world").extra_skus.push(sku);
     }
 
+    /// The VM is as `provision` would have made it for the tests' cluster file: administrator
+    /// `pvfs` with [`SSH_KEY`].
     pub fn add_vm(&self, name: &str, tags: Value, size: &str, data_disks: u32) {
         let mut world = self.world.lock().expect("the fake's world");
         let vm = stored_vm(
@@ -171,6 +221,14 @@ impl FakeArm {
                     "storageProfile": {
                         "imageReference": { "publisher": "Canonical", "offer": "ubuntu-24_04-lts", "sku": "server", "version": "latest" },
                         "dataDisks": (0..data_disks).map(|lun| json!({"lun": lun, "createOption": "Empty", "diskSizeGB": 1024, "caching": "None", "managedDisk": {"storageAccountType": "Premium_LRS"}})).collect::<Vec<_>>(),
+                    },
+                    "osProfile": {
+                        "computerName": name,
+                        "adminUsername": "pvfs",
+                        "linuxConfiguration": {
+                            "disablePasswordAuthentication": true,
+                            "ssh": { "publicKeys": [{ "path": "/home/pvfs/.ssh/authorized_keys", "keyData": SSH_KEY }] },
+                        },
                     },
                 },
             }),
@@ -206,6 +264,24 @@ fn stored_vm(world: &mut World, name: &str, put: &Value, state: &str) -> Value {
         None => drop(vm.as_object_mut().map(|o| o.remove("zones"))),
     }
     vm["properties"]["hardwareProfile"] = props["hardwareProfile"].clone();
+    // The OS profile as created, as the `VirtualMachines_CreateOrUpdate` example with SSH keys
+    // answers it: without the password or custom data ARM never returns, with `secrets: []`.
+    match props.get("osProfile").filter(|p| p.is_object()) {
+        Some(profile) => {
+            let mut profile = profile.clone();
+            if let Some(p) = profile.as_object_mut() {
+                p.remove("adminPassword");
+                p.remove("customData");
+                p.entry("secrets").or_insert(json!([]));
+            }
+            vm["properties"]["osProfile"] = profile;
+        }
+        None => drop(vm["properties"].as_object_mut().map(|p| p.remove("osProfile"))),
+    }
+    match props.get("additionalCapabilities") {
+        Some(c) => vm["properties"]["additionalCapabilities"] = c.clone(),
+        None => drop(vm["properties"].as_object_mut().map(|p| p.remove("additionalCapabilities"))),
+    }
     vm["properties"]["storageProfile"]["imageReference"] = props["storageProfile"]["imageReference"].clone();
     let disks: Vec<Value> = props["storageProfile"]["dataDisks"]
         .as_array()
@@ -243,6 +319,17 @@ fn reply(status: u16, body: Value) -> Reply {
 
 fn arm_error(status: u16, code: &str, message: &str) -> Reply {
     reply(status, json!({ "error": { "code": code, "message": message } }))
+}
+
+/// ARM's `CloudError` for a refused body: the first violation, with every one in `details`
+/// (`ApiError` of the spec's common types).
+fn refuse(status: u16, first: &schema::Violation, all: &[schema::Violation]) -> Reply {
+    let details: Vec<Value> =
+        all.iter().map(|v| json!({ "code": v.code, "target": v.target, "message": v.message })).collect();
+    reply(
+        status,
+        json!({ "error": { "code": first.code, "target": first.target, "message": first.message, "details": details } }),
+    )
 }
 
 /// One request → one answer; the connection is closed after it (`Connection: close`).
@@ -466,6 +553,67 @@ fn route(
     }
 }
 
+/// What ARM refuses that the schema cannot say, each as ARM answers it (the codes and messages
+/// of ARM's answers quoted in tests/fixtures/README.md).
+fn rules(existing: Option<&Value>, body: &Value) -> Option<Reply> {
+    let props = &body["properties"];
+    // The spec's AdditionalCapabilities.ultraSSDEnabled: "Managed disks with storage account type
+    // UltraSSD_LRS can be added to a virtual machine … only if this property is enabled."
+    let ultra = props["storageProfile"]["dataDisks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|d| d["managedDisk"]["storageAccountType"] == "UltraSSD_LRS");
+    if ultra && props["additionalCapabilities"]["ultraSSDEnabled"] != json!(true) {
+        return Some(reply(
+            400,
+            json!({ "error": {
+                "code": "InvalidParameter",
+                "message": "StorageAccountType UltraSSD_LRS can be used only when additionalCapabilities.ultraSSDEnabled is set.",
+                "target": "managedDisk.storageAccountType",
+            } }),
+        ));
+    }
+    // An existing VM's OS profile cannot change ("some of the settings cannot be changed once VM
+    // is provisioned", the spec's OSProfile; computerName and adminUsername "cannot be updated
+    // after the VM is created"): 409 PropertyChangeNotAllowed. Leaving the profile out of the
+    // PUT of a VM that has one is refused here too — ARM does not document it either way, so
+    // the fake takes the strict reading.
+    let old = existing.map(|vm| &vm["properties"]["osProfile"]).filter(|p| p.is_object())?;
+    let new = &props["osProfile"];
+    let changed = if new.is_null() {
+        Some("osProfile")
+    } else {
+        [
+            ("computerName", "computerName"),
+            ("adminUsername", "adminUsername"),
+            (
+                "linuxConfiguration.disablePasswordAuthentication",
+                "/linuxConfiguration/disablePasswordAuthentication",
+            ),
+            ("linuxConfiguration.ssh.publicKeys", "/linuxConfiguration/ssh/publicKeys"),
+        ]
+        .into_iter()
+        .find(|(_, pointer)| {
+            let at = |v: &Value| {
+                if pointer.starts_with('/') { v.pointer(pointer).cloned() } else { v.get(pointer).cloned() }
+            };
+            at(old) != at(new)
+        })
+        .map(|(name, _)| name)
+    };
+    changed.map(|property| {
+        reply(
+            409,
+            json!({ "error": {
+                "code": "PropertyChangeNotAllowed",
+                "message": format!("Changing property '{property}' is not allowed."),
+                "target": property,
+            } }),
+        )
+    })
+}
+
 fn put(world: &mut World, base: &azure_core::Url, name: &str, body: Value) -> Reply {
     let fault = world.faults.get_mut(name).and_then(VecDeque::pop_front);
     let failure = match fault {
@@ -478,6 +626,14 @@ fn put(world: &mut World, base: &azure_core::Url, name: &str, body: Value) -> Re
         Some(Fault::FailOperation { code, message }) => Some((code, message)),
         None => None,
     };
+    // As ARM: a body the API version's schema refuses is answered 400 before anything is done.
+    let violations = world.spec.check(schema::VIRTUAL_MACHINE, "VirtualMachine", &body);
+    if let Some(first) = violations.first() {
+        return refuse(400, first, &violations);
+    }
+    if let Some(refusal) = rules(world.vms.get(name), &body) {
+        return refusal;
+    }
     let existed = world.vms.contains_key(name);
     let vm = stored_vm(world, name, &body, "Creating");
     world.vms.insert(name.to_string(), vm.clone());
@@ -501,5 +657,89 @@ fn put(world: &mut World, base: &azure_core::Url, name: &str, body: Value) -> Re
         status: if existed { 200 } else { 201 },
         headers: vec![("Azure-AsyncOperation".into(), operation), ("Retry-After".into(), "0".into())],
         body: Some(answer),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The spec's own example request with SSH keys: a body ARM takes.
+    fn example_body() -> Value {
+        let v: Value = serde_json::from_str(include_str!(
+            "../tests/fixtures/VirtualMachine_Create_WithSshAuthentication.json"
+        ))
+        .unwrap();
+        v["parameters"]["parameters"].clone()
+    }
+
+    fn put_vm(world: &mut World, body: Value) -> (u16, Value) {
+        let base = azure_core::Url::parse("https://127.0.0.1:1").unwrap();
+        let reply = put(world, &base, "vm1", body);
+        (reply.status, reply.body.unwrap_or_default())
+    }
+
+    #[test]
+    fn ultra_disks_without_ultra_ssd_enabled_are_refused_as_arm_refuses_them() {
+        let mut world = World::new();
+        let mut body = example_body();
+        body["properties"]["storageProfile"]["dataDisks"] = json!([{
+            "lun": 0, "createOption": "Empty", "diskSizeGB": 1024,
+            "managedDisk": { "storageAccountType": "UltraSSD_LRS" },
+        }]);
+        let (status, answer) = put_vm(&mut world, body.clone());
+        assert_eq!(status, 400);
+        assert_eq!(
+            answer,
+            json!({ "error": {
+                "code": "InvalidParameter",
+                "message": "StorageAccountType UltraSSD_LRS can be used only when additionalCapabilities.ultraSSDEnabled is set.",
+                "target": "managedDisk.storageAccountType",
+            } })
+        );
+        body["properties"]["additionalCapabilities"] = json!({ "ultraSSDEnabled": true });
+        assert_eq!(put_vm(&mut world, body).0, 201);
+    }
+
+    #[test]
+    fn an_existing_vms_os_profile_cannot_change() {
+        let mut world = World::new();
+        let body = example_body();
+        assert_eq!(put_vm(&mut world, body.clone()).0, 201);
+        // The same model again (a resize sends it so) is taken.
+        let mut resized = body.clone();
+        resized["properties"]["hardwareProfile"]["vmSize"] = json!("Standard_D2_v2");
+        assert_eq!(put_vm(&mut world, resized.clone()).0, 200);
+        let mut new_key = resized.clone();
+        new_key["properties"]["osProfile"]["linuxConfiguration"]["ssh"]["publicKeys"][0]["keyData"] =
+            json!(SSH_KEY);
+        let (status, answer) = put_vm(&mut world, new_key);
+        assert_eq!(status, 409);
+        assert_eq!(
+            answer,
+            json!({ "error": {
+                "code": "PropertyChangeNotAllowed",
+                "message": "Changing property 'linuxConfiguration.ssh.publicKeys' is not allowed.",
+                "target": "linuxConfiguration.ssh.publicKeys",
+            } })
+        );
+        let mut without = resized;
+        without["properties"].as_object_mut().unwrap().remove("osProfile");
+        let (status, answer) = put_vm(&mut world, without);
+        assert_eq!((status, &answer["error"]["target"]), (409, &json!("osProfile")));
+    }
+
+    #[test]
+    fn a_body_missing_what_the_schema_requires_is_refused_with_every_violation() {
+        let mut world = World::new();
+        let mut body = example_body();
+        body.as_object_mut().unwrap().remove("location");
+        body["properties"]["storageProfile"]["osDisk"].as_object_mut().unwrap().remove("createOption");
+        let (status, answer) = put_vm(&mut world, body);
+        assert_eq!(status, 400);
+        assert_eq!(answer["error"]["code"], "InvalidParameter");
+        assert_eq!(answer["error"]["message"], "Required parameter 'location' is missing (null).");
+        assert_eq!(answer["error"]["details"].as_array().unwrap().len(), 2, "{answer}");
+        assert!(world.vms.is_empty());
     }
 }

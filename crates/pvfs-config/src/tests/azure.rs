@@ -399,3 +399,30 @@ fn a_broken_azure_section_hides_nothing_else_and_node_settings_need_one() {
     "#]]
     .assert_eq(&dir.load(local));
 }
+
+/// Ultra Disks and Premium SSD v2 attach only to a zonal VM: without a zone, validate asks for
+/// one where the disks are given (ARM would refuse the VM after the plan was shown).
+#[test]
+fn zonal_disk_skus_need_a_zone() {
+    let dir = Dir::new();
+    dir.write_state(&[("mgs", "10.0.0.4"), ("oss00", "10.0.0.5")]);
+    let ultra = file("", None)
+        .replace("sku = \"Premium_LRS\", caching = \"ReadOnly\"", "sku = \"UltraSSD_LRS\"")
+        .replace("zone = \"1\"\n", "");
+    expect![[r#"
+        DIR/az.toml:21:50: node "oss00": UltraSSD_LRS disks attach only to a VM in an availability zone, and its VM has none: add zone = "1" (or "2", "3": one where its size offers them) to [azure.role.oss]
+    "#]]
+    .assert_eq(&dir.load(&ultra));
+    // The zone may come from the node, the disks from its role.
+    let zoned = ultra.replace("name = \"oss00\"\n", "name = \"oss00\"\nazure = { zone = \"2\" }\n");
+    assert!(dir.load(&zoned).contains("oss00: Standard_DS14_v2 OpenLogic:CentOS:7.3:latest disks=2x2048GiB UltraSSD_LRS None accel=true zone=2"));
+    // A node's own Premium SSD v2 disks, on a role without a zone: named at the node's table.
+    let v2 = file("", None).replace(
+        "name = \"mgs\"\n",
+        "name = \"mgs\"\nazure = { data_disks = { count = 1, sku = \"PremiumV2_LRS\" } }\n",
+    );
+    expect![[r#"
+        DIR/az.toml:33:43: node "mgs": PremiumV2_LRS disks attach only to a VM in an availability zone, and its VM has none: add zone = "1" (or "2", "3": one where its size offers them) to node "mgs"'s azure
+    "#]]
+    .assert_eq(&dir.load(&v2));
+}

@@ -34,6 +34,15 @@ const DISK_SKUS: &[&str] = &[
     "PremiumV2_LRS",
     "UltraSSD_LRS",
 ];
+/// The disk SKUs ARM attaches only to a VM in an availability zone: an Ultra Disk or a Premium
+/// SSD v2 is a zonal resource, created in the VM's zone ("Premium SSD v2 disks can only be
+/// attached to zonal VMs", Azure's "Deploy a Premium SSD v2"; an Ultra Disk also needs the VM's
+/// `additionalCapabilities.ultraSSDEnabled`, which `provision` sets). A zone is asked for rather
+/// than picked: which zones offer Ultra Disks for a size is the region's answer (`provision`
+/// checks it against the SKU list), and the zone cannot be changed once the VM exists. (Azure
+/// now also offers both without a zone in regions that have none, and Premium SSD v2 in a few
+/// that do; pvfs still asks for a zone there — strict, never wrong for a region with zones.)
+const ZONAL_DISK_SKUS: &[&str] = &["UltraSSD_LRS", "PremiumV2_LRS"];
 /// The by-LUN names Azure's udev rules give data disks (waagent's 66-azure-storage.rules).
 const LUN_PREFIX: &str = "/dev/disk/azure/scsi1/lun";
 
@@ -55,6 +64,9 @@ struct Settings {
     /// `data_disks` was given but refused (reported): the node's disks are not checked
     /// against a count that is not known.
     disks_refused: bool,
+    /// Where `data_disks` was given (its `sku`, else the table) and in which section, for
+    /// errors about the disks as a whole.
+    disks_at: Option<(std::ops::Range<usize>, String)>,
 }
 
 impl Validator<'_> {
@@ -240,13 +252,30 @@ impl Validator<'_> {
                     );
                 }
             }
+            let zone = pick!(zone);
+            if zone.is_none() && data_disks.count > 0 && ZONAL_DISK_SKUS.contains(&data_disks.sku.as_str()) {
+                let at = match &own {
+                    Some(own) if own.data_disks.is_some() => own.disks_at.clone(),
+                    _ => settings.disks_at.clone(),
+                };
+                if let Some((span, place)) = at {
+                    self.error_at(
+                        span,
+                        format!(
+                            "node {:?}: {} disks attach only to a VM in an availability zone, and its VM has none: add \
+                             zone = \"1\" (or \"2\", \"3\": one where its size offers them) to {place}",
+                            node.name, data_disks.sku
+                        ),
+                    );
+                }
+            }
             vms.push(AzureVm {
                 node: node.name.clone(),
                 size: pick!(size).unwrap_or_else(|| DEFAULT_VM_SIZE.to_owned()),
                 image: pick!(image).unwrap_or_else(|| image(DEFAULT_IMAGE).expect("the default parses")),
                 data_disks,
                 accelerated_networking: pick!(accelerated_networking).unwrap_or(false),
-                zone: pick!(zone),
+                zone,
                 proximity_placement_group: pick!(proximity_placement_group),
             });
         }
@@ -278,6 +307,8 @@ impl Validator<'_> {
         if let Some(disks) = &s.data_disks {
             out.data_disks = self.data_disks(disks, place);
             out.disks_refused = out.data_disks.is_none();
+            let span = disks.get_ref().sku.as_ref().map_or(disks.span(), |sku| sku.span());
+            out.disks_at = Some((span, place.to_owned()));
         }
         if let Some(zone) = &s.zone {
             if ["1", "2", "3"].contains(&zone.get_ref().as_str()) {

@@ -77,7 +77,7 @@ ssh_public_key_file = "id.pub"
 
 [azure.role.server]
 vm_size = "Standard_A1"
-data_disks = { count = 4, size_gib = 1024, sku = "Premium_LRS", caching = "None" }
+data_disks = { count = 2, size_gib = 1024, sku = "StandardSSD_LRS", caching = "None" }
 
 [azure.role.client]
 vm_size = "Standard_A1"
@@ -113,7 +113,8 @@ roles = ["client"]
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     for want in [
         "cluster c in westus (resource group rg): 3 to create, 0 to change, 0 left, 0 refused",
-        "create srv00        Standard_A1        zone -    4 × 1024 GiB Premium_LRS (caching None) at LUN 0..3",
+        // Standard_A1 as the SKU list example gives it: two data disks, no premium storage.
+        "create srv00        Standard_A1        zone -    2 × 1024 GiB StandardSSD_LRS (caching None) at LUN 0..1",
         "create cli00        Standard_A1        zone -    no data disks",
         "quotas and sizes of westus: enough",
     ] {
@@ -138,7 +139,15 @@ roles = ["client"]
 fn provision_plan_of_the_lustre_example_prints_the_seeds_vms_and_disks() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let fake = runtime.block_on(pvfs_azure::testing::FakeArm::start());
-    fake.offer_size("Standard_DS14_v2", "standardDSv2Family", 16, "eastus");
+    // DS14_v2 as Azure documents it: premium storage, 64 data disks, accelerated networking.
+    fake.offer_size(
+        "Standard_DS14_v2",
+        "standardDSv2Family",
+        16,
+        "eastus",
+        &[("PremiumIO", "True"), ("MaxDataDiskCount", "64"), ("AcceleratedNetworkingEnabled", "True")],
+        &[],
+    );
     fake.world.lock().unwrap().usages = vec![("cores".into(), 0, 350), ("standardDSv2Family".into(), 0, 350)];
     let dir = TestDir::new();
     let ca = dir.write("arm-ca.pem", std::str::from_utf8(&fake.ca_pem).unwrap());
