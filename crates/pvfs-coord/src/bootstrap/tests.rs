@@ -576,8 +576,9 @@ async fn a_node_that_cannot_run_the_binary_is_refused_after_the_probe_alone() {
 
 #[tokio::test]
 async fn a_service_that_fails_to_start_shows_the_units_last_journal_lines() {
-    // journalctl's short format as systemd 219 (EL7) prints it, for an agent built against a
-    // newer glibc than the node's: what this check exists to show.
+    // journalctl's short format, for an agent built against a newer glibc than the node's
+    // (the loader's words; systemd 219's, EL7's, around them): what this exists to show. The
+    // bootstrap e2e scenario reads a real journal (Debian 12's systemd, a refused policy file).
     let journal = "\
 -- Logs begin at Tue 2026-11-24 09:12:01 UTC, end at Tue 2026-11-24 10:02:13 UTC. --
 Nov 24 10:02:13 node1 systemd[1]: Starting pvfs node agent...
