@@ -14,7 +14,11 @@
 //!    node3 is refused (host key, nothing changed there) and named with what to do, node1 is
 //!    started again, the run exits 1;
 //! 5. with node3 absent from known_hosts: refused as unknown; with `--accept-new-host-keys`
-//!    its key is recorded and it is left as it is (0 changed).
+//!    its key is recorded and it is left as it is (0 changed);
+//! 6. node2 answers the probe as a glibc 2.12 node would (a `getconf` first in PATH) and lacks
+//!    its environment file: refused, naming both glibc versions, and nothing written there;
+//!    node1's agent is stopped with a policy file it refuses: the failure carries the unit's
+//!    journal lines, which name the file; both put right, a last run succeeds.
 
 use crate::docker::{LABEL, docker};
 use crate::sshlab::SshLab;
@@ -249,6 +253,40 @@ fn scenario(lab: &Lab, ctx: &Ctx, ssh: &SshLab) -> anyhow::Result<()> {
     ensure!(total(&events, "changed") == 0, "accept-new changed things: {:?}", events.last());
     let recorded = std::fs::read_to_string(&ssh.known_hosts)?;
     ensure!(recorded.contains(NODES[2].1), "node3's key was not recorded: {recorded}");
+    ensure!(ctx.nodes()?.status.success(), "nodes after the last bootstrap");
+
+    // 6. node2 says it has glibc 2.12 (CentOS 6's) and lacks a file; node1 cannot start.
+    lab.exec("node2", &["sh", "-c", "printf '#!/bin/sh\\necho glibc 2.12\\n' > /usr/local/bin/getconf"])?;
+    lab.exec("node2", &["chmod", "755", "/usr/local/bin/getconf"])?;
+    lab.exec("node2", &["rm", "/etc/pvfs/agent.env"])?;
+    lab.exec("node1", &["sh", "-c", "echo 'this is = not [ a policy' > /etc/pvfs/policy.toml"])?;
+    lab.exec("node1", &["systemctl", "stop", "pvfs-agent"])?;
+    let (code, events, _) = ctx.bootstrap(&[])?;
+    ensure!(code == Some(1), "an old glibc and a failing service must fail the run: exit {code:?}");
+    let old = failure_of(&events, "node2")?;
+    let message = old["message"].as_str().unwrap_or_default();
+    eprintln!("xtask e2e: node2 with glibc 2.12: {message}");
+    ensure!(
+        message.contains("it has glibc 2.12")
+            && message.contains("needs glibc 2.")
+            && old["command"].is_null(),
+        "unclear refusal: {old}"
+    );
+    ensure!(lab.exec("node2", &["test", "-e", "/etc/pvfs/agent.env"]).is_err(), "node2 was written to");
+    let failed = failure_of(&events, "node1")?;
+    let journal: Vec<&str> = failed["journal"]
+        .as_array()
+        .map(|l| l.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    eprintln!("xtask e2e: node1's failed start, its journal:\n  {}", journal.join("\n  "));
+    ensure!(
+        journal.iter().any(|l| l.contains("policy.toml")),
+        "the journal lines do not say why the agent did not start: {failed}"
+    );
+    lab.exec("node2", &["rm", "/usr/local/bin/getconf"])?;
+    lab.exec("node1", &["rm", "/etc/pvfs/policy.toml"])?;
+    let (code, events, stderr) = ctx.bootstrap(&[])?;
+    ensure!(code == Some(0), "bootstrap after putting both right failed: {stderr}\n{events:?}");
     ensure!(ctx.nodes()?.status.success(), "nodes after the last bootstrap");
     Ok(())
 }

@@ -29,9 +29,11 @@ pub fn run(no_e2e: bool) -> anyhow::Result<()> {
         ("dpkg-shlibdeps", "dpkg-dev"),
         ("objdump", "binutils"),
         ("lintian", "lintian"),
+        // The node image, and the older Debian root the shipped binary is run in.
+        ("debootstrap", "debootstrap"),
     ];
     if !no_e2e {
-        needed.extend([("debootstrap", "debootstrap"), ("docker", "docker.io")]);
+        needed.push(("docker", "docker.io"));
     }
     util::ensure_programs(&needed)?;
     free_disk("before the build");
@@ -66,8 +68,10 @@ pub fn run(no_e2e: bool) -> anyhow::Result<()> {
     azure()?;
     verify_unit()?;
     crate::accuracy::run()?;
+    // Also installs zig (PyPI) and cargo-zigbuild (crates.io), pinned, when missing.
     let dist = crate::dist::run()?;
     lintian(&dist.deb)?;
+    crate::glibc::run_on_old_glibc(&dist.dir.join("bin/pvfs"))?;
     if !no_e2e {
         crate::e2e::run_with_binary(&dist.dir.join("bin/pvfs"), &crate::e2e::Args::default())?;
     }

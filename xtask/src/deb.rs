@@ -43,6 +43,8 @@ pub struct Inputs<'a> {
     pub generated: &'a Path,
     pub version: &'a str,
     pub compression: Compression,
+    /// Which build the binary is, for its libc6 dependency ([`shlib_depends`]) and [`check`].
+    pub glibc: Glibc,
 }
 
 /// Builds the package in `work` (cleared first) and writes it to `out_dir`; returns its path.
@@ -107,7 +109,7 @@ pub fn build(inputs: &Inputs<'_>, work: &Path, out_dir: &Path) -> anyhow::Result
         copy(&repo.join("packaging/deb").join(script), &control_dir.join(script), 0o755)?;
     }
     write(&control_dir.join("conffiles"), &format!("{CONFFILE}\n"), 0o644)?;
-    let depends = shlib_depends(work, &bin.join("pvfs"))?;
+    let depends = shlib_depends(work, &bin.join("pvfs"), inputs.glibc)?;
     let control = control(inputs.version, &arch, &depends, installed_size(&pkg)?);
     write(&control_dir.join("control"), &control, 0o644)?;
     write(&control_dir.join("md5sums"), &md5sums(&pkg)?, 0o644)?;
@@ -131,9 +133,11 @@ pub fn build_from_binary(binary: &Path, work: &Path) -> anyhow::Result<PathBuf> 
     std::fs::create_dir_all(&generated)?;
     step(Command::new(binary).args(["ctl", "generate", "--out"]).arg(&generated))?;
     let version = crate::dist::version(&util::root())?;
-    let inputs = Inputs { binary, generated: &generated, version: &version, compression: Compression::Fast };
+    let glibc = Glibc::Any;
+    let inputs =
+        Inputs { binary, generated: &generated, version: &version, compression: Compression::Fast, glibc };
     let deb = build(&inputs, &work.join("tree"), work)?;
-    check(&deb, &version)?;
+    check(&deb, &version, glibc)?;
     Ok(deb)
 }
 
@@ -213,11 +217,46 @@ pub fn architecture() -> anyhow::Result<String> {
 /// The Depends line, from the shared libraries the binary links and the symbol versions it
 /// uses, as dpkg-shlibdeps reads them from the installed libraries' symbols files (the way
 /// Debian's own packages get theirs): e.g. `libc6 (>= 2.34), libgcc-s1 (>= 4.2)`.
-fn shlib_depends(work: &Path, binary: &Path) -> anyhow::Result<String> {
+///
+/// For the shipped binary, libc6's minimum is then the newest glibc symbol version the binary
+/// uses (2.17), not dpkg-shlibdeps' 2.34. Debian's libc6 symbols file puts `sysconf` at 2.34
+/// whatever its symbol version (libc6's changelog, 2.34: "force __sysconf@GLIBC_2.* and
+/// sysconf@GLIBC_2.* dependencies to 2.34 to correctly support the new definition of
+/// MINSIGSTKSZ and SIGSTKSZ"), because a program compiled against glibc 2.34's headers may
+/// pass sysconf constants older glibc lacks. The shipped binary's C code was compiled against
+/// glibc 2.17's headers (zig), and its Rust code passes sysconf only constants glibc 2.17 has
+/// (`_SC_PAGESIZE`, `_SC_CLK_TCK`, `_SC_NPROCESSORS_ONLN`, `_SC_HOST_NAME_MAX` …; std sizes its
+/// signal stacks with `getauxval(AT_MINSIGSTKSZ)`), so that forced minimum does not apply.
+fn shlib_depends(work: &Path, binary: &Path, glibc: Glibc) -> anyhow::Result<String> {
     write(&work.join("debian/control"), "Source: pvfs\n\nPackage: pvfs\nArchitecture: any\n", 0o644)?;
     let out = read(Command::new("dpkg-shlibdeps").current_dir(work).args(["-O", "-e"]).arg(binary))
         .context("computing Depends (dpkg-shlibdeps is in dpkg-dev)")?;
-    parse_shlibdeps(&out)
+    let depends = parse_shlibdeps(&out)?;
+    match glibc {
+        Glibc::Any => Ok(depends),
+        Glibc::Shipped => {
+            let needed = crate::glibc::check_floor(binary)?;
+            let lowered = with_libc6_minimum(&depends, &join(&needed));
+            eprintln!("xtask deb: dpkg-shlibdeps says {depends}; the binary's symbols need {lowered}");
+            Ok(lowered)
+        }
+    }
+}
+
+/// `depends` with libc6's minimum version replaced by `version`.
+fn with_libc6_minimum(depends: &str, version: &str) -> String {
+    depends
+        .split(',')
+        .map(str::trim)
+        .map(|d| {
+            if d.starts_with("libc6 ") || d == "libc6" {
+                format!("libc6 (>= {version})")
+            } else {
+                d.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn parse_shlibdeps(out: &str) -> anyhow::Result<String> {
@@ -228,14 +267,15 @@ fn parse_shlibdeps(out: &str) -> anyhow::Result<String> {
         .with_context(|| format!("no libc6 in dpkg-shlibdeps' answer: {out:?}"))
 }
 
-/// The newest glibc symbol version the binary uses (`objdump -T`), e.g. `2.34`: the libc6
-/// version it needs at least, whatever dpkg-shlibdeps says.
-fn glibc_needed(objdump_t: &str) -> Option<Vec<u32>> {
-    objdump_t
-        .split(|c: char| c.is_whitespace() || c == '(' || c == ')')
-        .filter_map(|w| w.strip_prefix("GLIBC_"))
-        .filter_map(|v| v.split('.').map(str::parse).collect::<Result<Vec<u32>, _>>().ok())
-        .max()
+/// What [`check`] asks of the packaged binary's glibc symbol versions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Glibc {
+    /// The shipped package (`dist`): none newer than `glibc::FLOOR` (2.17, EL7), and Depends
+    /// says at least what the binary needs.
+    Shipped,
+    /// Any build (the e2e packages its debug binary, linked against the build machine's
+    /// glibc): Depends says at least what the binary needs.
+    Any,
 }
 
 fn control(version: &str, arch: &str, depends: &str, installed_kib: u64) -> String {
@@ -372,8 +412,8 @@ fn parse_contents(text: &str) -> anyhow::Result<BTreeMap<String, Entry>> {
 /// Reads the package back with dpkg-deb and checks what an installation relies on: control
 /// fields, the conffile, the maintainer scripts, every file's place, owner and mode, the unit
 /// pointing at the packaged binary, and a libc6 dependency no older than the glibc the binary
-/// needs.
-pub fn check(deb: &Path, version: &str) -> anyhow::Result<()> {
+/// needs (for the shipped package, itself no newer than 2.17).
+pub fn check(deb: &Path, version: &str, rule: Glibc) -> anyhow::Result<()> {
     let field = |name: &str| -> anyhow::Result<String> {
         Ok(read(Command::new("dpkg-deb").arg("--field").arg(deb).arg(name))?.trim().to_owned())
     };
@@ -478,8 +518,11 @@ pub fn check(deb: &Path, version: &str) -> anyhow::Result<()> {
             && !sections.contains(".symtab"),
         "the packaged binary is not stripped:\n{sections}"
     );
-    let objdump = read(Command::new("objdump").arg("-T").arg(unpacked.join("usr/bin/pvfs")))?;
-    let glibc = glibc_needed(&objdump).context("objdump -T shows no GLIBC_ symbol versions")?;
+    let packaged = unpacked.join("usr/bin/pvfs");
+    let glibc = match rule {
+        Glibc::Shipped => crate::glibc::check_floor(&packaged)?,
+        Glibc::Any => crate::glibc::needed_by(&packaged)?,
+    };
     let depends = field("Depends")?;
     let declared =
         libc6_minimum(&depends).with_context(|| format!("Depends has no libc6 (>= …): {depends}"))?;
@@ -489,6 +532,16 @@ pub fn check(deb: &Path, version: &str) -> anyhow::Result<()> {
         join(&declared),
         join(&glibc)
     );
+    if rule == Glibc::Shipped {
+        // dpkg-shlibdeps states the newest version of the symbols the binary uses; a package
+        // for EL7-era glibc must not ask for more than EL7 has.
+        ensure!(
+            declared.as_slice() <= crate::glibc::FLOOR.as_slice(),
+            "Depends says libc6 (>= {}), newer than glibc {}: {depends}",
+            join(&declared),
+            join(&crate::glibc::FLOOR)
+        );
+    }
     std::fs::remove_dir_all(&unpacked)?;
     eprintln!(
         "xtask deb: {} checked: {} entries, conffile {CONFFILE}, Depends: {depends} (binary needs GLIBC_{})",
@@ -557,16 +610,14 @@ mod tests {
     }
 
     #[test]
-    fn glibc_version_is_the_newest_symbol_version() {
-        // Lines as objdump -T (binutils 2.40) prints them for a Rust binary.
-        let out = "\
-0000000000000000      DF *UND*	0000000000000000 (GLIBC_2.2.5) write
-0000000000000000      DF *UND*	0000000000000000 (GLIBC_2.34) __libc_start_main
-0000000000000000      DF *UND*	0000000000000000 (GLIBC_2.9)  pipe2
-0000000000000000      DF *UND*	0000000000000000 (GCC_3.0)    _Unwind_Resume
-";
-        assert_eq!(glibc_needed(out), Some(vec![2, 34]));
-        assert_eq!(glibc_needed("no versions here"), None);
+    fn libc6_minimum_is_replaced_and_the_rest_kept() {
+        // dpkg-shlibdeps 1.21.22 (Debian 12) on the zig-built binary said `libc6 (>= 2.34)`.
+        assert_eq!(with_libc6_minimum("libc6 (>= 2.34)", "2.17"), "libc6 (>= 2.17)");
+        assert_eq!(
+            with_libc6_minimum("libgcc-s1 (>= 4.2), libc6 (>= 2.34)", "2.17"),
+            "libgcc-s1 (>= 4.2), libc6 (>= 2.17)"
+        );
+        assert_eq!(with_libc6_minimum("libc6-dev (>= 2.34)", "2.17"), "libc6-dev (>= 2.34)");
     }
 
     #[test]
@@ -612,15 +663,21 @@ lrwxrwxrwx root/root         0 2026-11-26 14:02 ./usr/bin/pvfs-agent -> pvfs
             generated: &generated,
             version: "9.8.7",
             compression: Compression::Fast,
+            glibc: Glibc::Any,
         };
         let deb = build(&inputs, &work.join("tree"), &work).unwrap();
         assert_eq!(
             deb.file_name().unwrap().to_string_lossy(),
             format!("pvfs_9.8.7_{}.deb", architecture().unwrap())
         );
-        check(&deb, "9.8.7").unwrap();
+        check(&deb, "9.8.7", Glibc::Any).unwrap();
         // And a wrong expectation is caught.
-        assert!(check(&deb, "9.8.8").is_err());
+        assert!(check(&deb, "9.8.8", Glibc::Any).is_err());
+        // This test program is linked against this machine's glibc (2.36 on Debian 12), not
+        // 2.17: as a shipped package it is refused.
+        let needed = crate::glibc::needed_by(&binary).unwrap();
+        let shipped = check(&deb, "9.8.7", Glibc::Shipped);
+        assert_eq!(shipped.is_ok(), needed.as_slice() <= crate::glibc::FLOOR.as_slice(), "{shipped:?}");
         std::fs::remove_dir_all(&work).unwrap();
     }
 

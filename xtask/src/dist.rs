@@ -18,6 +18,14 @@ pub struct Dist {
 /// Debian package (checked by reading it back).
 pub fn run() -> anyhow::Result<Dist> {
     let binary = util::build_shipped()?;
+    // Before anything is packaged: the binary starts on EL7's glibc, or nothing ships.
+    let glibc = crate::glibc::check_floor(&binary)?;
+    eprintln!(
+        "xtask dist: {} needs GLIBC_{} at most (EL7 has {})",
+        binary.display(),
+        crate::glibc::join(&glibc),
+        crate::glibc::join(&crate::glibc::FLOOR)
+    );
     let root = util::root();
     let version = version(&root)?;
     let arch = std::env::consts::ARCH;
@@ -60,9 +68,10 @@ pub fn run() -> anyhow::Result<Dist> {
         generated: &out,
         version: &version,
         compression: crate::deb::Compression::Release,
+        glibc: crate::deb::Glibc::Shipped,
     };
     let deb = crate::deb::build(&inputs, &root.join("target/deb"), &root.join("dist"))?;
-    crate::deb::check(&deb, &version)?;
+    crate::deb::check(&deb, &version, crate::deb::Glibc::Shipped)?;
     eprintln!("xtask dist: wrote {}, {} and {}", out.display(), tarball.display(), deb.display());
     Ok(Dist { dir: out, deb })
 }

@@ -23,11 +23,15 @@ pub struct Args {
     /// Run only the scenarios whose name contains this.
     #[arg(long)]
     pub only: Option<String>,
+    /// Agents and coordinator from this binary (the shipped one, `dist/…/bin/pvfs`, as
+    /// `cargo xtask ci` runs them) instead of a debug build of this tree.
+    #[arg(long, value_name = "PATH")]
+    pub binary: Option<PathBuf>,
 }
 
 impl Default for Args {
     fn default() -> Args {
-        Args { nodes: 3, keep: false, only: None }
+        Args { nodes: 3, keep: false, only: None, binary: None }
     }
 }
 
@@ -117,6 +121,9 @@ impl Env {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    if let Some(binary) = &args.binary {
+        return run_with_binary(binary, args);
+    }
     step(cargo().args(["build", "--locked", "-p", "pvfs", "--bin", "pvfs"]))?;
     run_with_binary(&util::root().join("target/debug/pvfs"), args)
 }

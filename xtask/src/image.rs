@@ -86,7 +86,7 @@ pub fn ensure() -> anyhow::Result<String> {
 
 /// The mirror and suite this machine's apt uses (deb822 `.sources` or a classic
 /// `sources.list`), so the image comes from the same place as the host's packages.
-fn apt_source() -> anyhow::Result<(String, String)> {
+pub fn apt_source() -> anyhow::Result<(String, String)> {
     let os = std::fs::read_to_string("/etc/os-release").unwrap_or_default();
     let suite = os
         .lines()

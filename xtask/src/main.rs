@@ -2,6 +2,7 @@
 //!
 //! - `ci`: everything CI checks (installs what it needs on a fresh machine first).
 //! - `dist`: the release directory, its tarball and the Debian package.
+//! - `old-glibc`: the shipped binary run on an older glibc than the build machine's.
 //! - `e2e`: a real multi-host cluster in containers.
 //! - `accuracy`: `pvfs-agent metrics` against iostat and sar over the same seconds.
 //! - `bench-mesh`: idle agent footprint and `pvfsctl nodes` latency.
@@ -25,6 +26,7 @@ mod dist;
 mod docker;
 mod e2e;
 mod fuzz;
+mod glibc;
 mod gluster;
 mod image;
 mod serve_flood;
@@ -53,6 +55,13 @@ enum Command {
     /// Build the release binary and write dist/pvfs-VERSION-ARCH-linux/, its .tar.gz and
     /// dist/pvfs_VERSION_ARCH.deb (read back and checked).
     Dist,
+    /// Run the shipped binary (`dist/…/bin/pvfs` after `dist`, or `--binary`) in a chroot of
+    /// Debian bullseye (glibc 2.31), made with debootstrap the first time (root).
+    OldGlibc {
+        /// The binary to run; default: the one `cargo xtask dist` wrote.
+        #[arg(long)]
+        binary: Option<std::path::PathBuf>,
+    },
     /// Start a cluster of agent containers on a private Docker network and run the scenarios.
     E2e(e2e::Args),
     /// Compare `pvfs-agent metrics` with iostat -x and sar over the same seconds under load
@@ -85,6 +94,10 @@ fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Ci { no_e2e } => ci::run(no_e2e),
         Command::Dist => dist::run().map(|_| ()),
+        Command::OldGlibc { binary } => match binary {
+            Some(binary) => glibc::run_on_old_glibc(&binary),
+            None => dist::run().and_then(|d| glibc::run_on_old_glibc(&d.dir.join("bin/pvfs"))),
+        },
         Command::E2e(args) => e2e::run(&args),
         Command::Accuracy => accuracy::run(),
         Command::BenchMesh(args) => bench::run(&args),

@@ -43,11 +43,29 @@ pub fn capture(cmd: &mut Command) -> anyhow::Result<Output> {
     cmd.stdin(Stdio::null()).output().with_context(|| format!("cannot start `{}`", shown(cmd)))
 }
 
-/// Builds the binary as it ships (cargo profile `dist`: fat LTO, one codegen unit) and returns
-/// its path, `target/dist/pvfs`: what `dist` packages and the benchmarks measure.
+/// Builds the binary as it ships (cargo profile `dist`: fat LTO, one codegen unit; linked by
+/// zig against glibc 2.17, see `glibc`) and returns its path,
+/// `target/x86_64-unknown-linux-gnu/dist/pvfs`: what `dist` packages and the benchmarks measure.
 pub fn build_shipped() -> anyhow::Result<PathBuf> {
-    step(cargo().args(["build", "--profile", "dist", "--locked", "-p", "pvfs", "--bin", "pvfs"]))?;
-    Ok(root().join("target/dist/pvfs"))
+    let target = crate::glibc::target();
+    let with_glibc = format!("{target}.{}", crate::glibc::join(&crate::glibc::FLOOR));
+    // The tools first (installed when missing), then the clock.
+    let mut zigbuild = crate::glibc::zigbuild()?;
+    let started = std::time::Instant::now();
+    step(zigbuild.args([
+        "--profile",
+        "dist",
+        "--locked",
+        "-p",
+        "pvfs",
+        "--bin",
+        "pvfs",
+        "--target",
+        &with_glibc,
+    ]))?;
+    eprintln!("xtask: the shipped binary built in {:.0}s", started.elapsed().as_secs_f64());
+    // cargo-zigbuild strips the glibc suffix: the directory is the plain target's.
+    Ok(root().join("target").join(target).join("dist/pvfs"))
 }
 
 pub fn cargo() -> Command {
@@ -97,6 +115,22 @@ pub fn have(program: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Installs Debian packages (for what no program on PATH shows, such as a Python module).
+/// Needs root; says exactly what to install otherwise.
+pub fn ensure_packages(packages: &[&str]) -> anyhow::Result<()> {
+    let is_root = read(Command::new("id").arg("-u")).map(|s| s.trim() == "0").unwrap_or(false);
+    if !is_root {
+        bail!("missing packages: install them with: sudo apt-get install -y {}", packages.join(" "));
+    }
+    step(Command::new("apt-get").arg("update").arg("-q"))?;
+    step(
+        Command::new("apt-get")
+            .args(["install", "-y", "-q", "--no-install-recommends"])
+            .args(packages)
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )
+}
+
 /// Installs Debian packages that provide missing programs (`(program, package)` pairs).
 /// Needs root; says exactly what to install otherwise.
 pub fn ensure_programs(needed: &[(&str, &str)]) -> anyhow::Result<()> {
@@ -104,15 +138,5 @@ pub fn ensure_programs(needed: &[(&str, &str)]) -> anyhow::Result<()> {
     if missing.is_empty() {
         return Ok(());
     }
-    let is_root = read(Command::new("id").arg("-u")).map(|s| s.trim() == "0").unwrap_or(false);
-    if !is_root {
-        bail!("missing programs; install them with: sudo apt-get install -y {}", missing.join(" "));
-    }
-    step(Command::new("apt-get").arg("update").arg("-q"))?;
-    step(
-        Command::new("apt-get")
-            .args(["install", "-y", "-q", "--no-install-recommends"])
-            .args(&missing)
-            .env("DEBIAN_FRONTEND", "noninteractive"),
-    )
+    ensure_packages(&missing)
 }

@@ -6,7 +6,9 @@
 //! `systemctl daemon-reload`, enable and (re)start; then the agent is dialled over mTLS until it
 //! answers, bounded.
 //!
-//! The node is read first (one `ssh` running `sha256sum`, `stat` and `systemctl is-*`; the
+//! The node is read first (one `ssh` running `sha256sum`, `stat`, `systemctl is-*`, `uname -m`
+//! and `getconf GNU_LIBC_VERSION`; a node that cannot run the binary is refused then, before
+//! anything is written there ([`platform`]); the
 //! binary and the package, hundreds of MB, are known by a stamp rather than hashed each time:
 //! [`REMOTE_STAMPS`]), the
 //! differences computed ([`diff`], pure), and only those are acted on: each changed file is
@@ -16,9 +18,11 @@
 //! a second run change nothing. `--plan` stops after the reading.
 //!
 //! Nodes are handled in parallel, at most [`Options::parallel`] at once; a failing node is
-//! reported with the command, its exit status and the end of its standard error, and the others
-//! go on.
+//! reported with the command, its exit status and the end of its standard error (and, when the
+//! service did not start or the agent did not answer, the unit's last journal lines), and the
+//! others go on.
 
+pub mod platform;
 pub mod ssh;
 
 use crate::dial::{DialError, Dialer, FailureKind, from_status};
@@ -83,6 +87,15 @@ pub enum BootstrapError {
         known.join(", ")
     )]
     UnknownNodes { file: PathBuf, unknown: Vec<String>, known: Vec<String> },
+    #[error(
+        "{}: {source}; --from names the agent binary to install (by default this program)",
+        path.display()
+    )]
+    Binary {
+        path: PathBuf,
+        #[source]
+        source: platform::ElfError,
+    },
     #[error("cannot read {}: {source}", path.display())]
     Read {
         path: PathBuf,
@@ -335,6 +348,11 @@ pub struct Probe {
     /// Stamped files that exist but whose stamp is missing or no longer describes them: their
     /// hash is not known yet (see [`REMOTE_STAMPS`]).
     pub unverified: Vec<String>,
+    /// `uname -m`.
+    pub machine: Option<String>,
+    /// `getconf GNU_LIBC_VERSION`, or the first line of `ldd --version` where getconf does not
+    /// know the variable.
+    pub libc: Option<platform::Libc>,
 }
 
 const MARK_MODES: &str = "@@pvfs-modes";
@@ -345,6 +363,8 @@ const MARK_DPKG: &str = "@@pvfs-dpkg";
 const MARK_PACKAGE: &str = "@@pvfs-package";
 const MARK_STAMPED: &str = "@@pvfs-stamped";
 const MARK_STAMPS: &str = "@@pvfs-stamps";
+const MARK_MACHINE: &str = "@@pvfs-machine";
+const MARK_LIBC: &str = "@@pvfs-libc";
 
 /// The read-only command that fills a [`Probe`]: `hashed` files by their SHA-256, `stamped`
 /// ones by their identity and the `stamps` list ([`REMOTE_STAMPS`]), and every one's mode. Every line it prints is
@@ -396,7 +416,21 @@ pub fn probe_script(hashed: &[&str], stamped: &[&str], stamps: &str) -> Script {
         .cmd(&["echo", MARK_PACKAGE])
         .op(";")
         .cmd(&["dpkg-query", "-W", "-f", "${Status}\\n", PACKAGE])
-        .op("2>/dev/null ; true")
+        .op("2>/dev/null ;")
+        .cmd(&["echo", MARK_MACHINE])
+        .op(";")
+        .cmd(&["uname", "-m"])
+        .op("2>/dev/null ;")
+        .cmd(&["echo", MARK_LIBC])
+        .op(";")
+        // getconf is glibc's own answer; musl's has no such variable, and its ldd (the loader)
+        // prints its name on stderr, hence the 2>&1 there.
+        .cmd(&["getconf", "GNU_LIBC_VERSION"])
+        .op("2>/dev/null ||")
+        .cmd(&["ldd", "--version"])
+        .op("2>&1 |")
+        .cmd(&["head", "-n", "1"])
+        .op("; true")
 }
 
 /// Hashes `path` on the node and records its stamp in `stamps` ([`REMOTE_STAMPS`]) (replacing the file's
@@ -476,6 +510,8 @@ pub fn parse_probe(stdout: &str) -> Probe {
             MARK_ENABLED => section = "enabled",
             MARK_DPKG => probe.dpkg = true,
             MARK_PACKAGE => section = "package",
+            MARK_MACHINE => section = "machine",
+            MARK_LIBC => section = "libc",
             _ => match section {
                 "sha" => {
                     // `HASH  PATH` (two spaces; a `*` instead of the second in binary mode).
@@ -516,6 +552,10 @@ pub fn parse_probe(stdout: &str) -> Probe {
                 "package" => {
                     probe.package_installed |= line.ends_with(" installed") && !line.contains("not-installed")
                 }
+                "machine" if probe.machine.is_none() && !line.trim().is_empty() => {
+                    probe.machine = Some(line.trim().to_owned());
+                }
+                "libc" if probe.libc.is_none() => probe.libc = platform::parse_libc(line),
                 _ => {}
             },
         }
@@ -657,6 +697,9 @@ pub struct Options {
     pub wait: Duration,
     /// The bound on one `ssh` run (a binary upload included).
     pub command_timeout: Duration,
+    /// What the binary to install needs of a node ([`platform::needs`]); a node that lacks it
+    /// is refused after the probe, before anything is written there.
+    pub needs: platform::Needs,
 }
 
 /// One node's counts, as `up`'s recap has them.
@@ -673,11 +716,15 @@ pub struct NodeFailure {
     pub node: String,
     pub message: String,
     /// The command line that failed, when one did.
-    pub command: Option<String>,
+    pub command: Option<Box<str>>,
     pub code: Option<i32>,
     pub stderr_tail: String,
     /// The node's SSH host key was refused.
     pub host_key: bool,
+    /// The unit's last journal lines, when the service did not start or the agent did not
+    /// answer ([`journal_script`]). (This and `command` are boxed: a failure is the `Err` of
+    /// every step, kept under clippy's `result_large_err` size.)
+    pub journal: Box<[String]>,
 }
 
 impl std::fmt::Display for NodeFailure {
@@ -692,6 +739,12 @@ impl std::fmt::Display for NodeFailure {
         }
         if !self.stderr_tail.is_empty() && !self.host_key {
             write!(f, "\n  stderr: {}", self.stderr_tail.replace('\n', "\n          "))?;
+        }
+        if !self.journal.is_empty() {
+            write!(f, "\n  journal ({}):", journal_script())?;
+            for line in &self.journal {
+                write!(f, "\n    {line}")?;
+            }
         }
         Ok(())
     }
@@ -776,6 +829,7 @@ fn failure(node: &str, message: String) -> NodeFailure {
         code: None,
         stderr_tail: String::new(),
         host_key: false,
+        journal: Box::default(),
     }
 }
 
@@ -793,6 +847,14 @@ async fn one_node(
     let script = probe_script(&hashed, &stamped, REMOTE_STAMPS);
     let probe = remote(node, ssh, &host, &script, None, options.command_timeout, "reading the node").await?;
     let mut probe = parse_probe(&probe);
+    // Before anything is written (the stamps below included): an agent that cannot start there
+    // would leave the node with a unit failing in a loop and the operator with only
+    // "exited with status 1" to go on.
+    if let Some(refused) =
+        platform::refusal(&node.name, &options.needs, probe.machine.as_deref(), probe.libc.as_ref())
+    {
+        return Err(failure(&node.name, refused));
+    }
     // Big files without a stamp that still describes them (installed by hand or an older
     // bootstrap, changed since): hashed on the node once, and stamped unless this is --plan.
     for path in probe.unverified.clone() {
@@ -875,7 +937,13 @@ async fn one_node(
         }
     }
     if !service.text().is_empty() {
-        remote(node, ssh, &host, &service, None, options.command_timeout, "starting the service").await?;
+        let started =
+            remote(node, ssh, &host, &service, None, options.command_timeout, "starting the service").await;
+        if let Err(mut failed) = started {
+            // systemctl says only "See systemctl status"; why it failed is in the journal.
+            failed.journal = journal(node, ssh, &host, options.command_timeout).await;
+            return Err(failed);
+        }
         for change in plan
             .changes
             .iter()
@@ -884,10 +952,36 @@ async fn one_node(
             let _ = events.send(Event::Done { node: node.name.clone(), change: change.clone() });
         }
     }
-    if let Some(dialer) = dialer {
-        wait_for_agent(node, dialer, options.wait, events).await?;
+    if let Some(dialer) = dialer
+        && let Err(mut failed) = wait_for_agent(node, dialer, options.wait, events).await
+    {
+        // Started but not answering: crashing and restarting, say, or listening elsewhere.
+        failed.journal = journal(node, ssh, &host, options.command_timeout).await;
+        return Err(failed);
     }
     Ok(Counts { ok: plan.unchanged, changed, failed: 0 })
+}
+
+/// How many of the unit's journal lines a failure shows.
+pub const JOURNAL_LINES: &str = "20";
+
+/// The agent unit's last [`JOURNAL_LINES`] journal lines on the node, for a failure to show;
+/// if they cannot be read, one line saying why (the failure itself matters more).
+async fn journal(node: &Node, ssh: &Ssh, host: &str, timeout: Duration) -> Box<[String]> {
+    let script = journal_script();
+    match remote(node, ssh, host, &script, None, timeout, "reading the unit's journal").await {
+        Ok(out) => out.lines().map(str::trim_end).filter(|l| !l.is_empty()).map(str::to_owned).collect(),
+        Err(failed) => {
+            let why = failed.stderr_tail.lines().last().unwrap_or(&failed.message).to_owned();
+            Box::new([format!("(its journal could not be read: {why})")])
+        }
+    }
+}
+
+/// `journalctl -u pvfs-agent -n 20 --no-pager`: the unit's last lines, its ExecStartPre's
+/// included, whatever the node's pager settings.
+pub fn journal_script() -> Script {
+    Script::new().cmd(&["journalctl", "-u", SERVICE, "-n", JOURNAL_LINES, "--no-pager"])
 }
 
 fn and(script: Script) -> Script {
@@ -932,10 +1026,11 @@ async fn remote(
     let fail = |message: String, code: Option<i32>, stderr: &str| NodeFailure {
         node: node.name.clone(),
         message,
-        command: Some(command_line.clone()),
+        command: Some(command_line.as_str().into()),
         code,
         stderr_tail: tail(stderr),
         host_key: false,
+        journal: Box::default(),
     };
     let mut command = tokio::process::Command::new(&ssh.program);
     command.args(ssh.argv(host, script)).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
@@ -1036,7 +1131,7 @@ async fn wait_for_agent(
             return Err(failure(
                 &node.name,
                 format!(
-                    "node {}: the agent did not answer over mutual TLS within {}s (last: {last}); see `journalctl -u {SERVICE}` on the node",
+                    "node {}: the agent did not answer over mutual TLS within {}s (last: {last})",
                     node.name,
                     wait.as_secs()
                 ),

@@ -200,6 +200,10 @@ fn the_probe_reads_hashes_and_modes_of_real_files() {
     assert!(!probe.sha256.contains_key(paths[2]));
     assert_eq!(probe.modes.get(paths[1]), Some(&0o600));
     assert_eq!(probe.modes.get(paths[0]), Some(&0o644));
+    // This machine's own answers to `uname -m` and getconf, read as the node's.
+    let uname = Command::new("uname").arg("-m").output().unwrap();
+    assert_eq!(probe.machine.as_deref(), Some(String::from_utf8_lossy(&uname.stdout).trim()));
+    assert!(matches!(probe.libc, Some(platform::Libc::Glibc(_))), "{:?}", probe.libc);
 }
 
 /// The stamps, run by the local shell over real files: a big file is hashed once, then known by
@@ -295,6 +299,10 @@ active
 enabled
 @@pvfs-dpkg
 @@pvfs-package
+@@pvfs-machine
+x86_64
+@@pvfs-libc
+glibc 2.17
 ";
 
 #[test]
@@ -315,6 +323,18 @@ fn parse_probe_reads_each_section() {
             dpkg: true,
             package_installed: false,
             unverified: [],
+            machine: Some(
+                "x86_64",
+            ),
+            libc: Some(
+                Glibc(
+                    GlibcVersion(
+                        2,
+                        17,
+                        0,
+                    ),
+                ),
+            ),
         }
     "#]]
     .assert_debug_eq(&parse_probe(RUNNING));
@@ -337,6 +357,7 @@ fn diff_changes_only_what_differs_and_restarts_only_then() {
         dpkg: false,
         package_installed: false,
         unverified: vec![],
+        ..Probe::default()
     };
     // All in place and running: nothing at all, every item ok.
     let plan = diff(&files, &same);
@@ -448,6 +469,7 @@ fn a_failure_names_the_command_its_status_and_stderr() {
             "Job for pvfs-agent.service failed.\nSee \"journalctl -xeu pvfs-agent.service\" for details."
                 .into(),
         host_key: false,
+        journal: Box::default(),
     };
     expect![[r#"
         node node2: starting the service failed
@@ -457,4 +479,134 @@ fn a_failure_names_the_command_its_status_and_stderr() {
                   See "journalctl -xeu pvfs-agent.service" for details."#]]
     .assert_eq(&failed.to_string());
     assert_eq!(tail(&(1..=10).map(|i| format!("l{i}\n")).collect::<String>()), "l5\nl6\nl7\nl8\nl9\nl10");
+}
+
+/// A stand-in for `ssh` that answers by what the remote script runs: the probe with `probe`,
+/// `systemctl restart` with systemd's refusal (exit 1), `journalctl` with `journal`; it logs
+/// every script it was given, one per line.
+struct FakeSsh {
+    dir: tempfile::TempDir,
+}
+
+impl FakeSsh {
+    fn new(probe: &str, journal: &str) -> FakeSsh {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("probe"), probe).unwrap();
+        std::fs::write(dir.path().join("journal"), journal).unwrap();
+        // The remote script is the last argument. systemd 219's (EL7) words for a unit whose
+        // ExecStartPre failed.
+        let script = format!(
+            "#!/bin/sh\nfor last; do :; done\nprintf '%s\\n' \"$last\" >> '{dir}/log'\n\
+             case \"$last\" in\n\
+             *journalctl*) cat '{dir}/journal' ;;\n\
+             *'systemctl restart'*) echo 'Job for pvfs-agent.service failed because the control process exited with error code. See \"systemctl status pvfs-agent.service\" and \"journalctl -xe\" for details.' >&2; exit 1 ;;\n\
+             *) cat '{dir}/probe' ;;\n\
+             esac\n",
+            dir = dir.path().display()
+        );
+        let program = dir.path().join("ssh");
+        std::fs::write(&program, script).unwrap();
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        FakeSsh { dir }
+    }
+
+    fn options(&self, needs: platform::Needs) -> Options {
+        Options {
+            ssh: Ssh { program: self.dir.path().join("ssh"), ..Ssh::default() },
+            plan: false,
+            parallel: 1,
+            wait: Duration::from_secs(1),
+            command_timeout: Duration::from_secs(20),
+            needs,
+        }
+    }
+
+    /// The scripts run, in order.
+    fn log(&self) -> Vec<String> {
+        let log = std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default();
+        log.lines().map(str::to_owned).collect()
+    }
+}
+
+fn el7_needs() -> platform::Needs {
+    platform::Needs { machine: Some("x86_64"), glibc: Some(platform::GlibcVersion(2, 17, 0)) }
+}
+
+/// A node whose files are all in place (one CA certificate) and whose unit is enabled but not
+/// running, answering `uname -m` and getconf with `machine` and `libc`.
+fn probe_answer(machine: &str, libc: &str) -> String {
+    format!(
+        "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08  /etc/pvfs/tls/ca.crt\n\
+         @@pvfs-modes\n644 /etc/pvfs/tls/ca.crt\n@@pvfs-systemd\n@@pvfs-active\nfailed\n\
+         @@pvfs-enabled\nenabled\n@@pvfs-package\n@@pvfs-machine\n{machine}\n@@pvfs-libc\n{libc}\n"
+    )
+}
+
+async fn run_one(ssh: &FakeSsh, needs: platform::Needs) -> Recap {
+    let dir = tempfile::tempdir().unwrap();
+    let node = cluster(dir.path()).nodes[0].clone();
+    let files = NodeFiles {
+        binary: Vec::new(),
+        package: None,
+        common: vec![wanted("/etc/pvfs/tls/ca.crt", 0o644, b"test")],
+    };
+    let (tx, _rx) = mpsc::unbounded_channel();
+    run(vec![(node, files)], None, ssh.options(needs), tx).await
+}
+
+#[tokio::test]
+async fn a_node_that_cannot_run_the_binary_is_refused_after_the_probe_alone() {
+    // CentOS 6 (glibc 2.12, `docker run centos:6 ldd --version` in wazuh/wazuh-packages issue
+    // 2154): older than what the binary needs.
+    let ssh = FakeSsh::new(&probe_answer("x86_64", "ldd (GNU libc) 2.12"), "");
+    let recap = run_one(&ssh, el7_needs()).await;
+    assert_eq!(recap.failures.len(), 1, "{recap:?}");
+    expect![[r#"node node1: it has glibc 2.12, and the binary to install needs glibc 2.17 or newer; nothing was installed (the binaries `cargo xtask dist` builds need 2.17: EL7 and later)"#]]
+        .assert_eq(&recap.failures[0].to_string());
+    assert_eq!(ssh.log().len(), 1, "only the probe ran: {:?}", ssh.log());
+    assert!(ssh.log()[0].contains("getconf GNU_LIBC_VERSION") && ssh.log()[0].contains("uname -m"));
+
+    // An ARM node, whatever its glibc.
+    let ssh = FakeSsh::new(&probe_answer("aarch64", "glibc 2.28"), "");
+    let recap = run_one(&ssh, el7_needs()).await;
+    assert!(recap.failures[0].message.contains("it is aarch64"), "{recap:?}");
+    assert_eq!(ssh.log().len(), 1);
+}
+
+#[tokio::test]
+async fn a_service_that_fails_to_start_shows_the_units_last_journal_lines() {
+    // journalctl's short format, for an agent built against a newer glibc than the node's
+    // (the loader's words; systemd 219's, EL7's, around them): what this exists to show. The
+    // bootstrap e2e scenario reads a real journal (Debian 12's systemd, a refused policy file).
+    let journal = "\
+-- Logs begin at Tue 2026-11-24 09:12:01 UTC, end at Tue 2026-11-24 10:02:13 UTC. --
+Nov 24 10:02:13 node1 systemd[1]: Starting pvfs node agent...
+Nov 24 10:02:13 node1 pvfs-agent[4242]: /usr/local/bin/pvfs-agent: /lib64/libc.so.6: version `GLIBC_2.34' not found (required by /usr/local/bin/pvfs-agent)
+Nov 24 10:02:13 node1 systemd[1]: pvfs-agent.service: control process exited, code=exited status=1
+Nov 24 10:02:13 node1 systemd[1]: Failed to start pvfs node agent.
+";
+    let ssh = FakeSsh::new(&probe_answer("x86_64", "glibc 2.17"), journal);
+    let recap = run_one(&ssh, el7_needs()).await;
+    assert_eq!(recap.failures.len(), 1, "{recap:?}");
+    let failed = &recap.failures[0];
+    assert_eq!(failed.journal.len(), 5, "{failed:?}");
+    assert!(failed.journal[2].contains("version `GLIBC_2.34' not found"), "{failed:?}");
+    let log = ssh.log();
+    assert!(log[1].contains("systemctl restart pvfs-agent"), "{log:?}");
+    assert_eq!(log[2], "journalctl -u pvfs-agent -n 20 --no-pager");
+    let shown = failed.to_string();
+    let fake = ssh.dir.path().join("ssh").display().to_string();
+    expect![[r#"
+        node node1: starting the service failed
+          command: SSH -o BatchMode=yes -o ConnectTimeout=10 -- 10.213.251.11 'systemctl restart pvfs-agent'
+          exit status: 1
+          stderr: Job for pvfs-agent.service failed because the control process exited with error code. See "systemctl status pvfs-agent.service" and "journalctl -xe" for details.
+          journal (journalctl -u pvfs-agent -n 20 --no-pager):
+            -- Logs begin at Tue 2026-11-24 09:12:01 UTC, end at Tue 2026-11-24 10:02:13 UTC. --
+            Nov 24 10:02:13 node1 systemd[1]: Starting pvfs node agent...
+            Nov 24 10:02:13 node1 pvfs-agent[4242]: /usr/local/bin/pvfs-agent: /lib64/libc.so.6: version `GLIBC_2.34' not found (required by /usr/local/bin/pvfs-agent)
+            Nov 24 10:02:13 node1 systemd[1]: pvfs-agent.service: control process exited, code=exited status=1
+            Nov 24 10:02:13 node1 systemd[1]: Failed to start pvfs node agent."#]]
+    .assert_eq(&shown.replace(&fake, "SSH"));
 }

@@ -25,6 +25,11 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<u8> {
         None => std::env::current_exe().context("finding this program's own binary to install")?,
     };
     let binary = Wanted::file("binary", bootstrap::REMOTE_BINARY.into(), 0o755, &binary_path)?;
+    // Each node's machine and glibc are checked against this binary's before anything is
+    // written there. A --deb is `cargo xtask dist`'s package of the same build, so its needs
+    // are the binary's.
+    let needs = bootstrap::platform::needs(&binary_path)
+        .map_err(|source| bootstrap::BootstrapError::Binary { path: binary_path.clone(), source })?;
     let package = match &args.deb {
         Some(deb) => Some(Wanted::file("package", bootstrap::REMOTE_DEB.into(), 0o644, deb)?),
         None => None,
@@ -75,6 +80,7 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<u8> {
         wait: args.wait,
         // A binary of some 100 MB over a slow link; the bound is for a node that hangs.
         command_timeout: Duration::from_secs(600),
+        needs,
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
     let work = tokio::spawn(bootstrap::run(nodes, dialer, options, tx));
@@ -195,6 +201,7 @@ struct FailureLine<'a> {
     code: Option<i32>,
     stderr_tail: &'a str,
     host_key: bool,
+    journal: &'a [String],
 }
 
 impl<'a> FailureLine<'a> {
@@ -206,6 +213,7 @@ impl<'a> FailureLine<'a> {
             code: f.code,
             stderr_tail: &f.stderr_tail,
             host_key: f.host_key,
+            journal: &f.journal,
         }
     }
 }

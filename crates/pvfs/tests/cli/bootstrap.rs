@@ -3,14 +3,20 @@
 //! Real SSH to real nodes is the e2e's (`cargo xtask e2e --only bootstrap`, and the gluster
 //! scenario installs its agents with it). Here `ssh` is a stand-in script first in PATH that
 //! records the host it was asked for and answers the read-only probe as a bare systemd node
-//! would, so the test sees exactly which nodes the command reached; only `--plan` runs, which
-//! reads nodes and changes nothing.
+//! would (this machine's own `uname -m` and glibc, except for n2 where [`OLD_LIBC`] asks), so
+//! the test sees exactly which nodes the command reached; only `--plan` runs, which reads nodes
+//! and changes nothing.
 
 use crate::util::{TestDir, cluster_file, text};
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
+
+/// With this file in the test directory, the stand-in `ssh` answers for n2 as CentOS 6 would
+/// (`ldd (GNU libc) 2.12`, from `docker run centos:6 ldd --version` in wazuh/wazuh-packages
+/// issue 2154; its getconf is left out, as an old or odd node's may be).
+const OLD_LIBC: &str = "n2-is-centos6";
 
 /// Three nodes, a CA without any certificate issued yet, and the stand-in `ssh` in `bin/`.
 fn setup(dir: &TestDir) -> (PathBuf, PathBuf) {
@@ -25,9 +31,12 @@ fn setup(dir: &TestDir) -> (PathBuf, PathBuf) {
     // The host is the argument before the remote command (the last two arguments are HOST and
     // SCRIPT); the markers are the probe's, every section empty: nothing installed there.
     let script = format!(
-        "#!/bin/sh\nwhile [ $# -gt 2 ]; do shift; done\necho \"$1\" >> '{}'\n\
-         printf '@@pvfs-modes\\n@@pvfs-systemd\\n@@pvfs-active\\n@@pvfs-enabled\\n@@pvfs-package\\n'\n",
-        dir.path().join("ssh.log").display()
+        "#!/bin/sh\nwhile [ $# -gt 2 ]; do shift; done\necho \"$1\" >> '{log}'\n\
+         printf '@@pvfs-modes\\n@@pvfs-systemd\\n@@pvfs-active\\n@@pvfs-enabled\\n@@pvfs-package\\n'\n\
+         echo @@pvfs-machine\nuname -m\necho @@pvfs-libc\n\
+         if [ \"$1\" = 10.1.0.2 ] && [ -e '{old}' ]; then echo 'ldd (GNU libc) 2.12'; else getconf GNU_LIBC_VERSION; fi\n",
+        log = dir.path().join("ssh.log").display(),
+        old = dir.path().join(OLD_LIBC).display(),
     );
     let ssh = bin.join("ssh");
     std::fs::write(&ssh, script).unwrap();
@@ -114,4 +123,31 @@ fn an_unknown_node_is_refused_naming_the_clusters_nodes_and_nothing_is_done() {
     assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
     assert!(reached(&dir).is_empty(), "ssh was run: {:?}", reached(&dir));
     assert_eq!(tls_files(&dir), ["ca.crt", "ca.key"], "a certificate was issued");
+}
+
+#[test]
+fn a_node_with_an_older_glibc_than_the_binary_needs_is_refused_naming_both() {
+    let dir = TestDir::new();
+    let (cluster, bin) = setup(&dir);
+    std::fs::write(dir.path().join(OLD_LIBC), "").unwrap();
+    let out = bootstrap(&dir, &bin, &cluster, &["--plan", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let events: Vec<Value> = text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let recap = events.last().unwrap();
+    let failures = recap["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 1, "{recap}");
+    assert_eq!(failures[0]["node"], "n2");
+    // pvfsctl here is this machine's own build: it needs this machine's newest glibc symbol
+    // version (2.34 on Debian 12), which the message names.
+    let message = failures[0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("node n2: it has glibc 2.12, and the binary to install needs glibc 2.")
+            && message.contains("or newer; nothing was installed"),
+        "{message}"
+    );
+    // The other nodes were read and planned as usual.
+    let probed: Vec<&str> =
+        events.iter().filter(|e| e["event"] == "probed").filter_map(|e| e["node"].as_str()).collect();
+    assert_eq!(probed.len(), 2, "{events:?}");
+    assert!(!probed.contains(&"n2"), "{events:?}");
 }
