@@ -651,7 +651,7 @@ lrwxrwxrwx root/root         0 2026-11-26 14:02 ./usr/bin/pvfs-agent -> pvfs
         let generated = work.join("generated");
         std::fs::create_dir_all(generated.join("completions")).unwrap();
         std::fs::create_dir_all(generated.join("man")).unwrap();
-        for name in ["pvfsctl", "pvfs-agent"] {
+        for name in ["pvfsctl", "pvfs-agent", "pvfs"] {
             for file in [format!("{name}.bash"), format!("_{name}"), format!("{name}.fish")] {
                 std::fs::write(generated.join("completions").join(file), "# completions\n").unwrap();
             }
