@@ -10,6 +10,7 @@
 pub mod blkid;
 mod command;
 pub mod device;
+pub mod kmsg;
 pub mod local_file;
 pub mod mkfs_options;
 pub mod mount_options;

@@ -178,6 +178,8 @@ pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
     servers.push(mgmtd_unit);
     servers.sort_unstable();
 
+    let count = |role| u32::try_from(cluster.with_role(role).count()).unwrap_or(u32::MAX);
+    let (metas, storages) = (count(Role::Meta), count(Role::Storage));
     for node in cluster.with_role(Role::Client) {
         let mount_str = mount.display().to_string();
         let client_pkgs = ["beegfs-client", "beegfs-helperd", "beegfs-utils"];
@@ -206,6 +208,13 @@ pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
             // beegfs-ctl reads the client configuration just written (management host and
             // secret): the management daemon must answer before the client service mounts.
             Step::Gate(Gate { kind: GateKind::BeegfsMgmtdReachable, deadline: READY_DEADLINE }),
+            // Servers that answer are not yet targets a client can use: each must be
+            // registered, Online and Good before the client mounts (one target per metadata
+            // and per storage server, as the servers' units set them up).
+            Step::Gate(Gate {
+                kind: GateKind::BeegfsTargetsGood { meta: metas, storage: storages },
+                deadline: READY_DEADLINE,
+            }),
             Step::Directory(Directory { path: mount_str.clone(), mode: 0o755 }),
             Step::File(File {
                 path: MOUNTS_CONF.into(),

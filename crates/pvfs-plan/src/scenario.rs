@@ -168,6 +168,9 @@ struct Net {
     /// BeeGFS servers registered with the management daemon, by section (`Management`,
     /// `Metadata`, `Storage`) and node name: their ID and `IP:PORT`.
     beegfs: BTreeMap<(&'static str, String), (u32, String)>,
+    /// BeeGFS targets registered by their daemons (`meta`, `storage`; target ID) → node ID.
+    /// A metadata server's target is its node ID; a storage server's the setup's `-i`.
+    beegfs_targets: BTreeMap<(&'static str, u32), u32>,
 }
 
 fn monotonic_us() -> u64 {
@@ -335,6 +338,9 @@ impl SimNode {
         }
         let id = arg("-s").and_then(|id| id.parse().ok()).unwrap_or(1);
         s.beegfs_ids.insert(service.to_owned(), id);
+        if let Some(target) = arg("-i").and_then(|t| t.parse().ok()) {
+            s.beegfs_ids.insert(format!("{service}-target"), target);
+        }
         out(0, "All done.\n", "")
     }
 
@@ -349,11 +355,16 @@ impl SimNode {
             _ => return,
         };
         let id = s.beegfs_ids.get(service).copied().unwrap_or(1);
-        self.net
-            .lock()
-            .unwrap()
-            .beegfs
-            .insert((section, self.name.clone()), (id, format!("{}:{port}", self.ip)));
+        let mut net = self.net.lock().unwrap();
+        net.beegfs.insert((section, self.name.clone()), (id, format!("{}:{port}", self.ip)));
+        match service {
+            "meta" => drop(net.beegfs_targets.insert(("meta", id), id)),
+            "storage" => {
+                let target = s.beegfs_ids.get("storage-target").copied().unwrap_or(id);
+                net.beegfs_targets.insert(("storage", target), id);
+            }
+            _ => {}
+        }
     }
 
     /// The client service mounts what beegfs-mounts.conf lists (`MOUNTPOINT CONFIG`), once.
@@ -431,6 +442,23 @@ impl SimNode {
                     Some(((_, name), (id, _))) => out(0, &format!("{name} [ID: {id}]\n"), ""),
                     None => out(1, "", "Unable to connect to management daemon\n"),
                 }
+            }
+            // beegfs-ctl --listtargets --state (ModeListTargets, 7.x): a heading, a rule, a row
+            // per registered target, right-aligned; every target a started daemon registered is
+            // Online and Good here.
+            ("beegfs-ctl", ["--listtargets", nodetype, "--state"]) => {
+                let kind = match *nodetype {
+                    "--nodetype=meta" => "meta",
+                    "--nodetype=storage" => "storage",
+                    _ => return None,
+                };
+                let net = self.net.lock().unwrap();
+                let mut text = "TargetID     Reachability  Consistency   NodeID\n".to_owned();
+                text += "========     ============  ===========   ======\n";
+                for ((_, target), node) in net.beegfs_targets.iter().filter(|((k, _), _)| *k == kind) {
+                    text += &format!("{target:>8} {:>16} {:>12} {node:>8}\n", "Online", "Good");
+                }
+                out(0, &text, "")
             }
             // beegfs-check-servers (utils/scripts/beegfs-check-servers, 7.x): each section's
             // heading, a rule, one line per registered server, a blank line.

@@ -630,6 +630,8 @@ async fn beegfs_follows_the_seed() {
             $ write /etc/beegfs/beegfs-helperd.conf
           wait until the BeeGFS management daemon is reachable
             (waits)
+          wait until 2 metadata and 2 storage targets are Online and Good (beegfs-ctl --listtargets --state)
+            (waits)
           directory /mnt/beegfs
             $ mkdir -p -m 755 /mnt/beegfs
           file /etc/beegfs/beegfs-mounts.conf
@@ -809,6 +811,8 @@ async fn beegfs_7_4_on_el8_authenticates() {
             $ write /etc/beegfs/beegfs-helperd.conf
           wait until the BeeGFS management daemon is reachable
             (waits)
+          wait until 2 metadata and 2 storage targets are Online and Good (beegfs-ctl --listtargets --state)
+            (waits)
           directory /mnt/beegfs
             $ mkdir -p -m 755 /mnt/beegfs
           file /etc/beegfs/beegfs-mounts.conf
@@ -844,6 +848,8 @@ async fn beegfs_7_4_on_el8_authenticates() {
           settings in /etc/beegfs/beegfs-helperd.conf: connAuthFile=/etc/beegfs/connauthfile
             $ write /etc/beegfs/beegfs-helperd.conf
           wait until the BeeGFS management daemon is reachable
+            (waits)
+          wait until 2 metadata and 2 storage targets are Online and Good (beegfs-ctl --listtargets --state)
             (waits)
           directory /mnt/beegfs
             $ mkdir -p -m 755 /mnt/beegfs

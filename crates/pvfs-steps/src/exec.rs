@@ -1,6 +1,7 @@
 //! Running one step: assess, then (unless dry) apply and verify; gates probe until they hold.
 
 use crate::{Action, Assessment, NodeAccess, Policy, Step, StepError};
+use pvfs_host::kmsg::KernelLog;
 use pvfs_host::{Command, Runner};
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -192,12 +193,22 @@ async fn execute_while<R: Runner>(
         return Outcome::WouldChange { diff: assessment.diff, would_run };
     }
     let Assessment { diff, actions } = assessment;
+    // A Lustre mount that fails says why only in the kernel's log: watched from here, so
+    // what was logged before this step is never shown as its cause.
+    let mut kernel_log = match step {
+        Step::Mount(mount) if mount.fstype == "lustre" => Some(KernelLog::watch(&host.root)),
+        _ => None,
+    };
     for action in &actions {
         // The backstop: a bug in an assessment cannot become a write outside the policy.
         if let Err(err) = policy.check_action_on(step.kind(), action, &host.root) {
             return Outcome::Failed(StepError::from(err).into());
         }
         if let Err(err) = perform(action, host, &mut on_command).await {
+            let err = match kernel_log.as_mut() {
+                Some(log) => crate::lustre_log::explain_failure(err, log),
+                None => err,
+            };
             return Outcome::Failed(err.into());
         }
     }

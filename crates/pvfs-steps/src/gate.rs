@@ -41,6 +41,11 @@ pub enum GateKind {
     BeegfsMgmtdReachable,
     /// `beegfs-check-servers`: every management, metadata and storage server reachable.
     BeegfsCheckServers,
+    /// `beegfs-ctl --listtargets --state` for metadata and storage: at least `meta` and
+    /// `storage` targets registered, and every one Online and Good. Reachable servers are not
+    /// enough for a client: a target that is Offline or Needs-resync (a storage directory
+    /// the daemon could not use, a buddy out of sync) fails the client's writes to it.
+    BeegfsTargetsGood { meta: u32, storage: u32 },
     /// A file can be created, written, synced, read back and removed in this directory: the
     /// client's view of the file system works end to end.
     Writable { dir: String },
@@ -67,6 +72,7 @@ impl GateKind {
             GateKind::LfsCheckServers => "check-lustre-servers",
             GateKind::BeegfsMgmtdReachable => "wait-beegfs-mgmtd",
             GateKind::BeegfsCheckServers => "check-beegfs-servers",
+            GateKind::BeegfsTargetsGood { .. } => "check-beegfs-targets",
             GateKind::Writable { .. } => "check-writable",
             GateKind::MountedAs { .. } => "check-mounted",
             GateKind::KernelBuildTree => "check-kernel-headers",
@@ -216,6 +222,45 @@ impl Gate {
                 }
                 if waiting.is_empty() {
                     Ready(format!("{count} servers reachable"))
+                } else {
+                    NotReady(waiting.join("; "))
+                }
+            }
+            GateKind::BeegfsTargetsGood { meta, storage } => {
+                let mut waiting = Vec::new();
+                let mut counted = Vec::new();
+                for (nodetype, want) in [("meta", *meta), ("storage", *storage)] {
+                    let command = Command::new("beegfs-ctl").args([
+                        "--listtargets",
+                        &format!("--nodetype={nodetype}"),
+                        "--state",
+                    ]);
+                    let shown = command.to_string();
+                    let out = host.probe(command).await?;
+                    if !out.success() {
+                        waiting.push(format!("`{shown}` failed: {}", crate::error_tail(&out)));
+                        continue;
+                    }
+                    let targets = parse_beegfs_targets(&out.stdout)
+                        .map_err(|err| StepError::Unexpected { command: shown, message: err.to_string() })?;
+                    let bad: Vec<String> = targets
+                        .iter()
+                        .filter(|t| t.reachability != "Online" || t.consistency != "Good")
+                        .map(|t| {
+                            format!(
+                                "{nodetype} target {} on node {}: {}/{}",
+                                t.id, t.node, t.reachability, t.consistency
+                            )
+                        })
+                        .collect();
+                    if targets.len() < want as usize {
+                        waiting.push(format!("{} of {want} {nodetype} targets registered", targets.len()));
+                    }
+                    waiting.extend(bad);
+                    counted.push(format!("{} {nodetype}", targets.len()));
+                }
+                if waiting.is_empty() {
+                    Ready(format!("targets Online and Good: {}", counted.join(", ")))
                 } else {
                     NotReady(waiting.join("; "))
                 }
@@ -373,6 +418,14 @@ pub(crate) enum ToolOutputError {
     NotAServerLine { line: String },
     #[error("sections {found:?}, not Management, Metadata and Storage")]
     WrongSections { found: Vec<String> },
+    #[error("{what}: {line:?}")]
+    TargetTable { what: String, line: String },
+}
+
+impl ToolOutputError {
+    fn table(what: &str, line: &str) -> ToolOutputError {
+        ToolOutputError::TargetTable { what: what.to_owned(), line: line.to_owned() }
+    }
 }
 
 /// `lctl list_nids`: one NID per line, as libcfs_nid2str prints it (`10.0.2.15@tcp`,
@@ -561,6 +614,57 @@ const WRITE_PROBE_LIMIT: Duration = Duration::from_secs(30);
 /// created `O_EXCL|O_NOFOLLOW`: a name planted in advance (a symlink to a root file, say) is
 /// never opened, only skipped. The read-back goes through the same descriptor, never the
 /// name again.
+/// One row of `beegfs-ctl --listtargets --state`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BeegfsTarget {
+    pub id: u32,
+    pub reachability: String,
+    pub consistency: String,
+    pub node: String,
+}
+
+/// `beegfs-ctl --listtargets --nodetype=… --state` (7.x, ModeListTargets): a heading
+/// `TargetID  Reachability  Consistency  NodeID`, a rule of `=`, then one row per target, the
+/// states one word each (`Online`, `Probably-offline`, `Offline`; `Good`, `Needs-resync`,
+/// `Bad`) and the node last (with `--longnodes`, `beegfs-meta NAME [ID: N]`, spaces and all).
+/// The columns are found by the heading, so other options' columns may come between.
+pub(crate) fn parse_beegfs_targets(text: &str) -> Result<Vec<BeegfsTarget>, ToolOutputError> {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let heading: Vec<&str> =
+        lines.next().ok_or_else(|| ToolOutputError::table("no heading", text))?.split_whitespace().collect();
+    let column = |name: &str| {
+        heading
+            .iter()
+            .position(|h| *h == name)
+            .ok_or_else(|| ToolOutputError::table(&format!("no {name} column"), text))
+    };
+    let (id, reach, consist, node) =
+        (column("TargetID")?, column("Reachability")?, column("Consistency")?, column("NodeID")?);
+    if node != heading.len() - 1 {
+        return Err(ToolOutputError::table("NodeID is not the last column", text));
+    }
+    match lines.next() {
+        Some(rule) if rule.trim().starts_with('=') => {}
+        _ => return Err(ToolOutputError::table("no rule under the heading", text)),
+    }
+    lines
+        .map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            if words.len() < heading.len() {
+                return Err(ToolOutputError::table("a row with fewer columns than the heading", line));
+            }
+            Ok(BeegfsTarget {
+                id: words[id]
+                    .parse()
+                    .map_err(|_| ToolOutputError::table("a target ID that is not a number", line))?,
+                reachability: words[reach].to_owned(),
+                consistency: words[consist].to_owned(),
+                node: words[node..].join(" "),
+            })
+        })
+        .collect()
+}
+
 fn writable(dir: &std::path::Path) -> std::io::Result<()> {
     use std::io::{Read, Seek, Write};
     use std::os::unix::fs::OpenOptionsExt;
@@ -618,6 +722,10 @@ impl fmt::Display for Gate {
                 f.write_str("wait until the BeeGFS management daemon is reachable")
             }
             GateKind::BeegfsCheckServers => f.write_str("check beegfs-check-servers"),
+            GateKind::BeegfsTargetsGood { meta, storage } => write!(
+                f,
+                "wait until {meta} metadata and {storage} storage targets are Online and Good (beegfs-ctl --listtargets --state)"
+            ),
             GateKind::Writable { dir } => write!(f, "check {dir} is writable"),
             GateKind::MountedAs { dir, fstype } => write!(f, "check {dir} is a {fstype} mount"),
             GateKind::KernelBuildTree => f.write_str("check the running kernel's headers are installed"),
@@ -854,6 +962,80 @@ mod tests {
         assert_eq!(colon[0].device, "pfs-OST0000-osc-ffff88003d223400");
         assert_eq!(colon[0].state, ConnectionState::Active);
         assert_eq!(parse_check_servers("x inactive.\n", "").unwrap()[0].state, ConnectionState::Inactive);
+    }
+
+    /// The outputs of `listtargets-failover.txt`, header dropped, split at `---`.
+    fn listtargets() -> Vec<String> {
+        let path = format!("{}/testdata/beegfs-7/listtargets-failover.txt", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(path).unwrap();
+        let body: String = text.lines().filter(|l| !l.starts_with('#')).map(|l| format!("{l}\n")).collect();
+        body.split("---\n").map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn listtargets_reads_every_state_and_the_node_column() {
+        let outputs = listtargets();
+        let first = parse_beegfs_targets(&outputs[0]).unwrap();
+        assert_eq!(
+            first[0],
+            BeegfsTarget {
+                id: 201,
+                reachability: "Probably-offline".into(),
+                consistency: "Good".into(),
+                node: "201".into()
+            }
+        );
+        let second = parse_beegfs_targets(&outputs[1]).unwrap();
+        assert_eq!(
+            (second[0].reachability.as_str(), second[0].consistency.as_str()),
+            ("Offline", "Needs-resync")
+        );
+        assert_eq!(parse_beegfs_targets(&outputs[2]).unwrap().len(), 6);
+        // --longnodes: the node column holds spaces, and is still one value.
+        let long = "TargetID     Reachability  Consistency   NodeID\n========     ============  ===========   ======\n\
+             101           Online         Good   beegfs-storage node1 [ID: 1]\n";
+        assert_eq!(parse_beegfs_targets(long).unwrap()[0].node, "beegfs-storage node1 [ID: 1]");
+        // Nothing registered yet: the heading and the rule alone.
+        let empty = "TargetID     Reachability  Consistency   NodeID\n========     ============  ===========   ======\n";
+        assert!(parse_beegfs_targets(empty).unwrap().is_empty());
+        assert!(parse_beegfs_targets("Unable to connect\n").is_err());
+        assert!(
+            parse_beegfs_targets("TargetID Reachability Consistency NodeID\n=====\nx Online Good 1\n")
+                .is_err()
+        );
+    }
+
+    #[tokio::test]
+    async fn clients_wait_for_every_target_online_and_good() {
+        let outputs = listtargets();
+        let meta = "beegfs-ctl --listtargets --nodetype=meta --state";
+        let storage = "beegfs-ctl --listtargets --nodetype=storage --state";
+        let gate = |meta, storage| Gate {
+            kind: GateKind::BeegfsTargetsGood { meta, storage },
+            deadline: Duration::from_secs(1),
+        };
+
+        let runner =
+            RecordedRunner::new().record(meta, 0, &outputs[1], "").record(storage, 0, &outputs[2], "");
+        let (_d, node) = host(runner);
+        let GateState::NotReady(why) = gate(2, 6).probe(&node).await.unwrap() else { panic!() };
+        assert!(why.contains("meta target 201 on node 201: Offline/Needs-resync"), "{why}");
+        assert!(why.contains("storage target 3012 on node 301: Online/Needs-resync"), "{why}");
+
+        let runner =
+            RecordedRunner::new().record(meta, 0, &outputs[3], "").record(storage, 0, &outputs[3], "");
+        let (_d, node) = host(runner);
+        let GateState::NotReady(why) = gate(2, 3).probe(&node).await.unwrap() else { panic!() };
+        assert_eq!(why, "2 of 3 storage targets registered");
+        let GateState::Ready(said) = gate(2, 2).probe(&node).await.unwrap() else { panic!() };
+        assert_eq!(said, "targets Online and Good: 2 meta, 2 storage");
+
+        let runner = RecordedRunner::new()
+            .record(meta, 1, "", "Unable to connect to management daemon\n")
+            .record(storage, 0, &outputs[3], "");
+        let (_d, node) = host(runner);
+        let GateState::NotReady(why) = gate(1, 2).probe(&node).await.unwrap() else { panic!() };
+        assert!(why.contains("Unable to connect to management daemon"), "{why}");
     }
 
     #[tokio::test]

@@ -33,6 +33,7 @@ mod fuzz;
 mod gate;
 mod gluster;
 mod lustre;
+mod lustre_log;
 mod lustre_tuning;
 mod mount;
 mod mpi_ssh;

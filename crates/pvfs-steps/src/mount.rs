@@ -608,4 +608,56 @@ mod tests {
         let (again, why) = fstab_with(&new, "/rhs/brick1", line);
         assert_eq!((again, why), (new, None));
     }
+
+    /// A node whose `mount -t lustre` logs `kernel` to its kernel log (/dev/kmsg under the
+    /// root) and fails as mount.lustre does when the MGS cannot give the configuration.
+    struct LustreNode {
+        dir: PathBuf,
+        kernel: String,
+    }
+
+    impl Runner for LustreNode {
+        async fn run(&self, command: &Command) -> Result<Output, CommandError> {
+            assert_eq!(command.program, "mount");
+            let log = self.dir.join("dev/kmsg");
+            let old = std::fs::read_to_string(&log).unwrap();
+            std::fs::write(log, old + &self.kernel).unwrap();
+            Ok(Output {
+                code: Some(5),
+                stdout: String::new(),
+                stderr: "mount.lustre: mount 172.31.84.120@tcp:/jxlwlxxv at /mnt/gv0 failed: Input/output error\nIs the MGS running?\n".into(),
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failed_lustre_mount_shows_what_the_kernel_logged_during_it_and_what_it_means() {
+        let (dir, root) = root(EL7);
+        std::fs::create_dir_all(dir.path().join("dev")).unwrap();
+        std::fs::create_dir_all(dir.path().join("mnt/gv0")).unwrap();
+        // An earlier failure's line is in the log already: it is not this mount's cause.
+        std::fs::write(dir.path().join("dev/kmsg"), "3,900,100,-;LustreError: an earlier mount: rc = -2\n")
+            .unwrap();
+        let fixture = format!("{}/testdata/kmsg/al2023-client-eio.txt", env!("CARGO_MANIFEST_DIR"));
+        let kernel: String = std::fs::read_to_string(fixture)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let host = NodeAccess::new(root, LustreNode { dir: dir.path().into(), kernel });
+        let step = Step::Mount(Mount {
+            source: "172.31.84.120@tcp:/jxlwlxxv".into(),
+            target: "/mnt/gv0".into(),
+            fstype: "lustre".into(),
+            options: "flock,nosuid,nodev".into(),
+            fstab: false,
+        });
+        let Outcome::Failed(failure) = run(&step, &host, false).await else { panic!() };
+        let message = failure.message;
+        assert!(message.contains("Is the MGS running?"), "{message}");
+        assert!(message.contains("could not be read from the MGS (-5, EIO)"), "{message}");
+        assert!(message.contains("Confguration from log jxlwlxxv-client failed from MGS -5"), "{message}");
+        assert!(!message.contains("an earlier mount"), "{message}");
+    }
 }

@@ -1417,6 +1417,7 @@ impl Policy {
             GateKind::LfsCheckServers
             | GateKind::BeegfsMgmtdReachable
             | GateKind::BeegfsCheckServers
+            | GateKind::BeegfsTargetsGood { .. }
             | GateKind::KernelBuildTree => Ok(()),
             GateKind::Writable { dir } => self.data_path(dir, "a directory to probe"),
             GateKind::MountedAs { dir, fstype } => {

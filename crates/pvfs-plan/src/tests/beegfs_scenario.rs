@@ -227,6 +227,15 @@ impl Runner for SimNode {
                 ok("mgmt [ID: 1]\n")
             }
             ("beegfs-check-servers", []) => ok(CHECK_SERVERS),
+            // The one metadata and one storage server's targets (storage node 1 serves
+            // target 101, the planner's numbering), as testdata/beegfs-7/listtargets-failover.txt
+            // shows healthy ones.
+            ("beegfs-ctl", ["--listtargets", nodetype, "--state"]) => {
+                let id = if *nodetype == "--nodetype=meta" { 1 } else { 101 };
+                ok(&format!(
+                    "TargetID     Reachability  Consistency   NodeID\n========     ============  ===========   ======\n{id:>8}           Online         Good        1\n"
+                ))
+            }
             _ => Err(CommandError::NotRecorded { command: command.to_string() }),
         }
     }

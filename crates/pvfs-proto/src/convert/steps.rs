@@ -247,6 +247,9 @@ impl From<&Step> for pb::Step {
                     GateKind::LfsCheckServers => K::LfsCheckServers(pb::Empty {}),
                     GateKind::BeegfsMgmtdReachable => K::BeegfsMgmtdReachable(pb::Empty {}),
                     GateKind::BeegfsCheckServers => K::BeegfsCheckServers(pb::Empty {}),
+                    GateKind::BeegfsTargetsGood { meta, storage } => {
+                        K::BeegfsTargetsGood(pb::BeegfsTargets { meta: *meta, storage: *storage })
+                    }
                     GateKind::Writable { dir } => K::Writable(dir.clone()),
                     GateKind::KernelBuildTree => K::KernelBuildTree(pb::Empty {}),
                     GateKind::MountedAs { dir, fstype } => {
@@ -433,6 +436,7 @@ fn step_from(step: pb::Step) -> Result<Step, DecodeReason> {
                 K::LfsCheckServers(_) => GateKind::LfsCheckServers,
                 K::BeegfsMgmtdReachable(_) => GateKind::BeegfsMgmtdReachable,
                 K::BeegfsCheckServers(_) => GateKind::BeegfsCheckServers,
+                K::BeegfsTargetsGood(t) => GateKind::BeegfsTargetsGood { meta: t.meta, storage: t.storage },
                 K::Writable(dir) => GateKind::Writable { dir },
                 K::MountedAs(m) => GateKind::MountedAs { dir: m.dir, fstype: m.fstype },
                 K::KernelBuildTree(_) => GateKind::KernelBuildTree,
