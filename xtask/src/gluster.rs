@@ -67,6 +67,8 @@ struct Lab {
     network: String,
     loops: Vec<String>,
     keep: bool,
+    /// The .deb [`DEB_NODE`] is installed from (bootstrap runs again with it).
+    deb: PathBuf,
 }
 
 impl Lab {
@@ -126,6 +128,7 @@ pub fn run(binary: &Path, image: &str, work: &Path, keep: bool) -> anyhow::Resul
         network: format!("pvfs-e2e-gluster-{run_id}"),
         loops: vec![],
         keep,
+        deb: PathBuf::new(),
     };
     step(docker().args(["network", "create", "--driver", "bridge", "--subnet", SUBNET]).args([
         "--label",
@@ -140,6 +143,7 @@ pub fn run(binary: &Path, image: &str, work: &Path, keep: bool) -> anyhow::Resul
     // Only the CA: `pvfsctl bootstrap` issues the nodes' and the coordinator's certificates.
     ctl(&["ca", "init", "--dir", &tls_arg])?;
     let deb = crate::deb::build_from_binary(binary, &work.join("deb"))?;
+    lab.deb = deb.clone();
     deb_without_systemd(image, &deb, &run_id)?;
     for (name, ip, server) in NODES {
         let node_dir = work.join("gluster-nodes").join(name);
@@ -890,7 +894,8 @@ fn mpi(bench_cmd: &dyn Fn(&[&str]) -> Command) -> anyhow::Result<()> {
 }
 
 /// mpirun across two hosts with `[bench] mpi_ssh = true`: gfs2 (the `.deb` install) becomes
-/// a second client, both clients' agents are granted `mpi_ssh` in their policy files, `up`
+/// a second client, both clients' agents are granted `mpi_ssh` by the cluster file's
+/// `[policy.role.client]`, which bootstrap installs as their policy files, `up`
 /// installs the cluster's MPI key and the clients' host keys, and a run of the built-in engine
 /// as MPI ranks spans both hosts (client1's sshd logs root's key login from gfs2). A forged
 /// host key in gfs2's known_hosts fails the run saying so; `up` repairs it.
@@ -904,11 +909,40 @@ fn mpi_across_hosts(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyho
     );
     ensure!(text.contains("roles = [\"server\", \"client\"]"), "gfs2 not made a client in {cluster}");
     let mpi_cluster = lab.work.join("glusterfs-e2e-mpi.toml");
-    std::fs::write(&mpi_cluster, text + "\n[bench]\nlauncher = \"mpi\"\nmpi_ssh = true\n")?;
+    let grant = "\n[bench]\nlauncher = \"mpi\"\nmpi_ssh = true\n\n[policy.role.client]\nmpi_ssh = true\n";
+    std::fs::write(&mpi_cluster, text + grant)?;
     let mpi_cluster = mpi_cluster.to_string_lossy().into_owned();
-    for node in CLIENTS {
-        lab.exec(node, &["sh", "-c", "printf 'mpi_ssh = true\\n' > /etc/pvfs/policy.toml"])?;
-        lab.exec(node, &["systemctl", "restart", "pvfs-agent.service"])?;
+    // The grant is in the cluster file but not yet on the nodes: their agents, on the built-in
+    // policy, refuse the unit (rule mpi-ssh-off) whatever the file says.
+    let out = capture(Command::new(binary).args(["ctl", "up", &mpi_cluster, "--tls-dir", tls, "--json"]))?;
+    let said = String::from_utf8_lossy(&out.stdout);
+    ensure!(
+        out.status.code() != Some(0) && said.contains("mpi-ssh-off"),
+        "up with mpi_ssh before bootstrap installed the policy: exit {:?}: {said}",
+        out.status.code()
+    );
+    // Bootstrap installs each client's policy from the file, by its own route (gfs2 the
+    // .deb, client1 the binary), and restarts the agent to read it.
+    let ssh_config = lab.work.join("ssh/ssh_config").to_string_lossy().into_owned();
+    let deb = lab.deb.to_string_lossy().into_owned();
+    let binary_arg = binary.to_string_lossy().into_owned();
+    for (node, from) in [("gfs2", ["--deb", deb.as_str()]), ("client1", ["--from", binary_arg.as_str()])] {
+        let out = capture(
+            Command::new(binary)
+                .args(["ctl", "bootstrap", &mpi_cluster, "--tls-dir", tls])
+                .args(["--ssh-config", &ssh_config, "--node", node])
+                .args(from),
+        )?;
+        ensure!(
+            out.status.success(),
+            "bootstrap {node} with [policy]: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let policy = lab.exec(node, &["cat", "/etc/pvfs/policy.toml"])?;
+        ensure!(
+            policy.contains("written by `pvfsctl bootstrap`") && policy.contains("mpi_ssh = true"),
+            "{node}'s policy file: {policy}"
+        );
     }
     wait_reachable(binary, &mpi_cluster, tls, Duration::from_secs(60))?;
     let up = || -> anyhow::Result<(Option<i32>, Vec<Value>, String)> {

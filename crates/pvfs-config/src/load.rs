@@ -7,8 +7,8 @@ use crate::fields;
 use crate::model::Cluster;
 use crate::schema::{
     AzureRoleSection, AzureSection, BeegfsSection, BenchSection, ClusterFile, ClusterSection,
-    DataDisksSection, GlusterfsSection, LocalSection, LustreSection, NodeSpec, PackagesSection, RepoSpec,
-    TlsSection,
+    DataDisksSection, GlusterfsSection, LocalSection, LustreSection, NodeSpec, PackagesSection, PolicyTable,
+    RepoSpec, TlsSection,
 };
 use pvfs_host::local_file::{self, Cap};
 use serde::de::DeserializeOwned;
@@ -261,6 +261,7 @@ fn read_file(source: &Source<'_>, diagnostics: &mut Vec<Diagnostic>) -> Option<(
     let local = section("local", fields::of::<LocalSection>());
     let bench = section("bench", fields::of::<BenchSection>());
     let packages = section("packages", fields::of::<PackagesSection>());
+    let policy = section("policy", fields::of::<PolicyTable>());
     let mut azure = section("azure", fields::of::<AzureSection>());
     if let Some(azure) = &mut azure {
         retain_azure_roles(source, azure, diagnostics);
@@ -274,6 +275,7 @@ fn read_file(source: &Source<'_>, diagnostics: &mut Vec<Diagnostic>) -> Option<(
     let local = typed_opt(source, "local", local, diagnostics, &mut incomplete);
     let bench = typed_opt(source, "bench", bench, diagnostics, &mut incomplete);
     let packages = typed_opt(source, "packages", packages, diagnostics, &mut incomplete);
+    let policy = typed_opt(source, "policy", policy, diagnostics, &mut incomplete);
     let azure_present = azure.is_some();
     let azure = typed_opt(source, "azure", azure, diagnostics, &mut incomplete);
     let mut repos_complete = true;
@@ -330,6 +332,7 @@ fn read_file(source: &Source<'_>, diagnostics: &mut Vec<Diagnostic>) -> Option<(
         packages,
         repo,
         azure,
+        policy,
     };
     Some((file, incomplete))
 }

@@ -21,9 +21,24 @@ pub struct Cluster {
     pub repos: Vec<Repo>,
     /// `[azure]`: the VMs `pvfsctl provision` makes for the nodes, when the file has one.
     pub azure: Option<crate::azure::Azure>,
+    /// `[policy]`: the agent policy bootstrap installs, when the file gives one.
+    pub policy: Option<PolicySpec>,
 }
 
 impl Cluster {
+    /// The agent policy the cluster file gives `node` (`[policy]` with its roles' tables on
+    /// top), or `None` when the file gives none (bootstrap then leaves the node's own alone).
+    pub fn policy_for(&self, node: &Node) -> Option<AgentPolicy> {
+        let spec = self.policy.as_ref()?;
+        let mut policy = spec.base.clone();
+        for role in &node.roles {
+            if let Some(over) = spec.roles.get(role) {
+                policy = over.clone().over(policy);
+            }
+        }
+        Some(policy.finish())
+    }
+
     /// The node called `name`.
     pub fn node(&self, name: &str) -> Option<&Node> {
         self.nodes.iter().find(|n| n.name == name)
@@ -430,6 +445,106 @@ impl Packages {
     /// The list the file gives for `role`, if any.
     pub fn for_role(&self, role: Role) -> Option<&[PinnedPackage]> {
         self.per_role.iter().find(|(r, _)| *r == role).map(|(_, list)| list.as_slice())
+    }
+}
+
+/// `[policy]` as validated: its own keys, and each role's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PolicySpec {
+    pub base: PolicyKeys,
+    pub roles: std::collections::BTreeMap<Role, PolicyKeys>,
+}
+
+/// One policy table's keys, each `None` where the table leaves it out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PolicyKeys {
+    pub kinds: Option<Vec<String>>,
+    pub devices: Option<Vec<String>>,
+    pub data_roots: Option<Vec<String>>,
+    pub repositories: Option<Vec<String>>,
+    pub services: Option<Vec<String>>,
+    pub refuse_unsigned_repositories: Option<bool>,
+    pub mpi_ssh: Option<bool>,
+}
+
+impl PolicyKeys {
+    /// These keys, and `under`'s where these leave one out.
+    pub fn over(self, under: PolicyKeys) -> PolicyKeys {
+        PolicyKeys {
+            kinds: self.kinds.or(under.kinds),
+            devices: self.devices.or(under.devices),
+            data_roots: self.data_roots.or(under.data_roots),
+            repositories: self.repositories.or(under.repositories),
+            services: self.services.or(under.services),
+            refuse_unsigned_repositories: self
+                .refuse_unsigned_repositories
+                .or(under.refuse_unsigned_repositories),
+            mpi_ssh: self.mpi_ssh.or(under.mpi_ssh),
+        }
+    }
+
+    /// The first key both set, to different values.
+    pub fn conflict(&self, other: &PolicyKeys) -> Option<&'static str> {
+        fn differ<T: PartialEq>(a: &Option<T>, b: &Option<T>) -> bool {
+            matches!((a, b), (Some(a), Some(b)) if a != b)
+        }
+        [
+            ("kinds", differ(&self.kinds, &other.kinds)),
+            ("devices", differ(&self.devices, &other.devices)),
+            ("data_roots", differ(&self.data_roots, &other.data_roots)),
+            ("repositories", differ(&self.repositories, &other.repositories)),
+            ("services", differ(&self.services, &other.services)),
+            (
+                "refuse_unsigned_repositories",
+                differ(&self.refuse_unsigned_repositories, &other.refuse_unsigned_repositories),
+            ),
+            ("mpi_ssh", differ(&self.mpi_ssh, &other.mpi_ssh)),
+        ]
+        .into_iter()
+        .find_map(|(key, differs)| differs.then_some(key))
+    }
+
+    fn finish(self) -> AgentPolicy {
+        AgentPolicy {
+            kinds: self.kinds,
+            devices: self.devices,
+            data_roots: self.data_roots,
+            repositories: self.repositories,
+            services: self.services.unwrap_or_default(),
+            refuse_unsigned_repositories: self.refuse_unsigned_repositories.unwrap_or(false),
+            mpi_ssh: self.mpi_ssh.unwrap_or(false),
+        }
+    }
+}
+
+/// One node's agent policy as the cluster file gives it: the agent's policy file, key for key
+/// (pvfs-agent's `policy` module reads what [`AgentPolicy::render`] writes).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct AgentPolicy {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kinds: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub devices: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_roots: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repositories: Option<Vec<String>>,
+    pub services: Vec<String>,
+    pub refuse_unsigned_repositories: bool,
+    pub mpi_ssh: bool,
+}
+
+impl AgentPolicy {
+    /// The policy file's text for `node`, saying where it came from: the file is the cluster
+    /// file's to change, and the next bootstrap puts back what it says.
+    pub fn render(&self, cluster_file: &std::path::Path, node: &str) -> String {
+        // Strings, lists of strings and booleans: nothing toml cannot write.
+        let body = toml::to_string(self).unwrap_or_default();
+        format!(
+            "# pvfs-agent's policy for node {node}, written by `pvfsctl bootstrap` from the [policy] of\n\
+             # {}. Change it there and run bootstrap again: an edit here is replaced.\n{body}",
+            cluster_file.display()
+        )
     }
 }
 

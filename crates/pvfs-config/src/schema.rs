@@ -39,6 +39,34 @@ pub struct ClusterFile {
     /// The Azure VMs `pvfsctl provision` creates for the nodes; with it, node addresses may
     /// come from the state file `provision` writes.
     pub azure: Option<AzureSection>,
+    /// The agent policy `pvfsctl bootstrap` installs on every node, with `[policy.role.ROLE]`
+    /// tables on top for the nodes of that role.
+    pub policy: Option<PolicyTable>,
+}
+
+/// `[policy]` and each `[policy.role.ROLE]`: the keys of the agent's policy file
+/// (config/policy.example.toml), each optional. A role's table replaces, key by key, what
+/// `[policy]` says, for the nodes with that role.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyTable {
+    /// Step kinds the node runs; absent: all.
+    pub kinds: Option<Vec<Spanned<String>>>,
+    /// Globs of the devices the node may format, put in an array or make a physical volume.
+    pub devices: Option<Vec<Spanned<String>>>,
+    /// Where directories, mounts, bricks and targets may be.
+    pub data_roots: Option<Vec<Spanned<String>>>,
+    /// Repository URL prefixes (replaces the built-in upstreams).
+    pub repositories: Option<Vec<Spanned<String>>>,
+    /// systemd units allowed on top of the ones pvfs manages.
+    pub services: Option<Vec<Spanned<String>>>,
+    /// Refuse repositories whose packages are not GPG-checked.
+    pub refuse_unsigned_repositories: Option<Spanned<bool>>,
+    /// The grant `[bench] mpi_ssh` needs on every client: root ssh between the clients.
+    pub mpi_ssh: Option<Spanned<bool>>,
+    /// `[policy.role.ROLE]`: only in `[policy]` itself.
+    #[serde(default)]
+    pub role: BTreeMap<String, Spanned<PolicyTable>>,
 }
 
 /// `[cluster]`

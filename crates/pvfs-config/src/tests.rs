@@ -854,7 +854,7 @@ fn a_mistyped_section_header_is_named_and_its_contents_still_checked() {
             /etc/pvfs/cluster.toml:4:1: unknown key `colour` in [cluster]; expected one of: name, kind
             /etc/pvfs/cluster.toml:5:3: unknown section [[nodes]]; did you mean [[node]]?
             /etc/pvfs/cluster.toml:6:8: node name "-a" must be 1 to 64 letters, digits, '-', '_' or '.', not starting with '-' or '.' (it names the node's certificate file)
-            /etc/pvfs/cluster.toml:9:2: unknown section [totally_unrelated]; sections are [cluster], [[node]], [tls], [lustre], [glusterfs], [beegfs], [local], [bench], [packages], [[repo]], [azure]
+            /etc/pvfs/cluster.toml:9:2: unknown section [totally_unrelated]; sections are [cluster], [[node]], [tls], [lustre], [glusterfs], [beegfs], [local], [bench], [packages], [[repo]], [azure], [policy]
         "#]],
     );
 }
@@ -1078,5 +1078,108 @@ auth_secret = "beegfs.auth"
              have no beegfs-setup-mgmtd, beegfs-ctl or beegfs-check-servers, which its plan runs",
         ],
         "{shown}"
+    );
+}
+
+/// A glusterfs cluster of two servers and two clients, with `policy` appended.
+fn with_policy(policy: &str) -> String {
+    format!(
+        r#"
+[cluster]
+name = "gv"
+kind = "glusterfs"
+
+[[node]]
+name = "s1"
+address = "10.0.0.1"
+roles = ["server"]
+disks = ["/dev/sdb"]
+
+[[node]]
+name = "c1"
+address = "10.0.0.2"
+roles = ["client"]
+
+[[node]]
+name = "both"
+address = "10.0.0.3"
+roles = ["server", "client"]
+disks = ["/dev/sdb"]
+
+[glusterfs]
+volume = "gv0"
+mount = "/mnt/gv0"
+{policy}"#
+    )
+}
+
+#[test]
+fn a_policy_is_given_per_node_with_its_roles_tables_on_top() {
+    let src = with_policy(
+        r#"
+[policy]
+refuse_unsigned_repositories = true
+data_roots = ["/data", "/mnt"]
+
+[policy.role.client]
+mpi_ssh = true
+data_roots = ["/mnt"]
+"#,
+    );
+    let c = parse(Path::new("/c/cluster.toml"), &src).unwrap();
+    let server = c.policy_for(c.node("s1").unwrap()).unwrap();
+    assert!(!server.mpi_ssh && server.refuse_unsigned_repositories);
+    assert_eq!(server.data_roots.as_deref(), Some(&["/data".to_owned(), "/mnt".to_owned()][..]));
+    let client = c.policy_for(c.node("c1").unwrap()).unwrap();
+    assert!(client.mpi_ssh && client.refuse_unsigned_repositories);
+    assert_eq!(client.data_roots.as_deref(), Some(&["/mnt".to_owned()][..]));
+    // Only the keys a table sets are written; the file names where it came from.
+    let text = client.render(Path::new("/c/cluster.toml"), "c1");
+    expect![[r#"
+        # pvfs-agent's policy for node c1, written by `pvfsctl bootstrap` from the [policy] of
+        # /c/cluster.toml. Change it there and run bootstrap again: an edit here is replaced.
+        data_roots = ["/mnt"]
+        services = []
+        refuse_unsigned_repositories = true
+        mpi_ssh = true
+    "#]]
+    .assert_eq(&text);
+    // No [policy]: none, and bootstrap leaves the node's own file alone.
+    let plain = parse(Path::new("/c/cluster.toml"), &with_policy("")).unwrap();
+    assert_eq!(plain.policy_for(plain.node("c1").unwrap()), None);
+}
+
+#[test]
+fn policy_mistakes_are_named_at_their_line() {
+    check(
+        &with_policy(
+            r#"
+[policy]
+data_roots = ["/etc/pvfs", "relative"]
+devices = ["sda"]
+nonsense = 1
+
+[policy.role.oss]
+mpi_ssh = true
+
+[policy.role.clients]
+mpi_ssh = true
+
+[policy.role.server]
+kinds = ["packages"]
+
+[policy.role.client]
+kinds = ["mount"]
+"#,
+        ),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:28:15: [policy] data_roots "/etc/pvfs" is a system tree: a data root must be outside /etc, /usr, /boot …
+            /etc/pvfs/cluster.toml:28:28: [policy] data_roots "relative" is not an absolute path: give an absolute path without `.`/`..` components, `//` or a trailing `/`
+            /etc/pvfs/cluster.toml:29:12: [policy] devices "sda" is not an absolute path: name a block device by its normalised path under /dev, e.g. /dev/disk/azure/scsi1/lun0
+            /etc/pvfs/cluster.toml:30:1: unknown key `nonsense` in [policy]; expected one of: kinds, devices, data_roots, repositories, services, refuse_unsigned_repositories, mpi_ssh, role
+            /etc/pvfs/cluster.toml:32:1: [policy.role.oss]: a glusterfs cluster has no oss nodes; its roles are server, client
+            /etc/pvfs/cluster.toml:35:1: [policy.role.clients]: unknown role "clients"; roles are mgs, mds, oss, server, mgmtd, meta, storage, client
+            /etc/pvfs/cluster.toml:38:1: node both has roles server and client, whose [policy.role.*] tables set `kinds` differently: set it in one of them, or in [policy] for both
+        "#]],
     );
 }

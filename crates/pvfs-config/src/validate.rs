@@ -85,6 +85,7 @@ pub(crate) fn validate(
     let bench = v.bench(&file, clients);
     let packages = v.packages(kind, &file);
     let repos = v.repos(kind, &file);
+    let policy = v.policy(kind, &file, &nodes);
     match kind {
         Some(Kind::Beegfs) => v.beegfs_release(&file),
         Some(Kind::Lustre) => v.lustre_server_trees(&file, &nodes),
@@ -103,6 +104,7 @@ pub(crate) fn validate(
         packages,
         repos,
         azure,
+        policy,
     };
     Some((cluster, unaddressed))
 }
@@ -865,6 +867,115 @@ impl Validator<'_> {
             per_role.push((role, parsed));
         }
         Packages { manager, per_role }
+    }
+
+    /// `[policy]`: the keys' values as far as the file can judge them (the agent's own rules
+    /// judge the rest where the node's policy is built, `pvfs_plan::agent_policy`), the role
+    /// tables' names against the kind's roles, and one value per key for a node with several
+    /// roles whose tables both set it.
+    fn policy(
+        &mut self,
+        kind: Option<Kind>,
+        file: &ClusterFile,
+        nodes: &[Node],
+    ) -> Option<crate::model::PolicySpec> {
+        let table = file.policy.as_ref()?;
+        let base = self.policy_keys("[policy]", table);
+        let mut roles = BTreeMap::new();
+        for (name, sub) in &table.role {
+            let what = format!("[policy.role.{name}]");
+            if !sub.get_ref().role.is_empty() {
+                self.error(
+                    sub,
+                    format!(
+                        "{what} cannot have roles of its own: put every role's table under [policy.role]"
+                    ),
+                );
+            }
+            let keys = self.policy_keys(&what, sub.get_ref());
+            match name.parse::<Role>() {
+                Ok(role) if kind.is_none_or(|k| k.roles().contains(&role)) => {
+                    roles.insert(role, (keys, sub.span()));
+                }
+                Ok(role) => self.error(
+                    sub,
+                    format!(
+                        "{what}: a {} cluster has no {role} nodes; its roles are {}",
+                        kind.map_or("", Kind::as_str),
+                        kind.map(|k| k.roles().iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", "))
+                            .unwrap_or_default()
+                    ),
+                ),
+                Err(()) => self.error(
+                    sub,
+                    format!(
+                        "{what}: unknown role {name:?}; roles are {}",
+                        Role::ALL.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", ")
+                    ),
+                ),
+            }
+        }
+        // A node with two roles whose tables disagree on a key would get one of them by
+        // the order of its roles: said here, so the file says which.
+        for node in nodes {
+            let mine: Vec<(&Role, &(crate::model::PolicyKeys, std::ops::Range<usize>))> =
+                roles.iter().filter(|(r, _)| node.roles.contains(r)).collect();
+            for (i, (ra, (a, span))) in mine.iter().enumerate() {
+                for (rb, (b, _)) in &mine[i + 1..] {
+                    if let Some(key) = a.conflict(b) {
+                        self.error_at(
+                            span.clone(),
+                            format!(
+                                "node {} has roles {ra} and {rb}, whose [policy.role.*] tables set `{key}` differently: \
+                                 set it in one of them, or in [policy] for both",
+                                node.name
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        let roles = roles.into_iter().map(|(r, (k, _))| (r, k)).collect();
+        Some(crate::model::PolicySpec { base, roles })
+    }
+
+    fn policy_keys(&mut self, what: &str, t: &crate::schema::PolicyTable) -> crate::model::PolicyKeys {
+        let list = |v: &mut Self,
+                    key: &str,
+                    items: &Option<Vec<Spanned<String>>>,
+                    rule: fn(&str) -> Result<(), String>| {
+            items.as_ref().map(|items| {
+                items
+                    .iter()
+                    .map(|item| {
+                        v.check(item, |s| {
+                            grammar::no_control(&format!("{what} {key}"), s).and_then(|()| rule(s))
+                        });
+                        item.get_ref().clone()
+                    })
+                    .collect::<Vec<String>>()
+            })
+        };
+        let any = |_: &str| Ok(());
+        let device = |s: &str| grammar::device_path("[policy] devices", s.trim_end_matches(['*', '?']));
+        let root = |s: &str| {
+            grammar::absolute_path("[policy] data_roots", s)?;
+            if pvfs_host::paths::is_system(s) {
+                return Err(format!(
+                    "[policy] data_roots {s:?} is a system tree: a data root must be outside /etc, /usr, /boot …"
+                ));
+            }
+            Ok(())
+        };
+        crate::model::PolicyKeys {
+            kinds: list(self, "kinds", &t.kinds, any),
+            devices: list(self, "devices", &t.devices, device),
+            data_roots: list(self, "data_roots", &t.data_roots, root),
+            repositories: list(self, "repositories", &t.repositories, any),
+            services: list(self, "services", &t.services, any),
+            refuse_unsigned_repositories: t.refuse_unsigned_repositories.as_ref().map(|b| *b.get_ref()),
+            mpi_ssh: t.mpi_ssh.as_ref().map(|b| *b.get_ref()),
+        }
     }
 
     fn repos(&mut self, kind: Option<Kind>, file: &ClusterFile) -> Vec<Repo> {

@@ -105,6 +105,26 @@ pub enum BootstrapError {
     /// A file to install that is not a regular file, or is larger than it can be.
     #[error(transparent)]
     File(pvfs_host::local_file::LocalFileError),
+    /// The cluster file's `[policy]` holds values the agent would refuse to start with.
+    #[error(
+        "{}: {}\n(nothing was done: an agent refuses to start with such a policy file; fix [policy] and run again)",
+        file.display(),
+        problems.join("\n")
+    )]
+    Policy { file: PathBuf, problems: Vec<String> },
+}
+
+/// Where the agent reads its policy (pvfs-agent's `DEFAULT_POLICY_FILE`).
+pub const REMOTE_POLICY: &str = "/etc/pvfs/policy.toml";
+
+/// The policy file `node` must hold, when the cluster file has a `[policy]`: written like the
+/// other files (the agent restarts when it changes, and reads it at start). Without one, a
+/// policy file already on the node is the operator's and is left as it is.
+pub fn policy_file(cluster: &Cluster, node: &Node) -> Result<Option<Wanted>, BootstrapError> {
+    let Some(policy) = pvfs_plan::agent_policy(cluster, node) else { return Ok(None) };
+    policy.map_err(|problems| BootstrapError::Policy { file: cluster.source.clone(), problems })?;
+    let text = cluster.policy_for(node).map(|p| p.render(&cluster.source, &node.name)).unwrap_or_default();
+    Ok(Some(Wanted::bytes("agent policy", REMOTE_POLICY.into(), 0o644, text.into_bytes())))
 }
 
 impl From<pvfs_host::local_file::LocalFileError> for BootstrapError {

@@ -205,3 +205,52 @@ mod programs;
 mod scenario;
 #[cfg(test)]
 mod tests;
+
+/// The agent policy the cluster file gives `node` (`[policy]`, its roles' tables on top), as
+/// the agent would build it from the file bootstrap writes; `None` when the file gives none.
+/// A value the agent's rules refuse is an error naming the key and entry.
+pub fn agent_policy(cluster: &Cluster, node: &Node) -> Option<Result<pvfs_steps::Policy, Vec<String>>> {
+    let p = cluster.policy_for(node)?;
+    let site = pvfs_steps::policy::Site {
+        kinds: p.kinds,
+        devices: p.devices,
+        data_roots: p.data_roots,
+        repositories: p.repositories,
+        services: p.services,
+        refuse_unsigned: p.refuse_unsigned_repositories,
+        mpi_ssh: p.mpi_ssh,
+    };
+    Some(
+        pvfs_steps::Policy::new(site)
+            .map_err(|errors| errors.iter().map(|e| format!("node {}: [policy] {e}", node.name)).collect()),
+    )
+}
+
+/// What the cluster file's policies refuse of `plan`, a line per refused unit: `up --plan`
+/// says it before anything runs, and the policy's values the agent would not take. Units of
+/// nodes the file gives no policy are not judged here (their agents judge them).
+pub fn policy_refusals(cluster: &Cluster, plan: &Plan) -> Vec<String> {
+    let mut said = Vec::new();
+    let mut broken = std::collections::BTreeSet::new();
+    for unit in &plan.units {
+        let Some(node) = cluster.node(&unit.node) else { continue };
+        match agent_policy(cluster, node) {
+            None => {}
+            Some(Err(errors)) if broken.insert(node.name.clone()) => said.extend(errors),
+            Some(Err(_)) => {}
+            Some(Ok(policy)) => {
+                if let Err(refused) = policy.check_unit(&unit.steps) {
+                    said.push(format!(
+                        "node {}: its [policy] refuses unit `{}` at step {} ({}): {}",
+                        node.name,
+                        unit.label,
+                        refused.index + 1,
+                        refused.step,
+                        refused.error
+                    ));
+                }
+            }
+        }
+    }
+    said
+}

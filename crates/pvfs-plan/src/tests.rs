@@ -1218,3 +1218,51 @@ fn nids_come_from_the_lnet_address_when_a_node_gives_one() {
     assert!(shown.iter().any(|s| s.starts_with(&format!("mount {mgs}:/"))), "{shown:#?}");
     assert!(!shown.iter().any(|s| s.contains("10.0.0.") && s.contains("@tcp")), "{shown:#?}");
 }
+
+/// `up --plan`'s word before anything runs: the units a node's cluster-file policy would
+/// refuse, each with the step and the rule, and the nodes without a policy left to their
+/// agents.
+#[test]
+fn the_cluster_files_policies_say_which_units_they_refuse() {
+    let src = r#"
+[cluster]
+name = "gv"
+kind = "glusterfs"
+
+[[node]]
+name = "s1"
+address = "10.0.0.1"
+roles = ["server"]
+disks = ["/dev/sdb"]
+
+[[node]]
+name = "c1"
+address = "10.0.0.2"
+roles = ["client"]
+
+[glusterfs]
+volume = "gv0"
+mount = "/mnt/gv0"
+
+[policy.role.server]
+kinds = ["packages", "service", "directory", "mount", "block-queue", "gluster-peers", "gluster-volume"]
+"#;
+    let cluster = pvfs_config::parse(Path::new("/c/cluster.toml"), src).unwrap();
+    let plan = plan(&cluster);
+    let said = crate::policy_refusals(&cluster, &plan);
+    assert_eq!(said.len(), 1, "{said:#?}");
+    assert!(said[0].starts_with("node s1: its [policy] refuses unit `brick` at step"), "{}", said[0]);
+    assert!(said[0].contains("mkfs"), "{}", said[0]);
+    // The client has a [policy] too (the empty base): the defaults, which refuse nothing here.
+    assert!(crate::agent_policy(&cluster, cluster.node("c1").unwrap()).is_some());
+
+    // A value only the agent's rules know is wrong is said once per node, naming the key.
+    let bad =
+        src.replace("[policy.role.server]", "[policy]\nkinds = [\"mkfs\", \"format\"]\n[policy.role.server]");
+    let cluster = pvfs_config::parse(Path::new("/c/cluster.toml"), &bad).unwrap();
+    let said = crate::policy_refusals(&cluster, &crate::plan(&cluster));
+    // s1's role table replaces `kinds`, so only c1 takes the bad list.
+    assert_eq!(said.len(), 2, "{said:#?}");
+    assert!(said[0].starts_with("node s1: its [policy] refuses unit `brick`"), "{said:#?}");
+    assert!(said[1].starts_with("node c1: [policy] kinds[1]: unknown step kind \"format\""), "{said:#?}");
+}

@@ -52,7 +52,9 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<u8> {
     }
     let mut nodes = Vec::with_capacity(cluster.nodes.len());
     for node in &cluster.nodes {
-        nodes.push((node.clone(), bootstrap::wanted_files(node, &tls_dir, &binary, package.as_ref())?));
+        let mut files = bootstrap::wanted_files(node, &tls_dir, &binary, package.as_ref())?;
+        files.common.extend(bootstrap::policy_file(&cluster, node)?);
+        nodes.push((node.clone(), files));
     }
     // The coordinator's own certificate exists now (issued above when it did not), except with
     // --plan, which dials nothing.
@@ -237,5 +239,58 @@ impl<'a> Line<'a> {
                 failure: result.as_ref().err().map(FailureLine::of),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// What bootstrap writes from a cluster file's `[policy]` is a policy file the agent
+    /// reads, and it gives the agent the policy the coordinator judged the plan by.
+    #[test]
+    fn the_policy_file_written_is_the_one_the_agent_reads() {
+        let src = r#"
+[cluster]
+name = "gv"
+kind = "glusterfs"
+
+[[node]]
+name = "s1"
+address = "10.0.0.1"
+roles = ["server"]
+disks = ["/dev/disk/azure/scsi1/lun0"]
+
+[[node]]
+name = "c1"
+address = "10.0.0.2"
+roles = ["client"]
+
+[glusterfs]
+volume = "gv0"
+mount = "/mnt/gv0"
+
+[policy]
+kinds = ["packages", "service", "mkfs", "mount", "directory", "gluster-peers", "gluster-volume"]
+devices = ["/dev/disk/azure/scsi1/lun*"]
+repositories = ["https://mirror.example.com/gluster/"]
+refuse_unsigned_repositories = true
+
+[policy.role.client]
+mpi_ssh = true
+services = ["chronyd"]
+"#;
+        let cluster = pvfs_config::parse(Path::new("/c/cluster.toml"), src).unwrap();
+        for node in &cluster.nodes {
+            let text = cluster.policy_for(node).unwrap().render(&cluster.source, &node.name);
+            let read = pvfs_agent::policy::parse(Path::new("/etc/pvfs/policy.toml"), &text)
+                .unwrap_or_else(|err| panic!("{err}\n{text}"));
+            let judged = pvfs_plan::agent_policy(&cluster, node).unwrap().unwrap();
+            assert_eq!(read, judged, "{text}");
+        }
+        // The client's grant is its own: the server's policy does not give it.
+        let server = pvfs_plan::agent_policy(&cluster, cluster.node("s1").unwrap()).unwrap().unwrap();
+        let client = pvfs_plan::agent_policy(&cluster, cluster.node("c1").unwrap()).unwrap().unwrap();
+        assert_ne!(server, client);
     }
 }

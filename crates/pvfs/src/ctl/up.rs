@@ -46,6 +46,12 @@ pub(crate) async fn converge(
         let keys = pvfs_coord::mpi_ssh::keys(cluster, dialer).await?;
         pvfs_plan::add_mpi_ssh(cluster, &mut plan, &keys);
     }
+    // The policies the cluster file gives the nodes (what bootstrap installs): what they
+    // would refuse is said before anything runs, so that a refusal halfway through a run is
+    // never the first word of it. The agents judge again by the policy each one has loaded.
+    for refusal in pvfs_plan::policy_refusals(cluster, &plan) {
+        output::note(&format!("{refusal} (the cluster file's [policy]: `pvfsctl bootstrap` installs it)"));
+    }
     run_plan(cluster, plan, dialer, options, view).await
 }
 

@@ -35,6 +35,10 @@ pub(crate) fn run(args: ValidateArgs) -> anyhow::Result<u8> {
     // its nodes addresses (the commands that dial them refuse it until then).
     match pvfs_config::check(&args.cluster) {
         Ok(pvfs_config::Checked { cluster, unaddressed }) => {
+            let problems = policy_problems(&cluster);
+            if !problems.is_empty() {
+                return policy_invalid(&args, &cluster, &problems);
+            }
             if args.json {
                 output::json(&Report {
                     errors: Vec::new(),
@@ -85,6 +89,51 @@ pub(crate) fn run(args: ValidateArgs) -> anyhow::Result<u8> {
         }
         Err(err) => Err(err.into()),
     }
+}
+
+/// What the agent's rules refuse in the policies `[policy]` gives the nodes (the file's own
+/// pass judged what it can; these need the agent's rules): each problem once, whichever
+/// nodes share it.
+fn policy_problems(cluster: &pvfs_config::Cluster) -> Vec<String> {
+    let mut problems = std::collections::BTreeSet::new();
+    for node in &cluster.nodes {
+        if let Some(Err(errors)) = pvfs_plan::agent_policy(cluster, node) {
+            // "node NAME: [policy] …": the node matters only when roles differ.
+            problems.extend(
+                errors.into_iter().map(|e| e.split_once(": ").map_or(e.clone(), |(_, p)| p.to_owned())),
+            );
+        }
+    }
+    problems.into_iter().collect()
+}
+
+/// The policy problems as `validate`'s errors, at the `[policy]` header's line.
+fn policy_invalid(
+    args: &ValidateArgs,
+    cluster: &pvfs_config::Cluster,
+    problems: &[String],
+) -> anyhow::Result<u8> {
+    let text =
+        pvfs_host::local_file::read_to_string(&args.cluster, pvfs_config::CLUSTER_FILE).unwrap_or_default();
+    let line = text.lines().position(|l| l.trim_start().starts_with("[policy")).map_or(1, |i| i + 1);
+    if args.json {
+        let errors = problems.iter().map(|message| Diagnostic { column: 1, line, message }).collect();
+        output::json(&Report {
+            errors,
+            file: &args.cluster,
+            kind: Some(cluster.kind.as_str()),
+            nodes: Some(cluster.nodes.len()),
+            unaddressed: &[],
+            valid: false,
+        })?;
+    } else {
+        for problem in problems {
+            output::note(&format!("{}:{line}:1: {problem}", args.cluster.display()));
+        }
+        let count = problems.len();
+        output::note(&format!("{count} error{} found", if count == 1 { "" } else { "s" }));
+    }
+    Ok(exit::BAD_INPUT)
 }
 
 #[cfg(test)]

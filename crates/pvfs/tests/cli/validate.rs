@@ -214,3 +214,27 @@ fn devices_fifos_and_huge_files_are_refused_as_cluster_files_at_once() {
         assert!(text(&out.stderr).starts_with(want), "{args:?}: {}", text(&out.stderr));
     }
 }
+
+#[test]
+fn a_policy_the_agent_would_refuse_is_an_error_at_its_table() {
+    let dir = TestDir::new();
+    let path = crate::util::cluster_file(&dir, &[("n1", "10.0.0.1".into())]);
+    let mut text_of = std::fs::read_to_string(&path).unwrap();
+    let line = text_of.lines().count() + 2;
+    text_of +=
+        "\n[policy]\nkinds = [\"mount\", \"format\"]\nrepositories = [\"https://mirror.example.com\"]\n";
+    std::fs::write(&path, text_of).unwrap();
+    let out = dir.ctl(&["validate", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    for want in [
+        format!(":{line}:1: [policy] kinds[1]: unknown step kind \"format\""),
+        format!(":{line}:1: [policy] repositories[0]: \"https://mirror.example.com\" must be a URL prefix"),
+        "2 errors found".to_owned(),
+    ] {
+        assert!(stderr.contains(&want), "missing {want:?} in:\n{stderr}");
+    }
+    let json = dir.ctl(&["validate", path.to_str().unwrap(), "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!((v["valid"].clone(), v["errors"].as_array().unwrap().len()), (false.into(), 2));
+}
