@@ -147,6 +147,18 @@ pub fn run_with_binary(binary: &Path, args: &Args) -> anyhow::Result<()> {
         }
         eprintln!("xtask e2e: scenario bootstrap passed ({:.1}s)", started.elapsed().as_secs_f64());
     }
+    // Its own lab: the README's flows, line by line as written, on fresh systemd+sshd containers.
+    if wanted("readme") {
+        eprintln!("xtask e2e: scenario readme");
+        let started = Instant::now();
+        let image = crate::image::ensure()?;
+        let work = docker::work_dir(&format!("readme-{}", std::process::id()))?;
+        crate::readme::run(&binary, &image, &work, args.keep).context("e2e scenario readme")?;
+        if !args.keep {
+            std::fs::remove_dir_all(&work).ok();
+        }
+        eprintln!("xtask e2e: scenario readme passed ({:.1}s)", started.elapsed().as_secs_f64());
+    }
     // Its own lab: systemd in each container, loop devices, the cluster file's fixed network.
     if wanted("gluster") {
         eprintln!("xtask e2e: scenario gluster");

@@ -31,6 +31,8 @@ pub const PACKAGES: &[&str] = &[
     // `pvfsctl bootstrap` reaches nodes over SSH (the bootstrap scenario); its probe and writes
     // use coreutils only.
     "openssh-server",
+    // The README's Azure flow logs in as an admin user and runs bootstrap with --sudo.
+    "sudo",
 ];
 
 /// Bump to force a rebuild when the build steps below change.

@@ -29,6 +29,7 @@ mod fuzz;
 mod glibc;
 mod gluster;
 mod image;
+mod readme;
 mod serve_flood;
 mod sshlab;
 mod util;
