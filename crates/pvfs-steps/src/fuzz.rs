@@ -11,7 +11,7 @@
 //! pvfs-bench's fuzzing: deterministic, where time is not). `cargo xtask fuzz` runs these
 //! (`fuzz_*`) with many more cases.
 
-use crate::gate::{parse_beegfs_check_servers, parse_check_servers, parse_list_nids};
+use crate::gate::{parse_beegfs_check_servers, parse_beegfs_targets, parse_check_servers, parse_list_nids};
 use crate::lustre::parse_dryrun;
 use crate::lustre_tuning::parse_getstripe;
 use crate::{LvmThin, NodeAccess, block, gluster};
@@ -130,6 +130,30 @@ fn check_beegfs(text: &str) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+fn check_targets(text: &str) -> Result<(), TestCaseError> {
+    if let Ok(targets) = parse_beegfs_targets(text) {
+        // The heading and its rule are no targets.
+        prop_assert!(targets.len() + 2 <= text.lines().filter(|l| !l.trim().is_empty()).count());
+        for t in &targets {
+            for word in [&t.reachability, &t.consistency] {
+                prop_assert!(!word.is_empty() && !word.contains(char::is_whitespace), "{:?}", word);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The kernel log reader and what a failed Lustre mount makes of it: any text, no panic, and
+/// only Lustre's and LNet's lines shown.
+fn check_kernel_log(text: &str) -> Result<(), TestCaseError> {
+    let records = pvfs_host::kmsg::parse(text);
+    prop_assert!(records.iter().all(|r| r.level <= 7));
+    if let Some(said) = crate::lustre_log::explain(&records) {
+        prop_assert!(said.contains("kernel log: "), "{}", said);
+    }
+    Ok(())
+}
+
 fn check_dryrun(text: &str) -> Result<(), TestCaseError> {
     if parse_dryrun(text).is_some() {
         prop_assert!(text.contains("Permanent disk data:"));
@@ -208,6 +232,23 @@ proptest! {
     }
 
     #[test]
+    fn fuzz_probe_beegfs_listtargets(
+        text in mutated(files(DIR, &["testdata/beegfs-7/listtargets-failover.txt"]), HOSTILE)
+    ) {
+        check_targets(&text)?;
+    }
+
+    #[test]
+    fn fuzz_probe_kernel_log(
+        text in mutated(files(DIR, &[
+            "testdata/kmsg/al2023-client-eio.txt",
+            "testdata/kmsg/mgs-timeout-2.12.txt",
+        ]), HOSTILE)
+    ) {
+        check_kernel_log(&text)?;
+    }
+
+    #[test]
     fn fuzz_probe_tunefs_dryrun(text in mutated(lustre_files(&["ldd-mgs-2.15.txt"]), HOSTILE)) {
         check_dryrun(&text)?;
     }
@@ -244,6 +285,8 @@ proptest! {
         check_servers(&text, &text)?;
         let _ = parse_getstripe("/mnt/lustre/test1", &text);
         check_beegfs(&text)?;
+        check_targets(&text)?;
+        check_kernel_log(&text)?;
         check_dryrun(&text)?;
         check_export(&text)?;
         run_async_readers(&text);
@@ -292,6 +335,19 @@ fn fuzz_probe_work_is_linear() {
             ["Storage", "==========", "storage0 [ID: 1]: reachable at 10.0.0.5:8003 (protocol: TCP)", bad];
         assert_linear("beegfs-check-servers", &beegfs, |t| {
             let _ = parse_beegfs_check_servers(t);
+        });
+        let targets = [
+            "TargetID     Reachability  Consistency   NodeID",
+            "========     ============  ===========   ======",
+            "     101           Online         Good        1",
+            bad,
+        ];
+        assert_linear("beegfs-ctl --listtargets", &targets, |t| {
+            let _ = parse_beegfs_targets(t);
+        });
+        let kmsg = ["3,1,100,-;LustreError: 11-0: MGC10.0.0.4@tcp: rc = -110", " SUBSYSTEM=x", bad];
+        assert_linear("/dev/kmsg", &kmsg, |t| {
+            let _ = crate::lustre_log::explain(&pvfs_host::kmsg::parse(t));
         });
         let ldd = [
             "   Permanent disk data:",
