@@ -21,6 +21,30 @@ pub struct Cluster {
     pub repos: Vec<Repo>,
     /// `[azure]`: the VMs `pvfsctl provision` makes for the nodes, when the file has one.
     pub azure: Option<crate::azure::Azure>,
+    /// `[cluster] firewall`: whether `up` opens the file system's ports in firewalld.
+    pub firewall: Firewall,
+}
+
+/// `[cluster] firewall`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Firewall {
+    /// Open the ports each node's role needs where firewalld runs (the default: on an EL7/EL8
+    /// default install firewalld runs and lets none of them through).
+    #[default]
+    Open,
+    /// Change no firewall: the site manages it.
+    Leave,
+}
+
+impl Firewall {
+    pub const ALL: [Firewall; 2] = [Firewall::Open, Firewall::Leave];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Firewall::Open => "open",
+            Firewall::Leave => "leave",
+        }
+    }
 }
 
 impl Cluster {

@@ -7,6 +7,7 @@ use crate::diagnostic::{Diagnostic, Source};
 use crate::grammar;
 use crate::load::{Context, Incomplete};
 use crate::model::{
+    Firewall,
     Address, BeegfsAuth, Bench, Cluster, Kind, KindSpec, Layout, Lvm, Node, Packages, Queue, Repo, Role,
     Stripe, Target,
 };
@@ -73,6 +74,23 @@ pub(crate) fn validate(
         }
     };
 
+    let firewall = match &file.cluster.firewall {
+        None => Firewall::Open,
+        Some(given) => match Firewall::ALL.iter().find(|f| f.as_str() == given.get_ref()) {
+            Some(firewall) => *firewall,
+            None => {
+                v.error(
+                    given,
+                    format!(
+                        "firewall = {:?}: use \"open\" (pvfs opens the file system's ports in firewalld) or \"leave\" \
+                         (pvfs changes no firewall)",
+                        given.get_ref()
+                    ),
+                );
+                Firewall::Open
+            }
+        },
+    };
     v.check(&file.tls.dir, |dir| grammar::no_control("[tls] dir", dir));
     let spec = kind.and_then(|kind| v.kind_spec(kind, &file));
     let nodes = v.nodes(kind, &file);
@@ -103,6 +121,7 @@ pub(crate) fn validate(
         packages,
         repos,
         azure,
+        firewall,
     };
     Some((cluster, unaddressed))
 }

@@ -337,6 +337,7 @@ fn cluster_of(nodes: &[Node]) -> pvfs_config::Cluster {
         packages: Default::default(),
         repos: vec![],
         azure: None,
+        firewall: Default::default(),
     }
 }
 

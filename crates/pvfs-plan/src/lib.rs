@@ -12,6 +12,7 @@
 
 mod beegfs;
 mod down;
+mod firewall;
 mod gluster;
 mod local;
 mod lustre;
@@ -19,6 +20,7 @@ mod mpi;
 mod storage;
 
 pub use down::down;
+pub use firewall::{GLUSTER_BASE_PORT, ports_of};
 pub use mpi::{MpiKeys, add_mpi_ssh};
 
 use pvfs_config::{Cluster, Kind, Node, Role};
@@ -116,6 +118,7 @@ pub fn plan(cluster: &Cluster) -> Plan {
         Kind::Lustre => lustre::plan(cluster, &mut plan),
         Kind::Beegfs => beegfs::plan(cluster, &mut plan),
     }
+    firewall::add(cluster, &mut plan);
     plan
 }
 

@@ -208,6 +208,8 @@ async fn glusterfs_follows_the_seed() {
     let devices: Vec<&str> = devices.iter().map(String::as_str).collect();
     check("glusterfs.toml", &devices, true, expect![[r#"
         #0 glusterserver1 brick
+          firewalld opens 24007-24008/tcp 49152/tcp
+            (in sync)
           packages (rpm) centos-release-gluster
             $ yum install -y -- centos-release-gluster
           packages glusterfs-server mdadm lvm2 xfsprogs (rpm: glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs mdadm lvm2 xfsprogs)
@@ -236,6 +238,8 @@ async fn glusterfs_follows_the_seed() {
           directory /rhs/brick1/dist-vol
             $ mkdir -p -m 755 /rhs/brick1/dist-vol
         #1 glusterserver2 brick
+          firewalld opens 24007-24008/tcp 49152/tcp
+            (in sync)
           packages (rpm) centos-release-gluster
             $ yum install -y -- centos-release-gluster
           packages glusterfs-server mdadm lvm2 xfsprogs (rpm: glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs mdadm lvm2 xfsprogs)
@@ -309,6 +313,8 @@ async fn lustre_follows_the_seed() {
     let devices: Vec<&str> = devices.iter().map(String::as_str).collect();
     check("lustre.toml", &devices, true, expect![[r#"
         #0 mgsmds00 mgs+mdt
+          firewalld opens 988/tcp
+            (in sync)
           packages kernel=3.10.0-514.el7_lustre lustre=2.9.0 kmod-lustre=2.9.0 kmod-lustre-osd-ldiskfs=2.9.0 lustre-osd-ldiskfs-mount=2.9.0 e2fsprogs [WARNING: repository lustreserver is not GPG-checked (gpgcheck = false)] [WARNING: repository e2fsprogs is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustreserver.repo
             $ write /etc/yum.repos.d/e2fsprogs.repo
@@ -327,6 +333,8 @@ async fn lustre_follows_the_seed() {
             $ write /etc/fstab
             $ mount -t lustre -o defaults,_netdev -- /dev/disk/azure/scsi1/lun0 /mnt/mgsmds
         #1 oss00 ost (after #0)
+          firewalld opens 988/tcp
+            (in sync)
           packages kernel=3.10.0-514.el7_lustre lustre=2.9.0 kmod-lustre=2.9.0 kmod-lustre-osd-ldiskfs=2.9.0 lustre-osd-ldiskfs-mount=2.9.0 e2fsprogs mdadm [WARNING: repository lustreserver is not GPG-checked (gpgcheck = false)] [WARNING: repository e2fsprogs is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustreserver.repo
             $ write /etc/yum.repos.d/e2fsprogs.repo
@@ -350,6 +358,8 @@ async fn lustre_follows_the_seed() {
             $ write /etc/fstab
             $ mount -t lustre -o defaults,_netdev -- /dev/md0 /mnt/oss
         #2 oss01 ost (after #0)
+          firewalld opens 988/tcp
+            (in sync)
           packages kernel=3.10.0-514.el7_lustre lustre=2.9.0 kmod-lustre=2.9.0 kmod-lustre-osd-ldiskfs=2.9.0 lustre-osd-ldiskfs-mount=2.9.0 e2fsprogs mdadm [WARNING: repository lustreserver is not GPG-checked (gpgcheck = false)] [WARNING: repository e2fsprogs is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustreserver.repo
             $ write /etc/yum.repos.d/e2fsprogs.repo
@@ -373,6 +383,8 @@ async fn lustre_follows_the_seed() {
             $ write /etc/fstab
             $ mount -t lustre -o defaults,_netdev -- /dev/md0 /mnt/oss
         #3 client00 client (after #0 #1 #2)
+          firewalld opens 988/tcp
+            (in sync)
           packages kmod-lustre-client=2.9.0 lustre-client=2.9.0 [WARNING: repository lustreclient is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustreclient.repo
             $ yum install -y -- kmod-lustre-client-2.9.0 lustre-client-2.9.0
@@ -404,6 +416,8 @@ async fn lustre_2_15_on_el8() {
     let devices = ["/dev/nvme1n1", "/dev/nvme2n1", "/dev/nvme3n1", "/dev/nvme4n1", "/dev/md0"];
     check("lustre-2.15-el8.toml", &devices, true, expect![[r#"
         #0 mgsmds00 mgs+mdt
+          firewalld opens 988/tcp
+            (in sync)
           packages lustre=2.15.4 kmod-lustre=2.15.4 kmod-lustre-osd-ldiskfs=2.15.4 lustre-osd-ldiskfs-mount=2.15.4 e2fsprogs [WARNING: repository lustre-server is not GPG-checked (gpgcheck = false)] [WARNING: repository e2fsprogs-wc is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustre-server.repo
             $ write /etc/yum.repos.d/e2fsprogs-wc.repo
@@ -422,6 +436,8 @@ async fn lustre_2_15_on_el8() {
             $ write /etc/fstab
             $ mount -t lustre -o defaults,_netdev -- /dev/nvme1n1 /mnt/mgsmds
         #1 oss00 ost (after #0)
+          firewalld opens 988/tcp
+            (in sync)
           packages lustre=2.15.4 kmod-lustre=2.15.4 kmod-lustre-osd-ldiskfs=2.15.4 lustre-osd-ldiskfs-mount=2.15.4 e2fsprogs mdadm [WARNING: repository lustre-server is not GPG-checked (gpgcheck = false)] [WARNING: repository e2fsprogs-wc is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustre-server.repo
             $ write /etc/yum.repos.d/e2fsprogs-wc.repo
@@ -445,6 +461,8 @@ async fn lustre_2_15_on_el8() {
             $ write /etc/fstab
             $ mount -t lustre -o defaults,_netdev -- /dev/md0 /mnt/oss
         #2 oss01 ost (after #0)
+          firewalld opens 988/tcp
+            (in sync)
           packages lustre=2.15.4 kmod-lustre=2.15.4 kmod-lustre-osd-ldiskfs=2.15.4 lustre-osd-ldiskfs-mount=2.15.4 e2fsprogs mdadm [WARNING: repository lustre-server is not GPG-checked (gpgcheck = false)] [WARNING: repository e2fsprogs-wc is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustre-server.repo
             $ write /etc/yum.repos.d/e2fsprogs-wc.repo
@@ -468,6 +486,8 @@ async fn lustre_2_15_on_el8() {
             $ write /etc/fstab
             $ mount -t lustre -o defaults,_netdev -- /dev/md0 /mnt/oss
         #3 client00 client (after #0 #1 #2)
+          firewalld opens 988/tcp
+            (in sync)
           packages kmod-lustre-client=2.15.4 lustre-client=2.15.4 [WARNING: repository lustre-client is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustre-client.repo
             $ dnf install -y -- kmod-lustre-client-2.15.4 lustre-client-2.15.4
@@ -506,6 +526,8 @@ async fn beegfs_follows_the_seed() {
     let devices: Vec<&str> = devices.iter().map(String::as_str).collect();
     check("beegfs.toml", &devices, true, expect![[r#"
         #0 mgmt mgmtd
+          firewalld opens 8008/tcp 8008/udp
+            (in sync)
           packages beegfs-mgmtd beegfs-utils
             $ write /etc/yum.repos.d/beegfs.repo
             $ yum install -y -- beegfs-mgmtd beegfs-utils
@@ -519,6 +541,8 @@ async fn beegfs_follows_the_seed() {
             $ systemctl enable beegfs-mgmtd
             $ systemctl start beegfs-mgmtd
         #1 storage0 meta (after #0)
+          firewalld opens 8003/tcp 8003/udp 8005/tcp 8005/udp
+            (in sync)
           packages beegfs-meta mdadm e2fsprogs
             $ write /etc/yum.repos.d/beegfs.repo
             $ yum install -y -- beegfs-meta mdadm e2fsprogs
@@ -543,6 +567,8 @@ async fn beegfs_follows_the_seed() {
             $ systemctl enable beegfs-meta
             $ systemctl start beegfs-meta
         #2 storage1 meta (after #0)
+          firewalld opens 8003/tcp 8003/udp 8005/tcp 8005/udp
+            (in sync)
           packages beegfs-meta mdadm e2fsprogs
             $ write /etc/yum.repos.d/beegfs.repo
             $ yum install -y -- beegfs-meta mdadm e2fsprogs
@@ -615,6 +641,8 @@ async fn beegfs_follows_the_seed() {
             $ systemctl enable beegfs-storage
             $ systemctl start beegfs-storage
         #5 client00 client (after #0 #1 #2 #3 #4)
+          firewalld opens 8004/udp
+            (in sync)
           packages beegfs-client beegfs-helperd beegfs-utils gcc make (rpm: beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel)
             $ write /etc/yum.repos.d/beegfs.repo
             $ yum install -y -- beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel
@@ -661,6 +689,8 @@ async fn beegfs_7_4_on_el8_authenticates() {
     let devices: Vec<&str> = devices.iter().map(String::as_str).collect();
     check("beegfs-7.4-el8.toml", &devices, true, expect![[r#"
         #0 mgmt mgmtd
+          firewalld opens 8008/tcp 8008/udp
+            (in sync)
           packages beegfs-mgmtd beegfs-utils
             $ write /etc/yum.repos.d/beegfs.repo
             $ dnf install -y -- beegfs-mgmtd beegfs-utils
@@ -678,6 +708,8 @@ async fn beegfs_7_4_on_el8_authenticates() {
             $ systemctl enable beegfs-mgmtd
             $ systemctl start beegfs-mgmtd
         #1 storage0 meta (after #0)
+          firewalld opens 8003/tcp 8003/udp 8005/tcp 8005/udp
+            (in sync)
           packages beegfs-meta mdadm e2fsprogs
             $ write /etc/yum.repos.d/beegfs.repo
             $ dnf install -y -- beegfs-meta mdadm e2fsprogs
@@ -706,6 +738,8 @@ async fn beegfs_7_4_on_el8_authenticates() {
             $ systemctl enable beegfs-meta
             $ systemctl start beegfs-meta
         #2 storage1 meta (after #0)
+          firewalld opens 8003/tcp 8003/udp 8005/tcp 8005/udp
+            (in sync)
           packages beegfs-meta mdadm e2fsprogs
             $ write /etc/yum.repos.d/beegfs.repo
             $ dnf install -y -- beegfs-meta mdadm e2fsprogs
@@ -790,6 +824,8 @@ async fn beegfs_7_4_on_el8_authenticates() {
             $ systemctl enable beegfs-storage
             $ systemctl start beegfs-storage
         #5 client00 client (after #0 #1 #2 #3 #4)
+          firewalld opens 8004/udp
+            (in sync)
           packages beegfs-client beegfs-helperd beegfs-utils gcc make (rpm: beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel)
             $ write /etc/yum.repos.d/beegfs.repo
             $ dnf install -y -- beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel
@@ -826,6 +862,8 @@ async fn beegfs_7_4_on_el8_authenticates() {
           check /mnt/beegfs is writable
             (waits)
         #6 client01 client (after #0 #1 #2 #3 #4)
+          firewalld opens 8004/udp
+            (in sync)
           packages beegfs-client beegfs-helperd beegfs-utils gcc make (rpm: beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel)
             $ write /etc/yum.repos.d/beegfs.repo
             $ dnf install -y -- beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel
@@ -873,6 +911,8 @@ async fn beegfs_7_4_on_el8_authenticates() {
 async fn the_e2e_gluster_cluster_on_debian() {
     check("glusterfs-e2e.toml", &["/dev/pvfs-disk0"], false, expect![[r#"
         #0 gfs1 brick
+          firewalld opens 24007-24008/tcp 49152/tcp
+            (in sync)
           packages (rpm) centos-release-gluster
             (in sync)
           packages glusterfs-server xfsprogs (rpm: glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs xfsprogs)
@@ -892,6 +932,8 @@ async fn the_e2e_gluster_cluster_on_debian() {
           directory /bricks/brick1/gv0
             $ mkdir -p -m 755 /bricks/brick1/gv0
         #1 gfs2 brick
+          firewalld opens 24007-24008/tcp 49152/tcp
+            (in sync)
           packages (rpm) centos-release-gluster
             (in sync)
           packages glusterfs-server xfsprogs (rpm: glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs xfsprogs)
@@ -939,6 +981,7 @@ fn units_order_across_nodes() {
     let plan = plan(&example("glusterfs-e2e.toml"));
     expect![[r#"
         #0 gfs1 brick
+            firewalld opens 24007-24008/tcp 49152/tcp
             packages (rpm) centos-release-gluster
             packages glusterfs-server xfsprogs (rpm: glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs xfsprogs)
             service glusterd enabled and running
@@ -947,6 +990,7 @@ fn units_order_across_nodes() {
             mount /dev/pvfs-disk0 on /bricks/brick1 (xfs)
             directory /bricks/brick1/gv0
         #1 gfs2 brick
+            firewalld opens 24007-24008/tcp 49152/tcp
             packages (rpm) centos-release-gluster
             packages glusterfs-server xfsprogs (rpm: glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs xfsprogs)
             service glusterd enabled and running

@@ -185,13 +185,13 @@ async fn execute_while<R: Runner>(
         Err(err) => return outcome_of(err),
     };
     if assessment.is_in_sync() {
-        return Outcome::Ok { detail: None };
+        return Outcome::Ok { detail: assessment.note };
     }
     if dry_run {
         let would_run = assessment.actions.iter().map(ToString::to_string).collect();
         return Outcome::WouldChange { diff: assessment.diff, would_run };
     }
-    let Assessment { diff, actions } = assessment;
+    let Assessment { diff, actions, .. } = assessment;
     for action in &actions {
         // The backstop: a bug in an assessment cannot become a write outside the policy.
         if let Err(err) = policy.check_action_on(step.kind(), action, &host.root) {
