@@ -19,9 +19,7 @@ use pvfs_host::{Command, Runner};
 use std::fmt;
 use std::str::FromStr;
 
-/// Where firewalld's package puts its client (firewalld.spec, `%files`:
-/// `%{_bindir}/firewall-cmd`).
-pub const FIREWALL_CMD: &str = "/usr/bin/firewall-cmd";
+pub use pvfs_host::paths::FIREWALL_CMD;
 
 /// firewall-cmd's exit code when firewalld is not running (src/firewall/errors.py,
 /// `NOT_RUNNING = 252`; firewall-cmd(1), EXIT CODES).
