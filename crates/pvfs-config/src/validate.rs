@@ -7,9 +7,8 @@ use crate::diagnostic::{Diagnostic, Source};
 use crate::grammar;
 use crate::load::{Context, Incomplete};
 use crate::model::{
-    Firewall,
-    Address, BeegfsAuth, Bench, Cluster, Kind, KindSpec, Layout, Lvm, Node, Packages, Queue, Repo, Role,
-    Stripe, Target,
+    Address, BeegfsAuth, Bench, Cluster, Firewall, Kind, KindSpec, Layout, Lvm, Node, Packages, Queue, Repo,
+    Role, Stripe, Target,
 };
 use crate::schema::{BenchSection, ClusterFile, NodeSpec, StripeSection, TargetSection};
 use crate::suggest::closest;

@@ -22,7 +22,7 @@
 
 use crate::Plan;
 use pvfs_config::{Cluster, Firewall, Kind, Node, Role};
-use pvfs_steps::{FirewallPorts, PortRange, Protocol, Step};
+use pvfs_steps::{FirewallPorts, GateKind, PortRange, Protocol, Step};
 
 /// glusterd's first brick port (`base-port`, extras/glusterd.vol.in).
 pub const GLUSTER_BASE_PORT: u16 = 49152;
@@ -72,4 +72,37 @@ pub(crate) fn add(cluster: &Cluster, plan: &mut Plan) {
             unit.steps.insert(0, Step::Firewall(FirewallPorts { ports, zone: None }));
         }
     }
+}
+
+/// The nodes whose ports a gate on `node` waits to reach, `node` first (answers come back to
+/// it too): where to look for a firewall when the gate times out. Gates that wait on nothing
+/// across the network (the node's own NID, kernel headers, a client's own mount) name none.
+pub fn gate_nodes<'c>(cluster: &'c Cluster, node: &str, gate: &GateKind) -> Vec<&'c Node> {
+    let by_host = |host: &str| {
+        cluster
+            .nodes
+            .iter()
+            .filter(|n| crate::host_of(n) == host || n.name == host || crate::lustre::lnet_host(n) == host)
+            .collect::<Vec<_>>()
+    };
+    let servers =
+        |roles: &[Role]| cluster.nodes.iter().filter(|n| roles.iter().any(|r| n.has(*r))).collect::<Vec<_>>();
+    let others: Vec<&Node> = match gate {
+        GateKind::LnetPing { nid } => by_host(nid.split('@').next().unwrap_or_default()),
+        GateKind::LfsCheckServers => servers(&[Role::Mgs, Role::Mds, Role::Oss]),
+        GateKind::BeegfsMgmtdReachable => servers(&[Role::Mgmtd]),
+        GateKind::BeegfsCheckServers => servers(&[Role::Mgmtd, Role::Meta, Role::Storage]),
+        GateKind::GlusterPeersInCluster { peers } => peers.iter().flat_map(|p| by_host(p)).collect(),
+        GateKind::GlusterBricksOnline { bricks, .. } => {
+            bricks.iter().flat_map(|b| by_host(b.split_once(':').map_or(b.as_str(), |(h, _)| h))).collect()
+        }
+        _ => return Vec::new(),
+    };
+    let mut nodes: Vec<&Node> = cluster.node(node).into_iter().collect();
+    for other in others {
+        if !nodes.iter().any(|n| n.name == other.name) {
+            nodes.push(other);
+        }
+    }
+    nodes
 }

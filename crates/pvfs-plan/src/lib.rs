@@ -20,7 +20,7 @@ mod mpi;
 mod storage;
 
 pub use down::down;
-pub use firewall::{GLUSTER_BASE_PORT, ports_of};
+pub use firewall::{GLUSTER_BASE_PORT, gate_nodes, ports_of};
 pub use mpi::{MpiKeys, add_mpi_ssh};
 
 use pvfs_config::{Cluster, Kind, Node, Role};

@@ -1256,3 +1256,27 @@ fn nids_come_from_the_lnet_address_when_a_node_gives_one() {
     assert!(shown.iter().any(|s| s.starts_with(&format!("mount {mgs}:/"))), "{shown:#?}");
     assert!(!shown.iter().any(|s| s.contains("10.0.0.") && s.contains("@tcp")), "{shown:#?}");
 }
+
+/// A gate that times out names the nodes whose ports it waited for: the waiting node, then
+/// the ones it reaches (the MGS by its NID, every server, the peers by host).
+#[test]
+fn a_timed_out_gate_names_the_nodes_it_waited_for() {
+    use pvfs_steps::GateKind;
+    let lustre = example("lustre.toml");
+    let names = |node: &str, gate: &GateKind| -> Vec<String> {
+        crate::gate_nodes(&lustre, node, gate).iter().map(|n| n.name.clone()).collect()
+    };
+    let mgs = lustre.with_role(pvfs_config::Role::Mgs).next().unwrap();
+    let client = lustre.with_role(pvfs_config::Role::Client).next().unwrap();
+    let nid = format!("{}@tcp", mgs.address.tls_name());
+    assert_eq!(names(&client.name, &GateKind::LnetPing { nid }), [client.name.clone(), mgs.name.clone()]);
+    let servers = names(&client.name, &GateKind::LfsCheckServers);
+    assert_eq!(servers[0], client.name);
+    assert!(servers.len() > 2, "{servers:?}");
+    assert!(names(&client.name, &GateKind::KernelBuildTree).is_empty());
+    // Ports: LNet's on every Lustre node, client or server.
+    assert_eq!(
+        crate::ports_of(&lustre, client).iter().map(ToString::to_string).collect::<Vec<_>>(),
+        ["988/tcp"]
+    );
+}

@@ -119,7 +119,8 @@ impl ListedPort {
         let err = || PortError(text.to_owned());
         let (ports, protocol) = text.split_once('/').ok_or_else(err)?;
         let (first, last) = ports.split_once('-').unwrap_or((ports, ports));
-        let number = |s: &str| s.parse::<u16>().ok().filter(|&p| p > 0 && s.bytes().all(|b| b.is_ascii_digit()));
+        let number =
+            |s: &str| s.parse::<u16>().ok().filter(|&p| p > 0 && s.bytes().all(|b| b.is_ascii_digit()));
         let (first, last) = (number(first).ok_or_else(err)?, number(last).ok_or_else(err)?);
         if first > last || protocol.is_empty() || !protocol.bytes().all(|b| b.is_ascii_lowercase()) {
             return Err(err());
@@ -157,17 +158,24 @@ impl FirewallPorts {
     }
 
     /// The ports `firewall-cmd … --list-ports` lists.
-    async fn listed<R: Runner>(&self, host: &NodeAccess<R>, permanent: bool) -> Result<Vec<ListedPort>, StepError> {
+    async fn listed<R: Runner>(
+        &self,
+        host: &NodeAccess<R>,
+        permanent: bool,
+    ) -> Result<Vec<ListedPort>, StepError> {
         let probe = self.command(permanent, "--list-ports");
         let shown = probe.to_string();
         let text = host.probe_ok(probe).await?;
-        parse_list_ports(&text).map_err(|err| StepError::Unexpected { command: shown, message: err.to_string() })
+        parse_list_ports(&text)
+            .map_err(|err| StepError::Unexpected { command: shown, message: err.to_string() })
     }
 
     /// Whether firewalld runs: `None` when it does, else why there is nothing to do.
     async fn not_running<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Option<String>, StepError> {
         if !host.root.exists(FIREWALL_CMD) {
-            return Ok(Some(format!("firewalld is not installed ({FIREWALL_CMD} is absent): no port to open")));
+            return Ok(Some(format!(
+                "firewalld is not installed ({FIREWALL_CMD} is absent): no port to open"
+            )));
         }
         // systemd first: firewall-cmd waits up to 10 s for firewalld's D-Bus name before it
         // says "not running" (src/firewall-cmd.in, "Waiting on dbus connection..."), and a
@@ -206,7 +214,8 @@ impl FirewallPorts {
         }
         let permanent = self.listed(host, true).await?;
         let running = self.listed(host, false).await?;
-        let zone = self.zone.as_deref().map_or_else(|| "the default zone".to_owned(), |z| format!("zone {z}"));
+        let zone =
+            self.zone.as_deref().map_or_else(|| "the default zone".to_owned(), |z| format!("zone {z}"));
         let mut a = Assessment::in_sync();
         let mut reload = false;
         for port in &self.ports {
@@ -217,7 +226,9 @@ impl FirewallPorts {
                 );
                 reload = true;
             } else if !port.covered_by(&running) {
-                a.diff.push(format!("{port} is open in firewalld's permanent configuration but not yet running"));
+                a.diff.push(format!(
+                    "{port} is open in firewalld's permanent configuration but not yet running"
+                ));
                 reload = true;
             }
         }

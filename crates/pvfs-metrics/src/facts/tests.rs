@@ -269,7 +269,11 @@ async fn the_host_firewall_is_firewalld_running_or_ufw_enabled() {
     let root = Root::at(host.path());
     assert_eq!(read_firewall(&root, &RecordedRunner::new()).await, HostFirewall::None);
     write(host.path(), "/etc/ufw/ufw.conf", UFW_CONF);
-    assert_eq!(read_firewall(&root, &RecordedRunner::new()).await, HostFirewall::None, "installed, not enabled");
+    assert_eq!(
+        read_firewall(&root, &RecordedRunner::new()).await,
+        HostFirewall::None,
+        "installed, not enabled"
+    );
     write(host.path(), "/etc/ufw/ufw.conf", &UFW_CONF.replace("ENABLED=no", "ENABLED=yes"));
     assert_eq!(read_firewall(&root, &RecordedRunner::new()).await, HostFirewall::Ufw);
 

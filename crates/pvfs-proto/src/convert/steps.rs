@@ -6,11 +6,11 @@
 use crate::pb;
 use crate::pb::step::Step as S;
 use pvfs_steps::{
-    BeegfsService, BeegfsSetup, BlockQueue, CommandRecord, ConfigKeys, Directory, Failure, File, FirewallPorts, Gate,
-    GateKind, GlusterLayout, GlusterPeers, GlusterPeersDetached, GlusterVolume, GlusterVolumeGone, KnownHost,
-    LctlParam, LustreRole, LustreStripe, LustreTarget, LvmThin, Mkfs, Mount, MpiSsh, MpiSshGone, Outcome,
-    Package, PackageManager, Packages, PortRange, Protocol, Raid0, Repo, Service, ServiceStopped, Step, StepEvent, Unmount,
-    WipeTarget,
+    BeegfsService, BeegfsSetup, BlockQueue, CommandRecord, ConfigKeys, Directory, Failure, File,
+    FirewallPorts, Gate, GateKind, GlusterLayout, GlusterPeers, GlusterPeersDetached, GlusterVolume,
+    GlusterVolumeGone, KnownHost, LctlParam, LustreRole, LustreStripe, LustreTarget, LvmThin, Mkfs, Mount,
+    MpiSsh, MpiSshGone, Outcome, Package, PackageManager, Packages, PortRange, Protocol, Raid0, Repo,
+    Service, ServiceStopped, Step, StepEvent, Unmount, WipeTarget,
 };
 use std::time::Duration;
 

@@ -18,10 +18,7 @@ fn node_with_firewalld() -> tempfile::TempDir {
 
 fn beegfs_ports() -> FirewallPorts {
     FirewallPorts {
-        ports: vec![
-            PortRange::range(8003, 8008, Protocol::Tcp),
-            PortRange::range(8003, 8008, Protocol::Udp),
-        ],
+        ports: vec![PortRange::range(8003, 8008, Protocol::Tcp), PortRange::range(8003, 8008, Protocol::Udp)],
         zone: None,
     }
 }
@@ -37,7 +34,8 @@ fn running(permanent: &str, runtime: &str) -> RecordedRunner {
 #[test]
 fn port_lists_are_read_as_firewall_cmd_prints_them() {
     let listed = parse_list_ports(&without_header(SEVERAL)).unwrap();
-    let shown: Vec<String> = listed.iter().map(|p| format!("{}-{}/{}", p.first, p.last, p.protocol)).collect();
+    let shown: Vec<String> =
+        listed.iter().map(|p| format!("{}-{}/{}", p.first, p.last, p.protocol)).collect();
     assert_eq!(shown, ["22-22/tcp", "988-988/tcp", "8003-8008/tcp", "8003-8008/udp"]);
     assert_eq!(parse_list_ports(&without_header(EMPTY)).unwrap(), []);
     let range = parse_list_ports(&without_header(RANGE)).unwrap();
@@ -46,7 +44,9 @@ fn port_lists_are_read_as_firewall_cmd_prints_them() {
     assert!(!PortRange::one(988, Protocol::Tcp).covered_by(&range));
     assert!(!PortRange::range(1000, 1030, Protocol::Tcp).covered_by(&range), "1000-1023 are not in it");
     // sctp and dccp are read (firewalld opens them) but never cover a tcp/udp port.
-    assert!(!PortRange::one(5000, Protocol::Tcp).covered_by(&parse_list_ports("5000/sctp 222/dccp").unwrap()));
+    assert!(
+        !PortRange::one(5000, Protocol::Tcp).covered_by(&parse_list_ports("5000/sctp 222/dccp").unwrap())
+    );
     for bad in ["988", "988/", "/tcp", "0/tcp", "9-8/tcp", "70000/tcp", "+988/tcp", "988/TCP"] {
         assert!(parse_list_ports(bad).is_err(), "{bad}");
     }
@@ -69,7 +69,10 @@ async fn missing_ports_are_added_permanently_then_reloaded() {
             "firewall-cmd --reload"
         ]
     );
-    assert_eq!(a.diff[0], "firewalld's permanent configuration does not open 8003-8008/tcp in the default zone");
+    assert_eq!(
+        a.diff[0],
+        "firewalld's permanent configuration does not open 8003-8008/tcp in the default zone"
+    );
     // A zone is named on every command that reads or changes it, never on --reload.
     let zoned = FirewallPorts { zone: Some("internal".into()), ..beegfs_ports() };
     let runner = RecordedRunner::new()
@@ -108,7 +111,10 @@ async fn without_firewalld_there_is_nothing_to_do_and_the_step_says_why() {
     let host = NodeAccess::new(Root::at(bare.path()), RecordedRunner::new());
     let a = beegfs_ports().assess(&host).await.unwrap();
     assert!(a.is_in_sync());
-    assert_eq!(a.note.as_deref(), Some("firewalld is not installed (/usr/bin/firewall-cmd is absent): no port to open"));
+    assert_eq!(
+        a.note.as_deref(),
+        Some("firewalld is not installed (/usr/bin/firewall-cmd is absent): no port to open")
+    );
 
     let dir = node_with_firewalld();
     // Stopped, as the seed scripts leave it: systemd says so, firewall-cmd is not asked.
@@ -118,15 +124,21 @@ async fn without_firewalld_there_is_nothing_to_do_and_the_step_says_why() {
     assert_eq!(a.note.as_deref(), Some("firewalld is inactive: no port to open"));
     assert_eq!(stopped.calls(), ["systemctl is-active firewalld"]);
     // Active to systemd but not running to itself (between start and its D-Bus name).
-    let starting = RecordedRunner::new()
-        .record("systemctl is-active firewalld", 0, "active\n", "")
-        .record("firewall-cmd --state", NOT_RUNNING, &without_header(NOT_RUNNING_OUT), "");
+    let starting = RecordedRunner::new().record("systemctl is-active firewalld", 0, "active\n", "").record(
+        "firewall-cmd --state",
+        NOT_RUNNING,
+        &without_header(NOT_RUNNING_OUT),
+        "",
+    );
     let a = beegfs_ports().assess(&NodeAccess::new(Root::at(dir.path()), starting)).await.unwrap();
     assert!(a.is_in_sync());
     // Failed at start: an error saying where to look, not "nothing to do".
-    let failed = RecordedRunner::new()
-        .record("systemctl is-active firewalld", 0, "active\n", "")
-        .record("firewall-cmd --state", RUNNING_BUT_FAILED, "failed\n", "");
+    let failed = RecordedRunner::new().record("systemctl is-active firewalld", 0, "active\n", "").record(
+        "firewall-cmd --state",
+        RUNNING_BUT_FAILED,
+        "failed\n",
+        "",
+    );
     let err = beegfs_ports().assess(&NodeAccess::new(Root::at(dir.path()), failed)).await.unwrap_err();
     assert!(err.to_string().contains("journalctl -u firewalld"), "{err}");
 }

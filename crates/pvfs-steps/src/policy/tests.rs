@@ -1297,7 +1297,9 @@ fn firewall_opens_only_file_system_ports_in_two_forms() {
     }
     let policy = Policy::default();
     let run = |args: &[&str]| {
-        policy.check_action("firewall", &Action::Run(Command::new("firewall-cmd").args(args.iter().copied()))).map_err(|e| e.rule)
+        policy
+            .check_action("firewall", &Action::Run(Command::new("firewall-cmd").args(args.iter().copied())))
+            .map_err(|e| e.rule)
     };
     assert_eq!(run(&["--permanent", "--add-port=988/tcp"]), Ok(()));
     assert_eq!(run(&["--permanent", "--zone=internal", "--add-port=8003-8008/udp"]), Ok(()));
@@ -1320,6 +1322,10 @@ fn firewall_opens_only_file_system_ports_in_two_forms() {
     let other = policy.check_action("firewall", &Action::Run(Command::new("iptables").args(["-F"])));
     assert_eq!(other.map_err(|e| e.rule), Err("program"));
     // Nothing but commands.
-    let write = Action::Write { path: "/etc/firewalld/zones/public.xml".into(), contents: String::new(), mode: 0o644 };
+    let write = Action::Write {
+        path: "/etc/firewalld/zones/public.xml".into(),
+        contents: String::new(),
+        mode: 0o644,
+    };
     assert_eq!(policy.check_action("firewall", &write).map_err(|e| e.rule), Err("action-kind"));
 }
