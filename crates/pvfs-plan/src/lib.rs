@@ -17,11 +17,13 @@ mod gluster;
 mod local;
 mod lustre;
 mod mpi;
+mod selinux;
 mod storage;
 
 pub use down::down;
 pub use firewall::{GLUSTER_BASE_PORT, gate_nodes, ports_of};
 pub use mpi::{MpiKeys, add_mpi_ssh};
+pub use selinux::selinux_warning;
 
 use pvfs_config::{Cluster, Kind, Node, Role};
 use pvfs_steps::{Package, PackageManager, Packages, Repo, Step};

@@ -1280,3 +1280,41 @@ fn a_timed_out_gate_names_the_nodes_it_waited_for() {
         ["988/tcp"]
     );
 }
+
+/// SELinux enforcing is warned about where the file system's documentation says so, and
+/// nowhere else: Lustre and BeeGFS servers, not their clients, not GlusterFS.
+#[test]
+fn selinux_enforcing_is_warned_about_on_servers_whose_documentation_says_so() {
+    let warned = |file: &str| -> Vec<String> {
+        let cluster = example(file);
+        cluster
+            .nodes
+            .iter()
+            .filter(|n| crate::selinux_warning(&cluster, n, true).is_some())
+            .map(|n| n.name.clone())
+            .collect()
+    };
+    let lustre = example("lustre.toml");
+    let servers: Vec<String> =
+        lustre.nodes.iter().filter(|n| !n.has(pvfs_config::Role::Client)).map(|n| n.name.clone()).collect();
+    assert_eq!(warned("lustre.toml"), servers);
+    // Lustre 2.15 pinned: the manual no longer requires it.
+    let mut pinned = lustre.clone();
+    if let pvfs_config::KindSpec::Lustre { version, .. } = &mut pinned.spec {
+        *version = Some("2.15.4".into());
+    }
+    assert!(pinned.nodes.iter().all(|n| crate::selinux_warning(&pinned, n, true).is_none()));
+    let beegfs = example("beegfs.toml");
+    let beegfs_servers: Vec<String> = beegfs
+        .nodes
+        .iter()
+        .filter(|n| !n.has(pvfs_config::Role::Client) || n.roles.len() > 1)
+        .map(|n| n.name.clone())
+        .collect();
+    assert_eq!(warned("beegfs.toml"), beegfs_servers);
+    assert!(warned("glusterfs.toml").is_empty());
+    let node = &lustre.nodes[0];
+    assert_eq!(crate::selinux_warning(&lustre, node, false), None, "permissive or disabled: nothing");
+    let text = crate::selinux_warning(&lustre, node, true).unwrap();
+    assert!(text.contains("pvfs does not change it") && text.contains("/etc/selinux/config"), "{text}");
+}
