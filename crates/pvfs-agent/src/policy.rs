@@ -150,7 +150,7 @@ mod tests {
             "/etc/pvfs/policy.toml:1:18: kinds: unknown step kind \"shell\": use packages, file, config-keys, \
              directory, service, raid0, lvm-thin, mkfs, lustre-target, lustre-stripe, lctl-param, mount, \
              block-queue, gluster-peers, gluster-volume, beegfs-setup, unmount, service-stopped, \
-             gluster-volume-gone, gluster-peers-detached, wipe, mpi-ssh, mpi-ssh-gone, reboot\n\
+             gluster-volume-gone, gluster-peers-detached, wipe, mpi-ssh, mpi-ssh-gone, firewall, reboot\n\
              /etc/pvfs/policy.toml:2:24: data_roots: \"/etc\" cannot be a data root: /etc is in a system tree\n\
              /etc/pvfs/policy.toml:3:17: repositories: \"https://mirror.site\" must be a URL prefix such as \
              \"https://mirror.example.com/lustre/\", ending in '/' (so that \"https://mirror.example.com.evil.org/\" \

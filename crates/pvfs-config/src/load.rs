@@ -313,6 +313,7 @@ fn read_file(source: &Source<'_>, diagnostics: &mut Vec<Diagnostic>) -> Option<(
         (None, Some(span)) => ClusterSection {
             name: Spanned::new(span.clone(), String::new()),
             kind: Spanned::new(span, String::new()),
+            firewall: None,
         },
         (None, None) => {
             let msg = "missing [cluster] section: add one with `name` and `kind` (lustre, glusterfs, beegfs or local)";

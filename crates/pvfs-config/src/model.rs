@@ -23,6 +23,30 @@ pub struct Cluster {
     pub azure: Option<crate::azure::Azure>,
     /// `[policy]`: the agent policy bootstrap installs, when the file gives one.
     pub policy: Option<PolicySpec>,
+    /// `[cluster] firewall`: whether `up` opens the file system's ports in firewalld.
+    pub firewall: Firewall,
+}
+
+/// `[cluster] firewall`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Firewall {
+    /// Open the ports each node's role needs where firewalld runs (the default: on an EL7/EL8
+    /// default install firewalld runs and lets none of them through).
+    #[default]
+    Open,
+    /// Change no firewall: the site manages it.
+    Leave,
+}
+
+impl Firewall {
+    pub const ALL: [Firewall; 2] = [Firewall::Open, Firewall::Leave];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Firewall::Open => "open",
+            Firewall::Leave => "leave",
+        }
+    }
 }
 
 impl Cluster {

@@ -77,6 +77,11 @@ pub struct ClusterSection {
     pub name: Spanned<String>,
     /// Which parallel file system the cluster runs: lustre, glusterfs, beegfs or local.
     pub kind: Spanned<String>,
+    /// What `pvfsctl up` does about firewalld on the nodes: `"open"` (the default) opens the
+    /// ports the node's role needs (`firewall-cmd --permanent --add-port`, then `--reload`)
+    /// where firewalld runs; `"leave"` changes no firewall (the site manages it).
+    #[serde(default)]
+    pub firewall: Option<Spanned<String>>,
 }
 
 /// `[[node]]`

@@ -106,7 +106,7 @@ fsname = "LustreFS"
 mount = "/mnt/lustre"
 "#,
         expect![[r#"
-            /etc/pvfs/cluster.toml:5:1: unknown key `colour` in [cluster]; expected one of: name, kind
+            /etc/pvfs/cluster.toml:5:1: unknown key `colour` in [cluster]; expected one of: name, kind, firewall
             /etc/pvfs/cluster.toml:11:8: node "server1" has role server but lists no disks; its target needs at least one (`disks = ["/dev/…"]`)
             /etc/pvfs/cluster.toml:13:20: role "oss" is not valid for kind glusterfs: use server, client
             /etc/pvfs/cluster.toml:14:1: unknown key `rolse` in [[node]]; did you mean `roles`?
@@ -851,7 +851,7 @@ fn a_mistyped_section_header_is_named_and_its_contents_still_checked() {
         expect![[r#"
             /etc/pvfs/cluster.toml:1:2: unknown section [clustr]; did you mean [cluster]?
             /etc/pvfs/cluster.toml:3:8: unknown kind "lustr": expected one of lustre, glusterfs, beegfs, local; did you mean "lustre"?
-            /etc/pvfs/cluster.toml:4:1: unknown key `colour` in [cluster]; expected one of: name, kind
+            /etc/pvfs/cluster.toml:4:1: unknown key `colour` in [cluster]; expected one of: name, kind, firewall
             /etc/pvfs/cluster.toml:5:3: unknown section [[nodes]]; did you mean [[node]]?
             /etc/pvfs/cluster.toml:6:8: node name "-a" must be 1 to 64 letters, digits, '-', '_' or '.', not starting with '-' or '.' (it names the node's certificate file)
             /etc/pvfs/cluster.toml:9:2: unknown section [totally_unrelated]; sections are [cluster], [[node]], [tls], [lustre], [glusterfs], [beegfs], [local], [bench], [packages], [[repo]], [azure], [policy]
@@ -1180,6 +1180,25 @@ kinds = ["mount"]
             /etc/pvfs/cluster.toml:32:1: [policy.role.oss]: a glusterfs cluster has no oss nodes; its roles are server, client
             /etc/pvfs/cluster.toml:35:1: [policy.role.clients]: unknown role "clients"; roles are mgs, mds, oss, server, mgmtd, meta, storage, client
             /etc/pvfs/cluster.toml:38:1: node both has roles server and client, whose [policy.role.*] tables set `kinds` differently: set it in one of them, or in [policy] for both
+        "#]],
+    );
+}
+
+#[test]
+fn the_firewall_is_opened_unless_the_file_says_to_leave_it() {
+    let cluster = |line: &str| {
+        format!(
+            "[cluster]\nname = \"x\"\nkind = \"glusterfs\"\n{line}\n[[node]]\nname = \"s\"\naddress = \"10.0.0.4\"\nroles = [\"server\"]\ndisks = [\"/dev/sdc\"]\n[glusterfs]\nvolume = \"gv0\"\nmount = \"/mnt/gluster\"\n"
+        )
+    };
+    let firewall = |line: &str| parse(Path::new("/c.toml"), &cluster(line)).unwrap().firewall;
+    assert_eq!(firewall(""), crate::Firewall::Open);
+    assert_eq!(firewall("firewall = \"open\""), crate::Firewall::Open);
+    assert_eq!(firewall("firewall = \"leave\""), crate::Firewall::Leave);
+    check(
+        &cluster("firewall = \"off\""),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:4:12: firewall = "off": use "open" (pvfs opens the file system's ports in firewalld) or "leave" (pvfs changes no firewall)
         "#]],
     );
 }

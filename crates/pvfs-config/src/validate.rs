@@ -7,8 +7,8 @@ use crate::diagnostic::{Diagnostic, Source};
 use crate::grammar;
 use crate::load::{Context, Incomplete};
 use crate::model::{
-    Address, BeegfsAuth, Bench, Cluster, Kind, KindSpec, Layout, Lvm, Node, Packages, Queue, Repo, Role,
-    Stripe, Target,
+    Address, BeegfsAuth, Bench, Cluster, Firewall, Kind, KindSpec, Layout, Lvm, Node, Packages, Queue, Repo,
+    Role, Stripe, Target,
 };
 use crate::schema::{BenchSection, ClusterFile, NodeSpec, StripeSection, TargetSection};
 use crate::suggest::closest;
@@ -73,6 +73,23 @@ pub(crate) fn validate(
         }
     };
 
+    let firewall = match &file.cluster.firewall {
+        None => Firewall::Open,
+        Some(given) => match Firewall::ALL.iter().find(|f| f.as_str() == given.get_ref()) {
+            Some(firewall) => *firewall,
+            None => {
+                v.error(
+                    given,
+                    format!(
+                        "firewall = {:?}: use \"open\" (pvfs opens the file system's ports in firewalld) or \"leave\" \
+                         (pvfs changes no firewall)",
+                        given.get_ref()
+                    ),
+                );
+                Firewall::Open
+            }
+        },
+    };
     v.check(&file.tls.dir, |dir| grammar::no_control("[tls] dir", dir));
     let spec = kind.and_then(|kind| v.kind_spec(kind, &file));
     let nodes = v.nodes(kind, &file);
@@ -105,6 +122,7 @@ pub(crate) fn validate(
         repos,
         azure,
         policy,
+        firewall,
     };
     Some((cluster, unaddressed))
 }

@@ -302,7 +302,7 @@ pub async fn converge(
         }
         // (Units only depend on units before them, so one pass in order skips transitively.)
         let Some(joined) = tasks.join_next().await else { break };
-        let (id, result) = match joined {
+        let (id, mut result) = match joined {
             Ok(done) => done,
             // A panic in a unit's task is a bug; the unit then stays "running" and the run
             // ends with what finished.
@@ -312,6 +312,9 @@ pub async fn converge(
             }
         };
         let unit = &plan.units[id];
+        if !result.timed_out.is_empty() {
+            firewall_hints(cluster, &unit.node, &mut result, dialer).await;
+        }
         let c = counts.entry(unit.node.clone()).or_default();
         c.ok += result.counts.ok;
         c.changed += result.counts.changed;
@@ -392,6 +395,9 @@ struct UnitResult {
     /// The node was rebooted into the kernel it had to boot, and the unit ran again.
     rebooted: Option<Boot>,
     elapsed: Duration,
+    /// Gates that timed out, each with the index of its line in `failures`: a firewall on a
+    /// node they wait for may be why (`firewall_hints`).
+    timed_out: Vec<(usize, pvfs_steps::GateKind)>,
 }
 
 impl UnitResult {
@@ -403,6 +409,7 @@ impl UnitResult {
             boot: None,
             rebooted: None,
             elapsed: Duration::ZERO,
+            timed_out: Vec::new(),
         }
     }
 }
@@ -462,6 +469,7 @@ async fn run_unit(
     let mut counts = Counts::default();
     let mut failures = Vec::new();
     let mut boot = None;
+    let mut timed_out = Vec::new();
     let mut done = vec![false; unit.steps.len()];
     loop {
         match stream.message().await {
@@ -489,6 +497,12 @@ async fn run_unit(
                             let mut line = format!("step {} ({step}) failed: {}", index + 1, f.message);
                             if let (Some(cmd), false) = (&f.command, f.message.contains("exited")) {
                                 line += &format!(" [command: {cmd}, exit {:?}]", f.code);
+                            }
+                            // `StepError::Deadline`'s words: the gate waited its whole time.
+                            if let pvfs_steps::Step::Gate(gate) = step
+                                && f.message.starts_with("not ready after")
+                            {
+                                timed_out.push((failures.len(), gate.kind.clone()));
                             }
                             failures.push(line);
                         }
@@ -526,7 +540,81 @@ async fn run_unit(
         counts.failed += 1;
         counts.skipped += unfinished - 1;
     }
-    UnitResult { counts, failures, boot, rebooted: None, elapsed: started.elapsed() }
+    UnitResult { counts, failures, boot, rebooted: None, elapsed: started.elapsed(), timed_out }
+}
+
+/// Adds to each timed-out gate's failure what the firewalls of the nodes it waited for say:
+/// a gate that waits on another node's port (LNet's 988, BeeGFS's 8008, glusterd's 24007)
+/// times out with nothing pointing at a firewall that drops the packets. Each node involved is
+/// asked for its facts (bounded by the dialer's timeout); one that cannot be asked adds
+/// nothing.
+async fn firewall_hints(cluster: &Cluster, node: &str, result: &mut UnitResult, dialer: &Dialer) {
+    let mut asked: BTreeMap<String, pvfs_metrics::facts::HostFirewall> = BTreeMap::new();
+    for (line, kind) in std::mem::take(&mut result.timed_out) {
+        let mut hints = Vec::new();
+        for other in pvfs_plan::gate_nodes(cluster, node, &kind) {
+            let firewall = match asked.get(&other.name) {
+                Some(firewall) => *firewall,
+                None => {
+                    let report = crate::survey::ask(other, dialer).await;
+                    let firewall = report.result.map(|info| info.facts.firewall).unwrap_or_default();
+                    asked.insert(other.name.clone(), firewall);
+                    firewall
+                }
+            };
+            let ports = pvfs_plan::ports_of(cluster, other);
+            hints.extend(firewall_hint(&other.name, firewall, &ports, cluster.firewall));
+        }
+        if let (false, Some(failure)) = (hints.is_empty(), result.failures.get_mut(line)) {
+            failure.push_str(". ");
+            failure.push_str(&hints.join(". "));
+        }
+    }
+}
+
+/// What to say about `node`'s firewall when a gate waiting on it timed out, if it has one that
+/// is on: the ports the node's file system role needs and how to open them.
+fn firewall_hint(
+    node: &str,
+    firewall: pvfs_metrics::facts::HostFirewall,
+    ports: &[pvfs_steps::PortRange],
+    setting: pvfs_config::Firewall,
+) -> Option<String> {
+    use pvfs_metrics::facts::HostFirewall;
+    if ports.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = ports.iter().map(ToString::to_string).collect();
+    let list = list.join(" ");
+    match (firewall, setting) {
+        (HostFirewall::Firewalld, pvfs_config::Firewall::Leave) => {
+            let adds: Vec<String> =
+                ports.iter().map(|p| format!("firewall-cmd --permanent --add-port={p}")).collect();
+            Some(format!(
+                "firewalld is running on {node} and port {list} may be closed there: let pvfs open it (remove \
+                 `firewall = \"leave\"` from [cluster]) or open it yourself (`{}`, then `firewall-cmd --reload`)",
+                adds.join("`, `")
+            ))
+        }
+        (HostFirewall::Firewalld, pvfs_config::Firewall::Open) => Some(format!(
+            "firewalld is running on {node}, where pvfs opened port {list} in the default zone: if the interface \
+             the cluster uses is in another zone (`firewall-cmd --get-active-zones`), open it in that zone"
+        )),
+        (HostFirewall::Ufw, _) => {
+            let allows: Vec<String> = ports.iter().map(|p| format!("ufw allow {}", ufw_port(p))).collect();
+            Some(format!(
+                "ufw is enabled on {node} and port {list} may be closed there (pvfs changes only firewalld): open \
+                 it with `{}`",
+                allows.join("`, `")
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// ufw's port form: `988/tcp`, a range with a colon (`8003:8008/udp`, ufw(8)).
+fn ufw_port(p: &pvfs_steps::PortRange) -> String {
+    if p.first == p.last { p.to_string() } else { format!("{}:{}/{}", p.first, p.last, p.protocol.as_str()) }
 }
 
 /// A unit to run again once its node has rebooted.
@@ -590,6 +678,32 @@ impl Again<'_> {
 #[cfg(test)]
 mod tests {
     use super::UnitFailed;
+
+    /// A timed-out gate's failure names the firewall on the node, the port and the fix, for
+    /// each way the cluster file and the node can be.
+    #[test]
+    fn a_firewall_on_a_node_a_gate_waited_for_is_named_with_its_port() {
+        use pvfs_config::Firewall;
+        use pvfs_metrics::facts::HostFirewall;
+        use pvfs_steps::{PortRange, Protocol};
+        let lnet = [PortRange::one(988, Protocol::Tcp)];
+        let hint = |fw, setting, ports: &[PortRange]| super::firewall_hint("mgs", fw, ports, setting);
+        assert_eq!(
+            hint(HostFirewall::Firewalld, Firewall::Leave, &lnet).unwrap(),
+            "firewalld is running on mgs and port 988/tcp may be closed there: let pvfs open it (remove \
+             `firewall = \"leave\"` from [cluster]) or open it yourself (`firewall-cmd --permanent \
+             --add-port=988/tcp`, then `firewall-cmd --reload`)"
+        );
+        let opened = hint(HostFirewall::Firewalld, Firewall::Open, &lnet).unwrap();
+        assert!(opened.contains("pvfs opened port 988/tcp in the default zone"), "{opened}");
+        let beegfs = [PortRange::one(8008, Protocol::Tcp), PortRange::range(8003, 8008, Protocol::Udp)];
+        let ufw = hint(HostFirewall::Ufw, Firewall::Open, &beegfs).unwrap();
+        assert!(ufw.contains("`ufw allow 8008/tcp`, `ufw allow 8003:8008/udp`"), "{ufw}");
+        // No firewall, or not known: nothing is guessed.
+        assert_eq!(hint(HostFirewall::None, Firewall::Leave, &lnet), None);
+        assert_eq!(hint(HostFirewall::Unknown, Firewall::Leave, &lnet), None);
+        assert_eq!(hint(HostFirewall::Firewalld, Firewall::Leave, &[]), None);
+    }
 
     /// The live view, the recap and `--json` (which serializes it as this text) show a unit's
     /// failures as one line, in the order they happened.

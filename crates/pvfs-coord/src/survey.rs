@@ -90,7 +90,7 @@ fn report(node: &Node, rtt: Option<Duration>, result: Result<NodeInfo, DialError
     }
 }
 
-async fn ask(node: &Node, dialer: &Dialer) -> NodeReport {
+pub(crate) async fn ask(node: &Node, dialer: &Dialer) -> NodeReport {
     let timeout = dialer.timeout();
     let exchange = async {
         let mut conn = dialer.connect(node).await?;

@@ -338,6 +338,7 @@ fn cluster_of(nodes: &[Node]) -> pvfs_config::Cluster {
         repos: vec![],
         azure: None,
         policy: None,
+        firewall: Default::default(),
     }
 }
 

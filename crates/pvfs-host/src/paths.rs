@@ -9,6 +9,10 @@
 //! `pvfs-host` for the reason `mount_options` does (the config crate cannot depend on
 //! `pvfs-steps`); the policy narrows data paths further by a site's `data_roots`.
 
+/// firewalld's client, where firewalld's package installs it (firewalld.spec, `%files`:
+/// `%{_bindir}/firewall-cmd`): the agent's facts and the `firewall` step both look for it.
+pub const FIREWALL_CMD: &str = "/usr/bin/firewall-cmd";
+
 /// Directories no step may create things in, mount on, or use as data paths (and `/` itself).
 /// `/lib*` is matched by prefix (`/lib`, `/lib32`, `/lib64`, `/libx32`).
 pub const SYSTEM_TREES: &[&str] = &[

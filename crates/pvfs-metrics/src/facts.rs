@@ -41,6 +41,91 @@ pub struct NodeFacts {
     /// clients' keys into the known_hosts file mpirun's ssh checks.
     #[serde(default)]
     pub ssh_host_key: String,
+    /// SELinux's mode, as the kernel has it ([`read_selinux`]). (Defaulted: results written
+    /// before it was reported lack it.)
+    #[serde(default)]
+    pub selinux: Selinux,
+    /// The host firewall that filters what reaches the file system's ports ([`read_firewall`]).
+    #[serde(default)]
+    pub firewall: HostFirewall,
+}
+
+/// SELinux's mode on a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Selinux {
+    /// Not reported (an agent from before it was, or selinuxfs unreadable).
+    #[default]
+    Unknown,
+    /// No selinuxfs: the kernel has no SELinux, or it was disabled at boot.
+    Disabled,
+    /// Policy loaded, denials logged but not enforced.
+    Permissive,
+    /// Policy loaded and enforced.
+    Enforcing,
+}
+
+impl Selinux {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Selinux::Unknown => "",
+            Selinux::Disabled => "disabled",
+            Selinux::Permissive => "permissive",
+            Selinux::Enforcing => "enforcing",
+        }
+    }
+
+    /// The wire's word; anything else is [`Selinux::Unknown`].
+    pub fn from_word(word: &str) -> Selinux {
+        match word {
+            "disabled" => Selinux::Disabled,
+            "permissive" => Selinux::Permissive,
+            "enforcing" => Selinux::Enforcing,
+            _ => Selinux::Unknown,
+        }
+    }
+}
+
+/// Which host firewall is active on a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HostFirewall {
+    /// Not reported (an agent from before it was).
+    #[default]
+    Unknown,
+    /// Neither firewalld running nor ufw enabled.
+    None,
+    /// firewalld is running: `pvfsctl up` opens the file system's ports in it (unless the
+    /// cluster file says `firewall = "leave"`).
+    Firewalld,
+    /// ufw is enabled: reported, never changed by pvfs.
+    Ufw,
+}
+
+impl HostFirewall {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HostFirewall::Unknown => "",
+            HostFirewall::None => "none",
+            HostFirewall::Firewalld => "firewalld",
+            HostFirewall::Ufw => "ufw",
+        }
+    }
+
+    /// The wire's word; anything else is [`HostFirewall::Unknown`].
+    pub fn from_word(word: &str) -> HostFirewall {
+        match word {
+            "none" => HostFirewall::None,
+            "firewalld" => HostFirewall::Firewalld,
+            "ufw" => HostFirewall::Ufw,
+            _ => HostFirewall::Unknown,
+        }
+    }
+
+    /// Whether it filters incoming connections by default.
+    pub fn is_active(self) -> bool {
+        matches!(self, HostFirewall::Firewalld | HostFirewall::Ufw)
+    }
 }
 
 /// The host key `NodeFacts::ssh_host_key` reports: OpenSSH's ed25519 key, which every
@@ -133,7 +218,58 @@ pub async fn read(root: &Root, runner: &impl Runner) -> Result<NodeFacts, FactsE
             .ok()
             .and_then(|text| public_key_words(&text))
             .unwrap_or_default(),
+        selinux: read_selinux(root),
+        firewall: read_firewall(root, runner).await,
     })
+}
+
+/// SELinux's mode from selinuxfs, the kernel's own interface (what `getenforce` reads through
+/// libselinux's `security_getenforce`): `enforce` holds `1` (enforcing) or `0` (permissive).
+/// libselinux looks for selinuxfs at /sys/fs/selinux (`SELINUXMNT`, every EL7+ and Debian
+/// kernel) and then at /selinux (`OLDSELINUXMNT`, EL6); neither mounted means SELinux is
+/// disabled (the kernel registers selinuxfs only when SELinux is enabled; selinux(8):
+/// "disabled ... leaving the system running without any SELinux protection").
+pub fn read_selinux(root: &Root) -> Selinux {
+    for dir in ["/sys/fs/selinux", "/selinux"] {
+        match root.read_trimmed(&format!("{dir}/enforce")) {
+            Ok(value) if value == "1" => return Selinux::Enforcing,
+            Ok(value) if value == "0" => return Selinux::Permissive,
+            Ok(value) => {
+                tracing::warn!(dir, value, "selinuxfs's enforce holds neither 0 nor 1");
+                return Selinux::Unknown;
+            }
+            Err(err) if err.is_not_found() => continue,
+            Err(err) => {
+                tracing::warn!(error = %err, "SELinux's mode not reported");
+                return Selinux::Unknown;
+            }
+        }
+    }
+    Selinux::Disabled
+}
+
+/// Which host firewall is on: firewalld when its client is installed
+/// (`/usr/bin/firewall-cmd`, firewalld.spec's `%{_bindir}/firewall-cmd`) and systemd has
+/// its unit active (`systemctl is-active firewalld`: firewall-cmd itself waits up to 10 s for
+/// a stopped daemon); else ufw when its configuration starts it (`/etc/ufw/ufw.conf`,
+/// `ENABLED=yes`, ufw.conf(5)); else none.
+pub async fn read_firewall(root: &Root, runner: &impl Runner) -> HostFirewall {
+    if root.exists(pvfs_host::paths::FIREWALL_CMD) {
+        let is_active = pvfs_host::Command::new("systemctl").args(["is-active", "firewalld"]);
+        match runner.run(&is_active).await {
+            Ok(out) if out.stdout.trim() == "active" => return HostFirewall::Firewalld,
+            Ok(_) => {}
+            Err(err) => {
+                tracing::warn!(error = %err, "firewalld's state not reported");
+                return HostFirewall::Unknown;
+            }
+        }
+    }
+    let ufw = root.read_to_string("/etc/ufw/ufw.conf").unwrap_or_default();
+    let enabled = ufw.lines().any(|line| {
+        line.trim().strip_prefix("ENABLED=").is_some_and(|v| v.trim().trim_matches(['"', '\'']) == "yes")
+    });
+    if enabled { HostFirewall::Ufw } else { HostFirewall::None }
 }
 
 /// `/etc/os-release`, falling back to `/usr/lib/os-release` as os-release(5) says. A node

@@ -9,6 +9,11 @@ use pvfs_steps::{
     Directory, Gate, GateKind, GlusterLayout, GlusterPeers, GlusterVolume, Mount, Service, Step,
 };
 
+/// How many bricks `node` serves in `cluster`'s volume: one on every server.
+pub(crate) fn bricks_on(cluster: &Cluster, node: &pvfs_config::Node) -> u16 {
+    u16::from(matches!(cluster.spec, KindSpec::Glusterfs { .. }) && node.has(Role::Server))
+}
+
 pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
     let KindSpec::Glusterfs { volume, mount, layout, options, brick } = &cluster.spec else { return };
     let servers: Vec<_> = cluster.with_role(Role::Server).collect();

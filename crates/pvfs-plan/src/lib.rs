@@ -12,14 +12,18 @@
 
 mod beegfs;
 mod down;
+mod firewall;
 mod gluster;
 mod local;
 mod lustre;
 mod mpi;
+mod selinux;
 mod storage;
 
 pub use down::down;
+pub use firewall::{GLUSTER_BASE_PORT, gate_nodes, ports_of};
 pub use mpi::{MpiKeys, add_mpi_ssh};
+pub use selinux::selinux_warning;
 
 use pvfs_config::{Cluster, Kind, Node, Role};
 use pvfs_steps::{Package, PackageManager, Packages, Repo, Step};
@@ -116,6 +120,7 @@ pub fn plan(cluster: &Cluster) -> Plan {
         Kind::Lustre => lustre::plan(cluster, &mut plan),
         Kind::Beegfs => beegfs::plan(cluster, &mut plan),
     }
+    firewall::add(cluster, &mut plan);
     plan
 }
 

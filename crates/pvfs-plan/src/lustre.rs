@@ -156,7 +156,7 @@ pub(crate) fn plan(cluster: &Cluster, plan: &mut Plan) {
 }
 
 /// The address in `node`'s NID: its `lnet_address`, else the address its agent is dialled on.
-fn lnet_host(node: &Node) -> String {
+pub(crate) fn lnet_host(node: &Node) -> String {
     node.lnet_address.map_or_else(|| host_of(node), |a| a.to_string())
 }
 

@@ -28,6 +28,11 @@
 //! rules (block device, unused, claimable, zeros) run against the kernel, as in the plan
 //! snapshots.
 //!
+//! firewalld runs on every node, as on a default EL install: `firewall-cmd --state` answers
+//! `running`, `--permanent --add-port` adds to the permanent configuration and `--reload` makes
+//! it the running one, and `[--permanent] --list-ports` lists each as firewall-cmd prints it
+//! (pvfs-steps' testdata/firewalld).
+//!
 //! The node's programs are its packages' (`crate::programs`): a bare node has a minimal EL
 //! install's, `yum`/`dnf install` adds each package's executables at the paths its real file
 //! list gives, and a command is looked up as the agent's runner looks it up (execvp with
@@ -46,6 +51,20 @@ use pvfs_steps::{NodeAccess, Outcome, Policy, StepEvent, run_unit};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+
+/// `firewall-cmd --list-ports`: space separated, sorted by protocol and then first port
+/// (src/firewall-cmd.in), one line.
+fn list_ports(ports: &BTreeSet<String>) -> String {
+    let mut sorted: Vec<&String> = ports.iter().collect();
+    let key = |p: &str| {
+        let (range, proto) = p.split_once('/').unwrap_or((p, ""));
+        let first: u32 = range.split('-').next().and_then(|f| f.parse().ok()).unwrap_or(0);
+        (proto.to_owned(), first)
+    };
+    sorted.sort_by_key(|p| key(p));
+    let words: Vec<&str> = sorted.iter().map(|p| p.as_str()).collect();
+    format!("{}\n", words.join(" "))
+}
 
 fn out(code: i32, stdout: &str, stderr: &str) -> Output {
     Output { code: Some(code), stdout: stdout.into(), stderr: stderr.into() }
@@ -72,6 +91,10 @@ struct State {
     peers: Vec<String>,
     /// volume → (bricks, started).
     volumes: BTreeMap<String, (Vec<String>, bool)>,
+    /// firewalld's ports (`988/tcp`, `8003-8008/udp`): permanent, and running since the last
+    /// reload.
+    firewall_permanent: BTreeSet<String>,
+    firewall_running: BTreeSet<String>,
     /// device → the Lustre target `mkfs.lustre` made there.
     lustre: BTreeMap<String, LustreDisk>,
     /// Mounted Lustre clients by mount point: each is one llite instance (its mdc/osc devices
@@ -401,6 +424,25 @@ impl SimNode {
                     }
                 }
                 out(0, "Complete!\n", "")
+            }
+            ("firewall-cmd", ["--state"]) => {
+                if s.active.contains_key("firewalld") {
+                    out(0, "running\n", "")
+                } else {
+                    out(252, "not running\n", "")
+                }
+            }
+            ("firewall-cmd", ["--permanent", "--list-ports"]) => {
+                out(0, &list_ports(&s.firewall_permanent), "")
+            }
+            ("firewall-cmd", ["--list-ports"]) => out(0, &list_ports(&s.firewall_running), ""),
+            ("firewall-cmd", ["--permanent", add]) if add.starts_with("--add-port=") => {
+                s.firewall_permanent.insert(add["--add-port=".len()..].to_owned());
+                out(0, "success\n", "")
+            }
+            ("firewall-cmd", ["--reload"]) => {
+                s.firewall_running = s.firewall_permanent.clone();
+                out(0, "success\n", "")
             }
             ("systemctl", ["is-enabled", unit]) => {
                 if s.enabled.contains(*unit) {
@@ -1028,6 +1070,9 @@ impl Node {
             dir: dir.clone(),
             state: Arc::new(Mutex::new(State {
                 packages: [("kernel".to_owned(), vec![release.to_owned()])].into(),
+                // A default install's firewall, enabled and running.
+                enabled: ["firewalld".to_owned()].into(),
+                active: [("firewalld".to_owned(), monotonic_us())].into(),
                 ..State::default()
             })),
             nid: nid.map(str::to_owned),
@@ -1185,6 +1230,23 @@ async fn glusterfs_converges_and_then_changes_nothing() {
     assert_eq!(server.state().volumes["dist-vol"].0.len(), 2);
     let client = pvfs_host::mountinfo::read(&nodes["client00"].host.root).unwrap();
     assert_eq!(pvfs_host::mountinfo::visible_at(&client, "/mnt/gluster").unwrap().fstype, "fuse.glusterfs");
+    // firewalld lets glusterd and the node's one brick through, permanently and now; clients
+    // take no connections and keep their firewall as it was.
+    let open = |node: &str| {
+        let (permanent, running) = firewall_ports(&nodes[node]);
+        (permanent.join(" "), running.join(" "))
+    };
+    assert_eq!(
+        open("glusterserver1"),
+        ("24007-24008/tcp 49152/tcp".into(), "24007-24008/tcp 49152/tcp".into())
+    );
+    assert_eq!(open("client00"), (String::new(), String::new()));
+}
+
+/// A simulated node's firewalld ports: (permanent, running).
+fn firewall_ports(node: &Node) -> (Vec<String>, Vec<String>) {
+    let s = node.host.runner.state();
+    (s.firewall_permanent.iter().cloned().collect(), s.firewall_running.iter().cloned().collect())
 }
 
 /// Every node of `cluster`, bare, running `release`: its disks (and `/dev/md0` where it has
@@ -1246,6 +1308,11 @@ fn assert_lustre_converged(
         let mounts = pvfs_host::mountinfo::read(&nodes[node].host.root).unwrap();
         let m = pvfs_host::mountinfo::visible_at(&mounts, path).unwrap_or_else(|| panic!("{node}: {path}"));
         assert_eq!(m.fstype, "lustre", "{node}: {path}");
+    }
+    // LNet's port on every node, servers and client, permanently and now.
+    for (name, node) in nodes {
+        let lnet = vec!["988/tcp".to_owned()];
+        assert_eq!(firewall_ports(node), (lnet.clone(), lnet), "{name}");
     }
     let net = nodes["client00"].host.runner.net.lock().unwrap();
     let want: BTreeSet<String> =
@@ -1462,6 +1529,15 @@ fn assert_beegfs_converged(cluster: &pvfs_config::Cluster, nodes: &BTreeMap<Stri
         if n.has(pvfs_config::Role::Client) {
             assert_eq!(fstype("/mnt/beegfs"), "beegfs", "{}", n.name);
         }
+        // Each service's port open in firewalld (the management daemon's 8008, a client's
+        // 8004/udp), as the plan's firewall step lists them.
+        let want: Vec<String> = crate::ports_of(cluster, n)
+            .iter()
+            .map(ToString::to_string)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        assert_eq!(firewall_ports(node), (want.clone(), want), "{}", n.name);
         if !n.has(pvfs_config::Role::Storage) {
             continue;
         }

@@ -208,6 +208,8 @@ async fn glusterfs_follows_the_seed() {
     let devices: Vec<&str> = devices.iter().map(String::as_str).collect();
     check("glusterfs.toml", &devices, true, expect![[r#"
         #0 glusterserver1 brick
+          firewalld opens 24007-24008/tcp 49152/tcp
+            (in sync)
           packages (rpm) centos-release-gluster
             $ yum install -y -- centos-release-gluster
           packages glusterfs-server mdadm lvm2 xfsprogs (rpm: glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs mdadm lvm2 xfsprogs)
@@ -236,6 +238,8 @@ async fn glusterfs_follows_the_seed() {
           directory /rhs/brick1/dist-vol
             $ mkdir -p -m 755 /rhs/brick1/dist-vol
         #1 glusterserver2 brick
+          firewalld opens 24007-24008/tcp 49152/tcp
+            (in sync)
           packages (rpm) centos-release-gluster
             $ yum install -y -- centos-release-gluster
           packages glusterfs-server mdadm lvm2 xfsprogs (rpm: glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs mdadm lvm2 xfsprogs)
@@ -309,6 +313,8 @@ async fn lustre_follows_the_seed() {
     let devices: Vec<&str> = devices.iter().map(String::as_str).collect();
     check("lustre.toml", &devices, true, expect![[r#"
         #0 mgsmds00 mgs+mdt
+          firewalld opens 988/tcp
+            (in sync)
           packages kernel=3.10.0-514.el7_lustre lustre=2.9.0 kmod-lustre=2.9.0 kmod-lustre-osd-ldiskfs=2.9.0 lustre-osd-ldiskfs-mount=2.9.0 e2fsprogs [WARNING: repository lustreserver is not GPG-checked (gpgcheck = false)] [WARNING: repository e2fsprogs is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustreserver.repo
             $ write /etc/yum.repos.d/e2fsprogs.repo
@@ -327,6 +333,8 @@ async fn lustre_follows_the_seed() {
             $ write /etc/fstab
             $ mount -t lustre -o defaults,_netdev -- /dev/disk/azure/scsi1/lun0 /mnt/mgsmds
         #1 oss00 ost (after #0)
+          firewalld opens 988/tcp
+            (in sync)
           packages kernel=3.10.0-514.el7_lustre lustre=2.9.0 kmod-lustre=2.9.0 kmod-lustre-osd-ldiskfs=2.9.0 lustre-osd-ldiskfs-mount=2.9.0 e2fsprogs mdadm [WARNING: repository lustreserver is not GPG-checked (gpgcheck = false)] [WARNING: repository e2fsprogs is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustreserver.repo
             $ write /etc/yum.repos.d/e2fsprogs.repo
@@ -350,6 +358,8 @@ async fn lustre_follows_the_seed() {
             $ write /etc/fstab
             $ mount -t lustre -o defaults,_netdev -- /dev/md0 /mnt/oss
         #2 oss01 ost (after #0)
+          firewalld opens 988/tcp
+            (in sync)
           packages kernel=3.10.0-514.el7_lustre lustre=2.9.0 kmod-lustre=2.9.0 kmod-lustre-osd-ldiskfs=2.9.0 lustre-osd-ldiskfs-mount=2.9.0 e2fsprogs mdadm [WARNING: repository lustreserver is not GPG-checked (gpgcheck = false)] [WARNING: repository e2fsprogs is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustreserver.repo
             $ write /etc/yum.repos.d/e2fsprogs.repo
@@ -373,6 +383,8 @@ async fn lustre_follows_the_seed() {
             $ write /etc/fstab
             $ mount -t lustre -o defaults,_netdev -- /dev/md0 /mnt/oss
         #3 client00 client (after #0 #1 #2)
+          firewalld opens 988/tcp
+            (in sync)
           packages kmod-lustre-client=2.9.0 lustre-client=2.9.0 [WARNING: repository lustreclient is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustreclient.repo
             $ yum install -y -- kmod-lustre-client-2.9.0 lustre-client-2.9.0
@@ -404,6 +416,8 @@ async fn lustre_2_15_on_el8() {
     let devices = ["/dev/nvme1n1", "/dev/nvme2n1", "/dev/nvme3n1", "/dev/nvme4n1", "/dev/md0"];
     check("lustre-2.15-el8.toml", &devices, true, expect![[r#"
         #0 mgsmds00 mgs+mdt
+          firewalld opens 988/tcp
+            (in sync)
           packages lustre=2.15.4 kmod-lustre=2.15.4 kmod-lustre-osd-ldiskfs=2.15.4 lustre-osd-ldiskfs-mount=2.15.4 e2fsprogs [WARNING: repository lustre-server is not GPG-checked (gpgcheck = false)] [WARNING: repository e2fsprogs-wc is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustre-server.repo
             $ write /etc/yum.repos.d/e2fsprogs-wc.repo
@@ -422,6 +436,8 @@ async fn lustre_2_15_on_el8() {
             $ write /etc/fstab
             $ mount -t lustre -o defaults,_netdev -- /dev/nvme1n1 /mnt/mgsmds
         #1 oss00 ost (after #0)
+          firewalld opens 988/tcp
+            (in sync)
           packages lustre=2.15.4 kmod-lustre=2.15.4 kmod-lustre-osd-ldiskfs=2.15.4 lustre-osd-ldiskfs-mount=2.15.4 e2fsprogs mdadm [WARNING: repository lustre-server is not GPG-checked (gpgcheck = false)] [WARNING: repository e2fsprogs-wc is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustre-server.repo
             $ write /etc/yum.repos.d/e2fsprogs-wc.repo
@@ -445,6 +461,8 @@ async fn lustre_2_15_on_el8() {
             $ write /etc/fstab
             $ mount -t lustre -o defaults,_netdev -- /dev/md0 /mnt/oss
         #2 oss01 ost (after #0)
+          firewalld opens 988/tcp
+            (in sync)
           packages lustre=2.15.4 kmod-lustre=2.15.4 kmod-lustre-osd-ldiskfs=2.15.4 lustre-osd-ldiskfs-mount=2.15.4 e2fsprogs mdadm [WARNING: repository lustre-server is not GPG-checked (gpgcheck = false)] [WARNING: repository e2fsprogs-wc is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustre-server.repo
             $ write /etc/yum.repos.d/e2fsprogs-wc.repo
@@ -468,6 +486,8 @@ async fn lustre_2_15_on_el8() {
             $ write /etc/fstab
             $ mount -t lustre -o defaults,_netdev -- /dev/md0 /mnt/oss
         #3 client00 client (after #0 #1 #2)
+          firewalld opens 988/tcp
+            (in sync)
           packages kmod-lustre-client=2.15.4 lustre-client=2.15.4 [WARNING: repository lustre-client is not GPG-checked (gpgcheck = false)]
             $ write /etc/yum.repos.d/lustre-client.repo
             $ dnf install -y -- kmod-lustre-client-2.15.4 lustre-client-2.15.4
@@ -506,6 +526,8 @@ async fn beegfs_follows_the_seed() {
     let devices: Vec<&str> = devices.iter().map(String::as_str).collect();
     check("beegfs.toml", &devices, true, expect![[r#"
         #0 mgmt mgmtd
+          firewalld opens 8008/tcp 8008/udp
+            (in sync)
           packages beegfs-mgmtd beegfs-utils
             $ write /etc/yum.repos.d/beegfs.repo
             $ yum install -y -- beegfs-mgmtd beegfs-utils
@@ -519,6 +541,8 @@ async fn beegfs_follows_the_seed() {
             $ systemctl enable beegfs-mgmtd
             $ systemctl start beegfs-mgmtd
         #1 storage0 meta (after #0)
+          firewalld opens 8003/tcp 8003/udp 8005/tcp 8005/udp
+            (in sync)
           packages beegfs-meta mdadm e2fsprogs
             $ write /etc/yum.repos.d/beegfs.repo
             $ yum install -y -- beegfs-meta mdadm e2fsprogs
@@ -543,6 +567,8 @@ async fn beegfs_follows_the_seed() {
             $ systemctl enable beegfs-meta
             $ systemctl start beegfs-meta
         #2 storage1 meta (after #0)
+          firewalld opens 8003/tcp 8003/udp 8005/tcp 8005/udp
+            (in sync)
           packages beegfs-meta mdadm e2fsprogs
             $ write /etc/yum.repos.d/beegfs.repo
             $ yum install -y -- beegfs-meta mdadm e2fsprogs
@@ -615,6 +641,8 @@ async fn beegfs_follows_the_seed() {
             $ systemctl enable beegfs-storage
             $ systemctl start beegfs-storage
         #5 client00 client (after #0 #1 #2 #3 #4)
+          firewalld opens 8004/udp
+            (in sync)
           packages beegfs-client beegfs-helperd beegfs-utils gcc make (rpm: beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel)
             $ write /etc/yum.repos.d/beegfs.repo
             $ yum install -y -- beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel
@@ -663,6 +691,8 @@ async fn beegfs_7_4_on_el8_authenticates() {
     let devices: Vec<&str> = devices.iter().map(String::as_str).collect();
     check("beegfs-7.4-el8.toml", &devices, true, expect![[r#"
         #0 mgmt mgmtd
+          firewalld opens 8008/tcp 8008/udp
+            (in sync)
           packages beegfs-mgmtd beegfs-utils
             $ write /etc/yum.repos.d/beegfs.repo
             $ dnf install -y -- beegfs-mgmtd beegfs-utils
@@ -680,6 +710,8 @@ async fn beegfs_7_4_on_el8_authenticates() {
             $ systemctl enable beegfs-mgmtd
             $ systemctl start beegfs-mgmtd
         #1 storage0 meta (after #0)
+          firewalld opens 8003/tcp 8003/udp 8005/tcp 8005/udp
+            (in sync)
           packages beegfs-meta mdadm e2fsprogs
             $ write /etc/yum.repos.d/beegfs.repo
             $ dnf install -y -- beegfs-meta mdadm e2fsprogs
@@ -708,6 +740,8 @@ async fn beegfs_7_4_on_el8_authenticates() {
             $ systemctl enable beegfs-meta
             $ systemctl start beegfs-meta
         #2 storage1 meta (after #0)
+          firewalld opens 8003/tcp 8003/udp 8005/tcp 8005/udp
+            (in sync)
           packages beegfs-meta mdadm e2fsprogs
             $ write /etc/yum.repos.d/beegfs.repo
             $ dnf install -y -- beegfs-meta mdadm e2fsprogs
@@ -792,6 +826,8 @@ async fn beegfs_7_4_on_el8_authenticates() {
             $ systemctl enable beegfs-storage
             $ systemctl start beegfs-storage
         #5 client00 client (after #0 #1 #2 #3 #4)
+          firewalld opens 8004/udp
+            (in sync)
           packages beegfs-client beegfs-helperd beegfs-utils gcc make (rpm: beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel)
             $ write /etc/yum.repos.d/beegfs.repo
             $ dnf install -y -- beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel
@@ -830,6 +866,8 @@ async fn beegfs_7_4_on_el8_authenticates() {
           check /mnt/beegfs is writable
             (waits)
         #6 client01 client (after #0 #1 #2 #3 #4)
+          firewalld opens 8004/udp
+            (in sync)
           packages beegfs-client beegfs-helperd beegfs-utils gcc make (rpm: beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel)
             $ write /etc/yum.repos.d/beegfs.repo
             $ dnf install -y -- beegfs-client beegfs-helperd beegfs-utils kernel-devel gcc make elfutils-libelf-devel
@@ -879,6 +917,8 @@ async fn beegfs_7_4_on_el8_authenticates() {
 async fn the_e2e_gluster_cluster_on_debian() {
     check("glusterfs-e2e.toml", &["/dev/pvfs-disk0"], false, expect![[r#"
         #0 gfs1 brick
+          firewalld opens 24007-24008/tcp 49152/tcp
+            (in sync)
           packages (rpm) centos-release-gluster
             (in sync)
           packages glusterfs-server xfsprogs (rpm: glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs xfsprogs)
@@ -898,6 +938,8 @@ async fn the_e2e_gluster_cluster_on_debian() {
           directory /bricks/brick1/gv0
             $ mkdir -p -m 755 /bricks/brick1/gv0
         #1 gfs2 brick
+          firewalld opens 24007-24008/tcp 49152/tcp
+            (in sync)
           packages (rpm) centos-release-gluster
             (in sync)
           packages glusterfs-server xfsprogs (rpm: glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs xfsprogs)
@@ -945,6 +987,7 @@ fn units_order_across_nodes() {
     let plan = plan(&example("glusterfs-e2e.toml"));
     expect![[r#"
         #0 gfs1 brick
+            firewalld opens 24007-24008/tcp 49152/tcp
             packages (rpm) centos-release-gluster
             packages glusterfs-server xfsprogs (rpm: glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs xfsprogs)
             service glusterd enabled and running
@@ -953,6 +996,7 @@ fn units_order_across_nodes() {
             mount /dev/pvfs-disk0 on /bricks/brick1 (xfs)
             directory /bricks/brick1/gv0
         #1 gfs2 brick
+            firewalld opens 24007-24008/tcp 49152/tcp
             packages (rpm) centos-release-gluster
             packages glusterfs-server xfsprogs (rpm: glusterfs-server glusterfs-cli glusterfs-geo-replication glusterfs-fuse glusterfs xfsprogs)
             service glusterd enabled and running
@@ -1245,7 +1289,7 @@ volume = "gv0"
 mount = "/mnt/gv0"
 
 [policy.role.server]
-kinds = ["packages", "service", "directory", "mount", "block-queue", "gluster-peers", "gluster-volume"]
+kinds = ["firewall", "packages", "service", "directory", "mount", "block-queue", "gluster-peers", "gluster-volume"]
 "#;
     let cluster = pvfs_config::parse(Path::new("/c/cluster.toml"), src).unwrap();
     let plan = plan(&cluster);
@@ -1265,4 +1309,66 @@ kinds = ["packages", "service", "directory", "mount", "block-queue", "gluster-pe
     assert_eq!(said.len(), 2, "{said:#?}");
     assert!(said[0].starts_with("node s1: its [policy] refuses unit `brick`"), "{said:#?}");
     assert!(said[1].starts_with("node c1: [policy] kinds[1]: unknown step kind \"format\""), "{said:#?}");
+}
+
+/// A gate that times out names the nodes whose ports it waited for: the waiting node, then
+/// the ones it reaches (the MGS by its NID, every server, the peers by host).
+#[test]
+fn a_timed_out_gate_names_the_nodes_it_waited_for() {
+    use pvfs_steps::GateKind;
+    let lustre = example("lustre.toml");
+    let names = |node: &str, gate: &GateKind| -> Vec<String> {
+        crate::gate_nodes(&lustre, node, gate).iter().map(|n| n.name.clone()).collect()
+    };
+    let mgs = lustre.with_role(pvfs_config::Role::Mgs).next().unwrap();
+    let client = lustre.with_role(pvfs_config::Role::Client).next().unwrap();
+    let nid = format!("{}@tcp", mgs.address.tls_name());
+    assert_eq!(names(&client.name, &GateKind::LnetPing { nid }), [client.name.clone(), mgs.name.clone()]);
+    let servers = names(&client.name, &GateKind::LfsCheckServers);
+    assert_eq!(servers[0], client.name);
+    assert!(servers.len() > 2, "{servers:?}");
+    assert!(names(&client.name, &GateKind::KernelBuildTree).is_empty());
+    // Ports: LNet's on every Lustre node, client or server.
+    assert_eq!(
+        crate::ports_of(&lustre, client).iter().map(ToString::to_string).collect::<Vec<_>>(),
+        ["988/tcp"]
+    );
+}
+
+/// SELinux enforcing is warned about where the file system's documentation says so, and
+/// nowhere else: Lustre and BeeGFS servers, not their clients, not GlusterFS.
+#[test]
+fn selinux_enforcing_is_warned_about_on_servers_whose_documentation_says_so() {
+    let warned = |file: &str| -> Vec<String> {
+        let cluster = example(file);
+        cluster
+            .nodes
+            .iter()
+            .filter(|n| crate::selinux_warning(&cluster, n, true).is_some())
+            .map(|n| n.name.clone())
+            .collect()
+    };
+    let lustre = example("lustre.toml");
+    let servers: Vec<String> =
+        lustre.nodes.iter().filter(|n| !n.has(pvfs_config::Role::Client)).map(|n| n.name.clone()).collect();
+    assert_eq!(warned("lustre.toml"), servers);
+    // Lustre 2.15 pinned: the manual no longer requires it.
+    let mut pinned = lustre.clone();
+    if let pvfs_config::KindSpec::Lustre { version, .. } = &mut pinned.spec {
+        *version = Some("2.15.4".into());
+    }
+    assert!(pinned.nodes.iter().all(|n| crate::selinux_warning(&pinned, n, true).is_none()));
+    let beegfs = example("beegfs.toml");
+    let beegfs_servers: Vec<String> = beegfs
+        .nodes
+        .iter()
+        .filter(|n| !n.has(pvfs_config::Role::Client) || n.roles.len() > 1)
+        .map(|n| n.name.clone())
+        .collect();
+    assert_eq!(warned("beegfs.toml"), beegfs_servers);
+    assert!(warned("glusterfs.toml").is_empty());
+    let node = &lustre.nodes[0];
+    assert_eq!(crate::selinux_warning(&lustre, node, false), None, "permissive or disabled: nothing");
+    let text = crate::selinux_warning(&lustre, node, true).unwrap();
+    assert!(text.contains("pvfs does not change it") && text.contains("/etc/selinux/config"), "{text}");
 }

@@ -4,7 +4,9 @@
 //! conversions from the wire treat a missing message as its default rather than failing.
 
 use crate::pb;
-use pvfs_metrics::facts::{BlockDevice, Cpu, Nic, NodeFacts, NodeInfo, OsRelease, Signature};
+use pvfs_metrics::facts::{
+    BlockDevice, Cpu, HostFirewall, Nic, NodeFacts, NodeInfo, OsRelease, Selinux, Signature,
+};
 use pvfs_metrics::processes::Process;
 use pvfs_metrics::ring::Stamped;
 use pvfs_metrics::sample::{
@@ -32,6 +34,8 @@ impl From<NodeInfo> for pb::NodeInfo {
             agent_name,
             boot_id: facts.boot_id,
             ssh_host_key: facts.ssh_host_key,
+            selinux: facts.selinux.as_str().to_owned(),
+            firewall: facts.firewall.as_str().to_owned(),
         }
     }
 }
@@ -55,6 +59,8 @@ impl From<pb::NodeInfo> for NodeInfo {
                 uptime_seconds: info.uptime_seconds,
                 boot_id: info.boot_id,
                 ssh_host_key: info.ssh_host_key,
+                selinux: Selinux::from_word(&info.selinux),
+                firewall: HostFirewall::from_word(&info.firewall),
             },
         }
     }
@@ -350,6 +356,8 @@ mod tests {
                 boot_id: "0a9a3c1e-64a8-4f5b-9d51-2b6f1f3c6e7d".into(),
                 ssh_host_key:
                     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDx6n5e0mUw6Xz7m7i1f3sQ2bP4nq5R8yT0uV9wX1yZ2".into(),
+                selinux: Selinux::Enforcing,
+                firewall: HostFirewall::Firewalld,
             },
         }
     }

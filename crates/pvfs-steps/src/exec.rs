@@ -186,13 +186,13 @@ async fn execute_while<R: Runner>(
         Err(err) => return outcome_of(err),
     };
     if assessment.is_in_sync() {
-        return Outcome::Ok { detail: None };
+        return Outcome::Ok { detail: assessment.note };
     }
     if dry_run {
         let would_run = assessment.actions.iter().map(ToString::to_string).collect();
         return Outcome::WouldChange { diff: assessment.diff, would_run };
     }
-    let Assessment { diff, actions } = assessment;
+    let Assessment { diff, actions, .. } = assessment;
     // A Lustre mount that fails says why only in the kernel's log: watched from here, so
     // what was logged before this step is never shown as its cause.
     let mut kernel_log = match step {

@@ -28,6 +28,7 @@ mod beegfs;
 mod block;
 mod exec;
 mod files;
+mod firewall;
 #[cfg(test)]
 mod fuzz;
 mod gate;
@@ -46,6 +47,7 @@ pub use beegfs::{BeegfsService, BeegfsSetup};
 pub use block::{BlockQueue, LvmThin, Mkfs, Proven, Raid0};
 pub use exec::{CommandRecord, Failure, Outcome, StepEvent, UnitSummary, execute, run_unit};
 pub use files::{ConfigKeys, Directory, File};
+pub use firewall::{FIREWALL_CMD, FirewallPorts, PortRange, Protocol};
 pub use gate::{Gate, GateKind};
 pub use gluster::{GlusterLayout, GlusterPeers, GlusterPeersDetached, GlusterVolume, GlusterVolumeGone};
 pub use lustre::{LustreRole, LustreTarget};
@@ -132,6 +134,8 @@ pub enum Step {
     BeegfsSetup(BeegfsSetup),
     /// `[bench] mpi_ssh`: root SSH between the clients for mpirun.
     MpiSsh(MpiSsh),
+    /// The ports the node's file system role needs, opened in firewalld.
+    Firewall(FirewallPorts),
     Gate(Gate),
     // The steps of `pvfsctl down`, each the reverse of one above.
     Unmount(Unmount),
@@ -170,6 +174,7 @@ impl Step {
             Step::GlusterPeersDetached(_) => "gluster-peers-detached",
             Step::WipeTarget(_) => "wipe",
             Step::MpiSsh(_) => "mpi-ssh",
+            Step::Firewall(_) => "firewall",
             Step::MpiSshGone(_) => "mpi-ssh-gone",
         }
     }
@@ -213,6 +218,7 @@ impl Step {
             Step::GlusterPeersDetached(s) => s.assess(host).await,
             Step::WipeTarget(s) => s.assess(host).await,
             Step::MpiSsh(s) => s.assess(host),
+            Step::Firewall(s) => s.assess(host).await,
             Step::MpiSshGone(s) => s.assess(host),
         }
     }
@@ -245,6 +251,7 @@ impl fmt::Display for Step {
             Step::GlusterPeersDetached(s) => s.fmt(f),
             Step::WipeTarget(s) => s.fmt(f),
             Step::MpiSsh(s) => s.fmt(f),
+            Step::Firewall(s) => s.fmt(f),
             Step::MpiSshGone(s) => s.fmt(f),
         }
     }
@@ -257,11 +264,19 @@ pub struct Assessment {
     pub diff: Vec<String>,
     /// What apply runs to remove the differences, in order. Empty: in sync.
     pub actions: Vec<Action>,
+    /// In sync, and why, when that is worth saying (`firewalld is inactive: no port to
+    /// open`): shown as the step's detail.
+    pub note: Option<String>,
 }
 
 impl Assessment {
     pub fn in_sync() -> Assessment {
         Assessment::default()
+    }
+
+    /// In sync, for the reason given.
+    pub fn noted(why: impl Into<String>) -> Assessment {
+        Assessment { note: Some(why.into()), ..Assessment::default() }
     }
 
     pub fn is_in_sync(&self) -> bool {

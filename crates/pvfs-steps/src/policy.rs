@@ -150,6 +150,14 @@
 //! opt-in, since it only takes the grant away: it rewrites `authorized_keys` and removes the two
 //! files, nothing else.
 //!
+//! **Firewall** (`firewall-port`, `name`): `firewall` opens only the ports pvfs's file systems
+//! listen on ([`FIREWALL_PORTS`]: Lustre's LNet 988/tcp, BeeGFS's 8003–8008 tcp and udp,
+//! glusterd's 24007–24008/tcp and the brick ports glusterd hands out, 49152–60999/tcp), each
+//! as tcp or udp, in the default zone or one named by firewalld's grammar. It runs
+//! `firewall-cmd` in two forms only: `--permanent [--zone=ZONE] --add-port=PORT/PROTO` with a
+//! port of its step, and `--reload`; never `--remove-*`, `--set-*`, `--direct`, `--panic-on`
+//! or any other argument.
+//!
 //! **Kinds** (`kind-not-allowed`): a site may list the step kinds its node runs. Gates change
 //! nothing (they only probe) and are always allowed.
 //!
@@ -219,6 +227,24 @@ pub const BEEGFS_INTERFACES: &str = "/etc/beegfs/interfaces";
 /// BeeGFS's `connNetFilterFile`: one subnet (`ADDRESS/BITS`) per line.
 pub const BEEGFS_NET_FILTER: &str = "/etc/beegfs/netfilter";
 
+/// The ports a `firewall` step may open: what pvfs's file systems listen on, each range the
+/// widest one documented. Lustre: LNet's acceptor, 988/tcp (lnet's `accept_port`); BeeGFS 7:
+/// the services' default ports, 8003 storage, 8004 client, 8005 metadata, 8006 helperd, 8007
+/// mon, 8008 management, each tcp and udp (`connStoragePortTCP`/`UDP` … in the services'
+/// configuration files); GlusterFS: glusterd's 24007 and 24008 (glusterfs's own firewalld
+/// service, extras/firewalld/glusterfs.xml) and the brick ports glusterd hands out from
+/// `base-port` 49152 to `max-port` 60999 (extras/glusterd.vol.in).
+pub const FIREWALL_PORTS: &[crate::PortRange] = {
+    use crate::{PortRange, Protocol};
+    &[
+        PortRange::one(988, Protocol::Tcp),
+        PortRange::range(8003, 8008, Protocol::Tcp),
+        PortRange::range(8003, 8008, Protocol::Udp),
+        PortRange::range(24007, 24008, Protocol::Tcp),
+        PortRange::range(49152, 60999, Protocol::Tcp),
+    ]
+};
+
 /// File systems `Mkfs` makes.
 const MKFS_TYPES: &[&str] = &["xfs", "ext4"];
 
@@ -250,6 +276,7 @@ pub const STEP_KINDS: &[&str] = &[
     "wipe",
     "mpi-ssh",
     "mpi-ssh-gone",
+    "firewall",
     // Not a step: the agent's Reboot call (boot into an installed kernel). A site that lists
     // its kinds and leaves this out never has its node rebooted by pvfs.
     REBOOT,
@@ -574,6 +601,7 @@ impl Policy {
                 p.peers.iter().try_for_each(|peer| self.cluster_host("gluster peer", peer))
             }
             Step::MpiSsh(m) => self.mpi_ssh(m),
+            Step::Firewall(f) => firewall_ports(f),
             Step::MpiSshGone(g) => simple_name("cluster name", &g.cluster, 64, ""),
             Step::WipeTarget(w) => {
                 for disk in &w.disks {
@@ -809,6 +837,10 @@ impl Policy {
             ("raid0", Action::Run(command) | Action::Destroy { command, .. }) => {
                 program(step_kind, &command.program)?;
                 raid0_command(command)
+            }
+            ("firewall", Action::Run(command)) => {
+                program(step_kind, &command.program)?;
+                firewall_command(command)
             }
             ("lustre-stripe", Action::Run(command)) => {
                 program(step_kind, &command.program)?;
@@ -1455,6 +1487,7 @@ pub fn programs_of(step_kind: &str) -> &'static [&'static str] {
         "lustre-target" => &["mkfs.lustre"],
         "lustre-stripe" => &["lfs"],
         "lctl-param" => &["lctl"],
+        "firewall" => &["firewall-cmd"],
         "mount" => &["mount"],
         "gluster-peers" | "gluster-volume" | "gluster-volume-gone" | "gluster-peers-detached" => &["gluster"],
         "unmount" => &["umount"],
@@ -1976,6 +2009,82 @@ fn lctl_param(name: &str, value: &str) -> Result<(), PolicyError> {
         ));
     }
     Ok(())
+}
+
+/// A `firewall` step: every port within [`FIREWALL_PORTS`], the zone a firewalld zone name.
+fn firewall_ports(step: &crate::FirewallPorts) -> Result<(), PolicyError> {
+    if step.ports.is_empty() {
+        return Err(PolicyError::new(
+            "firewall-port",
+            "",
+            "a firewall step opens no port",
+            "this is a bug in pvfs (the plan leaves a node with no port out); report it",
+        ));
+    }
+    for port in &step.ports {
+        firewall_port(port)?;
+    }
+    if let Some(zone) = &step.zone {
+        firewalld_zone(zone)?;
+    }
+    Ok(())
+}
+
+fn firewall_port(port: &crate::PortRange) -> Result<(), PolicyError> {
+    if port.first <= port.last && FIREWALL_PORTS.iter().any(|allowed| port.within(allowed)) {
+        return Ok(());
+    }
+    let allowed: Vec<String> = FIREWALL_PORTS.iter().map(ToString::to_string).collect();
+    Err(PolicyError::new(
+        "firewall-port",
+        &port.to_string(),
+        format!("{port} is not a port pvfs's file systems listen on"),
+        format!("pvfs opens only {}; open other ports yourself", allowed.join(", ")),
+    ))
+}
+
+/// firewalld's zone names are file names under /etc/firewalld/zones: letters, digits, `_`,
+/// `-`, and at most 17 characters (firewalld's zone name limit, from the iptables chain
+/// names it derives from them).
+fn firewalld_zone(zone: &str) -> Result<(), PolicyError> {
+    simple_name("firewalld zone", zone, 17, "")?;
+    if zone.contains(['.', '+']) {
+        return Err(PolicyError::new(
+            "name",
+            zone,
+            format!("{zone:?} is not a valid firewalld zone"),
+            "a firewalld zone is 1 to 17 letters, digits, '_' or '-'",
+        ));
+    }
+    Ok(())
+}
+
+/// `firewall-cmd --permanent [--zone=ZONE] --add-port=PORT/PROTO` or `firewall-cmd --reload`,
+/// nothing else.
+fn firewall_command(command: &pvfs_host::Command) -> Result<(), PolicyError> {
+    let add = |arg: &str| -> Result<(), PolicyError> {
+        let port = arg
+            .strip_prefix("--add-port=")
+            .and_then(|p| p.parse::<crate::PortRange>().ok())
+            .ok_or_else(|| bug_command("firewall", command, "only adds a port or reloads"))?;
+        firewall_port(&port)
+    };
+    match command.args.as_slice() {
+        [reload] if reload == "--reload" => Ok(()),
+        [permanent, port] if permanent == "--permanent" => add(port),
+        [permanent, zone, port] if permanent == "--permanent" => {
+            let name = zone
+                .strip_prefix("--zone=")
+                .ok_or_else(|| bug_command("firewall", command, "only adds a port or reloads"))?;
+            firewalld_zone(name)?;
+            add(port)
+        }
+        _ => Err(bug_command(
+            "firewall",
+            command,
+            "only adds a port permanently (firewall-cmd --permanent [--zone=ZONE] --add-port=PORT/PROTO) or reloads",
+        )),
+    }
 }
 
 /// A host name or an IP address.

@@ -166,7 +166,9 @@ async fn reads_a_recorded_debian_node() {
           ],
           "uptime_seconds": 86523,
           "boot_id": "3e1f2b0c-9d1a-4c57-8a0e-6b2d4f9c1a77",
-          "ssh_host_key": ""
+          "ssh_host_key": "",
+          "selinux": "disabled",
+          "firewall": "none"
         }"#]]
     .assert_eq(&json);
 }
@@ -235,4 +237,55 @@ async fn the_ssh_host_key_is_reported_without_its_comment_and_garbage_is_no_key(
     assert_eq!(read_key(None).await, "");
     assert_eq!(read_key(Some("command=\"sh\" ssh-ed25519 AAAA\n")).await, "");
     assert_eq!(read_key(Some("ssh-ed25519 not;base64;at;all;really\n")).await, "");
+}
+
+/// SELinux's mode from selinuxfs. The kernel prints `enforce` as a bare `%d` of
+/// `enforcing_enabled()` (security/selinux/selinuxfs.c, `sel_read_enforce`), no newline.
+#[test]
+fn selinux_is_read_from_selinuxfs_and_no_selinuxfs_is_disabled() {
+    let host = tempfile::tempdir().unwrap();
+    let root = Root::at(host.path());
+    assert_eq!(read_selinux(&root), Selinux::Disabled, "no selinuxfs: disabled");
+    write(host.path(), "/sys/fs/selinux/enforce", "1");
+    assert_eq!(read_selinux(&root), Selinux::Enforcing);
+    write(host.path(), "/sys/fs/selinux/enforce", "0");
+    assert_eq!(read_selinux(&root), Selinux::Permissive);
+    write(host.path(), "/sys/fs/selinux/enforce", "maybe");
+    assert_eq!(read_selinux(&root), Selinux::Unknown);
+    // EL6's mount point, which libselinux still looks at (OLDSELINUXMNT).
+    let old = tempfile::tempdir().unwrap();
+    write(old.path(), "/selinux/enforce", "1");
+    assert_eq!(read_selinux(&Root::at(old.path())), Selinux::Enforcing);
+    assert_eq!(Selinux::from_word(Selinux::Permissive.as_str()), Selinux::Permissive);
+}
+
+/// ufw's configuration as its package ships it (ufw's conf/ufw.conf: ENABLED=no until
+/// `ufw enable` rewrites the line).
+const UFW_CONF: &str = "# /etc/ufw/ufw.conf\n#\n\n# Set to yes to start on boot. If setting this remotely, be sure to add a rule\n# to allow your remote connection before starting ufw. Eg: 'ufw allow 22/tcp'\nENABLED=no\n\n# Please use the 'ufw' command to set the loglevel. Eg: 'ufw logging medium'.\n# See 'man ufw' for details.\nLOGLEVEL=low\n";
+
+#[tokio::test]
+async fn the_host_firewall_is_firewalld_running_or_ufw_enabled() {
+    let host = tempfile::tempdir().unwrap();
+    let root = Root::at(host.path());
+    assert_eq!(read_firewall(&root, &RecordedRunner::new()).await, HostFirewall::None);
+    write(host.path(), "/etc/ufw/ufw.conf", UFW_CONF);
+    assert_eq!(
+        read_firewall(&root, &RecordedRunner::new()).await,
+        HostFirewall::None,
+        "installed, not enabled"
+    );
+    write(host.path(), "/etc/ufw/ufw.conf", &UFW_CONF.replace("ENABLED=no", "ENABLED=yes"));
+    assert_eq!(read_firewall(&root, &RecordedRunner::new()).await, HostFirewall::Ufw);
+
+    let el = tempfile::tempdir().unwrap();
+    write(el.path(), "/usr/bin/firewall-cmd", "");
+    let root = Root::at(el.path());
+    // systemctl is-active: "active" exit 0, "inactive" exit 3 (systemctl(1)).
+    let active = RecordedRunner::new().record("systemctl is-active firewalld", 0, "active\n", "");
+    assert_eq!(read_firewall(&root, &active).await, HostFirewall::Firewalld);
+    let inactive = RecordedRunner::new().record("systemctl is-active firewalld", 3, "inactive\n", "");
+    assert_eq!(read_firewall(&root, &inactive).await, HostFirewall::None);
+    // systemctl could not be run: not reported, rather than "none".
+    assert_eq!(read_firewall(&root, &RecordedRunner::new()).await, HostFirewall::Unknown);
+    assert!(HostFirewall::Firewalld.is_active() && !HostFirewall::None.is_active());
 }

@@ -6,11 +6,11 @@
 use crate::pb;
 use crate::pb::step::Step as S;
 use pvfs_steps::{
-    BeegfsService, BeegfsSetup, BlockQueue, CommandRecord, ConfigKeys, Directory, Failure, File, Gate,
-    GateKind, GlusterLayout, GlusterPeers, GlusterPeersDetached, GlusterVolume, GlusterVolumeGone, KnownHost,
-    LctlParam, LustreRole, LustreStripe, LustreTarget, LvmThin, Mkfs, Mount, MpiSsh, MpiSshGone, Outcome,
-    Package, PackageManager, Packages, Raid0, Repo, Service, ServiceStopped, Step, StepEvent, Unmount,
-    WipeTarget,
+    BeegfsService, BeegfsSetup, BlockQueue, CommandRecord, ConfigKeys, Directory, Failure, File,
+    FirewallPorts, Gate, GateKind, GlusterLayout, GlusterPeers, GlusterPeersDetached, GlusterVolume,
+    GlusterVolumeGone, KnownHost, LctlParam, LustreRole, LustreStripe, LustreTarget, LvmThin, Mkfs, Mount,
+    MpiSsh, MpiSshGone, Outcome, Package, PackageManager, Packages, PortRange, Protocol, Raid0, Repo,
+    Service, ServiceStopped, Step, StepEvent, Unmount, WipeTarget,
 };
 use std::time::Duration;
 
@@ -41,6 +41,11 @@ pub enum DecodeReason {
         "an lctl parameter without its name or value ({name:?}={value:?}): a broken or older coordinator"
     )]
     IncompleteLctlParam { name: String, value: String },
+    #[error(
+        "a firewall step without ports, or with a port range that is not 1 to 65535, first to last \
+         ({0}): a broken or older coordinator"
+    )]
+    BadFirewallPorts(String),
     #[error(
         "a gate deadline of {deadline:?} is longer than an agent waits ({}s at most); \
          ask for a shorter one, or run the step again after it expires",
@@ -73,6 +78,28 @@ fn mount_to(m: &Mount) -> pb::MountStep {
 
 fn mount_from(m: pb::MountStep) -> Mount {
     Mount { source: m.source, target: m.target, fstype: m.fstype, options: m.options, fstab: m.fstab }
+}
+
+/// A firewall step from the wire: at least one port, each 1 ≤ first ≤ last ≤ 65535, tcp or
+/// udp. (Which ports may be opened at all is the policy's business.)
+fn firewall_from(f: pb::FirewallStep) -> Result<FirewallPorts, DecodeReason> {
+    if f.ports.is_empty() {
+        return Err(DecodeReason::BadFirewallPorts("no port".into()));
+    }
+    let mut ports = Vec::with_capacity(f.ports.len());
+    for p in f.ports {
+        let protocol = match pb::port_range::Protocol::try_from(p.protocol) {
+            Ok(pb::port_range::Protocol::Tcp) => Protocol::Tcp,
+            Ok(pb::port_range::Protocol::Udp) => Protocol::Udp,
+            _ => return Err(DecodeReason::UnknownValue { what: "port protocol", value: p.protocol }),
+        };
+        let number = |n: u32| u16::try_from(n).ok().filter(|&n| n > 0);
+        match (number(p.first), number(p.last)) {
+            (Some(first), Some(last)) if first <= last => ports.push(PortRange { first, last, protocol }),
+            _ => return Err(DecodeReason::BadFirewallPorts(format!("{}-{}", p.first, p.last))),
+        }
+    }
+    Ok(FirewallPorts { ports, zone: f.zone })
 }
 
 fn packages_from(list: Vec<pb::Package>) -> Vec<Package> {
@@ -166,6 +193,21 @@ impl From<&Step> for pb::Step {
             Step::LctlParam(p) => {
                 S::LctlParam(pb::LctlParamStep { name: p.name.clone(), value: p.value.clone() })
             }
+            Step::Firewall(f) => S::Firewall(pb::FirewallStep {
+                ports: f
+                    .ports
+                    .iter()
+                    .map(|p| pb::PortRange {
+                        first: u32::from(p.first),
+                        last: u32::from(p.last),
+                        protocol: match p.protocol {
+                            Protocol::Tcp => pb::port_range::Protocol::Tcp,
+                            Protocol::Udp => pb::port_range::Protocol::Udp,
+                        } as i32,
+                    })
+                    .collect(),
+                zone: f.zone.clone(),
+            }),
             Step::Mount(m) => S::Mount(mount_to(m)),
             Step::Unmount(Unmount(m)) => S::Unmount(mount_to(m)),
             Step::ServiceStopped(s) => S::ServiceStopped(pb::ServiceStoppedStep { unit: s.unit.clone() }),
@@ -372,6 +414,7 @@ fn step_from(step: pb::Step) -> Result<Step, DecodeReason> {
             }
             Step::LctlParam(LctlParam { name: p.name, value: p.value })
         }
+        S::Firewall(f) => Step::Firewall(firewall_from(f)?),
         S::Mount(m) => Step::Mount(mount_from(m)),
         S::Unmount(m) => Step::Unmount(Unmount(mount_from(m))),
         S::ServiceStopped(s) => Step::ServiceStopped(ServiceStopped { unit: s.unit }),
@@ -701,6 +744,11 @@ mod tests {
                 }],
             }),
             Step::MpiSshGone(MpiSshGone { cluster: "gluster-e2e".into() }),
+            Step::Firewall(FirewallPorts {
+                ports: vec![PortRange::one(988, Protocol::Tcp), PortRange::range(8003, 8008, Protocol::Udp)],
+                zone: Some("internal".into()),
+            }),
+            Step::Firewall(FirewallPorts { ports: vec![PortRange::one(24007, Protocol::Tcp)], zone: None }),
         ];
         let wire: Vec<pb::Step> = steps.iter().map(pb::Step::from).collect();
         assert_eq!(steps_from_wire(wire).unwrap(), steps);
@@ -727,6 +775,20 @@ mod tests {
         ] {
             let err = steps_from_wire(vec![pb::Step { step: Some(bad) }]).unwrap_err().to_string();
             assert!(err.starts_with("step 0: a") && err.contains("without its"), "{err}");
+        }
+        // A firewall step with no port, a port 0, one past 65535, a range backwards or no
+        // protocol.
+        let port = |first, last, protocol: i32| pb::PortRange { first, last, protocol };
+        for ports in [
+            vec![],
+            vec![port(0, 0, 1)],
+            vec![port(988, 70000, 1)],
+            vec![port(8008, 8003, 2)],
+            vec![port(988, 988, 0)],
+            vec![port(988, 988, 7)],
+        ] {
+            let bad = S::Firewall(pb::FirewallStep { ports: ports.clone(), zone: None });
+            assert!(steps_from_wire(vec![pb::Step { step: Some(bad) }]).is_err(), "{ports:?}");
         }
         let err = steps_from_wire(vec![pb::Step { step: None }]).unwrap_err();
         assert_eq!(

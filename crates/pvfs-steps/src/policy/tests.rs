@@ -1267,3 +1267,65 @@ fn a_site_can_name_the_lustre_tuning_kinds() {
     assert_eq!(rule_with(&site, stripe), "ok");
     assert_eq!(rule_with(&site, lctl), "ok");
 }
+
+/// `firewall`: only the ports pvfs's file systems listen on, only `--permanent --add-port` and
+/// `--reload`.
+#[test]
+fn firewall_opens_only_file_system_ports_in_two_forms() {
+    use crate::{FirewallPorts, PortRange, Protocol};
+    let step = |ports: Vec<PortRange>, zone: Option<&str>| {
+        Step::Firewall(FirewallPorts { ports, zone: zone.map(str::to_owned) })
+    };
+    let tcp = |first, last| PortRange::range(first, last, Protocol::Tcp);
+    let udp = |first, last| PortRange::range(first, last, Protocol::Udp);
+    assert_eq!(rule(step(vec![tcp(988, 988)], None)), "ok");
+    assert_eq!(rule(step(vec![tcp(8003, 8008), udp(8003, 8008)], Some("public"))), "ok");
+    assert_eq!(rule(step(vec![tcp(24007, 24008), tcp(49152, 49155)], Some("internal"))), "ok");
+    for refused in [
+        vec![tcp(22, 22)],
+        vec![udp(988, 988)],
+        vec![tcp(1, 65535)],
+        vec![tcp(8003, 8009)],
+        vec![tcp(49152, 61000)],
+        vec![udp(24007, 24007)],
+        vec![],
+    ] {
+        assert_eq!(rule(step(refused.clone(), None)), "firewall-port", "{refused:?}");
+    }
+    for zone in ["", "trusted zone", "--panic-on", "../../etc", "a-zone-name-longer-than-17", "pub.lic"] {
+        assert_eq!(rule(step(vec![tcp(988, 988)], Some(zone))), "name", "{zone:?}");
+    }
+    let policy = Policy::default();
+    let run = |args: &[&str]| {
+        policy
+            .check_action("firewall", &Action::Run(Command::new("firewall-cmd").args(args.iter().copied())))
+            .map_err(|e| e.rule)
+    };
+    assert_eq!(run(&["--permanent", "--add-port=988/tcp"]), Ok(()));
+    assert_eq!(run(&["--permanent", "--zone=internal", "--add-port=8003-8008/udp"]), Ok(()));
+    assert_eq!(run(&["--reload"]), Ok(()));
+    assert_eq!(run(&["--permanent", "--add-port=22/tcp"]), Err("firewall-port"));
+    for args in [
+        &["--add-port=988/tcp"][..],
+        &["--permanent", "--remove-port=988/tcp"],
+        &["--permanent", "--add-service=ssh"],
+        &["--panic-on"],
+        &["--set-default-zone=trusted"],
+        &["--direct", "--passthrough", "ipv4", "-F"],
+        &["--permanent", "--zone=trusted", "--add-port=988/tcp", "--add-port=22/tcp"],
+        &["--permanent", "--add-port=988/tcp", "--zone=trusted"],
+        &["--complete-reload"],
+    ] {
+        assert_eq!(run(args), Err("program"), "{args:?}");
+    }
+    assert_eq!(run(&["--permanent", "--zone=../x", "--add-port=988/tcp"]), Err("name"));
+    let other = policy.check_action("firewall", &Action::Run(Command::new("iptables").args(["-F"])));
+    assert_eq!(other.map_err(|e| e.rule), Err("program"));
+    // Nothing but commands.
+    let write = Action::Write {
+        path: "/etc/firewalld/zones/public.xml".into(),
+        contents: String::new(),
+        mode: 0o644,
+    };
+    assert_eq!(policy.check_action("firewall", &write).map_err(|e| e.rule), Err("action-kind"));
+}

@@ -55,6 +55,8 @@ fn table(survey: &Survey) -> Table {
         "CPUS",
         "MEMORY",
         "DISKS",
+        "SELINUX",
+        "FIREWALL",
     ]);
     for node in &survey.nodes {
         let roles: Vec<&str> = node.roles.iter().map(|r| r.as_str()).collect();
@@ -80,6 +82,9 @@ fn table(survey: &Survey) -> Table {
                     Cell::new(f.cpu.logical).set_alignment(CellAlignment::Right),
                     Cell::new(output::bytes(f.memory_bytes)).set_alignment(CellAlignment::Right),
                     Cell::new(format!("{} ({empty} empty)", f.block_devices.len())),
+                    // An agent from before these were reported says nothing: "?".
+                    Cell::new(Some(f.selinux.as_str()).filter(|s| !s.is_empty()).unwrap_or("?")),
+                    Cell::new(Some(f.firewall.as_str()).filter(|s| !s.is_empty()).unwrap_or("?")),
                 ]);
             }
             Err(err) => row.extend([Cell::new(format!("NO ({})", err.kind))]),

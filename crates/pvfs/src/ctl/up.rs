@@ -40,6 +40,7 @@ pub(crate) async fn converge(
     view: View,
 ) -> anyhow::Result<u8> {
     let mut plan = pvfs_plan::plan(cluster);
+    selinux_warnings(cluster, dialer).await;
     if cluster.bench.mpi_ssh {
         // Every client's known_hosts lists every client: one that cannot be asked stops `up`
         // here, named, before anything changes.
@@ -53,6 +54,20 @@ pub(crate) async fn converge(
         output::note(&format!("{refusal} (the cluster file's [policy]: `pvfsctl bootstrap` installs it)"));
     }
     run_plan(cluster, plan, dialer, options, view).await
+}
+
+/// Warns, on stderr, about each node that enforces SELinux where its file system's
+/// documentation says it should not (`pvfs_plan::selinux_warning`); pvfs changes nothing about
+/// it. A node that cannot be asked is left to the run, which names it.
+async fn selinux_warnings(cluster: &Cluster, dialer: &Dialer) {
+    let survey = pvfs_coord::survey(cluster, dialer).await;
+    for report in &survey.nodes {
+        let (Ok(info), Some(node)) = (&report.result, cluster.node(&report.name)) else { continue };
+        let enforcing = info.facts.selinux == pvfs_metrics::facts::Selinux::Enforcing;
+        if let Some(warning) = pvfs_plan::selinux_warning(cluster, node, enforcing) {
+            output::note(&format!("warning: {warning}"));
+        }
+    }
 }
 
 /// Runs (or only assesses) `plan` on `cluster`'s agents, showing it as it goes: `up`'s plan or

@@ -20,9 +20,21 @@ fn nodes_shows_every_agent_and_exits_1_naming_a_stopped_one() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     let header = stdout.lines().next().unwrap();
-    for column in
-        ["NODE", "ROLES", "ADDRESS", "REACHABLE", "RTT", "VERSION", "OS", "KERNEL", "CPUS", "MEMORY", "DISKS"]
-    {
+    for column in [
+        "NODE",
+        "ROLES",
+        "ADDRESS",
+        "REACHABLE",
+        "RTT",
+        "VERSION",
+        "OS",
+        "KERNEL",
+        "CPUS",
+        "MEMORY",
+        "DISKS",
+        "SELINUX",
+        "FIREWALL",
+    ] {
         assert!(header.contains(column), "{header}");
     }
     assert_eq!(stdout.lines().filter(|l| l.contains(" yes ")).count(), 2, "{stdout}");
@@ -46,6 +58,11 @@ fn nodes_shows_every_agent_and_exits_1_naming_a_stopped_one() {
     assert_eq!(nodes[0]["info"]["agent_name"], "n1");
     assert!(nodes[0]["info"]["memory_bytes"].as_u64().unwrap() > 0);
     assert!(nodes[0]["info"]["block_devices"].is_array());
+    // This machine's own answers, read by the real agent: whatever they are, they are known.
+    let selinux = nodes[0]["info"]["selinux"].as_str().unwrap();
+    assert!(["enforcing", "permissive", "disabled"].contains(&selinux), "{selinux}");
+    let firewall = nodes[0]["info"]["firewall"].as_str().unwrap();
+    assert!(["firewalld", "ufw", "none"].contains(&firewall), "{firewall}");
     assert_eq!(nodes[1]["reachable"], false);
     assert_eq!(nodes[1]["error_kind"], "refused");
     assert!(nodes[1]["error"].as_str().unwrap().contains("connection refused"));
