@@ -165,14 +165,28 @@ pub fn run(binary: &Path, image: &str, work: &Path, keep: bool) -> anyhow::Resul
                 line.starts_with("pvfsctl "),
                 "README line {line:?} is neither run here nor listed as skipped"
             );
+            let run = |line: &str| {
+                capture(
+                    Command::new("sh")
+                        .args(["-c", line])
+                        .current_dir(&dir)
+                        .env("PATH", format!("{}:/usr/bin:/bin", dir.join("bin").display()))
+                        .env("PVFS_E2E_SSH_CONFIG", &config),
+                )
+            };
+            // On new machines the flag is what makes it work: without it, every node is
+            // refused for its unknown host key (what the README's Azure flow once did).
+            if flow.user.is_some() && line.contains(" --accept-new-host-keys") {
+                let out = run(&line.replace(" --accept-new-host-keys", ""))?;
+                let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+                ensure!(
+                    !out.status.success() && said.contains("host key"),
+                    "`{line}` without --accept-new-host-keys on new machines: exit {:?}: {said}",
+                    out.status.code()
+                );
+            }
             let started = Instant::now();
-            let out = capture(
-                Command::new("sh")
-                    .args(["-c", line])
-                    .current_dir(&dir)
-                    .env("PATH", format!("{}:/usr/bin:/bin", dir.join("bin").display()))
-                    .env("PVFS_E2E_SSH_CONFIG", &config),
-            )?;
+            let out = run(line)?;
             eprintln!(
                 "xtask e2e: readme: `{line}`: exit {:?} in {:.1}s",
                 out.status.code(),
