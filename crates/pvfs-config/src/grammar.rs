@@ -12,12 +12,7 @@
 
 /// Refuses control characters (newline, tab, NUL, escape, ...): the one rule every value obeys.
 pub(crate) fn no_control(what: &str, value: &str) -> Result<(), String> {
-    match value.chars().find(|c| c.is_control()) {
-        Some(c) => Err(format!(
-            "{what} {value:?} holds the control character {c:?}; give a one-line value without control characters"
-        )),
-        None => Ok(()),
-    }
+    pvfs_host::grammar::no_control(value).map_err(|r| said(what, r))
 }
 
 /// A node name: 1 to 64 letters, digits, `-`, `_` or `.`, not starting with `-` or `.`. It
@@ -97,36 +92,12 @@ pub(crate) fn bench_dir(path: &str) -> Result<(), String> {
 /// A block device: a normalised absolute path under `/dev` (`/dev/sdc`,
 /// `/dev/disk/azure/scsi1/lun0`), not in one of `/dev`'s pseudo file systems.
 pub(crate) fn device_path(what: &str, path: &str) -> Result<(), String> {
-    const PSEUDO: [&str; 6] =
-        ["/dev/shm", "/dev/pts", "/dev/mqueue", "/dev/hugepages", "/dev/fd", "/dev/std"];
-    let problem = match path_problem(path) {
-        Some(problem) => problem,
-        None if !path.starts_with("/dev/") => "is not under /dev",
-        None if PSEUDO.iter().any(|p| path.starts_with(p)) => "is not a block device",
-        None => return Ok(()),
-    };
-    Err(format!(
-        "{what} {path:?} {problem}: name a block device by its normalised path under /dev, e.g. \
-         /dev/disk/azure/scsi1/lun0"
-    ))
+    pvfs_host::grammar::device_path(path).map_err(|r| said(what, r))
 }
 
 /// An md array: `/dev/mdN` or `/dev/md/NAME` (mdadm(8), "DEVICE NAMES").
 pub(crate) fn md_device(path: &str) -> Result<(), String> {
-    device_path("raid", path)?;
-    let numbered =
-        path.strip_prefix("/dev/md").is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
-    let named = path.strip_prefix("/dev/md/").is_some_and(|n| {
-        !n.is_empty()
-            && n.len() <= 32
-            && !n.starts_with(['-', '.'])
-            && n.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '+' | '-'))
-    });
-    if numbered || named {
-        Ok(())
-    } else {
-        Err(format!("raid {path:?} is not an md array: name it /dev/mdN (such as /dev/md0) or /dev/md/NAME"))
-    }
+    pvfs_host::grammar::md_device(path).map_err(|r| said("raid", r))
 }
 
 /// An LVM volume group, thin pool or logical volume name, by lvm(8) "VALID NAMES": at most
@@ -134,27 +105,7 @@ pub(crate) fn md_device(path: &str) -> Result<(), String> {
 /// `snapshot` or `pvmove` and without the suffixes LVM uses for its own hidden volumes. Also
 /// not starting with `.`: the agent's policy refuses hidden names.
 pub(crate) fn lvm_name(what: &str, name: &str) -> Result<(), String> {
-    let chars = !name.is_empty()
-        && name.len() <= 127
-        && !name.starts_with(['-', '.'])
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '_' | '.' | '-'));
-    if !chars {
-        return Err(format!(
-            "LVM {what} name {name:?} must be 1 to 127 letters, digits, '+', '_', '.' or '-', not starting with '-' \
-             or '.' (lvm(8), VALID NAMES)"
-        ));
-    }
-    const RESERVED: [&str; 13] = [
-        "_cdata", "_cmeta", "_corig", "_iorig", "_mimage", "_mlog", "_pmspare", "_rimage", "_rmeta",
-        "_tdata", "_tmeta", "_vorigin", "_vdata",
-    ];
-    if name.starts_with("snapshot") || name.starts_with("pvmove") || RESERVED.iter().any(|r| name.contains(r))
-    {
-        return Err(format!(
-            "LVM {what} name {name:?} is one LVM reserves for its own volumes: choose another"
-        ));
-    }
-    Ok(())
+    pvfs_host::grammar::lvm_name(name).map_err(|r| said(&format!("LVM {what} name"), r))
 }
 
 /// An lvcreate/pvcreate/vgcreate size: a number with an optional unit (`9216g`, `256K`,
@@ -188,35 +139,15 @@ pub(crate) fn lvm_size(what: &str, value: &str, share: bool) -> Result<(), Strin
 /// superset, Fedora's naming guidelines keep them to these). Never starting with `-`: a
 /// package manager would read `-oDPkg::Pre-Invoke::=…` as an option.
 pub(crate) fn package_name(name: &str) -> Result<(), String> {
-    let ok = !name.is_empty()
-        && name.len() <= 128
-        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '-' | '_'));
-    if ok {
-        return Ok(());
-    }
-    Err(format!(
-        "{name:?} is not a package name: letters, digits, '.', '+', '-' or '_', starting with a letter or digit; \
-         write `name` or `name=version`"
-    ))
+    pvfs_host::grammar::package_name(name)
+        .map_err(|r| format!("{}: {}; write `name` or `name=version`", r.problem, r.fix))
 }
 
 /// A version pin: dpkg's `[epoch:]upstream[-revision]` (deb-version(7): alphanumerics and
 /// `. + - ~ :`) or rpm's `version[-release]` (alphanumerics and `. _ + ~ ^`), starting with a
 /// digit or letter.
 pub(crate) fn package_version(name: &str, version: &str) -> Result<(), String> {
-    let ok = !version.is_empty()
-        && version.len() <= 128
-        && version.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && version
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '-' | '_' | '~' | ':' | '^'));
-    if ok {
-        return Ok(());
-    }
-    Err(format!(
-        "{version:?} is not a version of {name}: letters, digits and . + - _ ~ : ^, starting with a letter or digit"
-    ))
+    pvfs_host::grammar::package_version(version).map_err(|r| format!("{} of {name}: {}", r.problem, r.fix))
 }
 
 /// A repository URL written into a `.repo` file: one parsed by the URL standard with one of
@@ -255,35 +186,14 @@ pub(crate) fn url(what: &str, value: &str, schemes: &[&str]) -> Result<(), Strin
 /// words; a suite may be a path such as `stable/updates`, or an exact path ending in `/`):
 /// letters, digits and `. _ + ~ / -`, not starting with `-`. The agent's policy holds the same.
 pub(crate) fn apt_word(what: &str, word: &str) -> Result<(), String> {
-    let ok = !word.is_empty()
-        && word.len() <= 128
-        && !word.starts_with('-')
-        && word.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '~' | '/' | '-'));
-    if ok {
-        return Ok(());
-    }
-    Err(format!(
-        "{what} {word:?} is not an apt {what}: one word of letters, digits and . _ + ~ / -, not starting with '-' \
-         (bookworm, jammy-updates, main, non-free)"
-    ))
+    pvfs_host::grammar::apt_word(word).map_err(|r| said(what, r))
 }
 
 /// An ASCII-armored OpenPGP public key block (RFC 4880, 6.2), what apt reads from a `.asc`
 /// keyring named by `Signed-By` (sources.list(5)): the BEGIN line, armor headers, base64 and
 /// its checksum, the END line, at most 64 KiB. The agent's policy holds the same.
 pub(crate) fn armored_key(text: &str) -> Result<(), String> {
-    const BEGIN: &str = "-----BEGIN PGP PUBLIC KEY BLOCK-----";
-    const END: &str = "-----END PGP PUBLIC KEY BLOCK-----";
-    let body = text.trim_end().strip_prefix(BEGIN).and_then(|rest| rest.strip_suffix(END));
-    let plain = |c: char| c.is_ascii_graphic() || matches!(c, ' ' | '\n' | '\r');
-    match body {
-        Some(body) if text.len() <= 65536 && body.chars().all(plain) && !body.contains("-----") => Ok(()),
-        _ => Err(format!(
-            "it is not one ASCII-armored OpenPGP public key ({BEGIN} … {END}, at most 64 KiB); export one with \
-             `gpg --armor --export FINGERPRINT`, or from a binary keyring with \
-             `gpg --no-default-keyring --keyring ./KEYRING.gpg --armor --export`"
-        )),
-    }
+    pvfs_host::grammar::armored_key(text).map_err(|r| format!("{}; {}", r.problem, r.fix))
 }
 
 /// Mount options for fstab and `mount -o` (fstab(5)): comma-separated `key` or `key=value` of
@@ -291,27 +201,12 @@ pub(crate) fn armored_key(text: &str) -> Result<(), String> {
 /// separators), no path and no quote. Options that make a mount read or write other files or
 /// devices or pull in other units are refused, as the agent's policy refuses them.
 pub(crate) fn mount_options(options: &str) -> Result<(), String> {
-    if options.is_empty() || options.len() > 1024 {
-        return Err(format!("mount options {options:?} are empty or longer than 1024 bytes"));
-    }
-    for option in options.split(',') {
-        let (key, value) = option.split_once('=').unwrap_or((option, ""));
-        let chars_ok = |s: &str| {
-            s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':' | '@' | '+'))
-        };
-        if key.is_empty() || !chars_ok(key) || !chars_ok(value) {
-            return Err(format!(
-                "mount option {option:?} holds a character fstab cannot carry (whitespace, '#', '/', quotes, control \
-                 characters) or is empty: write comma-separated options such as \"defaults,noatime\""
-            ));
-        }
-        if pvfs_host::mount_options::is_refused(key) {
-            return Err(format!(
-                "mount option {key} makes the mount use other files, devices or units; pvfs does not set it"
-            ));
-        }
-    }
-    Ok(())
+    pvfs_host::grammar::mount_options(options).map_err(|r| format!("{}: {}", r.problem, r.fix))
+}
+
+/// A refusal of the shared grammar as a diagnostic: what the value is, why, and what to write.
+fn said(what: &str, r: pvfs_host::grammar::Refusal) -> String {
+    format!("{what} {}: {}", r.problem, r.fix)
 }
 
 /// A file system label for `mkfs -L`: xfs takes at most 12 bytes (mkfs.xfs(8)), ext4 16

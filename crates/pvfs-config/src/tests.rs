@@ -115,7 +115,7 @@ mount = "/mnt/lustre"
             /etc/pvfs/cluster.toml:19:10: unknown role "servr": roles are mgs, mds, oss, server, mgmtd, meta, storage, client; did you mean "server"?
             /etc/pvfs/cluster.toml:23:11: cannot parse address "10.0.0.6:70x0": port "70x0" is not a number from 1 to 65535
             /etc/pvfs/cluster.toml:24:9: node "client1" has no roles; give at least one
-            /etc/pvfs/cluster.toml:25:10: disk "sdc" is not an absolute path: name a block device by its normalised path under /dev, e.g. /dev/disk/azure/scsi1/lun0
+            /etc/pvfs/cluster.toml:25:10: disk "sdc" is not absolute: name a block device by its canonical path under /dev, e.g. /dev/disk/azure/scsi1/lun0
             /etc/pvfs/cluster.toml:33:9: [lustre] settings in a cluster of kind "glusterfs": remove the [lustre] section or change the kind
         "#]],
     );
@@ -335,7 +335,7 @@ tuning = { tuneNumWorkers = "64" }
         expect![[r#"
             /etc/pvfs/cluster.toml:4:8: 3 servers cannot form whole sets of 2 bricks: use a multiple of 2 servers
             /etc/pvfs/cluster.toml:7:11: unknown package manager "zypper": use auto, apt, dnf or yum
-            /etc/pvfs/cluster.toml:8:11: [packages] server: "" is not a version of glusterfs-server: letters, digits and . + - _ ~ : ^, starting with a letter or digit
+            /etc/pvfs/cluster.toml:8:11: [packages] server: "" is not a package version of glusterfs-server: versions are letters, digits and . + - _ ~ : ^, starting with a letter or digit
             /etc/pvfs/cluster.toml:9:8: [packages] oss: there is no role oss in a glusterfs cluster
             /etc/pvfs/cluster.toml:12:8: repository name must be letters, digits, '-', '_' or '.', not starting with '-' or '.' (it names /etc/yum.repos.d/NAME.repo)
             /etc/pvfs/cluster.toml:13:11: baseurl "ftp.example.com/gluster" is not a URL (relative URL without a base): give an https://, http://, ftp:// or file:// URL
@@ -596,7 +596,7 @@ gpgkey_file = "k.asc"
         ),
         expect![[r#"
             /etc/pvfs/cluster.toml:8:11: [[repo]] beegfs: an apt suite needs components (components = ["main"]), or write an exact path ending in '/'
-            /etc/pvfs/cluster.toml:8:23: suite "-o" is not an apt suite: one word of letters, digits and . _ + ~ / -, not starting with '-' (bookworm, jammy-updates, main, non-free)
+            /etc/pvfs/cluster.toml:8:23: suite "-o" is not an apt suite or component: write one word of letters, digits and . _ + ~ / -, not starting with '-' (bookworm, jammy-updates, main)
             /etc/pvfs/cluster.toml:9:10: [[repo]] beegfs: apt does not fetch signing keys: save the key next to the cluster file (`curl -fsSLo beegfs.asc URL`, then check its fingerprint) and give gpgkey_file = "beegfs.asc"
             /etc/pvfs/cluster.toml:15:15: [[repo]] flat: a suite ending in '/' is an exact path, which takes no components (sources.list(5)): remove components, or name the suite without the '/'
             /etc/pvfs/cluster.toml:16:15: cannot read the signing key of [[repo]] flat at /etc/pvfs/no-such.asc: No such file or directory (os error 2); save the repository's ASCII-armored key there, as its publisher ships it
@@ -788,23 +788,23 @@ queue = { scheduler = "none\n" }
 lvm = { vg = "-ffy", pool = "pool", lv = "lv\nx", pool_size = "95%FREE;x", virtual_size = "1t" }
 "#,
         expect![[r#"
-            /etc/pvfs/cluster.toml:7:11: [packages] server: "-oDPkg::Pre-Invoke::" is not a package name: letters, digits, '.', '+', '-' or '_', starting with a letter or digit; write `name` or `name=version`
-            /etc/pvfs/cluster.toml:7:52: [packages] server: "10.4\nx" is not a version of glusterfs-server: letters, digits and . + - _ ~ : ^, starting with a letter or digit
+            /etc/pvfs/cluster.toml:7:11: [packages] server: "-oDPkg::Pre-Invoke::" is not a package name: package names are letters, digits, '.', '+', '-' or '_', starting with a letter or digit; write `name` or `name=version`
+            /etc/pvfs/cluster.toml:7:52: [packages] server: "10.4\nx" is not a package version of glusterfs-server: versions are letters, digits and . + - _ ~ : ^, starting with a letter or digit
             /etc/pvfs/cluster.toml:11:11: baseurl "https://example.com/gluster/\n[evil]\nbaseurl=http://evil/" holds '\n', which a .repo file cannot carry in a URL (a newline would add a line to it): give an https://, http://, ftp:// or file:// URL, percent-encoding such characters
             /etc/pvfs/cluster.toml:12:10: gpgkey "https://example.com/key\tx" holds '\t', which a .repo file cannot carry in a URL (a newline would add a line to it): give an https://, http:// or file:// URL, percent-encoding such characters
             /etc/pvfs/cluster.toml:15:8: node "s1" has role server but lists no disks; its target needs at least one (`disks = ["/dev/…"]`)
-            /etc/pvfs/cluster.toml:18:10: disk "/etc/passwd" is not under /dev: name a block device by its normalised path under /dev, e.g. /dev/disk/azure/scsi1/lun0
-            /etc/pvfs/cluster.toml:18:25: disk "/dev/../etc/shadow" has a `.` or `..` component: name a block device by its normalised path under /dev, e.g. /dev/disk/azure/scsi1/lun0
-            /etc/pvfs/cluster.toml:18:47: disk "/dev/sdc\n" holds a control character: name a block device by its normalised path under /dev, e.g. /dev/disk/azure/scsi1/lun0
+            /etc/pvfs/cluster.toml:18:10: disk "/etc/passwd" is not under /dev: name a block device by its canonical path under /dev, e.g. /dev/disk/azure/scsi1/lun0
+            /etc/pvfs/cluster.toml:18:25: disk "/dev/../etc/shadow" has a `.` or `..` component: name a block device by its canonical path under /dev, e.g. /dev/disk/azure/scsi1/lun0
+            /etc/pvfs/cluster.toml:18:47: disk "/dev/sdc\n" holds a control character: name a block device by its canonical path under /dev, e.g. /dev/disk/azure/scsi1/lun0
             /etc/pvfs/cluster.toml:27:10: volume name must be letters, digits, '-', '_' or '.', not starting with '-' or '.'
             /etc/pvfs/cluster.toml:28:9: path "/mnt/../etc" has a `.` or `..` component: give an absolute path without `.`/`..` components, `//` or a trailing `/`
-            /etc/pvfs/cluster.toml:29:40: [glusterfs] options: performance.cache-size "1GB\nnfs.disable on" holds the control character '\n'; give a one-line value without control characters
+            /etc/pvfs/cluster.toml:29:40: [glusterfs] options: performance.cache-size "1GB\nnfs.disable on" holds the control character '\n': give a one-line value without control characters
             /etc/pvfs/cluster.toml:29:70: [glusterfs] options: "-x" is not a GlusterFS volume option name (such as performance.cache-size)
             /etc/pvfs/cluster.toml:32:17: [glusterfs.brick]: mount option "defaults\n/dev/sdz /etc xfs defaults 0 0" holds a character fstab cannot carry (whitespace, '#', '/', quotes, control characters) or is empty: write comma-separated options such as "defaults,noatime"
             /etc/pvfs/cluster.toml:33:9: [glusterfs.brick]: label "-L" must be 1 to 12 letters, digits, '_', '.', '+' or '-' for xfs, not starting with '-' or '.'
             /etc/pvfs/cluster.toml:34:23: [glusterfs.brick]: "none\n" is not an I/O scheduler name: use one the kernel lists in /sys/block/DEV/queue/scheduler (mq-deadline, none, bfq, kyber)
-            /etc/pvfs/cluster.toml:35:14: [glusterfs.brick]: LVM volume group name "-ffy" must be 1 to 127 letters, digits, '+', '_', '.' or '-', not starting with '-' or '.' (lvm(8), VALID NAMES)
-            /etc/pvfs/cluster.toml:35:42: [glusterfs.brick]: LVM logical volume name "lv\nx" must be 1 to 127 letters, digits, '+', '_', '.' or '-', not starting with '-' or '.' (lvm(8), VALID NAMES)
+            /etc/pvfs/cluster.toml:35:14: [glusterfs.brick]: LVM volume group name "-ffy" is not an LVM name: write 1 to 127 letters, digits, '+', '_', '.' or '-', not starting with '-' or '.' (lvm(8), VALID NAMES)
+            /etc/pvfs/cluster.toml:35:42: [glusterfs.brick]: LVM logical volume name "lv\nx" is not an LVM name: write 1 to 127 letters, digits, '+', '_', '.' or '-', not starting with '-' or '.' (lvm(8), VALID NAMES)
             /etc/pvfs/cluster.toml:35:63: [glusterfs.brick]: LVM pool_size "95%FREE;x" is not a size: write a number with an optional unit (256K, 9216g) or a share of the volume group (95%FREE)
         "#]],
     );
@@ -835,7 +835,7 @@ tuning = { tuneNumWorkers = "64 # x", "tune-x" = "1" }
 "#,
         expect![[r#"
             /etc/pvfs/cluster.toml:11:15: meta disk "/dev/sdc" must be listed once, and not also under `disks`
-            /etc/pvfs/cluster.toml:16:41: [beegfs] client_tuning: connMaxInternodeNum "8\nsysMgmtdHost = evil" holds the control character '\n'; give a one-line value without control characters
+            /etc/pvfs/cluster.toml:16:41: [beegfs] client_tuning: connMaxInternodeNum "8\nsysMgmtdHost = evil" holds the control character '\n': give a one-line value without control characters
             /etc/pvfs/cluster.toml:19:29: [beegfs.storage]: tuneNumWorkers = "64 # x": a BeeGFS setting is one non-empty line without '#' (at most 1024 bytes)
             /etc/pvfs/cluster.toml:19:50: [beegfs.storage]: "tune-x" is not a BeeGFS configuration key (letters and digits, such as tuneNumWorkers)
         "#]],
@@ -1175,7 +1175,7 @@ kinds = ["mount"]
         expect![[r#"
             /etc/pvfs/cluster.toml:28:15: [policy] data_roots "/etc/pvfs" is a system tree: a data root must be outside /etc, /usr, /boot …
             /etc/pvfs/cluster.toml:28:28: [policy] data_roots "relative" is not an absolute path: give an absolute path without `.`/`..` components, `//` or a trailing `/`
-            /etc/pvfs/cluster.toml:29:12: [policy] devices "sda" is not an absolute path: name a block device by its normalised path under /dev, e.g. /dev/disk/azure/scsi1/lun0
+            /etc/pvfs/cluster.toml:29:12: [policy] devices "sda" is not absolute: name a block device by its canonical path under /dev, e.g. /dev/disk/azure/scsi1/lun0
             /etc/pvfs/cluster.toml:30:1: unknown key `nonsense` in [policy]; expected one of: kinds, devices, data_roots, repositories, services, refuse_unsigned_repositories, mpi_ssh, role
             /etc/pvfs/cluster.toml:32:1: [policy.role.oss]: a glusterfs cluster has no oss nodes; its roles are server, client
             /etc/pvfs/cluster.toml:35:1: [policy.role.clients]: unknown role "clients"; roles are mgs, mds, oss, server, mgmtd, meta, storage, client

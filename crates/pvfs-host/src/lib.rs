@@ -10,6 +10,7 @@
 pub mod blkid;
 mod command;
 pub mod device;
+pub mod grammar;
 pub mod kmsg;
 pub mod local_file;
 pub mod mkfs_options;

@@ -7,6 +7,7 @@
 //! node, to be read next to the seed's: see the notes above each test for what differs and why.
 
 mod beegfs_scenario;
+mod grammar;
 
 use crate::{Plan, plan};
 use expect_test::{Expect, expect};

@@ -1702,24 +1702,12 @@ fn not_system(path: &str) -> Result<(), PolicyError> {
 
 /// A device path: canonical, under /dev, not one of its pseudo file systems.
 fn device_path(path: &str) -> Result<(), PolicyError> {
-    let bad = |problem: String| {
-        PolicyError::new(
-            "device-path",
-            path,
-            problem,
-            "name a block device by a canonical path under /dev (/dev/sdc, /dev/disk/by-id/…, /dev/md0)",
-        )
-    };
-    canonical(path).map_err(|e| bad(e.problem))?;
-    if !path.starts_with("/dev/") {
-        return Err(bad(format!("{path} is not under /dev")));
-    }
-    for pseudo in ["/dev/shm", "/dev/pts", "/dev/mqueue", "/dev/hugepages", "/dev/fd", "/dev/std"] {
-        if path.starts_with(pseudo) {
-            return Err(bad(format!("{path} is not a block device path")));
-        }
-    }
-    Ok(())
+    pvfs_host::grammar::device_path(path).map_err(|r| refused("device-path", path, r))
+}
+
+/// A refusal of the grammar `validate` shares ([`pvfs_host::grammar`]) under this policy's rule.
+fn refused(rule: &'static str, value: &str, r: pvfs_host::grammar::Refusal) -> PolicyError {
+    PolicyError::new(rule, value, r.problem, r.fix)
 }
 
 /// The commands a raid0 step runs: `wipefs --all -- MEMBER`, and `mdadm --create` /
@@ -1765,20 +1753,7 @@ fn raid0_command(command: &pvfs_host::Command) -> Result<(), PolicyError> {
 
 /// `/dev/mdN` or `/dev/md/NAME`.
 fn md_device(path: &str) -> Result<(), PolicyError> {
-    device_path(path)?;
-    let numbered =
-        path.strip_prefix("/dev/md").is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
-    let named = path.strip_prefix("/dev/md/").is_some_and(|n| simple_name("array", n, 32, "").is_ok());
-    if numbered || named {
-        Ok(())
-    } else {
-        Err(PolicyError::new(
-            "device-path",
-            path,
-            format!("{path} is not an md array name"),
-            "name arrays /dev/mdN or /dev/md/NAME",
-        ))
-    }
+    pvfs_host::grammar::md_device(path).map_err(|r| refused("device-path", path, r))
 }
 
 fn mdadm_conf(conf: &str) -> Result<(), PolicyError> {
@@ -1884,15 +1859,9 @@ fn beegfs_list(path: &str, contents: &str) -> Result<(), PolicyError> {
 }
 
 fn no_control(value: &str, what: &str) -> Result<(), PolicyError> {
-    if value.chars().any(char::is_control) {
-        return Err(PolicyError::new(
-            "name",
-            value,
-            format!("{what} {value:?} holds a control character"),
-            "give a one-line value",
-        ));
-    }
-    Ok(())
+    pvfs_host::grammar::no_control(value).map_err(|r| {
+        refused("name", value, pvfs_host::grammar::Refusal { problem: format!("{what} {}", r.problem), ..r })
+    })
 }
 
 /// Letters, digits, `_.+-`; not starting with `-` or `.`; at most `max` bytes.
@@ -1914,21 +1883,9 @@ fn simple_name(what: &str, value: &str, max: usize, shown: &str) -> Result<(), P
 }
 
 fn lvm_name(what: &str, value: &str) -> Result<(), PolicyError> {
-    simple_name(what, value, 127, "")?;
-    // LVM reserves these (lvm(8), "VALID NAMES").
-    if value.starts_with("snapshot")
-        || value.starts_with("pvmove")
-        || value.contains("_mlog")
-        || value.contains("_tdata")
-    {
-        return Err(PolicyError::new(
-            "name",
-            value,
-            format!("{value:?} is a name LVM reserves"),
-            "choose another name",
-        ));
-    }
-    Ok(())
+    pvfs_host::grammar::lvm_name(value).map_err(|r| {
+        refused("name", value, pvfs_host::grammar::Refusal { problem: format!("{what} {}", r.problem), ..r })
+    })
 }
 
 fn fsname(value: &str) -> Result<(), PolicyError> {
@@ -2171,37 +2128,17 @@ fn one_of(rule: &'static str, value: &str, allowed: &[&str], what: &str) -> Resu
 }
 
 fn package_name(name: &str) -> Result<(), PolicyError> {
-    let ok = !name.is_empty()
-        && name.len() <= 128
-        && name.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '-' | '_'));
-    if ok {
-        return Ok(());
-    }
-    Err(PolicyError::new(
-        "package-name",
-        name,
-        format!("{name:?} is not a package name"),
-        "package names are letters, digits, '.', '+', '-' or '_', starting with a letter or digit (never '-': that is an option)",
-    ))
+    pvfs_host::grammar::package_name(name).map_err(|r| refused("package-name", name, r))
 }
 
 fn package_version(name: &str, version: &str) -> Result<(), PolicyError> {
-    let ok = !version.is_empty()
-        && version.len() <= 128
-        && version.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && version
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '-' | '_' | '~' | ':' | '^'));
-    if ok {
-        return Ok(());
-    }
-    Err(PolicyError::new(
-        "package-version",
-        version,
-        format!("{version:?} is not a version of {name}"),
-        "versions are letters, digits and . + - _ ~ : ^, starting with a letter or digit",
-    ))
+    pvfs_host::grammar::package_version(version).map_err(|r| {
+        refused(
+            "package-version",
+            version,
+            pvfs_host::grammar::Refusal { problem: format!("{} of {name}", r.problem), ..r },
+        )
+    })
 }
 
 fn repo_name(name: &str) -> Result<(), PolicyError> {
@@ -2213,19 +2150,7 @@ fn repo_name(name: &str) -> Result<(), PolicyError> {
 /// whitespace: the deb822 fields are whitespace-separated lists, and a newline would add a
 /// field.
 fn apt_word(word: &str) -> Result<(), PolicyError> {
-    let ok = !word.is_empty()
-        && word.len() <= 128
-        && !word.starts_with('-')
-        && word.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '~' | '/' | '-'));
-    if ok {
-        return Ok(());
-    }
-    Err(PolicyError::new(
-        "repo-suite",
-        word,
-        format!("{word:?} is not an apt suite or component"),
-        "suites and components are letters, digits and . _ + ~ / -, not starting with '-'",
-    ))
+    pvfs_host::grammar::apt_word(word).map_err(|r| refused("repo-suite", word, r))
 }
 
 /// The fields pvfs writes into a deb822 source (sources.list(5)); any other (an `Options`-like
@@ -2255,20 +2180,13 @@ fn deb822_source(path: &str, contents: &str) -> Result<(), PolicyError> {
 /// An ASCII-armored OpenPGP public key block (RFC 4880, 6.2) and nothing else: what apt reads
 /// from a `.asc` keyring named by `Signed-By`.
 fn armored_key(what: &str, key: &str) -> Result<(), PolicyError> {
-    const BEGIN: &str = "-----BEGIN PGP PUBLIC KEY BLOCK-----";
-    const END: &str = "-----END PGP PUBLIC KEY BLOCK-----";
-    let body = key.trim_end().strip_prefix(BEGIN).and_then(|rest| rest.strip_suffix(END));
-    // Armor headers (`Version: …`, `Comment: …`), base64 lines and the `=` checksum line.
-    let plain = |c: char| c.is_ascii_graphic() || c == ' ' || c == '\n' || c == '\r';
-    match body {
-        Some(body) if key.len() <= 65536 && body.chars().all(plain) && !body.contains("-----") => Ok(()),
-        _ => Err(PolicyError::new(
+    pvfs_host::grammar::armored_key(key).map_err(|r| {
+        refused(
             "file-content",
             what,
-            format!("the signing key of {what} is not one ASCII-armored OpenPGP public key block"),
-            "give the key as `gpg --armor --export` writes it (BEGIN PGP PUBLIC KEY BLOCK … END), at most 64 KiB",
-        )),
-    }
+            pvfs_host::grammar::Refusal { problem: format!("the signing key of {what}: {}", r.problem), ..r },
+        )
+    })
 }
 
 /// Characters a URL written into a .repo file may hold: no whitespace (a newline would add
@@ -2336,34 +2254,7 @@ fn client_mount_flags(m: &crate::Mount) -> Result<(), PolicyError> {
 }
 
 fn mount_options(options: &str) -> Result<(), PolicyError> {
-    let bad = |problem: String| {
-        PolicyError::new(
-            "mount-options",
-            options,
-            problem,
-            "write comma-separated options (defaults,noatime,…) without whitespace, '#', paths, or options that bring in other files, devices or programs",
-        )
-    };
-    if options.is_empty() || options.len() > 1024 {
-        return Err(bad(format!("mount options {options:?} are empty or too long")));
-    }
-    for option in options.split(',') {
-        let (key, value) = option.split_once('=').unwrap_or((option, ""));
-        let chars_ok = |s: &str| {
-            s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':' | '@' | '+'))
-        };
-        if key.is_empty() || !chars_ok(key) || !chars_ok(value) {
-            return Err(bad(format!(
-                "mount option {option:?} holds a character fstab cannot carry safely (whitespace, '#', '/', quotes, control)"
-            )));
-        }
-        if pvfs_host::mount_options::is_refused(key) {
-            return Err(bad(format!(
-                "mount option {key} makes the mount write host files or bring in other devices or programs"
-            )));
-        }
-    }
-    Ok(())
+    pvfs_host::grammar::mount_options(options).map_err(|r| refused("mount-options", options, r))
 }
 
 fn queue_attribute(path: &str) -> Result<(), PolicyError> {
