@@ -4,7 +4,12 @@
 //! missing, SAN = the address the cluster file dials), then over SSH ([`ssh`]) the agent's
 //! binary, unit, environment file, the CA certificate and the node's certificate and key;
 //! `systemctl daemon-reload`, enable and (re)start; then the agent is dialled over mTLS until it
-//! answers, bounded.
+//! answers, bounded, and what answers must be the build installed ([`mismatch`]: the SHA-256 of
+//! the agent's running executable, which `Info` reports, against the binary sent or the
+//! package's). A node holds one route's agent: the package's route first removes the tarball
+//! route's binary and unit (whose unit in /etc would override the package's and keep the old
+//! binary running), the tarball's route first removes the package ([`diff`]). All of a node's
+//! commands go over one SSH connection ([`ssh::Multiplex`]).
 //!
 //! The node is read first (one `ssh` running `sha256sum`, `stat`, `systemctl is-*`, `uname -m`
 //! and `getconf GNU_LIBC_VERSION`; a node that cannot run the binary is refused then, before
@@ -19,8 +24,8 @@
 //!
 //! Nodes are handled in parallel, at most [`Options::parallel`] at once; a failing node is
 //! reported with the command, its exit status and the end of its standard error (and, when the
-//! service did not start or the agent did not answer, the unit's last journal lines), and the
-//! others go on.
+//! service did not start or the agent did not answer, the unit's last journal lines; for the
+//! common refusals of a login that is not root, what to do: [`hint`]), and the others go on.
 
 pub mod platform;
 pub mod ssh;
@@ -1193,10 +1198,11 @@ pub fn mismatch(node: &str, installed: &Installed, running: &Running) -> Option<
             installed.executable
         ));
     };
-    let version_differs = installed
-        .package_version
-        .as_deref()
-        .is_some_and(|v| v.split_once('-').map_or(v, |(upstream, _)| upstream) != running.version);
+    // The package's version is the crate's (`cargo xtask dist`), or that with a Debian revision
+    // after its last `-`.
+    let version_differs = installed.package_version.as_deref().is_some_and(|v| {
+        v != running.version && v.rsplit_once('-').is_none_or(|(upstream, _)| upstream != running.version)
+    });
     if &running.build == want && !version_differs {
         return None;
     }

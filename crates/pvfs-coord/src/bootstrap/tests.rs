@@ -804,6 +804,11 @@ fn the_running_agent_must_be_the_installed_build() {
     assert!(mismatch("n1", &package, &same).is_some());
     let same = Running { version: "0.1.0".into(), ..same };
     assert_eq!(mismatch("n1", &package, &same), None);
+    // A Debian revision after the crate's version, and a prerelease version, are the same.
+    let revised = Installed { package_version: Some("0.1.0-1".into()), ..package.clone() };
+    assert_eq!(mismatch("n1", &revised, &same), None);
+    let rc = Installed { package_version: Some("0.2.0-rc.1".into()), ..package.clone() };
+    assert_eq!(mismatch("n1", &rc, &Running { version: "0.2.0-rc.1".into(), ..same.clone() }), None);
     // An agent too old to say which build it is.
     let silent = Running { build: String::new(), ..running };
     assert!(mismatch("n1", &tarball, &silent).unwrap().contains("too old to report its build"));
