@@ -190,8 +190,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         let waves = total.div_ceil(PARALLEL);
         let at = |run: &Run| waves as f64 * run.wall.as_secs_f64();
         println!(
-            "  {total:>3} nodes, {waves:>2} wave(s): first run {:.0} s → {:.0} s, second run {:.0} s → {:.0} s \
-             (SSH handshakes alone: {:.0} s → {:.0} s)",
+            "  {total:>3} nodes, {waves:>2} wave(s): first run {:.1} s → {:.1} s, second run {:.1} s → {:.1} s \
+             (SSH handshakes alone: {:.1} s → {:.1} s)",
             at(&plain_first),
             at(&shared_first),
             at(&plain_second),
