@@ -809,16 +809,24 @@ impl NodeFailure {
     }
 }
 
-/// How much of a failed command line a failure shows without `-v`: the ssh options, the host
-/// and the start of the remote command, enough to tell which step it was.
+/// How much of a failed command line a failure shows without `-v`: the host and the start of
+/// the remote command, enough to tell which step it was.
 pub const SHORT_COMMAND: usize = 120;
 
+/// `ssh OPTIONS -- HOST 'SCRIPT'` as `ssh … HOST 'SCRIPT'`, cut at [`SHORT_COMMAND`]: the
+/// options are the same for every command of a run (and shown whole with `-v`); the host and
+/// the script's start say which command it was.
 fn shorten(command: &str) -> String {
     if command.chars().count() <= SHORT_COMMAND {
         return command.to_owned();
     }
-    let cut: String = command.chars().take(SHORT_COMMAND).collect();
-    format!("{cut}… (-v shows the whole command)")
+    let short = match command.split_once(" -- ") {
+        Some((head, tail)) => format!("{} … {tail}", head.split(' ').next().unwrap_or(head)),
+        None => command.to_owned(),
+    };
+    let cut: String = short.chars().take(SHORT_COMMAND).collect();
+    let more = if cut.len() < short.len() { "…" } else { "" };
+    format!("{cut}{more} (-v shows the whole command)")
 }
 
 impl std::fmt::Display for NodeFailure {

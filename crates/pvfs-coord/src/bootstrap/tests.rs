@@ -691,7 +691,7 @@ fn a_long_command_is_cut_unless_asked_for_whole() {
     };
     expect![[r#"
         node n2: reading the node failed
-          command: ssh -o BatchMode=yes -o ConnectTimeout=10 -- 10.0.0.2 'sha256sum -- /etc/pvfs/agent.env /etc/pvfs/tls/ca.crt 2>/dev/null… (-v shows the whole command)
+          command: ssh … 10.0.0.2 'sha256sum -- /etc/pvfs/agent.env /etc/pvfs/tls/ca.crt 2>/dev/null ; echo @@pvfs-modes ; stat -c '\''%a %… (-v shows the whole command)
           exit status: 1
           stderr: bash: line 1: sha256sum: command not found"#]]
     .assert_eq(&failed.render(false));
