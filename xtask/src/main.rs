@@ -18,6 +18,7 @@
 
 mod accuracy;
 mod bench;
+mod bench_bootstrap;
 mod bench_flood;
 mod bootstrap;
 mod ci;
@@ -80,6 +81,10 @@ enum Command {
     BenchEngine(bench::EngineArgs),
     /// Measure an idle agent's CPU and memory, and `pvfsctl nodes` latency against containers.
     BenchMesh(bench::Args),
+    /// `pvfsctl bootstrap` on containers with and without one SSH connection per node: an
+    /// ssh command's cost each way, whole runs, commands and logins per node, and an estimate
+    /// for 16 and 200 nodes.
+    BenchBootstrap(bench_bootstrap::Args),
     /// A real agent under floods (idle connections, half-open TLS handshakes, Metrics
     /// streams) on loopback: samples lost, `nodes`/Info latency, the agent's CPU and RSS.
     BenchFlood(bench_flood::FloodArgs),
@@ -102,6 +107,7 @@ fn main() -> ExitCode {
         Command::E2e(args) => e2e::run(&args),
         Command::Accuracy => accuracy::run(),
         Command::BenchMesh(args) => bench::run(&args),
+        Command::BenchBootstrap(args) => bench_bootstrap::run(&args),
         Command::BenchAgent(args) => bench::run_agent(&args),
         Command::BenchIngest(args) => bench::run_ingest(&args),
         Command::BenchUp(args) => bench::run_up(&args),

@@ -13,6 +13,7 @@
 //! waits, see `pvfs-agent`'s drain deadline).
 
 mod auth;
+mod build;
 mod child;
 mod handshake;
 // Public for its benchmark (`benches/gmond.rs`): the renderer and what it renders from.

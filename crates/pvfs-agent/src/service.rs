@@ -126,6 +126,9 @@ pub struct AgentService {
     metrics_streams: crate::limits::StreamGauge,
     /// Units being decoded and checked on the blocking pool (see `apply`).
     checking: Arc<tokio::sync::Semaphore>,
+    /// Its own executable's identity, read on the first `Info` (hashing the file takes a
+    /// moment, and an agent that is never asked need not spend it).
+    build: tokio::sync::OnceCell<crate::build::Build>,
     /// The revoked serials: a `Metrics` stream ends once its client's certificate is listed.
     /// (`auth` checks every request; a stream is one request that goes on.)
     revoked: Option<pvfs_tls::RevokedWatch>,
@@ -137,6 +140,7 @@ impl AgentService {
             name,
             root,
             started: Instant::now(),
+            build: tokio::sync::OnceCell::new(),
             history,
             shutdown,
             converging: Arc::new(tokio::sync::Mutex::new(())),
@@ -556,10 +560,22 @@ impl pb::agent_server::Agent for AgentService {
             tracing::warn!(error = %err, "cannot read node facts");
             Status::internal(format!("cannot read node facts: {err}"))
         })?;
+        let build = self
+            .build
+            .get_or_init(|| async {
+                tokio::task::spawn_blocking(crate::build::Build::read).await.unwrap_or_else(|err| {
+                    tracing::warn!(error = %err, "reading the agent's own executable failed");
+                    crate::build::Build::default()
+                })
+            })
+            .await
+            .clone();
         let info = NodeInfo {
             agent_name: self.name.clone(),
             agent_version: crate::VERSION.to_owned(),
             agent_uptime_seconds: self.started.elapsed().as_secs(),
+            agent_build: build.sha256,
+            agent_executable: build.executable,
             facts,
         };
         Ok(Response::new(pb::InfoResponse { node: Some(info.into()) }))

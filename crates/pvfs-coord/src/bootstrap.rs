@@ -4,7 +4,12 @@
 //! missing, SAN = the address the cluster file dials), then over SSH ([`ssh`]) the agent's
 //! binary, unit, environment file, the CA certificate and the node's certificate and key;
 //! `systemctl daemon-reload`, enable and (re)start; then the agent is dialled over mTLS until it
-//! answers, bounded.
+//! answers, bounded, and what answers must be the build installed ([`mismatch`]: the SHA-256 of
+//! the agent's running executable, which `Info` reports, against the binary sent or the
+//! package's). A node holds one route's agent: the package's route first removes the tarball
+//! route's binary and unit (whose unit in /etc would override the package's and keep the old
+//! binary running), the tarball's route first removes the package ([`diff`]). All of a node's
+//! commands go over one SSH connection ([`ssh::Multiplex`]).
 //!
 //! The node is read first (one `ssh` running `sha256sum`, `stat`, `systemctl is-*`, `uname -m`
 //! and `getconf GNU_LIBC_VERSION`; a node that cannot run the binary is refused then, before
@@ -19,8 +24,8 @@
 //!
 //! Nodes are handled in parallel, at most [`Options::parallel`] at once; a failing node is
 //! reported with the command, its exit status and the end of its standard error (and, when the
-//! service did not start or the agent did not answer, the unit's last journal lines), and the
-//! others go on.
+//! service did not start or the agent did not answer, the unit's last journal lines; for the
+//! common refusals of a login that is not root, what to do: [`hint`]), and the others go on.
 
 pub mod platform;
 pub mod ssh;
@@ -51,6 +56,10 @@ pub const SERVICE: &str = "pvfs-agent";
 pub const REMOTE_DEB: &str = "/var/cache/pvfs/pvfs.deb";
 /// The Debian package's name (`cargo xtask dist`'s .deb).
 pub const PACKAGE: &str = "pvfs";
+/// The package's binary, which its `/usr/bin/pvfs-agent` links to (`xtask/src/deb.rs`): what a
+/// package's agent runs. Its unit is `/lib/systemd/system/pvfs-agent.service`, overridden by
+/// [`REMOTE_UNIT`] when both are there, which is why a node holds one route's files only.
+pub const PACKAGE_BINARY: &str = "/usr/bin/pvfs";
 /// Bootstrap's record of the big files it installed (the binary, the package): per file, its
 /// SHA-256 and the identity `stat` gave it then ([`STAMP_FORMAT`]). A later run reads the
 /// identity (a `stat`, instant) instead of hashing hundreds of megabytes on every node; a file
@@ -608,6 +617,14 @@ pub enum Change {
         from: u32,
         to: u32,
     },
+    /// The tarball route's binary and unit, on a node that gets the package: its unit in
+    /// /etc would override the package's and keep the old binary running.
+    RemoveFiles {
+        paths: Vec<String>,
+    },
+    /// `dpkg -r pvfs`, on a node that gets the binary: the package's agent would otherwise be
+    /// the one its enablement starts.
+    RemovePackage,
     /// `dpkg -i` of the package kept at [`REMOTE_DEB`].
     Dpkg,
     DaemonReload,
@@ -626,6 +643,15 @@ impl std::fmt::Display for Change {
                 write!(f, "replace {what} {path} (content differs)")
             }
             Change::Chmod { what, path, from, to } => write!(f, "chmod {to:o} {what} {path} (was {from:o})"),
+            Change::RemoveFiles { paths } => {
+                write!(f, "remove {} (the tarball route's; the package replaces them)", paths.join(" "))
+            }
+            Change::RemovePackage => {
+                write!(
+                    f,
+                    "dpkg -r {PACKAGE} (the package's agent; the binary replaces it, /etc/pvfs is kept)"
+                )
+            }
             Change::Dpkg => write!(f, "dpkg -i {REMOTE_DEB}"),
             Change::DaemonReload => write!(f, "systemctl daemon-reload"),
             Change::Enable => write!(f, "systemctl enable {SERVICE}"),
@@ -643,19 +669,46 @@ pub struct NodePlan {
 }
 
 impl NodePlan {
-    /// Files written or chmodded, plus one for the service when it is touched.
+    /// Files written, chmodded or removed, plus one for the service when it is touched.
     pub fn changed(&self) -> u32 {
-        let files =
-            self.changes.iter().filter(|c| matches!(c, Change::Write { .. } | Change::Chmod { .. })).count();
-        let service = self.changes.iter().any(|c| !matches!(c, Change::Write { .. } | Change::Chmod { .. }));
+        let file = |c: &Change| {
+            matches!(
+                c,
+                Change::Write { .. }
+                    | Change::Chmod { .. }
+                    | Change::RemoveFiles { .. }
+                    | Change::RemovePackage
+            )
+        };
+        let files = self.changes.iter().filter(|c| file(c)).count();
+        let service = self.changes.iter().any(|c| !file(c));
         u32::try_from(files).unwrap_or(u32::MAX).saturating_add(u32::from(service))
     }
 }
 
-/// The differences between `probe` and `wanted` (pure: `--plan` shows exactly this).
+/// The differences between `probe` and `wanted` (pure: `--plan` shows exactly this). The
+/// other route's agent goes first: what the package brings (`wanted` holds the binary) or the
+/// tarball's binary and unit (`wanted` holds the package), so that the unit systemd starts is
+/// this route's.
 pub fn diff(wanted: &[Wanted], probe: &Probe) -> NodePlan {
     let mut plan = NodePlan::default();
     let mut unit_changed = false;
+    let wants = |path: &str| wanted.iter().any(|f| f.path == path);
+    let mut removed = false;
+    if wants(REMOTE_DEB) {
+        let there: Vec<String> = [REMOTE_BINARY, REMOTE_UNIT]
+            .into_iter()
+            .filter(|p| probe.modes.contains_key(*p) || probe.sha256.contains_key(*p))
+            .map(str::to_owned)
+            .collect();
+        if !there.is_empty() {
+            plan.changes.push(Change::RemoveFiles { paths: there });
+            removed = true;
+        }
+    } else if wants(REMOTE_BINARY) && probe.package_installed {
+        plan.changes.push(Change::RemovePackage);
+        removed = true;
+    }
     for file in wanted {
         let there = probe.sha256.get(&file.path);
         let same = matches!((there, &file.sha256), (Some(a), Some(b)) if a == b);
@@ -682,16 +735,18 @@ pub fn diff(wanted: &[Wanted], probe: &Probe) -> NodePlan {
     if let Some(deb) = wanted.iter().find(|f| f.path == REMOTE_DEB) {
         let written =
             plan.changes.iter().any(|c| matches!(c, Change::Write { path, .. } if path == &deb.path));
-        if written || !probe.package_installed {
+        // Installed again after the tarball's files went, whose removal disabled the unit.
+        if written || !probe.package_installed || removed {
             plan.changes.push(Change::Dpkg);
             unit_changed = true;
         }
     }
     let files_changed = !plan.changes.is_empty();
-    if unit_changed {
+    if unit_changed || removed {
         plan.changes.push(Change::DaemonReload);
     }
-    if !probe.enabled {
+    // A removal disabled the unit (its links named the other route's file).
+    if !probe.enabled || removed {
         plan.changes.push(Change::Enable);
     }
     if files_changed {
@@ -747,26 +802,56 @@ pub struct NodeFailure {
     pub journal: Box<[String]>,
 }
 
-impl std::fmt::Display for NodeFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.message)?;
+impl NodeFailure {
+    /// The failure as the CLI shows it: with `whole_command` false, a command line longer than
+    /// [`SHORT_COMMAND`] characters (the probe's is about a thousand, with every path it reads)
+    /// is cut there, saying so; the rest is always whole.
+    pub fn render(&self, whole_command: bool) -> String {
+        let mut text = self.message.clone();
         if let Some(command) = &self.command {
-            write!(f, "\n  command: {command}")?;
-            match self.code {
-                Some(code) => write!(f, "\n  exit status: {code}")?,
-                None => write!(f, "\n  killed by a signal or timed out")?,
-            }
+            text += "\n  command: ";
+            text += &if whole_command { command.to_string() } else { shorten(command) };
+            text += &match self.code {
+                Some(code) => format!("\n  exit status: {code}"),
+                None => "\n  killed by a signal or timed out".to_owned(),
+            };
         }
         if !self.stderr_tail.is_empty() && !self.host_key {
-            write!(f, "\n  stderr: {}", self.stderr_tail.replace('\n', "\n          "))?;
+            text += &format!("\n  stderr: {}", self.stderr_tail.replace('\n', "\n          "));
         }
         if !self.journal.is_empty() {
-            write!(f, "\n  journal ({}):", journal_script())?;
+            text += &format!("\n  journal ({}):", journal_script());
             for line in &self.journal {
-                write!(f, "\n    {line}")?;
+                text += &format!("\n    {line}");
             }
         }
-        Ok(())
+        text
+    }
+}
+
+/// How much of a failed command line a failure shows without `-v`: the host and the start of
+/// the remote command, enough to tell which step it was.
+pub const SHORT_COMMAND: usize = 120;
+
+/// `ssh OPTIONS -- HOST 'SCRIPT'` as `ssh … HOST 'SCRIPT'`, cut at [`SHORT_COMMAND`]: the
+/// options are the same for every command of a run (and shown whole with `-v`); the host and
+/// the script's start say which command it was.
+fn shorten(command: &str) -> String {
+    if command.chars().count() <= SHORT_COMMAND {
+        return command.to_owned();
+    }
+    let short = match command.split_once(" -- ") {
+        Some((head, tail)) => format!("{} … {tail}", head.split(' ').next().unwrap_or(head)),
+        None => command.to_owned(),
+    };
+    let cut: String = short.chars().take(SHORT_COMMAND).collect();
+    let more = if cut.len() < short.len() { "…" } else { "" };
+    format!("{cut}{more} (-v shows the whole command)")
+}
+
+impl std::fmt::Display for NodeFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.render(true))
     }
 }
 
@@ -779,8 +864,16 @@ pub enum Event {
     Done { node: String, change: Change },
     /// Still waiting for the agent to answer.
     Waiting { node: String, elapsed: Duration, last: String },
-    /// The agent answered over mTLS.
-    Ready { node: String, version: String, elapsed: Duration },
+    /// The agent answered over mTLS, and it runs what was installed.
+    Ready {
+        node: String,
+        version: String,
+        /// The SHA-256 of its executable as it runs.
+        build: String,
+        /// Its executable's path.
+        executable: String,
+        elapsed: Duration,
+    },
     /// The node is finished (or failed).
     Finished { node: String, result: Result<Counts, NodeFailure> },
 }
@@ -813,7 +906,7 @@ pub async fn run(
             (permits.clone(), options.clone(), dialer.clone(), events.clone());
         tasks.spawn(async move {
             let _permit = permits.acquire_owned().await;
-            let result = one_node(&node, &files, dialer.as_ref(), &options, &events).await;
+            let result = one_node(index, &node, &files, dialer.as_ref(), &options, &events).await;
             let _ = events.send(Event::Finished { node: node.name.clone(), result: result.clone() });
             (index, result)
         });
@@ -853,19 +946,80 @@ fn failure(node: &str, message: String) -> NodeFailure {
     }
 }
 
+/// One node's SSH: its host, its place in the run (which picks its control socket when
+/// commands share one connection), and the bound on each command.
+struct Remote<'a> {
+    node: &'a Node,
+    ssh: &'a Ssh,
+    host: String,
+    slot: usize,
+    timeout: Duration,
+}
+
+impl Remote<'_> {
+    async fn run(&self, script: &Script, doing: &str) -> Result<String, NodeFailure> {
+        remote(self, script, None, doing).await
+    }
+
+    async fn send(&self, script: &Script, stdin: &Source, doing: &str) -> Result<String, NodeFailure> {
+        remote(self, script, Some(stdin), doing).await
+    }
+
+    /// Asks the node's SSH master, when one was opened, to exit (`ssh -O exit`): the run's
+    /// connection to the node ends with the node's work rather than at `ControlPersist`.
+    async fn close(&self) {
+        let Some(argv) = self.ssh.close_argv(self.slot, &self.host) else { return };
+        let closed = tokio::process::Command::new(&self.ssh.program)
+            .args(argv)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .output();
+        match tokio::time::timeout(Duration::from_secs(10), closed).await {
+            Ok(Ok(out)) if out.status.success() => {}
+            // The master has gone already (it exits with its connection): nothing to close.
+            Ok(Ok(out)) => {
+                tracing::debug!(node = %self.node.name, stderr = %String::from_utf8_lossy(&out.stderr).trim(), "ssh -O exit")
+            }
+            Ok(Err(err)) => tracing::debug!(node = %self.node.name, error = %err, "ssh -O exit"),
+            Err(_) => tracing::debug!(node = %self.node.name, "ssh -O exit did not answer in 10s"),
+        }
+    }
+}
+
 async fn one_node(
+    slot: usize,
     node: &Node,
     files: &NodeFiles,
     dialer: Option<&Dialer>,
     options: &Options,
     events: &mpsc::UnboundedSender<Event>,
 ) -> Result<Counts, NodeFailure> {
-    let host = node.address.tls_name();
-    let ssh = &options.ssh;
+    let remote = Remote {
+        node,
+        ssh: &options.ssh,
+        host: node.address.tls_name(),
+        slot,
+        timeout: options.command_timeout,
+    };
+    let result = node_work(&remote, files, dialer, options, events).await;
+    remote.close().await;
+    result
+}
+
+async fn node_work(
+    remote: &Remote<'_>,
+    files: &NodeFiles,
+    dialer: Option<&Dialer>,
+    options: &Options,
+    events: &mpsc::UnboundedSender<Event>,
+) -> Result<Counts, NodeFailure> {
+    let node = remote.node;
     let stamped = files.stamped_paths();
     let hashed: Vec<&str> = files.paths().into_iter().filter(|p| !stamped.contains(p)).collect();
     let script = probe_script(&hashed, &stamped, REMOTE_STAMPS);
-    let probe = remote(node, ssh, &host, &script, None, options.command_timeout, "reading the node").await?;
+    let probe = remote.run(&script, "reading the node").await?;
     let mut probe = parse_probe(&probe);
     // Before anything is written (the stamps below included): an agent that cannot start there
     // would leave the node with a unit failing in a loop and the operator with only
@@ -875,22 +1029,15 @@ async fn one_node(
     {
         return Err(failure(&node.name, refused));
     }
+    if !probe.systemd {
+        return Err(failure(&node.name, no_systemd(&node.name)));
+    }
     // Big files without a stamp that still describes them (installed by hand or an older
     // bootstrap, changed since): hashed on the node once, and stamped unless this is --plan.
     for path in probe.unverified.clone() {
         let script = if options.plan { hash_script(&path) } else { stamp_script(&path, REMOTE_STAMPS) };
-        let out = remote(node, ssh, &host, &script, None, options.command_timeout, "hashing a file").await?;
+        let out = remote.run(&script, "hashing a file").await?;
         read_hashes(&mut probe, &out);
-    }
-    if !probe.systemd {
-        return Err(failure(
-            &node.name,
-            format!(
-                "node {}: systemd is not running there (/run/systemd/system is missing); the agent is \
-                 installed as a systemd service, so start it by other means or boot the node with systemd",
-                node.name
-            ),
-        ));
     }
     let files = files.route(probe.dpkg);
     let plan = diff(&files, &probe);
@@ -910,15 +1057,10 @@ async fn one_node(
                         format!("node {}: nothing to install as {path}", node.name),
                     ));
                 };
-                let script = write_script(path, file.mode);
-                remote(node, ssh, &host, &script, Some(source), options.command_timeout, "installing a file")
-                    .await?;
+                remote.send(&write_script(path, file.mode), source, "installing a file").await?;
                 if matches!(source, Source::File(_)) {
                     // Stamped for the next run, hashed on the node: what arrived is checked too.
-                    let script = stamp_script(path, REMOTE_STAMPS);
-                    let out =
-                        remote(node, ssh, &host, &script, None, options.command_timeout, "stamping a file")
-                            .await?;
+                    let out = remote.run(&stamp_script(path, REMOTE_STAMPS), "stamping a file").await?;
                     let mut arrived = Probe::default();
                     read_hashes(&mut arrived, &out);
                     if arrived.sha256.get(path) != file.sha256.as_ref() {
@@ -937,16 +1079,20 @@ async fn one_node(
             }
             Change::Chmod { path, to, .. } => {
                 let script = Script::new().cmd(&["chmod", &format!("{to:o}"), "--", path.as_str()]);
-                remote(node, ssh, &host, &script, None, options.command_timeout, "setting a file's mode")
-                    .await?;
+                remote.run(&script, "setting a file's mode").await?;
+            }
+            Change::RemoveFiles { paths } => {
+                remote.run(&remove_files_script(paths), "removing the tarball route's files").await?;
+            }
+            Change::RemovePackage => {
+                remote.run(&remove_package_script(), "removing the package").await?;
             }
             Change::Dpkg => {
                 // confold/confdef: an environment file already there (ours) is kept, never a
                 // question on a terminal that is not there.
                 let script =
                     Script::new().cmd(&["dpkg", "-i", "--force-confdef", "--force-confold", REMOTE_DEB]);
-                remote(node, ssh, &host, &script, None, options.command_timeout, "installing the package")
-                    .await?;
+                remote.run(&script, "installing the package").await?;
             }
             Change::DaemonReload => service = and(service).cmd(&["systemctl", "daemon-reload"]),
             Change::Enable => service = and(service).cmd(&["systemctl", "enable", "--quiet", SERVICE]),
@@ -957,11 +1103,10 @@ async fn one_node(
         }
     }
     if !service.text().is_empty() {
-        let started =
-            remote(node, ssh, &host, &service, None, options.command_timeout, "starting the service").await;
+        let started = remote.run(&service, "starting the service").await;
         if let Err(mut failed) = started {
             // systemctl says only "See systemctl status"; why it failed is in the journal.
-            failed.journal = journal(node, ssh, &host, options.command_timeout).await;
+            failed.journal = journal(remote).await;
             return Err(failed);
         }
         for change in plan
@@ -972,14 +1117,142 @@ async fn one_node(
             let _ = events.send(Event::Done { node: node.name.clone(), change: change.clone() });
         }
     }
-    if let Some(dialer) = dialer
-        && let Err(mut failed) = wait_for_agent(node, dialer, options.wait, events).await
-    {
-        // Started but not answering: crashing and restarting, say, or listening elsewhere.
-        failed.journal = journal(node, ssh, &host, options.command_timeout).await;
-        return Err(failed);
+    let Some(dialer) = dialer else { return Ok(Counts { ok: plan.unchanged, changed, failed: 0 }) };
+    let running = match wait_for_agent(node, dialer, options.wait, events).await {
+        Ok(running) => running,
+        Err(mut failed) => {
+            // Started but not answering: crashing and restarting, say, or listening elsewhere.
+            failed.journal = journal(remote).await;
+            return Err(failed);
+        }
+    };
+    // What answers must be what was installed: another agent left running (another route's
+    // unit overriding this one, a drop-in, one started by hand) answers just as well.
+    let installed = installed(remote, &files).await?;
+    if let Some(mismatch) = mismatch(&node.name, &installed, &running) {
+        return Err(failure(&node.name, mismatch));
     }
+    let _ = events.send(Event::Ready {
+        node: node.name.clone(),
+        version: running.version,
+        build: running.build,
+        executable: running.executable,
+        elapsed: running.elapsed,
+    });
     Ok(Counts { ok: plan.unchanged, changed, failed: 0 })
+}
+
+/// Bootstrap installs the agent as a systemd service; it checks for systemd before writing
+/// anything, so there is nothing to start by other means.
+fn no_systemd(node: &str) -> String {
+    format!(
+        "node {node}: systemd is not running there (/run/systemd/system is missing), and bootstrap installs \
+         the agent as a systemd service; nothing was installed. Boot the node with systemd, or leave it out \
+         with --node"
+    )
+}
+
+/// The agent a node holds once bootstrap is done with it, by route.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Installed {
+    /// The file systemd starts, resolved (`/usr/local/bin/pvfs-agent`, or the package's
+    /// `/usr/bin/pvfs`, which its `pvfs-agent` links to).
+    pub executable: String,
+    /// Its SHA-256.
+    pub sha256: Option<String>,
+    /// The package's version (`dpkg-query`), on the package's route.
+    pub package_version: Option<String>,
+}
+
+/// What the running agent said of itself over mutual TLS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Running {
+    pub version: String,
+    /// The SHA-256 of its executable as it runs (empty from an agent too old to say).
+    pub build: String,
+    /// Its executable's path (`/proc/self/exe`; ` (deleted)` when the file was replaced since).
+    pub executable: String,
+    /// From the (re)start to its first answer.
+    pub elapsed: Duration,
+}
+
+/// What the route installed: the binary's hash known here, or the package's read on the node
+/// (the package's binary is not the one given to bootstrap: `cargo xtask dist` strips it).
+async fn installed(remote: &Remote<'_>, files: &[Wanted]) -> Result<Installed, NodeFailure> {
+    if files.iter().any(|f| f.path == REMOTE_DEB) {
+        let out = remote.run(&package_binary_script(), "reading the package's binary").await?;
+        let (sha256, package_version) = parse_package_binary(&out);
+        return Ok(Installed { executable: PACKAGE_BINARY.into(), sha256, package_version });
+    }
+    let sha256 = files.iter().find(|f| f.path == REMOTE_BINARY).and_then(|f| f.sha256.clone());
+    Ok(Installed { executable: REMOTE_BINARY.into(), sha256, package_version: None })
+}
+
+/// `sha256sum /usr/bin/pvfs` and the package's version, for [`parse_package_binary`].
+pub fn package_binary_script() -> Script {
+    Script::new()
+        .cmd(&["sha256sum", "--", PACKAGE_BINARY])
+        .op("2>/dev/null ;")
+        .cmd(&["dpkg-query", "-W", "-f", "version ${Version}\\n", PACKAGE])
+        .op("2>/dev/null ; true")
+}
+
+/// The package binary's SHA-256 and the package's version from [`package_binary_script`].
+pub fn parse_package_binary(out: &str) -> (Option<String>, Option<String>) {
+    let mut sha256 = None;
+    let mut version = None;
+    for line in out.lines() {
+        if let Some(v) = line.strip_prefix("version ") {
+            version = Some(v.trim().to_owned()).filter(|v| !v.is_empty());
+        } else if let Some((hash, path)) = line.split_once(' ')
+            && is_sha256(hash)
+            && path.trim_start_matches([' ', '*']) == PACKAGE_BINARY
+        {
+            sha256 = Some(hash.to_ascii_lowercase());
+        }
+    }
+    (sha256, version)
+}
+
+/// Why the running agent is not the installed one; `None` when it is: the SHA-256 of its
+/// executable as it runs against the installed file's (and, for the package, its version
+/// against the package's).
+pub fn mismatch(node: &str, installed: &Installed, running: &Running) -> Option<String> {
+    let short = |h: &str| if h.len() > 12 { format!("{}…", &h[..12]) } else { h.to_owned() };
+    let Some(want) = &installed.sha256 else {
+        return Some(format!(
+            "node {node}: {} is missing after the installation, so what the agent runs cannot be checked; \
+             run bootstrap again",
+            installed.executable
+        ));
+    };
+    // The package's version is the crate's (`cargo xtask dist`), or that with a Debian revision
+    // after its last `-`.
+    let version_differs = installed.package_version.as_deref().is_some_and(|v| {
+        v != running.version && v.rsplit_once('-').is_none_or(|(upstream, _)| upstream != running.version)
+    });
+    if &running.build == want && !version_differs {
+        return None;
+    }
+    let runs = if running.build.is_empty() {
+        format!("pvfs-agent {} from {}, too old to report its build", running.version, running.executable)
+    } else {
+        format!(
+            "pvfs-agent {} from {} (build {})",
+            running.version,
+            running.executable,
+            short(&running.build)
+        )
+    };
+    let package =
+        installed.package_version.as_deref().map(|v| format!(", package pvfs {v}")).unwrap_or_default();
+    Some(format!(
+        "node {node}: the agent answering is not the one installed: it runs {runs}, and what was installed is \
+         {} (build {}{package}). Another pvfs-agent serves its port: see `systemctl cat {SERVICE}` (a drop-in \
+         or another unit) and `ss -ltnp` on the node, stop it, and run bootstrap again",
+        installed.executable,
+        short(want)
+    ))
 }
 
 /// How many of the unit's journal lines a failure shows.
@@ -987,9 +1260,8 @@ pub const JOURNAL_LINES: &str = "20";
 
 /// The agent unit's last [`JOURNAL_LINES`] journal lines on the node, for a failure to show;
 /// if they cannot be read, one line saying why (the failure itself matters more).
-async fn journal(node: &Node, ssh: &Ssh, host: &str, timeout: Duration) -> Box<[String]> {
-    let script = journal_script();
-    match remote(node, ssh, host, &script, None, timeout, "reading the unit's journal").await {
+async fn journal(remote: &Remote<'_>) -> Box<[String]> {
+    match remote.run(&journal_script(), "reading the unit's journal").await {
         Ok(out) => out.lines().map(str::trim_end).filter(|l| !l.is_empty()).map(str::to_owned).collect(),
         Err(failed) => {
             let why = failed.stderr_tail.lines().last().unwrap_or(&failed.message).to_owned();
@@ -1002,6 +1274,32 @@ async fn journal(node: &Node, ssh: &Ssh, host: &str, timeout: Duration) -> Box<[
 /// included, whatever the node's pager settings.
 pub fn journal_script() -> Script {
     Script::new().cmd(&["journalctl", "-u", SERVICE, "-n", JOURNAL_LINES, "--no-pager"])
+}
+
+/// The tarball route's files, on a node that gets the package: the unit disabled first (its
+/// enablement links name this file, and the package's postinst enables its own), the files
+/// removed and systemd told.
+pub fn remove_files_script(paths: &[String]) -> Script {
+    let mut rm = vec!["rm", "-f", "--"];
+    rm.extend(paths.iter().map(String::as_str));
+    Script::new()
+        .cmd(&["systemctl", "disable", "--quiet", SERVICE])
+        .op("2>/dev/null ;")
+        .cmd(&rm)
+        .op("&&")
+        .cmd(&["systemctl", "daemon-reload"])
+}
+
+/// The package, on a node that gets the binary: disabled while its unit is still there (so no
+/// enablement link is left pointing at a file about to go), `dpkg -r` (which stops the agent,
+/// keeps /etc/pvfs, and reloads systemd), and bootstrap's cached copy of it deleted.
+pub fn remove_package_script() -> Script {
+    Script::new()
+        .cmd(&["systemctl", "disable", "--quiet", SERVICE])
+        .op("2>/dev/null ;")
+        .cmd(&["dpkg", "-r", PACKAGE])
+        .op("&&")
+        .cmd(&["rm", "-f", "--", REMOTE_DEB])
 }
 
 fn and(script: Script) -> Script {
@@ -1034,15 +1332,13 @@ pub fn write_script(path: &str, mode: u32) -> Script {
 /// Runs `script` on the node; its standard output, or the failure with the command, status and
 /// standard error, a refused host key explained.
 async fn remote(
-    node: &Node,
-    ssh: &Ssh,
-    host: &str,
+    remote: &Remote<'_>,
     script: &Script,
     stdin: Option<&Source>,
-    timeout: Duration,
     doing: &str,
 ) -> Result<String, NodeFailure> {
-    let command_line = ssh.display(host, script);
+    let (node, ssh, host, timeout) = (remote.node, remote.ssh, remote.host.as_str(), remote.timeout);
+    let command_line = ssh.display(remote.slot, host, script);
     let fail = |message: String, code: Option<i32>, stderr: &str| NodeFailure {
         node: node.name.clone(),
         message,
@@ -1053,7 +1349,11 @@ async fn remote(
         journal: Box::default(),
     };
     let mut command = tokio::process::Command::new(&ssh.program);
-    command.args(ssh.argv(host, script)).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+    command
+        .args(ssh.argv(remote.slot, host, script))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
     let mut bytes = None;
     match stdin {
         None => {
@@ -1113,7 +1413,44 @@ async fn remote(
         failed.host_key = refusal.is_host_key();
         return Err(failed);
     }
-    Err(fail(format!("node {}: {doing} failed", node.name), code, &stderr))
+    let mut message = format!("node {}: {doing} failed", node.name);
+    if let Some(hint) = hint(&stderr, ssh, &node.name) {
+        message = format!("{message}: {hint}");
+    }
+    Err(fail(message, code, &stderr))
+}
+
+/// What to do about a remote command's failure, read from its standard error, when it is one
+/// of the common ones that are the login's rather than the node's: a login that is not root
+/// without `--sudo`, and sudo that wants a password.
+pub fn hint(stderr: &str, ssh: &Ssh, node: &str) -> Option<String> {
+    let login = ssh.user.as_deref().map_or_else(|| "the SSH login".to_owned(), |u| format!("login {u}"));
+    // sudo's words (plugins/sudoers/auth/sudo_auth.c, check.c): `-n` refuses to prompt with
+    // "a password is required"; without a terminal, "a terminal is required to read the
+    // password" (sudo before 1.8.x, or a PAM module that insists).
+    if ssh.sudo
+        && (stderr.contains("sudo: a password is required")
+            || stderr.contains("sudo: a terminal is required")
+            || stderr.contains("sudo: no tty present"))
+    {
+        return Some(format!(
+            "passwordless sudo is needed for {login} on {node} (a NOPASSWD rule in its sudoers, e.g. \
+             `USER ALL=(root) NOPASSWD: ALL` in /etc/sudoers.d/pvfs), since bootstrap never types a password"
+        ));
+    }
+    if !ssh.sudo
+        && (stderr.contains("Permission denied")
+            || stderr.contains("Operation not permitted")
+            || stderr.contains("Access denied")
+            || stderr.contains("are you root?")
+            || stderr.contains("requires superuser privilege"))
+    {
+        return Some(format!(
+            "{login} may not write there; if it is not root, pass --sudo (its commands then run through \
+             `sudo -n`), or --ssh-user root"
+        ));
+    }
+    None
 }
 
 /// The last few lines of a command's standard error.
@@ -1128,21 +1465,24 @@ async fn wait_for_agent(
     dialer: &Dialer,
     wait: Duration,
     events: &mpsc::UnboundedSender<Event>,
-) -> Result<(), NodeFailure> {
+) -> Result<Running, NodeFailure> {
     let started = Instant::now();
     let mut last_report = Instant::now();
     loop {
         let last = match ask(node, dialer).await {
-            Ok((name, version)) if name == node.name => {
-                let _ = events.send(Event::Ready {
-                    node: node.name.clone(),
-                    version,
+            Ok(info) if info.agent_name == node.name => {
+                return Ok(Running {
+                    version: info.agent_version,
+                    build: info.agent_build,
+                    executable: info.agent_executable,
                     elapsed: started.elapsed(),
                 });
-                return Ok(());
             }
-            Ok((name, _)) => {
-                format!("the agent at {} calls itself {name:?}, not {:?}", node.address, node.name)
+            Ok(info) => {
+                format!(
+                    "the agent at {} calls itself {:?}, not {:?}",
+                    node.address, info.agent_name, node.name
+                )
             }
             Err(err) => err.message,
         };
@@ -1165,7 +1505,7 @@ async fn wait_for_agent(
     }
 }
 
-async fn ask(node: &Node, dialer: &Dialer) -> Result<(String, String), DialError> {
+async fn ask(node: &Node, dialer: &Dialer) -> Result<pvfs_metrics::facts::NodeInfo, DialError> {
     let timeout = dialer.timeout();
     let mut conn = dialer.connect(node).await?;
     let info = tokio::time::timeout(timeout, conn.agent.info(pb::InfoRequest {}))
@@ -1178,8 +1518,7 @@ async fn ask(node: &Node, dialer: &Dialer) -> Result<(String, String), DialError
             kind: FailureKind::Rpc,
             message: "the agent sent no node facts".into(),
         })?;
-    let info = pvfs_metrics::facts::NodeInfo::from(info);
-    Ok((info.agent_name, info.agent_version))
+    Ok(pvfs_metrics::facts::NodeInfo::from(info))
 }
 
 #[cfg(test)]

@@ -101,6 +101,12 @@ async fn a_coordinator_with_a_valid_certificate_gets_info() {
     let info = conn.agent.info(pb::InfoRequest {}).await.unwrap().into_inner().node.unwrap();
     assert_eq!(info.agent_name, "n1");
     assert_eq!(info.agent_version, pvfs_agent::VERSION);
+    // Its build: the SHA-256 of the executable running it (this test binary), as coreutils
+    // hashes the file, and that file's path.
+    let exe = std::env::current_exe().unwrap();
+    let sum = std::process::Command::new("sha256sum").arg(&exe).output().unwrap();
+    assert_eq!(info.agent_build, String::from_utf8_lossy(&sum.stdout).split_whitespace().next().unwrap());
+    assert_eq!(info.agent_executable, exe.to_string_lossy());
     let here = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
     assert_eq!(info.hostname, here.trim());
     assert!(info.memory_bytes > 0 && info.cpu.unwrap().logical > 0);

@@ -16,6 +16,14 @@ pub struct NodeInfo {
     pub agent_name: String,
     pub agent_version: String,
     pub agent_uptime_seconds: u64,
+    /// The SHA-256 of the agent's executable as it runs: the build that answers. (Defaulted:
+    /// results written before it was reported lack it; empty from an agent that could not
+    /// read it.)
+    #[serde(default)]
+    pub agent_build: String,
+    /// Its executable's path, ` (deleted)` at the end when the file was replaced since.
+    #[serde(default)]
+    pub agent_executable: String,
     #[serde(flatten)]
     pub facts: NodeFacts,
 }

@@ -15,7 +15,14 @@ use pvfs_metrics::sample::{
 
 impl From<NodeInfo> for pb::NodeInfo {
     fn from(info: NodeInfo) -> pb::NodeInfo {
-        let NodeInfo { agent_name, agent_version, agent_uptime_seconds, facts } = info;
+        let NodeInfo {
+            agent_name,
+            agent_version,
+            agent_uptime_seconds,
+            agent_build,
+            agent_executable,
+            facts,
+        } = info;
         pb::NodeInfo {
             hostname: facts.hostname,
             os: Some(pb::OsRelease {
@@ -36,6 +43,8 @@ impl From<NodeInfo> for pb::NodeInfo {
             ssh_host_key: facts.ssh_host_key,
             selinux: facts.selinux.as_str().to_owned(),
             firewall: facts.firewall.as_str().to_owned(),
+            agent_build,
+            agent_executable,
         }
     }
 }
@@ -48,6 +57,8 @@ impl From<pb::NodeInfo> for NodeInfo {
             agent_name: info.agent_name,
             agent_version: info.agent_version,
             agent_uptime_seconds: info.agent_uptime_seconds,
+            agent_build: info.agent_build,
+            agent_executable: info.agent_executable,
             facts: NodeFacts {
                 hostname: info.hostname,
                 os: OsRelease { id: os.id, version_id: os.version_id, pretty_name: os.pretty_name },
@@ -308,6 +319,8 @@ mod tests {
             agent_name: "oss00".into(),
             agent_version: "0.1.0".into(),
             agent_uptime_seconds: 12,
+            agent_build: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08".into(),
+            agent_executable: "/usr/local/bin/pvfs-agent".into(),
             facts: NodeFacts {
                 hostname: "oss00".into(),
                 os: OsRelease {

@@ -252,6 +252,13 @@ pub struct BootstrapArgs {
     /// SSH's ConnectTimeout.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub ssh_timeout: Duration,
+    /// A new SSH connection for every command, instead of one per node that carries all of
+    /// them (OpenSSH's ControlMaster, its socket in a private temporary directory).
+    #[arg(long)]
+    pub no_multiplex: bool,
+    /// Show a failed command line whole (without it, a long one is cut).
+    #[arg(long, short)]
+    pub verbose: bool,
 }
 
 /// `pvfsctl up`: `UpArgs` (which `down` shares) and when nodes may be rebooted.

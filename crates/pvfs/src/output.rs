@@ -32,14 +32,15 @@ pub(crate) fn error(err: &anyhow::Error) {
 }
 
 /// `err: cause: cause's cause`, as `{:#}` prints it, but leaving out a cause that the message
-/// before it already ends with: many errors name their cause in their own message and also
-/// chain it as their `source()` (`cannot read cluster file x: No such file or directory`), which
-/// `{:#}` would print twice.
+/// before it already says: many errors name their cause in their own message and also chain it
+/// as their `source()` (`cannot read cluster file x: No such file or directory`), some with a
+/// hint after it (`cannot read tls/ca.crt: No such file … (create the CA with …)`), which `{:#}`
+/// would print twice.
 fn chain(err: &anyhow::Error) -> String {
     let mut text = String::new();
     for cause in err.chain() {
         let cause = cause.to_string();
-        if text.ends_with(&cause) {
+        if text.contains(&cause) {
             continue;
         }
         if !text.is_empty() {
@@ -96,6 +97,11 @@ mod tests {
         assert_eq!(super::chain(&err), format!("loading the cluster: cannot read x.toml: {}", io()));
         let err = anyhow::Error::from(io()).context("copying x");
         assert_eq!(super::chain(&err), format!("copying x: {}", io()));
+        // pvfs-tls's: the cause, then a hint after it.
+        let err = anyhow::Error::from(pvfs_tls::TlsError::Read { path: "tls/ca.crt".into(), source: io() });
+        let text = super::chain(&err);
+        assert_eq!(text.matches(&io().to_string()).count(), 1, "{text}");
+        assert!(text.ends_with("`pvfsctl ca issue NAME --dir DIR`)"), "{text}");
     }
 
     #[test]

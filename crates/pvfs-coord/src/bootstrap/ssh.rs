@@ -1,8 +1,9 @@
 //! The system's OpenSSH client, run as a program with an argument vector (no local shell), and
 //! what its failures mean.
 //!
-//! Only `-o BatchMode=yes` (never a password or passphrase prompt from a background task) and a
-//! `ConnectTimeout` are forced; everything else (users, jump hosts, agent forwarding, ports,
+//! Only `-o BatchMode=yes` (never a password or passphrase prompt from a background task), a
+//! `ConnectTimeout` and, for a run's own multiplexing ([`Multiplex`]), the control socket are
+//! forced; everything else (users, jump hosts, agent forwarding, ports,
 //! known hosts) comes from `~/.ssh/config` or the `-F` file given, as it does for `ssh` typed by
 //! hand. Host keys are always verified: the strictest this module ever relaxes is
 //! `StrictHostKeyChecking=accept-new`, and only when asked.
@@ -36,6 +37,75 @@ pub struct Ssh {
     pub connect_timeout: Duration,
     /// Run the remote commands through `sudo -n` (for a login that is not root).
     pub sudo: bool,
+    /// One SSH connection per node carrying all of its commands (OpenSSH's `ControlMaster`,
+    /// its socket in [`Multiplex`]'s private directory); `None`: a connection per command.
+    pub multiplex: Option<Multiplex>,
+}
+
+/// A run's private directory of OpenSSH control sockets: made `0700` under the temporary
+/// directory, so no other user can reach (or plant) a socket that carries our sessions, and
+/// removed with everything in it when dropped.
+///
+/// Each node gets its own socket there (`N`, by the node's place in the run), opened by the
+/// node's first command (`ControlMaster=auto`) and closed by [`Ssh::close_argv`] when the node
+/// is done; `ControlPersist` bounds how long a master outlives a run that was killed before it
+/// could close it. The master does the one TCP connection, key exchange, host key check and
+/// authentication; each command after it is a new session over that connection (a few
+/// milliseconds instead of the whole handshake). Host key checking is exactly as without it:
+/// the master's connection is the one that is checked.
+#[derive(Debug, Clone)]
+pub struct Multiplex {
+    dir: std::sync::Arc<PrivateDir>,
+}
+
+/// A directory made `0700` (by `mkdir` itself, so it is never reachable by others, not even
+/// for an instant) and removed with its contents on drop.
+#[derive(Debug)]
+struct PrivateDir(PathBuf);
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// How long a master waits for another session before it exits by itself: longer than any
+/// pause between one node's commands (the agent's wait is not spent over SSH), short enough
+/// that a killed run leaves nothing behind for long.
+pub const CONTROL_PERSIST: &str = "ControlPersist=60";
+
+impl Multiplex {
+    /// The private directory, under the system's temporary directory. A fresh random name,
+    /// created rather than opened (`create_dir` fails on anything already there, a symlink
+    /// included), so nothing another user prepared is ever used.
+    pub fn new() -> std::io::Result<Multiplex> {
+        use std::os::unix::fs::DirBuilderExt;
+        let base = std::env::temp_dir();
+        let mut last = None;
+        for _ in 0..8 {
+            let dir = base.join(format!("pvfs-ssh-{:016x}", fastrand::u64(..)));
+            match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+                Ok(()) => return Ok(Multiplex { dir: std::sync::Arc::new(PrivateDir(dir)) }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| std::io::Error::other("no free name")))
+    }
+
+    /// The control socket of the node at `slot` in the run.
+    pub fn socket(&self, slot: usize) -> PathBuf {
+        self.dir.0.join(slot.to_string())
+    }
+
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir.0
+    }
+}
+
+/// `ControlPath` expands `%` tokens and a leading `~`; the directory is taken literally.
+fn control_path(path: &std::path::Path) -> String {
+    format!("ControlPath={}", path.to_string_lossy().replace('%', "%%"))
 }
 
 impl Default for Ssh {
@@ -48,13 +118,48 @@ impl Default for Ssh {
             accept_new_host_keys: false,
             connect_timeout: Duration::from_secs(10),
             sudo: false,
+            multiplex: None,
         }
     }
 }
 
 impl Ssh {
-    /// The arguments (after the program) that run `script` on `host`.
-    pub fn argv(&self, host: &str, script: &Script) -> Vec<OsString> {
+    /// The arguments (after the program) that run `script` on `host`, the node at `slot` of
+    /// the run (which picks its control socket).
+    pub fn argv(&self, slot: usize, host: &str, script: &Script) -> Vec<OsString> {
+        let mut argv = self.options();
+        if self.accept_new_host_keys {
+            argv.extend(["-o".into(), "StrictHostKeyChecking=accept-new".into()]);
+        }
+        if let Some(multiplex) = &self.multiplex {
+            argv.extend(["-o".into(), "ControlMaster=auto".into(), "-o".into(), CONTROL_PERSIST.into()]);
+            argv.extend(["-o".into(), control_path(&multiplex.socket(slot)).into()]);
+        }
+        // `--`: a host can never be read as an option (the cluster file's grammar already
+        // refuses a leading `-`; this does not rely on it).
+        argv.extend(["--".into(), host.into()]);
+        let text = if self.sudo { Script::sudo(script) } else { script.text.clone() };
+        argv.push(text.into());
+        argv
+    }
+
+    /// The arguments that ask the master of the node at `slot` to exit (`ssh -O exit`), when
+    /// there is one: `None` without multiplexing or when no master was opened (its socket is
+    /// not there).
+    pub fn close_argv(&self, slot: usize, host: &str) -> Option<Vec<OsString>> {
+        let socket = self.multiplex.as_ref()?.socket(slot);
+        if !socket.exists() {
+            return None;
+        }
+        let mut argv = self.options();
+        argv.extend(["-o".into(), control_path(&socket).into(), "-O".into(), "exit".into()]);
+        argv.extend(["--".into(), host.into()]);
+        Some(argv)
+    }
+
+    /// What every command to a node shares: configuration, login, identity, BatchMode and
+    /// the connect timeout.
+    fn options(&self) -> Vec<OsString> {
         let mut argv: Vec<OsString> = Vec::new();
         if let Some(config) = &self.config {
             argv.extend(["-F".into(), config.into()]);
@@ -70,20 +175,12 @@ impl Ssh {
             "-o".into(),
             format!("ConnectTimeout={}", self.connect_timeout.as_secs().max(1)).into(),
         ]);
-        if self.accept_new_host_keys {
-            argv.extend(["-o".into(), "StrictHostKeyChecking=accept-new".into()]);
-        }
-        // `--`: a host can never be read as an option (the cluster file's grammar already
-        // refuses a leading `-`; this does not rely on it).
-        argv.extend(["--".into(), host.into()]);
-        let text = if self.sudo { Script::sudo(script) } else { script.text.clone() };
-        argv.push(text.into());
         argv
     }
 
     /// How the command line reads in a report: `ssh … HOST 'SCRIPT'`.
-    pub fn display(&self, host: &str, script: &Script) -> String {
-        let args = self.argv(host, script);
+    pub fn display(&self, slot: usize, host: &str, script: &Script) -> String {
+        let args = self.argv(slot, host, script);
         let mut words = vec![quote(&self.program.to_string_lossy())];
         words.extend(args.iter().map(|a| quote(&a.to_string_lossy())));
         words.join(" ")
@@ -257,7 +354,7 @@ mod tests {
     fn argv_forces_only_batch_mode_and_a_timeout() {
         let script = Script::new().cmd(&["systemctl", "is-active", "pvfs-agent"]);
         expect![[r#"ssh -o BatchMode=yes -o ConnectTimeout=7 -- 10.0.0.5 'systemctl is-active pvfs-agent'"#]]
-            .assert_eq(&ssh().display("10.0.0.5", &script));
+            .assert_eq(&ssh().display(0, "10.0.0.5", &script));
         let all = Ssh {
             user: Some("admin".into()),
             identity: Some("/keys/id ed25519".into()),
@@ -267,13 +364,48 @@ mod tests {
             ..ssh()
         };
         expect![[r#"ssh -F /t/ssh_config -l admin -i '/keys/id ed25519' -o BatchMode=yes -o ConnectTimeout=7 -o StrictHostKeyChecking=accept-new -- node1 'sudo -n sh -c '\''systemctl is-active pvfs-agent'\'''"#]]
-            .assert_eq(&all.display("node1", &script));
+            .assert_eq(&all.display(0, "node1", &script));
         // Never weaker than accept-new, whatever the flags.
         for s in [ssh(), all] {
             let text: Vec<String> =
-                s.argv("h", &script).iter().map(|a| a.to_string_lossy().into_owned()).collect();
+                s.argv(0, "h", &script).iter().map(|a| a.to_string_lossy().into_owned()).collect();
             assert!(!text.iter().any(|a| a.contains("StrictHostKeyChecking=no")), "{text:?}");
         }
+    }
+
+    /// Multiplexing adds the control socket of the node's slot, in a private directory, and
+    /// nothing about host keys: the master's connection is checked as any other.
+    #[test]
+    fn multiplexing_uses_a_socket_per_node_in_a_private_directory() {
+        use std::os::unix::fs::PermissionsExt;
+        let multiplex = Multiplex::new().unwrap();
+        let dir = multiplex.dir().to_owned();
+        assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+        let s = Ssh { multiplex: Some(multiplex.clone()), ..ssh() };
+        let script = Script::new().cmd(&["true"]);
+        let shown = s.display(3, "10.0.0.5", &script).replace(&dir.display().to_string(), "DIR");
+        expect![[r#"ssh -o BatchMode=yes -o ConnectTimeout=7 -o ControlMaster=auto -o ControlPersist=60 -o ControlPath=DIR/3 -- 10.0.0.5 true"#]]
+            .assert_eq(&shown);
+        let plain: Vec<_> = ssh().argv(3, "10.0.0.5", &script);
+        let with: Vec<_> = s.argv(3, "10.0.0.5", &script);
+        let checking = |argv: &[OsString]| -> Vec<String> {
+            argv.iter().map(|a| a.to_string_lossy().into_owned()).filter(|a| a.contains("HostKey")).collect()
+        };
+        assert_eq!(checking(&plain), checking(&with));
+        // No master was opened (no socket): nothing to close.
+        assert_eq!(s.close_argv(3, "10.0.0.5"), None);
+        std::fs::write(multiplex.socket(3), b"").unwrap();
+        let close: Vec<String> =
+            s.close_argv(3, "10.0.0.5").unwrap().iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        let control = format!("ControlPath={}", multiplex.socket(3).display());
+        assert_eq!(
+            close[close.len() - 6..],
+            ["-o", control.as_str(), "-O", "exit", "--", "10.0.0.5"],
+            "{close:?}"
+        );
+        // The directory goes with the last holder.
+        drop((s, multiplex));
+        assert!(!dir.exists());
     }
 
     #[test]

@@ -501,6 +501,7 @@ impl FakeSsh {
              case \"$last\" in\n\
              *journalctl*) cat '{dir}/journal' ;;\n\
              *'systemctl restart'*) echo 'Job for pvfs-agent.service failed because the control process exited with error code. See \"systemctl status pvfs-agent.service\" and \"journalctl -xe\" for details.' >&2; exit 1 ;;\n\
+             *' dd of='*) cat > /dev/null; if [ -e '{dir}/deny' ]; then cat '{dir}/deny' >&2; exit 1; fi ;;\n\
              *) cat '{dir}/probe' ;;\n\
              esac\n",
             dir = dir.path().display()
@@ -609,4 +610,206 @@ Nov 24 10:02:13 node1 systemd[1]: Failed to start pvfs node agent.
             Nov 24 10:02:13 node1 systemd[1]: pvfs-agent.service: control process exited, code=exited status=1
             Nov 24 10:02:13 node1 systemd[1]: Failed to start pvfs node agent."#]]
     .assert_eq(&shown.replace(&fake, "SSH"));
+}
+
+/// A node whose SSH login may not write as root: the write's own words (coreutils' mkdir, as a
+/// non-root login gets them under /etc), and what to do.
+#[tokio::test]
+async fn a_login_that_may_not_write_is_told_to_pass_sudo() {
+    // Nothing in place: the CA certificate is written first.
+    let probe = "@@pvfs-modes\n@@pvfs-systemd\n@@pvfs-active\nfailed\n@@pvfs-enabled\nenabled\n@@pvfs-package\n\
+                 @@pvfs-machine\nx86_64\n@@pvfs-libc\nglibc 2.36\n";
+    let ssh = FakeSsh::new(probe, "");
+    std::fs::write(
+        ssh.dir.path().join("deny"),
+        "mkdir: cannot create directory '/etc/pvfs': Permission denied\n",
+    )
+    .unwrap();
+    let recap = run_one(&ssh, el7_needs()).await;
+    assert_eq!(recap.failures.len(), 1, "{recap:?}");
+    expect![[r#"node node1: installing a file failed: the SSH login may not write there; if it is not root, pass --sudo (its commands then run through `sudo -n`), or --ssh-user root"#]]
+        .assert_eq(&recap.failures[0].message);
+    assert!(recap.failures[0].stderr_tail.contains("Permission denied"));
+}
+
+#[test]
+fn sudo_that_wants_a_password_and_a_login_without_sudo_get_their_hints() {
+    let plain = Ssh { user: Some("azureuser".into()), ..Ssh::default() };
+    let sudo = Ssh { sudo: true, ..plain.clone() };
+    // coreutils' dd and mkdir as a non-root login.
+    for stderr in [
+        "dd: failed to open '/etc/pvfs/tls/.ca.crt.pvfs-bootstrap.1a2b3c4d': Permission denied\n",
+        "mkdir: cannot create directory '/etc/pvfs': Permission denied\n",
+    ] {
+        let hint = hint(stderr, &plain, "n1").unwrap();
+        assert!(hint.starts_with("login azureuser may not write there") && hint.contains("--sudo"), "{hint}");
+        // With --sudo it is not the login's rights any more.
+        assert_eq!(hint_for(stderr, &sudo), None);
+    }
+    // sudo 1.9 (Debian 12) with -n and no NOPASSWD rule; older sudo without a terminal.
+    for stderr in [
+        "sudo: a password is required\n",
+        "sudo: a terminal is required to read the password; either use the -S option to read from standard input or configure an askpass helper\n",
+    ] {
+        expect![[r#"passwordless sudo is needed for login azureuser on n1 (a NOPASSWD rule in its sudoers, e.g. `USER ALL=(root) NOPASSWD: ALL` in /etc/sudoers.d/pvfs), since bootstrap never types a password"#]]
+            .assert_eq(&hint(stderr, &sudo, "n1").unwrap());
+    }
+    assert_eq!(hint("dd: error writing '/etc/pvfs/x': No space left on device\n", &plain, "n1"), None);
+}
+
+fn hint_for(stderr: &str, ssh: &Ssh) -> Option<String> {
+    hint(stderr, ssh, "n1")
+}
+
+#[tokio::test]
+async fn a_node_without_systemd_is_refused_after_the_probe_with_nothing_written() {
+    // No @@pvfs-systemd marker; the package's binary unstamped (which a run would hash and
+    // stamp, a write, were the node not refused first).
+    let probe = "@@pvfs-modes\n755 /usr/local/bin/pvfs-agent\n@@pvfs-stamped\n/usr/local/bin/pvfs-agent 2049 12 5 2026\n\
+                 @@pvfs-stamps\n@@pvfs-active\n@@pvfs-enabled\n@@pvfs-package\n@@pvfs-machine\nx86_64\n@@pvfs-libc\nglibc 2.36\n";
+    let ssh = FakeSsh::new(probe, "");
+    let recap = run_one(&ssh, el7_needs()).await;
+    expect![[r#"node node1: systemd is not running there (/run/systemd/system is missing), and bootstrap installs the agent as a systemd service; nothing was installed. Boot the node with systemd, or leave it out with --node"#]]
+        .assert_eq(&recap.failures[0].to_string());
+    assert_eq!(ssh.log().len(), 1, "only the probe ran: {:?}", ssh.log());
+}
+
+#[test]
+fn a_long_command_is_cut_unless_asked_for_whole() {
+    let script =
+        probe_script(&["/etc/pvfs/agent.env", "/etc/pvfs/tls/ca.crt"], &[REMOTE_BINARY], REMOTE_STAMPS);
+    let command = Ssh::default().display(0, "10.0.0.2", &script);
+    assert!(command.len() > 600, "{}", command.len());
+    let failed = NodeFailure {
+        node: "n2".into(),
+        message: "node n2: reading the node failed".into(),
+        command: Some(command.as_str().into()),
+        code: Some(1),
+        stderr_tail: "bash: line 1: sha256sum: command not found".into(),
+        host_key: false,
+        journal: Box::default(),
+    };
+    expect![[r#"
+        node n2: reading the node failed
+          command: ssh … 10.0.0.2 'sha256sum -- /etc/pvfs/agent.env /etc/pvfs/tls/ca.crt 2>/dev/null ; echo @@pvfs-modes ; stat -c '\''%a %… (-v shows the whole command)
+          exit status: 1
+          stderr: bash: line 1: sha256sum: command not found"#]]
+    .assert_eq(&failed.render(false));
+    assert!(failed.render(true).contains(&command));
+    assert_eq!(failed.render(true), failed.to_string());
+}
+
+/// A node of the tarball route gets the package, and back: each route removes the other's
+/// agent first, so that the unit systemd starts is the one just installed.
+#[test]
+fn switching_routes_removes_the_other_routes_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cluster(dir.path());
+    let tls = dir.path().join("tls");
+    pvfs_tls::init_ca(&tls).unwrap();
+    ensure_certificates(&c, &tls, "pvfsctl", false).unwrap();
+    let binary = wanted(REMOTE_BINARY, 0o755, b"elf");
+    let deb = wanted(REMOTE_DEB, 0o644, b"!<arch>\n");
+    let files = wanted_files(&c.nodes[0], &tls, &binary, Some(&deb)).unwrap();
+    // The tarball route, done and running.
+    let mut tarball = Probe { systemd: true, active: true, enabled: true, dpkg: true, ..Probe::default() };
+    for f in files.route(false) {
+        tarball.sha256.insert(f.path.clone(), f.sha256.clone().unwrap());
+        tarball.modes.insert(f.path.clone(), f.mode);
+    }
+    assert!(diff(&files.route(false), &tarball).changes.is_empty());
+    let shown: Vec<String> =
+        diff(&files.route(true), &tarball).changes.iter().map(ToString::to_string).collect();
+    expect![[r#"
+        [
+            "remove /usr/local/bin/pvfs-agent /etc/systemd/system/pvfs-agent.service (the tarball route's; the package replaces them)",
+            "install file /var/cache/pvfs/pvfs.deb",
+            "dpkg -i /var/cache/pvfs/pvfs.deb",
+            "systemctl daemon-reload",
+            "systemctl enable pvfs-agent",
+            "systemctl restart pvfs-agent (its files changed)",
+        ]
+    "#]]
+    .assert_debug_eq(&shown);
+
+    // The package's route, done: the tarball's files gone, the package installed.
+    let mut packaged = Probe { package_installed: true, ..tarball.clone() };
+    for path in [REMOTE_BINARY, REMOTE_UNIT] {
+        packaged.sha256.remove(path);
+        packaged.modes.remove(path);
+    }
+    packaged.sha256.insert(REMOTE_DEB.into(), deb.sha256.clone().unwrap());
+    packaged.modes.insert(REMOTE_DEB.into(), 0o644);
+    assert!(diff(&files.route(true), &packaged).changes.is_empty(), "a second --deb run changes nothing");
+    // And back to the binary: the package removed first, the unit enabled again (its links
+    // were the package's).
+    let shown: Vec<String> =
+        diff(&files.route(false), &packaged).changes.iter().map(ToString::to_string).collect();
+    expect![[r#"
+        [
+            "dpkg -r pvfs (the package's agent; the binary replaces it, /etc/pvfs is kept)",
+            "install file /usr/local/bin/pvfs-agent",
+            "install unit /etc/systemd/system/pvfs-agent.service",
+            "systemctl daemon-reload",
+            "systemctl enable pvfs-agent",
+            "systemctl restart pvfs-agent (its files changed)",
+        ]
+    "#]]
+    .assert_debug_eq(&shown);
+    expect![[r#"systemctl disable --quiet pvfs-agent 2>/dev/null ; rm -f -- /usr/local/bin/pvfs-agent /etc/systemd/system/pvfs-agent.service && systemctl daemon-reload"#]]
+        .assert_eq(remove_files_script(&[REMOTE_BINARY.into(), REMOTE_UNIT.into()]).text());
+    expect![[r#"systemctl disable --quiet pvfs-agent 2>/dev/null ; dpkg -r pvfs && rm -f -- /var/cache/pvfs/pvfs.deb"#]]
+        .assert_eq(remove_package_script().text());
+}
+
+/// The package's binary and version read on the node: the script run by the local shell over a
+/// real file (no dpkg-query here: the version is then unknown), and dpkg-query's line parsed.
+#[test]
+fn the_packages_binary_is_read_by_its_hash_and_version() {
+    let (sum, version) = parse_package_binary(
+        "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08  /usr/bin/pvfs\nversion 0.1.0\n",
+    );
+    assert_eq!(sum.as_deref(), Some("9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"));
+    assert_eq!(version.as_deref(), Some("0.1.0"));
+    // Not installed: sha256sum prints nothing on stdout, dpkg-query an empty version.
+    assert_eq!(parse_package_binary("version \n"), (None, None));
+    let out = Command::new("sh").arg("-c").arg(package_binary_script().text()).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+}
+
+#[test]
+fn the_running_agent_must_be_the_installed_build() {
+    let sum = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+    let tarball =
+        Installed { executable: REMOTE_BINARY.into(), sha256: Some(sum.into()), package_version: None };
+    let running = Running {
+        version: "0.1.0".into(),
+        build: sum.into(),
+        executable: REMOTE_BINARY.into(),
+        elapsed: Duration::from_millis(800),
+    };
+    assert_eq!(mismatch("n1", &tarball, &running), None);
+    // The package installed, the tarball's agent still answering (the old bug): its unit in
+    // /etc overrode the package's.
+    let package = Installed {
+        executable: PACKAGE_BINARY.into(),
+        sha256: Some("60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752".into()),
+        package_version: Some("0.1.0".into()),
+    };
+    let old = Running { executable: "/usr/local/bin/pvfs-agent (deleted)".into(), ..running.clone() };
+    expect![[r#"node n1: the agent answering is not the one installed: it runs pvfs-agent 0.1.0 from /usr/local/bin/pvfs-agent (deleted) (build 9f86d081884c…), and what was installed is /usr/bin/pvfs (build 60303ae22b99…, package pvfs 0.1.0). Another pvfs-agent serves its port: see `systemctl cat pvfs-agent` (a drop-in or another unit) and `ss -ltnp` on the node, stop it, and run bootstrap again"#]]
+        .assert_eq(&mismatch("n1", &package, &old).unwrap());
+    // The right build with another version than the package says: refused too.
+    let same = Running { build: package.sha256.clone().unwrap(), version: "0.0.9".into(), ..running.clone() };
+    assert!(mismatch("n1", &package, &same).is_some());
+    let same = Running { version: "0.1.0".into(), ..same };
+    assert_eq!(mismatch("n1", &package, &same), None);
+    // A Debian revision after the crate's version, and a prerelease version, are the same.
+    let revised = Installed { package_version: Some("0.1.0-1".into()), ..package.clone() };
+    assert_eq!(mismatch("n1", &revised, &same), None);
+    let rc = Installed { package_version: Some("0.2.0-rc.1".into()), ..package.clone() };
+    assert_eq!(mismatch("n1", &rc, &Running { version: "0.2.0-rc.1".into(), ..same.clone() }), None);
+    // An agent too old to say which build it is.
+    let silent = Running { build: String::new(), ..running };
+    assert!(mismatch("n1", &tarball, &silent).unwrap().contains("too old to report its build"));
 }

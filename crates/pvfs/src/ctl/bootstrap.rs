@@ -67,6 +67,19 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<u8> {
         })?;
         Some(Dialer::new(ClientSecurity::MutualTls(material), args.connect.timeout))
     };
+    // One SSH connection per node for all its commands, its control socket in a directory of
+    // this run's own (removed when the run ends).
+    let multiplex = if args.no_multiplex {
+        None
+    } else {
+        Some(bootstrap::ssh::Multiplex::new().with_context(|| {
+            format!(
+                "creating a private directory for SSH control sockets in {} (set TMPDIR elsewhere, or pass \
+                 --no-multiplex)",
+                std::env::temp_dir().display()
+            )
+        })?)
+    };
     let options = Options {
         ssh: bootstrap::ssh::Ssh {
             user: args.ssh_user,
@@ -75,6 +88,7 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<u8> {
             accept_new_host_keys: args.accept_new_host_keys,
             connect_timeout: args.ssh_timeout,
             sudo: args.sudo,
+            multiplex,
             ..Default::default()
         },
         plan: args.plan,
@@ -86,7 +100,7 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<u8> {
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
     let work = tokio::spawn(bootstrap::run(nodes, dialer, options, tx));
-    let view = View { json: args.json, plan: args.plan };
+    let view = View { json: args.json, plan: args.plan, verbose: args.verbose };
     while let Some(event) = rx.recv().await {
         view.show(&event)?;
     }
@@ -98,6 +112,8 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<u8> {
 struct View {
     json: bool,
     plan: bool,
+    /// Failed commands shown whole.
+    verbose: bool,
 }
 
 impl View {
@@ -122,11 +138,16 @@ impl View {
                 output::note(&format!("[{node}] waiting for the agent ({}s): {last}", elapsed.as_secs()));
                 return Ok(());
             }
-            Event::Ready { node, version, elapsed } => {
-                format!("[{node}] agent {version} answers over mutual TLS ({:.1}s)\n", elapsed.as_secs_f64())
-            }
+            Event::Ready { node, version, build, executable, elapsed } => format!(
+                "[{node}] agent {version} (build {}, {executable}) answers over mutual TLS ({:.1}s)\n",
+                build.get(..12).unwrap_or(build),
+                elapsed.as_secs_f64()
+            ),
+            // One line as it happens; the whole failure (command, stderr, journal) is in the
+            // recap, once.
             Event::Finished { node, result: Err(failure) } => {
-                output::note(&format!("[{node}] FAILED: {failure}"));
+                let first = failure.message.lines().next().unwrap_or_default();
+                output::note(&format!("[{node}] FAILED: {first}"));
                 return Ok(());
             }
             Event::Finished { .. } => return Ok(()),
@@ -156,7 +177,7 @@ impl View {
         }
         output::print(&text)?;
         for failure in &recap.failures {
-            output::note(&format!("error: {failure}"));
+            output::note(&format!("error: {}", failure.render(self.verbose)));
         }
         if self.plan && recap.failures.is_empty() {
             let changes: u32 = recap.nodes.iter().map(|(_, c)| c.changed).sum();
@@ -182,7 +203,7 @@ enum Line<'a> {
     Probed { node: &'a str, unchanged: u32, changes: Vec<String> },
     Change { node: &'a str, change: String },
     Waiting { node: &'a str, elapsed_ms: u64, last: &'a str },
-    Ready { node: &'a str, version: &'a str, elapsed_ms: u64 },
+    Ready { node: &'a str, version: &'a str, build: &'a str, executable: &'a str, elapsed_ms: u64 },
     NodeDone { node: &'a str, ok: bool, failure: Option<FailureLine<'a>> },
     Recap { plan: bool, nodes: Vec<CountsLine<'a>>, failures: Vec<FailureLine<'a>>, elapsed_ms: u64 },
 }
@@ -230,8 +251,8 @@ impl<'a> Line<'a> {
             },
             Event::Done { node, change } => Line::Change { node, change: change.to_string() },
             Event::Waiting { node, elapsed, last } => Line::Waiting { node, elapsed_ms: ms(*elapsed), last },
-            Event::Ready { node, version, elapsed } => {
-                Line::Ready { node, version, elapsed_ms: ms(*elapsed) }
+            Event::Ready { node, version, build, executable, elapsed } => {
+                Line::Ready { node, version, build, executable, elapsed_ms: ms(*elapsed) }
             }
             Event::Finished { node, result } => Line::NodeDone {
                 node,

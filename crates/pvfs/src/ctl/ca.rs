@@ -21,7 +21,9 @@ pub(crate) fn run(command: CaCommand) -> anyhow::Result<u8> {
                 other => other?,
             };
             output::print(&format!(
-                "created cluster CA {} (key {}, mode 0600)\nnext: `pvfsctl ca issue pvfsctl --dir {dir}` for the coordinator, and `pvfsctl ca issue NODE --dir {dir} --san NODE_IP` for each agent\n",
+                "created cluster CA {} (key {}, mode 0600)\nnext: `pvfsctl bootstrap CLUSTER.toml` (with `[tls] dir = \"{dir}\"` in it, or --tls-dir {dir}) issues \
+                 the coordinator's and each node's certificate from it and installs the agents over SSH; or by hand, \
+                 `pvfsctl ca issue pvfsctl --dir {dir}` and `pvfsctl ca issue NODE --dir {dir} --san NODE_IP` for each agent\n",
                 cert.display(),
                 dir.join(pvfs_tls::CA_KEY).display(),
                 dir = dir.display(),

@@ -71,6 +71,26 @@ pub(crate) fn dialer(cluster: &Cluster, args: &ConnectArgs) -> anyhow::Result<Di
         anyhow::bail!("{INSECURE_REMOVED}");
     }
     let dir = tls_dir(cluster, args);
+    // Said once, with the next step, rather than as a file that cannot be read.
+    if !dir.join(pvfs_tls::CA_CERT).exists() {
+        anyhow::bail!(
+            "no cluster CA in {dir} ({ca} is missing): create it with `pvfsctl ca init --dir {dir}`, then \
+             `pvfsctl bootstrap {file}` issues the coordinator's and the nodes' certificates from it and installs the \
+             agents",
+            ca = dir.join(pvfs_tls::CA_CERT).display(),
+            dir = dir.display(),
+            file = cluster.source.display()
+        );
+    }
+    if !dir.join(format!("{}.crt", args.cert_name)).exists() {
+        anyhow::bail!(
+            "no coordinator certificate {name}.crt in {dir}: `pvfsctl bootstrap {file}` issues it from the CA (or \
+             `pvfsctl ca issue {name} --dir {dir}`)",
+            name = args.cert_name,
+            dir = dir.display(),
+            file = cluster.source.display()
+        );
+    }
     let material = pvfs_tls::load(&dir, &args.cert_name)?;
     pvfs_tls::check_identity(&material, pvfs_tls::Usage::Coordinator)
         .with_context(|| format!("the coordinator certificate in {} cannot be used", dir.display()))?;

@@ -205,6 +205,8 @@ mod with_azure {
             parallel: 16,
             wait: Duration::from_secs(120),
             ssh_timeout: Duration::from_secs(30),
+            no_multiplex: false,
+            verbose: cli.up.verbose,
         };
         let code = super::super::bootstrap::run(bootstrap).await?;
         if code != exit::OK {

@@ -18,6 +18,10 @@ use std::process::Output;
 /// issue 2154; its getconf is left out, as an old or odd node's may be).
 const OLD_LIBC: &str = "n2-is-centos6";
 
+/// With this file in the test directory, the stand-in `ssh` fails n2's probe as a node without
+/// sha256sum would (bash's words, exit status 127).
+const NO_SHA256SUM: &str = "n2-lacks-sha256sum";
+
 /// Three nodes, a CA without any certificate issued yet, and the stand-in `ssh` in `bin/`.
 fn setup(dir: &TestDir) -> (PathBuf, PathBuf) {
     let cluster = cluster_file(
@@ -26,17 +30,21 @@ fn setup(dir: &TestDir) -> (PathBuf, PathBuf) {
     );
     let init = dir.ctl(&["ca", "init", "--dir", "tls"]);
     assert!(init.status.success(), "{}", text(&init.stderr));
+    // The next step is bootstrap, which issues every certificate from the CA.
+    assert!(text(&init.stdout).contains("next: `pvfsctl bootstrap CLUSTER.toml`"), "{}", text(&init.stdout));
     let bin = dir.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
     // The host is the argument before the remote command (the last two arguments are HOST and
     // SCRIPT); the markers are the probe's, every section empty: nothing installed there.
     let script = format!(
         "#!/bin/sh\nwhile [ $# -gt 2 ]; do shift; done\necho \"$1\" >> '{log}'\n\
+         if [ \"$1\" = 10.1.0.2 ] && [ -e '{fails}' ]; then echo 'bash: line 1: sha256sum: command not found' >&2; exit 127; fi\n\
          printf '@@pvfs-modes\\n@@pvfs-systemd\\n@@pvfs-active\\n@@pvfs-enabled\\n@@pvfs-package\\n'\n\
          echo @@pvfs-machine\nuname -m\necho @@pvfs-libc\n\
          if [ \"$1\" = 10.1.0.2 ] && [ -e '{old}' ]; then echo 'ldd (GNU libc) 2.12'; else getconf GNU_LIBC_VERSION; fi\n",
         log = dir.path().join("ssh.log").display(),
         old = dir.path().join(OLD_LIBC).display(),
+        fails = dir.path().join(NO_SHA256SUM).display(),
     );
     let ssh = bin.join("ssh");
     std::fs::write(&ssh, script).unwrap();
@@ -150,4 +158,33 @@ fn a_node_with_an_older_glibc_than_the_binary_needs_is_refused_naming_both() {
         events.iter().filter(|e| e["event"] == "probed").filter_map(|e| e["node"].as_str()).collect();
     assert_eq!(probed.len(), 2, "{events:?}");
     assert!(!probed.contains(&"n2"), "{events:?}");
+}
+
+/// A failed node is one line as it happens and once in full in the recap; the probe's command
+/// line (about a thousand characters) cut there unless -v.
+#[test]
+fn a_failure_is_shown_once_with_its_command_cut_unless_verbose() {
+    let dir = TestDir::new();
+    let (cluster, bin) = setup(&dir);
+    std::fs::write(dir.path().join(NO_SHA256SUM), "").unwrap();
+    let out = bootstrap(&dir, &bin, &cluster, &["--plan"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.matches("[n2] FAILED: node n2: reading the node failed").count(), 1, "{stderr}");
+    assert_eq!(stderr.matches("command not found").count(), 1, "{stderr}");
+    let commands: Vec<&str> = stderr.lines().filter(|l| l.trim_start().starts_with("command: ")).collect();
+    assert_eq!(commands.len(), 1, "{stderr}");
+    assert!(
+        commands[0].ends_with("… (-v shows the whole command)") && commands[0].chars().count() < 200,
+        "{stderr}"
+    );
+    assert!(!stderr.contains("getconf GNU_LIBC_VERSION"), "the whole probe was shown: {stderr}");
+    // The other nodes went on.
+    assert!(text(&out.stdout).contains("n1  ok="), "{}", text(&out.stdout));
+
+    let out = bootstrap(&dir, &bin, &cluster, &["--plan", "-v"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.matches("getconf GNU_LIBC_VERSION").count(), 1, "{stderr}");
+    assert!(!stderr.contains("-v shows the whole command"), "{stderr}");
 }

@@ -85,6 +85,23 @@ fn nodes_refuses_insecure_even_to_loopback_and_finds_certificates_via_tls_dir() 
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
     assert!(stderr.contains("tls/ca.crt") && stderr.contains("pvfsctl ca init"), "{stderr}");
+    // Said once, with the step after it, and not once per node or per file.
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert_eq!(stderr.matches("tls/ca.crt").count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("error: no cluster CA in ") && stderr.contains("pvfsctl bootstrap"),
+        "{stderr}"
+    );
+    // With the CA and no coordinator certificate: that, and how to get it.
+    assert!(dir.ctl(&["ca", "init", "--dir", "tls"]).status.success());
+    let out = dir.ctl(&["nodes", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("no coordinator certificate pvfsctl.crt in ") && stderr.contains("pvfsctl bootstrap"),
+        "{stderr}"
+    );
 }
 
 #[test]
