@@ -788,7 +788,7 @@ queue = { scheduler = "none\n" }
 lvm = { vg = "-ffy", pool = "pool", lv = "lv\nx", pool_size = "95%FREE;x", virtual_size = "1t" }
 "#,
         expect![[r#"
-            /etc/pvfs/cluster.toml:7:11: [packages] server: "-oDPkg::Pre-Invoke::" is not a package name: package names are letters, digits, '.', '+', '-' or '_', starting with a letter or digit; write `name` or `name=version`
+            /etc/pvfs/cluster.toml:7:11: [packages] server: "-oDPkg::Pre-Invoke::" is not a package name: package names are letters, digits, '.', '+', '-' or '_', starting with a letter or digit (never '-': that is an option); write `name` or `name=version`
             /etc/pvfs/cluster.toml:7:52: [packages] server: "10.4\nx" is not a package version of glusterfs-server: versions are letters, digits and . + - _ ~ : ^, starting with a letter or digit
             /etc/pvfs/cluster.toml:11:11: baseurl "https://example.com/gluster/\n[evil]\nbaseurl=http://evil/" holds '\n', which a .repo file cannot carry in a URL (a newline would add a line to it): give an https://, http://, ftp:// or file:// URL, percent-encoding such characters
             /etc/pvfs/cluster.toml:12:10: gpgkey "https://example.com/key\tx" holds '\t', which a .repo file cannot carry in a URL (a newline would add a line to it): give an https://, http:// or file:// URL, percent-encoding such characters

@@ -118,7 +118,7 @@ pub fn package_name(name: &str) -> Result<(), Refusal> {
     }
     Err(Refusal::new(
         format!("{name:?} is not a package name"),
-        "package names are letters, digits, '.', '+', '-' or '_', starting with a letter or digit",
+        "package names are letters, digits, '.', '+', '-' or '_', starting with a letter or digit (never '-': that is an option)",
     ))
 }
 
