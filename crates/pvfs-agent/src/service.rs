@@ -22,9 +22,12 @@ type PhaseWork =
 /// Why a fio phase produced no results; sent to the coordinator as is.
 #[derive(Debug, thiserror::Error)]
 enum FioError {
-    /// pvfs-bench's fio and file helpers report their refusals as text.
-    #[error("{0}")]
-    Bench(String),
+    /// The request is not one fio can run, or fio's output is not a result.
+    #[error(transparent)]
+    Fio(#[from] pvfs_engine::fio::FioError),
+    /// A test file refused (a symlink, not a plain file) or the run's directory missing.
+    #[error(transparent)]
+    File(#[from] pvfs_engine::files::FileError),
     #[error(transparent)]
     OwnExecutable(#[from] crate::child::OwnExecutableError),
     #[error("fio is not installed on this client (apt-get install fio, or dnf install fio)")]
@@ -33,12 +36,6 @@ enum FioError {
     Start(#[source] std::io::Error),
     #[error("`fio {args}` exited {code:?}: {tail}")]
     Exited { args: String, code: Option<i32>, tail: String },
-}
-
-impl From<String> for FioError {
-    fn from(why: String) -> FioError {
-        FioError::Bench(why)
-    }
 }
 
 /// One IOR phase of `req` as a fio run: one fio job per task, on IOR's file names.

@@ -3,16 +3,16 @@
 //! with a barrier (the coordinator waits for all) between phases. No ssh and no MPI between
 //! clients: the coordinator is the barrier.
 //!
-//! A client that fails, goes away, or says nothing for [`SILENCE_LIMIT`] ends the run with an
-//! error naming it; the phases finished before are kept for the record. So does cancelling
-//! the run (Ctrl-C): the phase under way is dropped, which ends every client's stream, and an
-//! agent stops a phase whose caller has gone.
+//! A client that fails, goes away, or says nothing for [`SILENCE_LIMIT`] ends the run with a
+//! [`BenchError`] naming it; the phases finished before are kept for the record. So does
+//! cancelling the run (Ctrl-C, [`BenchError::Interrupted`]): the phase under way is dropped,
+//! which ends every client's stream, and an agent stops a phase whose caller has gone.
 
 pub mod execute;
 pub mod metrics;
 pub mod plan;
 
-use crate::dial::{Connection, Dialer, from_status};
+use crate::dial::{Connection, DialError, Dialer, from_status};
 use pvfs_bench::model::{IorIteration, IorSummary, MdtestSummary};
 use pvfs_bench::params::Workload;
 use pvfs_bench::phase::{Phase, iteration_phases};
@@ -101,12 +101,148 @@ pub struct BenchOutcome {
     pub iterations: Vec<IorIteration>,
     pub ior: Vec<IorSummary>,
     pub mdtest: Vec<MdtestSummary>,
-    /// Why the run stopped early, naming the client (or saying it was interrupted).
-    pub error: Option<String>,
-    /// The run was cancelled before it finished.
-    pub interrupted: bool,
+    /// Why the run stopped early, naming the client, or [`BenchError::Interrupted`].
+    pub error: Option<BenchError>,
     pub started: Option<SystemTime>,
     pub finished: Option<SystemTime>,
+}
+
+impl BenchOutcome {
+    /// The run was cancelled before it finished.
+    pub fn interrupted(&self) -> bool {
+        matches!(self.error, Some(BenchError::Interrupted { .. }))
+    }
+}
+
+/// Why a run stopped before its end. The text is what `pvfsctl bench` prints after `error: the
+/// run stopped: ` and what results.json keeps as the run's `error`.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum BenchError {
+    /// A client could not be dialled before the run started.
+    #[error("client {node} cannot be reached: {source}")]
+    Unreachable {
+        node: String,
+        #[source]
+        source: DialError,
+    },
+    /// The run was cancelled (Ctrl-C): the phase under way was dropped on every client. The
+    /// agents launcher names the iteration and phase it stopped in.
+    #[error("{}interrupted", .during.map(|(i, p)| format!("iteration {i}, {}: ", step(p))).unwrap_or_default())]
+    Interrupted { during: Option<(u32, Phase)> },
+    /// Clients failed a phase (or the removal of IOR's files after an iteration): every
+    /// client's failure, in order of their text.
+    #[error("iteration {iteration}, {}: {}", step(*.phase), join(.failures))]
+    Phase { iteration: u32, phase: Phase, failures: Vec<ClientFailure> },
+    /// The mpi launcher's job failed.
+    #[error(transparent)]
+    Mpi(#[from] MpiError),
+}
+
+/// What the errors call `phase`: its label, or what the cleanup does.
+fn step(phase: Phase) -> &'static str {
+    match phase {
+        Phase::IorCleanup => "removing the test files",
+        _ => phase.label(),
+    }
+}
+
+fn join(failures: &[ClientFailure]) -> String {
+    failures.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+}
+
+/// Why one client's part of a phase failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ClientFailure {
+    /// Nothing from the client for `silent` (progress comes every second): the network was
+    /// cut, or the node hung.
+    #[error(
+        "client {node}: no word from the client for {}s (after {:.0}s of the phase): network cut, or the node hung",
+        .silent.as_secs(),
+        .after.as_secs_f64()
+    )]
+    ClientLost { node: String, silent: Duration, after: Duration },
+    /// The call failed: the agent refused it, or the connection broke mid-call (`source.kind`
+    /// is [`FailureKind::Lost`](crate::FailureKind::Lost)).
+    #[error("client {node}: {source}")]
+    Call {
+        node: String,
+        #[source]
+        source: DialError,
+    },
+    /// The client's stream ended without the phase's result.
+    #[error("client {node}: the client ended the phase without a result")]
+    NoResult { node: String },
+    /// A task on the client failed; `error` is the task's own text (from the agent).
+    #[error("client {node}, task {task}: {error}")]
+    TaskFailed { node: String, task: u32, error: String },
+    /// The coordinator's own task for the client failed (a panic).
+    #[error("internal error: {message}")]
+    Internal { message: String },
+}
+
+/// How mpirun ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobEnd {
+    Exit(i32),
+    Signal(String),
+}
+
+impl std::fmt::Display for JobEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JobEnd::Exit(code) => write!(f, "exit {code}"),
+            JobEnd::Signal(signal) => write!(f, "signal {signal}"),
+        }
+    }
+}
+
+/// Why the mpi launcher's job failed; `node` is the client that runs mpirun.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum MpiError {
+    #[error("no clients")]
+    NoClients,
+    /// The launching client could not be dialled.
+    #[error("client {node}, which starts mpirun, cannot be reached: {source}")]
+    Unreachable {
+        node: String,
+        #[source]
+        source: DialError,
+    },
+    /// The Launch call failed: refused, or the connection broke.
+    #[error("client {node}: {source}")]
+    Call {
+        node: String,
+        #[source]
+        source: DialError,
+    },
+    /// Nothing from the launching client for `silent` (it sends a heartbeat every second).
+    #[error(
+        "client {node}, which runs mpirun: no word for {}s (after {:.0}s of the run): network cut, or the node hung",
+        .silent.as_secs(),
+        .after.as_secs_f64()
+    )]
+    ClientLost { node: String, silent: Duration, after: Duration },
+    /// The stream ended without mpirun's exit status.
+    #[error("client {node} ended the job's stream without its exit status")]
+    NoExitStatus { node: String },
+    /// ssh between the clients refused mpirun; `why` says what to do.
+    #[error("mpirun on {node} ended with {end}: {why}")]
+    Ssh { node: String, end: JobEnd, why: String },
+    /// A rank's task failed (the built-in engine); `node` is the client the rank ran on.
+    #[error("client {node}, task {task}: {error}")]
+    TaskFailed { node: String, task: u32, error: String },
+    /// mpirun failed, or ended before every rank reported: the last lines of its stderr.
+    #[error("mpirun on {node} ended with {end}: {}", .stderr_tail.join(" | "))]
+    Mpirun { node: String, end: JobEnd, stderr_tail: Vec<String> },
+    /// IOR or mdtest failed under mpirun: its own failure line, or mpirun's stderr.
+    #[error("{tool} under mpirun on {node} ended with {end}: {failure}")]
+    Tool { tool: &'static str, node: String, end: JobEnd, failure: String },
+    /// IOR's or mdtest's output is not a result.
+    #[error(
+        "{tool} under mpirun on {node} ended with {end}, and its output is not a result ({error}): {}",
+        .stderr_tail.join(" | ")
+    )]
+    Unparsed { tool: &'static str, node: String, end: JobEnd, error: String, stderr_tail: Vec<String> },
 }
 
 /// Runs `spec` on its clients, until it ends or `cancel` is cancelled.
@@ -124,8 +260,8 @@ pub async fn run(
     for node in &spec.clients {
         match dialer.connect(node).await {
             Ok(conn) => connections.push((node.clone(), conn)),
-            Err(err) => {
-                outcome.error = Some(format!("client {} cannot be reached: {err}", node.name));
+            Err(source) => {
+                outcome.error = Some(BenchError::Unreachable { node: node.name.clone(), source });
                 outcome.finished = Some(SystemTime::now());
                 return outcome;
             }
@@ -137,17 +273,13 @@ pub async fn run(
     };
     let phase_list = iteration_phases(&spec.workload);
     'run: for iteration in 0..iterations {
-        for phase in &phase_list {
-            let label = phase.label();
-            let phase = run_phase(spec, &connections, dialer, iteration, *phase, &events);
+        for &phase in &phase_list {
+            let running = run_phase(spec, &connections, dialer, iteration, phase, &events);
             // Dropping the phase drops its JoinSet, which aborts every client's call and so
             // closes its stream: the agents stop their tasks.
             let result = tokio::select! {
-                result = phase => result,
-                () = cancel.cancelled() => {
-                    outcome.interrupted = true;
-                    Err("interrupted".to_owned())
-                }
+                result = running => result.map_err(|failures| BenchError::Phase { iteration, phase, failures }),
+                () = cancel.cancelled() => Err(BenchError::Interrupted { during: Some((iteration, phase)) }),
             };
             match result {
                 Ok(record) => {
@@ -155,7 +287,7 @@ pub async fn run(
                     outcome.phases.push(record);
                 }
                 Err(err) => {
-                    outcome.error = Some(format!("iteration {iteration}, {label}: {err}"));
+                    outcome.error = Some(err);
                     break 'run;
                 }
             }
@@ -163,10 +295,10 @@ pub async fn run(
         // IOR removes its files after each repetition (unless -k), so the next write starts
         // from nothing again.
         if matches!(spec.workload, Workload::Ior(_))
-            && let Err(err) =
+            && let Err(failures) =
                 run_phase(spec, &connections, dialer, iteration, Phase::IorCleanup, &events).await
         {
-            outcome.error = Some(format!("iteration {iteration}, removing the test files: {err}"));
+            outcome.error = Some(BenchError::Phase { iteration, phase: Phase::IorCleanup, failures });
             break 'run;
         }
     }
@@ -205,7 +337,8 @@ fn summarize(spec: &BenchSpec, outcome: &mut BenchOutcome) {
     }
 }
 
-/// One phase on every client at once; the barrier is waiting for all of them.
+/// One phase on every client at once; the barrier is waiting for all of them. Fails with
+/// every client's failure, sorted by their text.
 async fn run_phase(
     spec: &BenchSpec,
     connections: &[(Node, Connection)],
@@ -213,7 +346,7 @@ async fn run_phase(
     iteration: u32,
     phase: Phase,
     events: &mpsc::UnboundedSender<BenchEvent>,
-) -> Result<PhaseRecord, String> {
+) -> Result<PhaseRecord, Vec<ClientFailure>> {
     let at = SystemTime::now() + START_MARGIN;
     if phase != Phase::IorCleanup {
         let _ = events.send(BenchEvent::PhaseStarted { iteration, phase, at });
@@ -246,19 +379,23 @@ async fn run_phase(
         match joined {
             Ok((node, Ok(results))) => {
                 for r in results {
-                    if let Some(err) = &r.error {
-                        failures.push(format!("client {node}, task {}: {err}", r.task));
+                    if let Some(error) = &r.error {
+                        failures.push(ClientFailure::TaskFailed {
+                            node: node.clone(),
+                            task: r.task,
+                            error: error.clone(),
+                        });
                     }
                     tasks.push((node.clone(), r));
                 }
             }
-            Ok((node, Err(err))) => failures.push(format!("client {node}: {err}")),
-            Err(err) => failures.push(format!("internal error: {err}")),
+            Ok((_, Err(failure))) => failures.push(failure),
+            Err(err) => failures.push(ClientFailure::Internal { message: err.to_string() }),
         }
     }
     if !failures.is_empty() {
-        failures.sort();
-        return Err(failures.join("; "));
+        failures.sort_by_cached_key(ToString::to_string);
+        return Err(failures);
     }
     tasks.sort_by_key(|(_, r)| r.task);
     let results: Vec<TaskResult> = tasks.iter().map(|(_, r)| r.clone()).collect();
@@ -273,26 +410,25 @@ async fn client_phase(
     request: pb::BenchPhaseRequest,
     timeout: Duration,
     events: &mpsc::UnboundedSender<BenchEvent>,
-) -> Result<Vec<TaskResult>, String> {
-    let mut stream = conn
-        .agent
-        .bench_phase(request)
-        .await
-        .map_err(|status| from_status(&status, &node.address, timeout).to_string())?
-        .into_inner();
+) -> Result<Vec<TaskResult>, ClientFailure> {
+    let call_failed = |status: tonic::Status| ClientFailure::Call {
+        node: node.name.clone(),
+        source: from_status(&status, &node.address, timeout),
+    };
+    let mut stream = conn.agent.bench_phase(request).await.map_err(call_failed)?.into_inner();
     let started = Instant::now();
     loop {
         let next = tokio::time::timeout(SILENCE_LIMIT, stream.message()).await;
         let message = match next {
             Err(_) => {
-                return Err(format!(
-                    "no word from the client for {}s (after {:.0}s of the phase): network cut, or the node hung",
-                    SILENCE_LIMIT.as_secs(),
-                    started.elapsed().as_secs_f64()
-                ));
+                return Err(ClientFailure::ClientLost {
+                    node: node.name.clone(),
+                    silent: SILENCE_LIMIT,
+                    after: started.elapsed(),
+                });
             }
-            Ok(Err(status)) => return Err(from_status(&status, &node.address, timeout).to_string()),
-            Ok(Ok(None)) => return Err("the client ended the phase without a result".into()),
+            Ok(Err(status)) => return Err(call_failed(status)),
+            Ok(Ok(None)) => return Err(ClientFailure::NoResult { node: node.name.clone() }),
             Ok(Ok(Some(message))) => message,
         };
         match message.event {
@@ -323,15 +459,14 @@ async fn run_mpi(
     // As with the agents launcher: dropping the job closes the Launch stream, and the agent
     // stops mpirun.
     let result = tokio::select! {
-        result = mpi_job(spec, program, dialer, &events, &mut outcome) => result,
-        () = cancel.cancelled() => Err("interrupted".to_owned()),
+        result = mpi_job(spec, program, dialer, &events, &mut outcome) => result.map_err(BenchError::from),
+        () = cancel.cancelled() => Err(BenchError::Interrupted { during: None }),
     };
-    if cancel.is_cancelled() && result.is_err() {
-        outcome.interrupted = true;
-    }
-    if let Err(err) = result {
-        outcome.error = Some(err);
-    }
+    // A job that failed as the run was cancelled was stopped by it: the run was interrupted.
+    outcome.error = match result {
+        Err(_) if cancel.is_cancelled() => Some(BenchError::Interrupted { during: None }),
+        result => result.err(),
+    };
     if program == Program::Builtin {
         summarize(spec, &mut outcome);
     }
@@ -345,8 +480,8 @@ async fn mpi_job(
     dialer: &Dialer,
     events: &mpsc::UnboundedSender<BenchEvent>,
     outcome: &mut BenchOutcome,
-) -> Result<(), String> {
-    let Some(first) = spec.clients.first() else { return Err("no clients".into()) };
+) -> Result<(), MpiError> {
+    let Some(first) = spec.clients.first() else { return Err(MpiError::NoClients) };
     let request = LaunchRequest {
         program,
         workload: spec.workload.clone(),
@@ -370,32 +505,31 @@ async fn mpi_job(
     let mut conn = dialer
         .connect(first)
         .await
-        .map_err(|err| format!("client {launcher}, which starts mpirun, cannot be reached: {err}"))?;
+        .map_err(|source| MpiError::Unreachable { node: launcher.clone(), source })?;
     let timeout = dialer.timeout();
+    let call_failed = |status: tonic::Status| MpiError::Call {
+        node: launcher.clone(),
+        source: from_status(&status, &first.address, timeout),
+    };
     let mut stream = conn
         .agent
         .launch(pvfs_proto::convert::bench::launch_request_to(&request))
         .await
-        .map_err(|status| format!("client {launcher}: {}", from_status(&status, &first.address, timeout)))?
+        .map_err(call_failed)?
         .into_inner();
     let mut job = MpiJob { ranks: request.ranks(), owners, ..Default::default() };
     let started = Instant::now();
     let exited = loop {
         let message = match tokio::time::timeout(SILENCE_LIMIT, stream.message()).await {
             Err(_) => {
-                return Err(format!(
-                    "client {launcher}, which runs mpirun: no word for {}s (after {:.0}s of the run): network cut, or \
-                     the node hung",
-                    SILENCE_LIMIT.as_secs(),
-                    started.elapsed().as_secs_f64()
-                ));
+                return Err(MpiError::ClientLost {
+                    node: launcher.clone(),
+                    silent: SILENCE_LIMIT,
+                    after: started.elapsed(),
+                });
             }
-            Ok(Err(status)) => {
-                return Err(format!("client {launcher}: {}", from_status(&status, &first.address, timeout)));
-            }
-            Ok(Ok(None)) => {
-                return Err(format!("client {launcher} ended the job's stream without its exit status"));
-            }
+            Ok(Err(status)) => return Err(call_failed(status)),
+            Ok(Ok(None)) => return Err(MpiError::NoExitStatus { node: launcher.clone() }),
             Ok(Ok(Some(message))) => message,
         };
         match message.event {
@@ -433,16 +567,13 @@ async fn mpi_job(
             Some(pb::launch_event::Event::Exited(exited)) => break exited,
         }
     };
-    let how = if exited.signal.is_empty() {
-        format!("exit {}", exited.code)
-    } else {
-        format!("signal {}", exited.signal)
-    };
+    let end =
+        if exited.signal.is_empty() { JobEnd::Exit(exited.code) } else { JobEnd::Signal(exited.signal) };
     // ssh's refusal is the cause; Open MPI's own lines after it only say a daemon did not start.
     if exited.code != 0
         && let Some(why) = job.ssh.explain(launcher, spec.mpi_ssh)
     {
-        return Err(format!("mpirun on {launcher} ended with {how}: {why}"));
+        return Err(MpiError::Ssh { node: launcher.clone(), end, why });
     }
     match program {
         Program::Builtin => {
@@ -450,10 +581,7 @@ async fn mpi_job(
                 return Err(err.clone());
             }
             if exited.code != 0 || !job.pending.is_empty() {
-                return Err(format!(
-                    "mpirun on {launcher} ended with {how}: {}",
-                    job.stderr_tail.join(" | ")
-                ));
+                return Err(MpiError::Mpirun { node: launcher.clone(), end, stderr_tail: job.stderr_tail });
             }
             Ok(())
         }
@@ -470,14 +598,19 @@ async fn mpi_job(
                     outcome.mdtest = parsed.mdtest;
                     Ok(())
                 }
-                Ok(parsed) => Err(format!(
-                    "{tool} under mpirun on {launcher} ended with {how}: {}",
-                    parsed.failure().unwrap_or_else(|| job.stderr_tail.join(" | "))
-                )),
-                Err(err) => Err(format!(
-                    "{tool} under mpirun on {launcher} ended with {how}, and its output is not a result ({err}): {}",
-                    job.stderr_tail.join(" | ")
-                )),
+                Ok(parsed) => Err(MpiError::Tool {
+                    tool,
+                    node: launcher.clone(),
+                    end,
+                    failure: parsed.failure().unwrap_or_else(|| job.stderr_tail.join(" | ")),
+                }),
+                Err(err) => Err(MpiError::Unparsed {
+                    tool,
+                    node: launcher.clone(),
+                    end,
+                    error: err.to_string(),
+                    stderr_tail: job.stderr_tail,
+                }),
             }
         }
     }
@@ -493,7 +626,7 @@ struct MpiJob {
     pending: BTreeMap<(u32, Phase), Vec<(String, TaskResult)>>,
     /// This phase's progress per rank.
     progress: BTreeMap<u32, (u64, u64)>,
-    task_errors: Vec<String>,
+    task_errors: Vec<MpiError>,
     /// The first `error: …` a rank printed (a barrier timed out, the directory is missing).
     first_error: Option<String>,
     /// mpirun's output that is not the ranks' lines (IOR's whole report, with IOR).
@@ -585,8 +718,12 @@ impl MpiJob {
             RankLine::Phase { rank, iteration, phase, .. } => {
                 let Some(result) = line.task_result() else { return };
                 let node = self.owner(*rank);
-                if let Some(err) = &result.error {
-                    self.task_errors.push(format!("client {node}, task {rank}: {err}"));
+                if let Some(error) = &result.error {
+                    self.task_errors.push(MpiError::TaskFailed {
+                        node: node.clone(),
+                        task: *rank,
+                        error: error.clone(),
+                    });
                 }
                 let key = (*iteration, *phase);
                 let tasks = self.pending.entry(key).or_default();
@@ -603,5 +740,111 @@ impl MpiJob {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::FailureKind;
+    use pvfs_bench::phase::IorPhase;
+
+    /// The errors' text is what `pvfsctl bench` prints and results.json keeps: the same words
+    /// as when they were strings, so scripts reading them see no change.
+    #[test]
+    fn a_phase_error_names_its_iteration_phase_and_every_client() {
+        let lost = ClientFailure::ClientLost {
+            node: "n2".into(),
+            silent: SILENCE_LIMIT,
+            after: Duration::from_secs_f64(41.6),
+        };
+        let task = ClientFailure::TaskFailed { node: "n1".into(), task: 3, error: "open /x: denied".into() };
+        let broken = ClientFailure::Call {
+            node: "n3".into(),
+            source: DialError { kind: FailureKind::Lost, message: "the connection broke".into() },
+        };
+        let mut failures = vec![broken, lost, task];
+        failures.sort_by_cached_key(ToString::to_string);
+        let err = BenchError::Phase { iteration: 2, phase: Phase::Ior(IorPhase::Read), failures };
+        assert_eq!(
+            err.to_string(),
+            "iteration 2, read: client n1, task 3: open /x: denied; client n2: no word from the client for 15s \
+             (after 42s of the phase): network cut, or the node hung; client n3: the connection broke"
+        );
+        let BenchError::Phase { failures, .. } = &err else { unreachable!() };
+        assert!(matches!(&failures[1], ClientFailure::ClientLost { node, .. } if node == "n2"));
+        assert!(matches!(&failures[0], ClientFailure::TaskFailed { node, task: 3, .. } if node == "n1"));
+
+        let cleanup = BenchError::Phase {
+            iteration: 0,
+            phase: Phase::IorCleanup,
+            failures: vec![ClientFailure::NoResult { node: "n1".into() }],
+        };
+        assert_eq!(
+            cleanup.to_string(),
+            "iteration 0, removing the test files: client n1: the client ended the phase without a result"
+        );
+    }
+
+    #[test]
+    fn interruption_is_a_variant_with_the_text_it_always_had() {
+        let agents = BenchError::Interrupted { during: Some((1, Phase::Ior(IorPhase::Write))) };
+        assert_eq!(agents.to_string(), "iteration 1, write: interrupted");
+        assert_eq!(BenchError::Interrupted { during: None }.to_string(), "interrupted");
+        let outcome = BenchOutcome { error: Some(agents), ..Default::default() };
+        assert!(outcome.interrupted());
+        let failed = BenchOutcome {
+            error: Some(MpiError::NoExitStatus { node: "n1".into() }.into()),
+            ..Default::default()
+        };
+        assert!(!failed.interrupted() && !BenchOutcome::default().interrupted());
+    }
+
+    #[test]
+    fn mpi_errors_name_the_launcher_and_how_mpirun_ended() {
+        let lost =
+            MpiError::ClientLost { node: "n1".into(), silent: SILENCE_LIMIT, after: Duration::from_secs(3) };
+        assert_eq!(
+            lost.to_string(),
+            "client n1, which runs mpirun: no word for 15s (after 3s of the run): network cut, or the node hung"
+        );
+        let mpirun = MpiError::Mpirun {
+            node: "n1".into(),
+            end: JobEnd::Signal("KILL".into()),
+            stderr_tail: vec!["a".into(), "b".into()],
+        };
+        assert_eq!(mpirun.to_string(), "mpirun on n1 ended with signal KILL: a | b");
+        let tool =
+            MpiError::Tool { tool: "IOR", node: "n1".into(), end: JobEnd::Exit(1), failure: "ERROR".into() };
+        assert_eq!(tool.to_string(), "IOR under mpirun on n1 ended with exit 1: ERROR");
+    }
+
+    /// A rank's failed task, from its line, is `TaskFailed` naming the client it ran on.
+    #[test]
+    fn a_ranks_failed_task_names_its_client() {
+        let mut job = MpiJob { ranks: 2, owners: vec!["n1".into(), "n2".into()], ..Default::default() };
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let mut outcome = BenchOutcome::default();
+        let line = RankLine::Phase {
+            rank: 1,
+            iteration: 0,
+            phase: Phase::Ior(IorPhase::Write),
+            start_unix_ns: 1,
+            end_unix_ns: 2,
+            bytes: 0,
+            ops: 0,
+            error: Some("write 65536 bytes at offset 0 of /x: No space left on device".into()),
+            rdwr_unix_ns: None,
+        };
+        job.take(line, &tx, &mut outcome);
+        let [MpiError::TaskFailed { node, task: 1, error }] = &job.task_errors[..] else {
+            panic!("{:?}", job.task_errors)
+        };
+        assert_eq!(node, "n2");
+        assert!(error.ends_with("No space left on device"));
+        assert_eq!(
+            job.task_errors[0].to_string(),
+            "client n2, task 1: write 65536 bytes at offset 0 of /x: No space left on device"
+        );
     }
 }

@@ -19,6 +19,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig, RootCertStore};
 use std::future::Future;
 use std::io;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -30,35 +31,67 @@ use tonic::codegen::http::Uri;
 
 const ALPN_H2: &[u8] = b"h2";
 
+/// Why the coordinator's TLS client configuration could not be built from its files: each
+/// names the file at fault.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TlsConfigError {
+    /// `ca.crt` or the coordinator's certificate is not PEM.
+    #[error("{} is not a valid PEM certificate: {source}", path.display())]
+    NotPemCertificate {
+        path: PathBuf,
+        #[source]
+        source: rustls::pki_types::pem::Error,
+    },
+    /// `ca.crt` parsed, but none of its certificates is one rustls can use.
+    #[error("{} holds no usable CA certificate", path.display())]
+    NoCa { path: PathBuf },
+    /// The coordinator's key is not PEM.
+    #[error("{} is not a valid PEM private key: {source}", path.display())]
+    NotPemKey {
+        path: PathBuf,
+        #[source]
+        source: rustls::pki_types::pem::Error,
+    },
+    /// rustls refused its own default protocol versions (a build without them).
+    #[error("TLS configuration: {0}")]
+    Protocols(#[source] rustls::Error),
+    /// The certificate and key do not go together, or rustls cannot use them.
+    #[error("{} and {} cannot be used as the coordinator's identity: {source}", cert.display(), key.display())]
+    Identity {
+        cert: PathBuf,
+        key: PathBuf,
+        #[source]
+        source: rustls::Error,
+    },
+}
+
 /// The client side of mutual TLS with the cluster's agents: trusts `ca.crt` (every certificate
 /// in it), presents the coordinator's certificate chain and key. Built once, shared by every
 /// connection.
-pub(crate) fn client_config(material: &Material) -> Result<Arc<ClientConfig>, String> {
+pub(crate) fn client_config(material: &Material) -> Result<Arc<ClientConfig>, TlsConfigError> {
     let mut roots = RootCertStore::empty();
     let cas = CertificateDer::pem_slice_iter(material.ca_pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("{} is not a valid PEM certificate: {e}", material.ca_path.display()))?;
+        .map_err(|source| TlsConfigError::NotPemCertificate { path: material.ca_path.clone(), source })?;
     let (added, _) = roots.add_parsable_certificates(cas);
     if added == 0 {
-        return Err(format!("{} holds no usable CA certificate", material.ca_path.display()));
+        return Err(TlsConfigError::NoCa { path: material.ca_path.clone() });
     }
     let chain =
-        CertificateDer::pem_slice_iter(material.cert_pem.as_bytes())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("{} is not a valid PEM certificate: {e}", material.cert_path.display()))?;
+        CertificateDer::pem_slice_iter(material.cert_pem.as_bytes()).collect::<Result<Vec<_>, _>>().map_err(
+            |source| TlsConfigError::NotPemCertificate { path: material.cert_path.clone(), source },
+        )?;
     let key = PrivateKeyDer::from_pem_slice(material.key_pem.as_bytes())
-        .map_err(|e| format!("{} is not a valid PEM private key: {e}", material.key_path.display()))?;
+        .map_err(|source| TlsConfigError::NotPemKey { path: material.key_path.clone(), source })?;
     let mut config = ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS configuration: {e}"))?
+        .map_err(TlsConfigError::Protocols)?
         .with_root_certificates(roots)
         .with_client_auth_cert(chain, key)
-        .map_err(|e| {
-            format!(
-                "{} and {} cannot be used as the coordinator's identity: {e}",
-                material.cert_path.display(),
-                material.key_path.display()
-            )
+        .map_err(|source| TlsConfigError::Identity {
+            cert: material.cert_path.clone(),
+            key: material.key_path.clone(),
+            source,
         })?;
     config.alpn_protocols.push(ALPN_H2.to_vec());
     Ok(Arc::new(config))

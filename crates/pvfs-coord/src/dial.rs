@@ -5,7 +5,7 @@
 //! dialled (an IP SAN, or the DNS name in the cluster file): a certificate copied to another
 //! machine does not make that machine a trusted agent.
 
-use crate::connector::{AgentConnector, client_config};
+use crate::connector::{AgentConnector, TlsConfigError, client_config};
 use pvfs_config::{Address, Node};
 use pvfs_proto::pb::agent_client::AgentClient;
 use pvfs_tls::Material;
@@ -28,8 +28,9 @@ pub enum ClientSecurity {
 #[derive(Debug, Clone)]
 pub struct Dialer {
     /// The TLS client configuration every connection shares (see [`crate::connector`]), or
-    /// why it could not be built: each dial then fails with that reason.
-    tls: Result<Arc<rustls::ClientConfig>, String>,
+    /// why it could not be built: each dial then fails with that reason (shared, as the
+    /// configuration is, by every clone of the dialer).
+    tls: Result<Arc<rustls::ClientConfig>, Arc<TlsConfigError>>,
     timeout: Duration,
 }
 
@@ -104,7 +105,7 @@ impl Dialer {
     /// `timeout` bounds connecting and each request.
     pub fn new(security: ClientSecurity, timeout: Duration) -> Dialer {
         let ClientSecurity::MutualTls(material) = &security;
-        Dialer { tls: client_config(material), timeout }
+        Dialer { tls: client_config(material).map_err(Arc::new), timeout }
     }
 
     pub fn timeout(&self) -> Duration {
@@ -132,7 +133,7 @@ impl Dialer {
     /// scheme is `http`) and the connector that dials it with the shared TLS configuration.
     fn endpoint(&self, address: &Address) -> Result<(Endpoint, AgentConnector), DialError> {
         let config_error = |message: String| DialError { kind: FailureKind::Config, message };
-        let tls = self.tls.clone().map_err(config_error)?;
+        let tls = self.tls.clone().map_err(|e| config_error(e.to_string()))?;
         let name = ServerName::try_from(address.tls_name())
             .map_err(|e| config_error(format!("bad address {address}: {e}")))?;
         let endpoint = Endpoint::from_shared(format!("http://{address}"))

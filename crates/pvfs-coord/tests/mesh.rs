@@ -387,3 +387,64 @@ async fn a_stopped_converge_starts_no_unit() {
     assert!(!dir.exists(), "the step ran");
     agent.stop().await;
 }
+
+/// A benchmark on `clients` with a small IOR workload, in a directory of its own.
+fn bench_spec(clients: Vec<Node>, dir: &Path) -> pvfs_coord::bench::BenchSpec {
+    let mut workload = pvfs_bench::params::Preset::Throughput.workload();
+    workload.set_all([("t", "64k"), ("b", "256k"), ("i", "1")]).unwrap();
+    pvfs_coord::bench::BenchSpec {
+        engine: pvfs_engine::engine::Engine::Builtin,
+        workload,
+        clients,
+        tasks_per_client: 1,
+        dir: dir.to_owned(),
+        mpi: None,
+        mpi_ssh: false,
+    }
+}
+
+/// A client whose agent is stopped ends the run before it starts, naming the client in the
+/// error's own field (not only in its text).
+#[tokio::test]
+async fn a_bench_client_that_cannot_be_reached_is_named() {
+    use pvfs_coord::bench::{self, BenchError};
+    let pki = Pki::new();
+    pki.agent_cert("n1", &["127.0.0.1"]);
+    let agent = start_agent(&pki, "n1", "127.0.0.1").await;
+    let addr = agent.addr;
+    agent.stop().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let spec = bench_spec(vec![node("n1", addr)], dir.path());
+    let outcome = bench::run(&spec, &pki.dialer(), tx, CancellationToken::new()).await;
+    let Some(BenchError::Unreachable { node, source }) = &outcome.error else { panic!("{outcome:?}") };
+    assert_eq!((node.as_str(), source.kind), ("n1", FailureKind::Refused), "{source}");
+    assert!(!outcome.interrupted() && outcome.phases.is_empty());
+    let text = outcome.error.as_ref().unwrap().to_string();
+    assert!(text.starts_with("client n1 cannot be reached: "), "{text}");
+}
+
+/// A run cancelled (Ctrl-C) is `Interrupted`, naming the iteration and phase it stopped in;
+/// its text is what results.json has always kept ("iteration 0, write: interrupted").
+#[tokio::test]
+async fn a_cancelled_bench_is_interrupted_not_failed() {
+    use pvfs_bench::phase::{IorPhase, Phase};
+    use pvfs_coord::bench::{self, BenchError};
+    let pki = Pki::new();
+    pki.agent_cert("n1", &["127.0.0.1"]);
+    let agent = start_agent(&pki, "n1", "127.0.0.1").await;
+    let dir = tempfile::tempdir().unwrap();
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let spec = bench_spec(vec![node("n1", agent.addr)], dir.path());
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    let outcome = bench::run(&spec, &pki.dialer(), tx, cancel).await;
+    let error = outcome.error.as_ref().expect("an interrupted run says so");
+    assert!(
+        matches!(error, BenchError::Interrupted { during: Some((0, Phase::Ior(IorPhase::Write))) }),
+        "{error:?}"
+    );
+    assert!(outcome.interrupted());
+    assert_eq!(error.to_string(), "iteration 0, write: interrupted");
+    agent.stop().await;
+}

@@ -138,7 +138,7 @@ pub fn run(req: &PhaseRequest, progress: &Progress, emit: &(dyn Fn(&PhaseLine) +
             true
         }
         Err(error) => {
-            emit(&PhaseLine::Failed { error: truncate(&error, MAX_LINE / 2) });
+            emit(&PhaseLine::Failed { error: truncate(&error.to_string(), MAX_LINE / 2) });
             false
         }
     }

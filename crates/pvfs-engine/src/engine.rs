@@ -21,8 +21,66 @@ pub use mdtest::{MdtestJob, run_mdtest_phase};
 pub use pvfs_bench::phase::{IorPhase, MdtestPhase, Phase};
 pub use pvfs_bench::summary::{PhaseTotals, TaskResult};
 
+use crate::files::FileError;
+use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::time::SystemTime;
+
+/// Why a phase, or one task of it, could not run. A task's error travels as its text (the
+/// `error` of its [`TaskResult`], on the wire and in the results); a phase's is returned.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The workload is beyond a bound for the run's size.
+    #[error(transparent)]
+    Workload(#[from] pvfs_bench::params::Violation),
+    /// A request whose tasks are not a share of the run's.
+    #[error("first_task {first_task} and tasks {tasks}: not a share of {total_tasks} tasks")]
+    NotAShare { first_task: u32, tasks: u32, total_tasks: u32 },
+    /// A job whose tasks run past the run's.
+    #[error("tasks {tasks:?} of {total_tasks}: not a valid share")]
+    InvalidShare { tasks: std::ops::Range<u32>, total_tasks: u32 },
+    /// A phase of the other tool (an mdtest phase for an IOR workload, or the reverse).
+    #[error("phase {phase:?} does not belong to this workload")]
+    WrongPhase { phase: Phase },
+    /// The test file's path has no directory to open.
+    #[error("{}: no directory", path.display())]
+    NoDirectory { path: PathBuf },
+    /// The phase was cancelled: nobody waits for it any more (the coordinator went away).
+    #[error("stopped: nobody is waiting for this phase any more")]
+    Stopped,
+    /// The transfer buffer could not be allocated (too large for this process, or no memory).
+    #[error("cannot allocate a transfer buffer of {}: {why}", pvfs_bench::params::format_size(*.len))]
+    Buffer { len: u64, why: String },
+    /// A read or write of one transfer failed.
+    #[error("{op} {len} bytes at offset {offset} of {}: {source}", path.display())]
+    Transfer {
+        op: &'static str,
+        len: usize,
+        offset: u64,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file or directory of the run refused or failed.
+    #[error(transparent)]
+    File(#[from] FileError),
+    /// A task's thread panicked.
+    #[error("the task's thread panicked")]
+    Panicked { task: u32 },
+    /// A task's thread could not be started (the process is out of threads or memory).
+    #[error("cannot start a thread for task {task}: {source}")]
+    Thread {
+        task: u32,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A task of the phase failed, with the error it reported.
+    #[error("{error}")]
+    TaskFailed { task: u32, error: String },
+    /// A phase that ran no task, so has no totals.
+    #[error("no task ran")]
+    NoTask,
+}
 
 /// Runs `run` for every task, one thread each, and returns their results in task order. A task
 /// whose thread could not be started (the process is out of threads or memory) or panicked is
@@ -42,19 +100,17 @@ fn each_task(tasks: std::ops::Range<u32>, run: impl Fn(u32) -> TaskResult + Sync
             .into_iter()
             .zip(tasks)
             .map(|(handle, task)| match handle {
-                Ok(handle) => {
-                    handle.join().unwrap_or_else(|_| failed(task, "the task's thread panicked".into()))
-                }
-                Err(err) => failed(task, format!("cannot start a thread for task {task}: {err}")),
+                Ok(handle) => handle.join().unwrap_or_else(|_| failed(task, &EngineError::Panicked { task })),
+                Err(source) => failed(task, &EngineError::Thread { task, source }),
             })
             .collect()
     })
 }
 
-/// A task that did nothing and why.
-fn failed(task: u32, error: String) -> TaskResult {
+/// A task that did nothing and why (its error as the text a task result carries).
+fn failed(task: u32, error: &EngineError) -> TaskResult {
     let now = SystemTime::now();
-    TaskResult { task, start: now, end: now, bytes: 0, ops: 0, error: Some(error), rdwr: None }
+    TaskResult { task, start: now, end: now, bytes: 0, ops: 0, error: Some(error.to_string()), rdwr: None }
 }
 
 /// Live counters a phase updates as it goes, read once a second for `--watch`, and the flag
@@ -70,9 +126,9 @@ pub struct Progress {
 
 impl Progress {
     /// An error once the phase is cancelled; tasks check it before each transfer or item.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), EngineError> {
         if self.cancelled.load(std::sync::atomic::Ordering::Relaxed) {
-            return Err("stopped: nobody is waiting for this phase any more".into());
+            return Err(EngineError::Stopped);
         }
         Ok(())
     }
@@ -167,7 +223,7 @@ pub struct PhaseRequest {
     pub engine: Engine,
     pub workload: pvfs_bench::params::Workload,
     /// The run's directory on this client.
-    pub dir: std::path::PathBuf,
+    pub dir: PathBuf,
     pub first_task: u32,
     pub tasks: u32,
     pub total_tasks: u32,
@@ -200,16 +256,15 @@ impl PhaseRequest {
     }
 
     /// This client's tasks, checked against the run's size (no sum can wrap).
-    pub fn task_range(&self) -> Result<std::ops::Range<u32>, String> {
+    pub fn task_range(&self) -> Result<std::ops::Range<u32>, EngineError> {
         self.first_task
             .checked_add(self.tasks)
             .filter(|end| self.tasks > 0 && *end <= self.total_tasks)
             .map(|end| self.first_task..end)
-            .ok_or_else(|| {
-                format!(
-                    "first_task {} and tasks {}: not a share of {} tasks",
-                    self.first_task, self.tasks, self.total_tasks
-                )
+            .ok_or(EngineError::NotAShare {
+                first_task: self.first_task,
+                tasks: self.tasks,
+                total_tasks: self.total_tasks,
             })
     }
 }
@@ -217,8 +272,8 @@ impl PhaseRequest {
 /// Runs one phase on this client, after checking the workload against the run's size and
 /// making the run's directory (without following symlinks) when the phase starts the run. A
 /// workload that does not match the phase is an error.
-pub fn run_phase(req: &PhaseRequest, progress: &Progress) -> Result<Vec<TaskResult>, String> {
-    req.workload.check_run(req.total_tasks).map_err(|v| v.to_string())?;
+pub fn run_phase(req: &PhaseRequest, progress: &Progress) -> Result<Vec<TaskResult>, EngineError> {
+    req.workload.check_run(req.total_tasks)?;
     let tasks = req.task_range()?;
     if req.creates_dir() {
         crate::files::Dir::create_all(&req.dir)?;
@@ -243,6 +298,6 @@ pub fn run_phase(req: &PhaseRequest, progress: &Progress) -> Result<Vec<TaskResu
                 MdtestJob { params: params.clone(), dir: req.dir.clone(), tasks, iteration: req.iteration };
             Ok(run_mdtest_phase(&job, phase, progress))
         }
-        (_, phase) => Err(format!("phase {phase:?} does not belong to this workload")),
+        (_, phase) => Err(EngineError::WrongPhase { phase }),
     }
 }

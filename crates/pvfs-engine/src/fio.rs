@@ -2,18 +2,49 @@
 //! file names and offsets, so fio's numbers and the built-in engine's describe the same I/O.
 //! Building the arguments and reading fio's JSON are here; the agent runs the command.
 
-use crate::engine::{IorPhase, PhaseRequest, TaskResult};
+use crate::engine::{EngineError, IorPhase, PhaseRequest, TaskResult};
 use pvfs_bench::params::Workload;
 use serde_json::Value;
 use std::time::{Duration, SystemTime};
 
+/// Why fio cannot run a phase, or what it printed is not a result.
+#[derive(Debug, thiserror::Error)]
+pub enum FioError {
+    /// mdtest's phases have no fio equivalent.
+    #[error("the fio engine runs IOR-style workloads (throughput, iops), not mdtest's")]
+    NotIor,
+    /// IOR's segments interleave blocks in a way fio's jobs do not.
+    #[error("the fio engine runs one segment per task (segments = 1)")]
+    Segments,
+    /// The request's tasks are not a share of the run's.
+    #[error(transparent)]
+    Request(#[from] EngineError),
+    #[error("fio printed no JSON")]
+    NoJson,
+    #[error("fio's JSON does not parse: {0}")]
+    Json(#[source] serde_json::Error),
+    #[error("fio's JSON has no jobs")]
+    NoJobs,
+    /// A job pvfs did not ask for (its jobs are `taskN`).
+    #[error("fio job {name:?} is not one of ours")]
+    UnknownJob { name: String },
+}
+
+/// One fio job's own error, as its task's result carries it.
+#[derive(Debug, thiserror::Error)]
+#[error("fio job {name}: error {code} ({})", std::io::Error::from_raw_os_error(*.code))]
+pub struct JobError {
+    pub name: String,
+    pub code: i32,
+}
+
 /// fio's arguments for `req` (an IOR write or read phase), or why fio cannot run it.
-pub fn args(req: &PhaseRequest, phase: IorPhase) -> Result<Vec<String>, String> {
+pub fn args(req: &PhaseRequest, phase: IorPhase) -> Result<Vec<String>, FioError> {
     let Workload::Ior(p) = &req.workload else {
-        return Err("the fio engine runs IOR-style workloads (throughput, iops), not mdtest's".into());
+        return Err(FioError::NotIor);
     };
     if p.segments > 1 {
-        return Err("the fio engine runs one segment per task (segments = 1)".into());
+        return Err(FioError::Segments);
     }
     let rw = match (phase, p.random) {
         (IorPhase::Write, false) => "write",
@@ -50,7 +81,7 @@ pub fn args(req: &PhaseRequest, phase: IorPhase) -> Result<Vec<String>, String> 
 
 /// The names (in the run directory) of the files `phase` of `req` opens, which the agent makes
 /// or checks before fio runs.
-pub fn file_names(req: &PhaseRequest, phase: IorPhase) -> Result<Vec<String>, String> {
+pub fn file_names(req: &PhaseRequest, phase: IorPhase) -> Result<Vec<String>, FioError> {
     let job = job(req)?;
     let mut names: Vec<String> =
         owners(req, phase)?.into_iter().map(|(_, owner)| job.file_name_of(owner)).collect();
@@ -58,9 +89,9 @@ pub fn file_names(req: &PhaseRequest, phase: IorPhase) -> Result<Vec<String>, St
     Ok(names)
 }
 
-fn job(req: &PhaseRequest) -> Result<crate::engine::IorJob, String> {
+fn job(req: &PhaseRequest) -> Result<crate::engine::IorJob, FioError> {
     let Workload::Ior(p) = &req.workload else {
-        return Err("the fio engine runs IOR-style workloads (throughput, iops), not mdtest's".into());
+        return Err(FioError::NotIor);
     };
     Ok(crate::engine::IorJob {
         params: p.clone(),
@@ -74,7 +105,7 @@ fn job(req: &PhaseRequest) -> Result<crate::engine::IorJob, String> {
 
 /// Each task with the task whose data it moves: itself, or with `-C` on a read, the same task
 /// of the next client.
-fn owners(req: &PhaseRequest, phase: IorPhase) -> Result<Vec<(u32, u32)>, String> {
+fn owners(req: &PhaseRequest, phase: IorPhase) -> Result<Vec<(u32, u32)>, FioError> {
     let job = job(req)?;
     let reorder = phase == IorPhase::Read && job.params.reorder && req.total_tasks > 1;
     // Both below 2^20 once the request is checked: the sum cannot wrap.
@@ -86,27 +117,23 @@ fn owners(req: &PhaseRequest, phase: IorPhase) -> Result<Vec<(u32, u32)>, String
 
 /// Each task's result from fio's JSON: bytes and I/Os from the job, its end from the job's run
 /// time after `started` (when fio was started: fio reports no per-job start time).
-pub fn results(json: &str, phase: IorPhase, started: SystemTime) -> Result<Vec<TaskResult>, String> {
+pub fn results(json: &str, phase: IorPhase, started: SystemTime) -> Result<Vec<TaskResult>, FioError> {
     // fio may print warnings before the document.
-    let at = json.find('{').ok_or("fio printed no JSON")?;
-    let doc: Value =
-        serde_json::from_str(&json[at..]).map_err(|e| format!("fio's JSON does not parse: {e}"))?;
+    let at = json.find('{').ok_or(FioError::NoJson)?;
+    let doc: Value = serde_json::from_str(&json[at..]).map_err(FioError::Json)?;
     let key = if phase == IorPhase::Write { "write" } else { "read" };
-    let jobs = doc["jobs"].as_array().ok_or("fio's JSON has no jobs")?;
+    let jobs = doc["jobs"].as_array().ok_or(FioError::NoJobs)?;
     jobs.iter()
         .map(|job| {
             let name = job["jobname"].as_str().unwrap_or_default();
             let task = name
                 .strip_prefix("task")
                 .and_then(|n| n.parse::<u32>().ok())
-                .ok_or_else(|| format!("fio job {name:?} is not one of ours"))?;
+                .ok_or_else(|| FioError::UnknownJob { name: name.to_owned() })?;
             let runtime = job["job_runtime"].as_u64().unwrap_or(0);
             let error = match job["error"].as_i64() {
                 Some(0) | None => None,
-                Some(code) => Some(format!(
-                    "fio job {name}: error {code} ({})",
-                    std::io::Error::from_raw_os_error(code as i32)
-                )),
+                Some(code) => Some(JobError { name: name.to_owned(), code: code as i32 }.to_string()),
             };
             Ok(TaskResult {
                 task,
@@ -159,7 +186,8 @@ mod tests {
                 && w.contains(&"--filename=/mnt/gv0/bench/ior.00000000".to_owned())
         );
         let md = PhaseRequest { workload: Preset::Metadata.workload(), ..request(Preset::Throughput, 0) };
-        assert!(args(&md, IorPhase::Write).unwrap_err().contains("not mdtest's"));
+        assert!(args(&md, IorPhase::Write).unwrap_err().to_string().contains("not mdtest's"));
+        assert!(matches!(args(&md, IorPhase::Write), Err(FioError::NotIor)));
     }
 
     #[test]
@@ -177,7 +205,8 @@ mod tests {
         assert_eq!((r[1].task, r[1].bytes), (6, 0), "the read job wrote nothing");
         let err = results(include_str!("../../pvfs-bench/testdata/ior/fio_seq_1m.json"), IorPhase::Write, t0)
             .unwrap_err();
-        assert!(err.contains("\"seqwrite\" is not one of ours"), "{err}");
+        assert!(matches!(&err, FioError::UnknownJob { name } if name == "seqwrite"), "{err:?}");
+        assert!(err.to_string().contains("\"seqwrite\" is not one of ours"), "{err}");
     }
 
     proptest::proptest! {

@@ -2,7 +2,9 @@
 //! mdtest would print. What `pvfs-agent engine` runs, and what `cargo xtask bench-engine`
 //! measures against fio.
 
-use crate::engine::{self, IorJob, IorPhase, MdtestJob, MdtestPhase, PhaseTotals, Progress, TaskResult};
+use crate::engine::{
+    self, EngineError, IorJob, IorPhase, MdtestJob, MdtestPhase, PhaseTotals, Progress, TaskResult,
+};
 use pvfs_bench::model::{IorIteration, IorSummary, MdtestSummary};
 use pvfs_bench::params::Workload;
 use pvfs_bench::phase::{self, Phase};
@@ -18,14 +20,14 @@ pub struct LocalRun {
 }
 
 /// Runs `workload` with `tasks` threads in `dir`. The first task error stops the run and is
-/// returned, naming the file and operation.
-pub fn run(workload: &Workload, dir: &Path, tasks: u32) -> Result<LocalRun, String> {
+/// returned ([`EngineError::TaskFailed`], its text naming the file and operation).
+pub fn run(workload: &Workload, dir: &Path, tasks: u32) -> Result<LocalRun, EngineError> {
     let progress = Progress::default();
-    let check = |phase: Phase, results: Vec<TaskResult>| -> Result<PhaseTotals, String> {
-        if let Some(err) = results.iter().find_map(|r| r.error.clone()) {
-            return Err(err);
+    let check = |phase: Phase, results: Vec<TaskResult>| -> Result<PhaseTotals, EngineError> {
+        if let Some((task, error)) = results.iter().find_map(|r| Some((r.task, r.error.clone()?))) {
+            return Err(EngineError::TaskFailed { task, error });
         }
-        engine::totals(phase, &results).ok_or_else(|| "no task ran".to_owned())
+        engine::totals(phase, &results).ok_or(EngineError::NoTask)
     };
     let mut out = LocalRun::default();
     match workload {

@@ -9,8 +9,8 @@
 //! launching client and the coordinator reads: the same task results the `agents` launcher
 //! gets over gRPC, so the arithmetic (total bytes / (last end − first start)) is the same.
 
-use crate::engine::{self, Phase, PhaseRequest, Progress, TaskResult};
-use crate::files::Dir;
+use crate::engine::{self, EngineError, Phase, PhaseRequest, Progress, TaskResult};
+use crate::files::{Dir, FileError};
 use nix::fcntl::OFlag;
 use pvfs_bench::params::Workload;
 use serde::{Deserialize, Serialize};
@@ -176,15 +176,79 @@ pub struct Barrier {
     pub limit: Duration,
 }
 
+/// Why ranks did not meet at a [`Barrier`].
+#[derive(Debug, thiserror::Error)]
+pub enum BarrierError {
+    /// The barrier's directory, or this rank's file in it, could not be made or read.
+    #[error("barrier: {0}")]
+    File(#[source] FileError),
+    /// Not every rank arrived within the limit.
+    #[error("{0}")]
+    TimedOut(Box<BarrierTimeout>),
+}
+
+/// Who came to a barrier and who did not, by rank, host and client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BarrierTimeout {
+    /// The rank that waited.
+    pub rank: u32,
+    /// Ranks in the job.
+    pub size: u32,
+    /// Entries found in the barrier's directory at the limit.
+    pub arrived: usize,
+    /// The barrier's directory.
+    pub path: PathBuf,
+    pub limit: Duration,
+    /// The ranks that came, in order, and the hosts they wrote.
+    pub came: Vec<u32>,
+    pub hosts: Vec<String>,
+    /// The ranks that never did, and their clients by place in the hostfile (from 1).
+    pub missing: Vec<u32>,
+    pub clients: Vec<u32>,
+    /// What to check, added to the message (empty for none).
+    pub hint: String,
+}
+
+impl std::fmt::Display for BarrierTimeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let clients = self.clients.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+        write!(
+            f,
+            "rank {}: only {} of {} ranks reached {} within {}s: ranks {} (on {}) came; ranks {} (on \
+             client{} {clients} of the hostfile) never did{}",
+            self.rank,
+            self.arrived,
+            self.size,
+            self.path.display(),
+            self.limit.as_secs(),
+            ranges(&self.came),
+            if self.hosts.is_empty() { "hosts unknown".to_owned() } else { self.hosts.join(", ") },
+            ranges(&self.missing),
+            if self.clients.len() > 1 { "s" } else { "" },
+            self.hint,
+        )
+    }
+}
+
+/// Why a rank's run stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum RankError {
+    #[error(transparent)]
+    Barrier(#[from] BarrierError),
+    /// A phase could not run, or this rank's task failed ([`EngineError::TaskFailed`]).
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
 impl Barrier {
-    pub fn wait(&self, name: &str) -> Result<(), String> {
+    pub fn wait(&self, name: &str) -> Result<(), BarrierError> {
         self.wait_or(name, "")
     }
 
     /// [`Barrier::wait`], adding `hint` to a timeout's message.
-    pub fn wait_or(&self, name: &str, hint: &str) -> Result<(), String> {
+    pub fn wait_or(&self, name: &str, hint: &str) -> Result<(), BarrierError> {
         use std::io::Write;
-        let barrier = |e: String| format!("barrier: {e}");
+        let barrier = BarrierError::File;
         let here = Dir::create_all(&self.dir).and_then(|dir| dir.create_dir(name)).map_err(barrier)?;
         let mut mine = here.create_new(&self.rank.to_string(), 0o644).map_err(barrier)?;
         // Best effort: a host name only makes a timeout's message clearer.
@@ -198,7 +262,7 @@ impl Barrier {
                 return Ok(());
             }
             if started.elapsed() > self.limit {
-                return Err(self.timed_out(&here, arrived, hint));
+                return Err(BarrierError::TimedOut(Box::new(self.timed_out(&here, arrived, hint))));
             }
             std::thread::sleep(pause);
             pause = (pause * 2).min(Duration::from_millis(10));
@@ -208,7 +272,7 @@ impl Barrier {
 
 impl Barrier {
     /// Who came and who did not, by rank, host and client.
-    fn timed_out(&self, here: &Dir, arrived: usize, hint: &str) -> String {
+    fn timed_out(&self, here: &Dir, arrived: usize, hint: &str) -> BarrierTimeout {
         let names = here.entry_names().unwrap_or_default();
         let mut came: Vec<u32> = names.iter().filter_map(|n| n.parse().ok()).collect();
         came.sort_unstable();
@@ -230,19 +294,18 @@ impl Barrier {
         let per_node = self.per_node.max(1);
         let mut clients: Vec<u32> = missing.iter().map(|r| r / per_node + 1).collect();
         clients.dedup();
-        let clients = clients.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
-        format!(
-            "rank {}: only {arrived} of {} ranks reached {} within {}s: ranks {} (on {}) came; ranks {} (on \
-             client{} {clients} of the hostfile) never did{hint}",
-            self.rank,
-            self.size,
-            here.path().display(),
-            self.limit.as_secs(),
-            ranges(&came),
-            if hosts.is_empty() { "hosts unknown".to_owned() } else { hosts.join(", ") },
-            ranges(&missing),
-            if clients.contains(',') { "s" } else { "" },
-        )
+        BarrierTimeout {
+            rank: self.rank,
+            size: self.size,
+            arrived,
+            path: here.path().to_owned(),
+            limit: self.limit,
+            came,
+            hosts,
+            missing,
+            clients,
+            hint: hint.to_owned(),
+        }
     }
 }
 
@@ -282,8 +345,8 @@ pub struct RankJob {
 /// Runs every iteration's phases as task `rank`, meeting the other ranks before each, and
 /// hands each line to `emit`. A task error is emitted and returned: the rank exits non-zero
 /// and mpirun ends the job.
-pub fn run_rank(job: &RankJob, emit: &(dyn Fn(&RankLine) + Sync)) -> Result<(), String> {
-    Dir::create_all(&job.dir)?;
+pub fn run_rank(job: &RankJob, emit: &(dyn Fn(&RankLine) + Sync)) -> Result<(), RankError> {
+    Dir::create_all(&job.dir).map_err(EngineError::from)?;
     let barrier = Barrier {
         dir: barrier_dir(&job.dir),
         rank: job.rank,
@@ -341,7 +404,7 @@ pub fn run_rank(job: &RankJob, emit: &(dyn Fn(&RankLine) + Sync)) -> Result<(), 
                     rdwr_unix_ns: span_to_ns(r.rdwr),
                 });
                 if let Some(error) = error {
-                    return Err(error);
+                    return Err(EngineError::TaskFailed { task: r.task, error }.into());
                 }
             }
         }
@@ -540,6 +603,8 @@ mod tests {
             limit: Duration::from_secs(1),
         };
         let err = b.wait("0-write").unwrap_err();
+        assert!(matches!(err, BarrierError::File(FileError::Symlink { .. })), "{err:?}");
+        let err = err.to_string();
         assert!(err.contains("0-write/0: it is a symlink"), "{err}");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
     }
@@ -555,6 +620,10 @@ mod tests {
             limit: Duration::from_millis(100),
         };
         let err = b.wait("0-write").unwrap_err();
+        let BarrierError::TimedOut(timeout) = &err else { panic!("{err:?}") };
+        assert_eq!((timeout.arrived, &timeout.came[..], &timeout.missing[..]), (1, &[0][..], &[1][..]));
+        assert_eq!(timeout.clients, [2], "the missing rank's client in the hostfile");
+        let err = err.to_string();
         assert!(err.contains("only 1 of 2 ranks reached") && err.contains("0-write"), "{err}");
         assert!(err.contains("ranks 1 (on client 2 of the hostfile) never did"), "{err}");
     }
@@ -583,7 +652,8 @@ mod tests {
                 let errors = &errors;
                 scope.spawn(move || {
                     let error = run_rank(&job, &|_| {}).unwrap_err();
-                    errors.lock().unwrap().push(error);
+                    assert!(matches!(error, RankError::Barrier(BarrierError::TimedOut(_))), "{error:?}");
+                    errors.lock().unwrap().push(error.to_string());
                 });
             }
         });

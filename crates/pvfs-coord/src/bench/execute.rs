@@ -168,7 +168,7 @@ pub async fn execute(
     metrics::catch_up(&mut latest, &nodes, outcome.finished, METRICS_GRACE).await;
     shutdown.cancel();
     let recorded = recorder.await??;
-    write_record(plan, &outcome, &recorded, !outcome.interrupted)?;
+    write_record(plan, &outcome, &recorded, !outcome.interrupted())?;
     Ok(outcome)
 }
 

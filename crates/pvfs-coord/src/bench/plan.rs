@@ -234,7 +234,7 @@ impl BenchPlan {
             dir: Some(self.dir.clone()),
             started: o.started.map(unix),
             finished: o.finished.map(unix),
-            error: o.error.clone(),
+            error: o.error.as_ref().map(ToString::to_string),
             summary: results::Summary { ior: o.ior.clone(), mdtest: o.mdtest.clone() },
             iterations: o.iterations.clone(),
             phases: o

@@ -4,10 +4,10 @@
 //! client's data.
 
 use super::shuffle::Permutation;
-use super::{Progress, TaskResult, pattern};
-use crate::files::Dir;
+use super::{EngineError, Progress, TaskResult, pattern};
+use crate::files::{Dir, FileError};
 use nix::fcntl::OFlag;
-use pvfs_bench::params::{IorParams, Workload, format_size};
+use pvfs_bench::params::{IorParams, Workload};
 use pvfs_bench::phase::IorPhase;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -47,6 +47,11 @@ impl IorJob {
         if self.params.file_per_proc { format!("{base}.{task:08}") } else { base }
     }
 
+    /// The run directory the test files are in.
+    fn parent(&self) -> Result<&std::path::Path, EngineError> {
+        self.base.parent().ok_or_else(|| EngineError::NoDirectory { path: self.base.clone() })
+    }
+
     /// Bytes each task moves per phase (bounded by [`IorJob::check`]).
     pub fn bytes_per_task(&self) -> u64 {
         self.params.block.saturating_mul(u64::from(self.params.segments))
@@ -54,10 +59,13 @@ impl IorJob {
 
     /// The workload's bounds for this job's size, which every offset computation below relies
     /// on: checked once per phase, so no product can wrap.
-    pub fn check(&self) -> Result<(), String> {
-        Workload::Ior(self.params.clone()).check_run(self.total_tasks).map_err(|v| v.to_string())?;
+    pub fn check(&self) -> Result<(), EngineError> {
+        Workload::Ior(self.params.clone()).check_run(self.total_tasks)?;
         if self.tasks.end > self.total_tasks {
-            return Err(format!("tasks {:?} of {}: not a valid share", self.tasks, self.total_tasks));
+            return Err(EngineError::InvalidShare {
+                tasks: self.tasks.clone(),
+                total_tasks: self.total_tasks,
+            });
         }
         Ok(())
     }
@@ -133,9 +141,8 @@ struct Aligned {
 impl Aligned {
     /// Allocated fallibly: `len` comes from the request, and a refusal here is a task error,
     /// not an abort of the process. Zeroed; writes fill it with IOR's pattern.
-    fn new(len: u64) -> Result<Aligned, String> {
-        let cannot =
-            |why: String| format!("cannot allocate a transfer buffer of {}: {why}", format_size(len));
+    fn new(len: u64) -> Result<Aligned, EngineError> {
+        let cannot = |why: String| EngineError::Buffer { len, why };
         let len = usize::try_from(len).map_err(|e| cannot(e.to_string()))?;
         let total = len.checked_add(ALIGN).ok_or_else(|| cannot("too large".into()))?;
         let mut storage = Vec::new();
@@ -159,13 +166,10 @@ impl Aligned {
 pub fn run_ior_phase(job: &IorJob, phase: IorPhase, progress: &Progress) -> Vec<TaskResult> {
     // The run directory is opened once, without following symlinks; every task opens its file
     // through it. Anything wrong here is every task's error.
-    let dir = job.check().and_then(|()| {
-        let parent = job.base.parent().ok_or_else(|| format!("{}: no directory", job.base.display()))?;
-        Dir::open(parent)
-    });
+    let dir = job.check().and_then(|()| Ok(Dir::open(job.parent()?)?));
     super::each_task(job.tasks.clone(), |task| match &dir {
         Ok(dir) => run_task(job, dir, phase, task, progress),
-        Err(err) => super::failed(task, err.clone()),
+        Err(err) => super::failed(task, err),
     })
 }
 
@@ -182,7 +186,7 @@ fn run_task(job: &IorJob, dir: &Dir, phase: IorPhase, task: u32, progress: &Prog
     let offsets = job.offsets(owner, seed);
     let mut buffer = match Aligned::new(p.transfer) {
         Ok(buffer) => buffer,
-        Err(err) => return super::failed(task, err),
+        Err(err) => return super::failed(task, &err),
     };
     let start = SystemTime::now();
     if phase == IorPhase::Write {
@@ -195,7 +199,7 @@ fn run_task(job: &IorJob, dir: &Dir, phase: IorPhase, task: u32, progress: &Prog
     let outcome = transfer_all(dir, &name, phase, p, offsets, &mut buffer, progress, &mut done);
     done.end = SystemTime::now();
     if let Err(err) = outcome {
-        done.error = Some(err);
+        done.error = Some(err.to_string());
     }
     done
 }
@@ -204,7 +208,7 @@ fn run_task(job: &IorJob, dir: &Dir, phase: IorPhase, task: u32, progress: &Prog
 /// Writes create the file and do not truncate it, as IOR's do (per-process files start empty
 /// because IOR removes them after each iteration; a shared file is written in place by every
 /// task).
-fn open(dir: &Dir, name: &str, phase: IorPhase, p: &IorParams) -> Result<File, String> {
+fn open(dir: &Dir, name: &str, phase: IorPhase, p: &IorParams) -> Result<File, FileError> {
     let direct = if p.odirect { OFlag::O_DIRECT } else { OFlag::empty() };
     match phase {
         IorPhase::Write => dir.open_write(name, direct),
@@ -222,7 +226,7 @@ fn transfer_all(
     buffer: &mut Aligned,
     progress: &Progress,
     done: &mut TaskResult,
-) -> Result<(), String> {
+) -> Result<(), EngineError> {
     let path = dir.path().join(name);
     let file = open(dir, name, phase, p)?;
     let rdwr_start = SystemTime::now();
@@ -236,9 +240,12 @@ fn transfer_all(
             IorPhase::Write => file.write_all_at(buffer.bytes(), offset).map(|()| buffer.len),
             IorPhase::Read => file.read_exact_at(buffer.bytes_mut(), offset).map(|()| buffer.len),
         };
-        moved.map_err(|e| {
-            let verb = if phase == IorPhase::Write { "write" } else { "read" };
-            format!("{verb} {} bytes at offset {offset} of {}: {e}", buffer.len, path.display())
+        moved.map_err(|source| EngineError::Transfer {
+            op: if phase == IorPhase::Write { "write" } else { "read" },
+            len: buffer.len,
+            offset,
+            path: path.clone(),
+            source,
         })?;
         done.bytes += buffer.len as u64;
         done.ops += 1;
@@ -246,7 +253,7 @@ fn transfer_all(
         progress.ops.fetch_add(1, Ordering::Relaxed);
     }
     if phase == IorPhase::Write && p.fsync {
-        file.sync_all().map_err(|e| format!("fsync {}: {e}", path.display()))?;
+        file.sync_all().map_err(|e| FileError::io("fsync", &path, e))?;
     }
     // IOR's read/write timer stops after the fsync, before the close.
     done.rdwr = Some((rdwr_start, SystemTime::now()));
@@ -258,7 +265,7 @@ fn transfer_all(
 /// Removes this client's test files after the last read (IOR does unless `-k`): every task's
 /// own file, or the shared file from the client that runs task 0. Names are removed in the run
 /// directory opened without following symlinks (a symlink at a name is removed, not followed).
-pub fn remove_files(job: &IorJob) -> Result<(), String> {
+pub fn remove_files(job: &IorJob) -> Result<(), EngineError> {
     let names: Vec<String> = if job.params.file_per_proc {
         job.tasks.clone().map(|t| job.file_name_of(t)).collect()
     } else if job.tasks.contains(&0) {
@@ -269,6 +276,6 @@ pub fn remove_files(job: &IorJob) -> Result<(), String> {
     if names.is_empty() {
         return Ok(());
     }
-    let dir = Dir::open(job.base.parent().ok_or_else(|| format!("{}: no directory", job.base.display()))?)?;
-    names.iter().try_for_each(|name| dir.remove_file(name, true))
+    let dir = Dir::open(job.parent()?)?;
+    Ok(names.iter().try_for_each(|name| dir.remove_file(name, true))?)
 }

@@ -3,8 +3,8 @@
 //! names are mdtest's (`file.mdtest.TASK.N`, `dir.mdtest.TASK.N`), so a tree can be inspected
 //! the same way.
 
-use super::{Progress, TaskResult};
-use crate::files::Dir;
+use super::{EngineError, Progress, TaskResult};
+use crate::files::{Dir, FileError};
 use pvfs_bench::params::{MdtestParams, Workload};
 use pvfs_bench::phase::MdtestPhase;
 use std::path::{Path, PathBuf};
@@ -39,9 +39,9 @@ impl MdtestJob {
     }
 
     /// The workload's bounds (tree size, items per task), which the walks below rely on.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), EngineError> {
         let tasks = self.tasks.end.max(1);
-        Workload::Mdtest(self.params.clone()).check_run(tasks).map_err(|v| v.to_string())
+        Ok(Workload::Mdtest(self.params.clone()).check_run(tasks)?)
     }
 }
 
@@ -55,10 +55,10 @@ fn child_name(level: u32, i: u32) -> String {
 /// component at a time, and every item is made, read or removed by name in its directory
 /// (`mkdirat`, `O_CREAT | O_EXCL | O_NOFOLLOW`, `fstatat` without following, `unlinkat`).
 pub fn run_mdtest_phase(job: &MdtestJob, phase: MdtestPhase, progress: &Progress) -> Vec<TaskResult> {
-    let dir = job.check().and_then(|()| Dir::open(&job.dir));
+    let dir = job.check().and_then(|()| Ok(Dir::open(&job.dir)?));
     super::each_task(job.tasks.clone(), |task| match &dir {
         Ok(dir) => run_task(job, dir, phase, task, progress),
-        Err(err) => super::failed(task, err.clone()),
+        Err(err) => super::failed(task, err),
     })
 }
 
@@ -75,7 +75,7 @@ fn run_task(
         r.ops += 1;
         progress.ops.fetch_add(1, Ordering::Relaxed);
     };
-    let outcome = (|| -> Result<(), String> {
+    let outcome = (|| -> Result<(), EngineError> {
         let tree = Tree { params: &job.params, progress };
         let root = job.root_name(task);
         match phase {
@@ -102,7 +102,7 @@ fn run_task(
         }
     })();
     r.end = SystemTime::now();
-    r.error = outcome.err();
+    r.error = outcome.err().map(|e| e.to_string());
     r
 }
 
@@ -114,7 +114,7 @@ fn items(
     task: u32,
     progress: &Progress,
     count: &mut dyn FnMut(),
-) -> Result<(), String> {
+) -> Result<(), EngineError> {
     for n in 0..job.params.items {
         progress.check()?;
         let file = format!("file.mdtest.{task}.{n}");
@@ -131,7 +131,7 @@ fn items(
                 let mut buf = [0u8; 4096];
                 let mut opened = dir.open_read(&file, nix::fcntl::OFlag::empty())?;
                 std::io::Read::read(&mut opened, &mut buf)
-                    .map_err(|e| format!("read {}: {e}", dir.path().join(&file).display()))?;
+                    .map_err(|e| FileError::io("read", dir.path().join(&file), e))?;
             }
             _ => dir.remove_file(&file, false)?,
         }
@@ -150,7 +150,7 @@ struct Tree<'a> {
 
 impl Tree<'_> {
     /// Makes the directories below `dir` (at `level`), parents first.
-    fn create(&self, dir: &Dir, level: u32, count: &mut dyn FnMut()) -> Result<(), String> {
+    fn create(&self, dir: &Dir, level: u32, count: &mut dyn FnMut()) -> Result<(), EngineError> {
         if level == self.params.depth {
             return Ok(());
         }
@@ -164,7 +164,7 @@ impl Tree<'_> {
     }
 
     /// Removes the directories below `dir` (at `level`), children first.
-    fn remove(&self, dir: &Dir, level: u32, count: &mut dyn FnMut()) -> Result<(), String> {
+    fn remove(&self, dir: &Dir, level: u32, count: &mut dyn FnMut()) -> Result<(), EngineError> {
         if level == self.params.depth {
             return Ok(());
         }
@@ -183,8 +183,8 @@ impl Tree<'_> {
         &self,
         dir: &Dir,
         level: u32,
-        visit: &mut dyn FnMut(&Dir) -> Result<(), String>,
-    ) -> Result<(), String> {
+        visit: &mut dyn FnMut(&Dir) -> Result<(), EngineError>,
+    ) -> Result<(), EngineError> {
         if !self.params.leaf_only || level == self.params.depth {
             visit(dir)?;
         }

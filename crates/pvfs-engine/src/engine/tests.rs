@@ -322,7 +322,10 @@ fn a_cancelled_phase_stops_at_the_next_transfer() {
         progress.cancelled.store(true, std::sync::atomic::Ordering::Relaxed);
         run.join().unwrap()
     });
+    // The task's text is the `Stopped` variant's, which the agent and the coordinator show.
+    assert!(matches!(progress.check(), Err(EngineError::Stopped)));
     for r in &results {
+        assert_eq!(r.error.as_deref(), Some(EngineError::Stopped.to_string().as_str()), "{r:?}");
         assert!(r.error.as_deref().is_some_and(|e| e.contains("nobody is waiting")), "{r:?}");
         assert!(r.bytes < 64 << 20, "task {} moved its whole block: {r:?}", r.task);
     }
@@ -347,4 +350,34 @@ fn a_cancelled_phase_stops_at_the_next_transfer() {
     };
     let stopped = run_mdtest_phase(&md, MdtestPhase::FileCreate, &progress);
     assert!(stopped[0].error.is_some() && stopped[0].ops == 0, "{stopped:?}");
+}
+
+/// A request the engine cannot run is refused with a variant naming what is wrong: a share
+/// that is not one, a phase of the other tool.
+#[test]
+fn requests_it_cannot_run_are_refused_by_kind() {
+    let dir = scratch();
+    let req = PhaseRequest {
+        engine: Engine::Builtin,
+        workload: pvfs_bench::params::Workload::Ior(ior(true)),
+        dir: dir.path().to_owned(),
+        first_task: u32::MAX,
+        tasks: 2,
+        total_tasks: 4,
+        tasks_per_client: 2,
+        iteration: 0,
+        phase: Phase::Ior(IorPhase::Write),
+    };
+    let err = run_phase(&req, &Progress::default()).unwrap_err();
+    assert!(
+        matches!(err, EngineError::NotAShare { first_task: u32::MAX, tasks: 2, total_tasks: 4 }),
+        "{err:?}"
+    );
+    let req = PhaseRequest { first_task: 0, phase: Phase::Mdtest(MdtestPhase::FileCreate), ..req };
+    let err = run_phase(&req, &Progress::default()).unwrap_err();
+    assert!(
+        matches!(err, EngineError::WrongPhase { phase: Phase::Mdtest(MdtestPhase::FileCreate) }),
+        "{err:?}"
+    );
+    assert_eq!(err.to_string(), "phase Mdtest(FileCreate) does not belong to this workload");
 }

@@ -13,9 +13,9 @@ use crate::{exit, output};
 use anyhow::{Context, bail};
 use pvfs_bench::results::{self, EventLine, ImportRecord, ImportSummary, new_run_dir, write_atomic};
 use pvfs_config::{Cluster, Role};
-use pvfs_coord::bench::BenchEvent;
 use pvfs_coord::bench::execute::{self, RunEvent};
 use pvfs_coord::bench::plan::{BenchFlags, BenchPlan};
+use pvfs_coord::bench::{BenchError, BenchEvent};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -210,7 +210,7 @@ async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result
             results: r.results.clone(),
             ior: outcome.ior.clone(),
             mdtest: outcome.mdtest.clone(),
-            error: outcome.error.clone(),
+            error: outcome.error.as_ref().map(ToString::to_string),
         };
         output::json(&results::sorted(&summary)?)?;
     } else {
@@ -224,22 +224,24 @@ async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result
         );
         output::print(&format!("\n{text}"))?;
     }
-    if outcome.interrupted {
-        output::note(&format!(
-            "interrupted: the phases that finished and every node's metrics are kept in {}",
-            r.results.display()
-        ));
-        return Ok((exit::INTERRUPTED, r.results));
+    match &outcome.error {
+        Some(BenchError::Interrupted { .. }) => {
+            output::note(&format!(
+                "interrupted: the phases that finished and every node's metrics are kept in {}",
+                r.results.display()
+            ));
+            Ok((exit::INTERRUPTED, r.results))
+        }
+        Some(err) => {
+            output::note(&format!("error: the run stopped: {err}"));
+            output::note(&format!(
+                "partial results and every node's metrics are kept in {}",
+                r.results.display()
+            ));
+            Ok((exit::FAILURES, r.results))
+        }
+        None => Ok((exit::OK, r.results)),
     }
-    if let Some(err) = &outcome.error {
-        output::note(&format!("error: the run stopped: {err}"));
-        output::note(&format!(
-            "partial results and every node's metrics are kept in {}",
-            r.results.display()
-        ));
-        return Ok((exit::FAILURES, r.results));
-    }
-    Ok((exit::OK, r.results))
 }
 
 /// Shows the run as it goes: its `--json` lines, the live view, or progress lines; returns
