@@ -333,3 +333,22 @@ async fn a_site_policy_narrows_kinds_and_devices() {
     );
     agent.stop().await;
 }
+
+/// A firewall step is the agent opening ports as root: only the file systems' own ports, in a
+/// zone that is a zone name — never sshd's port, a whole range, or a zone path.
+#[tokio::test]
+async fn a_firewall_step_opens_only_the_file_systems_ports() {
+    let pki = Pki::new();
+    let agent = Agent::start(&pki).await;
+    let port =
+        |first: u32, last: u32| pb::PortRange { first, last, protocol: pb::port_range::Protocol::Tcp as i32 };
+    let firewall = |ports: Vec<pb::PortRange>, zone: Option<&str>| {
+        step(S::Firewall(pb::FirewallStep { ports, zone: zone.map(str::to_owned) }))
+    };
+    for ports in [vec![port(22, 22)], vec![port(1, 65535)], vec![port(988, 988), port(3306, 3306)]] {
+        let message = refused(&agent, vec![firewall(ports, None)], "firewall-port").await;
+        assert!(message.contains("is not a port pvfs's file systems listen on"), "{message}");
+    }
+    refused(&agent, vec![firewall(vec![port(988, 988)], Some("../../etc/firewalld/zones/x"))], "name").await;
+    agent.stop().await;
+}
