@@ -15,8 +15,9 @@
 //!   with an error naming the cause, and the agent goes on serving.
 
 use pvfs_bench::params::format_bytes;
+use pvfs_bench::request::PhaseRequest;
 use pvfs_engine::child::{MAX_LINE, PhaseLine};
-use pvfs_engine::engine::{PhaseRequest, Progress, TaskResult};
+use pvfs_engine::engine::{Progress, TaskResult};
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

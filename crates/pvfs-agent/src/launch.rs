@@ -18,8 +18,9 @@
 //! link to /usr/bin/pvfs), so the local ranks run the agent's own code. Otherwise (the multi-call `pvfs`, a build tree) this program's absolute
 //! path is given, which is right on one client and needs the same path on the others.
 
+use pvfs_bench::launch::{Engine, PairError};
 use pvfs_bench::params::{IorVersion, Workload, ior_args, mdtest_args};
-use pvfs_engine::mpi::{LaunchRequest, Program};
+use pvfs_bench::request::LaunchRequest;
 use pvfs_host::Command;
 use pvfs_proto::pb;
 use pvfs_steps::{MPI_KEY, MPI_KNOWN_HOSTS};
@@ -55,6 +56,9 @@ pub enum LaunchError {
          MPI key where the agent's policy file says mpi_ssh = true)"
     )]
     MpiSshMissing(&'static str),
+    /// An engine mpirun cannot run (the wire conversion refuses it first).
+    #[error(transparent)]
+    Pair(#[from] PairError),
 }
 
 /// ssh's options for mpirun with `[bench] mpi_ssh` (one word: Open MPI splits
@@ -120,19 +124,20 @@ fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
 /// The command for `req` on this client, and the hostfile it names (written by the caller to
 /// `hostfile_path`).
 pub async fn command(req: &LaunchRequest, hostfile_path: &std::path::Path) -> Result<Command, LaunchError> {
-    let program: Vec<String> = match (req.program, &req.workload) {
-        (Program::Builtin, workload) => {
+    let program: Vec<String> = match (req.engine, &req.workload) {
+        (Engine::Fio, _) => return Err(PairError::FioIsNotMpi.into()),
+        (Engine::Builtin, workload) => {
             let mut program = engine_program(req.clients.len())?;
-            program.extend(pvfs_engine::mpi::engine_args(workload, &req.dir, req.tasks_per_node));
+            program.extend(pvfs_engine::mpi::engine_args(workload, &req.dir, req.tasks_per_client));
             program
         }
-        (Program::Ior, Workload::Ior(p)) => {
+        (Engine::Ior, Workload::Ior(p)) => {
             let version = ior_version().await?;
             let mut program = vec!["ior".to_owned()];
             program.extend(ior_args(p, version, &req.dir.join("ior").display().to_string()));
             program
         }
-        (Program::Ior, Workload::Mdtest(p)) => {
+        (Engine::Ior, Workload::Mdtest(p)) => {
             if !crate::child::on_path("mdtest") {
                 return Err(LaunchError::NotInstalled("mdtest"));
             }
@@ -239,7 +244,7 @@ pub async fn run(
     if let Workload::Ior(p) = &req.workload
         && p.write
         && let Err(err) =
-            crate::room::check(&req.dir, crate::room::ior_writes(p, req.tasks_per_node, req.ranks()))
+            crate::room::check(&req.dir, crate::room::ior_writes(p, req.tasks_per_client, req.ranks()))
     {
         tracing::warn!(dir = %req.dir.display(), error = %err, "benchmark refused: no room");
         return fail(err.to_string()).await;
@@ -370,11 +375,11 @@ mod tests {
             return; // This machine is a client with the key: nothing to refuse.
         }
         let req = LaunchRequest {
-            program: Program::Builtin,
+            engine: Engine::Builtin,
             workload: pvfs_bench::params::Preset::Throughput.workload(),
             dir: "/mnt/gv0/run".into(),
             clients: vec![("a".into(), "10.0.0.1".into()), ("b".into(), "10.0.0.2".into())],
-            tasks_per_node: 1,
+            tasks_per_client: 1,
             mpi_ssh: true,
         };
         let err = command(&req, Path::new("/mnt/gv0/run/mpi-hostfile")).await.unwrap_err().to_string();

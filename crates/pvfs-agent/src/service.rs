@@ -40,7 +40,7 @@ enum FioError {
 
 /// One IOR phase of `req` as a fio run: one fio job per task, on IOR's file names.
 async fn run_fio(
-    req: &pvfs_engine::engine::PhaseRequest,
+    req: &pvfs_bench::request::PhaseRequest,
     phase: pvfs_engine::engine::IorPhase,
 ) -> Result<Vec<pvfs_engine::engine::TaskResult>, FioError> {
     let args = pvfs_engine::fio::args(req, phase)?;
@@ -252,17 +252,19 @@ impl pb::agent_server::Agent for AgentService {
         &self,
         request: Request<pb::BenchPhaseRequest>,
     ) -> Result<Response<Self::BenchPhaseStream>, Status> {
-        use pvfs_engine::engine::{Engine, Phase};
+        use pvfs_bench::launch::Engine;
+        use pvfs_engine::engine::Phase;
         let (req, start_at) = pvfs_proto::convert::bench::phase_request_from(request.into_inner())
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
         self.bench_dir(&req.dir)?;
         // The built-in engine's memory is known from the request: a phase this node cannot
         // hold is refused before anything starts.
+        // (The wire conversion refused IOR, which only mpirun runs: what is not fio is ours.)
         let memory_max = match req.engine {
-            Engine::Builtin => {
+            Engine::Fio => 0,
+            Engine::Builtin | Engine::Ior => {
                 crate::child::engine_memory(&req).map_err(|e| Status::failed_precondition(e.to_string()))?
             }
-            Engine::Fio => 0,
         };
         if let (pvfs_bench::params::Workload::Ior(p), Phase::Ior(pvfs_engine::engine::IorPhase::Write)) =
             (&req.workload, req.phase)

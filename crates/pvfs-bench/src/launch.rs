@@ -77,7 +77,8 @@ impl fmt::Display for Launcher {
     }
 }
 
-/// What a valid (engine, launcher) pair runs.
+/// A valid (engine, launcher) pair: what a run runs, carried from the cluster file (or the
+/// flags) through the plan and the requests to the record. Made only by [`runner`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Runner {
     /// The agents run the built-in engine.
@@ -88,6 +89,25 @@ pub enum Runner {
     MpiBuiltin,
     /// mpirun runs IOR or mdtest.
     MpiIor,
+}
+
+impl Runner {
+    /// What does the I/O.
+    pub fn engine(self) -> Engine {
+        match self {
+            Runner::AgentsBuiltin | Runner::MpiBuiltin => Engine::Builtin,
+            Runner::AgentsFio => Engine::Fio,
+            Runner::MpiIor => Engine::Ior,
+        }
+    }
+
+    /// What starts the run's processes.
+    pub fn launcher(self) -> Launcher {
+        match self {
+            Runner::AgentsBuiltin | Runner::AgentsFio => Launcher::Agents,
+            Runner::MpiBuiltin | Runner::MpiIor => Launcher::Mpi,
+        }
+    }
 }
 
 /// A pair that cannot run. The messages are `pvfsctl bench`'s; the config, which points at the
@@ -153,7 +173,10 @@ mod tests {
             .into_iter()
             .flat_map(|e| Launcher::ALL.into_iter().map(move |l| (e, l)))
             .map(|(e, l)| match runner(e, l) {
-                Ok(r) => format!("{e}/{l}: {r:?}"),
+                Ok(r) => {
+                    assert_eq!((r.engine(), r.launcher()), (e, l));
+                    format!("{e}/{l}: {r:?}")
+                }
                 Err(err) => format!("{e}/{l}: {err:?}"),
             })
             .collect();

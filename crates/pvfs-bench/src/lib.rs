@@ -7,6 +7,8 @@
 //!   built-in engine), as `pvfsctl bench import --json` prints them.
 //! - [`phase`]: the phases of a run, their labels, and which an iteration runs in what order.
 //! - [`launch`]: the engines and launchers a run names, and what each valid pair runs.
+//! - [`request`]: what the coordinator asks of a client (a phase's share, an MPI job), as
+//!   plain data the wire, the coordinator, the engine and the agent all name.
 //! - [`params`]: the seed's presets and every parameter's override, the bounds on every size
 //!   and count ([`params::limits`]), and the exact IOR and mdtest arguments they stand for
 //!   (`-B` before IOR 3.3, `--posix.odirect` after).
@@ -23,6 +25,7 @@ pub mod model;
 pub mod params;
 pub mod parse;
 pub mod phase;
+pub mod request;
 pub mod results;
 pub mod summary;
 #[cfg(any(test, feature = "testing"))]

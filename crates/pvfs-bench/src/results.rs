@@ -14,8 +14,10 @@ use crate::phase::Phase;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
+
+mod run_dir;
+pub use run_dir::{LineFile, RunDir, write_atomic};
 
 /// The version of `results.json` this code writes. Records from before the field existed
 /// have the same shape and read as version 1.
@@ -67,8 +69,8 @@ pub struct RunRecord {
     /// stopped early: its figures are what it had recorded.
     pub complete: bool,
     pub preset: Option<String>,
-    pub engine: Option<String>,
-    pub launcher: Option<String>,
+    pub engine: Option<crate::launch::Engine>,
+    pub launcher: Option<crate::launch::Launcher>,
     /// `tool` and `params`.
     #[serde(flatten)]
     pub params: Option<Params>,
@@ -141,7 +143,13 @@ impl RunRecord {
         for p in &self.phases {
             csv += &format!(
                 "{},{},{},{},{:.6},{:.3},{:.3}\n",
-                p.iteration, p.phase, p.bytes, p.ops, p.seconds, p.bw_mib, p.ops_per_sec
+                p.iteration,
+                p.phase,
+                p.totals.bytes,
+                p.totals.ops,
+                p.totals.seconds,
+                p.totals.bw_mib,
+                p.totals.ops_per_sec
             );
         }
         csv
@@ -246,43 +254,34 @@ pub struct MdtestRecord {
     pub files_only: bool,
 }
 
-/// One phase of one iteration, on every client. Every field but the phase may be missing
-/// (read as zero or empty); a record without a phase is no record.
+/// One phase of one iteration, on every client: what the coordinator keeps as each phase ends
+/// and results.json's `phases[]`. Every field but the phase may be missing (read as zero or
+/// empty); a record without a phase is no record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PhaseRecord {
     #[serde(default)]
     pub iteration: u32,
     /// Written as its label: "write", "read", or mdtest's row name ("File creation").
     pub phase: Phase,
-    #[serde(default)]
-    pub bytes: u64,
-    #[serde(default)]
-    pub ops: u64,
-    #[serde(default)]
-    pub seconds: f64,
-    #[serde(default)]
-    pub bw_mib: f64,
-    #[serde(default)]
-    pub ops_per_sec: f64,
+    #[serde(flatten)]
+    pub totals: crate::summary::PhaseTotals,
+    /// Every task's part, in task order.
     #[serde(default)]
     pub tasks: Vec<TaskRecord>,
 }
 
 impl PhaseRecord {
+    /// The phase's record from every task's result, with the client it ran on.
     pub fn new(
         iteration: u32,
         phase: Phase,
-        totals: &crate::summary::PhaseTotals,
+        totals: crate::summary::PhaseTotals,
         tasks: &[(String, crate::summary::TaskResult)],
     ) -> PhaseRecord {
         PhaseRecord {
             iteration,
             phase,
-            bytes: totals.bytes,
-            ops: totals.ops,
-            seconds: totals.seconds,
-            bw_mib: totals.bw_mib,
-            ops_per_sec: totals.ops_per_sec,
+            totals,
             tasks: tasks.iter().map(|(node, t)| TaskRecord::new(node, t)).collect(),
         }
     }
@@ -328,10 +327,11 @@ pub fn unix(t: std::time::SystemTime) -> f64 {
     t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs_f64()
 }
 
-/// A line of `events.jsonl` (and of `pvfsctl bench --json`).
+/// What happens in a run, as the coordinator reports it and as it is kept: each event is one
+/// line of `events.jsonl` (and of `pvfsctl bench --json`), serialised as it is here.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
-pub enum EventLine {
+pub enum BenchEvent {
     PhaseStarted {
         iteration: u32,
         phase: Phase,
@@ -357,11 +357,8 @@ pub enum EventLine {
     PhaseDone {
         iteration: u32,
         phase: Phase,
-        bytes: u64,
-        ops: u64,
-        seconds: f64,
-        bw_mib: f64,
-        ops_per_sec: f64,
+        #[serde(flatten)]
+        totals: crate::summary::PhaseTotals,
     },
     /// The last line of `--json`: the run's summary rows, and where its results are.
     Summary {
@@ -555,7 +552,7 @@ pub const METRICS_FILE: pvfs_host::local_file::Cap =
 /// when it is missing (an incomplete run when the directory holds a run's other files), not
 /// JSON, or of a newer version.
 pub fn load(dir: &Path) -> Result<Record, ResultsError> {
-    let path = dir.join("results.json");
+    let path = dir.join(run_dir::RESULTS_JSON);
     let text = match pvfs_host::local_file::read_to_string(&path, RECORD_FILE) {
         Ok(text) => text,
         Err(e) if e.is_not_found() && is_run_dir(dir) => {
@@ -594,7 +591,7 @@ fn parse(path: &Path, text: &str) -> Result<Record, ResultsError> {
 /// Reads `metrics/NODE.jsonl` of a run: every line that reads, in order (a line cut short by
 /// an interrupted run is left out).
 pub fn metrics_lines(dir: &Path, node: &str) -> Vec<MetricsLine> {
-    let path = dir.join("metrics").join(format!("{node}.jsonl"));
+    let path = run_dir::metrics_path(dir, node);
     let Ok(text) = pvfs_host::local_file::read_to_string(&path, METRICS_FILE) else {
         return Vec::new();
     };
@@ -604,82 +601,13 @@ pub fn metrics_lines(dir: &Path, node: &str) -> Vec<MetricsLine> {
 /// Whether `dir` holds what `pvfsctl bench` or `bench import` make before results.json: the
 /// cluster file, the commands, events, metrics or the raw output.
 fn is_run_dir(dir: &Path) -> bool {
-    ["cluster.toml", "commands.txt", "events.jsonl", "metrics", "raw"].iter().any(|f| dir.join(f).exists())
+    run_dir::BEFORE_RECORD.iter().any(|f| dir.join(f).exists())
 }
 
 /// `value` as JSON with every object's keys in alphabetical order, the order every file here
 /// has always had (see the module's doc).
 pub fn sorted(value: &impl Serialize) -> serde_json::Result<serde_json::Value> {
     serde_json::to_value(value)
-}
-
-/// A run's results directory.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunDir {
-    pub path: PathBuf,
-    /// The directory's name: the run's.
-    pub name: String,
-}
-
-impl RunDir {
-    /// Writes results.json (everything) and results.csv (one row per iteration and phase),
-    /// each whole or not at all.
-    pub fn write_record(&self, record: &RunRecord) -> Result<(), ResultsError> {
-        let path = self.path.join("results.json");
-        let doc = sorted(record).map_err(|e| ResultsError::Write { path: path.clone(), source: e.into() })?;
-        write_atomic(&path, |out| {
-            serde_json::to_writer_pretty(&mut *out, &doc)?;
-            out.write_all(b"\n")
-        })?;
-        write_atomic(&self.path.join("results.csv"), |out| out.write_all(record.csv().as_bytes()))
-    }
-
-    /// Writes an import's results.json, whole or not at all.
-    pub fn write_import(&self, record: &ImportRecord<'_>) -> Result<(), ResultsError> {
-        write_atomic(&self.path.join("results.json"), |out| {
-            serde_json::to_writer_pretty(&mut *out, record)?;
-            out.write_all(b"\n")
-        })
-    }
-}
-
-/// Makes a new run directory in `base`: `name`, or `name-2`, `name-3`, … when that is taken.
-/// `create_dir` fails on a directory that exists, so no two runs (or imports) ever share one,
-/// even when they start in the same second.
-pub fn new_run_dir(base: &Path, name: &str) -> Result<RunDir, ResultsError> {
-    std::fs::create_dir_all(base)
-        .map_err(|source| ResultsError::CreateBase { path: base.to_owned(), source })?;
-    for n in 1..=10_000 {
-        let candidate = if n == 1 { name.to_owned() } else { format!("{name}-{n}") };
-        let dir = base.join(&candidate);
-        match std::fs::create_dir(&dir) {
-            Ok(()) => return Ok(RunDir { path: dir, name: candidate }),
-            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(source) => return Err(ResultsError::Create { path: dir, source }),
-        }
-    }
-    Err(ResultsError::Exhausted { base: base.to_owned(), name: name.to_owned() })
-}
-
-/// Writes `path` whole or not at all: into a temporary file beside it, flushed to disk, then
-/// renamed over `path`, and the directory flushed so that the rename survives a crash too. A
-/// reader (or a run interrupted mid-write) sees the old file or the new one, never a part.
-pub fn write_atomic(
-    path: &Path,
-    contents: impl FnOnce(&mut std::io::BufWriter<&std::fs::File>) -> std::io::Result<()>,
-) -> Result<(), ResultsError> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let written = (|| {
-        let temp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
-        let mut out = std::io::BufWriter::new(temp.as_file());
-        contents(&mut out)?;
-        out.flush()?;
-        drop(out);
-        temp.as_file().sync_all()?;
-        temp.persist(path).map_err(|e| e.error)?;
-        std::fs::File::open(dir)?.sync_all()
-    })();
-    written.map_err(|source| ResultsError::Write { path: path.to_owned(), source })
 }
 
 #[cfg(test)]

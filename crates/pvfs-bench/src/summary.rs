@@ -26,7 +26,10 @@ pub struct TaskResult {
 }
 
 /// Aggregate of a phase over every task of every client: IOR's "bw" and "IOPS" with barriers.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+/// As the record and the events keep it, every field may be missing (read as zero or none);
+/// the timers are written only where they are known (IOR's phases of the built-in engine).
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct PhaseTotals {
     pub bytes: u64,
     pub ops: u64,
@@ -37,11 +40,15 @@ pub struct PhaseTotals {
     pub ops_per_sec: f64,
     /// IOR's open, wr/rd and close columns: each from the first task's start of it to the
     /// last task's end of it (IOR reduces its timers so), when the tasks' timers are known.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub open_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub wrrd_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub close_s: Option<f64>,
     /// IOR's per-iteration latency: the first task's read/write time over its transfers (IOR
     /// prints rank 0's, though it also reduces a minimum).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_s: Option<f64>,
 }
 

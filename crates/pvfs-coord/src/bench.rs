@@ -13,14 +13,17 @@ pub mod metrics;
 pub mod plan;
 
 use crate::dial::{Connection, DialError, Dialer, from_status};
+use pvfs_bench::launch::Runner;
 use pvfs_bench::model::{IorIteration, IorSummary, MdtestSummary};
 use pvfs_bench::params::Workload;
 use pvfs_bench::phase::{Phase, iteration_phases};
+use pvfs_bench::request::{LaunchRequest, PhaseRequest};
+use pvfs_bench::results::{BenchEvent, PhaseRecord, unix};
 use pvfs_bench::summary;
 use pvfs_config::Node;
 use pvfs_config::model::Host;
-use pvfs_engine::engine::{self, PhaseRequest, PhaseTotals, TaskResult};
-use pvfs_engine::mpi::{LaunchRequest, Program, RankLine};
+use pvfs_engine::engine::{self, PhaseTotals, TaskResult};
+use pvfs_engine::mpi::RankLine;
 use pvfs_proto::pb;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -40,58 +43,16 @@ const START_MARGIN: Duration = Duration::from_millis(500);
 /// What to run and where.
 #[derive(Debug, Clone)]
 pub struct BenchSpec {
-    pub engine: engine::Engine,
+    /// What runs the I/O, and what starts it.
+    pub runner: Runner,
     pub workload: Workload,
     pub clients: Vec<Node>,
     /// Tasks ("processes") per client.
     pub tasks_per_client: u32,
     /// The run's directory, the same path on every client (inside the file system's mount).
     pub dir: PathBuf,
-    /// `Some`: the mpi launcher, one MPI job started from the first client running this
-    /// program; `None`: the agents launcher with `engine`.
-    pub mpi: Option<Program>,
     /// `[bench] mpi_ssh`: mpirun uses the cluster's MPI key and known_hosts on the clients.
     pub mpi_ssh: bool,
-}
-
-/// Live events, for `--watch` and `--json`.
-#[derive(Debug, Clone)]
-pub enum BenchEvent {
-    PhaseStarted {
-        iteration: u32,
-        phase: Phase,
-        at: SystemTime,
-    },
-    /// A client's cumulative counters for the current phase.
-    Progress {
-        node: String,
-        bytes: u64,
-        ops: u64,
-    },
-    PhaseDone {
-        record: PhaseRecord,
-    },
-    /// The mpi launcher started its job (the exact command, run on `node`).
-    Launched {
-        node: String,
-        command: String,
-        hostfile: String,
-    },
-    /// A line of mpirun's output (the tool's own output, and every rank's).
-    Output {
-        stderr: bool,
-        text: String,
-    },
-}
-
-/// One phase of one iteration, on every client.
-#[derive(Debug, Clone)]
-pub struct PhaseRecord {
-    pub iteration: u32,
-    pub phase: Phase,
-    pub totals: PhaseTotals,
-    /// Every task's result, with the client it ran on.
-    pub tasks: Vec<(String, TaskResult)>,
 }
 
 /// A whole run.
@@ -252,8 +213,8 @@ pub async fn run(
     events: mpsc::UnboundedSender<BenchEvent>,
     cancel: CancellationToken,
 ) -> BenchOutcome {
-    if let Some(program) = spec.mpi {
-        return run_mpi(spec, program, dialer, events, cancel).await;
+    if spec.runner.launcher() == pvfs_bench::launch::Launcher::Mpi {
+        return run_mpi(spec, dialer, events, cancel).await;
     }
     let mut outcome = BenchOutcome { started: Some(SystemTime::now()), ..Default::default() };
     let mut connections = Vec::new();
@@ -283,7 +244,7 @@ pub async fn run(
             };
             match result {
                 Ok(record) => {
-                    let _ = events.send(BenchEvent::PhaseDone { record: record.clone() });
+                    let _ = events.send(phase_done(&record));
                     outcome.phases.push(record);
                 }
                 Err(err) => {
@@ -305,6 +266,11 @@ pub async fn run(
     summarize(spec, &mut outcome);
     outcome.finished = Some(SystemTime::now());
     outcome
+}
+
+/// The event that says `record`'s phase is over (its totals, not every task's).
+fn phase_done(record: &PhaseRecord) -> BenchEvent {
+    BenchEvent::PhaseDone { iteration: record.iteration, phase: record.phase, totals: record.totals }
 }
 
 /// The summary rows from the phases that finished.
@@ -349,13 +315,13 @@ async fn run_phase(
 ) -> Result<PhaseRecord, Vec<ClientFailure>> {
     let at = SystemTime::now() + START_MARGIN;
     if phase != Phase::IorCleanup {
-        let _ = events.send(BenchEvent::PhaseStarted { iteration, phase, at });
+        let _ = events.send(BenchEvent::PhaseStarted { iteration, phase, at: unix(at) });
     }
     let total_tasks = spec.tasks_per_client * connections.len() as u32;
     let mut calls = JoinSet::new();
     for (i, (node, conn)) in connections.iter().enumerate() {
         let req = PhaseRequest {
-            engine: spec.engine,
+            engine: spec.runner.engine(),
             workload: spec.workload.clone(),
             dir: spec.dir.clone(),
             first_task: i as u32 * spec.tasks_per_client,
@@ -400,7 +366,7 @@ async fn run_phase(
     tasks.sort_by_key(|(_, r)| r.task);
     let results: Vec<TaskResult> = tasks.iter().map(|(_, r)| r.clone()).collect();
     let totals = engine::totals(phase, &results).unwrap_or_default();
-    Ok(PhaseRecord { iteration, phase, totals, tasks })
+    Ok(PhaseRecord::new(iteration, phase, totals, &tasks))
 }
 
 /// One client's part of a phase: its task results, or why it failed.
@@ -433,8 +399,12 @@ async fn client_phase(
         };
         match message.event {
             Some(pb::bench_event::Event::Progress(p)) => {
-                let _ =
-                    events.send(BenchEvent::Progress { node: node.name.clone(), bytes: p.bytes, ops: p.ops });
+                let _ = events.send(BenchEvent::Progress {
+                    node: node.name.clone(),
+                    bytes: p.bytes,
+                    ops: p.ops,
+                    time: unix(SystemTime::now()),
+                });
             }
             Some(pb::bench_event::Event::Done(done)) => {
                 return Ok(done.tasks.into_iter().map(TaskResult::from).collect());
@@ -450,7 +420,6 @@ async fn client_phase(
 /// parsed from the tool's output when it ends.
 async fn run_mpi(
     spec: &BenchSpec,
-    program: Program,
     dialer: &Dialer,
     events: mpsc::UnboundedSender<BenchEvent>,
     cancel: CancellationToken,
@@ -459,7 +428,7 @@ async fn run_mpi(
     // As with the agents launcher: dropping the job closes the Launch stream, and the agent
     // stops mpirun.
     let result = tokio::select! {
-        result = mpi_job(spec, program, dialer, &events, &mut outcome) => result.map_err(BenchError::from),
+        result = mpi_job(spec, dialer, &events, &mut outcome) => result.map_err(BenchError::from),
         () = cancel.cancelled() => Err(BenchError::Interrupted { during: None }),
     };
     // A job that failed as the run was cancelled was stopped by it: the run was interrupted.
@@ -467,7 +436,9 @@ async fn run_mpi(
         Err(_) if cancel.is_cancelled() => Some(BenchError::Interrupted { during: None }),
         result => result.err(),
     };
-    if program == Program::Builtin {
+    // The built-in engine's ranks report task results, summed here as the agents' are; IOR
+    // and mdtest print their own summary, parsed in `mpi_job`.
+    if spec.runner == Runner::MpiBuiltin {
         summarize(spec, &mut outcome);
     }
     outcome.finished = Some(SystemTime::now());
@@ -476,14 +447,13 @@ async fn run_mpi(
 
 async fn mpi_job(
     spec: &BenchSpec,
-    program: Program,
     dialer: &Dialer,
     events: &mpsc::UnboundedSender<BenchEvent>,
     outcome: &mut BenchOutcome,
 ) -> Result<(), MpiError> {
     let Some(first) = spec.clients.first() else { return Err(MpiError::NoClients) };
     let request = LaunchRequest {
-        program,
+        engine: spec.runner.engine(),
         workload: spec.workload.clone(),
         dir: spec.dir.clone(),
         clients: spec
@@ -497,7 +467,7 @@ async fn mpi_job(
                 (n.name.clone(), host)
             })
             .collect(),
-        tasks_per_node: spec.tasks_per_client,
+        tasks_per_client: spec.tasks_per_client,
         mpi_ssh: spec.mpi_ssh,
     };
     let owners = request.hostfile().owners;
@@ -541,7 +511,7 @@ async fn mpi_job(
                 });
             }
             Some(pb::launch_event::Event::Line(line)) => {
-                if program == Program::Builtin
+                if spec.runner == Runner::MpiBuiltin
                     && let Some(rank_line) = RankLine::parse(&line.text)
                 {
                     job.take(rank_line, events, outcome);
@@ -575,44 +545,41 @@ async fn mpi_job(
     {
         return Err(MpiError::Ssh { node: launcher.clone(), end, why });
     }
-    match program {
-        Program::Builtin => {
-            if let Some(err) = job.task_errors.first() {
-                return Err(err.clone());
-            }
-            if exited.code != 0 || !job.pending.is_empty() {
-                return Err(MpiError::Mpirun { node: launcher.clone(), end, stderr_tail: job.stderr_tail });
-            }
+    // The built-in engine's ranks said how each task went.
+    if spec.runner == Runner::MpiBuiltin {
+        if let Some(err) = job.task_errors.first() {
+            return Err(err.clone());
+        }
+        if exited.code != 0 || !job.pending.is_empty() {
+            return Err(MpiError::Mpirun { node: launcher.clone(), end, stderr_tail: job.stderr_tail });
+        }
+        return Ok(());
+    }
+    // IOR or mdtest: its own report says.
+    let tool = match spec.workload {
+        Workload::Ior(_) => "IOR",
+        Workload::Mdtest(_) => "mdtest",
+    };
+    match pvfs_bench::parse::parse(&job.output) {
+        Ok(parsed) if parsed.failure().is_none() && exited.code == 0 => {
+            outcome.ior = parsed.ior;
+            outcome.iterations = parsed.iterations;
+            outcome.mdtest = parsed.mdtest;
             Ok(())
         }
-        Program::Ior => {
-            let tool = match spec.workload {
-                Workload::Ior(_) => "IOR",
-                Workload::Mdtest(_) => "mdtest",
-            };
-            let parsed = pvfs_bench::parse::parse(&job.output);
-            match parsed {
-                Ok(parsed) if parsed.failure().is_none() && exited.code == 0 => {
-                    outcome.ior = parsed.ior;
-                    outcome.iterations = parsed.iterations;
-                    outcome.mdtest = parsed.mdtest;
-                    Ok(())
-                }
-                Ok(parsed) => Err(MpiError::Tool {
-                    tool,
-                    node: launcher.clone(),
-                    end,
-                    failure: parsed.failure().unwrap_or_else(|| job.stderr_tail.join(" | ")),
-                }),
-                Err(err) => Err(MpiError::Unparsed {
-                    tool,
-                    node: launcher.clone(),
-                    end,
-                    error: err.to_string(),
-                    stderr_tail: job.stderr_tail,
-                }),
-            }
-        }
+        Ok(parsed) => Err(MpiError::Tool {
+            tool,
+            node: launcher.clone(),
+            end,
+            failure: parsed.failure().unwrap_or_else(|| job.stderr_tail.join(" | ")),
+        }),
+        Err(err) => Err(MpiError::Unparsed {
+            tool,
+            node: launcher.clone(),
+            end,
+            error: err.to_string(),
+            stderr_tail: job.stderr_tail,
+        }),
     }
 }
 
@@ -702,7 +669,7 @@ impl MpiJob {
         match &line {
             RankLine::Started { iteration, phase, at_unix_ns } => {
                 self.progress.clear();
-                let at = std::time::UNIX_EPOCH + Duration::from_nanos(*at_unix_ns);
+                let at = unix(std::time::UNIX_EPOCH + Duration::from_nanos(*at_unix_ns));
                 let _ = events.send(BenchEvent::PhaseStarted { iteration: *iteration, phase: *phase, at });
             }
             RankLine::Progress { rank, bytes, ops } => {
@@ -713,7 +680,7 @@ impl MpiJob {
                     .iter()
                     .filter(|(r, _)| self.owner(**r) == node)
                     .fold((0, 0), |a, (_, b)| (a.0 + b.0, a.1 + b.1));
-                let _ = events.send(BenchEvent::Progress { node, bytes, ops });
+                let _ = events.send(BenchEvent::Progress { node, bytes, ops, time: unix(SystemTime::now()) });
             }
             RankLine::Phase { rank, iteration, phase, .. } => {
                 let Some(result) = line.task_result() else { return };
@@ -733,8 +700,8 @@ impl MpiJob {
                     tasks.sort_by_key(|(_, r)| r.task);
                     let results: Vec<TaskResult> = tasks.iter().map(|(_, r)| r.clone()).collect();
                     if let Some(totals) = engine::totals(key.1, &results) {
-                        let record = PhaseRecord { iteration: key.0, phase: key.1, totals, tasks };
-                        let _ = events.send(BenchEvent::PhaseDone { record: record.clone() });
+                        let record = PhaseRecord::new(key.0, key.1, totals, &tasks);
+                        let _ = events.send(phase_done(&record));
                         outcome.phases.push(record);
                     }
                 }

@@ -393,12 +393,11 @@ fn bench_spec(clients: Vec<Node>, dir: &Path) -> pvfs_coord::bench::BenchSpec {
     let mut workload = pvfs_bench::params::Preset::Throughput.workload();
     workload.set_all([("t", "64k"), ("b", "256k"), ("i", "1")]).unwrap();
     pvfs_coord::bench::BenchSpec {
-        engine: pvfs_engine::engine::Engine::Builtin,
+        runner: pvfs_bench::launch::Runner::AgentsBuiltin,
         workload,
         clients,
         tasks_per_client: 1,
         dir: dir.to_owned(),
-        mpi: None,
         mpi_ssh: false,
     }
 }

@@ -9,8 +9,9 @@
 //! once its standard input closes: the agent closes it when the coordinator goes away, and
 //! the kernel closes it if the agent dies.
 
-use crate::engine::{self, PhaseRequest, Progress, TaskResult};
+use crate::engine::{self, Progress, TaskResult};
 use crate::mpi::{span_from_ns, span_to_ns, unix_ns};
+use pvfs_bench::request::PhaseRequest;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, UNIX_EPOCH};
@@ -147,7 +148,8 @@ pub fn run(req: &PhaseRequest, progress: &Progress, emit: &(dyn Fn(&PhaseLine) +
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Engine, IorPhase, MdtestPhase, Phase};
+    use crate::engine::{IorPhase, MdtestPhase, Phase};
+    use pvfs_bench::launch::Engine;
     use pvfs_bench::params::Preset;
     use std::sync::Mutex;
 

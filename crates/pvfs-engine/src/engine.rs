@@ -21,6 +21,8 @@ pub use mdtest::{MdtestJob, run_mdtest_phase};
 pub use pvfs_bench::phase::{IorPhase, MdtestPhase, Phase};
 pub use pvfs_bench::summary::{PhaseTotals, TaskResult};
 
+use pvfs_bench::request::PhaseRequest;
+
 use crate::files::FileError;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
@@ -34,8 +36,8 @@ pub enum EngineError {
     #[error(transparent)]
     Workload(#[from] pvfs_bench::params::Violation),
     /// A request whose tasks are not a share of the run's.
-    #[error("first_task {first_task} and tasks {tasks}: not a share of {total_tasks} tasks")]
-    NotAShare { first_task: u32, tasks: u32, total_tasks: u32 },
+    #[error(transparent)]
+    NotAShare(#[from] pvfs_bench::request::NotAShare),
     /// A job whose tasks run past the run's.
     #[error("tasks {tasks:?} of {total_tasks}: not a valid share")]
     InvalidShare { tasks: std::ops::Range<u32>, total_tasks: u32 },
@@ -206,68 +208,6 @@ pub fn totals(phase: Phase, results: &[TaskResult]) -> Option<PhaseTotals> {
 
 #[cfg(test)]
 mod tests;
-
-/// What does the I/O of a phase.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Engine {
-    /// This module, in the agent.
-    #[default]
-    Builtin,
-    /// fio on the client (IOR-style workloads), one job per task.
-    Fio,
-}
-
-/// One client's share of one phase, as the coordinator asks for it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PhaseRequest {
-    pub engine: Engine,
-    pub workload: pvfs_bench::params::Workload,
-    /// The run's directory on this client.
-    pub dir: PathBuf,
-    pub first_task: u32,
-    pub tasks: u32,
-    pub total_tasks: u32,
-    pub tasks_per_client: u32,
-    pub iteration: u32,
-    pub phase: Phase,
-}
-
-impl PhaseRequest {
-    /// What this client's share of the phase needs in memory: a transfer buffer per IOR task
-    /// (plus its alignment), every task thread's stack and bookkeeping, and the process. The
-    /// agent refuses a phase its node cannot hold and sets the engine's memory limit from it.
-    /// (Bounded: at most 4096 tasks of 1 GiB each.)
-    pub fn memory_needed(&self) -> u64 {
-        /// The binary, its runtime and allocator arenas.
-        const PROCESS: u64 = 64 << 20;
-        /// A task thread's stack (std's default, 2 MiB) and what it allocates besides.
-        const PER_TASK: u64 = 3 << 20;
-        let buffer = match (&self.workload, self.phase) {
-            (pvfs_bench::params::Workload::Ior(p), Phase::Ior(_)) => p.transfer.saturating_add(4096),
-            _ => 0,
-        };
-        PROCESS.saturating_add(u64::from(self.tasks).saturating_mul(PER_TASK.saturating_add(buffer)))
-    }
-
-    /// Whether the phase starts the run here and makes its directory first (IOR's write,
-    /// mdtest's tree creation); the others find it made.
-    pub fn creates_dir(&self) -> bool {
-        matches!(self.phase, Phase::Ior(IorPhase::Write) | Phase::Mdtest(MdtestPhase::TreeCreate))
-    }
-
-    /// This client's tasks, checked against the run's size (no sum can wrap).
-    pub fn task_range(&self) -> Result<std::ops::Range<u32>, EngineError> {
-        self.first_task
-            .checked_add(self.tasks)
-            .filter(|end| self.tasks > 0 && *end <= self.total_tasks)
-            .map(|end| self.first_task..end)
-            .ok_or(EngineError::NotAShare {
-                first_task: self.first_task,
-                tasks: self.tasks,
-                total_tasks: self.total_tasks,
-            })
-    }
-}
 
 /// Runs one phase on this client, after checking the workload against the run's size and
 /// making the run's directory (without following symlinks) when the phase starts the run. A

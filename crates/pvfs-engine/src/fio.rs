@@ -2,8 +2,9 @@
 //! file names and offsets, so fio's numbers and the built-in engine's describe the same I/O.
 //! Building the arguments and reading fio's JSON are here; the agent runs the command.
 
-use crate::engine::{EngineError, IorPhase, PhaseRequest, TaskResult};
+use crate::engine::{EngineError, IorPhase, TaskResult};
 use pvfs_bench::params::Workload;
+use pvfs_bench::request::PhaseRequest;
 use serde_json::Value;
 use std::time::{Duration, SystemTime};
 
@@ -96,7 +97,7 @@ fn job(req: &PhaseRequest) -> Result<crate::engine::IorJob, FioError> {
     Ok(crate::engine::IorJob {
         params: p.clone(),
         base: req.dir.join("ior"),
-        tasks: req.task_range()?,
+        tasks: req.task_range().map_err(EngineError::from)?,
         total_tasks: req.total_tasks,
         tasks_per_client: req.tasks_per_client,
         iteration: req.iteration,
@@ -159,7 +160,7 @@ mod tests {
         workload.set("t", "1m").unwrap();
         workload.set("b", "256m").unwrap();
         PhaseRequest {
-            engine: crate::engine::Engine::Fio,
+            engine: pvfs_bench::launch::Engine::Fio,
             workload,
             dir: "/mnt/gv0/bench".into(),
             first_task: first,

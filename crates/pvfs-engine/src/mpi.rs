@@ -9,10 +9,12 @@
 //! launching client and the coordinator reads: the same task results the `agents` launcher
 //! gets over gRPC, so the arithmetic (total bytes / (last end − first start)) is the same.
 
-use crate::engine::{self, EngineError, Phase, PhaseRequest, Progress, TaskResult};
+use crate::engine::{self, EngineError, Phase, Progress, TaskResult};
 use crate::files::{Dir, FileError};
 use nix::fcntl::OFlag;
+use pvfs_bench::launch::Engine;
 use pvfs_bench::params::Workload;
+use pvfs_bench::request::PhaseRequest;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -29,76 +31,6 @@ pub const BARRIER_LIMIT: Duration = Duration::from_secs(30 * 60);
 /// when the ranks of each client meet only each other and would wait [`BARRIER_LIMIT`] at the
 /// first phase, silently.
 pub const SHARED_LIMIT: Duration = Duration::from_secs(120);
-
-/// The hostfile mpirun reads, from the clients' hosts in order. Open MPI refuses a host listed
-/// twice with `slots=` (two local-kind clients on one machine), so repeats are merged and
-/// their slots added.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hostfile {
-    /// `host slots=N` lines.
-    pub text: String,
-    /// Which client each rank runs on: mpirun's default mapping fills a host's slots before
-    /// the next host's, in hostfile order.
-    pub owners: Vec<String>,
-}
-
-impl Hostfile {
-    /// `clients` as `(name, host)`, each running `slots` ranks.
-    pub fn new(clients: &[(String, String)], slots: u32) -> Hostfile {
-        let mut hosts: Vec<(&str, Vec<&str>)> = Vec::new();
-        for (name, host) in clients {
-            match hosts.iter_mut().find(|(h, _)| h == host) {
-                Some((_, names)) => names.push(name),
-                None => hosts.push((host, vec![name])),
-            }
-        }
-        let mut text = String::new();
-        let mut owners = Vec::new();
-        for (host, names) in &hosts {
-            // In u64: no wrap, whatever the counts (the agent bounds them before this).
-            text += &format!("{host} slots={}\n", u64::from(slots) * names.len() as u64);
-            for name in names {
-                owners.extend(std::iter::repeat_n((*name).to_owned(), slots as usize));
-            }
-        }
-        Hostfile { text, owners }
-    }
-}
-
-/// What runs under mpirun.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Program {
-    /// `pvfs-agent engine --mpi`, one rank per task.
-    Builtin,
-    /// IOR for IOR workloads, mdtest for mdtest workloads.
-    Ior,
-}
-
-/// A whole run as one MPI job, as the coordinator asks the launching client for it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LaunchRequest {
-    pub program: Program,
-    pub workload: Workload,
-    /// The run's directory, the same path on every client.
-    pub dir: PathBuf,
-    /// Every client as `(name, host)`, in order.
-    pub clients: Vec<(String, String)>,
-    pub tasks_per_node: u32,
-    /// `[bench] mpi_ssh`: mpirun reaches the other clients with the cluster's MPI key and
-    /// checks their host keys against the known_hosts `pvfsctl up` installed.
-    pub mpi_ssh: bool,
-}
-
-impl LaunchRequest {
-    pub fn hostfile(&self) -> Hostfile {
-        Hostfile::new(&self.clients, self.tasks_per_node)
-    }
-
-    /// MPI processes in all (saturating; `launch_request_from` bounds it well below).
-    pub fn ranks(&self) -> u32 {
-        self.tasks_per_node.saturating_mul(u32::try_from(self.clients.len()).unwrap_or(u32::MAX))
-    }
-}
 
 /// What a rank prints, one JSON object per line, for the coordinator.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -338,7 +270,7 @@ pub struct RankJob {
     pub rank: u32,
     pub size: u32,
     /// Ranks per client, for `-C`'s read-back from the next client.
-    pub tasks_per_node: u32,
+    pub tasks_per_client: u32,
     pub barrier_limit: Duration,
 }
 
@@ -351,7 +283,7 @@ pub fn run_rank(job: &RankJob, emit: &(dyn Fn(&RankLine) + Sync)) -> Result<(), 
         dir: barrier_dir(&job.dir),
         rank: job.rank,
         size: job.size,
-        per_node: job.tasks_per_node,
+        per_node: job.tasks_per_client,
         limit: job.barrier_limit,
     };
     // First, proof that every rank sees this directory: a short wait, and a message that says
@@ -370,13 +302,13 @@ pub fn run_rank(job: &RankJob, emit: &(dyn Fn(&RankLine) + Sync)) -> Result<(), 
         Workload::Mdtest(p) => p.iterations,
     };
     let request = |iteration, phase| PhaseRequest {
-        engine: engine::Engine::Builtin,
+        engine: Engine::Builtin,
         workload: job.workload.clone(),
         dir: job.dir.clone(),
         first_task: job.rank,
         tasks: 1,
         total_tasks: job.size,
-        tasks_per_client: job.tasks_per_node,
+        tasks_per_client: job.tasks_per_client,
         iteration,
         phase,
     };
@@ -451,7 +383,7 @@ pub(crate) fn span_from_ns(span: Option<(u64, u64)>) -> Option<(SystemTime, Syst
 }
 
 /// The arguments after the program for `pvfs-agent engine` as one MPI rank.
-pub fn engine_args(workload: &Workload, dir: &Path, tasks_per_node: u32) -> Vec<String> {
+pub fn engine_args(workload: &Workload, dir: &Path, tasks_per_client: u32) -> Vec<String> {
     let tool = match workload {
         Workload::Ior(_) => "throughput",
         Workload::Mdtest(_) => "metadata",
@@ -462,7 +394,7 @@ pub fn engine_args(workload: &Workload, dir: &Path, tasks_per_node: u32) -> Vec<
         "--dir".to_owned(),
         dir.display().to_string(),
         "--tasks-per-node".to_owned(),
-        tasks_per_node.to_string(),
+        tasks_per_client.to_string(),
         "--preset".to_owned(),
         tool.to_owned(),
     ];
@@ -478,17 +410,6 @@ mod tests {
     use super::*;
     use pvfs_bench::params::Preset;
     use std::sync::Mutex;
-
-    fn clients(list: &[(&str, &str)]) -> Vec<(String, String)> {
-        list.iter().map(|(n, h)| ((*n).to_owned(), (*h).to_owned())).collect()
-    }
-
-    #[test]
-    fn hostfile_merges_repeated_hosts_and_maps_ranks_by_slot() {
-        let h = Hostfile::new(&clients(&[("a", "10.0.0.1"), ("b", "10.0.0.2"), ("c", "10.0.0.1")]), 2);
-        assert_eq!(h.text, "10.0.0.1 slots=4\n10.0.0.2 slots=2\n");
-        assert_eq!(h.owners, ["a", "a", "c", "c", "b", "b"]);
-    }
 
     #[test]
     fn rank_lines_round_trip_and_other_output_is_not_ours() {
@@ -547,7 +468,7 @@ mod tests {
                     dir: dir.path().join("run"),
                     rank,
                     size: 3,
-                    tasks_per_node: 1,
+                    tasks_per_client: 1,
                     barrier_limit: Duration::from_secs(60),
                 };
                 let emit = &emit;
@@ -646,7 +567,7 @@ mod tests {
                     dir: dir.join("run"),
                     rank,
                     size: 4,
-                    tasks_per_node: 2,
+                    tasks_per_client: 2,
                     barrier_limit: Duration::from_secs(3),
                 };
                 let errors = &errors;

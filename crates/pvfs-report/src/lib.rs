@@ -366,7 +366,7 @@ fn amplification(run: &RunData, phases: &[PhaseRecord]) -> Vec<(String, f64, f64
         let writes = phase.phase == Phase::Ior(IorPhase::Write);
         let start = phase.tasks.iter().map(|t| t.start).fold(f64::MAX, f64::min);
         let end = phase.tasks.iter().map(|t| t.end).fold(0.0, f64::max);
-        let app = phase.bytes as f64;
+        let app = phase.totals.bytes as f64;
         // Each second counts in proportion to its overlap with the phase.
         let mut net = 0.0;
         for (s, e, rx, tx) in &seconds {

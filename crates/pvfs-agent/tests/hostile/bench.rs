@@ -4,9 +4,11 @@
 //! field or the path, nothing is written through a symlink, and the agent goes on serving.
 
 use crate::harness::{self, Agent, Pki, TIMEOUT};
+use pvfs_bench::launch::Engine;
 use pvfs_bench::params::{Preset, Workload};
-use pvfs_engine::engine::{Engine, IorPhase, MdtestPhase, Phase, PhaseRequest};
-use pvfs_engine::mpi::{LaunchRequest, Program};
+use pvfs_bench::phase::{IorPhase, MdtestPhase, Phase};
+use pvfs_bench::request::LaunchRequest;
+use pvfs_bench::request::PhaseRequest;
 use pvfs_proto::convert::bench::{launch_request_to, phase_request_to};
 use pvfs_proto::pb;
 use std::path::Path;
@@ -169,11 +171,11 @@ async fn launch_sizes_that_would_wrap_are_refused() {
     let agent = Agent::start(&pki).await;
     let scratch = harness::scratch("bench-launch");
     let mut wire = launch_request_to(&LaunchRequest {
-        program: Program::Builtin,
+        engine: Engine::Builtin,
         workload: Preset::Throughput.workload(),
         dir: scratch.path().join("pvfs-bench/run"),
         clients: vec![("c1".into(), "10.0.0.1".into()), ("c2".into(), "10.0.0.2".into())],
-        tasks_per_node: 2,
+        tasks_per_client: 2,
         mpi_ssh: false,
     });
     // u32::MAX x 2 hosts wrapped to a small rank count, and a hostfile of 4 billion slots.
@@ -197,11 +199,11 @@ async fn a_launch_on_more_clients_than_a_run_takes_is_refused() {
     let clients =
         (0..100_000).map(|i| (format!("c{i}"), format!("10.{}.{}.{}", i >> 16, (i >> 8) & 255, i & 255)));
     let wire = launch_request_to(&LaunchRequest {
-        program: Program::Builtin,
+        engine: Engine::Builtin,
         workload: Preset::Throughput.workload(),
         dir: scratch.path().join("pvfs-bench/run"),
         clients: clients.collect(),
-        tasks_per_node: 1,
+        tasks_per_client: 1,
         mpi_ssh: false,
     });
     let mut client = agent.client.clone();
@@ -234,11 +236,11 @@ async fn a_planted_symlink_at_the_hostfile_is_not_followed() {
     std::os::unix::fs::symlink(&victim, run.join("mpi-hostfile")).unwrap();
     let launch = |dir: &Path| {
         launch_request_to(&LaunchRequest {
-            program: Program::Builtin,
+            engine: Engine::Builtin,
             workload: Preset::Throughput.workload(),
             dir: dir.to_owned(),
             clients: vec![("n1".into(), "127.0.0.1".into())],
-            tasks_per_node: 1,
+            tasks_per_client: 1,
             mpi_ssh: false,
         })
     };

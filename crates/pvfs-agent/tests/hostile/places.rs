@@ -6,9 +6,11 @@
 //! unchanged, and the agent's Metrics stream goes on without a gap.
 
 use crate::harness::{self, Agent, Pki, TIMEOUT, step};
+use pvfs_bench::launch::Engine;
 use pvfs_bench::params::{Preset, Workload};
-use pvfs_engine::engine::{Engine, IorPhase, Phase, PhaseRequest};
-use pvfs_engine::mpi::{LaunchRequest, Program};
+use pvfs_bench::phase::{IorPhase, Phase};
+use pvfs_bench::request::LaunchRequest;
+use pvfs_bench::request::PhaseRequest;
 use pvfs_proto::convert::bench::{launch_request_to, phase_request_to};
 use pvfs_proto::pb;
 use pvfs_proto::pb::step::Step as S;
@@ -217,11 +219,11 @@ fn launch(dir: &Path) -> pb::LaunchRequest {
     let Workload::Ior(mut ior) = Preset::Throughput.workload() else { unreachable!() };
     (ior.transfer, ior.block) = (1 << 20, 1 << 20);
     launch_request_to(&LaunchRequest {
-        program: Program::Builtin,
+        engine: Engine::Builtin,
         workload: Workload::Ior(ior),
         dir: dir.to_owned(),
         clients: vec![("n1".into(), "127.0.0.1".into())],
-        tasks_per_node: 1,
+        tasks_per_client: 1,
         mpi_ssh: false,
     })
 }

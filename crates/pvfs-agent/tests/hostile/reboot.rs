@@ -5,8 +5,10 @@
 //! proving that the refusals came from the locks.
 
 use crate::harness::{self, Agent, Pki};
+use pvfs_bench::launch::Engine;
 use pvfs_bench::params::Preset;
-use pvfs_engine::engine::{Engine, IorPhase, Phase, PhaseRequest};
+use pvfs_bench::phase::{IorPhase, Phase};
+use pvfs_bench::request::PhaseRequest;
 use pvfs_proto::convert::bench::phase_request_to;
 use pvfs_proto::pb;
 use std::time::{Duration, Instant, SystemTime};

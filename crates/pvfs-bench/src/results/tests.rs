@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::phase::IorPhase;
+use crate::summary::PhaseTotals;
 use serde_json::json;
 
 fn ior_row() -> IorSummary {
@@ -32,8 +33,8 @@ fn record() -> RunRecord {
         run: "c-throughput-20260101T000000".into(),
         complete: false,
         preset: Some("throughput".into()),
-        engine: Some("builtin".into()),
-        launcher: Some("agents".into()),
+        engine: Some(crate::launch::Engine::Builtin),
+        launcher: Some(crate::launch::Launcher::Agents),
         params: Some(Params::from(&workload)),
         tasks_per_client: Some(2),
         kind: Some("local".into()),
@@ -50,11 +51,14 @@ fn record() -> RunRecord {
         phases: vec![PhaseRecord {
             iteration: 0,
             phase: Phase::Ior(IorPhase::Write),
-            bytes: 2097152,
-            ops: 32,
-            seconds: 0.123456789,
-            bw_mib: 16.2,
-            ops_per_sec: 259.2,
+            totals: PhaseTotals {
+                bytes: 2097152,
+                ops: 32,
+                seconds: 0.123456789,
+                bw_mib: 16.2,
+                ops_per_sec: 259.2,
+                ..PhaseTotals::default()
+            },
             tasks: vec![TaskRecord {
                 node: "n1".into(),
                 task: 0,
@@ -81,7 +85,7 @@ fn old_literal(r: &RunRecord) -> serde_json::Value {
                 .iter()
                 .map(|t| json!({"node": t.node, "task": t.task, "start": t.start, "end": t.end, "bytes": t.bytes, "ops": t.ops, "error": t.error}))
                 .collect();
-            json!({"iteration": p.iteration, "phase": p.phase, "bytes": p.bytes, "ops": p.ops, "seconds": p.seconds, "bw_mib": p.bw_mib, "ops_per_sec": p.ops_per_sec, "tasks": tasks})
+            json!({"iteration": p.iteration, "phase": p.phase, "bytes": p.totals.bytes, "ops": p.totals.ops, "seconds": p.totals.seconds, "bw_mib": p.totals.bw_mib, "ops_per_sec": p.totals.ops_per_sec, "tasks": tasks})
         })
         .collect();
     json!({
@@ -104,10 +108,10 @@ fn old_literal(r: &RunRecord) -> serde_json::Value {
 #[test]
 fn results_json_is_the_old_bytes_plus_version() {
     let base = tempfile::tempdir().unwrap();
-    let dir = new_run_dir(base.path(), "run").unwrap();
+    let dir = RunDir::create(base.path(), "run").unwrap();
     let r = record();
     dir.write_record(&r).unwrap();
-    let written = std::fs::read_to_string(dir.path.join("results.json")).unwrap();
+    let written = std::fs::read_to_string(dir.path().join("results.json")).unwrap();
     let mut old = old_literal(&r);
     old["version"] = json!(1);
     assert_eq!(written, serde_json::to_string_pretty(&old).unwrap() + "\n");
@@ -116,12 +120,12 @@ fn results_json_is_the_old_bytes_plus_version() {
         written.contains("\"tool\": \"ior\",\n  \"version\": 1,\n  \"vm_limit_mib\": null\n}"),
         "{written}"
     );
-    let csv = std::fs::read_to_string(dir.path.join("results.csv")).unwrap();
+    let csv = std::fs::read_to_string(dir.path().join("results.csv")).unwrap();
     assert_eq!(
         csv,
         "iteration,phase,bytes,ops,seconds,bw_mib,ops_per_sec\n0,write,2097152,32,0.123457,16.200,259.200\n"
     );
-    assert_eq!(load(&dir.path).unwrap(), Record::Run(Box::new(r)));
+    assert_eq!(load(dir.path()).unwrap(), Record::Run(Box::new(r)));
 }
 
 #[test]
@@ -186,14 +190,14 @@ fn an_import_reads_with_its_tool_version() {
         iterations: Cow::Borrowed(&[]),
     };
     let base = tempfile::tempdir().unwrap();
-    let dir = new_run_dir(base.path(), "imported-a").unwrap();
+    let dir = RunDir::create(base.path(), "imported-a").unwrap();
     dir.write_import(&import).unwrap();
-    let text = std::fs::read_to_string(dir.path.join("results.json")).unwrap();
+    let text = std::fs::read_to_string(dir.path().join("results.json")).unwrap();
     assert!(
         text.starts_with("{\n  \"run\": \"imported-a\",\n  \"complete\": true,\n  \"imported_from\""),
         "{text}"
     );
-    let record = load(&dir.path).unwrap();
+    let record = load(dir.path()).unwrap();
     assert_eq!((record.run_name(), record.bw("write"), record.as_run()), ("imported-a", Some(100.25), None));
 }
 
@@ -202,32 +206,62 @@ fn missing_records_are_named() {
     let base = tempfile::tempdir().unwrap();
     let err = load(&base.path().join("nope")).unwrap_err();
     assert!(err.to_string().contains("a pvfs results directory?"), "{err}");
-    let dir = new_run_dir(base.path(), "r").unwrap();
-    std::fs::write(dir.path.join("commands.txt"), "").unwrap();
-    assert!(matches!(load(&dir.path), Err(ResultsError::Incomplete { .. })));
+    let dir = RunDir::create(base.path(), "r").unwrap();
+    std::fs::write(dir.path().join("commands.txt"), "").unwrap();
+    assert!(matches!(load(dir.path()), Err(ResultsError::Incomplete { .. })));
 }
 
 #[test]
 fn run_dirs_are_never_shared() {
     let base = tempfile::tempdir().unwrap();
-    let names: Vec<String> = (0..3).map(|_| new_run_dir(base.path(), "r").unwrap().name).collect();
+    let names: Vec<String> =
+        (0..3).map(|_| RunDir::create(base.path(), "r").unwrap().name().to_owned()).collect();
     assert_eq!(names, ["r", "r-2", "r-3"]);
+}
+
+/// The one phase record keeps IOR's timers where the engine measured them, and a record
+/// written before it kept them reads with none.
+#[test]
+fn a_phase_record_keeps_iors_timers_when_known() {
+    let totals = PhaseTotals {
+        bytes: 8,
+        ops: 1,
+        seconds: 2.0,
+        bw_mib: 4.0,
+        ops_per_sec: 0.5,
+        open_s: Some(0.25),
+        wrrd_s: Some(1.5),
+        close_s: Some(0.25),
+        latency_s: Some(1.5),
+    };
+    let record = PhaseRecord { iteration: 0, phase: Phase::Ior(IorPhase::Write), totals, tasks: vec![] };
+    let text = sorted(&record).unwrap().to_string();
+    assert_eq!(
+        text,
+        r#"{"bw_mib":4.0,"bytes":8,"close_s":0.25,"iteration":0,"latency_s":1.5,"open_s":0.25,"ops":1,"ops_per_sec":0.5,"phase":"write","seconds":2.0,"tasks":[],"wrrd_s":1.5}"#
+    );
+    assert_eq!(serde_json::from_str::<PhaseRecord>(&text).unwrap(), record);
+    let old: PhaseRecord = serde_json::from_str(r#"{"phase":"read","bytes":3}"#).unwrap();
+    assert_eq!((old.totals.bytes, old.totals.open_s, old.iteration), (3, None, 0));
 }
 
 #[test]
 fn event_lines_are_the_old_bytes() {
-    let line = EventLine::PhaseDone {
+    let line = BenchEvent::PhaseDone {
         iteration: 1,
         phase: Phase::Ior(IorPhase::Read),
-        bytes: 10,
-        ops: 2,
-        seconds: 0.5,
-        bw_mib: 1.25,
-        ops_per_sec: 4.0,
+        totals: PhaseTotals {
+            bytes: 10,
+            ops: 2,
+            seconds: 0.5,
+            bw_mib: 1.25,
+            ops_per_sec: 4.0,
+            ..PhaseTotals::default()
+        },
     };
     let old = json!({"event": "phase_done", "iteration": 1, "phase": "read", "bytes": 10, "ops": 2, "seconds": 0.5, "bw_mib": 1.25, "ops_per_sec": 4.0});
     assert_eq!(sorted(&line).unwrap().to_string(), old.to_string());
-    let line = EventLine::PhaseStarted { iteration: 0, phase: Phase::Ior(IorPhase::Write), at: 12.5 };
+    let line = BenchEvent::PhaseStarted { iteration: 0, phase: Phase::Ior(IorPhase::Write), at: 12.5 };
     assert_eq!(
         sorted(&line).unwrap().to_string(),
         r#"{"at":12.5,"event":"phase_started","iteration":0,"phase":"write"}"#

@@ -7,14 +7,13 @@
 
 use super::metrics::{self, MetricsError, NodeSecond};
 use super::plan::BenchPlan;
-use super::{BenchEvent, BenchOutcome, BenchSpec};
+use super::{BenchOutcome, BenchSpec};
 use crate::dial::Dialer;
 use crate::stream::{Start, follow_cluster};
-use pvfs_bench::results::{self, EventLine, ResultsError, RunDir, new_run_dir, unix};
+use pvfs_bench::results::{self, BenchEvent, ResultsError, RunDir};
 use pvfs_config::{Cluster, Node};
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
@@ -36,15 +35,9 @@ pub enum RunEvent {
 /// Why a run's record could not be kept.
 #[derive(Debug, thiserror::Error)]
 pub enum ExecuteError {
+    /// Making the results directory, or writing one of its files.
     #[error(transparent)]
     Results(#[from] ResultsError),
-    #[error("creating the results directory {}", .0.display())]
-    CreateDir(PathBuf, #[source] std::io::Error),
-    #[error("copying {} into the results", .0.display())]
-    CopyCluster(PathBuf, #[source] std::io::Error),
-    /// Writing one of the run's files (events, commands, mpirun's output).
-    #[error(transparent)]
-    Write(#[from] std::io::Error),
     #[error(transparent)]
     Line(#[from] serde_json::Error),
     #[error(transparent)]
@@ -58,26 +51,28 @@ pub enum ExecuteError {
 /// under test), then an incomplete results.json, so from here on the directory always holds a
 /// record `report` reads, then the metrics directory, the cluster file, and commands.txt
 /// naming the run as `shown` (the cluster file as the user gave it).
-pub fn open(plan: &mut BenchPlan, cluster: &Cluster, shown: &Path, base: &Path) -> Result<(), ExecuteError> {
-    plan.use_run_dir(new_run_dir(base, &plan.run_id)?);
-    write_record(plan, &BenchOutcome::default(), &BTreeMap::new(), false)?;
-    let metrics = plan.results.join("metrics");
-    std::fs::create_dir_all(&metrics).map_err(|e| ExecuteError::CreateDir(plan.results.clone(), e))?;
-    std::fs::copy(&cluster.source, plan.results.join("cluster.toml"))
-        .map_err(|e| ExecuteError::CopyCluster(cluster.source.clone(), e))?;
-    std::fs::write(
-        plan.results.join("commands.txt"),
-        format!(
-            "# pvfsctl bench {} (engine {}, launcher {}, {} clients x {} tasks)\n# The IOR/mdtest command it stands for:\n{}\n",
-            shown.display(),
-            plan.engine_name,
-            plan.launcher,
-            plan.clients,
-            plan.tasks_per_client,
-            plan.equivalent()
-        ),
-    )?;
-    Ok(())
+pub fn open(plan: BenchPlan, cluster: &Cluster, shown: &Path) -> Result<Run, ExecuteError> {
+    let run = RunDir::create(plan.results_base(), plan.name())?;
+    run.write_record(&plan.record(&run, &BenchOutcome::default(), &BTreeMap::new(), false))?;
+    run.make_metrics_dir()?;
+    run.keep_cluster(&cluster.source, pvfs_config::CLUSTER_FILE)?;
+    run.write_commands(&format!(
+        "# pvfsctl bench {} (engine {}, launcher {}, {} clients x {} tasks)\n# The IOR/mdtest command it stands for:\n{}\n",
+        shown.display(),
+        plan.runner().engine(),
+        plan.runner().launcher(),
+        plan.clients(),
+        plan.tasks_per_client(),
+        plan.equivalent(&run)
+    ))?;
+    Ok(Run { plan, dir: run })
+}
+
+/// A planned run whose results directory is open: the plan, and the directory that named it.
+#[derive(Debug)]
+pub struct Run {
+    pub plan: BenchPlan,
+    pub dir: RunDir,
 }
 
 /// Runs `plan` on `clients` until it ends or `cancel` is cancelled, recording every node of
@@ -85,7 +80,7 @@ pub fn open(plan: &mut BenchPlan, cluster: &Cluster, shown: &Path, base: &Path) 
 /// by I/O each second when `processes` > 0); each event goes to `events` (dropped when nobody
 /// listens). Returns the outcome once the final record is written.
 pub async fn execute(
-    plan: &BenchPlan,
+    Run { plan, dir: run }: &Run,
     cluster: &Cluster,
     clients: Vec<Node>,
     dialer: &Dialer,
@@ -107,21 +102,16 @@ pub async fn execute(
     );
     let (seconds_tx, mut seconds) = mpsc::unbounded_channel();
     let (latest_tx, mut latest) = watch::channel(HashMap::new());
-    let recorder = tokio::spawn(metrics::record(
-        samples,
-        plan.results.join("metrics"),
-        seconds_tx,
-        latest_tx,
-        shutdown.clone(),
-    ));
+    let recorder =
+        tokio::spawn(metrics::record(samples, run.clone(), seconds_tx, latest_tx, shutdown.clone()));
 
+    let dir = plan.client_dir(run);
     let spec = BenchSpec {
-        engine: plan.engine,
-        workload: plan.workload.clone(),
+        runner: plan.runner(),
+        workload: plan.workload().clone(),
         clients,
-        tasks_per_client: plan.tasks_per_client,
-        dir: plan.dir.clone(),
-        mpi: plan.mpi,
+        tasks_per_client: plan.tasks_per_client(),
+        dir: dir.clone(),
         mpi_ssh: cluster.bench.mpi_ssh,
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
@@ -129,26 +119,24 @@ pub async fn execute(
         let dialer = dialer.clone();
         tokio::spawn(async move { super::run(&spec, &dialer, tx, cancel).await })
     };
-    let mut events_file = std::fs::File::create(plan.results.join("events.jsonl"))?;
+    let mut events_file = run.events()?;
     // mpirun's output, as it comes: the tool's report (IOR's, mdtest's) and any error.
-    let mut raw_output: Option<std::fs::File> = None;
+    let mut raw_output = None;
     loop {
         tokio::select! {
             event = rx.recv() => {
                 let Some(event) = event else { break };
-                let line = results::sorted(&event_line(&event))?;
-                writeln!(events_file, "{line}")?;
+                let line = results::sorted(&event)?;
+                events_file.line(&line)?;
                 match &event {
                     BenchEvent::Launched { node, command, hostfile } => {
-                        let mut f = std::fs::OpenOptions::new().append(true).open(plan.results.join("commands.txt"))?;
                         let hostfile: Vec<String> = hostfile.trim_end().lines().map(|l| format!("#   {l}")).collect();
-                        writeln!(f, "# Run on {node}:\n{command}\n# {}:\n{}", plan.dir.join("mpi-hostfile").display(), hostfile.join("\n"))?;
-                        std::fs::create_dir_all(plan.results.join("raw"))?;
-                        raw_output = Some(std::fs::File::create(plan.results.join("raw").join("mpirun.out"))?);
+                        run.add_commands(&format!("# Run on {node}:\n{command}\n# {}:\n{}\n", dir.join("mpi-hostfile").display(), hostfile.join("\n")))?;
+                        raw_output = Some(run.mpirun_output()?);
                     }
                     BenchEvent::Output { text, .. } => {
                         if let Some(f) = &mut raw_output {
-                            writeln!(f, "{text}")?;
+                            f.line(text)?;
                         }
                     }
                     _ => {}
@@ -168,49 +156,8 @@ pub async fn execute(
     metrics::catch_up(&mut latest, &nodes, outcome.finished, METRICS_GRACE).await;
     shutdown.cancel();
     let recorded = recorder.await??;
-    write_record(plan, &outcome, &recorded, !outcome.interrupted())?;
+    run.write_record(&plan.record(run, &outcome, &recorded, !outcome.interrupted()))?;
     Ok(outcome)
-}
-
-/// results.json (everything) and results.csv (one row per iteration and phase), each written
-/// whole or not at all. `complete` is false for the record written when the run starts and
-/// for a run that was interrupted, true for the one written at the end of a run.
-fn write_record(
-    plan: &BenchPlan,
-    outcome: &BenchOutcome,
-    metrics: &BTreeMap<String, u64>,
-    complete: bool,
-) -> Result<(), ResultsError> {
-    RunDir { path: plan.results.clone(), name: plan.run_id.clone() }
-        .write_record(&plan.record(outcome, metrics, complete))
-}
-
-/// The line `events.jsonl` (and `--json`) keeps for `event`.
-fn event_line(event: &BenchEvent) -> EventLine {
-    match event {
-        BenchEvent::PhaseStarted { iteration, phase, at } => {
-            EventLine::PhaseStarted { iteration: *iteration, phase: *phase, at: unix(*at) }
-        }
-        BenchEvent::Progress { node, bytes, ops } => EventLine::Progress {
-            node: node.clone(),
-            bytes: *bytes,
-            ops: *ops,
-            time: unix(SystemTime::now()),
-        },
-        BenchEvent::Launched { node, command, hostfile } => {
-            EventLine::Launched { node: node.clone(), command: command.clone(), hostfile: hostfile.clone() }
-        }
-        BenchEvent::Output { stderr, text } => EventLine::Output { stderr: *stderr, text: text.clone() },
-        BenchEvent::PhaseDone { record } => EventLine::PhaseDone {
-            iteration: record.iteration,
-            phase: record.phase,
-            bytes: record.totals.bytes,
-            ops: record.totals.ops,
-            seconds: record.totals.seconds,
-            bw_mib: record.totals.bw_mib,
-            ops_per_sec: record.totals.ops_per_sec,
-        },
-    }
 }
 
 fn unix_ns(t: SystemTime) -> u64 {

@@ -9,8 +9,6 @@ use pvfs_bench::results::{self, DownLine, MetricsLine, ProcessLine, SecondLine, 
 use pvfs_metrics::processes::Process;
 use pvfs_metrics::rates::{RateTracker, Rates};
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
-use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
@@ -65,12 +63,8 @@ struct Tasks {
 /// Why the metrics record stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum MetricsError {
-    #[error("writing {}", .path.display())]
-    Write {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Write(#[from] results::ResultsError),
     #[error("a metrics line of {node} does not serialize")]
     Line {
         node: String,
@@ -88,22 +82,21 @@ pub struct NodeSecond {
     pub devices: Vec<String>,
 }
 
-/// Writes each node's per-second rates from `samples` to `dir/NODE.jsonl` until `shutdown`
+/// Writes each node's per-second rates from `samples` to the run's `metrics/NODE.jsonl` until `shutdown`
 /// (or the stream ends); returns how many seconds each node recorded. Each recorded second
 /// also goes to `seconds` (dropped if nobody listens). `latest` says, per node, up to when it
 /// has recorded (Unix ns; `u64::MAX` while it is down, since nothing more will come), so the
 /// run can wait for its last second with [`catch_up`] rather than sleep.
 pub async fn record(
     mut samples: mpsc::Receiver<Event>,
-    dir: PathBuf,
+    run: results::RunDir,
     seconds: mpsc::UnboundedSender<NodeSecond>,
     latest: watch::Sender<HashMap<String, u64>>,
     shutdown: CancellationToken,
 ) -> Result<BTreeMap<String, u64>, MetricsError> {
-    let mut files: HashMap<String, std::fs::File> = HashMap::new();
+    let mut files: HashMap<String, results::LineFile> = HashMap::new();
     let mut tracker = RateTracker::new();
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
-    let path = |node: &str| dir.join(format!("{node}.jsonl"));
     loop {
         let event = tokio::select! {
             () = shutdown.cancelled() => break,
@@ -124,16 +117,9 @@ pub async fn record(
                     let _ = seconds.send(NodeSecond { node: node.clone(), rates, devices });
                     let file = match files.entry(node.clone()) {
                         std::collections::hash_map::Entry::Occupied(f) => f.into_mut(),
-                        std::collections::hash_map::Entry::Vacant(v) => {
-                            let path = path(&node);
-                            v.insert(
-                                std::fs::File::create(&path)
-                                    .map_err(|source| MetricsError::Write { path, source })?,
-                            )
-                        }
+                        std::collections::hash_map::Entry::Vacant(v) => v.insert(run.metrics(&node)?),
                     };
-                    writeln!(file, "{value}")
-                        .map_err(|source| MetricsError::Write { path: path(&node), source })?;
+                    file.line(&value)?;
                     *counts.entry(node.clone()).or_default() += 1;
                 }
                 latest.send_modify(|l| {
@@ -154,8 +140,7 @@ pub async fn record(
                 let line = results::sorted(&line)
                     .map_err(|source| MetricsError::Line { node: node.clone(), source })?;
                 if let Some(f) = files.get_mut(&node) {
-                    writeln!(f, "{line}")
-                        .map_err(|source| MetricsError::Write { path: path(&node), source })?;
+                    f.line(&line)?;
                 }
             }
             Event::Gap { node, .. } | Event::Restarted { node } => {
@@ -213,12 +198,13 @@ mod tests {
     /// records no `processes` key at all, as before.
     #[tokio::test]
     async fn a_seconds_processes_are_recorded_in_its_line() {
-        let dir = tempfile::tempdir().unwrap();
+        let base = tempfile::tempdir().unwrap();
+        let run = results::RunDir::create(base.path(), "run").unwrap();
+        run.make_metrics_dir().unwrap();
         let (tx, rx) = mpsc::channel(8);
         let (seconds, _) = mpsc::unbounded_channel();
         let (latest, _) = watch::channel(HashMap::new());
-        let recorder =
-            tokio::spawn(record(rx, dir.path().to_owned(), seconds, latest, CancellationToken::new()));
+        let recorder = tokio::spawn(record(rx, run.clone(), seconds, latest, CancellationToken::new()));
         let dd = Process {
             pid: 4242,
             name: "dd".into(),
@@ -232,7 +218,7 @@ mod tests {
         }
         drop(tx);
         assert_eq!(recorder.await.unwrap().unwrap()["c1"], 2);
-        let lines = std::fs::read_to_string(dir.path().join("c1.jsonl")).unwrap();
+        let lines = std::fs::read_to_string(run.path().join("metrics/c1.jsonl")).unwrap();
         let lines: Vec<serde_json::Value> = lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(
             lines[0]["processes"],

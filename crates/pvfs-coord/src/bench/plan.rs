@@ -2,7 +2,10 @@
 //! `[bench]` over the defaults, checked as a whole (the engine and launcher pair, the preset and
 //! every parameter, the run's size), with the names of its directories. ripgrep's two stages:
 //! the binary parses its command line and hands over a [`BenchFlags`] (no clap here), and
-//! [`BenchPlan::resolve`] turns that into settings nothing later has to look up again.
+//! [`BenchPlan::resolve`] turns that into settings nothing later has to look up again, and
+//! nothing changes after (its fields are private). The run's name is a proposal until its
+//! results directory is made ([`RunDir::create`] may add `-2`); everything named after the run
+//! is asked of the plan with that [`RunDir`].
 
 use pvfs_bench::launch::{self, Engine, Launcher, PairError, Runner};
 use pvfs_bench::params::{
@@ -10,10 +13,8 @@ use pvfs_bench::params::{
 };
 use pvfs_bench::results::{self, RunDir, RunRecord, unix};
 use pvfs_config::{Cluster, Role};
-use pvfs_engine::engine;
-use pvfs_engine::mpi::Program;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::BenchOutcome;
@@ -80,29 +81,24 @@ pub enum PlanError {
 /// A run, resolved from [`BenchFlags`] over the cluster file's `[bench]` over the defaults.
 #[derive(Debug, Clone)]
 pub struct BenchPlan {
-    /// What does the I/O under the agents launcher (and what the mpi launcher's ranks are
-    /// told they run).
-    pub engine: engine::Engine,
-    /// `Some` with the mpi launcher: what mpirun runs.
-    pub mpi: Option<Program>,
-    /// As the user named them, for the record.
-    pub engine_name: Engine,
-    pub launcher: Launcher,
+    /// The engine and launcher, a valid pair.
+    runner: Runner,
     /// Nodes serving the file system (for the report's scale-out and VM-limit columns).
-    pub servers: usize,
+    servers: usize,
     /// Nodes with role client (0 is refused only when the run starts: validation may ask).
-    pub clients: usize,
-    pub kind: String,
-    pub vm_limit_mib: Option<f64>,
-    pub sweep_point: Option<(String, String)>,
-    pub preset: Preset,
-    pub workload: Workload,
-    pub tasks_per_client: u32,
-    /// The run's directory on the clients, the same path on each.
-    pub dir: PathBuf,
-    pub run_id: String,
-    /// The run's results directory.
-    pub results: PathBuf,
+    clients: usize,
+    kind: String,
+    vm_limit_mib: Option<f64>,
+    sweep_point: Option<(String, String)>,
+    preset: Preset,
+    workload: Workload,
+    tasks_per_client: u32,
+    /// Where run directories are made on the clients (`MOUNT/pvfs-bench`), the same on each.
+    client_base: PathBuf,
+    /// The run's name before its results directory is made.
+    name: String,
+    /// Where the results directory is made.
+    results_base: PathBuf,
 }
 
 impl BenchPlan {
@@ -110,14 +106,10 @@ impl BenchPlan {
     /// the messages were written for: the engine and launcher, the preset, the parameters
     /// (the file's, then each `--set`), the run's size, then the engine against the workload.
     pub fn resolve(cluster: &Cluster, flags: &BenchFlags, now: SystemTime) -> Result<BenchPlan, PlanError> {
-        let engine_name = flags.engine.or(cluster.bench.engine).unwrap_or_default();
-        let launcher = flags.launcher.or(cluster.bench.launcher).unwrap_or_default();
-        let (engine, mpi) = match launch::runner(engine_name, launcher)? {
-            Runner::AgentsBuiltin => (engine::Engine::Builtin, None),
-            Runner::AgentsFio => (engine::Engine::Fio, None),
-            Runner::MpiBuiltin => (engine::Engine::Builtin, Some(Program::Builtin)),
-            Runner::MpiIor => (engine::Engine::Builtin, Some(Program::Ior)),
-        };
+        let runner = launch::runner(
+            flags.engine.or(cluster.bench.engine).unwrap_or_default(),
+            flags.launcher.or(cluster.bench.launcher).unwrap_or_default(),
+        )?;
         let preset = flags.preset.or(cluster.bench.preset).unwrap_or(Preset::Throughput);
         let mut workload = preset.workload();
         // The file's values as one set (they were checked so at load, against the file's preset).
@@ -139,7 +131,7 @@ impl BenchPlan {
             tasks_per_client,
             source,
         })?;
-        let run_id = run_id(&cluster.name, preset, now, flags.sweep_point.as_ref());
+        let name = run_name(&cluster.name, preset, now, flags.sweep_point.as_ref());
         let base =
             flags.dir.clone().or(cluster.bench.mount.clone()).unwrap_or_else(|| cluster.spec.mount().clone());
         let shown = base.to_string_lossy();
@@ -149,19 +141,14 @@ impl BenchPlan {
         if pvfs_host::paths::is_system(&shown) {
             return Err(PlanError::Dir { dir: base, problem: "is in a system tree (or is /)" });
         }
-        let dir = base.join("pvfs-bench").join(&run_id);
-        let results = flags.results.join(&run_id);
         let servers = cluster.nodes.iter().filter(|n| n.roles.iter().any(|r| *r != Role::Client)).count();
-        if engine == engine::Engine::Fio
+        if runner.engine() == Engine::Fio
             && let Workload::Mdtest(_) = &workload
         {
             return Err(PlanError::FioMetadata);
         }
         Ok(BenchPlan {
-            engine,
-            mpi,
-            engine_name,
-            launcher,
+            runner,
             servers,
             clients: cluster.with_role(Role::Client).count(),
             kind: cluster.kind.to_string(),
@@ -170,36 +157,62 @@ impl BenchPlan {
             preset,
             workload,
             tasks_per_client,
-            dir,
-            run_id,
-            results,
+            client_base: base.join("pvfs-bench"),
+            name,
+            results_base: flags.results.clone(),
         })
     }
 
-    /// Takes `run` (made by [`results::new_run_dir`], which may have given the run a name of
-    /// its own) as the run's name and results directory; the directory on the clients follows
-    /// the name, so two runs in the same second never share one there either.
-    pub fn use_run_dir(&mut self, run: RunDir) {
-        if let Some(parent) = self.dir.parent() {
-            self.dir = parent.join(&run.name);
-        }
-        (self.results, self.run_id) = (run.path, run.name);
+    pub fn runner(&self) -> Runner {
+        self.runner
+    }
+
+    pub fn preset(&self) -> Preset {
+        self.preset
+    }
+
+    pub fn workload(&self) -> &Workload {
+        &self.workload
+    }
+
+    pub fn tasks_per_client(&self) -> u32 {
+        self.tasks_per_client
+    }
+
+    /// Nodes with role client.
+    pub fn clients(&self) -> usize {
+        self.clients
+    }
+
+    /// The run's name as planned: `CLUSTER-PRESET-STAMP[-KEYVALUE]` (its results directory
+    /// may add `-2`, …).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The directory the run's results directory is made in.
+    pub fn results_base(&self) -> &Path {
+        &self.results_base
+    }
+
+    /// The run's directory on the clients, the same path on each: named as its results
+    /// directory is, so two runs in the same second never share one there either.
+    pub fn client_dir(&self, run: &RunDir) -> PathBuf {
+        self.client_base.join(run.name())
     }
 
     /// The IOR or mdtest command line this run stands for (IOR 4.1's flags), as the run's
     /// first line and commands.txt show it.
-    pub fn equivalent(&self) -> String {
+    pub fn equivalent(&self, run: &RunDir) -> String {
         let tasks = self.tasks_per_client.saturating_mul(self.clients as u32);
+        let dir = self.client_dir(run);
         match &self.workload {
             Workload::Ior(p) => format!(
                 "mpirun -np {tasks} ior {}",
-                ior_args(p, IorVersion(4, 1, 0), &self.dir.join("ior").display().to_string()).join(" ")
+                ior_args(p, IorVersion(4, 1, 0), &dir.join("ior").display().to_string()).join(" ")
             ),
             Workload::Mdtest(p) => {
-                format!(
-                    "mpirun -np {tasks} mdtest {}",
-                    mdtest_args(p, &self.dir.display().to_string()).join(" ")
-                )
+                format!("mpirun -np {tasks} mdtest {}", mdtest_args(p, &dir.display().to_string()).join(" "))
             }
         }
     }
@@ -209,6 +222,7 @@ impl BenchPlan {
     /// seconds each node recorded.
     pub fn record(
         &self,
+        run: &RunDir,
         outcome: &BenchOutcome,
         metrics: &BTreeMap<String, u64>,
         complete: bool,
@@ -216,11 +230,11 @@ impl BenchPlan {
         let o = outcome;
         RunRecord {
             version: results::VERSION,
-            run: self.run_id.clone(),
+            run: run.name().to_owned(),
             complete,
             preset: Some(self.preset.as_str().to_owned()),
-            engine: Some(self.engine_name.as_str().to_owned()),
-            launcher: Some(self.launcher.as_str().to_owned()),
+            engine: Some(self.runner.engine()),
+            launcher: Some(self.runner.launcher()),
             params: Some((&self.workload).into()),
             tasks_per_client: Some(self.tasks_per_client),
             kind: Some(self.kind.clone()),
@@ -231,17 +245,13 @@ impl BenchPlan {
                 .sweep_point
                 .as_ref()
                 .map(|(key, value)| results::Sweep { key: key.clone(), value: value.clone() }),
-            dir: Some(self.dir.clone()),
+            dir: Some(self.client_dir(run)),
             started: o.started.map(unix),
             finished: o.finished.map(unix),
             error: o.error.as_ref().map(ToString::to_string),
             summary: results::Summary { ior: o.ior.clone(), mdtest: o.mdtest.clone() },
             iterations: o.iterations.clone(),
-            phases: o
-                .phases
-                .iter()
-                .map(|p| results::PhaseRecord::new(p.iteration, p.phase, &p.totals, &p.tasks))
-                .collect(),
+            phases: o.phases.clone(),
             metrics_seconds: metrics.clone(),
         }
     }
@@ -249,13 +259,18 @@ impl BenchPlan {
 
 /// `CLUSTER-PRESET-STAMP[-KEYVALUE]`: the stamp is `now` in UTC to the second, without the
 /// separators a file name does not want.
-fn run_id(cluster: &str, preset: Preset, now: SystemTime, sweep_point: Option<&(String, String)>) -> String {
+fn run_name(
+    cluster: &str,
+    preset: Preset,
+    now: SystemTime,
+    sweep_point: Option<&(String, String)>,
+) -> String {
     let stamp = humantime::format_rfc3339_seconds(now).to_string().replace([':', '-'], "");
-    let mut run_id = format!("{cluster}-{}-{}", preset.as_str(), stamp.trim_end_matches('Z'));
+    let mut name = format!("{cluster}-{}-{}", preset.as_str(), stamp.trim_end_matches('Z'));
     if let Some((key, value)) = sweep_point {
-        run_id += &format!("-{key}{value}");
+        name += &format!("-{key}{value}");
     }
-    run_id
+    name
 }
 
 #[cfg(test)]

@@ -2,7 +2,9 @@
 //! tmpfs).
 
 use super::*;
+use pvfs_bench::launch::Engine;
 use pvfs_bench::params::{DataPacket, IorParams, MdtestParams};
+use pvfs_bench::request::PhaseRequest;
 use std::path::PathBuf;
 
 fn scratch() -> tempfile::TempDir {
@@ -370,7 +372,14 @@ fn requests_it_cannot_run_are_refused_by_kind() {
     };
     let err = run_phase(&req, &Progress::default()).unwrap_err();
     assert!(
-        matches!(err, EngineError::NotAShare { first_task: u32::MAX, tasks: 2, total_tasks: 4 }),
+        matches!(
+            err,
+            EngineError::NotAShare(pvfs_bench::request::NotAShare {
+                first_task: u32::MAX,
+                tasks: 2,
+                total_tasks: 4
+            })
+        ),
         "{err:?}"
     );
     let req = PhaseRequest { first_task: 0, phase: Phase::Mdtest(MdtestPhase::FileCreate), ..req };

@@ -2,9 +2,11 @@
 
 use crate::pb;
 use crate::pb::bench_phase_request::Phase as P;
+use pvfs_bench::launch::{Engine, Launcher, PairError};
 use pvfs_bench::params::{DataPacket, IorParams, MdtestParams, Violation, Workload};
-use pvfs_engine::engine::{Engine, IorPhase, MdtestPhase, Phase, PhaseRequest, TaskResult};
-use pvfs_engine::mpi::{LaunchRequest, Program};
+use pvfs_bench::phase::{IorPhase, MdtestPhase, Phase};
+use pvfs_bench::request::{LaunchRequest, PhaseRequest};
+use pvfs_bench::summary::TaskResult;
 use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -106,6 +108,15 @@ pub enum RequestError {
     UnknownEngine(i32),
     #[error("program = {0}: unknown program")]
     UnknownProgram(i32),
+    /// An engine its launcher cannot run (IOR started by the agents, fio under mpirun): the
+    /// rule `pvfsctl bench` and `validate` apply, applied again here.
+    #[error("engine {engine} under launcher {launcher}: {source}")]
+    Pair {
+        engine: Engine,
+        launcher: Launcher,
+        #[source]
+        source: PairError,
+    },
     #[error("{field} = {dir:?}: must be an absolute path of plain names (no .., no .)")]
     DirNotPlain { field: &'static str, dir: String },
     #[error(
@@ -156,6 +167,15 @@ fn phase_from(value: i32) -> Result<Phase, RequestError> {
     })
 }
 
+/// `engine`, when `launcher` can run it (the one pair rule, [`pvfs_bench::launch::runner`]).
+fn runs(engine: Engine, launcher: Launcher) -> Result<Engine, RequestError> {
+    pvfs_bench::launch::runner(engine, launcher).map(|_| engine).map_err(|source| RequestError::Pair {
+        engine,
+        launcher,
+        source,
+    })
+}
+
 fn nanos(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }
@@ -182,6 +202,7 @@ pub fn phase_request_to(req: &PhaseRequest, start_at: SystemTime) -> pb::BenchPh
         engine: match req.engine {
             Engine::Builtin => pb::bench_phase_request::Engine::Builtin,
             Engine::Fio => pb::bench_phase_request::Engine::Fio,
+            Engine::Ior => pb::bench_phase_request::Engine::Ior,
         } as i32,
     }
 }
@@ -256,11 +277,15 @@ pub fn phase_request_from(
     let start = (req.start_at_unix_ns > 0).then(|| time(req.start_at_unix_ns));
     Ok((
         PhaseRequest {
-            engine: match pb::bench_phase_request::Engine::try_from(req.engine) {
-                Ok(pb::bench_phase_request::Engine::Builtin) => Engine::Builtin,
-                Ok(pb::bench_phase_request::Engine::Fio) => Engine::Fio,
-                Err(_) => return Err(RequestError::UnknownEngine(req.engine)),
-            },
+            engine: runs(
+                match pb::bench_phase_request::Engine::try_from(req.engine) {
+                    Ok(pb::bench_phase_request::Engine::Builtin) => Engine::Builtin,
+                    Ok(pb::bench_phase_request::Engine::Fio) => Engine::Fio,
+                    Ok(pb::bench_phase_request::Engine::Ior) => Engine::Ior,
+                    Err(_) => return Err(RequestError::UnknownEngine(req.engine)),
+                },
+                Launcher::Agents,
+            )?,
             workload,
             dir,
             first_task: req.first_task,
@@ -286,10 +311,11 @@ pub fn launch_request_to(req: &LaunchRequest) -> pb::LaunchRequest {
             .iter()
             .map(|(name, host)| pb::LaunchHost { name: name.clone(), host: host.clone() })
             .collect(),
-        tasks_per_host: req.tasks_per_node,
-        program: match req.program {
-            Program::Builtin => pb::launch_request::Program::Builtin,
-            Program::Ior => pb::launch_request::Program::Ior,
+        tasks_per_host: req.tasks_per_client,
+        program: match req.engine {
+            Engine::Builtin => pb::launch_request::Program::Builtin,
+            Engine::Ior => pb::launch_request::Program::Ior,
+            Engine::Fio => pb::launch_request::Program::Fio,
         } as i32,
         mpi_ssh: req.mpi_ssh,
     }
@@ -327,15 +353,19 @@ pub fn launch_request_from(req: pb::LaunchRequest) -> Result<LaunchRequest, Requ
         }
     }
     Ok(LaunchRequest {
-        program: match pb::launch_request::Program::try_from(req.program) {
-            Ok(pb::launch_request::Program::Builtin) => Program::Builtin,
-            Ok(pb::launch_request::Program::Ior) => Program::Ior,
-            Err(_) => return Err(RequestError::UnknownProgram(req.program)),
-        },
+        engine: runs(
+            match pb::launch_request::Program::try_from(req.program) {
+                Ok(pb::launch_request::Program::Builtin) => Engine::Builtin,
+                Ok(pb::launch_request::Program::Ior) => Engine::Ior,
+                Ok(pb::launch_request::Program::Fio) => Engine::Fio,
+                Err(_) => return Err(RequestError::UnknownProgram(req.program)),
+            },
+            Launcher::Mpi,
+        )?,
         workload,
         dir,
         clients: req.hosts.into_iter().map(|h| (h.name, h.host)).collect(),
-        tasks_per_node: req.tasks_per_host,
+        tasks_per_client: req.tasks_per_host,
         mpi_ssh: req.mpi_ssh,
     })
 }
@@ -393,7 +423,14 @@ mod tests {
             };
             let at = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
             let (back, start) = phase_request_from(phase_request_to(&req, at)).unwrap();
-            assert_eq!((back, start), (req, Some(at)));
+            assert_eq!((back, start), (req.clone(), Some(at)));
+            // IOR is an MPI program: the agents cannot start a share of it.
+            let ior = PhaseRequest { engine: Engine::Ior, ..req };
+            let err = phase_request_from(phase_request_to(&ior, at)).unwrap_err().to_string();
+            assert!(
+                err.starts_with("engine ior under launcher agents: engine \"ior\" runs under launcher"),
+                "{err}"
+            );
         }
         let r = TaskResult {
             task: 3,
@@ -412,14 +449,21 @@ mod tests {
     #[test]
     fn launch_requests_round_trip_and_bad_hosts_are_refused() {
         let req = LaunchRequest {
-            program: Program::Ior,
+            engine: Engine::Ior,
             workload: Preset::Metadata.workload(),
             dir: "/mnt/gv0/pvfs-bench/run".into(),
             clients: vec![("c1".into(), "10.0.0.5".into()), ("c2".into(), "client2.example".into())],
-            tasks_per_node: 4,
+            tasks_per_client: 4,
             mpi_ssh: true,
         };
         assert_eq!(launch_request_from(launch_request_to(&req)).unwrap(), req);
+        // fio is no MPI program: the agent applies the pair rule `bench` applies.
+        let fio = LaunchRequest { engine: Engine::Fio, ..req.clone() };
+        let err = launch_request_from(launch_request_to(&fio)).unwrap_err().to_string();
+        assert!(
+            err.starts_with("engine fio under launcher mpi: engine \"fio\" is not an MPI program"),
+            "{err}"
+        );
         let mut wire = launch_request_to(&req);
         wire.hosts[1].host = "c2 slots=99".into();
         let err = launch_request_from(wire).unwrap_err().to_string();

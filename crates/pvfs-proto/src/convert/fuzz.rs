@@ -187,7 +187,7 @@ fn decode_and_convert(bytes: &[u8]) {
         let _ = launch_request_from(m);
     }
     if let Ok(m) = pb::TaskResult::decode(bytes) {
-        let _ = pvfs_engine::engine::TaskResult::from(m);
+        let _ = pvfs_bench::summary::TaskResult::from(m);
     }
     if let Ok(m) = pb::ApplyRequest::decode(bytes) {
         let _ = steps_from_wire(m.steps);

@@ -53,7 +53,9 @@ pub(crate) fn run(args: EngineArgs) -> anyhow::Result<u8> {
 /// standard output, cancelled when standard input closes. Exit 0 when the phase ran (task
 /// errors are in its lines), 1 when it could not run, 2 on bad arguments.
 pub(crate) fn phase(args: EnginePhaseArgs) -> anyhow::Result<u8> {
-    use pvfs_engine::engine::{Engine, Phase, PhaseRequest, Progress};
+    use pvfs_bench::launch::Engine;
+    use pvfs_bench::request::PhaseRequest;
+    use pvfs_engine::engine::{Phase, Progress};
     use std::io::Read;
     crate::raise_fd_limit();
     let workload = workload(&args.preset, &args.set)?;
@@ -104,7 +106,7 @@ fn rank(workload: Workload, args: &EngineArgs) -> anyhow::Result<u8> {
         dir: args.dir.clone(),
         rank,
         size,
-        tasks_per_node: args.tasks_per_node,
+        tasks_per_client: args.tasks_per_node,
         barrier_limit: pvfs_engine::mpi::BARRIER_LIMIT,
     };
     // One write per line, so mpirun never forwards half of one line glued to another rank's.

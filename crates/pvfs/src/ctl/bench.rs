@@ -11,11 +11,11 @@ use super::watch::{Watch, keys};
 use crate::cli::{BenchArgs, ImportArgs};
 use crate::{exit, output};
 use anyhow::{Context, bail};
-use pvfs_bench::results::{self, EventLine, ImportRecord, ImportSummary, new_run_dir, write_atomic};
+use pvfs_bench::results::{self, BenchEvent, ImportRecord, ImportSummary, RunDir};
 use pvfs_config::{Cluster, Role};
+use pvfs_coord::bench::BenchError;
 use pvfs_coord::bench::execute::{self, RunEvent};
 use pvfs_coord::bench::plan::{BenchFlags, BenchPlan};
-use pvfs_coord::bench::{BenchError, BenchEvent};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -165,29 +165,30 @@ async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result
     let path = args.cluster.clone().context("a cluster file is needed: pvfsctl bench CLUSTER.toml")?;
     let cluster = pvfs_config::load(&path)?;
     let dialer = super::dialer(&cluster, &args.connect)?;
-    let mut r = resolve(&cluster, &args)?;
+    let plan = resolve(&cluster, &args)?;
     let clients: Vec<_> = cluster.with_role(Role::Client).cloned().collect();
     if clients.is_empty() {
         bail!("{} has no node with role \"client\": the benchmark runs on clients", cluster.source.display());
     }
     let client_count = clients.len() as u32;
-    execute::open(&mut r, &cluster, &path, &args.results)?;
-    let equivalent = r.equivalent();
+    let opened = execute::open(plan, &cluster, &path)?;
+    let (plan, run) = (&opened.plan, &opened.dir);
+    let equivalent = plan.equivalent(run);
     let json = args.json;
     if !json {
         output::print(&format!(
             "bench {} on {} ({} clients x {} tasks), preset {}: {equivalent}\nresults: {}\n",
-            r.run_id,
+            run.name(),
             cluster.name,
             clients.len(),
-            r.tasks_per_client,
-            r.preset,
-            r.results.display()
+            plan.tasks_per_client(),
+            plan.preset(),
+            run.path().display()
         ))?;
     }
 
     let screen = if args.watch && std::io::stdout().is_terminal() {
-        Some((ratatui::init(), Watch::new(format!("pvfs bench {} ({})", r.run_id, equivalent), &cluster)))
+        Some((ratatui::init(), Watch::new(format!("pvfs bench {} ({})", run.name(), equivalent), &cluster)))
     } else {
         None
     };
@@ -199,15 +200,15 @@ async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result
     let (outcome, ()) = tokio::try_join!(
         async {
             Ok::<_, anyhow::Error>(
-                execute::execute(&r, &cluster, clients, &dialer, processes, cancel, tx).await?,
+                execute::execute(&opened, &cluster, clients, &dialer, processes, cancel, tx).await?,
             )
         },
         show(rx, screen, json),
     )?;
     if json {
-        let summary = EventLine::Summary {
-            run: r.run_id.clone(),
-            results: r.results.clone(),
+        let summary = BenchEvent::Summary {
+            run: run.name().to_owned(),
+            results: run.path().to_owned(),
             ior: outcome.ior.clone(),
             mdtest: outcome.mdtest.clone(),
             error: outcome.error.as_ref().map(ToString::to_string),
@@ -215,9 +216,9 @@ async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result
         output::json(&results::sorted(&summary)?)?;
     } else {
         let text = pvfs_bench::summary::text(
-            &r.workload,
-            r.tasks_per_client * client_count,
-            r.tasks_per_client,
+            plan.workload(),
+            plan.tasks_per_client() * client_count,
+            plan.tasks_per_client(),
             &outcome.iterations,
             &outcome.ior,
             &outcome.mdtest,
@@ -228,19 +229,19 @@ async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result
         Some(BenchError::Interrupted { .. }) => {
             output::note(&format!(
                 "interrupted: the phases that finished and every node's metrics are kept in {}",
-                r.results.display()
+                run.path().display()
             ));
-            Ok((exit::INTERRUPTED, r.results))
+            Ok((exit::INTERRUPTED, run.path().to_owned()))
         }
         Some(err) => {
             output::note(&format!("error: the run stopped: {err}"));
             output::note(&format!(
                 "partial results and every node's metrics are kept in {}",
-                r.results.display()
+                run.path().display()
             ));
-            Ok((exit::FAILURES, r.results))
+            Ok((exit::FAILURES, run.path().to_owned()))
         }
-        None => Ok((exit::OK, r.results)),
+        None => Ok((exit::OK, run.path().to_owned())),
     }
 }
 
@@ -273,11 +274,11 @@ async fn show(
                     output::json(&line)?;
                 } else if let Some((_, watch)) = &mut screen {
                     match &event {
-                        BenchEvent::PhaseStarted { iteration, phase, at } => watch.phase_started(format!("iteration {iteration} {phase}"), *at),
-                        BenchEvent::Progress { node, bytes, ops } => watch.progress(node, *bytes, *ops),
-                        BenchEvent::PhaseDone { record } => watch.phase_done(phase_line(record)),
+                        BenchEvent::PhaseStarted { iteration, phase, at } => watch.phase_started(format!("iteration {iteration} {phase}"), time(*at)),
+                        BenchEvent::Progress { node, bytes, ops, .. } => watch.progress(node, *bytes, *ops),
+                        BenchEvent::PhaseDone { iteration, phase, totals } => watch.phase_done(phase_line(*iteration, *phase, totals)),
                         BenchEvent::Launched { node, .. } => watch.phase_started(format!("mpirun on {node}"), SystemTime::now()),
-                        BenchEvent::Output { .. } => {}
+                        BenchEvent::Output { .. } | BenchEvent::Summary { .. } => {}
                     }
                 } else {
                     lines.show(&event)?;
@@ -320,10 +321,10 @@ impl Lines {
         match event {
             BenchEvent::PhaseStarted { iteration, phase, at } => {
                 self.progress.clear();
-                self.phase_start = Some(*at);
+                self.phase_start = Some(time(*at));
                 output::print(&format!("iteration {iteration} {phase}: started\n"))?;
             }
-            BenchEvent::Progress { node, bytes, ops } => {
+            BenchEvent::Progress { node, bytes, ops, .. } => {
                 self.progress.insert(node.clone(), (*bytes, *ops));
                 // fio reports only at the end of a phase: nothing to show meanwhile.
                 if self.progress.values().all(|(b, o)| *b == 0 && *o == 0) {
@@ -344,20 +345,31 @@ impl Lines {
                     ops as f64 / secs
                 ))?;
             }
-            BenchEvent::PhaseDone { record } => output::print(&format!("{}\n", phase_line(record)))?,
+            BenchEvent::PhaseDone { iteration, phase, totals } => {
+                output::print(&format!("{}\n", phase_line(*iteration, *phase, totals)))?;
+            }
             BenchEvent::Launched { node, command, .. } => output::print(&format!("on {node}: {command}\n"))?,
             BenchEvent::Output { text, .. } => output::print(&format!("  | {text}\n"))?,
+            BenchEvent::Summary { .. } => {}
         }
         Ok(())
     }
 }
 
-fn phase_line(record: &pvfs_coord::bench::PhaseRecord) -> String {
-    let t = &record.totals;
+/// An event's Unix seconds as a time.
+fn time(unix: f64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::try_from_secs_f64(unix).unwrap_or_default()
+}
+
+fn phase_line(
+    iteration: u32,
+    phase: pvfs_bench::phase::Phase,
+    t: &pvfs_bench::summary::PhaseTotals,
+) -> String {
     format!(
         "iteration {} {}: {:.2} MiB/s, {:.2} ops/s, {} in {:.3}s",
-        record.iteration,
-        record.phase,
+        iteration,
+        phase,
         t.bw_mib,
         t.ops_per_sec,
         output::bytes(t.bytes),
@@ -412,21 +424,12 @@ fn store_import(results: &Path, file: &Path, parsed: &pvfs_bench::model::Parsed)
     let shown = file.display().to_string();
     let stem = file.file_stem().map_or("output".into(), |s| s.to_string_lossy().into_owned());
     let stamp = humantime::format_rfc3339_seconds(SystemTime::now()).to_string().replace([':', '-'], "");
-    let run_dir = new_run_dir(results, &format!("imported-{stem}-{}", stamp.trim_end_matches('Z')))?;
-    let dir = run_dir.path.clone();
-    let raw = dir.join("raw");
-    std::fs::create_dir(&raw).with_context(|| format!("creating {}", raw.display()))?;
-    let name = file.file_name().map_or("output".into(), |n| n.to_os_string());
-    write_atomic(&raw.join(name), |out| {
-        // As it was parsed: a regular file within the cap, and no more of it than that.
-        const CAP: pvfs_host::local_file::Cap = pvfs_bench::parse::OUTPUT_FILE;
-        let source = pvfs_host::local_file::open(file, CAP).map_err(std::io::Error::other)?;
-        std::io::copy(&mut std::io::Read::take(source, CAP.bytes), out)?;
-        Ok(())
-    })
-    .with_context(|| format!("copying {shown}"))?;
+    let run_dir = RunDir::create(results, &format!("imported-{stem}-{}", stamp.trim_end_matches('Z')))?;
+    let dir = run_dir.path().to_owned();
+    // As it was parsed: a regular file within the cap, and no more of it than that.
+    run_dir.keep_raw(file, pvfs_bench::parse::OUTPUT_FILE).with_context(|| format!("copying {shown}"))?;
     let record = ImportRecord {
-        run: run_dir.name.as_str().into(),
+        run: run_dir.name().into(),
         complete: true,
         imported_from: shown.as_str().into(),
         tool: parsed.tool,

@@ -43,26 +43,31 @@ fn refusal(cluster: &Cluster, flags: &BenchFlags) -> String {
     text
 }
 
+/// The run's directory as its results directory names it, made under a temporary base.
+fn run_dir(plan: &BenchPlan) -> (tempfile::TempDir, RunDir) {
+    let base = tempfile::tempdir().unwrap();
+    let run = RunDir::create(base.path(), plan.name()).unwrap();
+    (base, run)
+}
+
 #[test]
 fn defaults_then_the_file_then_the_flags() {
     let plan = BenchPlan::resolve(&cluster(""), &flags(), now()).unwrap();
-    assert_eq!(
-        (plan.engine_name, plan.launcher, plan.preset),
-        (Engine::Builtin, Launcher::Agents, Preset::Throughput)
-    );
-    assert_eq!((plan.engine, plan.mpi), (engine::Engine::Builtin, None));
-    assert_eq!((plan.servers, plan.clients, plan.tasks_per_client), (1, 2, 1));
-    assert_eq!(plan.run_id, "x-throughput-20261123T193000");
-    assert_eq!(plan.dir, Path::new("/m/pvfs-bench/x-throughput-20261123T193000"));
-    assert_eq!(plan.results, Path::new("res/x-throughput-20261123T193000"));
+    assert_eq!((plan.runner(), plan.preset()), (Runner::AgentsBuiltin, Preset::Throughput));
+    assert_eq!((plan.servers, plan.clients(), plan.tasks_per_client()), (1, 2, 1));
+    assert_eq!(plan.name(), "x-throughput-20261123T193000");
+    assert_eq!(plan.results_base(), Path::new("res"));
+    let (_base, run) = run_dir(&plan);
+    assert_eq!(plan.client_dir(&run), Path::new("/m/pvfs-bench/x-throughput-20261123T193000"));
 
     let file = cluster(
         "mount = \"/scratch\"\nlauncher = \"mpi\"\nengine = \"ior\"\npreset = \"iops\"\nprocs_per_client = 4\n",
     );
     let plan = BenchPlan::resolve(&file, &flags(), now()).unwrap();
-    assert_eq!((plan.engine_name, plan.mpi, plan.preset), (Engine::Ior, Some(Program::Ior), Preset::Iops));
-    assert_eq!(plan.tasks_per_client, 4);
-    assert_eq!(plan.dir, Path::new("/scratch/pvfs-bench/x-iops-20261123T193000"));
+    assert_eq!((plan.runner(), plan.preset()), (Runner::MpiIor, Preset::Iops));
+    assert_eq!(plan.tasks_per_client(), 4);
+    let (_base, run) = run_dir(&plan);
+    assert_eq!(plan.client_dir(&run), Path::new("/scratch/pvfs-bench/x-iops-20261123T193000"));
 
     let over = BenchFlags {
         engine: Some(Engine::Builtin),
@@ -73,10 +78,11 @@ fn defaults_then_the_file_then_the_flags() {
         ..flags()
     };
     let plan = BenchPlan::resolve(&file, &over, now()).unwrap();
-    assert_eq!((plan.engine, plan.mpi), (engine::Engine::Builtin, Some(Program::Builtin)));
-    assert_eq!((plan.preset, plan.tasks_per_client), (Preset::Metadata, 2));
-    assert_eq!(plan.run_id, "x-metadata-20261123T193000-procs2");
-    assert_eq!(plan.dir, Path::new("/elsewhere/pvfs-bench/x-metadata-20261123T193000-procs2"));
+    assert_eq!(plan.runner(), Runner::MpiBuiltin);
+    assert_eq!((plan.preset(), plan.tasks_per_client()), (Preset::Metadata, 2));
+    assert_eq!(plan.name(), "x-metadata-20261123T193000-procs2");
+    let (_base, run) = run_dir(&plan);
+    assert_eq!(plan.client_dir(&run), Path::new("/elsewhere/pvfs-bench/x-metadata-20261123T193000-procs2"));
 }
 
 #[test]
@@ -112,28 +118,33 @@ fn refusals_say_what_is_wrong_as_the_cli_prints_them() {
 #[test]
 fn the_equivalent_command_is_ior_or_mdtest_for_every_task() {
     let plan = BenchPlan::resolve(&cluster("procs_per_client = 3\n"), &flags(), now()).unwrap();
+    let (_base, run) = run_dir(&plan);
     assert_eq!(
-        plan.equivalent(),
+        plan.equivalent(&run),
         "mpirun -np 6 ior -w -r --posix.odirect -C -i4 -t32m -b4g -F -o \
          /m/pvfs-bench/x-throughput-20261123T193000/ior"
     );
     let plan =
         BenchPlan::resolve(&cluster(""), &BenchFlags { preset: Some(Preset::Metadata), ..flags() }, now())
             .unwrap();
-    assert!(plan.equivalent().starts_with("mpirun -np 2 mdtest "), "{}", plan.equivalent());
-    assert!(plan.equivalent().contains("/m/pvfs-bench/x-metadata-20261123T193000"), "{}", plan.equivalent());
+    let (_base, run) = run_dir(&plan);
+    let equivalent = plan.equivalent(&run);
+    assert!(equivalent.starts_with("mpirun -np 2 mdtest "), "{equivalent}");
+    assert!(equivalent.contains("/m/pvfs-bench/x-metadata-20261123T193000"), "{equivalent}");
 }
 
+/// A second run of the same name in the same second gets `-2`, here and on the clients; the
+/// plan itself is not changed by it.
 #[test]
-fn a_new_run_dir_renames_the_run_and_its_directory_on_the_clients() {
-    let mut plan = BenchPlan::resolve(&cluster(""), &flags(), now()).unwrap();
-    plan.use_run_dir(RunDir {
-        path: "res/x-throughput-20261123T193000-2".into(),
-        name: "x-throughput-20261123T193000-2".into(),
-    });
-    assert_eq!(plan.run_id, "x-throughput-20261123T193000-2");
-    assert_eq!(plan.dir, Path::new("/m/pvfs-bench/x-throughput-20261123T193000-2"));
-    assert_eq!(plan.results, Path::new("res/x-throughput-20261123T193000-2"));
+fn a_taken_run_name_renames_the_run_and_its_directory_on_the_clients() {
+    let plan = BenchPlan::resolve(&cluster(""), &flags(), now()).unwrap();
+    let base = tempfile::tempdir().unwrap();
+    let first = RunDir::create(base.path(), plan.name()).unwrap();
+    let second = RunDir::create(base.path(), plan.name()).unwrap();
+    assert_eq!(second.name(), "x-throughput-20261123T193000-2");
+    assert_eq!(plan.client_dir(&first), Path::new("/m/pvfs-bench/x-throughput-20261123T193000"));
+    assert_eq!(plan.client_dir(&second), Path::new("/m/pvfs-bench/x-throughput-20261123T193000-2"));
+    assert_eq!(plan.record(&second, &BenchOutcome::default(), &BTreeMap::new(), false).run, second.name());
 }
 
 #[test]
@@ -145,8 +156,9 @@ fn the_record_names_the_run_as_the_user_did() {
         now(),
     )
     .unwrap();
-    let record = plan.record(&BenchOutcome::default(), &BTreeMap::new(), false);
-    assert_eq!((record.engine.as_deref(), record.launcher.as_deref()), (Some("ior"), Some("mpi")));
+    let (_base, run) = run_dir(&plan);
+    let record = plan.record(&run, &BenchOutcome::default(), &BTreeMap::new(), false);
+    assert_eq!((record.engine, record.launcher), (Some(Engine::Ior), Some(Launcher::Mpi)));
     assert_eq!(record.preset.as_deref(), Some("throughput"));
     assert_eq!((record.servers, record.clients, record.vm_limit_mib), (Some(1), Some(2), Some(1000.0)));
     assert!(!record.complete);
@@ -174,5 +186,7 @@ fn a_benchmark_directory_in_a_system_tree_is_refused_before_any_client_is_asked(
     }
     let plan =
         BenchPlan::resolve(&cluster(""), &BenchFlags { dir: Some("/scratch".into()), ..flags() }, now());
-    assert_eq!(plan.unwrap().dir, Path::new("/scratch/pvfs-bench/x-throughput-20261123T193000"));
+    let plan = plan.unwrap();
+    let (_base, run) = run_dir(&plan);
+    assert_eq!(plan.client_dir(&run), Path::new("/scratch/pvfs-bench/x-throughput-20261123T193000"));
 }

@@ -1,0 +1,153 @@
+//! What the coordinator asks of a client, as plain data: one client's share of one phase
+//! ([`PhaseRequest`], the agents launcher) and a whole run as one MPI job ([`LaunchRequest`],
+//! the mpi launcher). They live here, beside the workload and the phases they carry, so that
+//! the wire conversion (`pvfs-proto`) and the coordinator name them without compiling the
+//! engine that runs them; `pvfs-engine` and the agent take them as they are.
+
+use crate::launch::Engine;
+use crate::params::Workload;
+use crate::phase::{IorPhase, MdtestPhase, Phase};
+use std::path::PathBuf;
+
+/// One client's share of one phase, as the coordinator asks for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PhaseRequest {
+    /// What does the I/O: the built-in engine or fio ([`Engine::Ior`] runs only under mpirun,
+    /// and the wire conversion refuses it here).
+    pub engine: Engine,
+    pub workload: Workload,
+    /// The run's directory on this client.
+    pub dir: PathBuf,
+    pub first_task: u32,
+    pub tasks: u32,
+    pub total_tasks: u32,
+    pub tasks_per_client: u32,
+    pub iteration: u32,
+    pub phase: Phase,
+}
+
+/// A request whose tasks are not a share of the run's (empty, or past its end).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("first_task {first_task} and tasks {tasks}: not a share of {total_tasks} tasks")]
+pub struct NotAShare {
+    pub first_task: u32,
+    pub tasks: u32,
+    pub total_tasks: u32,
+}
+
+impl PhaseRequest {
+    /// What this client's share of the phase needs in memory: a transfer buffer per IOR task
+    /// (plus its alignment), every task thread's stack and bookkeeping, and the process. The
+    /// agent refuses a phase its node cannot hold and sets the engine's memory limit from it.
+    /// (Bounded: at most 4096 tasks of 1 GiB each.)
+    pub fn memory_needed(&self) -> u64 {
+        /// The binary, its runtime and allocator arenas.
+        const PROCESS: u64 = 64 << 20;
+        /// A task thread's stack (std's default, 2 MiB) and what it allocates besides.
+        const PER_TASK: u64 = 3 << 20;
+        let buffer = match (&self.workload, self.phase) {
+            (Workload::Ior(p), Phase::Ior(_)) => p.transfer.saturating_add(4096),
+            _ => 0,
+        };
+        PROCESS.saturating_add(u64::from(self.tasks).saturating_mul(PER_TASK.saturating_add(buffer)))
+    }
+
+    /// Whether the phase starts the run here and makes its directory first (IOR's write,
+    /// mdtest's tree creation); the others find it made.
+    pub fn creates_dir(&self) -> bool {
+        matches!(self.phase, Phase::Ior(IorPhase::Write) | Phase::Mdtest(MdtestPhase::TreeCreate))
+    }
+
+    /// This client's tasks, checked against the run's size (no sum can wrap).
+    pub fn task_range(&self) -> Result<std::ops::Range<u32>, NotAShare> {
+        self.first_task
+            .checked_add(self.tasks)
+            .filter(|end| self.tasks > 0 && *end <= self.total_tasks)
+            .map(|end| self.first_task..end)
+            .ok_or(NotAShare {
+                first_task: self.first_task,
+                tasks: self.tasks,
+                total_tasks: self.total_tasks,
+            })
+    }
+}
+
+/// A whole run as one MPI job, as the coordinator asks the launching client for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchRequest {
+    /// What mpirun runs: [`Engine::Builtin`] is `pvfs-agent engine --mpi`, one rank per task;
+    /// [`Engine::Ior`] is IOR for IOR workloads and mdtest for mdtest workloads. fio is no MPI
+    /// program (the wire conversion refuses it here).
+    pub engine: Engine,
+    pub workload: Workload,
+    /// The run's directory, the same path on every client.
+    pub dir: PathBuf,
+    /// Every client as `(name, host)`, in order.
+    pub clients: Vec<(String, String)>,
+    pub tasks_per_client: u32,
+    /// `[bench] mpi_ssh`: mpirun reaches the other clients with the cluster's MPI key and
+    /// checks their host keys against the known_hosts `pvfsctl up` installed.
+    pub mpi_ssh: bool,
+}
+
+impl LaunchRequest {
+    pub fn hostfile(&self) -> Hostfile {
+        Hostfile::new(&self.clients, self.tasks_per_client)
+    }
+
+    /// MPI processes in all (saturating; the wire conversion bounds it well below).
+    pub fn ranks(&self) -> u32 {
+        self.tasks_per_client.saturating_mul(u32::try_from(self.clients.len()).unwrap_or(u32::MAX))
+    }
+}
+
+/// The hostfile mpirun reads, from the clients' hosts in order. Open MPI refuses a host listed
+/// twice with `slots=` (two local-kind clients on one machine), so repeats are merged and
+/// their slots added.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hostfile {
+    /// `host slots=N` lines.
+    pub text: String,
+    /// Which client each rank runs on: mpirun's default mapping fills a host's slots before
+    /// the next host's, in hostfile order.
+    pub owners: Vec<String>,
+}
+
+impl Hostfile {
+    /// `clients` as `(name, host)`, each running `slots` ranks.
+    pub fn new(clients: &[(String, String)], slots: u32) -> Hostfile {
+        let mut hosts: Vec<(&str, Vec<&str>)> = Vec::new();
+        for (name, host) in clients {
+            match hosts.iter_mut().find(|(h, _)| h == host) {
+                Some((_, names)) => names.push(name),
+                None => hosts.push((host, vec![name])),
+            }
+        }
+        let mut text = String::new();
+        let mut owners = Vec::new();
+        for (host, names) in &hosts {
+            // In u64: no wrap, whatever the counts (the agent bounds them before this).
+            text += &format!("{host} slots={}\n", u64::from(slots) * names.len() as u64);
+            for name in names {
+                owners.extend(std::iter::repeat_n((*name).to_owned(), slots as usize));
+            }
+        }
+        Hostfile { text, owners }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostfile_merges_repeated_hosts_and_maps_ranks_by_slot() {
+        let clients: Vec<(String, String)> = [("a", "10.0.0.1"), ("b", "10.0.0.2"), ("c", "10.0.0.1")]
+            .iter()
+            .map(|(n, h)| ((*n).to_owned(), (*h).to_owned()))
+            .collect();
+        let h = Hostfile::new(&clients, 2);
+        assert_eq!(h.text, "10.0.0.1 slots=4\n10.0.0.2 slots=2\n");
+        assert_eq!(h.owners, ["a", "a", "c", "c", "b", "b"]);
+    }
+}
