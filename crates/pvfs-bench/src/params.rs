@@ -3,8 +3,9 @@
 
 use std::fmt;
 
-/// An IOR workload (the parameters the seed's runs use).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An IOR workload (the parameters the seed's runs use). Serialised as results.json's
+/// `params` keep it (the record adds the sizes as text); the wire has its own message.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct IorParams {
     /// `-w`
     pub write: bool,
@@ -28,13 +29,16 @@ pub struct IorParams {
     pub random: bool,
     /// `-e`: fsync at the end of each write phase.
     pub fsync: bool,
-    /// `-l`: what the written data looks like.
+    /// `-l`: what the written data looks like. A record written before it was kept reads as
+    /// IOR's default.
+    #[serde(default)]
     pub packet: DataPacket,
 }
 
 /// IOR's `-l` (dataPacketType): the contents of every transfer it writes. It matters to a file
 /// system or device that compresses or deduplicates, so the engine writes what IOR writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum DataPacket {
     /// IOR's default: 64-bit words `rank << 32 | (signature + i)`, the same for every transfer
     /// of a task (low entropy: compresses well).
@@ -77,8 +81,8 @@ impl fmt::Display for DataPacket {
     }
 }
 
-/// An mdtest workload.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An mdtest workload (serialised as results.json's `params` keep it).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MdtestParams {
     /// `-C`, `-T`, `-E`, `-r`: the phases; none given means all of them (mdtest's default).
     pub create: bool,

@@ -176,7 +176,7 @@ pub struct Sweep {
 #[serde(tag = "tool", content = "params", rename_all = "lowercase")]
 pub enum Params {
     Ior(IorRecord),
-    Mdtest(MdtestRecord),
+    Mdtest(crate::params::MdtestParams),
 }
 
 impl From<&crate::params::Workload> for Params {
@@ -184,74 +184,22 @@ impl From<&crate::params::Workload> for Params {
         use crate::params::{Workload, format_size};
         match w {
             Workload::Ior(p) => Params::Ior(IorRecord {
-                write: p.write,
-                read: p.read,
-                odirect: p.odirect,
-                reorder: p.reorder,
-                iterations: p.iterations,
-                transfer: p.transfer,
-                block: p.block,
-                segments: p.segments,
-                file_per_proc: p.file_per_proc,
-                random: p.random,
-                fsync: p.fsync,
-                packet: Some(p.packet.to_string()),
+                params: p.clone(),
                 transfer_text: format_size(p.transfer),
                 block_text: format_size(p.block),
             }),
-            Workload::Mdtest(p) => Params::Mdtest(MdtestRecord {
-                create: p.create,
-                stat: p.stat,
-                read: p.read,
-                remove: p.remove,
-                iterations: p.iterations,
-                items: p.items,
-                depth: p.depth,
-                branch: p.branch,
-                leaf_only: p.leaf_only,
-                unique_dir: p.unique_dir,
-                files_only: p.files_only,
-            }),
+            Workload::Mdtest(p) => Params::Mdtest(p.clone()),
         }
     }
 }
 
-/// IOR's parameters as the record keeps them (sizes in bytes, and as text).
+/// IOR's parameters as the record keeps them: the workload's own, and the sizes as text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IorRecord {
-    pub write: bool,
-    pub read: bool,
-    pub odirect: bool,
-    pub reorder: bool,
-    pub iterations: u32,
-    pub transfer: u64,
-    pub block: u64,
-    pub segments: u32,
-    pub file_per_proc: bool,
-    pub random: bool,
-    pub fsync: bool,
-    /// IOR's `-l`; absent from records written before it was recorded (whose engine runs
-    /// wrote random data).
-    #[serde(default)]
-    pub packet: Option<String>,
+    #[serde(flatten)]
+    pub params: crate::params::IorParams,
     pub transfer_text: String,
     pub block_text: String,
-}
-
-/// mdtest's parameters as the record keeps them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MdtestRecord {
-    pub create: bool,
-    pub stat: bool,
-    pub read: bool,
-    pub remove: bool,
-    pub iterations: u32,
-    pub items: u32,
-    pub depth: u32,
-    pub branch: u32,
-    pub leaf_only: bool,
-    pub unique_dir: bool,
-    pub files_only: bool,
 }
 
 /// One phase of one iteration, on every client: what the coordinator keeps as each phase ends

@@ -75,7 +75,9 @@ fn record() -> RunRecord {
 
 /// The record as the `json!` literal in `ctl::bench::write_results` built it before this module.
 fn old_literal(r: &RunRecord) -> serde_json::Value {
-    let Some(Params::Ior(p)) = &r.params else { panic!("an IOR record") };
+    let Some(Params::Ior(IorRecord { params: p, transfer_text, block_text })) = &r.params else {
+        panic!("an IOR record")
+    };
     let phases: Vec<_> = r
         .phases
         .iter()
@@ -94,7 +96,7 @@ fn old_literal(r: &RunRecord) -> serde_json::Value {
         "params": {
             "write": p.write, "read": p.read, "odirect": p.odirect, "reorder": p.reorder, "iterations": p.iterations,
             "transfer": p.transfer, "block": p.block, "segments": p.segments, "file_per_proc": p.file_per_proc,
-            "random": p.random, "fsync": p.fsync, "packet": p.packet, "transfer_text": p.transfer_text, "block_text": p.block_text,
+            "random": p.random, "fsync": p.fsync, "packet": p.packet, "transfer_text": transfer_text, "block_text": block_text,
         },
         "tasks_per_client": r.tasks_per_client, "kind": r.kind, "servers": r.servers, "clients": r.clients,
         "vm_limit_mib": r.vm_limit_mib,
