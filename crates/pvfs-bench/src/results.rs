@@ -431,6 +431,35 @@ pub struct ImportSummary<'a> {
     pub mdtest: Cow<'a, [MdtestSummary]>,
 }
 
+/// Stores an output parsed from `file` as a run of its own in `base`: a new directory named
+/// for the file and `now` (never one that exists), the file under `raw/`, then results.json.
+/// Each is written whole or not at all, results.json last, so a directory without one is an
+/// import that was interrupted (`report` says so).
+pub fn store_import(
+    base: &Path,
+    file: &Path,
+    parsed: &crate::model::Parsed,
+    now: std::time::SystemTime,
+) -> Result<RunDir, ResultsError> {
+    let shown = file.display().to_string();
+    let stem = file.file_stem().map_or("output".into(), |s| s.to_string_lossy().into_owned());
+    let stamp = humantime::format_rfc3339_seconds(now).to_string().replace([':', '-'], "");
+    let run = RunDir::create(base, &format!("imported-{stem}-{}", stamp.trim_end_matches('Z')))?;
+    // As it was parsed: a regular file within the cap, and no more of it than that.
+    run.keep_raw(file, crate::parse::OUTPUT_FILE)?;
+    run.write_import(&ImportRecord {
+        run: run.name().into(),
+        complete: true,
+        imported_from: shown.as_str().into(),
+        tool: parsed.tool,
+        version: parsed.version.as_deref().map(Into::into),
+        command: parsed.command.as_deref().map(Into::into),
+        summary: ImportSummary { ior: parsed.ior.as_slice().into(), mdtest: parsed.mdtest.as_slice().into() },
+        iterations: parsed.iterations.as_slice().into(),
+    })?;
+    Ok(run)
+}
+
 /// A results directory's record: a run's or an import's.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Record {

@@ -288,3 +288,20 @@ fn metrics_lines_read_both_kinds() {
     assert_eq!(line.span(), Some((1010.0, 1011.0)));
     assert_eq!(sorted(&line).unwrap().to_string(), second, "integers stay integers");
 }
+
+/// `bench import`'s store: a directory named for the file and the second, the output kept
+/// byte for byte under raw/, and a record that reads back as the parsed rows.
+#[test]
+fn an_import_is_stored_as_a_run_of_its_own() {
+    let base = tempfile::tempdir().unwrap();
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/ior/ior_tput.txt");
+    let parsed = crate::parse::parse_file(&file).unwrap();
+    let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_795_462_200);
+    let run = store_import(base.path(), &file, &parsed, now).unwrap();
+    assert_eq!(run.name(), "imported-ior_tput-20261123T193000");
+    assert_eq!(std::fs::read(run.path().join("raw/ior_tput.txt")).unwrap(), std::fs::read(&file).unwrap());
+    let Record::Import(record) = load(run.path()).unwrap() else { panic!("an import's record") };
+    assert_eq!((record.summary.ior.as_ref(), record.tool), (parsed.ior.as_slice(), parsed.tool));
+    let again = store_import(base.path(), &file, &parsed, now).unwrap();
+    assert_eq!(again.name(), "imported-ior_tput-20261123T193000-2", "never a directory that exists");
+}

@@ -34,8 +34,37 @@ pub struct BenchFlags {
     pub dir: Option<PathBuf>,
     /// Where the results directory is made.
     pub results: PathBuf,
-    /// The sweep point this run is, `(key, value)`.
+    /// The sweep point this run is, `(key, value)`: `procs` sets the tasks per client, any
+    /// other key is a parameter set after every `--set`.
     pub sweep_point: Option<(String, String)>,
+}
+
+/// `--sweep KEY=V1,V2,…`: the key and its values, in order (empty values dropped).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sweep {
+    pub key: String,
+    pub values: Vec<String>,
+}
+
+impl Sweep {
+    pub fn parse(text: &str) -> Result<Sweep, PlanError> {
+        let (key, values) = text.split_once('=').ok_or_else(|| PlanError::SweepForm(text.to_owned()))?;
+        let values: Vec<String> =
+            values.split(',').map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()).collect();
+        if values.is_empty() {
+            return Err(PlanError::SweepEmpty(text.to_owned()));
+        }
+        Ok(Sweep { key: key.trim().to_owned(), values })
+    }
+
+    /// `flags` for each point, in order.
+    pub fn points(&self, flags: &BenchFlags) -> Vec<BenchFlags> {
+        let point = |value: &String| BenchFlags {
+            sweep_point: Some((self.key.clone(), value.clone())),
+            ..flags.clone()
+        };
+        self.values.iter().map(point).collect()
+    }
 }
 
 /// Why flags and a cluster file do not make a run. Each message is the one `pvfsctl bench`
@@ -52,6 +81,19 @@ pub enum PlanError {
     },
     #[error("--set {0:?}: expected KEY=VALUE")]
     SetForm(String),
+    #[error("--sweep {0:?}: expected KEY=V1,V2,…")]
+    SweepForm(String),
+    #[error("--sweep {0:?}: no values")]
+    SweepEmpty(String),
+    #[error("--sweep procs={0}: not a count")]
+    SweepProcs(String),
+    #[error("--sweep {key}={value}")]
+    SweepValue {
+        key: String,
+        value: String,
+        #[source]
+        source: ParamError,
+    },
     #[error("--set {item}")]
     Set {
         item: String,
@@ -122,7 +164,20 @@ impl BenchPlan {
                 .set(key.trim(), value.trim())
                 .map_err(|source| PlanError::Set { item: item.clone(), source })?;
         }
-        let tasks_per_client = flags.procs.or(cluster.bench.procs_per_client).unwrap_or(1);
+        let mut procs = flags.procs;
+        match &flags.sweep_point {
+            Some((key, value)) if key == "procs" => {
+                let count = value.parse::<u32>().ok().filter(|n| *n > 0);
+                procs = Some(count.ok_or_else(|| PlanError::SweepProcs(value.clone()))?);
+            }
+            Some((key, value)) => workload.set(key, value).map_err(|source| PlanError::SweepValue {
+                key: key.clone(),
+                value: value.clone(),
+                source,
+            })?,
+            None => {}
+        }
+        let tasks_per_client = procs.or(cluster.bench.procs_per_client).unwrap_or(1);
         // The run's size bounds it too (a shared file's size, the files a phase makes).
         let clients = cluster.with_role(Role::Client).count().max(1);
         let total_tasks = total_tasks(tasks_per_client, clients)?;

@@ -11,14 +11,14 @@ use super::watch::{Watch, keys};
 use crate::cli::{BenchArgs, ImportArgs};
 use crate::{exit, output};
 use anyhow::{Context, bail};
-use pvfs_bench::results::{self, BenchEvent, ImportRecord, ImportSummary, RunDir};
+use pvfs_bench::results::{self, BenchEvent};
 use pvfs_config::{Cluster, Role};
 use pvfs_coord::bench::BenchError;
 use pvfs_coord::bench::execute::{self, RunEvent};
-use pvfs_coord::bench::plan::{BenchFlags, BenchPlan};
+use pvfs_coord::bench::plan::{BenchFlags, BenchPlan, Sweep};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -49,41 +49,20 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<u8> {
     let Some(sweep) = args.sweep.clone() else { return Ok(run_to(args).await?.0) };
     // One watcher for the whole sweep: a signal between two points stops the sweep too.
     let interrupts = Interrupts::watch()?;
-    let (key, values) =
-        sweep.split_once('=').with_context(|| format!("--sweep {sweep:?}: expected KEY=V1,V2,…"))?;
-    let (key, values): (String, Vec<String>) = (
-        key.trim().to_owned(),
-        values.split(',').map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()).collect(),
-    );
-    if values.is_empty() {
-        bail!("--sweep {sweep:?}: no values");
-    }
+    let sweep = Sweep::parse(&sweep)?;
+    let key = &sweep.key;
     // Check every point before running any, so a typo in the last value costs nothing.
-    for value in &values {
-        if key == "procs" {
-            value
-                .parse::<u32>()
-                .ok()
-                .filter(|n| *n > 0)
-                .with_context(|| format!("--sweep procs={value}: not a count"))?;
-        } else {
-            let mut check = args.clone();
-            check.set.push(format!("{key}={value}"));
-            let path = check.cluster.clone().context("a cluster file is needed")?;
-            resolve(&pvfs_config::load(&path)?, &check)?;
-        }
+    let path = args.cluster.clone().context("a cluster file is needed")?;
+    let cluster = pvfs_config::load(&path)?;
+    for point in sweep.points(&flags(&args)) {
+        BenchPlan::resolve(&cluster, &point, SystemTime::now())?;
     }
     let mut code = exit::OK;
     let mut points = Vec::new();
-    for value in &values {
+    for value in &sweep.values {
         let mut point = args.clone();
         point.sweep = None;
         point.sweep_point = Some((key.clone(), value.clone()));
-        if key == "procs" {
-            point.procs = value.parse().ok();
-        } else {
-            point.set.push(format!("{key}={value}"));
-        }
         if !args.json {
             output::print(&format!("\n== sweep {key}={value}\n"))?;
         }
@@ -400,7 +379,8 @@ pub(crate) fn import(args: ImportArgs) -> anyhow::Result<u8> {
             code = code.max(exit::FAILURES);
             continue;
         }
-        let dir = store_import(&args.results, file, &parsed)?;
+        let dir = results::store_import(&args.results, file, &parsed, SystemTime::now())?;
+        let dir = dir.path();
         if !args.json {
             let rows = parsed.ior.len() + parsed.mdtest.len();
             output::print(&format!(
@@ -415,29 +395,4 @@ pub(crate) fn import(args: ImportArgs) -> anyhow::Result<u8> {
         }
     }
     Ok(code)
-}
-
-/// Stores one parsed file as a run of its own: a new directory (never one that exists), the
-/// file under `raw/`, then results.json. Each is written whole or not at all, results.json
-/// last, so a directory without one is an import that was interrupted (`report` says so).
-fn store_import(results: &Path, file: &Path, parsed: &pvfs_bench::model::Parsed) -> anyhow::Result<PathBuf> {
-    let shown = file.display().to_string();
-    let stem = file.file_stem().map_or("output".into(), |s| s.to_string_lossy().into_owned());
-    let stamp = humantime::format_rfc3339_seconds(SystemTime::now()).to_string().replace([':', '-'], "");
-    let run_dir = RunDir::create(results, &format!("imported-{stem}-{}", stamp.trim_end_matches('Z')))?;
-    let dir = run_dir.path().to_owned();
-    // As it was parsed: a regular file within the cap, and no more of it than that.
-    run_dir.keep_raw(file, pvfs_bench::parse::OUTPUT_FILE).with_context(|| format!("copying {shown}"))?;
-    let record = ImportRecord {
-        run: run_dir.name().into(),
-        complete: true,
-        imported_from: shown.as_str().into(),
-        tool: parsed.tool,
-        version: parsed.version.as_deref().map(Into::into),
-        command: parsed.command.as_deref().map(Into::into),
-        summary: ImportSummary { ior: parsed.ior.as_slice().into(), mdtest: parsed.mdtest.as_slice().into() },
-        iterations: parsed.iterations.as_slice().into(),
-    };
-    run_dir.write_import(&record)?;
-    Ok(dir)
 }

@@ -190,3 +190,39 @@ fn a_benchmark_directory_in_a_system_tree_is_refused_before_any_client_is_asked(
     let (_base, run) = run_dir(&plan);
     assert_eq!(plan.client_dir(&run), Path::new("/scratch/pvfs-bench/x-throughput-20261123T193000"));
 }
+
+/// `--sweep`: its form, and each point resolved as its own run (procs the tasks per client,
+/// any other key a parameter set after every `--set`), refused in the point's own words.
+#[test]
+fn a_sweep_is_its_points_each_resolved_as_a_run() {
+    assert_eq!(
+        Sweep::parse("procs=1, 4,,8").unwrap(),
+        Sweep { key: "procs".into(), values: vec!["1".into(), "4".into(), "8".into()] }
+    );
+    assert_eq!(Sweep::parse("procs").unwrap_err().to_string(), "--sweep \"procs\": expected KEY=V1,V2,…");
+    assert_eq!(Sweep::parse("t=,").unwrap_err().to_string(), "--sweep \"t=,\": no values");
+
+    let file = cluster("");
+    let base = BenchFlags { set: vec!["t=64k".into()], ..flags() };
+    let plans: Vec<BenchPlan> = Sweep::parse("procs=1,3")
+        .unwrap()
+        .points(&base)
+        .iter()
+        .map(|point| BenchPlan::resolve(&file, point, now()).unwrap())
+        .collect();
+    assert_eq!(plans.iter().map(BenchPlan::tasks_per_client).collect::<Vec<_>>(), [1, 3]);
+    assert_eq!(plans[1].name(), "x-throughput-20261123T193000-procs3");
+
+    let points = Sweep::parse("t=1m").unwrap().points(&base);
+    let plan = BenchPlan::resolve(&file, &points[0], now()).unwrap();
+    let Workload::Ior(p) = plan.workload() else { panic!("an IOR workload") };
+    assert_eq!(p.transfer, 1 << 20, "the sweep's value comes after --set t=64k");
+
+    let refused = |text: &str| refusal(&file, &Sweep::parse(text).unwrap().points(&base)[0]);
+    assert_eq!(refused("procs=0"), "--sweep procs=0: not a count");
+    assert!(
+        refused("bogus=1").starts_with("--sweep bogus=1: unknown IOR parameter \"bogus\""),
+        "{}",
+        refused("bogus=1")
+    );
+}
