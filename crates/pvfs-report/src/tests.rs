@@ -105,3 +105,50 @@ fn a_run_directory_without_results_json_is_named_incomplete() {
         )
     );
 }
+
+/// Issue 26: a results directory that `pvfsctl demo` wrote before a run had one model (see
+/// testdata/old-results/README.md) reads with today's code to the numbers it holds, and a
+/// report is written over it.
+#[test]
+fn a_results_directory_written_before_the_run_model_reads_to_the_same_numbers() {
+    let dir =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/old-results/demo-throughput-20261127T205944");
+    let raw: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    let results::Record::Run(record) = results::load(&dir).unwrap() else { panic!("a run's record") };
+    assert!(record.complete);
+    assert_eq!(record.engine, Some(pvfs_bench::launch::Engine::Builtin));
+    assert_eq!(record.launcher, Some(pvfs_bench::launch::Launcher::Agents));
+    let phases = raw["phases"].as_array().unwrap();
+    assert_eq!(record.phases.len(), phases.len());
+    assert_eq!(phases.len(), 4, "two iterations of write and read");
+    for (read, written) in record.phases.iter().zip(phases) {
+        assert_eq!(Some(read.totals.bytes), written["bytes"].as_u64());
+        assert_eq!(Some(read.totals.ops), written["ops"].as_u64());
+        assert_eq!(Some(read.totals.seconds), written["seconds"].as_f64());
+        assert_eq!(Some(read.totals.bw_mib), written["bw_mib"].as_f64());
+        assert_eq!(read.totals.open_s, None, "not kept by then");
+        assert_eq!(read.tasks.len(), written["tasks"].as_array().unwrap().len());
+        for (task, w) in read.tasks.iter().zip(written["tasks"].as_array().unwrap()) {
+            assert_eq!((Some(task.start), Some(task.end)), (w["start"].as_f64(), w["end"].as_f64()));
+        }
+    }
+    for (row, written) in record.summary.ior.iter().zip(raw["summary"]["ior"].as_array().unwrap()) {
+        assert_eq!(row.bw_mean_mib, written["bw_mean_mib"].as_f64());
+    }
+    let Some(results::Params::Ior(ior)) = &record.params else { panic!("IOR's parameters") };
+    assert_eq!(Some(ior.params.transfer), raw["params"]["transfer"].as_u64());
+    assert_eq!(ior.params.packet.as_str(), raw["params"]["packet"].as_str().unwrap());
+    // Every metrics line reads, as many as the record counted.
+    for (node, seconds) in &record.metrics_seconds {
+        let lines = results::metrics_lines(&dir, node);
+        let second_lines = lines.iter().filter(|l| matches!(l, results::MetricsLine::Second(_))).count();
+        assert_eq!(second_lines as u64, *seconds, "{node}");
+    }
+    // The CSV the record makes today is the CSV written then.
+    assert_eq!(record.csv(), std::fs::read_to_string(dir.join("results.csv")).unwrap());
+    let out = tempfile::tempdir().unwrap();
+    write(&[dir], out.path()).unwrap();
+    let report = std::fs::read_to_string(out.path().join("report.md")).unwrap();
+    assert!(report.contains("demo-throughput-20261127T205944"), "{report}");
+}
