@@ -115,7 +115,7 @@ fn a_results_directory_written_before_the_run_model_reads_to_the_same_numbers() 
         Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/old-results/demo-throughput-20261127T205944");
     let raw: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
-    let results::Record::Run(record) = results::load(&dir).unwrap() else { panic!("a run's record") };
+    let Record::Run(record) = results::load(&dir).unwrap() else { panic!("a run's record") };
     assert!(record.complete);
     assert_eq!(record.engine, Some(pvfs_bench::launch::Engine::Builtin));
     assert_eq!(record.launcher, Some(pvfs_bench::launch::Launcher::Agents));
