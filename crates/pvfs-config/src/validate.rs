@@ -10,7 +10,10 @@ use crate::model::{
     Address, BeegfsAuth, Bench, Cluster, Firewall, Kind, KindSpec, Layout, Lvm, Node, Packages, Queue, Repo,
     Role, Stripe, Target,
 };
-use crate::schema::{BenchSection, ClusterFile, NodeSpec, StripeSection, TargetSection};
+use crate::schema::{
+    BeegfsSection, BenchSection, ClusterFile, GlusterfsSection, LocalSection, LustreSection, NodeSpec,
+    StripeSection, TargetSection,
+};
 use crate::suggest::closest;
 use pvfs_host::local_file::{self, Cap};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -226,173 +229,167 @@ impl Validator<'_> {
         let missing = |what: &str| format!("kind = \"{kind}\" needs a [{kind}] section ({what})");
         let spec = match kind {
             Kind::Lustre => match &file.lustre {
-                Some(s) => {
-                    let fsname = s.fsname.get_ref();
-                    if fsname.is_empty()
-                        || fsname.len() > 8
-                        || fsname.starts_with('-')
-                        || !fsname.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-                    {
-                        self.error(
-                            &s.fsname,
-                            "Lustre fsname must be 1 to 8 letters, digits, '_' or '-', not starting with '-'",
-                        );
-                    }
-                    if let Some(version) = &s.version {
-                        self.check(version, |v| grammar::package_version("lustre", v));
-                    }
-                    let (lnet, interface) = match parse_lnet(s.lnet.get_ref()) {
-                        Ok(parsed) => parsed,
-                        Err(message) => {
-                            self.error(&s.lnet, message);
-                            ("tcp".to_owned(), None)
-                        }
-                    };
-                    let lustre = |path| TargetDefaults {
-                        raid: "/dev/md0",
-                        fs: "ldiskfs",
-                        mkfs_options: &[],
-                        // As Lustre's manual writes server fstab lines: `_netdev` orders the
-                        // mount after the network at boot (LNet needs it). No x-systemd.*
-                        // option: mount.lustre hands options it does not know to the kernel
-                        // (parse_options in lustre/utils/mount_lustre.c), so the same string
-                        // given to `mount -o` would reach ldiskfs and fail the mount.
-                        mount_options: "defaults,_netdev",
-                        path,
-                        tuning: false,
-                        lustre: true,
-                    };
-                    let mount = self.absolute(&s.mount);
-                    let stripe = s.stripe.as_ref().and_then(|st| self.stripe(st, &mount, file));
-                    let client_lctl = s
-                        .client
-                        .as_ref()
-                        .and_then(|c| c.lctl.as_ref())
-                        .map(|lctl| self.lctl(lctl))
-                        .unwrap_or_default();
-                    KindSpec::Lustre {
-                        fsname: fsname.clone(),
-                        mount,
-                        stripe,
-                        client_lctl,
-                        lnet,
-                        interface,
-                        version: s.version.as_ref().map(|v| v.get_ref().clone()),
-                        mdt: self.target(s.mdt.as_ref(), "[lustre.mdt]", &lustre("/mnt/mgsmds")),
-                        ost: self.target(s.ost.as_ref(), "[lustre.ost]", &lustre("/mnt/oss")),
-                    }
-                }
+                Some(s) => self.lustre_spec(s, file),
                 None => return self.missing(file, missing("fsname, mount")),
             },
             Kind::Glusterfs => match &file.glusterfs {
-                Some(s) => {
-                    if !is_simple_name(s.volume.get_ref()) || s.volume.get_ref().starts_with(['-', '.']) {
-                        self.error(
-                            &s.volume,
-                            "volume name must be letters, digits, '-', '_' or '.', not starting with '-' or '.'",
-                        );
-                    }
-                    let layout = self.layout(s);
-                    let defaults = TargetDefaults {
-                        raid: "/dev/md0",
-                        fs: "xfs",
-                        // Gluster keeps its metadata in xattrs: 512-byte inodes hold them inline.
-                        mkfs_options: &["-i", "size=512"],
-                        mount_options: "defaults,inode64,noatime",
-                        path: "/rhs/brick1",
-                        tuning: false,
-                        lustre: false,
-                    };
-                    KindSpec::Glusterfs {
-                        volume: s.volume.get_ref().clone(),
-                        mount: self.absolute(&s.mount),
-                        layout,
-                        options: self.pairs(
-                            "[glusterfs] options",
-                            &s.options,
-                            grammar::gluster_key,
-                            grammar::gluster_value,
-                        ),
-                        brick: self.target(s.brick.as_ref(), "[glusterfs.brick]", &defaults),
-                    }
-                }
+                Some(s) => self.glusterfs_spec(s),
                 None => return self.missing(file, missing("volume, mount")),
             },
             Kind::Beegfs => match &file.beegfs {
-                Some(s) => {
-                    // az-cat's names: md20 for metadata, md10 for storage, so both fit one node.
-                    let meta = TargetDefaults {
-                        raid: "/dev/md20",
-                        fs: "ext4",
-                        // BeeGFS's metadata recommendations: small inodes, large journal.
-                        mkfs_options: &[
-                            "-i",
-                            "2048",
-                            "-I",
-                            "512",
-                            "-J",
-                            "size=400",
-                            "-O",
-                            "dir_index,filetype",
-                        ],
-                        mount_options: "defaults,noatime,nodiratime",
-                        path: "/data/beegfs/meta",
-                        tuning: true,
-                        lustre: false,
-                    };
-                    let storage = TargetDefaults {
-                        raid: "/dev/md10",
-                        fs: "xfs",
-                        mkfs_options: &[],
-                        mount_options: "defaults,noatime,nodiratime,logbufs=8,logbsize=256k,largeio,inode64,swalloc,allocsize=131072k",
-                        path: "/data/beegfs/storage",
-                        tuning: true,
-                        lustre: false,
-                    };
-                    KindSpec::Beegfs {
-                        mount: self.absolute(&s.mount),
-                        mgmtd_dir: s
-                            .mgmtd_dir
-                            .as_ref()
-                            .map_or("/data/beegfs/mgmtd".into(), |d| self.absolute(d)),
-                        meta: self.target(s.meta.as_ref(), "[beegfs.meta]", &meta),
-                        storage: self.target(s.storage.as_ref(), "[beegfs.storage]", &storage),
-                        client_tuning: self.pairs(
-                            "[beegfs] client_tuning",
-                            &s.client_tuning,
-                            grammar::beegfs_key,
-                            grammar::beegfs_value,
-                        ),
-                        auth: self.beegfs_auth(s),
-                        interfaces: s
-                            .interfaces
-                            .iter()
-                            .filter(|i| self.interface(i))
-                            .map(|i| i.get_ref().clone())
-                            .collect(),
-                        net_filter: s
-                            .net_filter
-                            .iter()
-                            .filter(|n| self.cidr(n))
-                            .map(|n| n.get_ref().clone())
-                            .collect(),
-                    }
-                }
+                Some(s) => self.beegfs_spec(s),
                 None => return self.missing(file, missing("mount")),
             },
             Kind::Local => match &file.local {
-                Some(s) => {
-                    let mount = self.absolute(&s.mount);
-                    let targets = match &s.targets {
-                        Some(t) => self.absolute(t),
-                        None => mount.parent().unwrap_or(Path::new("/")).join("targets"),
-                    };
-                    KindSpec::Local { mount, targets }
-                }
+                Some(s) => self.local_spec(s),
                 None => return self.missing(file, missing("mount")),
             },
         };
         Some(spec)
+    }
+
+    /// `[lustre]`: the file system's name, LNet, striping, the client's lctl settings and the
+    /// MDT and OST targets (ldiskfs on `/dev/md0` by default).
+    fn lustre_spec(&mut self, s: &LustreSection, file: &ClusterFile) -> KindSpec {
+        let fsname = s.fsname.get_ref();
+        if fsname.is_empty()
+            || fsname.len() > 8
+            || fsname.starts_with('-')
+            || !fsname.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            self.error(
+                &s.fsname,
+                "Lustre fsname must be 1 to 8 letters, digits, '_' or '-', not starting with '-'",
+            );
+        }
+        if let Some(version) = &s.version {
+            self.check(version, |v| grammar::package_version("lustre", v));
+        }
+        let (lnet, interface) = match parse_lnet(s.lnet.get_ref()) {
+            Ok(parsed) => parsed,
+            Err(message) => {
+                self.error(&s.lnet, message);
+                ("tcp".to_owned(), None)
+            }
+        };
+        let lustre = |path| TargetDefaults {
+            raid: "/dev/md0",
+            fs: "ldiskfs",
+            mkfs_options: &[],
+            // As Lustre's manual writes server fstab lines: `_netdev` orders the
+            // mount after the network at boot (LNet needs it). No x-systemd.*
+            // option: mount.lustre hands options it does not know to the kernel
+            // (parse_options in lustre/utils/mount_lustre.c), so the same string
+            // given to `mount -o` would reach ldiskfs and fail the mount.
+            mount_options: "defaults,_netdev",
+            path,
+            tuning: false,
+            lustre: true,
+        };
+        let mount = self.absolute(&s.mount);
+        let stripe = s.stripe.as_ref().and_then(|st| self.stripe(st, &mount, file));
+        let client_lctl =
+            s.client.as_ref().and_then(|c| c.lctl.as_ref()).map(|lctl| self.lctl(lctl)).unwrap_or_default();
+        KindSpec::Lustre {
+            fsname: fsname.clone(),
+            mount,
+            stripe,
+            client_lctl,
+            lnet,
+            interface,
+            version: s.version.as_ref().map(|v| v.get_ref().clone()),
+            mdt: self.target(s.mdt.as_ref(), "[lustre.mdt]", &lustre("/mnt/mgsmds")),
+            ost: self.target(s.ost.as_ref(), "[lustre.ost]", &lustre("/mnt/oss")),
+        }
+    }
+
+    /// `[glusterfs]`: the volume, its layout and options, and the brick (XFS with 512-byte
+    /// inodes by default).
+    fn glusterfs_spec(&mut self, s: &GlusterfsSection) -> KindSpec {
+        if !is_simple_name(s.volume.get_ref()) || s.volume.get_ref().starts_with(['-', '.']) {
+            self.error(
+                &s.volume,
+                "volume name must be letters, digits, '-', '_' or '.', not starting with '-' or '.'",
+            );
+        }
+        let layout = self.layout(s);
+        let defaults = TargetDefaults {
+            raid: "/dev/md0",
+            fs: "xfs",
+            // Gluster keeps its metadata in xattrs: 512-byte inodes hold them inline.
+            mkfs_options: &["-i", "size=512"],
+            mount_options: "defaults,inode64,noatime",
+            path: "/rhs/brick1",
+            tuning: false,
+            lustre: false,
+        };
+        KindSpec::Glusterfs {
+            volume: s.volume.get_ref().clone(),
+            mount: self.absolute(&s.mount),
+            layout,
+            options: self.pairs(
+                "[glusterfs] options",
+                &s.options,
+                grammar::gluster_key,
+                grammar::gluster_value,
+            ),
+            brick: self.target(s.brick.as_ref(), "[glusterfs.brick]", &defaults),
+        }
+    }
+
+    /// `[beegfs]`: the mount, the management directory, the metadata and storage targets (with
+    /// BeeGFS's recommended mkfs and mount options), client tuning, authentication, networks.
+    fn beegfs_spec(&mut self, s: &BeegfsSection) -> KindSpec {
+        // az-cat's names: md20 for metadata, md10 for storage, so both fit one node.
+        let meta = TargetDefaults {
+            raid: "/dev/md20",
+            fs: "ext4",
+            // BeeGFS's metadata recommendations: small inodes, large journal.
+            mkfs_options: &["-i", "2048", "-I", "512", "-J", "size=400", "-O", "dir_index,filetype"],
+            mount_options: "defaults,noatime,nodiratime",
+            path: "/data/beegfs/meta",
+            tuning: true,
+            lustre: false,
+        };
+        let storage = TargetDefaults {
+            raid: "/dev/md10",
+            fs: "xfs",
+            mkfs_options: &[],
+            mount_options: "defaults,noatime,nodiratime,logbufs=8,logbsize=256k,largeio,inode64,swalloc,allocsize=131072k",
+            path: "/data/beegfs/storage",
+            tuning: true,
+            lustre: false,
+        };
+        KindSpec::Beegfs {
+            mount: self.absolute(&s.mount),
+            mgmtd_dir: s.mgmtd_dir.as_ref().map_or("/data/beegfs/mgmtd".into(), |d| self.absolute(d)),
+            meta: self.target(s.meta.as_ref(), "[beegfs.meta]", &meta),
+            storage: self.target(s.storage.as_ref(), "[beegfs.storage]", &storage),
+            client_tuning: self.pairs(
+                "[beegfs] client_tuning",
+                &s.client_tuning,
+                grammar::beegfs_key,
+                grammar::beegfs_value,
+            ),
+            auth: self.beegfs_auth(s),
+            interfaces: s
+                .interfaces
+                .iter()
+                .filter(|i| self.interface(i))
+                .map(|i| i.get_ref().clone())
+                .collect(),
+            net_filter: s.net_filter.iter().filter(|n| self.cidr(n)).map(|n| n.get_ref().clone()).collect(),
+        }
+    }
+
+    /// `[local]`: the mount directory and the targets' directory beside it.
+    fn local_spec(&mut self, s: &LocalSection) -> KindSpec {
+        let mount = self.absolute(&s.mount);
+        let targets = match &s.targets {
+            Some(t) => self.absolute(t),
+            None => mount.parent().unwrap_or(Path::new("/")).join("targets"),
+        };
+        KindSpec::Local { mount, targets }
     }
 
     fn missing(&mut self, file: &ClusterFile, message: String) -> Option<KindSpec> {
@@ -425,104 +422,9 @@ impl Validator<'_> {
                 );
             }
 
-            let address = match &spec.address {
-                Some(given) => match given.get_ref().parse::<Address>() {
-                    Ok(address) => {
-                        if let Some((other, first)) = addresses.get(&address) {
-                            self.error(given, format!("address {address} is already node {other:?}'s (line {first}); each node needs its own agent address"));
-                        } else {
-                            addresses.insert(address.clone(), (name, self.line(given)));
-                        }
-                        Some(address)
-                    }
-                    Err(why) => {
-                        self.error(given, format!("cannot parse address {:?}: {why}", given.get_ref()));
-                        None
-                    }
-                },
-                // Only with [azure] (the loader refuses it otherwise): from the state file.
-                None => match self.state_address(name, spec) {
-                    Some(address) => {
-                        if let Some((other, first)) = addresses.get(&address) {
-                            self.error(&spec.name, format!("node {name:?}'s address {address} in {} is already node {other:?}'s (line {first}); each node needs its own agent address", crate::azure::state_path(self.path).display()));
-                        } else {
-                            addresses.insert(address.clone(), (name, self.line(&spec.name)));
-                        }
-                        Some(address)
-                    }
-                    None => Some(azure::unknown_address()),
-                },
-            };
-
-            let mut roles = Vec::new();
-            if spec.roles.get_ref().is_empty() {
-                self.error(&spec.roles, format!("node {name:?} has no roles; give at least one"));
-            }
-            for role in spec.roles.get_ref() {
-                let given = role.get_ref().as_str();
-                let Ok(parsed) = given.parse::<Role>() else {
-                    let all: Vec<&'static str> = Role::ALL.iter().map(|r| r.as_str()).collect();
-                    let hint =
-                        closest(given, &all).map(|r| format!("; did you mean {r:?}?")).unwrap_or_default();
-                    self.error(role, format!("unknown role {given:?}: roles are {}{hint}", all.join(", ")));
-                    continue;
-                };
-                if let Some(kind) = kind.filter(|k| !k.roles().contains(&parsed)) {
-                    let valid: Vec<&str> = kind.roles().iter().map(|r| r.as_str()).collect();
-                    self.error(
-                        role,
-                        format!("role {given:?} is not valid for kind {kind}: use {}", valid.join(", ")),
-                    );
-                } else if roles.contains(&parsed) {
-                    self.error(role, format!("role {given:?} is listed twice"));
-                } else {
-                    roles.push(parsed);
-                }
-            }
-
-            // Sets beside the lists: a node may list thousands of disks, and a list lookup per
-            // disk would make the node quadratic.
-            let mut disks: Vec<PathBuf> = Vec::new();
-            let mut seen: HashSet<&str> = HashSet::new();
-            for disk in &spec.disks {
-                if !self.check(disk, |d| grammar::device_path("disk", d)) {
-                    continue;
-                }
-                if !seen.insert(disk.get_ref()) {
-                    self.error(disk, format!("disk {:?} is listed twice for node {name:?}", disk.get_ref()));
-                } else {
-                    disks.push(PathBuf::from(disk.get_ref()));
-                }
-            }
-
-            let mut meta_disks: Vec<PathBuf> = Vec::new();
-            for disk in &spec.meta_disks {
-                if kind.is_some_and(|k| k != Kind::Beegfs) {
-                    self.error(disk, "meta_disks is for BeeGFS nodes that are both meta and storage");
-                } else if !self.check(disk, |d| grammar::device_path("meta disk", d)) {
-                    continue;
-                } else if !seen.insert(disk.get_ref()) {
-                    self.error(
-                        disk,
-                        format!(
-                            "meta disk {:?} must be listed once, and not also under `disks`",
-                            disk.get_ref()
-                        ),
-                    );
-                } else {
-                    meta_disks.push(PathBuf::from(disk.get_ref()));
-                }
-            }
-
-            let mut wipe = Vec::new();
-            for w in &spec.wipe {
-                let path = PathBuf::from(w.get_ref());
-                if seen.contains(w.get_ref().as_str()) {
-                    wipe.push(path);
-                } else {
-                    self.error(w, format!("{:?} is not one of node {name:?}'s disks; `wipe` may only list entries of `disks`", w.get_ref()));
-                }
-            }
+            let address = self.node_address(name, spec, &mut addresses);
+            let roles = self.node_roles(kind, name, spec);
+            let (disks, meta_disks, wipe) = self.node_disks(kind, name, spec);
 
             // LNet's tcp NIDs are IPv4 addresses (lnet(7)).
             let lnet_address = spec.lnet_address.as_ref().and_then(|a| {
@@ -557,6 +459,130 @@ impl Validator<'_> {
             }
         }
         nodes
+    }
+
+    /// The node's agent address: given, or (with `[azure]`) from the state file; each node's
+    /// its own, the first holder named for a second.
+    fn node_address<'f>(
+        &mut self,
+        name: &'f str,
+        spec: &NodeSpec,
+        addresses: &mut HashMap<Address, (&'f str, usize)>,
+    ) -> Option<Address> {
+        match &spec.address {
+            Some(given) => match given.get_ref().parse::<Address>() {
+                Ok(address) => {
+                    if let Some((other, first)) = addresses.get(&address) {
+                        self.error(given, format!("address {address} is already node {other:?}'s (line {first}); each node needs its own agent address"));
+                    } else {
+                        addresses.insert(address.clone(), (name, self.line(given)));
+                    }
+                    Some(address)
+                }
+                Err(why) => {
+                    self.error(given, format!("cannot parse address {:?}: {why}", given.get_ref()));
+                    None
+                }
+            },
+            // Only with [azure] (the loader refuses it otherwise): from the state file.
+            None => match self.state_address(name, spec) {
+                Some(address) => {
+                    if let Some((other, first)) = addresses.get(&address) {
+                        self.error(&spec.name, format!("node {name:?}'s address {address} in {} is already node {other:?}'s (line {first}); each node needs its own agent address", crate::azure::state_path(self.path).display()));
+                    } else {
+                        addresses.insert(address.clone(), (name, self.line(&spec.name)));
+                    }
+                    Some(address)
+                }
+                None => Some(azure::unknown_address()),
+            },
+        }
+    }
+
+    /// The node's roles: known ones, valid for the kind, each once.
+    fn node_roles(&mut self, kind: Option<Kind>, name: &str, spec: &NodeSpec) -> Vec<Role> {
+        let mut roles = Vec::new();
+        if spec.roles.get_ref().is_empty() {
+            self.error(&spec.roles, format!("node {name:?} has no roles; give at least one"));
+        }
+        for role in spec.roles.get_ref() {
+            let given = role.get_ref().as_str();
+            let Ok(parsed) = given.parse::<Role>() else {
+                let all: Vec<&'static str> = Role::ALL.iter().map(|r| r.as_str()).collect();
+                let hint = closest(given, &all).map(|r| format!("; did you mean {r:?}?")).unwrap_or_default();
+                self.error(role, format!("unknown role {given:?}: roles are {}{hint}", all.join(", ")));
+                continue;
+            };
+            if let Some(kind) = kind.filter(|k| !k.roles().contains(&parsed)) {
+                let valid: Vec<&str> = kind.roles().iter().map(|r| r.as_str()).collect();
+                self.error(
+                    role,
+                    format!("role {given:?} is not valid for kind {kind}: use {}", valid.join(", ")),
+                );
+            } else if roles.contains(&parsed) {
+                self.error(role, format!("role {given:?} is listed twice"));
+            } else {
+                roles.push(parsed);
+            }
+        }
+        roles
+    }
+
+    /// The node's disks, its BeeGFS metadata disks and those marked to wipe: device paths, each
+    /// listed once, a wipe only of a listed disk.
+    fn node_disks(
+        &mut self,
+        kind: Option<Kind>,
+        name: &str,
+        spec: &NodeSpec,
+    ) -> (Vec<PathBuf>, Vec<PathBuf>, Vec<PathBuf>) {
+        // Sets beside the lists: a node may list thousands of disks, and a list lookup per
+        // disk would make the node quadratic.
+        let mut disks: Vec<PathBuf> = Vec::new();
+        let mut seen: HashSet<&str> = HashSet::new();
+        for disk in &spec.disks {
+            if !self.check(disk, |d| grammar::device_path("disk", d)) {
+                continue;
+            }
+            if !seen.insert(disk.get_ref()) {
+                self.error(disk, format!("disk {:?} is listed twice for node {name:?}", disk.get_ref()));
+            } else {
+                disks.push(PathBuf::from(disk.get_ref()));
+            }
+        }
+
+        let mut meta_disks: Vec<PathBuf> = Vec::new();
+        for disk in &spec.meta_disks {
+            if kind.is_some_and(|k| k != Kind::Beegfs) {
+                self.error(disk, "meta_disks is for BeeGFS nodes that are both meta and storage");
+            } else if !self.check(disk, |d| grammar::device_path("meta disk", d)) {
+                continue;
+            } else if !seen.insert(disk.get_ref()) {
+                self.error(
+                    disk,
+                    format!("meta disk {:?} must be listed once, and not also under `disks`", disk.get_ref()),
+                );
+            } else {
+                meta_disks.push(PathBuf::from(disk.get_ref()));
+            }
+        }
+
+        let mut wipe = Vec::new();
+        for w in &spec.wipe {
+            let path = PathBuf::from(w.get_ref());
+            if seen.contains(w.get_ref().as_str()) {
+                wipe.push(path);
+            } else {
+                self.error(
+                    w,
+                    format!(
+                        "{:?} is not one of node {name:?}'s disks; `wipe` may only list entries of `disks`",
+                        w.get_ref()
+                    ),
+                );
+            }
+        }
+        (disks, meta_disks, wipe)
     }
 
     /// The section's target settings over the kind's defaults.
@@ -702,7 +728,7 @@ impl Validator<'_> {
         out
     }
 
-    fn layout(&mut self, s: &crate::schema::GlusterfsSection) -> Layout {
+    fn layout(&mut self, s: &GlusterfsSection) -> Layout {
         let count = |v: &Option<Spanned<u32>>| v.as_ref().map(|v| *v.get_ref());
         match s.layout.get_ref().as_str() {
             "distribute" => {
@@ -1305,7 +1331,7 @@ impl Validator<'_> {
     /// BeeGFS 7.3 and later refuse to start without a `connAuthFile` unless
     /// `connDisableAuthentication = true` (AbstractConfig::initConnAuthHash in
     /// common/source/common/app/config/AbstractConfig.cpp): one of the two is required.
-    fn beegfs_auth(&mut self, s: &crate::schema::BeegfsSection) -> BeegfsAuth {
+    fn beegfs_auth(&mut self, s: &BeegfsSection) -> BeegfsAuth {
         match (&s.auth_secret, &s.disable_authentication) {
             (Some(_), Some(disable)) if *disable.get_ref() => {
                 self.error(disable, "[beegfs]: give auth_secret or disable_authentication = true, not both");

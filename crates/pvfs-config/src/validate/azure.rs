@@ -5,7 +5,7 @@ use super::Validator;
 use crate::azure::{Azure, AzureVm, Caching, DataDisks, ImageRef, State, state_path};
 use crate::load::Addresses;
 use crate::model::{Address, Host, Kind, Node, Role};
-use crate::schema::{AzureRoleSection, ClusterFile, DataDisksSection, NodeSpec};
+use crate::schema::{AzureRoleSection, AzureSection, ClusterFile, DataDisksSection, NodeSpec};
 use crate::suggest::closest;
 use std::net::{IpAddr, Ipv4Addr};
 use toml::Spanned;
@@ -150,6 +150,21 @@ impl Validator<'_> {
         self.check(&s.admin_user, admin_user);
         let ssh_public_key = self.ssh_public_key(&s.ssh_public_key_file).unwrap_or_default();
 
+        let roles = self.azure_roles(kind, s);
+        let vms = nodes.iter().filter_map(|(node, spec)| self.azure_vm(node, spec, &roles)).collect();
+        Some(Azure {
+            subscription: s.subscription.get_ref().clone(),
+            resource_group: s.resource_group.get_ref().clone(),
+            location: s.location.get_ref().clone(),
+            subnet: s.subnet.get_ref().clone(),
+            admin_user: s.admin_user.get_ref().clone(),
+            ssh_public_key,
+            vms,
+        })
+    }
+
+    /// `[azure.role.ROLE]` sections, each for a role of the cluster's kind.
+    fn azure_roles(&mut self, kind: Option<Kind>, s: &AzureSection) -> Vec<(Role, Settings)> {
         let mut roles: Vec<(Role, Settings)> = Vec::new();
         for (key, section) in &s.role {
             let place = format!("[azure.role.{}]", key.get_ref());
@@ -181,112 +196,104 @@ impl Validator<'_> {
                 }
             }
         }
+        roles
+    }
 
-        let mut vms = Vec::new();
-        for (node, spec) in nodes {
-            let own = spec.azure.as_ref().map(|o| self.settings(o, &format!("node {:?}'s azure", node.name)));
-            let with: Vec<&(Role, Settings)> = roles.iter().filter(|(r, _)| node.roles.contains(r)).collect();
-            let settings = match with.as_slice() {
-                [one] => &one.1,
-                [] => {
-                    // A node whose roles were all refused has had its errors.
-                    if let Some(role) = node.roles.first() {
-                        let names: Vec<&str> = node.roles.iter().map(|r| r.as_str()).collect();
-                        self.error(
-                            &spec.roles,
-                            format!(
-                                "node {:?} has role {} but [azure] has no [azure.role.{role}]: add one, so that \
-                                 provision knows what VM the node is",
-                                node.name,
-                                names.join(" and ")
-                            ),
-                        );
-                    }
-                    continue;
-                }
-                several => {
-                    let names: Vec<String> =
-                        several.iter().map(|(r, _)| format!("[azure.role.{r}]")).collect();
+    /// One node's VM: its own settings over its role's (exactly one role must describe it),
+    /// its LUN disks within the VM's data disks, zonal disk SKUs only in a zone.
+    fn azure_vm(&mut self, node: &Node, spec: &NodeSpec, roles: &[(Role, Settings)]) -> Option<AzureVm> {
+        let own = spec.azure.as_ref().map(|o| self.settings(o, &format!("node {:?}'s azure", node.name)));
+        let with: Vec<&(Role, Settings)> = roles.iter().filter(|(r, _)| node.roles.contains(r)).collect();
+        let settings = match with.as_slice() {
+            [one] => &one.1,
+            [] => {
+                // A node whose roles were all refused has had its errors.
+                if let Some(role) = node.roles.first() {
+                    let names: Vec<&str> = node.roles.iter().map(|r| r.as_str()).collect();
                     self.error(
                         &spec.roles,
                         format!(
-                            "node {:?} is described by {}: a node is one VM, so give the settings in one of them",
+                            "node {:?} has role {} but [azure] has no [azure.role.{role}]: add one, so that \
+                             provision knows what VM the node is",
                             node.name,
                             names.join(" and ")
                         ),
                     );
-                    continue;
                 }
+                return None;
+            }
+            several => {
+                let names: Vec<String> = several.iter().map(|(r, _)| format!("[azure.role.{r}]")).collect();
+                self.error(
+                    &spec.roles,
+                    format!(
+                        "node {:?} is described by {}: a node is one VM, so give the settings in one of them",
+                        node.name,
+                        names.join(" and ")
+                    ),
+                );
+                return None;
+            }
+        };
+        // The node's own setting, else its role's.
+        macro_rules! pick {
+            ($field:ident) => {
+                own.as_ref().and_then(|o| o.$field.clone()).or_else(|| settings.$field.clone())
             };
-            // The node's own setting, else its role's.
-            macro_rules! pick {
-                ($field:ident) => {
-                    own.as_ref().and_then(|o| o.$field.clone()).or_else(|| settings.$field.clone())
-                };
-            }
-            let data_disks = pick!(data_disks).unwrap_or(DataDisks {
-                count: 0,
-                size_gib: DEFAULT_DISK_GIB,
-                sku: DEFAULT_DISK_SKU.to_owned(),
-                caching: Caching::None,
-            });
-            let disks_refused = match &own {
-                Some(own) if own.data_disks.is_some() || own.disks_refused => own.disks_refused,
-                _ => settings.disks_refused,
-            };
-            // The node's `disks` by LUN name must be disks its VM has.
-            for disk in spec.disks.iter().filter(|_| !disks_refused) {
-                let lun = disk.get_ref().strip_prefix(LUN_PREFIX).and_then(|n| n.parse::<u32>().ok());
-                if let Some(lun) = lun.filter(|&lun| lun >= data_disks.count) {
-                    let has = match data_disks.count {
-                        0 => "no data disks".to_owned(),
-                        1 => "1 data disk (LUN 0)".to_owned(),
-                        n => format!("{n} data disks (LUNs 0 to {})", n - 1),
-                    };
-                    self.error(
-                        disk,
-                        format!(
-                            "node {:?} lists LUN {lun} but its VM has {has}: raise data_disks' count or drop the disk",
-                            node.name
-                        ),
-                    );
-                }
-            }
-            let zone = pick!(zone);
-            if zone.is_none() && data_disks.count > 0 && ZONAL_DISK_SKUS.contains(&data_disks.sku.as_str()) {
-                let at = match &own {
-                    Some(own) if own.data_disks.is_some() => own.disks_at.clone(),
-                    _ => settings.disks_at.clone(),
-                };
-                if let Some((span, place)) = at {
-                    self.error_at(
-                        span,
-                        format!(
-                            "node {:?}: {} disks attach only to a VM in an availability zone, and its VM has none: add \
-                             zone = \"1\" (or \"2\", \"3\": one where its size offers them) to {place}",
-                            node.name, data_disks.sku
-                        ),
-                    );
-                }
-            }
-            vms.push(AzureVm {
-                node: node.name.clone(),
-                size: pick!(size).unwrap_or_else(|| DEFAULT_VM_SIZE.to_owned()),
-                image: pick!(image).unwrap_or_else(|| image(DEFAULT_IMAGE).expect("the default parses")),
-                data_disks,
-                accelerated_networking: pick!(accelerated_networking).unwrap_or(false),
-                zone,
-                proximity_placement_group: pick!(proximity_placement_group),
-            });
         }
-        Some(Azure {
-            subscription: s.subscription.get_ref().clone(),
-            resource_group: s.resource_group.get_ref().clone(),
-            location: s.location.get_ref().clone(),
-            subnet: s.subnet.get_ref().clone(),
-            admin_user: s.admin_user.get_ref().clone(),
-            ssh_public_key,
-            vms,
+        let data_disks = pick!(data_disks).unwrap_or(DataDisks {
+            count: 0,
+            size_gib: DEFAULT_DISK_GIB,
+            sku: DEFAULT_DISK_SKU.to_owned(),
+            caching: Caching::None,
+        });
+        let disks_refused = match &own {
+            Some(own) if own.data_disks.is_some() || own.disks_refused => own.disks_refused,
+            _ => settings.disks_refused,
+        };
+        // The node's `disks` by LUN name must be disks its VM has.
+        for disk in spec.disks.iter().filter(|_| !disks_refused) {
+            let lun = disk.get_ref().strip_prefix(LUN_PREFIX).and_then(|n| n.parse::<u32>().ok());
+            if let Some(lun) = lun.filter(|&lun| lun >= data_disks.count) {
+                let has = match data_disks.count {
+                    0 => "no data disks".to_owned(),
+                    1 => "1 data disk (LUN 0)".to_owned(),
+                    n => format!("{n} data disks (LUNs 0 to {})", n - 1),
+                };
+                self.error(
+                    disk,
+                    format!(
+                        "node {:?} lists LUN {lun} but its VM has {has}: raise data_disks' count or drop the disk",
+                        node.name
+                    ),
+                );
+            }
+        }
+        let zone = pick!(zone);
+        if zone.is_none() && data_disks.count > 0 && ZONAL_DISK_SKUS.contains(&data_disks.sku.as_str()) {
+            let at = match &own {
+                Some(own) if own.data_disks.is_some() => own.disks_at.clone(),
+                _ => settings.disks_at.clone(),
+            };
+            if let Some((span, place)) = at {
+                self.error_at(
+                    span,
+                    format!(
+                        "node {:?}: {} disks attach only to a VM in an availability zone, and its VM has none: add \
+                         zone = \"1\" (or \"2\", \"3\": one where its size offers them) to {place}",
+                        node.name, data_disks.sku
+                    ),
+                );
+            }
+        }
+        Some(AzureVm {
+            node: node.name.clone(),
+            size: pick!(size).unwrap_or_else(|| DEFAULT_VM_SIZE.to_owned()),
+            image: pick!(image).unwrap_or_else(|| image(DEFAULT_IMAGE).expect("the default parses")),
+            data_disks,
+            accelerated_networking: pick!(accelerated_networking).unwrap_or(false),
+            zone,
+            proximity_placement_group: pick!(proximity_placement_group),
         })
     }
 
