@@ -426,7 +426,7 @@ impl pb::agent_server::Agent for AgentService {
             let summary = pvfs_steps::run_unit(
                 &steps,
                 &host,
-                &policy,
+                policy.as_ref(),
                 dry_run,
                 after_changes,
                 |event| {

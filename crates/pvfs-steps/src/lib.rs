@@ -21,8 +21,9 @@
 //! --no-act` knows — or that the cluster file lists for wiping; apply proves the same again
 //! just before it acts. A device holding what the step wants is never touched again.
 //!
-//! Nothing runs unless the agent's [`policy::Policy`] allows it: [`run_unit`] and [`execute`]
-//! check every step before assessing it and every action before performing it.
+//! Nothing runs unless the agent's policy allows it: [`run_unit`] and [`execute`] ask their
+//! [`Guard`] (the policy) about every step before assessing it and every action before
+//! performing it.
 
 mod beegfs;
 mod block;
@@ -33,6 +34,7 @@ mod firewall;
 mod fuzz;
 mod gate;
 mod gluster;
+mod guard;
 mod lustre;
 mod lustre_log;
 mod lustre_tuning;
@@ -50,12 +52,13 @@ pub use files::{ConfigKeys, Directory, File};
 pub use firewall::{FIREWALL_CMD, FirewallPorts, PortRange, Protocol};
 pub use gate::{Gate, GateKind};
 pub use gluster::{GlusterLayout, GlusterPeers, GlusterPeersDetached, GlusterVolume, GlusterVolumeGone};
+pub use guard::{Guard, MadeDevices, PolicyError, StepRefused};
 pub use lustre::{LustreRole, LustreTarget};
 pub use lustre_tuning::{LctlParam, LustreStripe};
 pub use mount::Mount;
 pub use mpi_ssh::{KnownHost, MPI_KEY, MPI_KNOWN_HOSTS, MpiSsh, MpiSshGone};
 pub use packages::{Package, PackageManager, Packages, Repo};
-pub use policy::{Policy, PolicyError, StepRefused};
+pub use policy::Policy;
 pub use service::Service;
 pub use teardown::{ServiceStopped, Unmount, WipeTarget};
 

@@ -165,7 +165,10 @@
 //! own kinds of action on its own places (a `mount` step: mkdir of its target, `/etc/fstab`,
 //! `mount`), and `Action::Run` only its own programs ([`programs_of`]).
 
-use crate::{Action, Gate, GateKind, Step};
+use crate::{Action, Gate, GateKind, Guard, MadeDevices, Step};
+/// A refusal, and a unit's: the runner's vocabulary ([`crate::Guard`]), which this policy
+/// answers in.
+pub use crate::{PolicyError, StepRefused};
 use pvfs_host::Root;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
@@ -284,42 +287,6 @@ pub const STEP_KINDS: &[&str] = &[
 
 /// The kind a site lists to let pvfs reboot its node into an installed kernel.
 pub const REBOOT: &str = "reboot";
-
-/// A refusal: which rule, the value it refused, and what to do instead.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("refused by policy rule `{rule}`: {problem}; {fix}")]
-pub struct PolicyError {
-    /// A short, stable id (`file-mode`, `repo-url`, …) that tests, logs and docs can name.
-    pub rule: &'static str,
-    /// The offending value, as given.
-    pub value: String,
-    /// What is wrong with it, in a sentence that names the value.
-    pub problem: String,
-    /// What to do about it.
-    pub fix: String,
-}
-
-impl PolicyError {
-    pub(crate) fn new(
-        rule: &'static str,
-        value: &str,
-        problem: impl Into<String>,
-        fix: impl Into<String>,
-    ) -> PolicyError {
-        PolicyError { rule, value: value.to_owned(), problem: problem.into(), fix: fix.into() }
-    }
-}
-
-/// A unit refused because of one of its steps.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("step {} ({step}) of the unit: {error}", index + 1)]
-pub struct StepRefused {
-    /// 0-based, as in the wire's events.
-    pub index: usize,
-    /// The step as plans show it.
-    pub step: String,
-    pub error: PolicyError,
-}
 
 /// A site's narrowing of the default policy (the agent's policy file). Every field left out
 /// keeps the default.
@@ -1460,6 +1427,21 @@ impl Policy {
     }
 }
 
+/// The runner's questions are the policy's checks with the node.
+impl Guard for Policy {
+    fn check_unit_on(&self, steps: &[Step], root: &Root) -> Result<(), StepRefused> {
+        Policy::check_unit_on(self, steps, root)
+    }
+
+    fn check_step_on(&self, step: &Step, root: &Root, made: &[String]) -> Result<(), PolicyError> {
+        Policy::check_step_on(self, step, root, made)
+    }
+
+    fn check_action_on(&self, step_kind: &str, action: &Action, root: &Root) -> Result<(), PolicyError> {
+        Policy::check_action_on(self, step_kind, action, root)
+    }
+}
+
 impl fmt::Display for Policy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.describe().join("\n"))
@@ -2405,39 +2387,6 @@ fn consumed_devices(step: &Step) -> Vec<String> {
         // The disks: the array over them is theirs (as an array a raid0 step makes is).
         Step::WipeTarget(w) => w.disks.clone(),
         _ => vec![],
-    }
-}
-
-/// The devices a unit's steps make (arrays, thin volumes), in order: the devices made before
-/// step `i` are [`MadeDevices::before`]`(i)`.
-///
-/// One list and a count per step, not a list per step: a unit of many such steps would
-/// otherwise hold a copy of every earlier device for each step (quadratic memory).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct MadeDevices {
-    devices: Vec<String>,
-    /// For each step, how many of `devices` the steps before it made.
-    made_before: Vec<usize>,
-}
-
-impl MadeDevices {
-    pub(crate) fn of(steps: &[Step]) -> MadeDevices {
-        let mut made = MadeDevices { devices: Vec::new(), made_before: Vec::with_capacity(steps.len()) };
-        for step in steps {
-            made.made_before.push(made.devices.len());
-            match step {
-                Step::Raid0(r) => made.devices.push(r.device.clone()),
-                Step::LvmThin(l) => made.devices.push(l.device()),
-                _ => {}
-            }
-        }
-        made
-    }
-
-    /// The devices the steps before step `index` make.
-    pub(crate) fn before(&self, index: usize) -> &[String] {
-        let count = self.made_before.get(index).copied().unwrap_or(self.devices.len());
-        &self.devices[..count]
     }
 }
 
