@@ -66,7 +66,7 @@ async fn start_agent(pki: &Pki, name: &str, ip: &str) -> RunningAgent {
         root: Root::system(),
         history: Duration::from_secs(60),
         gmond: None,
-        policy: pvfs_steps::Policy::default(),
+        policy: pvfs_policy::Policy::default(),
         policy_file: None,
     };
     let prepared = pvfs_agent::prepare(settings).unwrap();
@@ -321,7 +321,7 @@ async fn a_second_agent_on_the_same_state_dir_is_refused() {
         root: Root::system(),
         history: Duration::from_secs(60),
         gmond: None,
-        policy: pvfs_steps::Policy::default(),
+        policy: pvfs_policy::Policy::default(),
         policy_file: None,
     };
     let prepared = pvfs_agent::prepare(settings).unwrap();

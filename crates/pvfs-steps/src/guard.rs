@@ -98,3 +98,25 @@ impl MadeDevices {
         &self.devices[..count]
     }
 }
+
+/// A guard that allows everything, for the step tests: they are about what steps do on a
+/// node; the policy's own tests (`pvfs-policy`) and the plan scenarios (`pvfs-plan`) run
+/// steps under the real policy.
+#[cfg(test)]
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Unguarded;
+
+#[cfg(test)]
+impl Guard for Unguarded {
+    fn check_unit_on(&self, _: &[Step], _: &Root) -> Result<(), StepRefused> {
+        Ok(())
+    }
+
+    fn check_step_on(&self, _: &Step, _: &Root, _: &[String]) -> Result<(), PolicyError> {
+        Ok(())
+    }
+
+    fn check_action_on(&self, _: &str, _: &Action, _: &Root) -> Result<(), PolicyError> {
+        Ok(())
+    }
+}

@@ -3,10 +3,14 @@
 //! A coordinator certificate lets its holder converge a node to a described state; it must not
 //! be a remote root shell. Every step that reaches an agent is checked here twice: when the
 //! agent decodes an `Apply` request (the whole unit is refused before anything runs, dry runs
-//! included), and again inside [`crate::run_unit`]/[`crate::execute`] before each step is
-//! assessed and before each action is performed, so that a bug in a step's assessment cannot
-//! turn into a write outside this list. Each refusal is a [`PolicyError`] naming a short, stable
-//! rule id, the offending value and what to do.
+//! included), and again inside [`pvfs_steps::run_unit`]/[`pvfs_steps::execute`], which ask
+//! [`Policy`] as their [`Guard`], before each step is assessed and before each action is
+//! performed, so that a bug in a step's assessment cannot turn into a write outside this list.
+//! Each refusal is a [`PolicyError`] naming a short, stable rule id, the offending value and
+//! what to do.
+//!
+//! The agent's security boundary is this crate and nothing else: it depends on `pvfs-steps`
+//! for the step types it judges, and nothing in `pvfs-steps` knows a rule.
 //!
 //! # The rules
 //!
@@ -165,11 +169,11 @@
 //! own kinds of action on its own places (a `mount` step: mkdir of its target, `/etc/fstab`,
 //! `mount`), and `Action::Run` only its own programs ([`programs_of`]).
 
-use crate::{Action, Gate, GateKind, Guard, MadeDevices, Step};
-/// A refusal, and a unit's: the runner's vocabulary ([`crate::Guard`]), which this policy
-/// answers in.
-pub use crate::{PolicyError, StepRefused};
 use pvfs_host::Root;
+use pvfs_steps::{Action, Gate, GateKind, Guard, MadeDevices, Step};
+/// A refusal, and a unit's: the step runner's vocabulary ([`Guard`]), which this policy
+/// answers in.
+pub use pvfs_steps::{PolicyError, StepRefused};
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 
@@ -237,8 +241,8 @@ pub const BEEGFS_NET_FILTER: &str = "/etc/beegfs/netfilter";
 /// configuration files); GlusterFS: glusterd's 24007 and 24008 (glusterfs's own firewalld
 /// service, extras/firewalld/glusterfs.xml) and the brick ports glusterd hands out from
 /// `base-port` 49152 to `max-port` 60999 (extras/glusterd.vol.in).
-pub const FIREWALL_PORTS: &[crate::PortRange] = {
-    use crate::{PortRange, Protocol};
+pub const FIREWALL_PORTS: &[pvfs_steps::PortRange] = {
+    use pvfs_steps::{PortRange, Protocol};
     &[
         PortRange::one(988, Protocol::Tcp),
         PortRange::range(8003, 8008, Protocol::Tcp),
@@ -664,12 +668,12 @@ impl Policy {
                 if let Some(name) = within("/etc/yum.repos.d", ".repo") {
                     repo_name(name)?;
                 } else if let Some(name) =
-                    within(crate::packages::APT_SOURCES, ".sources").and_then(|n| n.strip_prefix("pvfs-"))
+                    within(pvfs_steps::APT_SOURCES, ".sources").and_then(|n| n.strip_prefix("pvfs-"))
                 {
                     repo_name(name)?;
                     deb822_source(path, contents)?;
                 } else if let Some(name) =
-                    within(crate::packages::APT_KEYRINGS, ".asc").and_then(|n| n.strip_prefix("pvfs-"))
+                    within(pvfs_steps::APT_KEYRINGS, ".asc").and_then(|n| n.strip_prefix("pvfs-"))
                 {
                     repo_name(name)?;
                     armored_key(path, contents)?;
@@ -679,7 +683,7 @@ impl Policy {
                 plain_mode(path, *mode)
             }
             // The one directory a packages step makes, as apt's package ships it.
-            ("packages", Action::Mkdir { path, mode }) if path == crate::packages::APT_KEYRINGS => {
+            ("packages", Action::Mkdir { path, mode }) if path == pvfs_steps::APT_KEYRINGS => {
                 if *mode == 0o755 {
                     Ok(())
                 } else {
@@ -750,13 +754,12 @@ impl Policy {
                 mpi_ssh_write(step_kind, path, contents, *mode)
             }
             ("mpi-ssh", Action::Mkdir { path, mode })
-                if (path == crate::mpi_ssh::MPI_DIR || path == crate::mpi_ssh::ROOT_SSH_DIR)
-                    && *mode == 0o700 =>
+                if (path == pvfs_steps::MPI_DIR || path == pvfs_steps::ROOT_SSH_DIR) && *mode == 0o700 =>
             {
                 Ok(())
             }
             ("mpi-ssh-gone", Action::Remove { path })
-                if path == crate::mpi_ssh::MPI_KEY || path == crate::mpi_ssh::MPI_KNOWN_HOSTS =>
+                if path == pvfs_steps::MPI_KEY || path == pvfs_steps::MPI_KNOWN_HOSTS =>
             {
                 Ok(())
             }
@@ -952,7 +955,7 @@ impl Policy {
     }
 
     /// `mpi-ssh`: only where the site opted in; every value by its grammar.
-    fn mpi_ssh(&self, m: &crate::MpiSsh) -> Result<(), PolicyError> {
+    fn mpi_ssh(&self, m: &pvfs_steps::MpiSsh) -> Result<(), PolicyError> {
         if !self.mpi_ssh {
             return Err(PolicyError::new(
                 "mpi-ssh-off",
@@ -983,7 +986,7 @@ impl Policy {
         Ok(())
     }
 
-    fn repo(&self, repo: &crate::Repo) -> Result<(), PolicyError> {
+    fn repo(&self, repo: &pvfs_steps::Repo) -> Result<(), PolicyError> {
         repo_name(&repo.name)?;
         self.repo_url(repo, "baseurl", &repo.baseurl)?;
         for word in repo.suites.iter().chain(&repo.components) {
@@ -1036,7 +1039,7 @@ impl Policy {
         Ok(())
     }
 
-    fn repo_url(&self, repo: &crate::Repo, what: &str, url: &str) -> Result<(), PolicyError> {
+    fn repo_url(&self, repo: &pvfs_steps::Repo, what: &str, url: &str) -> Result<(), PolicyError> {
         url_chars(url)?;
         let literal = self.repositories.iter().any(|p| url.starts_with(p.as_str()));
         if url.starts_with("http://") && !repo.allow_http {
@@ -1266,7 +1269,7 @@ impl Policy {
         Ok(())
     }
 
-    fn mount(&self, m: &crate::Mount) -> Result<(), PolicyError> {
+    fn mount(&self, m: &pvfs_steps::Mount) -> Result<(), PolicyError> {
         one_of("mount-fstype", &m.fstype, MOUNT_TYPES, "mount type")?;
         self.data_path(&m.target, "a mount point")?;
         let bad_source = |expected: &str| {
@@ -1562,7 +1565,7 @@ fn openssh_private_key(key: &str) -> Result<(), PolicyError> {
 /// The three files `mpi-ssh` writes, each with its one mode; `mpi-ssh-gone` only rewrites
 /// `authorized_keys`. Every line written is printable.
 fn mpi_ssh_write(step_kind: &str, path: &str, contents: &str, mode: u32) -> Result<(), PolicyError> {
-    use crate::mpi_ssh::{AUTHORIZED_KEYS, MPI_KEY, MPI_KNOWN_HOSTS};
+    use pvfs_steps::{AUTHORIZED_KEYS, MPI_KEY, MPI_KNOWN_HOSTS};
     let want = match path {
         AUTHORIZED_KEYS => 0o600,
         MPI_KEY | MPI_KNOWN_HOSTS if step_kind == "mpi-ssh" => {
@@ -1951,7 +1954,7 @@ fn lctl_param(name: &str, value: &str) -> Result<(), PolicyError> {
 }
 
 /// A `firewall` step: every port within [`FIREWALL_PORTS`], the zone a firewalld zone name.
-fn firewall_ports(step: &crate::FirewallPorts) -> Result<(), PolicyError> {
+fn firewall_ports(step: &pvfs_steps::FirewallPorts) -> Result<(), PolicyError> {
     if step.ports.is_empty() {
         return Err(PolicyError::new(
             "firewall-port",
@@ -1969,7 +1972,7 @@ fn firewall_ports(step: &crate::FirewallPorts) -> Result<(), PolicyError> {
     Ok(())
 }
 
-fn firewall_port(port: &crate::PortRange) -> Result<(), PolicyError> {
+fn firewall_port(port: &pvfs_steps::PortRange) -> Result<(), PolicyError> {
     if port.first <= port.last && FIREWALL_PORTS.iter().any(|allowed| port.within(allowed)) {
         return Ok(());
     }
@@ -2004,7 +2007,7 @@ fn firewall_command(command: &pvfs_host::Command) -> Result<(), PolicyError> {
     let add = |arg: &str| -> Result<(), PolicyError> {
         let port = arg
             .strip_prefix("--add-port=")
-            .and_then(|p| p.parse::<crate::PortRange>().ok())
+            .and_then(|p| p.parse::<pvfs_steps::PortRange>().ok())
             .ok_or_else(|| bug_command("firewall", command, "only adds a port or reloads"))?;
         firewall_port(&port)
     };
@@ -2211,7 +2214,7 @@ fn unit_name(unit: &str) -> Result<(), PolicyError> {
 /// other machines, so a setuid program or a device node there would be root on this node to
 /// whoever can write the file system. Only `mount` steps: `unmount` must still undo a mount
 /// made before this rule. Local targets (a `/dev` source) are this node's own disks.
-fn client_mount_flags(m: &crate::Mount) -> Result<(), PolicyError> {
+fn client_mount_flags(m: &pvfs_steps::Mount) -> Result<(), PolicyError> {
     if m.source.starts_with('/') {
         return Ok(());
     }
@@ -2260,7 +2263,7 @@ fn queue_attribute(path: &str) -> Result<(), PolicyError> {
 /// check is linear in the unit's size. (Scanning the steps before every step made a unit of
 /// 80,000 steps take 39 s on the agent, issue 24.)
 fn restart_order(steps: &[Step]) -> Result<(), StepRefused> {
-    let mut first_reader: HashMap<&str, &crate::Service> = HashMap::new();
+    let mut first_reader: HashMap<&str, &pvfs_steps::Service> = HashMap::new();
     for (index, step) in steps.iter().enumerate() {
         for file in step.configures() {
             if let Some(service) = first_reader.get(file.as_str()) {
@@ -2296,7 +2299,7 @@ fn udev_rule_path(path: &str) -> Result<(), PolicyError> {
     }
 }
 
-/// A queue-settings rule as [`crate::BlockQueue`] writes it: comments, and lines of
+/// A queue-settings rule as [`pvfs_steps::BlockQueue`] writes it: comments, and lines of
 /// `KEY=="value"` matches on a few identity keys followed by `ATTR{queue/…}="value"`
 /// assignments. Nothing that runs, imports or jumps.
 fn udev_queue_rule(path: &str, contents: &str) -> Result<(), PolicyError> {
@@ -2353,7 +2356,7 @@ fn touched_paths(step: &Step) -> Vec<String> {
         Step::File(f) => vec![f.path.clone()],
         Step::ConfigKeys(c) => vec![c.path.clone()],
         Step::Directory(d) => vec![d.path.clone()],
-        Step::Mount(m) | Step::Unmount(crate::Unmount(m)) => {
+        Step::Mount(m) | Step::Unmount(pvfs_steps::Unmount(m)) => {
             let mut paths = vec![m.target.clone()];
             if m.fstab {
                 paths.push("/etc/fstab".into());
@@ -2369,7 +2372,7 @@ fn touched_paths(step: &Step) -> Vec<String> {
         Step::Gate(Gate { kind: GateKind::Writable { dir }, .. }) => vec![dir.clone()],
         Step::LustreStripe(s) => vec![s.dir.clone()],
         Step::MpiSsh(_) | Step::MpiSshGone(_) => {
-            use crate::mpi_ssh::{AUTHORIZED_KEYS, MPI_KEY, MPI_KNOWN_HOSTS};
+            use pvfs_steps::{AUTHORIZED_KEYS, MPI_KEY, MPI_KNOWN_HOSTS};
             vec![MPI_KEY.into(), MPI_KNOWN_HOSTS.into(), AUTHORIZED_KEYS.into()]
         }
         _ => vec![],
