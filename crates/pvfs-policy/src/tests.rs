@@ -2,11 +2,12 @@
 //! the default policy in `pvfs-plan`'s tests (they must all pass).
 
 use super::*;
+use crate::node::glob_match;
 use pvfs_host::Command;
 use pvfs_steps::{
-    BeegfsService, BeegfsSetup, BlockQueue, ConfigKeys, Directory, File, GlusterLayout, GlusterPeers,
-    GlusterVolume, LctlParam, LustreRole, LustreStripe, LustreTarget, LvmThin, Mkfs, Mount, Package,
-    PackageManager, Packages, Raid0, Repo, Service,
+    BeegfsService, BeegfsSetup, BlockQueue, ConfigKeys, Directory, File, Gate, GateKind, GlusterLayout,
+    GlusterPeers, GlusterVolume, LctlParam, LustreRole, LustreStripe, LustreTarget, LvmThin, Mkfs, Mount,
+    Package, PackageManager, Packages, Raid0, Repo, Service,
 };
 use std::time::Duration;
 
