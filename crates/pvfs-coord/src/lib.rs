@@ -8,8 +8,6 @@
 //!   (`pvfsctl top`, `serve`).
 //! - [`bench`]: the built-in engine's phases on every client at once, with barriers between
 //!   them (`pvfsctl bench`, agents launcher).
-//! - [`bootstrap`]: agents installed over SSH, certificates issued, until they answer over
-//!   mTLS (`pvfsctl bootstrap`).
 //! - [`converge`]: a plan's units run on the agents in dependency order (`pvfsctl up`).
 //! - [`reboot`]: a node rebooted into the kernel it must boot, and waited for (`up`'s reboots).
 //! - [`mpi_ssh`]: `[bench] mpi_ssh`'s key pair and the clients' host keys, for `up`.
@@ -17,7 +15,6 @@
 //!   formats (`pvfsctl serve`).
 
 pub mod bench;
-pub mod bootstrap;
 mod connector;
 pub mod converge;
 pub mod dial;

@@ -1,12 +1,12 @@
 //! `pvfsctl bootstrap CLUSTER.toml`: agents installed and started over SSH on every node, with
 //! certificates from the cluster CA, until each answers over mutual TLS; lines as it goes (or
-//! JSON with `--json`) and a recap like `up`'s. What it does is `pvfs_coord::bootstrap`'s; this
+//! JSON with `--json`) and a recap like `up`'s. What it does is `pvfs-bootstrap`'s; this
 //! resolves the flags, issues the missing certificates and shows the events.
 
 use crate::cli::BootstrapArgs;
 use crate::{exit, output};
 use anyhow::Context;
-use pvfs_coord::bootstrap::{self, Change, Counts, Event, NodeFailure, Options, Recap, Wanted};
+use pvfs_bootstrap::{self as bootstrap, Change, Counts, Event, NodeFailure, Options, Recap, Wanted};
 use pvfs_coord::{ClientSecurity, Dialer};
 use serde::Serialize;
 use std::time::Duration;

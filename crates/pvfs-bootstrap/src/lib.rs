@@ -26,12 +26,15 @@
 //! reported with the command, its exit status and the end of its standard error (and, when the
 //! service did not start or the agent did not answer, the unit's last journal lines; for the
 //! common refusals of a login that is not root, what to do: [`hint`]), and the others go on.
+//!
+//! This crate sits above `pvfs-coord`, whose `Dialer` checks each agent it installed; nothing in
+//! the coordinator knows about SSH.
 
 pub mod platform;
 pub mod ssh;
 
-use crate::dial::{DialError, Dialer, FailureKind, from_status};
 use pvfs_config::{Cluster, Node};
+use pvfs_coord::dial::{DialError, Dialer, FailureKind, from_status, timed_out};
 use pvfs_proto::pb;
 use ssh::{Refusal, Script, Ssh};
 use std::collections::BTreeMap;
@@ -1510,7 +1513,7 @@ async fn ask(node: &Node, dialer: &Dialer) -> Result<pvfs_metrics::facts::NodeIn
     let mut conn = dialer.connect(node).await?;
     let info = tokio::time::timeout(timeout, conn.agent.info(pb::InfoRequest {}))
         .await
-        .map_err(|_| crate::dial::timed_out(&node.address, timeout))?
+        .map_err(|_| timed_out(&node.address, timeout))?
         .map_err(|status| from_status(&status, &node.address, timeout))?
         .into_inner()
         .node
