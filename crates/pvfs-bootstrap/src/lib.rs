@@ -35,6 +35,8 @@ pub mod ssh;
 
 use pvfs_config::{Cluster, Node};
 use pvfs_coord::dial::{DialError, Dialer, FailureKind, from_status, timed_out};
+/// A run's recap, in the words `up`'s has (`ok`, `changed`, `failed` per node).
+pub use pvfs_coord::recap::{Counts, Recap};
 use pvfs_proto::pb;
 use ssh::{Refusal, Script, Ssh};
 use std::collections::BTreeMap;
@@ -668,12 +670,12 @@ impl std::fmt::Display for Change {
 pub struct NodePlan {
     pub changes: Vec<Change>,
     /// Files already right, and the service when it needs nothing.
-    pub unchanged: u32,
+    pub unchanged: usize,
 }
 
 impl NodePlan {
     /// Files written, chmodded or removed, plus one for the service when it is touched.
-    pub fn changed(&self) -> u32 {
+    pub fn changed(&self) -> usize {
         let file = |c: &Change| {
             matches!(
                 c,
@@ -685,7 +687,7 @@ impl NodePlan {
         };
         let files = self.changes.iter().filter(|c| file(c)).count();
         let service = self.changes.iter().any(|c| !file(c));
-        u32::try_from(files).unwrap_or(u32::MAX).saturating_add(u32::from(service))
+        files + usize::from(service)
     }
 }
 
@@ -767,7 +769,7 @@ pub fn diff(wanted: &[Wanted], probe: &Probe) -> NodePlan {
 #[derive(Debug, Clone)]
 pub struct Options {
     pub ssh: Ssh,
-    /// Read and diff only.
+    /// Read and diff only (`--plan`).
     pub plan: bool,
     /// Nodes handled at once.
     pub parallel: usize,
@@ -778,14 +780,6 @@ pub struct Options {
     /// What the binary to install needs of a node ([`platform::needs`]); a node that lacks it
     /// is refused after the probe, before anything is written there.
     pub needs: platform::Needs,
-}
-
-/// One node's counts, as `up`'s recap has them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counts {
-    pub ok: u32,
-    pub changed: u32,
-    pub failed: u32,
 }
 
 /// Why a node failed, with what an operator needs to act on it.
@@ -881,14 +875,6 @@ pub enum Event {
     Finished { node: String, result: Result<Counts, NodeFailure> },
 }
 
-/// The end of a run.
-#[derive(Debug, Clone)]
-pub struct Recap {
-    pub nodes: Vec<(String, Counts)>,
-    pub failures: Vec<NodeFailure>,
-    pub elapsed: Duration,
-}
-
 /// Runs every node of `nodes` (each with the files it must hold) at most `options.parallel` at
 /// once; `dialer` checks the agents afterwards (`None` with `--plan`).
 pub async fn run(
@@ -896,7 +882,7 @@ pub async fn run(
     dialer: Option<Dialer>,
     options: Options,
     events: mpsc::UnboundedSender<Event>,
-) -> Recap {
+) -> Recap<NodeFailure> {
     let started = Instant::now();
     // Bounded: each node holds an ssh process and, while uploading, a binary's worth of socket
     // buffers; hundreds at once would only contend for the coordinator's uplink.
@@ -921,7 +907,7 @@ pub async fn run(
             Err(err) => tracing::error!(error = %err, "bootstrap task failed"),
         }
     }
-    let mut recap = Recap { nodes: Vec::new(), failures: Vec::new(), elapsed: Duration::ZERO };
+    let mut recap = Recap::default();
     for (name, result) in names.into_iter().zip(results) {
         let result = result
             .unwrap_or_else(|| Err(failure(&name, "internal error: the node's task ended early".into())));
@@ -1047,7 +1033,7 @@ async fn node_work(
     let _ = events.send(Event::Probed { node: node.name.clone(), plan: plan.clone() });
     let changed = plan.changed();
     if options.plan {
-        return Ok(Counts { ok: plan.unchanged, changed, failed: 0 });
+        return Ok(Counts { ok: plan.unchanged, changed, ..Counts::default() });
     }
     let mut service = Script::new();
     for change in &plan.changes {
@@ -1120,7 +1106,7 @@ async fn node_work(
             let _ = events.send(Event::Done { node: node.name.clone(), change: change.clone() });
         }
     }
-    let Some(dialer) = dialer else { return Ok(Counts { ok: plan.unchanged, changed, failed: 0 }) };
+    let Some(dialer) = dialer else { return Ok(Counts { ok: plan.unchanged, changed, ..Counts::default() }) };
     let running = match wait_for_agent(node, dialer, options.wait, events).await {
         Ok(running) => running,
         Err(mut failed) => {
@@ -1142,7 +1128,7 @@ async fn node_work(
         executable: running.executable,
         elapsed: running.elapsed,
     });
-    Ok(Counts { ok: plan.unchanged, changed, failed: 0 })
+    Ok(Counts { ok: plan.unchanged, changed, ..Counts::default() })
 }
 
 /// Bootstrap installs the agent as a systemd service; it checks for systemd before writing

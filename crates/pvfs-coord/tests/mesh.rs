@@ -383,7 +383,7 @@ async fn a_stopped_converge_starts_no_unit() {
     let reason = "interrupted before it started".to_owned();
     assert_eq!(skipped, [("u0".to_owned(), reason.clone()), ("u1".to_owned(), reason)]);
     assert!(recap.interrupted && !recap.converged(), "{recap:?}");
-    assert_eq!(recap.nodes[0].1.skipped, 2);
+    assert_eq!(recap.run.nodes[0].1.skipped, 2);
     assert!(!dir.exists(), "the step ran");
     agent.stop().await;
 }

@@ -106,7 +106,7 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<u8> {
     }
     let recap = work.await?;
     view.recap(&recap)?;
-    Ok(if recap.failures.is_empty() { exit::OK } else { exit::FAILURES })
+    Ok(if recap.failed() { exit::FAILURES } else { exit::OK })
 }
 
 struct View {
@@ -155,7 +155,7 @@ impl View {
         Ok(output::print(&text)?)
     }
 
-    fn recap(&self, recap: &Recap) -> anyhow::Result<()> {
+    fn recap(&self, recap: &Recap<NodeFailure>) -> anyhow::Result<()> {
         if self.json {
             return output::json(&Line::Recap {
                 plan: self.plan,
@@ -171,7 +171,7 @@ impl View {
         let width = recap.nodes.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
         let mut text =
             format!("\n{} ({:.1}s)\n", if self.plan { "PLAN" } else { "RECAP" }, recap.elapsed.as_secs_f64());
-        for (name, Counts { ok, changed, failed }) in &recap.nodes {
+        for (name, Counts { ok, changed, failed, .. }) in &recap.nodes {
             let change = if self.plan { "change" } else { "changed" };
             text += &format!("{name:width$}  ok={ok} {change}={changed} failed={failed}\n");
         }
@@ -180,7 +180,7 @@ impl View {
             output::note(&format!("error: {}", failure.render(self.verbose)));
         }
         if self.plan && recap.failures.is_empty() {
-            let changes: u32 = recap.nodes.iter().map(|(_, c)| c.changed).sum();
+            let changes = recap.changed();
             output::note(&if changes == 0 {
                 "nothing to change: every agent is installed and running".to_owned()
             } else {
@@ -200,7 +200,7 @@ fn ms(d: Duration) -> u64 {
 #[serde(tag = "event", rename_all = "snake_case")]
 enum Line<'a> {
     Certificate { name: &'a str, path: &'a str, sans: &'a [String], planned: bool },
-    Probed { node: &'a str, unchanged: u32, changes: Vec<String> },
+    Probed { node: &'a str, unchanged: usize, changes: Vec<String> },
     Change { node: &'a str, change: String },
     Waiting { node: &'a str, elapsed_ms: u64, last: &'a str },
     Ready { node: &'a str, version: &'a str, build: &'a str, executable: &'a str, elapsed_ms: u64 },
@@ -211,9 +211,9 @@ enum Line<'a> {
 #[derive(Serialize)]
 struct CountsLine<'a> {
     name: &'a str,
-    ok: u32,
-    changed: u32,
-    failed: u32,
+    ok: usize,
+    changed: usize,
+    failed: usize,
 }
 
 #[derive(Serialize)]
