@@ -854,7 +854,7 @@ impl std::fmt::Display for NodeFailure {
 
 /// What happens, as it happens.
 #[derive(Debug, Clone)]
-pub enum Event {
+pub enum BootstrapEvent {
     /// The node was read; `plan` is what it needs.
     Probed { node: String, plan: NodePlan },
     /// One change done.
@@ -881,7 +881,7 @@ pub async fn run(
     nodes: Vec<(Node, NodeFiles)>,
     dialer: Option<Dialer>,
     options: Options,
-    events: mpsc::UnboundedSender<Event>,
+    events: mpsc::UnboundedSender<BootstrapEvent>,
 ) -> Recap<NodeFailure> {
     let started = Instant::now();
     // Bounded: each node holds an ssh process and, while uploading, a binary's worth of socket
@@ -896,7 +896,7 @@ pub async fn run(
         tasks.spawn(async move {
             let _permit = permits.acquire_owned().await;
             let result = one_node(index, &node, &files, dialer.as_ref(), &options, &events).await;
-            let _ = events.send(Event::Finished { node: node.name.clone(), result: result.clone() });
+            let _ = events.send(BootstrapEvent::Finished { node: node.name.clone(), result: result.clone() });
             (index, result)
         });
     }
@@ -983,7 +983,7 @@ async fn one_node(
     files: &NodeFiles,
     dialer: Option<&Dialer>,
     options: &Options,
-    events: &mpsc::UnboundedSender<Event>,
+    events: &mpsc::UnboundedSender<BootstrapEvent>,
 ) -> Result<Counts, NodeFailure> {
     let remote = Remote {
         node,
@@ -1002,7 +1002,7 @@ async fn node_work(
     files: &NodeFiles,
     dialer: Option<&Dialer>,
     options: &Options,
-    events: &mpsc::UnboundedSender<Event>,
+    events: &mpsc::UnboundedSender<BootstrapEvent>,
 ) -> Result<Counts, NodeFailure> {
     let node = remote.node;
     let stamped = files.stamped_paths();
@@ -1030,7 +1030,7 @@ async fn node_work(
     }
     let files = files.route(probe.dpkg);
     let plan = diff(&files, &probe);
-    let _ = events.send(Event::Probed { node: node.name.clone(), plan: plan.clone() });
+    let _ = events.send(BootstrapEvent::Probed { node: node.name.clone(), plan: plan.clone() });
     let changed = plan.changed();
     if options.plan {
         return Ok(Counts { ok: plan.unchanged, changed, ..Counts::default() });
@@ -1088,7 +1088,7 @@ async fn node_work(
             Change::Restart { .. } => service = and(service).cmd(&["systemctl", "restart", SERVICE]),
         }
         if !matches!(change, Change::DaemonReload | Change::Enable | Change::Restart { .. }) {
-            let _ = events.send(Event::Done { node: node.name.clone(), change: change.clone() });
+            let _ = events.send(BootstrapEvent::Done { node: node.name.clone(), change: change.clone() });
         }
     }
     if !service.text().is_empty() {
@@ -1103,7 +1103,7 @@ async fn node_work(
             .iter()
             .filter(|c| matches!(c, Change::DaemonReload | Change::Enable | Change::Restart { .. }))
         {
-            let _ = events.send(Event::Done { node: node.name.clone(), change: change.clone() });
+            let _ = events.send(BootstrapEvent::Done { node: node.name.clone(), change: change.clone() });
         }
     }
     let Some(dialer) = dialer else { return Ok(Counts { ok: plan.unchanged, changed, ..Counts::default() }) };
@@ -1121,7 +1121,7 @@ async fn node_work(
     if let Some(mismatch) = mismatch(&node.name, &installed, &running) {
         return Err(failure(&node.name, mismatch));
     }
-    let _ = events.send(Event::Ready {
+    let _ = events.send(BootstrapEvent::Ready {
         node: node.name.clone(),
         version: running.version,
         build: running.build,
@@ -1453,7 +1453,7 @@ async fn wait_for_agent(
     node: &Node,
     dialer: &Dialer,
     wait: Duration,
-    events: &mpsc::UnboundedSender<Event>,
+    events: &mpsc::UnboundedSender<BootstrapEvent>,
 ) -> Result<Running, NodeFailure> {
     let started = Instant::now();
     let mut last_report = Instant::now();
@@ -1487,7 +1487,7 @@ async fn wait_for_agent(
             ));
         }
         if last_report.elapsed() >= Duration::from_secs(2) {
-            let _ = events.send(Event::Waiting { node: node.name.clone(), elapsed, last });
+            let _ = events.send(BootstrapEvent::Waiting { node: node.name.clone(), elapsed, last });
             last_report = Instant::now();
         }
         tokio::time::sleep(Duration::from_millis(300)).await;

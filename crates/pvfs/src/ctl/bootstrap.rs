@@ -6,7 +6,9 @@
 use crate::cli::BootstrapArgs;
 use crate::{exit, output};
 use anyhow::Context;
-use pvfs_bootstrap::{self as bootstrap, Change, Counts, Event, NodeFailure, Options, Recap, Wanted};
+use pvfs_bootstrap::{
+    self as bootstrap, BootstrapEvent, Change, Counts, NodeFailure, Options, Recap, Wanted,
+};
 use pvfs_coord::{ClientSecurity, Dialer};
 use serde::Serialize;
 use std::time::Duration;
@@ -117,12 +119,12 @@ struct View {
 }
 
 impl View {
-    fn show(&self, event: &Event) -> anyhow::Result<()> {
+    fn show(&self, event: &BootstrapEvent) -> anyhow::Result<()> {
         if self.json {
             return output::json(&Line::of(event));
         }
         let text = match event {
-            Event::Probed { node, plan } if self.plan => {
+            BootstrapEvent::Probed { node, plan } if self.plan => {
                 let mut text = String::new();
                 for change in &plan.changes {
                     text += &format!("[{node}] would {change}\n");
@@ -132,25 +134,25 @@ impl View {
                 }
                 text
             }
-            Event::Probed { .. } => return Ok(()),
-            Event::Done { node, change } => format!("[{node}] {change}\n"),
-            Event::Waiting { node, elapsed, last } => {
+            BootstrapEvent::Probed { .. } => return Ok(()),
+            BootstrapEvent::Done { node, change } => format!("[{node}] {change}\n"),
+            BootstrapEvent::Waiting { node, elapsed, last } => {
                 output::note(&format!("[{node}] waiting for the agent ({}s): {last}", elapsed.as_secs()));
                 return Ok(());
             }
-            Event::Ready { node, version, build, executable, elapsed } => format!(
+            BootstrapEvent::Ready { node, version, build, executable, elapsed } => format!(
                 "[{node}] agent {version} (build {}, {executable}) answers over mutual TLS ({:.1}s)\n",
                 build.get(..12).unwrap_or(build),
                 elapsed.as_secs_f64()
             ),
             // One line as it happens; the whole failure (command, stderr, journal) is in the
             // recap, once.
-            Event::Finished { node, result: Err(failure) } => {
+            BootstrapEvent::Finished { node, result: Err(failure) } => {
                 let first = failure.message.lines().next().unwrap_or_default();
                 output::note(&format!("[{node}] FAILED: {first}"));
                 return Ok(());
             }
-            Event::Finished { .. } => return Ok(()),
+            BootstrapEvent::Finished { .. } => return Ok(()),
         };
         Ok(output::print(&text)?)
     }
@@ -242,19 +244,21 @@ impl<'a> FailureLine<'a> {
 }
 
 impl<'a> Line<'a> {
-    fn of(event: &'a Event) -> Line<'a> {
+    fn of(event: &'a BootstrapEvent) -> Line<'a> {
         match event {
-            Event::Probed { node, plan } => Line::Probed {
+            BootstrapEvent::Probed { node, plan } => Line::Probed {
                 node,
                 unchanged: plan.unchanged,
                 changes: plan.changes.iter().map(Change::to_string).collect(),
             },
-            Event::Done { node, change } => Line::Change { node, change: change.to_string() },
-            Event::Waiting { node, elapsed, last } => Line::Waiting { node, elapsed_ms: ms(*elapsed), last },
-            Event::Ready { node, version, build, executable, elapsed } => {
+            BootstrapEvent::Done { node, change } => Line::Change { node, change: change.to_string() },
+            BootstrapEvent::Waiting { node, elapsed, last } => {
+                Line::Waiting { node, elapsed_ms: ms(*elapsed), last }
+            }
+            BootstrapEvent::Ready { node, version, build, executable, elapsed } => {
                 Line::Ready { node, version, build, executable, elapsed_ms: ms(*elapsed) }
             }
-            Event::Finished { node, result } => Line::NodeDone {
+            BootstrapEvent::Finished { node, result } => Line::NodeDone {
                 node,
                 ok: result.is_ok(),
                 failure: result.as_ref().err().map(FailureLine::of),
