@@ -16,7 +16,7 @@
 
 use crate::util::{self, KillOnDrop, cargo, read, step};
 use anyhow::{Context, bail};
-use pvfs_coord::stream::{Event, Start};
+use pvfs_coord::stream::{Start, StreamEvent};
 use std::net::SocketAddr;
 use std::process::Command;
 use std::sync::Arc;
@@ -138,7 +138,7 @@ async fn flood(
             let mut last_time: Option<u64> = None;
             while let Some(event) = events.recv().await {
                 match event {
-                    Event::Sample { stamped, .. } => {
+                    StreamEvent::Sample { stamped, .. } => {
                         followed.samples.fetch_add(1, Ordering::Relaxed);
                         let t = stamped.sample.time_unix_ns;
                         if let Some(prev) = last_time {
@@ -149,13 +149,13 @@ async fn flood(
                         }
                         last_time = Some(t);
                     }
-                    Event::Gap { .. } => {
+                    StreamEvent::Gap { .. } => {
                         followed.gaps.fetch_add(1, Ordering::Relaxed);
                     }
-                    Event::Down { .. } => {
+                    StreamEvent::Down { .. } => {
                         followed.down.fetch_add(1, Ordering::Relaxed);
                     }
-                    Event::Up { .. } | Event::Restarted { .. } => {}
+                    StreamEvent::Up { .. } | StreamEvent::Restarted { .. } => {}
                 }
             }
         })

@@ -54,7 +54,7 @@ const NODES: [(&str, &str, bool); 3] =
     [("gfs1", "10.213.250.11", true), ("gfs2", "10.213.250.12", true), ("client1", "10.213.250.13", false)];
 /// The node whose agent comes from the .deb.
 const DEB_NODE: &str = "gfs2";
-/// Where bootstrap puts the binary it copies (`pvfs_coord::bootstrap::REMOTE_BINARY`; xtask
+/// Where bootstrap puts the binary it copies (`pvfs_bootstrap::REMOTE_BINARY`; xtask
 /// links none of the workspace's crates).
 const BOOTSTRAPPED_BINARY: &str = "/usr/local/bin/pvfs-agent";
 /// xfsprogs 6.1 refuses file systems under 300 MB.

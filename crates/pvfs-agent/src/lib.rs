@@ -89,7 +89,7 @@ pub struct Settings {
     /// The Ganglia drop-in, when asked for: a gmond XML dump on this address.
     pub gmond: Option<GmondSettings>,
     /// What steps this agent carries out (`Policy::default()`, or a site's policy file).
-    pub policy: pvfs_steps::Policy,
+    pub policy: pvfs_policy::Policy,
     /// The policy file it came from, if any (for `--check-config`).
     pub policy_file: Option<PathBuf>,
 }

@@ -2,12 +2,12 @@
 //!
 //! Optional. `pvfs-agent --policy FILE` (or `PVFS_AGENT_POLICY`) names it; without the flag
 //! `/etc/pvfs/policy.toml` is read when it exists. The file can only narrow the built-in policy
-//! (`pvfs_steps::policy`) or name a site's own mirrors and units; it can never switch a rule
+//! (`pvfs_policy`) or name a site's own mirrors and units; it can never switch a rule
 //! off. One key is a grant instead: `mpi_ssh = true` lets `[bench] mpi_ssh` give root ssh
 //! between the clients (refused by default, rule `mpi-ssh-off`), since only the operator of a
 //! node can decide that. Every mistake in it is reported with `file:line:col`, and the agent does not start.
 
-use pvfs_steps::policy::{Policy, Site};
+use pvfs_policy::{Policy, Site};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use toml::Spanned;

@@ -10,7 +10,7 @@
 //! connection drops.
 
 use pvfs_host::{Command, CommandError, Root, RootError, Runner};
-use pvfs_steps::policy::{Policy, PolicyError};
+use pvfs_policy::{Policy, PolicyError};
 use std::time::Duration;
 
 const OSRELEASE: &str = "/proc/sys/kernel/osrelease";

@@ -118,7 +118,7 @@ pub struct AgentService {
     /// Held while a benchmark phase runs: two runs on one client would measure each other.
     benching: Arc<tokio::sync::Mutex<()>>,
     /// What `Apply` may do on this node.
-    policy: Arc<pvfs_steps::Policy>,
+    policy: Arc<pvfs_policy::Policy>,
     /// The `Metrics` streams: at most so many at once, and how many are live.
     metrics_streams: crate::limits::StreamGauge,
     /// Units being decoded and checked on the blocking pool (see `apply`).
@@ -143,7 +143,7 @@ impl AgentService {
             converging: Arc::new(tokio::sync::Mutex::new(())),
             benching: Arc::new(tokio::sync::Mutex::new(())),
             units: TaskTracker::new(),
-            policy: Arc::new(pvfs_steps::Policy::default()),
+            policy: Arc::new(pvfs_policy::Policy::default()),
             metrics_streams: crate::limits::StreamGauge::default(),
             checking: Arc::new(tokio::sync::Semaphore::new(UNIT_CHECKS)),
             revoked: None,
@@ -156,7 +156,7 @@ impl AgentService {
     }
 
     /// The same service under `policy` instead of the built-in one.
-    pub fn with_policy(self, policy: pvfs_steps::Policy) -> AgentService {
+    pub fn with_policy(self, policy: pvfs_policy::Policy) -> AgentService {
         AgentService { policy: Arc::new(policy), ..self }
     }
 
@@ -428,7 +428,7 @@ impl pb::agent_server::Agent for AgentService {
             let summary = pvfs_steps::run_unit(
                 &steps,
                 &host,
-                &policy,
+                policy.as_ref(),
                 dry_run,
                 after_changes,
                 |event| {

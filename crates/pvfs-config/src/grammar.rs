@@ -4,7 +4,7 @@
 //! as an argument (package installs, lvcreate, mkfs, mount, gluster) is checked here, so that
 //! `validate` refuses it with its `file:line:col` instead of a node running it. The rules follow
 //! each tool's own (cited at each function) and are never looser than the agent's policy
-//! (`pvfs_steps::policy`, the second lock on the node), so a file that validates has a plan
+//! (`pvfs_policy`, the second lock on the node), so a file that validates has a plan
 //! the agents accept. No value anywhere may hold a control character: a newline is how a value
 //! turns into a second line of a file.
 //!
@@ -71,7 +71,7 @@ fn path_problem(path: &str) -> Option<&'static str> {
 
 /// A benchmark directory (`[bench] mount`): a normalised absolute path outside `/` and the
 /// system trees, without hidden components — the agents' `bench-dir` rule
-/// (`pvfs_steps::Policy::check_bench_dir`), so a file that validates names a directory they
+/// (`pvfs_policy::Policy::check_bench_dir`), so a file that validates names a directory they
 /// take. (That its top-level directory exists, and that its file system has room, only the
 /// node can say.)
 pub(crate) fn bench_dir(path: &str) -> Result<(), String> {

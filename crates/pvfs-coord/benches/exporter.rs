@@ -4,7 +4,7 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use pvfs_coord::exporter::{ClusterView, NodeView, render};
-use pvfs_coord::stream::Event;
+use pvfs_coord::stream::StreamEvent;
 use pvfs_host::Root;
 use pvfs_metrics::ring::Stamped;
 use pvfs_metrics::sample::{DeviceFilter, Sampler};
@@ -25,7 +25,7 @@ fn cluster() -> ClusterView {
         view.nodes.insert(node.clone(), NodeView { role: role.into(), ..NodeView::default() });
         for (seq, sample) in [(1, &first), (2, &second)] {
             let stamped = Box::new(Stamped { epoch: 1, seq, sample: sample.clone() });
-            view.apply(Event::Sample { node: node.clone(), stamped, processes: Vec::new() });
+            view.apply(StreamEvent::Sample { node: node.clone(), stamped, processes: Vec::new() });
         }
     }
     view

@@ -17,6 +17,7 @@
 
 use crate::dial::{Connection, DialError, Dialer, from_status};
 use crate::reboot::{self, Progress, Wait};
+use crate::recap::{Counts, Recap};
 use pvfs_config::Cluster;
 use pvfs_plan::{Plan, Unit};
 use pvfs_proto::pb;
@@ -32,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     /// Only assess and report (`--plan`): nothing changes, nothing reboots.
-    pub dry_run: bool,
+    pub plan: bool,
     /// Every node may be rebooted into a kernel it must boot (`--allow-reboot`); without it,
     /// only nodes with `reboot = true` in the cluster file are.
     pub allow_reboot: bool,
@@ -110,29 +111,17 @@ impl serde::Serialize for UnitFailed {
     }
 }
 
-/// Per-node counts of step outcomes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counts {
-    pub ok: usize,
-    pub changed: usize,
-    pub failed: usize,
-    pub skipped: usize,
-    /// Dry runs: gates not holding yet, steps that depend on earlier changes.
-    pub pending: usize,
-}
-
-/// How the run ended: counts per node (in cluster-file order), the failures, each naming
-/// node, unit and what went wrong, and the nodes that must boot into another kernel.
+/// How the run ended: what every cluster-wide run reports ([`Recap`]: step counts per node,
+/// the failures, each naming node, unit and what went wrong), and what only converging can
+/// say: the nodes that must boot into another kernel, those rebooted, whether it was stopped.
 #[derive(Debug, Clone, Default)]
-pub struct Recap {
-    pub nodes: Vec<(String, Counts)>,
-    pub failures: Vec<String>,
+pub struct UpRecap {
+    pub run: Recap<String>,
     /// Nodes whose units stopped because they must boot into an installed kernel first (in a
     /// dry run: also those `up` would reboot).
     pub boots: Vec<Boot>,
     /// Nodes `up` rebooted into the kernel they had to boot, and that came back running it.
     pub rebooted: Vec<Boot>,
-    pub elapsed: Duration,
     /// The run was stopped ([`Options::stop`]): units that had not started were skipped.
     pub interrupted: bool,
 }
@@ -165,19 +154,11 @@ impl Boot {
     }
 }
 
-impl Recap {
-    pub fn failed(&self) -> bool {
-        !self.failures.is_empty()
-    }
-
+impl UpRecap {
     /// Every unit ran to its end: nothing failed, no node waits for a reboot, and the run was
     /// not stopped early.
     pub fn converged(&self) -> bool {
-        self.failures.is_empty() && self.boots.is_empty() && !self.interrupted
-    }
-
-    pub fn changed(&self) -> usize {
-        self.nodes.iter().map(|(_, c)| c.changed).sum()
+        self.run.failures.is_empty() && self.boots.is_empty() && !self.interrupted
     }
 }
 
@@ -198,9 +179,10 @@ pub async fn converge(
     dialer: &Dialer,
     options: &Options,
     events: mpsc::UnboundedSender<UpEvent>,
-) -> Recap {
+) -> UpRecap {
     let started = Instant::now();
-    let dry_run = options.dry_run;
+    // `--plan`, which the wire calls a dry run.
+    let dry_run = options.plan;
     // Sent with every unit: the agents refuse a server, peer or brick outside the cluster.
     let hosts: Arc<[String]> = pvfs_plan::cluster_hosts(cluster).into();
     let mut counts: BTreeMap<String, Counts> =
@@ -367,7 +349,7 @@ pub async fn converge(
         .map(|n| (n.name.clone(), counts.get(&n.name).copied().unwrap_or_default()))
         .collect();
     let interrupted = options.stop.is_cancelled();
-    Recap { nodes, failures, boots, rebooted, elapsed: started.elapsed(), interrupted }
+    UpRecap { run: Recap { nodes, failures, elapsed: started.elapsed() }, boots, rebooted, interrupted }
 }
 
 type Connections = Arc<tokio::sync::Mutex<std::collections::HashMap<String, Connection>>>;

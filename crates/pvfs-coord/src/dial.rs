@@ -146,7 +146,7 @@ impl Dialer {
 }
 
 /// No answer in time: the host is down, the address is wrong, or a firewall drops packets.
-pub(crate) fn timed_out(address: &Address, timeout: Duration) -> DialError {
+pub fn timed_out(address: &Address, timeout: Duration) -> DialError {
     DialError {
         kind: FailureKind::Timeout,
         message: format!(

@@ -5,7 +5,7 @@
 //! live instruments that code updates as it goes; here the data already exists as one snapshot
 //! per node, and the two text formats (0.0.4 and OpenMetrics 1.0) are a few lines each.
 
-use crate::stream::Event;
+use crate::stream::StreamEvent;
 use pvfs_config::Cluster;
 use pvfs_metrics::rates::{CpuPercent, DiskRates, NicRates, Rates, follows};
 use pvfs_metrics::ring::Stamped;
@@ -96,9 +96,9 @@ impl ClusterView {
 
     /// Folds one event in: a sample becomes the latest (with rates when it follows the previous
     /// one of the same agent process).
-    pub fn apply(&mut self, event: Event) {
+    pub fn apply(&mut self, event: StreamEvent) {
         match event {
-            Event::Sample { node, mut stamped, .. } => {
+            StreamEvent::Sample { node, mut stamped, .. } => {
                 let Some(view) = self.nodes.get_mut(&node) else { return };
                 // A device named twice (a broken or hostile agent) would be the same series
                 // twice, which scrapers refuse: the first of each name is kept.
@@ -117,12 +117,12 @@ impl ClusterView {
             // The baseline is kept: a node back from down resumes its stream after its cursor,
             // so its next sample may well follow the last one and give rates at once (the
             // epoch and sequence check in `push` catches gaps and restarts by itself).
-            Event::Down { node, .. } => {
+            StreamEvent::Down { node, .. } => {
                 if let Some(view) = self.nodes.get_mut(&node) {
                     view.up = false;
                 }
             }
-            Event::Gap { .. } | Event::Restarted { .. } | Event::Up { .. } => {}
+            StreamEvent::Gap { .. } | StreamEvent::Restarted { .. } | StreamEvent::Up { .. } => {}
         }
     }
 }

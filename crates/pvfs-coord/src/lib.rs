@@ -8,22 +8,22 @@
 //!   (`pvfsctl top`, `serve`).
 //! - [`bench`]: the built-in engine's phases on every client at once, with barriers between
 //!   them (`pvfsctl bench`, agents launcher).
-//! - [`bootstrap`]: agents installed over SSH, certificates issued, until they answer over
-//!   mTLS (`pvfsctl bootstrap`).
 //! - [`converge`]: a plan's units run on the agents in dependency order (`pvfsctl up`).
 //! - [`reboot`]: a node rebooted into the kernel it must boot, and waited for (`up`'s reboots).
+//! - [`recap`]: how a cluster-wide run ended, node by node, in the words `up` and `bootstrap`
+//!   (`pvfs-bootstrap`, above this crate) share.
 //! - [`mpi_ssh`]: `[bench] mpi_ssh`'s key pair and the clients' host keys, for `up`.
 //! - [`exporter`]: the cluster's latest samples and rates in the Prometheus/OpenMetrics text
 //!   formats (`pvfsctl serve`).
 
 pub mod bench;
-pub mod bootstrap;
 mod connector;
 pub mod converge;
 pub mod dial;
 pub mod exporter;
 pub mod mpi_ssh;
 pub mod reboot;
+pub mod recap;
 pub mod stream;
 pub mod survey;
 

@@ -3,7 +3,7 @@
 //!
 //! One task per node: connect, ask for the samples after the cursor, pass each one on, and on
 //! any failure report the node down (once), wait a second and try again. The consumer gets one
-//! channel of [`Event`]s for the whole cluster.
+//! channel of [`StreamEvent`]s for the whole cluster.
 
 use crate::dial::{DialError, Dialer, FailureKind, from_status};
 use pvfs_config::{Cluster, Node};
@@ -56,7 +56,7 @@ pub enum Start {
 
 /// What the stream of a cluster says.
 #[derive(Debug, Clone)]
-pub enum Event {
+pub enum StreamEvent {
     Sample {
         node: String,
         stamped: Box<Stamped>,
@@ -85,7 +85,7 @@ pub fn follow_cluster(
     fresh: Start,
     processes: u32,
     shutdown: CancellationToken,
-) -> mpsc::Receiver<Event> {
+) -> mpsc::Receiver<StreamEvent> {
     let (tx, rx) = mpsc::channel(EVENT_QUEUE);
     let dials = std::sync::Arc::new(tokio::sync::Semaphore::new(MAX_DIALS));
     for node in &cluster.nodes {
@@ -108,7 +108,7 @@ async fn follow(
     dialer: Dialer,
     start: Start,
     processes: u32,
-    tx: mpsc::Sender<Event>,
+    tx: mpsc::Sender<StreamEvent>,
     dials: std::sync::Arc<tokio::sync::Semaphore>,
     shutdown: CancellationToken,
 ) {
@@ -135,7 +135,7 @@ async fn follow(
         if up || !reported_down {
             up = false;
             reported_down = true;
-            if tx.send(Event::Down { node: node.name.clone(), error }).await.is_err() {
+            if tx.send(StreamEvent::Down { node: node.name.clone(), error }).await.is_err() {
                 return;
             }
         }
@@ -155,7 +155,7 @@ async fn stream_once(
     dialer: &Dialer,
     cursor: &mut Cursor,
     ask: pb::MetricsRequest,
-    tx: &mpsc::Sender<Event>,
+    tx: &mpsc::Sender<StreamEvent>,
     up: &mut bool,
     dials: &tokio::sync::Semaphore,
 ) -> Result<(), DialError> {
@@ -178,7 +178,7 @@ async fn stream_once(
     let mut stream = response.into_inner();
     if !*up {
         *up = true;
-        if tx.send(Event::Up { node: node.name.clone() }).await.is_err() {
+        if tx.send(StreamEvent::Up { node: node.name.clone() }).await.is_err() {
             return Ok(());
         }
     }
@@ -205,14 +205,14 @@ async fn stream_once(
                 let stamped = Stamped::from(sample);
                 let restarted = cursor.epoch != 0 && stamped.epoch != cursor.epoch;
                 *cursor = Cursor { epoch: stamped.epoch, seq: stamped.seq };
-                if restarted && tx.send(Event::Restarted { node: node.name.clone() }).await.is_err() {
+                if restarted && tx.send(StreamEvent::Restarted { node: node.name.clone() }).await.is_err() {
                     return Ok(());
                 }
-                Event::Sample { node: node.name.clone(), stamped: Box::new(stamped), processes }
+                StreamEvent::Sample { node: node.name.clone(), stamped: Box::new(stamped), processes }
             }
             Some(pb::metrics_event::Event::Gap(gap)) => {
                 cursor.seq = gap.to_seq;
-                Event::Gap { node: node.name.clone(), from: gap.from_seq, to: gap.to_seq }
+                StreamEvent::Gap { node: node.name.clone(), from: gap.from_seq, to: gap.to_seq }
             }
             None => continue,
         };

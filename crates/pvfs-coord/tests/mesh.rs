@@ -66,7 +66,7 @@ async fn start_agent(pki: &Pki, name: &str, ip: &str) -> RunningAgent {
         root: Root::system(),
         history: Duration::from_secs(60),
         gmond: None,
-        policy: pvfs_steps::Policy::default(),
+        policy: pvfs_policy::Policy::default(),
         policy_file: None,
     };
     let prepared = pvfs_agent::prepare(settings).unwrap();
@@ -321,7 +321,7 @@ async fn a_second_agent_on_the_same_state_dir_is_refused() {
         root: Root::system(),
         history: Duration::from_secs(60),
         gmond: None,
-        policy: pvfs_steps::Policy::default(),
+        policy: pvfs_policy::Policy::default(),
         policy_file: None,
     };
     let prepared = pvfs_agent::prepare(settings).unwrap();
@@ -383,7 +383,7 @@ async fn a_stopped_converge_starts_no_unit() {
     let reason = "interrupted before it started".to_owned();
     assert_eq!(skipped, [("u0".to_owned(), reason.clone()), ("u1".to_owned(), reason)]);
     assert!(recap.interrupted && !recap.converged(), "{recap:?}");
-    assert_eq!(recap.nodes[0].1.skipped, 2);
+    assert_eq!(recap.run.nodes[0].1.skipped, 2);
     assert!(!dir.exists(), "the step ran");
     agent.stop().await;
 }

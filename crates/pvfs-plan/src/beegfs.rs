@@ -10,7 +10,7 @@
 
 use crate::{CHECK_DEADLINE, Plan, READY_DEADLINE, host_of, packages, storage};
 use pvfs_config::{BeegfsAuth, Cluster, KindSpec, Node, Role, Target};
-use pvfs_steps::policy::{BEEGFS_AUTH_FILE, BEEGFS_INTERFACES, BEEGFS_NET_FILTER};
+use pvfs_policy::{BEEGFS_AUTH_FILE, BEEGFS_INTERFACES, BEEGFS_NET_FILTER};
 use pvfs_steps::{BeegfsService, BeegfsSetup, ConfigKeys, Directory, File, Gate, GateKind, Service, Step};
 
 /// The client's mount list, read by the beegfs-client service.

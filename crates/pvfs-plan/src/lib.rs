@@ -127,7 +127,7 @@ pub fn plan(cluster: &Cluster) -> Plan {
 /// Every name the cluster's nodes go by in its plans: each node's address, its name, and its
 /// LNet address when it has one. The coordinator sends them with every unit
 /// (`ApplyRequest.cluster_hosts`), and the agent refuses a step that names any other host as
-/// a server, a peer or a brick (`pvfs_steps::Policy::for_cluster`).
+/// a server, a peer or a brick (`pvfs_policy::Policy::for_cluster`).
 pub fn cluster_hosts(cluster: &Cluster) -> Vec<String> {
     let mut hosts: Vec<String> = cluster
         .nodes
@@ -214,9 +214,9 @@ mod tests;
 /// The agent policy the cluster file gives `node` (`[policy]`, its roles' tables on top), as
 /// the agent would build it from the file bootstrap writes; `None` when the file gives none.
 /// A value the agent's rules refuse is an error naming the key and entry.
-pub fn agent_policy(cluster: &Cluster, node: &Node) -> Option<Result<pvfs_steps::Policy, Vec<String>>> {
+pub fn agent_policy(cluster: &Cluster, node: &Node) -> Option<Result<pvfs_policy::Policy, Vec<String>>> {
     let p = cluster.policy_for(node)?;
-    let site = pvfs_steps::policy::Site {
+    let site = pvfs_policy::Site {
         kinds: p.kinds,
         devices: p.devices,
         data_roots: p.data_roots,
@@ -226,7 +226,7 @@ pub fn agent_policy(cluster: &Cluster, node: &Node) -> Option<Result<pvfs_steps:
         mpi_ssh: p.mpi_ssh,
     };
     Some(
-        pvfs_steps::Policy::new(site)
+        pvfs_policy::Policy::new(site)
             .map_err(|errors| errors.iter().map(|e| format!("node {}: [policy] {e}", node.name)).collect()),
     )
 }

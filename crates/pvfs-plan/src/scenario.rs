@@ -47,7 +47,8 @@
 use crate::plan;
 use pvfs_host::testing::{DeviceRoot, LoopDevice};
 use pvfs_host::{Command, CommandError, Output, Root, Runner};
-use pvfs_steps::{NodeAccess, Outcome, Policy, StepEvent, run_unit};
+use pvfs_policy::Policy;
+use pvfs_steps::{NodeAccess, Outcome, StepEvent, run_unit};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

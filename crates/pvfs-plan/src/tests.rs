@@ -13,7 +13,8 @@ use crate::{Plan, plan};
 use expect_test::{Expect, expect};
 use pvfs_host::testing::{DeviceRoot, LoopDevice};
 use pvfs_host::{Command, CommandError, Output, Root, Runner};
-use pvfs_steps::{NodeAccess, Outcome, Policy, Step, StepEvent, run_unit};
+use pvfs_policy::Policy;
+use pvfs_steps::{NodeAccess, Outcome, Step, StepEvent, run_unit};
 use std::path::Path;
 
 /// Answers every probe as a bare node would.

@@ -200,7 +200,7 @@ pub struct Raid0 {
 // devices after it would be dropped silently (`--create` would see no members). So mdadm
 // relies on the grammar instead: arrays are `/dev/mdN` or `/dev/md/NAME` and members are
 // canonical paths under /dev — never a word that starts with `-` — and the agent's policy
-// checks every word of an mdadm command against that (`Policy::check_action`).
+// checks every word of an mdadm command against that (`pvfs_policy::Policy::check_action`).
 
 impl Raid0 {
     pub(crate) async fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {

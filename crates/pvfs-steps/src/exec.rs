@@ -1,6 +1,6 @@
 //! Running one step: assess, then (unless dry) apply and verify; gates probe until they hold.
 
-use crate::{Action, Assessment, NodeAccess, Policy, Step, StepError};
+use crate::{Action, Assessment, Guard, MadeDevices, NodeAccess, Step, StepError};
 use pvfs_host::kmsg::KernelLog;
 use pvfs_host::{Command, Runner};
 use std::collections::HashSet;
@@ -107,13 +107,13 @@ pub struct CommandRecord {
     pub duration: Duration,
 }
 
-/// Runs `step` on `host`, if `policy` allows it. With `dry_run` nothing is changed: the
-/// assessment is reported as [`Outcome::WouldChange`], gates are probed once. `on_command`
-/// hears of every command apply runs, as it finishes.
+/// Runs `step` on `host`, if `policy` (the agent's, a [`Guard`]) allows it. With `dry_run`
+/// nothing is changed: the assessment is reported as [`Outcome::WouldChange`], gates are
+/// probed once. `on_command` hears of every command apply runs, as it finishes.
 pub async fn execute<R: Runner>(
     step: &Step,
     host: &NodeAccess<R>,
-    policy: &Policy,
+    policy: &dyn Guard,
     dry_run: bool,
     on_command: impl FnMut(&CommandRecord) + Send,
 ) -> Outcome {
@@ -140,7 +140,7 @@ struct Earlier<'a> {
 async fn execute_while<R: Runner>(
     step: &Step,
     host: &NodeAccess<R>,
-    policy: &Policy,
+    policy: &dyn Guard,
     earlier: Earlier<'_>,
     dry_run: bool,
     mut on_command: impl FnMut(&CommandRecord) + Send,
@@ -329,7 +329,7 @@ async fn run<R: Runner>(
 pub async fn run_unit<R: Runner>(
     steps: &[Step],
     host: &NodeAccess<R>,
-    policy: &Policy,
+    policy: &dyn Guard,
     dry_run: bool,
     after_changes: bool,
     mut emit: impl FnMut(StepEvent) + Send,
@@ -353,7 +353,7 @@ pub async fn run_unit<R: Runner>(
         }
         return summary;
     }
-    let made = crate::policy::MadeDevices::of(steps);
+    let made = MadeDevices::of(steps);
     // Files the unit's steps changed (or, in a dry run, would change), for the services that
     // read them: each is restarted once, at its own step, after all of them.
     let mut changed: Vec<String> = Vec::new();

@@ -169,7 +169,7 @@ mod tests {
             contents: "options lnet networks=tcp\n".into(),
             mode: 0o644,
         });
-        let plan = execute(&step, &host, &crate::Policy::default(), true, |_| {}).await;
+        let plan = execute(&step, &host, &crate::Unguarded, true, |_| {}).await;
         assert_eq!(
             plan,
             Outcome::WouldChange {
@@ -179,19 +179,18 @@ mod tests {
         );
         assert!(!host.root.exists("/etc/modprobe.d/lnet.conf"), "a dry run writes nothing");
         assert!(matches!(
-            execute(&step, &host, &crate::Policy::default(), false, |_| {}).await,
+            execute(&step, &host, &crate::Unguarded, false, |_| {}).await,
             Outcome::Changed { .. }
         ));
         assert_eq!(
-            execute(&step, &host, &crate::Policy::default(), false, |_| {}).await,
+            execute(&step, &host, &crate::Unguarded, false, |_| {}).await,
             Outcome::Ok { detail: None }
         );
         // The quotes az-cat's script wrote (“tcp”) are drift, shown line by line.
         host.root
             .write_atomic("/etc/modprobe.d/lnet.conf", "options lnet networks=“tcp”\n".as_bytes(), 0o644)
             .unwrap();
-        let Outcome::WouldChange { diff, .. } =
-            execute(&step, &host, &crate::Policy::default(), true, |_| {}).await
+        let Outcome::WouldChange { diff, .. } = execute(&step, &host, &crate::Unguarded, true, |_| {}).await
         else {
             panic!()
         };
@@ -221,7 +220,7 @@ mod tests {
         let a = step.assess(&host).unwrap();
         assert_eq!(a.diff, ["/etc/beegfs/connauthfile has mode 0644, not 0400"]);
         assert!(matches!(
-            execute(&Step::File(step.clone()), &host, &crate::Policy::default(), false, |_| {}).await,
+            execute(&Step::File(step.clone()), &host, &crate::Unguarded, false, |_| {}).await,
             Outcome::Changed { .. }
         ));
         let meta = std::fs::metadata(dir.path().join("etc/beegfs/connauthfile")).unwrap();

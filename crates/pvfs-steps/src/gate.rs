@@ -760,11 +760,11 @@ mod tests {
             deadline: Duration::from_secs(30),
         };
         assert_eq!(
-            execute(&Step::Gate(gate.clone()), &host, &crate::Policy::default(), true, |_| {}).await,
+            execute(&Step::Gate(gate.clone()), &host, &crate::Unguarded, true, |_| {}).await,
             Outcome::Pending { detail: "10.254.0.2: Accepted peer request (connected)".into() }
         );
         assert_eq!(
-            execute(&Step::Gate(gate), &host, &crate::Policy::default(), false, |_| {}).await,
+            execute(&Step::Gate(gate), &host, &crate::Unguarded, false, |_| {}).await,
             Outcome::Ok { detail: Some("1 peers in cluster".into()) }
         );
         assert_eq!(runner.calls().len(), 3);
@@ -783,8 +783,7 @@ mod tests {
             kind: GateKind::LnetPing { nid: "10.0.0.4@tcp".into() },
             deadline: Duration::from_secs(20),
         };
-        let Outcome::Failed(f) =
-            execute(&Step::Gate(gate), &host, &crate::Policy::default(), false, |_| {}).await
+        let Outcome::Failed(f) = execute(&Step::Gate(gate), &host, &crate::Unguarded, false, |_| {}).await
         else {
             panic!()
         };
@@ -835,7 +834,7 @@ mod tests {
         let summary = crate::run_unit(
             &[Step::Gate(gate), later],
             &host,
-            &crate::Policy::default(),
+            &crate::Unguarded,
             false,
             false,
             |event| {

@@ -21,8 +21,9 @@
 //! --no-act` knows — or that the cluster file lists for wiping; apply proves the same again
 //! just before it acts. A device holding what the step wants is never touched again.
 //!
-//! Nothing runs unless the agent's [`policy::Policy`] allows it: [`run_unit`] and [`execute`]
-//! check every step before assessing it and every action before performing it.
+//! Nothing runs unless the agent's policy allows it: [`run_unit`] and [`execute`] ask their
+//! [`Guard`] (the policy, `pvfs-policy`, which depends on this crate and not the other way
+//! round) about every step before assessing it and every action before performing it.
 
 mod beegfs;
 mod block;
@@ -33,13 +34,13 @@ mod firewall;
 mod fuzz;
 mod gate;
 mod gluster;
+mod guard;
 mod lustre;
 mod lustre_log;
 mod lustre_tuning;
 mod mount;
 mod mpi_ssh;
 mod packages;
-pub mod policy;
 mod service;
 mod teardown;
 
@@ -50,12 +51,16 @@ pub use files::{ConfigKeys, Directory, File};
 pub use firewall::{FIREWALL_CMD, FirewallPorts, PortRange, Protocol};
 pub use gate::{Gate, GateKind};
 pub use gluster::{GlusterLayout, GlusterPeers, GlusterPeersDetached, GlusterVolume, GlusterVolumeGone};
+#[cfg(test)]
+pub(crate) use guard::Unguarded;
+pub use guard::{Guard, MadeDevices, PolicyError, StepRefused};
 pub use lustre::{LustreRole, LustreTarget};
 pub use lustre_tuning::{LctlParam, LustreStripe};
 pub use mount::Mount;
-pub use mpi_ssh::{KnownHost, MPI_KEY, MPI_KNOWN_HOSTS, MpiSsh, MpiSshGone};
-pub use packages::{Package, PackageManager, Packages, Repo};
-pub use policy::{Policy, PolicyError, StepRefused};
+pub use mpi_ssh::{
+    AUTHORIZED_KEYS, KnownHost, MPI_DIR, MPI_KEY, MPI_KNOWN_HOSTS, MpiSsh, MpiSshGone, ROOT_SSH_DIR,
+};
+pub use packages::{APT_KEYRINGS, APT_SOURCES, Package, PackageManager, Packages, Repo};
 pub use service::Service;
 pub use teardown::{ServiceStopped, Unmount, WipeTarget};
 

@@ -162,7 +162,7 @@ impl LctlParam {
         // No `--` for lctl: its parameter commands did not always use getopt (lctl before
         // 2.4 read `argv[1]` as the path, lustre_cfg.c jt_lcfg_setparam, and would take a
         // `--` for a parameter name), so lctl relies on the grammar: a name starts with one
-        // of the client prefixes (`llite.`, `osc.`, …, `Policy::check_step`), never with `-`.
+        // of the client prefixes (`llite.`, `osc.`, …, `pvfs_policy::Policy::check_step`), never with `-`.
         let probe = Command::new("lctl").args(["get_param", "-n", &self.name]);
         let shown = probe.to_string();
         let out = host.probe(probe).await?;
@@ -264,7 +264,7 @@ mod tests {
                 .record("lfs setstripe -c -1 -S 4M -- /mnt/lustre/test1", 4, "", &fixture(NO_FILE)),
         );
         let step = crate::Step::LustreStripe(stripe());
-        let outcome = crate::execute(&step, &h, &crate::Policy::default(), false, |_| {}).await;
+        let outcome = crate::execute(&step, &h, &crate::Unguarded, false, |_| {}).await;
         let crate::Outcome::Failed(failure) = outcome else { panic!("{outcome:?}") };
         assert_eq!(failure.code, Some(4));
         assert_eq!(

@@ -293,7 +293,7 @@ mod tests {
     }
 
     async fn run(step: &Step, host: &NodeAccess<impl Runner>, dry_run: bool) -> Outcome {
-        execute(step, host, &crate::Policy::default(), dry_run, |_| {}).await
+        execute(step, host, &crate::Unguarded, dry_run, |_| {}).await
     }
 
     #[tokio::test]
@@ -569,7 +569,7 @@ mod tests {
             let summary = crate::run_unit(
                 &steps,
                 &host,
-                &crate::Policy::default(),
+                &crate::Unguarded,
                 true,
                 false,
                 |e| {

@@ -175,7 +175,7 @@ pub(crate) fn authorized_keys_with(text: &str, cluster: &str, line: Option<&str>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Outcome, Policy, Step, execute};
+    use crate::{Outcome, Step, Unguarded, execute};
     use pvfs_host::{RecordedRunner, Root};
     use std::os::unix::fs::PermissionsExt;
 
@@ -203,12 +203,10 @@ mod tests {
         (dir, host)
     }
 
-    fn opted_in() -> Policy {
-        Policy::new(crate::policy::Site { mpi_ssh: true, ..Default::default() }).unwrap()
-    }
-
-    async fn apply(step: &Step, host: &NodeAccess<RecordedRunner>, policy: &Policy) -> Outcome {
-        execute(step, host, policy, false, |_| {}).await
+    /// Applied as an agent whose policy grants the step does (the grant itself, and what the
+    /// policy allows these steps, are pvfs-policy's tests).
+    async fn apply(step: &Step, host: &NodeAccess<RecordedRunner>) -> Outcome {
+        execute(step, host, &Unguarded, false, |_| {}).await
     }
 
     fn mode(dir: &tempfile::TempDir, path: &str) -> u32 {
@@ -234,7 +232,7 @@ mod tests {
                 "write /root/.ssh/authorized_keys"
             ]
         );
-        assert!(!apply(&s, &host, &opted_in()).await.failed());
+        assert!(!apply(&s, &host).await.failed());
         assert!(s.assess(&host).await.unwrap().is_in_sync());
         assert_eq!(mode(&dir, MPI_KEY), 0o600);
         assert_eq!(mode(&dir, MPI_DIR), 0o700);
@@ -249,7 +247,7 @@ mod tests {
     async fn a_forged_host_key_is_found_and_rewritten_and_an_old_cluster_key_replaced() {
         let (dir, host) = node();
         let s = Step::MpiSsh(step());
-        assert!(!apply(&s, &host, &opted_in()).await.failed());
+        assert!(!apply(&s, &host).await.failed());
         let forged = CLIENT2.replace("IK3c", "IXXX");
         let known = dir.path().join("etc/pvfs/mpi/known_hosts");
         let text = std::fs::read_to_string(&known).unwrap().replace(CLIENT2, &forged);
@@ -262,7 +260,7 @@ mod tests {
         let diff = a.diff.join("\n");
         assert!(diff.contains("a changed or forged key"), "{diff}");
         assert!(diff.contains(&format!("-10.213.250.13,client1 {forged}")), "{diff}");
-        assert!(!apply(&s, &host, &opted_in()).await.failed());
+        assert!(!apply(&s, &host).await.failed());
         assert!(std::fs::read_to_string(&known).unwrap().contains(CLIENT2));
         assert_eq!(std::fs::read_to_string(&keys).unwrap(), format!("{PUBLIC} pvfs-mpi@gluster-e2e\n"));
     }
@@ -279,58 +277,16 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_default_policy_refuses_the_grant_and_says_how_to_allow_it() {
-        let (dir, host) = node();
-        let Outcome::Failed(failure) = apply(&Step::MpiSsh(step()), &host, &Policy::default()).await else {
-            panic!("not refused")
-        };
-        assert!(failure.refused, "{failure:?}");
-        assert!(failure.message.contains("`mpi-ssh-off`"), "{}", failure.message);
-        assert!(failure.message.contains("mpi_ssh = true"), "{}", failure.message);
-        assert!(!dir.path().join("etc/pvfs/mpi").exists(), "nothing written");
-        assert!(!dir.path().join("root").exists(), "nothing written");
-    }
-
-    #[test]
-    fn the_policy_keeps_the_steps_to_their_files_and_keys_to_their_grammar() {
-        let p = opted_in();
-        let write = |path: &str, mode| Action::Write { path: path.into(), contents: "x\n".into(), mode };
-        assert_eq!(p.check_action("mpi-ssh", &write("/etc/shadow", 0o600)).unwrap_err().rule, "action-kind");
-        assert_eq!(p.check_action("mpi-ssh", &write(MPI_KEY, 0o644)).unwrap_err().rule, "file-mode");
-        assert!(p.check_action("mpi-ssh", &write(MPI_KEY, 0o600)).is_ok());
-        assert_eq!(p.check_action("mpi-ssh-gone", &write(MPI_KEY, 0o600)).unwrap_err().rule, "action-kind");
-        assert!(p.check_action("mpi-ssh-gone", &write(AUTHORIZED_KEYS, 0o600)).is_ok());
-        assert!(p.check_action("mpi-ssh", &Action::Remove { path: MPI_KEY.into() }).is_err());
-        assert!(p.check_action("mpi-ssh-gone", &Action::Remove { path: "/etc/passwd".into() }).is_err());
-        let mkdir = |path: &str| Action::Mkdir { path: path.into(), mode: 0o700 };
-        assert!(p.check_action("mpi-ssh", &mkdir(ROOT_SSH_DIR)).is_ok());
-        assert!(p.check_action("mpi-ssh", &mkdir("/etc/cron.d")).is_err());
-        // A key with authorized_keys options would run a command on login.
-        let mut s = step();
-        s.public_key = format!("command=\"sh\" {PUBLIC}");
-        assert_eq!(p.check_step(&Step::MpiSsh(s)).unwrap_err().rule, "mpi-ssh");
-        let mut s = step();
-        s.known_hosts[0].names.push("a b".into());
-        assert_eq!(p.check_step(&Step::MpiSsh(s)).unwrap_err().rule, "name");
-        let mut s = step();
-        s.private_key =
-            "-----BEGIN OPENSSH PRIVATE KEY-----\nnot base64!\n-----END OPENSSH PRIVATE KEY-----\n".into();
-        let err = p.check_step(&Step::MpiSsh(s)).unwrap_err();
-        assert!(!err.to_string().contains("not base64"), "the key is never shown: {err}");
-    }
-
-    #[tokio::test]
     async fn gone_removes_only_the_marked_line_and_the_files() {
         let (dir, host) = node();
-        assert!(!apply(&Step::MpiSsh(step()), &host, &opted_in()).await.failed());
+        assert!(!apply(&Step::MpiSsh(step()), &host).await.failed());
         let keys = dir.path().join("root/.ssh/authorized_keys");
         let mut text = std::fs::read_to_string(&keys).unwrap();
         // Another cluster's line and someone's own key stay.
         text.push_str("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOTHER pvfs-mpi@other\nssh-rsa AAAAB3Nza admin\n");
         std::fs::write(&keys, &text).unwrap();
         let gone = Step::MpiSshGone(MpiSshGone { cluster: "gluster-e2e".into() });
-        // Taking a grant away needs no opt-in.
-        let outcome = apply(&gone, &host, &Policy::default()).await;
+        let outcome = apply(&gone, &host).await;
         assert!(!outcome.failed(), "{outcome:?}");
         assert_eq!(
             std::fs::read_to_string(&keys).unwrap(),

@@ -244,7 +244,7 @@ mod tests {
     /// at its service step; one that is not running just starts; no change, no restart.
     #[tokio::test]
     async fn a_changed_configuration_restarts_a_running_unit_once() {
-        use crate::{ConfigKeys, Outcome, Policy, Step, StepEvent, run_unit};
+        use crate::{ConfigKeys, Outcome, Step, StepEvent, Unguarded, run_unit};
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("run/systemd/system")).unwrap();
         std::fs::create_dir_all(dir.path().join("etc/beegfs")).unwrap();
@@ -283,7 +283,7 @@ mod tests {
                 run_unit(
                     steps,
                     host,
-                    &Policy::default(),
+                    &Unguarded,
                     dry_run,
                     false,
                     |e| {

@@ -77,7 +77,7 @@ impl Agent {
             root: Root::system(),
             history: Duration::from_secs(60),
             gmond: None,
-            policy: pvfs_steps::Policy::default(),
+            policy: pvfs_policy::Policy::default(),
             policy_file: None,
         };
         adjust(&mut settings);

@@ -303,12 +303,12 @@ async fn a_mount_onto_a_non_empty_directory_is_refused() {
 #[tokio::test]
 async fn a_site_policy_narrows_kinds_and_devices() {
     let pki = Pki::new();
-    let site = pvfs_steps::policy::Site {
+    let site = pvfs_policy::Site {
         kinds: Some(vec!["mkfs".into(), "mount".into()]),
         devices: Some(vec!["/dev/disk/by-id/pvfs-hostile-data-*".into()]),
         ..Default::default()
     };
-    let policy = pvfs_steps::Policy::new(site).unwrap();
+    let policy = pvfs_policy::Policy::new(site).unwrap();
     let agent = Agent::start_with(&pki, |s| s.policy = policy).await;
     let dir = harness::scratch("site");
     let made = format!("{}/made", dir.path().display());
@@ -325,7 +325,7 @@ async fn a_site_policy_narrows_kinds_and_devices() {
     let message = refused(&agent, vec![mkfs], "device-not-allowed").await;
     assert!(message.contains("/dev/disk/by-id/pvfs-hostile-data-*"), "{message}");
     // The default policy would have let both through its own checks.
-    let default = pvfs_steps::Policy::default();
+    let default = pvfs_policy::Policy::default();
     assert!(
         default
             .check_step(&pvfs_steps::Step::Directory(pvfs_steps::Directory { path: made, mode: 0o755 }))

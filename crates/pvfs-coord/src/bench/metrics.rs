@@ -4,7 +4,7 @@
 //! [`SecondLine`]; [`second_line`] fills it from the rates (`pvfsctl top --json` and
 //! `pvfs-agent metrics --json` print the same line).
 
-use crate::stream::Event;
+use crate::stream::StreamEvent;
 use pvfs_bench::results::{self, DownLine, MetricsLine, ProcessLine, SecondLine, columns, time_text};
 use pvfs_metrics::processes::Process;
 use pvfs_metrics::rates::{RateTracker, Rates};
@@ -88,7 +88,7 @@ pub struct NodeSecond {
 /// has recorded (Unix ns; `u64::MAX` while it is down, since nothing more will come), so the
 /// run can wait for its last second with [`catch_up`] rather than sleep.
 pub async fn record(
-    mut samples: mpsc::Receiver<Event>,
+    mut samples: mpsc::Receiver<StreamEvent>,
     run: results::RunDir,
     seconds: mpsc::UnboundedSender<NodeSecond>,
     latest: watch::Sender<HashMap<String, u64>>,
@@ -103,7 +103,7 @@ pub async fn record(
             event = samples.recv() => match event { Some(e) => e, None => break },
         };
         match event {
-            Event::Sample { node, stamped, processes } => {
+            StreamEvent::Sample { node, stamped, processes } => {
                 let time_unix_ns = stamped.sample.time_unix_ns;
                 if let (Some(rates), stamped) = tracker.next(&node, *stamped) {
                     let devices = stamped.sample.visible_devices(false);
@@ -126,7 +126,7 @@ pub async fn record(
                     l.insert(node.clone(), time_unix_ns);
                 });
             }
-            Event::Down { node, error } => {
+            StreamEvent::Down { node, error } => {
                 tracker.forget(&node);
                 latest.send_modify(|l| {
                     l.insert(node.clone(), u64::MAX);
@@ -143,10 +143,10 @@ pub async fn record(
                     f.line(&line)?;
                 }
             }
-            Event::Gap { node, .. } | Event::Restarted { node } => {
+            StreamEvent::Gap { node, .. } | StreamEvent::Restarted { node } => {
                 tracker.forget(&node);
             }
-            Event::Up { .. } => {}
+            StreamEvent::Up { .. } => {}
         }
     }
     Ok(counts)
@@ -214,7 +214,9 @@ mod tests {
             kernel: false,
         };
         for (seq, processes) in [(1, vec![]), (2, vec![dd]), (3, vec![])] {
-            tx.send(Event::Sample { node: "c1".into(), stamped: stamped(seq), processes }).await.unwrap();
+            tx.send(StreamEvent::Sample { node: "c1".into(), stamped: stamped(seq), processes })
+                .await
+                .unwrap();
         }
         drop(tx);
         assert_eq!(recorder.await.unwrap().unwrap()["c1"], 2);

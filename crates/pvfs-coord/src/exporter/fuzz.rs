@@ -287,8 +287,8 @@ proptest! {
         let mut view = ClusterView::default();
         for (node, role) in &nodes {
             view.nodes.insert(node.clone(), NodeView { role: role.clone(), ..NodeView::default() });
-            view.apply(Event::Sample { node: node.clone(), stamped: sample(&disks, &nics, prev, load, 1), processes: Vec::new() });
-            view.apply(Event::Sample { node: node.clone(), stamped: sample(&disks, &nics, curr, load, 2), processes: Vec::new() });
+            view.apply(StreamEvent::Sample { node: node.clone(), stamped: sample(&disks, &nics, prev, load, 1), processes: Vec::new() });
+            view.apply(StreamEvent::Sample { node: node.clone(), stamped: sample(&disks, &nics, curr, load, 2), processes: Vec::new() });
         }
         for d in delays {
             view.delays.observe(d);

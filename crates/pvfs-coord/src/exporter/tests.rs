@@ -30,12 +30,12 @@ fn view() -> ClusterView {
     let mut view = ClusterView::default();
     view.nodes.insert("oss00".into(), NodeView { role: "oss".into(), ..Default::default() });
     view.nodes.insert("client00".into(), NodeView { role: "client".into(), ..Default::default() });
-    view.apply(Event::Sample {
+    view.apply(StreamEvent::Sample {
         node: "oss00".into(),
         stamped: stamped(1, 1000, 5_000_000),
         processes: Vec::new(),
     });
-    view.apply(Event::Sample {
+    view.apply(StreamEvent::Sample {
         node: "oss00".into(),
         stamped: stamped(2, 1400, 5_000_000 + 1_048_576),
         processes: Vec::new(),
@@ -128,7 +128,7 @@ fn rates_only_between_consecutive_samples_of_one_agent_process() {
     let mut view = view();
     assert!(view.nodes["oss00"].rates().is_some());
     // A gap: seq 2 → 4. The newest is shown, but there are no rates until the next one.
-    view.apply(Event::Sample {
+    view.apply(StreamEvent::Sample {
         node: "oss00".into(),
         stamped: stamped(4, 2000, 7_000_000),
         processes: Vec::new(),
@@ -136,7 +136,7 @@ fn rates_only_between_consecutive_samples_of_one_agent_process() {
     assert_eq!(view.nodes["oss00"].last.as_ref().unwrap().seq, 4);
     assert!(view.nodes["oss00"].rates().is_none());
     assert!(!render(&view, false).contains("pvfs_disk_r_per_second{node=\"oss00\""));
-    view.apply(Event::Sample {
+    view.apply(StreamEvent::Sample {
         node: "oss00".into(),
         stamped: stamped(5, 2100, 7_000_000),
         processes: Vec::new(),
@@ -145,7 +145,7 @@ fn rates_only_between_consecutive_samples_of_one_agent_process() {
     // A restarted agent (new epoch) starts a new baseline.
     let mut restarted = stamped(6, 2200, 7_000_000);
     restarted.epoch = 10;
-    view.apply(Event::Sample { node: "oss00".into(), stamped: restarted, processes: Vec::new() });
+    view.apply(StreamEvent::Sample { node: "oss00".into(), stamped: restarted, processes: Vec::new() });
     assert!(view.nodes["oss00"].rates().is_none());
 }
 
@@ -158,7 +158,7 @@ fn the_first_device_of_each_name_is_kept() {
         sample.sample.disks = (0..devices)
             .map(|i| DiskCounters { name: format!("d{}", i % 2), rd_ios: i, ..disk.clone() })
             .collect();
-        view.apply(Event::Sample { node: "oss00".into(), stamped: sample, processes: Vec::new() });
+        view.apply(StreamEvent::Sample { node: "oss00".into(), stamped: sample, processes: Vec::new() });
         let kept = &view.nodes["oss00"].last.as_ref().unwrap().sample.disks;
         let kept: Vec<(&str, u64)> = kept.iter().map(|d| (d.name.as_str(), d.rd_ios)).collect();
         assert_eq!(kept, [("d0", 0), ("d1", 1)], "{devices} devices");

@@ -107,7 +107,7 @@ proptest! {
     ) {
         let text = cluster(&disk, &pin, &options, &vg);
         if let Ok(cluster) = pvfs_config::parse(Path::new("/c/cluster.toml"), &text) {
-            let policy = pvfs_steps::Policy::default();
+            let policy = pvfs_policy::Policy::default();
             for unit in crate::plan(&cluster).units {
                 if let Err(refused) = policy.check_unit(&unit.steps) {
                     prop_assert!(false, "validate accepted {text}\nbut the policy refuses unit {}: {}", unit.label, refused.error);
@@ -124,6 +124,6 @@ fn well_formed_values_pass_both() {
     let text = cluster("/dev/sdc", "10.3-1", "defaults,noatime", "vg_gluster");
     let cluster = pvfs_config::parse(Path::new("/c/cluster.toml"), &text).unwrap();
     for unit in crate::plan(&cluster).units {
-        pvfs_steps::Policy::default().check_unit(&unit.steps).unwrap();
+        pvfs_policy::Policy::default().check_unit(&unit.steps).unwrap();
     }
 }

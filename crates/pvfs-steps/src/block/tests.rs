@@ -300,15 +300,11 @@ async fn a_zeroed_device_is_formatted_for_real() {
         label: Some("brick1".into()),
         wipe: false,
     });
-    let Outcome::Changed { diff } = execute(&step, &host, &crate::Policy::default(), false, |_| {}).await
-    else {
+    let Outcome::Changed { diff } = execute(&step, &host, &crate::Unguarded, false, |_| {}).await else {
         panic!()
     };
     assert_eq!(diff, [format!("{} has no file system", disk.path)]);
-    assert_eq!(
-        execute(&step, &host, &crate::Policy::default(), false, |_| {}).await,
-        Outcome::Ok { detail: None }
-    );
+    assert_eq!(execute(&step, &host, &crate::Unguarded, false, |_| {}).await, Outcome::Ok { detail: None });
     let probe = blkid::probe(&host.root, &host.runner, &disk.path).await;
     assert_eq!((probe.kind(), probe.field("LABEL")), (Some("ext4"), Some("brick1")));
 }
@@ -632,7 +628,7 @@ async fn queue_tuning_goes_to_the_member_disks_clamped_and_persisted() {
     let (dir, host) = storage_server("[mq-deadline] kyber bfq none\n", "256\n");
     let step = table_11();
     let Outcome::WouldChange { diff, would_run } =
-        execute(&step, &host, &crate::Policy::default(), true, |_| {}).await
+        execute(&step, &host, &crate::Unguarded, true, |_| {}).await
     else {
         panic!()
     };
@@ -665,10 +661,7 @@ async fn queue_tuning_goes_to_the_member_disks_clamped_and_persisted() {
             "write /etc/udev/rules.d/99-pvfs-queue-md10.rules",
         ]
     );
-    assert!(matches!(
-        execute(&step, &host, &crate::Policy::default(), false, |_| {}).await,
-        Outcome::Changed { .. }
-    ));
+    assert!(matches!(execute(&step, &host, &crate::Unguarded, false, |_| {}).await, Outcome::Changed { .. }));
     assert_eq!(std::fs::read_to_string(dir.path().join("sys/block/sdc/queue/nr_requests")).unwrap(), "2048");
     assert_eq!(
         std::fs::read_to_string(dir.path().join("etc/udev/rules.d/99-pvfs-queue-md10.rules")).unwrap(),
@@ -677,10 +670,7 @@ async fn queue_tuning_goes_to_the_member_disks_clamped_and_persisted() {
          ACTION==\"add|change\", SUBSYSTEM==\"block\", ENV{DEVTYPE}==\"disk\", SYMLINK==\"disk/azure/scsi1/lun0\", ATTR{queue/scheduler}=\"mq-deadline\", ATTR{queue/nr_requests}=\"2048\", ATTR{queue/read_ahead_kb}=\"32768\"\n\
          ACTION==\"add|change\", SUBSYSTEM==\"block\", ENV{DEVTYPE}==\"disk\", SYMLINK==\"disk/azure/scsi1/lun1\", ATTR{queue/scheduler}=\"mq-deadline\", ATTR{queue/nr_requests}=\"2048\", ATTR{queue/read_ahead_kb}=\"32768\"\n"
     );
-    assert_eq!(
-        execute(&step, &host, &crate::Policy::default(), false, |_| {}).await,
-        Outcome::Ok { detail: None }
-    );
+    assert_eq!(execute(&step, &host, &crate::Unguarded, false, |_| {}).await, Outcome::Ok { detail: None });
 }
 
 /// CentOS 7's single-queue disks list `noop deadline [cfq]` and take the seed's 4096
@@ -691,8 +681,7 @@ async fn single_queue_kernels_get_deadline_and_the_full_request_count() {
     let (_dir, host) = storage_server("noop deadline [cfq]\n", "128\n");
     let Step::BlockQueue(q) = table_11() else { unreachable!() };
     let step = Step::BlockQueue(BlockQueue { scheduler: Some("mq-deadline".into()), ..q });
-    let Outcome::WouldChange { would_run, .. } =
-        execute(&step, &host, &crate::Policy::default(), true, |_| {}).await
+    let Outcome::WouldChange { would_run, .. } = execute(&step, &host, &crate::Unguarded, true, |_| {}).await
     else {
         panic!()
     };

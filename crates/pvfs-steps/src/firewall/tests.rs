@@ -1,5 +1,5 @@
 use super::*;
-use crate::{Outcome, Policy, Step, execute, without_header};
+use crate::{Outcome, Step, Unguarded, execute, without_header};
 use pvfs_host::{RecordedRunner, Root};
 
 const RUNNING: &str = include_str!("../../testdata/firewalld/state-running.txt");
@@ -174,12 +174,12 @@ async fn a_run_opens_the_ports_and_a_second_run_changes_nothing() {
         .record("firewall-cmd --reload", 0, "success\n", "");
     let host = NodeAccess::new(Root::at(dir.path()), runner.clone());
     let step = Step::Firewall(beegfs_ports());
-    let plan = execute(&step, &host, &Policy::default(), true, |_| {}).await;
+    let plan = execute(&step, &host, &Unguarded, true, |_| {}).await;
     let Outcome::WouldChange { would_run, .. } = &plan else { panic!("{plan:?}") };
     assert_eq!(would_run.len(), 3);
-    let ran = execute(&step, &host, &Policy::default(), false, |_| {}).await;
+    let ran = execute(&step, &host, &Unguarded, false, |_| {}).await;
     assert!(matches!(ran, Outcome::Changed { .. }), "{ran:?}");
-    let again = execute(&step, &host, &Policy::default(), false, |_| {}).await;
+    let again = execute(&step, &host, &Unguarded, false, |_| {}).await;
     assert_eq!(again, Outcome::Ok { detail: None });
     let adds = runner.calls().iter().filter(|c| c.contains("--add-port") || c.contains("--reload")).count();
     assert_eq!(adds, 3, "{:?}", runner.calls());

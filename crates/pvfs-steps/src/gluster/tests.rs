@@ -156,14 +156,10 @@ async fn create_then_verify_runs_each_command_once() {
     let step = Step::GlusterVolume(volume(&[B1, B2]));
     let mut ran = Vec::new();
     let outcome =
-        execute(&step, &host, &crate::Policy::default(), false, |c| ran.push((c.command.clone(), c.code)))
-            .await;
+        execute(&step, &host, &crate::Unguarded, false, |c| ran.push((c.command.clone(), c.code))).await;
     assert!(matches!(outcome, Outcome::Changed { .. }), "{outcome:?}");
     assert_eq!(ran.len(), 2);
-    assert_eq!(
-        execute(&step, &host, &crate::Policy::default(), false, |_| {}).await,
-        Outcome::Ok { detail: None }
-    );
+    assert_eq!(execute(&step, &host, &crate::Unguarded, false, |_| {}).await, Outcome::Ok { detail: None });
 }
 
 /// Answers recorded from Debian's glusterfs 10.3 in the e2e containers (after `pvfsctl up
@@ -188,7 +184,7 @@ async fn real_answers_of_a_converged_cluster_are_in_sync() {
         deadline: Duration::from_secs(1),
     };
     assert_eq!(
-        execute(&Step::Gate(gate), &host, &crate::Policy::default(), true, |_| {}).await,
+        execute(&Step::Gate(gate), &host, &crate::Unguarded, true, |_| {}).await,
         Outcome::Ok { detail: Some("1 peers in cluster".into()) }
     );
     // A third server is a brick to add to the real volume.
@@ -290,7 +286,7 @@ mod teardown_and_rebalance {
             kind: crate::GateKind::GlusterRebalanced { volume: "gv0".into() },
             deadline: Duration::from_secs(60),
         });
-        let outcome = execute(&gate, &host, &crate::Policy::default(), false, |_| {}).await;
+        let outcome = execute(&gate, &host, &crate::Unguarded, false, |_| {}).await;
         assert_eq!(
             outcome,
             Outcome::Ok {
@@ -309,7 +305,7 @@ mod teardown_and_rebalance {
         crate::run_unit(
             std::slice::from_ref(&gate),
             &host,
-            &crate::Policy::default(),
+            &crate::Unguarded,
             false,
             false,
             |e| events.push(e),
@@ -328,8 +324,7 @@ mod teardown_and_rebalance {
             }]
         );
         let (_dir, host) = gluster_host(RecordedRunner::new().record(STATUS, 1, NOT_STARTED, ""));
-        let Outcome::Ok { detail } = execute(&gate, &host, &crate::Policy::default(), false, |_| {}).await
-        else {
+        let Outcome::Ok { detail } = execute(&gate, &host, &crate::Unguarded, false, |_| {}).await else {
             panic!()
         };
         assert_eq!(detail.as_deref(), Some("no rebalance has run on gv0"));
@@ -356,8 +351,7 @@ mod teardown_and_rebalance {
             runner.record("gluster --mode=script volume delete gv0", 0, "volume delete: gv0: success\n", "");
         let (_dir, host) = systemd_host(runner.clone(), true);
         let step = Step::GlusterVolumeGone(GlusterVolumeGone { name: "gv0".into() });
-        let Outcome::Changed { diff } = execute(&step, &host, &crate::Policy::default(), false, |_| {}).await
-        else {
+        let Outcome::Changed { diff } = execute(&step, &host, &crate::Unguarded, false, |_| {}).await else {
             panic!()
         };
         assert_eq!(diff, ["volume gv0 is started", "volume gv0 exists (Distribute, 2 bricks)"]);

@@ -70,7 +70,7 @@ pub(crate) fn run(cli: AgentCli) -> anyhow::Result<u8> {
     });
     let policy = match &policy_file {
         Some(path) => pvfs_agent::policy::load(path)?,
-        None => pvfs_steps::Policy::default(),
+        None => pvfs_policy::Policy::default(),
     };
     let settings = Settings {
         name,

@@ -1,12 +1,14 @@
 //! `pvfsctl bootstrap CLUSTER.toml`: agents installed and started over SSH on every node, with
 //! certificates from the cluster CA, until each answers over mutual TLS; lines as it goes (or
-//! JSON with `--json`) and a recap like `up`'s. What it does is `pvfs_coord::bootstrap`'s; this
+//! JSON with `--json`) and a recap like `up`'s. What it does is `pvfs-bootstrap`'s; this
 //! resolves the flags, issues the missing certificates and shows the events.
 
 use crate::cli::BootstrapArgs;
 use crate::{exit, output};
 use anyhow::Context;
-use pvfs_coord::bootstrap::{self, Change, Counts, Event, NodeFailure, Options, Recap, Wanted};
+use pvfs_bootstrap::{
+    self as bootstrap, BootstrapEvent, Change, Counts, NodeFailure, Options, Recap, Wanted,
+};
 use pvfs_coord::{ClientSecurity, Dialer};
 use serde::Serialize;
 use std::time::Duration;
@@ -106,7 +108,7 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<u8> {
     }
     let recap = work.await?;
     view.recap(&recap)?;
-    Ok(if recap.failures.is_empty() { exit::OK } else { exit::FAILURES })
+    Ok(if recap.failed() { exit::FAILURES } else { exit::OK })
 }
 
 struct View {
@@ -117,12 +119,12 @@ struct View {
 }
 
 impl View {
-    fn show(&self, event: &Event) -> anyhow::Result<()> {
+    fn show(&self, event: &BootstrapEvent) -> anyhow::Result<()> {
         if self.json {
             return output::json(&Line::of(event));
         }
         let text = match event {
-            Event::Probed { node, plan } if self.plan => {
+            BootstrapEvent::Probed { node, plan } if self.plan => {
                 let mut text = String::new();
                 for change in &plan.changes {
                     text += &format!("[{node}] would {change}\n");
@@ -132,30 +134,30 @@ impl View {
                 }
                 text
             }
-            Event::Probed { .. } => return Ok(()),
-            Event::Done { node, change } => format!("[{node}] {change}\n"),
-            Event::Waiting { node, elapsed, last } => {
+            BootstrapEvent::Probed { .. } => return Ok(()),
+            BootstrapEvent::Done { node, change } => format!("[{node}] {change}\n"),
+            BootstrapEvent::Waiting { node, elapsed, last } => {
                 output::note(&format!("[{node}] waiting for the agent ({}s): {last}", elapsed.as_secs()));
                 return Ok(());
             }
-            Event::Ready { node, version, build, executable, elapsed } => format!(
+            BootstrapEvent::Ready { node, version, build, executable, elapsed } => format!(
                 "[{node}] agent {version} (build {}, {executable}) answers over mutual TLS ({:.1}s)\n",
                 build.get(..12).unwrap_or(build),
                 elapsed.as_secs_f64()
             ),
             // One line as it happens; the whole failure (command, stderr, journal) is in the
             // recap, once.
-            Event::Finished { node, result: Err(failure) } => {
+            BootstrapEvent::Finished { node, result: Err(failure) } => {
                 let first = failure.message.lines().next().unwrap_or_default();
                 output::note(&format!("[{node}] FAILED: {first}"));
                 return Ok(());
             }
-            Event::Finished { .. } => return Ok(()),
+            BootstrapEvent::Finished { .. } => return Ok(()),
         };
         Ok(output::print(&text)?)
     }
 
-    fn recap(&self, recap: &Recap) -> anyhow::Result<()> {
+    fn recap(&self, recap: &Recap<NodeFailure>) -> anyhow::Result<()> {
         if self.json {
             return output::json(&Line::Recap {
                 plan: self.plan,
@@ -171,7 +173,7 @@ impl View {
         let width = recap.nodes.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
         let mut text =
             format!("\n{} ({:.1}s)\n", if self.plan { "PLAN" } else { "RECAP" }, recap.elapsed.as_secs_f64());
-        for (name, Counts { ok, changed, failed }) in &recap.nodes {
+        for (name, Counts { ok, changed, failed, .. }) in &recap.nodes {
             let change = if self.plan { "change" } else { "changed" };
             text += &format!("{name:width$}  ok={ok} {change}={changed} failed={failed}\n");
         }
@@ -180,7 +182,7 @@ impl View {
             output::note(&format!("error: {}", failure.render(self.verbose)));
         }
         if self.plan && recap.failures.is_empty() {
-            let changes: u32 = recap.nodes.iter().map(|(_, c)| c.changed).sum();
+            let changes = recap.changed();
             output::note(&if changes == 0 {
                 "nothing to change: every agent is installed and running".to_owned()
             } else {
@@ -200,7 +202,7 @@ fn ms(d: Duration) -> u64 {
 #[serde(tag = "event", rename_all = "snake_case")]
 enum Line<'a> {
     Certificate { name: &'a str, path: &'a str, sans: &'a [String], planned: bool },
-    Probed { node: &'a str, unchanged: u32, changes: Vec<String> },
+    Probed { node: &'a str, unchanged: usize, changes: Vec<String> },
     Change { node: &'a str, change: String },
     Waiting { node: &'a str, elapsed_ms: u64, last: &'a str },
     Ready { node: &'a str, version: &'a str, build: &'a str, executable: &'a str, elapsed_ms: u64 },
@@ -211,9 +213,9 @@ enum Line<'a> {
 #[derive(Serialize)]
 struct CountsLine<'a> {
     name: &'a str,
-    ok: u32,
-    changed: u32,
-    failed: u32,
+    ok: usize,
+    changed: usize,
+    failed: usize,
 }
 
 #[derive(Serialize)]
@@ -242,19 +244,21 @@ impl<'a> FailureLine<'a> {
 }
 
 impl<'a> Line<'a> {
-    fn of(event: &'a Event) -> Line<'a> {
+    fn of(event: &'a BootstrapEvent) -> Line<'a> {
         match event {
-            Event::Probed { node, plan } => Line::Probed {
+            BootstrapEvent::Probed { node, plan } => Line::Probed {
                 node,
                 unchanged: plan.unchanged,
                 changes: plan.changes.iter().map(Change::to_string).collect(),
             },
-            Event::Done { node, change } => Line::Change { node, change: change.to_string() },
-            Event::Waiting { node, elapsed, last } => Line::Waiting { node, elapsed_ms: ms(*elapsed), last },
-            Event::Ready { node, version, build, executable, elapsed } => {
+            BootstrapEvent::Done { node, change } => Line::Change { node, change: change.to_string() },
+            BootstrapEvent::Waiting { node, elapsed, last } => {
+                Line::Waiting { node, elapsed_ms: ms(*elapsed), last }
+            }
+            BootstrapEvent::Ready { node, version, build, executable, elapsed } => {
                 Line::Ready { node, version, build, executable, elapsed_ms: ms(*elapsed) }
             }
-            Event::Finished { node, result } => Line::NodeDone {
+            BootstrapEvent::Finished { node, result } => Line::NodeDone {
                 node,
                 ok: result.is_ok(),
                 failure: result.as_ref().err().map(FailureLine::of),

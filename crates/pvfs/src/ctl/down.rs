@@ -48,7 +48,7 @@ pub(crate) async fn run(args: DownArgs) -> anyhow::Result<u8> {
     let view =
         super::up::View { json: args.up.json, plan: args.up.plan, verbose: args.up.verbose, down: true };
     // A teardown never needs a node to boot another kernel: nothing reboots.
-    let options = pvfs_coord::converge::Options { dry_run: args.up.plan, ..Default::default() };
+    let options = pvfs_coord::converge::Options { plan: args.up.plan, ..Default::default() };
     super::up::run_plan(&cluster, plan, &dialer, options, view).await
 }
 

@@ -20,7 +20,7 @@ use axum::http::{HeaderMap, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use pvfs_coord::exporter::{self, ClusterView};
-use pvfs_coord::stream::{Event, Start, follow_cluster};
+use pvfs_coord::stream::{Start, StreamEvent, follow_cluster};
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -67,15 +67,15 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<u8> {
             while events.recv_many(&mut batch, FOLD_BATCH).await > 0 {
                 for event in &batch {
                     match event {
-                        Event::Down { node, error } => {
+                        StreamEvent::Down { node, error } => {
                             tracing::warn!(node = %node, error = %error, "node down")
                         }
-                        Event::Up { node } => tracing::info!(node = %node, "node streaming"),
-                        Event::Restarted { node } => tracing::info!(node = %node, "agent restarted"),
-                        Event::Gap { node, from, to } => {
+                        StreamEvent::Up { node } => tracing::info!(node = %node, "node streaming"),
+                        StreamEvent::Restarted { node } => tracing::info!(node = %node, "agent restarted"),
+                        StreamEvent::Gap { node, from, to } => {
                             tracing::warn!(node = %node, from, to, "samples lost")
                         }
-                        Event::Sample { .. } => {}
+                        StreamEvent::Sample { .. } => {}
                     }
                 }
                 let mut view = view.write().unwrap_or_else(|p| p.into_inner());

@@ -13,7 +13,7 @@ use anyhow::Context;
 use pvfs_bench::results::ProcessLine;
 use pvfs_bench::results::time_text;
 use pvfs_coord::bench::metrics::process_lines;
-use pvfs_coord::stream::{Cursor, Event, Start, follow_cluster};
+use pvfs_coord::stream::{Cursor, Start, StreamEvent, follow_cluster};
 use pvfs_host::local_file::{self, Cap};
 use pvfs_metrics::processes::Process;
 use pvfs_metrics::rates::{RateTracker, Rates};
@@ -131,7 +131,7 @@ impl Top {
     /// are saved to `cursor_file` once a second while samples are shown.
     async fn follow(
         &mut self,
-        mut events: mpsc::Receiver<Event>,
+        mut events: mpsc::Receiver<StreamEvent>,
         cursor_file: Option<&Path>,
         stop: &crate::shutdown::Shutdown,
     ) -> anyhow::Result<u8> {
@@ -173,10 +173,10 @@ impl Top {
     }
 
     /// Shows one event of the cluster's stream.
-    fn apply(&mut self, event: Event) -> anyhow::Result<()> {
+    fn apply(&mut self, event: StreamEvent) -> anyhow::Result<()> {
         match event {
-            Event::Sample { node, stamped, processes } => self.sample(&node, *stamped, &processes)?,
-            Event::Gap { node, from, to } => {
+            StreamEvent::Sample { node, stamped, processes } => self.sample(&node, *stamped, &processes)?,
+            StreamEvent::Gap { node, from, to } => {
                 self.rates.forget(&node);
                 self.sink.status(
                     &node,
@@ -184,7 +184,7 @@ impl Top {
                     &format!("samples {from}..{to} are no longer held by the agent"),
                 )?;
             }
-            Event::Restarted { node } => {
+            StreamEvent::Restarted { node } => {
                 self.rates.forget(&node);
                 self.sink.status(
                     &node,
@@ -192,7 +192,7 @@ impl Top {
                     "agent restarted; its samples since the last one shown are lost",
                 )?;
             }
-            Event::Down { node, error } => {
+            StreamEvent::Down { node, error } => {
                 if let Some(state) = self.nodes.get_mut(&node) {
                     state.down = true;
                 }
@@ -204,7 +204,7 @@ impl Top {
                     &format!("down: {error}"),
                 )?;
             }
-            Event::Up { node } => {
+            StreamEvent::Up { node } => {
                 self.sink.status(&node, json!({"up": true}), "up")?;
             }
         }

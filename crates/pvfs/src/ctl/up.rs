@@ -6,8 +6,9 @@ use crate::shutdown::Shutdown;
 use crate::{exit, output};
 use pvfs_config::Cluster;
 use pvfs_coord::Dialer;
-use pvfs_coord::converge::{Counts, Options, Recap, UnitFailed, UpEvent};
+use pvfs_coord::converge::{Options, UnitFailed, UpEvent, UpRecap};
 use pvfs_coord::reboot::{Progress, Wait};
+use pvfs_coord::recap::Counts;
 use pvfs_steps::{Outcome, StepEvent};
 use serde::Serialize;
 use std::time::Duration;
@@ -24,7 +25,7 @@ pub(crate) async fn run(cli: UpCli) -> anyhow::Result<u8> {
     // one exits at once (the agents finish a step whose caller went away).
     let shutdown = Shutdown::on_signals()?;
     let options = Options {
-        dry_run: args.plan,
+        plan: args.plan,
         allow_reboot,
         reboot_wait: Wait { timeout: reboot_timeout, ..Wait::default() },
         stop: shutdown.token(),
@@ -244,10 +245,11 @@ impl View {
         out
     }
 
-    fn recap(&self, recap: &Recap) -> anyhow::Result<()> {
+    fn recap(&self, up: &UpRecap) -> anyhow::Result<()> {
         if self.json {
-            return output::json(&line_json(&UpLine::recap(recap, self.plan, self.down))?);
+            return output::json(&line_json(&UpLine::recap(up, self.plan, self.down))?);
         }
+        let recap = &up.run;
         let width = recap.nodes.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
         let mut text =
             format!("\n{} ({:.1}s)\n", if self.plan { "PLAN" } else { "RECAP" }, recap.elapsed.as_secs_f64());
@@ -268,10 +270,10 @@ impl View {
         for failure in &recap.failures {
             output::note(&format!("error: {failure}"));
         }
-        for boot in &recap.rebooted {
+        for boot in &up.rebooted {
             output::note(&format!("rebooted {} into {} (it ran {})", boot.node, boot.kernel, boot.running));
         }
-        for boot in &recap.boots {
+        for boot in &up.boots {
             output::note(&format!("next: {}", boot.next_step()));
         }
         if self.plan && !recap.failed() {
@@ -506,7 +508,8 @@ impl<'a> UpLine<'a> {
         }
     }
 
-    fn recap(recap: &'a Recap, plan: bool, down: bool) -> UpLine<'a> {
+    fn recap(up: &'a UpRecap, plan: bool, down: bool) -> UpLine<'a> {
+        let recap = &up.run;
         UpLine::Recap {
             plan,
             down,
@@ -523,7 +526,7 @@ impl<'a> UpLine<'a> {
                 })
                 .collect(),
             failures: &recap.failures,
-            boots: recap
+            boots: up
                 .boots
                 .iter()
                 .map(|b| BootLine {
@@ -534,7 +537,7 @@ impl<'a> UpLine<'a> {
                     next_step: b.next_step(),
                 })
                 .collect(),
-            rebooted: recap
+            rebooted: up
                 .rebooted
                 .iter()
                 .map(|b| RebootedLine { node: &b.node, kernel: &b.kernel, was_running: &b.running })
@@ -570,6 +573,7 @@ impl<'a> StepStatus<'a> {
 mod tests {
     use super::*;
     use pvfs_coord::converge::Boot;
+    use pvfs_coord::recap::Recap;
     use pvfs_steps::{CommandRecord, Failure};
 
     /// Every line is what the `json!` literals they replaced printed, byte for byte.
@@ -653,12 +657,14 @@ mod tests {
             );
         }
         let boot = Boot { node: "n1".into(), kernel: "k2".into(), running: "k1".into(), allowed: false };
-        let recap = Recap {
-            nodes: vec![("n1".into(), Counts { ok: 1, changed: 2, failed: 3, skipped: 4, pending: 5 })],
-            failures: vec!["f".into()],
+        let recap = UpRecap {
+            run: Recap {
+                nodes: vec![("n1".into(), Counts { ok: 1, changed: 2, failed: 3, skipped: 4, pending: 5 })],
+                failures: vec!["f".into()],
+                elapsed: d,
+            },
             boots: vec![boot.clone()],
             rebooted: vec![boot],
-            elapsed: d,
             interrupted: false,
         };
         let view = View { json: true, plan: true, verbose: false, down: false };
@@ -673,14 +679,14 @@ mod tests {
         use super::super::*;
         use serde_json::json;
 
-        pub(super) fn recap_json(view: &View, recap: &Recap) -> serde_json::Value {
-            let nodes: Vec<_> = recap.nodes.iter().map(|(name, c)| counts_json(name, c)).collect();
+        pub(super) fn recap_json(view: &View, recap: &UpRecap) -> serde_json::Value {
+            let nodes: Vec<_> = recap.run.nodes.iter().map(|(name, c)| counts_json(name, c)).collect();
             let value = json!({
                 "event": "recap",
                 "plan": view.plan,
                 "down": view.down,
                 "nodes": nodes,
-                "failures": recap.failures,
+                "failures": recap.run.failures,
                 "boots": recap.boots.iter().map(|b| json!({
                     "node": b.node, "kernel": b.kernel, "running": b.running, "reboot_allowed": b.allowed,
                     "next_step": b.next_step(),
@@ -688,7 +694,7 @@ mod tests {
                 "rebooted": recap.rebooted.iter().map(|b| json!({
                     "node": b.node, "kernel": b.kernel, "was_running": b.running,
                 })).collect::<Vec<_>>(),
-                "elapsed_ms": ms(recap.elapsed),
+                "elapsed_ms": ms(recap.run.elapsed),
             });
             value
         }

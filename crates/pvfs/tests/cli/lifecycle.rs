@@ -6,7 +6,7 @@
 use crate::util::{AgentProcess, TestDir, cluster_file};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use pvfs_coord::converge::{Options, Recap, UpEvent, converge};
+use pvfs_coord::converge::{Options, UpEvent, UpRecap, converge};
 use pvfs_coord::{ClientSecurity, Dialer};
 use pvfs_plan::{Plan, Unit};
 use pvfs_steps::{Mkfs, Outcome, Step, StepEvent};
@@ -81,7 +81,7 @@ fn up(
     dir: &TestDir,
     port: u16,
     device: &str,
-) -> impl Future<Output = (Recap, Vec<UpEvent>)> + Send + 'static {
+) -> impl Future<Output = (UpRecap, Vec<UpEvent>)> + Send + 'static {
     let path = cluster_file(dir, &[("n1", format!("127.0.0.1:{port}"))]);
     let cluster = pvfs_config::load(&path).unwrap();
     let step = Step::Mkfs(Mkfs {
@@ -159,8 +159,8 @@ fn sigterm_mid_mkfs_lets_the_step_finish_and_report_then_the_next_run_is_in_sync
 
     // The coordinator, connected throughout, heard the step's result.
     let (recap, events) = rt.block_on(run).unwrap();
-    assert!(!recap.failed(), "{:?}", recap.failures);
-    assert_eq!(recap.changed(), 1);
+    assert!(!recap.run.failed(), "{:?}", recap.run.failures);
+    assert_eq!(recap.run.changed(), 1);
     let Some(Outcome::Changed { diff }) = step_outcome(&events) else { panic!("{events:?}") };
     assert!(diff.iter().any(|d| d.contains("has no file system")), "{diff:?}");
 
@@ -169,8 +169,8 @@ fn sigterm_mid_mkfs_lets_the_step_finish_and_report_then_the_next_run_is_in_sync
     std::fs::remove_file(&pidfile).unwrap();
     let agent = AgentProcess::start_with_path(&dir, "n1", "127.0.0.1", Some(&bin));
     let (recap, events) = rt.block_on(up(&dir, agent.port, &disk.device));
-    assert!(!recap.failed(), "{:?}", recap.failures);
-    assert_eq!((recap.nodes[0].1.ok, recap.changed()), (1, 0));
+    assert!(!recap.run.failed(), "{:?}", recap.run.failures);
+    assert_eq!((recap.run.nodes[0].1.ok, recap.run.changed()), (1, 0));
     assert_eq!(step_outcome(&events), Some(Outcome::Ok { detail: None }));
     assert!(!pidfile.exists(), "an in-sync device is not formatted again");
 }
@@ -220,18 +220,18 @@ fn a_second_sigterm_exits_at_once_and_mkfs_still_runs_to_its_end() {
     // The coordinator lost the agent mid-step and says so; the next run finds the work done.
     let (recap, _) = rt.block_on(run).unwrap();
     assert!(
-        recap.failures.iter().any(|f| f.contains("lost the agent during step 1 of 1")
+        recap.run.failures.iter().any(|f| f.contains("lost the agent during step 1 of 1")
             && f.contains("broke mid-call")
             && f.contains("journalctl -u pvfs-agent")
             && !f.contains("answered Unknown")),
         "{:?}",
-        recap.failures
+        recap.run.failures
     );
     drop(agent);
     std::fs::remove_file(&pidfile).unwrap();
     let agent = AgentProcess::start_with_path(&dir, "n1", "127.0.0.1", Some(&bin));
     let (recap, events) = rt.block_on(up(&dir, agent.port, &disk.device));
-    assert!(!recap.failed(), "{:?}", recap.failures);
+    assert!(!recap.run.failed(), "{:?}", recap.run.failures);
     assert_eq!(step_outcome(&events), Some(Outcome::Ok { detail: None }));
     assert!(!pidfile.exists(), "an in-sync device is not formatted again");
 }
@@ -315,7 +315,7 @@ fn a_kernel_installed_but_not_running_stops_the_node_with_the_next_step() {
         step_outcome(&events),
         Some(Outcome::MustBoot { kernel: "9.9.9-1.el7_lustre.x86_64".into(), running: running.clone() })
     );
-    assert!(recap.failures.is_empty(), "{:?}", recap.failures);
+    assert!(recap.run.failures.is_empty(), "{:?}", recap.run.failures);
     assert!(!recap.converged());
     assert_eq!(recap.boots.len(), 1);
     assert_eq!(
@@ -340,6 +340,6 @@ fn a_kernel_installed_but_not_running_stops_the_node_with_the_next_step() {
         "{events:?}"
     );
     assert!(!events.iter().any(|e| matches!(e, UpEvent::UnitDone { .. })), "{events:?}");
-    let c = recap.nodes[0].1;
+    let c = recap.run.nodes[0].1;
     assert_eq!((c.failed, c.skipped), (0, 3), "the unit's second step and the other unit's two");
 }

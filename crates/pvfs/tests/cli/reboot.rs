@@ -12,7 +12,7 @@
 //! the node would.
 
 use crate::util::{AgentProcess, TestDir, cluster_file};
-use pvfs_coord::converge::{Options, Recap, UpEvent, converge};
+use pvfs_coord::converge::{Options, UpEvent, UpRecap, converge};
 use pvfs_coord::reboot::{Progress, Wait};
 use pvfs_coord::{ClientSecurity, Dialer};
 use pvfs_plan::{Plan, Unit};
@@ -134,7 +134,7 @@ fn boot(root: &Path, on: Option<&str>) {
 
 /// Runs `up` on the node with `options`; while it runs, once the stand-in systemctl has run,
 /// the node goes down, and comes `back` and starts its agent again. The recap and the events.
-fn up(dir: &TestDir, options: Options, back: Back) -> (Recap, Vec<UpEvent>) {
+fn up(dir: &TestDir, options: Options, back: Back) -> (UpRecap, Vec<UpEvent>) {
     up_with(dir, Run { options, back, plan: plan(), reboot_on_node: false })
 }
 
@@ -147,7 +147,7 @@ struct Run {
     reboot_on_node: bool,
 }
 
-fn up_with(dir: &TestDir, run: Run) -> (Recap, Vec<UpEvent>) {
+fn up_with(dir: &TestDir, run: Run) -> (UpRecap, Vec<UpEvent>) {
     let Run { options, back, plan, reboot_on_node } = run;
     let root = stand_in_root(dir, STOCK);
     let bin = stand_in_tools(dir, &root);
@@ -227,7 +227,7 @@ fn a_node_allowed_to_reboot_boots_its_kernel_and_its_units_go_on() {
         Options { allow_reboot: true, reboot_wait: fast(Duration::from_secs(60)), ..Options::default() };
     let (recap, events) = up(&dir, options, Back::Default);
 
-    assert!(recap.converged(), "{:?} {:?}", recap.failures, recap.boots);
+    assert!(recap.converged(), "{:?} {:?}", recap.run.failures, recap.boots);
     assert_eq!(recap.rebooted.len(), 1, "{:?}", recap.rebooted);
     let rebooted = &recap.rebooted[0];
     assert_eq!(
@@ -249,7 +249,7 @@ fn a_node_allowed_to_reboot_boots_its_kernel_and_its_units_go_on() {
         })
         .collect();
     assert_eq!(done, [("u0", true), ("u1", true)]);
-    let c = recap.nodes[0].1;
+    let c = recap.run.nodes[0].1;
     assert_eq!((c.ok, c.failed, c.skipped), (2, 0, 0), "{c:?}");
 }
 
@@ -266,8 +266,8 @@ fn a_node_that_does_not_come_back_is_named_with_what_the_last_poll_found() {
 
     assert!(!recap.converged());
     assert!(recap.rebooted.is_empty());
-    assert_eq!(recap.failures.len(), 1, "{:?}", recap.failures);
-    let failure = &recap.failures[0];
+    assert_eq!(recap.run.failures.len(), 1, "{:?}", recap.run.failures);
+    let failure = &recap.run.failures[0];
     assert!(
         failure.contains(&format!("n1 did not come back within 3s of rebooting into {LUSTRE}")),
         "{failure}"
@@ -309,13 +309,13 @@ fn reboot_true_on_the_node_lets_up_reboot_it_without_the_flag() {
     let (recap, events) =
         up_with(&dir, Run { options, back: Back::Default, plan: plan(), reboot_on_node: true });
 
-    assert!(recap.converged(), "{:?} {:?}", recap.failures, recap.boots);
+    assert!(recap.converged(), "{:?} {:?}", recap.run.failures, recap.boots);
     assert!(dir.path().join("root/rebooted").exists(), "the agent ran systemctl reboot");
     let rebooted: Vec<(&str, &str)> =
         recap.rebooted.iter().map(|b| (b.node.as_str(), b.kernel.as_str())).collect();
     assert_eq!(rebooted, [("n1", LUSTRE)]);
     assert!(matches!(reboots(&events).last(), Some(Progress::Back { .. })), "{events:?}");
-    let c = recap.nodes[0].1;
+    let c = recap.run.nodes[0].1;
     assert_eq!((c.ok, c.failed, c.skipped), (2, 0, 0), "{c:?}");
 }
 
@@ -332,8 +332,8 @@ fn a_node_back_on_another_kernel_fails_naming_the_kernel_it_runs() {
 
     assert!(!recap.converged());
     assert!(recap.rebooted.is_empty(), "{:?}", recap.rebooted);
-    assert_eq!(recap.failures.len(), 1, "{:?}", recap.failures);
-    let failure = &recap.failures[0];
+    assert_eq!(recap.run.failures.len(), 1, "{:?}", recap.run.failures);
+    let failure = &recap.run.failures[0];
     assert!(
         failure.contains(&format!(
             "n1 rebooted but runs {STOCK}, not {LUSTRE}: its boot loader did not start the kernel"
@@ -364,8 +364,8 @@ fn a_unit_that_still_must_boot_after_its_reboot_fails_saying_so() {
 
     assert!(!recap.converged());
     assert!(matches!(reboots(&events).last(), Some(Progress::Back { .. })), "{events:?}");
-    assert_eq!(recap.failures.len(), 1, "{:?}", recap.failures);
-    let failure = &recap.failures[0];
+    assert_eq!(recap.run.failures.len(), 1, "{:?}", recap.run.failures);
+    let failure = &recap.run.failures[0];
     assert!(
         failure.contains(&format!(
             "still must boot into {LATER} (it runs {LUSTRE}) after rebooting into {LUSTRE}; reboot it by hand, then run pvfsctl up again"

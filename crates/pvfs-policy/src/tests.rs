@@ -2,13 +2,16 @@
 //! the default policy in `pvfs-plan`'s tests (they must all pass).
 
 use super::*;
-use crate::{
-    BeegfsService, BeegfsSetup, BlockQueue, ConfigKeys, Directory, File, GlusterLayout, GlusterPeers,
-    GlusterVolume, LctlParam, LustreRole, LustreStripe, LustreTarget, LvmThin, Mkfs, Mount, Package,
-    PackageManager, Packages, Raid0, Repo, Service,
-};
+use crate::node::glob_match;
 use pvfs_host::Command;
+use pvfs_steps::{
+    BeegfsService, BeegfsSetup, BlockQueue, ConfigKeys, Directory, File, Gate, GateKind, GlusterLayout,
+    GlusterPeers, GlusterVolume, LctlParam, LustreRole, LustreStripe, LustreTarget, LvmThin, Mkfs, Mount,
+    Package, PackageManager, Packages, Raid0, Repo, Service,
+};
 use std::time::Duration;
+
+mod steps;
 
 /// The rule that refuses `step` under the default policy, or "ok".
 fn rule(step: Step) -> &'static str {
@@ -311,7 +314,7 @@ fn repositories_are_https_signed_and_from_allowed_places() {
 /// and `apt-get update` (nothing else) allowed to packages steps only.
 #[test]
 fn apt_repositories_write_their_source_and_key_and_update_nothing_else() {
-    let key = include_str!("../../testdata/packages/pvfs-test-repo.asc");
+    let key = include_str!("../../pvfs-steps/testdata/packages/pvfs-test-repo.asc");
     let apt = Repo {
         suites: vec!["bookworm".into()],
         components: vec!["non-free".into()],
@@ -583,7 +586,7 @@ fn client_mounts_are_nosuid_nodev_and_from_the_clusters_own_servers() {
         options: "defaults,_netdev".into(),
         fstab: true,
     };
-    assert_eq!(rule(Step::Unmount(crate::Unmount(old))), "ok");
+    assert_eq!(rule(Step::Unmount(pvfs_steps::Unmount(old))), "ok");
 
     let cluster =
         Policy::default().for_cluster(["10.0.0.5".to_owned(), "10.0.0.6".to_owned(), "oss1".to_owned()]);
@@ -1007,13 +1010,16 @@ fn the_policy_describes_itself() {
 #[tokio::test]
 async fn run_unit_refuses_the_whole_unit_before_anything_runs() {
     let tmp = tempfile::tempdir().unwrap();
-    let host = crate::NodeAccess::new(Root::at(tmp.path()), pvfs_host::RecordedRunner::new());
+    let host = pvfs_steps::NodeAccess::new(Root::at(tmp.path()), pvfs_host::RecordedRunner::new());
     let steps = vec![dir("/data/ok", 0o755), file("/data/ok/x", "", 0o4755)];
     let mut events = Vec::new();
     let summary =
-        crate::run_unit(&steps, &host, &Policy::default(), false, false, |e| events.push(e), || true).await;
+        pvfs_steps::run_unit(&steps, &host, &Policy::default(), false, false, |e| events.push(e), || true)
+            .await;
     assert_eq!((summary.failed, summary.skipped, summary.changed), (1, 1, 0));
-    let crate::StepEvent::Done { outcome: crate::Outcome::Failed(failure), index: 1, .. } = &events[1] else {
+    let pvfs_steps::StepEvent::Done { outcome: pvfs_steps::Outcome::Failed(failure), index: 1, .. } =
+        &events[1]
+    else {
         panic!("{events:?}")
     };
     assert!(failure.message.starts_with("refused by policy rule `file-mode`"), "{}", failure.message);
@@ -1026,9 +1032,10 @@ async fn execute_checks_each_action_against_the_policy() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(tmp.path().join("data")).unwrap();
     std::os::unix::fs::symlink("/etc", tmp.path().join("data/etc")).unwrap();
-    let host = crate::NodeAccess::new(Root::at(tmp.path()), pvfs_host::RecordedRunner::new());
-    let outcome = crate::execute(&dir("/data/etc/x", 0o755), &host, &Policy::default(), false, |_| {}).await;
-    let crate::Outcome::Failed(failure) = outcome else { panic!("{outcome:?}") };
+    let host = pvfs_steps::NodeAccess::new(Root::at(tmp.path()), pvfs_host::RecordedRunner::new());
+    let outcome =
+        pvfs_steps::execute(&dir("/data/etc/x", 0o755), &host, &Policy::default(), false, |_| {}).await;
+    let pvfs_steps::Outcome::Failed(failure) = outcome else { panic!("{outcome:?}") };
     assert!(failure.message.contains("rule `symlink`"), "{}", failure.message);
 }
 
@@ -1090,7 +1097,7 @@ fn lustre_tuning_stripes_data_paths_and_sets_only_client_parameters() {
 /// verbs, and the site's device list for what a wipe destroys.
 #[test]
 fn teardown_steps_undo_only_what_pvfs_makes() {
-    use crate::{GlusterPeersDetached, GlusterVolumeGone, ServiceStopped, Unmount, WipeTarget};
+    use pvfs_steps::{GlusterPeersDetached, GlusterVolumeGone, ServiceStopped, Unmount, WipeTarget};
     let unmount = |target: &str| {
         let Step::Mount(m) = mount("10.0.0.5:/gv0", target, "glusterfs", "defaults") else { unreachable!() };
         Step::Unmount(Unmount(m))
@@ -1162,7 +1169,7 @@ fn teardown_steps_undo_only_what_pvfs_makes() {
     assert_eq!(check("wipe", destroy("dd", &["if=/dev/zero", "of=/dev/sdc"])), Err("program"));
     assert_eq!(check("wipe", destroy("wipefs", &["--all", "--", "/etc/passwd"])), Err("device-path"));
     let zero = |path: &str| Action::Zero {
-        device: crate::Proven {
+        device: pvfs_steps::Proven {
             path: path.into(),
             dev: pvfs_host::device::DevNum { major: 8, minor: 32 },
             wipe: true,
@@ -1272,7 +1279,7 @@ fn a_site_can_name_the_lustre_tuning_kinds() {
 /// `--reload`.
 #[test]
 fn firewall_opens_only_file_system_ports_in_two_forms() {
-    use crate::{FirewallPorts, PortRange, Protocol};
+    use pvfs_steps::{FirewallPorts, PortRange, Protocol};
     let step = |ports: Vec<PortRange>, zone: Option<&str>| {
         Step::Firewall(FirewallPorts { ports, zone: zone.map(str::to_owned) })
     };

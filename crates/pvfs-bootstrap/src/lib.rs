@@ -26,12 +26,17 @@
 //! reported with the command, its exit status and the end of its standard error (and, when the
 //! service did not start or the agent did not answer, the unit's last journal lines; for the
 //! common refusals of a login that is not root, what to do: [`hint`]), and the others go on.
+//!
+//! This crate sits above `pvfs-coord`, whose `Dialer` checks each agent it installed; nothing in
+//! the coordinator knows about SSH.
 
 pub mod platform;
 pub mod ssh;
 
-use crate::dial::{DialError, Dialer, FailureKind, from_status};
 use pvfs_config::{Cluster, Node};
+use pvfs_coord::dial::{DialError, Dialer, FailureKind, from_status, timed_out};
+/// A run's recap, in the words `up`'s has (`ok`, `changed`, `failed` per node).
+pub use pvfs_coord::recap::{Counts, Recap};
 use pvfs_proto::pb;
 use ssh::{Refusal, Script, Ssh};
 use std::collections::BTreeMap;
@@ -665,12 +670,12 @@ impl std::fmt::Display for Change {
 pub struct NodePlan {
     pub changes: Vec<Change>,
     /// Files already right, and the service when it needs nothing.
-    pub unchanged: u32,
+    pub unchanged: usize,
 }
 
 impl NodePlan {
     /// Files written, chmodded or removed, plus one for the service when it is touched.
-    pub fn changed(&self) -> u32 {
+    pub fn changed(&self) -> usize {
         let file = |c: &Change| {
             matches!(
                 c,
@@ -682,7 +687,7 @@ impl NodePlan {
         };
         let files = self.changes.iter().filter(|c| file(c)).count();
         let service = self.changes.iter().any(|c| !file(c));
-        u32::try_from(files).unwrap_or(u32::MAX).saturating_add(u32::from(service))
+        files + usize::from(service)
     }
 }
 
@@ -764,7 +769,7 @@ pub fn diff(wanted: &[Wanted], probe: &Probe) -> NodePlan {
 #[derive(Debug, Clone)]
 pub struct Options {
     pub ssh: Ssh,
-    /// Read and diff only.
+    /// Read and diff only (`--plan`).
     pub plan: bool,
     /// Nodes handled at once.
     pub parallel: usize,
@@ -775,14 +780,6 @@ pub struct Options {
     /// What the binary to install needs of a node ([`platform::needs`]); a node that lacks it
     /// is refused after the probe, before anything is written there.
     pub needs: platform::Needs,
-}
-
-/// One node's counts, as `up`'s recap has them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counts {
-    pub ok: u32,
-    pub changed: u32,
-    pub failed: u32,
 }
 
 /// Why a node failed, with what an operator needs to act on it.
@@ -857,7 +854,7 @@ impl std::fmt::Display for NodeFailure {
 
 /// What happens, as it happens.
 #[derive(Debug, Clone)]
-pub enum Event {
+pub enum BootstrapEvent {
     /// The node was read; `plan` is what it needs.
     Probed { node: String, plan: NodePlan },
     /// One change done.
@@ -878,22 +875,14 @@ pub enum Event {
     Finished { node: String, result: Result<Counts, NodeFailure> },
 }
 
-/// The end of a run.
-#[derive(Debug, Clone)]
-pub struct Recap {
-    pub nodes: Vec<(String, Counts)>,
-    pub failures: Vec<NodeFailure>,
-    pub elapsed: Duration,
-}
-
 /// Runs every node of `nodes` (each with the files it must hold) at most `options.parallel` at
 /// once; `dialer` checks the agents afterwards (`None` with `--plan`).
 pub async fn run(
     nodes: Vec<(Node, NodeFiles)>,
     dialer: Option<Dialer>,
     options: Options,
-    events: mpsc::UnboundedSender<Event>,
-) -> Recap {
+    events: mpsc::UnboundedSender<BootstrapEvent>,
+) -> Recap<NodeFailure> {
     let started = Instant::now();
     // Bounded: each node holds an ssh process and, while uploading, a binary's worth of socket
     // buffers; hundreds at once would only contend for the coordinator's uplink.
@@ -907,7 +896,7 @@ pub async fn run(
         tasks.spawn(async move {
             let _permit = permits.acquire_owned().await;
             let result = one_node(index, &node, &files, dialer.as_ref(), &options, &events).await;
-            let _ = events.send(Event::Finished { node: node.name.clone(), result: result.clone() });
+            let _ = events.send(BootstrapEvent::Finished { node: node.name.clone(), result: result.clone() });
             (index, result)
         });
     }
@@ -918,7 +907,7 @@ pub async fn run(
             Err(err) => tracing::error!(error = %err, "bootstrap task failed"),
         }
     }
-    let mut recap = Recap { nodes: Vec::new(), failures: Vec::new(), elapsed: Duration::ZERO };
+    let mut recap = Recap::default();
     for (name, result) in names.into_iter().zip(results) {
         let result = result
             .unwrap_or_else(|| Err(failure(&name, "internal error: the node's task ended early".into())));
@@ -994,7 +983,7 @@ async fn one_node(
     files: &NodeFiles,
     dialer: Option<&Dialer>,
     options: &Options,
-    events: &mpsc::UnboundedSender<Event>,
+    events: &mpsc::UnboundedSender<BootstrapEvent>,
 ) -> Result<Counts, NodeFailure> {
     let remote = Remote {
         node,
@@ -1013,7 +1002,7 @@ async fn node_work(
     files: &NodeFiles,
     dialer: Option<&Dialer>,
     options: &Options,
-    events: &mpsc::UnboundedSender<Event>,
+    events: &mpsc::UnboundedSender<BootstrapEvent>,
 ) -> Result<Counts, NodeFailure> {
     let node = remote.node;
     let stamped = files.stamped_paths();
@@ -1041,10 +1030,10 @@ async fn node_work(
     }
     let files = files.route(probe.dpkg);
     let plan = diff(&files, &probe);
-    let _ = events.send(Event::Probed { node: node.name.clone(), plan: plan.clone() });
+    let _ = events.send(BootstrapEvent::Probed { node: node.name.clone(), plan: plan.clone() });
     let changed = plan.changed();
     if options.plan {
-        return Ok(Counts { ok: plan.unchanged, changed, failed: 0 });
+        return Ok(Counts { ok: plan.unchanged, changed, ..Counts::default() });
     }
     let mut service = Script::new();
     for change in &plan.changes {
@@ -1099,7 +1088,7 @@ async fn node_work(
             Change::Restart { .. } => service = and(service).cmd(&["systemctl", "restart", SERVICE]),
         }
         if !matches!(change, Change::DaemonReload | Change::Enable | Change::Restart { .. }) {
-            let _ = events.send(Event::Done { node: node.name.clone(), change: change.clone() });
+            let _ = events.send(BootstrapEvent::Done { node: node.name.clone(), change: change.clone() });
         }
     }
     if !service.text().is_empty() {
@@ -1114,10 +1103,10 @@ async fn node_work(
             .iter()
             .filter(|c| matches!(c, Change::DaemonReload | Change::Enable | Change::Restart { .. }))
         {
-            let _ = events.send(Event::Done { node: node.name.clone(), change: change.clone() });
+            let _ = events.send(BootstrapEvent::Done { node: node.name.clone(), change: change.clone() });
         }
     }
-    let Some(dialer) = dialer else { return Ok(Counts { ok: plan.unchanged, changed, failed: 0 }) };
+    let Some(dialer) = dialer else { return Ok(Counts { ok: plan.unchanged, changed, ..Counts::default() }) };
     let running = match wait_for_agent(node, dialer, options.wait, events).await {
         Ok(running) => running,
         Err(mut failed) => {
@@ -1132,14 +1121,14 @@ async fn node_work(
     if let Some(mismatch) = mismatch(&node.name, &installed, &running) {
         return Err(failure(&node.name, mismatch));
     }
-    let _ = events.send(Event::Ready {
+    let _ = events.send(BootstrapEvent::Ready {
         node: node.name.clone(),
         version: running.version,
         build: running.build,
         executable: running.executable,
         elapsed: running.elapsed,
     });
-    Ok(Counts { ok: plan.unchanged, changed, failed: 0 })
+    Ok(Counts { ok: plan.unchanged, changed, ..Counts::default() })
 }
 
 /// Bootstrap installs the agent as a systemd service; it checks for systemd before writing
@@ -1464,7 +1453,7 @@ async fn wait_for_agent(
     node: &Node,
     dialer: &Dialer,
     wait: Duration,
-    events: &mpsc::UnboundedSender<Event>,
+    events: &mpsc::UnboundedSender<BootstrapEvent>,
 ) -> Result<Running, NodeFailure> {
     let started = Instant::now();
     let mut last_report = Instant::now();
@@ -1498,7 +1487,7 @@ async fn wait_for_agent(
             ));
         }
         if last_report.elapsed() >= Duration::from_secs(2) {
-            let _ = events.send(Event::Waiting { node: node.name.clone(), elapsed, last });
+            let _ = events.send(BootstrapEvent::Waiting { node: node.name.clone(), elapsed, last });
             last_report = Instant::now();
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -1510,7 +1499,7 @@ async fn ask(node: &Node, dialer: &Dialer) -> Result<pvfs_metrics::facts::NodeIn
     let mut conn = dialer.connect(node).await?;
     let info = tokio::time::timeout(timeout, conn.agent.info(pb::InfoRequest {}))
         .await
-        .map_err(|_| crate::dial::timed_out(&node.address, timeout))?
+        .map_err(|_| timed_out(&node.address, timeout))?
         .map_err(|status| from_status(&status, &node.address, timeout))?
         .into_inner()
         .node

@@ -544,7 +544,7 @@ fn probe_answer(machine: &str, libc: &str) -> String {
     )
 }
 
-async fn run_one(ssh: &FakeSsh, needs: platform::Needs) -> Recap {
+async fn run_one(ssh: &FakeSsh, needs: platform::Needs) -> Recap<NodeFailure> {
     let dir = tempfile::tempdir().unwrap();
     let node = cluster(dir.path()).nodes[0].clone();
     let files = NodeFiles {
