@@ -289,7 +289,7 @@ fn rates_between_two_recorded_samples() {
     let json = serde_json::to_value(r.disks["sda"]).unwrap();
     assert_eq!(json["r/s"], 100.0);
     assert_eq!(json["%util"], 25.0);
-    assert_eq!(json.as_object().unwrap().len(), DiskRates::COLUMNS.len());
+    assert_eq!(json.as_object().unwrap().len(), DiskColumn::COUNT);
 }
 
 #[test]
