@@ -10,17 +10,16 @@
 //!
 //! Each struct's columns are an enum ([`DiskColumn`], [`NicColumn`], [`CpuColumn`],
 //! [`MemColumn`], [`LoadColumn`]) whose variants know their names as iostat -x, sar -n DEV,
-//! sar -u ALL, sar -r and sar -q print them. Those names are the structs' JSON keys, written
-//! in byte order, a count as an integer and a rate as a float (NaN as `null`); a key missing
-//! when read leaves 0, an unknown one is skipped (the `columns` module says why).
+//! sar -u ALL, sar -r and sar -q print them, and which are the keys of the per-second JSON
+//! line ([`crate::line`]).
 
 use crate::sample::{CpuCounters, DiskCounters, Duplex, LoadCounters, MemCounters, NicCounters, Sample};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub(crate) mod columns;
+mod columns;
 mod tracker;
 use columns::columns;
+pub use columns::{Column, Group, Value};
 pub use tracker::{RateTracker, follows};
 
 /// A column's name as a metric name: `r/s` → `r_per_second`, `%util` → `util_percent`,
@@ -39,7 +38,7 @@ pub fn metric_suffix(column: &str) -> String {
 }
 
 /// Rates for the interval between two samples.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Rates {
     /// Wall-clock time of the later sample, ns since the Unix epoch.
     pub time_unix_ns: u64,
@@ -108,7 +107,7 @@ pub struct DiskRates {
 
 columns! {
     /// A column of `iostat -x` (sysstat 12.6), a [`DiskRates`] field.
-    DiskRates => DiskColumn ("iostat -x") {
+    DiskRates => DiskColumn {
         RPerS => r_s = "r/s",
         RkBPerS => rkb_s = "rkB/s",
         RrqmPerS => rrqm_s = "rrqm/s",
@@ -216,7 +215,7 @@ pub struct NicRates {
 
 columns! {
     /// A column of `sar -n DEV`, a [`NicRates`] field.
-    NicRates => NicColumn ("sar -n DEV") {
+    NicRates => NicColumn {
         RxpckPerS => rxpck_s = "rxpck/s",
         TxpckPerS => txpck_s = "txpck/s",
         RxkBPerS => rxkb_s = "rxkB/s",
@@ -306,7 +305,7 @@ pub struct CpuPercent {
 
 columns! {
     /// A column of `sar -u ALL`, a [`CpuPercent`] field.
-    CpuPercent => CpuColumn ("sar -u ALL") {
+    CpuPercent => CpuColumn {
         Usr => usr = "%usr",
         Nice => nice = "%nice",
         Sys => sys = "%sys",
@@ -369,7 +368,7 @@ pub struct MemStats {
 
 columns! {
     /// A column of `sar -r`, a [`MemStats`] field.
-    MemStats => MemColumn ("sar -r") {
+    MemStats => MemColumn {
         Kbmemfree => kbmemfree = "kbmemfree",
         Kbavail => kbavail = "kbavail",
         Kbmemused => kbmemused = "kbmemused",
@@ -417,7 +416,7 @@ pub struct LoadStats {
 
 columns! {
     /// A column of `sar -q`, a [`LoadStats`] field.
-    LoadStats => LoadColumn ("sar -q") {
+    LoadStats => LoadColumn {
         RunqSz => runq_sz = "runq-sz",
         PlistSz => plist_sz = "plist-sz",
         Ldavg1 => ldavg_1 = "ldavg-1",

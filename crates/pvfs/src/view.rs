@@ -1,16 +1,9 @@
-//! Rates as the CLI shows them: JSON objects keyed like iostat/sar, and iostat-style tables.
-//! Shared by `pvfs-agent metrics` (this machine) and `pvfsctl top` (every node).
+//! Rates as the CLI's tables show them, iostat/sar-style (their JSON is
+//! `pvfs_metrics::line::SecondLine`). Shared by `pvfs-agent metrics` (this machine) and
+//! `pvfsctl top` (every node).
 
-use pvfs_bench::results::{ProcessLine, sorted, time_text};
-use pvfs_coord::bench::metrics::second_line;
+use pvfs_metrics::line::{ProcessLine, time_text};
 use pvfs_metrics::rates::{CpuColumn, DiskColumn, LoadColumn, MemColumn, NicColumn, Rates};
-use serde_json::Value;
-
-/// `{"cpu":{…},"disks":{"sda":{"r/s":…}},"interval_s":…,"load":[…],"mem":{…},"nics":{…},…}`,
-/// keys sorted as they have always been (see `pvfs_bench::results`).
-pub(crate) fn to_json(r: &Rates, devices: &[String]) -> Value {
-    sorted(&second_line(r, devices)).unwrap_or_default()
-}
 
 /// iostat/sar-style tables: two decimals, right-aligned, one block per interval.
 pub(crate) fn table(r: &Rates, devices: &[String]) -> String {
@@ -77,8 +70,8 @@ pub(crate) fn process_table(processes: &[ProcessLine]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pvfs_metrics::line::SecondLine;
     use pvfs_metrics::rates::{CpuPercent, DiskRates, LoadStats, MemStats, NicRates};
-    use serde_json::{Map, json};
 
     fn rates() -> Rates {
         Rates {
@@ -96,31 +89,22 @@ mod tests {
         }
     }
 
-    /// A metrics line is what the `json!` literal it replaced printed, byte for byte: keys
-    /// sorted, integers (kB counts, task counts) still integers, floats as serde_json writes them.
+    /// A metrics line is what the `json!` literal it once replaced printed, byte for byte: keys
+    /// sorted, integers (kB counts, task counts) still integers, floats as serde_json writes
+    /// them. (That implementation serialised the rates structs, which no longer are; its output
+    /// for these rates is spelled out here.)
     #[test]
     fn a_second_line_is_the_old_json() {
-        let rates = rates();
-        let devices = vec!["sda".to_owned()];
-        // The replaced implementation, as it was.
-        let disks: Map<String, Value> = rates
-            .disks
-            .iter()
-            .filter(|(name, _)| devices.contains(name))
-            .map(|(name, d)| (name.clone(), serde_json::to_value(d).unwrap_or_default()))
-            .collect();
-        let r = &rates;
-        let old = json!({
-            "time": time_text(r.time_unix_ns),
-            "interval_s": r.interval_s,
-            "disks": disks,
-            "nics": r.nics,
-            "cpu": r.cpu,
-            "mem": r.mem,
-            "load": [r.load.ldavg_1, r.load.ldavg_5, r.load.ldavg_15],
-            "tasks": {"runq-sz": r.load.runq_sz, "plist-sz": r.load.plist_sz},
-        });
-        assert_eq!(to_json(&rates, &devices).to_string(), old.to_string());
+        let old = concat!(
+            r#"{"cpu":{"%gnice":0.0,"%guest":0.0,"%idle":0.0,"%iowait":0.0,"%irq":0.0,"%nice":0.0,"%soft":0.0,"%steal":0.0,"%sys":0.0,"%usr":1.25},"#,
+            r#""disks":{"sda":{"%drqm":0.0,"%rrqm":0.0,"%util":33.333333333333336,"%wrqm":0.0,"aqu-sz":0.0,"d/s":0.0,"d_await":0.0,"dareq-sz":0.0,"dkB/s":0.0,"drqm/s":0.0,"f/s":0.0,"f_await":0.0,"r/s":12.5,"r_await":0.0,"rareq-sz":0.0,"rkB/s":0.0,"rrqm/s":0.0,"w/s":0.0,"w_await":0.0,"wareq-sz":0.0,"wkB/s":0.0,"wrqm/s":0.0}},"#,
+            r#""interval_s":1.0002,"load":[0.5,0.25,0.125],"#,
+            r#""mem":{"%commit":0.0,"%memused":45.6,"kbactive":0,"kbavail":0,"kbbuffers":0,"kbcached":0,"kbcommit":0,"kbdirty":0,"kbinact":0,"kbmemfree":123456,"kbmemused":0},"#,
+            r#""nics":{"eth0":{"%ifutil":0.0,"rxcmp/s":0.0,"rxkB/s":0.1,"rxmcst/s":0.0,"rxpck/s":0.0,"txcmp/s":0.0,"txkB/s":0.0,"txpck/s":0.0}},"#,
+            r#""tasks":{"plist-sz":300,"runq-sz":2},"time":"2023-11-14T22:13:20.123Z"}"#,
+        );
+        let line = SecondLine::of(&rates(), &["sda".to_owned()]);
+        assert_eq!(serde_json::to_string(&line).unwrap(), old);
     }
 
     /// The table reads as it did when its column names were spelled here (the replaced

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::phase::IorPhase;
+use pvfs_metrics::line::DownLine;
 use serde_json::json;
 
 fn ior_row() -> IorSummary {
