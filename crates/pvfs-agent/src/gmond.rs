@@ -12,7 +12,7 @@
 
 use crate::history::History;
 use pvfs_host::Root;
-use pvfs_metrics::rates::{DiskRates, Rates, metric_suffix};
+use pvfs_metrics::rates::{DiskColumn, Rates, metric_suffix};
 use pvfs_metrics::ring::Stamped;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -346,14 +346,16 @@ fn standard_value(name: &str, s: &Snapshot<'_>) -> Option<String> {
 }
 
 /// Units of each iostat column, for the Ganglia graphs' axes.
-fn iostat_units(column: &str) -> &'static str {
+fn iostat_units(column: DiskColumn) -> &'static str {
+    use DiskColumn::*;
+    // Every column named, so that a new one gets its unit chosen rather than a default.
     match column {
-        c if c.starts_with('%') => "%",
-        c if c.ends_with("kB/s") => "KB/sec",
-        c if c.ends_with("/s") => "requests/sec",
-        c if c.ends_with("await") => "ms",
-        c if c.ends_with("req-sz") => "KB",
-        _ => "requests",
+        RrqmPct | WrqmPct | DrqmPct | Util => "%",
+        RkBPerS | WkBPerS | DkBPerS => "KB/sec",
+        RPerS | RrqmPerS | WPerS | WrqmPerS | DPerS | DrqmPerS | FPerS => "requests/sec",
+        RAwait | WAwait | DAwait | FAwait => "ms",
+        RareqSz | WareqSz | DareqSz => "KB",
+        AquSz => "requests",
     }
 }
 
@@ -387,8 +389,9 @@ pub fn render(s: &Snapshot<'_>) -> String {
         // device costs gmetad 22 RRD files.
         let used = |device: &str| latest.sample.disk(device).is_some_and(|d| d.total_ios() > 0);
         for (device, d) in rates.disks.iter().filter(|(device, _)| used(device)) {
-            for (column, value) in DiskRates::COLUMNS.iter().zip(d.values()) {
-                let name = format!("disk_{device}_{}", metric_suffix(column));
+            for column in DiskColumn::ALL {
+                let value = d.get(column);
+                let name = format!("disk_{device}_{}", metric_suffix(column.name()));
                 let desc = format!("iostat -x {column} of {device} over the last second");
                 let title = format!("{device} {column}");
                 let m = Meta {

@@ -4,13 +4,18 @@
 //!
 //! Every JSON file here has always been written with its keys in alphabetical order (through
 //! `serde_json::Value`, whose maps are sorted), nested rows included. The writers keep that by
-//! serializing through [`sorted`], so a directory written today reads byte for byte like one
-//! written before these types existed; only `results.json` gained a `version`. The exception
+//! serializing through [`sorted`] (and `metrics/NODE.jsonl`'s line, [`MetricsLine`], which
+//! `pvfs-metrics` defines, writes its keys in that order itself), so a directory written today
+//! reads byte for byte like one written before these types existed; only `results.json` gained
+//! a `version`. The exception
 //! is an import's record ([`ImportRecord`]), which is streamed to the file in field order, as it
 //! always was (a parsed output of a million iterations is not built as a tree first).
 
 use crate::model::{IorIteration, IorSummary, MdtestSummary, Tool};
 use crate::phase::Phase;
+/// A line of `metrics/NODE.jsonl`, which `pvfs-metrics` defines: the same line is what
+/// `pvfsctl top --json` and `pvfs-agent metrics --json` print.
+pub use pvfs_metrics::line::MetricsLine;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -264,12 +269,6 @@ impl TaskRecord {
     }
 }
 
-/// A metrics line's time: RFC 3339 UTC to the millisecond, from Unix ns.
-pub fn time_text(unix_ns: u64) -> String {
-    let t = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(unix_ns);
-    humantime::format_rfc3339_millis(t).to_string()
-}
-
 /// Seconds since the Unix epoch, as every record keeps its times.
 pub fn unix(t: std::time::SystemTime) -> f64 {
     t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs_f64()
@@ -316,97 +315,6 @@ pub enum BenchEvent {
         mdtest: Vec<MdtestSummary>,
         error: Option<String>,
     },
-}
-
-/// Values keyed by their iostat/sar column names (`r/s`, `%util`, `kbmemfree`, …), exactly as
-/// the metrics model serialized them (an integer stays an integer, a float a float). `None` is
-/// a value JSON cannot hold (NaN), written `null`.
-pub type Columns = BTreeMap<String, Option<serde_json::Number>>;
-
-/// A line of `metrics/NODE.jsonl`: a node's rates over one second, or the moment it went down.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum MetricsLine {
-    // First: a per-second line has no `down`, and every field of [`SecondLine`] has a default.
-    Down(DownLine),
-    Second(Box<SecondLine>),
-}
-
-/// `{"down": true, "error": …, "node": …, "time": …}`: the node stopped answering.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DownLine {
-    pub down: bool,
-    pub error: String,
-    pub node: String,
-    pub time: String,
-}
-
-/// A node's rates over one second (also what `pvfs-agent metrics --json` and `pvfsctl top
-/// --json` print, without `node`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct SecondLine {
-    /// The second's end, RFC 3339 with milliseconds.
-    pub time: String,
-    pub interval_s: f64,
-    pub disks: BTreeMap<String, Columns>,
-    pub nics: BTreeMap<String, Columns>,
-    pub cpu: Columns,
-    pub mem: Columns,
-    /// ldavg-1, ldavg-5, ldavg-15.
-    pub load: [f64; 3],
-    pub tasks: Columns,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub node: Option<String>,
-    /// The node's busiest processes over the second (top N by CPU and by I/O), when they were
-    /// asked for (`bench --watch`/`--processes`, `top --processes`); absent otherwise.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub processes: Vec<ProcessLine>,
-}
-
-/// One process over one second, its rates keyed as `pidstat -u -d` names them.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ProcessLine {
-    pub pid: u32,
-    /// The kernel's name for it (comm).
-    pub name: String,
-    /// % of one CPU.
-    #[serde(rename = "%CPU")]
-    pub cpu: f64,
-    /// kB (1,024 bytes) per second it made storage read and write.
-    #[serde(rename = "kB_rd/s")]
-    pub kb_rd_s: f64,
-    #[serde(rename = "kB_wr/s")]
-    pub kb_wr_s: f64,
-    /// A kernel thread (Lustre's `ll_ost_io_*`), not a user process.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub kernel: bool,
-}
-
-impl SecondLine {
-    /// The second's start and end (Unix seconds), when `time` reads.
-    pub fn span(&self) -> Option<(f64, f64)> {
-        let t = humantime::parse_rfc3339(&self.time).ok()?;
-        let end = unix(t);
-        Some((end - self.interval_s, end))
-    }
-}
-
-/// A value's columns, as [`Columns`] keeps them: `value` serialized, its numbers kept as they are.
-pub fn columns(value: &impl Serialize) -> Columns {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::Object(map)) => map
-            .into_iter()
-            .map(|(k, v)| {
-                let n = match v {
-                    serde_json::Value::Number(n) => Some(n),
-                    _ => None,
-                };
-                (k, n)
-            })
-            .collect(),
-        _ => Columns::new(),
-    }
 }
 
 /// An imported run's results.json: the parsed output as it is. Written in field order, straight

@@ -7,7 +7,7 @@
 
 use crate::stream::StreamEvent;
 use pvfs_config::Cluster;
-use pvfs_metrics::rates::{CpuPercent, DiskRates, NicRates, Rates, follows};
+use pvfs_metrics::rates::{CpuColumn, DiskColumn, NicColumn, Rates, follows};
 use pvfs_metrics::ring::Stamped;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -342,26 +342,26 @@ pub fn render_chunks(view: &ClusterView, openmetrics: bool, chunk: usize, emit: 
     }
 
     // iostat -x, sar -n DEV and sar -u as gauges over the last second.
-    for (i, column) in DiskRates::COLUMNS.iter().enumerate() {
-        let name = format!("pvfs_disk_{}", pvfs_metrics::rates::metric_suffix(column));
+    for column in DiskColumn::ALL {
+        let name = format!("pvfs_disk_{}", pvfs_metrics::rates::metric_suffix(column.name()));
         let help = format!("iostat -x {column} over the last second.");
         w.family(&name, "gauge", &help, |f| {
             for ((node, v), r) in view.nodes.iter().zip(&rates) {
                 let Some(r) = r else { continue };
                 for (device, d) in &r.disks {
-                    f.sample(&name, &[("node", node), ("role", &v.role), ("device", device)], d.values()[i]);
+                    f.sample(&name, &[("node", node), ("role", &v.role), ("device", device)], d.get(column));
                 }
             }
         });
     }
-    for (i, column) in NicRates::COLUMNS.iter().enumerate() {
-        let name = format!("pvfs_network_{}", pvfs_metrics::rates::metric_suffix(column));
+    for column in NicColumn::ALL {
+        let name = format!("pvfs_network_{}", pvfs_metrics::rates::metric_suffix(column.name()));
         let help = format!("sar -n DEV {column} over the last second.");
         w.family(&name, "gauge", &help, |f| {
             for ((node, v), r) in view.nodes.iter().zip(&rates) {
                 let Some(r) = r else { continue };
                 for (device, n) in &r.nics {
-                    f.sample(&name, &[("node", node), ("role", &v.role), ("device", device)], n.values()[i]);
+                    f.sample(&name, &[("node", node), ("role", &v.role), ("device", device)], n.get(column));
                 }
             }
         });
@@ -369,11 +369,11 @@ pub fn render_chunks(view: &ClusterView, openmetrics: bool, chunk: usize, emit: 
     w.family("pvfs_cpu_percent", "gauge", "sar -u ALL percentages over the last second, all CPUs.", |f| {
         for ((node, v), r) in view.nodes.iter().zip(&rates) {
             let Some(r) = r else { continue };
-            for (column, value) in CpuPercent::COLUMNS.iter().zip(r.cpu.values()) {
+            for column in CpuColumn::ALL {
                 f.sample(
                     "pvfs_cpu_percent",
-                    &[("node", node), ("role", &v.role), ("mode", column.trim_start_matches('%'))],
-                    value,
+                    &[("node", node), ("role", &v.role), ("mode", column.name().trim_start_matches('%'))],
+                    r.cpu.get(column),
                 );
             }
         }

@@ -4,13 +4,17 @@
 //! - [`facts`]: what a node is (hostname, OS, kernel, CPUs, memory, block devices, NICs), the
 //!   payload of the agent's `Info` RPC.
 //! - [`sample`]: what the node is doing: raw cumulative counters read once per interval.
-//! - [`rates`]: iostat/sar rates from two samples, as sysstat 12.6 computes them.
+//! - [`rates`]: iostat/sar rates from two samples, as sysstat 12.6 computes them, each group's
+//!   columns an enum that knows its iostat/sar name.
+//! - [`line`]: a second's rates as the JSON line that a benchmark's metrics record keeps and
+//!   `pvfsctl top --json` and `pvfs-agent metrics --json` print.
 //! - [`processes`]: the busiest processes by CPU and I/O, read only while a reader asks.
 //! - [`ring`]: the agent's bounded, compact history of samples, read by cursor.
 
 pub mod facts;
 #[cfg(test)]
 mod fuzz;
+pub mod line;
 pub mod processes;
 pub mod rates;
 pub mod ring;

@@ -8,13 +8,18 @@
 //! - nothing else: deltas are taken at the kernel's own widths (64-bit counts, 32-bit ms
 //!   ticks), so a genuine wrap gives the right delta, and the device-reset rules are sysstat's.
 //!
-//! Column names are spelled as iostat -x, sar -n DEV, sar -u ALL, sar -r and sar -q print them.
+//! Each struct's columns are an enum ([`DiskColumn`], [`NicColumn`], [`CpuColumn`],
+//! [`MemColumn`], [`LoadColumn`]) whose variants know their names as iostat -x, sar -n DEV,
+//! sar -u ALL, sar -r and sar -q print them, and which are the keys of the per-second JSON
+//! line ([`crate::line`]).
 
 use crate::sample::{CpuCounters, DiskCounters, Duplex, LoadCounters, MemCounters, NicCounters, Sample};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod columns;
 mod tracker;
+use columns::columns;
+pub use columns::{Column, Group, Value};
 pub use tracker::{RateTracker, follows};
 
 /// A column's name as a metric name: `r/s` → `r_per_second`, `%util` → `util_percent`,
@@ -33,7 +38,7 @@ pub fn metric_suffix(column: &str) -> String {
 }
 
 /// Rates for the interval between two samples.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Rates {
     /// Wall-clock time of the later sample, ns since the Unix epoch.
     pub time_unix_ns: u64,
@@ -73,87 +78,62 @@ impl Rates {
     }
 }
 
-/// `iostat -x` columns for one device.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+/// `iostat -x` columns for one device, in iostat's order ([`DiskColumn`] names them).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct DiskRates {
-    #[serde(rename = "r/s")]
     pub r_s: f64,
-    #[serde(rename = "rkB/s")]
     pub rkb_s: f64,
-    #[serde(rename = "rrqm/s")]
     pub rrqm_s: f64,
-    #[serde(rename = "%rrqm")]
     pub rrqm_pct: f64,
     pub r_await: f64,
-    #[serde(rename = "rareq-sz")]
     pub rareq_sz: f64,
-    #[serde(rename = "w/s")]
     pub w_s: f64,
-    #[serde(rename = "wkB/s")]
     pub wkb_s: f64,
-    #[serde(rename = "wrqm/s")]
     pub wrqm_s: f64,
-    #[serde(rename = "%wrqm")]
     pub wrqm_pct: f64,
     pub w_await: f64,
-    #[serde(rename = "wareq-sz")]
     pub wareq_sz: f64,
-    #[serde(rename = "d/s")]
     pub d_s: f64,
-    #[serde(rename = "dkB/s")]
     pub dkb_s: f64,
-    #[serde(rename = "drqm/s")]
     pub drqm_s: f64,
-    #[serde(rename = "%drqm")]
     pub drqm_pct: f64,
     pub d_await: f64,
-    #[serde(rename = "dareq-sz")]
     pub dareq_sz: f64,
-    #[serde(rename = "f/s")]
     pub f_s: f64,
     pub f_await: f64,
-    #[serde(rename = "aqu-sz")]
     pub aqu_sz: f64,
-    #[serde(rename = "%util")]
     pub util: f64,
 }
 
-impl DiskRates {
-    /// The column names in iostat's order, for tables.
-    pub const COLUMNS: [&'static str; 22] = [
-        "r/s", "rkB/s", "rrqm/s", "%rrqm", "r_await", "rareq-sz", "w/s", "wkB/s", "wrqm/s", "%wrqm",
-        "w_await", "wareq-sz", "d/s", "dkB/s", "drqm/s", "%drqm", "d_await", "dareq-sz", "f/s", "f_await",
-        "aqu-sz", "%util",
-    ];
-
-    /// Values in [`Self::COLUMNS`] order.
-    pub fn values(&self) -> [f64; 22] {
-        [
-            self.r_s,
-            self.rkb_s,
-            self.rrqm_s,
-            self.rrqm_pct,
-            self.r_await,
-            self.rareq_sz,
-            self.w_s,
-            self.wkb_s,
-            self.wrqm_s,
-            self.wrqm_pct,
-            self.w_await,
-            self.wareq_sz,
-            self.d_s,
-            self.dkb_s,
-            self.drqm_s,
-            self.drqm_pct,
-            self.d_await,
-            self.dareq_sz,
-            self.f_s,
-            self.f_await,
-            self.aqu_sz,
-            self.util,
-        ]
+columns! {
+    /// A column of `iostat -x` (sysstat 12.6), a [`DiskRates`] field.
+    DiskRates => DiskColumn {
+        RPerS => r_s = "r/s",
+        RkBPerS => rkb_s = "rkB/s",
+        RrqmPerS => rrqm_s = "rrqm/s",
+        RrqmPct => rrqm_pct = "%rrqm",
+        RAwait => r_await = "r_await",
+        RareqSz => rareq_sz = "rareq-sz",
+        WPerS => w_s = "w/s",
+        WkBPerS => wkb_s = "wkB/s",
+        WrqmPerS => wrqm_s = "wrqm/s",
+        WrqmPct => wrqm_pct = "%wrqm",
+        WAwait => w_await = "w_await",
+        WareqSz => wareq_sz = "wareq-sz",
+        DPerS => d_s = "d/s",
+        DkBPerS => dkb_s = "dkB/s",
+        DrqmPerS => drqm_s = "drqm/s",
+        DrqmPct => drqm_pct = "%drqm",
+        DAwait => d_await = "d_await",
+        DareqSz => dareq_sz = "dareq-sz",
+        FPerS => f_s = "f/s",
+        FAwait => f_await = "f_await",
+        AquSz => aqu_sz = "aqu-sz",
+        Util => util = "%util",
     }
+}
 
+impl DiskRates {
     /// iostat's extended statistics over `t` seconds.
     pub fn between(prev: Option<&DiskCounters>, curr: &DiskCounters, t: f64) -> DiskRates {
         let zero = DiskCounters::default();
@@ -220,44 +200,34 @@ impl DiskRates {
     }
 }
 
-/// `sar -n DEV` columns for one interface.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+/// `sar -n DEV` columns for one interface ([`NicColumn`] names them).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct NicRates {
-    #[serde(rename = "rxpck/s")]
     pub rxpck_s: f64,
-    #[serde(rename = "txpck/s")]
     pub txpck_s: f64,
-    #[serde(rename = "rxkB/s")]
     pub rxkb_s: f64,
-    #[serde(rename = "txkB/s")]
     pub txkb_s: f64,
-    #[serde(rename = "rxcmp/s")]
     pub rxcmp_s: f64,
-    #[serde(rename = "txcmp/s")]
     pub txcmp_s: f64,
-    #[serde(rename = "rxmcst/s")]
     pub rxmcst_s: f64,
-    #[serde(rename = "%ifutil")]
     pub ifutil: f64,
 }
 
-impl NicRates {
-    pub const COLUMNS: [&'static str; 8] =
-        ["rxpck/s", "txpck/s", "rxkB/s", "txkB/s", "rxcmp/s", "txcmp/s", "rxmcst/s", "%ifutil"];
-
-    pub fn values(&self) -> [f64; 8] {
-        [
-            self.rxpck_s,
-            self.txpck_s,
-            self.rxkb_s,
-            self.txkb_s,
-            self.rxcmp_s,
-            self.txcmp_s,
-            self.rxmcst_s,
-            self.ifutil,
-        ]
+columns! {
+    /// A column of `sar -n DEV`, a [`NicRates`] field.
+    NicRates => NicColumn {
+        RxpckPerS => rxpck_s = "rxpck/s",
+        TxpckPerS => txpck_s = "txpck/s",
+        RxkBPerS => rxkb_s = "rxkB/s",
+        TxkBPerS => txkb_s = "txkB/s",
+        RxcmpPerS => rxcmp_s = "rxcmp/s",
+        TxcmpPerS => txcmp_s = "txcmp/s",
+        RxmcstPerS => rxmcst_s = "rxmcst/s",
+        Ifutil => ifutil = "%ifutil",
     }
+}
 
+impl NicRates {
     /// sar's network rates over `t` seconds.
     pub fn between(prev: Option<&NicCounters>, curr: &NicCounters, t: f64) -> NicRates {
         let zero = NicCounters::default();
@@ -318,50 +288,38 @@ fn ifutil(nic: &NicCounters, rx_bytes_s: f64, tx_bytes_s: f64) -> f64 {
     }
 }
 
-/// `sar -u ALL` percentages, all CPUs together.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+/// `sar -u ALL` percentages, all CPUs together ([`CpuColumn`] names them).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct CpuPercent {
-    #[serde(rename = "%usr")]
     pub usr: f64,
-    #[serde(rename = "%nice")]
     pub nice: f64,
-    #[serde(rename = "%sys")]
     pub sys: f64,
-    #[serde(rename = "%iowait")]
     pub iowait: f64,
-    #[serde(rename = "%steal")]
     pub steal: f64,
-    #[serde(rename = "%irq")]
     pub irq: f64,
-    #[serde(rename = "%soft")]
     pub soft: f64,
-    #[serde(rename = "%guest")]
     pub guest: f64,
-    #[serde(rename = "%gnice")]
     pub gnice: f64,
-    #[serde(rename = "%idle")]
     pub idle: f64,
 }
 
-impl CpuPercent {
-    pub const COLUMNS: [&'static str; 10] =
-        ["%usr", "%nice", "%sys", "%iowait", "%steal", "%irq", "%soft", "%guest", "%gnice", "%idle"];
-
-    pub fn values(&self) -> [f64; 10] {
-        [
-            self.usr,
-            self.nice,
-            self.sys,
-            self.iowait,
-            self.steal,
-            self.irq,
-            self.soft,
-            self.guest,
-            self.gnice,
-            self.idle,
-        ]
+columns! {
+    /// A column of `sar -u ALL`, a [`CpuPercent`] field.
+    CpuPercent => CpuColumn {
+        Usr => usr = "%usr",
+        Nice => nice = "%nice",
+        Sys => sys = "%sys",
+        Iowait => iowait = "%iowait",
+        Steal => steal = "%steal",
+        Irq => irq = "%irq",
+        Soft => soft = "%soft",
+        Guest => guest = "%guest",
+        Gnice => gnice = "%gnice",
+        Idle => idle = "%idle",
     }
+}
 
+impl CpuPercent {
     /// As sysstat's `print_cpu_stats`: the total excludes guest time (already inside user and
     /// nice); a field that went backwards shows 0; no ticks at all means an idle (tickless) CPU.
     pub fn between(prev: &CpuCounters, curr: &CpuCounters) -> CpuPercent {
@@ -392,22 +350,37 @@ impl CpuPercent {
     }
 }
 
-/// `sar -r` columns (kB and %), from one sample.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+/// `sar -r` columns (kB and %), from one sample ([`MemColumn`] names them).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct MemStats {
     pub kbmemfree: u64,
     pub kbavail: u64,
     pub kbmemused: u64,
-    #[serde(rename = "%memused")]
     pub memused_pct: f64,
     pub kbbuffers: u64,
     pub kbcached: u64,
     pub kbcommit: u64,
-    #[serde(rename = "%commit")]
     pub commit_pct: f64,
     pub kbactive: u64,
     pub kbinact: u64,
     pub kbdirty: u64,
+}
+
+columns! {
+    /// A column of `sar -r`, a [`MemStats`] field.
+    MemStats => MemColumn {
+        Kbmemfree => kbmemfree = "kbmemfree",
+        Kbavail => kbavail = "kbavail",
+        Kbmemused => kbmemused = "kbmemused",
+        MemusedPct => memused_pct = "%memused",
+        Kbbuffers => kbbuffers = "kbbuffers",
+        Kbcached => kbcached = "kbcached",
+        Kbcommit => kbcommit = "kbcommit",
+        CommitPct => commit_pct = "%commit",
+        Kbactive => kbactive = "kbactive",
+        Kbinact => kbinact = "kbinact",
+        Kbdirty => kbdirty = "kbdirty",
+    }
 }
 
 impl From<&MemCounters> for MemStats {
@@ -431,19 +404,25 @@ impl From<&MemCounters> for MemStats {
     }
 }
 
-/// `sar -q` columns.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+/// `sar -q` columns ([`LoadColumn`] names them).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct LoadStats {
-    #[serde(rename = "runq-sz")]
     pub runq_sz: u32,
-    #[serde(rename = "plist-sz")]
     pub plist_sz: u32,
-    #[serde(rename = "ldavg-1")]
     pub ldavg_1: f64,
-    #[serde(rename = "ldavg-5")]
     pub ldavg_5: f64,
-    #[serde(rename = "ldavg-15")]
     pub ldavg_15: f64,
+}
+
+columns! {
+    /// A column of `sar -q`, a [`LoadStats`] field.
+    LoadStats => LoadColumn {
+        RunqSz => runq_sz = "runq-sz",
+        PlistSz => plist_sz = "plist-sz",
+        Ldavg1 => ldavg_1 = "ldavg-1",
+        Ldavg5 => ldavg_5 = "ldavg-5",
+        Ldavg15 => ldavg_15 = "ldavg-15",
+    }
 }
 
 impl From<&LoadCounters> for LoadStats {

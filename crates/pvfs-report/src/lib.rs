@@ -8,6 +8,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use pvfs_bench::phase::{IorPhase, Phase};
 use pvfs_bench::results::{self, PhaseRecord, Record, ResultsError, RunRecord};
+use pvfs_metrics::line::Columns;
+use pvfs_metrics::rates::NicColumn;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -343,16 +345,15 @@ fn amplification(run: &RunData, phases: &[PhaseRecord]) -> Vec<(String, f64, f64
             let results::MetricsLine::Second(line) = line else { continue };
             let Some((start, end)) = line.span() else { continue };
             let interval = line.interval_s;
-            let column = |nic: &results::Columns, key: &str| {
-                nic.get(key).and_then(Option::as_ref).and_then(serde_json::Number::as_f64).unwrap_or(0.0)
-            };
+            // A column the line lacks (or holds as `null`) counts as nothing moved.
+            let column = |nic: &Columns<NicColumn>, column| nic.get(column).unwrap_or(0.0);
             let (mut rx, mut tx) = (0.0, 0.0);
             for (name, nic) in &line.nics {
                 if name == "lo" {
                     continue;
                 }
-                rx += column(nic, "rxkB/s") * 1024.0 * interval;
-                tx += column(nic, "txkB/s") * 1024.0 * interval;
+                rx += column(nic, NicColumn::RxkBPerS) * 1024.0 * interval;
+                tx += column(nic, NicColumn::TxkBPerS) * 1024.0 * interval;
             }
             seconds.push((start, end, rx, tx));
         }

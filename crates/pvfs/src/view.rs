@@ -1,16 +1,9 @@
-//! Rates as the CLI shows them: JSON objects keyed like iostat/sar, and iostat-style tables.
-//! Shared by `pvfs-agent metrics` (this machine) and `pvfsctl top` (every node).
+//! Rates as the CLI's tables show them, iostat/sar-style (their JSON is
+//! `pvfs_metrics::line::SecondLine`). Shared by `pvfs-agent metrics` (this machine) and
+//! `pvfsctl top` (every node).
 
-use pvfs_bench::results::{ProcessLine, sorted, time_text};
-use pvfs_coord::bench::metrics::second_line;
-use pvfs_metrics::rates::{CpuPercent, DiskRates, NicRates, Rates};
-use serde_json::Value;
-
-/// `{"cpu":{…},"disks":{"sda":{"r/s":…}},"interval_s":…,"load":[…],"mem":{…},"nics":{…},…}`,
-/// keys sorted as they have always been (see `pvfs_bench::results`).
-pub(crate) fn to_json(r: &Rates, devices: &[String]) -> Value {
-    sorted(&second_line(r, devices)).unwrap_or_default()
-}
+use pvfs_metrics::line::{ProcessLine, time_text};
+use pvfs_metrics::rates::{CpuColumn, DiskColumn, LoadColumn, MemColumn, NicColumn, Rates};
 
 /// iostat/sar-style tables: two decimals, right-aligned, one block per interval.
 pub(crate) fn table(r: &Rates, devices: &[String]) -> String {
@@ -29,34 +22,38 @@ pub(crate) fn table(r: &Rates, devices: &[String]) -> String {
         }
         line + "\n"
     };
-    out += &header("Device", &DiskRates::COLUMNS);
+    out += &header("Device", &DiskColumn::ALL.map(DiskColumn::name));
     for (name, d) in r.disks.iter().filter(|(name, _)| devices.contains(name)) {
-        out += &row(name, &d.values());
+        out += &row(name, &DiskColumn::ALL.map(|c| d.get(c)));
     }
-    out += &header("IFACE", &NicRates::COLUMNS);
+    out += &header("IFACE", &NicColumn::ALL.map(NicColumn::name));
     for (name, n) in &r.nics {
-        out += &row(name, &n.values());
+        out += &row(name, &NicColumn::ALL.map(|c| n.get(c)));
     }
-    out += &header("CPU", &CpuPercent::COLUMNS);
-    out += &row("all", &r.cpu.values());
-    let m = &r.mem;
-    out += &format!(
-        "mem: kbmemfree {} kbavail {} kbmemused {} %memused {:.2} kbbuffers {} kbcached {} kbcommit {} %commit {:.2} kbdirty {}\n",
-        m.kbmemfree,
-        m.kbavail,
-        m.kbmemused,
-        m.memused_pct,
-        m.kbbuffers,
-        m.kbcached,
-        m.kbcommit,
-        m.commit_pct,
-        m.kbdirty
-    );
-    out += &format!(
-        "load: runq-sz {} plist-sz {} ldavg-1 {:.2} ldavg-5 {:.2} ldavg-15 {:.2}\n\n",
-        r.load.runq_sz, r.load.plist_sz, r.load.ldavg_1, r.load.ldavg_5, r.load.ldavg_15
-    );
-    out
+    out += &header("CPU", &CpuColumn::ALL.map(CpuColumn::name));
+    out += &row("all", &CpuColumn::ALL.map(|c| r.cpu.get(c)));
+    // sar -r's columns but kbactive and kbinact, and sar -q's, each `name value`: counts
+    // whole, percentages and load averages to two places.
+    let (m, l) = (&r.mem, &r.load);
+    let count = |column: &dyn std::fmt::Display, v: u64| format!(" {column} {v}");
+    let real = |column: &dyn std::fmt::Display, v: f64| format!(" {column} {v:.2}");
+    out += "mem:";
+    out += &count(&MemColumn::Kbmemfree, m.kbmemfree);
+    out += &count(&MemColumn::Kbavail, m.kbavail);
+    out += &count(&MemColumn::Kbmemused, m.kbmemused);
+    out += &real(&MemColumn::MemusedPct, m.memused_pct);
+    out += &count(&MemColumn::Kbbuffers, m.kbbuffers);
+    out += &count(&MemColumn::Kbcached, m.kbcached);
+    out += &count(&MemColumn::Kbcommit, m.kbcommit);
+    out += &real(&MemColumn::CommitPct, m.commit_pct);
+    out += &count(&MemColumn::Kbdirty, m.kbdirty);
+    out += "\nload:";
+    out += &count(&LoadColumn::RunqSz, l.runq_sz.into());
+    out += &count(&LoadColumn::PlistSz, l.plist_sz.into());
+    out += &real(&LoadColumn::Ldavg1, l.ldavg_1);
+    out += &real(&LoadColumn::Ldavg5, l.ldavg_5);
+    out += &real(&LoadColumn::Ldavg15, l.ldavg_15);
+    out + "\n\n"
 }
 
 /// A second's busiest processes as `pidstat -u -d` lays them out (kernel threads in brackets,
@@ -73,14 +70,11 @@ pub(crate) fn process_table(processes: &[ProcessLine]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pvfs_metrics::rates::{LoadStats, MemStats};
-    use serde_json::{Map, json};
+    use pvfs_metrics::line::SecondLine;
+    use pvfs_metrics::rates::{CpuPercent, DiskRates, LoadStats, MemStats, NicRates};
 
-    /// A metrics line is what the `json!` literal it replaced printed, byte for byte: keys
-    /// sorted, integers (kB counts, task counts) still integers, floats as serde_json writes them.
-    #[test]
-    fn a_second_line_is_the_old_json() {
-        let rates = Rates {
+    fn rates() -> Rates {
+        Rates {
             time_unix_ns: 1_700_000_000_123_000_000,
             interval_s: 1.0002,
             disks: [
@@ -92,26 +86,86 @@ mod tests {
             cpu: CpuPercent { usr: 1.25, ..Default::default() },
             mem: MemStats { kbmemfree: 123456, memused_pct: 45.6, ..Default::default() },
             load: LoadStats { runq_sz: 2, plist_sz: 300, ldavg_1: 0.5, ldavg_5: 0.25, ldavg_15: 0.125 },
+        }
+    }
+
+    /// A metrics line is what the `json!` literal it once replaced printed, byte for byte: keys
+    /// sorted, integers (kB counts, task counts) still integers, floats as serde_json writes
+    /// them. (That implementation serialised the rates structs, which no longer are; its output
+    /// for these rates is spelled out here.)
+    #[test]
+    fn a_second_line_is_the_old_json() {
+        let old = concat!(
+            r#"{"cpu":{"%gnice":0.0,"%guest":0.0,"%idle":0.0,"%iowait":0.0,"%irq":0.0,"%nice":0.0,"%soft":0.0,"%steal":0.0,"%sys":0.0,"%usr":1.25},"#,
+            r#""disks":{"sda":{"%drqm":0.0,"%rrqm":0.0,"%util":33.333333333333336,"%wrqm":0.0,"aqu-sz":0.0,"d/s":0.0,"d_await":0.0,"dareq-sz":0.0,"dkB/s":0.0,"drqm/s":0.0,"f/s":0.0,"f_await":0.0,"r/s":12.5,"r_await":0.0,"rareq-sz":0.0,"rkB/s":0.0,"rrqm/s":0.0,"w/s":0.0,"w_await":0.0,"wareq-sz":0.0,"wkB/s":0.0,"wrqm/s":0.0}},"#,
+            r#""interval_s":1.0002,"load":[0.5,0.25,0.125],"#,
+            r#""mem":{"%commit":0.0,"%memused":45.6,"kbactive":0,"kbavail":0,"kbbuffers":0,"kbcached":0,"kbcommit":0,"kbdirty":0,"kbinact":0,"kbmemfree":123456,"kbmemused":0},"#,
+            r#""nics":{"eth0":{"%ifutil":0.0,"rxcmp/s":0.0,"rxkB/s":0.1,"rxmcst/s":0.0,"rxpck/s":0.0,"txcmp/s":0.0,"txkB/s":0.0,"txpck/s":0.0}},"#,
+            r#""tasks":{"plist-sz":300,"runq-sz":2},"time":"2023-11-14T22:13:20.123Z"}"#,
+        );
+        let line = SecondLine::of(&rates(), &["sda".to_owned()]);
+        assert_eq!(serde_json::to_string(&line).unwrap(), old);
+    }
+
+    /// The table reads as it did when its column names were spelled here (the replaced
+    /// implementation below, as it was, with the names it took from the rates structs).
+    #[test]
+    fn the_table_is_the_old_table() {
+        let (r, devices) = (&rates(), &["sda".to_owned()]);
+        let mut old = format!("{}  ({:.2} s)\n", time_text(r.time_unix_ns), r.interval_s);
+        let row = |label: &str, values: &[f64]| {
+            let mut line = format!("{label:<12}");
+            for v in values {
+                line += &format!(" {v:>9.2}");
+            }
+            line + "\n"
         };
-        let devices = vec!["sda".to_owned()];
-        // The replaced implementation, as it was.
-        let disks: Map<String, Value> = rates
-            .disks
-            .iter()
-            .filter(|(name, _)| devices.contains(name))
-            .map(|(name, d)| (name.clone(), serde_json::to_value(d).unwrap_or_default()))
-            .collect();
-        let r = &rates;
-        let old = json!({
-            "time": time_text(r.time_unix_ns),
-            "interval_s": r.interval_s,
-            "disks": disks,
-            "nics": r.nics,
-            "cpu": r.cpu,
-            "mem": r.mem,
-            "load": [r.load.ldavg_1, r.load.ldavg_5, r.load.ldavg_15],
-            "tasks": {"runq-sz": r.load.runq_sz, "plist-sz": r.load.plist_sz},
-        });
-        assert_eq!(to_json(&rates, &devices).to_string(), old.to_string());
+        let header = |label: &str, columns: &str| {
+            let mut line = format!("{label:<12}");
+            for c in columns.split(' ') {
+                line += &format!(" {c:>9}");
+            }
+            line + "\n"
+        };
+        old += &header(
+            "Device",
+            "r/s rkB/s rrqm/s %rrqm r_await rareq-sz w/s wkB/s wrqm/s %wrqm w_await wareq-sz d/s dkB/s \
+             drqm/s %drqm d_await dareq-sz f/s f_await aqu-sz %util",
+        );
+        let d = &r.disks["sda"];
+        let disk = [
+            d.r_s, d.rkb_s, d.rrqm_s, d.rrqm_pct, d.r_await, d.rareq_sz, d.w_s, d.wkb_s, d.wrqm_s,
+            d.wrqm_pct, d.w_await, d.wareq_sz, d.d_s, d.dkb_s, d.drqm_s, d.drqm_pct, d.d_await, d.dareq_sz,
+            d.f_s, d.f_await, d.aqu_sz, d.util,
+        ];
+        old += &row("sda", &disk);
+        old += &header("IFACE", "rxpck/s txpck/s rxkB/s txkB/s rxcmp/s txcmp/s rxmcst/s %ifutil");
+        let n = &r.nics["eth0"];
+        old += &row(
+            "eth0",
+            &[n.rxpck_s, n.txpck_s, n.rxkb_s, n.txkb_s, n.rxcmp_s, n.txcmp_s, n.rxmcst_s, n.ifutil],
+        );
+        old += &header("CPU", "%usr %nice %sys %iowait %steal %irq %soft %guest %gnice %idle");
+        let c = &r.cpu;
+        old +=
+            &row("all", &[c.usr, c.nice, c.sys, c.iowait, c.steal, c.irq, c.soft, c.guest, c.gnice, c.idle]);
+        let m = &r.mem;
+        old += &format!(
+            "mem: kbmemfree {} kbavail {} kbmemused {} %memused {:.2} kbbuffers {} kbcached {} kbcommit {} %commit {:.2} kbdirty {}\n",
+            m.kbmemfree,
+            m.kbavail,
+            m.kbmemused,
+            m.memused_pct,
+            m.kbbuffers,
+            m.kbcached,
+            m.kbcommit,
+            m.commit_pct,
+            m.kbdirty
+        );
+        old += &format!(
+            "load: runq-sz {} plist-sz {} ldavg-1 {:.2} ldavg-5 {:.2} ldavg-15 {:.2}\n\n",
+            r.load.runq_sz, r.load.plist_sz, r.load.ldavg_1, r.load.ldavg_5, r.load.ldavg_15
+        );
+        assert_eq!(table(r, devices), old);
     }
 }

@@ -4,6 +4,7 @@
 use super::*;
 use crate::phase::IorPhase;
 use crate::summary::PhaseTotals;
+use pvfs_metrics::line::DownLine;
 use serde_json::json;
 
 fn ior_row() -> IorSummary {

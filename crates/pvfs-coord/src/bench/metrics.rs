@@ -1,64 +1,16 @@
 //! A benchmark's metrics record: every node's per-second rates (and, when asked, its busiest
 //! processes) written to the results directory's `metrics/NODE.jsonl` while the run goes, and the wait for the run's last second
-//! before the record is closed. The line format itself is `pvfs_bench::results`'
-//! [`SecondLine`]; [`second_line`] fills it from the rates (`pvfsctl top --json` and
-//! `pvfs-agent metrics --json` print the same line).
+//! before the record is closed. The line is `pvfs_metrics::line`'s [`MetricsLine`], the one
+//! `pvfsctl top --json` and `pvfs-agent metrics --json` print.
 
 use crate::stream::StreamEvent;
-use pvfs_bench::results::{self, DownLine, MetricsLine, ProcessLine, SecondLine, columns, time_text};
-use pvfs_metrics::processes::Process;
+use pvfs_bench::results;
+use pvfs_metrics::line::{DownLine, MetricsLine, ProcessLine, SecondLine, time_text};
 use pvfs_metrics::rates::{RateTracker, Rates};
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
-
-/// One second's rates as a metrics line (without its node): the devices in `devices`, every
-/// value keyed as iostat/sar name it.
-pub fn second_line(r: &Rates, devices: &[String]) -> SecondLine {
-    SecondLine {
-        time: time_text(r.time_unix_ns),
-        interval_s: r.interval_s,
-        disks: r
-            .disks
-            .iter()
-            .filter(|(name, _)| devices.contains(name))
-            .map(|(n, d)| (n.clone(), columns(d)))
-            .collect(),
-        nics: r.nics.iter().map(|(n, nic)| (n.clone(), columns(nic))).collect(),
-        cpu: columns(&r.cpu),
-        mem: columns(&r.mem),
-        load: [r.load.ldavg_1, r.load.ldavg_5, r.load.ldavg_15],
-        tasks: columns(&Tasks { runq_sz: r.load.runq_sz, plist_sz: r.load.plist_sz }),
-        node: None,
-        processes: Vec::new(),
-    }
-}
-
-/// A second's processes as a metrics line lists them (pidstat's units: kB/s, two decimals).
-pub fn process_lines(processes: &[Process]) -> Vec<ProcessLine> {
-    let two_places = |x: f64| (x * 100.0).round() / 100.0;
-    processes
-        .iter()
-        .map(|p| ProcessLine {
-            pid: p.pid,
-            name: p.name.clone(),
-            cpu: two_places(f64::from(p.cpu_percent)),
-            kb_rd_s: two_places(p.read_bytes_per_s as f64 / 1024.0),
-            kb_wr_s: two_places(p.write_bytes_per_s as f64 / 1024.0),
-            kernel: p.kernel,
-        })
-        .collect()
-}
-
-/// `load`'s task counts, under their sar names.
-#[derive(serde::Serialize)]
-struct Tasks {
-    #[serde(rename = "runq-sz")]
-    runq_sz: u32,
-    #[serde(rename = "plist-sz")]
-    plist_sz: u32,
-}
 
 /// Why the metrics record stopped.
 #[derive(Debug, thiserror::Error)]
@@ -109,17 +61,19 @@ pub async fn record(
                     let devices = stamped.sample.visible_devices(false);
                     let line = MetricsLine::Second(Box::new(SecondLine {
                         node: Some(node.clone()),
-                        processes: process_lines(&processes),
-                        ..second_line(&rates, &devices)
+                        // Only when there were some: a second without has no `processes`.
+                        processes: (!processes.is_empty())
+                            .then(|| processes.iter().map(ProcessLine::from).collect()),
+                        ..SecondLine::of(&rates, &devices)
                     }));
-                    let value = results::sorted(&line)
+                    let line = json_line(&line)
                         .map_err(|source| MetricsError::Line { node: node.clone(), source })?;
                     let _ = seconds.send(NodeSecond { node: node.clone(), rates, devices });
                     let file = match files.entry(node.clone()) {
                         std::collections::hash_map::Entry::Occupied(f) => f.into_mut(),
                         std::collections::hash_map::Entry::Vacant(v) => v.insert(run.metrics(&node)?),
                     };
-                    file.line(&value)?;
+                    file.line(&line)?;
                     *counts.entry(node.clone()).or_default() += 1;
                 }
                 latest.send_modify(|l| {
@@ -137,8 +91,8 @@ pub async fn record(
                     node: node.clone(),
                     time: time_text(unix_ns(SystemTime::now())),
                 });
-                let line = results::sorted(&line)
-                    .map_err(|source| MetricsError::Line { node: node.clone(), source })?;
+                let line =
+                    json_line(&line).map_err(|source| MetricsError::Line { node: node.clone(), source })?;
                 if let Some(f) = files.get_mut(&node) {
                     f.line(&line)?;
                 }
@@ -150,6 +104,11 @@ pub async fn record(
         }
     }
     Ok(counts)
+}
+
+/// `line` as one line of JSON (`LineFile::line` adds the newline and writes both at once).
+fn json_line(line: &MetricsLine) -> serde_json::Result<String> {
+    serde_json::to_string(line)
 }
 
 /// Waits until every one of `nodes` has recorded a second ending at or after `finished` (or
@@ -175,6 +134,7 @@ fn unix_ns(t: SystemTime) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pvfs_metrics::processes::Process;
     use pvfs_metrics::ring::Stamped;
     use pvfs_metrics::sample::{CpuCounters, MemCounters, Sample};
 
@@ -230,7 +190,7 @@ mod tests {
         // And they read back.
         let back: MetricsLine = serde_json::from_value(lines[0].clone()).unwrap();
         let MetricsLine::Second(second) = back else { panic!("{back:?}") };
-        assert_eq!(second.processes[0].kb_wr_s, 3072.5);
+        assert_eq!(second.processes.unwrap()[0].kb_wr_s, 3072.5);
     }
 
     /// The wait ends as soon as every node is past the run's end or down, and at the grace

@@ -286,10 +286,10 @@ fn rates_between_two_recorded_samples() {
     assert_eq!((sda.r_s, sda.rkb_s, sda.r_await, sda.util), (100.0, 400.0, 0.1, 25.0));
     assert_eq!(r.nics["eth0"].rxkb_s, 0.0);
     assert_eq!(r.cpu.idle, 100.0);
-    let json = serde_json::to_value(r.disks["sda"]).unwrap();
+    let json = serde_json::to_value(crate::line::Columns::of(&r.disks["sda"])).unwrap();
     assert_eq!(json["r/s"], 100.0);
     assert_eq!(json["%util"], 25.0);
-    assert_eq!(json.as_object().unwrap().len(), DiskRates::COLUMNS.len());
+    assert_eq!(json.as_object().unwrap().len(), DiskColumn::COUNT);
 }
 
 #[test]

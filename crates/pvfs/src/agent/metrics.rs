@@ -2,10 +2,11 @@
 //! + `sar -u ALL` + `sar -r` + `sar -q` in one, as tables or JSON lines.
 
 use crate::cli::{Align, MetricsArgs};
-use crate::view::{table, to_json};
+use crate::view::table;
 use crate::{exit, output};
 use anyhow::Context;
 use pvfs_host::Root;
+use pvfs_metrics::line::SecondLine;
 use pvfs_metrics::rates::Rates;
 use pvfs_metrics::sample::{DeviceFilter, Sampler, until_tick};
 use std::time::{Duration, Instant, SystemTime};
@@ -37,7 +38,7 @@ pub(crate) fn run(args: MetricsArgs) -> anyhow::Result<u8> {
         let rates = Rates::between(&prev, &curr);
         let devices = curr.visible_devices(!args.devices.is_empty());
         if args.json {
-            output::json(&to_json(&rates, &devices))?;
+            output::json(&SecondLine::of(&rates, &devices))?;
         } else {
             output::print(&table(&rates, &devices))?;
         }

@@ -7,14 +7,12 @@
 
 use super::tui::{self, NodeRow, Screen, SortKey, Summary};
 use crate::cli::TopArgs;
-use crate::view::{table, to_json};
+use crate::view::table;
 use crate::{exit, output};
 use anyhow::Context;
-use pvfs_bench::results::ProcessLine;
-use pvfs_bench::results::time_text;
-use pvfs_coord::bench::metrics::process_lines;
 use pvfs_coord::stream::{Cursor, Start, StreamEvent, follow_cluster};
 use pvfs_host::local_file::{self, Cap};
+use pvfs_metrics::line::{ProcessLine, SecondLine, time_text};
 use pvfs_metrics::processes::Process;
 use pvfs_metrics::rates::{RateTracker, Rates};
 use pvfs_metrics::ring::Stamped;
@@ -230,7 +228,8 @@ impl Top {
             && !done
         {
             let devices = stamped.sample.visible_devices(false);
-            self.sink.sample(node, stamped.seq, &rates, &devices, &process_lines(processes))?;
+            let processes: Vec<ProcessLine> = processes.iter().map(ProcessLine::from).collect();
+            self.sink.sample(node, stamped.seq, &rates, &devices, &processes)?;
             state.shown += 1;
             state.printed = Some(Cursor { epoch: stamped.epoch, seq: stamped.seq });
             self.dirty = true;
@@ -350,15 +349,12 @@ fn show(
     json: bool,
 ) -> anyhow::Result<()> {
     if json {
-        let mut value = to_json(rates, devices);
-        if let Some(map) = value.as_object_mut() {
-            map.insert("node".into(), json!(node));
-            map.insert("seq".into(), json!(seq));
-            if let Some(processes) = processes {
-                map.insert("processes".into(), serde_json::to_value(processes)?);
-            }
-        }
-        output::json(&value)
+        output::json(&SecondLine {
+            node: Some(node.to_owned()),
+            seq: Some(seq),
+            processes: processes.map(<[ProcessLine]>::to_vec),
+            ..SecondLine::of(rates, devices)
+        })
     } else {
         let mut text = format!("== {node}\n{}", table(rates, devices));
         if let Some(processes) = processes {

@@ -7,7 +7,7 @@
 //! stream; [`draw`] renders it with ratatui, so tests render into a `TestBackend` and read the
 //! text back.
 
-use pvfs_bench::results::ProcessLine;
+use pvfs_metrics::line::ProcessLine;
 use pvfs_metrics::rates::Rates;
 use ratatui::Frame;
 use ratatui::crossterm::event::{self as term_event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
