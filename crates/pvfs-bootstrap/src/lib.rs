@@ -780,6 +780,10 @@ pub struct Options {
     /// What the binary to install needs of a node ([`platform::needs`]); a node that lacks it
     /// is refused after the probe, before anything is written there.
     pub needs: platform::Needs,
+    /// Cancelled to stop early (Ctrl-C): no node starts after that, and the nodes under way
+    /// finish (each file is written through a temporary and renamed, and a restart is waited
+    /// for), so no node is left half-installed by the coordinator leaving.
+    pub stop: tokio_util::sync::CancellationToken,
 }
 
 /// Why a node failed, with what an operator needs to act on it.
@@ -895,7 +899,11 @@ pub async fn run(
             (permits.clone(), options.clone(), dialer.clone(), events.clone());
         tasks.spawn(async move {
             let _permit = permits.acquire_owned().await;
-            let result = one_node(index, &node, &files, dialer.as_ref(), &options, &events).await;
+            let result = if options.stop.is_cancelled() {
+                Err(failure(&node.name, "interrupted before it started: nothing was changed on it".into()))
+            } else {
+                one_node(index, &node, &files, dialer.as_ref(), &options, &events).await
+            };
             let _ = events.send(BootstrapEvent::Finished { node: node.name.clone(), result: result.clone() });
             (index, result)
         });

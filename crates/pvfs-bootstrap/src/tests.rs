@@ -520,6 +520,7 @@ impl FakeSsh {
             wait: Duration::from_secs(1),
             command_timeout: Duration::from_secs(20),
             needs,
+            stop: Default::default(),
         }
     }
 
@@ -542,6 +543,23 @@ fn probe_answer(machine: &str, libc: &str) -> String {
          @@pvfs-modes\n644 /etc/pvfs/tls/ca.crt\n@@pvfs-systemd\n@@pvfs-active\nfailed\n\
          @@pvfs-enabled\nenabled\n@@pvfs-package\n@@pvfs-machine\n{machine}\n@@pvfs-libc\n{libc}\n"
     )
+}
+
+/// Stopped before the run (Ctrl-C during set-up): no node starts, nothing is run on it, and
+/// each says so.
+#[tokio::test]
+async fn a_stopped_bootstrap_starts_no_node() {
+    let ssh = FakeSsh::new(&probe_answer("x86_64", "glibc 2.17"), "");
+    let dir = tempfile::tempdir().unwrap();
+    let node = cluster(dir.path()).nodes[0].clone();
+    let files = NodeFiles { binary: Vec::new(), package: None, common: vec![] };
+    let options = ssh.options(el7_needs());
+    options.stop.cancel();
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let recap = run(vec![(node, files)], None, options, tx).await;
+    assert_eq!(recap.failures.len(), 1, "{recap:?}");
+    assert_eq!(recap.failures[0].message, "interrupted before it started: nothing was changed on it");
+    assert!(ssh.log().is_empty(), "ssh ran: {:?}", ssh.log());
 }
 
 async fn run_one(ssh: &FakeSsh, needs: platform::Needs) -> Recap<NodeFailure> {

@@ -42,6 +42,11 @@ pub struct Options {
     /// Cancelled to stop early (Ctrl-C): no unit starts after that, and the units under way
     /// run to their end, so no step is left half-done by the coordinator leaving.
     pub stop: CancellationToken,
+    /// On `stop`, the units under way stop too, between two steps: the coordinator leaves the
+    /// unit's call, and the agent finishes the step it is running (an action is never cut
+    /// short) and starts no other. For `down --wipe`, whose one unit per node may wipe many
+    /// disks: a stop lets the disk being wiped finish and wipes no other.
+    pub stop_between_steps: bool,
 }
 
 impl Options {
@@ -262,7 +267,8 @@ pub async fn converge(
                     let result = match node {
                         Some(node) => {
                             let conn = connect(&connections, &node, &dialer).await;
-                            let sent = Sent { unit: &unit, hosts: &hosts, dry_run, after_changes };
+                            let stop = options.stop_between_steps.then_some(&options.stop);
+                            let sent = Sent { unit: &unit, hosts: &hosts, dry_run, after_changes, stop };
                             let result = run_unit(&node, sent, conn, &dialer, &events).await;
                             if result.boot.is_some() && !dry_run && options.may_reboot(&node) {
                                 let again = Again { node: &node, unit: &unit, hosts: &hosts, after_changes };
@@ -403,6 +409,8 @@ struct Sent<'a> {
     hosts: &'a [String],
     dry_run: bool,
     after_changes: bool,
+    /// Cancelled: leave the unit after the step under way ([`Options::stop_between_steps`]).
+    stop: Option<&'a CancellationToken>,
 }
 
 /// Sends one unit to its agent and follows the events until the last step is done.
@@ -413,7 +421,7 @@ async fn run_unit(
     dialer: &Dialer,
     events: &mpsc::UnboundedSender<UpEvent>,
 ) -> UnitResult {
-    let Sent { unit, hosts, dry_run, after_changes } = sent;
+    let Sent { unit, hosts, dry_run, after_changes, stop } = sent;
     let started = Instant::now();
     let _ = events.send(UpEvent::UnitStarted {
         unit: unit.id,
@@ -453,8 +461,29 @@ async fn run_unit(
     let mut boot = None;
     let mut timed_out = Vec::new();
     let mut done = vec![false; unit.steps.len()];
+    let stopped = async {
+        match stop {
+            Some(stop) => stop.cancelled().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(stopped);
     loop {
-        match stream.message().await {
+        let message = tokio::select! {
+            message = stream.message() => message,
+            () = &mut stopped => {
+                // Leaving the call ends the stream: the agent sees it before its next step.
+                let at = done.iter().position(|d| !d).unwrap_or(unit.steps.len());
+                failures.push(format!(
+                    "interrupted during step {} of {}: the agent finishes that step (a disk's wipe is never cut \
+                     short) and starts no other; run the command again to go on",
+                    at + 1,
+                    unit.steps.len()
+                ));
+                break;
+            }
+        };
+        match message {
             Ok(Some(message)) => {
                 let Some(event) = Option::<StepEvent>::from(message) else { continue };
                 let index = match &event {
@@ -641,7 +670,7 @@ impl Again<'_> {
         };
         // The old connection went with the node's last boot.
         connections.lock().await.insert(node.name.clone(), conn.clone());
-        let sent = Sent { unit, hosts, dry_run: false, after_changes };
+        let sent = Sent { unit, hosts, dry_run: false, after_changes, stop: None };
         let mut again = run_unit(node, sent, Ok(conn), dialer, events).await;
         again.counts.changed += first.counts.changed;
         again.elapsed += first.elapsed;

@@ -388,6 +388,70 @@ async fn a_stopped_converge_starts_no_unit() {
     agent.stop().await;
 }
 
+/// `down --wipe` interrupted: with `stop_between_steps` the unit under way stops too, after
+/// the step the agent is running (here a gate, which stops waiting), and no later step runs.
+#[tokio::test]
+async fn a_stop_between_steps_leaves_the_unit_after_the_step_under_way() {
+    use pvfs_coord::converge::{Options, UpEvent, converge};
+    let pki = Pki::new();
+    pki.agent_cert("n1", &["127.0.0.1"]);
+    let agent = start_agent(&pki, "n1", "127.0.0.1").await;
+    let cluster = cluster_of(&[node("n1", agent.addr)]);
+    // No hidden component: the policy refuses dotted paths.
+    let target = tempfile::Builder::new().prefix("pvfs-stop-").tempdir().unwrap();
+    let after = target.path().join("after");
+    // A gate that cannot pass (its directory never appears), then a step that would act.
+    let gate = pvfs_steps::Step::Gate(pvfs_steps::Gate {
+        kind: pvfs_steps::GateKind::Writable { dir: target.path().join("never").display().to_string() },
+        deadline: Duration::from_secs(120),
+    });
+    let then =
+        pvfs_steps::Step::Directory(pvfs_steps::Directory { path: after.display().to_string(), mode: 0o755 });
+    let plan = pvfs_plan::Plan {
+        units: vec![pvfs_plan::Unit {
+            id: 0,
+            node: "n1".into(),
+            label: "wipe".into(),
+            steps: vec![gate, then],
+            after: vec![],
+        }],
+    };
+    let options = Options { stop_between_steps: true, ..Options::default() };
+    let stop = options.stop.clone();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let dialer = pki.dialer();
+    let run = tokio::spawn(async move { converge(&cluster, &plan, &dialer, &options, tx).await });
+    // Stop once the agent is running the gate.
+    let waited = tokio::time::timeout(Duration::from_secs(30), async {
+        let mut seen = Vec::new();
+        while let Some(event) = rx.recv().await {
+            if let UpEvent::Step { event: pvfs_steps::StepEvent::Started { index: 0 }, .. } = event {
+                return Ok(());
+            }
+            seen.push(format!("{event:?}"));
+        }
+        Err(seen)
+    })
+    .await;
+    assert_eq!(waited, Ok(Ok(())), "the gate never started");
+    stop.cancel();
+    let recap =
+        tokio::time::timeout(Duration::from_secs(30), run).await.expect("the unit did not stop").unwrap();
+    assert!(recap.interrupted && !recap.converged(), "{recap:?}");
+    assert_eq!(recap.run.failures.len(), 1, "{recap:?}");
+    assert!(
+        recap.run.failures[0].contains("interrupted during step 1 of 2: the agent finishes that step"),
+        "{:?}",
+        recap.run.failures
+    );
+    assert_eq!((recap.run.nodes[0].1.failed, recap.run.nodes[0].1.skipped), (1, 1));
+    // The agent saw the call end: its gate stopped waiting, and the next step never ran (its
+    // probes come every second, so two seconds is past its next look).
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(!after.exists(), "a step after the stop ran");
+    agent.stop().await;
+}
+
 /// A benchmark on `clients` with a small IOR workload, in a directory of its own.
 fn bench_spec(clients: Vec<Node>, dir: &Path) -> pvfs_coord::bench::BenchSpec {
     let mut workload = pvfs_bench::params::Preset::Throughput.workload();

@@ -9,6 +9,7 @@
 use super::tui::Summary;
 use super::watch::{Watch, keys};
 use crate::cli::{BenchArgs, ImportArgs};
+use crate::shutdown::{Shutdown, StopSignal};
 use crate::{exit, output};
 use anyhow::{Context, bail};
 use pvfs_bench::results::{self, BenchEvent};
@@ -46,9 +47,9 @@ fn resolve(cluster: &Cluster, args: &BenchArgs) -> anyhow::Result<BenchPlan> {
 }
 
 pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<u8> {
-    let Some(sweep) = args.sweep.clone() else { return Ok(run_to(args).await?.0) };
-    // One watcher for the whole sweep: a signal between two points stops the sweep too.
-    let interrupts = Interrupts::watch()?;
+    // One shutdown for the whole sweep: a signal between two points stops the sweep too.
+    let (shutdown, _note) = stop_on_signals()?;
+    let Some(sweep) = args.sweep.clone() else { return Ok(run_point(args, shutdown.token()).await?.0) };
     let sweep = Sweep::parse(&sweep)?;
     let key = &sweep.key;
     // Check every point before running any, so a typo in the last value costs nothing.
@@ -66,7 +67,7 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<u8> {
         if !args.json {
             output::print(&format!("\n== sweep {key}={value}\n"))?;
         }
-        let (point_code, dir) = run_point(point, interrupts.cancel.clone()).await?;
+        let (point_code, dir) = run_point(point, shutdown.token()).await?;
         code = code.max(point_code);
         points.push((value.clone(), dir));
         if point_code != exit::OK {
@@ -93,51 +94,26 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<u8> {
     Ok(code)
 }
 
-/// Runs the benchmark, until it ends or SIGINT/SIGTERM interrupts it; the exit code and the
-/// run's results directory.
-pub(crate) async fn run_to(args: BenchArgs) -> anyhow::Result<(u8, PathBuf)> {
-    let interrupts = Interrupts::watch()?;
-    run_point(args, interrupts.cancel.clone()).await
+/// Runs the benchmark until it ends or `stop` is cancelled (the caller's shutdown: `demo`'s);
+/// the exit code and the run's results directory.
+pub(crate) async fn run_to(args: BenchArgs, stop: CancellationToken) -> anyhow::Result<(u8, PathBuf)> {
+    run_point(args, stop).await
 }
 
-/// `cancel` is cancelled by the first SIGINT (Ctrl-C) or SIGTERM: the run stops its clients'
-/// phase and keeps what finished. A second signal exits at once, results as they are (the
-/// record written at the start says the run is incomplete). Local to bench until the CLI has a
-/// shared shutdown signal; the handlers are installed when this is made, before the work
-/// starts, so a signal during set-up is not lost; the watch ends when this is dropped, so a
-/// caller that goes on after the run (`demo`) keeps its own handling of signals.
-struct Interrupts {
-    cancel: CancellationToken,
-    _watcher: tokio_util::task::AbortOnDropHandle<()>,
-}
-
-impl Interrupts {
-    fn watch() -> anyhow::Result<Interrupts> {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut interrupt = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
-        let mut terminate = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
-        let cancel = CancellationToken::new();
-        let token = cancel.clone();
-        let watcher = tokio::spawn(async move {
-            for n in 0.. {
-                let name = tokio::select! {
-                    Some(()) = interrupt.recv() => "SIGINT",
-                    Some(()) = terminate.recv() => "SIGTERM",
-                    else => return,
-                };
-                if n == 0 {
-                    output::note(&format!(
-                        "{name}: stopping the run on every client and keeping what finished"
-                    ));
-                    token.cancel();
-                } else {
-                    output::note(&format!("{name} again: leaving without writing the results"));
-                    std::process::exit(exit::INTERRUPTED.into());
-                }
-            }
-        });
-        Ok(Interrupts { cancel, _watcher: tokio_util::task::AbortOnDropHandle::new(watcher) })
-    }
+/// The process's shutdown (the first SIGINT or SIGTERM stops the run on every client and keeps
+/// what finished; a second exits at once, the record written at the start saying the run is
+/// incomplete), and a note when it starts. The note's task ends with the returned handle.
+fn stop_on_signals() -> anyhow::Result<(Shutdown, tokio_util::task::AbortOnDropHandle<()>)> {
+    let shutdown = Shutdown::on_signals()?;
+    let watching = shutdown.clone();
+    let note = tokio::spawn(async move {
+        watching.cancelled().await;
+        let name = watching.received().map_or("stop", StopSignal::name);
+        output::note(&format!(
+            "{name}: stopping the run on every client and keeping what finished (again: exit at once)"
+        ));
+    });
+    Ok((shutdown, tokio_util::task::AbortOnDropHandle::new(note)))
 }
 
 async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result<(u8, PathBuf)> {

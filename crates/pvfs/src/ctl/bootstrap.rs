@@ -15,6 +15,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<u8> {
+    // Ctrl-C (or SIGTERM) as for `up`: no node starts after it; the nodes under way finish.
+    let shutdown = crate::shutdown::Shutdown::on_signals()?;
     let mut cluster = pvfs_config::load(&args.cluster)?;
     // First: a mistyped --node must stop the run before any certificate is issued.
     bootstrap::select_nodes(&mut cluster, &args.nodes)?;
@@ -99,16 +101,33 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<u8> {
         // A binary of some 100 MB over a slow link; the bound is for a node that hangs.
         command_timeout: Duration::from_secs(600),
         needs,
+        stop: shutdown.token(),
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
     let work = tokio::spawn(bootstrap::run(nodes, dialer, options, tx));
     let view = View { json: args.json, plan: args.plan, verbose: args.verbose };
-    while let Some(event) = rx.recv().await {
-        view.show(&event)?;
+    let mut told = false;
+    loop {
+        tokio::select! {
+            event = rx.recv() => match event {
+                Some(event) => view.show(&event)?,
+                None => break,
+            },
+            () = shutdown.cancelled(), if !told => {
+                told = true;
+                output::note("interrupted: no new node starts; the nodes under way finish (Ctrl-C again exits at once)");
+            }
+        }
     }
     let recap = work.await?;
     view.recap(&recap)?;
-    Ok(if recap.failed() { exit::FAILURES } else { exit::OK })
+    Ok(if shutdown.token().is_cancelled() {
+        exit::INTERRUPTED
+    } else if recap.failed() {
+        exit::FAILURES
+    } else {
+        exit::OK
+    })
 }
 
 struct View {

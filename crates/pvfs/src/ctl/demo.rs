@@ -69,7 +69,7 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<u8> {
     // Everything from here on must stop the agents, whatever happens: SIGTERM (a script
     // stopping a held demo) or Ctrl-C stops them cleanly.
     let result = tokio::select! {
-        result = show(&work, &kept, &notify, &mut agents, args.once, args.hold) => result,
+        result = show(&work, &kept, &notify, &mut agents, args.once, args.hold, shutdown.token()) => result,
         () = shutdown.cancelled() => {
             output::note(match shutdown.received() {
                 Some(StopSignal::Term) => "terminated",
@@ -94,6 +94,7 @@ async fn show(
     agents: &mut [Agent],
     once: bool,
     hold: bool,
+    stop: tokio_util::sync::CancellationToken,
 ) -> anyhow::Result<u8> {
     let ports = wait_ready(notify, agents).await?;
     let cluster_path = work.join("cluster.toml");
@@ -164,7 +165,7 @@ async fn show(
         sweep: None,
         sweep_point: None,
     };
-    let (bench_code, run) = super::bench::run_to(bench).await?;
+    let (bench_code, run) = super::bench::run_to(bench, stop).await?;
     code = code.max(bench_code);
     let report = kept.join("pvfs-report");
     output::print(&format!("\n$ pvfsctl report {} --out {}\n", run.display(), report.display()))?;

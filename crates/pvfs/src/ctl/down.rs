@@ -48,7 +48,16 @@ pub(crate) async fn run(args: DownArgs) -> anyhow::Result<u8> {
     let view =
         super::up::View { json: args.up.json, plan: args.up.plan, verbose: args.up.verbose, down: true };
     // A teardown never needs a node to boot another kernel: nothing reboots.
-    let options = pvfs_coord::converge::Options { plan: args.up.plan, ..Default::default() };
+    // Ctrl-C (or SIGTERM) as for `up`: no unit starts after it. With --wipe the units under
+    // way stop too, after the disk being wiped (never in the middle of one), so a wipe the
+    // operator regrets destroys as little more as it can.
+    let shutdown = crate::shutdown::Shutdown::on_signals()?;
+    let options = pvfs_coord::converge::Options {
+        plan: args.up.plan,
+        stop: shutdown.token(),
+        stop_between_steps: args.wipe,
+        ..Default::default()
+    };
     super::up::run_plan(&cluster, plan, &dialer, options, view).await
 }
 

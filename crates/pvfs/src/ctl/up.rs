@@ -29,6 +29,7 @@ pub(crate) async fn run(cli: UpCli) -> anyhow::Result<u8> {
         allow_reboot,
         reboot_wait: Wait { timeout: reboot_timeout, ..Wait::default() },
         stop: shutdown.token(),
+        stop_between_steps: false,
     };
     converge(&cluster, &dialer, options, view).await
 }
