@@ -106,19 +106,8 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<u8> {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let work = tokio::spawn(bootstrap::run(nodes, dialer, options, tx));
     let view = View { json: args.json, plan: args.plan, verbose: args.verbose };
-    let mut told = false;
-    loop {
-        tokio::select! {
-            event = rx.recv() => match event {
-                Some(event) => view.show(&event)?,
-                None => break,
-            },
-            () = shutdown.cancelled(), if !told => {
-                told = true;
-                output::note("interrupted: no new node starts; the nodes under way finish (Ctrl-C again exits at once)");
-            }
-        }
-    }
+    let stopping = "no new node starts; the nodes under way finish";
+    super::show_until_done(&mut rx, &shutdown.token(), stopping, |event| view.show(event)).await?;
     let recap = work.await?;
     view.recap(&recap)?;
     Ok(if shutdown.token().is_cancelled() {

@@ -103,3 +103,27 @@ pub(crate) const INSECURE_REMOVED: &str = "--insecure was removed: unauthenticat
      `pvfsctl ca init --dir tls`, `pvfsctl ca issue pvfsctl --dir tls`, `pvfsctl ca issue NODE --dir tls --san NODE_IP`, \
      then `pvfs-agent --tls-dir DIR` on each node and `pvfsctl … --tls-dir tls` (or `[tls] dir` in the cluster file); \
      `pvfsctl demo` does all of it for a local cluster";
+
+/// Shows each of `events` with `show` until the work sending them ends; when `stop` is
+/// cancelled first, says `stopping` once (what still finishes), since the work goes on to a
+/// clean end rather than quitting at once.
+pub(crate) async fn show_until_done<E>(
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<E>,
+    stop: &tokio_util::sync::CancellationToken,
+    stopping: &str,
+    mut show: impl FnMut(&E) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let mut told = false;
+    loop {
+        tokio::select! {
+            event = events.recv() => match event {
+                Some(event) => show(&event)?,
+                None => return Ok(()),
+            },
+            () = stop.cancelled(), if !told => {
+                told = true;
+                crate::output::note(&format!("interrupted: {stopping} (Ctrl-C again exits at once)"));
+            }
+        }
+    }
+}

@@ -106,19 +106,10 @@ pub(crate) async fn run_plan(
             async move { pvfs_coord::converge::converge(&cluster, &plan, &dialer, &options, tx).await },
         )
     };
-    let mut told = false;
-    loop {
-        tokio::select! {
-            event = rx.recv() => match event {
-                Some(event) => view.show(&event)?,
-                None => break,
-            },
-            () = stop.cancelled(), if !told => {
-                told = true;
-                output::note("interrupted: no new unit starts; the steps under way finish (Ctrl-C again exits at once)");
-            }
-        }
-    }
+    super::show_until_done(&mut rx, &stop, "no new unit starts; the steps under way finish", |event| {
+        view.show(event)
+    })
+    .await?;
     let recap = work.await?;
     view.recap(&recap)?;
     if recap.interrupted {
