@@ -682,7 +682,7 @@ impl MpiJob {
                     .fold((0, 0), |a, (_, b)| (a.0 + b.0, a.1 + b.1));
                 let _ = events.send(BenchEvent::Progress { node, bytes, ops, time: unix(SystemTime::now()) });
             }
-            RankLine::Phase { rank, iteration, phase, .. } => {
+            RankLine::Phase { iteration, phase, result: pvfs_engine::child::TaskLine { task: rank, .. } } => {
                 let Some(result) = line.task_result() else { return };
                 let node = self.owner(*rank);
                 if let Some(error) = &result.error {
@@ -793,15 +793,17 @@ mod tests {
         let (tx, _rx) = mpsc::unbounded_channel();
         let mut outcome = BenchOutcome::default();
         let line = RankLine::Phase {
-            rank: 1,
             iteration: 0,
             phase: Phase::Ior(IorPhase::Write),
-            start_unix_ns: 1,
-            end_unix_ns: 2,
-            bytes: 0,
-            ops: 0,
-            error: Some("write 65536 bytes at offset 0 of /x: No space left on device".into()),
-            rdwr_unix_ns: None,
+            result: pvfs_engine::child::TaskLine {
+                task: 1,
+                start_unix_ns: 1,
+                end_unix_ns: 2,
+                bytes: 0,
+                ops: 0,
+                error: Some("write 65536 bytes at offset 0 of /x: No space left on device".into()),
+                rdwr_unix_ns: None,
+            },
         };
         job.take(line, &tx, &mut outcome);
         let [MpiError::TaskFailed { node, task: 1, error }] = &job.task_errors[..] else {

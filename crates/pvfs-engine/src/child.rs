@@ -24,6 +24,51 @@ pub const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 /// refuses anything longer rather than buffer it.
 pub const MAX_LINE: usize = 64 << 10;
 
+/// One task's result as a line carries it: the engine child's `task` lines and the MPI ranks'
+/// `phase` lines both hold one, so a task's result has one line form, read back by one
+/// conversion.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskLine {
+    pub task: u32,
+    pub start_unix_ns: u64,
+    pub end_unix_ns: u64,
+    pub bytes: u64,
+    pub ops: u64,
+    pub error: Option<String>,
+    /// The read/write span, when there is one (IOR phases).
+    #[serde(default)]
+    pub rdwr_unix_ns: Option<(u64, u64)>,
+}
+
+impl From<&TaskResult> for TaskLine {
+    /// An error is cut to half of [`MAX_LINE`], so a line is never refused for its length.
+    fn from(r: &TaskResult) -> TaskLine {
+        TaskLine {
+            task: r.task,
+            start_unix_ns: unix_ns(r.start),
+            end_unix_ns: unix_ns(r.end),
+            bytes: r.bytes,
+            ops: r.ops,
+            error: r.error.as_deref().map(|e| truncate(e, MAX_LINE / 2)),
+            rdwr_unix_ns: span_to_ns(r.rdwr),
+        }
+    }
+}
+
+impl From<&TaskLine> for TaskResult {
+    fn from(t: &TaskLine) -> TaskResult {
+        TaskResult {
+            task: t.task,
+            start: UNIX_EPOCH + Duration::from_nanos(t.start_unix_ns),
+            end: UNIX_EPOCH + Duration::from_nanos(t.end_unix_ns),
+            bytes: t.bytes,
+            ops: t.ops,
+            error: t.error.clone(),
+            rdwr: span_from_ns(t.rdwr_unix_ns),
+        }
+    }
+}
+
 /// What the engine child prints, one JSON object per line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "pvfs_phase_event", rename_all = "snake_case")]
@@ -31,17 +76,7 @@ pub enum PhaseLine {
     /// What this client's tasks moved so far in the phase.
     Progress { bytes: u64, ops: u64 },
     /// One task's result.
-    Task {
-        task: u32,
-        start_unix_ns: u64,
-        end_unix_ns: u64,
-        bytes: u64,
-        ops: u64,
-        error: Option<String>,
-        /// The read/write span, when there is one (IOR phases).
-        #[serde(default)]
-        rdwr_unix_ns: Option<(u64, u64)>,
-    },
+    Task(TaskLine),
     /// The phase could not run at all (a bad request, its directory): no task lines follow.
     Failed { error: String },
     /// Every task's line has been printed.
@@ -58,33 +93,12 @@ impl PhaseLine {
         serde_json::from_str(line).ok()
     }
 
-    fn task(r: &TaskResult) -> PhaseLine {
-        PhaseLine::Task {
-            task: r.task,
-            start_unix_ns: unix_ns(r.start),
-            end_unix_ns: unix_ns(r.end),
-            bytes: r.bytes,
-            ops: r.ops,
-            error: r.error.as_deref().map(|e| truncate(e, MAX_LINE / 2)),
-            rdwr_unix_ns: span_to_ns(r.rdwr),
-        }
-    }
-
     /// The task result a `Task` line carries.
     pub fn task_result(&self) -> Option<TaskResult> {
-        let PhaseLine::Task { task, start_unix_ns, end_unix_ns, bytes, ops, error, rdwr_unix_ns } = self
-        else {
-            return None;
-        };
-        Some(TaskResult {
-            task: *task,
-            start: UNIX_EPOCH + Duration::from_nanos(*start_unix_ns),
-            end: UNIX_EPOCH + Duration::from_nanos(*end_unix_ns),
-            bytes: *bytes,
-            ops: *ops,
-            error: error.clone(),
-            rdwr: span_from_ns(*rdwr_unix_ns),
-        })
+        match self {
+            PhaseLine::Task(task) => Some(task.into()),
+            _ => None,
+        }
     }
 }
 
@@ -134,7 +148,7 @@ pub fn run(req: &PhaseRequest, progress: &Progress, emit: &(dyn Fn(&PhaseLine) +
     match outcome {
         Ok(results) => {
             report(progress);
-            results.iter().for_each(|r| emit(&PhaseLine::task(r)));
+            results.iter().for_each(|r| emit(&PhaseLine::Task(r.into())));
             emit(&PhaseLine::Done);
             true
         }

@@ -40,19 +40,12 @@ pub enum RankLine {
     Started { iteration: u32, phase: Phase, at_unix_ns: u64 },
     /// Once a second while a phase runs: what this rank moved in it so far.
     Progress { rank: u32, bytes: u64, ops: u64 },
-    /// This rank's part of a phase is over.
+    /// This rank's part of a phase is over: its task's result (the task is the rank).
     Phase {
-        rank: u32,
         iteration: u32,
         phase: Phase,
-        start_unix_ns: u64,
-        end_unix_ns: u64,
-        bytes: u64,
-        ops: u64,
-        error: Option<String>,
-        /// The read/write span, when there is one (IOR phases).
-        #[serde(default)]
-        rdwr_unix_ns: Option<(u64, u64)>,
+        #[serde(flatten)]
+        result: crate::child::TaskLine,
     },
 }
 
@@ -68,19 +61,10 @@ impl RankLine {
 
     /// The task result a `Phase` line carries.
     pub fn task_result(&self) -> Option<TaskResult> {
-        let RankLine::Phase { rank, start_unix_ns, end_unix_ns, bytes, ops, error, rdwr_unix_ns, .. } = self
-        else {
-            return None;
-        };
-        Some(TaskResult {
-            task: *rank,
-            start: UNIX_EPOCH + Duration::from_nanos(*start_unix_ns),
-            end: UNIX_EPOCH + Duration::from_nanos(*end_unix_ns),
-            bytes: *bytes,
-            ops: *ops,
-            error: error.clone(),
-            rdwr: span_from_ns(*rdwr_unix_ns),
-        })
+        match self {
+            RankLine::Phase { result, .. } => Some(result.into()),
+            _ => None,
+        }
     }
 }
 
@@ -324,17 +308,7 @@ pub fn run_rank(job: &RankJob, emit: &(dyn Fn(&RankLine) + Sync)) -> Result<(), 
             })?;
             for r in results {
                 let error = r.error.clone();
-                emit(&RankLine::Phase {
-                    rank: r.task,
-                    iteration,
-                    phase,
-                    start_unix_ns: unix_ns(r.start),
-                    end_unix_ns: unix_ns(r.end),
-                    bytes: r.bytes,
-                    ops: r.ops,
-                    error: error.clone(),
-                    rdwr_unix_ns: span_to_ns(r.rdwr),
-                });
+                emit(&RankLine::Phase { iteration, phase, result: (&r).into() });
                 if let Some(error) = error {
                     return Err(EngineError::TaskFailed { task: r.task, error }.into());
                 }
@@ -414,15 +388,17 @@ mod tests {
     #[test]
     fn rank_lines_round_trip_and_other_output_is_not_ours() {
         let line = RankLine::Phase {
-            rank: 3,
             iteration: 1,
             phase: Phase::Mdtest(pvfs_bench::phase::MdtestPhase::FileCreate),
-            start_unix_ns: 1_000_000_000,
-            end_unix_ns: 3_000_000_000,
-            bytes: 0,
-            ops: 40,
-            error: None,
-            rdwr_unix_ns: Some((1_500_000_000, 2_500_000_000)),
+            result: crate::child::TaskLine {
+                task: 3,
+                start_unix_ns: 1_000_000_000,
+                end_unix_ns: 3_000_000_000,
+                bytes: 0,
+                ops: 40,
+                error: None,
+                rdwr_unix_ns: Some((1_500_000_000, 2_500_000_000)),
+            },
         };
         let text = serde_json::to_string(&line).unwrap();
         assert_eq!(RankLine::parse(&text), Some(line.clone()));
