@@ -18,7 +18,7 @@
 //! most [`PEEKS`] candidates are looked at per admission, so the scan is short. Admissions
 //! happen on the accept loop only, one at a time. An entry names its socket's descriptor, which
 //! stays open while the entry exists: the [`Ticket`] is dropped before the socket it is held
-//! with (see `serve::Admitted`), which also tells it when serve has read from the connection.
+//! with (see the crate root's `Admitted`), which also tells it when serve has read from the connection.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;

@@ -1,0 +1,330 @@
+//! `pvfsctl serve`'s server, in the shape of gmetad: the cluster's newest state, folded from
+//! every agent's stream into one [`ClusterView`], and an HTTP server that answers `/metrics`
+//! (Prometheus' text format, or OpenMetrics when asked) from it. The binary owns the command:
+//! its flags, the signals, and what it prints; this crate owns what serves.
+//!
+//! - [`fold`]: the agents' events into the view, in batches under one lock each.
+//! - [`app`]: the routes (`/metrics`, `/`).
+//! - [`serve_http`]: hyper's HTTP/1.1 within [`HttpLimits`] — a header-read timeout, a
+//!   connection lifetime, and [`admission`]'s table, which admits every connection at once and
+//!   closes the oldest idle one when full, so a slowloris cannot keep a scrape out.
+
+mod admission;
+
+use admission::{Admission, Busy, Ticket};
+use axum::extract::State;
+use axum::http::{HeaderMap, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use pvfs_coord::exporter::{self, ClusterView};
+use pvfs_coord::stream::StreamEvent;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Events folded into the view under one write lock: enough to take a second's burst from
+/// thousands of agents in few locks, few enough that a scrape waits at most a millisecond or so.
+const FOLD_BATCH: usize = 256;
+
+/// A scrape is sent in pieces of at least this much (whole metric families).
+const SCRAPE_CHUNK: usize = 1024 * 1024;
+
+/// The cluster's view, shared by the folder and the handlers. A std RwLock: held only to fold
+/// in a batch of events or to copy the view for one scrape, never across an await.
+pub type SharedView = Arc<RwLock<ClusterView>>;
+
+/// A view of `cluster` with nothing folded in yet.
+pub fn view(cluster: &pvfs_config::Cluster) -> SharedView {
+    Arc::new(RwLock::new(ClusterView::new(cluster)))
+}
+
+/// Folds `events` into `view` until the channel closes (its followers ended), saying in the
+/// log when a node goes down, comes back, restarts or loses samples.
+pub async fn fold(mut events: mpsc::Receiver<StreamEvent>, view: SharedView) {
+    // Taken in batches, under one lock each: the agents' samples arrive together at the
+    // top of each second, and a lock per sample made scrapes and the folder contend.
+    let mut batch = Vec::with_capacity(FOLD_BATCH);
+    while events.recv_many(&mut batch, FOLD_BATCH).await > 0 {
+        for event in &batch {
+            match event {
+                StreamEvent::Down { node, error } => {
+                    tracing::warn!(node = %node, error = %error, "node down")
+                }
+                StreamEvent::Up { node } => tracing::info!(node = %node, "node streaming"),
+                StreamEvent::Restarted { node } => tracing::info!(node = %node, "agent restarted"),
+                StreamEvent::Gap { node, from, to } => {
+                    tracing::warn!(node = %node, from, to, "samples lost")
+                }
+                StreamEvent::Sample { .. } => {}
+            }
+        }
+        let mut view = view.write().unwrap_or_else(|p| p.into_inner());
+        for event in batch.drain(..) {
+            view.apply(event);
+        }
+    }
+}
+
+/// The routes over `view`: `/metrics`, and `/` saying where they are.
+pub fn app(view: SharedView) -> axum::Router {
+    axum::Router::new().route("/metrics", get(metrics)).route("/", get(index)).with_state(view)
+}
+
+/// The exposition; OpenMetrics when the scraper asks for it (Prometheus does by default).
+async fn metrics(State(view): State<SharedView>, headers: HeaderMap) -> impl IntoResponse {
+    let openmetrics = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|accept| accept.contains("application/openmetrics-text"));
+    // A copy taken under the lock (the samples are shared, so this is a few milliseconds at
+    // 10,000 nodes), rendered after it on the blocking pool and sent as it is written: at that
+    // size the text is about 400 MB, and holding the lock through its rendering stalled the
+    // folder, a runtime thread stalled the streams, and the whole text in memory was most of the
+    // coordinator's.
+    let snapshot = view.read().unwrap_or_else(|p| p.into_inner()).clone();
+    let content_type = if openmetrics { exporter::OPENMETRICS_FORMAT } else { exporter::TEXT_FORMAT };
+    let (tx, rx) = mpsc::channel::<Result<axum::body::Bytes, std::convert::Infallible>>(2);
+    tokio::task::spawn_blocking(move || {
+        // A scraper that hangs up closes the channel, which stops the rendering.
+        exporter::render_chunks(&snapshot, openmetrics, SCRAPE_CHUNK, |text| {
+            tx.blocking_send(Ok(axum::body::Bytes::from(text))).is_ok()
+        });
+    });
+    let body = axum::body::Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
+    ([(header::CONTENT_TYPE, content_type)], body)
+}
+
+async fn index() -> &'static str {
+    "pvfsctl serve: metrics at /metrics\n"
+}
+
+/// What HTTP clients may hold.
+#[derive(Debug, Clone, Copy)]
+pub struct HttpLimits {
+    /// Connections held at once. When all are taken, the oldest idle one (no request under way)
+    /// is closed to admit a newcomer; when all are busy, the newcomer is closed.
+    pub max_connections: usize,
+    /// Connections held at once from one IP address, with the same eviction among them: one
+    /// host cannot take every place, and a scraper sharing its address still gets in.
+    pub per_peer: usize,
+    /// To send a request's headers (hyper's `header_read_timeout`, also between the requests
+    /// of a kept-alive connection): a client that opens a connection and trickles or never
+    /// finishes its request is closed after this.
+    pub header_timeout: Duration,
+    /// A connection's whole life, however busy: bounds one that stops reading its response.
+    /// Prometheus reconnects for its next scrape.
+    pub connection_lifetime: Duration,
+}
+
+impl Default for HttpLimits {
+    fn default() -> HttpLimits {
+        // A handful of Prometheus servers scrape every 15 s or so, one connection per target
+        // each; 256 is far above that and far below the descriptor limit (raised to the hard
+        // limit for the agents' connections), and each idle connection is a few KiB of
+        // buffers. Their request headers arrive in one packet.
+        HttpLimits {
+            max_connections: 256,
+            per_peer: 16,
+            header_timeout: Duration::from_secs(5),
+            connection_lifetime: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Serves `app` over HTTP/1.1 on `listener` within `limits` until `shutdown`, then lets the
+/// requests under way finish (each within its connection's lifetime).
+///
+/// hyper's own connection builder rather than `axum::serve`, which has no header-read timeout
+/// and no connection limit. Every connection is accepted at once and admitted or closed
+/// ([`admission`]): waiting for a free slot in the listen backlog, as this did before, let a
+/// slowloris of 2,000 connections keep 4 of 5 scrapes out.
+pub async fn serve_http(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    limits: HttpLimits,
+    shutdown: CancellationToken,
+) {
+    serve_admitted(listener, app, limits, Admission::new(limits.max_connections, limits.per_peer), shutdown)
+        .await
+}
+
+/// [`serve_http`] with the caller's [`Admission`], whose counts tests read.
+async fn serve_admitted(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    limits: HttpLimits,
+    admission: Admission,
+    shutdown: CancellationToken,
+) {
+    let connections = tokio_util::task::TaskTracker::new();
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(limits.header_timeout);
+    let mut failing = false;
+    loop {
+        let (socket, peer) = tokio::select! {
+            () = shutdown.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(err) => {
+                    // Out of descriptors fails again at once: pause rather than spin, and say
+                    // so once per episode rather than ten times a second.
+                    if !failing {
+                        tracing::warn!(error = %err, "/metrics: cannot accept connections; pausing accepts");
+                        failing = true;
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        failing = false;
+        let Some(ticket) = admission.admit(peer.ip(), std::os::fd::AsRawFd::as_raw_fd(&socket)) else {
+            // Every place is serving a request: closed at once, never queued.
+            tracing::debug!(peer = %peer, "/metrics connection refused: every connection is busy");
+            continue;
+        };
+        let evicted = ticket.evicted();
+        let requests = ticket.requests();
+        let app = hyper_util::service::TowerToHyperService::new(app.clone());
+        let service = hyper::service::service_fn(move |request| {
+            let busy = requests.busy();
+            let response = hyper::service::Service::call(&app, request);
+            async move {
+                let response = response.await?;
+                // Busy until hyper has sent the body and dropped it.
+                Ok::<_, std::convert::Infallible>(response.map(|body| Guarded { body, _busy: busy }))
+            }
+        });
+        let socket = Admitted { ticket, stream: socket };
+        let connection = builder.serve_connection(hyper_util::rt::TokioIo::new(socket), service);
+        let stop = shutdown.clone();
+        connections.spawn(async move {
+            let mut connection = std::pin::pin!(connection);
+            let served = tokio::time::timeout(limits.connection_lifetime, async {
+                tokio::select! {
+                    served = connection.as_mut() => Some(served),
+                    // Dropping the connection closes its socket.
+                    () = evicted.cancelled() => None,
+                    () = stop.cancelled() => {
+                        connection.as_mut().graceful_shutdown();
+                        Some(connection.as_mut().await)
+                    }
+                }
+            })
+            .await;
+            match served {
+                Ok(Some(Ok(()))) => {}
+                Ok(Some(Err(err))) => {
+                    tracing::debug!(peer = %peer, error = %err, "/metrics connection ended")
+                }
+                Ok(None) => {
+                    tracing::debug!(peer = %peer, "/metrics connection closed: idle, and its place taken")
+                }
+                Err(_) => tracing::debug!(peer = %peer, "/metrics connection closed: lifetime reached"),
+            }
+        });
+        // The connection's task (just spawned, so next on this thread) reads the request the
+        // client has sent by now before this loop accepts more: under a flood of newcomers, each
+        // of which may evict an idle connection, a scraper's request must be read first.
+        tokio::task::yield_now().await;
+    }
+    let counts = admission.counts();
+    tracing::debug!(
+        admitted = counts.admitted,
+        evicted = counts.evicted,
+        refused = counts.refused,
+        "/metrics: stopped accepting"
+    );
+    drop(listener);
+    connections.close();
+    connections.wait().await;
+}
+
+/// An admitted connection's socket with its place in the [`Admission`] table. The ticket is
+/// declared first so that it is dropped first: the table names the socket's descriptor, and
+/// must let go of it before the descriptor is closed (and its number given to another socket).
+struct Admitted {
+    ticket: Ticket,
+    stream: tokio::net::TcpStream,
+}
+
+impl tokio::io::AsyncRead for Admitted {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let read = std::pin::Pin::new(&mut self.stream).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.ticket.heard();
+        }
+        read
+    }
+}
+
+impl tokio::io::AsyncWrite for Admitted {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+/// A response body that keeps its connection marked busy until hyper has sent it.
+struct Guarded {
+    body: axum::body::Body,
+    _busy: Busy,
+}
+
+impl http_body::Body for Guarded {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests;
