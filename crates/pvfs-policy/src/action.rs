@@ -21,11 +21,7 @@ impl Policy {
     /// catch-all `Run` before the block steps' `Destroy`); the arms whose check is more than a
     /// line or two call a function named for what it allows, so the match reads as the table.
     pub fn check_action(&self, step_kind: &str, action: &Action) -> Result<(), PolicyError> {
-        if let Action::Run(command) | Action::Destroy { command, .. } = action {
-            for word in std::iter::once(&command.program).chain(&command.args) {
-                no_control(word, "command argument")?;
-            }
-        }
+        no_control_in_command(action)?;
         match (step_kind, action) {
             ("file", Action::Write { path, contents, mode }) => self.file_write(path, contents, *mode),
             ("packages", Action::Write { path, contents, mode }) => {
@@ -82,9 +78,7 @@ impl Policy {
             }
             ("block-queue", Action::Attribute { path, .. }) => queue_attribute(path),
             ("block-queue", Action::Write { path, contents, mode }) => {
-                udev_rule_path(path)?;
-                udev_queue_rule(path, contents)?;
-                plain_mode(path, *mode)
+                queue_rule_write(path, contents, *mode)
             }
             ("service", Action::Run(command)) => {
                 program(step_kind, &command.program)?;
@@ -197,6 +191,23 @@ impl Policy {
             )),
         }
     }
+}
+
+/// No control character in any word of a command an action runs, whatever the step.
+fn no_control_in_command(action: &Action) -> Result<(), PolicyError> {
+    if let Action::Run(command) | Action::Destroy { command, .. } = action {
+        for word in std::iter::once(&command.program).chain(&command.args) {
+            no_control(word, "command argument")?;
+        }
+    }
+    Ok(())
+}
+
+/// The udev rule a block-queue step writes: its path and its one rule checked.
+fn queue_rule_write(path: &str, contents: &str, mode: u32) -> Result<(), PolicyError> {
+    udev_rule_path(path)?;
+    udev_queue_rule(path, contents)?;
+    plain_mode(path, mode)
 }
 
 /// A file a packages step writes: a yum repository, or a pvfs-named deb822 source or armored
