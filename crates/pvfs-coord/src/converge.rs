@@ -186,67 +186,88 @@ pub async fn converge(
     events: mpsc::UnboundedSender<UpEvent>,
 ) -> UpRecap {
     let started = Instant::now();
-    // `--plan`, which the wire calls a dry run.
-    let dry_run = options.plan;
-    // Sent with every unit: the agents refuse a server, peer or brick outside the cluster.
-    let hosts: Arc<[String]> = pvfs_plan::cluster_hosts(cluster).into();
-    let mut counts: BTreeMap<String, Counts> =
-        cluster.nodes.iter().map(|n| (n.name.clone(), Counts::default())).collect();
-    let mut failures = Vec::new();
-    let mut boots: Vec<Boot> = Vec::new();
-    let mut rebooted: Vec<Boot> = Vec::new();
-    let mut state = vec![State::Waiting; plan.units.len()];
-    // Dry runs: whether a unit (or anything before it) would change something.
-    let mut would_change = vec![false; plan.units.len()];
+    let mut run = Schedule::new(cluster, plan, dialer, options, &events);
     let mut tasks = JoinSet::new();
-    // One connection per node for all its units: a TLS handshake per unit would be most of a
-    // no-op run's cost on a large cluster. A broken channel reconnects by itself.
-    let connections: Connections = Default::default();
     loop {
         // Stopped: nothing more starts (units only start here, after one has ended, so this is
         // checked before every start); the units under way are still joined below.
         let interrupted = options.stop.is_cancelled();
-        // Skip what can no longer run, start what can.
+        run.start_ready(interrupted, &mut tasks);
+        // (Units only depend on units before them, so one pass in order skips transitively.)
+        let Some(joined) = tasks.join_next().await else { break };
+        match joined {
+            Ok((id, result)) => run.finish(id, result).await,
+            // A panic in a unit's task is a bug; the unit then stays "running" and the run
+            // ends with what finished.
+            Err(err) => run.failures.push(format!("internal error: {err}")),
+        }
+    }
+    run.recap(started)
+}
+
+/// One `converge` run under way: where each unit stands, and what the recap will say. Kept
+/// apart from the loop in `converge` so that starting units, folding in the ones that ended
+/// and the recap each read as one function over the same state.
+struct Schedule<'a> {
+    cluster: &'a Cluster,
+    plan: &'a Plan,
+    dialer: &'a Dialer,
+    options: &'a Options,
+    events: &'a mpsc::UnboundedSender<UpEvent>,
+    /// `--plan`, which the wire calls a dry run.
+    dry_run: bool,
+    /// Sent with every unit: the agents refuse a server, peer or brick outside the cluster.
+    hosts: Arc<[String]>,
+    counts: BTreeMap<String, Counts>,
+    failures: Vec<String>,
+    boots: Vec<Boot>,
+    rebooted: Vec<Boot>,
+    state: Vec<State>,
+    /// Dry runs: whether a unit (or anything before it) would change something.
+    would_change: Vec<bool>,
+    /// One connection per node for all its units: a TLS handshake per unit would be most of a
+    /// no-op run's cost on a large cluster. A broken channel reconnects by itself.
+    connections: Connections,
+}
+
+impl<'a> Schedule<'a> {
+    fn new(
+        cluster: &'a Cluster,
+        plan: &'a Plan,
+        dialer: &'a Dialer,
+        options: &'a Options,
+        events: &'a mpsc::UnboundedSender<UpEvent>,
+    ) -> Schedule<'a> {
+        Schedule {
+            cluster,
+            plan,
+            dialer,
+            options,
+            events,
+            dry_run: options.plan,
+            hosts: pvfs_plan::cluster_hosts(cluster).into(),
+            counts: cluster.nodes.iter().map(|n| (n.name.clone(), Counts::default())).collect(),
+            failures: Vec::new(),
+            boots: Vec::new(),
+            rebooted: Vec::new(),
+            state: vec![State::Waiting; plan.units.len()],
+            would_change: vec![false; plan.units.len()],
+            connections: Default::default(),
+        }
+    }
+
+    /// One pass over the waiting units, in order: skips what can no longer run, starts what
+    /// can.
+    fn start_ready(&mut self, interrupted: bool, tasks: &mut JoinSet<(usize, UnitResult)>) {
+        let plan = self.plan;
         for unit in &plan.units {
-            if state[unit.id] != State::Waiting {
+            if self.state[unit.id] != State::Waiting {
                 continue;
             }
-            if interrupted {
-                state[unit.id] = State::Skipped;
-                counts.entry(unit.node.clone()).or_default().skipped += unit.steps.len();
-                let _ = events.send(UpEvent::UnitSkipped {
-                    unit: unit.id,
-                    node: unit.node.clone(),
-                    label: unit.label.clone(),
-                    reason: "interrupted before it started".to_owned(),
-                });
-                continue;
-            }
-            // A node that must boot into another kernel runs nothing more this time: its
-            // other units would meet the wrong kernel too.
-            if let Some(boot) = boots.iter().find(|b| b.node == unit.node) {
-                state[unit.id] = State::Skipped;
-                counts.entry(unit.node.clone()).or_default().skipped += unit.steps.len();
-                let _ = events.send(UpEvent::UnitSkipped {
-                    unit: unit.id,
-                    node: unit.node.clone(),
-                    label: unit.label.clone(),
-                    reason: format!("{} must boot into kernel {} first", boot.node, boot.kernel),
-                });
-                continue;
-            }
-            let deps: Vec<State> = unit.after.iter().map(|&d| state[d]).collect();
-            if !dry_run && deps.iter().any(|s| matches!(s, State::Failed | State::Skipped)) {
-                state[unit.id] = State::Skipped;
-                let failed: Vec<String> = unit
-                    .after
-                    .iter()
-                    .filter(|&&d| matches!(state[d], State::Failed | State::Skipped))
-                    .map(|&d| format!("{} {}", plan.units[d].node, plan.units[d].label))
-                    .collect();
-                let reason = format!("depends on {}, which did not succeed", failed.join(", "));
-                counts.entry(unit.node.clone()).or_default().skipped += unit.steps.len();
-                let _ = events.send(UpEvent::UnitSkipped {
+            if let Some(reason) = self.skip_reason(unit, interrupted) {
+                self.state[unit.id] = State::Skipped;
+                self.counts.entry(unit.node.clone()).or_default().skipped += unit.steps.len();
+                let _ = self.events.send(UpEvent::UnitSkipped {
                     unit: unit.id,
                     node: unit.node.clone(),
                     label: unit.label.clone(),
@@ -254,82 +275,106 @@ pub async fn converge(
                 });
                 continue;
             }
-            let ready = deps.iter().all(|s| {
-                matches!(s, State::Succeeded) || (dry_run && matches!(s, State::Failed | State::Skipped))
+            let ready = unit.after.iter().all(|&d| {
+                let s = self.state[d];
+                matches!(s, State::Succeeded) || (self.dry_run && matches!(s, State::Failed | State::Skipped))
             });
             if ready {
-                state[unit.id] = State::Running;
-                let after_changes = unit.after.iter().any(|&d| would_change[d]);
-                let node = cluster.node(&unit.node).cloned();
-                let (unit, dialer, events) = (unit.clone(), dialer.clone(), events.clone());
-                let (connections, options, hosts) = (connections.clone(), options.clone(), hosts.clone());
-                tasks.spawn(async move {
-                    let result = match node {
-                        Some(node) => {
-                            let conn = connect(&connections, &node, &dialer).await;
-                            let stop = options.stop_between_steps.then_some(&options.stop);
-                            let sent = Sent { unit: &unit, hosts: &hosts, dry_run, after_changes, stop };
-                            let result = run_unit(&node, sent, conn, &dialer, &events).await;
-                            if result.boot.is_some() && !dry_run && options.may_reboot(&node) {
-                                let again = Again { node: &node, unit: &unit, hosts: &hosts, after_changes };
-                                again
-                                    .reboot(result, &connections, &dialer, options.reboot_wait, &events)
-                                    .await
-                            } else {
-                                result
-                            }
-                        }
-                        None => UnitResult::unreachable(
-                            &unit,
-                            format!("no node {} in the cluster file", unit.node),
-                        ),
-                    };
-                    (unit.id, result)
-                });
+                self.state[unit.id] = State::Running;
+                self.spawn(unit, tasks);
             }
         }
-        // (Units only depend on units before them, so one pass in order skips transitively.)
-        let Some(joined) = tasks.join_next().await else { break };
-        let (id, mut result) = match joined {
-            Ok(done) => done,
-            // A panic in a unit's task is a bug; the unit then stays "running" and the run
-            // ends with what finished.
-            Err(err) => {
-                failures.push(format!("internal error: {err}"));
-                continue;
-            }
-        };
-        let unit = &plan.units[id];
+    }
+
+    /// Why a waiting unit will not run this time, if it will not.
+    fn skip_reason(&self, unit: &Unit, interrupted: bool) -> Option<String> {
+        if interrupted {
+            return Some("interrupted before it started".to_owned());
+        }
+        // A node that must boot into another kernel runs nothing more this time: its
+        // other units would meet the wrong kernel too.
+        if let Some(boot) = self.boots.iter().find(|b| b.node == unit.node) {
+            return Some(format!("{} must boot into kernel {} first", boot.node, boot.kernel));
+        }
+        // A dry run waits for no success: nothing was changed, so nothing failed to be made.
+        if self.dry_run {
+            return None;
+        }
+        let failed: Vec<String> = unit
+            .after
+            .iter()
+            .filter(|&&d| matches!(self.state[d], State::Failed | State::Skipped))
+            .map(|&d| format!("{} {}", self.plan.units[d].node, self.plan.units[d].label))
+            .collect();
+        if failed.is_empty() {
+            return None;
+        }
+        Some(format!("depends on {}, which did not succeed", failed.join(", ")))
+    }
+
+    /// Runs `unit` on its node's agent in a task of its own; when a step needs another kernel
+    /// and the node may be rebooted, the task reboots it and runs the unit again.
+    fn spawn(&self, unit: &Unit, tasks: &mut JoinSet<(usize, UnitResult)>) {
+        let dry_run = self.dry_run;
+        let after_changes = unit.after.iter().any(|&d| self.would_change[d]);
+        let node = self.cluster.node(&unit.node).cloned();
+        let (unit, dialer, events) = (unit.clone(), self.dialer.clone(), self.events.clone());
+        let (connections, options, hosts) =
+            (self.connections.clone(), self.options.clone(), self.hosts.clone());
+        tasks.spawn(async move {
+            let result = match node {
+                Some(node) => {
+                    let conn = connect(&connections, &node, &dialer).await;
+                    let stop = options.stop_between_steps.then_some(&options.stop);
+                    let sent = Sent { unit: &unit, hosts: &hosts, dry_run, after_changes, stop };
+                    let result = run_unit(&node, sent, conn, &dialer, &events).await;
+                    if result.boot.is_some() && !dry_run && options.may_reboot(&node) {
+                        let again = Again { node: &node, unit: &unit, hosts: &hosts, after_changes };
+                        again.reboot(result, &connections, &dialer, options.reboot_wait, &events).await
+                    } else {
+                        result
+                    }
+                }
+                None => UnitResult::unreachable(&unit, format!("no node {} in the cluster file", unit.node)),
+            };
+            (unit.id, result)
+        });
+    }
+
+    /// Folds in a unit that ended: its counts and failures, whether it would change
+    /// something, a kernel its node must boot into, and the event that says how it ended.
+    async fn finish(&mut self, id: usize, mut result: UnitResult) {
+        let unit = &self.plan.units[id];
         if !result.timed_out.is_empty() {
-            firewall_hints(cluster, &unit.node, &mut result, dialer).await;
+            firewall_hints(self.cluster, &unit.node, &mut result, self.dialer).await;
         }
-        let c = counts.entry(unit.node.clone()).or_default();
+        let c = self.counts.entry(unit.node.clone()).or_default();
         c.ok += result.counts.ok;
         c.changed += result.counts.changed;
         c.failed += result.counts.failed;
         c.skipped += result.counts.skipped;
         c.pending += result.counts.pending;
-        would_change[id] = result.counts.changed > 0
+        self.would_change[id] = result.counts.changed > 0
             || result.counts.pending > 0
-            || unit.after.iter().any(|&d| would_change[d]);
-        state[id] = if result.failures.is_empty() && result.boot.is_none() {
+            || unit.after.iter().any(|&d| self.would_change[d]);
+        self.state[id] = if result.failures.is_empty() && result.boot.is_none() {
             State::Succeeded
         } else {
             State::Failed
         };
         if let Some((kernel, running)) = &result.boot
-            && !boots.iter().any(|b| b.node == unit.node)
+            && !self.boots.iter().any(|b| b.node == unit.node)
         {
-            let allowed = cluster.node(&unit.node).is_some_and(|n| options.may_reboot(n));
-            boots.push(Boot {
+            let allowed = self.cluster.node(&unit.node).is_some_and(|n| self.options.may_reboot(n));
+            self.boots.push(Boot {
                 node: unit.node.clone(),
                 kernel: kernel.clone(),
                 running: running.clone(),
                 allowed,
             });
         }
-        rebooted.extend(result.rebooted.clone());
-        failures.extend(result.failures.iter().map(|f| format!("{} ({}): {f}", unit.node, unit.label)));
+        self.rebooted.extend(result.rebooted.clone());
+        self.failures.extend(result.failures.iter().map(|f| format!("{} ({}): {f}", unit.node, unit.label)));
         let done = match (&result.boot, result.failures.is_empty()) {
             (Some((kernel, running)), true) => UpEvent::UnitStopped {
                 unit: id,
@@ -347,15 +392,25 @@ pub async fn converge(
                 elapsed: result.elapsed,
             },
         };
-        let _ = events.send(done);
+        let _ = self.events.send(done);
     }
-    let nodes = cluster
-        .nodes
-        .iter()
-        .map(|n| (n.name.clone(), counts.get(&n.name).copied().unwrap_or_default()))
-        .collect();
-    let interrupted = options.stop.is_cancelled();
-    UpRecap { run: Recap { nodes, failures, elapsed: started.elapsed() }, boots, rebooted, interrupted }
+
+    /// Every node's counts (in the cluster file's order), the failures and the boots.
+    fn recap(self, started: Instant) -> UpRecap {
+        let nodes = self
+            .cluster
+            .nodes
+            .iter()
+            .map(|n| (n.name.clone(), self.counts.get(&n.name).copied().unwrap_or_default()))
+            .collect();
+        let interrupted = self.options.stop.is_cancelled();
+        UpRecap {
+            run: Recap { nodes, failures: self.failures, elapsed: started.elapsed() },
+            boots: self.boots,
+            rebooted: self.rebooted,
+            interrupted,
+        }
+    }
 }
 
 type Connections = Arc<tokio::sync::Mutex<std::collections::HashMap<String, Connection>>>;

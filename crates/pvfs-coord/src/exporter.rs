@@ -177,6 +177,23 @@ pub fn render_chunks(view: &ClusterView, openmetrics: bool, chunk: usize, emit: 
     // Once per node per scrape, in the nodes' order.
     let rates: Vec<Option<Rates>> = view.nodes.values().map(NodeView::rates).collect();
 
+    write_node_state(&mut w, view);
+    write_disk_counters(&mut w, view);
+    write_nic_counters(&mut w, view);
+    write_cpu_counters(&mut w, view);
+    write_memory_and_load(&mut w, view);
+    write_rates(&mut w, view, &rates);
+    write_ingest_delay(&mut w, &view.delays);
+    if openmetrics {
+        w.out.push_str("# EOF\n");
+    }
+    if !w.stopped {
+        (w.emit)(w.out);
+    }
+}
+
+/// Whether each node is up, and how fresh its newest sample is.
+fn write_node_state<E: FnMut(String) -> bool>(w: &mut Writer<E>, view: &ClusterView) {
     w.family(
         "pvfs_node_up",
         "gauge",
@@ -198,9 +215,11 @@ pub fn render_chunks(view: &ClusterView, openmetrics: bool, chunk: usize, emit: 
             }
         }
     });
+}
 
-    // node_exporter's diskstats counters (collector/diskstats_linux.go): bytes from 512-byte
-    // sectors, seconds from milliseconds, discarded sectors left in sectors as it does.
+/// node_exporter's diskstats counters (collector/diskstats_linux.go): bytes from 512-byte
+/// sectors, seconds from milliseconds, discarded sectors left in sectors as it does.
+fn write_disk_counters<E: FnMut(String) -> bool>(w: &mut Writer<E>, view: &ClusterView) {
     type DiskField = fn(&pvfs_metrics::sample::DiskCounters) -> f64;
     let disk_counters: [(&str, &str, DiskField); 16] = [
         ("node_disk_reads_completed_total", "Reads completed.", |d| d.rd_ios as f64),
@@ -248,7 +267,10 @@ pub fn render_chunks(view: &ClusterView, openmetrics: bool, chunk: usize, emit: 
             }
         }
     });
+}
 
+/// node_exporter's netdev counters, one family per /proc/net/dev column.
+fn write_nic_counters<E: FnMut(String) -> bool>(w: &mut Writer<E>, view: &ClusterView) {
     type NicField = fn(&pvfs_metrics::sample::NicCounters) -> u64;
     let nic_counters: [(&str, NicField); 11] = [
         ("node_network_receive_bytes_total", |n| n.rx_bytes),
@@ -281,7 +303,10 @@ pub fn render_chunks(view: &ClusterView, openmetrics: bool, chunk: usize, emit: 
             }
         });
     }
+}
 
+/// node_exporter's CPU seconds, for all CPUs together (the sample keeps no per-CPU lines).
+fn write_cpu_counters<E: FnMut(String) -> bool>(w: &mut Writer<E>, view: &ClusterView) {
     // USER_HZ is 100 on every Linux architecture pvfs runs on.
     w.family("node_cpu_seconds_total", "counter", "Seconds all CPUs spent in each mode.", |f| {
         for (node, v) in &view.nodes {
@@ -305,6 +330,10 @@ pub fn render_chunks(view: &ClusterView, openmetrics: bool, chunk: usize, emit: 
             }
         }
     });
+}
+
+/// node_exporter's meminfo gauges (in bytes, from meminfo's kB) and load averages.
+fn write_memory_and_load<E: FnMut(String) -> bool>(w: &mut Writer<E>, view: &ClusterView) {
     type MemField = fn(&pvfs_metrics::sample::MemCounters) -> u64;
     let mem: [(&str, MemField); 12] = [
         ("node_memory_MemTotal_bytes", |m| m.total_kb),
@@ -340,13 +369,16 @@ pub fn render_chunks(view: &ClusterView, openmetrics: bool, chunk: usize, emit: 
             }
         });
     }
+}
 
-    // iostat -x, sar -n DEV and sar -u as gauges over the last second.
+/// iostat -x, sar -n DEV and sar -u as gauges over the last second; `rates` is one entry per
+/// node of `view`, in its order, `None` for a node without two consecutive samples.
+fn write_rates<E: FnMut(String) -> bool>(w: &mut Writer<E>, view: &ClusterView, rates: &[Option<Rates>]) {
     for column in DiskColumn::ALL {
         let name = format!("pvfs_disk_{}", pvfs_metrics::rates::metric_suffix(column.name()));
         let help = format!("iostat -x {column} over the last second.");
         w.family(&name, "gauge", &help, |f| {
-            for ((node, v), r) in view.nodes.iter().zip(&rates) {
+            for ((node, v), r) in view.nodes.iter().zip(rates) {
                 let Some(r) = r else { continue };
                 for (device, d) in &r.disks {
                     f.sample(&name, &[("node", node), ("role", &v.role), ("device", device)], d.get(column));
@@ -358,7 +390,7 @@ pub fn render_chunks(view: &ClusterView, openmetrics: bool, chunk: usize, emit: 
         let name = format!("pvfs_network_{}", pvfs_metrics::rates::metric_suffix(column.name()));
         let help = format!("sar -n DEV {column} over the last second.");
         w.family(&name, "gauge", &help, |f| {
-            for ((node, v), r) in view.nodes.iter().zip(&rates) {
+            for ((node, v), r) in view.nodes.iter().zip(rates) {
                 let Some(r) = r else { continue };
                 for (device, n) in &r.nics {
                     f.sample(&name, &[("node", node), ("role", &v.role), ("device", device)], n.get(column));
@@ -367,7 +399,7 @@ pub fn render_chunks(view: &ClusterView, openmetrics: bool, chunk: usize, emit: 
         });
     }
     w.family("pvfs_cpu_percent", "gauge", "sar -u ALL percentages over the last second, all CPUs.", |f| {
-        for ((node, v), r) in view.nodes.iter().zip(&rates) {
+        for ((node, v), r) in view.nodes.iter().zip(rates) {
             let Some(r) = r else { continue };
             for column in CpuColumn::ALL {
                 f.sample(
@@ -378,12 +410,15 @@ pub fn render_chunks(view: &ClusterView, openmetrics: bool, chunk: usize, emit: 
             }
         }
     });
+}
+
+/// The coordinator's own health: how late live samples arrive, as a cumulative histogram.
+fn write_ingest_delay<E: FnMut(String) -> bool>(w: &mut Writer<E>, h: &DelayHistogram) {
     w.family(
         "pvfs_ingest_delay_seconds",
         "histogram",
         "From a sample's time on its agent to its arrival at this coordinator, live samples only.",
         |f| {
-            let h = &view.delays;
             let mut cumulative = 0;
             for (bound, count) in DELAY_BUCKETS.iter().zip(h.counts) {
                 cumulative += count;
@@ -398,12 +433,6 @@ pub fn render_chunks(view: &ClusterView, openmetrics: bool, chunk: usize, emit: 
             f.sample("pvfs_ingest_delay_seconds_count", &[], h.count as f64);
         },
     );
-    if openmetrics {
-        w.out.push_str("# EOF\n");
-    }
-    if !w.stopped {
-        (w.emit)(w.out);
-    }
 }
 
 struct Writer<E> {

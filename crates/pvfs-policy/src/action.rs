@@ -16,49 +16,20 @@ use pvfs_steps::Action;
 
 impl Policy {
     /// The backstop: may a step of kind `step_kind` perform `action`?
+    ///
+    /// One arm per (step kind, action) pair, in an order that matters (guards, and the
+    /// catch-all `Run` before the block steps' `Destroy`); the arms whose check is more than a
+    /// line or two call a function named for what it allows, so the match reads as the table.
     pub fn check_action(&self, step_kind: &str, action: &Action) -> Result<(), PolicyError> {
-        if let Action::Run(command) | Action::Destroy { command, .. } = action {
-            for word in std::iter::once(&command.program).chain(&command.args) {
-                no_control(word, "command argument")?;
-            }
-        }
+        no_control_in_command(action)?;
         match (step_kind, action) {
             ("file", Action::Write { path, contents, mode }) => self.file_write(path, contents, *mode),
             ("packages", Action::Write { path, contents, mode }) => {
-                let within = |dir: &str, suffix: &str| {
-                    path.strip_prefix(dir)
-                        .and_then(|n| n.strip_prefix('/'))
-                        .and_then(|n| n.strip_suffix(suffix))
-                };
-                if let Some(name) = within("/etc/yum.repos.d", ".repo") {
-                    repo_name(name)?;
-                } else if let Some(name) =
-                    within(pvfs_steps::APT_SOURCES, ".sources").and_then(|n| n.strip_prefix("pvfs-"))
-                {
-                    repo_name(name)?;
-                    deb822_source(path, contents)?;
-                } else if let Some(name) =
-                    within(pvfs_steps::APT_KEYRINGS, ".asc").and_then(|n| n.strip_prefix("pvfs-"))
-                {
-                    repo_name(name)?;
-                    armored_key(path, contents)?;
-                } else {
-                    return Err(misplaced(step_kind, path));
-                }
-                plain_mode(path, *mode)
+                packages_write(step_kind, path, contents, *mode)
             }
             // The one directory a packages step makes, as apt's package ships it.
             ("packages", Action::Mkdir { path, mode }) if path == pvfs_steps::APT_KEYRINGS => {
-                if *mode == 0o755 {
-                    Ok(())
-                } else {
-                    Err(PolicyError::new(
-                        "dir-mode",
-                        &format!("{mode:04o}"),
-                        format!("{path} is made 0755 (apt's own mode for it), not {mode:04o}"),
-                        "this is a bug in pvfs; report it",
-                    ))
-                }
+                apt_keyrings_mode(path, *mode)
             }
             ("config-keys" | "beegfs-setup", Action::Write { path, mode, .. }) => {
                 beegfs_conf(path)?;
@@ -72,47 +43,19 @@ impl Policy {
             // is refused, so a word that starts with `-` can never become an option.
             ("unmount", Action::Run(command)) => {
                 program(step_kind, &command.program)?;
-                match command.args.as_slice() {
-                    [dd, target] if dd == "--" => self.data_path(target, "a mount point"),
-                    _ => {
-                        Err(bug_command(step_kind, command, "only unmounts one mount point (umount -- DIR)"))
-                    }
-                }
+                self.unmount_command(step_kind, command)
             }
             ("service-stopped", Action::Run(command)) => {
                 program(step_kind, &command.program)?;
-                match command.args.as_slice() {
-                    [verb, unit] if verb == "stop" || verb == "disable" => self.service(unit),
-                    _ => Err(bug_command(step_kind, command, "only stops or disables a unit")),
-                }
+                self.service_stopped_command(step_kind, command)
             }
             ("wipe", Action::Run(command)) => {
                 program(step_kind, &command.program)?;
-                match (command.program.as_str(), command.args.as_slice()) {
-                    ("vgchange", [flag, n, dd, vg]) if flag == "--activate" && n == "n" && dd == "--" => {
-                        lvm_name("volume group", vg)
-                    }
-                    ("mdadm", [flag, md]) if flag == "--stop" => md_device(md),
-                    _ => Err(bug_command(
-                        step_kind,
-                        command,
-                        "only deactivates its volume group or stops its array",
-                    )),
-                }
+                wipe_command(step_kind, command)
             }
             ("wipe", Action::Destroy { command, .. }) => {
                 program(step_kind, &command.program)?;
-                match (command.program.as_str(), command.args.as_slice()) {
-                    ("wipefs", [flag, dd, device]) if flag == "--all" && dd == "--" => device_path(device),
-                    // mdadm takes no `--` (block.rs, "mdadm and `--`"): the device grammar
-                    // (canonical, under /dev) is what keeps it from being an option.
-                    ("mdadm", [flag, device]) if flag == "--zero-superblock" => device_path(device),
-                    _ => Err(bug_command(
-                        step_kind,
-                        command,
-                        "only erases signatures (wipefs --all, mdadm --zero-superblock)",
-                    )),
-                }
+                wipe_destroy(step_kind, command)
             }
             ("wipe", Action::Zero { device }) => device_path(&device.path),
             ("mpi-ssh" | "mpi-ssh-gone", Action::Write { path, contents, mode }) => {
@@ -135,39 +78,15 @@ impl Policy {
             }
             ("block-queue", Action::Attribute { path, .. }) => queue_attribute(path),
             ("block-queue", Action::Write { path, contents, mode }) => {
-                udev_rule_path(path)?;
-                udev_queue_rule(path, contents)?;
-                plain_mode(path, *mode)
+                queue_rule_write(path, contents, *mode)
             }
             ("service", Action::Run(command)) => {
                 program(step_kind, &command.program)?;
-                match command.args.as_slice() {
-                    [verb, unit] if verb == "enable" || verb == "start" || verb == "restart" => {
-                        self.service(unit)
-                    }
-                    _ => Err(PolicyError::new(
-                        "program",
-                        &command.to_string(),
-                        format!("a service step only enables, starts or restarts a unit, not `{command}`"),
-                        "this is a bug in pvfs; report it",
-                    )),
-                }
+                self.service_command(command)
             }
             ("packages", Action::Run(command)) => {
                 program(step_kind, &command.program)?;
-                // apt reads a changed source only on `apt-get update`, which takes no argument.
-                if command.program == "apt-get" && command.args == ["update"] {
-                    return Ok(());
-                }
-                if command.args.first().map(String::as_str) != Some("install") {
-                    return Err(PolicyError::new(
-                        "program",
-                        &command.to_string(),
-                        format!("a packages step only installs, not `{command}`"),
-                        "this is a bug in pvfs; report it",
-                    ));
-                }
-                Ok(())
+                packages_command(command)
             }
             ("raid0", Action::Run(command) | Action::Destroy { command, .. }) => {
                 program(step_kind, &command.program)?;
@@ -179,18 +98,7 @@ impl Policy {
             }
             ("lustre-stripe", Action::Run(command)) => {
                 program(step_kind, &command.program)?;
-                match command.args.as_slice() {
-                    [verb, c, _, s, _, dd, dir]
-                        if verb == "setstripe" && c == "-c" && s == "-S" && dd == "--" =>
-                    {
-                        self.data_path(dir, "a Lustre directory to stripe")
-                    }
-                    _ => Err(bug_command(
-                        step_kind,
-                        command,
-                        "only sets a directory's default layout (lfs setstripe -c N -S SIZE -- DIR)",
-                    )),
-                }
+                self.lustre_stripe_command(step_kind, command)
             }
             (_, Action::Run(command)) => program(step_kind, &command.program),
             // Destroying is for the block steps only, with their own programs; the devices
@@ -200,10 +108,7 @@ impl Policy {
             // the options.
             ("lvm-thin" | "mkfs" | "lustre-target", Action::Destroy { command, .. }) => {
                 program(step_kind, &command.program)?;
-                match command.args.as_slice() {
-                    [.., dd, device] if dd == "--" => device_path(device),
-                    _ => Err(bug_command(step_kind, command, "ends its options with `--` before the device")),
-                }
+                device_last(step_kind, command)
             }
             (_, other) => Err(PolicyError::new(
                 "action-kind",
@@ -230,6 +135,169 @@ impl Policy {
                 Ok(())
             }
         }
+    }
+
+    /// An unmount step's command, its program already allowed: `umount -- DIR`, DIR a data
+    /// path.
+    fn unmount_command(&self, step_kind: &str, command: &pvfs_host::Command) -> Result<(), PolicyError> {
+        match command.args.as_slice() {
+            [dd, target] if dd == "--" => self.data_path(target, "a mount point"),
+            _ => Err(bug_command(step_kind, command, "only unmounts one mount point (umount -- DIR)")),
+        }
+    }
+
+    /// A service-stopped step's command, its program already allowed: stop or disable a unit
+    /// the site allows.
+    fn service_stopped_command(
+        &self,
+        step_kind: &str,
+        command: &pvfs_host::Command,
+    ) -> Result<(), PolicyError> {
+        match command.args.as_slice() {
+            [verb, unit] if verb == "stop" || verb == "disable" => self.service(unit),
+            _ => Err(bug_command(step_kind, command, "only stops or disables a unit")),
+        }
+    }
+
+    /// A service step's command, its program already allowed: enable, start or restart a
+    /// unit the site allows.
+    fn service_command(&self, command: &pvfs_host::Command) -> Result<(), PolicyError> {
+        match command.args.as_slice() {
+            [verb, unit] if verb == "enable" || verb == "start" || verb == "restart" => self.service(unit),
+            _ => Err(PolicyError::new(
+                "program",
+                &command.to_string(),
+                format!("a service step only enables, starts or restarts a unit, not `{command}`"),
+                "this is a bug in pvfs; report it",
+            )),
+        }
+    }
+
+    /// A lustre-stripe step's command, its program already allowed: `lfs setstripe -c N -S
+    /// SIZE -- DIR`, DIR a data path.
+    fn lustre_stripe_command(
+        &self,
+        step_kind: &str,
+        command: &pvfs_host::Command,
+    ) -> Result<(), PolicyError> {
+        match command.args.as_slice() {
+            [verb, c, _, s, _, dd, dir] if verb == "setstripe" && c == "-c" && s == "-S" && dd == "--" => {
+                self.data_path(dir, "a Lustre directory to stripe")
+            }
+            _ => Err(bug_command(
+                step_kind,
+                command,
+                "only sets a directory's default layout (lfs setstripe -c N -S SIZE -- DIR)",
+            )),
+        }
+    }
+}
+
+/// No control character in any word of a command an action runs, whatever the step.
+fn no_control_in_command(action: &Action) -> Result<(), PolicyError> {
+    if let Action::Run(command) | Action::Destroy { command, .. } = action {
+        for word in std::iter::once(&command.program).chain(&command.args) {
+            no_control(word, "command argument")?;
+        }
+    }
+    Ok(())
+}
+
+/// The udev rule a block-queue step writes: its path and its one rule checked.
+fn queue_rule_write(path: &str, contents: &str, mode: u32) -> Result<(), PolicyError> {
+    udev_rule_path(path)?;
+    udev_queue_rule(path, contents)?;
+    plain_mode(path, mode)
+}
+
+/// A file a packages step writes: a yum repository, or a pvfs-named deb822 source or armored
+/// key where apt reads them, each with its contents checked; anywhere else is misplaced.
+fn packages_write(step_kind: &str, path: &str, contents: &str, mode: u32) -> Result<(), PolicyError> {
+    let within = |dir: &str, suffix: &str| {
+        path.strip_prefix(dir).and_then(|n| n.strip_prefix('/')).and_then(|n| n.strip_suffix(suffix))
+    };
+    if let Some(name) = within("/etc/yum.repos.d", ".repo") {
+        repo_name(name)?;
+    } else if let Some(name) =
+        within(pvfs_steps::APT_SOURCES, ".sources").and_then(|n| n.strip_prefix("pvfs-"))
+    {
+        repo_name(name)?;
+        deb822_source(path, contents)?;
+    } else if let Some(name) = within(pvfs_steps::APT_KEYRINGS, ".asc").and_then(|n| n.strip_prefix("pvfs-"))
+    {
+        repo_name(name)?;
+        armored_key(path, contents)?;
+    } else {
+        return Err(misplaced(step_kind, path));
+    }
+    plain_mode(path, mode)
+}
+
+/// The apt keyrings directory a packages step makes: 0755, apt's own mode for it.
+fn apt_keyrings_mode(path: &str, mode: u32) -> Result<(), PolicyError> {
+    if mode == 0o755 {
+        Ok(())
+    } else {
+        Err(PolicyError::new(
+            "dir-mode",
+            &format!("{mode:04o}"),
+            format!("{path} is made 0755 (apt's own mode for it), not {mode:04o}"),
+            "this is a bug in pvfs; report it",
+        ))
+    }
+}
+
+/// A packages step's command, its program already allowed: `apt-get update`, or an install.
+fn packages_command(command: &pvfs_host::Command) -> Result<(), PolicyError> {
+    // apt reads a changed source only on `apt-get update`, which takes no argument.
+    if command.program == "apt-get" && command.args == ["update"] {
+        return Ok(());
+    }
+    if command.args.first().map(String::as_str) != Some("install") {
+        return Err(PolicyError::new(
+            "program",
+            &command.to_string(),
+            format!("a packages step only installs, not `{command}`"),
+            "this is a bug in pvfs; report it",
+        ));
+    }
+    Ok(())
+}
+
+/// A wipe step's command, its program already allowed: deactivate its volume group or stop
+/// its array, both named by their grammar.
+fn wipe_command(step_kind: &str, command: &pvfs_host::Command) -> Result<(), PolicyError> {
+    match (command.program.as_str(), command.args.as_slice()) {
+        ("vgchange", [flag, n, dd, vg]) if flag == "--activate" && n == "n" && dd == "--" => {
+            lvm_name("volume group", vg)
+        }
+        ("mdadm", [flag, md]) if flag == "--stop" => md_device(md),
+        _ => Err(bug_command(step_kind, command, "only deactivates its volume group or stops its array")),
+    }
+}
+
+/// A wipe step's destructive command, its program already allowed: erase a device's
+/// signatures, and nothing else.
+fn wipe_destroy(step_kind: &str, command: &pvfs_host::Command) -> Result<(), PolicyError> {
+    match (command.program.as_str(), command.args.as_slice()) {
+        ("wipefs", [flag, dd, device]) if flag == "--all" && dd == "--" => device_path(device),
+        // mdadm takes no `--` (block.rs, "mdadm and `--`"): the device grammar
+        // (canonical, under /dev) is what keeps it from being an option.
+        ("mdadm", [flag, device]) if flag == "--zero-superblock" => device_path(device),
+        _ => Err(bug_command(
+            step_kind,
+            command,
+            "only erases signatures (wipefs --all, mdadm --zero-superblock)",
+        )),
+    }
+}
+
+/// A block step's destructive command (lvm-thin, mkfs, lustre-target), its program already
+/// allowed: its options end with `--` and the one device after it.
+fn device_last(step_kind: &str, command: &pvfs_host::Command) -> Result<(), PolicyError> {
+    match command.args.as_slice() {
+        [.., dd, device] if dd == "--" => device_path(device),
+        _ => Err(bug_command(step_kind, command, "ends its options with `--` before the device")),
     }
 }
 

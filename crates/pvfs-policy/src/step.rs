@@ -41,18 +41,7 @@ impl Policy {
             ));
         }
         match step {
-            Step::Packages(p) => {
-                for package in p.apt.iter().chain(&p.rpm) {
-                    package_name(&package.name)?;
-                    if let Some(version) = &package.version {
-                        package_version(&package.name, version)?;
-                    }
-                }
-                for repo in &p.repos {
-                    self.repo(repo)?;
-                }
-                Ok(())
-            }
+            Step::Packages(p) => self.packages(p),
             Step::File(f) => self.file_write(&f.path, &f.contents, f.mode),
             Step::ConfigKeys(c) => {
                 beegfs_conf(&c.path)?;
@@ -66,38 +55,8 @@ impl Policy {
                 self.service(&s.unit)?;
                 s.configs.iter().try_for_each(|c| canonical(c))
             }
-            Step::Raid0(r) => {
-                md_device(&r.device)?;
-                for member in &r.members {
-                    device_path(member)?;
-                }
-                if let Some(extra) = r.wipe.iter().find(|w| !r.members.contains(w)) {
-                    return Err(PolicyError::new(
-                        "wipe",
-                        extra,
-                        format!("{extra} is listed for wiping but is not a member of {}", r.device),
-                        "list only the array's members under `wipe`",
-                    ));
-                }
-                if let Some(conf) = &r.conf {
-                    mdadm_conf(conf)?;
-                }
-                Ok(())
-            }
-            Step::LvmThin(l) => {
-                device_path(&l.pv)?;
-                for (what, name) in
-                    [("volume group", &l.vg), ("thin pool", &l.pool), ("logical volume", &l.lv)]
-                {
-                    lvm_name(what, name)?;
-                }
-                size(&l.pool_size)?;
-                size(&l.virtual_size)?;
-                for value in [&l.chunk, &l.data_alignment, &l.extent_size].into_iter().flatten() {
-                    size(value)?;
-                }
-                Ok(())
-            }
+            Step::Raid0(r) => raid0(r),
+            Step::LvmThin(l) => lvm_thin(l),
             Step::Mkfs(m) => {
                 device_path(&m.device)?;
                 one_of("fstype", &m.fstype, MKFS_TYPES, "file system")?;
@@ -124,50 +83,12 @@ impl Policy {
                 self.mount(m)?;
                 client_mount_flags(m)
             }
-            Step::BlockQueue(q) => {
-                device_path(&q.device)?;
-                for member in &q.members {
-                    device_path(member)?;
-                }
-                udev_rule_path(&q.rule_path())?;
-                if let Some(scheduler) = &q.scheduler
-                    && (scheduler.is_empty()
-                        || scheduler.len() > 32
-                        || !scheduler
-                            .chars()
-                            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'))
-                {
-                    return Err(PolicyError::new(
-                        "queue-value",
-                        scheduler,
-                        format!("{scheduler:?} is not an I/O scheduler name"),
-                        "use one the kernel lists in /sys/block/DEV/queue/scheduler (mq-deadline, none, …)",
-                    ));
-                }
-                Ok(())
-            }
+            Step::BlockQueue(q) => block_queue(q),
             Step::GlusterPeers(p) => {
                 p.peers.iter().try_for_each(|peer| self.cluster_host("gluster peer", peer))
             }
-            Step::GlusterVolume(v) => {
-                simple_name("gluster volume name", &v.name, 64, "")?;
-                for brick in &v.bricks {
-                    self.brick(brick)?;
-                }
-                for (key, value) in &v.options {
-                    self.gluster_option(key, value)?;
-                }
-                Ok(())
-            }
-            Step::BeegfsSetup(b) => {
-                if let Some(path) = &b.path {
-                    self.data_path(path, "a BeeGFS data directory")?;
-                }
-                if let Some(mgmt) = &b.mgmt_host {
-                    self.cluster_host("BeeGFS management host", mgmt)?;
-                }
-                Ok(())
-            }
+            Step::GlusterVolume(v) => self.gluster_volume(v),
+            Step::BeegfsSetup(b) => self.beegfs_setup(b),
             Step::Gate(gate) => self.gate(gate),
             Step::Unmount(u) => self.mount(&u.0),
             Step::ServiceStopped(s) => self.service(&s.unit),
@@ -178,18 +99,7 @@ impl Policy {
             Step::MpiSsh(m) => self.mpi_ssh(m),
             Step::Firewall(f) => firewall_ports(f),
             Step::MpiSshGone(g) => simple_name("cluster name", &g.cluster, 64, ""),
-            Step::WipeTarget(w) => {
-                for disk in &w.disks {
-                    device_path(disk)?;
-                }
-                if let Some(md) = &w.array {
-                    md_device(md)?;
-                }
-                if let Some(vg) = &w.vg {
-                    lvm_name("volume group", vg)?;
-                }
-                Ok(())
-            }
+            Step::WipeTarget(w) => wipe_target(w),
         }
     }
 
@@ -250,6 +160,44 @@ impl Policy {
         restart_order(steps)?;
         for (index, step) in steps.iter().enumerate() {
             self.check_step(step).map_err(|error| StepRefused { index, step: step.to_string(), error })?;
+        }
+        Ok(())
+    }
+
+    /// `packages`: every package name and version by apt's and rpm's grammar, every repository
+    /// by the site's list.
+    fn packages(&self, p: &pvfs_steps::Packages) -> Result<(), PolicyError> {
+        for package in p.apt.iter().chain(&p.rpm) {
+            package_name(&package.name)?;
+            if let Some(version) = &package.version {
+                package_version(&package.name, version)?;
+            }
+        }
+        for repo in &p.repos {
+            self.repo(repo)?;
+        }
+        Ok(())
+    }
+
+    /// `gluster-volume`: the name, every brick and every option.
+    fn gluster_volume(&self, v: &pvfs_steps::GlusterVolume) -> Result<(), PolicyError> {
+        simple_name("gluster volume name", &v.name, 64, "")?;
+        for brick in &v.bricks {
+            self.brick(brick)?;
+        }
+        for (key, value) in &v.options {
+            self.gluster_option(key, value)?;
+        }
+        Ok(())
+    }
+
+    /// `beegfs-setup`: the data directory in a data path, the management host in the cluster.
+    fn beegfs_setup(&self, b: &pvfs_steps::BeegfsSetup) -> Result<(), PolicyError> {
+        if let Some(path) = &b.path {
+            self.data_path(path, "a BeeGFS data directory")?;
+        }
+        if let Some(mgmt) = &b.mgmt_host {
+            self.cluster_host("BeeGFS management host", mgmt)?;
         }
         Ok(())
     }
@@ -604,6 +552,76 @@ impl Policy {
             }
         }
     }
+}
+
+/// `raid0`: the array and its members by the device grammars; only members are wiped.
+fn raid0(r: &pvfs_steps::Raid0) -> Result<(), PolicyError> {
+    md_device(&r.device)?;
+    for member in &r.members {
+        device_path(member)?;
+    }
+    if let Some(extra) = r.wipe.iter().find(|w| !r.members.contains(w)) {
+        return Err(PolicyError::new(
+            "wipe",
+            extra,
+            format!("{extra} is listed for wiping but is not a member of {}", r.device),
+            "list only the array's members under `wipe`",
+        ));
+    }
+    if let Some(conf) = &r.conf {
+        mdadm_conf(conf)?;
+    }
+    Ok(())
+}
+
+/// `lvm-thin`: the physical volume, LVM's names and every size by their grammars.
+fn lvm_thin(l: &pvfs_steps::LvmThin) -> Result<(), PolicyError> {
+    device_path(&l.pv)?;
+    for (what, name) in [("volume group", &l.vg), ("thin pool", &l.pool), ("logical volume", &l.lv)] {
+        lvm_name(what, name)?;
+    }
+    size(&l.pool_size)?;
+    size(&l.virtual_size)?;
+    for value in [&l.chunk, &l.data_alignment, &l.extent_size].into_iter().flatten() {
+        size(value)?;
+    }
+    Ok(())
+}
+
+/// `block-queue`: the devices, the udev rule's path and the scheduler's name.
+fn block_queue(q: &pvfs_steps::BlockQueue) -> Result<(), PolicyError> {
+    device_path(&q.device)?;
+    for member in &q.members {
+        device_path(member)?;
+    }
+    udev_rule_path(&q.rule_path())?;
+    if let Some(scheduler) = &q.scheduler
+        && (scheduler.is_empty()
+            || scheduler.len() > 32
+            || !scheduler.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'))
+    {
+        return Err(PolicyError::new(
+            "queue-value",
+            scheduler,
+            format!("{scheduler:?} is not an I/O scheduler name"),
+            "use one the kernel lists in /sys/block/DEV/queue/scheduler (mq-deadline, none, …)",
+        ));
+    }
+    Ok(())
+}
+
+/// `wipe`: the disks, the array and the volume group by their grammars.
+fn wipe_target(w: &pvfs_steps::WipeTarget) -> Result<(), PolicyError> {
+    for disk in &w.disks {
+        device_path(disk)?;
+    }
+    if let Some(md) = &w.array {
+        md_device(md)?;
+    }
+    if let Some(vg) = &w.vg {
+        lvm_name("volume group", vg)?;
+    }
+    Ok(())
 }
 
 /// A client mount of a cluster file system (a network source: glusterfs, a Lustre client,

@@ -102,6 +102,24 @@ pub fn write(runs: &[PathBuf], out: &Path) -> Result<Written, ReportError> {
     std::fs::create_dir_all(out)
         .map_err(|e| ReportError::Write { path: out.to_owned(), message: e.to_string() })?;
     let mut written = Written::default();
+    let mut md = heading(&runs);
+    written.charts.extend(throughput_section(&mut md, &runs, out)?);
+    metadata_section(&mut md, &runs);
+    for r in &runs {
+        let Some(phases) = r.run().map(|r| &r.phases[..]).filter(|p| !p.is_empty()) else { continue };
+        written.charts.extend(fairness_section(&mut md, r, phases, out)?);
+        amplification_section(&mut md, r, phases);
+    }
+
+    let path = out.join("report.md");
+    std::fs::write(&path, md)
+        .map_err(|e| ReportError::Write { path: path.clone(), message: e.to_string() })?;
+    written.markdown = path;
+    Ok(written)
+}
+
+/// The title, the runs reported on, and which of them did not finish.
+fn heading(runs: &[RunData]) -> String {
     let mut md = String::from("# pvfs benchmark report\n\n");
     md += &format!(
         "{} run(s): {}.\n\n",
@@ -114,181 +132,185 @@ pub fn write(runs: &[PathBuf], out: &Path) -> Result<Written, ReportError> {
             r.name
         );
     }
+    md
+}
 
+/// The IOR runs' bandwidth and IOPS against the cluster's VM limit, as a table and the
+/// scale-out chart (whose files it returns); nothing when no run has IOR figures.
+fn throughput_section(md: &mut String, runs: &[RunData], out: &Path) -> Result<Vec<PathBuf>, ReportError> {
     let ior: Vec<&RunData> =
         runs.iter().filter(|r| r.bw("write").is_some() || r.bw("read").is_some()).collect();
-    if !ior.is_empty() {
-        md += "## Throughput and IOPS\n\n";
-        md += "As the seed's tables: the VM limit is the per-VM limit (`[bench] vm_limit_mib`) times the servers.\n\n";
-        md += "| run | servers | clients × tasks | VM limit (MiB/s) | write (MiB/s) | read (MiB/s) | write IOPS | read IOPS | write eff. | read eff. |\n";
-        md += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-        for r in &ior {
-            let limit = r.cluster_limit();
-            let eff = |bw: Option<f64>| match (bw, limit) {
-                (Some(bw), Some(l)) if l > 0.0 => format!("{:.0} %", bw / l * 100.0),
+    if ior.is_empty() {
+        return Ok(Vec::new());
+    }
+    *md += "## Throughput and IOPS\n\n";
+    *md += "As the seed's tables: the VM limit is the per-VM limit (`[bench] vm_limit_mib`) times the servers.\n\n";
+    *md += "| run | servers | clients × tasks | VM limit (MiB/s) | write (MiB/s) | read (MiB/s) | write IOPS | read IOPS | write eff. | read eff. |\n";
+    *md += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    for r in &ior {
+        let limit = r.cluster_limit();
+        let eff = |bw: Option<f64>| match (bw, limit) {
+            (Some(bw), Some(l)) if l > 0.0 => format!("{:.0} %", bw / l * 100.0),
+            _ => "–".into(),
+        };
+        *md += &format!(
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            r.name,
+            r.servers().map_or("–".into(), |s| s.to_string()),
+            match (r.run().and_then(|r| r.clients), r.run().and_then(|r| r.tasks_per_client)) {
+                (Some(c), Some(t)) => format!("{c} × {t}"),
                 _ => "–".into(),
-            };
-            md += &format!(
-                "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            },
+            limit.map_or("–".into(), |l| format!("{l:.0}")),
+            num(r.bw("write")),
+            num(r.bw("read")),
+            num(r.ops("write")),
+            num(r.ops("read")),
+            eff(r.bw("write")),
+            eff(r.bw("read")),
+        );
+    }
+    *md += "\n";
+    let categories: Vec<String> = ior.iter().map(|r| r.label()).collect();
+    let series = vec![
+        (
+            "write",
+            ior.iter().map(|r| r.bw("write").unwrap_or(0.0)).collect::<Vec<_>>(),
+            RGBColor(31, 119, 180),
+        ),
+        ("read", ior.iter().map(|r| r.bw("read").unwrap_or(0.0)).collect::<Vec<_>>(), RGBColor(255, 127, 14)),
+    ];
+    let limits: Vec<Option<f64>> = ior.iter().map(|r| r.cluster_limit()).collect();
+    let files = chart(
+        out,
+        "scale-out",
+        "Throughput per run against the VM limit",
+        "MiB/s",
+        &categories,
+        &series,
+        &limits,
+    )?;
+    *md += "![scale-out](scale-out.svg)\n\n";
+    Ok(files)
+}
+
+/// mdtest's table, one row per run and operation; nothing when no run has mdtest figures.
+fn metadata_section(md: &mut String, runs: &[RunData]) {
+    let md_runs: Vec<&RunData> = runs.iter().filter(|r| !r.record.mdtest().is_empty()).collect();
+    if md_runs.is_empty() {
+        return;
+    }
+    *md += "## Metadata (mdtest)\n\n| run | operation | max | min | mean | std | unit |\n|---|---|---:|---:|---:|---:|---|\n";
+    for r in &md_runs {
+        for row in r.record.mdtest() {
+            *md += &format!(
+                "| `{}` | {} | {} | {} | {} | {} | {} |\n",
                 r.name,
-                r.servers().map_or("–".into(), |s| s.to_string()),
-                match (r.run().and_then(|r| r.clients), r.run().and_then(|r| r.tasks_per_client)) {
-                    (Some(c), Some(t)) => format!("{c} × {t}"),
-                    _ => "–".into(),
-                },
-                limit.map_or("–".into(), |l| format!("{l:.0}")),
-                num(r.bw("write")),
-                num(r.bw("read")),
-                num(r.ops("write")),
-                num(r.ops("read")),
-                eff(r.bw("write")),
-                eff(r.bw("read")),
+                row.operation,
+                num(row.max),
+                num(row.min),
+                num(row.mean),
+                num(row.std),
+                row.unit
             );
         }
-        md += "\n";
-        let categories: Vec<String> = ior.iter().map(|r| r.label()).collect();
-        let series = vec![
-            (
-                "write",
-                ior.iter().map(|r| r.bw("write").unwrap_or(0.0)).collect::<Vec<_>>(),
-                RGBColor(31, 119, 180),
-            ),
-            (
-                "read",
-                ior.iter().map(|r| r.bw("read").unwrap_or(0.0)).collect::<Vec<_>>(),
-                RGBColor(255, 127, 14),
-            ),
-        ];
-        let limits: Vec<Option<f64>> = ior.iter().map(|r| r.cluster_limit()).collect();
-        let files = chart(
-            out,
-            "scale-out",
-            "Throughput per run against the VM limit",
-            "MiB/s",
-            &categories,
-            &series,
-            &limits,
-        )?;
-        md += "![scale-out](scale-out.svg)\n\n";
-        written.charts.extend(files);
     }
+    *md += "\n";
+}
 
-    let md_runs: Vec<&RunData> = runs.iter().filter(|r| !r.record.mdtest().is_empty()).collect();
-    if !md_runs.is_empty() {
-        md += "## Metadata (mdtest)\n\n| run | operation | max | min | mean | std | unit |\n|---|---|---:|---:|---:|---:|---|\n";
-        for r in &md_runs {
-            for row in r.record.mdtest() {
-                md += &format!(
-                    "| `{}` | {} | {} | {} | {} | {} | {} |\n",
-                    r.name,
-                    row.operation,
-                    num(row.max),
-                    num(row.min),
-                    num(row.mean),
-                    num(row.std),
-                    row.unit
-                );
-            }
-        }
-        md += "\n";
+/// One run's per-client bandwidth and finishing time per operation, with its spread and chart
+/// (whose files it returns).
+fn fairness_section(
+    md: &mut String,
+    r: &RunData,
+    phases: &[PhaseRecord],
+    out: &Path,
+) -> Result<Vec<PathBuf>, ReportError> {
+    let slug = slug(&r.name);
+    *md += &format!("## Per-client fairness: `{}`\n\n", r.name);
+    *md += "Each client's bandwidth (its bytes over its own first start to last end) and when it finished, \
+           in seconds after the phase began, averaged over iterations; the spread is what a seed-004-style \
+           fairness plot shows.\n\n";
+    let fair = fairness(phases);
+    let ops: Vec<&String> =
+        fair.keys().map(|(_, op)| op).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+    *md += "| client |";
+    for op in &ops {
+        *md += &format!(" {op} (MiB/s) | {op} done (s) |");
     }
-
-    for r in &runs {
-        let Some(phases) = r.run().map(|r| &r.phases[..]).filter(|p| !p.is_empty()) else { continue };
-        let slug = slug(&r.name);
-        md += &format!("## Per-client fairness: `{}`\n\n", r.name);
-        md += "Each client's bandwidth (its bytes over its own first start to last end) and when it finished, \
-               in seconds after the phase began, averaged over iterations; the spread is what a seed-004-style \
-               fairness plot shows.\n\n";
-        let fair = fairness(phases);
-        let ops: Vec<&String> =
-            fair.keys().map(|(_, op)| op).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
-        md += "| client |";
+    *md += "\n|---|";
+    *md += &"---:|---:|".repeat(ops.len());
+    *md += "\n";
+    let clients: Vec<&String> =
+        fair.keys().map(|(c, _)| c).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+    for client in &clients {
+        *md += &format!("| {client} |");
         for op in &ops {
-            md += &format!(" {op} (MiB/s) | {op} done (s) |");
-        }
-        md += "\n|---|";
-        md += &"---:|---:|".repeat(ops.len());
-        md += "\n";
-        let clients: Vec<&String> =
-            fair.keys().map(|(c, _)| c).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
-        for client in &clients {
-            md += &format!("| {client} |");
-            for op in &ops {
-                match fair.get(&((*client).clone(), (*op).clone())) {
-                    Some(f) => md += &format!(" {:.1} | {:.3} |", f.bw_mib, f.done_s),
-                    None => md += " – | – |",
-                }
-            }
-            md += "\n";
-        }
-        for op in &ops {
-            let values: Vec<f64> = clients
-                .iter()
-                .filter_map(|c| fair.get(&((*c).clone(), (*op).clone())))
-                .map(|f| f.bw_mib)
-                .collect();
-            if let (Some(max), Some(min)) =
-                (values.iter().copied().reduce(f64::max), values.iter().copied().reduce(f64::min))
-            {
-                md += &format!(
-                    "\n{op}: fastest client {max:.1} MiB/s, slowest {min:.1} MiB/s ({:.0} % spread).",
-                    if max > 0.0 { (max - min) / max * 100.0 } else { 0.0 }
-                );
+            match fair.get(&((*client).clone(), (*op).clone())) {
+                Some(f) => *md += &format!(" {:.1} | {:.3} |", f.bw_mib, f.done_s),
+                None => *md += " – | – |",
             }
         }
-        md += "\n\n";
-        let categories: Vec<String> = clients.iter().map(|c| (*c).clone()).collect();
-        let colors = [RGBColor(31, 119, 180), RGBColor(255, 127, 14), RGBColor(44, 160, 44)];
-        let series: Vec<(&str, Vec<f64>, RGBColor)> = ops
+        *md += "\n";
+    }
+    for op in &ops {
+        let values: Vec<f64> = clients
             .iter()
-            .zip(colors.iter().cycle())
-            .map(|(op, color)| {
-                let values = clients
-                    .iter()
-                    .map(|c| fair.get(&((*c).clone(), (*op).clone())).map_or(0.0, |f| f.bw_mib))
-                    .collect();
-                (op.as_str(), values, *color)
-            })
+            .filter_map(|c| fair.get(&((*c).clone(), (*op).clone())))
+            .map(|f| f.bw_mib)
             .collect();
-        let name = format!("fairness-{slug}");
-        let files = chart(
-            out,
-            &name,
-            &format!("Per-client bandwidth, {}", r.name),
-            "MiB/s",
-            &categories,
-            &series,
-            &[],
-        )?;
-        md += &format!("![fairness]({name}.svg)\n\n");
-        written.charts.extend(files);
-
-        let amp = amplification(r, phases);
-        if !amp.is_empty() {
-            md += &format!("### Network bytes against application bytes: `{}`\n\n", r.name);
-            md += "From the clients' NIC counters over each phase's seconds: how many bytes crossed the network \
-                   per byte the application moved (more than 1 on reads is read-ahead fetching what was never read, \
-                   as seed 004 found).\n\n| phase | application bytes | client NIC bytes | ratio |\n|---|---:|---:|---:|\n";
-            for (phase, app, net) in amp {
-                // No bytes on the NICs at all: clients and servers share a machine (kind local), so
-                // there is no network to measure; a ratio of 0 would read as a finding.
-                let ratio = if app > 0.0 && net > 0.0 {
-                    format!("{:.2}", net / app)
-                } else {
-                    "– (no network traffic)".into()
-                };
-                md += &format!("| {phase} | {app:.0} | {net:.0} | {ratio} |\n");
-            }
-            md += "\n";
+        if let (Some(max), Some(min)) =
+            (values.iter().copied().reduce(f64::max), values.iter().copied().reduce(f64::min))
+        {
+            *md += &format!(
+                "\n{op}: fastest client {max:.1} MiB/s, slowest {min:.1} MiB/s ({:.0} % spread).",
+                if max > 0.0 { (max - min) / max * 100.0 } else { 0.0 }
+            );
         }
     }
+    *md += "\n\n";
+    let categories: Vec<String> = clients.iter().map(|c| (*c).clone()).collect();
+    let colors = [RGBColor(31, 119, 180), RGBColor(255, 127, 14), RGBColor(44, 160, 44)];
+    let series: Vec<(&str, Vec<f64>, RGBColor)> = ops
+        .iter()
+        .zip(colors.iter().cycle())
+        .map(|(op, color)| {
+            let values = clients
+                .iter()
+                .map(|c| fair.get(&((*c).clone(), (*op).clone())).map_or(0.0, |f| f.bw_mib))
+                .collect();
+            (op.as_str(), values, *color)
+        })
+        .collect();
+    let name = format!("fairness-{slug}");
+    let files =
+        chart(out, &name, &format!("Per-client bandwidth, {}", r.name), "MiB/s", &categories, &series, &[])?;
+    *md += &format!("![fairness]({name}.svg)\n\n");
+    Ok(files)
+}
 
-    let path = out.join("report.md");
-    std::fs::write(&path, md)
-        .map_err(|e| ReportError::Write { path: path.clone(), message: e.to_string() })?;
-    written.markdown = path;
-    Ok(written)
+/// How many bytes crossed the clients' NICs per byte the application moved, per phase of one
+/// run; nothing when [`amplification`] finds no phase to measure.
+fn amplification_section(md: &mut String, r: &RunData, phases: &[PhaseRecord]) {
+    let amp = amplification(r, phases);
+    if amp.is_empty() {
+        return;
+    }
+    *md += &format!("### Network bytes against application bytes: `{}`\n\n", r.name);
+    *md += "From the clients' NIC counters over each phase's seconds: how many bytes crossed the network \
+           per byte the application moved (more than 1 on reads is read-ahead fetching what was never read, \
+           as seed 004 found).\n\n| phase | application bytes | client NIC bytes | ratio |\n|---|---:|---:|---:|\n";
+    for (phase, app, net) in amp {
+        // No bytes on the NICs at all: clients and servers share a machine (kind local), so
+        // there is no network to measure; a ratio of 0 would read as a finding.
+        let ratio = if app > 0.0 && net > 0.0 {
+            format!("{:.2}", net / app)
+        } else {
+            "– (no network traffic)".into()
+        };
+        *md += &format!("| {phase} | {app:.0} | {net:.0} | {ratio} |\n");
+    }
+    *md += "\n";
 }
 
 fn num(v: Option<f64>) -> String {

@@ -97,40 +97,8 @@ impl Gate {
     pub(crate) async fn probe<R: Runner>(&self, host: &NodeAccess<R>) -> Result<GateState, StepError> {
         use GateState::{NotReady, Ready};
         Ok(match &self.kind {
-            GateKind::GlusterPeersInCluster { peers: want } => {
-                let known = peers(host).await?;
-                let waiting: Vec<String> = want
-                    .iter()
-                    .filter_map(|p| match known.iter().find(|k| k.names.contains(p)) {
-                        Some(k) if k.in_cluster() => None,
-                        Some(k) => Some(format!(
-                            "{p}: {} ({})",
-                            k.state,
-                            if k.connected { "connected" } else { "disconnected" }
-                        )),
-                        None => Some(format!("{p}: not in the pool")),
-                    })
-                    .collect();
-                if waiting.is_empty() {
-                    Ready(format!("{} peers in cluster", want.len()))
-                } else {
-                    NotReady(waiting.join("; "))
-                }
-            }
-            GateKind::GlusterBricksOnline { volume, bricks } => {
-                let v = GlusterVolume {
-                    name: volume.clone(),
-                    layout: crate::GlusterLayout::Distribute,
-                    bricks: bricks.clone(),
-                    options: vec![],
-                };
-                let offline = v.offline_bricks(host).await?;
-                if offline.is_empty() {
-                    Ready(format!("{} bricks online", bricks.len()))
-                } else {
-                    NotReady(format!("offline: {}", offline.join(" ")))
-                }
-            }
+            GateKind::GlusterPeersInCluster { peers: want } => peers_in_cluster(host, want).await?,
+            GateKind::GlusterBricksOnline { volume, bricks } => bricks_online(host, volume, bricks).await?,
             GateKind::GlusterRebalanced { volume } => match rebalance_status(host, volume).await? {
                 Rebalance::NeverRun => Ready(format!("no rebalance has run on {volume}")),
                 Rebalance::Done(detail) => Ready(detail),
@@ -141,7 +109,7 @@ impl Gate {
                         code: None,
                         stderr: detail,
                         hint: Some(format!(
-                            "see /var/log/glusterfs/{volume}-rebalance.log on those servers, then run                              `gluster volume rebalance {volume} fix-layout start` again"
+                            "see /var/log/glusterfs/{volume}-rebalance.log on those servers, then run `gluster volume rebalance {volume} fix-layout start` again"
                         )),
                     });
                 }
@@ -150,36 +118,7 @@ impl Gate {
                 exit_zero(host, Command::new("lctl").args(["ping", nid]), &format!("{nid} answers over LNet"))
                     .await?
             }
-            GateKind::LnetNid { nid } => {
-                let command = Command::new("lctl").arg("list_nids");
-                let shown = command.to_string();
-                let out = host.probe(command).await?;
-                if !out.success() {
-                    // No /dev/lnet (modules not loaded) or the network not up yet.
-                    return Ok(NotReady(format!("LNet is not up: {}", crate::error_tail(&out))));
-                }
-                let nids = parse_list_nids(&out.stdout).map_err(|err| StepError::Unexpected {
-                    command: shown.clone(),
-                    message: err.to_string(),
-                })?;
-                if nids.iter().any(|have| same_nid(have, nid)) {
-                    Ready(format!("LNet's NID here is {nid}"))
-                } else if nids.is_empty() {
-                    NotReady("LNet lists no NID yet".to_owned())
-                } else {
-                    return Err(StepError::Command {
-                        command: shown,
-                        code: out.code,
-                        stderr: format!("this node's NIDs are {}, not {nid}", nids.join(", ")),
-                        hint: Some(
-                            "give the node `lnet_address` (its address on the interface LNet uses) in \
-                             the cluster file, or pin LNet to the interface with that address \
-                             (`[lustre] lnet = \"tcp(IFACE)\"`)"
-                                .to_owned(),
-                        ),
-                    });
-                }
-            }
+            GateKind::LnetNid { nid } => lnet_nid(host, nid).await?,
             GateKind::LfsCheckServers => {
                 let command = Command::new("lfs").args(["check", "servers"]);
                 let shown = command.to_string();
@@ -197,129 +136,11 @@ impl Gate {
                 ]);
                 exit_zero(host, cmd, "management daemon reachable").await?
             }
-            GateKind::BeegfsCheckServers => {
-                let out = host.probe(Command::new("beegfs-check-servers")).await?;
-                if !out.success() {
-                    // beegfs-ctl failed (no management daemon, a wrong secret): the script
-                    // passes its output to stderr and exits 1.
-                    return Ok(NotReady(format!("beegfs-check-servers failed: {}", crate::error_tail(&out))));
-                }
-                let sections = parse_beegfs_check_servers(&out.stdout).map_err(|err| {
-                    StepError::Unexpected { command: "beegfs-check-servers".into(), message: err.to_string() }
-                })?;
-                let mut waiting = Vec::new();
-                let mut count = 0;
-                for (section, servers) in &sections {
-                    if servers.is_empty() {
-                        waiting.push(format!("no {} server registered yet", section.to_lowercase()));
-                    }
-                    for (name, reachable) in servers {
-                        count += 1;
-                        if !reachable {
-                            waiting.push(format!("{section} {name} unreachable"));
-                        }
-                    }
-                }
-                if waiting.is_empty() {
-                    Ready(format!("{count} servers reachable"))
-                } else {
-                    NotReady(waiting.join("; "))
-                }
-            }
-            GateKind::BeegfsTargetsGood { meta, storage } => {
-                let mut waiting = Vec::new();
-                let mut counted = Vec::new();
-                for (nodetype, want) in [("meta", *meta), ("storage", *storage)] {
-                    let command = Command::new("beegfs-ctl").args([
-                        "--listtargets",
-                        &format!("--nodetype={nodetype}"),
-                        "--state",
-                    ]);
-                    let shown = command.to_string();
-                    let out = host.probe(command).await?;
-                    if !out.success() {
-                        waiting.push(format!("`{shown}` failed: {}", crate::error_tail(&out)));
-                        continue;
-                    }
-                    let targets = parse_beegfs_targets(&out.stdout)
-                        .map_err(|err| StepError::Unexpected { command: shown, message: err.to_string() })?;
-                    let bad: Vec<String> = targets
-                        .iter()
-                        .filter(|t| t.reachability != "Online" || t.consistency != "Good")
-                        .map(|t| {
-                            format!(
-                                "{nodetype} target {} on node {}: {}/{}",
-                                t.id, t.node, t.reachability, t.consistency
-                            )
-                        })
-                        .collect();
-                    if targets.len() < want as usize {
-                        waiting.push(format!("{} of {want} {nodetype} targets registered", targets.len()));
-                    }
-                    waiting.extend(bad);
-                    counted.push(format!("{} {nodetype}", targets.len()));
-                }
-                if waiting.is_empty() {
-                    Ready(format!("targets Online and Good: {}", counted.join(", ")))
-                } else {
-                    NotReady(waiting.join("; "))
-                }
-            }
-            GateKind::MountedAs { dir, fstype } => {
-                let mounts = pvfs_host::mountinfo::read(&host.root).map_err(|err| StepError::File {
-                    path: pvfs_host::mountinfo::PATH.into(),
-                    message: err.to_string(),
-                })?;
-                match pvfs_host::mountinfo::visible_at(&mounts, dir).map(|m| &m.fstype) {
-                    Some(have) if have == fstype => Ready(format!("{dir} is a {fstype} mount")),
-                    Some(have) => NotReady(format!("{dir} is a {have} mount, not {fstype}")),
-                    None => NotReady(format!("nothing is mounted on {dir}")),
-                }
-            }
-            GateKind::KernelBuildTree => {
-                let path = "/proc/sys/kernel/osrelease";
-                let release = host.read_optional(path)?.unwrap_or_default();
-                let release = release.trim();
-                if release.is_empty() || release.contains(['/', ' ']) {
-                    return Err(StepError::Unexpected {
-                        command: format!("cat {path}"),
-                        message: format!("{release:?} is not a kernel release"),
-                    });
-                }
-                let build = format!("/lib/modules/{release}/build");
-                // The link the kernel package makes resolves only once the matching
-                // kernel-devel is installed.
-                // (an absolute link, /usr/src/kernels/RELEASE: followed under the root).
-                let link = host.root.path(&build);
-                let target = match std::fs::read_link(&link) {
-                    Ok(t) if t.is_absolute() => host.root.path(&t.to_string_lossy()),
-                    Ok(t) => link.parent().map_or(t.clone(), |p| p.join(&t)),
-                    Err(_) => link,
-                };
-                if target.is_dir() {
-                    Ready(format!("{build} is installed"))
-                } else {
-                    NotReady(format!(
-                        "{build} does not exist: the headers of the running kernel {release} are not installed \
-                         (install kernel-devel-{release}, or boot into the kernel the installed kernel-devel is for)"
-                    ))
-                }
-            }
-            GateKind::Writable { dir } => {
-                // On its own thread with a limit: I/O on a hung network mount blocks in the
-                // kernel, and must not take one of the agent's runtime threads with it.
-                let path = host.root.path(dir);
-                let (shown, probe) = (dir.clone(), tokio::task::spawn_blocking(move || writable(&path)));
-                match tokio::time::timeout(WRITE_PROBE_LIMIT, probe).await {
-                    Ok(Ok(Ok(()))) => Ready(format!("{shown} is writable")),
-                    Ok(Ok(Err(err))) => NotReady(format!("{shown}: {err}")),
-                    Ok(Err(err)) => NotReady(format!("{shown}: the probe failed: {err}")),
-                    Err(_) => NotReady(format!(
-                        "{shown}: no answer within {}s (a hung mount?)",
-                        WRITE_PROBE_LIMIT.as_secs()
-                    )),
-                }
-            }
+            GateKind::BeegfsCheckServers => beegfs_servers(host).await?,
+            GateKind::BeegfsTargetsGood { meta, storage } => beegfs_targets(host, *meta, *storage).await?,
+            GateKind::MountedAs { dir, fstype } => mounted_as(host, dir, fstype)?,
+            GateKind::KernelBuildTree => kernel_build_tree(host)?,
+            GateKind::Writable { dir } => writable_dir(host, dir).await?,
         })
     }
 
@@ -397,6 +218,213 @@ async fn exit_zero<R: Runner>(
     } else {
         let code = out.code.map_or("on a signal".to_owned(), |c| c.to_string());
         GateState::NotReady(format!("`{shown}` exited {code}: {}", crate::error_tail(&out)))
+    })
+}
+
+/// [`GateKind::GlusterPeersInCluster`]: the peers of `want` not yet in the cluster, with the
+/// state glusterd gives each.
+async fn peers_in_cluster<R: Runner>(host: &NodeAccess<R>, want: &[String]) -> Result<GateState, StepError> {
+    let known = peers(host).await?;
+    let waiting: Vec<String> = want
+        .iter()
+        .filter_map(|p| match known.iter().find(|k| k.names.contains(p)) {
+            Some(k) if k.in_cluster() => None,
+            Some(k) => {
+                Some(format!("{p}: {} ({})", k.state, if k.connected { "connected" } else { "disconnected" }))
+            }
+            None => Some(format!("{p}: not in the pool")),
+        })
+        .collect();
+    Ok(if waiting.is_empty() {
+        GateState::Ready(format!("{} peers in cluster", want.len()))
+    } else {
+        GateState::NotReady(waiting.join("; "))
+    })
+}
+
+/// [`GateKind::GlusterBricksOnline`]: the volume's bricks whose processes are not online.
+async fn bricks_online<R: Runner>(
+    host: &NodeAccess<R>,
+    volume: &str,
+    bricks: &[String],
+) -> Result<GateState, StepError> {
+    let v = GlusterVolume {
+        name: volume.to_owned(),
+        layout: crate::GlusterLayout::Distribute,
+        bricks: bricks.to_vec(),
+        options: vec![],
+    };
+    let offline = v.offline_bricks(host).await?;
+    Ok(if offline.is_empty() {
+        GateState::Ready(format!("{} bricks online", bricks.len()))
+    } else {
+        GateState::NotReady(format!("offline: {}", offline.join(" ")))
+    })
+}
+
+/// [`GateKind::LnetNid`]: waits while LNet is down or lists no NID; a node whose NIDs are all
+/// others fails at once, since waiting would not change them.
+async fn lnet_nid<R: Runner>(host: &NodeAccess<R>, nid: &str) -> Result<GateState, StepError> {
+    let command = Command::new("lctl").arg("list_nids");
+    let shown = command.to_string();
+    let out = host.probe(command).await?;
+    if !out.success() {
+        // No /dev/lnet (modules not loaded) or the network not up yet.
+        return Ok(GateState::NotReady(format!("LNet is not up: {}", crate::error_tail(&out))));
+    }
+    let nids = parse_list_nids(&out.stdout)
+        .map_err(|err| StepError::Unexpected { command: shown.clone(), message: err.to_string() })?;
+    Ok(if nids.iter().any(|have| same_nid(have, nid)) {
+        GateState::Ready(format!("LNet's NID here is {nid}"))
+    } else if nids.is_empty() {
+        GateState::NotReady("LNet lists no NID yet".to_owned())
+    } else {
+        return Err(StepError::Command {
+            command: shown,
+            code: out.code,
+            stderr: format!("this node's NIDs are {}, not {nid}", nids.join(", ")),
+            hint: Some(
+                "give the node `lnet_address` (its address on the interface LNet uses) in \
+                 the cluster file, or pin LNet to the interface with that address \
+                 (`[lustre] lnet = \"tcp(IFACE)\"`)"
+                    .to_owned(),
+            ),
+        });
+    })
+}
+
+/// [`GateKind::BeegfsCheckServers`]: every section of `beegfs-check-servers` has a server, and
+/// every server listed is reachable.
+async fn beegfs_servers<R: Runner>(host: &NodeAccess<R>) -> Result<GateState, StepError> {
+    let out = host.probe(Command::new("beegfs-check-servers")).await?;
+    if !out.success() {
+        // beegfs-ctl failed (no management daemon, a wrong secret): the script
+        // passes its output to stderr and exits 1.
+        return Ok(GateState::NotReady(format!("beegfs-check-servers failed: {}", crate::error_tail(&out))));
+    }
+    let sections = parse_beegfs_check_servers(&out.stdout).map_err(|err| StepError::Unexpected {
+        command: "beegfs-check-servers".into(),
+        message: err.to_string(),
+    })?;
+    let mut waiting = Vec::new();
+    let mut count = 0;
+    for (section, servers) in &sections {
+        if servers.is_empty() {
+            waiting.push(format!("no {} server registered yet", section.to_lowercase()));
+        }
+        for (name, reachable) in servers {
+            count += 1;
+            if !reachable {
+                waiting.push(format!("{section} {name} unreachable"));
+            }
+        }
+    }
+    Ok(if waiting.is_empty() {
+        GateState::Ready(format!("{count} servers reachable"))
+    } else {
+        GateState::NotReady(waiting.join("; "))
+    })
+}
+
+/// [`GateKind::BeegfsTargetsGood`]: enough metadata and storage targets registered, each
+/// Online and Good; one `beegfs-ctl --listtargets` per node type.
+async fn beegfs_targets<R: Runner>(
+    host: &NodeAccess<R>,
+    meta: u32,
+    storage: u32,
+) -> Result<GateState, StepError> {
+    let mut waiting = Vec::new();
+    let mut counted = Vec::new();
+    for (nodetype, want) in [("meta", meta), ("storage", storage)] {
+        let command =
+            Command::new("beegfs-ctl").args(["--listtargets", &format!("--nodetype={nodetype}"), "--state"]);
+        let shown = command.to_string();
+        let out = host.probe(command).await?;
+        if !out.success() {
+            waiting.push(format!("`{shown}` failed: {}", crate::error_tail(&out)));
+            continue;
+        }
+        let targets = parse_beegfs_targets(&out.stdout)
+            .map_err(|err| StepError::Unexpected { command: shown, message: err.to_string() })?;
+        let bad: Vec<String> = targets
+            .iter()
+            .filter(|t| t.reachability != "Online" || t.consistency != "Good")
+            .map(|t| {
+                format!("{nodetype} target {} on node {}: {}/{}", t.id, t.node, t.reachability, t.consistency)
+            })
+            .collect();
+        if targets.len() < want as usize {
+            waiting.push(format!("{} of {want} {nodetype} targets registered", targets.len()));
+        }
+        waiting.extend(bad);
+        counted.push(format!("{} {nodetype}", targets.len()));
+    }
+    Ok(if waiting.is_empty() {
+        GateState::Ready(format!("targets Online and Good: {}", counted.join(", ")))
+    } else {
+        GateState::NotReady(waiting.join("; "))
+    })
+}
+
+/// [`GateKind::MountedAs`]: the type of the topmost mount on `dir`, from mountinfo.
+fn mounted_as<R: Runner>(host: &NodeAccess<R>, dir: &str, fstype: &str) -> Result<GateState, StepError> {
+    let mounts = pvfs_host::mountinfo::read(&host.root).map_err(|err| StepError::File {
+        path: pvfs_host::mountinfo::PATH.into(),
+        message: err.to_string(),
+    })?;
+    Ok(match pvfs_host::mountinfo::visible_at(&mounts, dir).map(|m| &m.fstype) {
+        Some(have) if have == fstype => GateState::Ready(format!("{dir} is a {fstype} mount")),
+        Some(have) => GateState::NotReady(format!("{dir} is a {have} mount, not {fstype}")),
+        None => GateState::NotReady(format!("nothing is mounted on {dir}")),
+    })
+}
+
+/// [`GateKind::KernelBuildTree`]: the running kernel's `/lib/modules/RELEASE/build` resolves to a
+/// directory under the root.
+fn kernel_build_tree<R: Runner>(host: &NodeAccess<R>) -> Result<GateState, StepError> {
+    let path = "/proc/sys/kernel/osrelease";
+    let release = host.read_optional(path)?.unwrap_or_default();
+    let release = release.trim();
+    if release.is_empty() || release.contains(['/', ' ']) {
+        return Err(StepError::Unexpected {
+            command: format!("cat {path}"),
+            message: format!("{release:?} is not a kernel release"),
+        });
+    }
+    let build = format!("/lib/modules/{release}/build");
+    // The link the kernel package makes resolves only once the matching
+    // kernel-devel is installed.
+    // (an absolute link, /usr/src/kernels/RELEASE: followed under the root).
+    let link = host.root.path(&build);
+    let target = match std::fs::read_link(&link) {
+        Ok(t) if t.is_absolute() => host.root.path(&t.to_string_lossy()),
+        Ok(t) => link.parent().map_or(t.clone(), |p| p.join(&t)),
+        Err(_) => link,
+    };
+    Ok(if target.is_dir() {
+        GateState::Ready(format!("{build} is installed"))
+    } else {
+        GateState::NotReady(format!(
+            "{build} does not exist: the headers of the running kernel {release} are not installed \
+             (install kernel-devel-{release}, or boot into the kernel the installed kernel-devel is for)"
+        ))
+    })
+}
+
+/// [`GateKind::Writable`]: the write probe of [`writable`], bounded by [`WRITE_PROBE_LIMIT`].
+async fn writable_dir<R: Runner>(host: &NodeAccess<R>, dir: &str) -> Result<GateState, StepError> {
+    // On its own thread with a limit: I/O on a hung network mount blocks in the
+    // kernel, and must not take one of the agent's runtime threads with it.
+    let path = host.root.path(dir);
+    let (shown, probe) = (dir, tokio::task::spawn_blocking(move || writable(&path)));
+    Ok(match tokio::time::timeout(WRITE_PROBE_LIMIT, probe).await {
+        Ok(Ok(Ok(()))) => GateState::Ready(format!("{shown} is writable")),
+        Ok(Ok(Err(err))) => GateState::NotReady(format!("{shown}: {err}")),
+        Ok(Err(err)) => GateState::NotReady(format!("{shown}: the probe failed: {err}")),
+        Err(_) => GateState::NotReady(format!(
+            "{shown}: no answer within {}s (a hung mount?)",
+            WRITE_PROBE_LIMIT.as_secs()
+        )),
     })
 }
 

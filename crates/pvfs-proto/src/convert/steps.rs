@@ -106,33 +106,149 @@ fn packages_from(list: Vec<pb::Package>) -> Vec<Package> {
     list.into_iter().map(|p| Package { name: p.name, version: p.version }).collect()
 }
 
+// The wire forms of the steps with more than a line to convert, one function each, so that
+// `From<&Step>` stays a table of step kinds; the decoders below mirror them.
+
+fn packages_step_to(p: &Packages) -> pb::PackagesStep {
+    pb::PackagesStep {
+        manager: match p.manager {
+            PackageManager::Auto => pb::packages_step::Manager::Auto,
+            PackageManager::Apt => pb::packages_step::Manager::Apt,
+            PackageManager::Dnf => pb::packages_step::Manager::Dnf,
+            PackageManager::Yum => pb::packages_step::Manager::Yum,
+        } as i32,
+        apt: packages_to(&p.apt),
+        rpm: packages_to(&p.rpm),
+        repos: p
+            .repos
+            .iter()
+            .map(|r| pb::Repo {
+                name: r.name.clone(),
+                baseurl: r.baseurl.clone(),
+                gpgkey: r.gpgkey.clone(),
+                gpgcheck_disabled: !r.gpgcheck,
+                allow_http: r.allow_http,
+                suites: r.suites.clone(),
+                components: r.components.clone(),
+                key: r.key.clone(),
+            })
+            .collect(),
+    }
+}
+
+fn lustre_target_to(t: &LustreTarget) -> pb::LustreTargetStep {
+    pb::LustreTargetStep {
+        device: t.device.clone(),
+        fsname: t.fsname.clone(),
+        role: match t.role {
+            LustreRole::MgsMdt => pb::lustre_target_step::Role::MgsMdt,
+            LustreRole::Mgs => pb::lustre_target_step::Role::Mgs,
+            LustreRole::Mdt => pb::lustre_target_step::Role::Mdt,
+            LustreRole::Ost => pb::lustre_target_step::Role::Ost,
+        } as i32,
+        index: t.index,
+        mgsnode: t.mgsnode.clone(),
+        backfstype: t.backfstype.clone(),
+        wipe: t.wipe,
+    }
+}
+
+fn firewall_to(f: &FirewallPorts) -> pb::FirewallStep {
+    pb::FirewallStep {
+        ports: f
+            .ports
+            .iter()
+            .map(|p| pb::PortRange {
+                first: u32::from(p.first),
+                last: u32::from(p.last),
+                protocol: match p.protocol {
+                    Protocol::Tcp => pb::port_range::Protocol::Tcp,
+                    Protocol::Udp => pb::port_range::Protocol::Udp,
+                } as i32,
+            })
+            .collect(),
+        zone: f.zone.clone(),
+    }
+}
+
+fn mpi_ssh_to(m: &MpiSsh) -> pb::MpiSshStep {
+    pb::MpiSshStep {
+        cluster: m.cluster.clone(),
+        private_key: m.private_key.clone(),
+        public_key: m.public_key.clone(),
+        known_hosts: m
+            .known_hosts
+            .iter()
+            .map(|h| pb::KnownHost { names: h.names.clone(), key: h.key.clone() })
+            .collect(),
+    }
+}
+
+/// The layout travels as a kind and the three counts, of which only the kind's own are set.
+fn gluster_volume_to(v: &GlusterVolume) -> pb::GlusterVolumeStep {
+    use pb::gluster_volume_step::Layout as L;
+    let (layout, replica, disperse, redundancy) = match v.layout {
+        GlusterLayout::Distribute => (L::Distribute, 0, 0, 0),
+        GlusterLayout::Replicate { replica } => (L::Replicate, replica, 0, 0),
+        GlusterLayout::Disperse { disperse, redundancy } => (L::Disperse, 0, disperse, redundancy),
+    };
+    pb::GlusterVolumeStep {
+        name: v.name.clone(),
+        layout: layout as i32,
+        replica,
+        disperse,
+        redundancy,
+        bricks: v.bricks.clone(),
+        options: kv(&v.options),
+    }
+}
+
+fn beegfs_setup_to(b: &BeegfsSetup) -> pb::BeegfsSetupStep {
+    pb::BeegfsSetupStep {
+        service: match b.service {
+            BeegfsService::Mgmtd => pb::beegfs_setup_step::Service::Mgmtd,
+            BeegfsService::Meta => pb::beegfs_setup_step::Service::Meta,
+            BeegfsService::Storage => pb::beegfs_setup_step::Service::Storage,
+            BeegfsService::Client => pb::beegfs_setup_step::Service::Client,
+        } as i32,
+        path: b.path.clone(),
+        node_id: b.node_id,
+        target_id: b.target_id,
+        mgmt_host: b.mgmt_host.clone(),
+    }
+}
+
+fn gate_to(g: &Gate) -> pb::GateStep {
+    use pb::gate_step::Kind as K;
+    let kind = match &g.kind {
+        GateKind::GlusterPeersInCluster { peers } => {
+            K::GlusterPeersInCluster(pb::StringList { items: peers.clone() })
+        }
+        GateKind::GlusterBricksOnline { volume, bricks } => {
+            K::GlusterBricksOnline(pb::GlusterBricks { volume: volume.clone(), bricks: bricks.clone() })
+        }
+        GateKind::LnetPing { nid } => K::LnetPing(nid.clone()),
+        GateKind::LnetNid { nid } => K::LnetNid(nid.clone()),
+        GateKind::LfsCheckServers => K::LfsCheckServers(pb::Empty {}),
+        GateKind::BeegfsMgmtdReachable => K::BeegfsMgmtdReachable(pb::Empty {}),
+        GateKind::BeegfsCheckServers => K::BeegfsCheckServers(pb::Empty {}),
+        GateKind::BeegfsTargetsGood { meta, storage } => {
+            K::BeegfsTargetsGood(pb::BeegfsTargets { meta: *meta, storage: *storage })
+        }
+        GateKind::Writable { dir } => K::Writable(dir.clone()),
+        GateKind::KernelBuildTree => K::KernelBuildTree(pb::Empty {}),
+        GateKind::MountedAs { dir, fstype } => {
+            K::MountedAs(pb::MountedAs { dir: dir.clone(), fstype: fstype.clone() })
+        }
+        GateKind::GlusterRebalanced { volume } => K::GlusterRebalanced(volume.clone()),
+    };
+    pb::GateStep { deadline_ms: g.deadline.as_millis() as u64, kind: Some(kind) }
+}
+
 impl From<&Step> for pb::Step {
     fn from(step: &Step) -> pb::Step {
         let inner = match step {
-            Step::Packages(p) => S::Packages(pb::PackagesStep {
-                manager: match p.manager {
-                    PackageManager::Auto => pb::packages_step::Manager::Auto,
-                    PackageManager::Apt => pb::packages_step::Manager::Apt,
-                    PackageManager::Dnf => pb::packages_step::Manager::Dnf,
-                    PackageManager::Yum => pb::packages_step::Manager::Yum,
-                } as i32,
-                apt: packages_to(&p.apt),
-                rpm: packages_to(&p.rpm),
-                repos: p
-                    .repos
-                    .iter()
-                    .map(|r| pb::Repo {
-                        name: r.name.clone(),
-                        baseurl: r.baseurl.clone(),
-                        gpgkey: r.gpgkey.clone(),
-                        gpgcheck_disabled: !r.gpgcheck,
-                        allow_http: r.allow_http,
-                        suites: r.suites.clone(),
-                        components: r.components.clone(),
-                        key: r.key.clone(),
-                    })
-                    .collect(),
-            }),
+            Step::Packages(p) => S::Packages(packages_step_to(p)),
             Step::File(f) => {
                 S::File(pb::FileStep { path: f.path.clone(), contents: f.contents.clone(), mode: f.mode })
             }
@@ -173,41 +289,14 @@ impl From<&Step> for pb::Step {
                 label: m.label.clone(),
                 wipe: m.wipe,
             }),
-            Step::LustreTarget(t) => S::LustreTarget(pb::LustreTargetStep {
-                device: t.device.clone(),
-                fsname: t.fsname.clone(),
-                role: match t.role {
-                    LustreRole::MgsMdt => pb::lustre_target_step::Role::MgsMdt,
-                    LustreRole::Mgs => pb::lustre_target_step::Role::Mgs,
-                    LustreRole::Mdt => pb::lustre_target_step::Role::Mdt,
-                    LustreRole::Ost => pb::lustre_target_step::Role::Ost,
-                } as i32,
-                index: t.index,
-                mgsnode: t.mgsnode.clone(),
-                backfstype: t.backfstype.clone(),
-                wipe: t.wipe,
-            }),
+            Step::LustreTarget(t) => S::LustreTarget(lustre_target_to(t)),
             Step::LustreStripe(s) => {
                 S::LustreStripe(pb::LustreStripeStep { dir: s.dir.clone(), count: s.count, size: s.size })
             }
             Step::LctlParam(p) => {
                 S::LctlParam(pb::LctlParamStep { name: p.name.clone(), value: p.value.clone() })
             }
-            Step::Firewall(f) => S::Firewall(pb::FirewallStep {
-                ports: f
-                    .ports
-                    .iter()
-                    .map(|p| pb::PortRange {
-                        first: u32::from(p.first),
-                        last: u32::from(p.last),
-                        protocol: match p.protocol {
-                            Protocol::Tcp => pb::port_range::Protocol::Tcp,
-                            Protocol::Udp => pb::port_range::Protocol::Udp,
-                        } as i32,
-                    })
-                    .collect(),
-                zone: f.zone.clone(),
-            }),
+            Step::Firewall(f) => S::Firewall(firewall_to(f)),
             Step::Mount(m) => S::Mount(mount_to(m)),
             Step::Unmount(Unmount(m)) => S::Unmount(mount_to(m)),
             Step::ServiceStopped(s) => S::ServiceStopped(pb::ServiceStoppedStep { unit: s.unit.clone() }),
@@ -217,16 +306,7 @@ impl From<&Step> for pb::Step {
             Step::GlusterPeersDetached(p) => {
                 S::GlusterPeersDetached(pb::StringList { items: p.peers.clone() })
             }
-            Step::MpiSsh(m) => S::MpiSsh(pb::MpiSshStep {
-                cluster: m.cluster.clone(),
-                private_key: m.private_key.clone(),
-                public_key: m.public_key.clone(),
-                known_hosts: m
-                    .known_hosts
-                    .iter()
-                    .map(|h| pb::KnownHost { names: h.names.clone(), key: h.key.clone() })
-                    .collect(),
-            }),
+            Step::MpiSsh(m) => S::MpiSsh(mpi_ssh_to(m)),
             Step::MpiSshGone(g) => S::MpiSshGone(g.cluster.clone()),
             Step::WipeTarget(w) => S::WipeTarget(pb::WipeTargetStep {
                 disks: w.disks.clone(),
@@ -241,66 +321,9 @@ impl From<&Step> for pb::Step {
                 members: q.members.clone(),
             }),
             Step::GlusterPeers(p) => S::GlusterPeers(pb::GlusterPeersStep { peers: p.peers.clone() }),
-            Step::GlusterVolume(v) => {
-                use pb::gluster_volume_step::Layout as L;
-                let (layout, replica, disperse, redundancy) = match v.layout {
-                    GlusterLayout::Distribute => (L::Distribute, 0, 0, 0),
-                    GlusterLayout::Replicate { replica } => (L::Replicate, replica, 0, 0),
-                    GlusterLayout::Disperse { disperse, redundancy } => {
-                        (L::Disperse, 0, disperse, redundancy)
-                    }
-                };
-                S::GlusterVolume(pb::GlusterVolumeStep {
-                    name: v.name.clone(),
-                    layout: layout as i32,
-                    replica,
-                    disperse,
-                    redundancy,
-                    bricks: v.bricks.clone(),
-                    options: kv(&v.options),
-                })
-            }
-            Step::BeegfsSetup(b) => S::BeegfsSetup(pb::BeegfsSetupStep {
-                service: match b.service {
-                    BeegfsService::Mgmtd => pb::beegfs_setup_step::Service::Mgmtd,
-                    BeegfsService::Meta => pb::beegfs_setup_step::Service::Meta,
-                    BeegfsService::Storage => pb::beegfs_setup_step::Service::Storage,
-                    BeegfsService::Client => pb::beegfs_setup_step::Service::Client,
-                } as i32,
-                path: b.path.clone(),
-                node_id: b.node_id,
-                target_id: b.target_id,
-                mgmt_host: b.mgmt_host.clone(),
-            }),
-            Step::Gate(g) => {
-                use pb::gate_step::Kind as K;
-                let kind = match &g.kind {
-                    GateKind::GlusterPeersInCluster { peers } => {
-                        K::GlusterPeersInCluster(pb::StringList { items: peers.clone() })
-                    }
-                    GateKind::GlusterBricksOnline { volume, bricks } => {
-                        K::GlusterBricksOnline(pb::GlusterBricks {
-                            volume: volume.clone(),
-                            bricks: bricks.clone(),
-                        })
-                    }
-                    GateKind::LnetPing { nid } => K::LnetPing(nid.clone()),
-                    GateKind::LnetNid { nid } => K::LnetNid(nid.clone()),
-                    GateKind::LfsCheckServers => K::LfsCheckServers(pb::Empty {}),
-                    GateKind::BeegfsMgmtdReachable => K::BeegfsMgmtdReachable(pb::Empty {}),
-                    GateKind::BeegfsCheckServers => K::BeegfsCheckServers(pb::Empty {}),
-                    GateKind::BeegfsTargetsGood { meta, storage } => {
-                        K::BeegfsTargetsGood(pb::BeegfsTargets { meta: *meta, storage: *storage })
-                    }
-                    GateKind::Writable { dir } => K::Writable(dir.clone()),
-                    GateKind::KernelBuildTree => K::KernelBuildTree(pb::Empty {}),
-                    GateKind::MountedAs { dir, fstype } => {
-                        K::MountedAs(pb::MountedAs { dir: dir.clone(), fstype: fstype.clone() })
-                    }
-                    GateKind::GlusterRebalanced { volume } => K::GlusterRebalanced(volume.clone()),
-                };
-                S::Gate(pb::GateStep { deadline_ms: g.deadline.as_millis() as u64, kind: Some(kind) })
-            }
+            Step::GlusterVolume(v) => S::GlusterVolume(gluster_volume_to(v)),
+            Step::BeegfsSetup(b) => S::BeegfsSetup(beegfs_setup_to(b)),
+            Step::Gate(g) => S::Gate(gate_to(g)),
         };
         pb::Step { step: Some(inner) }
     }
@@ -325,32 +348,7 @@ fn unknown(what: &'static str, value: i32) -> DecodeReason {
 fn step_from(step: pb::Step) -> Result<Step, DecodeReason> {
     let inner = step.step.ok_or(DecodeReason::UnknownStep)?;
     Ok(match inner {
-        S::Packages(p) => Step::Packages(Packages {
-            manager: match pb::packages_step::Manager::try_from(p.manager)
-                .map_err(|_| unknown("package manager", p.manager))?
-            {
-                pb::packages_step::Manager::Auto => PackageManager::Auto,
-                pb::packages_step::Manager::Apt => PackageManager::Apt,
-                pb::packages_step::Manager::Dnf => PackageManager::Dnf,
-                pb::packages_step::Manager::Yum => PackageManager::Yum,
-            },
-            apt: packages_from(p.apt),
-            rpm: packages_from(p.rpm),
-            repos: p
-                .repos
-                .into_iter()
-                .map(|r| Repo {
-                    name: r.name,
-                    baseurl: r.baseurl,
-                    gpgkey: r.gpgkey,
-                    gpgcheck: !r.gpgcheck_disabled,
-                    allow_http: r.allow_http,
-                    suites: r.suites,
-                    components: r.components,
-                    key: r.key,
-                })
-                .collect(),
-        }),
+        S::Packages(p) => Step::Packages(packages_step_from(p)?),
         S::File(f) => Step::File(File { path: f.path, contents: f.contents, mode: f.mode }),
         S::ConfigKeys(c) => Step::ConfigKeys(ConfigKeys { path: c.path, keys: pairs(c.keys) }),
         S::Directory(d) => Step::Directory(Directory { path: d.path, mode: d.mode }),
@@ -387,21 +385,7 @@ fn step_from(step: pb::Step) -> Result<Step, DecodeReason> {
             label: m.label,
             wipe: m.wipe,
         }),
-        S::LustreTarget(t) => Step::LustreTarget(LustreTarget {
-            device: t.device,
-            fsname: t.fsname,
-            role: match pb::lustre_target_step::Role::try_from(t.role) {
-                Ok(pb::lustre_target_step::Role::MgsMdt) => LustreRole::MgsMdt,
-                Ok(pb::lustre_target_step::Role::Mgs) => LustreRole::Mgs,
-                Ok(pb::lustre_target_step::Role::Mdt) => LustreRole::Mdt,
-                Ok(pb::lustre_target_step::Role::Ost) => LustreRole::Ost,
-                _ => return Err(unknown("Lustre target role", t.role)),
-            },
-            index: t.index,
-            mgsnode: t.mgsnode,
-            backfstype: t.backfstype,
-            wipe: t.wipe,
-        }),
+        S::LustreTarget(t) => Step::LustreTarget(lustre_target_from(t)?),
         S::LustreStripe(s) => {
             if s.dir.is_empty() || s.count == 0 || s.size == 0 {
                 return Err(DecodeReason::IncompleteStripe { dir: s.dir, count: s.count, size: s.size });
@@ -420,16 +404,7 @@ fn step_from(step: pb::Step) -> Result<Step, DecodeReason> {
         S::ServiceStopped(s) => Step::ServiceStopped(ServiceStopped { unit: s.unit }),
         S::GlusterVolumeGone(v) => Step::GlusterVolumeGone(GlusterVolumeGone { name: v.name }),
         S::GlusterPeersDetached(p) => Step::GlusterPeersDetached(GlusterPeersDetached { peers: p.items }),
-        S::MpiSsh(m) => Step::MpiSsh(MpiSsh {
-            cluster: m.cluster,
-            private_key: m.private_key,
-            public_key: m.public_key,
-            known_hosts: m
-                .known_hosts
-                .into_iter()
-                .map(|h| KnownHost { names: h.names, key: h.key })
-                .collect(),
-        }),
+        S::MpiSsh(m) => Step::MpiSsh(mpi_ssh_from(m)),
         S::MpiSshGone(cluster) => Step::MpiSshGone(MpiSshGone { cluster }),
         S::WipeTarget(w) => Step::WipeTarget(WipeTarget { disks: w.disks, array: w.array, vg: w.vg }),
         S::BlockQueue(q) => Step::BlockQueue(BlockQueue {
@@ -440,62 +415,124 @@ fn step_from(step: pb::Step) -> Result<Step, DecodeReason> {
             read_ahead_kb: q.read_ahead_kb,
         }),
         S::GlusterPeers(p) => Step::GlusterPeers(GlusterPeers { peers: p.peers }),
-        S::GlusterVolume(v) => {
-            use pb::gluster_volume_step::Layout as L;
-            let layout = match L::try_from(v.layout).map_err(|_| unknown("gluster layout", v.layout))? {
-                L::Distribute => GlusterLayout::Distribute,
-                L::Replicate => GlusterLayout::Replicate { replica: v.replica },
-                L::Disperse => GlusterLayout::Disperse { disperse: v.disperse, redundancy: v.redundancy },
-            };
-            Step::GlusterVolume(GlusterVolume {
-                name: v.name,
-                layout,
-                bricks: v.bricks,
-                options: pairs(v.options),
-            })
-        }
-        S::BeegfsSetup(b) => Step::BeegfsSetup(BeegfsSetup {
-            service: match pb::beegfs_setup_step::Service::try_from(b.service) {
-                Ok(pb::beegfs_setup_step::Service::Mgmtd) => BeegfsService::Mgmtd,
-                Ok(pb::beegfs_setup_step::Service::Meta) => BeegfsService::Meta,
-                Ok(pb::beegfs_setup_step::Service::Storage) => BeegfsService::Storage,
-                Ok(pb::beegfs_setup_step::Service::Client) => BeegfsService::Client,
-                _ => return Err(unknown("BeeGFS service", b.service)),
-            },
-            path: b.path,
-            node_id: b.node_id,
-            target_id: b.target_id,
-            mgmt_host: b.mgmt_host,
-        }),
-        S::Gate(g) => {
-            use pb::gate_step::Kind as K;
-            let kind = match g.kind.ok_or(DecodeReason::UnknownGate)? {
-                K::GlusterPeersInCluster(list) => GateKind::GlusterPeersInCluster { peers: list.items },
-                K::GlusterBricksOnline(b) => {
-                    GateKind::GlusterBricksOnline { volume: b.volume, bricks: b.bricks }
-                }
-                K::LnetPing(nid) => GateKind::LnetPing { nid },
-                K::LnetNid(nid) => GateKind::LnetNid { nid },
-                K::LfsCheckServers(_) => GateKind::LfsCheckServers,
-                K::BeegfsMgmtdReachable(_) => GateKind::BeegfsMgmtdReachable,
-                K::BeegfsCheckServers(_) => GateKind::BeegfsCheckServers,
-                K::BeegfsTargetsGood(t) => GateKind::BeegfsTargetsGood { meta: t.meta, storage: t.storage },
-                K::Writable(dir) => GateKind::Writable { dir },
-                K::MountedAs(m) => GateKind::MountedAs { dir: m.dir, fstype: m.fstype },
-                K::KernelBuildTree(_) => GateKind::KernelBuildTree,
-                K::GlusterRebalanced(volume) => GateKind::GlusterRebalanced { volume },
-            };
-            // Refused rather than clamped: a gate that quietly waits less than it was asked to
-            // is a different gate, and the planner never asks for more than a few minutes, so
-            // only a broken or hostile caller gets here. Without a cap, one call could hold the
-            // agent's Apply lock for years.
-            let deadline = Duration::from_millis(g.deadline_ms);
-            if deadline > Gate::MAX_DEADLINE {
-                return Err(DecodeReason::GateDeadline { deadline });
-            }
-            Step::Gate(Gate { kind, deadline })
-        }
+        S::GlusterVolume(v) => Step::GlusterVolume(gluster_volume_from(v)?),
+        S::BeegfsSetup(b) => Step::BeegfsSetup(beegfs_setup_from(b)?),
+        S::Gate(g) => Step::Gate(gate_from(g)?),
     })
+}
+
+// The decoders of the steps with more than a line to convert (or an enum that may be unknown),
+// one function each, so that `step_from` stays a table of step kinds.
+
+fn packages_step_from(p: pb::PackagesStep) -> Result<Packages, DecodeReason> {
+    Ok(Packages {
+        manager: match pb::packages_step::Manager::try_from(p.manager)
+            .map_err(|_| unknown("package manager", p.manager))?
+        {
+            pb::packages_step::Manager::Auto => PackageManager::Auto,
+            pb::packages_step::Manager::Apt => PackageManager::Apt,
+            pb::packages_step::Manager::Dnf => PackageManager::Dnf,
+            pb::packages_step::Manager::Yum => PackageManager::Yum,
+        },
+        apt: packages_from(p.apt),
+        rpm: packages_from(p.rpm),
+        repos: p
+            .repos
+            .into_iter()
+            .map(|r| Repo {
+                name: r.name,
+                baseurl: r.baseurl,
+                gpgkey: r.gpgkey,
+                gpgcheck: !r.gpgcheck_disabled,
+                allow_http: r.allow_http,
+                suites: r.suites,
+                components: r.components,
+                key: r.key,
+            })
+            .collect(),
+    })
+}
+
+fn lustre_target_from(t: pb::LustreTargetStep) -> Result<LustreTarget, DecodeReason> {
+    Ok(LustreTarget {
+        device: t.device,
+        fsname: t.fsname,
+        role: match pb::lustre_target_step::Role::try_from(t.role) {
+            Ok(pb::lustre_target_step::Role::MgsMdt) => LustreRole::MgsMdt,
+            Ok(pb::lustre_target_step::Role::Mgs) => LustreRole::Mgs,
+            Ok(pb::lustre_target_step::Role::Mdt) => LustreRole::Mdt,
+            Ok(pb::lustre_target_step::Role::Ost) => LustreRole::Ost,
+            _ => return Err(unknown("Lustre target role", t.role)),
+        },
+        index: t.index,
+        mgsnode: t.mgsnode,
+        backfstype: t.backfstype,
+        wipe: t.wipe,
+    })
+}
+
+fn mpi_ssh_from(m: pb::MpiSshStep) -> MpiSsh {
+    MpiSsh {
+        cluster: m.cluster,
+        private_key: m.private_key,
+        public_key: m.public_key,
+        known_hosts: m.known_hosts.into_iter().map(|h| KnownHost { names: h.names, key: h.key }).collect(),
+    }
+}
+
+/// The layout's kind picks which of the three counts are read.
+fn gluster_volume_from(v: pb::GlusterVolumeStep) -> Result<GlusterVolume, DecodeReason> {
+    use pb::gluster_volume_step::Layout as L;
+    let layout = match L::try_from(v.layout).map_err(|_| unknown("gluster layout", v.layout))? {
+        L::Distribute => GlusterLayout::Distribute,
+        L::Replicate => GlusterLayout::Replicate { replica: v.replica },
+        L::Disperse => GlusterLayout::Disperse { disperse: v.disperse, redundancy: v.redundancy },
+    };
+    Ok(GlusterVolume { name: v.name, layout, bricks: v.bricks, options: pairs(v.options) })
+}
+
+fn beegfs_setup_from(b: pb::BeegfsSetupStep) -> Result<BeegfsSetup, DecodeReason> {
+    Ok(BeegfsSetup {
+        service: match pb::beegfs_setup_step::Service::try_from(b.service) {
+            Ok(pb::beegfs_setup_step::Service::Mgmtd) => BeegfsService::Mgmtd,
+            Ok(pb::beegfs_setup_step::Service::Meta) => BeegfsService::Meta,
+            Ok(pb::beegfs_setup_step::Service::Storage) => BeegfsService::Storage,
+            Ok(pb::beegfs_setup_step::Service::Client) => BeegfsService::Client,
+            _ => return Err(unknown("BeeGFS service", b.service)),
+        },
+        path: b.path,
+        node_id: b.node_id,
+        target_id: b.target_id,
+        mgmt_host: b.mgmt_host,
+    })
+}
+
+/// A gate from the wire: its kind, and a deadline no longer than [`Gate::MAX_DEADLINE`].
+fn gate_from(g: pb::GateStep) -> Result<Gate, DecodeReason> {
+    use pb::gate_step::Kind as K;
+    let kind = match g.kind.ok_or(DecodeReason::UnknownGate)? {
+        K::GlusterPeersInCluster(list) => GateKind::GlusterPeersInCluster { peers: list.items },
+        K::GlusterBricksOnline(b) => GateKind::GlusterBricksOnline { volume: b.volume, bricks: b.bricks },
+        K::LnetPing(nid) => GateKind::LnetPing { nid },
+        K::LnetNid(nid) => GateKind::LnetNid { nid },
+        K::LfsCheckServers(_) => GateKind::LfsCheckServers,
+        K::BeegfsMgmtdReachable(_) => GateKind::BeegfsMgmtdReachable,
+        K::BeegfsCheckServers(_) => GateKind::BeegfsCheckServers,
+        K::BeegfsTargetsGood(t) => GateKind::BeegfsTargetsGood { meta: t.meta, storage: t.storage },
+        K::Writable(dir) => GateKind::Writable { dir },
+        K::MountedAs(m) => GateKind::MountedAs { dir: m.dir, fstype: m.fstype },
+        K::KernelBuildTree(_) => GateKind::KernelBuildTree,
+        K::GlusterRebalanced(volume) => GateKind::GlusterRebalanced { volume },
+    };
+    // Refused rather than clamped: a gate that quietly waits less than it was asked to
+    // is a different gate, and the planner never asks for more than a few minutes, so
+    // only a broken or hostile caller gets here. Without a cap, one call could hold the
+    // agent's Apply lock for years.
+    let deadline = Duration::from_millis(g.deadline_ms);
+    if deadline > Gate::MAX_DEADLINE {
+        return Err(DecodeReason::GateDeadline { deadline });
+    }
+    Ok(Gate { kind, deadline })
 }
 
 impl From<&StepEvent> for pb::ApplyEvent {
