@@ -4,12 +4,13 @@
 //! its flags, the signals, and what it prints; this crate owns what serves.
 //!
 //! - [`fold`]: the agents' events into the view, in batches under one lock each.
-//! - [`app`]: the routes (`/metrics`, `/`).
+//! - [`app`]: the routes (`/metrics`, and [`web`]'s page and its `/api/now` and `/api/live`).
 //! - [`serve_http`]: hyper's HTTP/1.1 within [`HttpLimits`] — a header-read timeout, a
 //!   connection lifetime, and [`admission`]'s table, which admits every connection at once and
 //!   closes the oldest idle one when full, so a slowloris cannot keep a scrape out.
 
 mod admission;
+pub mod web;
 
 use admission::{Admission, Busy, Ticket};
 use axum::extract::State;
@@ -66,9 +67,14 @@ pub async fn fold(mut events: mpsc::Receiver<StreamEvent>, view: SharedView) {
     }
 }
 
-/// The routes over `view`: `/metrics`, and `/` saying where they are.
+/// The routes over `view`: `/metrics`, and the web view (`/`, `/api/now`, `/api/live`).
 pub fn app(view: SharedView) -> axum::Router {
-    axum::Router::new().route("/metrics", get(metrics)).route("/", get(index)).with_state(view)
+    axum::Router::new()
+        .route("/metrics", get(metrics))
+        .route("/", get(web::page))
+        .route("/api/now", get(web::now))
+        .route("/api/live", get(web::live))
+        .with_state(view)
 }
 
 /// The exposition; OpenMetrics when the scraper asks for it (Prometheus does by default).
@@ -93,10 +99,6 @@ async fn metrics(State(view): State<SharedView>, headers: HeaderMap) -> impl Int
     });
     let body = axum::body::Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
     ([(header::CONTENT_TYPE, content_type)], body)
-}
-
-async fn index() -> &'static str {
-    "pvfsctl serve: metrics at /metrics\n"
 }
 
 /// What HTTP clients may hold.

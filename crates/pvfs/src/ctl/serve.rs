@@ -36,7 +36,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<u8> {
     let events = follow_cluster(&cluster, &dialer, &HashMap::new(), start, 0, shutdown.token());
     shutdown.spawn(pvfs_serve::fold(events, view.clone()));
     output::note(&format!(
-        "serving metrics of {} nodes at http://{local}/metrics (Ctrl-C or SIGTERM stops)",
+        "serving metrics of {} nodes at http://{local}/metrics and the web view at http://{local}/ (Ctrl-C or SIGTERM stops)",
         cluster.nodes.len()
     ));
     shutdown.spawn(pvfs_serve::serve_http(
