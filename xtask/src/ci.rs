@@ -31,6 +31,9 @@ pub fn run(no_e2e: bool) -> anyhow::Result<()> {
         ("lintian", "lintian"),
         // The node image, and the older Debian root the shipped binary is run in.
         ("debootstrap", "debootstrap"),
+        // The web view's test opens it in a real headless browser.
+        ("chromium", "chromium"),
+        ("chromedriver", "chromium-driver"),
     ];
     if !no_e2e {
         needed.push(("docker", "docker.io"));

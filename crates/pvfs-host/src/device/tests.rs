@@ -257,7 +257,21 @@ fn a_device_that_backs_another_loop_device_is_refused() {
     // The loop device on top is no one's backing: it may be claimed.
     claim(&Root::system(), &upper.path).expect("nothing reads from the upper loop device");
     drop(upper);
-    claim(&Root::system(), &dev.path).expect("once detached, the device is free again");
+    // `losetup --detach` of a device someone still has open (udev's probe, another test's
+    // blkid) only marks it to be cleared on its last close: the backing goes within moments,
+    // not at once. Bounded: 10 s.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match claim(&Root::system(), &dev.path) {
+            Ok(_) => break,
+            Err(err)
+                if err.rule() == Some("no loop device on it") && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            Err(err) => panic!("once detached, the device is free again: {err:?}"),
+        }
+    }
 }
 
 #[test]

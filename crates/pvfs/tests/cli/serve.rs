@@ -161,3 +161,75 @@ fn scrapes_are_answered_under_a_slowloris_from_many_addresses_from_one_and_from_
         }
     });
 }
+
+/// The numbers a tile shows, from a `top --json` line, as the page works them out: MB/s of all
+/// the line's disks read and written, and the busiest disk's %util.
+fn tile_figures(line: &serde_json::Value) -> (f64, f64, f64) {
+    let disks = line["disks"].as_object().unwrap();
+    let sum = |key: &str| disks.values().map(|d| d[key].as_f64().unwrap_or(0.0)).sum::<f64>() / 1024.0;
+    let util = disks.values().map(|d| d["%util"].as_f64().unwrap_or(0.0)).fold(0.0, f64::max);
+    (sum("rkB/s"), sum("wkB/s"), util)
+}
+
+/// Issue 27: a real headless Chromium (Debian's, driven over WebDriver; CI installs both)
+/// opens the web view of a real `serve` following a real agent. The numbers its tile shows for
+/// the node are those of `top --json` for the same second (found by the agent's sequence number
+/// the tile carries), and the table view lists the node.
+#[test]
+fn a_browser_shows_each_node_as_top_prints_the_same_second() {
+    let dir = TestDir::new();
+    dir.pki();
+    dir.issue_agent("n1", "127.0.0.1");
+    let agent = crate::util::AgentProcess::start(&dir, "n1", "127.0.0.1");
+    let cluster = cluster_file(&dir, &[("n1", format!("127.0.0.1:{}", agent.port))]);
+    let cluster = cluster.to_str().unwrap();
+    let serve = Serve::start(&dir, cluster);
+    // `top --json` over the seconds the browser may show.
+    let top = dir
+        .command(&pvfsctl())
+        .args(["top", cluster, "--json", "--count", "15"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let browser = crate::util::Browser::start();
+    browser.go(&format!("http://{}/", serve.addr));
+    // The tile once it shows a second (bounded: the live stream sends one each second).
+    let read_tile = "const t = document.querySelector('.tile[data-node=\"n1\"]');\n\
+        if (!t || !t.dataset.seq) return null;\n\
+        return {seq: t.dataset.seq, io: t.querySelector('.io').textContent, util: t.querySelector('.util').textContent};";
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let tile = loop {
+        let tile = browser.run(read_tile);
+        if !tile.is_null() {
+            break tile;
+        }
+        assert!(Instant::now() < deadline, "the page showed no second of n1 within 15 s");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    // A later second, from the live stream (the first may be from before `top` began).
+    std::thread::sleep(Duration::from_secs(2));
+    let later = browser.run(read_tile);
+    assert_ne!(later["seq"], tile["seq"], "the page did not move on to a later second");
+    let tile = later;
+    let seq: u64 = tile["seq"].as_str().unwrap().parse().unwrap();
+    let table = browser.run(
+        "document.getElementById('v-table').click();\n\
+         return [...document.querySelectorAll('#rows tr')].map(r => [...r.cells].map(c => c.textContent));",
+    );
+
+    let out = top.wait_with_output().unwrap();
+    let line = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|l| l["node"] == "n1" && l["seq"] == seq)
+        .unwrap_or_else(|| panic!("top --json printed no second {seq} of n1:\n{}", text(&out.stdout)));
+    let (read, write, busiest) = tile_figures(&line);
+    // One decimal for MB/s, none for %util, as the page rounds them (JS's toFixed).
+    assert_eq!(tile["io"], format!("r {read:.1} w {write:.1} MB/s"), "second {seq}: {line}");
+    let util = tile["util"].as_str().unwrap();
+    assert!(util.starts_with(&format!("util {busiest:.0}%")), "{util} against {busiest} in {line}");
+    assert_eq!(table[0][0], "n1", "{table}");
+    assert_eq!(table[0][1], "server", "{table}");
+    drop(agent);
+}
