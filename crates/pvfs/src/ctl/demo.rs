@@ -178,7 +178,8 @@ async fn show(
 
     if hold || (!once && std::io::stdout().is_terminal()) {
         output::note(&format!(
-            "\nthe agents keep running: try `pvfsctl nodes {}` in another terminal; Ctrl-C stops them",
+            "\nthe agents keep running: try `pvfsctl nodes {0}` in another terminal, or \
+             `pvfsctl serve {0}` and open http://127.0.0.1:9477/ in a browser; Ctrl-C stops them",
             cluster_path.display()
         ));
         std::future::pending::<()>().await;
