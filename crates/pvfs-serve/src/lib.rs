@@ -4,12 +4,15 @@
 //! its flags, the signals, and what it prints; this crate owns what serves.
 //!
 //! - [`fold`]: the agents' events into the view, in batches under one lock each.
-//! - [`app`]: the routes (`/metrics`, and [`web`]'s page and its `/api/now` and `/api/live`).
+//! - [`app`]: the routes (`/metrics`, [`web`]'s page and its `/api/now` and `/api/live`, and
+//!   [`history`]'s `/api/history`).
+//! - [`history`]: the store of every node's past (`pvfs-history`), fed by [`fold`].
 //! - [`serve_http`]: hyper's HTTP/1.1 within [`HttpLimits`] — a header-read timeout, a
 //!   connection lifetime, and [`admission`]'s table, which admits every connection at once and
 //!   closes the oldest idle one when full, so a slowloris cannot keep a scrape out.
 
 mod admission;
+pub mod history;
 pub mod web;
 
 use admission::{Admission, Busy, Ticket};
@@ -41,11 +44,13 @@ pub fn view(cluster: &pvfs_config::Cluster) -> SharedView {
 }
 
 /// Folds `events` into `view` until the channel closes (its followers ended), saying in the
-/// log when a node goes down, comes back, restarts or loses samples.
-pub async fn fold(mut events: mpsc::Receiver<StreamEvent>, view: SharedView) {
+/// log when a node goes down, comes back, restarts or loses samples, and hands each node's
+/// new second to `history` when it keeps one.
+pub async fn fold(mut events: mpsc::Receiver<StreamEvent>, view: SharedView, history: Option<history::Feed>) {
     // Taken in batches, under one lock each: the agents' samples arrive together at the
     // top of each second, and a lock per sample made scrapes and the folder contend.
     let mut batch = Vec::with_capacity(FOLD_BATCH);
+    let mut sampled = Vec::with_capacity(FOLD_BATCH);
     while events.recv_many(&mut batch, FOLD_BATCH).await > 0 {
         for event in &batch {
             match event {
@@ -57,6 +62,7 @@ pub async fn fold(mut events: mpsc::Receiver<StreamEvent>, view: SharedView) {
                 StreamEvent::Gap { node, from, to } => {
                     tracing::warn!(node = %node, from, to, "samples lost")
                 }
+                StreamEvent::Sample { node, .. } if history.is_some() => sampled.push(node.clone()),
                 StreamEvent::Sample { .. } => {}
             }
         }
@@ -64,17 +70,30 @@ pub async fn fold(mut events: mpsc::Receiver<StreamEvent>, view: SharedView) {
         for event in batch.drain(..) {
             view.apply(event);
         }
+        if let Some(history) = &history {
+            // The node's newest pair, when they follow each other (a second with rates).
+            for node in sampled.drain(..) {
+                if let Some((prev, last)) =
+                    view.nodes.get(&node).and_then(|n| n.prev.clone().zip(n.last.clone()))
+                {
+                    history.send(history::Second { node, prev, last });
+                }
+            }
+        }
     }
 }
 
-/// The routes over `view`: `/metrics`, and the web view (`/`, `/api/now`, `/api/live`).
-pub fn app(view: SharedView) -> axum::Router {
+/// The routes over `view` and `history`: `/metrics`, the web view (`/`, `/api/now`,
+/// `/api/live`) and `/api/history`.
+pub fn app(view: SharedView, history: history::HistoryState) -> axum::Router {
+    let past = axum::Router::new().route("/api/history", get(history::answer)).with_state(history);
     axum::Router::new()
         .route("/metrics", get(metrics))
         .route("/", get(web::page))
         .route("/api/now", get(web::now))
         .route("/api/live", get(web::live))
         .with_state(view)
+        .merge(past)
 }
 
 /// The exposition; OpenMetrics when the scraper asks for it (Prometheus does by default).
@@ -147,16 +166,62 @@ pub async fn serve_http(
     limits: HttpLimits,
     shutdown: CancellationToken,
 ) {
-    serve_admitted(listener, app, limits, Admission::new(limits.max_connections, limits.per_peer), shutdown)
-        .await
+    let admission = Admission::new(limits.max_connections, limits.per_peer);
+    serve_admitted(listener, app, limits, admission, None, shutdown).await
 }
 
-/// [`serve_http`] with the caller's [`Admission`], whose counts tests read.
+/// [`serve_http`] over TLS (`serve --web-tls`): each admitted connection's handshake must end
+/// within the header timeout, so a client that opens TLS and stalls is closed as a slowloris
+/// is.
+pub async fn serve_https(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    limits: HttpLimits,
+    tls: Arc<rustls::ServerConfig>,
+    shutdown: CancellationToken,
+) {
+    let admission = Admission::new(limits.max_connections, limits.per_peer);
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+    serve_admitted(listener, app, limits, admission, Some(acceptor), shutdown).await
+}
+
+/// The web listener's TLS from `material` (a server certificate the cluster's CA issued, e.g.
+/// `pvfsctl ca issue serve --san HOST`): no client certificate is asked for, as browsers have
+/// none and every route is read-only. Says which file is wrong.
+pub fn https_config(material: &pvfs_tls::Material) -> Result<Arc<rustls::ServerConfig>, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let chain = CertificateDer::pem_slice_iter(material.cert_pem.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("{}: not a PEM certificate ({e})", material.cert_path.display()))?;
+    let key = PrivateKeyDer::from_pem_slice(material.key_pem.as_bytes())
+        .map_err(|e| format!("{}: not a PEM private key ({e})", material.key_path.display()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| format!("{}: {e}", material.cert_path.display()))?;
+    // HTTP/1.1 only, as the plain listener.
+    config.alpn_protocols.push(b"http/1.1".to_vec());
+    Ok(Arc::new(config))
+}
+
+/// The web listener's TLS configuration ([`https_config`]).
+pub type TlsConfig = rustls::ServerConfig;
+
+/// A connection's byte stream, plain or TLS: one type for hyper whichever it is.
+trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Io for T {}
+
+/// [`serve_http`] with the caller's [`Admission`], whose counts tests read, and TLS when given.
 async fn serve_admitted(
     listener: tokio::net::TcpListener,
     app: axum::Router,
     limits: HttpLimits,
     admission: Admission,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     shutdown: CancellationToken,
 ) {
     let connections = tokio_util::task::TaskTracker::new();
@@ -199,9 +264,23 @@ async fn serve_admitted(
             }
         });
         let socket = Admitted { ticket, stream: socket };
-        let connection = builder.serve_connection(hyper_util::rt::TokioIo::new(socket), service);
         let stop = shutdown.clone();
+        let builder = builder.clone();
+        let tls = tls.clone();
         connections.spawn(async move {
+            let io: Box<dyn Io> = match tls {
+                None => Box::new(socket),
+                Some(acceptor) => {
+                    match tokio::time::timeout(limits.header_timeout, acceptor.accept(socket)).await {
+                        Ok(Ok(stream)) => Box::new(stream),
+                        Ok(Err(err)) => {
+                            return tracing::debug!(peer = %peer, error = %err, "web: TLS handshake failed");
+                        }
+                        Err(_) => return tracing::debug!(peer = %peer, "web: TLS handshake not done in time"),
+                    }
+                }
+            };
+            let connection = builder.serve_connection(hyper_util::rt::TokioIo::new(io), service);
             let mut connection = std::pin::pin!(connection);
             let served = tokio::time::timeout(limits.connection_lifetime, async {
                 tokio::select! {

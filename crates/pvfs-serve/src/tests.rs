@@ -65,7 +65,8 @@ async fn scrapes_get_through_a_slowloris_from_many_addresses() {
     };
     let admission = Admission::new(limits.max_connections, limits.per_peer);
     let shutdown = CancellationToken::new();
-    let server = tokio::spawn(serve_admitted(listener, app, limits, admission.clone(), shutdown.clone()));
+    let server =
+        tokio::spawn(serve_admitted(listener, app, limits, admission.clone(), None, shutdown.clone()));
 
     // 200 trickling connections from 127.0.1.1 … 127.0.1.200, each reopened when closed.
     let attack = CancellationToken::new();
@@ -151,8 +152,12 @@ async fn the_web_view_serves_its_page_and_each_nodes_second_as_top_prints_it() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let shutdown = CancellationToken::new();
-    let server =
-        tokio::spawn(serve_http(listener, app(view.clone()), HttpLimits::default(), shutdown.clone()));
+    let server = tokio::spawn(serve_http(
+        listener,
+        app(view.clone(), history::HistoryState { reader: None, nodes: Default::default() }),
+        HttpLimits::default(),
+        shutdown.clone(),
+    ));
 
     let page = fetch(addr, "/").await;
     assert!(page.starts_with("HTTP/1.1 200 OK"), "{page}");

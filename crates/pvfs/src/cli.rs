@@ -80,7 +80,7 @@ pub enum CtlCommand {
     /// Every node's disks, network, CPU and memory, second by second.
     Top(TopArgs),
     /// Run as a long-lived coordinator exporting every node's metrics for Prometheus.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Start a local cluster of agents on loopback and show it.
     Demo(DemoArgs),
     /// Write shell completions and man pages (used by `cargo xtask dist`).
@@ -481,6 +481,18 @@ pub struct ServeArgs {
     /// Where to serve /metrics (Prometheus text format, or OpenMetrics when asked for).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9477")]
     pub metrics_listen: SocketAddr,
+    /// Where the history is kept (DIR/CLUSTER.redb): every node's 10 s points for 7 days,
+    /// 1 min for 90 days and 10 min for 2 years, each with its average, minimum and maximum.
+    #[arg(long, value_name = "DIR", default_value = "pvfs-history", conflicts_with = "no_history")]
+    pub history: PathBuf,
+    /// Keep no history: the web view shows the live seconds only.
+    #[arg(long)]
+    pub no_history: bool,
+    /// Serve the web view and /metrics over HTTPS with NAME.crt and NAME.key from the cluster's
+    /// TLS directory: a server certificate of the cluster's CA (`pvfsctl ca issue NAME --san
+    /// HOST`); browsers then trust the cluster's ca.crt.
+    #[arg(long, value_name = "NAME")]
+    pub web_tls: Option<String>,
 }
 
 #[derive(Debug, Args)]

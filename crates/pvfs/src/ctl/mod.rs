@@ -49,7 +49,7 @@ pub(crate) fn run(cli: CtlCli) -> anyhow::Result<u8> {
             Ok(crate::exit::OK)
         }
         CtlCommand::Top(args) => runtime()?.block_on(top::run(args)),
-        CtlCommand::Serve(args) => runtime()?.block_on(serve::run(args)),
+        CtlCommand::Serve(args) => runtime()?.block_on(serve::run(*args)),
         CtlCommand::Demo(args) => runtime()?.block_on(demo::run(args)),
         CtlCommand::Generate(args) => generate::run(args),
     }

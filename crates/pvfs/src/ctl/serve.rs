@@ -19,6 +19,10 @@ const STOP_DEADLINE: Duration = Duration::from_secs(70);
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<u8> {
     let cluster = pvfs_config::load(&args.cluster)?;
     let dialer = super::dialer(&cluster, &args.connect)?;
+    let tls = match &args.web_tls {
+        Some(name) => Some(web_tls(&cluster, name)?),
+        None => None,
+    };
     let listener = tokio::net::TcpListener::bind(args.metrics_listen)
         .await
         .with_context(|| format!("cannot listen on {} for /metrics", args.metrics_listen))?;
@@ -34,17 +38,32 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<u8> {
     let start = Start::Since { unix_ns: u64::try_from(now.as_nanos()).unwrap_or(u64::MAX) };
     // The followers end on the token; the folder then sees the channel close and ends too.
     let events = follow_cluster(&cluster, &dialer, &HashMap::new(), start, 0, shutdown.token());
-    shutdown.spawn(pvfs_serve::fold(events, view.clone()));
+    let (feed, reader) = match history(&args, &cluster)? {
+        Some((feed, reader, writing)) => {
+            // The writer commits its open points once the folder (its feed's holder) ends.
+            shutdown.spawn(async move {
+                let _ = tokio::task::spawn_blocking(move || writing.wait()).await;
+            });
+            (Some(feed), Some(reader))
+        }
+        None => (None, None),
+    };
+    shutdown.spawn(pvfs_serve::fold(events, view.clone(), feed));
+    let scheme = if tls.is_some() { "https" } else { "http" };
     output::note(&format!(
-        "serving metrics of {} nodes at http://{local}/metrics and the web view at http://{local}/ (Ctrl-C or SIGTERM stops)",
+        "serving metrics of {} nodes at {scheme}://{local}/metrics and the web view at {scheme}://{local}/ (Ctrl-C or SIGTERM stops)",
         cluster.nodes.len()
     ));
-    shutdown.spawn(pvfs_serve::serve_http(
-        listener,
-        pvfs_serve::app(view),
-        HttpLimits::default(),
-        shutdown.token(),
-    ));
+    let nodes = std::sync::Arc::new(cluster.nodes.iter().map(|n| n.name.clone()).collect());
+    let app = pvfs_serve::app(view, pvfs_serve::history::HistoryState { reader, nodes });
+    let limits = HttpLimits::default();
+    match tls {
+        Some(tls) => {
+            drop(shutdown.spawn(pvfs_serve::serve_https(listener, app, limits, tls, shutdown.token())))
+        }
+        None => drop(shutdown.spawn(pvfs_serve::serve_http(listener, app, limits, shutdown.token()))),
+    }
+
     // Stops following the nodes and serving; the scrapes under way finish, and the folder
     // takes in what the followers had sent.
     shutdown.cancelled().await;
@@ -52,4 +71,41 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<u8> {
         tracing::warn!(error = %err, "stopping: not everything ended in time; exiting anyway");
     }
     Ok(exit::OK)
+}
+
+/// The history's store for `cluster`, unless `--no-history`: `--history DIR/CLUSTER.redb`.
+fn history(
+    args: &ServeArgs,
+    cluster: &pvfs_config::Cluster,
+) -> anyhow::Result<Option<(pvfs_serve::history::Feed, pvfs_history::Reader, pvfs_serve::history::Writing)>> {
+    if args.no_history {
+        return Ok(None);
+    }
+    std::fs::create_dir_all(&args.history).with_context(|| {
+        format!(
+            "cannot make the history directory {} (give --history DIR, or --no-history)",
+            args.history.display()
+        )
+    })?;
+    let path = args.history.join(format!("{}.redb", cluster.name));
+    let started = pvfs_serve::history::start(&path)?;
+    output::note(&format!("keeping history in {}", path.display()));
+    Ok(Some(started))
+}
+
+/// `--web-tls NAME`: NAME's certificate and key from the cluster's TLS directory, checked (it
+/// matches its key, chains to the CA, is valid now and is a server's) before anything starts.
+fn web_tls(
+    cluster: &pvfs_config::Cluster,
+    name: &str,
+) -> anyhow::Result<std::sync::Arc<pvfs_serve::TlsConfig>> {
+    let material = pvfs_tls::load(&cluster.tls_dir, name).with_context(|| {
+        format!(
+            "--web-tls {name}: issue it with `pvfsctl ca issue {name} --dir {} --san HOST`",
+            cluster.tls_dir.display()
+        )
+    })?;
+    pvfs_tls::check_identity(&material, pvfs_tls::Usage::Agent)
+        .with_context(|| format!("--web-tls {name}: a server certificate of the cluster's CA is needed"))?;
+    pvfs_serve::https_config(&material).map_err(|e| anyhow::anyhow!("--web-tls {name}: {e}"))
 }

@@ -17,9 +17,15 @@ struct Serve {
 impl Serve {
     /// Starts `serve` on a free loopback port and waits (bounded) for the line naming it.
     fn start(dir: &TestDir, cluster: &str) -> Serve {
+        Serve::start_with(dir, cluster, &[])
+    }
+
+    /// [`Serve::start`] with more flags.
+    fn start_with(dir: &TestDir, cluster: &str, flags: &[&str]) -> Serve {
         let mut child = dir
             .command(&pvfsctl())
             .args(["serve", cluster, "--metrics-listen", "127.0.0.1:0"])
+            .args(flags)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -37,7 +43,8 @@ impl Serve {
             let line = rx
                 .recv_timeout(deadline.saturating_duration_since(Instant::now()))
                 .unwrap_or_else(|_| panic!("serve did not say where it listens within 20 s"));
-            if let Some(rest) = line.split("at http://").nth(1) {
+            if let Some(rest) = line.split(" at http://").nth(1).or_else(|| line.split(" at https://").nth(1))
+            {
                 break rest.split('/').next().unwrap().parse().unwrap();
             }
         };
@@ -231,5 +238,187 @@ fn a_browser_shows_each_node_as_top_prints_the_same_second() {
     assert!(util.starts_with(&format!("util {busiest:.0}%")), "{util} against {busiest} in {line}");
     assert_eq!(table[0][0], "n1", "{table}");
     assert_eq!(table[0][1], "server", "{table}");
+    drop(agent);
+}
+
+/// One blocking `GET path` (bounded at 20 s): the status code and the body.
+fn get(to: SocketAddr, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let limit = Duration::from_secs(20);
+    let mut stream = std::net::TcpStream::connect_timeout(&to, limit).unwrap();
+    stream.set_read_timeout(Some(limit)).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: pvfs\r\nConnection: close\r\n\r\n").unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).unwrap();
+    let answer = text(&answer);
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    // The JSON answers are sent whole (a Content-Length); a chunked one would need decoding.
+    (status, body.to_owned())
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+}
+
+/// Issue 27: `serve` keeps history. A 10 s point of a real agent's node holds the average,
+/// minimum and maximum of the ten seconds `top --json` printed for the same span, exactly (as
+/// the store's 32-bit floats); a node not in the cluster file and a backwards range are refused
+/// with what is wrong.
+#[test]
+fn serve_keeps_each_nodes_ten_second_points_as_the_seconds_top_printed() {
+    let dir = TestDir::new();
+    dir.pki();
+    dir.issue_agent("n1", "127.0.0.1");
+    let agent = crate::util::AgentProcess::start(&dir, "n1", "127.0.0.1");
+    let cluster = cluster_file(&dir, &[("n1", format!("127.0.0.1:{}", agent.port))]);
+    let cluster = cluster.to_str().unwrap();
+    let serve = Serve::start(&dir, cluster);
+    let top = dir
+        .command(&pvfsctl())
+        .args(["top", cluster, "--json", "--count", "26"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The first complete 10 s point (bounded: one closes every 10 s, 3 s after its end).
+    let from = unix_now() - 60;
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let (answer, at) = loop {
+        let (status, body) = get(serve.addr, &format!("/api/history?node=n1&tier=10s&from={from}"));
+        assert_eq!(status, 200, "{body}");
+        let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let full = answer["seconds"].as_array().unwrap().iter().position(|s| s == 10);
+        if let Some(at) = full {
+            break (answer, at);
+        }
+        assert!(Instant::now() < deadline, "no complete 10 s point within 40 s: {body}");
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let start = answer["times"][at].as_u64().unwrap();
+    let out = top.wait_with_output().unwrap();
+    // top's seconds whose middle falls in the point.
+    let lines: Vec<pvfs_metrics::line::SecondLine> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|l: &pvfs_metrics::line::SecondLine| {
+            let (begin, end) = l.span().unwrap();
+            ((begin + end) / 2.0).floor() as u64 / 10 * 10 == start
+        })
+        .collect();
+    assert_eq!(lines.len(), 10, "top printed {} seconds of the point at {start}", lines.len());
+    let series = |group: &str, column: &str| {
+        answer["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["group"] == group && s["column"] == column)
+            .unwrap_or_else(|| panic!("no {group} {column} in {answer}"))
+            .clone()
+    };
+    type Column = fn(&pvfs_metrics::line::SecondLine) -> f64;
+    let checks: [(&str, &str, Column); 3] = [
+        ("cpu", "%idle", |l| l.cpu.get(pvfs_metrics::rates::CpuColumn::Idle).unwrap()),
+        ("mem", "kbmemused", |l| l.mem.get(pvfs_metrics::rates::MemColumn::Kbmemused).unwrap()),
+        ("load", "plist-sz", |l| l.tasks.get(pvfs_metrics::rates::LoadColumn::PlistSz).unwrap()),
+    ];
+    for (group, column, value) in checks {
+        let values: Vec<f64> = lines.iter().map(value).collect();
+        let s = series(group, column);
+        let avg = (values.iter().sum::<f64>() / 10.0) as f32;
+        let min = values.iter().copied().fold(f64::INFINITY, f64::min) as f32;
+        let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max) as f32;
+        let got = |k: &str| s[k][at].as_f64().unwrap() as f32;
+        assert_eq!((got("avg"), got("min"), got("max")), (avg, min, max), "{group} {column}: {values:?}");
+    }
+    let (status, body) = get(serve.addr, "/api/history?node=nope");
+    assert_eq!((status, body.trim()), (404, "no node \"nope\" in the cluster file"));
+    let (status, body) = get(serve.addr, "/api/history?node=n1&from=20&to=10");
+    assert_eq!((status, body.trim()), (400, "from (20) must be before to (10)"));
+    // Where the README says: pvfs-history/CLUSTER.redb in the working directory.
+    assert!(dir.path().join("pvfs-history/t.redb").is_file());
+
+    // The node view in a real headless Chromium: the last hour from the 10 s tier, then the
+    // last 6 hours, which serve answers from the 1 min tier (6 h of 10 s would be 2,160 points).
+    let browser = crate::util::Browser::start();
+    browser.go(&format!("http://{}/#node=n1&last=3600", serve.addr));
+    let read_charts = "const b = document.getElementById('charts');
+        if (!b.dataset.tier || document.getElementById('node-view').hidden) return null;
+        return {tier: b.dataset.tier, points: +b.dataset.points, charts: [...b.querySelectorAll('.chart')].map(c => c.dataset.group + ' ' + c.dataset.column)};";
+    let wait_charts = |what: &str, tier: &str| {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let shown = browser.run(read_charts);
+            if shown["tier"] == tier {
+                return shown;
+            }
+            assert!(Instant::now() < deadline, "the node view showed no {what} within 15 s: {shown}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    let hour = wait_charts("hour", "10s");
+    assert!(hour["points"].as_u64().unwrap() >= 1, "{hour}");
+    let charts = hour["charts"].to_string();
+    for chart in ["cpu %usr,%sys,%iowait", "mem kbmemused,kbcached", "load ldavg-1,runq-sz"] {
+        assert!(charts.contains(chart), "no chart {chart}: {charts}");
+    }
+    browser.run("[...document.querySelectorAll('#ranges button')].find(b => b.textContent === '6 h').click(); return null;");
+    let six = wait_charts("6 hours", "1m");
+    let (_, body) = get(serve.addr, &format!("/api/history?node=n1&tier=1m&from={}", unix_now() - 6 * 3600));
+    let minutes: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(six["points"], minutes["times"].as_array().unwrap().len(), "{six} against {minutes}");
+    drop(agent);
+}
+
+/// Issue 27: `--web-tls NAME` serves the web view and /metrics over HTTPS with a server
+/// certificate of the cluster's CA: a client trusting only the CA's ca.crt reads `/api/now`;
+/// plain HTTP gets no page; a name with no certificate is refused before anything starts, with
+/// the command that issues one.
+#[test]
+fn web_tls_serves_https_with_a_certificate_of_the_clusters_ca() {
+    let dir = TestDir::new();
+    dir.pki();
+    dir.issue_agent("n1", "127.0.0.1");
+    dir.issue_agent("web", "127.0.0.1");
+    let agent = crate::util::AgentProcess::start(&dir, "n1", "127.0.0.1");
+    let cluster = cluster_file(&dir, &[("n1", format!("127.0.0.1:{}", agent.port))]);
+    let cluster = cluster.to_str().unwrap();
+
+    let out = dir.ctl(&["serve", cluster, "--web-tls", "nope", "--metrics-listen", "127.0.0.1:0"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--web-tls nope") && err.contains("pvfsctl ca issue nope"), "{err}");
+    assert!(!dir.path().join("pvfs-history").exists(), "a refused serve made its history: {err}");
+
+    let serve = Serve::start_with(&dir, cluster, &["--web-tls", "web"]);
+    let ca = std::fs::read(dir.path().join("tls/ca.crt")).unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::pem::PemObject::pem_slice_iter(&ca) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    let connection = rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
+    let tcp = std::net::TcpStream::connect(serve.addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut tls = rustls::StreamOwned::new(connection, tcp);
+    {
+        use std::io::{Read, Write};
+        tls.write_all(b"GET /api/now HTTP/1.1\r\nHost: pvfs\r\nConnection: close\r\n\r\n").unwrap();
+        let mut answer = Vec::new();
+        // rustls reports a peer that closes without close_notify as an error; the answer is in.
+        let _ = tls.read_to_end(&mut answer);
+        let answer = text(&answer);
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.contains("\"nodes\":[{\"name\":\"n1\""), "{answer}");
+    }
+    // Plain HTTP on the same port: no page (the handshake fails and the connection closes).
+    let (status, body) = get(serve.addr, "/api/now");
+    assert_eq!(status, 0, "plain HTTP was answered: {body}");
     drop(agent);
 }

@@ -1,0 +1,263 @@
+//! The history `serve` keeps (`pvfs-history`): a thread that owns the store's writer, fed each
+//! node's newest pair of samples by the folder, and `/api/history`, which reads the store.
+//!
+//! The folder hands over the two samples (shared, so a pointer copy each) and the thread works
+//! out the rates: the folder stays as cheap per sample as it was, and a slow disk delays only
+//! the history. The hand-over is a bounded queue the folder never waits on: when the thread
+//! falls behind, seconds are dropped and counted, never the agents' streams held up.
+
+use axum::extract::{Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use pvfs_history::{Group, HistoryError, Point, Reader, TIERS, Tier, Writer};
+use pvfs_metrics::rates::Rates;
+use pvfs_metrics::ring::Stamped;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Seconds queued for the writer: a few seconds of 10,000 nodes.
+const QUEUE: usize = 32_768;
+
+/// The most points one answer holds: a range that would hold more is answered from a coarser
+/// tier (a chart is at most a few thousand pixels wide).
+pub const MAX_POINTS: u64 = 2_000;
+
+/// One node's second, as the folder hands it over.
+pub struct Second {
+    pub node: String,
+    pub prev: Arc<Stamped>,
+    pub last: Arc<Stamped>,
+}
+
+/// The folder's end of the history: where it hands seconds over.
+#[derive(Clone)]
+pub struct Feed {
+    tx: SyncSender<Second>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl Feed {
+    /// Hands a second over, or drops it (counted) when the writer is behind.
+    pub fn send(&self, second: Second) {
+        match self.tx.try_send(second) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                if self.dropped.fetch_add(1, Ordering::Relaxed) == 0 {
+                    tracing::warn!(
+                        "history: the store is behind; seconds are being dropped from the history"
+                    );
+                }
+            }
+            // The writer stopped (its store failed, and it said so).
+            Err(TrySendError::Disconnected(_)) => {}
+        }
+    }
+}
+
+/// The writer's thread.
+pub struct Writing(std::thread::JoinHandle<()>);
+
+impl Writing {
+    /// Waits for the writer to end: once every [`Feed`] is dropped, it commits every open point
+    /// and ends.
+    pub fn wait(self) {
+        let _ = self.0.join();
+    }
+}
+
+/// Opens the store at `path` and starts its writer on a thread of its own.
+pub fn start(path: &Path) -> Result<(Feed, Reader, Writing), HistoryError> {
+    let (writer, reader) = pvfs_history::open(path, unix_now())?;
+    let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
+    let dropped = Arc::new(AtomicU64::new(0));
+    let counted = dropped.clone();
+    let thread = std::thread::Builder::new()
+        .name("history".into())
+        .spawn(move || write(writer, rx, &counted))
+        .expect("a thread can be started");
+    Ok((Feed { tx, dropped }, reader, Writing(thread)))
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs()
+}
+
+/// The writer's loop: takes seconds as they come, closes points whose time has passed and
+/// commits once a second.
+fn write(mut writer: Writer, rx: Receiver<Second>, dropped: &AtomicU64) {
+    let mut committed_at = 0;
+    loop {
+        let ended = match rx.recv_timeout(Duration::from_millis(500)) {
+            Ok(second) => {
+                take(&mut writer, &second);
+                // What else is queued, without waiting.
+                while let Ok(second) = rx.try_recv() {
+                    take(&mut writer, &second);
+                }
+                false
+            }
+            Err(RecvTimeoutError::Timeout) => false,
+            Err(RecvTimeoutError::Disconnected) => true,
+        };
+        let now = unix_now();
+        if ended {
+            writer.close_all();
+        } else if now == committed_at {
+            continue;
+        } else {
+            writer.close_due(now);
+        }
+        committed_at = now;
+        if let Err(err) = writer.commit(now) {
+            tracing::error!(error = %err, "history: cannot write; serve goes on without history");
+            return;
+        }
+        if ended {
+            let dropped = dropped.load(Ordering::Relaxed);
+            if dropped > 0 {
+                tracing::warn!(dropped, "history: seconds dropped while the store was behind");
+            }
+            return;
+        }
+    }
+}
+
+fn take(writer: &mut Writer, second: &Second) {
+    let rates = Rates::between(&second.prev.sample, &second.last.sample);
+    writer.record(&second.node, &rates, &second.last.sample.visible_devices(false));
+}
+
+/// `/api/history`'s query.
+#[derive(Debug, Deserialize)]
+pub struct HistoryQuery {
+    pub node: String,
+    /// Unix seconds; by default an hour before `to`.
+    pub from: Option<u64>,
+    /// Unix seconds; by default now.
+    pub to: Option<u64>,
+    /// `10s`, `1m` or `10m`; by default the finest that keeps `from` and fits the range in
+    /// [`MAX_POINTS`].
+    pub tier: Option<String>,
+}
+
+/// `/api/history`'s answer: one node's points, column by column (`null` where a point lacks the
+/// series), so the browser draws each series from three arrays.
+#[derive(Debug, Serialize)]
+pub struct HistoryAnswer {
+    pub node: String,
+    pub tier: &'static str,
+    pub step_s: u64,
+    pub from: u64,
+    pub to: u64,
+    /// Each point's start (Unix seconds); a step missing between two is a gap.
+    pub times: Vec<u64>,
+    /// The seconds each point holds (fewer than `step_s` where the node was down for some).
+    pub seconds: Vec<u32>,
+    pub series: Vec<SeriesAnswer>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SeriesAnswer {
+    pub group: Group,
+    pub device: String,
+    pub column: String,
+    pub avg: Vec<Option<f32>>,
+    pub min: Vec<Option<f32>>,
+    pub max: Vec<Option<f32>>,
+}
+
+impl HistoryAnswer {
+    fn of(node: String, tier: Tier, from: u64, to: u64, points: &[Point]) -> HistoryAnswer {
+        let mut keys: Vec<&pvfs_history::SeriesKey> =
+            points.iter().flat_map(|p| p.series.iter().map(|(k, _)| k)).collect();
+        keys.sort();
+        keys.dedup();
+        let series = keys
+            .into_iter()
+            .map(|key| {
+                let stats: Vec<_> =
+                    points.iter().map(|p| p.series.iter().find(|(k, _)| k == key).map(|(_, s)| *s)).collect();
+                SeriesAnswer {
+                    group: key.group,
+                    device: key.device.clone(),
+                    column: key.column.clone(),
+                    avg: stats.iter().map(|s| s.map(|s| s.avg)).collect(),
+                    min: stats.iter().map(|s| s.map(|s| s.min)).collect(),
+                    max: stats.iter().map(|s| s.map(|s| s.max)).collect(),
+                }
+            })
+            .collect();
+        HistoryAnswer {
+            node,
+            tier: tier.name,
+            step_s: tier.step_s,
+            from,
+            to,
+            times: points.iter().map(|p| p.start).collect(),
+            seconds: points.iter().map(|p| p.seconds).collect(),
+            series,
+        }
+    }
+}
+
+/// The tier a range is answered from: the one asked for, or the finest that still keeps `from`
+/// and holds the range in [`MAX_POINTS`].
+pub fn tier_for(asked: Option<&str>, from: u64, to: u64, now: u64) -> Result<Tier, String> {
+    if let Some(name) = asked {
+        return Tier::named(name).ok_or_else(|| format!("no tier {name:?}: the tiers are 10s, 1m and 10m"));
+    }
+    let span = to.saturating_sub(from);
+    Ok(TIERS
+        .into_iter()
+        .find(|tier| now.saturating_sub(tier.keep_s) <= from && span / tier.step_s <= MAX_POINTS)
+        .unwrap_or(TIERS[TIERS.len() - 1]))
+}
+
+/// What `/api/history` reads: the store and the cluster's nodes.
+#[derive(Clone)]
+pub struct HistoryState {
+    pub reader: Option<Reader>,
+    pub nodes: Arc<Vec<String>>,
+}
+
+pub(crate) async fn answer(State(state): State<HistoryState>, Query(query): Query<HistoryQuery>) -> Response {
+    let bad = |status: StatusCode, text: String| {
+        (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
+    };
+    let Some(reader) = state.reader else {
+        return bad(
+            StatusCode::NOT_FOUND,
+            "this serve keeps no history (it was started with --no-history)\n".into(),
+        );
+    };
+    if !state.nodes.contains(&query.node) {
+        return bad(StatusCode::NOT_FOUND, format!("no node {:?} in the cluster file\n", query.node));
+    }
+    let now = unix_now();
+    let to = query.to.unwrap_or(now);
+    let from = query.from.unwrap_or(to.saturating_sub(3600));
+    if from >= to {
+        return bad(StatusCode::BAD_REQUEST, format!("from ({from}) must be before to ({to})\n"));
+    }
+    let tier = match tier_for(query.tier.as_deref(), from, to, now) {
+        Ok(tier) => tier,
+        Err(text) => return bad(StatusCode::BAD_REQUEST, text + "\n"),
+    };
+    let node = query.node;
+    // redb reads block: on the blocking pool, beside the runtime's threads.
+    let read = tokio::task::spawn_blocking(move || {
+        reader
+            .range(&node, tier, from, to)
+            .map(|range| HistoryAnswer::of(node, tier, from, to, &range.points))
+    })
+    .await;
+    match read {
+        Ok(Ok(answer)) => ([(header::CONTENT_TYPE, "application/json")], axum::Json(answer)).into_response(),
+        Ok(Err(err)) => bad(StatusCode::INTERNAL_SERVER_ERROR, format!("{err}\n")),
+        Err(_) => bad(StatusCode::INTERNAL_SERVER_ERROR, "the history read failed\n".into()),
+    }
+}
