@@ -21,5 +21,5 @@ pub mod tier;
 
 pub use consolidate::{Point, Stat};
 pub use series::{Group, SeriesKey};
-pub use store::{Committed, HistoryError, Range, Reader, Writer, open};
+pub use store::{Committed, HistoryError, Range, Reader, TierBytes, Writer, open};
 pub use tier::{TIERS, Tier};

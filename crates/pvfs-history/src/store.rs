@@ -334,7 +334,45 @@ pub struct Range {
     pub points: Vec<Point>,
 }
 
+/// What one tier's tables hold on disk (redb's own count of the bytes its rows take).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TierBytes {
+    pub tier: Tier,
+    pub chunk_rows: u64,
+    pub chunk_bytes: u64,
+    pub tail_rows: u64,
+    pub tail_bytes: u64,
+}
+
 impl Reader {
+    /// Each tier's rows and their bytes, for the footprint benchmark.
+    pub fn footprint(&self) -> Result<Vec<TierBytes>, HistoryError> {
+        let store = |e: redb::Error| HistoryError::Store { path: self.path.clone(), source: Box::new(e) };
+        let read = self.db.begin_read().map_err(|e| store(e.into()))?;
+        let mut out = Vec::new();
+        for (i, tier) in TIERS.iter().enumerate() {
+            let mut counts = [(0, 0); 2];
+            for (at, table) in [CHUNK[i], TAIL[i]].into_iter().enumerate() {
+                match read.open_table(table) {
+                    Ok(table) => {
+                        let stats = table.stats().map_err(|e| store(e.into()))?;
+                        counts[at] = (table.len().map_err(|e| store(e.into()))?, stats.stored_bytes());
+                    }
+                    Err(redb::TableError::TableDoesNotExist(_)) => {}
+                    Err(e) => return Err(store(e.into())),
+                }
+            }
+            out.push(TierBytes {
+                tier: *tier,
+                chunk_rows: counts[0].0,
+                chunk_bytes: counts[0].1,
+                tail_rows: counts[1].0,
+                tail_bytes: counts[1].1,
+            });
+        }
+        Ok(out)
+    }
+
     /// `node`'s points of `tier` that start in `[from, to)` (Unix seconds), committed ones only.
     pub fn range(&self, node: &str, tier: Tier, from: u64, to: u64) -> Result<Range, HistoryError> {
         let i = TIERS.iter().position(|t| *t == tier).unwrap_or(0);
