@@ -9,6 +9,9 @@
 //! layout (8 bytes a row). A capture shorter than a chunk (an hour of 10 s points, 6 h of 1 min,
 //! 60 h of 10 min) overstates the per-point cost: each chunk's names are paid for fewer points.
 
+// The report is this program's output.
+#![allow(clippy::print_stdout)]
+
 use pvfs_history::{Group, TIERS};
 use pvfs_metrics::line::{MetricsLine, SecondLine};
 use pvfs_metrics::rates::{Column, CpuColumn, LoadColumn, MemColumn};
