@@ -22,7 +22,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 mod run_dir;
-pub use run_dir::{LineFile, RunDir, write_atomic};
+pub use run_dir::{LineFile, RunDir, events_path, write_atomic};
+mod timeline;
+pub use timeline::{PhaseSpan, timeline};
 
 /// The version of `results.json` this code writes. Records from before the field existed
 /// have the same shape and read as version 1.

@@ -7,12 +7,14 @@
 //! - [`app`]: the routes (`/metrics`, [`web`]'s page and its `/api/now` and `/api/live`, and
 //!   [`history`]'s `/api/history`).
 //! - [`history`]: the store of every node's past (`pvfs-history`), fed by [`fold`].
+//! - [`runs`]: the benchmark runs of `--results DIR`, their phases on the clock.
 //! - [`serve_http`]: hyper's HTTP/1.1 within [`HttpLimits`] — a header-read timeout, a
 //!   connection lifetime, and [`admission`]'s table, which admits every connection at once and
 //!   closes the oldest idle one when full, so a slowloris cannot keep a scrape out.
 
 mod admission;
 pub mod history;
+pub mod runs;
 pub mod web;
 
 use admission::{Admission, Busy, Ticket};
@@ -83,10 +85,11 @@ pub async fn fold(mut events: mpsc::Receiver<StreamEvent>, view: SharedView, his
     }
 }
 
-/// The routes over `view` and `history`: `/metrics`, the web view (`/`, `/api/now`,
-/// `/api/live`) and `/api/history`.
-pub fn app(view: SharedView, history: history::HistoryState) -> axum::Router {
+/// The routes over `view`, `history` and `runs`: `/metrics`, the web view (`/`, `/api/now`,
+/// `/api/live`), `/api/history` and `/api/runs`.
+pub fn app(view: SharedView, history: history::HistoryState, runs: runs::Runs) -> axum::Router {
     let past = axum::Router::new().route("/api/history", get(history::answer)).with_state(history);
+    let runs = axum::Router::new().route("/api/runs", get(runs::answer)).with_state(runs);
     axum::Router::new()
         .route("/metrics", get(metrics))
         .route("/", get(web::page))
@@ -94,6 +97,7 @@ pub fn app(view: SharedView, history: history::HistoryState) -> axum::Router {
         .route("/api/live", get(web::live))
         .with_state(view)
         .merge(past)
+        .merge(runs)
 }
 
 /// The exposition; OpenMetrics when the scraper asks for it (Prometheus does by default).

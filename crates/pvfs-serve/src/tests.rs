@@ -154,7 +154,11 @@ async fn the_web_view_serves_its_page_and_each_nodes_second_as_top_prints_it() {
     let shutdown = CancellationToken::new();
     let server = tokio::spawn(serve_http(
         listener,
-        app(view.clone(), history::HistoryState { reader: None, nodes: Default::default() }),
+        app(
+            view.clone(),
+            history::HistoryState { reader: None, nodes: Default::default() },
+            runs::Runs::new("none".into()),
+        ),
         HttpLimits::default(),
         shutdown.clone(),
     ));

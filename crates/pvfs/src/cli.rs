@@ -488,6 +488,10 @@ pub struct ServeArgs {
     /// Keep no history: the web view shows the live seconds only.
     #[arg(long)]
     pub no_history: bool,
+    /// Where `pvfsctl bench` keeps its runs (its --results): the web view draws their phases
+    /// over its charts and lists them.
+    #[arg(long, value_name = "DIR", default_value = "pvfs-results")]
+    pub results: PathBuf,
     /// Serve the web view and /metrics over HTTPS with NAME.crt and NAME.key from the cluster's
     /// TLS directory: a server certificate of the cluster's CA (`pvfsctl ca issue NAME --san
     /// HOST`); browsers then trust the cluster's ca.crt.

@@ -23,6 +23,11 @@ const MPIRUN_OUT: &str = "mpirun.out";
 /// no record was interrupted.
 pub(super) const BEFORE_RECORD: [&str; 5] = [CLUSTER_TOML, COMMANDS_TXT, EVENTS_JSONL, METRICS, RAW];
 
+/// `DIR/events.jsonl`, for readers.
+pub fn events_path(dir: &Path) -> PathBuf {
+    dir.join(EVENTS_JSONL)
+}
+
 /// `DIR/metrics/NODE.jsonl`, for readers.
 pub(super) fn metrics_path(dir: &Path, node: &str) -> PathBuf {
     dir.join(METRICS).join(format!("{node}.jsonl"))

@@ -461,3 +461,88 @@ fn web_tls_serves_https_with_a_certificate_of_the_clusters_ca() {
     assert_eq!(status, 0, "plain HTTP was answered: {body}");
     drop(agent);
 }
+
+/// Copies a directory tree (files and directories only).
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &to.join(entry.file_name()));
+        } else {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
+}
+
+/// Issue 27: `serve` knows the runs of its `--results` directory (here a run `pvfsctl demo`
+/// wrote, from pvfs-report's testdata): `/api/runs` gives each phase on the clock with its
+/// bandwidth, as events.jsonl has them; in a real headless Chromium the node view of that span
+/// draws them as bands, and the runs view lists the run and opens the compare view over it.
+#[test]
+fn serve_draws_the_runs_of_its_results_directory_as_bands() {
+    let dir = TestDir::new();
+    dir.pki();
+    dir.issue_agent("n1", "127.0.0.1");
+    let agent = crate::util::AgentProcess::start(&dir, "n1", "127.0.0.1");
+    let cluster = cluster_file(&dir, &[("n1", format!("127.0.0.1:{}", agent.port))]);
+    let run = "demo-throughput-20261127T205944";
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../pvfs-report/testdata/old-results")
+        .join(run);
+    copy_tree(&fixture, &dir.path().join("pvfs-results").join(run));
+    let serve = Serve::start(&dir, cluster.to_str().unwrap());
+
+    let (status, body) = get(serve.addr, "/api/runs");
+    assert_eq!(status, 200, "{body}");
+    let runs: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
+    let events = std::fs::read_to_string(fixture.join("events.jsonl")).unwrap();
+    let started: Vec<serde_json::Value> = events
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["event"] == "phase_started")
+        .collect();
+    let phases = runs[0]["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), started.len());
+    for (phase, event) in phases.iter().zip(&started) {
+        assert_eq!((&phase["phase"], &phase["start"]), (&event["phase"], &event["at"]), "{phase}");
+        assert!(phase["bw_mib"].as_f64().unwrap() > 0.0, "{phase}");
+    }
+    assert_eq!(runs[0]["run"], run);
+    let (start, end) = (runs[0]["start"].as_f64().unwrap(), runs[0]["end"].as_f64().unwrap());
+    // A range that misses the run lists nothing.
+    let (_, body) = get(serve.addr, &format!("/api/runs?from={}&to={}", end + 10.0, end + 20.0));
+    assert_eq!(body, "[]");
+
+    let browser = crate::util::Browser::start();
+    let (from, to) = (start as u64 - 60, end as u64 + 60);
+    browser.go(&format!("http://{}/#node=n1&from={from}&to={to}", serve.addr));
+    let wait = |script: &str, what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let value = browser.run(script);
+            if !value.is_null() {
+                return value;
+            }
+            assert!(Instant::now() < deadline, "no {what} within 15 s");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    let bands =
+        wait("return document.getElementById('charts').dataset.bands ?? null;", "bands in the node view");
+    assert_eq!(bands, started.len().to_string());
+    browser.run("document.getElementById('v-runs').click(); return null;");
+    let row = wait(
+        "const r = document.querySelector('#run-rows tr'); return r ? r.dataset.run : null;",
+        "run listed",
+    );
+    assert_eq!(row, run);
+    browser.run("document.querySelector('#run-rows tr').click(); return null;");
+    let compare = wait(
+        "const c = document.getElementById('c-chart'); return c.dataset.bands && c.dataset.nodes === 'n1' ? c.dataset.bands : null;",
+        "compare view over the run",
+    );
+    assert_eq!(compare, started.len().to_string());
+    drop(agent);
+}

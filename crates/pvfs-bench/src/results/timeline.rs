@@ -1,0 +1,107 @@
+//! A run's phases on the clock, read from its events.jsonl: when each phase started (every
+//! client at once) and ended, with its bandwidth and rate — what `serve`'s web view draws as
+//! bands over its charts. Only the phase lines are kept; a line that does not read (the last
+//! of an interrupted run) ends the reading, as what came before is whole.
+
+use super::{BenchEvent, ResultsError, run_dir};
+use crate::phase::Phase;
+use serde::Serialize;
+use std::io::BufRead;
+use std::path::Path;
+
+/// One phase of one iteration on the clock.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PhaseSpan {
+    pub iteration: u32,
+    pub phase: Phase,
+    /// Unix seconds.
+    pub start: f64,
+    /// `start` + the phase's seconds (last task's end − first task's start); `None` for a phase
+    /// that never ended (the run was stopped in it).
+    pub end: Option<f64>,
+    pub bw_mib: Option<f64>,
+    pub ops_per_sec: Option<f64>,
+}
+
+/// The largest events.jsonl read: a line per phase and a line per client per second of
+/// progress, so a day of a thousand clients is ~10 GiB; the web view reads at most this much
+/// of one (its phase lines come first in each phase, so the timeline is whole up to there).
+const EVENTS_READ: u64 = 256 << 20;
+
+/// The phases of the run in `dir`, in the order they ran.
+pub fn timeline(dir: &Path) -> Result<Vec<PhaseSpan>, ResultsError> {
+    let path = run_dir::events_path(dir);
+    let file = std::fs::File::open(&path).map_err(|source| ResultsError::Read {
+        path: path.clone(),
+        dir: dir.to_owned(),
+        source,
+    })?;
+    let mut spans: Vec<PhaseSpan> = Vec::new();
+    for line in std::io::BufReader::new(std::io::Read::take(file, EVENTS_READ)).lines() {
+        let Ok(line) = line else { break };
+        // Progress lines are most of the file: skipped before they are parsed.
+        if !line.contains("\"phase_") {
+            continue;
+        }
+        match serde_json::from_str::<BenchEvent>(&line) {
+            Ok(BenchEvent::PhaseStarted { iteration, phase, at }) => spans.push(PhaseSpan {
+                iteration,
+                phase,
+                start: at,
+                end: None,
+                bw_mib: None,
+                ops_per_sec: None,
+            }),
+            Ok(BenchEvent::PhaseDone { iteration, phase, totals }) => {
+                if let Some(span) =
+                    spans.iter_mut().rev().find(|s| s.iteration == iteration && s.phase == phase)
+                {
+                    span.end = Some(span.start + totals.seconds);
+                    span.bw_mib = Some(totals.bw_mib);
+                    span.ops_per_sec = Some(totals.ops_per_sec);
+                }
+            }
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
+    Ok(spans)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::phase::IorPhase;
+
+    #[test]
+    fn a_runs_phases_are_read_from_its_events_with_their_times_and_bandwidth() {
+        // A directory `pvfsctl demo --once` wrote (pvfs-report's testdata; its MANIFEST says so).
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../pvfs-report/testdata/old-results/demo-throughput-20261127T205944");
+        let spans = timeline(&dir).expect("reads");
+        let phases: Vec<(u32, Phase)> = spans.iter().map(|s| (s.iteration, s.phase)).collect();
+        let (w, r) = (Phase::Ior(IorPhase::Write), Phase::Ior(IorPhase::Read));
+        assert_eq!(phases, [(0, w), (0, r), (1, w), (1, r)]);
+        let first = &spans[0];
+        assert_eq!(first.start, 1795813184.7848504);
+        assert_eq!(first.end, Some(1795813184.7848504 + 0.295205065));
+        assert_eq!(first.bw_mib, Some(1300.7906893467427));
+        assert!(spans.windows(2).all(|p| p[0].end.is_some_and(|end| end <= p[1].start)), "{spans:?}");
+    }
+
+    #[test]
+    fn a_phase_the_run_stopped_in_has_no_end_and_a_torn_last_line_ends_the_reading() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join("events.jsonl"),
+            "{\"at\":10.0,\"event\":\"phase_started\",\"iteration\":0,\"phase\":\"write\"}\n\
+             {\"bytes\":1,\"event\":\"progress\",\"node\":\"c1\",\"ops\":1,\"time\":11.0}\n\
+             {\"at\":20.0,\"event\":\"phase_sta",
+        )
+        .expect("write");
+        let spans = timeline(dir.path()).expect("reads");
+        assert_eq!(spans.len(), 1);
+        assert_eq!((spans[0].start, spans[0].end, spans[0].bw_mib), (10.0, None, None));
+        assert!(matches!(timeline(&dir.path().join("nope")), Err(ResultsError::Read { .. })));
+    }
+}
