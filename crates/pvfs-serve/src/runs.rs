@@ -21,9 +21,11 @@ const MAX_RUNS: usize = 10_000;
 #[derive(Clone)]
 pub struct Runs {
     dir: Arc<PathBuf>,
-    /// Each run's phases by its directory, with the events file's size and time when read.
-    cache: Arc<Mutex<HashMap<PathBuf, (u64, Option<SystemTime>, Arc<Vec<PhaseSpan>>)>>>,
+    cache: Arc<Mutex<HashMap<PathBuf, Read>>>,
 }
+
+/// A run's phases by its directory, with its events file's size and time when they were read.
+type Read = (u64, Option<SystemTime>, Arc<Vec<PhaseSpan>>);
 
 /// One run as `/api/runs` answers it.
 #[derive(Debug, Serialize)]
