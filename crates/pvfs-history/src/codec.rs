@@ -121,6 +121,17 @@ pub fn chunk_bytes(chunk: u64, step: u64, points: &[Point]) -> Vec<u8> {
 
 /// A chunk row back into its points.
 pub fn chunk_from(chunk: u64, step: u64, bytes: &[u8]) -> Result<Vec<Point>, Corrupt> {
+    chunk_from_with(chunk, step, bytes, &|_| true)
+}
+
+/// A chunk row back into its points, with only the series `keep` wants (the others are not
+/// decoded).
+pub fn chunk_from_with(
+    chunk: u64,
+    step: u64,
+    bytes: &[u8],
+    keep: &dyn Fn(&SeriesKey) -> bool,
+) -> Result<Vec<Point>, Corrupt> {
     let what = "chunk";
     let (&version, deflated) = bytes.split_first().ok_or(Corrupt { what, why: "empty" })?;
     if version != VERSION {
@@ -157,6 +168,10 @@ pub fn chunk_from(chunk: u64, step: u64, bytes: &[u8]) -> Result<Vec<Point>, Cor
     };
     let mut at = 0;
     for (key, has) in present {
+        if !keep(&key) {
+            at += 3 * has.len();
+            continue;
+        }
         let mut avgs = Vec::with_capacity(has.len());
         let mut prev = 0u32;
         for _ in &has {
@@ -296,6 +311,21 @@ mod tests {
             .collect();
         let bytes = chunk_bytes(3600, 10, &points);
         assert_eq!(chunk_from(3600, 10, &bytes).expect("reads"), points);
+    }
+
+    #[test]
+    fn a_chunk_read_for_some_series_gives_those_as_they_were() {
+        let points: Vec<Point> = (0..20).map(|slot| point(slot * 10, slot as f32, slot % 3 != 0)).collect();
+        let bytes = chunk_bytes(0, 10, &points);
+        let only_nic = chunk_from_with(0, 10, &bytes, &|k| k.group == Group::Nic).expect("reads");
+        let expected: Vec<Point> = points
+            .iter()
+            .map(|p| Point {
+                series: p.series.iter().filter(|(k, _)| k.group == Group::Nic).cloned().collect(),
+                ..p.clone()
+            })
+            .collect();
+        assert_eq!(only_nic, expected);
     }
 
     #[test]

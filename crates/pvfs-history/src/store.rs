@@ -375,6 +375,18 @@ impl Reader {
 
     /// `node`'s points of `tier` that start in `[from, to)` (Unix seconds), committed ones only.
     pub fn range(&self, node: &str, tier: Tier, from: u64, to: u64) -> Result<Range, HistoryError> {
+        self.range_of(node, tier, from, to, &|_| true)
+    }
+
+    /// [`Reader::range`] with only the series `keep` wants in each point.
+    pub fn range_of(
+        &self,
+        node: &str,
+        tier: Tier,
+        from: u64,
+        to: u64,
+        keep: &dyn Fn(&crate::SeriesKey) -> bool,
+    ) -> Result<Range, HistoryError> {
         let i = TIERS.iter().position(|t| *t == tier).unwrap_or(0);
         let store = |e: redb::Error| HistoryError::Store { path: self.path.clone(), source: Box::new(e) };
         let corrupt =
@@ -386,8 +398,8 @@ impl Reader {
                 let first = tier.chunk_of(from);
                 for row in chunks.range((node, first)..(node, to)).map_err(|e| store(e.into()))? {
                     let (key, value) = row.map_err(|e| store(e.into()))?;
-                    let chunk =
-                        codec::chunk_from(key.value().1, tier.step_s, value.value()).map_err(corrupt)?;
+                    let chunk = codec::chunk_from_with(key.value().1, tier.step_s, value.value(), keep)
+                        .map_err(corrupt)?;
                     points.extend(chunk.into_iter().filter(|p| p.start >= from && p.start < to));
                 }
             }
@@ -398,7 +410,8 @@ impl Reader {
             Ok(tail) => {
                 for row in tail.range((node, from)..(node, to)).map_err(|e| store(e.into()))? {
                     let (key, value) = row.map_err(|e| store(e.into()))?;
-                    let point = codec::point_from(key.value().1, value.value()).map_err(corrupt)?;
+                    let mut point = codec::point_from(key.value().1, value.value()).map_err(corrupt)?;
+                    point.series.retain(|(k, _)| keep(k));
                     points.retain(|p: &Point| p.start != point.start);
                     points.push(point);
                 }

@@ -274,9 +274,110 @@ pub(crate) async fn answer(State(state): State<HistoryState>, Query(query): Quer
     // redb reads block: on the blocking pool, beside the runtime's threads.
     let read = tokio::task::spawn_blocking(move || {
         let columns: Option<Vec<&str>> = columns.as_deref().map(|c| c.split(',').collect());
+        let keep =
+            |k: &pvfs_history::SeriesKey| columns.as_ref().is_none_or(|c| c.contains(&k.column.as_str()));
         reader
-            .range(&node, tier, from, to)
+            .range_of(&node, tier, from, to, &keep)
             .map(|range| HistoryAnswer::of(node, tier, from, to, &range.points, columns.as_deref()))
+    })
+    .await;
+    match read {
+        Ok(Ok(answer)) => ([(header::CONTENT_TYPE, "application/json")], axum::Json(answer)).into_response(),
+        Ok(Err(err)) => bad(StatusCode::INTERNAL_SERVER_ERROR, format!("{err}\n")),
+        Err(_) => bad(StatusCode::INTERNAL_SERVER_ERROR, "the history read failed\n".into()),
+    }
+}
+
+/// `/api/heatmap`'s query.
+#[derive(Debug, Deserialize)]
+pub struct HeatmapQuery {
+    /// A disk column (`%util`, `r_await`, `w_await`, `aqu-sz`, …): each cell is the busiest
+    /// disk's average over the point.
+    pub column: Option<String>,
+    /// How far back, in minutes (by default 30, at most a day).
+    pub minutes: Option<u64>,
+}
+
+/// `/api/heatmap`'s answer: every node's busiest disk on one column over the last minutes, a
+/// row per node and a cell per 10 s point (`null` where the node has no point): the view that
+/// finds one slow target among hundreds.
+#[derive(Debug, Serialize)]
+pub struct HeatmapAnswer {
+    pub column: String,
+    pub step_s: u64,
+    /// The first cell's start; cell `i` starts at `from + i × step_s`.
+    pub from: u64,
+    pub cells: usize,
+    pub nodes: Vec<HeatmapRow>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct HeatmapRow {
+    pub name: String,
+    pub values: Vec<Option<f32>>,
+}
+
+/// The longest heatmap: a day of 10 s cells.
+const HEATMAP_MINUTES: u64 = 24 * 60;
+
+impl HeatmapAnswer {
+    /// Reads every node's points of the 10 s tier since `minutes` before `now`.
+    pub fn read(
+        reader: &Reader,
+        nodes: &[String],
+        column: &str,
+        minutes: u64,
+        now: u64,
+    ) -> Result<HeatmapAnswer, HistoryError> {
+        let tier = TIERS[0];
+        let to = tier.point_of(now) + tier.step_s;
+        let from = to - minutes.clamp(1, HEATMAP_MINUTES) * 60;
+        let cells = usize::try_from((to - from) / tier.step_s).unwrap_or(0);
+        let keep = |k: &pvfs_history::SeriesKey| k.group == Group::Disk && k.column == column;
+        let mut rows = Vec::with_capacity(nodes.len());
+        for node in nodes {
+            let mut values = vec![None; cells];
+            for point in reader.range_of(node, tier, from, to, &keep)?.points {
+                let busiest = point
+                    .series
+                    .iter()
+                    .map(|(_, s)| s.avg)
+                    .fold(None, |m: Option<f32>, v| Some(m.map_or(v, |m| m.max(v))));
+                if let Some(cell) =
+                    values.get_mut(usize::try_from((point.start - from) / tier.step_s).unwrap_or(usize::MAX))
+                {
+                    *cell = busiest;
+                }
+            }
+            rows.push(HeatmapRow { name: node.clone(), values });
+        }
+        Ok(HeatmapAnswer { column: column.to_owned(), step_s: tier.step_s, from, cells, nodes: rows })
+    }
+}
+
+pub(crate) async fn heatmap(
+    State(state): State<HistoryState>,
+    Query(query): Query<HeatmapQuery>,
+) -> Response {
+    let bad = |status: StatusCode, text: String| {
+        (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
+    };
+    let Some(reader) = state.reader else {
+        return bad(
+            StatusCode::NOT_FOUND,
+            "this serve keeps no history (it was started with --no-history)\n".into(),
+        );
+    };
+    let column = query.column.unwrap_or_else(|| "%util".to_owned());
+    if pvfs_metrics::rates::DiskColumn::from_name(&column).is_none() {
+        return bad(
+            StatusCode::BAD_REQUEST,
+            format!("no disk column {column:?}: iostat -x's names (%util, r_await, w_await, aqu-sz, …)\n"),
+        );
+    }
+    let minutes = query.minutes.unwrap_or(30);
+    let read = tokio::task::spawn_blocking(move || {
+        HeatmapAnswer::read(&reader, &state.nodes, &column, minutes, unix_now())
     })
     .await;
     match read {

@@ -86,9 +86,12 @@ pub async fn fold(mut events: mpsc::Receiver<StreamEvent>, view: SharedView, his
 }
 
 /// The routes over `view`, `history` and `runs`: `/metrics`, the web view (`/`, `/api/now`,
-/// `/api/live`), `/api/history` and `/api/runs`.
+/// `/api/live`), `/api/history`, `/api/heatmap` and `/api/runs`.
 pub fn app(view: SharedView, history: history::HistoryState, runs: runs::Runs) -> axum::Router {
-    let past = axum::Router::new().route("/api/history", get(history::answer)).with_state(history);
+    let past = axum::Router::new()
+        .route("/api/history", get(history::answer))
+        .route("/api/heatmap", get(history::heatmap))
+        .with_state(history);
     let runs = axum::Router::new().route("/api/runs", get(runs::answer)).with_state(runs);
     axum::Router::new()
         .route("/metrics", get(metrics))

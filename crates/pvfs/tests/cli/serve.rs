@@ -405,6 +405,34 @@ fn serve_keeps_each_nodes_ten_second_points_as_the_seconds_top_printed() {
         let shown: f64 = key["last"].as_str().unwrap().parse().unwrap();
         assert_eq!(shown, 100.0 - last, "{node}: {key} against %idle {last}");
     }
+
+    // The heatmap: a row per node; n1's cell for the point above is its busiest disk's %util
+    // average, as /api/history has the disks (none with I/O: no cell).
+    let (_, body) = get(serve.addr, "/api/heatmap?column=%25util&minutes=30");
+    let heat: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let names: Vec<&str> =
+        heat["nodes"].as_array().unwrap().iter().map(|n| n["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["n1", "n2"], "{heat}");
+    let cell = ((start - heat["from"].as_u64().unwrap()) / 10) as usize;
+    let busiest = answer["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["group"] == "disk" && s["column"] == "%util")
+        .filter_map(|s| s["avg"][at].as_f64())
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+    assert_eq!(heat["nodes"][0]["values"][cell].as_f64(), busiest, "cell {cell} of {heat}");
+    browser.go(&format!("http://{}/#heatmap", serve.addr));
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let drawn = browser.run("const c = document.getElementById('hm'); return c.dataset.nodes ? [+c.dataset.nodes, +c.dataset.cells] : null;");
+        if !drawn.is_null() {
+            assert_eq!(drawn, serde_json::json!([2, heat["cells"]]), "{drawn}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the heatmap was not drawn within 15 s");
+        std::thread::sleep(Duration::from_millis(200));
+    }
     drop(agent);
     drop(agent2);
 }
