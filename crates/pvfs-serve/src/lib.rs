@@ -86,8 +86,14 @@ pub async fn fold(mut events: mpsc::Receiver<StreamEvent>, view: SharedView, his
 }
 
 /// The routes over `view`, `history` and `runs`: `/metrics`, the web view (`/`, `/api/now`,
-/// `/api/live`), `/api/history`, `/api/heatmap` and `/api/runs`.
-pub fn app(view: SharedView, history: history::HistoryState, runs: runs::Runs) -> axum::Router {
+/// `/api/live`), `/api/history`, `/api/heatmap` and `/api/runs`. `stop` ends the live streams
+/// (a browser's never ends by itself, and would hold serve's stop for a connection's lifetime).
+pub fn app(
+    view: SharedView,
+    history: history::HistoryState,
+    runs: runs::Runs,
+    stop: CancellationToken,
+) -> axum::Router {
     let past = axum::Router::new()
         .route("/api/history", get(history::answer))
         .route("/api/heatmap", get(history::heatmap))
@@ -97,8 +103,8 @@ pub fn app(view: SharedView, history: history::HistoryState, runs: runs::Runs) -
         .route("/metrics", get(metrics))
         .route("/", get(web::page))
         .route("/api/now", get(web::now))
-        .route("/api/live", get(web::live))
-        .with_state(view)
+        .with_state(view.clone())
+        .merge(axum::Router::new().route("/api/live", get(web::live)).with_state(web::Live { view, stop }))
         .merge(past)
         .merge(runs)
 }

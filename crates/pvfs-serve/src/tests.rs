@@ -158,6 +158,7 @@ async fn the_web_view_serves_its_page_and_each_nodes_second_as_top_prints_it() {
             view.clone(),
             history::HistoryState { reader: None, nodes: Default::default() },
             runs::Runs::new("none".into()),
+            shutdown.clone(),
         ),
         HttpLimits::default(),
         shutdown.clone(),

@@ -86,17 +86,28 @@ pub(crate) async fn now(State(view): State<SharedView>) -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "application/json")], Now::json(&view))
 }
 
-/// The cluster once a second, as `now` events, for as long as the browser listens: a task per
-/// listener renders each second into a queue of one, so a slow reader skips seconds rather
-/// than holding them.
-pub(crate) async fn live(State(view): State<SharedView>) -> impl IntoResponse {
+/// What `/api/live` reads: the view, and serve's stop, which ends every stream.
+#[derive(Clone)]
+pub(crate) struct Live {
+    pub(crate) view: SharedView,
+    pub(crate) stop: tokio_util::sync::CancellationToken,
+}
+
+/// The cluster once a second, as `now` events, for as long as the browser listens or until
+/// serve stops: a task per listener renders each second into a queue of one, so a slow reader
+/// skips seconds rather than holding them. On the stop the task ends, which ends the response,
+/// so the connection closes at once (it held serve's stop for its 60 s lifetime before).
+pub(crate) async fn live(State(Live { view, stop }): State<Live>) -> impl IntoResponse {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Event, Infallible>>(1);
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(LIVE_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut first = true;
         loop {
-            tick.tick().await;
+            tokio::select! {
+                () = stop.cancelled() => return,
+                _ = tick.tick() => {}
+            }
             let mut event = Event::default().event("now").data(Now::json(&view));
             if first {
                 event = event.retry(Duration::from_millis(RECONNECT_MS));

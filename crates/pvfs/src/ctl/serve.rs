@@ -56,7 +56,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<u8> {
     ));
     let nodes = std::sync::Arc::new(cluster.nodes.iter().map(|n| n.name.clone()).collect());
     let runs = pvfs_serve::runs::Runs::new(args.results.clone());
-    let app = pvfs_serve::app(view, pvfs_serve::history::HistoryState { reader, nodes }, runs);
+    let app =
+        pvfs_serve::app(view, pvfs_serve::history::HistoryState { reader, nodes }, runs, shutdown.token());
     let limits = HttpLimits::default();
     match tls {
         Some(tls) => {

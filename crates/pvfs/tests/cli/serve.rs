@@ -574,3 +574,45 @@ fn serve_draws_the_runs_of_its_results_directory_as_bands() {
     assert_eq!(compare, started.len().to_string());
     drop(agent);
 }
+
+/// A browser's live stream never ends by itself: serve's stop ends it, so that Ctrl-C or
+/// SIGTERM with the web view open stops serve at once (it waited out the connection's 60 s
+/// lifetime before), with exit code 0, and the browser sees its stream end.
+#[test]
+fn a_stop_ends_the_web_views_live_streams() {
+    use std::io::{Read, Write};
+    let dir = TestDir::new();
+    dir.pki();
+    dir.issue_agent("n1", "127.0.0.1");
+    let agent = crate::util::AgentProcess::start(&dir, "n1", "127.0.0.1");
+    let cluster = cluster_file(&dir, &[("n1", format!("127.0.0.1:{}", agent.port))]);
+    let mut serve = Serve::start_with(&dir, cluster.to_str().unwrap(), &["--no-history"]);
+    let mut stream = std::net::TcpStream::connect(serve.addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    stream.write_all(b"GET /api/live HTTP/1.1\r\nHost: pvfs\r\n\r\n").unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !text(&seen).contains("event: now") {
+        let n = stream.read(&mut buf).unwrap();
+        assert!(n > 0, "the live stream ended before its first second: {}", text(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let pid = nix::unistd::Pid::from_raw(serve.child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(status) = serve.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "serve had not stopped 15 s after SIGTERM with a live stream open"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success(), "{status}");
+    // The browser's end of it is closed.
+    let mut rest = Vec::new();
+    stream.read_to_end(&mut rest).expect("the stream ends");
+    drop(agent);
+}
