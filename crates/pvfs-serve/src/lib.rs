@@ -87,7 +87,8 @@ pub async fn fold(mut events: mpsc::Receiver<StreamEvent>, view: SharedView, his
 
 /// The routes over `view`, `history` and `runs`: `/metrics`, the web view (`/`, `/api/now`,
 /// `/api/live`), `/api/history`, `/api/heatmap` and `/api/runs`. `stop` ends the live streams
-/// (a browser's never ends by itself, and would hold serve's stop for a connection's lifetime).
+/// (a browser's never ends by itself, and would hold serve's stop for a connection's lifetime)
+/// and their renderer, a task this starts (so it is called within the runtime).
 pub fn app(
     view: SharedView,
     history: history::HistoryState,
@@ -104,7 +105,9 @@ pub fn app(
         .route("/", get(web::page))
         .route("/api/now", get(web::now))
         .with_state(view.clone())
-        .merge(axum::Router::new().route("/api/live", get(web::live)).with_state(web::Live { view, stop }))
+        .merge(
+            axum::Router::new().route("/api/live", get(web::live)).with_state(web::Live::start(view, stop)),
+        )
         .merge(past)
         .merge(runs)
 }
