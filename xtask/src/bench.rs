@@ -379,6 +379,11 @@ pub struct IngestArgs {
     /// Warm-up after every agent is streaming.
     #[arg(long, default_value_t = 10)]
     pub warmup: u64,
+    /// Then open serve's web view in a headless Chromium (Debian's chromium and
+    /// chromium-driver) for another window each on its tiles and its table: the page's frames
+    /// and long tasks, and serve's CPU and RSS beside the window without it.
+    #[arg(long)]
+    pub browser: bool,
 }
 
 /// `cargo xtask bench-ingest`: `pvfsctl serve` following N simulated agents (one process
@@ -494,8 +499,71 @@ pub fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
     );
     println!("  (the simulators, on the same 2 cores, used {sim_pct:.1}% of a core)");
     println!("  extrapolated: 10,000 agents ≈ {:.0}% of one core", cpu_pct / f64::from(n) * 10_000.0);
+    if args.browser {
+        web_view(&coordinator, metrics_port, args.seconds, cpu_pct)?;
+    }
     drop(coordinator);
     drop(simulators);
+    Ok(())
+}
+
+/// What the page measures of itself from now on: every frame's gap (requestAnimationFrame) and
+/// every long task (a PerformanceObserver; Chromium reports tasks over 50 ms).
+const PAGE_PERF: &str = "window.__perf = {long: 0, longMs: 0, maxGap: 0, frames: 0, last: performance.now()};\n\
+    new PerformanceObserver(l => { for (const e of l.getEntries()) { __perf.long++; __perf.longMs += e.duration; } }).observe({type: 'longtask'});\n\
+    (function f(t) { const g = t - __perf.last; if (g > __perf.maxGap) __perf.maxGap = g; __perf.last = t; __perf.frames++; requestAnimationFrame(f); })(performance.now());\n\
+    return true;";
+
+/// serve's web view open on `port` in a headless Chromium, a window on the tiles and one on the
+/// table: the browser's frames and long tasks, serve's CPU and RSS (`closed_cpu`: without it).
+fn web_view(coordinator: &KillOnDrop, port: u16, seconds: u64, closed_cpu: f64) -> anyhow::Result<()> {
+    let browser = crate::browser::Browser::start();
+    browser.go(&format!("http://127.0.0.1:{port}/"));
+    std::thread::sleep(Duration::from_secs(5));
+    for view in ["tiles", "table"] {
+        browser.run(&format!("document.getElementById('v-{view}').click(); return null;"));
+        std::thread::sleep(Duration::from_secs(2));
+        browser.run(PAGE_PERF);
+        let seq_before = browser
+            .run("return [...document.querySelectorAll('.tile[data-seq]')].map(t => t.dataset.seq).join();");
+        let (cpu0, t0) = (cpu_ns(coordinator.pid())?, Instant::now());
+        std::thread::sleep(Duration::from_secs(seconds));
+        let (cpu1, wall) = (cpu_ns(coordinator.pid())?, t0.elapsed().as_secs_f64());
+        let perf = browser.run("return __perf;");
+        let shown = browser.run(
+            "return {tiles: document.querySelectorAll('.tile').length, drawn: document.querySelectorAll('.tile[data-seq]').length, \
+             rows: document.querySelectorAll('#rows tr').length, second: document.getElementById('status').textContent};",
+        );
+        let rss = std::fs::read_to_string(format!("/proc/{}/status", coordinator.pid()))?
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+            .unwrap_or(0.0)
+            / 1024.0;
+        let cpu = (cpu1 - cpu0) as f64 / 1e9 / wall * 100.0;
+        let num = |k: &str| perf[k].as_f64().unwrap_or(0.0);
+        println!("\nweb view open in headless Chromium, {view}, {wall:.0} s window:");
+        println!("  serve CPU {cpu:.1}% of one core (closed: {closed_cpu:.1}%), RSS {rss:.1} MB");
+        println!(
+            "  page: {:.0} frames ({:.1}/s), longest gap between frames {:.0} ms, {:.0} long tasks (≥ 50 ms) totalling {:.0} ms",
+            num("frames"),
+            num("frames") / wall,
+            num("maxGap"),
+            num("long"),
+            num("longMs")
+        );
+        println!(
+            "  {} tiles ({} drawn: those on screen), {} table rows; live: {}",
+            shown["tiles"],
+            shown["drawn"],
+            shown["rows"],
+            if view == "tables" || shown["seqs"] != seq_before {
+                "updated during the window"
+            } else {
+                "no tile changed"
+            }
+        );
+    }
     Ok(())
 }
 

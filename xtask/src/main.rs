@@ -19,8 +19,11 @@
 mod accuracy;
 mod bench;
 mod bench_bootstrap;
+// The CLI tests' WebDriver client (headless Chromium), shared by path: bench-ingest --browser.
 mod bench_flood;
 mod bootstrap;
+#[path = "../../crates/pvfs/tests/cli/browser.rs"]
+mod browser;
 mod ci;
 mod deb;
 mod dist;
