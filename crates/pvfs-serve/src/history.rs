@@ -386,3 +386,25 @@ pub(crate) async fn heatmap(
         Err(_) => bad(StatusCode::INTERNAL_SERVER_ERROR, "the history read failed\n".into()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_range_is_answered_from_the_finest_tier_that_keeps_it_and_fits_it() {
+        let now = 1_800_000_000;
+        let tier = |from: u64, to: u64| tier_for(None, from, to, now).map(|t| t.name);
+        assert_eq!(tier(now - 3600, now), Ok("10s"));
+        // 6 h of 10 s would be 2,160 points.
+        assert_eq!(tier(now - 6 * 3600, now), Ok("1m"));
+        // An hour 8 days ago: past the 10 s tier's keep.
+        assert_eq!(tier(now - 8 * 86_400, now - 8 * 86_400 + 3600), Ok("1m"));
+        assert_eq!(tier(now - 30 * 86_400, now), Ok("10m"));
+        assert_eq!(tier(now - 400 * 86_400, now - 399 * 86_400), Ok("10m"));
+        assert_eq!(tier_for(Some("1m"), now - 3600, now, now).map(|t| t.name), Ok("1m"));
+        assert!(
+            tier_for(Some("5m"), now - 3600, now, now).unwrap_err().contains("the tiers are 10s, 1m and 10m")
+        );
+    }
+}
