@@ -437,7 +437,10 @@ pub fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
         Command::new(&binary)
             .args(["ctl", "serve"])
             .arg(&cluster)
-            .args(["--metrics-listen", &format!("127.0.0.1:{metrics_port}")]),
+            .args(["--metrics-listen", &format!("127.0.0.1:{metrics_port}")])
+            // Its history, as serve keeps it by default, in the benchmark's own directory.
+            .arg("--history")
+            .arg(dir.join("history")),
     )?;
     let url = format!("http://127.0.0.1:{metrics_port}/metrics");
     // A minute: a scrape of 10,000 nodes from a coordinator still catching up took over 10 s.

@@ -402,6 +402,9 @@ fn prometheus(env: &Env) -> anyhow::Result<()> {
     let _serve = KillOnDrop(
         Command::new(&env.binary)
             .args(["ctl", "serve", &env.cluster(), "--metrics-listen", &format!("127.0.0.1:{serve_port}")])
+            // Its history in the scenario's own directory, not the working one.
+            .arg("--history")
+            .arg(env.work.join("history"))
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
