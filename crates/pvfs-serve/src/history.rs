@@ -19,8 +19,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// Seconds queued for the writer: a few seconds of 10,000 nodes.
-const QUEUE: usize = 32_768;
+/// Seconds queued for the writer. Each holds its node's two newest samples alive (tens of KB
+/// for a node of many disks), so the queue is short: a burst of 4,096 nodes at the top of a
+/// second, and a writer that is behind drops seconds (counted) rather than holding memory.
+const QUEUE: usize = 4_096;
 
 /// The most points one answer holds: a range that would hold more is answered from a coarser
 /// tier (a chart is at most a few thousand pixels wide).
