@@ -379,6 +379,10 @@ pub struct IngestArgs {
     /// Warm-up after every agent is streaming.
     #[arg(long, default_value_t = 10)]
     pub warmup: u64,
+    /// serve keeps its history (`--history`), as the web view's node, compare and heatmap
+    /// views need.
+    #[arg(long)]
+    pub history: bool,
     /// Then open serve's web view in a headless Chromium (Debian's chromium and
     /// chromium-driver) for another window each on its tiles and its table: the page's frames
     /// and long tasks, and serve's CPU and RSS beside the window without it.
@@ -438,9 +442,13 @@ pub fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
             .args(["ctl", "serve"])
             .arg(&cluster)
             .args(["--metrics-listen", &format!("127.0.0.1:{metrics_port}")])
-            // Its history, as serve keeps it by default, in the benchmark's own directory.
-            .arg("--history")
-            .arg(dir.join("history")),
+            // Its history when asked for, in the benchmark's own directory.
+            .args(
+                args.history
+                    .then(|| ["--history".to_owned(), dir.join("history").to_string_lossy().into_owned()])
+                    .into_iter()
+                    .flatten(),
+            ),
     )?;
     let url = format!("http://127.0.0.1:{metrics_port}/metrics");
     // A minute: a scrape of 10,000 nodes from a coordinator still catching up took over 10 s.

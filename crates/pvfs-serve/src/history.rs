@@ -256,7 +256,7 @@ pub(crate) async fn answer(State(state): State<HistoryState>, Query(query): Quer
     let Some(reader) = state.reader else {
         return bad(
             StatusCode::NOT_FOUND,
-            "this serve keeps no history (it was started with --no-history)\n".into(),
+            "this serve keeps no history: start it with --history DIR\n".into(),
         );
     };
     if !state.nodes.contains(&query.node) {
@@ -367,7 +367,7 @@ pub(crate) async fn heatmap(
     let Some(reader) = state.reader else {
         return bad(
             StatusCode::NOT_FOUND,
-            "this serve keeps no history (it was started with --no-history)\n".into(),
+            "this serve keeps no history: start it with --history DIR\n".into(),
         );
     };
     let column = query.column.unwrap_or_else(|| "%util".to_owned());

@@ -75,21 +75,16 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
-/// The history's store for `cluster`, unless `--no-history`: `--history DIR/CLUSTER.redb`.
+/// The history's store for `cluster` when asked: `--history DIR` keeps DIR/CLUSTER.redb.
 fn history(
     args: &ServeArgs,
     cluster: &pvfs_config::Cluster,
 ) -> anyhow::Result<Option<(pvfs_serve::history::Feed, pvfs_history::Reader, pvfs_serve::history::Writing)>> {
-    if args.no_history {
-        return Ok(None);
-    }
-    std::fs::create_dir_all(&args.history).with_context(|| {
-        format!(
-            "cannot make the history directory {} (give --history DIR, or --no-history)",
-            args.history.display()
-        )
+    let Some(dir) = &args.history else { return Ok(None) };
+    std::fs::create_dir_all(dir).with_context(|| {
+        format!("cannot make the history directory {} (give --history another DIR)", dir.display())
     })?;
-    let path = args.history.join(format!("{}.redb", cluster.name));
+    let path = dir.join(format!("{}.redb", cluster.name));
     let started = pvfs_serve::history::start(&path)?;
     output::note(&format!("keeping history in {}", path.display()));
     Ok(Some(started))

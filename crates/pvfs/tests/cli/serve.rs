@@ -276,7 +276,7 @@ fn serve_keeps_each_nodes_ten_second_points_as_the_seconds_top_printed() {
     let nodes = [("n1", format!("127.0.0.1:{}", agent.port)), ("n2", format!("127.0.0.1:{}", agent2.port))];
     let cluster = cluster_file(&dir, &nodes);
     let cluster = cluster.to_str().unwrap();
-    let serve = Serve::start(&dir, cluster);
+    let serve = Serve::start_with(&dir, cluster, &["--history", "pvfs-history"]);
     let top = dir
         .command(&pvfsctl())
         .args(["top", cluster, "--json", "--count", "26"])
@@ -341,7 +341,7 @@ fn serve_keeps_each_nodes_ten_second_points_as_the_seconds_top_printed() {
     assert_eq!((status, body.trim()), (404, "no node \"nope\" in the cluster file"));
     let (status, body) = get(serve.addr, "/api/history?node=n1&from=20&to=10");
     assert_eq!((status, body.trim()), (400, "from (20) must be before to (10)"));
-    // Where the README says: pvfs-history/CLUSTER.redb in the working directory.
+    // Where the README says: DIR/CLUSTER.redb.
     assert!(dir.path().join("pvfs-history/t.redb").is_file());
 
     // The node view in a real headless Chromium: the last hour from the 10 s tier, then the
@@ -451,7 +451,16 @@ fn web_tls_serves_https_with_a_certificate_of_the_clusters_ca() {
     let cluster = cluster_file(&dir, &[("n1", format!("127.0.0.1:{}", agent.port))]);
     let cluster = cluster.to_str().unwrap();
 
-    let out = dir.ctl(&["serve", cluster, "--web-tls", "nope", "--metrics-listen", "127.0.0.1:0"]);
+    let out = dir.ctl(&[
+        "serve",
+        cluster,
+        "--web-tls",
+        "nope",
+        "--history",
+        "pvfs-history",
+        "--metrics-listen",
+        "127.0.0.1:0",
+    ]);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("--web-tls nope") && err.contains("pvfsctl ca issue nope"), "{err}");
@@ -519,7 +528,7 @@ fn serve_draws_the_runs_of_its_results_directory_as_bands() {
         .join("../pvfs-report/testdata/old-results")
         .join(run);
     copy_tree(&fixture, &dir.path().join("pvfs-results").join(run));
-    let serve = Serve::start(&dir, cluster.to_str().unwrap());
+    let serve = Serve::start_with(&dir, cluster.to_str().unwrap(), &["--history", "pvfs-history"]);
 
     let (status, body) = get(serve.addr, "/api/runs");
     assert_eq!(status, 200, "{body}");
@@ -586,7 +595,7 @@ fn a_stop_ends_the_web_views_live_streams() {
     dir.issue_agent("n1", "127.0.0.1");
     let agent = crate::util::AgentProcess::start(&dir, "n1", "127.0.0.1");
     let cluster = cluster_file(&dir, &[("n1", format!("127.0.0.1:{}", agent.port))]);
-    let mut serve = Serve::start_with(&dir, cluster.to_str().unwrap(), &["--no-history"]);
+    let mut serve = Serve::start_with(&dir, cluster.to_str().unwrap(), &[]);
     let mut stream = std::net::TcpStream::connect(serve.addr).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     stream.write_all(b"GET /api/live HTTP/1.1\r\nHost: pvfs\r\n\r\n").unwrap();
