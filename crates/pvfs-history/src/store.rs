@@ -37,9 +37,10 @@ const CHUNK: [Rows; 3] =
 /// agent's sample arrives within a second or so of being taken.
 const GRACE_S: u64 = 3;
 
-/// redb's page cache. Its default, 1 GiB, was most of serve's 2 GB RSS at 1,000 agents (xtask
-/// bench-ingest): writes are a few KB a node every 10 s and reads a chunk at a time, so a small
-/// cache costs little.
+/// redb's page cache, far under its 1 GiB default: serve's RSS at 1,000 agents with history was
+/// 2.0 GB with the default and 1.3 GB with this (xtask bench-ingest; the rest is still to be
+/// found). Writes are a few KB a node every 10 s and reads a chunk at a time, so a small cache
+/// costs little.
 const CACHE_BYTES: usize = 32 << 20;
 
 /// How often points past their keep are deleted.
