@@ -249,16 +249,27 @@ pub struct HistoryState {
     pub nodes: Arc<Vec<String>>,
 }
 
+/// A refusal or failure, said in plain text.
+fn bad(status: StatusCode, text: String) -> Response {
+    (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
+}
+
+/// What a history route answers when serve was started without `--history`.
+fn no_history() -> Response {
+    bad(StatusCode::NOT_FOUND, "this serve keeps no history: start it with --history DIR\n".into())
+}
+
+/// A read done on the blocking pool, as JSON or as what went wrong.
+fn answered<T: Serialize>(read: Result<Result<T, HistoryError>, tokio::task::JoinError>) -> Response {
+    match read {
+        Ok(Ok(answer)) => ([(header::CONTENT_TYPE, "application/json")], axum::Json(answer)).into_response(),
+        Ok(Err(err)) => bad(StatusCode::INTERNAL_SERVER_ERROR, format!("{err}\n")),
+        Err(_) => bad(StatusCode::INTERNAL_SERVER_ERROR, "the history read failed\n".into()),
+    }
+}
+
 pub(crate) async fn answer(State(state): State<HistoryState>, Query(query): Query<HistoryQuery>) -> Response {
-    let bad = |status: StatusCode, text: String| {
-        (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
-    };
-    let Some(reader) = state.reader else {
-        return bad(
-            StatusCode::NOT_FOUND,
-            "this serve keeps no history: start it with --history DIR\n".into(),
-        );
-    };
+    let Some(reader) = state.reader else { return no_history() };
     if !state.nodes.contains(&query.node) {
         return bad(StatusCode::NOT_FOUND, format!("no node {:?} in the cluster file\n", query.node));
     }
@@ -283,11 +294,7 @@ pub(crate) async fn answer(State(state): State<HistoryState>, Query(query): Quer
             .map(|range| HistoryAnswer::of(node, tier, from, to, &range.points, columns.as_deref()))
     })
     .await;
-    match read {
-        Ok(Ok(answer)) => ([(header::CONTENT_TYPE, "application/json")], axum::Json(answer)).into_response(),
-        Ok(Err(err)) => bad(StatusCode::INTERNAL_SERVER_ERROR, format!("{err}\n")),
-        Err(_) => bad(StatusCode::INTERNAL_SERVER_ERROR, "the history read failed\n".into()),
-    }
+    answered(read)
 }
 
 /// `/api/heatmap`'s query.
@@ -361,15 +368,7 @@ pub(crate) async fn heatmap(
     State(state): State<HistoryState>,
     Query(query): Query<HeatmapQuery>,
 ) -> Response {
-    let bad = |status: StatusCode, text: String| {
-        (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
-    };
-    let Some(reader) = state.reader else {
-        return bad(
-            StatusCode::NOT_FOUND,
-            "this serve keeps no history: start it with --history DIR\n".into(),
-        );
-    };
+    let Some(reader) = state.reader else { return no_history() };
     let column = query.column.unwrap_or_else(|| "%util".to_owned());
     if pvfs_metrics::rates::DiskColumn::from_name(&column).is_none() {
         return bad(
@@ -382,11 +381,7 @@ pub(crate) async fn heatmap(
         HeatmapAnswer::read(&reader, &state.nodes, &column, minutes, unix_now())
     })
     .await;
-    match read {
-        Ok(Ok(answer)) => ([(header::CONTENT_TYPE, "application/json")], axum::Json(answer)).into_response(),
-        Ok(Err(err)) => bad(StatusCode::INTERNAL_SERVER_ERROR, format!("{err}\n")),
-        Err(_) => bad(StatusCode::INTERNAL_SERVER_ERROR, "the history read failed\n".into()),
-    }
+    answered(read)
 }
 
 #[cfg(test)]
