@@ -395,16 +395,21 @@ fn get_json(url: &str) -> anyhow::Result<Value> {
 }
 
 /// `pvfsctl serve` exporting the containers' metrics, scraped every second by a real
-/// Prometheus (Debian's), whose HTTP API then has the series of every node.
+/// Prometheus (Debian's), whose HTTP API then has the series of every node; and pushing every
+/// second to the same Prometheus by remote write (its receiver on), where each stored value
+/// must be the one `top --json` prints for the same node and second.
 fn prometheus(env: &Env) -> anyhow::Result<()> {
     util::ensure_programs(&[("prometheus", "prometheus"), ("curl", "curl")])?;
     let serve_port = free_port()?;
+    let prom_port = free_port()?;
     let _serve = KillOnDrop(
         Command::new(&env.binary)
             .args(["ctl", "serve", &env.cluster(), "--metrics-listen", &format!("127.0.0.1:{serve_port}")])
             // Its history in the scenario's own directory, not the working one.
             .arg("--history")
             .arg(env.work.join("history"))
+            .arg("--remote-write")
+            .arg(format!("http://127.0.0.1:{prom_port}/api/v1/write"))
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -419,10 +424,10 @@ fn prometheus(env: &Env) -> anyhow::Result<()> {
             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: pvfs\n    static_configs:\n      - targets: ['127.0.0.1:{serve_port}']\n"
         ),
     )?;
-    let prom_port = free_port()?;
     let _prometheus = KillOnDrop(
         Command::new("prometheus")
             .arg(format!("--config.file={}", config.display()))
+            .arg("--web.enable-remote-write-receiver")
             .arg(format!("--storage.tsdb.path={}", prom_dir.join("data").display()))
             .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
             .stdout(std::process::Stdio::null())
@@ -476,7 +481,110 @@ fn prometheus(env: &Env) -> anyhow::Result<()> {
         target["health"],
         target["lastError"]
     );
+    remote_write_matches_top(env, prom_port)
+}
+
+/// Every value of three seconds of `top --json` (each node's disks, NICs and CPU) is in
+/// Prometheus as serve pushed it by remote write, at the same millisecond, to the bit. The
+/// pushed series are those without a `job` label (the scraped ones have job="pvfs").
+fn remote_write_matches_top(env: &Env, prom_port: u16) -> anyhow::Result<()> {
+    use pvfs_metrics::line::MetricsLine;
+    use pvfs_metrics::rates::{CpuColumn, DiskColumn, NicColumn, metric_suffix};
+    let top = read(Command::new(&env.binary).args(["ctl", "top", &env.cluster(), "--json", "--count", "3"]))?;
+    let lines: Vec<_> = top
+        .lines()
+        .filter_map(|l| match serde_json::from_str::<MetricsLine>(l) {
+            Ok(MetricsLine::Second(line)) => Some(line),
+            _ => None,
+        })
+        .collect();
+    ensure!(lines.len() >= 3 * env.lab.nodes.len(), "top --json printed {} seconds:\n{top}", lines.len());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut compared = 0;
+    for line in &lines {
+        let node = line.node.clone().context("a top --json line without its node")?;
+        let (_, end) = line.span().context("a top --json line without its time")?;
+        let at_ms = (end * 1e3).round() as i64;
+        // (metric, device or mode) -> value at the line's millisecond.
+        let stored = loop {
+            let stored = pushed_at(prom_port, &node, at_ms)?;
+            if !stored.is_empty() {
+                break stored;
+            }
+            ensure!(Instant::now() < deadline, "prometheus has no pushed series of {node} at {}", line.time);
+            std::thread::sleep(Duration::from_millis(500));
+        };
+        let mut want: Vec<(String, String, Option<f64>)> = Vec::new();
+        for (device, columns) in &line.disks {
+            for c in DiskColumn::ALL {
+                want.push((format!("pvfs_disk_{}", metric_suffix(c.name())), device.clone(), columns.get(c)));
+            }
+        }
+        for (device, columns) in &line.nics {
+            for c in NicColumn::ALL {
+                want.push((format!("pvfs_network_{}", metric_suffix(c.name())), device.clone(), columns.get(c)));
+            }
+        }
+        for c in CpuColumn::ALL {
+            let mode = c.name().trim_start_matches('%').to_owned();
+            want.push(("pvfs_cpu_percent".to_owned(), mode, line.cpu.get(c)));
+        }
+        for (metric, which, value) in want {
+            let got = stored.get(&(metric.clone(), which.clone()));
+            let same = match (value, got) {
+                (Some(v), Some(g)) => v.to_bits() == g.to_bits(),
+                (None, Some(g)) => g.is_nan(),
+                _ => false,
+            };
+            ensure!(
+                same,
+                "{node} {which} {metric} at {}: top --json says {value:?}, prometheus stored {got:?}",
+                line.time
+            );
+            compared += 1;
+        }
+    }
+    eprintln!(
+        "xtask e2e: prometheus stored by remote write the same {compared} values as top --json printed ({} node-seconds)",
+        lines.len()
+    );
     Ok(())
+}
+
+/// The series serve pushed for `node` (no `job` label) with a point at `at_ms`, by (metric,
+/// device or CPU mode), from Prometheus' raw points around it.
+fn pushed_at(
+    prom_port: u16,
+    node: &str,
+    at_ms: i64,
+) -> anyhow::Result<std::collections::BTreeMap<(String, String), f64>> {
+    let query = format!("{{node=\"{node}\",job=\"\"}}[10s]");
+    let body = read(Command::new("curl").args([
+        "-sfG",
+        "--max-time",
+        "5",
+        &format!("http://127.0.0.1:{prom_port}/api/v1/query"),
+        "--data-urlencode",
+        &format!("query={query}"),
+        "--data-urlencode",
+        &format!("time={:.3}", (at_ms as f64 + 1.0) / 1e3),
+    ]))?;
+    let v: Value = serde_json::from_str(&body).context("prometheus' answer is not JSON")?;
+    let mut out = std::collections::BTreeMap::new();
+    for series in v["data"]["result"].as_array().into_iter().flatten() {
+        let metric = &series["metric"];
+        let name = metric["__name__"].as_str().unwrap_or_default().to_owned();
+        let which = metric["device"].as_str().or(metric["mode"].as_str()).unwrap_or_default().to_owned();
+        for point in series["values"].as_array().into_iter().flatten() {
+            let ms = (point[0].as_f64().unwrap_or_default() * 1e3).round() as i64;
+            if ms == at_ms {
+                let value = point[1].as_str().unwrap_or_default();
+                let value = if value == "NaN" { f64::NAN } else { value.parse().context("a stored value")? };
+                out.insert((name.clone(), which.clone()), value);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Each container's agent serving the gmond XML dump, polled every second by a real gmetad

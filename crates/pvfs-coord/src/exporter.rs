@@ -144,9 +144,39 @@ fn first_of_each_name<T>(items: &mut Vec<T>, name: impl Fn(&T) -> &String) {
     items.retain(|_| keep.next().unwrap_or(false));
 }
 
-/// A metric family being written: its samples must be contiguous, after one TYPE/HELP.
-struct Family<'a> {
-    out: &'a mut String,
+/// Where the exporter's series go: the text formats ([`Text`]), or remote write's time
+/// series. The families and their labels are written once, in [`visit`], for every sink.
+pub trait Sink {
+    /// A family begins (its samples follow, contiguous); false skips it.
+    fn begin(&mut self, name: &str, kind: &str, help: &str) -> bool;
+    /// One sample of the family begun. `name` differs from the family's for a histogram's
+    /// `_bucket`, `_sum` and `_count`.
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64);
+    /// The family's samples are all written.
+    fn end(&mut self) {}
+
+    /// A whole family: `body` writes its samples.
+    fn family(&mut self, name: &str, kind: &str, help: &str, body: impl FnOnce(&mut Self))
+    where
+        Self: Sized,
+    {
+        if self.begin(name, kind, help) {
+            body(self);
+            self.end();
+        }
+    }
+}
+
+/// Every node's families of `view` into `sink`: state, node_exporter's counters and gauges,
+/// and the rates (`rates`: one entry per node of `view`, in its order). Not the coordinator's
+/// own families ([`render_chunks`] adds those).
+pub fn visit(view: &ClusterView, rates: &[Option<Rates>], sink: &mut impl Sink) {
+    write_node_state(sink, view);
+    write_disk_counters(sink, view);
+    write_nic_counters(sink, view);
+    write_cpu_counters(sink, view);
+    write_memory_and_load(sink, view);
+    write_rates(sink, view, rates);
 }
 
 /// Writes the exposition of `view`; `openmetrics` picks OpenMetrics 1.0 over text 0.0.4.
@@ -164,36 +194,58 @@ pub fn render(view: &ClusterView, openmetrics: bool) -> String {
 /// 10,000 nodes the exposition is about 400 MB: written whole, it was most of the coordinator's
 /// memory for as long as a scrape lasted.
 pub fn render_chunks(view: &ClusterView, openmetrics: bool, chunk: usize, emit: impl FnMut(String) -> bool) {
-    // About what it will take (a node's lines are about 80 bytes each): growing by doubling
-    // copied the whole text a dozen times at 1,000 nodes, and left up to twice its size
-    // allocated. Capacity never written is never resident.
-    let lines: usize = view
-        .nodes
-        .values()
-        .map(|v| v.last.as_ref().map_or(2, |s| 48 + 40 * s.sample.disks.len() + 24 * s.sample.nics.len()))
-        .sum();
-    let capacity = (64 * 1024 + lines * 96).min(chunk.saturating_add(1024 * 1024));
-    let mut w = Writer { out: String::with_capacity(capacity), openmetrics, chunk, emit, stopped: false };
-    // Once per node per scrape, in the nodes' order.
-    let rates: Vec<Option<Rates>> = view.nodes.values().map(NodeView::rates).collect();
+    let mut text = Text::new(view, openmetrics, chunk, emit);
+    text.cluster(view);
+    text.finish();
+}
 
-    write_node_state(&mut w, view);
-    write_disk_counters(&mut w, view);
-    write_nic_counters(&mut w, view);
-    write_cpu_counters(&mut w, view);
-    write_memory_and_load(&mut w, view);
-    write_rates(&mut w, view, &rates);
-    write_ingest_delay(&mut w, &view.delays);
-    if openmetrics {
-        w.out.push_str("# EOF\n");
+/// The text formats as a [`Sink`]: what a scrape reads, written in pieces of `chunk` bytes.
+pub struct Text<E> {
+    out: String,
+    openmetrics: bool,
+    /// Hand `out` to `emit` once it holds this much.
+    chunk: usize,
+    emit: E,
+    /// `emit` said to stop: the families left are skipped.
+    stopped: bool,
+}
+
+impl<E: FnMut(String) -> bool> Text<E> {
+    /// A text of `view`'s size (it is only sized by it: [`Text::cluster`] writes it).
+    pub fn new(view: &ClusterView, openmetrics: bool, chunk: usize, emit: E) -> Text<E> {
+        // About what it will take (a node's lines are about 80 bytes each): growing by doubling
+        // copied the whole text a dozen times at 1,000 nodes, and left up to twice its size
+        // allocated. Capacity never written is never resident.
+        let lines: usize = view
+            .nodes
+            .values()
+            .map(|v| v.last.as_ref().map_or(2, |s| 48 + 40 * s.sample.disks.len() + 24 * s.sample.nics.len()))
+            .sum();
+        let capacity = (64 * 1024 + lines * 96).min(chunk.saturating_add(1024 * 1024));
+        Text { out: String::with_capacity(capacity), openmetrics, chunk, emit, stopped: false }
     }
-    if !w.stopped {
-        (w.emit)(w.out);
+
+    /// Every family of `view`, the coordinator's own included.
+    pub fn cluster(&mut self, view: &ClusterView) {
+        // Once per node per scrape, in the nodes' order.
+        let rates: Vec<Option<Rates>> = view.nodes.values().map(NodeView::rates).collect();
+        visit(view, &rates, self);
+        write_ingest_delay(self, &view.delays);
+    }
+
+    /// The end of the text (OpenMetrics' `# EOF`), handed to `emit`.
+    pub fn finish(mut self) {
+        if self.openmetrics {
+            self.out.push_str("# EOF\n");
+        }
+        if !self.stopped {
+            (self.emit)(self.out);
+        }
     }
 }
 
 /// Whether each node is up, and how fresh its newest sample is.
-fn write_node_state<E: FnMut(String) -> bool>(w: &mut Writer<E>, view: &ClusterView) {
+fn write_node_state(w: &mut impl Sink, view: &ClusterView) {
     w.family(
         "pvfs_node_up",
         "gauge",
@@ -219,7 +271,7 @@ fn write_node_state<E: FnMut(String) -> bool>(w: &mut Writer<E>, view: &ClusterV
 
 /// node_exporter's diskstats counters (collector/diskstats_linux.go): bytes from 512-byte
 /// sectors, seconds from milliseconds, discarded sectors left in sectors as it does.
-fn write_disk_counters<E: FnMut(String) -> bool>(w: &mut Writer<E>, view: &ClusterView) {
+fn write_disk_counters(w: &mut impl Sink, view: &ClusterView) {
     type DiskField = fn(&pvfs_metrics::sample::DiskCounters) -> f64;
     let disk_counters: [(&str, &str, DiskField); 16] = [
         ("node_disk_reads_completed_total", "Reads completed.", |d| d.rd_ios as f64),
@@ -270,7 +322,7 @@ fn write_disk_counters<E: FnMut(String) -> bool>(w: &mut Writer<E>, view: &Clust
 }
 
 /// node_exporter's netdev counters, one family per /proc/net/dev column.
-fn write_nic_counters<E: FnMut(String) -> bool>(w: &mut Writer<E>, view: &ClusterView) {
+fn write_nic_counters(w: &mut impl Sink, view: &ClusterView) {
     type NicField = fn(&pvfs_metrics::sample::NicCounters) -> u64;
     let nic_counters: [(&str, NicField); 11] = [
         ("node_network_receive_bytes_total", |n| n.rx_bytes),
@@ -306,7 +358,7 @@ fn write_nic_counters<E: FnMut(String) -> bool>(w: &mut Writer<E>, view: &Cluste
 }
 
 /// node_exporter's CPU seconds, for all CPUs together (the sample keeps no per-CPU lines).
-fn write_cpu_counters<E: FnMut(String) -> bool>(w: &mut Writer<E>, view: &ClusterView) {
+fn write_cpu_counters(w: &mut impl Sink, view: &ClusterView) {
     // USER_HZ is 100 on every Linux architecture pvfs runs on.
     w.family("node_cpu_seconds_total", "counter", "Seconds all CPUs spent in each mode.", |f| {
         for (node, v) in &view.nodes {
@@ -333,7 +385,7 @@ fn write_cpu_counters<E: FnMut(String) -> bool>(w: &mut Writer<E>, view: &Cluste
 }
 
 /// node_exporter's meminfo gauges (in bytes, from meminfo's kB) and load averages.
-fn write_memory_and_load<E: FnMut(String) -> bool>(w: &mut Writer<E>, view: &ClusterView) {
+fn write_memory_and_load(w: &mut impl Sink, view: &ClusterView) {
     type MemField = fn(&pvfs_metrics::sample::MemCounters) -> u64;
     let mem: [(&str, MemField); 12] = [
         ("node_memory_MemTotal_bytes", |m| m.total_kb),
@@ -373,7 +425,7 @@ fn write_memory_and_load<E: FnMut(String) -> bool>(w: &mut Writer<E>, view: &Clu
 
 /// iostat -x, sar -n DEV and sar -u as gauges over the last second; `rates` is one entry per
 /// node of `view`, in its order, `None` for a node without two consecutive samples.
-fn write_rates<E: FnMut(String) -> bool>(w: &mut Writer<E>, view: &ClusterView, rates: &[Option<Rates>]) {
+fn write_rates(w: &mut impl Sink, view: &ClusterView, rates: &[Option<Rates>]) {
     for column in DiskColumn::ALL {
         let name = format!("pvfs_disk_{}", pvfs_metrics::rates::metric_suffix(column.name()));
         let help = format!("iostat -x {column} over the last second.");
@@ -413,7 +465,7 @@ fn write_rates<E: FnMut(String) -> bool>(w: &mut Writer<E>, view: &ClusterView, 
 }
 
 /// The coordinator's own health: how late live samples arrive, as a cumulative histogram.
-fn write_ingest_delay<E: FnMut(String) -> bool>(w: &mut Writer<E>, h: &DelayHistogram) {
+fn write_ingest_delay(w: &mut impl Sink, h: &DelayHistogram) {
     w.family(
         "pvfs_ingest_delay_seconds",
         "histogram",
@@ -435,36 +487,19 @@ fn write_ingest_delay<E: FnMut(String) -> bool>(w: &mut Writer<E>, h: &DelayHist
     );
 }
 
-struct Writer<E> {
-    out: String,
-    openmetrics: bool,
-    /// Hand `out` to `emit` once it holds this much.
-    chunk: usize,
-    emit: E,
-    /// `emit` said to stop: the families left are skipped.
-    stopped: bool,
-}
-
-impl<E: FnMut(String) -> bool> Writer<E> {
-    /// One family: metadata, then the samples `body` writes.
-    fn family(&mut self, name: &str, kind: &str, help: &str, body: impl FnOnce(&mut Family<'_>)) {
+impl<E: FnMut(String) -> bool> Sink for Text<E> {
+    fn begin(&mut self, name: &str, kind: &str, help: &str) -> bool {
         if self.stopped {
-            return;
+            return false;
         }
         // OpenMetrics names a counter family without its `_total` sample suffix.
         let family =
             if self.openmetrics && kind == "counter" { name.trim_end_matches("_total") } else { name };
         let _ = writeln!(self.out, "# HELP {family} {}", help.replace('\\', r"\\").replace('\n', r"\n"));
         let _ = writeln!(self.out, "# TYPE {family} {kind}");
-        body(&mut Family { out: &mut self.out });
-        if self.out.len() >= self.chunk {
-            let next = String::with_capacity(self.out.capacity());
-            self.stopped = !(self.emit)(std::mem::replace(&mut self.out, next));
-        }
+        true
     }
-}
 
-impl Family<'_> {
     fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
         self.out.push_str(name);
         if labels.is_empty() {
@@ -499,6 +534,15 @@ impl Family<'_> {
         self.write_value(value);
     }
 
+    fn end(&mut self) {
+        if self.out.len() >= self.chunk {
+            let next = String::with_capacity(self.out.capacity());
+            self.stopped = !(self.emit)(std::mem::replace(&mut self.out, next));
+        }
+    }
+}
+
+impl<E> Text<E> {
     fn write_value(&mut self, value: f64) {
         if value.is_nan() {
             self.out.push_str("NaN");

@@ -8,12 +8,15 @@
 //!   [`history`]'s `/api/history`).
 //! - [`history`]: the store of every node's past (`pvfs-history`), fed by [`fold`].
 //! - [`runs`]: the benchmark runs of `--results DIR`, their phases on the clock.
+//! - [`remote`]: every node's seconds pushed by Prometheus' remote write (`--remote-write`),
+//!   fed by [`fold`].
 //! - [`serve_http`]: hyper's HTTP/1.1 within [`HttpLimits`] — a header-read timeout, a
 //!   connection lifetime, and [`admission`]'s table, which admits every connection at once and
 //!   closes the oldest idle one when full, so a slowloris cannot keep a scrape out.
 
 mod admission;
 pub mod history;
+pub mod remote;
 pub mod runs;
 pub mod web;
 
@@ -45,10 +48,21 @@ pub fn view(cluster: &pvfs_config::Cluster) -> SharedView {
     Arc::new(RwLock::new(ClusterView::new(cluster)))
 }
 
+/// Where the folder hands each node's new second, besides the view.
+#[derive(Clone, Default)]
+pub struct Outlets {
+    /// The history's writer (`--history`).
+    pub history: Option<history::Feed>,
+    /// Remote write's sender (`--remote-write`).
+    pub remote: Option<remote::Feed>,
+}
+
 /// Folds `events` into `view` until the channel closes (its followers ended), saying in the
 /// log when a node goes down, comes back, restarts or loses samples, and hands each node's
-/// new second to `history` when it keeps one.
-pub async fn fold(mut events: mpsc::Receiver<StreamEvent>, view: SharedView, history: Option<history::Feed>) {
+/// new second to the `outlets` there are.
+pub async fn fold(mut events: mpsc::Receiver<StreamEvent>, view: SharedView, outlets: Outlets) {
+    let Outlets { history, remote } = outlets;
+    let handing = history.is_some() || remote.is_some();
     // Taken in batches, under one lock each: the agents' samples arrive together at the
     // top of each second, and a lock per sample made scrapes and the folder contend.
     let mut batch = Vec::with_capacity(FOLD_BATCH);
@@ -64,7 +78,7 @@ pub async fn fold(mut events: mpsc::Receiver<StreamEvent>, view: SharedView, his
                 StreamEvent::Gap { node, from, to } => {
                     tracing::warn!(node = %node, from, to, "samples lost")
                 }
-                StreamEvent::Sample { node, .. } if history.is_some() => sampled.push(node.clone()),
+                StreamEvent::Sample { node, .. } if handing => sampled.push(node.clone()),
                 StreamEvent::Sample { .. } => {}
             }
         }
@@ -72,27 +86,33 @@ pub async fn fold(mut events: mpsc::Receiver<StreamEvent>, view: SharedView, his
         for event in batch.drain(..) {
             view.apply(event);
         }
-        if let Some(history) = &history {
-            // The node's newest pair, when they follow each other (a second with rates).
-            for node in sampled.drain(..) {
-                if let Some((prev, last)) =
-                    view.nodes.get(&node).and_then(|n| n.prev.clone().zip(n.last.clone()))
-                {
-                    history.send(history::Second { node, prev, last });
-                }
+        // The node's newest pair, when they follow each other (a second with rates).
+        for node in sampled.drain(..) {
+            let Some(n) = view.nodes.get(&node) else { continue };
+            let Some((prev, last)) = n.prev.clone().zip(n.last.clone()) else { continue };
+            if let Some(remote) = &remote {
+                let role = n.role.clone();
+                let second =
+                    remote::Second { node: node.clone(), role, prev: prev.clone(), last: last.clone() };
+                remote.send(second);
+            }
+            if let Some(history) = &history {
+                history.send(history::Second { node, prev, last });
             }
         }
     }
 }
 
-/// The routes over `view`, `history` and `runs`: `/metrics`, the web view (`/`, `/api/now`,
-/// `/api/live`), `/api/history`, `/api/heatmap` and `/api/runs`. `stop` ends the live streams
-/// (a browser's never ends by itself, and would hold serve's stop for a connection's lifetime)
-/// and their renderer, a task this starts (so it is called within the runtime).
+/// The routes over `view`, `history` and `runs`: `/metrics` (with remote write's counts when
+/// there is one), the web view (`/`, `/api/now`, `/api/live`), `/api/history`, `/api/heatmap`
+/// and `/api/runs`. `stop` ends the live streams (a browser's never ends by itself, and would
+/// hold serve's stop for a connection's lifetime) and their renderer, a task this starts (so it
+/// is called within the runtime).
 pub fn app(
     view: SharedView,
     history: history::HistoryState,
     runs: runs::Runs,
+    remote: Option<Arc<remote::Counters>>,
     stop: CancellationToken,
 ) -> axum::Router {
     let past = axum::Router::new()
@@ -100,8 +120,10 @@ pub fn app(
         .route("/api/heatmap", get(history::heatmap))
         .with_state(history);
     let runs = axum::Router::new().route("/api/runs", get(runs::answer)).with_state(runs);
+    let exposition = Exposition { view: view.clone(), remote };
     axum::Router::new()
         .route("/metrics", get(metrics))
+        .with_state(exposition)
         .route("/", get(web::page))
         .route("/api/now", get(web::now))
         .with_state(view.clone())
@@ -112,8 +134,18 @@ pub fn app(
         .merge(runs)
 }
 
+/// What `/metrics` shows: the cluster, and remote write's counts.
+#[derive(Clone)]
+struct Exposition {
+    view: SharedView,
+    remote: Option<Arc<remote::Counters>>,
+}
+
 /// The exposition; OpenMetrics when the scraper asks for it (Prometheus does by default).
-async fn metrics(State(view): State<SharedView>, headers: HeaderMap) -> impl IntoResponse {
+async fn metrics(
+    State(Exposition { view, remote }): State<Exposition>,
+    headers: HeaderMap,
+) -> impl IntoResponse {
     let openmetrics = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
@@ -128,9 +160,14 @@ async fn metrics(State(view): State<SharedView>, headers: HeaderMap) -> impl Int
     let (tx, rx) = mpsc::channel::<Result<axum::body::Bytes, std::convert::Infallible>>(2);
     tokio::task::spawn_blocking(move || {
         // A scraper that hangs up closes the channel, which stops the rendering.
-        exporter::render_chunks(&snapshot, openmetrics, SCRAPE_CHUNK, |text| {
+        let mut text = exporter::Text::new(&snapshot, openmetrics, SCRAPE_CHUNK, |text| {
             tx.blocking_send(Ok(axum::body::Bytes::from(text))).is_ok()
         });
+        text.cluster(&snapshot);
+        if let Some(remote) = &remote {
+            remote.write(&mut text);
+        }
+        text.finish();
     });
     let body = axum::body::Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
     ([(header::CONTENT_TYPE, content_type)], body)

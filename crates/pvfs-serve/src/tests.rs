@@ -127,7 +127,7 @@ async fn fetch(addr: std::net::SocketAddr, path: &str) -> String {
 
 /// A view of a one-node cluster holding two real samples of this machine, a second's worth
 /// apart in sequence (their counters are the kernel's).
-fn real_view() -> SharedView {
+pub(crate) fn real_view() -> SharedView {
     use pvfs_metrics::ring::Stamped;
     use pvfs_metrics::sample::{DeviceFilter, Sampler};
     let text = "[cluster]\nname = \"w\"\nkind = \"local\"\n[local]\nmount = \"/m\"\n\
@@ -158,6 +158,7 @@ async fn the_web_view_serves_its_page_and_each_nodes_second_as_top_prints_it() {
             view.clone(),
             history::HistoryState { reader: None, nodes: Default::default() },
             runs::Runs::new("none".into()),
+            None,
             shutdown.clone(),
         ),
         HttpLimits::default(),

@@ -496,6 +496,20 @@ pub struct ServeArgs {
     /// HOST`); browsers then trust the cluster's ca.crt.
     #[arg(long, value_name = "NAME")]
     pub web_tls: Option<String>,
+    /// Push every node's every second, with /metrics' names and labels and the sample's own
+    /// time, to a Prometheus remote-write receiver (Prometheus with
+    /// --web.enable-remote-write-receiver: http://HOST:9090/api/v1/write; Mimir, Thanos,
+    /// VictoriaMetrics, Cortex). A bounded queue; what it drops is counted on /metrics.
+    #[arg(long, value_name = "URL")]
+    pub remote_write: Option<String>,
+    /// A file holding the Authorization header's value for --remote-write (e.g. `Bearer TOKEN`
+    /// or `Basic BASE64`): credentials never go on the command line.
+    #[arg(long, value_name = "FILE", requires = "remote_write")]
+    pub remote_write_auth_file: Option<PathBuf>,
+    /// The CA certificates (PEM) that --remote-write's https store is checked against, instead
+    /// of the system's.
+    #[arg(long, value_name = "FILE", requires = "remote_write")]
+    pub remote_write_ca: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

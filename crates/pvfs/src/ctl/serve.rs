@@ -23,6 +23,15 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<u8> {
         Some(name) => Some(web_tls(&cluster, name)?),
         None => None,
     };
+    // Checked before anything starts: a wrong URL or file changes nothing.
+    let remote = match &args.remote_write {
+        Some(url) => Some(pvfs_serve::remote::Target::new(
+            url,
+            args.remote_write_auth_file.as_deref(),
+            args.remote_write_ca.as_deref(),
+        )?),
+        None => None,
+    };
     let listener = tokio::net::TcpListener::bind(args.metrics_listen)
         .await
         .with_context(|| format!("cannot listen on {} for /metrics", args.metrics_listen))?;
@@ -48,7 +57,16 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<u8> {
         }
         None => (None, None),
     };
-    shutdown.spawn(pvfs_serve::fold(events, view.clone(), feed));
+    let remote = remote.map(|target| {
+        output::note(&format!("pushing every second by remote write to {}", target.url()));
+        let (feed, sending) = pvfs_serve::remote::start(target, shutdown.token());
+        shutdown.spawn(async move {
+            let _ = sending.await;
+        });
+        feed
+    });
+    let counters = remote.as_ref().map(pvfs_serve::remote::Feed::counters);
+    shutdown.spawn(pvfs_serve::fold(events, view.clone(), pvfs_serve::Outlets { history: feed, remote }));
     let scheme = if tls.is_some() { "https" } else { "http" };
     output::note(&format!(
         "serving metrics of {} nodes at {scheme}://{local}/metrics and the web view at {scheme}://{local}/ (Ctrl-C or SIGTERM stops)",
@@ -56,8 +74,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<u8> {
     ));
     let nodes = std::sync::Arc::new(cluster.nodes.iter().map(|n| n.name.clone()).collect());
     let runs = pvfs_serve::runs::Runs::new(args.results.clone());
-    let app =
-        pvfs_serve::app(view, pvfs_serve::history::HistoryState { reader, nodes }, runs, shutdown.token());
+    let history = pvfs_serve::history::HistoryState { reader, nodes };
+    let app = pvfs_serve::app(view, history, runs, counters, shutdown.token());
     let limits = HttpLimits::default();
     match tls {
         Some(tls) => {
