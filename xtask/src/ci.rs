@@ -39,6 +39,16 @@ pub fn run(no_e2e: bool) -> anyhow::Result<()> {
         needed.push(("docker", "docker.io"));
     }
     util::ensure_programs(&needed)?;
+    // The Grafana dashboard's test checks it against Grafana's schema with Debian's python3
+    // (a module, which no program on PATH shows).
+    let has_jsonschema = Command::new("/usr/bin/python3")
+        .args(["-c", "import jsonschema"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_jsonschema {
+        util::ensure_packages(&["python3-jsonschema"])?;
+    }
     free_disk("before the build");
     if !util::have("cargo-nextest") {
         step(cargo().args(["install", "--locked", "cargo-nextest"]))?;

@@ -435,21 +435,24 @@ fn prometheus(env: &Env) -> anyhow::Result<()> {
             .spawn()
             .context("starting prometheus")?,
     );
-    let api = format!("http://127.0.0.1:{prom_port}/api/v1/query?query=");
     let want: std::collections::BTreeSet<String> = env.lab.nodes.iter().map(|n| n.name.clone()).collect();
     let nodes_of = |query: &str| -> anyhow::Result<std::collections::BTreeSet<String>> {
-        let v = get_json(&format!("{api}{query}"))?;
+        let v = prom_query(prom_port, query, None)?;
         Ok(v["data"]["result"]
             .as_array()
             .map(|r| r.iter().filter_map(|s| s["metric"]["node"].as_str().map(str::to_owned)).collect())
             .unwrap_or_default())
     };
-    // Queries, URL-encoded by hand (curl would need --data-urlencode and -G).
+    // The scraped series (job="pvfs"); the pushed ones have no job.
     let queries = [
-        ("node_exporter's disk bytes", "node_disk_read_bytes_total"),
-        ("the iostat %util gauge", "pvfs_disk_util_percent"),
-        ("a rate Prometheus computes from our counters", "rate(node_network_receive_bytes_total%5B5s%5D)"),
-        ("the nodes being up", "pvfs_node_up%3D%3D1"),
+        ("node_exporter's disk bytes", r#"node_disk_read_bytes_total{job="pvfs"}"#),
+        ("the iostat %util gauge", r#"pvfs_disk_util_percent{job="pvfs"}"#),
+        (
+            "a rate Prometheus computes from our counters",
+            r#"rate(node_network_receive_bytes_total{job="pvfs"}[5s])"#,
+        ),
+        ("the nodes being up", r#"pvfs_node_up{job="pvfs"}==1"#),
+        ("remote write's %util gauge", r#"pvfs_disk_util_percent{job=""}"#),
     ];
     let deadline = Instant::now() + Duration::from_secs(40);
     for (what, query) in queries {
@@ -481,7 +484,72 @@ fn prometheus(env: &Env) -> anyhow::Result<()> {
         target["health"],
         target["lastError"]
     );
-    remote_write_matches_top(env, prom_port)
+    remote_write_matches_top(env, prom_port)?;
+    grafana_queries_answer(prom_port, &want)
+}
+
+/// Every query of the Grafana dashboard (`config/grafana/pvfs-cluster.json`), its variables
+/// set to "All" (and the compare panel's to each of its choices), answers with series of
+/// every node from the real Prometheus: the PromQL parses and names what is there.
+fn grafana_queries_answer(prom_port: u16, want: &std::collections::BTreeSet<String>) -> anyhow::Result<()> {
+    let path = util::root().join("config/grafana/pvfs-cluster.json");
+    let dashboard: Value = serde_json::from_str(&std::fs::read_to_string(&path)?)
+        .with_context(|| format!("{} is not JSON", path.display()))?;
+    let mut queries = Vec::new();
+    for panel in dashboard["panels"].as_array().into_iter().flatten() {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            queries.push((
+                panel["title"].as_str().unwrap_or_default().to_owned(),
+                target["expr"].as_str().unwrap_or_default().to_owned(),
+            ));
+        }
+    }
+    let choices: Vec<String> = dashboard["templating"]["list"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|v| v["name"] == "metric")
+        .flat_map(|v| v["options"].as_array().cloned().unwrap_or_default())
+        .filter_map(|o| o["value"].as_str().map(str::to_owned))
+        .collect();
+    let mut asked = 0;
+    for (title, expr) in &queries {
+        let all = expr.replace("$node", ".*").replace("$device", ".*").replace("$nic", ".*");
+        let expanded: Vec<String> = if all.contains("$metric") {
+            choices.iter().map(|m| all.replace("$metric", m)).collect()
+        } else {
+            vec![all]
+        };
+        for query in expanded {
+            let v = prom_query(prom_port, &query, None)?;
+            ensure!(v["status"] == "success", "the dashboard's {title:?} query {query} fails: {v}");
+            let result = v["data"]["result"].as_array().cloned().unwrap_or_default();
+            ensure!(!result.is_empty(), "the dashboard's {title:?} query {query} has no data");
+            let nodes: std::collections::BTreeSet<String> =
+                result.iter().filter_map(|s| s["metric"]["node"].as_str().map(str::to_owned)).collect();
+            // A query that keeps the node label must have every node.
+            ensure!(
+                nodes.is_empty() || &nodes == want,
+                "the dashboard's {title:?} query {query} has only {nodes:?}"
+            );
+            asked += 1;
+        }
+    }
+    eprintln!("xtask e2e: the Grafana dashboard's {asked} queries all answer from prometheus");
+    Ok(())
+}
+
+/// One instant query of Prometheus' HTTP API (at `time`, Unix seconds, when given).
+fn prom_query(prom_port: u16, query: &str, time: Option<f64>) -> anyhow::Result<Value> {
+    let mut curl = Command::new("curl");
+    curl.args(["-sG", "--max-time", "5", &format!("http://127.0.0.1:{prom_port}/api/v1/query")])
+        .arg("--data-urlencode")
+        .arg(format!("query={query}"));
+    if let Some(time) = time {
+        curl.arg("--data-urlencode").arg(format!("time={time:.3}"));
+    }
+    let body = read(&mut curl)?;
+    serde_json::from_str(&body).with_context(|| format!("prometheus' answer to {query} is not JSON: {body}"))
 }
 
 /// Every value of three seconds of `top --json` (each node's disks, NICs and CPU) is in
@@ -493,6 +561,8 @@ fn remote_write_matches_top(env: &Env, prom_port: u16) -> anyhow::Result<()> {
     let top = read(Command::new(&env.binary).args(["ctl", "top", &env.cluster(), "--json", "--count", "3"]))?;
     let lines: Vec<_> = top
         .lines()
+        // Not the lines saying a node is up (`{"node", "time", "up": true}`, at top's own time).
+        .filter(|l| serde_json::from_str::<Value>(l).is_ok_and(|v| v.get("up").is_none()))
         .filter_map(|l| match serde_json::from_str::<MetricsLine>(l) {
             Ok(MetricsLine::Second(line)) => Some(line),
             _ => None,
@@ -507,11 +577,15 @@ fn remote_write_matches_top(env: &Env, prom_port: u16) -> anyhow::Result<()> {
         let at_ms = (end * 1e3).round() as i64;
         // (metric, device or mode) -> value at the line's millisecond.
         let stored = loop {
-            let stored = pushed_at(prom_port, &node, at_ms)?;
+            let (stored, times) = pushed_at(prom_port, &node, at_ms)?;
             if !stored.is_empty() {
                 break stored;
             }
-            ensure!(Instant::now() < deadline, "prometheus has no pushed series of {node} at {}", line.time);
+            ensure!(
+                Instant::now() < deadline,
+                "prometheus has no pushed series of {node} at {} ({at_ms} ms); it has {node}'s points at {times:?}",
+                line.time
+            );
             std::thread::sleep(Duration::from_millis(500));
         };
         let mut want: Vec<(String, String, Option<f64>)> = Vec::new();
@@ -522,7 +596,11 @@ fn remote_write_matches_top(env: &Env, prom_port: u16) -> anyhow::Result<()> {
         }
         for (device, columns) in &line.nics {
             for c in NicColumn::ALL {
-                want.push((format!("pvfs_network_{}", metric_suffix(c.name())), device.clone(), columns.get(c)));
+                want.push((
+                    format!("pvfs_network_{}", metric_suffix(c.name())),
+                    device.clone(),
+                    columns.get(c),
+                ));
             }
         }
         for c in CpuColumn::ALL {
@@ -552,39 +630,29 @@ fn remote_write_matches_top(env: &Env, prom_port: u16) -> anyhow::Result<()> {
 }
 
 /// The series serve pushed for `node` (no `job` label) with a point at `at_ms`, by (metric,
-/// device or CPU mode), from Prometheus' raw points around it.
-fn pushed_at(
-    prom_port: u16,
-    node: &str,
-    at_ms: i64,
-) -> anyhow::Result<std::collections::BTreeMap<(String, String), f64>> {
+/// device or CPU mode), from Prometheus' raw points around it; and the times of those points.
+type Pushed = (std::collections::BTreeMap<(String, String), f64>, std::collections::BTreeSet<i64>);
+fn pushed_at(prom_port: u16, node: &str, at_ms: i64) -> anyhow::Result<Pushed> {
     let query = format!("{{node=\"{node}\",job=\"\"}}[10s]");
-    let body = read(Command::new("curl").args([
-        "-sfG",
-        "--max-time",
-        "5",
-        &format!("http://127.0.0.1:{prom_port}/api/v1/query"),
-        "--data-urlencode",
-        &format!("query={query}"),
-        "--data-urlencode",
-        &format!("time={:.3}", (at_ms as f64 + 1.0) / 1e3),
-    ]))?;
-    let v: Value = serde_json::from_str(&body).context("prometheus' answer is not JSON")?;
+    let v = prom_query(prom_port, &query, Some((at_ms as f64 + 1.0) / 1e3))?;
     let mut out = std::collections::BTreeMap::new();
+    let mut times = std::collections::BTreeSet::new();
     for series in v["data"]["result"].as_array().into_iter().flatten() {
         let metric = &series["metric"];
         let name = metric["__name__"].as_str().unwrap_or_default().to_owned();
         let which = metric["device"].as_str().or(metric["mode"].as_str()).unwrap_or_default().to_owned();
         for point in series["values"].as_array().into_iter().flatten() {
             let ms = (point[0].as_f64().unwrap_or_default() * 1e3).round() as i64;
+            times.insert(ms);
             if ms == at_ms {
                 let value = point[1].as_str().unwrap_or_default();
-                let value = if value == "NaN" { f64::NAN } else { value.parse().context("a stored value")? };
+                let value =
+                    if value == "NaN" { f64::NAN } else { value.parse().context("a stored value")? };
                 out.insert((name.clone(), which.clone()), value);
             }
         }
     }
-    Ok(out)
+    Ok((out, times))
 }
 
 /// Each container's agent serving the gmond XML dump, polled every second by a real gmetad

@@ -625,3 +625,123 @@ fn a_stop_ends_the_web_views_live_streams() {
     stream.read_to_end(&mut rest).expect("the stream ends");
     drop(agent);
 }
+
+/// Issue 27: `config/grafana/pvfs-cluster.json` is a dashboard Grafana's own schema takes
+/// (`tests/fixtures/grafana`, checked by Debian's python3-jsonschema), its queries use only
+/// the variables it defines, and every series they name is one a real `serve` exports.
+#[test]
+fn the_grafana_dashboard_passes_grafanas_schema_and_names_only_series_serve_exports() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dashboard_path = root.join("../../config/grafana/pvfs-cluster.json");
+    let schema = root.join("tests/fixtures/grafana/dashboard.jsonschema.json");
+    let check = "import json, sys, jsonschema\n\
+        schema = json.load(open(sys.argv[1]))\n\
+        jsonschema.Draft7Validator.check_schema(schema)\n\
+        errors = list(jsonschema.Draft7Validator(schema).iter_errors(json.load(open(sys.argv[2]))))\n\
+        for e in errors: print('/'.join(map(str, e.absolute_path)), e.message[:300])\n\
+        sys.exit(1 if errors else 0)\n";
+    let out = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", check])
+        .arg(&schema)
+        .arg(&dashboard_path)
+        .output()
+        .expect("Debian's python3 (with python3-jsonschema, which xtask ci installs)");
+    assert!(
+        out.status.success(),
+        "Grafana's schema refuses the dashboard:\n{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&dashboard_path).unwrap()).unwrap();
+    let variables: Vec<String> = dashboard["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap().to_owned())
+        .collect();
+    let mut queries: Vec<String> = Vec::new();
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            queries.push(target["expr"].as_str().unwrap().to_owned());
+        }
+    }
+    for variable in dashboard["templating"]["list"].as_array().unwrap() {
+        if variable["type"] == "query" {
+            queries.push(variable["query"].as_str().unwrap().to_owned());
+        }
+    }
+    assert!(queries.len() >= 20, "{queries:?}");
+    // The compare panel's metric is each of its variable's choices.
+    let compared: Vec<String> = dashboard["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["name"] == "metric")
+        .flat_map(|v| {
+            v["options"].as_array().unwrap().iter().map(|o| o["value"].as_str().unwrap().to_owned())
+        })
+        .collect();
+    assert!(!compared.is_empty());
+
+    // A real serve's exposition: the series it exports.
+    let dir = TestDir::new();
+    dir.pki();
+    dir.issue_agent("n1", "127.0.0.1");
+    let agent = crate::util::AgentProcess::start(&dir, "n1", "127.0.0.1");
+    let cluster = cluster_file(&dir, &[("n1", format!("127.0.0.1:{}", agent.port))]);
+    let serve = Serve::start(&dir, cluster.to_str().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let exposition = loop {
+        let (status, body) = get(serve.addr, "/metrics");
+        if status == 200 && body.contains("pvfs_disk_util_percent{") {
+            break body;
+        }
+        assert!(Instant::now() < deadline, "serve exported no rates within 20 s:\n{body}");
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    let exported: std::collections::BTreeSet<&str> = exposition
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split(['{', ' ']).next().unwrap())
+        .collect();
+    for query in &queries {
+        for name in series_names(query) {
+            if name == "$metric" {
+                for metric in &compared {
+                    assert!(
+                        exported.contains(metric.as_str()),
+                        "the compare choice {metric} is not exported"
+                    );
+                }
+            } else {
+                assert!(exported.contains(name.as_str()), "{query}: serve exports no {name}");
+            }
+        }
+        for used in query.split('$').skip(1) {
+            let name: String = used.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            assert!(variables.contains(&name), "{query}: ${name} is not one of the dashboard's variables");
+        }
+    }
+    drop(agent);
+}
+
+/// The metric names in a PromQL query: identifiers that start as the exporter's do (`pvfs_`,
+/// `node_`), or `$metric`.
+fn series_names(query: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut word = String::new();
+    for c in query.chars().chain([' ']) {
+        if c.is_ascii_alphanumeric() || c == '_' || c == '$' {
+            word.push(c);
+            continue;
+        }
+        // A label's value (inside quotes) is not a name; labels themselves are followed by `=`.
+        if (word.starts_with("pvfs_") || word.starts_with("node_") || word == "$metric") && c != '=' {
+            names.push(std::mem::take(&mut word));
+        }
+        word.clear();
+    }
+    names
+}
