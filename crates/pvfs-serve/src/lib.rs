@@ -119,7 +119,11 @@ pub fn app(
         .route("/api/history", get(history::answer))
         .route("/api/heatmap", get(history::heatmap))
         .with_state(history);
-    let runs = axum::Router::new().route("/api/runs", get(runs::answer)).with_state(runs);
+    let runs = axum::Router::new()
+        .route("/api/runs", get(runs::answer))
+        .route("/runs/{name}/", get(runs::report))
+        .route("/runs/{name}/{file}", get(runs::chart))
+        .with_state(runs);
     let exposition = Exposition { view: view.clone(), remote };
     axum::Router::new()
         .route("/metrics", get(metrics))

@@ -581,6 +581,47 @@ fn serve_draws_the_runs_of_its_results_directory_as_bands() {
         "compare view over the run",
     );
     assert_eq!(compare, started.len().to_string());
+
+    // The run's report, linked from the runs view: pvfsctl report's, with its charts.
+    let (status, page) = get(serve.addr, &format!("/runs/{run}/"));
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("<h1>pvfs benchmark report</h1>"), "{page}");
+    assert!(page.contains(&format!("<code>{run}</code>")), "{page}");
+    assert!(page.contains("<table>"), "the report's tables are HTML tables: {page}");
+    let chart = page
+        .split("src=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("the report has no chart: {page}"));
+    let (status, svg) = get(serve.addr, &format!("/runs/{run}/{chart}"));
+    assert_eq!(status, 200, "{chart}");
+    assert!(svg.contains("<svg"), "{chart}: {svg}");
+    browser.run("document.getElementById('v-runs').click(); return null;");
+    let href = wait(
+        "const a = document.querySelector('#run-rows a.report'); return a ? a.href : null;",
+        "report link",
+    );
+    assert_eq!(href, format!("http://{}/runs/{run}/", serve.addr));
+    browser.go(href.as_str().unwrap());
+    let heading =
+        wait("const h = document.querySelector('h1'); return h ? h.textContent : null;", "report page");
+    assert_eq!(heading, "pvfs benchmark report");
+    wait(
+        "const n = [...document.images].filter(i => i.complete && i.naturalWidth > 0).length; return n > 0 ? n : null;",
+        "the report's charts loaded in the browser",
+    );
+    // Nothing else is served from the results directory or beside it.
+    for path in [
+        "/runs/../",
+        "/runs/%2E%2E/",
+        "/runs/..%2Fpvfs-results/",
+        "/runs/nosuchrun/",
+        &format!("/runs/{run}/events.jsonl"),
+        &format!("/runs/{run}/..%2Fevents.jsonl"),
+    ] {
+        let (status, body) = get(serve.addr, path);
+        assert_eq!(status, 404, "{path}: {body}");
+    }
     drop(agent);
 }
 
