@@ -8,6 +8,7 @@
 //!   [`history`]'s `/api/history`).
 //! - [`history`]: the store of every node's past (`pvfs-history`), fed by [`fold`].
 //! - [`runs`]: the benchmark runs of `--results DIR`, their phases on the clock.
+//! - [`processes`]: a node's busiest processes, watched only while a node view asks.
 //! - [`remote`]: every node's seconds pushed by Prometheus' remote write (`--remote-write`),
 //!   fed by [`fold`].
 //! - [`serve_http`]: hyper's HTTP/1.1 within [`HttpLimits`] — a header-read timeout, a
@@ -16,6 +17,7 @@
 
 mod admission;
 pub mod history;
+pub mod processes;
 pub mod remote;
 pub mod runs;
 pub mod web;
@@ -104,8 +106,8 @@ pub async fn fold(mut events: mpsc::Receiver<StreamEvent>, view: SharedView, out
 }
 
 /// The routes over `view`, `history` and `runs`: `/metrics` (with remote write's counts when
-/// there is one), the web view (`/`, `/api/now`, `/api/live`), `/api/history`, `/api/heatmap`
-/// and `/api/runs`. `stop` ends the live streams (a browser's never ends by itself, and would
+/// there is one), the web view (`/`, `/api/now`, `/api/live`), `/api/history`, `/api/heatmap`,
+/// `/api/runs` and the runs' reports, and `/api/processes` when `processes` can be watched. `stop` ends the live streams (a browser's never ends by itself, and would
 /// hold serve's stop for a connection's lifetime) and their renderer, a task this starts (so it
 /// is called within the runtime).
 pub fn app(
@@ -113,6 +115,7 @@ pub fn app(
     history: history::HistoryState,
     runs: runs::Runs,
     remote: Option<Arc<remote::Counters>>,
+    processes: Option<processes::Processes>,
     stop: CancellationToken,
 ) -> axum::Router {
     let past = axum::Router::new()
@@ -136,6 +139,12 @@ pub fn app(
         )
         .merge(past)
         .merge(runs)
+        .merge(match processes {
+            Some(processes) => {
+                axum::Router::new().route("/api/processes", get(processes::answer)).with_state(processes)
+            }
+            None => axum::Router::new(),
+        })
 }
 
 /// What `/metrics` shows: the cluster, and remote write's counts.

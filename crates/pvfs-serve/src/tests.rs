@@ -159,6 +159,7 @@ async fn the_web_view_serves_its_page_and_each_nodes_second_as_top_prints_it() {
             history::HistoryState { reader: None, nodes: Default::default() },
             runs::Runs::new("none".into()),
             None,
+            None,
             shutdown.clone(),
         ),
         HttpLimits::default(),

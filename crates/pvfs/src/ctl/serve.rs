@@ -75,7 +75,12 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<u8> {
     let nodes = std::sync::Arc::new(cluster.nodes.iter().map(|n| n.name.clone()).collect());
     let runs = pvfs_serve::runs::Runs::new(args.results.clone());
     let history = pvfs_serve::history::HistoryState { reader, nodes };
-    let app = pvfs_serve::app(view, history, runs, counters, shutdown.token());
+    let processes = pvfs_serve::processes::Processes::new(
+        std::sync::Arc::new(cluster.clone()),
+        dialer.clone(),
+        shutdown.token(),
+    );
+    let app = pvfs_serve::app(view, history, runs, counters, Some(processes), shutdown.token());
     let limits = HttpLimits::default();
     match tls {
         Some(tls) => {

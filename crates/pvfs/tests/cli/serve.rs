@@ -786,3 +786,67 @@ fn series_names(query: &str) -> Vec<String> {
     }
     names
 }
+
+/// Issue 27: the node view shows the node's busiest processes when asked, the very list
+/// `top --processes` prints for the same second; serve watches them only while asked.
+#[test]
+fn the_node_view_shows_the_busiest_processes_as_top_prints_them() {
+    let dir = TestDir::new();
+    dir.pki();
+    dir.issue_agent("n1", "127.0.0.1");
+    let agent = crate::util::AgentProcess::start(&dir, "n1", "127.0.0.1");
+    let cluster = cluster_file(&dir, &[("n1", format!("127.0.0.1:{}", agent.port))]);
+    let cluster = cluster.to_str().unwrap();
+    let serve = Serve::start(&dir, cluster);
+    let (status, body) = get(serve.addr, "/api/processes?node=nosuch");
+    assert_eq!(status, 404, "{body}");
+    let top = dir
+        .command(&pvfsctl())
+        .args(["top", cluster, "--json", "--processes=10", "--node", "n1", "--count", "12"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let browser = crate::util::Browser::start();
+    browser.go(&format!("http://{}/#node=n1&last=3600", serve.addr));
+    browser.run("document.getElementById('procs').open = true; return null;");
+    // Rows of a second after the first shown (the section polls every 2 s).
+    let read = "const b = document.getElementById('proc-rows');\n\
+        if (!b.dataset.seq || !b.rows.length) return null;\n\
+        return {seq: b.dataset.seq, rows: [...b.rows].map(r => [...r.cells].map(c => c.textContent))};";
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let shown = loop {
+        let shown = browser.run(read);
+        if !shown.is_null() {
+            break shown;
+        }
+        assert!(Instant::now() < deadline, "the node view showed no processes within 20 s");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let seq: u64 = shown["seq"].as_str().unwrap().parse().unwrap();
+    let out = top.wait_with_output().unwrap();
+    let line = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|l| l["seq"] == seq)
+        .unwrap_or_else(|| panic!("top printed no second {seq}:\n{}", text(&out.stdout)));
+    let printed: Vec<Vec<String>> = line["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let name = p["name"].as_str().unwrap();
+            let name = if p["kernel"] == true { format!("[{name}]") } else { name.to_owned() };
+            let number = |k: &str| serde_json::to_string(&p[k]).unwrap();
+            vec![p["pid"].to_string(), name, number("%CPU"), number("kB_rd/s"), number("kB_wr/s")]
+        })
+        .collect();
+    let rows: Vec<Vec<String>> = serde_json::from_value(shown["rows"].clone()).unwrap();
+    // JavaScript writes 1.0 as "1" where JSON has 1.0.
+    let trimmed = |v: &Vec<Vec<String>>| -> Vec<Vec<String>> {
+        v.iter().map(|r| r.iter().map(|c| c.strip_suffix(".0").unwrap_or(c).to_owned()).collect()).collect()
+    };
+    assert!(!rows.is_empty());
+    assert_eq!(trimmed(&rows), trimmed(&printed), "second {seq}: {line}");
+    drop(agent);
+}
