@@ -6,6 +6,7 @@
 //! the history. The hand-over is a bounded queue the folder never waits on: when the thread
 //! falls behind, seconds are dropped and counted, never the agents' streams held up.
 
+use crate::recent;
 use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -230,23 +231,29 @@ impl HistoryAnswer {
 }
 
 /// The tier a range is answered from: the one asked for, or the finest that still keeps `from`
-/// and holds the range in [`MAX_POINTS`].
-pub fn tier_for(asked: Option<&str>, from: u64, to: u64, now: u64) -> Result<Tier, String> {
+/// and holds the range in [`MAX_POINTS`]: the agents' 1 s ([`recent::SECOND`]) when `agents`
+/// can be asked, then the store's.
+pub fn tier_for(asked: Option<&str>, from: u64, to: u64, now: u64, agents: bool) -> Result<Tier, String> {
+    let all = agents.then_some(recent::SECOND).into_iter().chain(TIERS);
     if let Some(name) = asked {
-        return Tier::named(name).ok_or_else(|| format!("no tier {name:?}: the tiers are 10s, 1m and 10m"));
+        return all.into_iter().find(|t| t.name == name).ok_or_else(|| {
+            let names: Vec<&str> = agents.then_some("1s").into_iter().chain(TIERS.map(|t| t.name)).collect();
+            format!("no tier {name:?}: the tiers are {}", names.join(", "))
+        });
     }
     let span = to.saturating_sub(from);
-    Ok(TIERS
+    Ok(all
         .into_iter()
         .find(|tier| now.saturating_sub(tier.keep_s) <= from && span / tier.step_s <= MAX_POINTS)
         .unwrap_or(TIERS[TIERS.len() - 1]))
 }
 
-/// What `/api/history` reads: the store and the cluster's nodes.
+/// What `/api/history` reads: the store, the cluster's nodes, and their agents (the 1 s tier).
 #[derive(Clone)]
 pub struct HistoryState {
     pub reader: Option<Reader>,
     pub nodes: Arc<Vec<String>>,
+    pub agents: Option<recent::Agents>,
 }
 
 /// A refusal or failure, said in plain text.
@@ -269,7 +276,6 @@ fn answered<T: Serialize>(read: Result<Result<T, HistoryError>, tokio::task::Joi
 }
 
 pub(crate) async fn answer(State(state): State<HistoryState>, Query(query): Query<HistoryQuery>) -> Response {
-    let Some(reader) = state.reader else { return no_history() };
     if !state.nodes.contains(&query.node) {
         return bad(StatusCode::NOT_FOUND, format!("no node {:?} in the cluster file\n", query.node));
     }
@@ -279,11 +285,24 @@ pub(crate) async fn answer(State(state): State<HistoryState>, Query(query): Quer
     if from >= to {
         return bad(StatusCode::BAD_REQUEST, format!("from ({from}) must be before to ({to})\n"));
     }
-    let tier = match tier_for(query.tier.as_deref(), from, to, now) {
+    let tier = match tier_for(query.tier.as_deref(), from, to, now, state.agents.is_some()) {
         Ok(tier) => tier,
         Err(text) => return bad(StatusCode::BAD_REQUEST, text + "\n"),
     };
     let (node, columns) = (query.node, query.columns);
+    if let (true, Some(agents)) = (tier == recent::SECOND, &state.agents) {
+        let points = agents.seconds(&node, from, to).await;
+        let columns: Option<Vec<&str>> = columns.as_deref().map(|c| c.split(',').collect());
+        return answered::<HistoryAnswer>(Ok(Ok(HistoryAnswer::of(
+            node,
+            tier,
+            from,
+            to,
+            &points,
+            columns.as_deref(),
+        ))));
+    }
+    let Some(reader) = state.reader else { return no_history() };
     // redb reads block: on the blocking pool, beside the runtime's threads.
     let read = tokio::task::spawn_blocking(move || {
         let columns: Option<Vec<&str>> = columns.as_deref().map(|c| c.split(',').collect());
@@ -391,7 +410,7 @@ mod tests {
     #[test]
     fn a_range_is_answered_from_the_finest_tier_that_keeps_it_and_fits_it() {
         let now = 1_800_000_000;
-        let tier = |from: u64, to: u64| tier_for(None, from, to, now).map(|t| t.name);
+        let tier = |from: u64, to: u64| tier_for(None, from, to, now, false).map(|t| t.name);
         assert_eq!(tier(now - 3600, now), Ok("10s"));
         // 6 h of 10 s would be 2,160 points.
         assert_eq!(tier(now - 6 * 3600, now), Ok("1m"));
@@ -399,9 +418,21 @@ mod tests {
         assert_eq!(tier(now - 8 * 86_400, now - 8 * 86_400 + 3600), Ok("1m"));
         assert_eq!(tier(now - 30 * 86_400, now), Ok("10m"));
         assert_eq!(tier(now - 400 * 86_400, now - 399 * 86_400), Ok("10m"));
-        assert_eq!(tier_for(Some("1m"), now - 3600, now, now).map(|t| t.name), Ok("1m"));
+        assert_eq!(tier_for(Some("1m"), now - 3600, now, now, false).map(|t| t.name), Ok("1m"));
         assert!(
-            tier_for(Some("5m"), now - 3600, now, now).unwrap_err().contains("the tiers are 10s, 1m and 10m")
+            tier_for(Some("5m"), now - 3600, now, now, false)
+                .unwrap_err()
+                .contains("the tiers are 10s, 1m, 10m")
+        );
+        // With the agents: their seconds for a range of the last hour that fits.
+        let with_agents = |from: u64, to: u64| tier_for(None, from, to, now, true).map(|t| t.name);
+        assert_eq!(with_agents(now - 1800, now), Ok("1s"));
+        assert_eq!(with_agents(now - 3600, now), Ok("10s"), "3,600 points are too many");
+        assert_eq!(with_agents(now - 7200, now - 6000), Ok("10s"), "past the agents' hour");
+        assert!(
+            tier_for(Some("5m"), now - 60, now, now, true)
+                .unwrap_err()
+                .contains("the tiers are 1s, 10s, 1m, 10m")
         );
     }
 }

@@ -9,6 +9,7 @@
 //! - [`history`]: the store of every node's past (`pvfs-history`), fed by [`fold`].
 //! - [`runs`]: the benchmark runs of `--results DIR`, their phases on the clock.
 //! - [`processes`]: a node's busiest processes, watched only while a node view asks.
+//! - [`recent`]: the 1 s tier, read from the agents' rings on demand for `/api/history`.
 //! - [`remote`]: every node's seconds pushed by Prometheus' remote write (`--remote-write`),
 //!   fed by [`fold`].
 //! - [`serve_http`]: hyper's HTTP/1.1 within [`HttpLimits`] — a header-read timeout, a
@@ -18,6 +19,7 @@
 mod admission;
 pub mod history;
 pub mod processes;
+pub mod recent;
 pub mod remote;
 pub mod runs;
 pub mod web;

@@ -8,12 +8,11 @@
 //! page has not asked for 15 s (the page asks every 2 s while it shows them). At most
 //! [`MAX_WATCHED`] nodes are watched at once.
 
+use crate::recent::Agents;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use pvfs_config::Cluster;
-use pvfs_coord::dial::Dialer;
-use pvfs_coord::stream::{Start, StreamEvent, follow_cluster};
+use pvfs_coord::stream::StreamEvent;
 use pvfs_metrics::line::{ProcessLine, time_text};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -33,8 +32,7 @@ const IDLE: Duration = Duration::from_secs(15);
 /// The watched nodes, and what watching needs.
 #[derive(Clone)]
 pub struct Processes {
-    cluster: Arc<Cluster>,
-    dialer: Dialer,
+    agents: Agents,
     watched: Arc<Mutex<HashMap<String, Watch>>>,
     stop: CancellationToken,
 }
@@ -70,16 +68,16 @@ pub struct ProcessesQuery {
 
 impl Processes {
     /// Watching ends on `stop` (serve's).
-    pub fn new(cluster: Arc<Cluster>, dialer: Dialer, stop: CancellationToken) -> Processes {
-        Processes { cluster, dialer, watched: Arc::default(), stop }
+    pub fn new(agents: Agents, stop: CancellationToken) -> Processes {
+        Processes { agents, watched: Arc::default(), stop }
     }
 
     /// The newest processes of `node`, starting to watch it if it is not yet; `Err` says why
     /// not (an unknown node, or too many watched).
     fn ask(&self, node: &str) -> Result<Option<Newest>, (StatusCode, String)> {
-        let Some(known) = self.cluster.nodes.iter().find(|n| n.name == node) else {
+        if !self.agents.cluster.nodes.iter().any(|n| n.name == node) {
             return Err((StatusCode::NOT_FOUND, format!("no node {node} in the cluster file\n")));
-        };
+        }
         let mut watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(watch) = watched.get(node) {
             *watch.asked.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
@@ -94,12 +92,12 @@ impl Processes {
             ));
         }
         let watch = Watch { newest: Arc::default(), asked: Arc::new(Mutex::new(Instant::now())) };
-        let mut one = (*self.cluster).clone();
-        one.nodes = vec![known.clone()];
         let stop = self.stop.child_token();
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        let start = Start::Since { unix_ns: u64::try_from(now.as_nanos()).unwrap_or(u64::MAX) };
-        let events = follow_cluster(&one, &self.dialer, &HashMap::new(), start, SHOWN, stop.clone());
+        let since = u64::try_from(now.as_nanos()).unwrap_or(u64::MAX);
+        let Some(events) = self.agents.follow(node, since, SHOWN, stop.clone()) else {
+            return Err((StatusCode::NOT_FOUND, format!("no node {node} in the cluster file\n")));
+        };
         let (newest, asked) = (watch.newest.clone(), watch.asked.clone());
         let (name, all) = (node.to_owned(), self.watched.clone());
         tokio::spawn(async move {

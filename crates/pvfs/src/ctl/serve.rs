@@ -74,12 +74,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<u8> {
     ));
     let nodes = std::sync::Arc::new(cluster.nodes.iter().map(|n| n.name.clone()).collect());
     let runs = pvfs_serve::runs::Runs::new(args.results.clone());
-    let history = pvfs_serve::history::HistoryState { reader, nodes };
-    let processes = pvfs_serve::processes::Processes::new(
-        std::sync::Arc::new(cluster.clone()),
-        dialer.clone(),
-        shutdown.token(),
-    );
+    // The agents answer the 1 s tier and the node view's processes.
+    let agents =
+        pvfs_serve::recent::Agents { cluster: std::sync::Arc::new(cluster.clone()), dialer: dialer.clone() };
+    let history = pvfs_serve::history::HistoryState { reader, nodes, agents: Some(agents.clone()) };
+    let processes = pvfs_serve::processes::Processes::new(agents, shutdown.token());
     let app = pvfs_serve::app(view, history, runs, counters, Some(processes), shutdown.token());
     let limits = HttpLimits::default();
     match tls {

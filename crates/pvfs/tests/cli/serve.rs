@@ -850,3 +850,73 @@ fn the_node_view_shows_the_busiest_processes_as_top_prints_them() {
     assert_eq!(trimmed(&rows), trimmed(&printed), "second {seq}: {line}");
     drop(agent);
 }
+
+/// Issue 27: the last minutes are the agents' own seconds, read from their rings on demand
+/// (the 1 s tier), with no history kept by serve: each point is the second `top --json`
+/// printed, column for column.
+#[test]
+fn the_last_minutes_are_the_agents_seconds_as_top_printed_them() {
+    let dir = TestDir::new();
+    dir.pki();
+    dir.issue_agent("n1", "127.0.0.1");
+    let agent = crate::util::AgentProcess::start(&dir, "n1", "127.0.0.1");
+    let cluster = cluster_file(&dir, &[("n1", format!("127.0.0.1:{}", agent.port))]);
+    let cluster = cluster.to_str().unwrap();
+    let out = dir.command(&pvfsctl()).args(["top", cluster, "--json", "--count", "5"]).output().unwrap();
+    let lines: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|l| l.get("up").is_none())
+        .collect();
+    assert!(lines.len() >= 4, "{}", text(&out.stdout));
+    // Serve starts after: those seconds can only come from the agent's ring.
+    let serve = Serve::start(&dir, cluster);
+    let second = |l: &serde_json::Value| -> u64 {
+        let t = humantime::parse_rfc3339(l["time"].as_str().unwrap()).unwrap();
+        t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+    };
+    let (from, to) = (second(&lines[0]), second(lines.last().unwrap()) + 1);
+    let (status, body) = get(serve.addr, &format!("/api/history?node=n1&from={from}&to={to}"));
+    assert_eq!(status, 200, "{body}");
+    let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!((answer["tier"].as_str(), answer["step_s"].as_u64()), (Some("1s"), Some(1)), "{body}");
+    let times: Vec<u64> = serde_json::from_value(answer["times"].clone()).unwrap();
+    let mut compared = 0;
+    for line in &lines {
+        let at = times
+            .iter()
+            .position(|&t| t == second(line))
+            .unwrap_or_else(|| panic!("no point at {line} in {times:?}"));
+        for series in answer["series"].as_array().unwrap() {
+            let (group, device, column) = (
+                series["group"].as_str().unwrap(),
+                series["device"].as_str().unwrap(),
+                series["column"].as_str().unwrap(),
+            );
+            let printed = match group {
+                "cpu" | "mem" | "tasks" => &line[group][column],
+                "load" => match column {
+                    "ldavg-1" => &line["load"][0],
+                    "ldavg-5" => &line["load"][1],
+                    "ldavg-15" => &line["load"][2],
+                    _ => &line["tasks"][column],
+                },
+                "disk" => &line["disks"][device][column],
+                "nic" => &line["nics"][device][column],
+                other => panic!("group {other}"),
+            };
+            let Some(printed) = printed.as_f64() else { continue };
+            let stored = series["avg"][at]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{group} {device} {column} at {at}: {series}"));
+            assert_eq!(stored as f32, printed as f32, "{group} {device} {column} of {}", line["time"]);
+            assert_eq!(
+                (series["min"][at].as_f64(), series["max"][at].as_f64()),
+                (Some(stored), Some(stored))
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared > 50 * lines.len(), "only {compared} values compared");
+    drop(agent);
+}
