@@ -88,6 +88,11 @@ pub fn run(no_e2e: bool) -> anyhow::Result<()> {
     if !no_e2e {
         crate::e2e::run_with_binary(&dist.dir.join("bin/pvfs"), &crate::e2e::Args::default())?;
     }
+    // The web view's tests leave screenshots of each view for a person to look at.
+    let shots = util::root().join("target/screenshots");
+    if let Ok(entries) = std::fs::read_dir(&shots) {
+        eprintln!("xtask ci: {} screenshots of the web view in {}", entries.count(), shots.display());
+    }
     eprintln!("xtask ci: all checks passed");
     Ok(())
 }

@@ -70,6 +70,30 @@ impl Browser {
         self.call("POST", &path, Some(serde_json::json!({"script": script, "args": []}))).unwrap()
     }
 
+    /// Saves what the tab shows as `NAME.png` under `target/screenshots/` (or `PVFS_SCREENSHOTS`),
+    /// where CI leaves them for a person to look at; returns the file. The PNG is checked to be
+    /// one of the window's size, so a blank or failed capture fails the test.
+    pub fn screenshot(&self, name: &str) -> std::path::PathBuf {
+        use base64::Engine;
+        let path = format!("/session/{}/screenshot", self.session);
+        let encoded = self.call("GET", &path, None).unwrap();
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(encoded.as_str().unwrap_or_else(|| panic!("no screenshot: {encoded}")))
+            .unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
+        // IHDR's width and height (big-endian, at bytes 16..24).
+        let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
+        let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
+        assert!(width >= 800 && height >= 600, "a {width}×{height} screenshot");
+        let dir = std::env::var_os("PVFS_SCREENSHOTS").map(std::path::PathBuf::from).unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/screenshots")
+        });
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join(format!("{name}.png"));
+        std::fs::write(&file, png).unwrap();
+        file
+    }
+
     /// One WebDriver command: its `value`, or the connection's error.
     fn call(
         &self,

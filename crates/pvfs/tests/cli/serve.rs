@@ -219,6 +219,7 @@ fn a_browser_shows_each_node_as_top_prints_the_same_second() {
     let later = browser.run(read_tile);
     assert_ne!(later["seq"], tile["seq"], "the page did not move on to a later second");
     let tile = later;
+    browser.screenshot("serve-tiles");
     let seq: u64 = tile["seq"].as_str().unwrap().parse().unwrap();
     let table = browser.run(
         "document.getElementById('v-table').click();\n\
@@ -236,6 +237,7 @@ fn a_browser_shows_each_node_as_top_prints_the_same_second() {
     assert_eq!(tile["io"], format!("r {read:.1} w {write:.1} MB/s"), "second {seq}: {line}");
     let util = tile["util"].as_str().unwrap();
     assert!(util.starts_with(&format!("util {busiest:.0}%")), "{util} against {busiest} in {line}");
+    browser.screenshot("serve-table");
     assert_eq!(table[0][0], "n1", "{table}");
     assert_eq!(table[0][1], "server", "{table}");
     drop(agent);
@@ -363,6 +365,7 @@ fn serve_keeps_each_nodes_ten_second_points_as_the_seconds_top_printed() {
         }
     };
     let hour = wait_charts("hour", "10s");
+    browser.screenshot("serve-node-hour");
     assert!(hour["points"].as_u64().unwrap() >= 1, "{hour}");
     let charts = hour["charts"].to_string();
     for chart in ["cpu %usr,%sys,%iowait", "mem kbmemused,kbcached", "load ldavg-1,runq-sz"] {
@@ -391,6 +394,7 @@ fn serve_keeps_each_nodes_ten_second_points_as_the_seconds_top_printed() {
         assert!(Instant::now() < deadline, "the compare view drew no chart of n1 and n2 within 15 s");
         std::thread::sleep(Duration::from_millis(200));
     };
+    browser.screenshot("serve-compare");
     for key in keys.as_array().unwrap() {
         let node = key["node"].as_str().unwrap();
         let (_, body) = get(serve.addr, &format!("/api/history?node={node}&from={from}&to={to}"));
@@ -428,6 +432,7 @@ fn serve_keeps_each_nodes_ten_second_points_as_the_seconds_top_printed() {
         let drawn = browser.run("const c = document.getElementById('hm'); return c.dataset.nodes ? [+c.dataset.nodes, +c.dataset.cells] : null;");
         if !drawn.is_null() {
             assert_eq!(drawn, serde_json::json!([2, heat["cells"]]), "{drawn}");
+            browser.screenshot("serve-heatmap");
             break;
         }
         assert!(Instant::now() < deadline, "the heatmap was not drawn within 15 s");
@@ -478,20 +483,27 @@ fn web_tls_serves_https_with_a_certificate_of_the_clusters_ca() {
         .unwrap()
         .with_root_certificates(roots)
         .with_no_client_auth();
-    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
-    let connection = rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
-    let tcp = std::net::TcpStream::connect(serve.addr).unwrap();
-    tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let mut tls = rustls::StreamOwned::new(connection, tcp);
-    {
+    let config = std::sync::Arc::new(config);
+    // Over HTTPS until the page's data has the node's first second (its agent has just started).
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
         use std::io::{Read, Write};
+        let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+        let connection = rustls::ClientConnection::new(config.clone(), name).unwrap();
+        let tcp = std::net::TcpStream::connect(serve.addr).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut tls = rustls::StreamOwned::new(connection, tcp);
         tls.write_all(b"GET /api/now HTTP/1.1\r\nHost: pvfs\r\nConnection: close\r\n\r\n").unwrap();
         let mut answer = Vec::new();
         // rustls reports a peer that closes without close_notify as an error; the answer is in.
         let _ = tls.read_to_end(&mut answer);
         let answer = text(&answer);
         assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-        assert!(answer.contains("\"nodes\":[{\"name\":\"n1\""), "{answer}");
+        if answer.contains("\"nodes\":[{\"name\":\"n1\"") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no second of n1 over HTTPS within 15 s: {answer}");
+        std::thread::sleep(Duration::from_millis(200));
     }
     // Plain HTTP on the same port: no page (the handshake fails and the connection closes).
     let (status, body) = get(serve.addr, "/api/now");
@@ -575,6 +587,7 @@ fn serve_draws_the_runs_of_its_results_directory_as_bands() {
         "run listed",
     );
     assert_eq!(row, run);
+    browser.screenshot("serve-runs");
     browser.run("document.querySelector('#run-rows tr').click(); return null;");
     let compare = wait(
         "const c = document.getElementById('c-chart'); return c.dataset.bands && c.dataset.nodes === 'n1' ? c.dataset.bands : null;",
@@ -610,6 +623,7 @@ fn serve_draws_the_runs_of_its_results_directory_as_bands() {
         "const n = [...document.images].filter(i => i.complete && i.naturalWidth > 0).length; return n > 0 ? n : null;",
         "the report's charts loaded in the browser",
     );
+    browser.screenshot("serve-run-report");
     // Nothing else is served from the results directory or beside it.
     for path in [
         "/runs/../",
@@ -808,7 +822,7 @@ fn the_node_view_shows_the_busiest_processes_as_top_prints_them() {
         .spawn()
         .unwrap();
     let browser = crate::util::Browser::start();
-    browser.go(&format!("http://{}/#node=n1&last=3600", serve.addr));
+    browser.go(&format!("http://{}/#node=n1&last=900", serve.addr));
     browser.run("document.getElementById('procs').open = true; return null;");
     // Rows of a second after the first shown (the section polls every 2 s).
     let read = "const b = document.getElementById('proc-rows');\n\
@@ -823,6 +837,7 @@ fn the_node_view_shows_the_busiest_processes_as_top_prints_them() {
         assert!(Instant::now() < deadline, "the node view showed no processes within 20 s");
         std::thread::sleep(Duration::from_millis(200));
     };
+    browser.screenshot("serve-node-processes");
     let seq: u64 = shown["seq"].as_str().unwrap().parse().unwrap();
     let out = top.wait_with_output().unwrap();
     let line = text(&out.stdout)
