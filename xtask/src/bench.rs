@@ -541,6 +541,7 @@ fn web_view(coordinator: &KillOnDrop, port: u16, seconds: u64, closed_cpu: f64) 
         std::thread::sleep(Duration::from_secs(seconds));
         let (cpu1, wall) = (cpu_ns(coordinator.pid())?, t0.elapsed().as_secs_f64());
         let perf = browser.run("return __perf;");
+        let shot = browser.screenshot(&format!("bench-ingest-{view}"));
         let shown = browser.run(
             "return {tiles: document.querySelectorAll('.tile').length, drawn: document.querySelectorAll('.tile[data-seq]').length, \
              rows: document.querySelectorAll('#rows tr').length, second: document.getElementById('status').textContent};",
@@ -555,6 +556,7 @@ fn web_view(coordinator: &KillOnDrop, port: u16, seconds: u64, closed_cpu: f64) 
         let num = |k: &str| perf[k].as_f64().unwrap_or(0.0);
         println!("\nweb view open in headless Chromium, {view}, {wall:.0} s window:");
         println!("  serve CPU {cpu:.1}% of one core (closed: {closed_cpu:.1}%), RSS {rss:.1} MB");
+        println!("  screenshot: {}", shot.display());
         println!(
             "  page: {:.0} frames ({:.1}/s), longest gap between frames {:.0} ms, {:.0} long tasks (≥ 50 ms) totalling {:.0} ms",
             num("frames"),

@@ -1,6 +1,6 @@
 //! A real headless Chromium driven over WebDriver by Debian's chromedriver, shared by the CLI
 //! tests (`util::Browser`) and `cargo xtask bench-ingest --browser` (included there by path):
-//! one client for both, with std and serde_json only.
+//! one client for both, with std, serde_json and base64 (the screenshots) only.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -85,9 +85,9 @@ impl Browser {
         let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
         let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
         assert!(width >= 800 && height >= 600, "a {width}×{height} screenshot");
-        let dir = std::env::var_os("PVFS_SCREENSHOTS").map(std::path::PathBuf::from).unwrap_or_else(|| {
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/screenshots")
-        });
+        let dir = std::env::var_os("PVFS_SCREENSHOTS")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/screenshots"));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join(format!("{name}.png"));
         std::fs::write(&file, png).unwrap();
