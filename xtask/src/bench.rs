@@ -388,6 +388,11 @@ pub struct IngestArgs {
     /// and long tasks, and serve's CPU and RSS beside the window without it.
     #[arg(long)]
     pub browser: bool,
+    /// serve pushes every second by remote write (`--remote-write`) to a real Prometheus
+    /// (Debian's, its receiver on) started for the run: what serve sent, dropped and retried,
+    /// and what Prometheus took in, beside serve's CPU.
+    #[arg(long)]
+    pub remote_write: bool,
 }
 
 /// `cargo xtask bench-ingest`: `pvfsctl serve` following N simulated agents (one process
@@ -437,11 +442,13 @@ pub fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
     }
     let sim_cpu = || -> anyhow::Result<u64> { simulators.iter().map(|s| cpu_ns(s.pid())).sum() };
     let metrics_port = free_port()?;
+    let receiver = if args.remote_write { Some(Receiver::start(&dir)?) } else { None };
     let coordinator = KillOnDrop::spawn(
         Command::new(&binary)
             .args(["ctl", "serve"])
             .arg(&cluster)
             .args(["--metrics-listen", &format!("127.0.0.1:{metrics_port}")])
+            .args(receiver.iter().flat_map(|r| ["--remote-write".to_owned(), r.write_url()]))
             // Its history when asked for, in the benchmark's own directory.
             .args(
                 args.history
@@ -476,12 +483,16 @@ pub fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
     // nodes): the histogram is as of each scrape's start, so arrivals are counted over the
     // time between the two starts, not over the CPU window.
     let before_at = Instant::now();
-    let before = histogram(&scrape()?);
+    let before_text = scrape()?;
+    let before = histogram(&before_text);
+    let ingested0 = receiver.as_ref().map(Receiver::ingested).transpose()?;
     let (cpu0, sim0, t0) = (cpu_ns(coordinator.pid())?, sim_cpu()?, Instant::now());
     std::thread::sleep(Duration::from_secs(args.seconds));
     let (cpu1, sim1, wall) = (cpu_ns(coordinator.pid())?, sim_cpu()?, t0.elapsed().as_secs_f64());
     let counted = before_at.elapsed().as_secs_f64();
-    let after = histogram(&scrape()?);
+    let after_text = scrape()?;
+    let after = histogram(&after_text);
+    let ingested1 = receiver.as_ref().map(Receiver::ingested).transpose()?;
     let status = std::fs::read_to_string(format!("/proc/{}/status", coordinator.pid()))?;
     let mb = |key: &str| {
         status
@@ -510,12 +521,77 @@ pub fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
     );
     println!("  (the simulators, on the same 2 cores, used {sim_pct:.1}% of a core)");
     println!("  extrapolated: 10,000 agents ≈ {:.0}% of one core", cpu_pct / f64::from(n) * 10_000.0);
+    if let (Some(i0), Some(i1)) = (ingested0, ingested1) {
+        let delta =
+            |name: &str, label: &str| counter(&after_text, name, label) - counter(&before_text, name, label);
+        println!(
+            "  remote write to Prometheus: sent {:.0} samples/s, refused {:.0}, node-seconds dropped {:.0} ({:.0}% of those received), retries {:.0}; Prometheus took in {:.0} samples/s",
+            delta("pvfs_remote_write_samples_total", "result=\"sent\"") / counted,
+            delta("pvfs_remote_write_samples_total", "result=\"refused\""),
+            delta("pvfs_remote_write_dropped_seconds_total", ""),
+            delta("pvfs_remote_write_dropped_seconds_total", "") / total.max(1.0) * 100.0,
+            delta("pvfs_remote_write_retries_total", ""),
+            (i1 - i0) / counted
+        );
+    }
     if args.browser {
         web_view(&coordinator, metrics_port, args.seconds, cpu_pct)?;
     }
     drop(coordinator);
     drop(simulators);
     Ok(())
+}
+
+/// A counter's value in an exposition (`label`: a `k="v"` its line must hold; empty: none).
+fn counter(text: &str, name: &str, label: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with([' ', '{']) && l.contains(label))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Debian's Prometheus with its remote-write receiver on, for `bench-ingest --remote-write`.
+struct Receiver {
+    port: u16,
+    _process: KillOnDrop,
+}
+
+impl Receiver {
+    fn start(dir: &std::path::Path) -> anyhow::Result<Receiver> {
+        util::ensure_programs(&[("prometheus", "prometheus")])?;
+        let port = free_port()?;
+        let config = dir.join("prometheus.yml");
+        std::fs::write(&config, "global:\n  scrape_interval: 15s\n")?;
+        let process = KillOnDrop::spawn(
+            Command::new("prometheus")
+                .arg(format!("--config.file={}", config.display()))
+                .arg(format!("--storage.tsdb.path={}", dir.join("prometheus").display()))
+                .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+                .arg("--web.enable-remote-write-receiver"),
+        )?;
+        let receiver = Receiver { port, _process: process };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while receiver.ingested().is_err() {
+            anyhow::ensure!(Instant::now() < deadline, "prometheus did not start within 30 s");
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        Ok(receiver)
+    }
+
+    fn write_url(&self) -> String {
+        format!("http://127.0.0.1:{}/api/v1/write", self.port)
+    }
+
+    /// Samples Prometheus has appended to its head so far (its own counter).
+    fn ingested(&self) -> anyhow::Result<f64> {
+        let text = read(Command::new("curl").args([
+            "-sf",
+            "--max-time",
+            "10",
+            &format!("http://127.0.0.1:{}/metrics", self.port),
+        ]))?;
+        Ok(counter(&text, "prometheus_tsdb_head_samples_appended_total", ""))
+    }
 }
 
 /// What the page measures of itself from now on: every frame's gap (requestAnimationFrame) and
