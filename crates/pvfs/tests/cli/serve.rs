@@ -184,12 +184,8 @@ fn tile_figures(line: &serde_json::Value) -> (f64, f64, f64) {
 /// the tile carries), and the table view lists the node.
 #[test]
 fn a_browser_shows_each_node_as_top_prints_the_same_second() {
-    let dir = TestDir::new();
-    dir.pki();
-    dir.issue_agent("n1", "127.0.0.1");
-    let agent = crate::util::AgentProcess::start(&dir, "n1", "127.0.0.1");
-    let cluster = cluster_file(&dir, &[("n1", format!("127.0.0.1:{}", agent.port))]);
-    let cluster = cluster.to_str().unwrap();
+    let OneNode { dir, agent, cluster } = OneNode::start();
+    let cluster = cluster.as_str();
     let serve = Serve::start(&dir, cluster);
     // `top --json` over the seconds the browser may show.
     let top = dir
@@ -241,6 +237,24 @@ fn a_browser_shows_each_node_as_top_prints_the_same_second() {
     assert_eq!(table[0][0], "n1", "{table}");
     assert_eq!(table[0][1], "server", "{table}");
     drop(agent);
+}
+
+/// A test directory with a CA and one real agent, `n1`, and the cluster file naming it.
+struct OneNode {
+    dir: TestDir,
+    agent: crate::util::AgentProcess,
+    cluster: String,
+}
+
+impl OneNode {
+    fn start() -> OneNode {
+        let dir = TestDir::new();
+        dir.pki();
+        dir.issue_agent("n1", "127.0.0.1");
+        let agent = crate::util::AgentProcess::start(&dir, "n1", "127.0.0.1");
+        let cluster = cluster_file(&dir, &[("n1", format!("127.0.0.1:{}", agent.port))]);
+        OneNode { cluster: cluster.to_str().unwrap().to_owned(), dir, agent }
+    }
 }
 
 /// One blocking `GET path` (bounded at 20 s): the status code and the body.
@@ -530,17 +544,13 @@ fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
 /// draws them as bands, and the runs view lists the run and opens the compare view over it.
 #[test]
 fn serve_draws_the_runs_of_its_results_directory_as_bands() {
-    let dir = TestDir::new();
-    dir.pki();
-    dir.issue_agent("n1", "127.0.0.1");
-    let agent = crate::util::AgentProcess::start(&dir, "n1", "127.0.0.1");
-    let cluster = cluster_file(&dir, &[("n1", format!("127.0.0.1:{}", agent.port))]);
+    let OneNode { dir, agent, cluster } = OneNode::start();
     let run = "demo-throughput-20261127T205944";
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../pvfs-report/testdata/old-results")
         .join(run);
     copy_tree(&fixture, &dir.path().join("pvfs-results").join(run));
-    let serve = Serve::start_with(&dir, cluster.to_str().unwrap(), &["--history", "pvfs-history"]);
+    let serve = Serve::start_with(&dir, &cluster, &["--history", "pvfs-history"]);
 
     let (status, body) = get(serve.addr, "/api/runs");
     assert_eq!(status, 200, "{body}");
@@ -645,12 +655,8 @@ fn serve_draws_the_runs_of_its_results_directory_as_bands() {
 #[test]
 fn a_stop_ends_the_web_views_live_streams() {
     use std::io::{Read, Write};
-    let dir = TestDir::new();
-    dir.pki();
-    dir.issue_agent("n1", "127.0.0.1");
-    let agent = crate::util::AgentProcess::start(&dir, "n1", "127.0.0.1");
-    let cluster = cluster_file(&dir, &[("n1", format!("127.0.0.1:{}", agent.port))]);
-    let mut serve = Serve::start_with(&dir, cluster.to_str().unwrap(), &[]);
+    let OneNode { dir, agent, cluster } = OneNode::start();
+    let mut serve = Serve::start_with(&dir, &cluster, &[]);
     let mut stream = std::net::TcpStream::connect(serve.addr).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     stream.write_all(b"GET /api/live HTTP/1.1\r\nHost: pvfs\r\n\r\n").unwrap();
@@ -741,12 +747,8 @@ fn the_grafana_dashboard_passes_grafanas_schema_and_names_only_series_serve_expo
     assert!(!compared.is_empty());
 
     // A real serve's exposition: the series it exports.
-    let dir = TestDir::new();
-    dir.pki();
-    dir.issue_agent("n1", "127.0.0.1");
-    let agent = crate::util::AgentProcess::start(&dir, "n1", "127.0.0.1");
-    let cluster = cluster_file(&dir, &[("n1", format!("127.0.0.1:{}", agent.port))]);
-    let serve = Serve::start(&dir, cluster.to_str().unwrap());
+    let OneNode { dir, agent, cluster } = OneNode::start();
+    let serve = Serve::start(&dir, &cluster);
     let deadline = Instant::now() + Duration::from_secs(20);
     let exposition = loop {
         let (status, body) = get(serve.addr, "/metrics");
@@ -805,12 +807,8 @@ fn series_names(query: &str) -> Vec<String> {
 /// `top --processes` prints for the same second; serve watches them only while asked.
 #[test]
 fn the_node_view_shows_the_busiest_processes_as_top_prints_them() {
-    let dir = TestDir::new();
-    dir.pki();
-    dir.issue_agent("n1", "127.0.0.1");
-    let agent = crate::util::AgentProcess::start(&dir, "n1", "127.0.0.1");
-    let cluster = cluster_file(&dir, &[("n1", format!("127.0.0.1:{}", agent.port))]);
-    let cluster = cluster.to_str().unwrap();
+    let OneNode { dir, agent, cluster } = OneNode::start();
+    let cluster = cluster.as_str();
     let serve = Serve::start(&dir, cluster);
     let (status, body) = get(serve.addr, "/api/processes?node=nosuch");
     assert_eq!(status, 404, "{body}");
@@ -871,12 +869,8 @@ fn the_node_view_shows_the_busiest_processes_as_top_prints_them() {
 /// printed, column for column.
 #[test]
 fn the_last_minutes_are_the_agents_seconds_as_top_printed_them() {
-    let dir = TestDir::new();
-    dir.pki();
-    dir.issue_agent("n1", "127.0.0.1");
-    let agent = crate::util::AgentProcess::start(&dir, "n1", "127.0.0.1");
-    let cluster = cluster_file(&dir, &[("n1", format!("127.0.0.1:{}", agent.port))]);
-    let cluster = cluster.to_str().unwrap();
+    let OneNode { dir, agent, cluster } = OneNode::start();
+    let cluster = cluster.as_str();
     let out = dir.command(&pvfsctl()).args(["top", cluster, "--json", "--count", "5"]).output().unwrap();
     let lines: Vec<serde_json::Value> = text(&out.stdout)
         .lines()
