@@ -290,17 +290,12 @@ pub(crate) async fn answer(State(state): State<HistoryState>, Query(query): Quer
         Err(text) => return bad(StatusCode::BAD_REQUEST, text + "\n"),
     };
     let (node, columns) = (query.node, query.columns);
+    // The 1 s tier is the agents' (never stored here).
     if let (true, Some(agents)) = (tier == recent::SECOND, &state.agents) {
         let points = agents.seconds(&node, from, to).await;
         let columns: Option<Vec<&str>> = columns.as_deref().map(|c| c.split(',').collect());
-        return answered::<HistoryAnswer>(Ok(Ok(HistoryAnswer::of(
-            node,
-            tier,
-            from,
-            to,
-            &points,
-            columns.as_deref(),
-        ))));
+        let answer = HistoryAnswer::of(node, tier, from, to, &points, columns.as_deref());
+        return ([(header::CONTENT_TYPE, "application/json")], axum::Json(answer)).into_response();
     }
     let Some(reader) = state.reader else { return no_history() };
     // redb reads block: on the blocking pool, beside the runtime's threads.

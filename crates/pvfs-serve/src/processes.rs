@@ -93,9 +93,7 @@ impl Processes {
         }
         let watch = Watch { newest: Arc::default(), asked: Arc::new(Mutex::new(Instant::now())) };
         let stop = self.stop.child_token();
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        let since = u64::try_from(now.as_nanos()).unwrap_or(u64::MAX);
-        let Some(events) = self.agents.follow(node, since, SHOWN, stop.clone()) else {
+        let Some(events) = self.agents.follow(node, crate::recent::unix_now_ns(), SHOWN, stop.clone()) else {
             return Err((StatusCode::NOT_FOUND, format!("no node {node} in the cluster file\n")));
         };
         let (newest, asked) = (watch.newest.clone(), watch.asked.clone());

@@ -107,7 +107,8 @@ fn point(prev: &Stamped, curr: &Stamped) -> Point {
     Point { start: curr.sample.time_unix_ns / 1_000_000_000, seconds: 1, series }
 }
 
-fn unix_now_ns() -> u64 {
+/// Now, in Unix nanoseconds (a stream's `since`).
+pub(crate) fn unix_now_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
