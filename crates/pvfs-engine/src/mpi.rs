@@ -165,11 +165,11 @@ impl Barrier {
     pub fn wait_or(&self, name: &str, hint: &str) -> Result<(), BarrierError> {
         use std::io::Write;
         let barrier = BarrierError::File;
-        let here = Dir::create_all(&self.dir).and_then(|dir| dir.create_dir(name)).map_err(barrier)?;
-        let mut mine = here.create_new(&self.rank.to_string(), 0o644).map_err(barrier)?;
+        let (here, mine) = self.arrive(name)?;
         // Best effort: a host name only makes a timeout's message clearer.
-        let _ = mine.write_all(host_name().as_bytes());
-        drop(mine);
+        if let Some(mut mine) = mine {
+            let _ = mine.write_all(host_name().as_bytes());
+        }
         let started = Instant::now();
         let mut pause = Duration::from_millis(1);
         loop {
@@ -186,7 +186,44 @@ impl Barrier {
     }
 }
 
+/// How often a barrier's arrival is tried again after ESTALE.
+const STALE_RETRIES: u32 = 5;
+
+/// ESTALE: GlusterFS's FUSE client answers it when another client has just made the same new
+/// directory (seen in the e2e: two ranks on two clients meeting in a new barrier directory).
+/// Looking the path up afresh, as NFS clients do, finds the directory.
+fn is_stale(e: &FileError) -> bool {
+    matches!(e, FileError::Io { source, .. } if source.raw_os_error() == Some(nix::errno::Errno::ESTALE as i32))
+}
+
 impl Barrier {
+    /// This rank's arrival: `DIR/NAME/RANK` created, the whole path looked up again after an
+    /// ESTALE. Its file, to write the host name into; none when an earlier attempt had made it.
+    fn arrive(&self, name: &str) -> Result<(Dir, Option<std::fs::File>), BarrierError> {
+        let mut attempt = 0;
+        loop {
+            let made = Dir::create_all(&self.dir).and_then(|dir| dir.create_dir(name)).and_then(|here| {
+                match here.create_new(&self.rank.to_string(), 0o644) {
+                    Ok(file) => Ok((here, Some(file))),
+                    // Made by an attempt that then answered ESTALE.
+                    Err(FileError::Io { source, .. })
+                        if attempt > 0 && source.kind() == std::io::ErrorKind::AlreadyExists =>
+                    {
+                        Ok((here, None))
+                    }
+                    Err(e) => Err(e),
+                }
+            });
+            match made {
+                Err(e) if is_stale(&e) && attempt < STALE_RETRIES => {
+                    attempt += 1;
+                    std::thread::sleep(Duration::from_millis(20 * u64::from(attempt)));
+                }
+                other => return other.map_err(BarrierError::File),
+            }
+        }
+    }
+
     /// Who came and who did not, by rank, host and client.
     fn timed_out(&self, here: &Dir, arrived: usize, hint: &str) -> BarrierTimeout {
         let names = here.entry_names().unwrap_or_default();
@@ -382,6 +419,16 @@ pub fn engine_args(workload: &Workload, dir: &Path, tasks_per_client: u32) -> Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Only ESTALE is looked up again: any other failure of an arrival is said at once.
+    #[test]
+    fn only_a_stale_handle_is_tried_again() {
+        let stale = FileError::io("mkdir", "/m/.pvfs-barrier/0-read", std::io::Error::from_raw_os_error(116));
+        assert!(is_stale(&stale));
+        let denied = FileError::io("mkdir", "/m/.pvfs-barrier/0-read", std::io::Error::from_raw_os_error(13));
+        assert!(!is_stale(&denied));
+        assert!(!is_stale(&FileError::Symlink { op: "mkdir", path: "/m".into() }));
+    }
     use pvfs_bench::params::Preset;
     use std::sync::Mutex;
 
