@@ -23,8 +23,8 @@ pub use diagnostic::{ConfigError, Diagnostic};
 pub use grammar::node_name;
 pub use load::{CLUSTER_FILE, Checked, Loader, Provisioning, check, load, load_provisioning, parse};
 pub use model::{
-    Address, AgentPolicy, BeegfsAuth, Cluster, Firewall, Kind, KindSpec, Layout, Lvm, Node, Packages, Queue,
-    Repo, Role, Stripe, Target,
+    Address, AgentPolicy, BeegfsAuth, Cluster, Firewall, Host, Kind, KindSpec, Layout, Lvm, Node, Packages,
+    Queue, Repo, Role, Stripe, Target,
 };
 
 /// The port agents listen on when an address gives none.

@@ -90,7 +90,8 @@ fn report(node: &Node, rtt: Option<Duration>, result: Result<NodeInfo, DialError
     }
 }
 
-pub(crate) async fn ask(node: &Node, dialer: &Dialer) -> NodeReport {
+/// One node's `Info` and health check, within the dialer's timeout.
+pub async fn ask(node: &Node, dialer: &Dialer) -> NodeReport {
     let timeout = dialer.timeout();
     let exchange = async {
         let mut conn = dialer.connect(node).await?;

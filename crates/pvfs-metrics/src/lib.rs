@@ -10,10 +10,13 @@
 //!   `pvfsctl top --json` and `pvfs-agent metrics --json` print.
 //! - [`processes`]: the busiest processes by CPU and I/O, read only while a reader asks.
 //! - [`ring`]: the agent's bounded, compact history of samples, read by cursor.
+//! - [`ganglia`]: Ganglia's XML (gmond's host element and standard metrics), written by the
+//!   agent's gmond drop-in and by serve's gmetad interface.
 
 pub mod facts;
 #[cfg(test)]
 mod fuzz;
+pub mod ganglia;
 pub mod line;
 pub mod processes;
 pub mod rates;

@@ -12,11 +12,14 @@
 //! - [`recent`]: the 1 s tier, read from the agents' rings on demand for `/api/history`.
 //! - [`remote`]: every node's seconds pushed by Prometheus' remote write (`--remote-write`),
 //!   fed by [`fold`].
+//! - [`gmetad`]: gmetad's XML and interactive ports (`--gmetad-xml`, `--gmetad-interactive`),
+//!   answered from the view, for ganglia tools.
 //! - [`serve_http`]: hyper's HTTP/1.1 within [`HttpLimits`] — a header-read timeout, a
 //!   connection lifetime, and [`admission`]'s table, which admits every connection at once and
 //!   closes the oldest idle one when full, so a slowloris cannot keep a scrape out.
 
 mod admission;
+pub mod gmetad;
 pub mod history;
 pub mod processes;
 pub mod recent;

@@ -510,6 +510,17 @@ pub struct ServeArgs {
     /// of the system's.
     #[arg(long, value_name = "FILE", requires = "remote_write")]
     pub remote_write_ca: Option<PathBuf>,
+    /// Answer as gmetad's XML port (its 8651): the whole grid — every node as a Ganglia host
+    /// with gmond's metrics and its disks' iostat columns — to each connection. A gmetad can
+    /// poll it as a `data_source` (with `scalable off` to keep each host's RRDs). Plain TCP
+    /// with no authentication, as gmetad's: bind it where only trusted hosts reach.
+    #[arg(long, value_name = "ADDR")]
+    pub gmetad_xml: Option<SocketAddr>,
+    /// Answer as gmetad's interactive port (its 8652, which ganglia-web queries): one request
+    /// line such as `/CLUSTER/HOST` or `/?filter=summary`, then that part of the grid. Plain
+    /// TCP with no authentication, as gmetad's.
+    #[arg(long, value_name = "ADDR")]
+    pub gmetad_interactive: Option<SocketAddr>,
 }
 
 #[derive(Debug, Args)]

@@ -78,6 +78,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<u8> {
     let agents =
         pvfs_serve::recent::Agents { cluster: std::sync::Arc::new(cluster.clone()), dialer: dialer.clone() };
     let history = pvfs_serve::history::HistoryState { reader, nodes, agents: Some(agents.clone()) };
+    gmetad(&args, &cluster, &view, &dialer, &format!("{scheme}://{local}/"), &shutdown).await?;
     let processes = pvfs_serve::processes::Processes::new(agents, shutdown.token());
     let app = pvfs_serve::app(view, history, runs, counters, Some(processes), shutdown.token());
     let limits = HttpLimits::default();
@@ -95,6 +96,42 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<u8> {
         tracing::warn!(error = %err, "stopping: not everything ended in time; exiting anyway");
     }
     Ok(exit::OK)
+}
+
+/// gmetad's ports when asked (`--gmetad-xml`, `--gmetad-interactive`), and the task that
+/// keeps the nodes' facts they show.
+async fn gmetad(
+    args: &ServeArgs,
+    cluster: &pvfs_config::Cluster,
+    view: &pvfs_serve::SharedView,
+    dialer: &pvfs_coord::dial::Dialer,
+    authority: &str,
+    shutdown: &Shutdown,
+) -> anyhow::Result<()> {
+    let ports =
+        [(args.gmetad_xml, false, "--gmetad-xml"), (args.gmetad_interactive, true, "--gmetad-interactive")];
+    if ports.iter().all(|(addr, ..)| addr.is_none()) {
+        return Ok(());
+    }
+    let gmetad = pvfs_serve::gmetad::Gmetad::new(view.clone(), cluster, authority.to_owned());
+    for (addr, interactive, flag) in ports {
+        let Some(addr) = addr else { continue };
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr} for {flag} (give {flag} a free address)"))?;
+        let local = listener.local_addr()?;
+        let what = if interactive { "gmetad's interactive port (queries)" } else { "gmetad's XML port" };
+        output::note(&format!("answering as {what} at {local}"));
+        drop(shutdown.spawn(pvfs_serve::gmetad::serve(
+            listener,
+            gmetad.clone(),
+            interactive,
+            shutdown.token(),
+        )));
+    }
+    let cluster = std::sync::Arc::new(cluster.clone());
+    drop(shutdown.spawn(gmetad.keep_facts(cluster, dialer.clone(), shutdown.token())));
+    Ok(())
 }
 
 /// The history's store for `cluster` when asked: `--history DIR` keeps DIR/CLUSTER.redb.

@@ -219,7 +219,7 @@ fn a_browser_shows_each_node_as_top_prints_the_same_second() {
     let seq: u64 = tile["seq"].as_str().unwrap().parse().unwrap();
     let table = browser.run(
         "document.getElementById('v-table').click();\n\
-         return [...document.querySelectorAll('#rows tr')].map(r => [...r.cells].map(c => c.textContent));",
+         return [...document.querySelectorAll('#rows tr:not(.pad)')].map(r => [...r.cells].map(c => c.textContent));",
     );
 
     let out = top.wait_with_output().unwrap();
@@ -240,6 +240,64 @@ fn a_browser_shows_each_node_as_top_prints_the_same_second() {
 }
 
 /// A test directory with a CA and one real agent, `n1`, and the cluster file naming it.
+/// Issue 27: the table view of a large cluster builds rows only for the nodes on screen, and
+/// scrolling or sorting still reaches every node: 300 nodes (none answering, so each is listed
+/// as down), of which the page must build far fewer rows, yet show the last one when scrolled to
+/// the bottom and first when sorted the other way.
+#[test]
+fn the_table_builds_only_the_rows_on_screen_and_reaches_every_node() {
+    let dir = TestDir::new();
+    dir.pki();
+    // Nothing listens on these loopback ports: each node is down, and listed as such.
+    let nodes: Vec<(String, String)> =
+        (1..=300).map(|i| (format!("n{i:03}"), format!("127.0.0.1:{}", 40_000 + i))).collect();
+    let named: Vec<(&str, String)> = nodes.iter().map(|(n, a)| (n.as_str(), a.clone())).collect();
+    let cluster = cluster_file(&dir, &named);
+    let serve = Serve::start(&dir, cluster.to_str().unwrap());
+    let browser = crate::util::Browser::start();
+    browser.go(&format!("http://{}/", serve.addr));
+    let rows = "return [...document.querySelectorAll('#rows tr:not(.pad)')].map(r => [...r.cells].map(c => c.textContent));";
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let first = loop {
+        let shown = browser.run(&format!("document.getElementById('v-table').click();\n{rows}"));
+        if shown.as_array().is_some_and(|r| !r.is_empty()) {
+            break shown;
+        }
+        assert!(Instant::now() < deadline, "the table showed no node within 15 s");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let built = first.as_array().unwrap().len();
+    assert!(built < 150, "{built} rows built for 300 nodes: the table should build those on screen");
+    assert_eq!(first[0][0], "n001", "{first}");
+    assert_eq!(first[0][1], "server (down)", "{first}");
+    // The spacers keep the page as tall as every row would make it.
+    let tall = browser.run(
+        "const h = document.querySelector('#rows tr:not(.pad)').getBoundingClientRect().height;\n\
+         return document.getElementById('rows').getBoundingClientRect().height / h;",
+    );
+    let tall = tall.as_f64().unwrap();
+    assert!((299.0..=301.0).contains(&tall), "the table is {tall} rows tall for 300 nodes");
+    browser.run("window.scrollTo(0, document.body.scrollHeight); return null;");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let bottom = loop {
+        let shown = browser.run(rows);
+        if shown.as_array().and_then(|r| r.last()).is_some_and(|r| r[0] == "n300") {
+            break shown;
+        }
+        assert!(Instant::now() < deadline, "scrolled to the bottom, the table does not show n300: {shown}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(bottom.as_array().unwrap().len() < 150, "{bottom}");
+    browser.screenshot("serve-table-300");
+    // Sorted by name the other way (a click on the header already sorting), n300 comes first.
+    browser.run(
+        "window.scrollTo(0, 0);\n\
+         const th = document.querySelector('th[data-k=\"name\"]'); th.click(); return null;",
+    );
+    let sorted = browser.run(rows);
+    assert_eq!(sorted[0][0], "n300", "{sorted}");
+}
+
 struct OneNode {
     dir: TestDir,
     agent: crate::util::AgentProcess,
