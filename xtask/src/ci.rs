@@ -34,6 +34,9 @@ pub fn run(no_e2e: bool) -> anyhow::Result<()> {
         // The web view's test opens it in a real headless browser.
         ("chromium", "chromium"),
         ("chromedriver", "chromium-driver"),
+        // serve's gmetad ports are polled by a real gmetad, whose RRDs are read with rrdtool.
+        ("gmetad", "gmetad"),
+        ("rrdtool", "rrdtool"),
     ];
     if !no_e2e {
         needed.push(("docker", "docker.io"));
