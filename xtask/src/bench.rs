@@ -596,7 +596,11 @@ impl Receiver {
 
 /// What the page measures of itself from now on: every frame's gap (requestAnimationFrame) and
 /// every long task (a PerformanceObserver; Chromium reports tasks over 50 ms).
-const PAGE_PERF: &str = "window.__perf = {long: 0, longMs: 0, maxGap: 0, frames: 0, last: performance.now()};\n\
+/// Run once per window: the counters start again, the observer and the frame loop only once
+/// (a second loop would count every frame twice).
+const PAGE_PERF: &str = "const started = !!window.__perf;\n\
+    window.__perf = {long: 0, longMs: 0, maxGap: 0, frames: 0, last: performance.now()};\n\
+    if (started) return true;\n\
     new PerformanceObserver(l => { for (const e of l.getEntries()) { __perf.long++; __perf.longMs += e.duration; } }).observe({type: 'longtask'});\n\
     (function f(t) { const g = t - __perf.last; if (g > __perf.maxGap) __perf.maxGap = g; __perf.last = t; __perf.frames++; requestAnimationFrame(f); })(performance.now());\n\
     return true;";

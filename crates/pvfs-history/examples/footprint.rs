@@ -84,7 +84,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let points = reader.range(&first_node, tier.tier, 0, u64::MAX / 2)?.points.len() as u64;
         let bytes = (tier.chunk_bytes + tier.tail_bytes) as f64 / nodes as f64;
         let measured = if points > 0 { bytes / points as f64 } else { 0.0 };
-        let (per_point, how) = if points >= pvfs_history::tier::CHUNK_POINTS {
+        let (per_point, how) = if points >= tier.tier.chunk_points {
             full_chunk.get_or_insert((measured, tier.tier.name));
             (measured, String::new())
         } else if let Some((cost, name)) = full_chunk {

@@ -312,7 +312,10 @@ fn compact(
     points.sort_by_key(|p| p.start);
     if !points.is_empty() {
         chunks
-            .insert((node, chunk), codec::chunk_bytes(chunk, tier.step_s, &points).as_slice())
+            .insert(
+                (node, chunk),
+                codec::chunk_bytes(chunk, tier.step_s, tier.chunk_span(), &points).as_slice(),
+            )
             .map_err(|e| store(e.into()))?;
     }
     tail.retain_in(range, |_, _| false).map_err(|e| store(e.into()))?;
@@ -411,7 +414,18 @@ impl Reader {
         match read.open_table(CHUNK[i]) {
             Ok(chunks) => {
                 let first = tier.chunk_of(from);
-                for row in chunks.range((node, first)..(node, to)).map_err(|e| store(e.into()))? {
+                // The chunk before the range's first reaches into the range only if it is of the
+                // first layout (longer chunks); one of the tier's own span is skipped unread.
+                let longest = tier.step_s * crate::tier::LONGEST_CHUNK_POINTS;
+                let before = chunks
+                    .range((node, first.saturating_sub(longest))..(node, first))
+                    .map_err(|e| store(e.into()))?
+                    .next_back()
+                    .transpose()
+                    .map_err(|e| store(e.into()))?
+                    .filter(|(_, value)| !codec::chunk_within_span(value.value()));
+                let rows = chunks.range((node, first)..(node, to)).map_err(|e| store(e.into()))?;
+                for row in before.into_iter().map(Ok).chain(rows) {
                     let (key, value) = row.map_err(|e| store(e.into()))?;
                     let chunk = codec::chunk_from_with(key.value().1, tier.step_s, value.value(), keep)
                         .map_err(corrupt)?;

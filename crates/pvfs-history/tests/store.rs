@@ -48,7 +48,7 @@ fn points_read_back_after_a_restart_and_their_chunk_is_compacted() {
     let base = BASE;
     {
         let (mut writer, _) = pvfs_history::open(&path, base).expect("open");
-        // 50 minutes: 300 points, in the tail (the hour's chunk is not complete).
+        // 50 minutes: 300 points, the last ones in the tail (their chunk is not complete).
         for i in 0..300 {
             ten_seconds(&mut writer, base + i * 10);
             writer.close_due(base + i * 10 + 13);
@@ -169,4 +169,39 @@ fn a_writer_killed_with_sigkill_mid_write_loses_nothing_it_had_committed() {
             check_point(&range.points[at], *t);
         }
     }
+}
+
+/// Stores written when every tier's chunks were 360 points long still read: a chunk of that
+/// first layout that began before a range's own first chunk (now 90 points of 10 s) is found
+/// and read where it reaches into the range.
+#[test]
+fn a_long_chunk_of_the_first_layout_is_read_where_it_reaches_into_a_range() {
+    use pvfs_history::{Point, SeriesKey, Stat};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("h.redb");
+    let points: Vec<Point> = (0..360)
+        .map(|i| {
+            let start = BASE + i * 10;
+            let v = util(start) as f32;
+            let stat = Stat { avg: v, min: v - 0.25, max: v + 0.25 };
+            Point { start, seconds: 10, series: vec![(SeriesKey::new(Group::Disk, "sda", "%util"), stat)] }
+        })
+        .collect();
+    // An hour of points in one chunk row, as the first layout kept them.
+    let row = pvfs_history::codec::chunk_bytes(BASE, 10, tier("10s").chunk_span(), &points);
+    assert!(!pvfs_history::codec::chunk_within_span(&row));
+    {
+        let db = redb::Database::create(&path).expect("create");
+        let txn = db.begin_write().expect("begin");
+        {
+            let chunks = redb::TableDefinition::<(&str, u64), &[u8]>::new("chunk-10s");
+            let mut table = txn.open_table(chunks).expect("table");
+            table.insert(("n1", BASE), row.as_slice()).expect("insert");
+        }
+        txn.commit().expect("commit");
+    }
+    let (_, reader) = pvfs_history::open(&path, BASE + 7200).expect("open");
+    // 40 to 50 minutes in: past the first 15-minute chunk of the new layout.
+    let range = reader.range("n1", tier("10s"), BASE + 2400, BASE + 3000).expect("range");
+    assert_eq!(range.points, points[240..300]);
 }

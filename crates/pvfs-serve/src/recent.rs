@@ -17,7 +17,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio_util::sync::CancellationToken;
 
 /// The agents' tier: their rings keep an hour unless `pvfs-agent --history` says otherwise.
-pub const SECOND: Tier = Tier { step_s: 1, keep_s: 3600, name: "1s" };
+/// Never stored by serve, so it has no chunks (`chunk_points` is not used).
+pub const SECOND: Tier = Tier { step_s: 1, keep_s: 3600, name: "1s", chunk_points: 3600 };
 
 /// The longest a read of a node's seconds takes before answering with what it has.
 const READ_FOR: Duration = Duration::from_secs(10);

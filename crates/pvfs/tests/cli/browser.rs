@@ -85,9 +85,13 @@ impl Browser {
         let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
         let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
         assert!(width >= 800 && height >= 600, "a {width}×{height} screenshot");
+        // The workspace's target, found from whichever crate includes this file (the CLI
+        // tests' or the xtask's, at different depths).
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let root = manifest.ancestors().find(|d| d.join("Cargo.lock").exists()).unwrap_or(manifest);
         let dir = std::env::var_os("PVFS_SCREENSHOTS")
             .map(std::path::PathBuf::from)
-            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/screenshots"));
+            .unwrap_or_else(|| root.join("target/screenshots"));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join(format!("{name}.png"));
         std::fs::write(&file, png).unwrap();

@@ -57,7 +57,8 @@ impl Drop for Gmetad {
 
 /// The newest finite value among an RRD's last 30 seconds.
 fn stored(rrd: &std::path::Path) -> Option<f64> {
-    let out = Command::new("rrdtool").arg("fetch").arg(rrd).args(["AVERAGE", "--start", "-30"]).output().ok()?;
+    let out =
+        Command::new("rrdtool").arg("fetch").arg(rrd).args(["AVERAGE", "--start", "-30"]).output().ok()?;
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| l.split_once(": ").and_then(|(_, v)| v.trim().parse::<f64>().ok()))
@@ -85,7 +86,10 @@ fn a_real_gmetad_polls_serve_and_keeps_each_hosts_rrds_as_from_gmond() {
         if let Some(n1) = all.get("n1").filter(|m| m.contains_key("cpu_num")) {
             break n1.clone();
         }
-        assert!(Instant::now() < deadline, "serve's XML port showed no n1 with its facts within 30 s: {all:?}");
+        assert!(
+            Instant::now() < deadline,
+            "serve's XML port showed no n1 with its facts within 30 s: {all:?}"
+        );
         std::thread::sleep(Duration::from_millis(300));
     };
     let cpus = std::thread::available_parallelism().unwrap().get().to_string();
