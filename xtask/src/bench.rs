@@ -486,9 +486,14 @@ pub fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
     let before_text = scrape()?;
     let before = histogram(&before_text);
     let ingested0 = receiver.as_ref().map(Receiver::ingested).transpose()?;
+    // The history's one file (`--history DIR` keeps DIR/CLUSTER.redb).
+    let store = dir.join("history").join("ingest.redb");
+    let store_bytes = || std::fs::metadata(&store).map_or(0, |m| m.len());
+    let store0 = store_bytes();
     let (cpu0, sim0, t0) = (cpu_ns(coordinator.pid())?, sim_cpu()?, Instant::now());
     std::thread::sleep(Duration::from_secs(args.seconds));
     let (cpu1, sim1, wall) = (cpu_ns(coordinator.pid())?, sim_cpu()?, t0.elapsed().as_secs_f64());
+    let store1 = store_bytes();
     let counted = before_at.elapsed().as_secs_f64();
     let after_text = scrape()?;
     let after = histogram(&after_text);
@@ -520,6 +525,20 @@ pub fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
         quantile(&window, 0.99) * 1000.0
     );
     println!("  (the simulators, on the same 2 cores, used {sim_pct:.1}% of a core)");
+    // What each simulated agent sends: this machine's devices, as its agent would.
+    let per_node = after_text.lines().filter(|l| !l.starts_with('#') && l.contains("node=\"sim0\"")).count();
+    println!("  each node: {per_node} series on /metrics (this machine's disks and NICs)");
+    if args.history {
+        let dropped = counter(&after_text, "pvfs_history_dropped_seconds_total", "")
+            - counter(&before_text, "pvfs_history_dropped_seconds_total", "");
+        println!(
+            "  history: the store grew {:.1} MB in the window ({:.1} MB/min, {:.0} MB now); node-seconds dropped by a writer behind: {dropped:.0} ({:.1}% of those received)",
+            (store1 as f64 - store0 as f64) / 1e6,
+            (store1 as f64 - store0 as f64) / 1e6 / wall * 60.0,
+            store1 as f64 / 1e6,
+            dropped / total.max(1.0) * 100.0
+        );
+    }
     println!("  extrapolated: 10,000 agents ≈ {:.0}% of one core", cpu_pct / f64::from(n) * 10_000.0);
     if let (Some(i0), Some(i1)) = (ingested0, ingested1) {
         let delta =

@@ -95,7 +95,7 @@ pub fn open(path: &Path, now_s: u64) -> Result<(Writer, Reader), HistoryError> {
 /// A node's state in the writer.
 #[derive(Default)]
 struct NodeState {
-    open: [Consolidator; 3],
+    open: Consolidator,
     /// The chunk each tier's tail rows belong to, when there are some.
     tail_chunk: [Option<u64>; 3],
 }
@@ -123,27 +123,22 @@ impl Writer {
     pub fn record(&mut self, node: &str, rates: &Rates, devices: &[String]) {
         // The second's middle: a second ending at :10.0 belongs to the point before :10.
         let t = rates.time_unix_ns.saturating_sub((rates.interval_s * 0.5e9) as u64) / 1_000_000_000;
-        // Read from the rates once, then given to each tier.
-        let mut values: Vec<(Group, &str, &str, f64)> = Vec::with_capacity(256);
-        each_value(rates, devices, |g, d, c, v| values.push((g, d, c, v)));
-        self.record_with(node, t, |each| {
-            for &(g, d, c, v) in &values {
-                each(g, d, c, v);
-            }
-        });
+        self.record_with(node, t, |each| each_value(rates, devices, |g, d, c, v| each(g, d, c, v)));
     }
 
     /// Takes one second of `node` whose middle is Unix second `t`, its values given by `fill`.
-    pub fn record_with(&mut self, node: &str, t: u64, fill: impl Fn(&mut dyn FnMut(Group, &str, &str, f64))) {
+    pub fn record_with(
+        &mut self,
+        node: &str,
+        t: u64,
+        fill: impl FnOnce(&mut dyn FnMut(Group, &str, &str, f64)),
+    ) {
         let state = match self.nodes.get_mut(node) {
             Some(state) => state,
             None => self.nodes.entry(node.to_owned()).or_default(),
         };
-        for (i, tier) in TIERS.iter().enumerate() {
-            if let Some(point) = state.open[i].add(tier, t, &fill) {
-                self.pending.push((node.to_owned(), i, point));
-            }
-        }
+        let pending = &mut self.pending;
+        state.open.add(&TIERS, t, fill, |i, point| pending.push((node.to_owned(), i, point)));
     }
 
     /// Closes every open point that ended (with some grace) before Unix second `now_s`: a node
@@ -151,7 +146,7 @@ impl Writer {
     pub fn close_due(&mut self, now_s: u64) {
         for (node, state) in &mut self.nodes {
             for (i, tier) in TIERS.iter().enumerate() {
-                if let Some(point) = state.open[i].close_before(tier, now_s.saturating_sub(GRACE_S)) {
+                if let Some(point) = state.open.close_before(i, tier, now_s.saturating_sub(GRACE_S)) {
                     self.pending.push((node.clone(), i, point));
                 }
             }
@@ -162,7 +157,7 @@ impl Writer {
     pub fn close_all(&mut self) {
         for (node, state) in &mut self.nodes {
             for i in 0..TIERS.len() {
-                if let Some(point) = state.open[i].close() {
+                if let Some(point) = state.open.close(i) {
                     self.pending.push((node.clone(), i, point));
                 }
             }

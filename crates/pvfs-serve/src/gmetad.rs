@@ -45,6 +45,8 @@ const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_CLIENTS: usize = 32;
 /// How often the facts are refreshed: gmond's TMAX for its `collect_once` metrics.
 const FACTS_EVERY: Duration = Duration::from_secs(1200);
+/// How soon an agent that did not answer for its facts is asked again.
+const FACTS_RETRY: Duration = Duration::from_secs(30);
 /// Agents asked for their facts at once.
 const FACTS_AT_ONCE: usize = 8;
 
@@ -59,9 +61,9 @@ pub struct Gmetad {
     facts: Mutex<HashMap<String, Known>>,
 }
 
-/// A node's facts, and when they were asked.
+/// A node's facts (none until its agent has answered), and when they were asked.
 struct Known {
-    facts: Facts,
+    facts: Option<Facts>,
     /// Unix seconds the agent started: the host's `GMOND_STARTED`.
     started: u64,
     asked: Instant,
@@ -90,7 +92,7 @@ impl Gmetad {
     }
 
     /// Keeps every up node's facts (its agent's `Info`) until `stop`: asked when a node is
-    /// first seen up, then every [`FACTS_EVERY`].
+    /// first seen up, then every [`FACTS_EVERY`] (every [`FACTS_RETRY`] until it answers).
     pub async fn keep_facts(
         self: Arc<Gmetad>,
         cluster: Arc<pvfs_config::Cluster>,
@@ -113,7 +115,12 @@ impl Gmetad {
                     .nodes
                     .iter()
                     .filter(|n| view.nodes.get(&n.name).is_some_and(|v| v.up))
-                    .filter(|n| facts.get(&n.name).is_none_or(|k| k.asked.elapsed() >= FACTS_EVERY))
+                    .filter(|n| {
+                        facts.get(&n.name).is_none_or(|k| {
+                            let again = if k.facts.is_some() { FACTS_EVERY } else { FACTS_RETRY };
+                            k.asked.elapsed() >= again
+                        })
+                    })
                     .cloned()
                     .collect()
             };
@@ -123,7 +130,7 @@ impl Gmetad {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .entry(node.name.clone())
-                    .or_insert(Known { facts: Facts::default(), started: 0, asked: Instant::now() })
+                    .or_insert(Known { facts: None, started: 0, asked: Instant::now() })
                     .asked = Instant::now();
                 let (me, dialer, at_once) = (self.clone(), dialer.clone(), at_once.clone());
                 asking.spawn(async move {
@@ -140,10 +147,10 @@ impl Gmetad {
                         disk_space: None,
                     };
                     let started = now.saturating_sub(info.agent_uptime_seconds);
-                    me.facts
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(node.name.clone(), Known { facts, started, asked: Instant::now() });
+                    me.facts.lock().unwrap_or_else(|p| p.into_inner()).insert(
+                        node.name.clone(),
+                        Known { facts: Some(facts), started, asked: Instant::now() },
+                    );
                 });
             }
         }
@@ -161,7 +168,7 @@ impl Gmetad {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .iter()
-            .map(|(name, k)| (name.clone(), (k.facts.clone(), k.started)))
+            .filter_map(|(name, k)| Some((name.clone(), (k.facts.clone()?, k.started))))
             .collect();
         let now = unix_now();
         let hosts = Hosts { nodes: &nodes, facts: &facts, addresses: &self.addresses, now };

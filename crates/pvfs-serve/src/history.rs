@@ -44,6 +44,11 @@ pub struct Feed {
 }
 
 impl Feed {
+    /// How many seconds were dropped so far.
+    pub fn dropped(&self) -> Arc<AtomicU64> {
+        self.dropped.clone()
+    }
+
     /// Hands a second over, or drops it (counted) when the writer is behind.
     pub fn send(&self, second: Second) {
         match self.tx.try_send(second) {
@@ -254,6 +259,18 @@ pub struct HistoryState {
     pub reader: Option<Reader>,
     pub nodes: Arc<Vec<String>>,
     pub agents: Option<recent::Agents>,
+    /// The seconds the writer could not take ([`Feed::dropped`]), for `/metrics`.
+    pub dropped: Option<Arc<AtomicU64>>,
+}
+
+/// Writes the history's counts as families of `/metrics`.
+pub fn write_counts(dropped: &AtomicU64, sink: &mut impl pvfs_coord::exporter::Sink) {
+    sink.family(
+        "pvfs_history_dropped_seconds_total",
+        "counter",
+        "Node-seconds not kept in the history: its writer was behind.",
+        |f| f.sample("pvfs_history_dropped_seconds_total", &[], dropped.load(Ordering::Relaxed) as f64),
+    );
 }
 
 /// A refusal or failure, said in plain text.

@@ -123,6 +123,7 @@ pub fn app(
     processes: Option<processes::Processes>,
     stop: CancellationToken,
 ) -> axum::Router {
+    let history_dropped = history.dropped.clone();
     let past = axum::Router::new()
         .route("/api/history", get(history::answer))
         .route("/api/heatmap", get(history::heatmap))
@@ -132,7 +133,7 @@ pub fn app(
         .route("/runs/{name}/", get(runs::report))
         .route("/runs/{name}/{file}", get(runs::chart))
         .with_state(runs);
-    let exposition = Exposition { view: view.clone(), remote };
+    let exposition = Exposition { view: view.clone(), remote, history: history_dropped };
     axum::Router::new()
         .route("/metrics", get(metrics))
         .with_state(exposition)
@@ -152,16 +153,17 @@ pub fn app(
         })
 }
 
-/// What `/metrics` shows: the cluster, and remote write's counts.
+/// What `/metrics` shows: the cluster, remote write's counts, and what the history dropped.
 #[derive(Clone)]
 struct Exposition {
     view: SharedView,
     remote: Option<Arc<remote::Counters>>,
+    history: Option<Arc<std::sync::atomic::AtomicU64>>,
 }
 
 /// The exposition; OpenMetrics when the scraper asks for it (Prometheus does by default).
 async fn metrics(
-    State(Exposition { view, remote }): State<Exposition>,
+    State(Exposition { view, remote, history }): State<Exposition>,
     headers: HeaderMap,
 ) -> impl IntoResponse {
     let openmetrics = headers
@@ -184,6 +186,9 @@ async fn metrics(
         text.cluster(&snapshot);
         if let Some(remote) = &remote {
             remote.write(&mut text);
+        }
+        if let Some(dropped) = &history {
+            history::write_counts(dropped, &mut text);
         }
         text.finish();
     });

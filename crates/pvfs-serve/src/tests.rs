@@ -156,7 +156,7 @@ async fn the_web_view_serves_its_page_and_each_nodes_second_as_top_prints_it() {
         listener,
         app(
             view.clone(),
-            history::HistoryState { reader: None, nodes: Default::default(), agents: None },
+            history::HistoryState { reader: None, nodes: Default::default(), agents: None, dropped: None },
             runs::Runs::new("none".into()),
             None,
             None,

@@ -66,6 +66,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<u8> {
         feed
     });
     let counters = remote.as_ref().map(pvfs_serve::remote::Feed::counters);
+    let history_dropped = feed.as_ref().map(pvfs_serve::history::Feed::dropped);
     shutdown.spawn(pvfs_serve::fold(events, view.clone(), pvfs_serve::Outlets { history: feed, remote }));
     let scheme = if tls.is_some() { "https" } else { "http" };
     output::note(&format!(
@@ -77,7 +78,12 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<u8> {
     // The agents answer the 1 s tier and the node view's processes.
     let agents =
         pvfs_serve::recent::Agents { cluster: std::sync::Arc::new(cluster.clone()), dialer: dialer.clone() };
-    let history = pvfs_serve::history::HistoryState { reader, nodes, agents: Some(agents.clone()) };
+    let history = pvfs_serve::history::HistoryState {
+        reader,
+        nodes,
+        agents: Some(agents.clone()),
+        dropped: history_dropped,
+    };
     gmetad(&args, &cluster, &view, &dialer, &format!("{scheme}://{local}/"), &shutdown).await?;
     let processes = pvfs_serve::processes::Processes::new(agents, shutdown.token());
     let app = pvfs_serve::app(view, history, runs, counters, Some(processes), shutdown.token());
