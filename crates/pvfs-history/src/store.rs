@@ -105,8 +105,10 @@ pub struct Writer {
     db: Arc<redb::Database>,
     path: PathBuf,
     nodes: HashMap<String, NodeState>,
-    /// Closed points not yet committed: (node, tier index, point).
-    pending: Vec<(String, usize, Point)>,
+    /// Closed points not yet committed, already encoded as tail rows: (node, tier index,
+    /// start, row). Encoded when closed, so that the points of every node closing in the same
+    /// second (each with every series' name) are not all held at once until the commit.
+    pending: Vec<(String, usize, u64, Vec<u8>)>,
     pruned_at: u64,
 }
 
@@ -138,7 +140,7 @@ impl Writer {
             None => self.nodes.entry(node.to_owned()).or_default(),
         };
         let pending = &mut self.pending;
-        state.open.add(&TIERS, t, fill, |i, point| pending.push((node.to_owned(), i, point)));
+        state.open.add(&TIERS, t, fill, |i, point| pending.push(encoded(node, i, &point)));
     }
 
     /// Closes every open point that ended (with some grace) before Unix second `now_s`: a node
@@ -147,7 +149,7 @@ impl Writer {
         for (node, state) in &mut self.nodes {
             for (i, tier) in TIERS.iter().enumerate() {
                 if let Some(point) = state.open.close_before(i, tier, now_s.saturating_sub(GRACE_S)) {
-                    self.pending.push((node.clone(), i, point));
+                    self.pending.push(encoded(node, i, &point));
                 }
             }
         }
@@ -158,7 +160,7 @@ impl Writer {
         for (node, state) in &mut self.nodes {
             for i in 0..TIERS.len() {
                 if let Some(point) = state.open.close(i) {
-                    self.pending.push((node.clone(), i, point));
+                    self.pending.push(encoded(node, i, &point));
                 }
             }
         }
@@ -175,9 +177,9 @@ impl Writer {
         let pending = std::mem::take(&mut self.pending);
         let txn = self.db.begin_write().map_err(|e| self.store(e))?;
         let mut done = Committed { points: pending.len(), ..Committed::default() };
-        for (node, i, point) in &pending {
+        for (node, i, start, row) in &pending {
             let tier = &TIERS[*i];
-            let chunk = tier.chunk_of(point.start);
+            let chunk = tier.chunk_of(*start);
             let state = self.nodes.entry(node.clone()).or_default();
             if let Some(previous) = state.tail_chunk[*i].filter(|&c| c != chunk) {
                 compact(&txn, &self.path, node, *i, previous)?;
@@ -185,8 +187,7 @@ impl Writer {
             }
             state.tail_chunk[*i] = Some(chunk);
             let mut tail = txn.open_table(TAIL[*i]).map_err(|e| self.store(e))?;
-            tail.insert((node.as_str(), point.start), codec::point_bytes(point).as_slice())
-                .map_err(|e| self.store(e))?;
+            tail.insert((node.as_str(), *start), row.as_slice()).map_err(|e| self.store(e))?;
         }
         for (node, i, chunk) in self.due_chunks(now_s) {
             compact(&txn, &self.path, &node, i, chunk)?;
@@ -277,6 +278,11 @@ impl Writer {
     fn store(&self, e: impl Into<redb::Error>) -> HistoryError {
         HistoryError::Store { path: self.path.clone(), source: Box::new(e.into()) }
     }
+}
+
+/// A closed point of `node` in tier `i`, as its tail row.
+fn encoded(node: &str, i: usize, point: &Point) -> (String, usize, u64, Vec<u8>) {
+    (node.to_owned(), i, point.start, codec::point_bytes(point))
 }
 
 /// Moves `node`'s tail rows of `chunk` in tier `i` into its chunk row (merged with one already

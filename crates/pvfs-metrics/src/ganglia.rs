@@ -277,9 +277,9 @@ pub fn host(out: &mut String, h: &Host<'_>, writer: Writer) {
 fn metric(out: &mut String, m: &Meta<'_>, value: &str, tn: u64, writer: Writer) {
     // gmetad marks each metric with where it came from; gmond's DTD defaults it to "gmond".
     let source = if writer == Writer::Gmetad { " SOURCE=\"gmond\"" } else { "" };
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<METRIC NAME=\"{}\" VAL=\"{}\" TYPE=\"{}\" UNITS=\"{}\" TN=\"{tn}\" TMAX=\"{}\" DMAX=\"0\" SLOPE=\"{}\"{source}>\n",
+        "<METRIC NAME=\"{}\" VAL=\"{}\" TYPE=\"{}\" UNITS=\"{}\" TN=\"{tn}\" TMAX=\"{}\" DMAX=\"0\" SLOPE=\"{}\"{source}>",
         Esc(m.name),
         Esc(value),
         m.kind,
