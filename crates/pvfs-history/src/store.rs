@@ -125,7 +125,7 @@ impl Writer {
     pub fn record(&mut self, node: &str, rates: &Rates, devices: &[String]) {
         // The second's middle: a second ending at :10.0 belongs to the point before :10.
         let t = rates.time_unix_ns.saturating_sub((rates.interval_s * 0.5e9) as u64) / 1_000_000_000;
-        self.record_with(node, t, |each| each_value(rates, devices, |g, d, c, v| each(g, d, c, v)));
+        self.record_with(node, t, |each| each_value(rates, devices, each));
     }
 
     /// Takes one second of `node` whose middle is Unix second `t`, its values given by `fill`.

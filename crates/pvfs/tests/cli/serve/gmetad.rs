@@ -147,7 +147,18 @@ fn a_real_gmetad_polls_serve_and_keeps_each_hosts_rrds_as_from_gmond() {
     assert_eq!(stored(&host_dir.join("mem_total.rrd")), Some(mem_total), "{disk}");
 
     // gmetad's own query port answers the host with the same metrics serve's does.
-    let theirs = hosts(&ask(format!("127.0.0.1:{g_interactive}").parse().unwrap(), Some("/t/n1")));
+    // gmetad rebuilds a source's hosts at each poll; asked in the middle, it may not have n1.
+    let g_addr = format!("127.0.0.1:{g_interactive}").parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let theirs = loop {
+        let answer = ask(g_addr, Some("/t/n1"));
+        let theirs = hosts(&answer);
+        if theirs.contains_key("n1") {
+            break theirs;
+        }
+        assert!(Instant::now() < deadline, "gmetad's query port showed no n1 within 15 s:\n{answer}");
+        std::thread::sleep(Duration::from_millis(300));
+    };
     let ours = hosts(&ask(interactive, Some("/t/n1")));
     let names = |h: &BTreeMap<String, BTreeMap<String, String>>| -> Vec<String> {
         h.get("n1").map(|m| m.keys().cloned().collect()).unwrap_or_default()
