@@ -17,9 +17,12 @@
 //!   failed runs.
 //! - `testing` (feature `testing`): the fuzz corpus (the real outputs in `testdata/ior/`) and
 //!   its mutations, shared with the fuzz tests of readers in other crates.
+//! - [`io500`]: io500's output (phases, score, the reasons a run is invalid) and its score
+//!   worked out again from the phases.
 //! - [`results`]: the results directory's format (results.json, events, metrics lines), its
 //!   writers and its reader.
 
+pub mod io500;
 pub mod launch;
 pub mod model;
 pub mod params;

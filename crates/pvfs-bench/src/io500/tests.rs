@@ -1,0 +1,103 @@
+//! io500's own output (a real run, `testdata/io500/`) read back, and its score worked out
+//! again as io500 works it out.
+
+use super::*;
+
+fn fixture(name: &str) -> String {
+    let path = format!("{}/testdata/io500/small-2procs-stonewall5/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+#[test]
+fn a_real_runs_phases_score_and_reasons_read_back() {
+    let out = parse_summary(&fixture("stdout.txt")).expect("reads");
+    assert_eq!(out.phases.len(), 14);
+    let names: Vec<&str> = out.phases.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(&names[..4], ["ior-easy-write", "mdtest-easy-write", "timestamp", "ior-hard-write"]);
+    let first = &out.phases[0];
+    assert_eq!(
+        *first,
+        PhaseResult {
+            name: "ior-easy-write".into(),
+            value: 0.329499,
+            unit: Unit::GiBPerS,
+            seconds: 3.151,
+            scored: true,
+            valid: false,
+        }
+    );
+    let unscored: Vec<&str> = out.phases.iter().filter(|p| !p.scored).map(|p| p.name.as_str()).collect();
+    assert_eq!(unscored, ["timestamp", "ior-rnd4K-easy-read"]);
+    assert_eq!(out.phases.iter().filter(|p| !p.valid).count(), 4);
+    assert_eq!(
+        out.score,
+        Some(Score { bandwidth: 0.236037, metadata: 8.799605, total: 1.441193, valid: false })
+    );
+    assert_eq!(out.extended, None);
+    assert_eq!(out.invalid_reasons[0], "stonewall-time 5s != 300s");
+    assert_eq!(out.invalid_reasons.len(), 10);
+    // result_summary.txt holds the same phases and score, without the reasons.
+    let summary = parse_summary(&fixture("results/result_summary.txt")).expect("reads");
+    assert_eq!(summary.phases, out.phases);
+    assert_eq!(summary.score, out.score);
+    assert!(summary.invalid_reasons.is_empty());
+}
+
+#[test]
+fn the_score_worked_out_again_is_io500s() {
+    let out = parse_summary(&fixture("stdout.txt")).expect("reads");
+    let printed = out.score.expect("a score");
+    let ours = score(&out.phases, false);
+    // io500 works from unrounded figures; these are its printed six decimals.
+    for (a, b) in
+        [(ours.bandwidth, printed.bandwidth), (ours.metadata, printed.metadata), (ours.total, printed.total)]
+    {
+        assert!((a - b).abs() / b < 2e-6, "{ours} against {printed}");
+    }
+    assert!(!ours.valid);
+    assert_eq!(ours.to_string().split(" : ").count(), 3);
+}
+
+fn phase(name: &str, value: f64, valid: bool) -> PhaseResult {
+    let unit = if name.starts_with('i') { Unit::GiBPerS } else { Unit::KIops };
+    PhaseResult { name: name.into(), value, unit, seconds: 300.0, scored: true, valid }
+}
+
+#[test]
+fn zero_phases_are_left_out_and_optional_ones_count_only_when_extended() {
+    let phases = vec![
+        phase("ior-easy-write", 4.0, true),
+        phase("ior-hard-write", 0.0, true),
+        phase("ior-easy-read", 1.0, true),
+        phase("mdtest-easy-write", 2.0, true),
+        phase("find-easy", 32.0, false),
+    ];
+    let standard = score(&phases, false);
+    // BW: (4 × 1)^(1/2), the zero left out; MD: 2 alone; the invalid optional phase ignored.
+    assert_eq!((standard.bandwidth, standard.metadata, standard.total), (2.0, 2.0, 2.0));
+    assert!(standard.valid);
+    let extended = score(&phases, true);
+    assert_eq!(extended.metadata, 8.0);
+    assert_eq!(extended.total, 4.0);
+    assert!(!extended.valid);
+    // A group with no phase above zero scores 0, and so does the total.
+    let none = score(&[phase("ior-easy-write", 3.0, true)], false);
+    assert_eq!((none.metadata, none.total), (0.0, 0.0));
+}
+
+#[test]
+fn a_broken_line_is_an_error_naming_it() {
+    let text =
+        "IO500 version  (standard)\n[RESULT]       ior-easy-write        fast GiB/s : time 3.151 seconds\n";
+    let err = parse_summary(text).unwrap_err();
+    assert_eq!(err.line, 2);
+    assert!(err.to_string().contains("line 2"), "{err}");
+    for bad in [
+        "[RESULT] ior-easy-write 1.0 MB/s : time 3.1 seconds",
+        "[RESULT] ior-easy-write 1.0 GiB/s",
+        "[SCORE ] Bandwidth 1.0 GiB/s : IOPS x kiops : TOTAL 1.0",
+        "[RESULT] ior-easy-write -1.0 GiB/s : time 3.1 seconds",
+    ] {
+        assert!(parse_summary(bad).is_err(), "{bad}");
+    }
+}
