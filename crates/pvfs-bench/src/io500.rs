@@ -107,6 +107,52 @@ pub fn parse_summary(text: &str) -> Result<Summary, Io500Error> {
     Ok(summary)
 }
 
+/// One section of io500's `result.txt` (`[run]`, a phase's, `[SCORE]`): its `key = value`
+/// pairs in order, and the `; ERROR INVALID` reasons written within it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ResultSection {
+    pub name: String,
+    pub values: Vec<(String, String)>,
+    pub invalid_reasons: Vec<String>,
+}
+
+impl ResultSection {
+    /// The value of `key`, the first if it is given twice.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.values.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+}
+
+/// Reads io500's `result.txt`: an ini file whose sections are the run, each phase that ran
+/// (`t_start`, `exe` — the IOR, mdtest or pfind command line —, `score`, `t_delta`, and the
+/// stonewall figures of the write phases), and the score. Each `; ERROR INVALID` comment is
+/// kept with the section it is in, which says which phase broke which rule; other comments
+/// (`; START`, `; END`) are skipped.
+pub fn parse_result_txt(text: &str) -> Result<Vec<ResultSection>, Io500Error> {
+    let mut sections: Vec<ResultSection> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let error = |why| Io500Error { line: i + 1, why, text: line.to_owned() };
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            continue;
+        }
+        if let Some(name) = trimmed.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+            sections.push(ResultSection { name: name.to_owned(), ..ResultSection::default() });
+            continue;
+        }
+        let section = sections.last_mut().ok_or_else(|| error("a line before any section"))?;
+        if let Some(comment) = trimmed.strip_prefix(';') {
+            if let Some(reason) = comment.trim().strip_prefix("ERROR INVALID") {
+                section.invalid_reasons.push(reason.trim().to_owned());
+            }
+            continue;
+        }
+        let (key, value) = trimmed.split_once('=').ok_or_else(|| error("not `key = value`"))?;
+        section.values.push((key.trim().to_owned(), value.trim().to_owned()));
+    }
+    Ok(sections)
+}
+
 /// ` NAME VALUE UNIT : time SECONDS seconds[ [INVALID]]`.
 fn phase(rest: &str, scored: bool) -> Option<PhaseResult> {
     let (rest, valid) = match rest.trim_end().strip_suffix("[INVALID]") {

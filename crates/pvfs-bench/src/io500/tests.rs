@@ -101,3 +101,35 @@ fn a_broken_line_is_an_error_naming_it() {
         assert!(parse_summary(bad).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn result_txt_keeps_each_phases_command_score_and_reasons() {
+    let sections = parse_result_txt(&fixture("results/result.txt")).expect("reads");
+    let names: Vec<&str> = sections.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names.first(), Some(&"run"));
+    assert_eq!(names.last(), Some(&"SCORE"));
+    let run = &sections[0];
+    assert_eq!(run.get("procs"), Some("2"));
+    assert_eq!(run.invalid_reasons, ["stonewall-time 5s != 300s"]);
+    let hard = sections.iter().find(|s| s.name == "ior-hard-write").expect("ior-hard-write");
+    assert_eq!(hard.get("score"), Some("0.059007"));
+    assert_eq!(hard.get("throughput-stonewall"), Some("0.09"));
+    assert!(hard.get("exe").is_some_and(|e| e.contains("-t 47008 -b 47008 -s 2000")), "{hard:?}");
+    assert_eq!(hard.invalid_reasons.len(), 3);
+    assert!(hard.invalid_reasons[0].starts_with("Write phase needed 2.967744s"), "{hard:?}");
+    // The same figures as the summary's lines, phase by phase.
+    let summary = parse_summary(&fixture("results/result_summary.txt")).expect("reads");
+    for phase in summary.phases.iter().filter(|p| p.name != "timestamp") {
+        let section = sections.iter().find(|s| s.name == phase.name).expect("a section");
+        let score: f64 = section.get("score").expect("score").parse().expect("a number");
+        assert_eq!(score, phase.value, "{}", phase.name);
+        // The summary rounds the phase's time to milliseconds, result.txt to 0.1 ms.
+        let delta: f64 = section.get("t_delta").expect("t_delta").parse().expect("a number");
+        assert!((delta - phase.seconds).abs() <= 0.0006, "{}: {delta} against {}", phase.name, phase.seconds);
+        // A phase marked invalid has its reasons in its section.
+        assert_eq!(!phase.valid, !section.invalid_reasons.is_empty(), "{}", phase.name);
+    }
+    assert_eq!(sections.last().and_then(|s| s.get("SCORE")), Some("1.441193 [INVALID]"));
+    assert!(parse_result_txt("procs = 2\n").is_err());
+    assert!(parse_result_txt("[run]\nprocs 2\n").is_err());
+}
