@@ -258,6 +258,26 @@ pub fn each_metric(h: &Host<'_>, mut each: impl FnMut(&Meta<'_>, &str)) {
 
 /// One host's element, its metrics within.
 pub fn host(out: &mut String, h: &Host<'_>, writer: Writer) {
+    host_start(out, h, writer);
+    each_metric(h, |m, value| metric(out, m, value, h.tn, writer));
+    out.push_str("</HOST>\n");
+}
+
+/// One metric of host `h`, its element alone (gmetad's answer to `/CLUSTER/HOST/METRIC`);
+/// false, with nothing written, when the host does not report it.
+pub fn one_metric(out: &mut String, h: &Host<'_>, name: &str, writer: Writer) -> bool {
+    let mut found = false;
+    each_metric(h, |m, value| {
+        if !found && m.name == name {
+            metric(out, m, value, h.tn, writer);
+            found = true;
+        }
+    });
+    found
+}
+
+/// A host's opening element, without its metrics.
+pub fn host_start(out: &mut String, h: &Host<'_>, writer: Writer) {
     let (name, ip, reported, tn, started) = (Esc(h.name), Esc(h.ip), h.reported, h.tn, h.started);
     let _ = match writer {
         Writer::Gmond => writeln!(
@@ -270,8 +290,6 @@ pub fn host(out: &mut String, h: &Host<'_>, writer: Writer) {
             "<HOST NAME=\"{name}\" IP=\"{ip}\" REPORTED=\"{reported}\" TN=\"{tn}\" TMAX=\"{HOST_TMAX}\" DMAX=\"0\" LOCATION=\"unspecified\" GMOND_STARTED=\"{started}\" TAGS=\"\">"
         ),
     };
-    each_metric(h, |m, value| metric(out, m, value, h.tn, writer));
-    out.push_str("</HOST>\n");
 }
 
 fn metric(out: &mut String, m: &Meta<'_>, value: &str, tn: u64, writer: Writer) {

@@ -190,21 +190,20 @@ impl Gmetad {
                 None => self.cluster_whole(&mut out, &hosts, summary),
                 Some(_) => {
                     ganglia::cluster_start(&mut out, &self.cluster, now);
-                    hosts.with(host, |h| match rest.first() {
+                    hosts.with(host, |h| {
                         // A host's one metric: that element alone.
-                        Some(metric) if has_metric(h, metric) => {
-                            let mut one = String::new();
-                            ganglia::host(&mut one, h, Writer::Gmetad);
-                            out.push_str(metric_element(&one, metric));
+                        let found =
+                            rest.first().is_some_and(|m| ganglia::one_metric(&mut out, h, m, Writer::Gmetad));
+                        if found {
+                            return;
                         }
-                        // A summary has nothing to say of a host.
-                        _ if summary => {
-                            let mut whole = String::new();
-                            ganglia::host(&mut whole, h, Writer::Gmetad);
-                            out.push_str(&whole[..whole.find('\n').map_or(0, |i| i + 1)]);
+                        if summary {
+                            // A summary has nothing to say of a host: its element, empty.
+                            ganglia::host_start(&mut out, h, Writer::Gmetad);
                             out.push_str("</HOST>\n");
+                        } else {
+                            ganglia::host(&mut out, h, Writer::Gmetad);
                         }
-                        _ => ganglia::host(&mut out, h, Writer::Gmetad),
                     });
                     out.push_str("</CLUSTER>\n");
                 }
@@ -366,21 +365,6 @@ impl Sum {
         ganglia::extra_data(out, &meta);
         out.push_str("</METRICS>\n");
     }
-}
-
-/// Whether host `h` reports `metric`.
-fn has_metric(h: &Host<'_>, metric: &str) -> bool {
-    let mut found = false;
-    ganglia::each_metric(h, |m, _| found |= m.name == metric);
-    found
-}
-
-/// The `METRIC` element named `metric` within a host's element.
-fn metric_element<'a>(host: &'a str, metric: &str) -> &'a str {
-    let open = format!("<METRIC NAME=\"{}\" ", Esc(metric));
-    let Some(start) = host.find(&open) else { return "" };
-    let end = host[start..].find("</METRIC>\n").map_or(host.len(), |e| start + e + "</METRIC>\n".len());
-    &host[start..end]
 }
 
 /// An interactive request: the path's elements and whether a summary is asked.
