@@ -16,19 +16,25 @@
 //! two. The standard score leaves out the optional phases (`find-easy`, `find-hard`,
 //! `mdworkbench-bench`), which the extended score counts.
 
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// What a phase's figure is in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+mod run;
+pub use run::{IO500_FILE, Io500Phase, Io500Run, ReadError, looks_like_io500, read_run};
+
+/// What a phase's figure is in (serialised as io500 prints it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Unit {
     /// Bandwidth: the ior phases.
+    #[serde(rename = "GiB/s")]
     GiBPerS,
     /// Thousands of operations a second: mdtest, find.
+    #[serde(rename = "kIOPS")]
     KIops,
 }
 
 /// One phase's line.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PhaseResult {
     pub name: String,
     pub value: f64,
@@ -41,7 +47,7 @@ pub struct PhaseResult {
 }
 
 /// A score as io500 prints it, or as [`score`] works it out.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Score {
     /// Geometric mean of the bandwidth phases, GiB/s.
     pub bandwidth: f64,
@@ -219,6 +225,16 @@ pub fn score(phases: &[PhaseResult], extended: bool) -> Score {
         metadata,
         total: (bandwidth * metadata).sqrt(),
         valid: counted.iter().all(|p| p.valid),
+    }
+}
+
+impl fmt::Display for Unit {
+    /// As io500 prints it after a phase's figure.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Unit::GiBPerS => "GiB/s",
+            Unit::KIops => "kIOPS",
+        })
     }
 }
 

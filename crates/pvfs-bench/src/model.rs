@@ -11,6 +11,25 @@ pub enum Tool {
     Mdtest,
 }
 
+/// Which tool an imported run came from: an output [`Tool`] reads, or an io500 run (read by
+/// `io500`, not by `parse`). Serialised as `Tool` is, so old records read unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ImportedTool {
+    Ior,
+    Mdtest,
+    Io500,
+}
+
+impl From<Tool> for ImportedTool {
+    fn from(tool: Tool) -> ImportedTool {
+        match tool {
+            Tool::Ior => ImportedTool::Ior,
+            Tool::Mdtest => ImportedTool::Mdtest,
+        }
+    }
+}
+
 /// One row of IOR's "Summary of all tests" (or its JSON `summary[]`): one operation over all
 /// iterations.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -11,7 +11,7 @@
 //! is an import's record ([`ImportRecord`]), which is streamed to the file in field order, as it
 //! always was (a parsed output of a million iterations is not built as a tree first).
 
-use crate::model::{IorIteration, IorSummary, MdtestSummary, Tool};
+use crate::model::{ImportedTool, IorIteration, IorSummary, MdtestSummary};
 use crate::phase::Phase;
 /// A line of `metrics/NODE.jsonl`, which `pvfs-metrics` defines: the same line is what
 /// `pvfsctl top --json` and `pvfs-agent metrics --json` print.
@@ -327,12 +327,15 @@ pub struct ImportRecord<'a> {
     pub complete: bool,
     /// The file it was parsed from.
     pub imported_from: Cow<'a, str>,
-    pub tool: Tool,
+    pub tool: ImportedTool,
     /// The tool's version, when the output names it (not the record's format version).
     pub version: Option<Cow<'a, str>>,
     pub command: Option<Cow<'a, str>>,
     pub summary: ImportSummary<'a>,
     pub iterations: Cow<'a, [IorIteration]>,
+    /// An io500 run's phases and score (`tool` is `io500`); absent for IOR and mdtest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io500: Option<Cow<'a, crate::io500::Io500Run>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -361,11 +364,43 @@ pub fn store_import(
         run: run.name().into(),
         complete: true,
         imported_from: shown.as_str().into(),
-        tool: parsed.tool,
+        tool: parsed.tool.into(),
         version: parsed.version.as_deref().map(Into::into),
         command: parsed.command.as_deref().map(Into::into),
         summary: ImportSummary { ior: parsed.ior.as_slice().into(), mdtest: parsed.mdtest.as_slice().into() },
         iterations: parsed.iterations.as_slice().into(),
+        io500: None,
+    })?;
+    Ok(run)
+}
+
+/// Stores an io500 run read from `source` (its result directory or stdout) as a run of its
+/// own in `base`, as [`store_import`] does: the files it was read from under `raw/`, then
+/// results.json.
+pub fn store_io500_import(
+    base: &Path,
+    source: &Path,
+    io500: &crate::io500::Io500Run,
+    files: &[PathBuf],
+    now: std::time::SystemTime,
+) -> Result<RunDir, ResultsError> {
+    let shown = source.display().to_string();
+    let stem = source.file_stem().map_or("output".into(), |s| s.to_string_lossy().into_owned());
+    let stamp = humantime::format_rfc3339_seconds(now).to_string().replace([':', '-'], "");
+    let run = RunDir::create(base, &format!("imported-io500-{stem}-{}", stamp.trim_end_matches('Z')))?;
+    for file in files {
+        run.keep_raw(file, crate::io500::IO500_FILE)?;
+    }
+    run.write_import(&ImportRecord {
+        run: run.name().into(),
+        complete: true,
+        imported_from: shown.as_str().into(),
+        tool: ImportedTool::Io500,
+        version: io500.version.as_deref().map(Into::into),
+        command: None,
+        summary: ImportSummary { ior: Cow::Borrowed(&[]), mdtest: Cow::Borrowed(&[]) },
+        iterations: Cow::Borrowed(&[]),
+        io500: Some(Cow::Borrowed(io500)),
     })?;
     Ok(run)
 }
@@ -374,7 +409,7 @@ pub fn store_import(
 #[derive(Debug, Clone, PartialEq)]
 pub enum Record {
     Run(Box<RunRecord>),
-    Import(ImportRecord<'static>),
+    Import(Box<ImportRecord<'static>>),
 }
 
 impl Record {
@@ -411,6 +446,14 @@ impl Record {
         match self {
             Record::Run(r) => Some(r),
             Record::Import(_) => None,
+        }
+    }
+
+    /// An imported io500 run's phases and score.
+    pub fn io500(&self) -> Option<&crate::io500::Io500Run> {
+        match self {
+            Record::Run(_) => None,
+            Record::Import(i) => i.io500.as_deref(),
         }
     }
 
@@ -466,7 +509,7 @@ fn parse(path: &Path, text: &str) -> Result<Record, ResultsError> {
     let bad = |source| ResultsError::BadJson { path: path.to_owned(), source };
     let probe: Probe = serde_json::from_str(text).map_err(bad)?;
     if probe.imported_from.is_some() {
-        return Ok(Record::Import(serde_json::from_str(text).map_err(bad)?));
+        return Ok(Record::Import(Box::new(serde_json::from_str(text).map_err(bad)?)));
     }
     let record: RunRecord = serde_json::from_str(text).map_err(bad)?;
     if record.version > VERSION {

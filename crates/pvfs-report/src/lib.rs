@@ -105,6 +105,7 @@ pub fn write(runs: &[PathBuf], out: &Path) -> Result<Written, ReportError> {
     let mut md = heading(&runs);
     written.charts.extend(throughput_section(&mut md, &runs, out)?);
     metadata_section(&mut md, &runs);
+    io500_section(&mut md, &runs);
     for r in &runs {
         let Some(phases) = r.run().map(|r| &r.phases[..]).filter(|p| !p.is_empty()) else { continue };
         written.charts.extend(fairness_section(&mut md, r, phases, out)?);
@@ -216,6 +217,60 @@ fn metadata_section(md: &mut String, runs: &[RunData]) {
         }
     }
     *md += "\n";
+}
+
+/// Each IO500 run's phases and score as io500 printed them, with why io500 called it invalid;
+/// nothing when no run is an IO500.
+fn io500_section(md: &mut String, runs: &[RunData]) {
+    let runs: Vec<(&RunData, &pvfs_bench::io500::Io500Run)> =
+        runs.iter().filter_map(|r| Some((r, r.record.io500()?))).collect();
+    if runs.is_empty() {
+        return;
+    }
+    *md += "## IO500\n\n";
+    *md += "As io500 printed them: bandwidth phases in GiB/s, the others in kIOPS; the score is the geometric mean of each group and the square root of their product.\n\n";
+    *md += "| run | phase | value | unit | time (s) | valid |\n|---|---|---:|---|---:|---|\n";
+    for (r, run) in &runs {
+        for p in &run.phases {
+            let p = &p.result;
+            *md += &format!(
+                "| `{}` | {}{} | {:.6} | {} | {:.3} | {} |\n",
+                r.name,
+                p.name,
+                if p.scored { "" } else { " (not scored)" },
+                p.value,
+                p.unit,
+                p.seconds,
+                if p.valid { "yes" } else { "**INVALID**" }
+            );
+        }
+    }
+    *md += "\n| run | mode | ranks | bandwidth (GiB/s) | metadata (kIOPS) | score | valid |\n|---|---|---:|---:|---:|---:|---|\n";
+    for (r, run) in &runs {
+        let (bw, iops, total) = run.score.map_or(("–".into(), "–".into(), "–".into()), |s| {
+            (format!("{:.6}", s.bandwidth), format!("{:.6}", s.metadata), format!("{:.6}", s.total))
+        });
+        *md += &format!(
+            "| `{}` | {} | {} | {bw} | {iops} | {total} | {} |\n",
+            r.name,
+            run.mode.as_deref().unwrap_or("–"),
+            run.procs.map_or("–".into(), |p| p.to_string()),
+            if run.valid() { "yes" } else { "**INVALID**" }
+        );
+    }
+    *md += "\n";
+    for (r, run) in runs.iter().filter(|(_, run)| !run.valid()) {
+        *md += &format!("Why io500 called `{}` invalid:\n\n", r.name);
+        for reason in &run.invalid_reasons {
+            *md += &format!("- {reason}\n");
+        }
+        for p in run.phases.iter().filter(|p| !p.invalid_reasons.is_empty()) {
+            for reason in &p.invalid_reasons {
+                *md += &format!("- {}: {reason}\n", p.result.name);
+            }
+        }
+        *md += "\n";
+    }
 }
 
 /// One run's per-client bandwidth and finishing time per operation, with its spread and chart

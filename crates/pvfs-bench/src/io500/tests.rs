@@ -133,3 +133,83 @@ fn result_txt_keeps_each_phases_command_score_and_reasons() {
     assert!(parse_result_txt("procs = 2\n").is_err());
     assert!(parse_result_txt("[run]\nprocs 2\n").is_err());
 }
+
+fn fixture_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/io500/small-2procs-stonewall5")
+}
+
+#[test]
+fn a_result_directory_reads_with_each_phases_command_and_reasons() {
+    let (run, files) = read_run(&fixture_dir().join("results")).expect("reads");
+    let names: Vec<_> = files.iter().map(|f| f.file_name().unwrap().to_str().unwrap()).collect();
+    assert_eq!(names, ["result_summary.txt", "result.txt", "config.ini"]);
+    assert_eq!((run.procs, run.mode.as_deref(), run.version.as_deref()), (Some(2), Some("standard"), None));
+    assert_eq!(run.phases.len(), 14);
+    assert_eq!(run.invalid_reasons, ["stonewall-time 5s != 300s"]);
+    let easy = &run.phases[0];
+    assert_eq!(easy.result.name, "ior-easy-write");
+    assert!(
+        easy.command.as_deref().unwrap().starts_with("./ior --dataPacketType=timestamp -g -G 1838094280")
+    );
+    assert_eq!(easy.invalid_reasons.len(), 3);
+    assert!(easy.invalid_reasons[0].starts_with("Write phase needed 1.517456s instead of stonewall 5s"));
+    let find = run.phases.iter().find(|p| p.result.name == "find").unwrap();
+    assert!(find.invalid_reasons.is_empty() && find.result.valid);
+    assert!(!run.valid());
+    // stdout says the same figures; its reasons are not placed in phases.
+    let (out, files) = read_run(&fixture_dir().join("stdout.txt")).expect("reads");
+    assert_eq!(files.len(), 1);
+    let figures = |r: &Io500Run| r.phases.iter().map(|p| p.result.clone()).collect::<Vec<_>>();
+    assert_eq!((figures(&out), out.score), (figures(&run), run.score));
+    assert_eq!(out.invalid_reasons.len(), 10);
+    assert!(out.phases.iter().all(|p| p.command.is_none() && p.invalid_reasons.is_empty()));
+    assert_eq!(out.mode.as_deref(), Some("standard"));
+}
+
+/// A copy of the fixture's result directory with `edit` applied to one of its files.
+fn edited(file: &str, edit: impl Fn(String) -> String) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["result_summary.txt", "result.txt"] {
+        let text = std::fs::read_to_string(fixture_dir().join("results").join(name)).unwrap();
+        let text = if name == file { edit(text) } else { text };
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn files_that_disagree_are_refused_naming_what() {
+    // A phase's figure changed in the summary only.
+    let dir = edited("result_summary.txt", |t| t.replace("0.329499 GiB/s", "0.429499 GiB/s"));
+    let err = read_run(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("phase ior-easy-write's score: 0.329499 is printed"), "{err}");
+    // Without result.txt to hold the phase to, the printed score is still not the phases'.
+    let dir = edited("result_summary.txt", |t| t.replace("0.329499 GiB/s", "0.429499 GiB/s"));
+    std::fs::remove_file(dir.path().join("result.txt")).unwrap();
+    let err = read_run(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("the score's bandwidth: 0.236037 is printed"), "{err}");
+    // The total alone.
+    let dir = edited("result_summary.txt", |t| t.replace("TOTAL 1.441193", "TOTAL 1.441209"));
+    let err = read_run(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("the score's total: 1.441209 is printed, but 1.44119"), "{err}");
+    // The last decimal of every figure as printed still agrees.
+    let dir = edited("result_summary.txt", |t| t.replace("TOTAL 1.441193", "TOTAL 1.441194"));
+    assert!(read_run(dir.path()).is_ok());
+}
+
+#[test]
+fn what_is_not_an_io500_output_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = read_run(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("not an io500 result directory: it has no result_summary.txt"), "{err}");
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "hello\n").unwrap();
+    let err = read_run(&notes).unwrap_err().to_string();
+    assert!(err.contains("no io500 phase or score line in it"), "{err}");
+    assert!(!looks_like_io500("hello\n[RESULTS] x"));
+    assert!(looks_like_io500(&fixture("stdout.txt")));
+    let bad = dir.path().join("bad.txt");
+    std::fs::write(&bad, "[RESULT] ior-easy-write lots GiB/s : time 1 seconds\n").unwrap();
+    let err = read_run(&bad).unwrap_err().to_string();
+    assert!(err.contains("line 1 of the io500 output: not a phase's result"), "{err}");
+}

@@ -2,6 +2,7 @@
 //! `version`), and every older or hand-made record still reads.
 
 use super::*;
+use crate::model::ImportedTool;
 use crate::phase::IorPhase;
 use crate::summary::PhaseTotals;
 use pvfs_metrics::line::DownLine;
@@ -186,11 +187,12 @@ fn an_import_reads_with_its_tool_version() {
         run: "imported-a".into(),
         complete: true,
         imported_from: "a.txt".into(),
-        tool: Tool::Ior,
+        tool: ImportedTool::Ior,
         version: Some("4.1.0+dev".into()),
         command: None,
         summary: ImportSummary { ior: Cow::Borrowed(&rows), mdtest: Cow::Borrowed(&[]) },
         iterations: Cow::Borrowed(&[]),
+        io500: None,
     };
     let base = tempfile::tempdir().unwrap();
     let dir = RunDir::create(base.path(), "imported-a").unwrap();
@@ -302,7 +304,7 @@ fn an_import_is_stored_as_a_run_of_its_own() {
     assert_eq!(run.name(), "imported-ior_tput-20261123T193000");
     assert_eq!(std::fs::read(run.path().join("raw/ior_tput.txt")).unwrap(), std::fs::read(&file).unwrap());
     let Record::Import(record) = load(run.path()).unwrap() else { panic!("an import's record") };
-    assert_eq!((record.summary.ior.as_ref(), record.tool), (parsed.ior.as_slice(), parsed.tool));
+    assert_eq!((record.summary.ior.as_ref(), record.tool), (parsed.ior.as_slice(), parsed.tool.into()));
     let again = store_import(base.path(), &file, &parsed, now).unwrap();
     assert_eq!(again.name(), "imported-ior_tput-20261123T193000-2", "never a directory that exists");
 }

@@ -339,11 +339,21 @@ pub(crate) fn import(args: ImportArgs) -> anyhow::Result<u8> {
     let mut code = exit::OK;
     for file in &args.files {
         let shown = file.display().to_string();
+        // io500 leaves a directory, or its stdout; IOR's and mdtest's outputs are read first,
+        // and a file none of them reads is tried as io500's before it is called unreadable.
+        if file.is_dir() {
+            code = code.max(import_io500(file, &args)?);
+            continue;
+        }
         let parsed = match pvfs_bench::parse::parse_file(file) {
             Ok(parsed) => parsed,
             Err(err) => {
-                output::note(&format!("error: {err}"));
-                code = code.max(exit::BAD_INPUT);
+                if looks_like_io500(file) {
+                    code = code.max(import_io500(file, &args)?);
+                } else {
+                    output::note(&format!("error: {err}"));
+                    code = code.max(exit::BAD_INPUT);
+                }
                 continue;
             }
         };
@@ -371,4 +381,49 @@ pub(crate) fn import(args: ImportArgs) -> anyhow::Result<u8> {
         }
     }
     Ok(code)
+}
+
+/// Whether `file` reads as io500's stdout (a file that cannot be read is not).
+fn looks_like_io500(file: &std::path::Path) -> bool {
+    pvfs_host::local_file::read_to_string(file, pvfs_bench::io500::IO500_FILE)
+        .is_ok_and(|text| pvfs_bench::io500::looks_like_io500(&text))
+}
+
+/// Imports one io500 run (a result directory or its stdout): exit 2 when it cannot be read, 1
+/// when it never reached its score (it did not finish), else stored, an invalid run with the
+/// reasons io500 gave.
+fn import_io500(source: &std::path::Path, args: &ImportArgs) -> anyhow::Result<u8> {
+    let shown = source.display().to_string();
+    let (run, files) = match pvfs_bench::io500::read_run(source) {
+        Ok(read) => read,
+        Err(err) => {
+            output::note(&format!("error: {err}"));
+            return Ok(exit::BAD_INPUT);
+        }
+    };
+    if args.json {
+        output::json(&serde_json::json!({ "file": shown, "tool": "io500", "io500": run }))?;
+    }
+    let Some(score) = run.score else {
+        output::note(&format!(
+            "error: {shown}: the io500 run has no score line: it did not finish ({} phases ran)",
+            run.phases.len()
+        ));
+        return Ok(exit::FAILURES);
+    };
+    let dir = results::store_io500_import(&args.results, source, &run, &files, SystemTime::now())?;
+    if !args.json {
+        output::print(&format!(
+            "{shown}: IO500 {} ({}), {} phases, score {score} -> {}\n",
+            run.version.as_deref().unwrap_or("(version not stated)"),
+            run.mode.as_deref().unwrap_or("mode not stated"),
+            run.phases.len(),
+            dir.path().display()
+        ))?;
+        let reasons = run.invalid_reasons.iter().chain(run.phases.iter().flat_map(|p| &p.invalid_reasons));
+        for reason in reasons {
+            output::note(&format!("  invalid: {reason}"));
+        }
+    }
+    Ok(exit::OK)
 }

@@ -305,6 +305,56 @@ fn import_reads_ior_and_mdtest_outputs_and_names_failed_runs() {
     assert_eq!(std::fs::read_dir(dir.path().join("pvfs-results")).unwrap().count(), 2);
 }
 
+/// Issue 28: a real io500 run (its result directory, and its stdout) imported to the same
+/// figures, stored with the files it was read from, and shown by `report` with why io500 called
+/// it invalid.
+#[test]
+fn import_reads_a_real_io500_run_from_its_directory_or_its_stdout() {
+    let dir = TestDir::new();
+    let run = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../pvfs-bench/testdata/io500/small-2procs-stonewall5");
+    let results = run.join("results");
+    let stdout = run.join("stdout.txt");
+    let out = dir.ctl(&["bench", "import", results.to_str().unwrap(), stdout.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(said.contains("results: IO500 (version not stated) (standard), 14 phases, score Bandwidth 0.236037 GiB/s : IOPS 8.799605 kiops : TOTAL 1.441193 [INVALID]"), "{said}");
+    assert!(text(&out.stderr).contains("invalid: stonewall-time 5s != 300s"));
+    let mut stored: Vec<_> =
+        std::fs::read_dir(dir.path().join("pvfs-results")).unwrap().map(|e| e.unwrap().path()).collect();
+    stored.sort();
+    assert_eq!(stored.len(), 2);
+    let record = |d: &std::path::Path| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(d.join("results.json")).unwrap()).unwrap()
+    };
+    let (a, b) = (record(&stored[0]), record(&stored[1]));
+    assert_eq!((a["tool"].as_str(), b["tool"].as_str()), (Some("io500"), Some("io500")));
+    assert_eq!(a["io500"]["score"], b["io500"]["score"]);
+    assert_eq!(a["io500"]["score"]["total"], 1.441193);
+    assert_eq!(a["io500"]["phases"][0]["unit"], "GiB/s");
+    let from_dir = if a["io500"]["procs"] == 2 { &stored[0] } else { &stored[1] };
+    for kept in ["result_summary.txt", "result.txt", "config.ini"] {
+        assert!(from_dir.join("raw").join(kept).is_file(), "{kept} kept");
+    }
+    let report = dir.ctl(&["report", from_dir.to_str().unwrap(), "--out", "rep"]);
+    assert_eq!(report.status.code(), Some(0), "{}", text(&report.stderr));
+    let md = std::fs::read_to_string(dir.path().join("rep/report.md")).unwrap();
+    assert!(md.contains("## IO500"), "{md}");
+    assert!(md.contains("| ior-easy-write | 0.329499 | GiB/s | 3.151 | **INVALID** |"), "{md}");
+    assert!(md.contains("| standard | 2 | 0.236037 | 8.799605 | 1.441193 | **INVALID** |"), "{md}");
+    assert!(md.contains("- ior-easy-write: Write phase needed 1.517456s instead of stonewall 5s"), "{md}");
+    // An edited copy is refused, and nothing is stored for it.
+    let edited = dir.path().join("edited");
+    std::fs::create_dir(&edited).unwrap();
+    let summary = std::fs::read_to_string(results.join("result_summary.txt")).unwrap();
+    std::fs::write(edited.join("result_summary.txt"), summary.replace("TOTAL 1.441193", "TOTAL 9.441193"))
+        .unwrap();
+    let out = dir.ctl(&["bench", "import", "edited"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("the score's total: 9.441193 is printed"), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_dir(dir.path().join("pvfs-results")).unwrap().count(), 2);
+}
+
 /// Two files of the same name (`a/out.txt`, `b/out.txt`) imported at once, in the same second:
 /// each is a run of its own, and neither overwrites the other.
 #[test]
