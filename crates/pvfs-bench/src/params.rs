@@ -33,6 +33,20 @@ pub struct IorParams {
     /// IOR's default.
     #[serde(default)]
     pub packet: DataPacket,
+    /// `-D`: the stonewall, in seconds (0: none). A task stops after the transfer during
+    /// which this much time has passed since its first (IOR's `deadlineForStonewalling`).
+    /// Left out of a record when 0, so a run without one records what it always did.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub deadline: u32,
+    /// `-O stoneWallingWearOut=1`: at the stonewall every task learns the most transfers any
+    /// task made and goes on to that many, so every task writes as much (and a read phase can
+    /// read it all back). Needs `deadline`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wear_out: bool,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// IOR's `-l` (dataPacketType): the contents of every transfer it writes. It matters to a file
@@ -193,6 +207,8 @@ impl Preset {
                 random,
                 fsync: false,
                 packet: DataPacket::Timestamp,
+                deadline: 0,
+                wear_out: false,
             })
         };
         match self {
@@ -314,10 +330,13 @@ pub mod limits {
     /// Bytes a phase moves across every task: the largest file offset Linux takes (`off_t`
     /// is signed 64-bit), since a shared file holds every task's blocks.
     pub const MAX_PHASE_BYTES: u64 = i64::MAX as u64;
+    /// The longest stonewall: a day.
+    pub const MAX_DEADLINE: u32 = 86_400;
 }
 
 const IOR_KEYS: &str = "transfer (t), block (b), segments (s), iterations (i), file_per_proc (F), random (z), \
-                        fsync (e), reorder (C), odirect (B), write (w), read (r), packet (l)";
+                        fsync (e), reorder (C), odirect (B), write (w), read (r), packet (l), deadline (D), \
+                        wear_out (stoneWallingWearOut)";
 const MDTEST_KEYS: &str = "items (I), depth (z), branch (b), iterations (i), create (C), stat (T), read (E), \
                            remove (r), leaf_only (L), unique_dir (u), files_only (F)";
 
@@ -404,6 +423,8 @@ impl Workload {
                 ("random", p.random.to_string()),
                 ("fsync", p.fsync.to_string()),
                 ("packet", p.packet.to_string()),
+                ("deadline", p.deadline.to_string()),
+                ("wear_out", p.wear_out.to_string()),
             ],
             Workload::Mdtest(p) => vec![
                 ("create", p.create.to_string()),
@@ -438,6 +459,9 @@ impl Workload {
                 ("write", "w"),
                 ("read", "r"),
                 ("packet", "l"),
+                ("deadline", "D"),
+                // IOR spells it as an `-O` option.
+                ("wear_out", "stoneWallingWearOut"),
             ],
             Workload::Mdtest(_) => &[
                 ("items", "I"),
@@ -494,6 +518,12 @@ impl Workload {
                 "reorder" => p.reorder = flag()?,
                 "odirect" => p.odirect = flag()?,
                 "write" => p.write = flag()?,
+                "deadline" => {
+                    p.deadline =
+                        value.parse().map_err(|_| bad("expected seconds, a whole number (0: none)"))?
+                }
+                // IOR's own spelling is `stoneWallingWearOut=1`.
+                "wear_out" => p.wear_out = if value == "1" || value == "0" { value == "1" } else { flag()? },
                 "packet" => {
                     p.packet = DataPacket::parse(value).ok_or_else(|| {
                         bad("expected timestamp, offset, incompressible or random (IOR's -l)")
@@ -584,6 +614,21 @@ impl Workload {
 
 fn check_ior(p: &IorParams) -> Result<(), Violation> {
     use limits::*;
+    if p.wear_out && p.deadline == 0 {
+        // IOR refuses it too: "the stoneWallingWearOut is only sensible when setting a
+        // stonewall deadline with -D".
+        return Err(Violation::new("wear_out", "wear_out needs a stonewall: set deadline (IOR's -D) too"));
+    }
+    if p.deadline > MAX_DEADLINE {
+        return Err(Violation::new(
+            "deadline",
+            format!(
+                "deadline {} s is more than a day ({MAX_DEADLINE} s); a stonewall is seconds to minutes (IO500's is \
+                 300)",
+                p.deadline
+            ),
+        ));
+    }
     let (t, b) = (format_size(p.transfer), format_size(p.block));
     if p.transfer == 0 || p.block == 0 {
         let field = if p.transfer == 0 { "transfer" } else { "block" };
@@ -811,6 +856,12 @@ pub fn ior_args(p: &IorParams, version: IorVersion, test_file: &str) -> Vec<Stri
     if p.packet != DataPacket::Timestamp {
         args.push(format!("-l{}", p.packet));
     }
+    if p.deadline > 0 {
+        args.extend(["-D".to_owned(), p.deadline.to_string()]);
+    }
+    if p.wear_out {
+        args.extend(["-O".to_owned(), "stoneWallingWearOut=1".to_owned()]);
+    }
     args.extend(["-o".to_owned(), test_file.to_owned()]);
     args
 }
@@ -837,6 +888,30 @@ pub fn mdtest_args(p: &MdtestParams, dir: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stonewall_is_iors_d_and_wear_out_its_o_option() {
+        let mut w = Preset::Throughput.workload();
+        w.set("D", "300").unwrap();
+        w.set("stoneWallingWearOut", "1").unwrap();
+        let Workload::Ior(p) = &w else { panic!() };
+        assert_eq!((p.deadline, p.wear_out), (300, true));
+        let args = ior_args(p, IorVersion(4, 1, 0), "f").join(" ");
+        assert!(args.ends_with("-F -D 300 -O stoneWallingWearOut=1 -o f"), "{args}");
+        // As settings, for the engine's command line, and back.
+        let mut again = Preset::Throughput.workload();
+        let settings = w.settings();
+        again.set_all(settings.iter().map(|(k, v)| (*k, v.as_str()))).unwrap();
+        assert_eq!(again, w);
+        // IOR's own refusal: wear-out without a stonewall.
+        let mut bare = Preset::Throughput.workload();
+        let err = bare.set("wear_out", "true").unwrap_err().to_string();
+        assert!(err.contains("wear_out needs a stonewall: set deadline (IOR's -D) too"), "{err}");
+        let err = bare.set("deadline", "90000").unwrap_err().to_string();
+        assert!(err.contains("more than a day"), "{err}");
+        let err = bare.set("deadline", "-1").unwrap_err().to_string();
+        assert!(err.contains("expected seconds"), "{err}");
+    }
 
     #[test]
     fn presets_are_the_seed_commands() {

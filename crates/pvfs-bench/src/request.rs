@@ -24,6 +24,26 @@ pub struct PhaseRequest {
     pub tasks_per_client: u32,
     pub iteration: u32,
     pub phase: Phase,
+    /// Transfers each task makes at most: IOR's `stoneWallingWearOutIterations`, which a read
+    /// phase after a stonewalled write gets from the write ([`stop_after`]), so that it reads
+    /// what was written. `None`: every transfer of the block.
+    pub stop_after: Option<u64>,
+}
+
+/// What a read phase after a stonewalled write stops at, from the write's tasks' transfers:
+/// with wear-out every task made the same count, which IOR carries to the read; without, IOR
+/// carries each rank's own count, which a read of another task's file (`-C`) cannot use, so
+/// the fewest any task made (nothing unwritten is read). `None` when the write had no
+/// stonewall, or no task.
+pub fn stop_after(
+    params: &crate::params::IorParams,
+    write_ops: impl IntoIterator<Item = u64>,
+) -> Option<u64> {
+    if params.deadline == 0 {
+        return None;
+    }
+    let ops = write_ops.into_iter();
+    if params.wear_out { ops.max() } else { ops.min() }
 }
 
 /// A request whose tasks are not a share of the run's (empty, or past its end).

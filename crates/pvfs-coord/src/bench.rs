@@ -16,7 +16,7 @@ use crate::dial::{Connection, DialError, Dialer, from_status};
 use pvfs_bench::launch::Runner;
 use pvfs_bench::model::{IorIteration, IorSummary, MdtestSummary};
 use pvfs_bench::params::Workload;
-use pvfs_bench::phase::{Phase, iteration_phases};
+use pvfs_bench::phase::{IorPhase, Phase, iteration_phases};
 use pvfs_bench::request::{LaunchRequest, PhaseRequest};
 use pvfs_bench::results::{BenchEvent, PhaseRecord, unix};
 use pvfs_bench::summary;
@@ -234,8 +234,10 @@ pub async fn run(
     };
     let phase_list = iteration_phases(&spec.workload);
     'run: for iteration in 0..iterations {
+        // A stonewalled write's count, which the read reads back.
+        let mut stop_after = None;
         for &phase in &phase_list {
-            let running = run_phase(spec, &connections, dialer, iteration, phase, &events);
+            let running = run_phase(spec, &connections, dialer, iteration, phase, stop_after, &events);
             // Dropping the phase drops its JoinSet, which aborts every client's call and so
             // closes its stream: the agents stop their tasks.
             let result = tokio::select! {
@@ -244,6 +246,9 @@ pub async fn run(
             };
             match result {
                 Ok(record) => {
+                    if let (Workload::Ior(p), Phase::Ior(IorPhase::Write)) = (&spec.workload, phase) {
+                        stop_after = pvfs_bench::request::stop_after(p, record.tasks.iter().map(|t| t.ops));
+                    }
                     let _ = events.send(phase_done(&record));
                     outcome.phases.push(record);
                 }
@@ -257,7 +262,7 @@ pub async fn run(
         // from nothing again.
         if matches!(spec.workload, Workload::Ior(_))
             && let Err(failures) =
-                run_phase(spec, &connections, dialer, iteration, Phase::IorCleanup, &events).await
+                run_phase(spec, &connections, dialer, iteration, Phase::IorCleanup, None, &events).await
         {
             outcome.error = Some(BenchError::Phase { iteration, phase: Phase::IorCleanup, failures });
             break 'run;
@@ -311,6 +316,7 @@ async fn run_phase(
     dialer: &Dialer,
     iteration: u32,
     phase: Phase,
+    stop_after: Option<u64>,
     events: &mpsc::UnboundedSender<BenchEvent>,
 ) -> Result<PhaseRecord, Vec<ClientFailure>> {
     let at = SystemTime::now() + START_MARGIN;
@@ -321,6 +327,7 @@ async fn run_phase(
     let mut calls = JoinSet::new();
     for (i, (node, conn)) in connections.iter().enumerate() {
         let req = PhaseRequest {
+            stop_after,
             engine: spec.runner.engine(),
             workload: spec.workload.clone(),
             dir: spec.dir.clone(),

@@ -127,6 +127,9 @@ pub fn phase_args(req: &PhaseRequest) -> Vec<String> {
     ] {
         args.extend([flag.to_owned(), value]);
     }
+    if let Some(n) = req.stop_after {
+        args.extend(["--stop-after".to_owned(), n.to_string()]);
+    }
     for (key, value) in req.workload.settings() {
         args.extend(["--set".to_owned(), format!("{key}={value}")]);
     }
@@ -171,6 +174,7 @@ mod tests {
         let mut workload = Preset::Throughput.workload();
         workload.set_all([("t", "64k"), ("b", "256k"), ("B", "false"), ("i", "2")]).unwrap();
         PhaseRequest {
+            stop_after: None,
             engine: Engine::Builtin,
             workload,
             dir: dir.to_owned(),

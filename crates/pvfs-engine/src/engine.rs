@@ -13,6 +13,7 @@ mod ior;
 mod mdtest;
 mod pattern;
 mod shuffle;
+mod stonewall;
 
 pub use ior::{IorJob, remove_files, run_ior_phase};
 pub use mdtest::{MdtestJob, run_mdtest_phase};
@@ -82,6 +83,15 @@ pub enum EngineError {
     /// A phase that ran no task, so has no totals.
     #[error("no task ran")]
     NoTask,
+    /// Wear-out asked of a share of a run: the tasks of other clients would have to agree
+    /// too, which only a run of one client can do yet.
+    #[error(
+        "wear_out (IOR's stoneWallingWearOut) needs every task of the run to agree on a count; this client runs {tasks} of {total_tasks} tasks, and agreeing across clients is not built yet: run with one client, or without wear_out"
+    )]
+    WearOutAcrossClients { tasks: u32, total_tasks: u32 },
+    /// The run's most transfers could not be learned at the stonewall.
+    #[error("the stonewall's wear-out could not agree on a count: {error}")]
+    WearOut { error: String },
 }
 
 /// Runs `run` for every task, one thread each, and returns their results in task order. A task
@@ -227,6 +237,8 @@ pub fn run_phase(req: &PhaseRequest, progress: &Progress) -> Result<Vec<TaskResu
                 total_tasks: req.total_tasks,
                 tasks_per_client: req.tasks_per_client,
                 iteration: req.iteration,
+                stop_after: req.stop_after,
+                pace: None,
             };
             match phase {
                 Phase::Ior(p) => Ok(run_ior_phase(&job, p, progress)),

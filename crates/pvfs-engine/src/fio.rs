@@ -20,6 +20,11 @@ pub enum FioError {
     /// The request's tasks are not a share of the run's.
     #[error(transparent)]
     Request(#[from] EngineError),
+    /// fio's jobs cannot learn each other's counts at a deadline.
+    #[error(
+        "the fio engine has no wear-out (each fio job stops at the deadline on its own); run without wear_out, or with the built-in engine"
+    )]
+    WearOut,
     #[error("fio printed no JSON")]
     NoJson,
     #[error("fio's JSON does not parse: {0}")]
@@ -47,6 +52,9 @@ pub fn args(req: &PhaseRequest, phase: IorPhase) -> Result<Vec<String>, FioError
     if p.segments > 1 {
         return Err(FioError::Segments);
     }
+    if p.wear_out {
+        return Err(FioError::WearOut);
+    }
     let rw = match (phase, p.random) {
         (IorPhase::Write, false) => "write",
         (IorPhase::Write, true) => "randwrite",
@@ -68,6 +76,14 @@ pub fn args(req: &PhaseRequest, phase: IorPhase) -> Result<Vec<String>, FioError
     ];
     if phase == IorPhase::Write && p.fsync {
         args.push("--end_fsync=1".to_owned());
+    }
+    // IOR's stonewall: fio stops a job at its runtime, or when its size is done, whichever
+    // comes first (no `time_based`); a read after a stonewalled write moves what it wrote.
+    if p.deadline > 0 {
+        args.push(format!("--runtime={}", p.deadline));
+    }
+    if let Some(n) = req.stop_after {
+        args.push(format!("--io_size={}", n.saturating_mul(p.transfer)));
     }
     let job = job(req)?;
     for (task, owner) in owners(req, phase)? {
@@ -101,6 +117,8 @@ fn job(req: &PhaseRequest) -> Result<crate::engine::IorJob, FioError> {
         total_tasks: req.total_tasks,
         tasks_per_client: req.tasks_per_client,
         iteration: req.iteration,
+        stop_after: req.stop_after,
+        pace: None,
     })
 }
 
@@ -160,6 +178,7 @@ mod tests {
         workload.set("t", "1m").unwrap();
         workload.set("b", "256m").unwrap();
         PhaseRequest {
+            stop_after: None,
             engine: pvfs_bench::launch::Engine::Fio,
             workload,
             dir: "/mnt/gv0/bench".into(),
@@ -189,6 +208,18 @@ mod tests {
         let md = PhaseRequest { workload: Preset::Metadata.workload(), ..request(Preset::Throughput, 0) };
         assert!(args(&md, IorPhase::Write).unwrap_err().to_string().contains("not mdtest's"));
         assert!(matches!(args(&md, IorPhase::Write), Err(FioError::NotIor)));
+    }
+
+    #[test]
+    fn the_stonewall_is_fios_runtime_and_a_reads_count_its_io_size() {
+        let mut req = request(Preset::Throughput, 0);
+        req.workload.set("deadline", "30").unwrap();
+        req.stop_after = Some(100);
+        let a = args(&req, IorPhase::Read).unwrap().join(" ");
+        assert!(a.contains("--runtime=30 --io_size=104857600 --name=task0"), "{a}");
+        req.workload.set("wear_out", "true").unwrap();
+        let err = args(&req, IorPhase::Write).unwrap_err().to_string();
+        assert!(err.contains("the fio engine has no wear-out"), "{err}");
     }
 
     #[test]

@@ -35,13 +35,15 @@ pub fn run(workload: &Workload, dir: &Path, tasks: u32) -> Result<LocalRun, Engi
             let phases = phase::iteration_phases(workload);
             let mut per_phase: Vec<Vec<PhaseTotals>> = vec![Vec::new(); phases.len()];
             for iteration in 0..p.iterations {
-                let job = IorJob {
+                let mut job = IorJob {
                     params: p.clone(),
                     base: dir.join("ior"),
                     tasks: 0..tasks,
                     total_tasks: tasks,
                     tasks_per_client: tasks,
                     iteration,
+                    stop_after: None,
+                    pace: None,
                 };
                 for (i, phase) in phases.iter().enumerate() {
                     // An IOR workload's schedule holds only IOR phases.
@@ -52,7 +54,12 @@ pub fn run(workload: &Workload, dir: &Path, tasks: u32) -> Result<LocalRun, Engi
                     if ior_phase == IorPhase::Write {
                         engine::remove_files(&job)?;
                     }
-                    let t = check(*phase, engine::run_ior_phase(&job, ior_phase, &progress))?;
+                    let results = engine::run_ior_phase(&job, ior_phase, &progress);
+                    if ior_phase == IorPhase::Write {
+                        // A stonewalled write's count is what the read reads back.
+                        job.stop_after = pvfs_bench::request::stop_after(p, results.iter().map(|r| r.ops));
+                    }
+                    let t = check(*phase, results)?;
                     out.iterations.push(summary::ior_iteration(phase.label(), iteration.into(), &t, p));
                     per_phase[i].push(t);
                 }

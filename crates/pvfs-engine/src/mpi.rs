@@ -9,7 +9,7 @@
 //! launching client and the coordinator reads: the same task results the `agents` launcher
 //! gets over gRPC, so the arithmetic (total bytes / (last end − first start)) is the same.
 
-use crate::engine::{self, EngineError, Phase, Progress, TaskResult};
+use crate::engine::{self, EngineError, IorPhase, Phase, Progress, TaskResult};
 use crate::files::{Dir, FileError};
 use nix::fcntl::OFlag;
 use pvfs_bench::launch::Engine;
@@ -322,7 +322,8 @@ pub fn run_rank(job: &RankJob, emit: &(dyn Fn(&RankLine) + Sync)) -> Result<(), 
         Workload::Ior(p) => p.iterations,
         Workload::Mdtest(p) => p.iterations,
     };
-    let request = |iteration, phase| PhaseRequest {
+    let request = |iteration, phase, stop_after| PhaseRequest {
+        stop_after,
         engine: Engine::Builtin,
         workload: job.workload.clone(),
         dir: job.dir.clone(),
@@ -334,6 +335,9 @@ pub fn run_rank(job: &RankJob, emit: &(dyn Fn(&RankLine) + Sync)) -> Result<(), 
         phase,
     };
     for iteration in 0..iterations {
+        // A stonewalled write's count, which this rank's read reads back (IOR carries each
+        // rank's own).
+        let mut stop_after = None;
         for phase in pvfs_bench::phase::iteration_phases(&job.workload) {
             let label = phase.label();
             barrier.wait(&format!("{iteration}-{}", label.replace(' ', "-")))?;
@@ -341,8 +345,11 @@ pub fn run_rank(job: &RankJob, emit: &(dyn Fn(&RankLine) + Sync)) -> Result<(), 
                 emit(&RankLine::Started { iteration, phase, at_unix_ns: unix_ns(SystemTime::now()) });
             }
             let results = with_progress(job.rank, emit, |progress| {
-                engine::run_phase(&request(iteration, phase), progress)
+                engine::run_phase(&request(iteration, phase, stop_after), progress)
             })?;
+            if let (Workload::Ior(p), Phase::Ior(IorPhase::Write)) = (&job.workload, phase) {
+                stop_after = pvfs_bench::request::stop_after(p, results.iter().map(|r| r.ops));
+            }
             for r in results {
                 let error = r.error.clone();
                 emit(&RankLine::Phase { iteration, phase, result: (&r).into() });
@@ -354,7 +361,7 @@ pub fn run_rank(job: &RankJob, emit: &(dyn Fn(&RankLine) + Sync)) -> Result<(), 
         if matches!(job.workload, Workload::Ior(_)) {
             // Nobody removes a file another rank may still read back (-C).
             barrier.wait(&format!("{iteration}-cleanup"))?;
-            engine::run_phase(&request(iteration, Phase::IorCleanup), &Progress::default())?;
+            engine::run_phase(&request(iteration, Phase::IorCleanup, None), &Progress::default())?;
         }
     }
     Ok(())

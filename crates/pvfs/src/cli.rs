@@ -354,14 +354,16 @@ pub struct BenchCli {
 
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
-    /// Read existing IOR (3.2–4.1: text, JSON, CSV) and mdtest outputs into the results store,
-    /// as if pvfs had run them; `--json` prints what each file says.
+    /// Read existing IOR (3.2–4.1: text, JSON, CSV) and mdtest outputs, and io500 runs (its
+    /// result directory or stdout), into the results store, as if pvfs had run them; `--json`
+    /// prints what each file says.
     Import(ImportArgs),
 }
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// IOR or mdtest output files (stdout, or stdout and stderr together).
+    /// IOR or mdtest output files (stdout, or stdout and stderr together), or io500 result
+    /// directories or stdout files.
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
     /// Where the imported runs go (a directory per file is made inside).
@@ -656,6 +658,9 @@ pub struct EnginePhaseArgs {
     #[arg(long)]
     pub tasks_per_client: u32,
     /// throughput (IOR) or metadata (mdtest): the workload's kind; --set gives every value.
+    /// Transfers each task makes at most (a read after a stonewalled write).
+    #[arg(long)]
+    pub stop_after: Option<u64>,
     #[arg(long)]
     pub preset: String,
     /// Every parameter, as `engine --set` takes them.

@@ -4,6 +4,7 @@
 //! client's data.
 
 use super::shuffle::Permutation;
+use super::stonewall::{Stonewall, WearOut};
 use super::{EngineError, Progress, TaskResult, pattern};
 use crate::files::{Dir, FileError};
 use nix::fcntl::OFlag;
@@ -13,14 +14,14 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// O_DIRECT needs buffers, offsets and lengths aligned to the device's logical block; 4 KiB
 /// covers every device in practice.
 const ALIGN: usize = 4096;
 
 /// One client's share of an IOR run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct IorJob {
     pub params: IorParams,
     /// The test file path (`-o`): `DIR/ior`; per-process files get `.%08d` appended.
@@ -33,6 +34,11 @@ pub struct IorJob {
     pub tasks_per_client: u32,
     /// The iteration (seeds the shuffled offsets, so each repetition differs as in IOR).
     pub iteration: u32,
+    /// Transfers each task makes at most (a read after a stonewalled write).
+    pub stop_after: Option<u64>,
+    /// A test seam: how long task `task` sleeps before its transfer number `n` (from 0), to
+    /// make a straggler whose stonewall and wear-out can be watched. `None` outside tests.
+    pub pace: Option<fn(task: u32, n: u64) -> Duration>,
 }
 
 impl IorJob {
@@ -167,13 +173,34 @@ pub fn run_ior_phase(job: &IorJob, phase: IorPhase, progress: &Progress) -> Vec<
     // The run directory is opened once, without following symlinks; every task opens its file
     // through it. Anything wrong here is every task's error.
     let dir = job.check().and_then(|()| Ok(Dir::open(job.parent()?)?));
+    // Wear-out agrees across every task of the run: this process holds them all only when
+    // the run has one client. (Across clients, the coordinator is to carry the count.)
+    let tasks = job.tasks.end.saturating_sub(job.tasks.start) as usize;
+    let dir = dir.and_then(|dir| match job.params.wear_out && tasks as u32 != job.total_tasks {
+        true => Err(EngineError::WearOutAcrossClients { tasks: tasks as u32, total_tasks: job.total_tasks }),
+        false => Ok(dir),
+    });
+    let within = |pairs: u64| Ok(pairs);
+    let wear_out = WearOut::new(tasks, &within);
+    let wall = Stonewall {
+        deadline: (job.params.deadline > 0).then(|| Duration::from_secs(job.params.deadline.into())),
+        stop_after: job.stop_after,
+        wear_out: job.params.wear_out.then_some(&wear_out),
+    };
     super::each_task(job.tasks.clone(), |task| match &dir {
-        Ok(dir) => run_task(job, dir, phase, task, progress),
+        Ok(dir) => run_task(job, dir, phase, task, progress, &wall),
         Err(err) => super::failed(task, err),
     })
 }
 
-fn run_task(job: &IorJob, dir: &Dir, phase: IorPhase, task: u32, progress: &Progress) -> TaskResult {
+fn run_task(
+    job: &IorJob,
+    dir: &Dir,
+    phase: IorPhase,
+    task: u32,
+    progress: &Progress,
+    wall: &Stonewall<'_>,
+) -> TaskResult {
     let p = &job.params;
     // -C: read what a task on another client wrote, so this client's cache cannot serve it.
     // (Both below 2^20 after `IorJob::check`, so the sum cannot wrap.)
@@ -184,9 +211,13 @@ fn run_task(job: &IorJob, dir: &Dir, phase: IorPhase, task: u32, progress: &Prog
     let name = job.file_name_of(owner);
     let seed = u64::from(job.iteration) << 32 | u64::from(task);
     let offsets = job.offsets(owner, seed);
+    let mut agreed = false;
     let mut buffer = match Aligned::new(p.transfer) {
         Ok(buffer) => buffer,
-        Err(err) => return super::failed(task, &err),
+        Err(err) => {
+            wall.leave(&mut agreed);
+            return super::failed(task, &err);
+        }
     };
     let start = SystemTime::now();
     if phase == IorPhase::Write {
@@ -196,7 +227,10 @@ fn run_task(job: &IorJob, dir: &Dir, phase: IorPhase, task: u32, progress: &Prog
         pattern::generate(buffer.bytes_mut(), p.packet, signature, task);
     }
     let mut done = TaskResult { task, start, end: start, bytes: 0, ops: 0, error: None, rdwr: None };
-    let outcome = transfer_all(dir, &name, phase, p, offsets, &mut buffer, progress, &mut done);
+    let outcome =
+        transfer_all(dir, &name, phase, job, offsets, &mut buffer, progress, &mut done, wall, &mut agreed);
+    // A task that failed before the wear-out still says so, or the others would wait for it.
+    wall.leave(&mut agreed);
     done.end = SystemTime::now();
     if let Err(err) = outcome {
         done.error = Some(err.to_string());
@@ -221,18 +255,24 @@ fn transfer_all(
     dir: &Dir,
     name: &str,
     phase: IorPhase,
-    p: &IorParams,
+    job: &IorJob,
     offsets: Offsets,
     buffer: &mut Aligned,
     progress: &Progress,
     done: &mut TaskResult,
+    wall: &Stonewall<'_>,
+    agreed: &mut bool,
 ) -> Result<(), EngineError> {
+    let p = &job.params;
     let path = dir.path().join(name);
     let file = open(dir, name, phase, p)?;
     let rdwr_start = SystemTime::now();
     let stamp = phase == IorPhase::Write && pattern::changes_per_transfer(p.packet);
-    for offset in offsets {
+    let mut one = |offset: u64, done: &mut TaskResult| -> Result<(), EngineError> {
         progress.check()?;
+        if let Some(pace) = job.pace {
+            std::thread::sleep(pace(done.task, done.ops));
+        }
         if stamp {
             pattern::update(buffer.bytes_mut(), p.packet, offset, done.task);
         }
@@ -251,6 +291,37 @@ fn transfer_all(
         done.ops += 1;
         progress.bytes.fetch_add(buffer.len as u64, Ordering::Relaxed);
         progress.ops.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    };
+    // IOR's loop: each transfer, then the stonewall's test (the deadline since the first
+    // transfer, or the count a read was given).
+    let started = std::time::Instant::now();
+    let mut order = offsets.clone();
+    for offset in order.by_ref() {
+        one(offset, done)?;
+        if wall.stop_after == Some(done.ops) || wall.deadline.is_some_and(|d| started.elapsed() > d) {
+            break;
+        }
+    }
+    if let Some(wear_out) = wall.wear_out {
+        // Every task learns the most transfers any task made and goes on to as many, from
+        // where it stopped, starting over at its first offset should it pass its last (IOR
+        // wraps its segments the same way).
+        *agreed = true;
+        let target = wear_out.agree(Some(done.ops), progress)?;
+        while done.ops < target {
+            let offset = match order.next() {
+                Some(offset) => offset,
+                None => {
+                    order = offsets.clone();
+                    match order.next() {
+                        Some(offset) => offset,
+                        None => break,
+                    }
+                }
+            };
+            one(offset, done)?;
+        }
     }
     if phase == IorPhase::Write && p.fsync {
         file.sync_all().map_err(|e| FileError::io("fsync", &path, e))?;

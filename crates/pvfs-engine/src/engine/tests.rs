@@ -6,6 +6,7 @@ use pvfs_bench::launch::Engine;
 use pvfs_bench::params::{DataPacket, IorParams, MdtestParams};
 use pvfs_bench::request::PhaseRequest;
 use std::path::PathBuf;
+use std::time::Duration;
 
 fn scratch() -> tempfile::TempDir {
     let base = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/engine-tests"));
@@ -28,6 +29,8 @@ fn ior(file_per_proc: bool) -> IorParams {
         random: false,
         fsync: true,
         packet: DataPacket::Timestamp,
+        deadline: 0,
+        wear_out: false,
     }
 }
 
@@ -39,6 +42,8 @@ fn job(dir: &std::path::Path, params: IorParams, tasks: u32) -> IorJob {
         total_tasks: tasks,
         tasks_per_client: 1,
         iteration: 0,
+        stop_after: None,
+        pace: None,
     }
 }
 
@@ -360,6 +365,7 @@ fn a_cancelled_phase_stops_at_the_next_transfer() {
 fn requests_it_cannot_run_are_refused_by_kind() {
     let dir = scratch();
     let req = PhaseRequest {
+        stop_after: None,
         engine: Engine::Builtin,
         workload: pvfs_bench::params::Workload::Ior(ior(true)),
         dir: dir.path().to_owned(),
@@ -389,4 +395,78 @@ fn requests_it_cannot_run_are_refused_by_kind() {
         "{err:?}"
     );
     assert_eq!(err.to_string(), "phase Mdtest(FileCreate) does not belong to this workload");
+}
+
+/// A stonewall of 1 s over 4 KiB transfers that would take 16 s at 1 ms each (a sleep per
+/// transfer, the test seam), so every task is stopped by it.
+fn stonewalled(wear_out: bool) -> IorParams {
+    IorParams {
+        transfer: 4 << 10,
+        block: 64 << 20,
+        segments: 1,
+        fsync: false,
+        deadline: 1,
+        wear_out,
+        ..ior(true)
+    }
+}
+
+/// Task 1 is a straggler: it loses 400 ms before its first transfer.
+fn straggler(task: u32, n: u64) -> Duration {
+    Duration::from_millis(if task == 1 && n == 0 { 400 } else { 1 })
+}
+
+#[test]
+fn wear_out_brings_a_straggler_to_the_most_any_task_made() {
+    let dir = scratch();
+    let job = IorJob { pace: Some(straggler), ..job(dir.path(), stonewalled(true), 2) };
+    let written = run_ior_phase(&job, IorPhase::Write, &Progress::default());
+    assert!(written.iter().all(|r| r.error.is_none()), "{written:?}");
+    let ops: Vec<u64> = written.iter().map(|r| r.ops).collect();
+    // The same count for both, short of the block (16,384): the stonewall stopped them.
+    assert_eq!(ops[0], ops[1], "{ops:?}");
+    assert!(ops[0] > 100 && ops[0] < 16_384, "{ops:?}");
+    assert!(written.iter().all(|r| r.bytes == r.ops * 4096));
+    // The straggler went on past the stonewall to catch up: it ended last.
+    assert!(written[1].end > written[0].end);
+    let file = |t: u32| std::fs::metadata(job.file_of(t)).unwrap().len();
+    assert_eq!((file(0), file(1)), (ops[0] * 4096, ops[0] * 4096));
+    // The read reads back what was written, no more (which would be an error at the end of
+    // the file), and stops there without a stonewall of its own.
+    let read_job = IorJob {
+        stop_after: pvfs_bench::request::stop_after(&job.params, ops.iter().copied()),
+        pace: None,
+        ..job.clone()
+    };
+    let read = run_ior_phase(&read_job, IorPhase::Read, &Progress::default());
+    assert!(read.iter().all(|r| r.error.is_none() && r.ops == ops[0]), "{read:?}");
+}
+
+#[test]
+fn without_wear_out_each_task_stops_at_the_stonewall_and_the_read_takes_the_fewest() {
+    let dir = scratch();
+    let job = IorJob { pace: Some(straggler), ..job(dir.path(), stonewalled(false), 2) };
+    let written = run_ior_phase(&job, IorPhase::Write, &Progress::default());
+    assert!(written.iter().all(|r| r.error.is_none()), "{written:?}");
+    let ops: Vec<u64> = written.iter().map(|r| r.ops).collect();
+    // The straggler lost 400 ms of its second: it made fewer.
+    assert!(ops[1] < ops[0], "{ops:?}");
+    let stop = pvfs_bench::request::stop_after(&job.params, ops.iter().copied());
+    assert_eq!(stop, Some(ops[1]));
+    let read_job = IorJob { stop_after: stop, pace: None, ..job.clone() };
+    let read = run_ior_phase(&read_job, IorPhase::Read, &Progress::default());
+    assert!(read.iter().all(|r| r.error.is_none() && r.ops == ops[1]), "{read:?}");
+}
+
+#[test]
+fn wear_out_for_a_share_of_a_run_is_refused_naming_why() {
+    let dir = scratch();
+    let job = IorJob { total_tasks: 4, ..job(dir.path(), stonewalled(true), 2) };
+    let results = run_ior_phase(&job, IorPhase::Write, &Progress::default());
+    let error = results[0].error.as_deref().unwrap();
+    assert!(
+        error.contains("this client runs 2 of 4 tasks, and agreeing across clients is not built yet"),
+        "{error}"
+    );
+    assert!(!job.file_of(0).exists(), "nothing was written");
 }

@@ -27,6 +27,8 @@ impl From<&IorParams> for pb::IorWorkload {
             random: p.random,
             fsync: p.fsync,
             packet: p.packet.to_string(),
+            deadline: p.deadline,
+            wear_out: p.wear_out,
         }
     }
 }
@@ -64,6 +66,8 @@ fn ior_from(w: pb::IorWorkload) -> Result<IorParams, RequestError> {
         random: w.random,
         fsync: w.fsync,
         packet,
+        deadline: w.deadline,
+        wear_out: w.wear_out,
     })
 }
 same_fields!(
@@ -204,6 +208,7 @@ pub fn phase_request_to(req: &PhaseRequest, start_at: SystemTime) -> pb::BenchPh
             Engine::Fio => pb::bench_phase_request::Engine::Fio,
             Engine::Ior => pb::bench_phase_request::Engine::Ior,
         } as i32,
+        stop_after: req.stop_after.unwrap_or(0),
     }
 }
 
@@ -294,6 +299,7 @@ pub fn phase_request_from(
             tasks_per_client: req.tasks_per_client.max(1),
             iteration: req.iteration,
             phase: phase_from(req.phase)?,
+            stop_after: (req.stop_after > 0).then_some(req.stop_after),
         },
         start,
     ))
@@ -408,6 +414,7 @@ mod tests {
     fn requests_and_results_round_trip() {
         for preset in Preset::ALL {
             let req = PhaseRequest {
+                stop_after: None,
                 engine: Engine::Fio,
                 workload: preset.workload(),
                 dir: "/mnt/gv0/pvfs-bench/run".into(),
@@ -486,6 +493,7 @@ mod tests {
     fn oversized_and_overflowing_requests_name_the_field() {
         let good = phase_request_to(
             &PhaseRequest {
+                stop_after: None,
                 engine: Engine::Builtin,
                 workload: Preset::Throughput.workload(),
                 dir: "/mnt/x/pvfs-bench/run".into(),
@@ -561,6 +569,7 @@ mod tests {
     fn bad_requests_are_refused_before_running() {
         let mut wire = phase_request_to(
             &PhaseRequest {
+                stop_after: None,
                 engine: Engine::Builtin,
                 workload: Preset::Throughput.workload(),
                 dir: "/mnt/x".into(),

@@ -62,6 +62,7 @@ pub(crate) fn phase(args: EnginePhaseArgs) -> anyhow::Result<u8> {
     let phase =
         Phase::from_name(&args.phase).with_context(|| format!("--phase {:?}: no such phase", args.phase))?;
     let req = PhaseRequest {
+        stop_after: args.stop_after,
         engine: Engine::Builtin,
         workload,
         dir: args.dir,
