@@ -243,6 +243,13 @@ pub(crate) enum EngineError {
     Died(String),
 }
 
+/// The engine child's side of a wear-out: where its stonewall is said (to the coordinator,
+/// through the phase's stream) and where the run's most comes back from (`BenchWearOut`).
+pub(crate) struct WearLink {
+    pub said: tokio::sync::mpsc::UnboundedSender<u64>,
+    pub answer: tokio::sync::oneshot::Receiver<u64>,
+}
+
 /// Runs `req` in a child process of the agent (`pvfs-agent engine-phase`) on `node`,
 /// updating `progress` from its lines, and returns its tasks' results. When `cancel` fires the
 /// child's standard input is closed, and it stops at its next transfer or item; this still
@@ -253,6 +260,7 @@ pub(crate) async fn run_engine(
     memory_max: u64,
     progress: Arc<Progress>,
     cancel: CancellationToken,
+    wear: Option<WearLink>,
 ) -> Result<Vec<TaskResult>, EngineError> {
     static SEQ: AtomicU64 = AtomicU64::new(0);
     let died = |why: String| EngineError::Died(format!("the built-in engine on {node} {why}"));
@@ -286,11 +294,34 @@ pub(crate) async fn run_engine(
     let mut tasks = Vec::new();
     let (mut done, mut failed) = (false, None);
     let mut partial = Vec::new();
+    let (said, mut answer) = match wear {
+        Some(WearLink { said, answer }) => (Some(said), Some(answer)),
+        None => (None, None),
+    };
+    let mut stonewalled = false;
     loop {
         let line = tokio::select! {
             line = read_line(&mut stdout, &mut partial) => line,
             // Closing its standard input is the engine's signal to stop.
             () = cancel.cancelled(), if stdin.is_some() => { stdin = None; continue }
+            // The run's most at the stonewall, once the engine has said it is there.
+            most = async {
+                match answer.as_mut() {
+                    Some(answer) => answer.await,
+                    None => std::future::pending().await,
+                }
+            }, if stonewalled && answer.is_some() => {
+                answer = None;
+                if let (Ok(most), Some(input)) = (most, stdin.as_mut()) {
+                    use tokio::io::AsyncWriteExt;
+                    // `WearOutLine`, which the engine reads: a number needs no escaping.
+                    let line = format!("{{\"wear_out\":{most}}}\n");
+                    if input.write_all(line.as_bytes()).await.is_err() {
+                        stdin = None;
+                    }
+                }
+                continue;
+            }
         };
         let line = match line {
             Ok(Some(line)) => line,
@@ -317,6 +348,20 @@ pub(crate) async fn run_engine(
             }
             Some(PhaseLine::Failed { error }) => failed = Some(error),
             Some(PhaseLine::Done) => done = true,
+            // Once a phase, and only when the phase has a wear-out to agree.
+            Some(PhaseLine::Stonewalled { pairs }) if !stonewalled && said.is_some() => {
+                stonewalled = true;
+                if let Some(said) = &said {
+                    let _ = said.send(pairs);
+                }
+            }
+            Some(PhaseLine::Stonewalled { .. }) => {
+                let _ = child.start_kill();
+                let _ = child.wait().await;
+                return Err(died(format!(
+                    "(pid {pid}) said it reached a stonewall it was not asked to agree"
+                )));
+            }
             None => tracing::debug!(pid, line = %line, "engine output"),
         }
     }

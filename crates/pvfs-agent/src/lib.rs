@@ -14,6 +14,7 @@
 
 mod auth;
 mod build;
+mod caches;
 mod child;
 mod handshake;
 // Public for its benchmark (`benches/gmond.rs`): the renderer and what it renders from.

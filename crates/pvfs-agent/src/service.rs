@@ -117,6 +117,8 @@ pub struct AgentService {
     units: TaskTracker,
     /// Held while a benchmark phase runs: two runs on one client would measure each other.
     benching: Arc<tokio::sync::Mutex<()>>,
+    /// The running phase's wear-out, waiting for `BenchWearOut` (at most one phase runs).
+    wear_out: Arc<std::sync::Mutex<Option<WearSlot>>>,
     /// What `Apply` may do on this node.
     policy: Arc<pvfs_policy::Policy>,
     /// The `Metrics` streams: at most so many at once, and how many are live.
@@ -131,6 +133,16 @@ pub struct AgentService {
     revoked: Option<pvfs_tls::RevokedWatch>,
 }
 
+/// A running phase whose tasks will stop at a stonewall and wait for the run's most.
+#[derive(Debug)]
+struct WearSlot {
+    iteration: u32,
+    phase: pvfs_engine::engine::Phase,
+    /// The most a task can make (its block's transfers): IOR's count never passes it.
+    most: u64,
+    answer: tokio::sync::oneshot::Sender<u64>,
+}
+
 impl AgentService {
     pub fn new(name: String, root: Root, history: Arc<History>, shutdown: CancellationToken) -> AgentService {
         AgentService {
@@ -142,6 +154,7 @@ impl AgentService {
             shutdown,
             converging: Arc::new(tokio::sync::Mutex::new(())),
             benching: Arc::new(tokio::sync::Mutex::new(())),
+            wear_out: Arc::new(std::sync::Mutex::new(None)),
             units: TaskTracker::new(),
             policy: Arc::new(pvfs_policy::Policy::default()),
             metrics_streams: crate::limits::StreamGauge::default(),
@@ -289,6 +302,22 @@ impl pb::agent_server::Agent for AgentService {
         let (tx, rx) = mpsc::channel(STREAM_QUEUE);
         let shutdown = self.shutdown.clone();
         let node = self.name.clone();
+        // A share of a run with a wear-out: the engine says when its tasks reach the
+        // stonewall, the stream tells the coordinator, and `bench_wear_out` brings the answer.
+        let (said_tx, mut said) = mpsc::unbounded_channel();
+        let wear = match (&req.workload, req.phase, req.engine) {
+            (pvfs_bench::params::Workload::Ior(p), Phase::Ior(_), Engine::Builtin)
+                if p.wear_out && req.tasks < req.total_tasks =>
+            {
+                let (answer, answered) = tokio::sync::oneshot::channel();
+                let most = (p.block / p.transfer).saturating_mul(u64::from(p.segments));
+                let slot = WearSlot { iteration: req.iteration, phase: req.phase, most, answer };
+                *self.wear_out.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(slot);
+                Some(crate::child::WearLink { said: said_tx, answer: answered })
+            }
+            _ => None,
+        };
+        let wear_slot = self.wear_out.clone();
         tokio::spawn(async move {
             let _guard = guard;
             tokio::select! {
@@ -308,16 +337,16 @@ impl pb::agent_server::Agent for AgentService {
                     let (progress, cancel) = (progress.clone(), cancel.clone());
                     // Its own process: its memory, threads and crashes are not the agent's.
                     Box::pin(async move {
-                        crate::child::run_engine(&node, &req, memory_max, progress, cancel).await.map_err(
-                            |e| {
+                        crate::child::run_engine(&node, &req, memory_max, progress, cancel, wear)
+                            .await
+                            .map_err(|e| {
                                 use crate::child::EngineError;
                                 match e {
                                     EngineError::Refused(why) => Status::failed_precondition(why),
                                     EngineError::OutOfMemory(why) => Status::resource_exhausted(why),
                                     EngineError::Died(why) => Status::internal(why),
                                 }
-                            },
-                        )
+                            })
                     })
                 }
             };
@@ -326,6 +355,10 @@ impl pb::agent_server::Agent for AgentService {
             let done = loop {
                 tokio::select! {
                     done = &mut work => break done,
+                    Some(pairs) = said.recv() => {
+                        let event = pb::bench_event::Event::Stonewalled(pb::BenchStonewalled { pairs });
+                        let _ = tx.send(Ok(pb::BenchEvent { event: Some(event) })).await;
+                    }
                     _ = tick.tick() => {
                         use std::sync::atomic::Ordering::Relaxed;
                         let event = pb::bench_event::Event::Progress(pb::BenchProgress {
@@ -349,9 +382,67 @@ impl pb::agent_server::Agent for AgentService {
             if let Err(status) = &message {
                 tracing::warn!(phase = phase_name, error = %status.message(), "benchmark phase failed");
             }
+            // Whatever the phase's end, its wear-out waits for nothing any more.
+            wear_slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
             let _ = tx.send(message).await;
         });
         Ok(Response::new(ReceiverStream::new(rx)))
+    }
+
+    async fn bench_wear_out(
+        &self,
+        request: Request<pb::BenchWearOutRequest>,
+    ) -> Result<Response<pb::BenchWearOutResponse>, Status> {
+        let (iteration, phase, pairs) = pvfs_proto::convert::bench::wear_out_request_from(request.get_ref())
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let mut slot = self.wear_out.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let waiting = match slot.as_ref() {
+            Some(s) if s.iteration == iteration && s.phase == phase => s,
+            _ => {
+                return Err(Status::failed_precondition(format!(
+                    "no {} of iteration {iteration} is waiting at a stonewall on this client",
+                    phase.name()
+                )));
+            }
+        };
+        if pairs > waiting.most {
+            return Err(Status::invalid_argument(format!(
+                "{pairs} transfers is more than a task of this phase can make ({})",
+                waiting.most
+            )));
+        }
+        if let Some(waiting) = slot.take() {
+            // The phase may have ended meanwhile: then nobody needs the answer.
+            let _ = waiting.answer.send(pairs);
+        }
+        Ok(Response::new(pb::BenchWearOutResponse {}))
+    }
+
+    async fn drop_caches(
+        &self,
+        _request: Request<pb::DropCachesRequest>,
+    ) -> Result<Response<pb::DropCachesResponse>, Status> {
+        // Held for the drop: no phase starts meanwhile, and no drop disturbs one that runs
+        // (nor do two drops run at once).
+        let _guard = self.benching.clone().try_lock_owned().map_err(|_| {
+            Status::aborted("a benchmark is running on this node; caches are dropped between phases")
+        })?;
+        let root = self.root.clone();
+        let dropped = tokio::task::spawn_blocking(move || crate::caches::drop_caches(&root))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .map_err(Status::failed_precondition)?;
+        tracing::info!(
+            seconds = dropped.seconds,
+            cached_before_kib = dropped.cached_before_kib,
+            cached_after_kib = dropped.cached_after_kib,
+            "caches dropped"
+        );
+        Ok(Response::new(pb::DropCachesResponse {
+            seconds: dropped.seconds,
+            cached_before_kib: dropped.cached_before_kib,
+            cached_after_kib: dropped.cached_after_kib,
+        }))
     }
 
     async fn apply(&self, request: Request<pb::ApplyRequest>) -> Result<Response<Self::ApplyStream>, Status> {

@@ -30,6 +30,47 @@ pub struct PhaseRequest {
     pub stop_after: Option<u64>,
 }
 
+/// Which nodes drop their caches before a run's read and stat phases (`[bench] drop_caches`,
+/// `--drop-caches`): elbencho drops on the clients only; io500 runs its command on every
+/// rank's node; a server's cache serves reads as much as a client's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DropCaches {
+    #[default]
+    None,
+    Clients,
+    /// Clients and servers: every node of the cluster.
+    All,
+}
+
+impl DropCaches {
+    pub const ALL: [DropCaches; 3] = [DropCaches::None, DropCaches::Clients, DropCaches::All];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DropCaches::None => "none",
+            DropCaches::Clients => "clients",
+            DropCaches::All => "all",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<DropCaches> {
+        DropCaches::ALL.into_iter().find(|d| d.as_str() == text)
+    }
+
+    /// Whether caches are dropped before `phase`: the phases that read what an earlier phase
+    /// wrote (IOR's read, mdtest's stats and reads).
+    pub fn before(self, phase: Phase) -> bool {
+        use crate::phase::{IorPhase, MdtestPhase};
+        self != DropCaches::None
+            && matches!(
+                phase,
+                Phase::Ior(IorPhase::Read)
+                    | Phase::Mdtest(MdtestPhase::DirStat | MdtestPhase::FileStat | MdtestPhase::FileRead)
+            )
+    }
+}
+
 /// What a read phase after a stonewalled write stops at, from the write's tasks' transfers:
 /// with wear-out every task made the same count, which IOR carries to the read; without, IOR
 /// carries each rank's own count, which a read of another task's file (`-C`) cannot use, so

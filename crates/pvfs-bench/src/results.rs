@@ -91,6 +91,10 @@ pub struct RunRecord {
     pub vm_limit_mib: Option<f64>,
     /// The sweep point this run is, when it is one.
     pub sweep: Option<Sweep>,
+    /// Whose caches were dropped before read and stat phases (absent: nobody's); each phase's
+    /// record says what each drop did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drop_caches: Option<crate::request::DropCaches>,
     /// The run's directory on the file system under test.
     pub dir: Option<PathBuf>,
     /// Unix seconds.
@@ -121,6 +125,7 @@ impl Default for RunRecord {
             clients: None,
             vm_limit_mib: None,
             sweep: None,
+            drop_caches: None,
             dir: None,
             started: None,
             finished: None,
@@ -223,6 +228,21 @@ pub struct PhaseRecord {
     /// Every task's part, in task order.
     #[serde(default)]
     pub tasks: Vec<TaskRecord>,
+    /// The nodes whose caches were dropped before the phase, and what that did (absent when
+    /// none were).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub caches_dropped: Vec<CacheDrop>,
+}
+
+/// One node's cache drop before a phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CacheDrop {
+    pub node: String,
+    /// The sync and the drop together.
+    pub seconds: f64,
+    /// `Cached` in /proc/meminfo before and after.
+    pub cached_before_kib: u64,
+    pub cached_after_kib: u64,
 }
 
 impl PhaseRecord {
@@ -238,6 +258,7 @@ impl PhaseRecord {
             phase,
             totals,
             tasks: tasks.iter().map(|(node, t)| TaskRecord::new(node, t)).collect(),
+            caches_dropped: Vec::new(),
         }
     }
 }
@@ -302,6 +323,12 @@ pub enum BenchEvent {
     Output {
         stderr: bool,
         text: String,
+    },
+    /// Caches dropped before a phase, on these nodes.
+    CachesDropped {
+        iteration: u32,
+        phase: Phase,
+        nodes: Vec<CacheDrop>,
     },
     PhaseDone {
         iteration: u32,

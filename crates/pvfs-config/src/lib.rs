@@ -26,6 +26,7 @@ pub use model::{
     Address, AgentPolicy, BeegfsAuth, Cluster, Firewall, Host, Kind, KindSpec, Layout, Lvm, Node, Packages,
     Queue, Repo, Role, Stripe, Target,
 };
+pub use validate::DROP_CACHES_UNDER_MPI;
 
 /// The port agents listen on when an address gives none.
 pub const DEFAULT_AGENT_PORT: u16 = 7070;

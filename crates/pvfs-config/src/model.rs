@@ -606,6 +606,8 @@ pub struct Bench {
     /// `mpi_ssh = true`: `up` gives the clients root ssh to each other for mpirun
     /// (`pvfs_steps::MpiSsh`), `down` takes it away.
     pub mpi_ssh: bool,
+    /// Whose caches are dropped before read and stat phases.
+    pub drop_caches: Option<pvfs_bench::request::DropCaches>,
 }
 
 /// An f64 that compares by bits, so the model can stay `Eq`.

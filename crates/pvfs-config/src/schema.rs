@@ -422,6 +422,9 @@ pub struct BenchSection {
     /// the cluster's MPI key pair and installs it, with the clients' host keys, on every client
     /// whose agent policy allows it (`mpi_ssh = true` there).
     pub mpi_ssh: Option<Spanned<bool>>,
+    /// Drop caches before read and stat phases: "none" (the default), "clients", or "all"
+    /// (clients and servers).
+    pub drop_caches: Option<Spanned<String>>,
 }
 
 /// `[azure]`: where and how `pvfsctl provision` creates the nodes' virtual machines.

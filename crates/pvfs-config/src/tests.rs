@@ -157,6 +157,31 @@ fn engines_only_run_under_launchers_that_can_start_them() {
     );
 }
 
+/// `[bench] drop_caches`: one of three words, and not under the mpi launcher (which cannot stop
+/// its job between phases).
+#[test]
+fn drop_caches_is_a_word_and_needs_the_agents_launcher() {
+    let local = "[cluster]\nname = \"x\"\nkind = \"local\"\n[local]\nmount = \"/m\"\n[[node]]\nname = \"a\"\naddress = \"10.0.0.1\"\nroles = [\"client\"]\n";
+    check(
+        &format!("{local}[bench]\ndrop_caches = \"sometimes\"\n"),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:11:15: unknown drop_caches "sometimes": use none, clients, all
+        "#]],
+    );
+    check(
+        &format!("{local}[bench]\nlauncher = \"mpi\"\ndrop_caches = \"clients\"\n"),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:12:15: drop_caches needs the agents launcher: the mpi launcher runs every phase inside one MPI job, which pvfs cannot stop between phases to drop caches
+        "#]],
+    );
+    let read = |src: &str| parse(Path::new("c.toml"), src).unwrap().bench.drop_caches;
+    assert_eq!(
+        read(&format!("{local}[bench]\ndrop_caches = \"all\"\n")),
+        Some(pvfs_bench::request::DropCaches::All)
+    );
+    assert_eq!(read(local), None);
+}
+
 /// Root ssh between the clients is refused where nothing could use it: one client, or the
 /// agents launcher named in the file.
 #[test]

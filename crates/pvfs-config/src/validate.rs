@@ -20,6 +20,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use toml::Spanned;
 
+/// Why the mpi launcher cannot drop caches between phases (the CLI says the same).
+pub const DROP_CACHES_UNDER_MPI: &str = "drop_caches needs the agents launcher: the mpi launcher runs every phase inside one MPI job, which pvfs cannot stop between phases to drop caches";
+
 /// The most of a `[[repo]] gpgkey_file` read: an armored key is a few KiB, a keyring with
 /// every subkey and signature rarely over a few hundred.
 const SIGNING_KEY: Cap = Cap { what: "a repository signing key", bytes: 1 << 20 };
@@ -1203,6 +1206,9 @@ impl Validator<'_> {
             one_of(&b.engine, "engine", &["ior", "builtin", "fio"]).as_deref().and_then(Engine::parse);
         let presets: Vec<&str> = Preset::ALL.iter().map(|p| p.as_str()).collect();
         let preset = one_of(&b.preset, "preset", &presets).as_deref().and_then(|p| Preset::parse(p).ok());
+        let drop_caches = one_of(&b.drop_caches, "drop_caches", &["none", "clients", "all"])
+            .as_deref()
+            .and_then(pvfs_bench::request::DropCaches::parse);
         // The CLI's flags may still change either, so only a pair the file itself names (its
         // engine, under its launcher or the default one) is refused here, at the engine.
         if let (Some(at), Some(Err(err))) =
@@ -1223,6 +1229,11 @@ impl Validator<'_> {
             );
         }
         let params = self.bench_params(b, preset, clients);
+        if let (Some(at), Some(Launcher::Mpi), Some(d)) = (&b.drop_caches, launcher, drop_caches)
+            && d != pvfs_bench::request::DropCaches::None
+        {
+            self.error(at, DROP_CACHES_UNDER_MPI.to_owned());
+        }
         let mpi_ssh = match &b.mpi_ssh {
             Some(on) if *on.get_ref() => {
                 // Root ssh between the clients is a grant; one that nothing can use is refused
@@ -1271,6 +1282,7 @@ impl Validator<'_> {
                 }
             }),
             mpi_ssh,
+            drop_caches,
         }
     }
 

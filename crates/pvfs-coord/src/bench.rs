@@ -17,8 +17,8 @@ use pvfs_bench::launch::Runner;
 use pvfs_bench::model::{IorIteration, IorSummary, MdtestSummary};
 use pvfs_bench::params::Workload;
 use pvfs_bench::phase::{IorPhase, Phase, iteration_phases};
-use pvfs_bench::request::{LaunchRequest, PhaseRequest};
-use pvfs_bench::results::{BenchEvent, PhaseRecord, unix};
+use pvfs_bench::request::{DropCaches, LaunchRequest, PhaseRequest};
+use pvfs_bench::results::{BenchEvent, CacheDrop, PhaseRecord, unix};
 use pvfs_bench::summary;
 use pvfs_config::Node;
 use pvfs_config::model::Host;
@@ -53,6 +53,8 @@ pub struct BenchSpec {
     pub dir: PathBuf,
     /// `[bench] mpi_ssh`: mpirun uses the cluster's MPI key and known_hosts on the clients.
     pub mpi_ssh: bool,
+    /// The nodes whose caches are dropped before read and stat phases (none: no drops).
+    pub drop_caches: Vec<Node>,
 }
 
 /// A whole run.
@@ -97,6 +99,12 @@ pub enum BenchError {
     /// The mpi launcher's job failed.
     #[error(transparent)]
     Mpi(#[from] MpiError),
+    /// A node could not drop its caches before a read or stat phase.
+    #[error(
+        "iteration {iteration}, {}: node {node} could not drop its caches: {why} (run without --drop-caches, or fix the node)",
+        step(*.phase)
+    )]
+    DropCaches { iteration: u32, phase: Phase, node: String, why: String },
 }
 
 /// What the errors call `phase`: its label, or what the cleanup does.
@@ -237,6 +245,16 @@ pub async fn run(
         // A stonewalled write's count, which the read reads back.
         let mut stop_after = None;
         for &phase in &phase_list {
+            let dropped = match drop_caches(spec, &connections, dialer, iteration, phase, &cancel).await {
+                Ok(dropped) => dropped,
+                Err(err) => {
+                    outcome.error = Some(err);
+                    break 'run;
+                }
+            };
+            if !dropped.is_empty() {
+                let _ = events.send(BenchEvent::CachesDropped { iteration, phase, nodes: dropped.clone() });
+            }
             let running = run_phase(spec, &connections, dialer, iteration, phase, stop_after, &events);
             // Dropping the phase drops its JoinSet, which aborts every client's call and so
             // closes its stream: the agents stop their tasks.
@@ -245,7 +263,8 @@ pub async fn run(
                 () = cancel.cancelled() => Err(BenchError::Interrupted { during: Some((iteration, phase)) }),
             };
             match result {
-                Ok(record) => {
+                Ok(mut record) => {
+                    record.caches_dropped = dropped;
                     if let (Workload::Ior(p), Phase::Ior(IorPhase::Write)) = (&spec.workload, phase) {
                         stop_after = pvfs_bench::request::stop_after(p, record.tasks.iter().map(|t| t.ops));
                     }
@@ -271,6 +290,76 @@ pub async fn run(
     summarize(spec, &mut outcome);
     outcome.finished = Some(SystemTime::now());
     outcome
+}
+
+/// Drops the caches of `spec.drop_caches` before `phase` when it is one that reads back (all
+/// at once, each node's call bounded by the dialer's timeout after its connection): what each
+/// drop did, or the first node that could not (the run stops: reads measured through a cache
+/// that was meant to be empty would be wrong).
+async fn drop_caches(
+    spec: &BenchSpec,
+    connections: &[(Node, Connection)],
+    dialer: &Dialer,
+    iteration: u32,
+    phase: Phase,
+    cancel: &CancellationToken,
+) -> Result<Vec<CacheDrop>, BenchError> {
+    if spec.drop_caches.is_empty() || !DropCaches::Clients.before(phase) {
+        return Ok(Vec::new());
+    }
+    let mut calls = JoinSet::new();
+    for node in &spec.drop_caches {
+        let known = connections.iter().find(|(n, _)| n.name == node.name).map(|(_, c)| c.clone());
+        let (node, dialer) = (node.clone(), dialer.clone());
+        calls.spawn(async move {
+            let mut conn = match known {
+                Some(conn) => conn,
+                None => dialer.connect(&node).await.map_err(|source| BenchError::DropCaches {
+                    iteration,
+                    phase,
+                    node: node.name.clone(),
+                    why: source.to_string(),
+                })?,
+            };
+            let answer = conn.agent.drop_caches(pb::DropCachesRequest {}).await.map_err(|status| {
+                BenchError::DropCaches {
+                    iteration,
+                    phase,
+                    node: node.name.clone(),
+                    why: status.message().to_owned(),
+                }
+            })?;
+            let answer = answer.into_inner();
+            Ok(CacheDrop {
+                node: node.name.clone(),
+                seconds: answer.seconds,
+                cached_before_kib: answer.cached_before_kib,
+                cached_after_kib: answer.cached_after_kib,
+            })
+        });
+    }
+    let mut dropped = Vec::new();
+    loop {
+        let joined = tokio::select! {
+            joined = calls.join_next() => joined,
+            () = cancel.cancelled() => return Err(BenchError::Interrupted { during: Some((iteration, phase)) }),
+        };
+        let Some(joined) = joined else { break };
+        match joined {
+            Ok(Ok(drop)) => dropped.push(drop),
+            Ok(Err(err)) => return Err(err),
+            Err(err) => {
+                return Err(BenchError::DropCaches {
+                    iteration,
+                    phase,
+                    node: "(unknown)".into(),
+                    why: err.to_string(),
+                });
+            }
+        }
+    }
+    dropped.sort_by(|a, b| a.node.cmp(&b.node));
+    Ok(dropped)
 }
 
 /// The event that says `record`'s phase is over (its totals, not every task's).
@@ -324,6 +413,15 @@ async fn run_phase(
         let _ = events.send(BenchEvent::PhaseStarted { iteration, phase, at: unix(at) });
     }
     let total_tasks = spec.tasks_per_client * connections.len() as u32;
+    // IOR's wear-out across clients: each says when its tasks reached the stonewall and how
+    // far they got; the most of all is then handed to every one (IOR's Allreduce(MAX)).
+    let wear_out = matches!((&spec.workload, phase), (Workload::Ior(p), Phase::Ior(_)) if p.wear_out)
+        && connections.len() > 1
+        && spec.runner.engine() == pvfs_bench::launch::Engine::Builtin;
+    let (said, heard) = mpsc::unbounded_channel();
+    let mut agreement = wear_out.then(|| {
+        tokio::spawn(agree_wear_out(heard, connections.to_vec(), iteration, phase, dialer.timeout()))
+    });
     let mut calls = JoinSet::new();
     for (i, (node, conn)) in connections.iter().enumerate() {
         let req = PhaseRequest {
@@ -341,14 +439,46 @@ async fn run_phase(
         let wire = pvfs_proto::convert::bench::phase_request_to(&req, at);
         let (node, mut conn, events, timeout) =
             (node.clone(), conn.clone(), events.clone(), dialer.timeout());
+        let said = wear_out.then(|| said.clone());
         calls.spawn(async move {
-            let result = client_phase(&node, &mut conn, wire, timeout, &events).await;
+            let result = client_phase(&node, &mut conn, wire, timeout, &events, said).await;
             (node.name, result)
         });
     }
+    drop(said);
     let mut tasks = Vec::new();
     let mut failures = Vec::new();
-    while let Some(joined) = calls.join_next().await {
+    loop {
+        let joined = tokio::select! {
+            joined = calls.join_next() => match joined {
+                Some(joined) => joined,
+                None => break,
+            },
+            agreed = async {
+                match agreement.as_mut() {
+                    Some(agreement) => agreement.await,
+                    None => std::future::pending().await,
+                }
+            }, if agreement.is_some() => {
+                agreement = None;
+                match agreed {
+                    Ok(Ok(())) => {}
+                    Ok(Err(failure)) => failures.push(failure),
+                    Err(err) => failures.push(ClientFailure::Internal { message: err.to_string() }),
+                }
+                // The clients that were not answered wait at the stonewall: end their calls.
+                if !failures.is_empty() {
+                    calls.abort_all();
+                }
+                continue;
+            }
+        };
+        // A client that failed during a wear-out leaves the others waiting for its count:
+        // end their calls (their agents stop the engines), the failure says why.
+        let failed = !matches!(&joined, Ok((_, Ok(_))));
+        if wear_out && failed {
+            calls.abort_all();
+        }
         match joined {
             Ok((node, Ok(results))) => {
                 for r in results {
@@ -363,8 +493,13 @@ async fn run_phase(
                 }
             }
             Ok((_, Err(failure))) => failures.push(failure),
+            // Ended here, after another client's failure (which is the one to report).
+            Err(err) if err.is_cancelled() => {}
             Err(err) => failures.push(ClientFailure::Internal { message: err.to_string() }),
         }
+    }
+    if let Some(agreement) = agreement {
+        agreement.abort();
     }
     if !failures.is_empty() {
         failures.sort_by_cached_key(ToString::to_string);
@@ -376,13 +511,48 @@ async fn run_phase(
     Ok(PhaseRecord::new(iteration, phase, totals, &tasks))
 }
 
-/// One client's part of a phase: its task results, or why it failed.
+/// IOR's wear-out across clients: waits for every client's count at the stonewall, then hands
+/// the most of them to each. Ends without answering when a client's stream ended first (that
+/// client's failure says why).
+async fn agree_wear_out(
+    mut heard: mpsc::UnboundedReceiver<u64>,
+    clients: Vec<(Node, Connection)>,
+    iteration: u32,
+    phase: Phase,
+    timeout: Duration,
+) -> Result<(), ClientFailure> {
+    let mut most = 0;
+    for _ in 0..clients.len() {
+        match heard.recv().await {
+            Some(pairs) => most = most.max(pairs),
+            None => return Ok(()),
+        }
+    }
+    let mut answers = JoinSet::new();
+    for (node, mut conn) in clients {
+        let request = pvfs_proto::convert::bench::wear_out_request_to(iteration, phase, most);
+        answers.spawn(async move {
+            conn.agent.bench_wear_out(request).await.map(drop).map_err(|status| ClientFailure::Call {
+                node: node.name.clone(),
+                source: from_status(&status, &node.address, timeout),
+            })
+        });
+    }
+    while let Some(answered) = answers.join_next().await {
+        answered.map_err(|err| ClientFailure::Internal { message: err.to_string() })??;
+    }
+    Ok(())
+}
+
+/// One client's part of a phase: its task results, or why it failed. With a wear-out, its
+/// count at the stonewall goes to `said`.
 async fn client_phase(
     node: &Node,
     conn: &mut Connection,
     request: pb::BenchPhaseRequest,
     timeout: Duration,
     events: &mpsc::UnboundedSender<BenchEvent>,
+    said: Option<mpsc::UnboundedSender<u64>>,
 ) -> Result<Vec<TaskResult>, ClientFailure> {
     let call_failed = |status: tonic::Status| ClientFailure::Call {
         node: node.name.clone(),
@@ -415,6 +585,11 @@ async fn client_phase(
             }
             Some(pb::bench_event::Event::Done(done)) => {
                 return Ok(done.tasks.into_iter().map(TaskResult::from).collect());
+            }
+            Some(pb::bench_event::Event::Stonewalled(at)) => {
+                if let Some(said) = &said {
+                    let _ = said.send(at.pairs);
+                }
             }
             None => {}
         }

@@ -463,6 +463,7 @@ fn bench_spec(clients: Vec<Node>, dir: &Path) -> pvfs_coord::bench::BenchSpec {
         tasks_per_client: 1,
         dir: dir.to_owned(),
         mpi_ssh: false,
+        drop_caches: vec![],
     }
 }
 

@@ -79,6 +79,9 @@ pub enum PhaseLine {
     Task(TaskLine),
     /// The phase could not run at all (a bad request, its directory): no task lines follow.
     Failed { error: String },
+    /// Every task of this client reached the stonewall; `pairs` is the most transfers any of
+    /// them made. The engine then waits for a [`WearOutLine`] on its standard input.
+    Stonewalled { pairs: u64 },
     /// Every task's line has been printed.
     Done,
 }
@@ -100,6 +103,14 @@ impl PhaseLine {
             _ => None,
         }
     }
+}
+
+/// What the agent writes on the engine child's standard input after a
+/// [`PhaseLine::Stonewalled`]: the most transfers any task of the run made, which every task
+/// of this client goes on to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WearOutLine {
+    pub wear_out: u64,
 }
 
 fn truncate(s: &str, max: usize) -> String {
@@ -137,17 +148,28 @@ pub fn phase_args(req: &PhaseRequest) -> Vec<String> {
 }
 
 /// Runs `req` (the built-in engine's phase) and hands every line to `emit`: progress every
-/// [`PROGRESS_EVERY`], then a line per task and `Done`, or `Failed`. Returns whether the phase
-/// ran (task errors included).
-pub fn run(req: &PhaseRequest, progress: &Progress, emit: &(dyn Fn(&PhaseLine) + Sync)) -> bool {
+/// [`PROGRESS_EVERY`], then a line per task and `Done`, or `Failed`; at a wear-out's stonewall,
+/// `Stonewalled`, after which `answer` waits for the run's most. Returns whether the phase ran
+/// (task errors included).
+pub fn run(
+    req: &PhaseRequest,
+    progress: &Progress,
+    emit: &(dyn Fn(&PhaseLine) + Sync),
+    answer: &(dyn Fn() -> Result<u64, engine::EngineError> + Sync),
+) -> bool {
     let report = |p: &Progress| {
         emit(&PhaseLine::Progress {
             bytes: p.bytes.load(Ordering::Relaxed),
             ops: p.ops.load(Ordering::Relaxed),
         })
     };
-    let outcome =
-        engine::with_progress(progress, PROGRESS_EVERY, &report, || engine::run_phase(req, progress));
+    let across = |pairs: u64| {
+        emit(&PhaseLine::Stonewalled { pairs });
+        answer()
+    };
+    let outcome = engine::with_progress(progress, PROGRESS_EVERY, &report, || {
+        engine::run_phase_across(req, progress, Some(&across))
+    });
     match outcome {
         Ok(results) => {
             report(progress);
@@ -169,6 +191,10 @@ mod tests {
     use pvfs_bench::launch::Engine;
     use pvfs_bench::params::Preset;
     use std::sync::Mutex;
+
+    fn no_answer() -> Result<u64, engine::EngineError> {
+        Err(engine::EngineError::Stopped)
+    }
 
     fn request(dir: &std::path::Path, phase: Phase) -> PhaseRequest {
         let mut workload = Preset::Throughput.workload();
@@ -193,7 +219,7 @@ mod tests {
         let req = request(&tmp.path().join("pvfs-bench/run"), Phase::Ior(IorPhase::Write));
         let lines = Mutex::new(Vec::new());
         let emit = |l: &PhaseLine| lines.lock().unwrap().push(serde_json::to_string(l).unwrap());
-        assert!(run(&req, &Progress::default(), &emit));
+        assert!(run(&req, &Progress::default(), &emit, &no_answer));
         let lines: Vec<PhaseLine> =
             lines.into_inner().unwrap().iter().map(|l| PhaseLine::parse(l).unwrap()).collect();
         assert_eq!(lines.last(), Some(&PhaseLine::Done));
@@ -212,14 +238,14 @@ mod tests {
         let mut req = request(&tmp.path().join("run"), Phase::Mdtest(MdtestPhase::FileStat));
         let lines = Mutex::new(Vec::new());
         let emit = |l: &PhaseLine| lines.lock().unwrap().push(l.clone());
-        assert!(!run(&req, &Progress::default(), &emit));
+        assert!(!run(&req, &Progress::default(), &emit, &no_answer));
         let lines = lines.into_inner().unwrap();
         let [PhaseLine::Failed { error }] = &lines[..] else { panic!("{lines:?}") };
         assert!(error.contains("does not belong to this workload"), "{error}");
         req.first_task = u32::MAX;
         req.phase = Phase::Ior(IorPhase::Read);
         let failed = Mutex::new(None);
-        run(&req, &Progress::default(), &|l| *failed.lock().unwrap() = Some(l.clone()));
+        run(&req, &Progress::default(), &|l| *failed.lock().unwrap() = Some(l.clone()), &no_answer);
         let Some(PhaseLine::Failed { error }) = failed.into_inner().unwrap() else { panic!() };
         assert!(error.contains("first_task 4294967295 and tasks 2: not a share of 4 tasks"), "{error}");
     }

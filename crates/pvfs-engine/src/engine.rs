@@ -15,7 +15,7 @@ mod pattern;
 mod shuffle;
 mod stonewall;
 
-pub use ior::{IorJob, remove_files, run_ior_phase};
+pub use ior::{IorJob, Pace, remove_files, run_ior_phase, run_ior_phase_across};
 pub use mdtest::{MdtestJob, run_mdtest_phase};
 // The phases and totals are plain data, defined in the pure crate beside the schedule and the
 // summary arithmetic that read them; `totals` below computes totals from task results.
@@ -83,10 +83,10 @@ pub enum EngineError {
     /// A phase that ran no task, so has no totals.
     #[error("no task ran")]
     NoTask,
-    /// Wear-out asked of a share of a run: the tasks of other clients would have to agree
-    /// too, which only a run of one client can do yet.
+    /// Wear-out asked of a share of a run with nothing to agree with the others through (the
+    /// agent's engine child and the mpi ranks are given one; a caller of the library may not be).
     #[error(
-        "wear_out (IOR's stoneWallingWearOut) needs every task of the run to agree on a count; this client runs {tasks} of {total_tasks} tasks, and agreeing across clients is not built yet: run with one client, or without wear_out"
+        "wear_out (IOR's stoneWallingWearOut) needs every task of the run to agree on a count; this process runs {tasks} of {total_tasks} tasks and has no way to ask the others: run it through the agents or mpi launcher, or without wear_out"
     )]
     WearOutAcrossClients { tasks: u32, total_tasks: u32 },
     /// The run's most transfers could not be learned at the stonewall.
@@ -219,10 +219,27 @@ pub fn totals(phase: Phase, results: &[TaskResult]) -> Option<PhaseTotals> {
 #[cfg(test)]
 mod tests;
 
+/// The test seam's pace for this process's IOR phases ([`IorJob::pace`]), set once by the
+/// engine child of a debug build from its environment; never set in a release build.
+pub static TEST_PACE: std::sync::OnceLock<Pace> = std::sync::OnceLock::new();
+
+/// How a client's most transfers at a stonewall become the run's most: asked of whatever
+/// joins this client to the others (the agent, and through it the coordinator).
+pub type Across<'a> = &'a (dyn Fn(u64) -> Result<u64, EngineError> + Sync);
+
 /// Runs one phase on this client, after checking the workload against the run's size and
 /// making the run's directory (without following symlinks) when the phase starts the run. A
 /// workload that does not match the phase is an error.
 pub fn run_phase(req: &PhaseRequest, progress: &Progress) -> Result<Vec<TaskResult>, EngineError> {
+    run_phase_across(req, progress, None)
+}
+
+/// [`run_phase`] for a client that can agree a wear-out with the others through `across`.
+pub fn run_phase_across(
+    req: &PhaseRequest,
+    progress: &Progress,
+    across: Option<Across<'_>>,
+) -> Result<Vec<TaskResult>, EngineError> {
     req.workload.check_run(req.total_tasks)?;
     let tasks = req.task_range()?;
     if req.creates_dir() {
@@ -238,10 +255,10 @@ pub fn run_phase(req: &PhaseRequest, progress: &Progress) -> Result<Vec<TaskResu
                 tasks_per_client: req.tasks_per_client,
                 iteration: req.iteration,
                 stop_after: req.stop_after,
-                pace: None,
+                pace: TEST_PACE.get().copied(),
             };
             match phase {
-                Phase::Ior(p) => Ok(run_ior_phase(&job, p, progress)),
+                Phase::Ior(p) => Ok(run_ior_phase_across(&job, p, progress, across)),
                 _ => remove_files(&job).map(|()| Vec::new()),
             }
         }

@@ -186,6 +186,48 @@ impl Barrier {
     }
 }
 
+impl Barrier {
+    /// The most of every rank's `value`, learned at barrier `name` (IOR's Allreduce(MAX) at a
+    /// stonewall): each rank writes its value to a file of its own before it arrives, so once
+    /// every rank has arrived every value is there to read (close-to-open, as any shared file
+    /// system keeps it).
+    pub fn most(&self, name: &str, value: u64) -> Result<u64, BarrierError> {
+        use std::io::{Read, Write};
+        let values = Dir::create_all(&self.dir)
+            .and_then(|dir| dir.create_dir(format!("{name}-values")))
+            .map_err(BarrierError::File)?;
+        let mut mine = values.create_new(&self.rank.to_string(), 0o644).map_err(BarrierError::File)?;
+        mine.write_all(value.to_string().as_bytes()).map_err(|e| {
+            BarrierError::File(FileError::io("write", values.path().join(self.rank.to_string()), e))
+        })?;
+        drop(mine);
+        self.wait(name)?;
+        let mut most = 0;
+        for rank in 0..self.size {
+            let name = rank.to_string();
+            let mut text = String::new();
+            // Bounded: a count is at most 20 digits.
+            values
+                .open_read(&name, OFlag::empty())
+                .and_then(|f| {
+                    f.take(64)
+                        .read_to_string(&mut text)
+                        .map_err(|e| FileError::io("read", values.path().join(&name), e))
+                })
+                .map_err(BarrierError::File)?;
+            let value = text.trim().parse::<u64>().map_err(|_| {
+                BarrierError::File(FileError::io(
+                    "read",
+                    values.path().join(&name),
+                    std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{text:?} is not a count")),
+                ))
+            })?;
+            most = most.max(value);
+        }
+        Ok(most)
+    }
+}
+
 /// How often a barrier's arrival is tried again after ESTALE.
 const STALE_RETRIES: u32 = 5;
 
@@ -344,8 +386,13 @@ pub fn run_rank(job: &RankJob, emit: &(dyn Fn(&RankLine) + Sync)) -> Result<(), 
             if job.rank == 0 {
                 emit(&RankLine::Started { iteration, phase, at_unix_ns: unix_ns(SystemTime::now()) });
             }
+            // A wear-out's stonewall is one more barrier, at which the ranks learn the most.
+            let wear_out = format!("{iteration}-{}-wear-out", label.replace(' ', "-"));
+            let across = |pairs: u64| {
+                barrier.most(&wear_out, pairs).map_err(|e| EngineError::WearOut { error: e.to_string() })
+            };
             let results = with_progress(job.rank, emit, |progress| {
-                engine::run_phase(&request(iteration, phase, stop_after), progress)
+                engine::run_phase_across(&request(iteration, phase, stop_after), progress, Some(&across))
             })?;
             if let (Workload::Ior(p), Phase::Ior(IorPhase::Write)) = (&job.workload, phase) {
                 stop_after = pvfs_bench::request::stop_after(p, results.iter().map(|r| r.ops));

@@ -7,6 +7,7 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use pvfs_bench::launch::{Engine, Launcher};
 use pvfs_bench::params::Preset;
+use pvfs_bench::request::DropCaches;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -402,6 +403,11 @@ pub struct BenchArgs {
     /// agents (default) or mpi.
     #[arg(long, value_parser = named(&Launcher::ALL, |l| l.as_str()))]
     pub launcher: Option<Launcher>,
+    /// Drop caches (sync, then the page cache, dentries and inodes) before every read and stat
+    /// phase: on the clients, or on every node of the cluster ("all"); default: the cluster
+    /// file's [bench] drop_caches, else none. Each drop is in the run's record.
+    #[arg(long, value_name = "WHERE", value_parser = named(&DropCaches::ALL, |d| d.as_str()))]
+    pub drop_caches: Option<DropCaches>,
     /// The directory on the clients to run in (a `pvfs-bench/RUN` directory is made inside);
     /// default: [bench] mount, else the file system's mount.
     #[arg(long, value_name = "DIR")]

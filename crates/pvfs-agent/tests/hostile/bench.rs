@@ -302,3 +302,23 @@ async fn a_planted_symlink_at_a_test_file_is_not_followed() {
     agent.assert_still_serving().await;
     agent.stop().await;
 }
+
+/// A wear-out answer nobody waits for (no phase at a stonewall, or another phase's) changes
+/// nothing and says so; one for no phase at all is refused as malformed.
+#[tokio::test]
+async fn a_wear_out_answer_for_no_waiting_phase_is_refused() {
+    let pki = Pki::new();
+    let agent = Agent::start(&pki).await;
+    let mut client = agent.client.clone();
+    let answer = pvfs_proto::convert::bench::wear_out_request_to(0, Phase::Ior(IorPhase::Write), 5);
+    let status = client.bench_wear_out(answer).await.expect_err("refused");
+    assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+    assert!(status.message().contains("no ior-write of iteration 0 is waiting at a stonewall"), "{status:?}");
+    let status = client
+        .bench_wear_out(pb::BenchWearOutRequest { iteration: 0, phase: 0, pairs: 5 })
+        .await
+        .expect_err("refused");
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+    agent.assert_still_serving().await;
+    agent.stop().await;
+}

@@ -31,6 +31,7 @@ fn ior_row() -> IorSummary {
 fn record() -> RunRecord {
     let workload = crate::params::Preset::parse("throughput").unwrap().workload();
     RunRecord {
+        drop_caches: None,
         version: VERSION,
         run: "c-throughput-20260101T000000".into(),
         complete: false,
@@ -51,6 +52,7 @@ fn record() -> RunRecord {
         summary: Summary { ior: vec![ior_row()], mdtest: vec![] },
         iterations: vec![],
         phases: vec![PhaseRecord {
+            caches_dropped: vec![],
             iteration: 0,
             phase: Phase::Ior(IorPhase::Write),
             totals: PhaseTotals {
@@ -239,7 +241,13 @@ fn a_phase_record_keeps_iors_timers_when_known() {
         close_s: Some(0.25),
         latency_s: Some(1.5),
     };
-    let record = PhaseRecord { iteration: 0, phase: Phase::Ior(IorPhase::Write), totals, tasks: vec![] };
+    let record = PhaseRecord {
+        iteration: 0,
+        phase: Phase::Ior(IorPhase::Write),
+        totals,
+        tasks: vec![],
+        caches_dropped: vec![],
+    };
     let text = sorted(&record).unwrap().to_string();
     assert_eq!(
         text,

@@ -10,6 +10,7 @@ use super::plan::BenchPlan;
 use super::{BenchOutcome, BenchSpec};
 use crate::dial::Dialer;
 use crate::stream::{Start, follow_cluster};
+use pvfs_bench::request::DropCaches;
 use pvfs_bench::results::{self, BenchEvent, ResultsError, RunDir};
 use pvfs_config::{Cluster, Node};
 use std::collections::{BTreeMap, HashMap};
@@ -106,6 +107,11 @@ pub async fn execute(
         tokio::spawn(metrics::record(samples, run.clone(), seconds_tx, latest_tx, shutdown.clone()));
 
     let dir = plan.client_dir(run);
+    let drop_caches = match plan.drop_caches() {
+        DropCaches::None => Vec::new(),
+        DropCaches::Clients => clients.clone(),
+        DropCaches::All => cluster.nodes.clone(),
+    };
     let spec = BenchSpec {
         runner: plan.runner(),
         workload: plan.workload().clone(),
@@ -113,6 +119,7 @@ pub async fn execute(
         tasks_per_client: plan.tasks_per_client(),
         dir: dir.clone(),
         mpi_ssh: cluster.bench.mpi_ssh,
+        drop_caches,
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
     let work = {

@@ -11,6 +11,7 @@ use pvfs_bench::launch::{self, Engine, Launcher, PairError, Runner};
 use pvfs_bench::params::{
     IorVersion, ParamError, Preset, Violation, Workload, ior_args, mdtest_args, total_tasks,
 };
+use pvfs_bench::request::DropCaches;
 use pvfs_bench::results::{self, RunDir, RunRecord, unix};
 use pvfs_config::{Cluster, Role};
 use std::collections::BTreeMap;
@@ -37,6 +38,8 @@ pub struct BenchFlags {
     /// The sweep point this run is, `(key, value)`: `procs` sets the tasks per client, any
     /// other key is a parameter set after every `--set`.
     pub sweep_point: Option<(String, String)>,
+    /// `--drop-caches`: whose caches are dropped before read and stat phases.
+    pub drop_caches: Option<DropCaches>,
 }
 
 /// `--sweep KEY=V1,V2,…`: the key and its values, in order (empty values dropped).
@@ -111,6 +114,8 @@ pub enum PlanError {
     },
     #[error("engine fio runs IOR-style presets (throughput, iops); metadata presets need engine builtin")]
     FioMetadata,
+    #[error("{}", pvfs_config::DROP_CACHES_UNDER_MPI)]
+    DropCachesUnderMpi,
     /// The agents' `bench-dir` rule, said before any client is asked.
     #[error(
         "the benchmark directory {} {problem}; benchmarks run in the cluster's mount or a data directory (--dir, \
@@ -141,6 +146,8 @@ pub struct BenchPlan {
     name: String,
     /// Where the results directory is made.
     results_base: PathBuf,
+    /// Whose caches are dropped before read and stat phases.
+    drop_caches: DropCaches,
 }
 
 impl BenchPlan {
@@ -202,6 +209,10 @@ impl BenchPlan {
         {
             return Err(PlanError::FioMetadata);
         }
+        let drop_caches = flags.drop_caches.or(cluster.bench.drop_caches).unwrap_or_default();
+        if drop_caches != DropCaches::None && runner.launcher() == Launcher::Mpi {
+            return Err(PlanError::DropCachesUnderMpi);
+        }
         Ok(BenchPlan {
             runner,
             servers,
@@ -215,7 +226,13 @@ impl BenchPlan {
             client_base: base.join("pvfs-bench"),
             name,
             results_base: flags.results.clone(),
+            drop_caches,
         })
+    }
+
+    /// Whose caches are dropped before read and stat phases.
+    pub fn drop_caches(&self) -> DropCaches {
+        self.drop_caches
     }
 
     pub fn runner(&self) -> Runner {
@@ -300,6 +317,7 @@ impl BenchPlan {
                 .sweep_point
                 .as_ref()
                 .map(|(key, value)| results::Sweep { key: key.clone(), value: value.clone() }),
+            drop_caches: (self.drop_caches != DropCaches::None).then_some(self.drop_caches),
             dir: Some(self.client_dir(run)),
             started: o.started.map(unix),
             finished: o.finished.map(unix),

@@ -21,7 +21,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 const ALIGN: usize = 4096;
 
 /// One client's share of an IOR run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IorJob {
     pub params: IorParams,
     /// The test file path (`-o`): `DIR/ior`; per-process files get `.%08d` appended.
@@ -36,9 +36,35 @@ pub struct IorJob {
     pub iteration: u32,
     /// Transfers each task makes at most (a read after a stonewalled write).
     pub stop_after: Option<u64>,
-    /// A test seam: how long task `task` sleeps before its transfer number `n` (from 0), to
-    /// make a straggler whose stonewall and wear-out can be watched. `None` outside tests.
-    pub pace: Option<fn(task: u32, n: u64) -> Duration>,
+    /// A test seam: sleeps that make a straggler whose stonewall and wear-out can be watched.
+    /// `None` outside tests.
+    pub pace: Option<Pace>,
+}
+
+/// A test seam's pace: every task sleeps `each` before each transfer, and task `task` sleeps
+/// `first` more before its first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pace {
+    pub task: u32,
+    pub first: Duration,
+    pub each: Duration,
+}
+
+impl Pace {
+    /// `TASK,FIRST_MS,EACH_MS`, as the engine child's test seam reads it.
+    pub fn parse(text: &str) -> Option<Pace> {
+        let mut parts = text.split(',').map(|p| p.trim().parse::<u64>().ok());
+        let (task, first, each) = (parts.next()??, parts.next()??, parts.next()??);
+        Some(Pace {
+            task: u32::try_from(task).ok()?,
+            first: Duration::from_millis(first),
+            each: Duration::from_millis(each),
+        })
+    }
+
+    fn before(&self, task: u32, n: u64) -> Duration {
+        if task == self.task && n == 0 { self.first + self.each } else { self.each }
+    }
 }
 
 impl IorJob {
@@ -170,18 +196,30 @@ impl Aligned {
 /// Runs `phase` for every task of `job` on this client, one thread each; returns when all are
 /// done. `progress` counts bytes and transfers as they complete.
 pub fn run_ior_phase(job: &IorJob, phase: IorPhase, progress: &Progress) -> Vec<TaskResult> {
+    run_ior_phase_across(job, phase, progress, None)
+}
+
+/// [`run_ior_phase`] for a share of a run whose wear-out is agreed with the other clients
+/// through `across` (given this client's most, it returns the run's).
+pub fn run_ior_phase_across(
+    job: &IorJob,
+    phase: IorPhase,
+    progress: &Progress,
+    across: Option<super::Across<'_>>,
+) -> Vec<TaskResult> {
     // The run directory is opened once, without following symlinks; every task opens its file
     // through it. Anything wrong here is every task's error.
     let dir = job.check().and_then(|()| Ok(Dir::open(job.parent()?)?));
-    // Wear-out agrees across every task of the run: this process holds them all only when
-    // the run has one client. (Across clients, the coordinator is to carry the count.)
+    // Wear-out agrees across every task of the run: this process holds them all when the run
+    // has one client; otherwise `across` asks the others.
     let tasks = job.tasks.end.saturating_sub(job.tasks.start) as usize;
-    let dir = dir.and_then(|dir| match job.params.wear_out && tasks as u32 != job.total_tasks {
+    let alone = tasks as u32 == job.total_tasks;
+    let dir = dir.and_then(|dir| match job.params.wear_out && !alone && across.is_none() {
         true => Err(EngineError::WearOutAcrossClients { tasks: tasks as u32, total_tasks: job.total_tasks }),
         false => Ok(dir),
     });
     let within = |pairs: u64| Ok(pairs);
-    let wear_out = WearOut::new(tasks, &within);
+    let wear_out = WearOut::new(tasks, if alone { &within } else { across.unwrap_or(&within) });
     let wall = Stonewall {
         deadline: (job.params.deadline > 0).then(|| Duration::from_secs(job.params.deadline.into())),
         stop_after: job.stop_after,
@@ -271,7 +309,7 @@ fn transfer_all(
     let mut one = |offset: u64, done: &mut TaskResult| -> Result<(), EngineError> {
         progress.check()?;
         if let Some(pace) = job.pace {
-            std::thread::sleep(pace(done.task, done.ops));
+            std::thread::sleep(pace.before(done.task, done.ops));
         }
         if stamp {
             pattern::update(buffer.bytes_mut(), p.packet, offset, done.task);

@@ -412,14 +412,12 @@ fn stonewalled(wear_out: bool) -> IorParams {
 }
 
 /// Task 1 is a straggler: it loses 400 ms before its first transfer.
-fn straggler(task: u32, n: u64) -> Duration {
-    Duration::from_millis(if task == 1 && n == 0 { 400 } else { 1 })
-}
+const STRAGGLER: Pace = Pace { task: 1, first: Duration::from_millis(400), each: Duration::from_millis(1) };
 
 #[test]
 fn wear_out_brings_a_straggler_to_the_most_any_task_made() {
     let dir = scratch();
-    let job = IorJob { pace: Some(straggler), ..job(dir.path(), stonewalled(true), 2) };
+    let job = IorJob { pace: Some(STRAGGLER), ..job(dir.path(), stonewalled(true), 2) };
     let written = run_ior_phase(&job, IorPhase::Write, &Progress::default());
     assert!(written.iter().all(|r| r.error.is_none()), "{written:?}");
     let ops: Vec<u64> = written.iter().map(|r| r.ops).collect();
@@ -445,7 +443,7 @@ fn wear_out_brings_a_straggler_to_the_most_any_task_made() {
 #[test]
 fn without_wear_out_each_task_stops_at_the_stonewall_and_the_read_takes_the_fewest() {
     let dir = scratch();
-    let job = IorJob { pace: Some(straggler), ..job(dir.path(), stonewalled(false), 2) };
+    let job = IorJob { pace: Some(STRAGGLER), ..job(dir.path(), stonewalled(false), 2) };
     let written = run_ior_phase(&job, IorPhase::Write, &Progress::default());
     assert!(written.iter().all(|r| r.error.is_none()), "{written:?}");
     let ops: Vec<u64> = written.iter().map(|r| r.ops).collect();
@@ -459,14 +457,18 @@ fn without_wear_out_each_task_stops_at_the_stonewall_and_the_read_takes_the_fewe
 }
 
 #[test]
+fn a_pace_reads_as_the_child_is_given_it() {
+    assert_eq!(Pace::parse("1,400,1"), Some(STRAGGLER));
+    assert_eq!(Pace::parse("1,400"), None);
+    assert_eq!(Pace::parse("x,1,1"), None);
+}
+
+#[test]
 fn wear_out_for_a_share_of_a_run_is_refused_naming_why() {
     let dir = scratch();
     let job = IorJob { total_tasks: 4, ..job(dir.path(), stonewalled(true), 2) };
     let results = run_ior_phase(&job, IorPhase::Write, &Progress::default());
     let error = results[0].error.as_deref().unwrap();
-    assert!(
-        error.contains("this client runs 2 of 4 tasks, and agreeing across clients is not built yet"),
-        "{error}"
-    );
+    assert!(error.contains("this process runs 2 of 4 tasks and has no way to ask the others"), "{error}");
     assert!(!job.file_of(0).exists(), "nothing was written");
 }

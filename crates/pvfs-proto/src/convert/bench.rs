@@ -171,6 +171,16 @@ fn phase_from(value: i32) -> Result<Phase, RequestError> {
     })
 }
 
+/// The wear-out's answer for a client's running phase (see `Agent.BenchWearOut`).
+pub fn wear_out_request_to(iteration: u32, phase: Phase, pairs: u64) -> pb::BenchWearOutRequest {
+    pb::BenchWearOutRequest { iteration, phase: phase_to(phase) as i32, pairs }
+}
+
+/// The wear-out's answer from the wire: the iteration, the phase (one of IOR's) and the count.
+pub fn wear_out_request_from(req: &pb::BenchWearOutRequest) -> Result<(u32, Phase, u64), RequestError> {
+    Ok((req.iteration, phase_from(req.phase)?, req.pairs))
+}
+
 /// `engine`, when `launcher` can run it (the one pair rule, [`pvfs_bench::launch::runner`]).
 fn runs(engine: Engine, launcher: Launcher) -> Result<Engine, RequestError> {
     pvfs_bench::launch::runner(engine, launcher).map(|_| engine).map_err(|source| RequestError::Pair {

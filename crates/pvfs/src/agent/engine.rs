@@ -56,7 +56,7 @@ pub(crate) fn phase(args: EnginePhaseArgs) -> anyhow::Result<u8> {
     use pvfs_bench::launch::Engine;
     use pvfs_bench::request::PhaseRequest;
     use pvfs_engine::engine::{Phase, Progress};
-    use std::io::Read;
+    use std::io::{BufRead, Read};
     crate::raise_fd_limit();
     let workload = workload(&args.preset, &args.set)?;
     let phase =
@@ -73,19 +73,59 @@ pub(crate) fn phase(args: EnginePhaseArgs) -> anyhow::Result<u8> {
         iteration: args.iteration,
         phase,
     };
+    // The test seam that makes a straggler (`IorJob::pace`): debug builds only.
+    #[cfg(debug_assertions)]
+    if let Some(pace) =
+        std::env::var("PVFS_TEST_ENGINE_PACE").ok().and_then(|p| pvfs_engine::engine::Pace::parse(&p))
+    {
+        let _ = pvfs_engine::engine::TEST_PACE.set(pace);
+    }
     let progress = std::sync::Arc::new(Progress::default());
     // The agent holds the other end of standard input: when it closes (the coordinator went
-    // away, or the agent itself died), every task stops at its next transfer or item. Not
-    // joined: it may be blocked in read() when the phase ends.
+    // away, or the agent itself died), every task stops at its next transfer or item. Before
+    // that, a line on it is the run's most transfers at a stonewall (the wear-out's answer).
+    // Not joined: it may be blocked in read() when the phase ends.
     let watch = progress.clone();
+    let (answers, answered) = std::sync::mpsc::channel::<u64>();
     std::thread::spawn(move || {
-        let mut buf = [0u8; 64];
-        while matches!(std::io::stdin().read(&mut buf), Ok(n) if n > 0) {}
+        let mut line = String::new();
+        let mut stdin = std::io::stdin().lock();
+        // Bounded: a line longer than any answer is not read on.
+        while matches!((&mut stdin).take(1024).read_line(&mut line), Ok(n) if n > 0) {
+            if let Ok(answer) = serde_json::from_str::<pvfs_engine::child::WearOutLine>(line.trim()) {
+                let _ = answers.send(answer.wear_out);
+            }
+            line.clear();
+        }
         watch.cancelled.store(true, std::sync::atomic::Ordering::Relaxed);
     });
+    let answered = std::sync::Mutex::new(answered);
+    let answer = || -> Result<u64, pvfs_engine::engine::EngineError> {
+        let answered = answered.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        loop {
+            match answered.recv_timeout(std::time::Duration::from_millis(100)) {
+                Ok(most) => return Ok(most),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => progress.check()?,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(pvfs_engine::engine::EngineError::Stopped);
+                }
+            }
+        }
+    };
     let emit =
         |line: &pvfs_engine::child::PhaseLine| emit_line(&serde_json::to_string(line).unwrap_or_default());
-    Ok(if pvfs_engine::child::run(&req, &progress, &emit) { exit::OK } else { exit::FAILURES })
+    Ok(if pvfs_engine::child::run(&req, &progress, &emit, &answer) { exit::OK } else { exit::FAILURES })
+}
+
+/// The test seam that makes a straggler (`IorJob::pace`), from `PVFS_TEST_ENGINE_PACE`
+/// (`TASK,FIRST_MS,EACH_MS`): debug builds only.
+fn test_pace() {
+    #[cfg(debug_assertions)]
+    if let Some(pace) =
+        std::env::var("PVFS_TEST_ENGINE_PACE").ok().and_then(|p| pvfs_engine::engine::Pace::parse(&p))
+    {
+        let _ = pvfs_engine::engine::TEST_PACE.set(pace);
+    }
 }
 
 /// One write per line, so a reader never sees half of one line glued to another.
@@ -102,6 +142,7 @@ fn rank(workload: Workload, args: &EngineArgs) -> anyhow::Result<u8> {
         "--mpi: no MPI rank in the environment (OMPI_COMM_WORLD_RANK or PMI_RANK): start it with mpirun",
     )?;
     anyhow::ensure!(args.tasks_per_node >= 1, "--tasks-per-node must be at least 1");
+    test_pace();
     let job = RankJob {
         workload,
         dir: args.dir.clone(),

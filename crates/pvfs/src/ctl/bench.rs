@@ -38,6 +38,7 @@ fn flags(args: &BenchArgs) -> BenchFlags {
         dir: args.dir.clone(),
         results: args.results.clone(),
         sweep_point: args.sweep_point.clone(),
+        drop_caches: args.drop_caches,
     }
 }
 
@@ -233,7 +234,7 @@ async fn show(
                         BenchEvent::Progress { node, bytes, ops, .. } => watch.progress(node, *bytes, *ops),
                         BenchEvent::PhaseDone { iteration, phase, totals } => watch.phase_done(phase_line(*iteration, *phase, totals)),
                         BenchEvent::Launched { node, .. } => watch.phase_started(format!("mpirun on {node}"), SystemTime::now()),
-                        BenchEvent::Output { .. } | BenchEvent::Summary { .. } => {}
+                        BenchEvent::CachesDropped { .. } | BenchEvent::Output { .. } | BenchEvent::Summary { .. } => {}
                     }
                 } else {
                     lines.show(&event)?;
@@ -305,6 +306,16 @@ impl Lines {
             }
             BenchEvent::Launched { node, command, .. } => output::print(&format!("on {node}: {command}\n"))?,
             BenchEvent::Output { text, .. } => output::print(&format!("  | {text}\n"))?,
+            BenchEvent::CachesDropped { iteration, phase, nodes } => {
+                let freed: u64 =
+                    nodes.iter().map(|n| n.cached_before_kib.saturating_sub(n.cached_after_kib)).sum();
+                let slowest = nodes.iter().map(|n| n.seconds).fold(0.0, f64::max);
+                output::print(&format!(
+                    "iteration {iteration} {phase}: caches dropped on {} ({} freed, {slowest:.1}s)\n",
+                    nodes.iter().map(|n| n.node.as_str()).collect::<Vec<_>>().join(", "),
+                    output::bytes(freed.saturating_mul(1024))
+                ))?;
+            }
             BenchEvent::Summary { .. } => {}
         }
         Ok(())

@@ -157,6 +157,7 @@ async fn show(
         set: settings.iter().map(|s| s.to_string()).collect(),
         engine: None,
         launcher: None,
+        drop_caches: None,
         dir: None,
         results: results.clone(),
         json: false,

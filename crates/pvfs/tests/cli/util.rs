@@ -138,6 +138,13 @@ impl AgentProcess {
         AgentProcess::spawn(dir, name, listen, command, extra)
     }
 
+    /// As [`AgentProcess::start`], with `env` in the agent's environment (and so its engine's).
+    pub fn start_with_env(dir: &TestDir, name: &str, ip: &str, env: &[(&str, &str)]) -> AgentProcess {
+        let mut command = dir.command(&pvfs_agent());
+        command.envs(env.iter().copied());
+        AgentProcess::spawn(dir, name, &format!("{ip}:0"), command, &[])
+    }
+
     /// As [`AgentProcess::start`], under an open-file limit (soft and hard) of `nofile`, set by
     /// the shell's `ulimit` (the workspace forbids the `unsafe` of a `pre_exec` hook).
     pub fn start_with_nofile(dir: &TestDir, name: &str, ip: &str, nofile: u64) -> AgentProcess {
