@@ -519,7 +519,7 @@ mod tests {
         assert_eq!(read_line(&mut out, &mut buf).await.unwrap(), None);
         let (_cat, mut endless) = output("cat", &["/dev/zero"]);
         let err = read_line(&mut endless, &mut Vec::new()).await.unwrap_err();
-        assert_eq!(err.to_string(), "printed a line longer than 65536 bytes");
+        assert_eq!(err.to_string(), format!("printed a line longer than {MAX_LINE} bytes"));
     }
 
     #[test]

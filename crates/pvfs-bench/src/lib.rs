@@ -22,7 +22,9 @@
 //! - [`results`]: the results directory's format (results.json, events, metrics lines), its
 //!   writers and its reader.
 
+pub mod compare;
 pub mod io500;
+pub mod latency;
 pub mod launch;
 pub mod model;
 pub mod params;

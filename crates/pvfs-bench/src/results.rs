@@ -232,6 +232,36 @@ pub struct PhaseRecord {
     /// none were).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub caches_dropped: Vec<CacheDrop>,
+    /// Each transfer's or operation's time over every task (absent where not measured: fio,
+    /// IOR and mdtest under mpirun, records written before it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<PhaseLatency>,
+}
+
+/// A phase's latency: its percentiles over every task, each client's, and the merged
+/// histogram's buckets (so runs and iterations can be merged again later).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseLatency {
+    #[serde(flatten)]
+    pub all: crate::latency::Percentiles,
+    pub clients: BTreeMap<String, crate::latency::Percentiles>,
+    pub buckets: Vec<(u64, u64)>,
+}
+
+impl PhaseLatency {
+    /// Every task's histogram merged, over all and per client; `None` when no task measured.
+    pub fn of(tasks: &[(String, crate::summary::TaskResult)]) -> Option<PhaseLatency> {
+        let all = crate::latency::merge(tasks.iter().map(|(_, t)| t.latency.as_slice()));
+        let mut clients: BTreeMap<String, crate::latency::Recorder> = BTreeMap::new();
+        for (node, t) in tasks.iter().filter(|(_, t)| !t.latency.is_empty()) {
+            clients.entry(node.clone()).or_default().add_buckets(&t.latency);
+        }
+        Some(PhaseLatency {
+            all: all.percentiles()?,
+            clients: clients.iter().filter_map(|(node, r)| Some((node.clone(), r.percentiles()?))).collect(),
+            buckets: all.buckets(),
+        })
+    }
 }
 
 /// One node's cache drop before a phase.
@@ -259,6 +289,7 @@ impl PhaseRecord {
             totals,
             tasks: tasks.iter().map(|(node, t)| TaskRecord::new(node, t)).collect(),
             caches_dropped: Vec::new(),
+            latency: PhaseLatency::of(tasks),
         }
     }
 }
@@ -335,6 +366,9 @@ pub enum BenchEvent {
         phase: Phase,
         #[serde(flatten)]
         totals: crate::summary::PhaseTotals,
+        /// The phase's percentiles over every task, where measured.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        latency: Option<crate::latency::Percentiles>,
     },
     /// The last line of `--json`: the run's summary rows, and where its results are.
     Summary {

@@ -23,6 +23,16 @@ pub struct TaskResult {
     /// and close: IOR's read/write timers. `None` where there are none (mdtest, fio, a task
     /// that failed first).
     pub rdwr: Option<(SystemTime, SystemTime)>,
+    /// Each transfer's or operation's time, as its histogram's buckets (`latency`); empty
+    /// where not measured (fio, which reports its own).
+    pub latency: Vec<(u64, u64)>,
+}
+
+impl TaskResult {
+    /// A task that began at `start` and has done nothing yet.
+    pub fn begun(task: u32, start: SystemTime) -> TaskResult {
+        TaskResult { task, start, end: start, bytes: 0, ops: 0, error: None, rdwr: None, latency: Vec::new() }
+    }
 }
 
 /// Aggregate of a phase over every task of every client: IOR's "bw" and "IOPS" with barriers.

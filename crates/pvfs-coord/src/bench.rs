@@ -364,7 +364,12 @@ async fn drop_caches(
 
 /// The event that says `record`'s phase is over (its totals, not every task's).
 fn phase_done(record: &PhaseRecord) -> BenchEvent {
-    BenchEvent::PhaseDone { iteration: record.iteration, phase: record.phase, totals: record.totals }
+    BenchEvent::PhaseDone {
+        iteration: record.iteration,
+        phase: record.phase,
+        totals: record.totals,
+        latency: record.latency.as_ref().map(|l| l.all),
+    }
 }
 
 /// The summary rows from the phases that finished.
@@ -985,6 +990,7 @@ mod tests {
                 ops: 0,
                 error: Some("write 65536 bytes at offset 0 of /x: No space left on device".into()),
                 rdwr_unix_ns: None,
+                latency: vec![],
             },
         };
         job.take(line, &tx, &mut outcome);

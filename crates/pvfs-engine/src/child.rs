@@ -20,9 +20,11 @@ use std::time::{Duration, UNIX_EPOCH};
 /// per-second view is never more than a tick behind.
 pub const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 
-/// The longest line the child prints (an error naming a long path is the longest); the agent
-/// refuses anything longer rather than buffer it.
-pub const MAX_LINE: usize = 64 << 10;
+/// The longest line the child prints (a task's line with its latency histogram is the
+/// longest: at most 128 buckets per power of two of nanoseconds, ~20 bytes each, so under
+/// 128 KiB for the whole range of a u64); the agent refuses anything longer rather than
+/// buffer it.
+pub const MAX_LINE: usize = 256 << 10;
 
 /// One task's result as a line carries it: the engine child's `task` lines and the MPI ranks'
 /// `phase` lines both hold one, so a task's result has one line form, read back by one
@@ -38,6 +40,9 @@ pub struct TaskLine {
     /// The read/write span, when there is one (IOR phases).
     #[serde(default)]
     pub rdwr_unix_ns: Option<(u64, u64)>,
+    /// Each transfer's or operation's time, as histogram buckets (`pvfs_bench::latency`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latency: Vec<(u64, u64)>,
 }
 
 impl From<&TaskResult> for TaskLine {
@@ -51,6 +56,7 @@ impl From<&TaskResult> for TaskLine {
             ops: r.ops,
             error: r.error.as_deref().map(|e| truncate(e, MAX_LINE / 2)),
             rdwr_unix_ns: span_to_ns(r.rdwr),
+            latency: r.latency.clone(),
         }
     }
 }
@@ -65,6 +71,7 @@ impl From<&TaskLine> for TaskResult {
             ops: t.ops,
             error: t.error.clone(),
             rdwr: span_from_ns(t.rdwr_unix_ns),
+            latency: t.latency.clone(),
         }
     }
 }

@@ -122,7 +122,7 @@ fn each_task(tasks: std::ops::Range<u32>, run: impl Fn(u32) -> TaskResult + Sync
 /// A task that did nothing and why (its error as the text a task result carries).
 fn failed(task: u32, error: &EngineError) -> TaskResult {
     let now = SystemTime::now();
-    TaskResult { task, start: now, end: now, bytes: 0, ops: 0, error: Some(error.to_string()), rdwr: None }
+    TaskResult { error: Some(error.to_string()), ..TaskResult::begun(task, now) }
 }
 
 /// Live counters a phase updates as it goes, read once a second for `--watch`, and the flag

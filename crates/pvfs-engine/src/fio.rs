@@ -162,6 +162,8 @@ pub fn results(json: &str, phase: IorPhase, started: SystemTime) -> Result<Vec<T
                 ops: job[key]["total_ios"].as_u64().unwrap_or(0),
                 error,
                 rdwr: None,
+                // fio's own percentiles are in its JSON; its buckets are not (only `json+`).
+                latency: Vec::new(),
             })
         })
         .collect()

@@ -499,6 +499,7 @@ mod tests {
                 ops: 40,
                 error: None,
                 rdwr_unix_ns: Some((1_500_000_000, 2_500_000_000)),
+                latency: vec![(1000, 39), (2000, 1)],
             },
         };
         let text = serde_json::to_string(&line).unwrap();

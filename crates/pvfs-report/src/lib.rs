@@ -109,6 +109,7 @@ pub fn write(runs: &[PathBuf], out: &Path) -> Result<Written, ReportError> {
     for r in &runs {
         let Some(phases) = r.run().map(|r| &r.phases[..]).filter(|p| !p.is_empty()) else { continue };
         written.charts.extend(fairness_section(&mut md, r, phases, out)?);
+        latency_section(&mut md, r, phases);
         amplification_section(&mut md, r, phases);
     }
 
@@ -215,6 +216,36 @@ fn metadata_section(md: &mut String, runs: &[RunData]) {
                 row.unit
             );
         }
+    }
+    *md += "\n";
+}
+
+/// One run's latency per phase and iteration over every task: min, the percentiles fio and
+/// elbencho print, and max; nothing when no phase was measured.
+fn latency_section(md: &mut String, r: &RunData, phases: &[PhaseRecord]) {
+    use pvfs_bench::latency::format_ns;
+    let measured: Vec<(&PhaseRecord, &results::PhaseLatency)> =
+        phases.iter().filter_map(|p| Some((p, p.latency.as_ref()?))).collect();
+    if measured.is_empty() {
+        return;
+    }
+    *md += &format!("## Latency: `{}`\n\n", r.name);
+    *md += "Each transfer (IOR) or operation (mdtest) of every task, merged from each task's histogram.\n\n";
+    *md += "| iteration | phase | operations | min | p50 | p90 | p99 | p99.9 | max |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|\n";
+    for (p, l) in &measured {
+        let a = &l.all;
+        *md += &format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            p.iteration,
+            p.phase.label(),
+            a.count,
+            format_ns(a.min_ns),
+            format_ns(a.p50_ns),
+            format_ns(a.p90_ns),
+            format_ns(a.p99_ns),
+            format_ns(a.p999_ns),
+            format_ns(a.max_ns)
+        );
     }
     *md += "\n";
 }

@@ -359,6 +359,44 @@ pub enum BenchCommand {
     /// result directory or stdout), into the results store, as if pvfs had run them; `--json`
     /// prints what each file says.
     Import(ImportArgs),
+    /// Each run against a baseline, per phase and metric (bandwidth, operations a second,
+    /// p50 and p99 latency): the change with its 95 % interval over the iterations (Welch's),
+    /// the settings that differ, and exit 1 when a metric got worse by more than the threshold
+    /// with significance (to gate a change on it).
+    Compare(CompareArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline run's results directory.
+    #[arg(value_name = "BASELINE", required = true)]
+    pub baseline: PathBuf,
+    /// The runs' results directories, each compared to the baseline.
+    #[arg(value_name = "RUN", required = true)]
+    pub runs: Vec<PathBuf>,
+    /// How much worse a metric may get before it fails the gate: `5%` or `0.05`.
+    #[arg(long, default_value = "5%", value_parser = threshold)]
+    pub threshold: f64,
+    /// One JSON object per run compared: its differences and rows.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `5%` or `0.05`: a fraction between 0 and 10 (1,000 %).
+fn threshold(text: &str) -> Result<f64, String> {
+    let (number, scale) = match text.trim().strip_suffix('%') {
+        Some(n) => (n, 0.01),
+        None => (text.trim(), 1.0),
+    };
+    number
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .map(|v| v * scale)
+        .filter(|v| v.is_finite() && (0.0..=10.0).contains(v))
+        .ok_or_else(|| {
+            format!("{text:?}: a threshold is a percentage such as 5% (or a fraction such as 0.05)")
+        })
 }
 
 #[derive(Debug, Args)]

@@ -53,6 +53,7 @@ fn record() -> RunRecord {
         iterations: vec![],
         phases: vec![PhaseRecord {
             caches_dropped: vec![],
+            latency: None,
             iteration: 0,
             phase: Phase::Ior(IorPhase::Write),
             totals: PhaseTotals {
@@ -247,6 +248,7 @@ fn a_phase_record_keeps_iors_timers_when_known() {
         totals,
         tasks: vec![],
         caches_dropped: vec![],
+        latency: None,
     };
     let text = sorted(&record).unwrap().to_string();
     assert_eq!(
@@ -271,6 +273,7 @@ fn event_lines_are_the_old_bytes() {
             ops_per_sec: 4.0,
             ..PhaseTotals::default()
         },
+        latency: None,
     };
     let old = json!({"event": "phase_done", "iteration": 1, "phase": "read", "bytes": 10, "ops": 2, "seconds": 0.5, "bw_mib": 1.25, "ops_per_sec": 4.0});
     assert_eq!(sorted(&line).unwrap().to_string(), old.to_string());

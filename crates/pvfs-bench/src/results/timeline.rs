@@ -52,7 +52,7 @@ pub fn timeline(dir: &Path) -> Result<Vec<PhaseSpan>, ResultsError> {
                 bw_mib: None,
                 ops_per_sec: None,
             }),
-            Ok(BenchEvent::PhaseDone { iteration, phase, totals }) => {
+            Ok(BenchEvent::PhaseDone { iteration, phase, totals, .. }) => {
                 if let Some(span) =
                     spans.iter_mut().rev().find(|s| s.iteration == iteration && s.phase == phase)
                 {

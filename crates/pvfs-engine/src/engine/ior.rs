@@ -264,7 +264,7 @@ fn run_task(
         let signature = start.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as u32);
         pattern::generate(buffer.bytes_mut(), p.packet, signature, task);
     }
-    let mut done = TaskResult { task, start, end: start, bytes: 0, ops: 0, error: None, rdwr: None };
+    let mut done = TaskResult::begun(task, start);
     let outcome =
         transfer_all(dir, &name, phase, job, offsets, &mut buffer, progress, &mut done, wall, &mut agreed);
     // A task that failed before the wear-out still says so, or the others would wait for it.
@@ -306,18 +306,23 @@ fn transfer_all(
     let file = open(dir, name, phase, p)?;
     let rdwr_start = SystemTime::now();
     let stamp = phase == IorPhase::Write && pattern::changes_per_transfer(p.packet);
+    let mut latency = pvfs_bench::latency::Recorder::new();
     let mut one = |offset: u64, done: &mut TaskResult| -> Result<(), EngineError> {
         progress.check()?;
-        if let Some(pace) = job.pace {
-            std::thread::sleep(pace.before(done.task, done.ops));
-        }
         if stamp {
             pattern::update(buffer.bytes_mut(), p.packet, offset, done.task);
+        }
+        // Each transfer's own time: the call alone (and the test seam's pace, which stands
+        // for a slow transfer).
+        let since = std::time::Instant::now();
+        if let Some(pace) = job.pace {
+            std::thread::sleep(pace.before(done.task, done.ops));
         }
         let moved = match phase {
             IorPhase::Write => file.write_all_at(buffer.bytes(), offset).map(|()| buffer.len),
             IorPhase::Read => file.read_exact_at(buffer.bytes_mut(), offset).map(|()| buffer.len),
         };
+        latency.record(since.elapsed().as_nanos() as u64);
         moved.map_err(|source| EngineError::Transfer {
             op: if phase == IorPhase::Write { "write" } else { "read" },
             len: buffer.len,
@@ -361,6 +366,7 @@ fn transfer_all(
             one(offset, done)?;
         }
     }
+    done.latency = latency.buckets();
     if phase == IorPhase::Write && p.fsync {
         file.sync_all().map_err(|e| FileError::io("fsync", &path, e))?;
     }

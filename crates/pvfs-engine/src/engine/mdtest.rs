@@ -9,7 +9,7 @@ use pvfs_bench::params::{MdtestParams, Workload};
 use pvfs_bench::phase::MdtestPhase;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 /// One client's share of an mdtest run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,9 +70,12 @@ fn run_task(
     progress: &Progress,
 ) -> TaskResult {
     let start = SystemTime::now();
-    let mut r = TaskResult { task, start, end: start, bytes: 0, ops: 0, error: None, rdwr: None };
-    let mut count = || {
+    let mut r = TaskResult::begun(task, start);
+    let mut latency = pvfs_bench::latency::Recorder::new();
+    // Each operation counted with how long it took since `since`.
+    let mut count = |since: Instant| {
         r.ops += 1;
+        latency.record(since.elapsed().as_nanos() as u64);
         progress.ops.fetch_add(1, Ordering::Relaxed);
     };
     let outcome = (|| -> Result<(), EngineError> {
@@ -81,15 +84,17 @@ fn run_task(
         match phase {
             MdtestPhase::TreeCreate if job.owns_tree(task) => {
                 let parent = run_dir.create_dir(job.iteration_dir())?;
+                let since = Instant::now();
                 let root = parent.create_dir(&root)?;
-                count();
+                count(since);
                 tree.create(&root, 0, &mut count)
             }
             MdtestPhase::TreeRemove if job.owns_tree(task) => {
                 let parent = run_dir.open_dir(Path::new(&job.iteration_dir()))?;
                 tree.remove(&parent.open_dir(Path::new(&root))?, 0, &mut count)?;
+                let since = Instant::now();
                 parent.remove_dir(&root)?;
-                count();
+                count(since);
                 // The per-iteration parent, once empty (the last task's removal wins).
                 let _ = run_dir.remove_dir(&job.iteration_dir());
                 Ok(())
@@ -103,6 +108,7 @@ fn run_task(
     })();
     r.end = SystemTime::now();
     r.error = outcome.err().map(|e| e.to_string());
+    r.latency = latency.buckets();
     r
 }
 
@@ -113,12 +119,13 @@ fn items(
     phase: MdtestPhase,
     task: u32,
     progress: &Progress,
-    count: &mut dyn FnMut(),
+    count: &mut dyn FnMut(Instant),
 ) -> Result<(), EngineError> {
     for n in 0..job.params.items {
         progress.check()?;
         let file = format!("file.mdtest.{task}.{n}");
         let sub = format!("dir.mdtest.{task}.{n}");
+        let since = Instant::now();
         match phase {
             MdtestPhase::DirCreate => dir.mkdir(&sub)?,
             MdtestPhase::DirStat => drop(dir.stat(&sub)?),
@@ -135,7 +142,7 @@ fn items(
             }
             _ => dir.remove_file(&file, false)?,
         }
-        count();
+        count(since);
     }
     Ok(())
 }
@@ -150,21 +157,22 @@ struct Tree<'a> {
 
 impl Tree<'_> {
     /// Makes the directories below `dir` (at `level`), parents first.
-    fn create(&self, dir: &Dir, level: u32, count: &mut dyn FnMut()) -> Result<(), EngineError> {
+    fn create(&self, dir: &Dir, level: u32, count: &mut dyn FnMut(Instant)) -> Result<(), EngineError> {
         if level == self.params.depth {
             return Ok(());
         }
         for i in 0..self.params.branch {
             self.progress.check()?;
+            let since = Instant::now();
             let child = dir.create_dir(child_name(level, i))?;
-            count();
+            count(since);
             self.create(&child, level + 1, count)?;
         }
         Ok(())
     }
 
     /// Removes the directories below `dir` (at `level`), children first.
-    fn remove(&self, dir: &Dir, level: u32, count: &mut dyn FnMut()) -> Result<(), EngineError> {
+    fn remove(&self, dir: &Dir, level: u32, count: &mut dyn FnMut(Instant)) -> Result<(), EngineError> {
         if level == self.params.depth {
             return Ok(());
         }
@@ -172,8 +180,9 @@ impl Tree<'_> {
             self.progress.check()?;
             let name = child_name(level, i);
             self.remove(&dir.open_dir(Path::new(&name))?, level + 1, count)?;
+            let since = Instant::now();
             dir.remove_dir(&name)?;
-            count();
+            count(since);
         }
         Ok(())
     }

@@ -472,3 +472,26 @@ fn wear_out_for_a_share_of_a_run_is_refused_naming_why() {
     assert!(error.contains("this process runs 2 of 4 tasks and has no way to ask the others"), "{error}");
     assert!(!job.file_of(0).exists(), "nothing was written");
 }
+
+/// Issue 28: each transfer is timed into the task's histogram. Transfers made to take 3 ms
+/// (the test seam's pace, inside the timed call), one of them 30 ms more: the percentiles say
+/// so, and every transfer is counted once.
+#[test]
+fn each_transfer_is_timed_into_the_tasks_histogram() {
+    let dir = scratch();
+    let params = IorParams { transfer: 4 << 10, block: 80 << 10, segments: 1, fsync: false, ..ior(true) };
+    let slow = Pace { task: 0, first: Duration::from_millis(30), each: Duration::from_millis(3) };
+    let job = IorJob { pace: Some(slow), ..job(dir.path(), params, 2) };
+    let written = run_ior_phase(&job, IorPhase::Write, &Progress::default());
+    let tasks: Vec<(String, TaskResult)> = written.iter().map(|r| ("c1".to_owned(), r.clone())).collect();
+    let latency = pvfs_bench::results::PhaseLatency::of(&tasks).expect("measured");
+    let ms = |ms: u64| ms * 1_000_000;
+    assert_eq!(latency.all.count, 40, "20 transfers of each of 2 tasks");
+    assert!(latency.all.min_ns >= ms(3) * 99 / 100, "{:?}", latency.all);
+    assert!(latency.all.p50_ns >= ms(3) * 99 / 100 && latency.all.p50_ns < ms(33), "{:?}", latency.all);
+    assert!(latency.all.max_ns >= ms(33) * 99 / 100, "the slow first transfer: {:?}", latency.all);
+    assert_eq!(latency.clients.len(), 1);
+    // Each task's histogram holds its own transfers.
+    let task = |t: usize| pvfs_bench::latency::merge([written[t].latency.as_slice()]).count();
+    assert_eq!((task(0), task(1)), (20, 20));
+}

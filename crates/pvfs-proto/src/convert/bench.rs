@@ -397,6 +397,8 @@ impl From<&TaskResult> for pb::TaskResult {
             error: r.error.clone().unwrap_or_default(),
             rdwr_start_unix_ns: r.rdwr.map_or(0, |(a, _)| nanos(a)),
             rdwr_end_unix_ns: r.rdwr.map_or(0, |(_, b)| nanos(b)),
+            latency_ns: r.latency.iter().map(|(ns, _)| *ns).collect(),
+            latency_count: r.latency.iter().map(|(_, n)| *n).collect(),
         }
     }
 }
@@ -411,6 +413,7 @@ impl From<pb::TaskResult> for TaskResult {
             ops: r.ops,
             error: (!r.error.is_empty()).then_some(r.error),
             rdwr: (r.rdwr_start_unix_ns != 0).then(|| (time(r.rdwr_start_unix_ns), time(r.rdwr_end_unix_ns))),
+            latency: r.latency_ns.into_iter().zip(r.latency_count).collect(),
         }
     }
 }
@@ -457,9 +460,15 @@ mod tests {
             ops: 2,
             error: Some("write …: No space left on device".into()),
             rdwr: None,
+            latency: vec![],
         };
         assert_eq!(TaskResult::from(pb::TaskResult::from(&r)), r);
-        let r = TaskResult { error: None, rdwr: Some((time(6), time(8))), ..r };
+        let r = TaskResult {
+            error: None,
+            rdwr: Some((time(6), time(8))),
+            latency: vec![(900, 1), (1100, 1)],
+            ..r
+        };
         assert_eq!(TaskResult::from(pb::TaskResult::from(&r)), r);
     }
 

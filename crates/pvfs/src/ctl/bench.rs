@@ -232,7 +232,7 @@ async fn show(
                     match &event {
                         BenchEvent::PhaseStarted { iteration, phase, at } => watch.phase_started(format!("iteration {iteration} {phase}"), time(*at)),
                         BenchEvent::Progress { node, bytes, ops, .. } => watch.progress(node, *bytes, *ops),
-                        BenchEvent::PhaseDone { iteration, phase, totals } => watch.phase_done(phase_line(*iteration, *phase, totals)),
+                        BenchEvent::PhaseDone { iteration, phase, totals, latency } => watch.phase_done(phase_line(*iteration, *phase, totals, latency.as_ref())),
                         BenchEvent::Launched { node, .. } => watch.phase_started(format!("mpirun on {node}"), SystemTime::now()),
                         BenchEvent::CachesDropped { .. } | BenchEvent::Output { .. } | BenchEvent::Summary { .. } => {}
                     }
@@ -301,8 +301,8 @@ impl Lines {
                     ops as f64 / secs
                 ))?;
             }
-            BenchEvent::PhaseDone { iteration, phase, totals } => {
-                output::print(&format!("{}\n", phase_line(*iteration, *phase, totals)))?;
+            BenchEvent::PhaseDone { iteration, phase, totals, latency } => {
+                output::print(&format!("{}\n", phase_line(*iteration, *phase, totals, latency.as_ref())))?;
             }
             BenchEvent::Launched { node, command, .. } => output::print(&format!("on {node}: {command}\n"))?,
             BenchEvent::Output { text, .. } => output::print(&format!("  | {text}\n"))?,
@@ -331,9 +331,19 @@ fn phase_line(
     iteration: u32,
     phase: pvfs_bench::phase::Phase,
     t: &pvfs_bench::summary::PhaseTotals,
+    latency: Option<&pvfs_bench::latency::Percentiles>,
 ) -> String {
+    let latency = latency.map_or(String::new(), |l| {
+        format!(
+            "; latency p50 {}, p99 {}, p99.9 {}, max {}",
+            pvfs_bench::latency::format_ns(l.p50_ns),
+            pvfs_bench::latency::format_ns(l.p99_ns),
+            pvfs_bench::latency::format_ns(l.p999_ns),
+            pvfs_bench::latency::format_ns(l.max_ns)
+        )
+    });
     format!(
-        "iteration {} {}: {:.2} MiB/s, {:.2} ops/s, {} in {:.3}s",
+        "iteration {} {}: {:.2} MiB/s, {:.2} ops/s, {} in {:.3}s{latency}",
         iteration,
         phase,
         t.bw_mib,
@@ -390,6 +400,86 @@ pub(crate) fn import(args: ImportArgs) -> anyhow::Result<u8> {
                 dir.display()
             ))?;
         }
+    }
+    Ok(code)
+}
+
+/// `pvfsctl bench compare BASELINE RUN…`: each run against the baseline. Exit 2 when a
+/// directory holds no run's record (an import has no phases), 1 when a metric regressed past
+/// the threshold with significance, else 0.
+pub(crate) fn compare(args: crate::cli::CompareArgs) -> anyhow::Result<u8> {
+    use pvfs_bench::compare::Verdict;
+    use pvfs_bench::latency::format_ns;
+    let load = |dir: &std::path::Path| -> Result<results::RunRecord, String> {
+        match results::load(dir).map_err(|e| e.to_string())? {
+            results::Record::Run(run) => Ok(*run),
+            results::Record::Import(_) => Err(format!(
+                "{}: an imported output has no phases or iterations to compare; compare runs that pvfsctl bench made",
+                dir.display()
+            )),
+        }
+    };
+    let baseline = match load(&args.baseline) {
+        Ok(run) => run,
+        Err(why) => {
+            output::note(&format!("error: {why}"));
+            return Ok(exit::BAD_INPUT);
+        }
+    };
+    let mut code = exit::OK;
+    for dir in &args.runs {
+        let run = match load(dir) {
+            Ok(run) => run,
+            Err(why) => {
+                output::note(&format!("error: {why}"));
+                code = code.max(exit::BAD_INPUT);
+                continue;
+            }
+        };
+        let c = pvfs_bench::compare::compare(&baseline, &run, args.threshold);
+        if c.regressed() {
+            code = code.max(exit::FAILURES);
+        }
+        if args.json {
+            output::json(&c)?;
+            continue;
+        }
+        let mut text =
+            format!("{} against {} (threshold {:.1} %)\n", c.run, c.baseline, args.threshold * 100.0);
+        for d in &c.differences {
+            text += &format!("  differs: {} {} -> {}\n", d.key, d.baseline, d.run);
+        }
+        text += &format!(
+            "  {:<16} {:<17} {:>22} {:>22} {:>9} {:>21}  verdict\n",
+            "phase", "metric", "baseline mean ± sd (n)", "run mean ± sd (n)", "change", "95 % interval"
+        );
+        for r in &c.rows {
+            let shown = |s: &pvfs_bench::compare::Sample| match r.metric {
+                pvfs_bench::compare::Metric::LatencyP50Ns | pvfs_bench::compare::Metric::LatencyP99Ns => {
+                    format!("{} ± {} ({})", format_ns(s.mean as u64), format_ns(s.sd as u64), s.n)
+                }
+                _ => format!("{:.1} ± {:.1} ({})", s.mean, s.sd, s.n),
+            };
+            let interval = r
+                .interval
+                .map_or("–".to_owned(), |(lo, hi)| format!("[{:+.1} %, {:+.1} %]", lo * 100.0, hi * 100.0));
+            let verdict = match r.verdict {
+                Verdict::Regressed => "REGRESSED",
+                Verdict::Improved => "improved",
+                Verdict::Unchanged => "unchanged",
+                Verdict::Undecided => "undecided (one iteration)",
+            };
+            text += &format!(
+                "  {:<16} {:<17} {:>22} {:>22} {:>+8.1}% {:>21}  {verdict}\n",
+                r.phase,
+                r.metric.label(),
+                shown(&r.baseline),
+                shown(&r.run),
+                r.change * 100.0,
+                interval
+            );
+        }
+        output::print(&text)?;
     }
     Ok(code)
 }

@@ -36,6 +36,7 @@ pub(crate) fn run(cli: CtlCli) -> anyhow::Result<u8> {
         CtlCommand::Down(args) => runtime()?.block_on(down::run(args)),
         CtlCommand::Bench(cli) => match cli.command {
             Some(crate::cli::BenchCommand::Import(args)) => bench::import(args),
+            Some(crate::cli::BenchCommand::Compare(args)) => bench::compare(args),
             None => runtime()?.block_on(bench::run(cli.run)),
         },
         CtlCommand::Report(args) => {

@@ -33,6 +33,19 @@ fn agents(dir: &TestDir, n: usize) -> Vec<AgentProcess> {
         .collect()
 }
 
+/// Agents whose engines run at a pace (`PVFS_TEST_ENGINE_PACE`, the debug build's test seam:
+/// `TASK,FIRST_MS,EACH_MS`), one per `(name, pace)`.
+fn paced_agents(dir: &TestDir, paces: &[(&str, &str)]) -> Vec<AgentProcess> {
+    dir.pki();
+    paces
+        .iter()
+        .map(|(name, pace)| {
+            dir.issue_agent(name, "127.0.0.1");
+            AgentProcess::start_with_env(dir, name, "127.0.0.1", &[("PVFS_TEST_ENGINE_PACE", pace)])
+        })
+        .collect()
+}
+
 fn lines(stdout: &[u8]) -> Vec<Value> {
     text(stdout).lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
 }
@@ -186,6 +199,8 @@ fn a_throughput_run_keeps_everything_and_reports_like_ior() {
     let md = std::fs::read_to_string(dir.path().join("rep/report.md")).unwrap();
     assert!(md.contains("| 2 | 2 × 2 | 1000 |"), "2 servers at 500 MiB/s each: {md}");
     assert!(md.contains("## Per-client fairness") && md.contains("| n1 |") && md.contains("| n2 |"), "{md}");
+    // Every transfer timed: 2 clients x 2 tasks x 16 transfers per phase.
+    assert!(md.contains("## Latency: `") && md.contains("| 0 | write | 64 | "), "{md}");
     assert!(dir.path().join("rep/scale-out.png").exists());
 }
 
@@ -197,14 +212,7 @@ fn a_throughput_run_keeps_everything_and_reports_like_ior() {
 #[test]
 fn wear_out_across_two_clients_brings_the_straggler_to_the_same_count() {
     let dir = TestDir::new();
-    dir.pki();
-    let started: Vec<AgentProcess> = [("n1", "0,0,2"), ("n2", "1,400,2")]
-        .iter()
-        .map(|(name, pace)| {
-            dir.issue_agent(name, "127.0.0.1");
-            AgentProcess::start_with_env(&dir, name, "127.0.0.1", &[("PVFS_TEST_ENGINE_PACE", pace)])
-        })
-        .collect();
+    let started = paced_agents(&dir, &[("n1", "0,0,2"), ("n2", "1,400,2")]);
     let cluster = cluster(&dir, &started.iter().collect::<Vec<_>>());
     let out = dir.ctl(&[
         "bench",
@@ -250,6 +258,15 @@ fn wear_out_across_two_clients_brings_the_straggler_to_the_same_count() {
     let tasks = results["phases"][0]["tasks"].as_array().unwrap();
     let end = |node: &str| tasks.iter().find(|t| t["node"] == node).unwrap()["end"].as_f64().unwrap();
     assert!(end("n2") > end("n1"), "the straggler went on after the stonewall to catch up");
+    // Every transfer timed (each took at least the seam's 2 ms), merged over both clients,
+    // with each client's own: the straggler's 400 ms transfer is its max, and the run's.
+    let latency = &results["phases"][0]["latency"];
+    let ns = |v: &Value| v.as_u64().unwrap();
+    assert_eq!(ns(&latency["count"]), write[0] + write[1], "{latency}");
+    assert!(ns(&latency["p50_ns"]) >= 1_980_000, "{latency}");
+    assert!(ns(&latency["clients"]["n2"]["max_ns"]) >= 396_000_000, "{latency}");
+    assert!(ns(&latency["clients"]["n1"]["max_ns"]) < ns(&latency["clients"]["n2"]["max_ns"]), "{latency}");
+    assert_eq!(latency["max_ns"], latency["clients"]["n2"]["max_ns"]);
 }
 
 /// Issue 28: `--drop-caches all` syncs and drops every node's caches before each read (for
@@ -304,6 +321,78 @@ fn drop_caches_before_reads_is_done_on_every_node_and_recorded() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("drop_caches needs the agents launcher"), "{}", text(&out.stderr));
     assert!(!dir.path().join("res2").exists(), "nothing was run");
+}
+
+/// Issue 28: `bench compare` on two real runs (within a wide threshold: passes), then on a copy
+/// of the second whose writes were halved in its record (a regression with significance: exit
+/// 1, named), with the settings that differ; an import is refused (exit 2).
+#[test]
+fn compare_gates_on_a_significant_regression_and_names_what_differs() {
+    let dir = TestDir::new();
+    let agents = agents(&dir, 2);
+    let cluster = cluster(&dir, &agents.iter().collect::<Vec<_>>());
+    let bench = |results: &str, transfer: &str| {
+        let out = dir.ctl(&[
+            "bench",
+            &cluster,
+            "--procs",
+            "1",
+            "--set",
+            &format!("t={transfer}"),
+            "--set",
+            "b=2m",
+            "--set",
+            "B=false",
+            "--set",
+            "i=3",
+            "--results",
+            results,
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        std::fs::read_dir(dir.path().join(results)).unwrap().next().unwrap().unwrap().path()
+    };
+    let (a, b) = (bench("ra", "64k"), bench("rb", "128k"));
+    let out =
+        dir.ctl(&["bench", "compare", a.to_str().unwrap(), b.to_str().unwrap(), "--threshold", "1000%"]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(said.contains("differs: params.transfer 65536 -> 131072"), "{said}");
+    assert!(said.contains("write") && said.contains("MiB/s") && said.contains("p99 latency"), "{said}");
+    // Copies of the second run's record with its writes' bandwidth set: a steady baseline
+    // (real runs this small vary too much for three iterations to show anything), and half.
+    let with_writes = |name: &str, bw: [f64; 3]| {
+        let copy = dir.path().join(name);
+        std::fs::create_dir(&copy).unwrap();
+        let mut record: Value =
+            serde_json::from_str(&std::fs::read_to_string(b.join("results.json")).unwrap()).unwrap();
+        let writes = record["phases"].as_array_mut().unwrap().iter_mut().filter(|p| p["phase"] == "write");
+        for (phase, bw) in writes.zip(bw) {
+            phase["bw_mib"] = serde_json::json!(bw);
+        }
+        std::fs::write(copy.join("results.json"), serde_json::to_string(&record).unwrap()).unwrap();
+    };
+    with_writes("steady", [100.0, 101.0, 99.0]);
+    with_writes("halved", [50.0, 51.0, 49.0]);
+    let out = dir.ctl(&["bench", "compare", "steady", "halved", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}{}", text(&out.stdout), text(&out.stderr));
+    let c = lines(&out.stdout).pop().unwrap();
+    let write = c["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["phase"] == "write" && r["metric"] == "bw_mib")
+        .unwrap();
+    assert_eq!(write["verdict"], "regressed", "{write}");
+    assert!((write["change"].as_f64().unwrap() + 0.5).abs() < 1e-9, "{write}");
+    // An import has no iterations to compare.
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../pvfs-bench/testdata/ior");
+    let out =
+        dir.ctl(&["bench", "import", "--results", "imp", fixtures.join("ior_tput.txt").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let imported = std::fs::read_dir(dir.path().join("imp")).unwrap().next().unwrap().unwrap().path();
+    let out = dir.ctl(&["bench", "compare", imported.to_str().unwrap(), b.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("an imported output has no phases or iterations to compare"));
 }
 
 #[test]
@@ -821,14 +910,7 @@ fn the_mpi_launcher_runs_the_engine_as_ranks_under_real_mpirun() {
 #[test]
 fn the_mpi_ranks_agree_a_wear_out_at_a_barrier() {
     let dir = TestDir::new();
-    dir.pki();
-    let started: Vec<AgentProcess> = ["n1", "n2"]
-        .iter()
-        .map(|name| {
-            dir.issue_agent(name, "127.0.0.1");
-            AgentProcess::start_with_env(&dir, name, "127.0.0.1", &[("PVFS_TEST_ENGINE_PACE", "1,400,2")])
-        })
-        .collect();
+    let started = paced_agents(&dir, &[("n1", "1,400,2"), ("n2", "1,400,2")]);
     let cluster = cluster(&dir, &started.iter().collect::<Vec<_>>());
     let out = dir.ctl(&[
         "bench",
