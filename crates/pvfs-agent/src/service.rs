@@ -375,9 +375,7 @@ impl pb::agent_server::Agent for AgentService {
                 }
             };
             let message = done.map(|tasks| pb::BenchEvent {
-                event: Some(pb::bench_event::Event::Done(pb::BenchPhaseDone {
-                    tasks: tasks.iter().map(pb::TaskResult::from).collect(),
-                })),
+                event: Some(pb::bench_event::Event::Done(pvfs_proto::convert::bench::phase_done_to(&tasks))),
             });
             if let Err(status) = &message {
                 tracing::warn!(phase = phase_name, error = %status.message(), "benchmark phase failed");

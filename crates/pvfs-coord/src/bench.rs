@@ -589,7 +589,7 @@ async fn client_phase(
                 });
             }
             Some(pb::bench_event::Event::Done(done)) => {
-                return Ok(done.tasks.into_iter().map(TaskResult::from).collect());
+                return Ok(pvfs_proto::convert::bench::phase_done_from(done));
             }
             Some(pb::bench_event::Event::Stonewalled(at)) => {
                 if let Some(said) = &said {

@@ -63,7 +63,8 @@ pub fn args(req: &PhaseRequest, phase: IorPhase) -> Result<Vec<String>, FioError
     };
     // Global options first; each `--name` then opens a job that inherits them.
     let mut args = vec![
-        "--output-format=json".to_owned(),
+        // json+: each job's latency histogram too (`clat_ns.bins`), merged like the engine's.
+        "--output-format=json+".to_owned(),
         "--ioengine=psync".to_owned(),
         // The built-in engine does not preallocate, and neither does IOR.
         "--fallocate=none".to_owned(),
@@ -162,11 +163,22 @@ pub fn results(json: &str, phase: IorPhase, started: SystemTime) -> Result<Vec<T
                 ops: job[key]["total_ios"].as_u64().unwrap_or(0),
                 error,
                 rdwr: None,
-                // fio's own percentiles are in its JSON; its buckets are not (only `json+`).
-                latency: Vec::new(),
+                latency: latency_bins(&job[key]["clat_ns"]["bins"]),
             })
         })
         .collect()
+}
+
+/// fio's completion-latency histogram (`json+`'s `clat_ns.bins`: each bucket's value in ns as
+/// a key, its count as the value) as the engine's own buckets: re-recorded, so a fio task's
+/// latency merges with every other's. Empty when fio printed none (plain `json`).
+fn latency_bins(bins: &Value) -> Vec<(u64, u64)> {
+    let Some(bins) = bins.as_object() else { return Vec::new() };
+    let pairs: Vec<(u64, u64)> =
+        bins.iter().filter_map(|(ns, count)| Some((ns.parse().ok()?, count.as_u64()?))).collect();
+    let mut recorder = pvfs_bench::latency::Recorder::new();
+    recorder.add_buckets(&pairs);
+    recorder.buckets()
 }
 
 #[cfg(test)]
@@ -198,7 +210,7 @@ mod tests {
         let a = args(&request(Preset::Throughput, 2), IorPhase::Read).unwrap();
         assert_eq!(
             a.join(" "),
-            "--output-format=json --ioengine=psync --fallocate=none --rw=read --bs=1048576 --size=268435456 \
+            "--output-format=json+ --ioengine=psync --fallocate=none --rw=read --bs=1048576 --size=268435456 \
              --direct=1 --norandommap=0 --name=task2 --filename=/mnt/gv0/bench/ior.00000000 \
              --name=task3 --filename=/mnt/gv0/bench/ior.00000001"
         );
@@ -222,6 +234,29 @@ mod tests {
         req.workload.set("wear_out", "true").unwrap();
         let err = args(&req, IorPhase::Write).unwrap_err().to_string();
         assert!(err.contains("the fio engine has no wear-out"), "{err}");
+    }
+
+    /// A real `json+` output (testdata/fio/README.md): each job's latency histogram is read
+    /// into the task's buckets, every I/O counted once, and the median is fio's own within the
+    /// width of fio's buckets and ours.
+    #[test]
+    fn fio_latency_bins_become_the_tasks_histogram() {
+        let json = include_str!("../testdata/fio/jsonplus_write_4k.json");
+        let r = results(json, IorPhase::Write, SystemTime::UNIX_EPOCH).unwrap();
+        let doc: Value = serde_json::from_str(json).unwrap();
+        for (task, job) in r.iter().zip(doc["jobs"].as_array().unwrap()) {
+            let merged = pvfs_bench::latency::merge([task.latency.as_slice()]);
+            assert_eq!(merged.count(), task.ops, "every I/O in the histogram");
+            let fio_p50 = job["write"]["clat_ns"]["percentile"]["50.000000"].as_u64().unwrap() as f64;
+            let ours = merged.percentiles().unwrap().p50_ns as f64;
+            assert!((ours - fio_p50).abs() <= fio_p50 * 0.03, "ours {ours}, fio's {fio_p50}");
+        }
+        // Plain json has no bins: no latency, not an error.
+        let plain = include_str!("../../pvfs-bench/testdata/ior/fio_seq_1m.json")
+            .replace("\"seqwrite\"", "\"task5\"")
+            .replace("\"seqread\"", "\"task6\"");
+        let r = results(&plain, IorPhase::Write, SystemTime::UNIX_EPOCH).unwrap();
+        assert!(r[0].latency.is_empty());
     }
 
     #[test]

@@ -386,6 +386,31 @@ pub fn launch_request_from(req: pb::LaunchRequest) -> Result<LaunchRequest, Requ
     })
 }
 
+/// A client's end of a phase on the wire: its tasks' results without their histograms, and the
+/// histograms merged once (see `BenchPhaseDone`).
+pub fn phase_done_to(tasks: &[TaskResult]) -> pb::BenchPhaseDone {
+    let merged = pvfs_bench::latency::merge(tasks.iter().map(|t| t.latency.as_slice())).buckets();
+    pb::BenchPhaseDone {
+        tasks: tasks
+            .iter()
+            .map(|t| pb::TaskResult { latency_ns: vec![], latency_count: vec![], ..t.into() })
+            .collect(),
+        latency_ns: merged.iter().map(|(ns, _)| *ns).collect(),
+        latency_count: merged.iter().map(|(_, n)| *n).collect(),
+    }
+}
+
+/// A client's tasks from the wire: its merged histogram is carried on its first task (what
+/// is recorded is per client and per phase, so where a client's operations sit among its
+/// tasks changes nothing).
+pub fn phase_done_from(done: pb::BenchPhaseDone) -> Vec<TaskResult> {
+    let mut tasks: Vec<TaskResult> = done.tasks.into_iter().map(TaskResult::from).collect();
+    if let Some(first) = tasks.first_mut() {
+        first.latency.extend(done.latency_ns.into_iter().zip(done.latency_count));
+    }
+    tasks
+}
+
 impl From<&TaskResult> for pb::TaskResult {
     fn from(r: &TaskResult) -> pb::TaskResult {
         pb::TaskResult {
@@ -470,6 +495,28 @@ mod tests {
             ..r
         };
         assert_eq!(TaskResult::from(pb::TaskResult::from(&r)), r);
+    }
+
+    /// 4,096 tasks (the most a client runs), each with a wide histogram: the client's end of
+    /// the phase stays far below gRPC's 4 MiB, and its merged histogram is the tasks'.
+    #[test]
+    fn a_clients_histograms_travel_merged_once() {
+        use prost::Message;
+        let tasks: Vec<TaskResult> = (0..4096u32)
+            .map(|task| {
+                let mut r = pvfs_bench::latency::Recorder::new();
+                (0..300u64).for_each(|i| r.record(10_000 + i * i * 97 + u64::from(task)));
+                TaskResult { latency: r.buckets(), ..TaskResult::begun(task, time(1)) }
+            })
+            .collect();
+        let wire = phase_done_to(&tasks);
+        assert!(wire.encoded_len() < 1 << 20, "{} bytes", wire.encoded_len());
+        let back = phase_done_from(wire);
+        assert_eq!(back.len(), 4096);
+        let merged =
+            |t: &[TaskResult]| pvfs_bench::latency::merge(t.iter().map(|t| t.latency.as_slice())).buckets();
+        assert_eq!(merged(&back), merged(&tasks));
+        assert!(back[1..].iter().all(|t| t.latency.is_empty()));
     }
 
     #[test]

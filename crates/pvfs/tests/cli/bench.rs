@@ -832,6 +832,14 @@ fn the_fio_engine_runs_real_fio_on_iors_files() {
     let results: Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
     assert_eq!(results["engine"], "fio");
+    // fio's own latency histograms (json+), merged like the engine's: every I/O, both clients.
+    let latency = &results["phases"][0]["latency"];
+    assert_eq!(latency["count"], 32, "{latency}");
+    assert_eq!(latency["clients"].as_object().unwrap().len(), 2, "{latency}");
+    assert!(
+        done.iter().all(|e| e["p50_ns"].is_null() && e["latency"]["p50_ns"].as_u64() > Some(0)),
+        "{done:?}"
+    );
     let bad = dir.ctl(&["bench", &cluster, "--engine", "fio", "--preset", "metadata"]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(text(&bad.stderr).contains("metadata presets need engine builtin"), "{}", text(&bad.stderr));
