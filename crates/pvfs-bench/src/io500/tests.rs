@@ -213,3 +213,83 @@ fn what_is_not_an_io500_output_says_so() {
     let err = read_run(&bad).unwrap_err().to_string();
     assert!(err.contains("line 1 of the io500 output: not a phase's result"), "{err}");
 }
+
+/// io500's rules applied again to the facts its own files give (each phase's `t_delta` and
+/// score from result.txt; an IOR write's time and stonewall hit from its IOR output) find the
+/// same reasons, phase by phase, as io500 wrote: the same rule, in the same order, the same
+/// text up to the figures (which io500 knew to more digits than its files keep).
+#[test]
+fn the_rules_find_what_io500_found_in_its_own_run() {
+    use rules::*;
+    let sections = parse_result_txt(&fixture("results/result.txt")).unwrap();
+    let run = RunFacts { stonewall_s: 5, scc: false, dry_run: false };
+    let words =
+        |text: &str| text.split(|c: char| c.is_ascii_digit() || c == '(').next().unwrap_or("").to_owned();
+    let ours: Vec<String> = run_reasons(&run).iter().map(ToString::to_string).collect();
+    assert_eq!(ours, sections.iter().find(|s| s.name == "run").unwrap().invalid_reasons);
+    let mut checked = 0;
+    for section in sections.iter().filter(|s| s.get("t_delta").is_some()) {
+        let number = |key: &str| section.get(key).and_then(|v| v.parse::<f64>().ok());
+        // IOR's report of a write: its Results row's total(s), and the stonewall's line.
+        let ior_write =
+            section.name.starts_with("ior-").then(|| section.name.ends_with("-write")).filter(|w| *w).map(
+                |_| {
+                    let out = fixture(&format!("results/{}.txt", section.name));
+                    let row = out.lines().rfind(|l| l.starts_with("write ")).unwrap();
+                    let total: f64 = row.split_whitespace().nth(9).unwrap().parse().unwrap();
+                    let hit = out.lines().find_map(|l| l.split("time: ").nth(1)).unwrap();
+                    (total, hit.trim_end_matches('s').parse().unwrap())
+                },
+            );
+        let facts = PhaseFacts {
+            name: &section.name,
+            runtime_s: number("t_delta").unwrap(),
+            score: number("score").unwrap_or(0.0),
+            ior_write,
+            found: (section.name == "find").then_some(Some(1)),
+            ..PhaseFacts::default()
+        };
+        let ours: Vec<String> = phase_reasons(&run, &facts).iter().map(ToString::to_string).collect();
+        let theirs = &section.invalid_reasons;
+        assert_eq!(ours.len(), theirs.len(), "{}: ours {ours:?}, io500's {theirs:?}", section.name);
+        for (a, b) in ours.iter().zip(theirs) {
+            assert_eq!(words(a), words(b), "{}: ours {a:?}, io500's {b:?}", section.name);
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 14, "every phase of the run");
+    // The full rule texts, as io500 prints them.
+    let write = PhaseFacts {
+        name: "ior-easy-write",
+        runtime_s: 3.150635,
+        score: 0.33,
+        ior_write: Some((1.517456, 0.4)),
+        ..PhaseFacts::default()
+    };
+    let texts: Vec<String> = phase_reasons(&run, &write).iter().map(ToString::to_string).collect();
+    assert_eq!(
+        texts,
+        [
+            "Write phase needed 1.517456s instead of stonewall 5s. Stonewall was hit at 0.4s",
+            "Runtime of phase (3.150635) is below stonewall time. This shouldn't happen!",
+            "Runtime is smaller than expected minimum runtime"
+        ]
+    );
+    // A valid phase at the rules' 300 s; the scc mode's 30 s; a find that found nothing.
+    let rules = RunFacts { stonewall_s: 300, scc: false, dry_run: false };
+    let long = PhaseFacts { runtime_s: 301.0, ior_write: Some((300.5, 300.0)), ..write };
+    assert!(run_reasons(&rules).is_empty() && phase_reasons(&rules, &long).is_empty());
+    assert!(run_reasons(&RunFacts { stonewall_s: 30, scc: true, dry_run: false }).is_empty());
+    let find = PhaseFacts {
+        name: "find",
+        runtime_s: 1.0,
+        score: 0.0,
+        found: Some(Some(0)),
+        ..PhaseFacts::default()
+    };
+    let texts: Vec<String> = phase_reasons(&rules, &find).iter().map(ToString::to_string).collect();
+    assert_eq!(
+        texts,
+        ["Find didn't find anything, this is likely invalid.", "Resulting score shouldn't be 0.0"]
+    );
+}
