@@ -92,6 +92,11 @@ async fn oversized_sizes_are_refused_naming_the_field() {
     refused(&agent, zero, "workload.ior.segments:", "segments 0 is not between 1").await;
     let forever = with_ior(ior_write(&dir), |p| p.iterations = u32::MAX);
     refused(&agent, forever, "workload.ior.iterations:", "not between 1 and 1000").await;
+    // A stonewall of 136 years, and a wear-out with no stonewall to wear out at (IOR's refusal).
+    let endless = with_ior(ior_write(&dir), |p| p.deadline = u32::MAX);
+    refused(&agent, endless, "workload.ior.deadline:", "more than a day").await;
+    let no_wall = with_ior(ior_write(&dir), |p| p.wear_out = true);
+    refused(&agent, no_wall, "workload.ior.wear_out:", "wear_out needs a stonewall").await;
     // mdtest's tree grows as branch^depth.
     let mut tree = phase(&dir, Preset::Metadata.workload(), Phase::Mdtest(MdtestPhase::TreeCreate));
     if let Some(pb::bench_phase_request::Workload::Mdtest(md)) = &mut tree.workload {
