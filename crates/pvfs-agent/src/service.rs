@@ -305,12 +305,10 @@ impl pb::agent_server::Agent for AgentService {
         // A share of a run with a wear-out: the engine says when its tasks reach the
         // stonewall, the stream tells the coordinator, and `bench_wear_out` brings the answer.
         let (said_tx, mut said) = mpsc::unbounded_channel();
-        let wear = match (&req.workload, req.phase, req.engine) {
-            (pvfs_bench::params::Workload::Ior(p), Phase::Ior(_), Engine::Builtin)
-                if p.wear_out && req.tasks < req.total_tasks =>
-            {
+        let most = pvfs_bench::request::wear_out_most(&req.workload, req.phase);
+        let wear = match (most, req.engine) {
+            (Some(most), Engine::Builtin) if req.tasks < req.total_tasks => {
                 let (answer, answered) = tokio::sync::oneshot::channel();
-                let most = (p.block / p.transfer).saturating_mul(u64::from(p.segments));
                 let slot = WearSlot { iteration: req.iteration, phase: req.phase, most, answer };
                 *self.wear_out.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(slot);
                 Some(crate::child::WearLink { said: said_tx, answer: answered })
@@ -405,7 +403,7 @@ impl pb::agent_server::Agent for AgentService {
         };
         if pairs > waiting.most {
             return Err(Status::invalid_argument(format!(
-                "{pairs} transfers is more than a task of this phase can make ({})",
+                "{pairs} is more transfers or files than a task of this phase can make ({})",
                 waiting.most
             )));
         }

@@ -95,8 +95,9 @@ impl fmt::Display for DataPacket {
     }
 }
 
-/// An mdtest workload (serialised as results.json's `params` keep it).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// An mdtest workload (serialised as results.json's `params` keep it). The default is no
+/// workload (no iterations), for filling in the rest of one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MdtestParams {
     /// `-C`, `-T`, `-E`, `-r`: the phases; none given means all of them (mdtest's default).
     pub create: bool,
@@ -117,6 +118,42 @@ pub struct MdtestParams {
     pub unique_dir: bool,
     /// `-F`: files only, no directory items.
     pub files_only: bool,
+    /// `-n`: items per task across the tree (0: `-I` per directory instead). mdtest spreads
+    /// them evenly over the directories that hold items, rounding down.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub per_task: u64,
+    /// `-N`: the stride between the task that makes a file and the one that stats, reads and
+    /// removes it (0: each its own), so no client's cache serves what it made.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stride: u32,
+    /// `-w`: bytes written to each file after it is created.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub write_bytes: u64,
+    /// `-e`: bytes read from each file in the read phase.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub read_bytes: u64,
+    /// `-X`: check every byte read against what its writer wrote (IOR's memory pattern).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub verify: bool,
+    /// `-G`: the seed of the written data's pattern (mdtest draws one from the clock when it
+    /// is not given; io500 gives one).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub seed: u32,
+    /// `-W`: the stonewall of the file-creation phase, in seconds (0: none). At it every task
+    /// learns the most files any task made and goes on to as many; the later file phases
+    /// stat, read and remove that many.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub deadline: u32,
+    /// `-Y`: `sync(2)` at the end of each phase, inside its time.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sync: bool,
+    /// `-y`: `fsync` each file after writing it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fsync: bool,
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 impl MdtestParams {
@@ -145,9 +182,26 @@ impl MdtestParams {
         if self.leaf_only { self.dirs_at(self.depth) } else { self.tree_dirs() }
     }
 
-    /// Items (files or directories) one task makes per phase: `-I` in each item directory.
+    /// Items in each item directory: `-I`, or `-n` spread over them as mdtest does (rounded
+    /// down; `None` when the tree does not fit in a u64).
+    pub fn items_per_dir(&self) -> Option<u64> {
+        match self.per_task {
+            0 => Some(u64::from(self.items)),
+            n => Some(n / self.item_dirs()?),
+        }
+    }
+
+    /// Items (files or directories) one task makes per phase, in every item directory.
     pub fn items_per_task(&self) -> Option<u64> {
-        self.item_dirs()?.checked_mul(u64::from(self.items))
+        self.item_dirs()?.checked_mul(self.items_per_dir()?)
+    }
+
+    /// mdtest's number of the tree directory `child` of directory `dir` (0 is the root): its
+    /// directories are numbered level by level, the children of `d` being `d·b + 1 …  d·b + b`.
+    /// Items are numbered from their directory's: `dir · items_per_dir + i`.
+    pub fn child_index(&self, dir: u64, child: u32) -> u64 {
+        // Bounded by MAX_TREE_DIRS once checked.
+        dir * u64::from(self.branch) + 1 + u64::from(child)
     }
 }
 
@@ -226,6 +280,7 @@ impl Preset {
                 leaf_only: true,
                 unique_dir: true,
                 files_only: true,
+                ..MdtestParams::default()
             }),
             Preset::MetadataLustre => Workload::Mdtest(MdtestParams {
                 create: false,
@@ -239,6 +294,7 @@ impl Preset {
                 leaf_only: false,
                 unique_dir: false,
                 files_only: false,
+                ..MdtestParams::default()
             }),
         }
     }
@@ -337,8 +393,9 @@ pub mod limits {
 const IOR_KEYS: &str = "transfer (t), block (b), segments (s), iterations (i), file_per_proc (F), random (z), \
                         fsync (e), reorder (C), odirect (B), write (w), read (r), packet (l), deadline (D), \
                         wear_out (stoneWallingWearOut)";
-const MDTEST_KEYS: &str = "items (I), depth (z), branch (b), iterations (i), create (C), stat (T), read (E), \
-                           remove (r), leaf_only (L), unique_dir (u), files_only (F)";
+const MDTEST_KEYS: &str = "items (I), per_task (n), depth (z), branch (b), iterations (i), create (C), stat (T), \
+                           read (E), remove (r), leaf_only (L), unique_dir (u), files_only (F), stride (N), \
+                           write_bytes (w), read_bytes (e), verify (X), seed (G), deadline (W), sync (Y), fsync (y)";
 
 /// How many tasks a run has: `per_client` on each of `clients`, within the bounds.
 pub fn total_tasks(per_client: u32, clients: usize) -> Result<u32, Violation> {
@@ -438,6 +495,15 @@ impl Workload {
                 ("leaf_only", p.leaf_only.to_string()),
                 ("unique_dir", p.unique_dir.to_string()),
                 ("files_only", p.files_only.to_string()),
+                ("per_task", p.per_task.to_string()),
+                ("stride", p.stride.to_string()),
+                ("write_bytes", p.write_bytes.to_string()),
+                ("read_bytes", p.read_bytes.to_string()),
+                ("verify", p.verify.to_string()),
+                ("seed", p.seed.to_string()),
+                ("deadline", p.deadline.to_string()),
+                ("sync", p.sync.to_string()),
+                ("fsync", p.fsync.to_string()),
             ],
         }
     }
@@ -475,6 +541,15 @@ impl Workload {
                 ("leaf_only", "L"),
                 ("unique_dir", "u"),
                 ("files_only", "F"),
+                ("per_task", "n"),
+                ("stride", "N"),
+                ("write_bytes", "w"),
+                ("read_bytes", "e"),
+                ("verify", "X"),
+                ("seed", "G"),
+                ("deadline", "W"),
+                ("sync", "Y"),
+                ("fsync", "y"),
             ],
         };
         known.iter().find(|(name, letter)| key == *name || key == *letter).map(|(name, _)| *name)
@@ -491,6 +566,8 @@ impl Workload {
         let count = || {
             value.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| bad("expected a whole number above 0"))
         };
+        let whole = || value.parse::<u64>().map_err(|_| bad("expected a whole number (0: none)"));
+        let whole32 = || value.parse::<u32>().map_err(|_| bad("expected a whole number (0: none)"));
         let Some(field) = self.field(key) else {
             return Err(match self {
                 Workload::Ior(_) => {
@@ -542,7 +619,24 @@ impl Workload {
                 "remove" => p.remove = flag()?,
                 "leaf_only" => p.leaf_only = flag()?,
                 "unique_dir" => p.unique_dir = flag()?,
-                _ => p.files_only = flag()?,
+                "files_only" => p.files_only = flag()?,
+                "per_task" => p.per_task = whole()?,
+                "stride" => p.stride = whole32()?,
+                "write_bytes" => {
+                    p.write_bytes =
+                        parse_size(value).ok_or_else(|| bad("expected a size such as 3901, 4k"))?
+                }
+                "read_bytes" => {
+                    p.read_bytes = parse_size(value).ok_or_else(|| bad("expected a size such as 3901, 4k"))?
+                }
+                "verify" => p.verify = flag()?,
+                "seed" => p.seed = whole32()?,
+                "deadline" => {
+                    p.deadline =
+                        value.parse().map_err(|_| bad("expected seconds, a whole number (0: none)"))?
+                }
+                "sync" => p.sync = flag()?,
+                _ => p.fsync = flag()?,
             },
         }
         Ok(())
@@ -734,18 +828,90 @@ fn check_mdtest(p: &MdtestParams) -> Result<(), Violation> {
             ),
         ));
     }
-    match p.items_per_task() {
-        Some(items) if items <= MAX_ITEMS_PER_TASK => Ok(()),
-        _ => Err(Violation::new(
+    let item_dirs = p.item_dirs().unwrap_or(u64::MAX);
+    if p.per_task > MAX_ITEMS_PER_TASK {
+        return Err(Violation::new(
+            "per_task",
+            format!("per_task {} is more than {MAX_ITEMS_PER_TASK} items per task; use fewer", p.per_task),
+        ));
+    }
+    if p.per_task > 0 && p.per_task < item_dirs {
+        return Err(Violation::new(
+            "per_task",
+            format!(
+                "per_task {} is fewer than the {item_dirs} directories that hold items, so each would hold none \
+                 (mdtest spreads -n over them, rounding down); use more items or a smaller tree",
+                p.per_task
+            ),
+        ));
+    }
+    if p.items_per_task().is_none_or(|items| items > MAX_ITEMS_PER_TASK) {
+        return Err(Violation::new(
             "items",
             format!(
-                "{} items in each of {} directories is more than {MAX_ITEMS_PER_TASK} items per task; use fewer \
-                 items or a smaller tree",
+                "{} items in each of {item_dirs} directories is more than {MAX_ITEMS_PER_TASK} items per task; use \
+                 fewer items or a smaller tree",
                 p.items,
-                p.item_dirs().unwrap_or(u64::MAX)
             ),
-        )),
+        ));
     }
+    // Each task holds one file's bytes in memory, as it holds one IOR transfer.
+    for (field, bytes) in [("write_bytes", p.write_bytes), ("read_bytes", p.read_bytes)] {
+        if bytes > MAX_TRANSFER {
+            return Err(Violation::new(
+                field,
+                format!(
+                    "{field} {} is larger than {}, the most one task may hold in memory; io500's files are 3901 \
+                     bytes",
+                    format_size(bytes),
+                    format_size(MAX_TRANSFER)
+                ),
+            ));
+        }
+    }
+    let (create, _, read, _) = p.phases();
+    // mdtest's own refusals, in its words where it has them.
+    if p.verify && !read {
+        return Err(Violation::new(
+            "verify",
+            "verify (-X) needs the read phase (-E): \"Verify read requires that the read test is used\"",
+        ));
+    }
+    if p.verify && p.read_bytes == 0 {
+        return Err(Violation::new(
+            "verify",
+            "verify (-X) needs read_bytes (-e) above 0: \"Verify read requires that read bytes is > 0\"",
+        ));
+    }
+    if create && read && p.read_bytes > p.write_bytes {
+        return Err(Violation::new(
+            "read_bytes",
+            "read_bytes (-e) is more than write_bytes (-w): \"When writing and reading files, read bytes must be smaller than write bytes\"",
+        ));
+    }
+    if p.deadline > MAX_DEADLINE {
+        return Err(Violation::new(
+            "deadline",
+            format!(
+                "deadline {} s is more than a day ({MAX_DEADLINE} s); a stonewall is seconds to minutes (IO500's is \
+                 300)",
+                p.deadline
+            ),
+        ));
+    }
+    if p.deadline > 0 && p.depth > 0 {
+        // mdtest refuses it above branch 1 ("stone wall timer does only work with a branch factor
+        // <= 1"); along a chain of directories its continuation after the wall is its own.
+        return Err(Violation::new(
+            "deadline",
+            format!(
+                "the stonewall (-W) stops the creation of files in one directory per task: it needs depth 0 (this \
+                 tree's is {}), as io500's mdtest phases have",
+                p.depth
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn parse_bool(s: &str) -> Option<bool> {
@@ -874,9 +1040,34 @@ pub fn mdtest_args(p: &MdtestParams, dir: &str) -> Vec<String> {
             args.push(flag.to_owned());
         }
     }
-    args.extend([format!("-i{}", p.iterations), "-I".into(), p.items.to_string()]);
+    // mdtest refuses -n beside -I with -u ("only specify the number of items or the number of
+    // items per directory").
+    match p.per_task {
+        0 => args.extend([format!("-i{}", p.iterations), "-I".into(), p.items.to_string()]),
+        n => args.extend([format!("-i{}", p.iterations), "-n".into(), n.to_string()]),
+    }
     args.extend(["-z".into(), p.depth.to_string(), "-b".into(), p.branch.to_string()]);
     for (on, flag) in [(p.leaf_only, "-L"), (p.unique_dir, "-u"), (p.files_only, "-F")] {
+        if on {
+            args.push(flag.to_owned());
+        }
+    }
+    for (value, flag) in [
+        (u64::from(p.stride), "-N"),
+        (p.write_bytes, "-w"),
+        (p.read_bytes, "-e"),
+        (u64::from(p.deadline), "-W"),
+    ] {
+        if value > 0 {
+            args.extend([flag.to_owned(), value.to_string()]);
+        }
+    }
+    // mdtest draws a seed from the clock when none is given: a verified read needs the same one
+    // in its writer, which a single mdtest run has anyway.
+    if p.seed > 0 {
+        args.extend(["-G".to_owned(), p.seed.to_string()]);
+    }
+    for (on, flag) in [(p.verify, "-X"), (p.sync, "-Y"), (p.fsync, "-y")] {
         if on {
             args.push(flag.to_owned());
         }
@@ -1058,5 +1249,76 @@ mod tests {
         let v = md.check_run(1000).unwrap_err();
         assert_eq!(v.field, "items");
         assert!(v.why.contains("1000 tasks x 16000000 items each"), "{v}");
+    }
+
+    /// io500's mdtest options: `-n` spread over the tree as mdtest spreads it, the rest in
+    /// mdtest's words on its command line, and mdtest's own refusals.
+    #[test]
+    fn mdtest_takes_io500s_options() {
+        let mut md = Preset::Metadata.workload();
+        // -z 2 -b 4 -L: 16 leaves; 1000 files per task is 62 in each (mdtest rounds down).
+        md.set("n", "1000").unwrap();
+        let Workload::Mdtest(p) = &md else { panic!() };
+        assert_eq!((p.items_per_dir(), p.items_per_task()), (Some(62), Some(992)));
+        md.set_all([("L", "false"), ("z", "1"), ("b", "2")]).unwrap();
+        let Workload::Mdtest(p) = &md else { panic!() };
+        assert_eq!((p.items_per_dir(), p.child_index(0, 1), p.child_index(2, 0)), (Some(333), 2, 5));
+        let err = md.set("n", "2").unwrap_err().to_string();
+        assert!(err.contains("per_task 2 is fewer than the 3 directories"), "{err}");
+
+        // io500's mdtest-hard write and read.
+        let mut hard = Preset::Metadata.workload();
+        let settings = [
+            ("T", "false"),
+            ("L", "false"),
+            ("u", "false"),
+            ("z", "0"),
+            ("i", "1"),
+            ("n", "1000000"),
+            ("w", "3901"),
+            ("e", "3901"),
+            ("N", "1"),
+            ("G", "4011418734"),
+            ("W", "300"),
+            ("E", "true"),
+            ("X", "true"),
+            ("Y", "true"),
+        ];
+        hard.set_all(settings).unwrap();
+        let Workload::Mdtest(p) = &hard else { panic!() };
+        assert_eq!(
+            mdtest_args(p, "/mnt/io500/mdtest-hard").join(" "),
+            "-C -E -i1 -n 1000000 -z 0 -b 4 -F -N 1 -w 3901 -e 3901 -W 300 -G 4011418734 -X -Y -d /mnt/io500/mdtest-hard"
+        );
+        // Back through the engine's command line, unchanged.
+        let mut again = Preset::Metadata.workload();
+        let all = hard.settings();
+        again.set_all(all.iter().map(|(k, v)| (*k, v.as_str()))).unwrap();
+        assert_eq!(again, hard);
+
+        for (key, value, says) in [
+            ("e", "4000", "read bytes must be smaller than write bytes"),
+            ("w", "2g", "write_bytes 2g is larger than 1g"),
+            ("W", "90000", "more than a day"),
+        ] {
+            let err = hard.set(key, value).unwrap_err().to_string();
+            assert!(err.contains(says), "{key}={value}: {err}");
+        }
+        let mut no_read = hard.clone();
+        let err = no_read.set("E", "false").unwrap_err().to_string();
+        assert!(err.contains("Verify read requires that the read test is used"), "{err}");
+        let err = no_read.set_all([("X", "true"), ("e", "0")]).unwrap_err().to_string();
+        assert!(err.contains("Verify read requires that read bytes is > 0"), "{err}");
+        let mut tree = hard.clone();
+        let err = tree.set_all([("z", "1"), ("b", "1")]).unwrap_err().to_string();
+        assert!(
+            err.contains("the stonewall (-W) stops the creation of files in one directory per task"),
+            "{err}"
+        );
+        // A record from before these options reads as it always did.
+        let old = r#"{"create":true,"stat":true,"read":false,"remove":false,"iterations":4,"items":2000,"depth":2,"branch":4,"leaf_only":true,"unique_dir":true,"files_only":true}"#;
+        let p: MdtestParams = serde_json::from_str(old).unwrap();
+        assert_eq!(Workload::Mdtest(p.clone()), Preset::Metadata.workload());
+        assert_eq!(serde_json::to_string(&p).unwrap(), old);
     }
 }

@@ -87,6 +87,33 @@ pub fn stop_after(
     if params.wear_out { ops.max() } else { ops.min() }
 }
 
+/// The count a phase leaves for the phases after it to stop at, when it is the one that sets
+/// it: `Some(count)` after IOR's write ([`stop_after`]) and mdtest's file creation (with `-W`
+/// every task made the count agreed at the stonewall, which mdtest's later file phases stat,
+/// read and remove); `None` after any other phase, which leaves the count as it was.
+pub fn carried(workload: &Workload, phase: Phase, ops: impl IntoIterator<Item = u64>) -> Option<Option<u64>> {
+    match (workload, phase) {
+        (Workload::Ior(p), Phase::Ior(IorPhase::Write)) => Some(stop_after(p, ops)),
+        (Workload::Mdtest(p), Phase::Mdtest(MdtestPhase::FileCreate)) => {
+            Some(if p.deadline > 0 { ops.into_iter().max() } else { None })
+        }
+        _ => None,
+    }
+}
+
+/// Whether `phase` of `workload` agrees a count across every task of the run at its
+/// stonewall (IOR's wear-out; mdtest's `-W`, which always does), and if so the most a task can
+/// make: what an agent accepts as the run's answer.
+pub fn wear_out_most(workload: &Workload, phase: Phase) -> Option<u64> {
+    match (workload, phase) {
+        (Workload::Ior(p), Phase::Ior(_)) if p.wear_out => {
+            Some((p.block / p.transfer.max(1)).saturating_mul(u64::from(p.segments)))
+        }
+        (Workload::Mdtest(p), Phase::Mdtest(MdtestPhase::FileCreate)) if p.deadline > 0 => p.items_per_task(),
+        _ => None,
+    }
+}
+
 /// A request whose tasks are not a share of the run's (empty, or past its end).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("first_task {first_task} and tasks {tasks}: not a share of {total_tasks} tasks")]

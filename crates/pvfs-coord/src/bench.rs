@@ -16,7 +16,7 @@ use crate::dial::{Connection, DialError, Dialer, from_status};
 use pvfs_bench::launch::Runner;
 use pvfs_bench::model::{IorIteration, IorSummary, MdtestSummary};
 use pvfs_bench::params::Workload;
-use pvfs_bench::phase::{IorPhase, Phase, iteration_phases};
+use pvfs_bench::phase::{Phase, iteration_phases};
 use pvfs_bench::request::{DropCaches, LaunchRequest, PhaseRequest};
 use pvfs_bench::results::{BenchEvent, CacheDrop, PhaseRecord, unix};
 use pvfs_bench::summary;
@@ -265,8 +265,9 @@ pub async fn run(
             match result {
                 Ok(mut record) => {
                     record.caches_dropped = dropped;
-                    if let (Workload::Ior(p), Phase::Ior(IorPhase::Write)) = (&spec.workload, phase) {
-                        stop_after = pvfs_bench::request::stop_after(p, record.tasks.iter().map(|t| t.ops));
+                    let ops = record.tasks.iter().map(|t| t.ops);
+                    if let Some(carried) = pvfs_bench::request::carried(&spec.workload, phase, ops) {
+                        stop_after = carried;
                     }
                     let _ = events.send(phase_done(&record));
                     outcome.phases.push(record);
@@ -420,7 +421,7 @@ async fn run_phase(
     let total_tasks = spec.tasks_per_client * connections.len() as u32;
     // IOR's wear-out across clients: each says when its tasks reached the stonewall and how
     // far they got; the most of all is then handed to every one (IOR's Allreduce(MAX)).
-    let wear_out = matches!((&spec.workload, phase), (Workload::Ior(p), Phase::Ior(_)) if p.wear_out)
+    let wear_out = pvfs_bench::request::wear_out_most(&spec.workload, phase).is_some()
         && connections.len() > 1
         && spec.runner.engine() == pvfs_bench::launch::Engine::Builtin;
     let (said, heard) = mpsc::unbounded_channel();

@@ -16,7 +16,7 @@ mod shuffle;
 mod stonewall;
 
 pub use ior::{IorJob, Pace, remove_files, run_ior_phase, run_ior_phase_across};
-pub use mdtest::{MdtestJob, run_mdtest_phase};
+pub use mdtest::{MdtestJob, run_mdtest_phase, run_mdtest_phase_across};
 // The phases and totals are plain data, defined in the pure crate beside the schedule and the
 // summary arithmetic that read them; `totals` below computes totals from task results.
 pub use pvfs_bench::phase::{IorPhase, MdtestPhase, Phase};
@@ -86,9 +86,15 @@ pub enum EngineError {
     /// Wear-out asked of a share of a run with nothing to agree with the others through (the
     /// agent's engine child and the mpi ranks are given one; a caller of the library may not be).
     #[error(
-        "wear_out (IOR's stoneWallingWearOut) needs every task of the run to agree on a count; this process runs {tasks} of {total_tasks} tasks and has no way to ask the others: run it through the agents or mpi launcher, or without wear_out"
+        "a stonewall's wear-out (IOR's stoneWallingWearOut, mdtest's -W) needs every task of the run to agree on a count; this process runs {tasks} of {total_tasks} tasks and has no way to ask the others: run it through the agents or mpi launcher, or without it"
     )]
     WearOutAcrossClients { tasks: u32, total_tasks: u32 },
+    /// Files read back (mdtest's `-X`) that are not what their writer wrote.
+    #[error(
+        "{mismatches} files read back differ from what task {writer} wrote in them (the first: {}); the file system returned other data than was written",
+        first.display()
+    )]
+    Verify { mismatches: u64, writer: u32, first: PathBuf },
     /// The run's most transfers could not be learned at the stonewall.
     #[error("the stonewall's wear-out could not agree on a count: {error}")]
     WearOut { error: String },
@@ -263,9 +269,16 @@ pub fn run_phase_across(
             }
         }
         (pvfs_bench::params::Workload::Mdtest(params), Phase::Mdtest(phase)) => {
-            let job =
-                MdtestJob { params: params.clone(), dir: req.dir.clone(), tasks, iteration: req.iteration };
-            Ok(run_mdtest_phase(&job, phase, progress))
+            let job = MdtestJob {
+                params: params.clone(),
+                dir: req.dir.clone(),
+                tasks,
+                total_tasks: req.total_tasks,
+                iteration: req.iteration,
+                stop_after: req.stop_after,
+                pace: TEST_PACE.get().copied(),
+            };
+            Ok(run_mdtest_phase_across(&job, phase, progress, across))
         }
         (_, phase) => Err(EngineError::WrongPhase { phase }),
     }

@@ -73,12 +73,23 @@ pub fn run(workload: &Workload, dir: &Path, tasks: u32) -> Result<LocalRun, Engi
             let phases = MdtestPhase::sequence(p);
             let mut per_phase: Vec<Vec<PhaseTotals>> = vec![Vec::new(); phases.len()];
             for iteration in 0..p.iterations {
-                let job = MdtestJob { params: p.clone(), dir: dir.to_owned(), tasks: 0..tasks, iteration };
+                let mut job = MdtestJob {
+                    params: p.clone(),
+                    dir: dir.to_owned(),
+                    tasks: 0..tasks,
+                    total_tasks: tasks,
+                    iteration,
+                    stop_after: None,
+                    pace: None,
+                };
                 for (i, phase) in phases.iter().enumerate() {
-                    per_phase[i].push(check(
-                        Phase::Mdtest(*phase),
-                        engine::run_mdtest_phase(&job, *phase, &progress),
-                    )?);
+                    let results = engine::run_mdtest_phase(&job, *phase, &progress);
+                    let ops = results.iter().map(|r| r.ops);
+                    if let Some(carried) = pvfs_bench::request::carried(workload, Phase::Mdtest(*phase), ops)
+                    {
+                        job.stop_after = carried;
+                    }
+                    per_phase[i].push(check(Phase::Mdtest(*phase), results)?);
                 }
             }
             for (phase, totals) in phases.iter().zip(&per_phase) {

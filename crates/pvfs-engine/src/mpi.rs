@@ -9,7 +9,7 @@
 //! launching client and the coordinator reads: the same task results the `agents` launcher
 //! gets over gRPC, so the arithmetic (total bytes / (last end − first start)) is the same.
 
-use crate::engine::{self, EngineError, IorPhase, Phase, Progress, TaskResult};
+use crate::engine::{self, EngineError, Phase, Progress, TaskResult};
 use crate::files::{Dir, FileError};
 use nix::fcntl::OFlag;
 use pvfs_bench::launch::Engine;
@@ -394,8 +394,10 @@ pub fn run_rank(job: &RankJob, emit: &(dyn Fn(&RankLine) + Sync)) -> Result<(), 
             let results = with_progress(job.rank, emit, |progress| {
                 engine::run_phase_across(&request(iteration, phase, stop_after), progress, Some(&across))
             })?;
-            if let (Workload::Ior(p), Phase::Ior(IorPhase::Write)) = (&job.workload, phase) {
-                stop_after = pvfs_bench::request::stop_after(p, results.iter().map(|r| r.ops));
+            if let Some(carried) =
+                pvfs_bench::request::carried(&job.workload, phase, results.iter().map(|r| r.ops))
+            {
+                stop_after = carried;
             }
             for r in results {
                 let error = r.error.clone();

@@ -103,6 +103,22 @@ async fn oversized_sizes_are_refused_naming_the_field() {
         (md.branch, md.depth) = (u32::MAX, 32);
     }
     refused(&agent, tree, "workload.mdtest.branch:", "more than 10000000 directories").await;
+    // mdtest's io500 options: a file's bytes are held in memory, items and the stonewall bounded.
+    let md = |change: fn(&mut pb::MdtestWorkload)| {
+        let mut req = phase(&dir, Preset::Metadata.workload(), Phase::Mdtest(MdtestPhase::FileCreate));
+        if let Some(pb::bench_phase_request::Workload::Mdtest(md)) = &mut req.workload {
+            change(md);
+        }
+        req
+    };
+    let huge = md(|m| m.write_bytes = u64::MAX);
+    refused(&agent, huge, "workload.mdtest.write_bytes:", "the most one task may hold in memory").await;
+    let many = md(|m| m.per_task = u64::MAX);
+    refused(&agent, many, "workload.mdtest.per_task:", "more than 100000000 items per task").await;
+    let endless = md(|m| (m.depth, m.deadline) = (0, u32::MAX));
+    refused(&agent, endless, "workload.mdtest.deadline:", "more than a day").await;
+    let blind = md(|m| (m.read, m.verify) = (true, true));
+    refused(&agent, blind, "workload.mdtest.verify:", "Verify read requires that read bytes is > 0").await;
 
     assert!(!scratch.path().join("pvfs-bench").exists(), "nothing was made");
     agent.assert_still_serving().await;

@@ -62,7 +62,7 @@ impl Pace {
         })
     }
 
-    fn before(&self, task: u32, n: u64) -> Duration {
+    pub(crate) fn before(&self, task: u32, n: u64) -> Duration {
         if task == self.task && n == 0 { self.first + self.each } else { self.each }
     }
 }
@@ -310,7 +310,7 @@ fn transfer_all(
     let mut one = |offset: u64, done: &mut TaskResult| -> Result<(), EngineError> {
         progress.check()?;
         if stamp {
-            pattern::update(buffer.bytes_mut(), p.packet, offset, done.task);
+            pattern::update(buffer.bytes_mut(), p.packet, 0, offset, done.task);
         }
         // Each transfer's own time: the call alone (and the test seam's pace, which stands
         // for a slow transfer).

@@ -1,15 +1,18 @@
-//! mdtest's phases over a directory tree of depth `z` and branching `b`, `I` items per
-//! directory per task: tree creation, item creation, stat, read, removal, tree removal. Item
-//! names are mdtest's (`file.mdtest.TASK.N`, `dir.mdtest.TASK.N`), so a tree can be inspected
-//! the same way.
+//! mdtest's phases over a directory tree of depth `z` and branching `b`: tree creation, item
+//! creation, stat, read, removal, tree removal. Items are numbered as mdtest numbers them
+//! (directory `d` holds items `d·I … d·I + I − 1`, directories counted level by level) and
+//! named as it names them (`file.mdtest.TASK.N`, `dir.mdtest.TASK.N`), so a tree can be
+//! inspected the same way; with `-N` a phase works on a neighbour's items as mdtest's does.
 
-use super::{EngineError, Progress, TaskResult};
+use super::stonewall::WearOut;
+use super::{EngineError, Progress, TaskResult, pattern};
 use crate::files::{Dir, FileError};
-use pvfs_bench::params::{MdtestParams, Workload};
+use pvfs_bench::params::{DataPacket, MdtestParams, Workload};
 use pvfs_bench::phase::MdtestPhase;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 /// One client's share of an mdtest run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,7 +21,15 @@ pub struct MdtestJob {
     /// `-d`
     pub dir: PathBuf,
     pub tasks: std::ops::Range<u32>,
+    /// Tasks across all clients (whose neighbours `-N` counts among).
+    pub total_tasks: u32,
     pub iteration: u32,
+    /// Files each task's file phases stop at: the count agreed at the creation's stonewall
+    /// (`-W`), which mdtest carries to its later phases (and io500 in its `-x` file).
+    pub stop_after: Option<u64>,
+    /// The test seam of [`super::IorJob::pace`], for file creation: a straggler at the
+    /// stonewall.
+    pub pace: Option<super::Pace>,
 }
 
 impl MdtestJob {
@@ -38,10 +49,36 @@ impl MdtestJob {
         self.params.unique_dir || task == 0
     }
 
+    /// The task `shifts` strides of `-N` after `task`, round the run (mdtest's
+    /// `(rank + k·nstride) % size`).
+    fn neighbour(&self, task: u32, shifts: u32) -> u32 {
+        let total = u64::from(self.total_tasks.max(1));
+        ((u64::from(task) + u64::from(shifts) * u64::from(self.params.stride)) % total) as u32
+    }
+
+    /// Whose items `task` works on in `phase`, and (with `-u`) whose tree holds them: mdtest
+    /// names a phase's items after the task `k` strides on (creation 0, stat 1, read 2, removal
+    /// 3) and, with `-u`, looks for them in the tree `k + 1` strides on (where that task made
+    /// them). Without `-N` both are the task itself.
+    fn owners(&self, task: u32, phase: MdtestPhase) -> (u32, u32) {
+        let k = match phase {
+            MdtestPhase::FileStat | MdtestPhase::DirStat => 1,
+            MdtestPhase::FileRead => 2,
+            MdtestPhase::FileRemove | MdtestPhase::DirRemove => 3,
+            _ => 0,
+        };
+        (self.neighbour(task, k), self.neighbour(task, k + 1))
+    }
+
     /// The workload's bounds (tree size, items per task), which the walks below rely on.
     pub fn check(&self) -> Result<(), EngineError> {
-        let tasks = self.tasks.end.max(1);
-        Ok(Workload::Mdtest(self.params.clone()).check_run(tasks)?)
+        if self.tasks.end > self.total_tasks || self.tasks.is_empty() {
+            return Err(EngineError::InvalidShare {
+                tasks: self.tasks.clone(),
+                total_tasks: self.total_tasks,
+            });
+        }
+        Ok(Workload::Mdtest(self.params.clone()).check_run(self.total_tasks)?)
     }
 }
 
@@ -55,11 +92,55 @@ fn child_name(level: u32, i: u32) -> String {
 /// component at a time, and every item is made, read or removed by name in its directory
 /// (`mkdirat`, `O_CREAT | O_EXCL | O_NOFOLLOW`, `fstatat` without following, `unlinkat`).
 pub fn run_mdtest_phase(job: &MdtestJob, phase: MdtestPhase, progress: &Progress) -> Vec<TaskResult> {
-    let dir = job.check().and_then(|()| Ok(Dir::open(&job.dir)?));
+    run_mdtest_phase_across(job, phase, progress, None)
+}
+
+/// [`run_mdtest_phase`] for a share of a run whose stonewall (`-W`) is agreed with the other
+/// clients through `across` (given this client's most files, it returns the run's).
+pub fn run_mdtest_phase_across(
+    job: &MdtestJob,
+    phase: MdtestPhase,
+    progress: &Progress,
+    across: Option<super::Across<'_>>,
+) -> Vec<TaskResult> {
+    let tasks = job.tasks.end.saturating_sub(job.tasks.start);
+    let alone = tasks == job.total_tasks;
+    let walled = phase == MdtestPhase::FileCreate && job.params.deadline > 0;
+    let dir = job.check().and_then(|()| Ok(Dir::open(&job.dir)?)).and_then(|dir| {
+        match walled && !alone && across.is_none() {
+            true => Err(EngineError::WearOutAcrossClients { tasks, total_tasks: job.total_tasks }),
+            false => Ok(dir),
+        }
+    });
+    let within = |files: u64| Ok(files);
+    let wear_out = WearOut::new(tasks as usize, if alone { &within } else { across.unwrap_or(&within) });
+    let wall = walled.then_some(&wear_out);
     super::each_task(job.tasks.clone(), |task| match &dir {
-        Ok(dir) => run_task(job, dir, phase, task, progress),
-        Err(err) => super::failed(task, err),
+        Ok(dir) => run_task(job, dir, phase, task, progress, wall),
+        Err(err) => {
+            if let Some(wall) = wall {
+                wall.arrive(None);
+            }
+            super::failed(task, err)
+        }
     })
+}
+
+/// What a task does to the items of one directory, and what it has done.
+struct Items<'a> {
+    job: &'a MdtestJob,
+    phase: MdtestPhase,
+    /// Whose items these are (`-N`).
+    owner: u32,
+    /// The data each file gets (`-w`), stamped per item; the buffer reads land in (`-e`).
+    write: Vec<u8>,
+    read: Vec<u8>,
+    /// Files read back that differ from what their writer wrote (`-X`), and the first one.
+    mismatches: u64,
+    first_mismatch: Option<PathBuf>,
+    progress: &'a Progress,
+    result: &'a mut TaskResult,
+    latency: &'a mut pvfs_bench::latency::Recorder,
 }
 
 fn run_task(
@@ -68,83 +149,209 @@ fn run_task(
     phase: MdtestPhase,
     task: u32,
     progress: &Progress,
+    wall: Option<&WearOut<'_>>,
 ) -> TaskResult {
     let start = SystemTime::now();
     let mut r = TaskResult::begun(task, start);
     let mut latency = pvfs_bench::latency::Recorder::new();
-    // Each operation counted with how long it took since `since`.
-    let mut count = |since: Instant| {
-        r.ops += 1;
-        latency.record(since.elapsed().as_nanos() as u64);
-        progress.ops.fetch_add(1, Ordering::Relaxed);
+    let p = &job.params;
+    let (owner, holder) = job.owners(task, phase);
+    let mut write = Vec::new();
+    if phase == MdtestPhase::FileCreate && p.write_bytes > 0 {
+        // Bounded by the workload's check (at most MAX_TRANSFER).
+        write = vec![0u8; p.write_bytes as usize];
+        pattern::generate(&mut write, DataPacket::Timestamp, p.seed, task);
+    }
+    let read = match phase {
+        MdtestPhase::FileRead if p.read_bytes > 0 => vec![0u8; p.read_bytes as usize],
+        // Without -e mdtest opens and closes; the engine reads at most a page, so that
+        // something found there is read and harmless.
+        MdtestPhase::FileRead => vec![0u8; 4096],
+        _ => Vec::new(),
     };
+    let mut items = Items {
+        job,
+        phase,
+        owner,
+        write,
+        read,
+        mismatches: 0,
+        first_mismatch: None,
+        progress,
+        result: &mut r,
+        latency: &mut latency,
+    };
+    let mut arrived = false;
     let outcome = (|| -> Result<(), EngineError> {
-        let tree = Tree { params: &job.params, progress };
-        let root = job.root_name(task);
+        let tree = Tree { params: p, progress };
         match phase {
             MdtestPhase::TreeCreate if job.owns_tree(task) => {
                 let parent = run_dir.create_dir(job.iteration_dir())?;
                 let since = Instant::now();
-                let root = parent.create_dir(&root)?;
-                count(since);
-                tree.create(&root, 0, &mut count)
+                let root = parent.create_dir(job.root_name(task))?;
+                items.count(since, 0);
+                tree.create(&root, 0, &mut |since| items.count(since, 0))
             }
             MdtestPhase::TreeRemove if job.owns_tree(task) => {
+                let root = job.root_name(task);
                 let parent = run_dir.open_dir(Path::new(&job.iteration_dir()))?;
-                tree.remove(&parent.open_dir(Path::new(&root))?, 0, &mut count)?;
+                tree.remove(&parent.open_dir(Path::new(&root))?, 0, &mut |since| items.count(since, 0))?;
                 let since = Instant::now();
                 parent.remove_dir(&root)?;
-                count(since);
+                items.count(since, 0);
                 // The per-iteration parent, once empty (the last task's removal wins).
                 let _ = run_dir.remove_dir(&job.iteration_dir());
                 Ok(())
             }
             MdtestPhase::TreeCreate | MdtestPhase::TreeRemove => Ok(()),
             _ => {
-                let root = run_dir.open_dir(&Path::new(&job.iteration_dir()).join(root))?;
-                tree.each_item_dir(&root, 0, &mut |dir| items(job, dir, phase, task, progress, &mut count))
+                let root = run_dir.open_dir(&Path::new(&job.iteration_dir()).join(job.root_name(holder)))?;
+                let per_dir = p.items_per_dir().unwrap_or(0); // bounded by the job's check
+                if let Some(wall) = wall {
+                    // mdtest's stonewall: one directory (depth 0, the workload's check), files
+                    // made until the deadline, then as many as the most any task made.
+                    let deadline = Duration::from_secs(p.deadline.into());
+                    let made = items.run(&root, 0..per_dir, Some(Instant::now() + deadline))?;
+                    arrived = true;
+                    let most = wall.agree(Some(made), progress)?;
+                    items.run(&root, made..most.min(per_dir), None)?;
+                    return Ok(());
+                }
+                let stop = job.stop_after.filter(|_| is_file_phase(phase));
+                let mut budget = stop.unwrap_or(u64::MAX);
+                tree.each_item_dir(&root, 0, 0, &mut |dir, index| {
+                    let first = index * per_dir; // bounded: at most MAX_TREE_DIRS × items per dir
+                    let n = per_dir.min(budget);
+                    budget -= n;
+                    items.run(dir, first..first + n, None).map(drop)
+                })
             }
         }
     })();
+    if let (Some(wall), false) = (wall, arrived) {
+        // A task that failed before the stonewall still says so, or the others would wait.
+        wall.arrive(None);
+    }
+    let outcome = outcome.and_then(|()| {
+        // -Y: mdtest's phase_end, inside the phase's time.
+        if p.sync && !matches!(phase, MdtestPhase::TreeCreate | MdtestPhase::TreeRemove) {
+            nix::unistd::sync();
+        }
+        match (items.mismatches, &items.first_mismatch) {
+            (0, _) => Ok(()),
+            (n, first) => Err(EngineError::Verify {
+                mismatches: n,
+                writer: job.neighbour(task, 2),
+                first: first.clone().unwrap_or_default(),
+            }),
+        }
+    });
     r.end = SystemTime::now();
     r.error = outcome.err().map(|e| e.to_string());
     r.latency = latency.buckets();
     r
 }
 
-/// One phase's items in one directory.
-fn items(
-    job: &MdtestJob,
-    dir: &Dir,
-    phase: MdtestPhase,
-    task: u32,
-    progress: &Progress,
-    count: &mut dyn FnMut(Instant),
-) -> Result<(), EngineError> {
-    for n in 0..job.params.items {
-        progress.check()?;
-        let file = format!("file.mdtest.{task}.{n}");
-        let sub = format!("dir.mdtest.{task}.{n}");
-        let since = Instant::now();
-        match phase {
-            MdtestPhase::DirCreate => dir.mkdir(&sub)?,
-            MdtestPhase::DirStat => drop(dir.stat(&sub)?),
-            MdtestPhase::DirRemove => dir.remove_dir(&sub)?,
-            MdtestPhase::FileCreate => drop(dir.create_new(&file, 0o644)?),
-            MdtestPhase::FileStat => drop(dir.stat(&file)?),
-            // mdtest reads -e bytes (0 by default): open, one read, close. The files are
-            // created empty; a bounded read keeps anything else found there harmless.
-            MdtestPhase::FileRead => {
-                let mut buf = [0u8; 4096];
-                let mut opened = dir.open_read(&file, nix::fcntl::OFlag::empty())?;
-                std::io::Read::read(&mut opened, &mut buf)
-                    .map_err(|e| FileError::io("read", dir.path().join(&file), e))?;
-            }
-            _ => dir.remove_file(&file, false)?,
-        }
-        count(since);
+/// The phases of files, which a stonewalled creation's count stops.
+fn is_file_phase(phase: MdtestPhase) -> bool {
+    matches!(
+        phase,
+        MdtestPhase::FileCreate | MdtestPhase::FileStat | MdtestPhase::FileRead | MdtestPhase::FileRemove
+    )
+}
+
+impl Items<'_> {
+    /// One operation done, begun at `since`, that moved `bytes`.
+    fn count(&mut self, since: Instant, bytes: u64) {
+        self.result.ops += 1;
+        self.result.bytes += bytes;
+        self.latency.record(since.elapsed().as_nanos() as u64);
+        self.progress.ops.fetch_add(1, Ordering::Relaxed);
+        self.progress.bytes.fetch_add(bytes, Ordering::Relaxed);
     }
-    Ok(())
+
+    /// The phase's operation on items `numbers` of `dir`, stopping after the item during which
+    /// `deadline` passed (mdtest tests its stonewall after each item); returns the number after
+    /// the last item done.
+    fn run(
+        &mut self,
+        dir: &Dir,
+        numbers: std::ops::Range<u64>,
+        deadline: Option<Instant>,
+    ) -> Result<u64, EngineError> {
+        let p = &self.job.params;
+        for n in numbers.clone() {
+            self.progress.check()?;
+            let file = format!("file.mdtest.{}.{n}", self.owner);
+            let sub = format!("dir.mdtest.{}.{n}", self.owner);
+            if let (Some(pace), MdtestPhase::FileCreate) = (self.job.pace, self.phase) {
+                std::thread::sleep(pace.before(self.result.task, self.result.ops));
+            }
+            let since = Instant::now();
+            let mut bytes = 0;
+            match self.phase {
+                MdtestPhase::DirCreate => dir.mkdir(&sub)?,
+                MdtestPhase::DirStat => drop(dir.stat(&sub)?),
+                MdtestPhase::DirRemove => dir.remove_dir(&sub)?,
+                MdtestPhase::FileCreate => {
+                    let mut created = dir.create_new(&file, 0o644)?;
+                    if !self.write.is_empty() {
+                        // The item's stamp (a no-op for timestamp data, mdtest's default).
+                        pattern::update(&mut self.write, DataPacket::Timestamp, p.seed, n, self.owner);
+                        let io = |e| FileError::io("write", dir.path().join(&file), e);
+                        created.write_all(&self.write).map_err(io)?;
+                        if p.fsync {
+                            created
+                                .sync_all()
+                                .map_err(|e| FileError::io("fsync", dir.path().join(&file), e))?;
+                        }
+                        bytes = p.write_bytes;
+                    }
+                }
+                MdtestPhase::FileStat => drop(dir.stat(&file)?),
+                MdtestPhase::FileRead => {
+                    let mut opened = dir.open_read(&file, nix::fcntl::OFlag::empty())?;
+                    let io = |e| FileError::io("read", dir.path().join(&file), e);
+                    if p.read_bytes == 0 {
+                        opened.read(&mut self.read).map_err(io)?;
+                    } else {
+                        // A short file is read as far as it goes; what is missing cannot match.
+                        let got = read_full(&mut opened, &mut self.read).map_err(io)?;
+                        bytes = got as u64;
+                        let whole = got == self.read.len();
+                        // mdtest: the writer is the task two strides on, as this file's name says.
+                        if p.verify
+                            && !(whole
+                                && pattern::verify(&self.read, DataPacket::Timestamp, p.seed, n, self.owner))
+                        {
+                            self.mismatches += 1;
+                            self.first_mismatch.get_or_insert_with(|| dir.path().join(&file));
+                        }
+                    }
+                }
+                _ => dir.remove_file(&file, false)?,
+            }
+            self.count(since, bytes);
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(n + 1);
+            }
+        }
+        Ok(numbers.end)
+    }
+}
+
+/// Reads until `buf` is full or the file ends; how much was read.
+fn read_full(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
 }
 
 /// Depth-first walks of a task's tree, each directory opened through its parent without
@@ -187,21 +394,24 @@ impl Tree<'_> {
         Ok(())
     }
 
-    /// Calls `visit` on every directory that holds items (the leaves with `-L`, all otherwise).
+    /// Calls `visit` on every directory that holds items (the leaves with `-L`, all otherwise)
+    /// with its mdtest number (`index`, the root's 0), parents first as mdtest walks them.
     fn each_item_dir(
         &self,
         dir: &Dir,
         level: u32,
-        visit: &mut dyn FnMut(&Dir) -> Result<(), EngineError>,
+        index: u64,
+        visit: &mut dyn FnMut(&Dir, u64) -> Result<(), EngineError>,
     ) -> Result<(), EngineError> {
         if !self.params.leaf_only || level == self.params.depth {
-            visit(dir)?;
+            visit(dir, index)?;
         }
         if level == self.params.depth {
             return Ok(());
         }
         for i in 0..self.params.branch {
-            self.each_item_dir(&dir.open_dir(Path::new(&child_name(level, i)))?, level + 1, visit)?;
+            let child = dir.open_dir(Path::new(&child_name(level, i)))?;
+            self.each_item_dir(&child, level + 1, self.params.child_index(index, i), visit)?;
         }
         Ok(())
     }

@@ -61,7 +61,7 @@ impl<'a> WearOut<'a> {
 
     /// A task's count (`None`: it failed and counts nothing). The last task to arrive asks
     /// beyond this client and wakes the others.
-    fn arrive(&self, pairs: Option<u64>) {
+    pub fn arrive(&self, pairs: Option<u64>) {
         let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         state.arrived += 1;
         state.most = state.most.max(pairs.unwrap_or(0));

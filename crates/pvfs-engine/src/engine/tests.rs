@@ -238,8 +238,17 @@ fn mdtest_phases_create_stat_read_and_remove_a_tree() {
         leaf_only: false,
         unique_dir: true,
         files_only: false,
+        ..MdtestParams::default()
     };
-    let job = MdtestJob { params: params.clone(), dir: dir.path().to_owned(), tasks: 0..2, iteration: 0 };
+    let job = MdtestJob {
+        params: params.clone(),
+        dir: dir.path().to_owned(),
+        tasks: 0..2,
+        total_tasks: 2,
+        iteration: 0,
+        stop_after: None,
+        pace: None,
+    };
     let phases = MdtestPhase::sequence(&params);
     assert_eq!(phases.len(), 9, "all of mdtest's phases when none is chosen");
     let mut ops = Vec::new();
@@ -286,15 +295,24 @@ fn mdtest_follows_no_planted_symlink() {
         leaf_only: true,
         unique_dir: false,
         files_only: true,
+        ..MdtestParams::default()
     };
-    let job = MdtestJob { params, dir: run.clone(), tasks: 0..1, iteration: 0 };
+    let job = MdtestJob {
+        params,
+        dir: run.clone(),
+        tasks: 0..1,
+        total_tasks: 1,
+        iteration: 0,
+        stop_after: None,
+        pace: None,
+    };
     let tree = run.join("test-dir.0-0/mdtest_tree.0");
     let r = run_mdtest_phase(&job, MdtestPhase::TreeCreate, &Progress::default());
     assert!(r[0].error.is_none(), "{r:?}");
-    std::os::unix::fs::symlink(victim.join("planted"), tree.join("mdtest_tree.1.0/file.mdtest.0.1")).unwrap();
+    std::os::unix::fs::symlink(victim.join("planted"), tree.join("mdtest_tree.1.0/file.mdtest.0.3")).unwrap();
     let r = run_mdtest_phase(&job, MdtestPhase::FileCreate, &Progress::default());
     let err = r[0].error.as_deref().unwrap();
-    assert!(err.contains("mdtest_tree.1.0/file.mdtest.0.1: it is a symlink"), "{err}");
+    assert!(err.contains("mdtest_tree.1.0/file.mdtest.0.3: it is a symlink"), "{err}");
     assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0, "nothing created through the link");
 
     std::fs::remove_dir_all(tree.join("mdtest_tree.1.1")).unwrap();
@@ -350,10 +368,14 @@ fn a_cancelled_phase_stops_at_the_next_transfer() {
             leaf_only: false,
             unique_dir: false,
             files_only: true,
+            ..MdtestParams::default()
         },
         dir: dir.path().to_owned(),
         tasks: 0..1,
+        total_tasks: 1,
         iteration: 0,
+        stop_after: None,
+        pace: None,
     };
     let stopped = run_mdtest_phase(&md, MdtestPhase::FileCreate, &progress);
     assert!(stopped[0].error.is_some() && stopped[0].ops == 0, "{stopped:?}");
@@ -494,4 +516,154 @@ fn each_transfer_is_timed_into_the_tasks_histogram() {
     // Each task's histogram holds its own transfers.
     let task = |t: usize| pvfs_bench::latency::merge([written[t].latency.as_slice()]).count();
     assert_eq!((task(0), task(1)), (20, 20));
+}
+
+/// An mdtest job of `tasks` tasks in `dir`, one directory (depth 0), files only.
+fn md_job(dir: &std::path::Path, params: MdtestParams, tasks: u32) -> MdtestJob {
+    MdtestJob {
+        params,
+        dir: dir.to_owned(),
+        tasks: 0..tasks,
+        total_tasks: tasks,
+        iteration: 0,
+        stop_after: None,
+        pace: None,
+    }
+}
+
+/// io500's mdtest-hard, small: `-n 6 -w 3901 -e 3901 -N 1 -X -G <seed> -F` in one shared
+/// directory. Every file holds 3901 bytes of its writer's pattern; each task stats, reads and
+/// removes the files of the tasks one, two and three strides on, as mdtest's do; a byte changed
+/// in one file is found by the one task that reads it, named with the file.
+#[test]
+fn mdtest_hard_writes_reads_back_and_verifies_its_neighbours_files() {
+    let dir = scratch();
+    let params = MdtestParams {
+        iterations: 1,
+        items: 1,
+        per_task: 6,
+        stride: 1,
+        write_bytes: 3901,
+        read_bytes: 3901,
+        verify: true,
+        seed: 0xDEAD_BEEF,
+        files_only: true,
+        ..MdtestParams::default()
+    };
+    let job = md_job(dir.path(), params, 3);
+    let run = |phase| {
+        let r = run_mdtest_phase(&job, phase, &Progress::default());
+        (r.iter().map(|r| r.ops).collect::<Vec<_>>(), r)
+    };
+    run(MdtestPhase::TreeCreate);
+    let (ops, created) = run(MdtestPhase::FileCreate);
+    assert!(created.iter().all(|r| r.error.is_none() && r.bytes == 6 * 3901), "{created:?}");
+    assert_eq!(ops, [6, 6, 6]);
+    let tree = dir.path().join("test-dir.0-0/mdtest_tree.0");
+    for (task, n) in [(0, 0), (1, 5), (2, 3)] {
+        let file = tree.join(format!("file.mdtest.{task}.{n}"));
+        assert_eq!(std::fs::metadata(&file).unwrap().len(), 3901, "{}", file.display());
+    }
+    let (ops, stat) = run(MdtestPhase::FileStat);
+    assert!(stat.iter().all(|r| r.error.is_none()), "{stat:?}");
+    assert_eq!(ops, [6, 6, 6]);
+    let (_, read) = run(MdtestPhase::FileRead);
+    assert!(read.iter().all(|r| r.error.is_none() && r.bytes == 6 * 3901), "{read:?}");
+
+    // Task 1's fifth file, one bit changed: task 2 reads it (its files are two strides on).
+    let victim = tree.join("file.mdtest.1.4");
+    let mut bytes = std::fs::read(&victim).unwrap();
+    bytes[2000] ^= 4;
+    std::fs::write(&victim, bytes).unwrap();
+    let (_, read) = run(MdtestPhase::FileRead);
+    assert!(read[0].error.is_none() && read[1].error.is_none(), "{read:?}");
+    let error = read[2].error.as_deref().unwrap();
+    assert!(error.starts_with("1 files read back differ from what task 1 wrote in them"), "{error}");
+    assert!(error.contains("mdtest_tree.0/file.mdtest.1.4"), "{error}");
+
+    run(MdtestPhase::FileRemove);
+    run(MdtestPhase::TreeRemove);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing left behind");
+}
+
+/// io500's mdtest-easy, small: `-n 3 -u -L -F -N 1`. mdtest makes a task's files in the tree
+/// of the task one stride on, and stats and removes there what that task's neighbour made.
+#[test]
+fn with_a_stride_and_unique_dirs_files_land_in_the_neighbours_tree() {
+    let dir = scratch();
+    let params = MdtestParams {
+        iterations: 1,
+        items: 1,
+        per_task: 3,
+        stride: 1,
+        unique_dir: true,
+        leaf_only: true,
+        files_only: true,
+        ..MdtestParams::default()
+    };
+    let job = md_job(dir.path(), params, 2);
+    for phase in [MdtestPhase::TreeCreate, MdtestPhase::FileCreate] {
+        let r = run_mdtest_phase(&job, phase, &Progress::default());
+        assert!(r.iter().all(|r| r.error.is_none()), "{r:?}");
+    }
+    let files = |tree: u32| {
+        let mut names: Vec<String> =
+            std::fs::read_dir(dir.path().join(format!("test-dir.0-0/mdtest_tree.{tree}.0")))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(files(1), ["file.mdtest.0.0", "file.mdtest.0.1", "file.mdtest.0.2"]);
+    assert_eq!(files(0), ["file.mdtest.1.0", "file.mdtest.1.1", "file.mdtest.1.2"]);
+    for phase in [MdtestPhase::FileStat, MdtestPhase::FileRemove, MdtestPhase::TreeRemove] {
+        let r = run_mdtest_phase(&job, phase, &Progress::default());
+        assert!(r.iter().all(|r| r.error.is_none() && r.ops > 0), "{phase:?}: {r:?}");
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing left behind");
+}
+
+/// mdtest's `-W`: files are made until the stonewall, then every task goes on to the most any
+/// task made (task 1 loses 400 ms first, so makes fewer by then); the later file phases stat
+/// and remove that many, as mdtest's do from its `-x` count.
+#[test]
+fn mdtest_stonewall_brings_every_task_to_the_most_files_and_later_phases_to_that_count() {
+    let dir = scratch();
+    let params = MdtestParams {
+        iterations: 1,
+        items: 1,
+        per_task: 1_000_000,
+        deadline: 1,
+        unique_dir: true,
+        files_only: true,
+        ..MdtestParams::default()
+    };
+    let job = MdtestJob { pace: Some(STRAGGLER), ..md_job(dir.path(), params, 2) };
+    run_mdtest_phase(&job, MdtestPhase::TreeCreate, &Progress::default());
+    let made = run_mdtest_phase(&job, MdtestPhase::FileCreate, &Progress::default());
+    assert!(made.iter().all(|r| r.error.is_none()), "{made:?}");
+    let ops: Vec<u64> = made.iter().map(|r| r.ops).collect();
+    assert_eq!(ops[0], ops[1], "{ops:?}");
+    assert!(ops[0] > 50 && ops[0] < 1000, "stopped by the 1 s stonewall at 1 ms a file: {ops:?}");
+    assert!(made[1].end > made[0].end, "the straggler went on past the stonewall to catch up");
+    let carried = pvfs_bench::request::carried(
+        &pvfs_bench::params::Workload::Mdtest(job.params.clone()),
+        Phase::Mdtest(MdtestPhase::FileCreate),
+        ops.iter().copied(),
+    );
+    assert_eq!(carried, Some(Some(ops[0])));
+    let later = MdtestJob { stop_after: Some(ops[0]), pace: None, ..job.clone() };
+    for phase in [MdtestPhase::FileStat, MdtestPhase::FileRemove] {
+        let r = run_mdtest_phase(&later, phase, &Progress::default());
+        assert!(r.iter().all(|r| r.error.is_none() && r.ops == ops[0]), "{phase:?}: {r:?}");
+    }
+    let r = run_mdtest_phase(&later, MdtestPhase::TreeRemove, &Progress::default());
+    assert!(r.iter().all(|r| r.error.is_none()), "every file was removed, so the trees go: {r:?}");
+
+    // A share of a run has no one to agree with here: refused, nothing made.
+    let share = MdtestJob { total_tasks: 4, ..md_job(dir.path(), job.params.clone(), 2) };
+    let r = run_mdtest_phase(&share, MdtestPhase::FileCreate, &Progress::default());
+    let error = r[0].error.as_deref().unwrap();
+    assert!(error.contains("mdtest's -W) needs every task of the run to agree"), "{error}");
 }

@@ -73,7 +73,28 @@ fn ior_from(w: pb::IorWorkload) -> Result<IorParams, RequestError> {
 same_fields!(
     MdtestParams,
     pb::MdtestWorkload,
-    [create, stat, read, remove, iterations, items, depth, branch, leaf_only, unique_dir, files_only]
+    [
+        create,
+        stat,
+        read,
+        remove,
+        iterations,
+        items,
+        depth,
+        branch,
+        leaf_only,
+        unique_dir,
+        files_only,
+        per_task,
+        stride,
+        write_bytes,
+        read_bytes,
+        verify,
+        seed,
+        deadline,
+        sync,
+        fsync
+    ]
 );
 
 fn phase_to(phase: Phase) -> P {
