@@ -269,6 +269,49 @@ fn wear_out_across_two_clients_brings_the_straggler_to_the_same_count() {
     assert_eq!(latency["max_ns"], latency["clients"]["n2"]["max_ns"]);
 }
 
+/// Issue 28: mdtest's `-W` across two clients through their agents, as io500's mdtest-easy
+/// write runs it (`-n` files per task in a directory of its own, `-N 1`): n2's task loses
+/// 400 ms first; at the 1 s stonewall both clients say how many files they made, the
+/// coordinator hands both the most, and the stat and removal after it take exactly that many
+/// each (the files of the neighbour, one stride on).
+#[test]
+fn mdtest_stonewall_across_two_clients_brings_both_to_the_same_count() {
+    let dir = TestDir::new();
+    let started = paced_agents(&dir, &[("n1", "0,0,1"), ("n2", "1,400,1")]);
+    let cluster = cluster(&dir, &started.iter().collect::<Vec<_>>());
+    let set = ["z=0", "n=1000000", "W=1", "N=1", "i=1", "r=true"];
+    let mut args = vec!["bench", &cluster, "--json", "--preset", "metadata", "--procs", "1", "--results", "res"];
+    for s in &set {
+        args.extend(["--set", s]);
+    }
+    let out = dir.ctl(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let summary = lines(&out.stdout).pop().unwrap();
+    let run = dir.path().join(summary["results"].as_str().unwrap());
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
+    assert_eq!(
+        (results["params"]["per_task"].as_u64(), results["params"]["deadline"].as_u64()),
+        (Some(1_000_000), Some(1))
+    );
+    let phase = |label: &str| {
+        let phases = results["phases"].as_array().unwrap();
+        let found = phases.iter().find(|p| p["phase"] == label).unwrap_or_else(|| panic!("{label}: {results}"));
+        let tasks = found["tasks"].as_array().unwrap();
+        let ops: Vec<u64> = tasks.iter().map(|t| t["ops"].as_u64().unwrap()).collect();
+        let end = |node: &str| tasks.iter().find(|t| t["node"] == node).unwrap()["end"].as_f64().unwrap();
+        (ops, end("n2") - end("n1"))
+    };
+    let (made, lag) = phase("File creation");
+    assert_eq!(made.len(), 2);
+    assert_eq!(made[0], made[1], "both clients made the most either made: {made:?}");
+    assert!(made[0] > 50 && made[0] < 1000, "stopped by the 1 s stonewall at 1 ms a file: {made:?}");
+    assert!(lag > 0.0, "the straggler went on after the stonewall to catch up");
+    for label in ["File stat", "File removal"] {
+        assert_eq!(phase(label).0, made, "{label} takes the files made, no more");
+    }
+}
+
 /// Issue 28: `--drop-caches all` syncs and drops every node's caches before each read (for
 /// real: the agents run as root here), says so, and keeps what each drop did in the phase's
 /// record; writes are not preceded by a drop. The mpi launcher is refused before anything runs.
