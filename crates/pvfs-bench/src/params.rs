@@ -43,6 +43,17 @@ pub struct IorParams {
     /// read it all back). Needs `deadline`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub wear_out: bool,
+    /// `-G`: the written data's timestamp signature (0: the write's start in seconds, as IOR
+    /// takes it when none is given). A run that verifies (`-R`) fixes one when it is planned,
+    /// as IOR's rank 0 fixes it for every task.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub signature: u32,
+    /// `-R`: every transfer read is compared with what its writer wrote.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub verify: bool,
+    /// `-k`: the files stay after each iteration (IOR removes them).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep: bool,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -263,6 +274,9 @@ impl Preset {
                 packet: DataPacket::Timestamp,
                 deadline: 0,
                 wear_out: false,
+                signature: 0,
+                verify: false,
+                keep: false,
             })
         };
         match self {
@@ -392,7 +406,7 @@ pub mod limits {
 
 const IOR_KEYS: &str = "transfer (t), block (b), segments (s), iterations (i), file_per_proc (F), random (z), \
                         fsync (e), reorder (C), odirect (B), write (w), read (r), packet (l), deadline (D), \
-                        wear_out (stoneWallingWearOut)";
+                        wear_out (stoneWallingWearOut), signature (G), verify (R), keep (k)";
 const MDTEST_KEYS: &str = "items (I), per_task (n), depth (z), branch (b), iterations (i), create (C), stat (T), \
                            read (E), remove (r), leaf_only (L), unique_dir (u), files_only (F), stride (N), \
                            write_bytes (w), read_bytes (e), verify (X), seed (G), deadline (W), sync (Y), fsync (y)";
@@ -437,6 +451,19 @@ pub fn total_tasks(per_client: u32, clients: usize) -> Result<u32, Violation> {
 }
 
 impl Workload {
+    /// Fixes the written data's signature at `now` (seconds since the epoch) when the run
+    /// verifies what it reads and none was given: IOR's rank 0 takes the time and gives it to
+    /// every task, so that each reader knows what its writer wrote; the clients of a run have
+    /// no rank 0, so the run is given it when planned.
+    pub fn fix_signature(&mut self, now: u64) {
+        if let Workload::Ior(p) = self
+            && p.verify
+            && p.signature == 0
+        {
+            p.signature = (now as u32).max(1);
+        }
+    }
+
     /// Sets one parameter by name (or by its IOR/mdtest letter), checking the value and the
     /// workload as it then stands; a refused value leaves the workload as it was.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), ParamError> {
@@ -482,6 +509,9 @@ impl Workload {
                 ("packet", p.packet.to_string()),
                 ("deadline", p.deadline.to_string()),
                 ("wear_out", p.wear_out.to_string()),
+                ("signature", p.signature.to_string()),
+                ("verify", p.verify.to_string()),
+                ("keep", p.keep.to_string()),
             ],
             Workload::Mdtest(p) => vec![
                 ("create", p.create.to_string()),
@@ -528,6 +558,9 @@ impl Workload {
                 ("deadline", "D"),
                 // IOR spells it as an `-O` option.
                 ("wear_out", "stoneWallingWearOut"),
+                ("signature", "G"),
+                ("verify", "R"),
+                ("keep", "k"),
             ],
             Workload::Mdtest(_) => &[
                 ("items", "I"),
@@ -606,6 +639,9 @@ impl Workload {
                         bad("expected timestamp, offset, incompressible or random (IOR's -l)")
                     })?
                 }
+                "signature" => p.signature = whole32()?,
+                "verify" => p.verify = flag()?,
+                "keep" => p.keep = flag()?,
                 _ => p.read = flag()?,
             },
             Workload::Mdtest(p) => match field {
@@ -794,6 +830,12 @@ fn check_ior(p: &IorParams) -> Result<(), Violation> {
     }
     if !p.write && !p.read {
         return Err(Violation::new("write", "neither write nor read: nothing to do"));
+    }
+    if p.verify && !p.read {
+        return Err(Violation::new(
+            "verify",
+            "verify (-R) checks what the read phase reads: set read (-r) too",
+        ));
     }
     Ok(())
 }
@@ -1027,6 +1069,14 @@ pub fn ior_args(p: &IorParams, version: IorVersion, test_file: &str) -> Vec<Stri
     }
     if p.wear_out {
         args.extend(["-O".to_owned(), "stoneWallingWearOut=1".to_owned()]);
+    }
+    if p.signature > 0 {
+        args.extend(["-G".to_owned(), p.signature.to_string()]);
+    }
+    for (on, flag) in [(p.verify, "-R"), (p.keep, "-k")] {
+        if on {
+            args.push(flag.to_owned());
+        }
     }
     args.extend(["-o".to_owned(), test_file.to_owned()]);
     args
@@ -1320,5 +1370,33 @@ mod tests {
         let p: MdtestParams = serde_json::from_str(old).unwrap();
         assert_eq!(Workload::Mdtest(p.clone()), Preset::Metadata.workload());
         assert_eq!(serde_json::to_string(&p).unwrap(), old);
+    }
+
+    /// io500's ior-hard: a shared file of 47008-byte transfers, verified on read (`-R`) against
+    /// the `-G` signature, kept (`-k`) for the read that comes later.
+    #[test]
+    fn ior_takes_io500s_verify_signature_and_keep() {
+        let mut w = Preset::Throughput.workload();
+        let hard =
+            [("B", "false"), ("t", "47008"), ("b", "47008"), ("s", "10000000"), ("F", "false"), ("i", "1")];
+        w.set_all(hard).unwrap();
+        w.set_all([("C", "true"), ("e", "true"), ("G", "2309145551"), ("k", "true"), ("R", "true")]).unwrap();
+        w.set_all([("D", "300"), ("stoneWallingWearOut", "1")]).unwrap();
+        let Workload::Ior(p) = &w else { panic!() };
+        assert_eq!(
+            ior_args(p, IorVersion(4, 1, 0), "/mnt/io500/ior-hard/file").join(" "),
+            "-w -r -C -i1 -t47008 -b47008 -s10000000 -e -D 300 -O stoneWallingWearOut=1 -G 2309145551 -R -k -o \
+             /mnt/io500/ior-hard/file"
+        );
+        let mut fixed = w.clone();
+        fixed.fix_signature(1_800_000_000);
+        assert_eq!(fixed, w, "a given signature is kept");
+        let mut unsigned = w.clone();
+        unsigned.set("G", "0").unwrap();
+        unsigned.fix_signature(1_800_000_000);
+        let Workload::Ior(p) = &unsigned else { panic!() };
+        assert_eq!(p.signature, 1_800_000_000, "a run that verifies is given one when planned");
+        let err = w.set("r", "false").unwrap_err().to_string();
+        assert!(err.contains("verify (-R) checks what the read phase reads"), "{err}");
     }
 }

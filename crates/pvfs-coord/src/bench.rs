@@ -280,7 +280,7 @@ pub async fn run(
         }
         // IOR removes its files after each repetition (unless -k), so the next write starts
         // from nothing again.
-        if matches!(spec.workload, Workload::Ior(_))
+        if matches!(&spec.workload, Workload::Ior(p) if !p.keep)
             && let Err(failures) =
                 run_phase(spec, &connections, dialer, iteration, Phase::IorCleanup, None, &events).await
         {

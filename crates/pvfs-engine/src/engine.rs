@@ -95,6 +95,12 @@ pub enum EngineError {
         first.display()
     )]
     Verify { mismatches: u64, writer: u32, first: PathBuf },
+    /// Transfers read back (IOR's `-R`) that are not what their writer wrote.
+    #[error(
+        "{mismatches} of {transfers} transfers read back from {} differ from what task {writer} wrote (the first at offset {offset}); the file system returned other data than was written",
+        path.display()
+    )]
+    VerifyTransfers { mismatches: u64, transfers: u64, path: PathBuf, writer: u32, offset: u64 },
     /// The run's most transfers could not be learned at the stonewall.
     #[error("the stonewall's wear-out could not agree on a count: {error}")]
     WearOut { error: String },

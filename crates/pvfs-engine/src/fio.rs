@@ -25,6 +25,11 @@ pub enum FioError {
         "the fio engine has no wear-out (each fio job stops at the deadline on its own); run without wear_out, or with the built-in engine"
     )]
     WearOut,
+    /// fio writes and checks its own patterns, not IOR's.
+    #[error(
+        "the fio engine does not write IOR's data pattern, so cannot verify it (-R); run without verify, or with the built-in engine"
+    )]
+    Verify,
     #[error("fio printed no JSON")]
     NoJson,
     #[error("fio's JSON does not parse: {0}")]
@@ -54,6 +59,9 @@ pub fn args(req: &PhaseRequest, phase: IorPhase) -> Result<Vec<String>, FioError
     }
     if p.wear_out {
         return Err(FioError::WearOut);
+    }
+    if p.verify {
+        return Err(FioError::Verify);
     }
     let rw = match (phase, p.random) {
         (IorPhase::Write, false) => "write",
@@ -234,6 +242,10 @@ mod tests {
         req.workload.set("wear_out", "true").unwrap();
         let err = args(&req, IorPhase::Write).unwrap_err().to_string();
         assert!(err.contains("the fio engine has no wear-out"), "{err}");
+        let mut req = request(Preset::Throughput, 0);
+        req.workload.set("R", "true").unwrap();
+        let err = args(&req, IorPhase::Read).unwrap_err().to_string();
+        assert!(err.contains("cannot verify it (-R)"), "{err}");
     }
 
     /// A real `json+` output (testdata/fio/README.md): each job's latency histogram is read

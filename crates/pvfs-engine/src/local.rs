@@ -63,7 +63,9 @@ pub fn run(workload: &Workload, dir: &Path, tasks: u32) -> Result<LocalRun, Engi
                     out.iterations.push(summary::ior_iteration(phase.label(), iteration.into(), &t, p));
                     per_phase[i].push(t);
                 }
-                engine::remove_files(&job)?;
+                if !p.keep {
+                    engine::remove_files(&job)?;
+                }
             }
             for (phase, totals) in phases.iter().zip(&per_phase) {
                 out.ior.extend(summary::ior_summary(phase.label(), totals, p, tasks));

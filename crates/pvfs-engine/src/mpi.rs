@@ -407,7 +407,7 @@ pub fn run_rank(job: &RankJob, emit: &(dyn Fn(&RankLine) + Sync)) -> Result<(), 
                 }
             }
         }
-        if matches!(job.workload, Workload::Ior(_)) {
+        if matches!(&job.workload, Workload::Ior(p) if !p.keep) {
             // Nobody removes a file another rank may still read back (-C).
             barrier.wait(&format!("{iteration}-cleanup"))?;
             engine::run_phase(&request(iteration, Phase::IorCleanup, None), &Progress::default())?;

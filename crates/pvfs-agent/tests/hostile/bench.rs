@@ -97,6 +97,8 @@ async fn oversized_sizes_are_refused_naming_the_field() {
     refused(&agent, endless, "workload.ior.deadline:", "more than a day").await;
     let no_wall = with_ior(ior_write(&dir), |p| p.wear_out = true);
     refused(&agent, no_wall, "workload.ior.wear_out:", "wear_out needs a stonewall").await;
+    let blind = with_ior(ior_write(&dir), |p| (p.read, p.verify) = (false, true));
+    refused(&agent, blind, "workload.ior.verify:", "verify (-R) checks what the read phase reads").await;
     // mdtest's tree grows as branch^depth.
     let mut tree = phase(&dir, Preset::Metadata.workload(), Phase::Mdtest(MdtestPhase::TreeCreate));
     if let Some(pb::bench_phase_request::Workload::Mdtest(md)) = &mut tree.workload {

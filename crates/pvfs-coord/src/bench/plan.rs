@@ -184,6 +184,7 @@ impl BenchPlan {
             })?,
             None => {}
         }
+        workload.fix_signature(now.duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_secs()));
         let tasks_per_client = procs.or(cluster.bench.procs_per_client).unwrap_or(1);
         // The run's size bounds it too (a shared file's size, the files a phase makes).
         let clients = cluster.with_role(Role::Client).count().max(1);

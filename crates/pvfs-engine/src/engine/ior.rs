@@ -259,14 +259,40 @@ fn run_task(
     };
     let start = SystemTime::now();
     if phase == IorPhase::Write {
-        // IOR's signature is the repetition's start in seconds, which rank 0 broadcasts; each
-        // client's clock stands in for it (the pattern is the same kind either way).
-        let signature = start.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as u32);
+        // IOR's signature is -G, else the repetition's start in seconds, which rank 0
+        // broadcasts; each client's clock stands in for it (the pattern is the same kind
+        // either way; a run that verifies always has -G, fixed when it was planned).
+        let signature = match p.signature {
+            0 => start.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as u32),
+            fixed => fixed,
+        };
         pattern::generate(buffer.bytes_mut(), p.packet, signature, task);
     }
     let mut done = TaskResult::begun(task, start);
-    let outcome =
-        transfer_all(dir, &name, phase, job, offsets, &mut buffer, progress, &mut done, wall, &mut agreed);
+    let mut check = Check { owner, mismatches: 0, first: None };
+    let outcome = transfer_all(
+        dir,
+        &name,
+        phase,
+        job,
+        offsets,
+        &mut buffer,
+        progress,
+        &mut done,
+        wall,
+        &mut agreed,
+        &mut check,
+    );
+    let outcome = outcome.and_then(|()| match check.first {
+        Some(offset) => Err(EngineError::VerifyTransfers {
+            mismatches: check.mismatches,
+            transfers: done.ops,
+            path: dir.path().join(&name),
+            writer: owner,
+            offset,
+        }),
+        None => Ok(()),
+    });
     // A task that failed before the wear-out still says so, or the others would wait for it.
     wall.leave(&mut agreed);
     done.end = SystemTime::now();
@@ -288,6 +314,15 @@ fn open(dir: &Dir, name: &str, phase: IorPhase, p: &IorParams) -> Result<File, F
     }
 }
 
+/// `-R`: what a task's reads are compared with (its writer's pattern), and what differed.
+struct Check {
+    /// The task that wrote what this one reads (itself, or its `-C` partner).
+    owner: u32,
+    mismatches: u64,
+    /// The offset of the first transfer that differed.
+    first: Option<u64>,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn transfer_all(
     dir: &Dir,
@@ -300,8 +335,10 @@ fn transfer_all(
     done: &mut TaskResult,
     wall: &Stonewall<'_>,
     agreed: &mut bool,
+    check: &mut Check,
 ) -> Result<(), EngineError> {
     let p = &job.params;
+    let verify = phase == IorPhase::Read && p.verify;
     let path = dir.path().join(name);
     let file = open(dir, name, phase, p)?;
     let rdwr_start = SystemTime::now();
@@ -310,7 +347,7 @@ fn transfer_all(
     let mut one = |offset: u64, done: &mut TaskResult| -> Result<(), EngineError> {
         progress.check()?;
         if stamp {
-            pattern::update(buffer.bytes_mut(), p.packet, 0, offset, done.task);
+            pattern::update(buffer.bytes_mut(), p.packet, p.signature, offset, done.task);
         }
         // Each transfer's own time: the call alone (and the test seam's pace, which stands
         // for a slow transfer).
@@ -330,6 +367,12 @@ fn transfer_all(
             path: path.clone(),
             source,
         })?;
+        // IOR's READCHECK: every word compared (outside the transfer's own time, inside the
+        // phase's, as in IOR).
+        if verify && !pattern::verify(buffer.bytes(), p.packet, p.signature, offset, check.owner) {
+            check.mismatches += 1;
+            check.first.get_or_insert(offset);
+        }
         done.bytes += buffer.len as u64;
         done.ops += 1;
         progress.bytes.fetch_add(buffer.len as u64, Ordering::Relaxed);

@@ -31,6 +31,9 @@ fn ior(file_per_proc: bool) -> IorParams {
         packet: DataPacket::Timestamp,
         deadline: 0,
         wear_out: false,
+        signature: 0,
+        verify: false,
+        keep: false,
     }
 }
 
@@ -666,4 +669,42 @@ fn mdtest_stonewall_brings_every_task_to_the_most_files_and_later_phases_to_that
     let r = run_mdtest_phase(&share, MdtestPhase::FileCreate, &Progress::default());
     let error = r[0].error.as_deref().unwrap();
     assert!(error.contains("mdtest's -W) needs every task of the run to agree"), "{error}");
+}
+
+/// IOR's `-R`: a read compares every transfer with what its writer wrote (the `-G` signature's
+/// pattern, stamped per offset), its partner's with `-C`; a changed byte is found, naming the
+/// file, how many transfers differ and the first one's offset. `-k` leaves the files.
+#[test]
+fn ior_verify_finds_a_changed_byte_naming_the_file_and_offset() {
+    let dir = scratch();
+    for packet in [DataPacket::Timestamp, DataPacket::Offset, DataPacket::Random] {
+        let params = IorParams {
+            verify: true,
+            signature: 0x8000_0001,
+            reorder: true,
+            keep: true,
+            packet,
+            ..ior(true)
+        };
+        let job = IorJob { tasks_per_client: 1, ..job(dir.path(), params, 2) };
+        let written = run_ior_phase(&job, IorPhase::Write, &Progress::default());
+        assert!(written.iter().all(|r| r.error.is_none()), "{written:?}");
+        let read = run_ior_phase(&job, IorPhase::Read, &Progress::default());
+        assert!(read.iter().all(|r| r.error.is_none() && r.ops == 8), "{packet}: {read:?}");
+
+        // Task 1's file, one byte in its third transfer: task 0 reads it (-C).
+        let victim = job.file_of(1);
+        let mut bytes = std::fs::read(&victim).unwrap();
+        bytes[(128 << 10) + 77] ^= 0x40;
+        std::fs::write(&victim, bytes).unwrap();
+        let read = run_ior_phase(&job, IorPhase::Read, &Progress::default());
+        assert!(read[1].error.is_none(), "{read:?}");
+        let error = read[0].error.as_deref().unwrap();
+        assert!(error.starts_with("1 of 8 transfers read back from "), "{error}");
+        assert!(
+            error.contains("ior.00000001 differ from what task 1 wrote (the first at offset 131072)"),
+            "{error}"
+        );
+        remove_files(&job).unwrap();
+    }
 }

@@ -29,6 +29,9 @@ impl From<&IorParams> for pb::IorWorkload {
             packet: p.packet.to_string(),
             deadline: p.deadline,
             wear_out: p.wear_out,
+            signature: p.signature,
+            verify: p.verify,
+            keep: p.keep,
         }
     }
 }
@@ -68,6 +71,9 @@ fn ior_from(w: pb::IorWorkload) -> Result<IorParams, RequestError> {
         packet,
         deadline: w.deadline,
         wear_out: w.wear_out,
+        signature: w.signature,
+        verify: w.verify,
+        keep: w.keep,
     })
 }
 same_fields!(

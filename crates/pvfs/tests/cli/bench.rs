@@ -280,7 +280,8 @@ fn mdtest_stonewall_across_two_clients_brings_both_to_the_same_count() {
     let started = paced_agents(&dir, &[("n1", "0,0,1"), ("n2", "1,400,1")]);
     let cluster = cluster(&dir, &started.iter().collect::<Vec<_>>());
     let set = ["z=0", "n=1000000", "W=1", "N=1", "i=1", "r=true"];
-    let mut args = vec!["bench", &cluster, "--json", "--preset", "metadata", "--procs", "1", "--results", "res"];
+    let mut args =
+        vec!["bench", &cluster, "--json", "--preset", "metadata", "--procs", "1", "--results", "res"];
     for s in &set {
         args.extend(["--set", s]);
     }
@@ -296,7 +297,8 @@ fn mdtest_stonewall_across_two_clients_brings_both_to_the_same_count() {
     );
     let phase = |label: &str| {
         let phases = results["phases"].as_array().unwrap();
-        let found = phases.iter().find(|p| p["phase"] == label).unwrap_or_else(|| panic!("{label}: {results}"));
+        let found =
+            phases.iter().find(|p| p["phase"] == label).unwrap_or_else(|| panic!("{label}: {results}"));
         let tasks = found["tasks"].as_array().unwrap();
         let ops: Vec<u64> = tasks.iter().map(|t| t["ops"].as_u64().unwrap()).collect();
         let end = |node: &str| tasks.iter().find(|t| t["node"] == node).unwrap()["end"].as_f64().unwrap();
