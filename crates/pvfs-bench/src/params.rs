@@ -601,6 +601,14 @@ impl Workload {
         };
         let whole = || value.parse::<u64>().map_err(|_| bad("expected a whole number (0: none)"));
         let whole32 = || value.parse::<u32>().map_err(|_| bad("expected a whole number (0: none)"));
+        // IOR's -G and mdtest's are C ints, and io500 prints its hashes as such (negative past
+        // 2^31): either spelling is the same 32 bits.
+        let int32 = || {
+            value
+                .parse::<u32>()
+                .or_else(|_| value.parse::<i32>().map(|n| n as u32))
+                .map_err(|_| bad("expected a whole number from -2147483648 to 4294967295 (0: none)"))
+        };
         let Some(field) = self.field(key) else {
             return Err(match self {
                 Workload::Ior(_) => {
@@ -639,7 +647,7 @@ impl Workload {
                         bad("expected timestamp, offset, incompressible or random (IOR's -l)")
                     })?
                 }
-                "signature" => p.signature = whole32()?,
+                "signature" => p.signature = int32()?,
                 "verify" => p.verify = flag()?,
                 "keep" => p.keep = flag()?,
                 _ => p.read = flag()?,
@@ -666,7 +674,7 @@ impl Workload {
                     p.read_bytes = parse_size(value).ok_or_else(|| bad("expected a size such as 3901, 4k"))?
                 }
                 "verify" => p.verify = flag()?,
-                "seed" => p.seed = whole32()?,
+                "seed" => p.seed = int32()?,
                 "deadline" => {
                     p.deadline =
                         value.parse().map_err(|_| bad("expected seconds, a whole number (0: none)"))?
@@ -1071,7 +1079,7 @@ pub fn ior_args(p: &IorParams, version: IorVersion, test_file: &str) -> Vec<Stri
         args.extend(["-O".to_owned(), "stoneWallingWearOut=1".to_owned()]);
     }
     if p.signature > 0 {
-        args.extend(["-G".to_owned(), p.signature.to_string()]);
+        args.extend(["-G".to_owned(), (p.signature as i32).to_string()]);
     }
     for (on, flag) in [(p.verify, "-R"), (p.keep, "-k")] {
         if on {
@@ -1115,7 +1123,7 @@ pub fn mdtest_args(p: &MdtestParams, dir: &str) -> Vec<String> {
     // mdtest draws a seed from the clock when none is given: a verified read needs the same one
     // in its writer, which a single mdtest run has anyway.
     if p.seed > 0 {
-        args.extend(["-G".to_owned(), p.seed.to_string()]);
+        args.extend(["-G".to_owned(), (p.seed as i32).to_string()]);
     }
     for (on, flag) in [(p.verify, "-X"), (p.sync, "-Y"), (p.fsync, "-y")] {
         if on {
@@ -1328,7 +1336,7 @@ mod tests {
             ("w", "3901"),
             ("e", "3901"),
             ("N", "1"),
-            ("G", "4011418734"),
+            ("G", "-283548562"),
             ("W", "300"),
             ("E", "true"),
             ("X", "true"),
@@ -1338,7 +1346,7 @@ mod tests {
         let Workload::Mdtest(p) = &hard else { panic!() };
         assert_eq!(
             mdtest_args(p, "/mnt/io500/mdtest-hard").join(" "),
-            "-C -E -i1 -n 1000000 -z 0 -b 4 -F -N 1 -w 3901 -e 3901 -W 300 -G 4011418734 -X -Y -d /mnt/io500/mdtest-hard"
+            "-C -E -i1 -n 1000000 -z 0 -b 4 -F -N 1 -w 3901 -e 3901 -W 300 -G -283548562 -X -Y -d /mnt/io500/mdtest-hard"
         );
         // Back through the engine's command line, unchanged.
         let mut again = Preset::Metadata.workload();
@@ -1385,7 +1393,7 @@ mod tests {
         let Workload::Ior(p) = &w else { panic!() };
         assert_eq!(
             ior_args(p, IorVersion(4, 1, 0), "/mnt/io500/ior-hard/file").join(" "),
-            "-w -r -C -i1 -t47008 -b47008 -s10000000 -e -D 300 -O stoneWallingWearOut=1 -G 2309145551 -R -k -o \
+            "-w -r -C -i1 -t47008 -b47008 -s10000000 -e -D 300 -O stoneWallingWearOut=1 -G -1985821745 -R -k -o \
              /mnt/io500/ior-hard/file"
         );
         let mut fixed = w.clone();
