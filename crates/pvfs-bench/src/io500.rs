@@ -19,6 +19,7 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+pub mod plan;
 pub mod rules;
 mod run;
 pub use run::{IO500_FILE, Io500Phase, Io500Run, ReadError, looks_like_io500, read_run};

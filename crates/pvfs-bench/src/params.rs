@@ -3,6 +3,9 @@
 
 use std::fmt;
 
+mod command;
+pub use command::{CommandError, Paths, ior_command, mdtest_command};
+
 /// An IOR workload (the parameters the seed's runs use). Serialised as results.json's
 /// `params` keep it (the record adds the sizes as text); the wire has its own message.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -856,8 +859,8 @@ fn check_mdtest(p: &MdtestParams) -> Result<(), Violation> {
             format!("iterations {} is not between 1 and {MAX_ITERATIONS}", p.iterations),
         ));
     }
-    if p.items == 0 {
-        return Err(Violation::new("items", "items must be at least 1"));
+    if p.items == 0 && p.per_task == 0 {
+        return Err(Violation::new("items", "items (-I) or per_task (-n) must be at least 1"));
     }
     if p.depth > MAX_DEPTH {
         return Err(Violation::new(

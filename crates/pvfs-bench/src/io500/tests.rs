@@ -293,3 +293,89 @@ fn the_rules_find_what_io500_found_in_its_own_run() {
         ["Find didn't find anything, this is likely invalid.", "Resulting score shouldn't be 0.0"]
     );
 }
+
+/// Each phase's workload is what io500 gave IOR or mdtest in a real run: the fixture's
+/// `exe` lines read back as workloads equal the plan's for the run's own ini knobs (and its
+/// seeds), phase by phase, in io500's order.
+#[test]
+fn the_plans_workloads_are_the_commands_io500_ran() {
+    use crate::params::{ior_command, mdtest_command};
+    use plan::{Options, Seeds, Stage};
+    let sections = parse_result_txt(&fixture("results/result.txt")).unwrap();
+    // The run's knobs, from the ini it ran with.
+    let mut options = Options::default();
+    let mut section = String::new();
+    for line in fixture("small.ini").lines() {
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = name.to_owned();
+        } else if let Some((key, value)) = line.split_once('=')
+            && section != "global"
+        {
+            options.set(&format!("{section}.{}", key.trim()), value.trim()).unwrap();
+        }
+    }
+    assert_eq!(
+        options.changed(),
+        [
+            ("debug.stonewall-time", "5".to_owned()),
+            ("ior-easy.transferSize", "1m".to_owned()),
+            ("ior-easy.blockSize", "256m".to_owned()),
+            ("ior-hard.segmentCount", "2000".to_owned()),
+            ("mdtest-easy.n", "5000".to_owned()),
+            ("mdtest-hard.n", "2000".to_owned()),
+        ]
+    );
+    let seeds = Seeds {
+        ior_easy: 1_838_094_280,
+        ior_hard: 1_838_104_968,
+        mdtest_easy: -1_570_695_222i32 as u32,
+        mdtest_hard: -1_570_684_534i32 as u32,
+    };
+    let ran: Vec<&str> =
+        sections.iter().map(|s| s.name.as_str()).filter(|n| Stage::parse(n).is_some()).collect();
+    assert_eq!(ran, Stage::ALL.map(Stage::name), "io500's order");
+    for stage in Stage::ALL {
+        let Some(exe) = sections.iter().find(|s| s.name == stage.name()).and_then(|s| s.get("exe")) else {
+            assert_eq!(stage, Stage::Timestamp, "only the timestamp runs no command");
+            continue;
+        };
+        let mut words: Vec<String> = exe.split_whitespace().map(str::to_owned).collect();
+        let program = words.remove(0);
+        let ran = match program.as_str() {
+            "./ior" => ior_command(&words).map(|(w, paths)| (Some(w), paths.target)),
+            "./mdtest" => mdtest_command(&words).map(|(w, paths)| (Some(w), paths.target)),
+            _ => Ok((None, None)),
+        };
+        let (ran, target) = ran.unwrap_or_else(|e| panic!("{stage}: {e}: {exe}"));
+        assert_eq!(ran, plan::workload(stage, &options, &seeds), "{stage}: {exe}");
+        if let (Some(family), Some(target)) = (stage.family(), target) {
+            assert!(target.starts_with(&format!("/tmp/io500run/datafiles/{}", family.dir())), "{target}");
+        }
+    }
+    // The timestamp is no phase of the engine's; the find reads every family's files.
+    assert_eq!(Stage::Timestamp.engine_phases(), (vec![], None));
+    assert_eq!(plan::counted_by(Stage::MdtestHardRead), Some(Stage::MdtestHardWrite));
+    assert_eq!(plan::counted_by(Stage::IorEasyWrite), None);
+}
+
+/// io500's knobs by their ini names; anything else is refused naming what is known.
+#[test]
+fn io500_knobs_are_set_by_their_ini_names() {
+    let mut options = plan::Options::default();
+    options.set("ior-easy.filePerProc", "FALSE").unwrap();
+    options.set("global.scc", "true").unwrap();
+    assert_eq!(
+        options.changed(),
+        [("global.scc", "TRUE".to_owned()), ("ior-easy.filePerProc", "FALSE".to_owned())]
+    );
+    let err = options.set("ior-easy.transfersize", "1m").unwrap_err().to_string();
+    assert!(
+        err.starts_with("unknown io500 option \"ior-easy.transfersize\": use debug.stonewall-time"),
+        "{err}"
+    );
+    let err = options.set("mdtest-hard.n", "0").unwrap_err().to_string();
+    assert_eq!(err, "io500 option mdtest-hard.n = \"0\": expected a whole number above 0");
+    let seeds = plan::Seeds::from(1_800_000_000);
+    assert!([seeds.ior_easy, seeds.ior_hard, seeds.mdtest_easy, seeds.mdtest_hard].iter().all(|s| *s != 0));
+    assert_ne!(seeds.ior_easy, seeds.ior_hard);
+}
