@@ -19,6 +19,7 @@ use nix::unistd::{UnlinkatFlags, unlinkat};
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -245,6 +246,14 @@ impl Dir {
             .map_err(|e| explain("stat", &self.path.join(name), e))
     }
 
+    /// `lstat` of the entry `name` here, as `readdir` named it (any bytes).
+    pub fn lstat_at(&self, name: &std::ffi::CStr) -> Result<nix::sys::stat::FileStat, FileError> {
+        fstatat(&self.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW).map_err(|e| {
+            let shown = std::ffi::OsStr::from_bytes(name.to_bytes());
+            explain("stat", &self.path.join(shown), e)
+        })
+    }
+
     /// Removes file `name` here (a symlink is removed, never followed); a missing one is fine
     /// when `missing_ok`.
     pub fn remove_file(&self, name: &str, missing_ok: bool) -> Result<(), FileError> {
@@ -252,6 +261,27 @@ impl Dir {
             Err(Errno::ENOENT) if missing_ok => Ok(()),
             other => other.map_err(|e| explain("unlink", &self.path.join(name), e)),
         }
+    }
+
+    /// Calls `visit` with each entry of this directory but `.` and `..`, and its type as
+    /// `readdir` gives it (`None` where the file system does not say), as the entries stream
+    /// in: a directory of millions is never held whole.
+    pub fn each_entry<E: From<FileError>>(
+        &self,
+        mut visit: impl FnMut(&std::ffi::CStr, Option<nix::dir::Type>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        // Its own descriptor: reading moves the directory's offset.
+        let fd = nix::unistd::dup(&self.fd).map_err(|e| explain("open", &self.path, e))?;
+        let mut dir = nix::dir::Dir::from_fd(fd).map_err(|e| explain("open", &self.path, e))?;
+        for entry in dir.iter() {
+            let entry = entry.map_err(|e| explain("readdir", &self.path, e))?;
+            let name = entry.file_name();
+            if name.to_bytes() == b"." || name.to_bytes() == b".." {
+                continue;
+            }
+            visit(name, entry.file_type())?;
+        }
+        Ok(())
     }
 
     /// Removes the empty directory `name` here.

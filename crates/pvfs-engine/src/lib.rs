@@ -11,6 +11,7 @@
 pub mod child;
 pub mod engine;
 pub mod files;
+pub mod find;
 pub mod fio;
 pub mod local;
 pub mod mpi;
