@@ -49,6 +49,8 @@ pub enum LaunchError {
     NotInstalled(&'static str),
     #[error("`ior -h` did not finish within 30s")]
     IorHelpTimedOut,
+    #[error("a find runs through the agents launcher, not under mpirun")]
+    FindUnderMpi,
     #[error("cannot run `ior -h`: {0}")]
     IorHelp(#[source] std::io::Error),
     #[error(
@@ -137,6 +139,7 @@ pub async fn command(req: &LaunchRequest, hostfile_path: &std::path::Path) -> Re
             program.extend(ior_args(p, version, &req.dir.join("ior").display().to_string()));
             program
         }
+        (_, Workload::Find(_)) => return Err(LaunchError::FindUnderMpi),
         (Engine::Ior, Workload::Mdtest(p)) => {
             if !crate::child::on_path("mdtest") {
                 return Err(LaunchError::NotInstalled("mdtest"));

@@ -4,7 +4,9 @@
 use std::fmt;
 
 mod command;
+mod find;
 pub use command::{CommandError, Paths, ior_command, mdtest_command};
+pub use find::{FindParams, NamePattern, PatternError};
 
 /// An IOR workload (the parameters the seed's runs use). Serialised as results.json's
 /// `params` keep it (the record adds the sizes as text); the wire has its own message.
@@ -224,6 +226,8 @@ impl MdtestParams {
 pub enum Workload {
     Ior(IorParams),
     Mdtest(MdtestParams),
+    /// pfind's scan of what a run left (io500's find): no preset of its own, a stage of one.
+    Find(FindParams),
 }
 
 /// The seed's runs.
@@ -454,6 +458,33 @@ pub fn total_tasks(per_client: u32, clients: usize) -> Result<u32, Violation> {
 }
 
 impl Workload {
+    /// The workload a tool's name on a command line starts from (`pvfs-agent engine-phase
+    /// --preset NAME`): a preset's, or `find`'s (any file).
+    pub fn base(name: &str) -> Result<Workload, ParamError> {
+        match name {
+            "find" => Ok(Workload::Find(FindParams::default())),
+            preset => Ok(Preset::parse(preset)?.workload()),
+        }
+    }
+
+    /// The name [`Workload::base`] takes back for a workload of this kind.
+    pub fn tool(&self) -> &'static str {
+        match self {
+            Workload::Ior(_) => "throughput",
+            Workload::Mdtest(_) => "metadata",
+            Workload::Find(_) => "find",
+        }
+    }
+
+    /// Iterations the workload repeats (a find is one scan).
+    pub fn iterations(&self) -> u32 {
+        match self {
+            Workload::Ior(p) => p.iterations,
+            Workload::Mdtest(p) => p.iterations,
+            Workload::Find(_) => 1,
+        }
+    }
+
     /// Fixes the written data's signature at `now` (seconds since the epoch) when the run
     /// verifies what it reads and none was given: IOR's rank 0 takes the time and gives it to
     /// every task, so that each reader knows what its writer wrote; the clients of a run have
@@ -538,6 +569,11 @@ impl Workload {
                 ("sync", p.sync.to_string()),
                 ("fsync", p.fsync.to_string()),
             ],
+            Workload::Find(p) => vec![
+                ("changed_since", p.changed_since.to_string()),
+                ("size", p.size.map_or_else(String::new, |s| s.to_string())),
+                ("name", p.name.clone()),
+            ],
         }
     }
 
@@ -587,6 +623,7 @@ impl Workload {
                 ("sync", "Y"),
                 ("fsync", "y"),
             ],
+            Workload::Find(_) => &[("changed_since", "newer"), ("size", "size"), ("name", "name")],
         };
         known.iter().find(|(name, letter)| key == *name || key == *letter).map(|(name, _)| *name)
     }
@@ -620,6 +657,11 @@ impl Workload {
                 Workload::Mdtest(_) => {
                     ParamError::UnknownKey { tool: "mdtest", key: key.to_owned(), known: MDTEST_KEYS }
                 }
+                Workload::Find(_) => ParamError::UnknownKey {
+                    tool: "find",
+                    key: key.to_owned(),
+                    known: "changed_since, size, name",
+                },
             });
         };
         match self {
@@ -685,6 +727,16 @@ impl Workload {
                 "sync" => p.sync = flag()?,
                 _ => p.fsync = flag()?,
             },
+            Workload::Find(p) => match field {
+                "changed_since" => {
+                    p.changed_since = value.parse().map_err(|_| bad("expected seconds since 1970"))?
+                }
+                "size" if value.is_empty() => p.size = None,
+                "size" => {
+                    p.size = Some(parse_size(value).ok_or_else(|| bad("expected a size such as 3901"))?)
+                }
+                _ => p.name = value.to_owned(),
+            },
         }
         Ok(())
     }
@@ -696,6 +748,10 @@ impl Workload {
         match self {
             Workload::Ior(p) => check_ior(p),
             Workload::Mdtest(p) => check_mdtest(p),
+            Workload::Find(p) => {
+                p.name_pattern().map_err(|e| Violation::new("name", e.to_string()))?;
+                Ok(())
+            }
         }
     }
 
@@ -748,6 +804,7 @@ impl Workload {
                     ));
                 }
             }
+            Workload::Find(_) => {}
         }
         Ok(())
     }

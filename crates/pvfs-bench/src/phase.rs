@@ -75,10 +75,12 @@ pub enum Phase {
     /// Remove the client's IOR files (after the last read).
     IorCleanup,
     Mdtest(MdtestPhase),
+    /// pfind's scan of a run's files (io500's find).
+    Find,
 }
 
 impl Phase {
-    pub const ALL: [Phase; 12] = [
+    pub const ALL: [Phase; 13] = [
         Phase::Ior(IorPhase::Write),
         Phase::Ior(IorPhase::Read),
         Phase::IorCleanup,
@@ -91,6 +93,7 @@ impl Phase {
         Phase::Mdtest(MdtestPhase::FileRead),
         Phase::Mdtest(MdtestPhase::FileRemove),
         Phase::Mdtest(MdtestPhase::TreeRemove),
+        Phase::Find,
     ];
 
     /// The phase's name on a command line (`ior-write`, `md-file-create`).
@@ -110,6 +113,7 @@ impl Phase {
                 MdtestPhase::FileRemove => "md-file-remove",
                 MdtestPhase::TreeRemove => "md-tree-remove",
             },
+            Phase::Find => "find",
         }
     }
 
@@ -131,6 +135,7 @@ impl Phase {
             Phase::Ior(IorPhase::Read) => "read",
             Phase::IorCleanup => "cleanup",
             Phase::Mdtest(m) => m.row(),
+            Phase::Find => "find",
         }
     }
 }
@@ -173,6 +178,7 @@ pub fn iteration_phases(workload: &Workload) -> Vec<Phase> {
             out
         }
         Workload::Mdtest(p) => MdtestPhase::sequence(p).into_iter().map(Phase::Mdtest).collect(),
+        Workload::Find(_) => vec![Phase::Find],
     }
 }
 

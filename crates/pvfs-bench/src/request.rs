@@ -67,6 +67,7 @@ impl DropCaches {
                 phase,
                 Phase::Ior(IorPhase::Read)
                     | Phase::Mdtest(MdtestPhase::DirStat | MdtestPhase::FileStat | MdtestPhase::FileRead)
+                    | Phase::Find
             )
     }
 }

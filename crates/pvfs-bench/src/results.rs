@@ -189,6 +189,7 @@ pub struct Sweep {
 pub enum Params {
     Ior(IorRecord),
     Mdtest(crate::params::MdtestParams),
+    Find(crate::params::FindParams),
 }
 
 impl From<&crate::params::Workload> for Params {
@@ -201,6 +202,7 @@ impl From<&crate::params::Workload> for Params {
                 block_text: format_size(p.block),
             }),
             Workload::Mdtest(p) => Params::Mdtest(p.clone()),
+            Workload::Find(p) => Params::Find(p.clone()),
         }
     }
 }

@@ -26,12 +26,24 @@ pub struct TaskResult {
     /// Each transfer's or operation's time, as its histogram's buckets (`latency`); empty
     /// where not measured (fio, which reports its own).
     pub latency: Vec<(u64, u64)>,
+    /// Files found (a find, whose `ops` are the files it scanned); 0 otherwise.
+    pub found: u64,
 }
 
 impl TaskResult {
     /// A task that began at `start` and has done nothing yet.
     pub fn begun(task: u32, start: SystemTime) -> TaskResult {
-        TaskResult { task, start, end: start, bytes: 0, ops: 0, error: None, rdwr: None, latency: Vec::new() }
+        TaskResult {
+            task,
+            start,
+            end: start,
+            bytes: 0,
+            ops: 0,
+            error: None,
+            rdwr: None,
+            latency: Vec::new(),
+            found: 0,
+        }
     }
 }
 
@@ -264,6 +276,8 @@ pub fn text(
         Workload::Ior(params) => ior_text(IorRun { params, tasks, tasks_per_client }, iterations, ior),
         Workload::Mdtest(_) if mdtest.is_empty() => String::new(),
         Workload::Mdtest(params) => mdtest_text(params, mdtest),
+        // pfind prints one line, which the io500 run's own files hold.
+        Workload::Find(_) => String::new(),
     }
 }
 

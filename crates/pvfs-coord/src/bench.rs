@@ -236,10 +236,7 @@ pub async fn run(
             }
         }
     }
-    let iterations = match &spec.workload {
-        Workload::Ior(p) => p.iterations,
-        Workload::Mdtest(p) => p.iterations,
-    };
+    let iterations = spec.workload.iterations();
     let phase_list = iteration_phases(&spec.workload);
     'run: for iteration in 0..iterations {
         // A stonewalled write's count, which the read reads back.
@@ -400,6 +397,7 @@ fn summarize(spec: &BenchSpec, outcome: &mut BenchOutcome) {
                 outcome.mdtest.extend(summary::mdtest_summary(phase.label(), &totals));
             }
         }
+        Workload::Find(_) => {}
     }
 }
 
@@ -747,6 +745,7 @@ async fn mpi_job(
     let tool = match spec.workload {
         Workload::Ior(_) => "IOR",
         Workload::Mdtest(_) => "mdtest",
+        Workload::Find(_) => "pfind",
     };
     match pvfs_bench::parse::parse(&job.output) {
         Ok(parsed) if parsed.failure().is_none() && exited.code == 0 => {
@@ -992,6 +991,7 @@ mod tests {
                 error: Some("write 65536 bytes at offset 0 of /x: No space left on device".into()),
                 rdwr_unix_ns: None,
                 latency: vec![],
+                found: 0,
             },
         };
         job.take(line, &tx, &mut outcome);

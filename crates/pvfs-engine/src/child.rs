@@ -43,6 +43,13 @@ pub struct TaskLine {
     /// Each transfer's or operation's time, as histogram buckets (`pvfs_bench::latency`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub latency: Vec<(u64, u64)>,
+    /// Files found (a find).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub found: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl From<&TaskResult> for TaskLine {
@@ -57,6 +64,7 @@ impl From<&TaskResult> for TaskLine {
             error: r.error.as_deref().map(|e| truncate(e, MAX_LINE / 2)),
             rdwr_unix_ns: span_to_ns(r.rdwr),
             latency: r.latency.clone(),
+            found: r.found,
         }
     }
 }
@@ -72,6 +80,7 @@ impl From<&TaskLine> for TaskResult {
             error: t.error.clone(),
             rdwr: span_from_ns(t.rdwr_unix_ns),
             latency: t.latency.clone(),
+            found: t.found,
         }
     }
 }
@@ -129,10 +138,7 @@ fn truncate(s: &str, max: usize) -> String {
 
 /// The arguments after the program for `pvfs-agent engine-phase` running `req`.
 pub fn phase_args(req: &PhaseRequest) -> Vec<String> {
-    let tool = match req.workload {
-        pvfs_bench::params::Workload::Ior(_) => "throughput",
-        pvfs_bench::params::Workload::Mdtest(_) => "metadata",
-    };
+    let tool = req.workload.tool();
     let mut args: Vec<String> = vec!["engine-phase".into(), "--dir".into(), req.dir.display().to_string()];
     for (flag, value) in [
         ("--phase", req.phase.name().to_owned()),

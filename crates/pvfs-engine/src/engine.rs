@@ -77,6 +77,9 @@ pub enum EngineError {
         #[source]
         source: std::io::Error,
     },
+    /// A find asked for outside a run that scans what its phases wrote.
+    #[error("a find runs as io500's find phase (pvfsctl bench --preset io500), not as a workload of its own")]
+    FindAlone,
     /// A task of the phase failed, with the error it reported.
     #[error("{error}")]
     TaskFailed { task: u32, error: String },
@@ -285,6 +288,19 @@ pub fn run_phase_across(
                 pace: TEST_PACE.get().copied(),
             };
             Ok(run_mdtest_phase_across(&job, phase, progress, across))
+        }
+        (pvfs_bench::params::Workload::Find(params), Phase::Find) => {
+            // pfind's ranks share one scan: this client's tasks are its threads, and one result
+            // stands for them all (the files scanned as its operations).
+            let start = SystemTime::now();
+            let counts = crate::find::find(&req.dir, params, tasks.len(), progress);
+            let mut result = TaskResult::begun(tasks.start, start);
+            result.end = SystemTime::now();
+            match counts {
+                Ok(counts) => (result.ops, result.found) = (counts.total, counts.found),
+                Err(err) => result.error = Some(err.to_string()),
+            }
+            Ok(vec![result])
         }
         (_, phase) => Err(EngineError::WrongPhase { phase }),
     }

@@ -10,60 +10,11 @@
 
 use crate::engine::{EngineError, Progress};
 use crate::files::Dir;
+use pvfs_bench::params::FindParams;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Condvar, Mutex};
-
-/// What to find, as pfind's options say it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct FindSpec {
-    /// `-newer FILE`: found only if its change time (seconds) is not before this (FILE's).
-    pub changed_since: Option<i64>,
-    /// `-size Nc`: found only at exactly this many bytes.
-    pub size: Option<u64>,
-    /// `-name PATTERN`.
-    pub name: Option<NamePattern>,
-}
-
-/// pfind's `-name`: it turns the pattern into a regular expression (`*` as `.*`, `.` as a
-/// literal dot) that may match anywhere in the name, so `*01*` finds names holding `01` and
-/// `a*b` names holding an `a` with a `b` somewhere after it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NamePattern {
-    /// The literal pieces between the stars, in order.
-    pieces: Vec<Vec<u8>>,
-}
-
-/// A `-name` pattern pfind would read as more than stars and letters.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "name pattern {0:?}: pfind reads [ ] ^ $ \\ as a regular expression's; pvfs's find takes * and literal characters"
-)]
-pub struct PatternError(pub String);
-
-impl NamePattern {
-    pub fn parse(pattern: &str) -> Result<NamePattern, PatternError> {
-        if pattern.contains(['[', ']', '^', '$', '\\']) {
-            return Err(PatternError(pattern.to_owned()));
-        }
-        // pfind erases quotes.
-        let bare: String = pattern.chars().filter(|c| *c != '"').collect();
-        let pieces = bare.split('*').filter(|p| !p.is_empty()).map(|p| p.as_bytes().to_vec()).collect();
-        Ok(NamePattern { pieces })
-    }
-
-    pub fn matches(&self, name: &[u8]) -> bool {
-        let mut rest = name;
-        for piece in &self.pieces {
-            match rest.windows(piece.len()).position(|w| w == piece.as_slice()) {
-                Some(at) => rest = &rest[at + piece.len()..],
-                None => return false,
-            }
-        }
-        true
-    }
-}
 
 /// What a find counted, as pfind's result line and io500's `find.csv` name them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -92,7 +43,7 @@ struct Queue {
 /// tree would report a rate for work it did not do.
 pub fn find(
     root: &Path,
-    spec: &FindSpec,
+    spec: &FindParams,
     threads: usize,
     progress: &Progress,
 ) -> Result<FindCounts, EngineError> {
@@ -160,14 +111,16 @@ fn done(queue: &Queue) {
 fn read(
     root: &Dir,
     rel: &Path,
-    spec: &FindSpec,
+    spec: &FindParams,
     queue: &Queue,
     counts: &mut FindCounts,
     progress: &Progress,
 ) -> Result<(), EngineError> {
     use nix::dir::Type;
     let dir = root.open_dir(rel)?;
-    let needs_stat = spec.changed_since.is_some() || spec.size.is_some();
+    let needs_stat = spec.changed_since != 0 || spec.size.is_some();
+    let pattern =
+        spec.name_pattern().map_err(|e| pvfs_bench::params::Violation::new("name", e.to_string()))?;
     let mut found_dirs = Vec::new();
     dir.each_entry(|name, kind| -> Result<(), EngineError> {
         counts.checked += 1;
@@ -192,7 +145,7 @@ fn read(
         }
         counts.total += 1;
         progress.ops.fetch_add(1, Ordering::Relaxed);
-        if spec.name.as_ref().is_some_and(|p| !p.matches(name.to_bytes())) {
+        if pattern.as_ref().is_some_and(|p| !p.matches(name.to_bytes())) {
             return Ok(());
         }
         if needs_stat {
@@ -200,7 +153,7 @@ fn read(
                 counts.errors += 1;
                 return Ok(());
             };
-            if spec.changed_since.is_some_and(|since| st.st_ctime < since)
+            if (spec.changed_since != 0 && st.st_ctime < spec.changed_since)
                 || spec.size.is_some_and(|size| st.st_size as u64 != size)
             {
                 return Ok(());
@@ -228,6 +181,7 @@ mod tests {
     use super::*;
     use crate::engine::{MdtestJob, MdtestPhase, run_mdtest_phase};
     use pvfs_bench::params::MdtestParams;
+    use pvfs_bench::params::NamePattern;
 
     fn scratch() -> tempfile::TempDir {
         let base = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/engine-tests"));
@@ -287,11 +241,7 @@ mod tests {
         std::fs::write(outside.path().join("file.01"), vec![0u8; 3901]).unwrap();
         std::os::unix::fs::symlink(outside.path(), dir.path().join("link01")).unwrap();
 
-        let spec = FindSpec {
-            changed_since: Some(made_before),
-            size: Some(3901),
-            name: Some(NamePattern::parse("*01*").unwrap()),
-        };
+        let spec = FindParams { changed_since: made_before, size: Some(3901), name: "*01*".to_owned() };
         let counts = find(dir.path(), &spec, 3, &Progress::default()).unwrap();
         let gnu = |args: &[&str]| {
             let out = std::process::Command::new("find").arg(dir.path()).args(args).output().unwrap();
@@ -305,7 +255,7 @@ mod tests {
         assert_eq!(found, 3, "file.mdtest.T.101 of each task's mdtest-hard files");
         assert_eq!(counts.errors, 0);
 
-        let later = FindSpec { changed_since: Some(made_before + 3600), ..spec };
+        let later = FindParams { changed_since: made_before + 3600, ..spec };
         assert_eq!(find(dir.path(), &later, 2, &Progress::default()).unwrap().found, 0);
         let err = find(&dir.path().join("link01"), &later, 1, &Progress::default()).unwrap_err().to_string();
         assert!(err.contains("link01") && err.contains("symlink"), "{err}");

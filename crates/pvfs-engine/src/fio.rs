@@ -172,6 +172,7 @@ pub fn results(json: &str, phase: IorPhase, started: SystemTime) -> Result<Vec<T
                 error,
                 rdwr: None,
                 latency: latency_bins(&job[key]["clat_ns"]["bins"]),
+                found: 0,
             })
         })
         .collect()

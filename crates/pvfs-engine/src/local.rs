@@ -71,6 +71,7 @@ pub fn run(workload: &Workload, dir: &Path, tasks: u32) -> Result<LocalRun, Engi
                 out.ior.extend(summary::ior_summary(phase.label(), totals, p, tasks));
             }
         }
+        Workload::Find(_) => return Err(EngineError::FindAlone),
         Workload::Mdtest(p) => {
             let phases = MdtestPhase::sequence(p);
             let mut per_phase: Vec<Vec<PhaseTotals>> = vec![Vec::new(); phases.len()];

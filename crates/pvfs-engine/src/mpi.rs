@@ -360,10 +360,7 @@ pub fn run_rank(job: &RankJob, emit: &(dyn Fn(&RankLine) + Sync)) -> Result<(), 
             job.dir.display()
         ),
     )?;
-    let iterations = match &job.workload {
-        Workload::Ior(p) => p.iterations,
-        Workload::Mdtest(p) => p.iterations,
-    };
+    let iterations = job.workload.iterations();
     let request = |iteration, phase, stop_after| PhaseRequest {
         stop_after,
         engine: Engine::Builtin,
@@ -451,10 +448,7 @@ pub(crate) fn span_from_ns(span: Option<(u64, u64)>) -> Option<(SystemTime, Syst
 
 /// The arguments after the program for `pvfs-agent engine` as one MPI rank.
 pub fn engine_args(workload: &Workload, dir: &Path, tasks_per_client: u32) -> Vec<String> {
-    let tool = match workload {
-        Workload::Ior(_) => "throughput",
-        Workload::Mdtest(_) => "metadata",
-    };
+    let tool = workload.tool();
     let mut args = vec![
         "engine".to_owned(),
         "--mpi".to_owned(),
@@ -502,6 +496,7 @@ mod tests {
                 error: None,
                 rdwr_unix_ns: Some((1_500_000_000, 2_500_000_000)),
                 latency: vec![(1000, 39), (2000, 1)],
+                found: 0,
             },
         };
         let text = serde_json::to_string(&line).unwrap();

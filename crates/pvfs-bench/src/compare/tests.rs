@@ -88,6 +88,7 @@ fn latency_is_worse_when_higher_and_mdtest_has_no_bandwidth() {
                     error: None,
                     rdwr: None,
                     latency: rec.buckets(),
+                    found: 0,
                 },
             )]);
         }

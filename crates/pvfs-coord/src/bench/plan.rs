@@ -287,6 +287,7 @@ impl BenchPlan {
             Workload::Mdtest(p) => {
                 format!("mpirun -np {tasks} mdtest {}", mdtest_args(p, &dir.display().to_string()).join(" "))
             }
+            Workload::Find(p) => find_command(p, &dir),
         }
     }
 
@@ -345,6 +346,22 @@ fn run_name(
         name += &format!("-{key}{value}");
     }
     name
+}
+
+/// pfind's command line for `p` over `dir`, as io500 prints it (`-newer` names the file whose
+/// change time it takes; here the time itself stands in it).
+pub fn find_command(p: &pvfs_bench::params::FindParams, dir: &Path) -> String {
+    let mut out = format!("pfind {}", dir.display());
+    if p.changed_since != 0 {
+        out += &format!(" -newer @{}", p.changed_since);
+    }
+    if let Some(size) = p.size {
+        out += &format!(" -size {size}c");
+    }
+    if !p.name.is_empty() {
+        out += &format!(" -name {}", p.name);
+    }
+    out + " -C"
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use crate::pb;
 use crate::pb::bench_phase_request::Phase as P;
 use pvfs_bench::launch::{Engine, Launcher, PairError};
-use pvfs_bench::params::{DataPacket, IorParams, MdtestParams, Violation, Workload};
+use pvfs_bench::params::{DataPacket, FindParams, IorParams, MdtestParams, Violation, Workload};
 use pvfs_bench::phase::{IorPhase, MdtestPhase, Phase};
 use pvfs_bench::request::{LaunchRequest, PhaseRequest};
 use pvfs_bench::summary::TaskResult;
@@ -103,6 +103,22 @@ same_fields!(
     ]
 );
 
+fn find_to(p: &FindParams) -> pb::FindWorkload {
+    pb::FindWorkload { changed_since: p.changed_since, size: p.size, name: p.name.clone() }
+}
+
+/// A find from the wire: its name pattern is the only part that can be malformed (checked with
+/// the workload); the name is bounded as a file name is.
+fn find_from(w: pb::FindWorkload) -> Result<FindParams, RequestError> {
+    if w.name.len() > 255 || w.name.contains('\0') {
+        return Err(RequestError::Workload {
+            field: "workload.find.name".to_owned(),
+            violation: Violation::new("name", "a name pattern is at most 255 bytes, without NUL"),
+        });
+    }
+    Ok(FindParams { changed_since: w.changed_since, size: w.size, name: w.name })
+}
+
 fn phase_to(phase: Phase) -> P {
     match phase {
         Phase::Ior(IorPhase::Write) => P::IorWrite,
@@ -119,6 +135,7 @@ fn phase_to(phase: Phase) -> P {
             MdtestPhase::FileRemove => P::MdFileRemove,
             MdtestPhase::TreeRemove => P::MdTreeRemove,
         },
+        Phase::Find => P::Find,
     }
 }
 
@@ -178,6 +195,8 @@ pub enum RequestError {
     BadHost { name: String, host: String },
     #[error("hosts: a client name of {0} bytes is not a node name")]
     LongClientName(usize),
+    #[error("workload.find: a find runs through the agents launcher, not under mpirun")]
+    FindUnderMpi,
 }
 
 fn phase_from(value: i32) -> Result<Phase, RequestError> {
@@ -194,6 +213,7 @@ fn phase_from(value: i32) -> Result<Phase, RequestError> {
         P::MdFileRead => Phase::Mdtest(MdtestPhase::FileRead),
         P::MdFileRemove => Phase::Mdtest(MdtestPhase::FileRemove),
         P::MdTreeRemove => Phase::Mdtest(MdtestPhase::TreeRemove),
+        P::Find => Phase::Find,
         P::Unspecified => return Err(RequestError::NoPhase),
     })
 }
@@ -231,6 +251,7 @@ pub fn phase_request_to(req: &PhaseRequest, start_at: SystemTime) -> pb::BenchPh
         workload: Some(match &req.workload {
             Workload::Ior(p) => pb::bench_phase_request::Workload::Ior(p.into()),
             Workload::Mdtest(p) => pb::bench_phase_request::Workload::Mdtest(p.into()),
+            Workload::Find(p) => pb::bench_phase_request::Workload::Find(find_to(p)),
         }),
         dir: req.dir.display().to_string(),
         first_task: req.first_task,
@@ -254,6 +275,7 @@ fn workload_field(workload: &Workload, violation: Violation) -> RequestError {
     let kind = match workload {
         Workload::Ior(_) => "ior",
         Workload::Mdtest(_) => "mdtest",
+        Workload::Find(_) => "find",
     };
     let field = match violation.field {
         // The run's size is the request's own fields, not the workload's.
@@ -290,6 +312,7 @@ pub fn phase_request_from(
     let workload = match req.workload.ok_or(RequestError::NoWorkload)? {
         pb::bench_phase_request::Workload::Ior(p) => Workload::Ior(ior_from(p)?),
         pb::bench_phase_request::Workload::Mdtest(p) => Workload::Mdtest(p.into()),
+        pb::bench_phase_request::Workload::Find(p) => Workload::Find(find_from(p)?),
     };
     workload.check().map_err(|v| workload_field(&workload, v))?;
     if req.tasks == 0 || req.tasks > MAX_TASKS_PER_CLIENT {
@@ -307,10 +330,7 @@ pub fn phase_request_from(
     if req.tasks_per_client > MAX_TASKS_PER_CLIENT {
         return Err(RequestError::TasksPerClient(req.tasks_per_client));
     }
-    let iterations = match &workload {
-        Workload::Ior(p) => p.iterations,
-        Workload::Mdtest(p) => p.iterations,
-    };
+    let iterations = workload.iterations();
     if req.iteration >= iterations {
         return Err(RequestError::Iteration { iteration: req.iteration, iterations });
     }
@@ -347,6 +367,7 @@ pub fn launch_request_to(req: &LaunchRequest) -> pb::LaunchRequest {
         workload: Some(match &req.workload {
             Workload::Ior(p) => pb::launch_request::Workload::Ior(p.into()),
             Workload::Mdtest(p) => pb::launch_request::Workload::Mdtest(p.into()),
+            Workload::Find(p) => pb::launch_request::Workload::Find(find_to(p)),
         }),
         dir: req.dir.display().to_string(),
         hosts: req
@@ -371,6 +392,7 @@ pub fn launch_request_from(req: pb::LaunchRequest) -> Result<LaunchRequest, Requ
     let workload = match req.workload.ok_or(RequestError::NoWorkload)? {
         pb::launch_request::Workload::Ior(p) => Workload::Ior(ior_from(p)?),
         pb::launch_request::Workload::Mdtest(p) => Workload::Mdtest(p.into()),
+        pb::launch_request::Workload::Find(_) => return Err(RequestError::FindUnderMpi),
     };
     workload.check().map_err(|v| workload_field(&workload, v))?;
     let dir = bench_dir("dir", &req.dir)?;
@@ -451,6 +473,7 @@ impl From<&TaskResult> for pb::TaskResult {
             rdwr_end_unix_ns: r.rdwr.map_or(0, |(_, b)| nanos(b)),
             latency_ns: r.latency.iter().map(|(ns, _)| *ns).collect(),
             latency_count: r.latency.iter().map(|(_, n)| *n).collect(),
+            found: r.found,
         }
     }
 }
@@ -466,6 +489,7 @@ impl From<pb::TaskResult> for TaskResult {
             error: (!r.error.is_empty()).then_some(r.error),
             rdwr: (r.rdwr_start_unix_ns != 0).then(|| (time(r.rdwr_start_unix_ns), time(r.rdwr_end_unix_ns))),
             latency: r.latency_ns.into_iter().zip(r.latency_count).collect(),
+            found: r.found,
         }
     }
 }
@@ -474,6 +498,47 @@ impl From<pb::TaskResult> for TaskResult {
 mod tests {
     use super::*;
     use pvfs_bench::params::Preset;
+
+    /// io500's find travels whole (its change time, size and pattern) and comes back the same;
+    /// a pattern pfind would read as a regular expression, or a name no file could have, is
+    /// refused naming the field; under mpirun it is refused.
+    #[test]
+    fn a_find_round_trips_and_its_pattern_is_checked() {
+        let find = FindParams { changed_since: 1_800_000_000, size: Some(3901), name: "*01*".into() };
+        let req = PhaseRequest {
+            stop_after: None,
+            engine: Engine::Builtin,
+            workload: Workload::Find(find.clone()),
+            dir: "/mnt/gv0/pvfs-bench/run".into(),
+            first_task: 0,
+            tasks: 2,
+            total_tasks: 4,
+            tasks_per_client: 2,
+            iteration: 0,
+            phase: Phase::Find,
+        };
+        let at = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let (back, _) = phase_request_from(phase_request_to(&req, at)).unwrap();
+        assert_eq!(back, req);
+        for (name, says) in [("file[0-9]", "pfind reads [ ] ^ $"), ("a\0b", "without NUL")] {
+            let bad = PhaseRequest {
+                workload: Workload::Find(FindParams { name: name.into(), ..find.clone() }),
+                ..req.clone()
+            };
+            let err = phase_request_from(phase_request_to(&bad, at)).unwrap_err().to_string();
+            assert!(err.starts_with("workload.find.name:") && err.contains(says), "{err}");
+        }
+        let launch = LaunchRequest {
+            engine: Engine::Builtin,
+            workload: Workload::Find(find),
+            dir: "/mnt/gv0/pvfs-bench/run".into(),
+            clients: vec![("n1".into(), "10.0.0.1".into())],
+            tasks_per_client: 1,
+            mpi_ssh: false,
+        };
+        let err = launch_request_from(launch_request_to(&launch)).unwrap_err().to_string();
+        assert_eq!(err, "workload.find: a find runs through the agents launcher, not under mpirun");
+    }
 
     #[test]
     fn requests_and_results_round_trip() {
@@ -491,6 +556,7 @@ mod tests {
                 phase: match preset.workload() {
                     Workload::Ior(_) => Phase::Ior(IorPhase::Read),
                     Workload::Mdtest(_) => Phase::Mdtest(MdtestPhase::FileStat),
+                    Workload::Find(_) => Phase::Find,
                 },
             };
             let at = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
@@ -513,6 +579,7 @@ mod tests {
             error: Some("write …: No space left on device".into()),
             rdwr: None,
             latency: vec![],
+            found: 7,
         };
         assert_eq!(TaskResult::from(pb::TaskResult::from(&r)), r);
         let r = TaskResult {

@@ -4,13 +4,13 @@
 use crate::cli::{EngineArgs, EnginePhaseArgs};
 use crate::{exit, output};
 use anyhow::Context;
-use pvfs_bench::params::{Preset, Workload};
+use pvfs_bench::params::Workload;
 use pvfs_engine::mpi::{RankJob, RankLine};
 use std::io::Write;
 
 /// The preset's workload with every `--set` applied, checked as a whole.
 fn workload(preset: &str, set: &[String]) -> anyhow::Result<Workload> {
-    let mut workload = Preset::parse(preset)?.workload();
+    let mut workload = Workload::base(preset)?;
     let mut pairs = Vec::new();
     for item in set {
         let (key, value) =
