@@ -51,6 +51,8 @@ pub enum LaunchError {
     IorHelpTimedOut,
     #[error("a find runs through the agents launcher, not under mpirun")]
     FindUnderMpi,
+    #[error("the built-in engine's IO500 runs through the agents launcher, not under mpirun")]
+    Io500UnderMpi,
     #[error("cannot run `ior -h`: {0}")]
     IorHelp(#[source] std::io::Error),
     #[error(
@@ -140,6 +142,7 @@ pub async fn command(req: &LaunchRequest, hostfile_path: &std::path::Path) -> Re
             program
         }
         (_, Workload::Find(_)) => return Err(LaunchError::FindUnderMpi),
+        (_, Workload::Io500(_)) => return Err(LaunchError::Io500UnderMpi),
         (Engine::Ior, Workload::Mdtest(p)) => {
             if !crate::child::on_path("mdtest") {
                 return Err(LaunchError::NotInstalled("mdtest"));

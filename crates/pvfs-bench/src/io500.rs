@@ -19,6 +19,7 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+pub mod assemble;
 pub mod plan;
 pub mod rules;
 mod run;

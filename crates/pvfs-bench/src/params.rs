@@ -228,6 +228,9 @@ pub enum Workload {
     Mdtest(MdtestParams),
     /// pfind's scan of what a run left (io500's find): no preset of its own, a stage of one.
     Find(FindParams),
+    /// The IO500: its phases in its order, each an IOR, mdtest or find workload of its own
+    /// (`crate::io500::plan`), shaped by io500's ini knobs.
+    Io500(crate::io500::plan::Io500Params),
 }
 
 /// The seed's runs.
@@ -242,10 +245,21 @@ pub enum Preset {
     Metadata,
     /// mdtest `-I 10 -i 2 -z 5 -b 5` (the seed's Lustre run).
     MetadataLustre,
+    /// The IO500 as io500 runs it (its phases, sizes and rules; a 300 s stonewall).
+    Io500,
+    /// The IO500 under the Student Cluster Competition's rules (a 30 s stonewall).
+    Io500Scc,
 }
 
 impl Preset {
-    pub const ALL: [Preset; 4] = [Preset::Throughput, Preset::Iops, Preset::Metadata, Preset::MetadataLustre];
+    pub const ALL: [Preset; 6] = [
+        Preset::Throughput,
+        Preset::Iops,
+        Preset::Metadata,
+        Preset::MetadataLustre,
+        Preset::Io500,
+        Preset::Io500Scc,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -253,6 +267,8 @@ impl Preset {
             Preset::Iops => "iops",
             Preset::Metadata => "metadata",
             Preset::MetadataLustre => "metadata-lustre",
+            Preset::Io500 => "io500",
+            Preset::Io500Scc => "io500-scc",
         }
     }
 
@@ -303,6 +319,12 @@ impl Preset {
                 files_only: true,
                 ..MdtestParams::default()
             }),
+            Preset::Io500 => Workload::Io500(crate::io500::plan::Io500Params::default()),
+            Preset::Io500Scc => {
+                let mut params = crate::io500::plan::Io500Params::default();
+                (params.options.scc, params.options.stonewall) = (true, 30);
+                Workload::Io500(params)
+            }
             Preset::MetadataLustre => Workload::Mdtest(MdtestParams {
                 create: false,
                 stat: false,
@@ -330,7 +352,7 @@ impl fmt::Display for Preset {
 /// A bad preset name or parameter.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParamError {
-    #[error("unknown preset {0:?}: use throughput, iops, metadata or metadata-lustre")]
+    #[error("unknown preset {0:?}: use throughput, iops, metadata, metadata-lustre, io500 or io500-scc")]
     UnknownPreset(String),
     #[error("unknown {tool} parameter {key:?}: use {known}")]
     UnknownKey { tool: &'static str, key: String, known: &'static str },
@@ -473,6 +495,7 @@ impl Workload {
             Workload::Ior(_) => "throughput",
             Workload::Mdtest(_) => "metadata",
             Workload::Find(_) => "find",
+            Workload::Io500(_) => "io500",
         }
     }
 
@@ -481,7 +504,7 @@ impl Workload {
         match self {
             Workload::Ior(p) => p.iterations,
             Workload::Mdtest(p) => p.iterations,
-            Workload::Find(_) => 1,
+            Workload::Find(_) | Workload::Io500(_) => 1,
         }
     }
 
@@ -490,11 +513,13 @@ impl Workload {
     /// every task, so that each reader knows what its writer wrote; the clients of a run have
     /// no rank 0, so the run is given it when planned.
     pub fn fix_signature(&mut self, now: u64) {
-        if let Workload::Ior(p) = self
-            && p.verify
-            && p.signature == 0
-        {
-            p.signature = (now as u32).max(1);
+        match self {
+            Workload::Ior(p) if p.verify && p.signature == 0 => p.signature = (now as u32).max(1),
+            // io500 draws its seeds from its run's timestamp.
+            Workload::Io500(p) if p.seeds == crate::io500::plan::Seeds::default() => {
+                p.seeds = crate::io500::plan::Seeds::from(now)
+            }
+            _ => {}
         }
     }
 
@@ -569,6 +594,7 @@ impl Workload {
                 ("sync", p.sync.to_string()),
                 ("fsync", p.fsync.to_string()),
             ],
+            Workload::Io500(p) => p.options.changed(),
             Workload::Find(p) => vec![
                 ("changed_since", p.changed_since.to_string()),
                 ("size", p.size.map_or_else(String::new, |s| s.to_string())),
@@ -624,6 +650,7 @@ impl Workload {
                 ("fsync", "y"),
             ],
             Workload::Find(_) => &[("changed_since", "newer"), ("size", "size"), ("name", "name")],
+            Workload::Io500(_) => return crate::io500::plan::Options::knob(key),
         };
         known.iter().find(|(name, letter)| key == *name || key == *letter).map(|(name, _)| *name)
     }
@@ -662,6 +689,11 @@ impl Workload {
                     key: key.to_owned(),
                     known: "changed_since, size, name",
                 },
+                Workload::Io500(_) => ParamError::UnknownKey {
+                    tool: "io500",
+                    key: key.to_owned(),
+                    known: crate::io500::plan::KNOWN,
+                },
             });
         };
         match self {
@@ -698,7 +730,7 @@ impl Workload {
                 _ => p.read = flag()?,
             },
             Workload::Mdtest(p) => match field {
-                "items" => p.items = count()?,
+                "items" => p.items = whole32()?,
                 "depth" => p.depth = value.parse().map_err(|_| bad("expected a whole number"))?,
                 "branch" => p.branch = count()?,
                 "iterations" => p.iterations = count()?,
@@ -737,6 +769,7 @@ impl Workload {
                 }
                 _ => p.name = value.to_owned(),
             },
+            Workload::Io500(p) => p.options.set(field, value).map_err(|e| bad(&e.why()))?,
         }
         Ok(())
     }
@@ -752,6 +785,7 @@ impl Workload {
                 p.name_pattern().map_err(|e| Violation::new("name", e.to_string()))?;
                 Ok(())
             }
+            Workload::Io500(p) => p.stage_workloads().try_for_each(|(_, w)| w.check()),
         }
     }
 
@@ -805,6 +839,11 @@ impl Workload {
                 }
             }
             Workload::Find(_) => {}
+            Workload::Io500(p) => {
+                for (_, w) in p.stage_workloads() {
+                    w.check_run(total_tasks)?;
+                }
+            }
         }
         Ok(())
     }

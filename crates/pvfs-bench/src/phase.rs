@@ -179,6 +179,8 @@ pub fn iteration_phases(workload: &Workload) -> Vec<Phase> {
         }
         Workload::Mdtest(p) => MdtestPhase::sequence(p).into_iter().map(Phase::Mdtest).collect(),
         Workload::Find(_) => vec![Phase::Find],
+        // Its stages run their own workloads (`crate::io500::plan::Stage::engine_phases`).
+        Workload::Io500(_) => Vec::new(),
     }
 }
 

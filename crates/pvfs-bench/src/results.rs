@@ -107,6 +107,10 @@ pub struct RunRecord {
     pub phases: Vec<PhaseRecord>,
     /// Seconds of metrics each node recorded.
     pub metrics_seconds: BTreeMap<String, u64>,
+    /// An IO500 run told as io500 tells one: each stage's figure, the rules, the score (absent
+    /// for any other run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io500: Option<crate::io500::Io500Run>,
 }
 
 impl Default for RunRecord {
@@ -134,6 +138,7 @@ impl Default for RunRecord {
             iterations: Vec::new(),
             phases: Vec::new(),
             metrics_seconds: BTreeMap::new(),
+            io500: None,
         }
     }
 }
@@ -190,6 +195,7 @@ pub enum Params {
     Ior(IorRecord),
     Mdtest(crate::params::MdtestParams),
     Find(crate::params::FindParams),
+    Io500(crate::io500::plan::Io500Params),
 }
 
 impl From<&crate::params::Workload> for Params {
@@ -203,6 +209,7 @@ impl From<&crate::params::Workload> for Params {
             }),
             Workload::Mdtest(p) => Params::Mdtest(p.clone()),
             Workload::Find(p) => Params::Find(p.clone()),
+            Workload::Io500(p) => Params::Io500(p.clone()),
         }
     }
 }
@@ -238,6 +245,12 @@ pub struct PhaseRecord {
     /// IOR and mdtest under mpirun, records written before it was).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<PhaseLatency>,
+    /// The IO500 stage the phase belongs to (absent in any other run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<crate::io500::plan::Stage>,
+    /// A find's files found (absent for other phases).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub found: Option<u64>,
 }
 
 /// A phase's latency: its percentiles over every task, each client's, and the merged
@@ -292,6 +305,8 @@ impl PhaseRecord {
             tasks: tasks.iter().map(|(node, t)| TaskRecord::new(node, t)).collect(),
             caches_dropped: Vec::new(),
             latency: PhaseLatency::of(tasks),
+            stage: None,
+            found: (phase == Phase::Find).then(|| tasks.iter().map(|(_, t)| t.found).sum()),
         }
     }
 }
@@ -371,6 +386,23 @@ pub enum BenchEvent {
         /// The phase's percentiles over every task, where measured.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         latency: Option<crate::latency::Percentiles>,
+    },
+    /// An IO500 stage begins (its engine phases follow).
+    Io500Stage {
+        stage: crate::io500::plan::Stage,
+        /// Unix seconds.
+        at: f64,
+    },
+    /// An IO500 stage's figure, as io500 prints it.
+    Io500Result {
+        #[serde(flatten)]
+        result: crate::io500::PhaseResult,
+    },
+    /// The IO500 score, as io500 prints it, and why the run is invalid (the run's reasons and
+    /// each stage's, named).
+    Io500Score {
+        score: crate::io500::Score,
+        invalid_reasons: Vec<String>,
     },
     /// The last line of `--json`: the run's summary rows, and where its results are.
     Summary {

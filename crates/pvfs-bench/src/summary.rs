@@ -277,7 +277,7 @@ pub fn text(
         Workload::Mdtest(_) if mdtest.is_empty() => String::new(),
         Workload::Mdtest(params) => mdtest_text(params, mdtest),
         // pfind prints one line, which the io500 run's own files hold.
-        Workload::Find(_) => String::new(),
+        Workload::Find(_) | Workload::Io500(_) => String::new(),
     }
 }
 

@@ -9,6 +9,7 @@
 //! which ends every client's stream, and an agent stops a phase whose caller has gone.
 
 pub mod execute;
+mod io500;
 pub mod metrics;
 pub mod plan;
 
@@ -66,6 +67,8 @@ pub struct BenchOutcome {
     pub mdtest: Vec<MdtestSummary>,
     /// Why the run stopped early, naming the client, or [`BenchError::Interrupted`].
     pub error: Option<BenchError>,
+    /// An IO500 run told as io500 tells one.
+    pub io500: Option<pvfs_bench::io500::Io500Run>,
     pub started: Option<SystemTime>,
     pub finished: Option<SystemTime>,
 }
@@ -236,6 +239,11 @@ pub async fn run(
             }
         }
     }
+    if let Workload::Io500(params) = &spec.workload {
+        io500::run(spec, params, &connections, dialer, &events, &cancel, &mut outcome).await;
+        outcome.finished = Some(SystemTime::now());
+        return outcome;
+    }
     let iterations = spec.workload.iterations();
     let phase_list = iteration_phases(&spec.workload);
     'run: for iteration in 0..iterations {
@@ -397,7 +405,7 @@ fn summarize(spec: &BenchSpec, outcome: &mut BenchOutcome) {
                 outcome.mdtest.extend(summary::mdtest_summary(phase.label(), &totals));
             }
         }
-        Workload::Find(_) => {}
+        Workload::Find(_) | Workload::Io500(_) => {}
     }
 }
 
@@ -746,6 +754,7 @@ async fn mpi_job(
         Workload::Ior(_) => "IOR",
         Workload::Mdtest(_) => "mdtest",
         Workload::Find(_) => "pfind",
+        Workload::Io500(_) => "io500",
     };
     match pvfs_bench::parse::parse(&job.output) {
         Ok(parsed) if parsed.failure().is_none() && exited.code == 0 => {

@@ -80,6 +80,11 @@ pub enum EngineError {
     /// A find asked for outside a run that scans what its phases wrote.
     #[error("a find runs as io500's find phase (pvfsctl bench --preset io500), not as a workload of its own")]
     FindAlone,
+    /// The IO500 asked of one machine's engine: its phases run across a cluster's clients.
+    #[error(
+        "the IO500 runs through pvfsctl bench on a cluster (its agents launcher), not on one machine's engine"
+    )]
+    Io500Alone,
     /// A task of the phase failed, with the error it reported.
     #[error("{error}")]
     TaskFailed { task: u32, error: String },

@@ -72,6 +72,7 @@ pub fn run(workload: &Workload, dir: &Path, tasks: u32) -> Result<LocalRun, Engi
             }
         }
         Workload::Find(_) => return Err(EngineError::FindAlone),
+        Workload::Io500(_) => return Err(EngineError::Io500Alone),
         Workload::Mdtest(p) => {
             let phases = MdtestPhase::sequence(p);
             let mut per_phase: Vec<Vec<PhaseTotals>> = vec![Vec::new(); phases.len()];

@@ -14,6 +14,8 @@ fn phase(iteration: u32, phase: Phase, bw_mib: f64, ops_per_sec: f64) -> PhaseRe
         tasks: vec![],
         caches_dropped: vec![],
         latency: None,
+        stage: None,
+        found: None,
     }
 }
 

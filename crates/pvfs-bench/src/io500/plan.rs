@@ -34,7 +34,7 @@ pub enum Stage {
 }
 
 /// The four workloads io500's phases share (a write and its reads run the same files).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Family {
     IorEasy,
     IorHard,
@@ -43,6 +43,8 @@ pub enum Family {
 }
 
 impl Family {
+    pub const ALL: [Family; 4] = [Family::IorEasy, Family::IorHard, Family::MdtestEasy, Family::MdtestHard];
+
     /// Its directory under the data directory, as io500 names it.
     pub fn dir(self) -> &'static str {
         match self {
@@ -185,10 +187,38 @@ pub enum OptionError {
     Bad { key: String, value: String, why: String },
 }
 
-const KNOWN: &str = "debug.stonewall-time, global.scc, ior-easy.transferSize, ior-easy.blockSize, \
+/// The knobs [`Options::set`] takes, as an error lists them.
+pub const KNOWN: &str = "debug.stonewall-time, global.scc, ior-easy.transferSize, ior-easy.blockSize, \
                      ior-easy.filePerProc, ior-hard.segmentCount, mdtest-easy.n, mdtest-hard.n";
 
+/// Every knob by its ini name.
+const KNOBS: [&str; 8] = [
+    "debug.stonewall-time",
+    "global.scc",
+    "ior-easy.transferSize",
+    "ior-easy.blockSize",
+    "ior-easy.filePerProc",
+    "ior-hard.segmentCount",
+    "mdtest-easy.n",
+    "mdtest-hard.n",
+];
+
+impl OptionError {
+    /// What is wrong, without the knob's name and value (which the caller shows).
+    pub fn why(&self) -> String {
+        match self {
+            OptionError::Unknown(_) => format!("use {KNOWN}"),
+            OptionError::Bad { why, .. } => why.clone(),
+        }
+    }
+}
+
 impl Options {
+    /// The knob `key` names, as its ini name, if it is one.
+    pub fn knob(key: &str) -> Option<&'static str> {
+        KNOBS.into_iter().find(|k| *k == key)
+    }
+
     /// Sets the knob `SECTION.KEY` as io500's ini names it (`ior-easy.transferSize = 1m`).
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), OptionError> {
         let bad = |why: &str| OptionError::Bad {
@@ -287,6 +317,21 @@ impl Seeds {
             ((z ^ (z >> 31)) as u32).max(1)
         };
         Seeds { ior_easy: next(), ior_hard: next(), mdtest_easy: next(), mdtest_hard: next() }
+    }
+}
+
+/// An IO500 run's shape: io500's knobs, and the seeds of its data (drawn when the run is
+/// planned, as io500 draws them from its timestamp).
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Io500Params {
+    pub options: Options,
+    pub seeds: Seeds,
+}
+
+impl Io500Params {
+    /// Every stage that runs a workload, with it.
+    pub fn stage_workloads(&self) -> impl Iterator<Item = (Stage, Workload)> + '_ {
+        Stage::ALL.into_iter().filter_map(|stage| Some((stage, workload(stage, &self.options, &self.seeds)?)))
     }
 }
 

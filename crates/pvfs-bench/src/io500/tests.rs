@@ -379,3 +379,60 @@ fn io500_knobs_are_set_by_their_ini_names() {
     assert!([seeds.ior_easy, seeds.ior_hard, seeds.mdtest_easy, seeds.mdtest_hard].iter().all(|s| *s != 0));
     assert_ne!(seeds.ior_easy, seeds.ior_hard);
 }
+
+/// A run of the built-in engine is told as io500 tells one: figures in io500's units over
+/// each stage's time, the rules in io500's words (the same reasons the real run with a 5 s
+/// stonewall was given), and result files that `bench import` reads back to the same figures
+/// and score.
+#[test]
+fn an_engine_run_is_told_as_io500_tells_one_and_reads_back() {
+    use crate::summary::PhaseTotals;
+    use assemble::{StageOutcome, assemble, result_txt, summary_text};
+    use plan::{Io500Params, Stage};
+    let mut params = Io500Params::default();
+    params.options.stonewall = 5;
+    let totals =
+        |bw_mib: f64, ops_per_sec: f64| PhaseTotals { bw_mib, ops_per_sec, ..PhaseTotals::default() };
+    let stages: Vec<StageOutcome> = Stage::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, stage)| StageOutcome {
+            stage: *stage,
+            seconds: if *stage == Stage::Timestamp { 0.0001 } else { 6.0 + i as f64 },
+            totals: (*stage != Stage::Timestamp)
+                .then(|| totals(512.0 * (i + 1) as f64, 1000.0 * (i + 1) as f64)),
+            found: (*stage == Stage::Find).then_some(12),
+            command: Some(format!("tool {i}")),
+        })
+        .collect();
+    let run = assemble(&params, 4, &stages);
+    assert_eq!(run.invalid_reasons, ["stonewall-time 5s != 300s"]);
+    let phase = |name: &str| run.phases.iter().find(|p| p.result.name == name).unwrap();
+    assert_eq!(phase("ior-easy-write").result.value, 0.5, "512 MiB/s is 0.5 GiB/s");
+    assert_eq!(phase("ior-easy-write").result.unit, Unit::GiBPerS);
+    assert_eq!(phase("mdtest-easy-write").result.value, 2.0, "2000 ops/s is 2 kIOPS");
+    assert_eq!(
+        phase("mdtest-easy-write").invalid_reasons,
+        ["Runtime is smaller than expected minimum runtime"]
+    );
+    assert!(phase("find").result.valid && phase("ior-easy-read").result.valid);
+    assert!(!phase("timestamp").result.scored);
+    let score = run.score.unwrap();
+    assert!(!score.valid, "a 5 s stonewall is not the rules'");
+
+    // Written as io500 writes them, and read back as an io500 run.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("result_summary.txt"), summary_text(&run)).unwrap();
+    std::fs::write(dir.path().join("result.txt"), result_txt(&run)).unwrap();
+    let (back, _) = read_run(dir.path()).unwrap();
+    assert_eq!(back.phases.len(), 13);
+    assert_eq!(back.score.map(|s| (s.total * 1e6).round()), Some((score.total * 1e6).round()));
+    assert_eq!(back.phases[0].command.as_deref(), Some("tool 0"));
+    assert_eq!(back.phases[1].invalid_reasons, phase("mdtest-easy-write").invalid_reasons);
+    assert_eq!(back.mode.as_deref(), Some("standard"));
+    assert_eq!(back.procs, Some(4));
+
+    // A run that stopped before its last stage has no score.
+    let partial = assemble(&params, 4, &stages[..5]);
+    assert_eq!(partial.score, None);
+}

@@ -112,6 +112,18 @@ impl RunDir {
         })
     }
 
+    /// An IO500 run's `io500/result_summary.txt` and `io500/result.txt`, in io500's format (so
+    /// `bench import RUN/io500` reads them as it reads io500's); returns the directory.
+    pub fn write_io500(&self, run: &crate::io500::Io500Run) -> Result<PathBuf, ResultsError> {
+        let dir = self.path.join("io500");
+        std::fs::create_dir_all(&dir).map_err(|source| ResultsError::Write { path: dir.clone(), source })?;
+        let summary = crate::io500::assemble::summary_text(run);
+        write_atomic(&dir.join("result_summary.txt"), |out| out.write_all(summary.as_bytes()))?;
+        let result = crate::io500::assemble::result_txt(run);
+        write_atomic(&dir.join("result.txt"), |out| out.write_all(result.as_bytes()))?;
+        Ok(dir)
+    }
+
     /// commands.txt: the run's own command and the IOR/mdtest command it stands for.
     pub fn write_commands(&self, text: &str) -> Result<(), ResultsError> {
         write_atomic(&self.path.join(COMMANDS_TXT), |out| out.write_all(text.as_bytes()))

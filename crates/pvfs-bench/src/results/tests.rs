@@ -32,6 +32,7 @@ fn record() -> RunRecord {
     let workload = crate::params::Preset::parse("throughput").unwrap().workload();
     RunRecord {
         drop_caches: None,
+        io500: None,
         version: VERSION,
         run: "c-throughput-20260101T000000".into(),
         complete: false,
@@ -54,6 +55,8 @@ fn record() -> RunRecord {
         phases: vec![PhaseRecord {
             caches_dropped: vec![],
             latency: None,
+            stage: None,
+            found: None,
             iteration: 0,
             phase: Phase::Ior(IorPhase::Write),
             totals: PhaseTotals {
@@ -249,6 +252,8 @@ fn a_phase_record_keeps_iors_timers_when_known() {
         tasks: vec![],
         caches_dropped: vec![],
         latency: None,
+        stage: None,
+        found: None,
     };
     let text = sorted(&record).unwrap().to_string();
     assert_eq!(

@@ -164,6 +164,9 @@ pub async fn execute(
     shutdown.cancel();
     let recorded = recorder.await??;
     run.write_record(&plan.record(run, &outcome, &recorded, !outcome.interrupted()))?;
+    if let Some(io500) = &outcome.io500 {
+        run.write_io500(io500)?;
+    }
     Ok(outcome)
 }
 

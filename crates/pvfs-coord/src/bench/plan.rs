@@ -114,6 +114,13 @@ pub enum PlanError {
     },
     #[error("engine fio runs IOR-style presets (throughput, iops); metadata presets need engine builtin")]
     FioMetadata,
+    #[error(
+        "the io500 presets run on the built-in engine through the agents launcher (engine builtin, launcher \
+         agents), not engine {} under launcher {}; the real io500 under mpirun is still to come",
+        .0.engine(),
+        .0.launcher()
+    )]
+    Io500Runner(Runner),
     #[error("{}", pvfs_config::DROP_CACHES_UNDER_MPI)]
     DropCachesUnderMpi,
     /// The agents' `bench-dir` rule, said before any client is asked.
@@ -210,6 +217,9 @@ impl BenchPlan {
         {
             return Err(PlanError::FioMetadata);
         }
+        if matches!(workload, Workload::Io500(_)) && runner != Runner::AgentsBuiltin {
+            return Err(PlanError::Io500Runner(runner));
+        }
         let drop_caches = flags.drop_caches.or(cluster.bench.drop_caches).unwrap_or_default();
         if drop_caches != DropCaches::None && runner.launcher() == Launcher::Mpi {
             return Err(PlanError::DropCachesUnderMpi);
@@ -287,7 +297,17 @@ impl BenchPlan {
             Workload::Mdtest(p) => {
                 format!("mpirun -np {tasks} mdtest {}", mdtest_args(p, &dir.display().to_string()).join(" "))
             }
-            Workload::Find(p) => find_command(p, &dir),
+            Workload::Find(p) => pvfs_bench::io500::assemble::find_command(p, &dir),
+            Workload::Io500(p) => {
+                let knobs: Vec<String> =
+                    p.options.changed().iter().map(|(k, v)| format!("{k} = {v}")).collect();
+                format!(
+                    "mpirun -np {tasks} io500 io500.ini  # datadir = {}{}{}",
+                    dir.display(),
+                    if knobs.is_empty() { "" } else { "; " },
+                    knobs.join("; ")
+                )
+            }
         }
     }
 
@@ -328,6 +348,7 @@ impl BenchPlan {
             iterations: o.iterations.clone(),
             phases: o.phases.clone(),
             metrics_seconds: metrics.clone(),
+            io500: o.io500.clone(),
         }
     }
 }
@@ -346,22 +367,6 @@ fn run_name(
         name += &format!("-{key}{value}");
     }
     name
-}
-
-/// pfind's command line for `p` over `dir`, as io500 prints it (`-newer` names the file whose
-/// change time it takes; here the time itself stands in it).
-pub fn find_command(p: &pvfs_bench::params::FindParams, dir: &Path) -> String {
-    let mut out = format!("pfind {}", dir.display());
-    if p.changed_since != 0 {
-        out += &format!(" -newer @{}", p.changed_since);
-    }
-    if let Some(size) = p.size {
-        out += &format!(" -size {size}c");
-    }
-    if !p.name.is_empty() {
-        out += &format!(" -name {}", p.name);
-    }
-    out + " -C"
 }
 
 #[cfg(test)]

@@ -168,8 +168,8 @@ pub enum RequestError {
     #[error("{field} = {dir:?}: must be an absolute path of plain names (no .., no .)")]
     DirNotPlain { field: &'static str, dir: String },
     #[error(
-        "{field} = {dir:?}: a benchmark runs in its own directory, MOUNT/pvfs-bench/RUN; the agent makes and \
-         writes files only there"
+        "{field} = {dir:?}: a benchmark runs in its own directory, MOUNT/pvfs-bench/RUN (or an IO500 run's \
+         RUN/ior-easy, ior-hard, mdtest-easy, mdtest-hard); the agent makes and writes files only there"
     )]
     DirNotARun { field: &'static str, dir: String },
     #[error("tasks = {0}: a client runs 1 to {max} tasks (a thread each)", max = pvfs_bench::params::limits::MAX_TASKS_PER_CLIENT)]
@@ -248,11 +248,14 @@ fn time(ns: u64) -> SystemTime {
 /// The wire request for one client's phase, to start at `start_at`.
 pub fn phase_request_to(req: &PhaseRequest, start_at: SystemTime) -> pb::BenchPhaseRequest {
     pb::BenchPhaseRequest {
-        workload: Some(match &req.workload {
-            Workload::Ior(p) => pb::bench_phase_request::Workload::Ior(p.into()),
-            Workload::Mdtest(p) => pb::bench_phase_request::Workload::Mdtest(p.into()),
-            Workload::Find(p) => pb::bench_phase_request::Workload::Find(find_to(p)),
-        }),
+        // An IO500 run sends each stage's own workload; the whole is no client's to run, and
+        // goes as none, which the agent refuses.
+        workload: match &req.workload {
+            Workload::Ior(p) => Some(pb::bench_phase_request::Workload::Ior(p.into())),
+            Workload::Mdtest(p) => Some(pb::bench_phase_request::Workload::Mdtest(p.into())),
+            Workload::Find(p) => Some(pb::bench_phase_request::Workload::Find(find_to(p))),
+            Workload::Io500(_) => None,
+        },
         dir: req.dir.display().to_string(),
         first_task: req.first_task,
         tasks: req.tasks,
@@ -276,6 +279,7 @@ fn workload_field(workload: &Workload, violation: Violation) -> RequestError {
         Workload::Ior(_) => "ior",
         Workload::Mdtest(_) => "mdtest",
         Workload::Find(_) => "find",
+        Workload::Io500(_) => "io500",
     };
     let field = match violation.field {
         // The run's size is the request's own fields, not the workload's.
@@ -291,7 +295,14 @@ fn workload_field(workload: &Workload, violation: Violation) -> RequestError {
 fn bench_dir(field: &'static str, dir: &str) -> Result<PathBuf, RequestError> {
     let path = PathBuf::from(dir);
     let plain = path.components().skip(1).all(|c| matches!(c, Component::Normal(_)));
-    let in_run_dir = path.parent().and_then(Path::file_name).is_some_and(|name| name == "pvfs-bench");
+    let named = |p: Option<&Path>, name: &str| p.and_then(Path::file_name).is_some_and(|n| n == name);
+    // A run's own directory, or one of an IO500 run's four below it (each family's files).
+    let family = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| pvfs_bench::io500::plan::Family::ALL.iter().any(|f| f.dir() == n));
+    let in_run_dir = named(path.parent(), "pvfs-bench")
+        || (family && named(path.parent().and_then(Path::parent), "pvfs-bench"));
     if !path.is_absolute() || !plain || dir.len() > 4096 || dir.contains('\0') {
         return Err(RequestError::DirNotPlain { field, dir: dir.to_owned() });
     }
@@ -364,11 +375,14 @@ pub fn phase_request_from(
 
 pub fn launch_request_to(req: &LaunchRequest) -> pb::LaunchRequest {
     pb::LaunchRequest {
-        workload: Some(match &req.workload {
-            Workload::Ior(p) => pb::launch_request::Workload::Ior(p.into()),
-            Workload::Mdtest(p) => pb::launch_request::Workload::Mdtest(p.into()),
-            Workload::Find(p) => pb::launch_request::Workload::Find(find_to(p)),
-        }),
+        // The real io500 under mpirun is `--engine io500` (to come); the built-in engine's IO500
+        // runs through the agents launcher, and goes as no workload, which the agent refuses.
+        workload: match &req.workload {
+            Workload::Ior(p) => Some(pb::launch_request::Workload::Ior(p.into())),
+            Workload::Mdtest(p) => Some(pb::launch_request::Workload::Mdtest(p.into())),
+            Workload::Find(p) => Some(pb::launch_request::Workload::Find(find_to(p))),
+            Workload::Io500(_) => None,
+        },
         dir: req.dir.display().to_string(),
         hosts: req
             .clients
@@ -542,7 +556,8 @@ mod tests {
 
     #[test]
     fn requests_and_results_round_trip() {
-        for preset in Preset::ALL {
+        // The IO500's stages travel as their own workloads (the whole is none: refused).
+        for preset in Preset::ALL.into_iter().filter(|p| !matches!(p.workload(), Workload::Io500(_))) {
             let req = PhaseRequest {
                 stop_after: None,
                 engine: Engine::Fio,
@@ -556,7 +571,7 @@ mod tests {
                 phase: match preset.workload() {
                     Workload::Ior(_) => Phase::Ior(IorPhase::Read),
                     Workload::Mdtest(_) => Phase::Mdtest(MdtestPhase::FileStat),
-                    Workload::Find(_) => Phase::Find,
+                    Workload::Find(_) | Workload::Io500(_) => Phase::Find,
                 },
             };
             let at = UNIX_EPOCH + Duration::from_secs(1_800_000_000);

@@ -234,6 +234,9 @@ async fn show(
                         BenchEvent::Progress { node, bytes, ops, .. } => watch.progress(node, *bytes, *ops),
                         BenchEvent::PhaseDone { iteration, phase, totals, latency } => watch.phase_done(phase_line(*iteration, *phase, totals, latency.as_ref())),
                         BenchEvent::Launched { node, .. } => watch.phase_started(format!("mpirun on {node}"), SystemTime::now()),
+                        BenchEvent::Io500Stage { stage, at } => watch.phase_started(format!("io500 {stage}"), time(*at)),
+                        BenchEvent::Io500Result { result } => watch.phase_done(pvfs_bench::io500::assemble::result_line(result)),
+                        BenchEvent::Io500Score { score, .. } => watch.phase_done(format!("[SCORE ] {score}")),
                         BenchEvent::CachesDropped { .. } | BenchEvent::Output { .. } | BenchEvent::Summary { .. } => {}
                     }
                 } else {
@@ -315,6 +318,16 @@ impl Lines {
                     nodes.iter().map(|n| n.node.as_str()).collect::<Vec<_>>().join(", "),
                     output::bytes(freed.saturating_mul(1024))
                 ))?;
+            }
+            BenchEvent::Io500Stage { stage, .. } => output::print(&format!("io500 {stage}: started\n"))?,
+            BenchEvent::Io500Result { result } => {
+                output::print(&format!("{}\n", pvfs_bench::io500::assemble::result_line(result)))?
+            }
+            BenchEvent::Io500Score { score, invalid_reasons } => {
+                for reason in invalid_reasons {
+                    output::print(&format!("ERROR INVALID {reason}\n"))?;
+                }
+                output::print(&format!("[SCORE ] {score}\n"))?;
             }
             BenchEvent::Summary { .. } => {}
         }

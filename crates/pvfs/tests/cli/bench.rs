@@ -314,6 +314,110 @@ fn mdtest_stonewall_across_two_clients_brings_both_to_the_same_count() {
     }
 }
 
+/// Issue 28: `--preset io500` on two agents, small: every stage of io500's in its order on
+/// the built-in engine, the writes stonewalled and their counts carried to the reads, data
+/// verified on read, the find finding mdtest-hard's `*01*` files made after the timestamp;
+/// the run told as io500 tells one (its lines, its score, its rules: a 2 s stonewall is
+/// invalid), recorded, written as io500's result files, and read back by `bench import`.
+#[test]
+fn the_io500_preset_runs_every_stage_and_is_told_as_io500_tells_it() {
+    let dir = TestDir::new();
+    let agents = agents(&dir, 2);
+    let cluster = cluster(&dir, &agents.iter().collect::<Vec<_>>());
+    let knobs = [
+        "debug.stonewall-time=2",
+        "ior-easy.transferSize=64k",
+        "ior-easy.blockSize=2m",
+        "ior-hard.segmentCount=40",
+        "mdtest-easy.n=150",
+        "mdtest-hard.n=150",
+    ];
+    let mut args = vec!["bench", &cluster, "--preset", "io500", "--procs", "2", "--results", "res"];
+    for knob in &knobs {
+        args.extend(["--set", knob]);
+    }
+    let out = dir.ctl(&args);
+    let said = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}\n{}", text(&out.stderr));
+    let order: Vec<&str> =
+        said.lines().filter_map(|l| l.strip_prefix("io500 ")?.strip_suffix(": started")).collect();
+    assert_eq!(
+        order,
+        [
+            "ior-easy-write",
+            "mdtest-easy-write",
+            "timestamp",
+            "ior-hard-write",
+            "mdtest-hard-write",
+            "find",
+            "ior-easy-read",
+            "mdtest-easy-stat",
+            "ior-hard-read",
+            "mdtest-hard-stat",
+            "mdtest-easy-delete",
+            "mdtest-hard-read",
+            "mdtest-hard-delete"
+        ]
+    );
+    assert!(said.contains("ERROR INVALID stonewall-time 2s != 300s"), "{said}");
+    assert!(
+        said.lines().any(|l| l.starts_with("[RESULT]") && l.contains(" find ") && l.contains("kIOPS")),
+        "{said}"
+    );
+    let score_line = said.lines().find(|l| l.starts_with("[SCORE ] Bandwidth ")).expect(&said);
+    assert!(score_line.ends_with("[INVALID]"), "{score_line}");
+
+    let runs: Vec<_> =
+        std::fs::read_dir(dir.path().join("res")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(runs.len(), 1);
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(runs[0].join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["tool"], "io500");
+    assert_eq!(results["params"]["options"]["stonewall"], 2);
+    let io500 = &results["io500"];
+    assert_eq!(io500["procs"], 4);
+    assert_eq!(io500["phases"].as_array().unwrap().len(), 13);
+    let phases = results["phases"].as_array().unwrap();
+    let of = |stage: &str, label: &str| -> &Value {
+        phases
+            .iter()
+            .find(|p| p["stage"] == stage && p["phase"] == label)
+            .unwrap_or_else(|| panic!("{stage} {label}"))
+    };
+    // Every task's files were found where io500 puts them, read back whole and verified.
+    assert_eq!(of("ior-easy-read", "read")["bytes"], 4 * (2 << 20));
+    assert_eq!(of("ior-hard-read", "read")["bytes"], 4 * 40 * 47008);
+    assert_eq!(of("mdtest-hard-read", "File read")["ops"], 4 * 150);
+    assert_eq!(of("mdtest-hard-read", "File read")["bytes"], 4 * 150 * 3901);
+    // The find scanned every file (ior-easy's 4, ior-hard's 1, mdtest's 2 × 600) and found
+    // file.mdtest.T.101 of each task's mdtest-hard files.
+    let find = of("find", "find");
+    assert_eq!((find["ops"].as_u64(), find["found"].as_u64()), (Some(4 + 1 + 1200), Some(4)));
+    // Nothing is left on the file system: io500 removes what it made.
+    let data = std::path::Path::new(results["dir"].as_str().unwrap());
+    for family in ["ior-easy", "ior-hard", "mdtest-easy", "mdtest-hard"] {
+        let left: Vec<_> = std::fs::read_dir(data.join(family)).map(|d| d.count()).into_iter().collect();
+        assert!(left.iter().all(|n| *n == 0), "{family}: {left:?}");
+    }
+
+    // io500's files, read back by bench import to the same score.
+    let written = runs[0].join("io500");
+    let summary = std::fs::read_to_string(written.join("result_summary.txt")).unwrap();
+    assert!(summary.contains(score_line), "{summary}");
+    let imported = dir.ctl(&["bench", "import", written.to_str().unwrap(), "--results", "imp"]);
+    assert_eq!(imported.status.code(), Some(0), "{}", text(&imported.stderr));
+    let back: Vec<_> =
+        std::fs::read_dir(dir.path().join("imp")).unwrap().map(|e| e.unwrap().path()).collect();
+    let back: Value =
+        serde_json::from_str(&std::fs::read_to_string(back[0].join("results.json")).unwrap()).unwrap();
+    // io500's files hold six decimals.
+    let micro = |v: &Value| (v.as_f64().unwrap() * 1e6).round();
+    for key in ["bandwidth", "metadata", "total"] {
+        assert_eq!(micro(&back["io500"]["score"][key]), micro(&io500["score"][key]), "{key}");
+    }
+    assert_eq!(back["io500"]["score"]["valid"], false);
+}
+
 /// Issue 28: `--drop-caches all` syncs and drops every node's caches before each read (for
 /// real: the agents run as root here), says so, and keeps what each drop did in the phase's
 /// record; writes are not preceded by a drop. The mpi launcher is refused before anything runs.

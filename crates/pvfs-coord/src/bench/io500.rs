@@ -1,0 +1,158 @@
+//! `--preset io500` on the built-in engine through the agents: io500's stages in its order
+//! (`pvfs_bench::io500::plan`), each one's engine phases run on every client as any run's are,
+//! the stonewalled writes' counts carried to their reads, the timestamp taken between the
+//! writes and the find, and the find scanning the run's data on the first client with its
+//! tasks as pfind's threads (io500's `[find] nproc`). The run is then told as io500 tells one
+//! (`pvfs_bench::io500::assemble`): figures, rules, score.
+
+use super::{BenchError, BenchOutcome, BenchSpec, drop_caches, phase_done, run_phase};
+use crate::dial::{Connection, Dialer};
+use pvfs_bench::io500::assemble::{self, StageOutcome};
+use pvfs_bench::io500::plan::{Family, Io500Params, Stage, workload};
+use pvfs_bench::params::Workload;
+use pvfs_bench::phase::Phase;
+use pvfs_bench::results::{BenchEvent, unix};
+use pvfs_config::Node;
+use std::collections::HashMap;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Runs the IO500 on `spec`'s clients (already connected), until it ends or is cancelled.
+pub(super) async fn run(
+    spec: &BenchSpec,
+    params: &Io500Params,
+    connections: &[(Node, Connection)],
+    dialer: &Dialer,
+    events: &mpsc::UnboundedSender<BenchEvent>,
+    cancel: &CancellationToken,
+    outcome: &mut BenchOutcome,
+) {
+    let procs = u64::from(spec.tasks_per_client) * connections.len() as u64;
+    // Each family's stonewalled count, from its write to its reads.
+    let mut counts: HashMap<Family, Option<u64>> = HashMap::new();
+    let mut changed_since = 0;
+    let mut stages = Vec::new();
+    'stages: for stage in Stage::ALL {
+        let started = Instant::now();
+        let _ = events.send(BenchEvent::Io500Stage { stage, at: unix(SystemTime::now()) });
+        if stage == Stage::Timestamp {
+            // io500 touches its timestamp file here; the find finds what changed after it.
+            changed_since = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+            stages.push(StageOutcome {
+                stage,
+                seconds: started.elapsed().as_secs_f64(),
+                totals: None,
+                found: None,
+                command: None,
+            });
+            send_result(events, params, procs, &stages);
+            continue;
+        }
+        let (sub, clients) = match stage {
+            Stage::Find => (
+                BenchSpec { workload: Workload::Find(assemble::find_params(changed_since)), ..spec.clone() },
+                &connections[..1],
+            ),
+            _ => {
+                let (Some(family), Some(workload)) =
+                    (stage.family(), workload(stage, &params.options, &params.seeds))
+                else {
+                    continue;
+                };
+                (BenchSpec { workload, dir: spec.dir.join(family.dir()), ..spec.clone() }, connections)
+            }
+        };
+        let (phases, scored) = match stage {
+            Stage::Find => (vec![Phase::Find], Some(Phase::Find)),
+            _ => stage.engine_phases(),
+        };
+        let mut scored_record = None;
+        for phase in phases {
+            let dropped = match drop_caches(spec, connections, dialer, 0, phase, cancel).await {
+                Ok(dropped) => dropped,
+                Err(err) => {
+                    outcome.error = Some(err);
+                    break 'stages;
+                }
+            };
+            if !dropped.is_empty() {
+                let _ =
+                    events.send(BenchEvent::CachesDropped { iteration: 0, phase, nodes: dropped.clone() });
+            }
+            let stop_after = stage.family().and_then(|f| counts.get(&f).copied().flatten());
+            let running = run_phase(&sub, clients, dialer, 0, phase, stop_after, events);
+            let result = tokio::select! {
+                result = running => result.map_err(|failures| BenchError::Phase { iteration: 0, phase, failures }),
+                () = cancel.cancelled() => Err(BenchError::Interrupted { during: Some((0, phase)) }),
+            };
+            match result {
+                Ok(mut record) => {
+                    record.caches_dropped = dropped;
+                    record.stage = Some(stage);
+                    let ops = record.tasks.iter().map(|t| t.ops);
+                    if let (Some(family), Some(carried)) =
+                        (stage.family(), pvfs_bench::request::carried(&sub.workload, phase, ops))
+                    {
+                        counts.insert(family, carried);
+                    }
+                    let _ = events.send(phase_done(&record));
+                    if Some(phase) == scored {
+                        scored_record = Some(record.clone());
+                    }
+                    outcome.phases.push(record);
+                }
+                Err(err) => {
+                    outcome.error = Some(err);
+                    break 'stages;
+                }
+            }
+        }
+        stages.push(StageOutcome {
+            stage,
+            seconds: started.elapsed().as_secs_f64(),
+            totals: scored_record.as_ref().map(|r| r.totals),
+            found: scored_record.as_ref().and_then(|r| r.found),
+            command: assemble::command(stage, params, &spec.dir, changed_since),
+        });
+        send_result(events, params, procs, &stages);
+    }
+    // io500 removes what its phases left; mdtest's files went with its delete stages.
+    if outcome.error.is_none() {
+        for stage in [Stage::IorEasyWrite, Stage::IorHardWrite] {
+            let (Some(family), Some(workload)) =
+                (stage.family(), workload(stage, &params.options, &params.seeds))
+            else {
+                continue;
+            };
+            let sub = BenchSpec { workload, dir: spec.dir.join(family.dir()), ..spec.clone() };
+            if let Err(failures) =
+                run_phase(&sub, connections, dialer, 0, Phase::IorCleanup, None, events).await
+            {
+                outcome.error = Some(BenchError::Phase { iteration: 0, phase: Phase::IorCleanup, failures });
+                break;
+            }
+        }
+    }
+    let run = assemble::assemble(params, procs, &stages);
+    if let Some(score) = run.score {
+        let mut reasons = run.invalid_reasons.clone();
+        for p in &run.phases {
+            reasons.extend(p.invalid_reasons.iter().map(|r| format!("{}: {r}", p.result.name)));
+        }
+        let _ = events.send(BenchEvent::Io500Score { score, invalid_reasons: reasons });
+    }
+    outcome.io500 = Some(run);
+}
+
+/// Sends the last stage's figure, as io500 prints it.
+fn send_result(
+    events: &mpsc::UnboundedSender<BenchEvent>,
+    params: &Io500Params,
+    procs: u64,
+    stages: &[StageOutcome],
+) {
+    if let Some(phase) = assemble::assemble(params, procs, stages).phases.pop() {
+        let _ = events.send(BenchEvent::Io500Result { result: phase.result });
+    }
+}
