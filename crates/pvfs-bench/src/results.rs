@@ -547,7 +547,7 @@ impl Record {
     /// An imported io500 run's phases and score.
     pub fn io500(&self) -> Option<&crate::io500::Io500Run> {
         match self {
-            Record::Run(_) => None,
+            Record::Run(r) => r.io500.as_ref(),
             Record::Import(i) => i.io500.as_deref(),
         }
     }

@@ -400,6 +400,13 @@ fn the_io500_preset_runs_every_stage_and_is_told_as_io500_tells_it() {
         assert!(left.iter().all(|n| *n == 0), "{family}: {left:?}");
     }
 
+    // The report shows it as it shows an imported io500 run.
+    let report = dir.ctl(&["report", runs[0].to_str().unwrap(), "--out", "rep"]);
+    assert_eq!(report.status.code(), Some(0), "{}", text(&report.stderr));
+    let md = std::fs::read_to_string(dir.path().join("rep/report.md")).unwrap();
+    assert!(md.contains("## IO500") && md.contains(" | find | "), "{md}");
+    assert!(md.contains("- stonewall-time 2s != 300s"), "{md}");
+
     // io500's files, read back by bench import to the same score.
     let written = runs[0].join("io500");
     let summary = std::fs::read_to_string(written.join("result_summary.txt")).unwrap();
