@@ -144,15 +144,15 @@ impl Comparison {
 /// 5 %) with significance. Phases in the baseline's order; a phase or metric only one of the
 /// runs has is left out.
 pub fn compare(baseline: &RunRecord, run: &RunRecord, threshold: f64) -> Comparison {
-    let mut labels: Vec<&str> = Vec::new();
+    let mut labels: Vec<String> = Vec::new();
     for p in &baseline.phases {
-        if !labels.contains(&p.phase.label()) {
-            labels.push(p.phase.label());
+        if !labels.contains(&key(p)) {
+            labels.push(key(p));
         }
     }
     let rows = labels
         .iter()
-        .flat_map(|label| Metric::ALL.map(|metric| (*label, metric)))
+        .flat_map(|label| Metric::ALL.map(|metric| (label.as_str(), metric)))
         .filter_map(|(label, metric)| {
             let (a, b) = (values(baseline, label, metric)?, values(run, label, metric)?);
             row(label, metric, &a, &b, threshold)
@@ -166,12 +166,21 @@ pub fn compare(baseline: &RunRecord, run: &RunRecord, threshold: f64) -> Compari
     }
 }
 
+/// What a phase is compared as: its label, or in an IO500 run its stage's name with it (the
+/// two IOR writes of ior-easy and ior-hard are not one phase).
+fn key(p: &crate::results::PhaseRecord) -> String {
+    match p.stage {
+        Some(stage) => format!("{stage} {}", p.phase.label()),
+        None => p.phase.label().to_owned(),
+    }
+}
+
 /// A metric's value in each iteration of phase `label`; `None` when never measured.
 fn values(record: &RunRecord, label: &str, metric: Metric) -> Option<Vec<f64>> {
     let v: Vec<f64> = record
         .phases
         .iter()
-        .filter(|p| p.phase.label() == label)
+        .filter(|p| key(p) == label)
         .filter_map(|p| metric.of(p))
         .filter(|v| v.is_finite())
         .collect();

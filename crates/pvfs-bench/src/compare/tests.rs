@@ -127,3 +127,21 @@ fn the_settings_that_differ_are_named() {
     let transfer = &c.differences[0];
     assert_eq!((transfer.baseline.as_str(), transfer.run.as_str()), ("33554432", "1048576"));
 }
+
+/// In IO500 runs ior-easy's and ior-hard's writes are two phases, compared each with its own.
+#[test]
+fn io500_stages_are_compared_each_with_its_own() {
+    use crate::io500::plan::Stage;
+    let io500 = |name: &str, easy: f64, hard: f64| {
+        let mut phases = vec![
+            phase(0, Phase::Ior(IorPhase::Write), easy, 1.0),
+            phase(0, Phase::Ior(IorPhase::Write), hard, 1.0),
+        ];
+        phases[0].stage = Some(Stage::IorEasyWrite);
+        phases[1].stage = Some(Stage::IorHardWrite);
+        RunRecord { run: name.into(), phases, ..RunRecord::default() }
+    };
+    let c = compare(&io500("a", 1000.0, 50.0), &io500("b", 1000.0, 25.0), 0.05);
+    assert_eq!(find(&c, "ior-easy-write write", Metric::BwMib).change, 0.0);
+    assert_eq!(find(&c, "ior-hard-write write", Metric::BwMib).change, -0.5);
+}
