@@ -146,8 +146,8 @@ impl Comparison {
 pub fn compare(baseline: &RunRecord, run: &RunRecord, threshold: f64) -> Comparison {
     let mut labels: Vec<String> = Vec::new();
     for p in &baseline.phases {
-        if !labels.contains(&key(p)) {
-            labels.push(key(p));
+        if !labels.contains(&p.name()) {
+            labels.push(p.name());
         }
     }
     let rows = labels
@@ -166,21 +166,12 @@ pub fn compare(baseline: &RunRecord, run: &RunRecord, threshold: f64) -> Compari
     }
 }
 
-/// What a phase is compared as: its label, or in an IO500 run its stage's name with it (the
-/// two IOR writes of ior-easy and ior-hard are not one phase).
-fn key(p: &crate::results::PhaseRecord) -> String {
-    match p.stage {
-        Some(stage) => format!("{stage} {}", p.phase.label()),
-        None => p.phase.label().to_owned(),
-    }
-}
-
 /// A metric's value in each iteration of phase `label`; `None` when never measured.
 fn values(record: &RunRecord, label: &str, metric: Metric) -> Option<Vec<f64>> {
     let v: Vec<f64> = record
         .phases
         .iter()
-        .filter(|p| key(p) == label)
+        .filter(|p| p.name() == label)
         .filter_map(|p| metric.of(p))
         .filter(|v| v.is_finite())
         .collect();

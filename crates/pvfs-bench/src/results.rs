@@ -253,6 +253,17 @@ pub struct PhaseRecord {
     pub found: Option<u64>,
 }
 
+impl PhaseRecord {
+    /// What the phase is shown and compared as: its label, or in an IO500 run its stage's
+    /// name with it (ior-easy's and ior-hard's writes are two phases).
+    pub fn name(&self) -> String {
+        match self.stage {
+            Some(stage) => format!("{stage} {}", self.phase.label()),
+            None => self.phase.label().to_owned(),
+        }
+    }
+}
+
 /// A phase's latency: its percentiles over every task, each client's, and the merged
 /// histogram's buckets (so runs and iterations can be merged again later).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

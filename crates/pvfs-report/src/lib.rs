@@ -237,7 +237,7 @@ fn latency_section(md: &mut String, r: &RunData, phases: &[PhaseRecord]) {
         *md += &format!(
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             p.iteration,
-            p.phase.label(),
+            p.name(),
             a.count,
             format_ns(a.min_ns),
             format_ns(a.p50_ns),
@@ -418,7 +418,7 @@ struct Fair {
 fn fairness(phases: &[PhaseRecord]) -> BTreeMap<(String, String), Fair> {
     let mut acc: BTreeMap<(String, String), (f64, f64, u32)> = BTreeMap::new();
     for phase in phases {
-        let op = phase.phase.label().to_owned();
+        let op = phase.name();
         let begin = phase.tasks.iter().map(|t| t.start).fold(f64::MAX, f64::min);
         let mut by_client: BTreeMap<String, (f64, f64, f64)> = BTreeMap::new();
         for t in &phase.tasks {
@@ -471,7 +471,7 @@ fn amplification(run: &RunData, phases: &[PhaseRecord]) -> Vec<(String, f64, f64
     }
     let mut out: BTreeMap<String, (f64, f64)> = BTreeMap::new();
     for phase in phases {
-        let op = phase.phase.label().to_owned();
+        let op = phase.name();
         let writes = phase.phase == Phase::Ior(IorPhase::Write);
         let start = phase.tasks.iter().map(|t| t.start).fold(f64::MAX, f64::min);
         let end = phase.tasks.iter().map(|t| t.end).fold(0.0, f64::max);
