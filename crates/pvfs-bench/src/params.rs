@@ -599,6 +599,7 @@ impl Workload {
                 ("changed_since", p.changed_since.to_string()),
                 ("size", p.size.map_or_else(String::new, |s| s.to_string())),
                 ("name", p.name.clone()),
+                ("newer", p.newer.clone()),
             ],
         }
     }
@@ -649,7 +650,9 @@ impl Workload {
                 ("sync", "Y"),
                 ("fsync", "y"),
             ],
-            Workload::Find(_) => &[("changed_since", "newer"), ("size", "size"), ("name", "name")],
+            Workload::Find(_) => {
+                &[("changed_since", "since"), ("size", "size"), ("name", "name"), ("newer", "newer")]
+            }
             Workload::Io500(_) => return crate::io500::plan::Options::knob(key),
         };
         known.iter().find(|(name, letter)| key == *name || key == *letter).map(|(name, _)| *name)
@@ -687,7 +690,7 @@ impl Workload {
                 Workload::Find(_) => ParamError::UnknownKey {
                     tool: "find",
                     key: key.to_owned(),
-                    known: "changed_since, size, name",
+                    known: "changed_since, size, name, newer",
                 },
                 Workload::Io500(_) => ParamError::UnknownKey {
                     tool: "io500",
@@ -767,6 +770,7 @@ impl Workload {
                 "size" => {
                     p.size = Some(parse_size(value).ok_or_else(|| bad("expected a size such as 3901"))?)
                 }
+                "newer" => p.newer = value.to_owned(),
                 _ => p.name = value.to_owned(),
             },
             Workload::Io500(p) => p.options.set(field, value).map_err(|e| bad(&e.why()))?,
@@ -783,6 +787,7 @@ impl Workload {
             Workload::Mdtest(p) => check_mdtest(p),
             Workload::Find(p) => {
                 p.name_pattern().map_err(|e| Violation::new("name", e.to_string()))?;
+                p.newer_path().map_err(|why| Violation::new("newer", why))?;
                 Ok(())
             }
             Workload::Io500(p) => p.stage_workloads().try_for_each(|(_, w)| w.check()),
@@ -1322,7 +1327,7 @@ mod tests {
         assert_eq!(format_bytes(100), "100 bytes");
         assert_eq!(
             Preset::parse("iopz").unwrap_err().to_string(),
-            "unknown preset \"iopz\": use throughput, iops, metadata or metadata-lustre"
+            "unknown preset \"iopz\": use throughput, iops, metadata, metadata-lustre, io500 or io500-scc"
         );
     }
 

@@ -246,6 +246,11 @@ impl Dir {
             .map_err(|e| explain("stat", &self.path.join(name), e))
     }
 
+    /// This directory's change time, seconds since 1970.
+    pub fn ctime(&self) -> Result<i64, FileError> {
+        nix::sys::stat::fstat(&self.fd).map(|st| st.st_ctime).map_err(|e| explain("stat", &self.path, e))
+    }
+
     /// `lstat` of the entry `name` here, as `readdir` named it (any bytes).
     pub fn lstat_at(&self, name: &std::ffi::CStr) -> Result<nix::sys::stat::FileStat, FileError> {
         fstatat(&self.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW).map_err(|e| {

@@ -48,6 +48,12 @@ pub fn find(
     progress: &Progress,
 ) -> Result<FindCounts, EngineError> {
     let root = Dir::open(root)?;
+    // pfind's -newer FILE: the file's change time, as the file system's clock set it.
+    let since = match spec.newer_path().map_err(|why| pvfs_bench::params::Violation::new("newer", why))? {
+        Some(rel) => root.open_dir(rel)?.ctime()?,
+        None => spec.changed_since,
+    };
+    let spec = &FindParams { changed_since: since, ..spec.clone() };
     let queue = Queue { state: Mutex::new((VecDeque::from([PathBuf::new()]), 0)), ready: Condvar::new() };
     let counts = Mutex::new(FindCounts::default());
     let failed: Mutex<Option<EngineError>> = Mutex::new(None);
@@ -241,7 +247,12 @@ mod tests {
         std::fs::write(outside.path().join("file.01"), vec![0u8; 3901]).unwrap();
         std::os::unix::fs::symlink(outside.path(), dir.path().join("link01")).unwrap();
 
-        let spec = FindParams { changed_since: made_before, size: Some(3901), name: "*01*".to_owned() };
+        let spec = FindParams {
+            changed_since: made_before,
+            size: Some(3901),
+            name: "*01*".to_owned(),
+            newer: String::new(),
+        };
         let counts = find(dir.path(), &spec, 3, &Progress::default()).unwrap();
         let gnu = |args: &[&str]| {
             let out = std::process::Command::new("find").arg(dir.path()).args(args).output().unwrap();
@@ -255,6 +266,16 @@ mod tests {
         assert_eq!(found, 3, "file.mdtest.T.101 of each task's mdtest-hard files");
         assert_eq!(counts.errors, 0);
 
+        // pfind's -newer FILE: a directory made before the files, by the file system's clock.
+        let newer =
+            FindParams { changed_since: 0, newer: "mdtest-hard/test-dir.0-0".to_owned(), ..spec.clone() };
+        assert_eq!(find(dir.path(), &newer, 2, &Progress::default()).unwrap().found, 3);
+        let missing = FindParams { newer: "no-such-dir".to_owned(), ..newer.clone() };
+        let err = find(dir.path(), &missing, 1, &Progress::default()).unwrap_err().to_string();
+        assert!(err.contains("no-such-dir"), "{err}");
+        let climbing = FindParams { newer: "../x".to_owned(), ..newer };
+        let err = find(dir.path(), &climbing, 1, &Progress::default()).unwrap_err().to_string();
+        assert!(err.contains("plain names"), "{err}");
         let later = FindParams { changed_since: made_before + 3600, ..spec };
         assert_eq!(find(dir.path(), &later, 2, &Progress::default()).unwrap().found, 0);
         let err = find(&dir.path().join("link01"), &later, 1, &Progress::default()).unwrap_err().to_string();

@@ -119,6 +119,13 @@ async fn oversized_sizes_are_refused_naming_the_field() {
     refused(&agent, many, "workload.mdtest.per_task:", "more than 100000000 items per task").await;
     let endless = md(|m| (m.depth, m.deadline) = (0, u32::MAX));
     refused(&agent, endless, "workload.mdtest.deadline:", "more than a day").await;
+    // A find's -newer stays below the scanned directory.
+    let mut climb = phase(&dir, Preset::Metadata.workload(), Phase::Find);
+    climb.workload = Some(pb::bench_phase_request::Workload::Find(pb::FindWorkload {
+        newer: "../../etc".into(),
+        ..Default::default()
+    }));
+    refused(&agent, climb, "workload.find.newer:", "of plain names").await;
     let blind = md(|m| (m.read, m.verify) = (true, true));
     refused(&agent, blind, "workload.mdtest.verify:", "Verify read requires that read bytes is > 0").await;
 

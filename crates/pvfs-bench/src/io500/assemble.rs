@@ -27,17 +27,22 @@ pub struct StageOutcome {
     pub command: Option<String>,
 }
 
-/// The search io500's find makes: files changed since the timestamp, of mdtest-hard's size,
-/// whose name holds `01`.
-pub fn find_params(changed_since: i64) -> FindParams {
-    FindParams { changed_since, size: Some(MDTEST_HARD_BYTES), name: "*01*".to_owned() }
+/// The search io500's find makes: files changed since the timestamp (its directory's change
+/// time, [`super::plan::TIMESTAMP_MARK`]), of mdtest-hard's size, whose name holds `01`.
+pub fn find_params() -> FindParams {
+    FindParams {
+        changed_since: 0,
+        size: Some(MDTEST_HARD_BYTES),
+        name: "*01*".to_owned(),
+        newer: super::plan::TIMESTAMP_MARK.to_owned(),
+    }
 }
 
 /// The command `stage` stands for, over the data directory `datadir`: IOR's or mdtest's
 /// arguments as IOR 4 takes them, or pfind's.
-pub fn command(stage: Stage, params: &Io500Params, datadir: &Path, changed_since: i64) -> Option<String> {
+pub fn command(stage: Stage, params: &Io500Params, datadir: &Path) -> Option<String> {
     if stage == Stage::Find {
-        return Some(find_command(&find_params(changed_since), datadir));
+        return Some(find_command(&find_params(), datadir));
     }
     let family = stage.family()?;
     let dir = datadir.join(family.dir());
@@ -53,11 +58,13 @@ pub fn command(stage: Stage, params: &Io500Params, datadir: &Path, changed_since
     })
 }
 
-/// pfind's command line for `p` over `dir` (`-newer` names a file whose change time it takes;
-/// here the time itself stands for it, as `@SECONDS`).
+/// pfind's command line for `p` over `dir` (a time given as a number, not a file, is shown as
+/// `-newer @SECONDS`).
 pub fn find_command(p: &FindParams, dir: &Path) -> String {
     let mut out = format!("pfind {}", dir.display());
-    if p.changed_since != 0 {
+    if !p.newer.is_empty() {
+        out += &format!(" -newer {}", dir.join(&p.newer).display());
+    } else if p.changed_since != 0 {
         out += &format!(" -newer @{}", p.changed_since);
     }
     if let Some(size) = p.size {

@@ -402,6 +402,35 @@ pub fn workload(stage: Stage, options: &Options, seeds: &Seeds) -> Option<Worklo
     })
 }
 
+/// Where the timestamp stage marks the time, below the run's directory: a directory the first
+/// client makes (as an mdtest tree's root), whose change time the find reads as pfind's
+/// `-newer` reads io500's timestamp file, so the threshold is the file system's clock, as the
+/// files' change times are.
+pub const TIMESTAMP_DIR: &str = "timestamp";
+
+/// The timestamp's directory below the run's, as the find names it.
+pub const TIMESTAMP_MARK: &str = "timestamp/test-dir.0-0/mdtest_tree.0";
+
+/// What makes (and at the end removes) the timestamp's directory: an mdtest tree of one
+/// directory, shared, so that only the first task makes it.
+pub fn timestamp_workload() -> Workload {
+    Workload::Mdtest(MdtestParams {
+        create: true,
+        remove: true,
+        iterations: 1,
+        per_task: 1,
+        branch: 1,
+        files_only: true,
+        ..MdtestParams::default()
+    })
+}
+
+/// Whether `name` is a directory an IO500 run makes below its own: a family's, or the
+/// timestamp's.
+pub fn is_stage_dir(name: &str) -> bool {
+    name == TIMESTAMP_DIR || Family::ALL.iter().any(|f| f.dir() == name)
+}
+
 /// The stage whose stonewalled count `stage` stops at: its family's write.
 pub fn counted_by(stage: Stage) -> Option<Stage> {
     Some(match stage.family()? {

@@ -14,9 +14,32 @@ pub struct FindParams {
     /// `-name`: "" for any name.
     #[serde(default)]
     pub name: String,
+    /// `-newer FILE` as pfind takes it: a directory below the scanned one (a relative path of
+    /// plain names) whose change time is the threshold, read by the find itself, so the
+    /// threshold is the file system's clock as the files' are (io500 makes its timestamp file
+    /// there for that). "": `changed_since` is the threshold.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub newer: String,
 }
 
 impl FindParams {
+    /// `newer`, checked: relative, plain names only (the find stays below its directory).
+    pub fn newer_path(&self) -> Result<Option<&std::path::Path>, String> {
+        use std::path::{Component, Path};
+        if self.newer.is_empty() {
+            return Ok(None);
+        }
+        let path = Path::new(&self.newer);
+        let plain = path.components().all(|c| matches!(c, Component::Normal(_)));
+        if !plain || self.newer.len() > 4096 || self.newer.contains('\0') {
+            return Err(format!(
+                "newer {:?}: a path below the scanned directory, of plain names (no /, .., .)",
+                self.newer
+            ));
+        }
+        Ok(Some(path))
+    }
+
     /// The name pattern, checked (none: any name).
     pub fn name_pattern(&self) -> Result<Option<NamePattern>, PatternError> {
         if self.name.is_empty() { Ok(None) } else { NamePattern::parse(&self.name).map(Some) }

@@ -1,20 +1,21 @@
 //! `--preset io500` on the built-in engine through the agents: io500's stages in its order
 //! (`pvfs_bench::io500::plan`), each one's engine phases run on every client as any run's are,
-//! the stonewalled writes' counts carried to their reads, the timestamp taken between the
-//! writes and the find, and the find scanning the run's data on the first client with its
+//! the stonewalled writes' counts carried to their reads, the timestamp made on the file system
+//! between the writes and the find (a directory whose change time the find reads, as pfind's
+//! `-newer` reads io500's timestamp file), and the find scanning the run's data on the first client with its
 //! tasks as pfind's threads (io500's `[find] nproc`). The run is then told as io500 tells one
 //! (`pvfs_bench::io500::assemble`): figures, rules, score.
 
 use super::{BenchError, BenchOutcome, BenchSpec, drop_caches, phase_done, run_phase};
 use crate::dial::{Connection, Dialer};
 use pvfs_bench::io500::assemble::{self, StageOutcome};
-use pvfs_bench::io500::plan::{Family, Io500Params, Stage, workload};
+use pvfs_bench::io500::plan::{self, Family, Io500Params, Stage, workload};
 use pvfs_bench::params::Workload;
-use pvfs_bench::phase::Phase;
+use pvfs_bench::phase::{MdtestPhase, Phase};
 use pvfs_bench::results::{BenchEvent, unix};
 use pvfs_config::Node;
 use std::collections::HashMap;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -31,14 +32,30 @@ pub(super) async fn run(
     let procs = u64::from(spec.tasks_per_client) * connections.len() as u64;
     // Each family's stonewalled count, from its write to its reads.
     let mut counts: HashMap<Family, Option<u64>> = HashMap::new();
-    let mut changed_since = 0;
     let mut stages = Vec::new();
+    // The timestamp's directory, made on the file system by the first client.
+    let timestamp = BenchSpec {
+        workload: plan::timestamp_workload(),
+        dir: spec.dir.join(plan::TIMESTAMP_DIR),
+        ..spec.clone()
+    };
     'stages: for stage in Stage::ALL {
         let started = Instant::now();
         let _ = events.send(BenchEvent::Io500Stage { stage, at: unix(SystemTime::now()) });
         if stage == Stage::Timestamp {
-            // io500 touches its timestamp file here; the find finds what changed after it.
-            changed_since = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+            // io500 makes its timestamp file here; the find finds what changed after it, by the
+            // file system's clock.
+            let phase = Phase::Mdtest(MdtestPhase::TreeCreate);
+            match run_phase(&timestamp, &connections[..1], dialer, 0, phase, None, events).await {
+                Ok(mut record) => {
+                    record.stage = Some(stage);
+                    outcome.phases.push(record);
+                }
+                Err(failures) => {
+                    outcome.error = Some(BenchError::Phase { iteration: 0, phase, failures });
+                    break 'stages;
+                }
+            }
             stages.push(StageOutcome {
                 stage,
                 seconds: started.elapsed().as_secs_f64(),
@@ -51,7 +68,7 @@ pub(super) async fn run(
         }
         let (sub, clients) = match stage {
             Stage::Find => (
-                BenchSpec { workload: Workload::Find(assemble::find_params(changed_since)), ..spec.clone() },
+                BenchSpec { workload: Workload::Find(assemble::find_params()), ..spec.clone() },
                 &connections[..1],
             ),
             _ => {
@@ -113,11 +130,18 @@ pub(super) async fn run(
             seconds: started.elapsed().as_secs_f64(),
             totals: scored_record.as_ref().map(|r| r.totals),
             found: scored_record.as_ref().and_then(|r| r.found),
-            command: assemble::command(stage, params, &spec.dir, changed_since),
+            command: assemble::command(stage, params, &spec.dir),
         });
         send_result(events, params, procs, &stages);
     }
     // io500 removes what its phases left; mdtest's files went with its delete stages.
+    if outcome.error.is_none() {
+        let phase = Phase::Mdtest(MdtestPhase::TreeRemove);
+        if let Err(failures) = run_phase(&timestamp, &connections[..1], dialer, 0, phase, None, events).await
+        {
+            outcome.error = Some(BenchError::Phase { iteration: 0, phase, failures });
+        }
+    }
     if outcome.error.is_none() {
         for stage in [Stage::IorEasyWrite, Stage::IorHardWrite] {
             let (Some(family), Some(workload)) =

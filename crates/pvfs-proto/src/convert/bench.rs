@@ -104,7 +104,12 @@ same_fields!(
 );
 
 fn find_to(p: &FindParams) -> pb::FindWorkload {
-    pb::FindWorkload { changed_since: p.changed_since, size: p.size, name: p.name.clone() }
+    pb::FindWorkload {
+        changed_since: p.changed_since,
+        size: p.size,
+        name: p.name.clone(),
+        newer: p.newer.clone(),
+    }
 }
 
 /// A find from the wire: its name pattern is the only part that can be malformed (checked with
@@ -116,7 +121,7 @@ fn find_from(w: pb::FindWorkload) -> Result<FindParams, RequestError> {
             violation: Violation::new("name", "a name pattern is at most 255 bytes, without NUL"),
         });
     }
-    Ok(FindParams { changed_since: w.changed_since, size: w.size, name: w.name })
+    Ok(FindParams { changed_since: w.changed_since, size: w.size, name: w.name, newer: w.newer })
 }
 
 fn phase_to(phase: Phase) -> P {
@@ -169,7 +174,7 @@ pub enum RequestError {
     DirNotPlain { field: &'static str, dir: String },
     #[error(
         "{field} = {dir:?}: a benchmark runs in its own directory, MOUNT/pvfs-bench/RUN (or an IO500 run's \
-         RUN/ior-easy, ior-hard, mdtest-easy, mdtest-hard); the agent makes and writes files only there"
+         RUN/ior-easy, ior-hard, mdtest-easy, mdtest-hard, timestamp); the agent makes and writes files only there"
     )]
     DirNotARun { field: &'static str, dir: String },
     #[error("tasks = {0}: a client runs 1 to {max} tasks (a thread each)", max = pvfs_bench::params::limits::MAX_TASKS_PER_CLIENT)]
@@ -297,10 +302,7 @@ fn bench_dir(field: &'static str, dir: &str) -> Result<PathBuf, RequestError> {
     let plain = path.components().skip(1).all(|c| matches!(c, Component::Normal(_)));
     let named = |p: Option<&Path>, name: &str| p.and_then(Path::file_name).is_some_and(|n| n == name);
     // A run's own directory, or one of an IO500 run's four below it (each family's files).
-    let family = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| pvfs_bench::io500::plan::Family::ALL.iter().any(|f| f.dir() == n));
+    let family = path.file_name().and_then(|n| n.to_str()).is_some_and(pvfs_bench::io500::plan::is_stage_dir);
     let in_run_dir = named(path.parent(), "pvfs-bench")
         || (family && named(path.parent().and_then(Path::parent), "pvfs-bench"));
     if !path.is_absolute() || !plain || dir.len() > 4096 || dir.contains('\0') {
@@ -518,7 +520,12 @@ mod tests {
     /// refused naming the field; under mpirun it is refused.
     #[test]
     fn a_find_round_trips_and_its_pattern_is_checked() {
-        let find = FindParams { changed_since: 1_800_000_000, size: Some(3901), name: "*01*".into() };
+        let find = FindParams {
+            changed_since: 1_800_000_000,
+            size: Some(3901),
+            name: "*01*".into(),
+            newer: "timestamp/test-dir.0-0/mdtest_tree.0".into(),
+        };
         let req = PhaseRequest {
             stop_after: None,
             engine: Engine::Builtin,

@@ -393,9 +393,12 @@ fn the_io500_preset_runs_every_stage_and_is_told_as_io500_tells_it() {
     // file.mdtest.T.101 of each task's mdtest-hard files.
     let find = of("find", "find");
     assert_eq!((find["ops"].as_u64(), find["found"].as_u64()), (Some(4 + 1 + 1200), Some(4)));
+    // Changed since the timestamp as the file system's clock says: a directory made on it.
+    let command = io500["phases"][5]["command"].as_str().unwrap();
+    assert!(command.contains("/timestamp/test-dir.0-0/mdtest_tree.0 -size 3901c -name *01* -C"), "{command}");
     // Nothing is left on the file system: io500 removes what it made.
     let data = std::path::Path::new(results["dir"].as_str().unwrap());
-    for family in ["ior-easy", "ior-hard", "mdtest-easy", "mdtest-hard"] {
+    for family in ["ior-easy", "ior-hard", "mdtest-easy", "mdtest-hard", "timestamp"] {
         let left: Vec<_> = std::fs::read_dir(data.join(family)).map(|d| d.count()).into_iter().collect();
         assert!(left.iter().all(|n| *n == 0), "{family}: {left:?}");
     }
