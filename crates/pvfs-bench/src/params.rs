@@ -61,6 +61,32 @@ pub struct IorParams {
     pub keep: bool,
 }
 
+/// IOR's own defaults (`ior -h` at 5fcf0ba): one iteration of 256 KiB transfers in a 1 MiB
+/// block, neither write nor read chosen yet.
+impl Default for IorParams {
+    fn default() -> IorParams {
+        IorParams {
+            write: false,
+            read: false,
+            odirect: false,
+            reorder: false,
+            iterations: 1,
+            transfer: 256 << 10,
+            block: 1 << 20,
+            segments: 1,
+            file_per_proc: false,
+            random: false,
+            fsync: false,
+            packet: DataPacket::Timestamp,
+            deadline: 0,
+            wear_out: false,
+            signature: 0,
+            verify: false,
+            keep: false,
+        }
+    }
+}
+
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }
@@ -290,16 +316,9 @@ impl Preset {
                 iterations: 4,
                 transfer,
                 block,
-                segments: 1,
                 file_per_proc: true,
                 random,
-                fsync: false,
-                packet: DataPacket::Timestamp,
-                deadline: 0,
-                wear_out: false,
-                signature: 0,
-                verify: false,
-                keep: false,
+                ..IorParams::default()
             })
         };
         match self {
@@ -670,6 +689,10 @@ impl Workload {
             value.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| bad("expected a whole number above 0"))
         };
         let whole = || value.parse::<u64>().map_err(|_| bad("expected a whole number (0: none)"));
+        let size = |example: &str| {
+            parse_size(value).ok_or_else(|| bad(&format!("expected a size such as {example}")))
+        };
+        let seconds = || value.parse::<u32>().map_err(|_| bad("expected seconds, a whole number (0: none)"));
         let whole32 = || value.parse::<u32>().map_err(|_| bad("expected a whole number (0: none)"));
         // IOR's -G and mdtest's are C ints, and io500 prints its hashes as such (negative past
         // 2^31): either spelling is the same 32 bits.
@@ -701,13 +724,8 @@ impl Workload {
         };
         match self {
             Workload::Ior(p) => match field {
-                "transfer" => {
-                    p.transfer =
-                        parse_size(value).ok_or_else(|| bad("expected a size such as 4k, 32m, 1g"))?
-                }
-                "block" => {
-                    p.block = parse_size(value).ok_or_else(|| bad("expected a size such as 320m, 4g"))?
-                }
+                "transfer" => p.transfer = size("4k, 32m, 1g")?,
+                "block" => p.block = size("320m, 4g")?,
                 "segments" => p.segments = count()?,
                 "iterations" => p.iterations = count()?,
                 "file_per_proc" => p.file_per_proc = flag()?,
@@ -716,10 +734,7 @@ impl Workload {
                 "reorder" => p.reorder = flag()?,
                 "odirect" => p.odirect = flag()?,
                 "write" => p.write = flag()?,
-                "deadline" => {
-                    p.deadline =
-                        value.parse().map_err(|_| bad("expected seconds, a whole number (0: none)"))?
-                }
+                "deadline" => p.deadline = seconds()?,
                 // IOR's own spelling is `stoneWallingWearOut=1`.
                 "wear_out" => p.wear_out = if value == "1" || value == "0" { value == "1" } else { flag()? },
                 "packet" => {
@@ -746,19 +761,11 @@ impl Workload {
                 "files_only" => p.files_only = flag()?,
                 "per_task" => p.per_task = whole()?,
                 "stride" => p.stride = whole32()?,
-                "write_bytes" => {
-                    p.write_bytes =
-                        parse_size(value).ok_or_else(|| bad("expected a size such as 3901, 4k"))?
-                }
-                "read_bytes" => {
-                    p.read_bytes = parse_size(value).ok_or_else(|| bad("expected a size such as 3901, 4k"))?
-                }
+                "write_bytes" => p.write_bytes = size("3901, 4k")?,
+                "read_bytes" => p.read_bytes = size("3901, 4k")?,
                 "verify" => p.verify = flag()?,
                 "seed" => p.seed = int32()?,
-                "deadline" => {
-                    p.deadline =
-                        value.parse().map_err(|_| bad("expected seconds, a whole number (0: none)"))?
-                }
+                "deadline" => p.deadline = seconds()?,
                 "sync" => p.sync = flag()?,
                 _ => p.fsync = flag()?,
             },

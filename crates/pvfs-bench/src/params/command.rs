@@ -5,7 +5,7 @@
 //! stonewall file) is read and set aside; an option the engine does not run is an error
 //! naming it, never silently dropped.
 
-use super::{DataPacket, IorParams, MdtestParams, ParamError, Workload};
+use super::{IorParams, MdtestParams, ParamError, Workload};
 
 /// What a command line says beyond its workload.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -31,29 +31,6 @@ pub enum CommandError {
         #[source]
         source: ParamError,
     },
-}
-
-/// IOR's defaults (`ior -h` at 5fcf0ba): one iteration of 256 KiB transfers in a 1 MiB block.
-fn ior_defaults() -> IorParams {
-    IorParams {
-        write: false,
-        read: false,
-        odirect: false,
-        reorder: false,
-        iterations: 1,
-        transfer: 256 << 10,
-        block: 1 << 20,
-        segments: 1,
-        file_per_proc: false,
-        random: false,
-        fsync: false,
-        packet: DataPacket::Timestamp,
-        deadline: 0,
-        wear_out: false,
-        signature: 0,
-        verify: false,
-        keep: false,
-    }
 }
 
 /// mdtest's defaults: one iteration, one directory (depth 0, branch 1), every phase.
@@ -118,7 +95,7 @@ fn unsupported(tool: &'static str, option: &str, hint: Option<&str>) -> CommandE
 /// An IOR command line (without the program's name) as a workload, and its test file.
 pub fn ior_command(args: &[String]) -> Result<(Workload, Paths), CommandError> {
     const TOOL: &str = "IOR";
-    let mut w = Workload::Ior(ior_defaults());
+    let mut w = Workload::Ior(IorParams::default());
     let mut paths = Paths::default();
     let mut opts = Options { tool: TOOL, args: args.iter() };
     let valued = ['t', 'b', 's', 'i', 'D', 'G', 'Q', 'o', 'a', 'l', 'O'];
