@@ -421,7 +421,8 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub connect: ConnectArgs,
     /// throughput (-w -r -B -C -i4 -t32m -b4G -F), iops (-t4k -b320m -z), metadata (mdtest -C -T
-    /// -i4 -I 2000 -z 2 -b 4 -L -u -F) or metadata-lustre (-I 10 -i 2 -z 5 -b 5); default: the
+    /// -i4 -I 2000 -z 2 -b 4 -L -u -F), metadata-lustre (-I 10 -i 2 -z 5 -b 5), io500 (the
+    /// IO500's stages, io500's rules and score) or io500-scc (a 30 s stonewall); default: the
     /// cluster file's [bench] preset, else throughput.
     #[arg(long, value_parser = named(&Preset::ALL, |p| p.as_str()))]
     pub preset: Option<Preset>,
@@ -430,9 +431,11 @@ pub struct BenchArgs {
     pub procs: Option<u32>,
     /// Override a parameter after the preset and [bench] params: transfer, block, segments,
     /// iterations, file_per_proc, random, fsync, reorder, odirect, packet (IOR's -l:
-    /// timestamp, offset, incompressible, random); items, depth, branch,
-    /// iterations, create, stat, read, remove, leaf_only, unique_dir, files_only (mdtest); or
-    /// their letters (t=1m, b=64m, i=2). Repeatable.
+    /// timestamp, offset, incompressible, random), deadline, wear_out, signature, verify, keep;
+    /// items, per_task, depth, branch, iterations, create, stat, read, remove, leaf_only,
+    /// unique_dir, files_only, stride, write_bytes, read_bytes, verify, seed, deadline, sync,
+    /// fsync (mdtest); or their letters (t=1m, b=64m, i=2, D=300, n=1000, W=300); for io500,
+    /// its ini names (debug.stonewall-time=300, ior-easy.blockSize=4g). Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
     /// builtin (default), ior or fio.
