@@ -296,9 +296,15 @@ pub fn run_phase_across(
         }
         (pvfs_bench::params::Workload::Find(params), Phase::Find) => {
             // pfind's ranks share one scan: this client's tasks are its threads, and one result
-            // stands for them all (the files scanned as its operations).
+            // stands for them all (the files it scanned as its operations).
             let start = SystemTime::now();
-            let counts = crate::find::find(&req.dir, params, tasks.len(), progress);
+            // Each client scans its share of the directories (see `find::Share`).
+            let per_client = req.tasks_per_client.max(1);
+            let share = crate::find::Share {
+                index: req.first_task / per_client,
+                of: req.total_tasks.div_ceil(per_client),
+            };
+            let counts = crate::find::find(&req.dir, params, tasks.len(), share, progress);
             let mut result = TaskResult::begun(tasks.start, start);
             result.end = SystemTime::now();
             match counts {

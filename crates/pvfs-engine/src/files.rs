@@ -246,6 +246,12 @@ impl Dir {
             .map_err(|e| explain("stat", &self.path.join(name), e))
     }
 
+    /// This directory's link count: 2 for one with no subdirectory, on the file systems that
+    /// count them (1 on those that do not, btrfs among them).
+    pub fn links(&self) -> Result<u64, FileError> {
+        nix::sys::stat::fstat(&self.fd).map(|st| st.st_nlink).map_err(|e| explain("stat", &self.path, e))
+    }
+
     /// This directory's change time, seconds since 1970.
     pub fn ctime(&self) -> Result<i64, FileError> {
         nix::sys::stat::fstat(&self.fd).map(|st| st.st_ctime).map_err(|e| explain("stat", &self.path, e))

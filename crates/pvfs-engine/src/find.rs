@@ -7,6 +7,12 @@
 //!
 //! Directories are opened through their parent without following symlinks, and nothing is
 //! ever followed: a symlink is a file scanned, as pfind counts it.
+//!
+//! Across clients ([`Share`]) the directories are split by a hash of their path below the
+//! root: each client scans the ones it owns, so every file is scanned once by the run. A
+//! directory another client owns is read only to find its subdirectories, and not at all when
+//! its link count says it has none (`st_nlink` 2: a leaf, such as mdtest's directories of
+//! files), so the large directories are each read by one client only.
 
 use crate::engine::{EngineError, Progress};
 use crate::files::Dir;
@@ -38,13 +44,41 @@ struct Queue {
     ready: Condvar,
 }
 
-/// Finds `spec` below `root` with `threads` threads. A directory that cannot be read (or a
+/// Which part of the scan is this client's: the directories whose path's hash falls to
+/// `index` of `of` clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Share {
+    pub index: u32,
+    pub of: u32,
+}
+
+impl Share {
+    /// The whole scan.
+    pub const ALL: Share = Share { index: 0, of: 1 };
+
+    /// Whether the directory at `rel` below the root is this client's to scan. FNV-1a over the
+    /// path's bytes: the same on every client, whatever its build (written out: the split must
+    /// not depend on a hasher's seed or version).
+    fn owns(&self, rel: &Path) -> bool {
+        if self.of <= 1 {
+            return true;
+        }
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in rel.as_os_str().as_encoded_bytes() {
+            hash = (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+        hash % u64::from(self.of) == u64::from(self.index)
+    }
+}
+
+/// Finds `spec` below `root` with `threads` threads, scanning this client's `share`. A directory that cannot be read (or a
 /// symlink where one was listed) fails the find, naming it: a scan that skipped part of the
 /// tree would report a rate for work it did not do.
 pub fn find(
     root: &Path,
     spec: &FindParams,
     threads: usize,
+    share: Share,
     progress: &Progress,
 ) -> Result<FindCounts, EngineError> {
     let root = Dir::open(root)?;
@@ -62,8 +96,9 @@ pub fn find(
             scope.spawn(|| {
                 let mut mine = FindCounts::default();
                 while let Some(rel) = next(&queue) {
-                    let outcome =
-                        progress.check().and_then(|()| read(&root, &rel, spec, &queue, &mut mine, progress));
+                    let outcome = progress
+                        .check()
+                        .and_then(|()| read(&root, &rel, spec, share, &queue, &mut mine, progress));
                     done(&queue);
                     if let Err(err) = outcome {
                         failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_or_insert(err);
@@ -118,23 +153,29 @@ fn read(
     root: &Dir,
     rel: &Path,
     spec: &FindParams,
+    share: Share,
     queue: &Queue,
     counts: &mut FindCounts,
     progress: &Progress,
 ) -> Result<(), EngineError> {
     use nix::dir::Type;
     let dir = root.open_dir(rel)?;
+    let owned = share.owns(rel);
+    // Another client's leaf: nothing here for this one (no subdirectory to find).
+    if !owned && dir.links()? == 2 {
+        return Ok(());
+    }
     let needs_stat = spec.changed_since != 0 || spec.size.is_some();
     let pattern =
         spec.name_pattern().map_err(|e| pvfs_bench::params::Violation::new("name", e.to_string()))?;
     let mut found_dirs = Vec::new();
     dir.each_entry(|name, kind| -> Result<(), EngineError> {
-        counts.checked += 1;
+        counts.checked += u64::from(owned);
         let name_str = || <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name.to_bytes());
         let kind = match kind {
             Some(kind) => kind,
             None => {
-                counts.unknown += 1;
+                counts.unknown += u64::from(owned);
                 match dir.lstat_at(name) {
                     Ok(st) if is_dir(st.st_mode) => Type::Directory,
                     Ok(_) => Type::File,
@@ -147,6 +188,9 @@ fn read(
         };
         if kind == Type::Directory {
             found_dirs.push(rel.join(name_str()));
+            return Ok(());
+        }
+        if !owned {
             return Ok(());
         }
         counts.total += 1;
@@ -253,7 +297,7 @@ mod tests {
             name: "*01*".to_owned(),
             newer: String::new(),
         };
-        let counts = find(dir.path(), &spec, 3, &Progress::default()).unwrap();
+        let counts = find(dir.path(), &spec, 3, Share::ALL, &Progress::default()).unwrap();
         let gnu = |args: &[&str]| {
             let out = std::process::Command::new("find").arg(dir.path()).args(args).output().unwrap();
             assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -265,20 +309,30 @@ mod tests {
         assert_eq!(counts.found, found);
         assert_eq!(found, 3, "file.mdtest.T.101 of each task's mdtest-hard files");
         assert_eq!(counts.errors, 0);
+        // Split across three clients, each file is scanned once: the shares add up to the whole.
+        let parts: Vec<FindCounts> = (0..3)
+            .map(|index| find(dir.path(), &spec, 2, Share { index, of: 3 }, &Progress::default()).unwrap())
+            .collect();
+        assert_eq!(parts.iter().map(|p| p.total).sum::<u64>(), counts.total);
+        assert_eq!(parts.iter().map(|p| p.found).sum::<u64>(), counts.found);
+        assert_eq!(parts.iter().map(|p| p.checked).sum::<u64>(), counts.checked);
+        assert!(parts.iter().filter(|p| p.total > 0).count() >= 2, "the scan is shared: {parts:?}");
 
         // pfind's -newer FILE: a directory made before the files, by the file system's clock.
         let newer =
             FindParams { changed_since: 0, newer: "mdtest-hard/test-dir.0-0".to_owned(), ..spec.clone() };
-        assert_eq!(find(dir.path(), &newer, 2, &Progress::default()).unwrap().found, 3);
+        assert_eq!(find(dir.path(), &newer, 2, Share::ALL, &Progress::default()).unwrap().found, 3);
         let missing = FindParams { newer: "no-such-dir".to_owned(), ..newer.clone() };
-        let err = find(dir.path(), &missing, 1, &Progress::default()).unwrap_err().to_string();
+        let err = find(dir.path(), &missing, 1, Share::ALL, &Progress::default()).unwrap_err().to_string();
         assert!(err.contains("no-such-dir"), "{err}");
         let climbing = FindParams { newer: "../x".to_owned(), ..newer };
-        let err = find(dir.path(), &climbing, 1, &Progress::default()).unwrap_err().to_string();
+        let err = find(dir.path(), &climbing, 1, Share::ALL, &Progress::default()).unwrap_err().to_string();
         assert!(err.contains("plain names"), "{err}");
         let later = FindParams { changed_since: made_before + 3600, ..spec };
-        assert_eq!(find(dir.path(), &later, 2, &Progress::default()).unwrap().found, 0);
-        let err = find(&dir.path().join("link01"), &later, 1, &Progress::default()).unwrap_err().to_string();
+        assert_eq!(find(dir.path(), &later, 2, Share::ALL, &Progress::default()).unwrap().found, 0);
+        let err = find(&dir.path().join("link01"), &later, 1, Share::ALL, &Progress::default())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("link01") && err.contains("symlink"), "{err}");
     }
 }

@@ -2,8 +2,8 @@
 //! (`pvfs_bench::io500::plan`), each one's engine phases run on every client as any run's are,
 //! the stonewalled writes' counts carried to their reads, the timestamp made on the file system
 //! between the writes and the find (a directory whose change time the find reads, as pfind's
-//! `-newer` reads io500's timestamp file), and the find scanning the run's data on the first client with its
-//! tasks as pfind's threads (io500's `[find] nproc`). The run is then told as io500 tells one
+//! `-newer` reads io500's timestamp file), and the find scanning the run's data on every client, each its share of
+//! the directories with its tasks as pfind's threads. The run is then told as io500 tells one
 //! (`pvfs_bench::io500::assemble`): figures, rules, score.
 
 use super::{BenchError, BenchOutcome, BenchSpec, drop_caches, phase_done, run_phase};
@@ -67,10 +67,9 @@ pub(super) async fn run(
             continue;
         }
         let (sub, clients) = match stage {
-            Stage::Find => (
-                BenchSpec { workload: Workload::Find(assemble::find_params()), ..spec.clone() },
-                &connections[..1],
-            ),
+            Stage::Find => {
+                (BenchSpec { workload: Workload::Find(assemble::find_params()), ..spec.clone() }, connections)
+            }
             _ => {
                 let (Some(family), Some(workload)) =
                     (stage.family(), workload(stage, &params.options, &params.seeds))

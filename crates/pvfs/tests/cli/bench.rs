@@ -393,6 +393,9 @@ fn the_io500_preset_runs_every_stage_and_is_told_as_io500_tells_it() {
     // file.mdtest.T.101 of each task's mdtest-hard files.
     let find = of("find", "find");
     assert_eq!((find["ops"].as_u64(), find["found"].as_u64()), (Some(4 + 1 + 1200), Some(4)));
+    let scanned: Vec<u64> =
+        find["tasks"].as_array().unwrap().iter().map(|t| t["ops"].as_u64().unwrap()).collect();
+    assert_eq!(scanned.len(), 2, "both clients scanned their share: {scanned:?}");
     // Changed since the timestamp as the file system's clock says: a directory made on it.
     let command = io500["phases"][5]["command"].as_str().unwrap();
     assert!(command.contains("/timestamp/test-dir.0-0/mdtest_tree.0 -size 3901c -name *01* -C"), "{command}");
