@@ -226,3 +226,48 @@ fn a_sweep_is_its_points_each_resolved_as_a_run() {
         refused("bogus=1")
     );
 }
+
+/// The io500 presets: io500's knobs from the file (quoted, by their ini names) and the flags,
+/// seeds drawn when the run is planned, the io500 command it stands for; any runner but the
+/// built-in engine through the agents is refused, naming the pair.
+#[test]
+fn the_io500_presets_take_ini_knobs_and_only_the_agents_builtin_runner() {
+    let file = cluster("preset = \"io500\"\n[bench.params]\n\"debug.stonewall-time\" = \"30\"\n");
+    let set = BenchFlags { set: vec!["mdtest-hard.n=5000".into()], ..flags() };
+    let plan = BenchPlan::resolve(&file, &set, now()).unwrap();
+    let Workload::Io500(params) = plan.workload() else { panic!("{:?}", plan.workload()) };
+    assert_eq!((params.options.stonewall, params.options.mdtest_hard_files), (30, 5000));
+    assert_eq!(
+        params.seeds,
+        pvfs_bench::io500::plan::Seeds::from(1_795_462_200),
+        "drawn from the run's start"
+    );
+    let (_base, run) = run_dir(&plan);
+    let command = plan.equivalent(&run);
+    assert!(
+        command
+            .starts_with("mpirun -np 2 io500 io500.ini  # datadir = /m/pvfs-bench/x-io500-20261123T193000; "),
+        "{command}"
+    );
+    assert!(command.ends_with("debug.stonewall-time = 30; mdtest-hard.n = 5000"), "{command}");
+
+    let scc = BenchFlags { preset: Some(Preset::Io500Scc), ..flags() };
+    let Workload::Io500(params) = BenchPlan::resolve(&cluster(""), &scc, now()).unwrap().workload().clone()
+    else {
+        panic!()
+    };
+    assert_eq!((params.options.scc, params.options.stonewall), (true, 30));
+
+    let mpi = BenchFlags { launcher: Some(Launcher::Mpi), ..set.clone() };
+    assert_eq!(
+        refusal(&file, &mpi),
+        "the io500 presets run on the built-in engine through the agents launcher (engine builtin, launcher agents), \
+         not engine builtin under launcher mpi; the real io500 under mpirun is still to come"
+    );
+    let unknown = BenchFlags { set: vec!["ior-easy.blocksize=1m".into()], ..flags() };
+    let err = refusal(&file, &unknown);
+    assert!(
+        err.contains("unknown io500 parameter \"ior-easy.blocksize\": use debug.stonewall-time"),
+        "{err}"
+    );
+}
