@@ -251,6 +251,10 @@ pub struct PhaseRecord {
     /// A find's files found (absent for other phases).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub found: Option<u64>,
+    /// elbencho's first-done figures: what every task had moved when the first one finished
+    /// (the agents launcher; absent elsewhere). The totals are the last-done ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_done: Option<crate::summary::FirstDone>,
 }
 
 impl PhaseRecord {
@@ -318,6 +322,7 @@ impl PhaseRecord {
             latency: PhaseLatency::of(tasks),
             stage: None,
             found: (phase == Phase::Find).then(|| tasks.iter().map(|(_, t)| t.found).sum()),
+            first_done: None,
         }
     }
 }
@@ -397,6 +402,9 @@ pub enum BenchEvent {
         /// The phase's percentiles over every task, where measured.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         latency: Option<crate::latency::Percentiles>,
+        /// What every task had moved when the first finished, where known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        first_done: Option<crate::summary::FirstDone>,
     },
     /// An IO500 stage begins (its engine phases follow).
     Io500Stage {

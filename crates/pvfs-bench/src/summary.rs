@@ -416,3 +416,101 @@ mod printed {
         assert_eq!(block(&text, "SUMMARY", "-- finished"), block(lustre, "SUMMARY", "-- finished"));
     }
 }
+
+/// elbencho's "first done" figures for a phase: what every task had moved when the first task
+/// finished, over that time (the "last done" figures are the phase's totals: everything over
+/// the last task's end). A straggler shows as a first-done rate well above the last-done one.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FirstDone {
+    /// From the first task's start to the first task's end.
+    pub seconds: f64,
+    pub bytes: u64,
+    pub ops: u64,
+    pub bw_mib: f64,
+    pub ops_per_sec: f64,
+}
+
+/// One client's progress through a phase: `(unix seconds, bytes, ops)` as it reported them,
+/// cumulative.
+pub type Progress = Vec<(f64, u64, u64)>;
+
+/// The first-done figures of a phase from its tasks (with the client each ran on) and each
+/// client's reported progress. A client's bytes and ops when the first task ended are read off
+/// its progress, linearly between the reports around that time, from nothing at the phase's
+/// start to its tasks' totals at its last task's end (so a client that reported nothing in
+/// between, a phase shorter than its reports' second, is taken as steady). `None` when no task
+/// ran for any time.
+pub fn first_done(tasks: &[(String, TaskResult)], progress: &[(String, Progress)]) -> Option<FirstDone> {
+    let secs = |t: SystemTime| t.duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+    let start = tasks.iter().map(|(_, t)| secs(t.start)).fold(f64::INFINITY, f64::min);
+    let first_end = tasks.iter().map(|(_, t)| secs(t.end)).fold(f64::INFINITY, f64::min);
+    // Also none when there is no task (both infinite) or no time passed.
+    if first_end.partial_cmp(&start) != Some(std::cmp::Ordering::Greater) {
+        return None;
+    }
+    let mut clients: Vec<&str> = tasks.iter().map(|(node, _)| node.as_str()).collect();
+    clients.sort_unstable();
+    clients.dedup();
+    let (mut bytes, mut ops) = (0.0, 0.0);
+    for client in clients {
+        let mine = tasks.iter().filter(|(node, _)| node == client).map(|(_, t)| t);
+        let (mut end, mut all_bytes, mut all_ops) = (start, 0u64, 0u64);
+        for t in mine {
+            end = end.max(secs(t.end));
+            all_bytes += t.bytes;
+            all_ops += t.ops;
+        }
+        let mut points = vec![(start, 0.0, 0.0)];
+        if let Some((_, reports)) = progress.iter().find(|(node, _)| node == client) {
+            points.extend(
+                reports
+                    .iter()
+                    .filter(|(t, ..)| *t > start && *t < end)
+                    .map(|&(t, b, o)| (t, b as f64, o as f64)),
+            );
+        }
+        points.push((end, all_bytes as f64, all_ops as f64));
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let at = |i: usize| points[i.min(points.len() - 1)];
+        let after = points.iter().position(|p| p.0 >= first_end).unwrap_or(points.len() - 1);
+        let (b, a) = (at(after), at(after.saturating_sub(1)));
+        let share = if b.0 > a.0 { ((first_end - a.0) / (b.0 - a.0)).clamp(0.0, 1.0) } else { 1.0 };
+        bytes += a.1 + (b.1 - a.1) * share;
+        ops += a.2 + (b.2 - a.2) * share;
+    }
+    let seconds = first_end - start;
+    Some(FirstDone {
+        seconds,
+        bytes: bytes.round() as u64,
+        ops: ops.round() as u64,
+        bw_mib: bytes / (1u64 << 20) as f64 / seconds,
+        ops_per_sec: ops / seconds,
+    })
+}
+
+#[cfg(test)]
+mod first_done_tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    fn task(task: u32, from: u64, to: u64, bytes: u64) -> TaskResult {
+        let at = |s| UNIX_EPOCH + Duration::from_secs(1000 + s);
+        TaskResult { bytes, ops: bytes / 100, end: at(to), ..TaskResult::begun(task, at(from)) }
+    }
+
+    /// Client a's task ends first, at 2 s, having moved 200; client b, slower at first, reported
+    /// 50 at 1 s and 350 at 3 s: at 2 s it had 200. First done: 400 in 2 s; last done is the
+    /// totals (600 over 4 s).
+    #[test]
+    fn first_done_reads_every_client_at_the_first_tasks_end() {
+        let tasks = vec![("a".to_owned(), task(0, 0, 2, 200)), ("b".to_owned(), task(1, 0, 4, 400))];
+        let progress = vec![("b".to_owned(), vec![(1001.0, 50, 0), (1003.0, 350, 3)])];
+        let first = first_done(&tasks, &progress).unwrap();
+        assert_eq!((first.seconds, first.bytes), (2.0, 400));
+        assert!((first.bw_mib - 400.0 / 1048576.0 / 2.0).abs() < 1e-12);
+        // Without reports each client is taken as steady: b had half of its 400.
+        assert_eq!(first_done(&tasks, &[]).unwrap().bytes, 400);
+        // No time, no figure.
+        assert_eq!(first_done(&[("a".to_owned(), task(0, 0, 0, 1))], &[]), None);
+    }
+}

@@ -375,6 +375,7 @@ fn phase_done(record: &PhaseRecord) -> BenchEvent {
         phase: record.phase,
         totals: record.totals,
         latency: record.latency.as_ref().map(|l| l.all),
+        first_done: record.first_done,
     }
 }
 
@@ -459,6 +460,7 @@ async fn run_phase(
     }
     drop(said);
     let mut tasks = Vec::new();
+    let mut progress = Vec::new();
     let mut failures = Vec::new();
     loop {
         let joined = tokio::select! {
@@ -492,7 +494,8 @@ async fn run_phase(
             calls.abort_all();
         }
         match joined {
-            Ok((node, Ok(results))) => {
+            Ok((node, Ok((results, reported)))) => {
+                progress.push((node.clone(), reported));
                 for r in results {
                     if let Some(error) = &r.error {
                         failures.push(ClientFailure::TaskFailed {
@@ -520,7 +523,9 @@ async fn run_phase(
     tasks.sort_by_key(|(_, r)| r.task);
     let results: Vec<TaskResult> = tasks.iter().map(|(_, r)| r.clone()).collect();
     let totals = engine::totals(phase, &results).unwrap_or_default();
-    Ok(PhaseRecord::new(iteration, phase, totals, &tasks))
+    let mut record = PhaseRecord::new(iteration, phase, totals, &tasks);
+    record.first_done = summary::first_done(&tasks, &progress);
+    Ok(record)
 }
 
 /// IOR's wear-out across clients: waits for every client's count at the stonewall, then hands
@@ -565,7 +570,8 @@ async fn client_phase(
     timeout: Duration,
     events: &mpsc::UnboundedSender<BenchEvent>,
     said: Option<mpsc::UnboundedSender<u64>>,
-) -> Result<Vec<TaskResult>, ClientFailure> {
+) -> Result<(Vec<TaskResult>, summary::Progress), ClientFailure> {
+    let mut reported = Vec::new();
     let call_failed = |status: tonic::Status| ClientFailure::Call {
         node: node.name.clone(),
         source: from_status(&status, &node.address, timeout),
@@ -588,15 +594,20 @@ async fn client_phase(
         };
         match message.event {
             Some(pb::bench_event::Event::Progress(p)) => {
+                let time = unix(SystemTime::now());
+                // Bounded: a report a second, and a phase of a day is 86,400 of them.
+                if reported.len() < 1 << 17 {
+                    reported.push((time, p.bytes, p.ops));
+                }
                 let _ = events.send(BenchEvent::Progress {
                     node: node.name.clone(),
                     bytes: p.bytes,
                     ops: p.ops,
-                    time: unix(SystemTime::now()),
+                    time,
                 });
             }
             Some(pb::bench_event::Event::Done(done)) => {
-                return Ok(pvfs_proto::convert::bench::phase_done_from(done));
+                return Ok((pvfs_proto::convert::bench::phase_done_from(done), reported));
             }
             Some(pb::bench_event::Event::Stonewalled(at)) => {
                 if let Some(said) = &said {

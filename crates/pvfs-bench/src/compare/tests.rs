@@ -16,6 +16,7 @@ fn phase(iteration: u32, phase: Phase, bw_mib: f64, ops_per_sec: f64) -> PhaseRe
         latency: None,
         stage: None,
         found: None,
+        first_done: None,
     }
 }
 

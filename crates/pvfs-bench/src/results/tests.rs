@@ -57,6 +57,7 @@ fn record() -> RunRecord {
             latency: None,
             stage: None,
             found: None,
+            first_done: None,
             iteration: 0,
             phase: Phase::Ior(IorPhase::Write),
             totals: PhaseTotals {
@@ -254,6 +255,7 @@ fn a_phase_record_keeps_iors_timers_when_known() {
         latency: None,
         stage: None,
         found: None,
+        first_done: None,
     };
     let text = sorted(&record).unwrap().to_string();
     assert_eq!(
@@ -279,6 +281,7 @@ fn event_lines_are_the_old_bytes() {
             ..PhaseTotals::default()
         },
         latency: None,
+        first_done: None,
     };
     let old = json!({"event": "phase_done", "iteration": 1, "phase": "read", "bytes": 10, "ops": 2, "seconds": 0.5, "bw_mib": 1.25, "ops_per_sec": 4.0});
     assert_eq!(sorted(&line).unwrap().to_string(), old.to_string());

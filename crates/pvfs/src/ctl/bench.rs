@@ -232,7 +232,7 @@ async fn show(
                     match &event {
                         BenchEvent::PhaseStarted { iteration, phase, at } => watch.phase_started(format!("iteration {iteration} {phase}"), time(*at)),
                         BenchEvent::Progress { node, bytes, ops, .. } => watch.progress(node, *bytes, *ops),
-                        BenchEvent::PhaseDone { iteration, phase, totals, latency } => watch.phase_done(phase_line(*iteration, *phase, totals, latency.as_ref())),
+                        BenchEvent::PhaseDone { iteration, phase, totals, latency, first_done } => watch.phase_done(phase_line(*iteration, *phase, totals, latency.as_ref(), first_done.as_ref())),
                         BenchEvent::Launched { node, .. } => watch.phase_started(format!("mpirun on {node}"), SystemTime::now()),
                         BenchEvent::Io500Stage { stage, at } => watch.phase_started(format!("io500 {stage}"), time(*at)),
                         BenchEvent::Io500Result { result } => watch.phase_done(pvfs_bench::io500::assemble::result_line(result)),
@@ -304,8 +304,9 @@ impl Lines {
                     ops as f64 / secs
                 ))?;
             }
-            BenchEvent::PhaseDone { iteration, phase, totals, latency } => {
-                output::print(&format!("{}\n", phase_line(*iteration, *phase, totals, latency.as_ref())))?;
+            BenchEvent::PhaseDone { iteration, phase, totals, latency, first_done } => {
+                let line = phase_line(*iteration, *phase, totals, latency.as_ref(), first_done.as_ref());
+                output::print(&format!("{line}\n"))?;
             }
             BenchEvent::Launched { node, command, .. } => output::print(&format!("on {node}: {command}\n"))?,
             BenchEvent::Output { text, .. } => output::print(&format!("  | {text}\n"))?,
@@ -345,7 +346,13 @@ fn phase_line(
     phase: pvfs_bench::phase::Phase,
     t: &pvfs_bench::summary::PhaseTotals,
     latency: Option<&pvfs_bench::latency::Percentiles>,
+    first_done: Option<&pvfs_bench::summary::FirstDone>,
 ) -> String {
+    // elbencho's first-done column, when the phase moved bytes: a straggler shows as a rate
+    // well above the phase's own (its last-done one).
+    let first = first_done
+        .filter(|f| f.bytes > 0)
+        .map_or(String::new(), |f| format!("; first done {:.2} MiB/s at {:.3}s", f.bw_mib, f.seconds));
     let latency = latency.map_or(String::new(), |l| {
         format!(
             "; latency p50 {}, p99 {}, p99.9 {}, max {}",
@@ -356,7 +363,7 @@ fn phase_line(
         )
     });
     format!(
-        "iteration {} {}: {:.2} MiB/s, {:.2} ops/s, {} in {:.3}s{latency}",
+        "iteration {} {}: {:.2} MiB/s, {:.2} ops/s, {} in {:.3}s{first}{latency}",
         iteration,
         phase,
         t.bw_mib,

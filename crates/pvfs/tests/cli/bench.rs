@@ -258,6 +258,17 @@ fn wear_out_across_two_clients_brings_the_straggler_to_the_same_count() {
     let tasks = results["phases"][0]["tasks"].as_array().unwrap();
     let end = |node: &str| tasks.iter().find(|t| t["node"] == node).unwrap()["end"].as_f64().unwrap();
     assert!(end("n2") > end("n1"), "the straggler went on after the stonewall to catch up");
+    // elbencho's first done: when n1's task ended, n1 had written all of its part and n2 not
+    // yet; over that shorter time. The phase's own figures are the last done.
+    let first = &results["phases"][0]["first_done"];
+    let total = results["phases"][0]["bytes"].as_u64().unwrap();
+    let n1_bytes = tasks.iter().find(|t| t["node"] == "n1").unwrap()["bytes"].as_u64().unwrap();
+    let first_bytes = first["bytes"].as_u64().unwrap();
+    assert!(first_bytes >= n1_bytes && first_bytes < total, "{first} of {total}, n1 {n1_bytes}");
+    assert!(
+        first["seconds"].as_f64().unwrap() < results["phases"][0]["seconds"].as_f64().unwrap(),
+        "{first}"
+    );
     // Every transfer timed (each took at least the seam's 2 ms), merged over both clients,
     // with each client's own: the straggler's 400 ms transfer is its max, and the run's.
     let latency = &results["phases"][0]["latency"];
