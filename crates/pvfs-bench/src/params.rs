@@ -861,6 +861,20 @@ impl Workload {
     }
 }
 
+/// A stonewall (IOR's `-D`, mdtest's `-W`) of at most a day.
+fn check_deadline(deadline: u32) -> Result<(), Violation> {
+    if deadline > limits::MAX_DEADLINE {
+        return Err(Violation::new(
+            "deadline",
+            format!(
+                "deadline {deadline} s is more than a day ({} s); a stonewall is seconds to minutes (IO500's is 300)",
+                limits::MAX_DEADLINE
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn check_ior(p: &IorParams) -> Result<(), Violation> {
     use limits::*;
     if p.wear_out && p.deadline == 0 {
@@ -868,16 +882,7 @@ fn check_ior(p: &IorParams) -> Result<(), Violation> {
         // stonewall deadline with -D".
         return Err(Violation::new("wear_out", "wear_out needs a stonewall: set deadline (IOR's -D) too"));
     }
-    if p.deadline > MAX_DEADLINE {
-        return Err(Violation::new(
-            "deadline",
-            format!(
-                "deadline {} s is more than a day ({MAX_DEADLINE} s); a stonewall is seconds to minutes (IO500's is \
-                 300)",
-                p.deadline
-            ),
-        ));
-    }
+    check_deadline(p.deadline)?;
     let (t, b) = (format_size(p.transfer), format_size(p.block));
     if p.transfer == 0 || p.block == 0 {
         let field = if p.transfer == 0 { "transfer" } else { "block" };
@@ -1050,16 +1055,7 @@ fn check_mdtest(p: &MdtestParams) -> Result<(), Violation> {
             "read_bytes (-e) is more than write_bytes (-w): \"When writing and reading files, read bytes must be smaller than write bytes\"",
         ));
     }
-    if p.deadline > MAX_DEADLINE {
-        return Err(Violation::new(
-            "deadline",
-            format!(
-                "deadline {} s is more than a day ({MAX_DEADLINE} s); a stonewall is seconds to minutes (IO500's is \
-                 300)",
-                p.deadline
-            ),
-        ));
-    }
+    check_deadline(p.deadline)?;
     if p.deadline > 0 && p.depth > 0 {
         // mdtest refuses it above branch 1 ("stone wall timer does only work with a branch factor
         // <= 1"); along a chain of directories its continuation after the wall is its own.
