@@ -126,6 +126,15 @@ async fn oversized_sizes_are_refused_naming_the_field() {
         ..Default::default()
     }));
     refused(&agent, climb, "workload.find.newer:", "of plain names").await;
+    // A name pattern pfind would read as a regular expression, and one no file name could be.
+    for (name, says) in [("file[0-9]", "pfind reads [ ] ^ $"), ("a\0b", "without NUL")] {
+        let mut bad = phase(&dir, Preset::Metadata.workload(), Phase::Find);
+        bad.workload = Some(pb::bench_phase_request::Workload::Find(pb::FindWorkload {
+            name: name.into(),
+            ..Default::default()
+        }));
+        refused(&agent, bad, "workload.find.name:", says).await;
+    }
     let blind = md(|m| (m.read, m.verify) = (true, true));
     refused(&agent, blind, "workload.mdtest.verify:", "Verify read requires that read bytes is > 0").await;
 

@@ -212,14 +212,13 @@ pub fn run_ior_phase_across(
     let dir = job.check().and_then(|()| Ok(Dir::open(job.parent()?)?));
     // Wear-out agrees across every task of the run: this process holds them all when the run
     // has one client; otherwise `across` asks the others.
-    let tasks = job.tasks.end.saturating_sub(job.tasks.start) as usize;
-    let alone = tasks as u32 == job.total_tasks;
-    let dir = dir.and_then(|dir| match job.params.wear_out && !alone && across.is_none() {
-        true => Err(EngineError::WearOutAcrossClients { tasks: tasks as u32, total_tasks: job.total_tasks }),
-        false => Ok(dir),
-    });
-    let within = |pairs: u64| Ok(pairs);
-    let wear_out = WearOut::new(tasks, if alone { &within } else { across.unwrap_or(&within) });
+    let tasks = job.tasks.end.saturating_sub(job.tasks.start);
+    let (dir, agree) = match super::stonewall::agreement(tasks, job.total_tasks, job.params.wear_out, across)
+    {
+        Ok(agree) => (dir, agree),
+        Err(err) => (dir.and_then(|_| Err(err)), across.unwrap_or(&|most| Ok(most))),
+    };
+    let wear_out = WearOut::new(tasks as usize, agree);
     let wall = Stonewall {
         deadline: (job.params.deadline > 0).then(|| Duration::from_secs(job.params.deadline.into())),
         stop_after: job.stop_after,

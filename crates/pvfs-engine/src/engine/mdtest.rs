@@ -104,16 +104,14 @@ pub fn run_mdtest_phase_across(
     across: Option<super::Across<'_>>,
 ) -> Vec<TaskResult> {
     let tasks = job.tasks.end.saturating_sub(job.tasks.start);
-    let alone = tasks == job.total_tasks;
     let walled = phase == MdtestPhase::FileCreate && job.params.deadline > 0;
-    let dir = job.check().and_then(|()| Ok(Dir::open(&job.dir)?)).and_then(|dir| {
-        match walled && !alone && across.is_none() {
-            true => Err(EngineError::WearOutAcrossClients { tasks, total_tasks: job.total_tasks }),
-            false => Ok(dir),
-        }
-    });
-    let within = |files: u64| Ok(files);
-    let wear_out = WearOut::new(tasks as usize, if alone { &within } else { across.unwrap_or(&within) });
+    let agree = super::stonewall::agreement(tasks, job.total_tasks, walled, across);
+    let dir = job.check().and_then(|()| Ok(Dir::open(&job.dir)?));
+    let (dir, agree) = match agree {
+        Ok(agree) => (dir, agree),
+        Err(err) => (dir.and_then(|_| Err(err)), across.unwrap_or(&|most| Ok(most))),
+    };
+    let wear_out = WearOut::new(tasks as usize, agree);
     let wall = walled.then_some(&wear_out);
     super::each_task(job.tasks.clone(), |task| match &dir {
         Ok(dir) => run_task(job, dir, phase, task, progress, wall),

@@ -12,6 +12,27 @@ use super::{EngineError, Progress};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
+/// How a client's tasks learn the run's most at a stonewall: among themselves when they are the
+/// whole run, through `across` otherwise. `Err` when a wear-out is `needed` and nothing joins
+/// this client to the others (a caller of the library that gave none).
+pub(crate) fn agreement<'a>(
+    tasks: u32,
+    total_tasks: u32,
+    needed: bool,
+    across: Option<super::Across<'a>>,
+) -> Result<super::Across<'a>, EngineError> {
+    /// The run's most is this client's: it holds every task.
+    fn within(most: u64) -> Result<u64, EngineError> {
+        Ok(most)
+    }
+    match across {
+        _ if tasks == total_tasks => Ok(&within),
+        Some(across) => Ok(across),
+        None if needed => Err(EngineError::WearOutAcrossClients { tasks, total_tasks }),
+        None => Ok(&within),
+    }
+}
+
 /// A phase's stonewall, shared by its tasks.
 pub(crate) struct Stonewall<'a> {
     /// `-D`: stop after the transfer during which this much time passed.
