@@ -52,6 +52,9 @@ pub fn run(no_e2e: bool) -> anyhow::Result<()> {
     if !has_jsonschema {
         util::ensure_packages(&["python3-jsonschema"])?;
     }
+    // The real io500 (and IOR, mdtest, pfind) from shared/vendor, which `--engine io500`'s
+    // tests run: ~30 s, before the build so a missing archive is said first.
+    crate::vendor::build()?;
     free_disk("before the build");
     if !util::have("cargo-nextest") {
         step(cargo().args(["install", "--locked", "cargo-nextest"]))?;

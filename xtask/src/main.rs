@@ -37,6 +37,7 @@ mod readme;
 mod serve_flood;
 mod sshlab;
 mod util;
+mod vendor;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -94,6 +95,9 @@ enum Command {
     /// `pvfsctl serve` under a slowloris on its /metrics listener from many loopback
     /// addresses and from the scraper's own: scrapes answered, serve's CPU and RSS.
     BenchServeFlood(serve_flood::ServeFloodArgs),
+    /// Build the real io500, IOR, mdtest and pfind from shared/vendor into target/vendor
+    /// (kept once built) and print the io500 program's path.
+    Vendor,
     /// The `fuzz_*` property tests (parsers, decoders, XML and metrics writers) with many
     /// cases, a new seed each round, until `--time` is up.
     Fuzz(fuzz::FuzzArgs),
@@ -118,6 +122,7 @@ fn main() -> ExitCode {
         Command::BenchFlood(args) => bench_flood::run(&args),
         Command::BenchServeFlood(args) => serve_flood::run(&args),
         Command::Fuzz(args) => fuzz::run(&args),
+        Command::Vendor => vendor::run(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -34,6 +34,9 @@ use tokio_util::sync::CancellationToken;
 /// The hostfile's name in the run's directory.
 const HOSTFILE: &str = "mpi-hostfile";
 
+/// The ini file's name in the run's directory (engine io500).
+const IO500_INI: &str = "io500.ini";
+
 /// How long mpirun gets to stop its ranks after SIGTERM before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
@@ -53,6 +56,18 @@ pub enum LaunchError {
     FindUnderMpi,
     #[error("the built-in engine's IO500 runs through the agents launcher, not under mpirun")]
     Io500UnderMpi,
+    #[error("engine io500 runs an IO500 only")]
+    Io500Only,
+    #[error("engine io500 needs the io500 program's path ([bench] io500 = PATH)")]
+    Io500NoProgram,
+    /// The io500 program is not one this agent runs as root (see [`trusted_program`]).
+    #[error(
+        "{} is not run: {why}. The agent runs io500 as root only from a file owned by root (or the agent's \
+         user) that no one else can change, in directories no one else can change ([bench] io500 in the \
+         cluster file names it)",
+        .path.display()
+    )]
+    Io500Untrusted { path: PathBuf, why: String },
     #[error("cannot run `ior -h`: {0}")]
     IorHelp(#[source] std::io::Error),
     #[error(
@@ -142,6 +157,12 @@ pub async fn command(req: &LaunchRequest, hostfile_path: &std::path::Path) -> Re
             program
         }
         (_, Workload::Find(_)) => return Err(LaunchError::FindUnderMpi),
+        (Engine::Io500, Workload::Io500(_)) => {
+            let program = req.io500_program.as_deref().ok_or(LaunchError::Io500NoProgram)?;
+            trusted_program(program)?;
+            vec![program.display().to_string(), req.dir.join(IO500_INI).display().to_string()]
+        }
+        (Engine::Io500, _) => return Err(LaunchError::Io500Only),
         (_, Workload::Io500(_)) => return Err(LaunchError::Io500UnderMpi),
         (Engine::Ior, Workload::Mdtest(p)) => {
             if !crate::child::on_path("mdtest") {
@@ -169,6 +190,49 @@ pub async fn command(req: &LaunchRequest, hostfile_path: &std::path::Path) -> Re
         command = command.arg("--allow-run-as-root");
     }
     Ok(command.args(program))
+}
+
+/// Whether `path` is a program this agent runs as root: as OpenSSH's StrictModes judges a key
+/// file, by who can change it. The file (links followed) must be a regular, executable file
+/// owned by root or the agent's own user and writable by neither group nor others, and so
+/// must every directory above it and above the path as given (a link in a directory others can
+/// write could be turned to another program after this check). The path's name was checked on
+/// the wire (`io500`); together they keep a coordinator's request from starting any other
+/// program as root.
+fn trusted_program(path: &std::path::Path) -> Result<(), LaunchError> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let untrusted = |why: String| LaunchError::Io500Untrusted { path: path.to_owned(), why };
+    let me = nix::unistd::geteuid().as_raw();
+    let real = std::fs::canonicalize(path).map_err(|e| untrusted(format!("cannot resolve it: {e}")))?;
+    let meta = std::fs::metadata(&real).map_err(|e| untrusted(format!("cannot read it: {e}")))?;
+    if !meta.is_file() {
+        return Err(untrusted("it is not a regular file".into()));
+    }
+    if meta.permissions().mode() & 0o111 == 0 {
+        return Err(untrusted("it is not executable".into()));
+    }
+    let owned = |what: &std::path::Path, meta: &std::fs::Metadata| -> Result<(), LaunchError> {
+        if meta.uid() != 0 && meta.uid() != me {
+            return Err(untrusted(format!("{} is owned by uid {}", what.display(), meta.uid())));
+        }
+        if meta.mode() & 0o022 != 0 {
+            return Err(untrusted(format!(
+                "{} can be written by its group or others (mode {:o})",
+                what.display(),
+                meta.mode() & 0o7777
+            )));
+        }
+        Ok(())
+    };
+    owned(&real, &meta)?;
+    for start in [real.parent(), path.parent()].into_iter().flatten() {
+        for dir in start.ancestors() {
+            let meta = std::fs::metadata(dir)
+                .map_err(|e| untrusted(format!("cannot read {}: {e}", dir.display())))?;
+            owned(dir, &meta)?;
+        }
+    }
+    Ok(())
 }
 
 /// IOR's version from `ior -h` (which exits 1, having printed its options).
@@ -229,19 +293,38 @@ pub async fn run(
             let _ = tx.send(Err(tonic::Status::failed_precondition(why))).await;
         }
     };
-    // The run's directory is on the shared file system: made and written without following
-    // symlinks, the hostfile through a random temporary name renamed into place.
-    let hostfile = req.hostfile();
-    let written = pvfs_engine::files::Dir::create_all(&req.dir)
-        .and_then(|dir| dir.replace_file(HOSTFILE, hostfile.text.as_bytes(), 0o644));
-    if let Err(err) = written {
-        return fail(format!("cannot write the MPI hostfile: {err}")).await;
-    }
+    // What runs is settled first (the program checked, IOR asked its version), so a refusal
+    // leaves nothing behind.
     let hostfile_path: PathBuf = req.dir.join(HOSTFILE);
     let command = match command(&req, &hostfile_path).await {
         Ok(command) => command,
         Err(err) => return fail(err.to_string()).await,
     };
+    // The real io500's ini, from the request's typed knobs.
+    let ini = match (req.engine, &req.workload) {
+        (Engine::Io500, Workload::Io500(p)) => {
+            match pvfs_bench::io500::ini::ini(&p.options, &req.dir, req.drop_caches) {
+                Ok(text) => Some(text),
+                Err(err) => return fail(err.to_string()).await,
+            }
+        }
+        _ => None,
+    };
+    // The run's directory is on the shared file system: made and written without following
+    // symlinks, the hostfile through a random temporary name renamed into place.
+    let hostfile = req.hostfile();
+    let dir = match pvfs_engine::files::Dir::create_all(&req.dir) {
+        Ok(dir) => dir,
+        Err(err) => return fail(format!("cannot make the run's directory: {err}")).await,
+    };
+    if let Err(err) = dir.replace_file(HOSTFILE, hostfile.text.as_bytes(), 0o644) {
+        return fail(format!("cannot write the MPI hostfile: {err}")).await;
+    }
+    if let Some(text) = ini
+        && let Err(err) = dir.replace_file(IO500_INI, text.as_bytes(), 0o644)
+    {
+        return fail(format!("cannot write io500's ini file: {err}")).await;
+    }
     if !crate::child::on_path(&command.program) {
         return fail(mpirun_missing(std::path::Path::new(EL_OPENMPI_BIN).join("mpirun").exists())).await;
     }
@@ -387,6 +470,8 @@ mod tests {
             clients: vec![("a".into(), "10.0.0.1".into()), ("b".into(), "10.0.0.2".into())],
             tasks_per_client: 1,
             mpi_ssh: true,
+            io500_program: None,
+            drop_caches: false,
         };
         let err = command(&req, Path::new("/mnt/gv0/run/mpi-hostfile")).await.unwrap_err().to_string();
         assert!(err.contains(MPI_KEY) && err.contains("pvfsctl up"), "{err}");

@@ -272,10 +272,11 @@ impl pb::agent_server::Agent for AgentService {
         self.bench_dir(&req.dir)?;
         // The built-in engine's memory is known from the request: a phase this node cannot
         // hold is refused before anything starts.
-        // (The wire conversion refused IOR, which only mpirun runs: what is not fio is ours.)
+        // (The wire conversion refused IOR and io500, which only mpirun runs: what is not fio
+        // is ours.)
         let memory_max = match req.engine {
             Engine::Fio => 0,
-            Engine::Builtin | Engine::Ior => {
+            Engine::Builtin | Engine::Ior | Engine::Io500 => {
                 crate::child::engine_memory(&req).map_err(|e| Status::failed_precondition(e.to_string()))?
             }
         };

@@ -20,10 +20,11 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 pub mod assemble;
+pub mod ini;
 pub mod plan;
 pub mod rules;
 mod run;
-pub use run::{IO500_FILE, Io500Phase, Io500Run, ReadError, looks_like_io500, read_run};
+pub use run::{IO500_FILE, Io500Phase, Io500Run, ReadError, from_stdout, looks_like_io500, read_run};
 
 /// What a phase's figure is in (serialised as io500 prints it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

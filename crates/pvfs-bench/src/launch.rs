@@ -18,16 +18,19 @@ pub enum Engine {
     Fio,
     /// IOR (or mdtest) itself, under mpirun.
     Ior,
+    /// The real io500 (`[bench] io500 = PATH`), under mpirun: the io500 presets only.
+    Io500,
 }
 
 impl Engine {
-    pub const ALL: [Engine; 3] = [Engine::Builtin, Engine::Fio, Engine::Ior];
+    pub const ALL: [Engine; 4] = [Engine::Builtin, Engine::Fio, Engine::Ior, Engine::Io500];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Engine::Builtin => "builtin",
             Engine::Fio => "fio",
             Engine::Ior => "ior",
+            Engine::Io500 => "io500",
         }
     }
 
@@ -89,6 +92,8 @@ pub enum Runner {
     MpiBuiltin,
     /// mpirun runs IOR or mdtest.
     MpiIor,
+    /// mpirun runs the real io500.
+    MpiIo500,
 }
 
 impl Runner {
@@ -98,6 +103,7 @@ impl Runner {
             Runner::AgentsBuiltin | Runner::MpiBuiltin => Engine::Builtin,
             Runner::AgentsFio => Engine::Fio,
             Runner::MpiIor => Engine::Ior,
+            Runner::MpiIo500 => Engine::Io500,
         }
     }
 
@@ -105,7 +111,7 @@ impl Runner {
     pub fn launcher(self) -> Launcher {
         match self {
             Runner::AgentsBuiltin | Runner::AgentsFio => Launcher::Agents,
-            Runner::MpiBuiltin | Runner::MpiIor => Launcher::Mpi,
+            Runner::MpiBuiltin | Runner::MpiIor | Runner::MpiIo500 => Launcher::Mpi,
         }
     }
 }
@@ -121,6 +127,13 @@ pub enum PairError {
          must reach every client, e.g. by ssh) or keep launcher \"agents\" with engine \"builtin\" or \"fio\""
     )]
     IorNeedsMpi,
+    /// io500 is an MPI program too.
+    #[error(
+        "engine \"io500\" runs under launcher \"mpi\": io500 is an MPI program whose tasks meet through MPI. \
+         Set launcher = \"mpi\", or keep launcher \"agents\" with engine \"builtin\", which runs the IO500 \
+         through the agents"
+    )]
+    Io500NeedsMpi,
     /// fio is no MPI program: mpirun would start unrelated copies.
     #[error(
         "engine \"fio\" is not an MPI program: use it with launcher \"agents\", or use engine \"builtin\" or \
@@ -136,7 +149,9 @@ pub fn runner(engine: Engine, launcher: Launcher) -> Result<Runner, PairError> {
         (Engine::Fio, Launcher::Agents) => Ok(Runner::AgentsFio),
         (Engine::Builtin, Launcher::Mpi) => Ok(Runner::MpiBuiltin),
         (Engine::Ior, Launcher::Mpi) => Ok(Runner::MpiIor),
+        (Engine::Io500, Launcher::Mpi) => Ok(Runner::MpiIo500),
         (Engine::Ior, Launcher::Agents) => Err(PairError::IorNeedsMpi),
+        (Engine::Io500, Launcher::Agents) => Err(PairError::Io500NeedsMpi),
         (Engine::Fio, Launcher::Mpi) => Err(PairError::FioIsNotMpi),
     }
 }
@@ -189,6 +204,8 @@ mod tests {
                 "fio/mpi: FioIsNotMpi",
                 "ior/agents: IorNeedsMpi",
                 "ior/mpi: MpiIor",
+                "io500/agents: Io500NeedsMpi",
+                "io500/mpi: MpiIo500",
             ]
         );
         assert!(

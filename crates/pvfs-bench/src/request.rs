@@ -165,8 +165,9 @@ impl PhaseRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaunchRequest {
     /// What mpirun runs: [`Engine::Builtin`] is `pvfs-agent engine --mpi`, one rank per task;
-    /// [`Engine::Ior`] is IOR for IOR workloads and mdtest for mdtest workloads. fio is no MPI
-    /// program (the wire conversion refuses it here).
+    /// [`Engine::Ior`] is IOR for IOR workloads and mdtest for mdtest workloads;
+    /// [`Engine::Io500`] is the real io500 for an IO500. fio is no MPI program (the wire
+    /// conversion refuses it here).
     pub engine: Engine,
     pub workload: Workload,
     /// The run's directory, the same path on every client.
@@ -177,6 +178,11 @@ pub struct LaunchRequest {
     /// `[bench] mpi_ssh`: mpirun reaches the other clients with the cluster's MPI key and
     /// checks their host keys against the known_hosts `pvfsctl up` installed.
     pub mpi_ssh: bool,
+    /// [`Engine::Io500`]: the io500 program on the clients (`[bench] io500`).
+    pub io500_program: Option<PathBuf>,
+    /// [`Engine::Io500`]: io500 drops caches on every rank before each phase (its
+    /// `drop-caches`).
+    pub drop_caches: bool,
 }
 
 impl LaunchRequest {

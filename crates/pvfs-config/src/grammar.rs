@@ -89,6 +89,24 @@ pub(crate) fn bench_dir(path: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The real io500 on the clients (`[bench] io500`): a normalised absolute path to a file named
+/// `io500`, as the agents take it (they run no other program by this setting).
+pub(crate) fn io500_program(path: &str) -> Result<(), String> {
+    if let Some(problem) = pvfs_host::paths::canonical_problem(path) {
+        return Err(format!(
+            "[bench] io500 {path:?} {problem}: give the absolute path of the io500 program built by io500's \
+             prepare.sh, such as /opt/io500/io500"
+        ));
+    }
+    if !path.ends_with("/io500") {
+        return Err(format!(
+            "[bench] io500 {path:?}: the program's file is named io500 (the agents run no other program for \
+             engine io500); give the path of the io500 program built by io500's prepare.sh"
+        ));
+    }
+    Ok(())
+}
+
 /// A block device: a normalised absolute path under `/dev` (`/dev/sdc`,
 /// `/dev/disk/azure/scsi1/lun0`), not in one of `/dev`'s pseudo file systems.
 pub(crate) fn device_path(what: &str, path: &str) -> Result<(), String> {

@@ -608,6 +608,8 @@ pub struct Bench {
     pub mpi_ssh: bool,
     /// Whose caches are dropped before read and stat phases.
     pub drop_caches: Option<pvfs_bench::request::DropCaches>,
+    /// The real io500 on the clients (engine io500).
+    pub io500: Option<PathBuf>,
 }
 
 /// An f64 that compares by bits, so the model can stay `Eq`.

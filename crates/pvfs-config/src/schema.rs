@@ -406,7 +406,7 @@ pub struct BenchSection {
     pub mount: Option<Spanned<String>>,
     /// How processes are started on the clients: "agents" or "mpi".
     pub launcher: Option<Spanned<String>>,
-    /// What does the I/O: "ior", "builtin" or "fio".
+    /// What does the I/O: "ior", "builtin", "fio" or "io500".
     pub engine: Option<Spanned<String>>,
     /// The default preset: "throughput", "iops", "metadata" or "metadata-lustre".
     pub preset: Option<Spanned<String>>,
@@ -425,6 +425,9 @@ pub struct BenchSection {
     /// Drop caches before read and stat phases: "none" (the default), "clients", or "all"
     /// (clients and servers).
     pub drop_caches: Option<Spanned<String>>,
+    /// The real io500 on every client, for engine "io500": the program io500's prepare.sh
+    /// built, e.g. "/opt/io500/io500".
+    pub io500: Option<Spanned<String>>,
 }
 
 /// `[azure]`: where and how `pvfsctl provision` creates the nodes' virtual machines.

@@ -171,7 +171,21 @@ fn drop_caches_is_a_word_and_needs_the_agents_launcher() {
     check(
         &format!("{local}[bench]\nlauncher = \"mpi\"\ndrop_caches = \"clients\"\n"),
         expect![[r#"
-            /etc/pvfs/cluster.toml:12:15: drop_caches needs the agents launcher: the mpi launcher runs every phase inside one MPI job, which pvfs cannot stop between phases to drop caches
+            /etc/pvfs/cluster.toml:12:15: drop_caches needs the agents launcher: the mpi launcher runs every phase inside one MPI job, which pvfs cannot stop between phases to drop caches (engine io500 drops the clients' caches itself: drop_caches = "clients")
+        "#]],
+    );
+    // io500 drops its ranks' caches itself; the program is a path to a file named io500.
+    let io500 =
+        format!("{local}[bench]\nlauncher = \"mpi\"\nengine = \"io500\"\nio500 = \"/opt/io500/io500\"\n");
+    let bench = parse(Path::new("c.toml"), &format!("{io500}drop_caches = \"clients\"\n")).unwrap().bench;
+    assert_eq!(bench.io500.as_deref(), Some(Path::new("/opt/io500/io500")));
+    check(
+        &format!(
+            "{local}[bench]\nlauncher = \"agents\"\nengine = \"io500\"\nio500 = \"/opt/io500/io500.sh\"\n"
+        ),
+        expect![[r#"
+            /etc/pvfs/cluster.toml:12:10: engine "io500" needs launcher = "mpi" (io500 is an MPI program); with the agents launcher use engine "builtin", which runs the IO500 through the agents
+            /etc/pvfs/cluster.toml:13:9: [bench] io500 "/opt/io500/io500.sh": the program's file is named io500 (the agents run no other program for engine io500); give the path of the io500 program built by io500's prepare.sh
         "#]],
     );
     let read = |src: &str| parse(Path::new("c.toml"), src).unwrap().bench.drop_caches;

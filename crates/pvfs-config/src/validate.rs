@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use toml::Spanned;
 
 /// Why the mpi launcher cannot drop caches between phases (the CLI says the same).
-pub const DROP_CACHES_UNDER_MPI: &str = "drop_caches needs the agents launcher: the mpi launcher runs every phase inside one MPI job, which pvfs cannot stop between phases to drop caches";
+pub const DROP_CACHES_UNDER_MPI: &str = "drop_caches needs the agents launcher: the mpi launcher runs every phase inside one MPI job, which pvfs cannot stop between phases to drop caches (engine io500 drops the clients' caches itself: drop_caches = \"clients\")";
 
 /// The most of a `[[repo]] gpgkey_file` read: an armored key is a few KiB, a keyring with
 /// every subkey and signature rarely over a few hundred.
@@ -1202,8 +1202,9 @@ impl Validator<'_> {
         };
         let launcher =
             one_of(&b.launcher, "launcher", &["agents", "mpi"]).as_deref().and_then(Launcher::parse);
-        let engine =
-            one_of(&b.engine, "engine", &["ior", "builtin", "fio"]).as_deref().and_then(Engine::parse);
+        let engine = one_of(&b.engine, "engine", &["ior", "builtin", "fio", "io500"])
+            .as_deref()
+            .and_then(Engine::parse);
         let presets: Vec<&str> = Preset::ALL.iter().map(|p| p.as_str()).collect();
         let preset = one_of(&b.preset, "preset", &presets).as_deref().and_then(|p| Preset::parse(p).ok());
         let drop_caches = one_of(&b.drop_caches, "drop_caches", &["none", "clients", "all"])
@@ -1225,12 +1226,21 @@ impl Validator<'_> {
                     PairError::FioIsNotMpi => {
                         "engine \"fio\" is not an MPI program: use it with launcher = \"agents\"".to_owned()
                     }
+                    PairError::Io500NeedsMpi => {
+                        "engine \"io500\" needs launcher = \"mpi\" (io500 is an MPI program); with the agents \
+                         launcher use engine \"builtin\", which runs the IO500 through the agents"
+                            .to_owned()
+                    }
                 },
             );
         }
         let params = self.bench_params(b, preset, clients);
+        // io500 drops caches itself, on its ranks: the clients'.
+        let io500_drops =
+            engine == Some(Engine::Io500) && drop_caches == Some(pvfs_bench::request::DropCaches::Clients);
         if let (Some(at), Some(Launcher::Mpi), Some(d)) = (&b.drop_caches, launcher, drop_caches)
             && d != pvfs_bench::request::DropCaches::None
+            && !io500_drops
         {
             self.error(at, DROP_CACHES_UNDER_MPI.to_owned());
         }
@@ -1283,6 +1293,10 @@ impl Validator<'_> {
             }),
             mpi_ssh,
             drop_caches,
+            io500: b.io500.as_ref().map(|p| {
+                self.check(p, grammar::io500_program);
+                PathBuf::from(p.get_ref())
+            }),
         }
     }
 

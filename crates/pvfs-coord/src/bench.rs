@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod plan;
 
 use crate::dial::{Connection, DialError, Dialer, from_status};
+use pvfs_bench::io500::plan::Stage;
 use pvfs_bench::launch::Runner;
 use pvfs_bench::model::{IorIteration, IorSummary, MdtestSummary};
 use pvfs_bench::params::Workload;
@@ -56,6 +57,8 @@ pub struct BenchSpec {
     pub mpi_ssh: bool,
     /// The nodes whose caches are dropped before read and stat phases (none: no drops).
     pub drop_caches: Vec<Node>,
+    /// `--engine io500`: the io500 program on the clients (`[bench] io500`).
+    pub io500_program: Option<PathBuf>,
 }
 
 /// A whole run.
@@ -674,6 +677,9 @@ async fn mpi_job(
             .collect(),
         tasks_per_client: spec.tasks_per_client,
         mpi_ssh: spec.mpi_ssh,
+        io500_program: spec.io500_program.clone(),
+        // io500 drops caches itself, on every rank (the clients) before each phase.
+        drop_caches: !spec.drop_caches.is_empty(),
     };
     let owners = request.hostfile().owners;
     let launcher = &first.name;
@@ -694,6 +700,10 @@ async fn mpi_job(
         .into_inner();
     let mut job = MpiJob { ranks: request.ranks(), owners, ..Default::default() };
     let started = Instant::now();
+    // io500 starts with its first stage; each next one starts as the one before it ends.
+    if spec.runner == Runner::MpiIo500 {
+        let _ = events.send(BenchEvent::Io500Stage { stage: Stage::ALL[0], at: unix(SystemTime::now()) });
+    }
     let exited = loop {
         let message = match tokio::time::timeout(SILENCE_LIMIT, stream.message()).await {
             Err(_) => {
@@ -724,6 +734,9 @@ async fn mpi_job(
                 }
                 job.output.push_str(&line.text);
                 job.output.push('\n');
+                if spec.runner == Runner::MpiIo500 && !line.stderr {
+                    job.io500_line(&line.text, events);
+                }
                 // Open MPI frames its messages in lines of dashes; they say nothing.
                 let said = line.text.trim();
                 if line.stderr && !said.is_empty() && !said.chars().all(|c| c == '-') {
@@ -759,6 +772,9 @@ async fn mpi_job(
             return Err(MpiError::Mpirun { node: launcher.clone(), end, stderr_tail: job.stderr_tail });
         }
         return Ok(());
+    }
+    if spec.runner == Runner::MpiIo500 {
+        return io500_end(job, launcher, end, exited.code, request.ranks(), events, outcome);
     }
     // IOR or mdtest: its own report says.
     let tool = match spec.workload {
@@ -808,6 +824,74 @@ struct MpiJob {
     stderr_tail: Vec<String>,
     /// What ssh said when mpirun started its daemons on the other clients.
     ssh: SshTrouble,
+    /// The real io500: when each phase's line arrived (Unix seconds), by its name.
+    io500_ended: BTreeMap<String, f64>,
+}
+
+impl MpiJob {
+    /// One line of the real io500's stdout: a phase's `[RESULT]` (or `[      ]`) line is the
+    /// phase's figure as it ends, and the next stage's start.
+    fn io500_line(&mut self, text: &str, events: &mpsc::UnboundedSender<BenchEvent>) {
+        if !text.starts_with("[RESULT]") && !text.starts_with("[      ]") {
+            return;
+        }
+        let Some(result) =
+            pvfs_bench::io500::parse_summary(text).ok().and_then(|s| s.phases.into_iter().next())
+        else {
+            return;
+        };
+        let now = unix(SystemTime::now());
+        self.io500_ended.insert(result.name.clone(), now);
+        let next = Stage::parse(&result.name)
+            .and_then(|done| Stage::ALL.iter().position(|s| *s == done))
+            .and_then(|i| Stage::ALL.get(i + 1));
+        let _ = events.send(BenchEvent::Io500Result { result });
+        if let Some(stage) = next {
+            let _ = events.send(BenchEvent::Io500Stage { stage: *stage, at: now });
+        }
+    }
+}
+
+/// The real io500's end: its run read from its stdout (the figures checked against its score),
+/// each phase placed in time by when its line arrived, and its score told.
+fn io500_end(
+    job: MpiJob,
+    launcher: &str,
+    end: JobEnd,
+    code: i32,
+    ranks: u32,
+    events: &mpsc::UnboundedSender<BenchEvent>,
+    outcome: &mut BenchOutcome,
+) -> Result<(), MpiError> {
+    if code != 0 {
+        return Err(MpiError::Tool {
+            tool: "io500",
+            node: launcher.to_owned(),
+            end,
+            failure: job.first_error.clone().unwrap_or_else(|| job.stderr_tail.join(" | ")),
+        });
+    }
+    let mut run = match pvfs_bench::io500::from_stdout(&job.output, std::path::Path::new("raw/mpirun.out")) {
+        Ok(run) => run,
+        Err(err) => {
+            return Err(MpiError::Unparsed {
+                tool: "io500",
+                node: launcher.to_owned(),
+                end,
+                error: err.to_string(),
+                stderr_tail: job.stderr_tail,
+            });
+        }
+    };
+    for phase in &mut run.phases {
+        phase.ended = job.io500_ended.get(&phase.result.name).copied();
+    }
+    run.procs = Some(u64::from(ranks));
+    if let Some(score) = run.score {
+        let _ = events.send(BenchEvent::Io500Score { score, invalid_reasons: run.invalid_reasons.clone() });
+    }
+    outcome.io500 = Some(run);
+    Ok(())
 }
 
 /// ssh's refusals among mpirun's lines: they scroll out of the tail behind Open MPI's own.

@@ -464,6 +464,7 @@ fn bench_spec(clients: Vec<Node>, dir: &Path) -> pvfs_coord::bench::BenchSpec {
         dir: dir.to_owned(),
         mpi_ssh: false,
         drop_caches: vec![],
+        io500_program: None,
     }
 }
 

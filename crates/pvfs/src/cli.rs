@@ -438,7 +438,8 @@ pub struct BenchArgs {
     /// its ini names (debug.stonewall-time=300, ior-easy.blockSize=4g). Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
-    /// builtin (default), ior or fio.
+    /// builtin (default), ior, fio, or io500 (the real io500 at [bench] io500, under
+    /// --launcher mpi, for the io500 presets).
     #[arg(long, value_parser = named(&Engine::ALL, |e| e.as_str()))]
     pub engine: Option<Engine>,
     /// agents (default) or mpi.
@@ -890,7 +891,7 @@ mod tests {
             (Some(Engine::Ior), Some(Launcher::Mpi), Some(Preset::MetadataLustre))
         );
         let err = CtlCli::try_parse_from(["pvfsctl", "bench", "c.toml", "--engine", "iozone"]).unwrap_err();
-        assert!(err.to_string().contains("[possible values: builtin, fio, ior]"), "{err}");
+        assert!(err.to_string().contains("[possible values: builtin, fio, ior, io500]"), "{err}");
     }
 
     #[test]

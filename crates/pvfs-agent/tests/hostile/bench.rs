@@ -217,6 +217,8 @@ async fn launch_sizes_that_would_wrap_are_refused() {
         clients: vec![("c1".into(), "10.0.0.1".into()), ("c2".into(), "10.0.0.2".into())],
         tasks_per_client: 2,
         mpi_ssh: false,
+        io500_program: None,
+        drop_caches: false,
     });
     // u32::MAX x 2 hosts wrapped to a small rank count, and a hostfile of 4 billion slots.
     wire.tasks_per_host = u32::MAX;
@@ -245,6 +247,8 @@ async fn a_launch_on_more_clients_than_a_run_takes_is_refused() {
         clients: clients.collect(),
         tasks_per_client: 1,
         mpi_ssh: false,
+        io500_program: None,
+        drop_caches: false,
     });
     let mut client = agent.client.clone();
     let status = client.launch(wire).await.expect_err("refused");
@@ -282,6 +286,8 @@ async fn a_planted_symlink_at_the_hostfile_is_not_followed() {
             clients: vec![("n1".into(), "127.0.0.1".into())],
             tasks_per_client: 1,
             mpi_ssh: false,
+            io500_program: None,
+            drop_caches: false,
         })
     };
     let status = launch_stream_error(&agent, launch(&run)).await;
@@ -358,6 +364,70 @@ async fn a_wear_out_answer_for_no_waiting_phase_is_refused() {
         .await
         .expect_err("refused");
     assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+    agent.assert_still_serving().await;
+    agent.stop().await;
+}
+
+/// `--engine io500` names a program the agent runs as root under mpirun. A request may name
+/// any path: only a file named io500 is taken from the wire, and only one nobody else could
+/// have put there is run (a link named io500 in a directory anyone can write, to a shell, is
+/// refused with the directory named); an io500 knob of 0 and a mismatched program are refused
+/// naming the field. Nothing is made in the run's directory for any of them.
+#[tokio::test]
+async fn an_io500_program_the_agent_must_not_run_is_refused() {
+    use pvfs_bench::io500::plan::Io500Params;
+    let pki = Pki::new();
+    let agent = Agent::start(&pki).await;
+    let scratch = harness::scratch("bench-io500");
+    let run = scratch.path().join("pvfs-bench/run");
+    let launch = |program: &Path| {
+        launch_request_to(&LaunchRequest {
+            engine: Engine::Io500,
+            workload: Workload::Io500(Io500Params::default()),
+            dir: run.clone(),
+            clients: vec![("n1".into(), "127.0.0.1".into())],
+            tasks_per_client: 1,
+            mpi_ssh: false,
+            io500_program: Some(program.to_owned()),
+            drop_caches: false,
+        })
+    };
+    let mut client = agent.client.clone();
+    for program in ["/bin/sh", "/opt/io500/../../bin/sh/io500", "io500", "/opt/io500/io500.sh"] {
+        let status = client.launch(launch(Path::new(program))).await.expect_err("refused");
+        assert_eq!(status.code(), Code::InvalidArgument, "{program}: {status:?}");
+        assert!(status.message().starts_with("workload.io500.program = "), "{}", status.message());
+    }
+    let mut zero = launch(Path::new("/opt/io500/io500"));
+    if let Some(pb::launch_request::Workload::Io500(w)) = &mut zero.workload {
+        w.mdtest_hard_files = 0;
+    }
+    let status = client.launch(zero).await.expect_err("refused");
+    assert!(status.message().starts_with("workload.io500.mdtest_hard_files:"), "{}", status.message());
+    let mut builtin = launch(Path::new("/opt/io500/io500"));
+    builtin.program = pb::launch_request::Program::Builtin as i32;
+    let status = client.launch(builtin).await.expect_err("refused");
+    assert!(status.message().contains("an IO500 under mpirun is the real io500's"), "{}", status.message());
+
+    // A link named io500, to a shell, in a directory anyone may write.
+    let open = scratch.path().join("open");
+    std::fs::create_dir_all(&open).unwrap();
+    std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    std::os::unix::fs::symlink("/bin/sh", open.join("io500")).unwrap();
+    let status = launch_stream_error(&agent, launch(&open.join("io500"))).await;
+    assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+    assert!(
+        status.message().contains("is not run:")
+            && status
+                .message()
+                .contains(&format!("{} can be written by its group or others", open.display())),
+        "{}",
+        status.message()
+    );
+    // Missing altogether.
+    let status = launch_stream_error(&agent, launch(&scratch.path().join("none/io500"))).await;
+    assert!(status.message().contains("cannot resolve it"), "{}", status.message());
+    assert!(!scratch.path().join("pvfs-bench").exists(), "nothing was made for a refused launch");
     agent.assert_still_serving().await;
     agent.stop().await;
 }

@@ -226,6 +226,8 @@ fn launch(dir: &Path) -> pb::LaunchRequest {
         clients: vec![("n1".into(), "127.0.0.1".into())],
         tasks_per_client: 1,
         mpi_ssh: false,
+        io500_program: None,
+        drop_caches: false,
     })
 }
 

@@ -25,6 +25,8 @@ pub struct StageOutcome {
     pub found: Option<u64>,
     /// The command the stage stands for.
     pub command: Option<String>,
+    /// When it ended, Unix seconds.
+    pub ended: Option<f64>,
 }
 
 /// The search io500's find makes: files changed since the timestamp (its directory's change
@@ -111,6 +113,7 @@ pub fn assemble(params: &Io500Params, procs: u64, stages: &[StageOutcome]) -> Io
             },
             command: s.command.clone(),
             invalid_reasons: reasons.iter().map(ToString::to_string).collect(),
+            ended: s.ended,
         });
     }
     let run_reasons: Vec<String> = rules::run_reasons(&facts).iter().map(ToString::to_string).collect();

@@ -31,6 +31,11 @@ pub struct Io500Phase {
     pub command: Option<String>,
     /// Why io500 marked it invalid (`result.txt`'s `; ERROR INVALID` lines in its section).
     pub invalid_reasons: Vec<String>,
+    /// When the phase ended, Unix seconds: when its line reached the coordinator (`--engine
+    /// io500`) or when the built-in engine's stage ended; absent in an imported run. With
+    /// `seconds` it places the phase over the run's per-second metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<f64>,
 }
 
 /// An io500 run as its output says.
@@ -100,24 +105,7 @@ pub fn read_run(path: &Path) -> Result<(Io500Run, Vec<PathBuf>), ReadError> {
         let path = path.to_owned();
         move |error| ReadError::Format { path, error }
     };
-    let summary = parse_summary(&text).map_err(format(&summary_path))?;
-    if summary.phases.is_empty() && summary.score.is_none() {
-        return Err(ReadError::NotIo500 { path: summary_path });
-    }
-    let (version, mode) = version_line(&text);
-    let mut run = Io500Run {
-        version,
-        mode,
-        procs: None,
-        phases: summary
-            .phases
-            .into_iter()
-            .map(|result| Io500Phase { result, command: None, invalid_reasons: Vec::new() })
-            .collect(),
-        score: summary.score,
-        extended: summary.extended,
-        invalid_reasons: summary.invalid_reasons,
-    };
+    let mut run = summary_run(&text, &summary_path)?;
     let mut files = vec![summary_path.clone()];
     if let Some(result_path) = result_path {
         let sections = parse_result_txt(&read(&result_path)?).map_err(format(&result_path))?;
@@ -129,6 +117,36 @@ pub fn read_run(path: &Path) -> Result<(Io500Run, Vec<PathBuf>), ReadError> {
     }
     check_scores(&run, &summary_path)?;
     Ok((run, files))
+}
+
+/// Reads an io500 run from its stdout as it was streamed back (`--engine io500`); `path` names
+/// where it is kept, for the errors. The scores are checked as [`read_run`] checks them.
+pub fn from_stdout(text: &str, path: &Path) -> Result<Io500Run, ReadError> {
+    let run = summary_run(text, path)?;
+    check_scores(&run, path)?;
+    Ok(run)
+}
+
+/// The run a summary's (or stdout's) text gives, before `result.txt` adds to it.
+fn summary_run(text: &str, path: &Path) -> Result<Io500Run, ReadError> {
+    let summary = parse_summary(text).map_err(|error| ReadError::Format { path: path.to_owned(), error })?;
+    if summary.phases.is_empty() && summary.score.is_none() {
+        return Err(ReadError::NotIo500 { path: path.to_owned() });
+    }
+    let (version, mode) = version_line(text);
+    Ok(Io500Run {
+        version,
+        mode,
+        procs: None,
+        phases: summary
+            .phases
+            .into_iter()
+            .map(|result| Io500Phase { result, command: None, invalid_reasons: Vec::new(), ended: None })
+            .collect(),
+        score: summary.score,
+        extended: summary.extended,
+        invalid_reasons: summary.invalid_reasons,
+    })
 }
 
 /// `IO500 version VERSION (MODE)`: the version (`None` when io500 was built without one) and

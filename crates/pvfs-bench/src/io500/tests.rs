@@ -403,6 +403,7 @@ fn an_engine_run_is_told_as_io500_tells_one_and_reads_back() {
                 .then(|| totals(512.0 * (i + 1) as f64, 1000.0 * (i + 1) as f64)),
             found: (*stage == Stage::Find).then_some(12),
             command: Some(format!("tool {i}")),
+            ended: Some(1_700_000_000.0 + i as f64),
         })
         .collect();
     let run = assemble(&params, 4, &stages);

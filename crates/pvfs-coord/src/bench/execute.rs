@@ -120,6 +120,7 @@ pub async fn execute(
         dir: dir.clone(),
         mpi_ssh: cluster.bench.mpi_ssh,
         drop_caches,
+        io500_program: plan.io500_program().map(Path::to_owned),
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
     let work = {

@@ -62,6 +62,7 @@ pub(super) async fn run(
                 totals: None,
                 found: None,
                 command: None,
+                ended: Some(unix(SystemTime::now())),
             });
             send_result(events, params, procs, &stages);
             continue;
@@ -130,6 +131,7 @@ pub(super) async fn run(
             totals: scored_record.as_ref().map(|r| r.totals),
             found: scored_record.as_ref().and_then(|r| r.found),
             command: assemble::command(stage, params, &spec.dir),
+            ended: Some(unix(SystemTime::now())),
         });
         send_result(events, params, procs, &stages);
     }

@@ -116,11 +116,24 @@ pub enum PlanError {
     FioMetadata,
     #[error(
         "the io500 presets run on the built-in engine through the agents launcher (engine builtin, launcher \
-         agents), not engine {} under launcher {}; the real io500 under mpirun is still to come",
+         agents) or as the real io500 under mpirun (engine io500, launcher mpi), not engine {} under launcher {}",
         .0.engine(),
         .0.launcher()
     )]
     Io500Runner(Runner),
+    #[error("engine io500 runs the io500 presets (--preset io500 or io500-scc), not preset {0}")]
+    Io500Preset(Preset),
+    #[error(
+        "engine io500 runs the real io500, and {} does not say where it is: set [bench] io500 = PATH to the \
+         program io500's prepare.sh built (the same path on every client)",
+        .0.display()
+    )]
+    Io500Program(PathBuf),
+    #[error(
+        "engine io500 drops caches with io500's own drop-caches, on its ranks (the clients): use --drop-caches \
+         clients, not all"
+    )]
+    Io500DropsOnClients,
     #[error("{}", pvfs_config::DROP_CACHES_UNDER_MPI)]
     DropCachesUnderMpi,
     /// The agents' `bench-dir` rule, said before any client is asked.
@@ -155,6 +168,8 @@ pub struct BenchPlan {
     results_base: PathBuf,
     /// Whose caches are dropped before read and stat phases.
     drop_caches: DropCaches,
+    /// Engine io500: the io500 program on the clients (`[bench] io500`).
+    io500_program: Option<PathBuf>,
 }
 
 impl BenchPlan {
@@ -217,12 +232,25 @@ impl BenchPlan {
         {
             return Err(PlanError::FioMetadata);
         }
-        if matches!(workload, Workload::Io500(_)) && runner != Runner::AgentsBuiltin {
+        let io500 = matches!(workload, Workload::Io500(_));
+        if io500 && !matches!(runner, Runner::AgentsBuiltin | Runner::MpiIo500) {
             return Err(PlanError::Io500Runner(runner));
         }
+        if runner == Runner::MpiIo500 && !io500 {
+            return Err(PlanError::Io500Preset(preset));
+        }
+        let io500_program = match runner {
+            Runner::MpiIo500 => Some(
+                cluster.bench.io500.clone().ok_or_else(|| PlanError::Io500Program(cluster.source.clone()))?,
+            ),
+            _ => None,
+        };
         let drop_caches = flags.drop_caches.or(cluster.bench.drop_caches).unwrap_or_default();
-        if drop_caches != DropCaches::None && runner.launcher() == Launcher::Mpi {
-            return Err(PlanError::DropCachesUnderMpi);
+        match (runner, drop_caches) {
+            (_, DropCaches::None) | (Runner::MpiIo500, DropCaches::Clients) => {}
+            (Runner::MpiIo500, DropCaches::All) => return Err(PlanError::Io500DropsOnClients),
+            _ if runner.launcher() == Launcher::Mpi => return Err(PlanError::DropCachesUnderMpi),
+            _ => {}
         }
         Ok(BenchPlan {
             runner,
@@ -238,7 +266,13 @@ impl BenchPlan {
             name,
             results_base: flags.results.clone(),
             drop_caches,
+            io500_program,
         })
+    }
+
+    /// Engine io500: the io500 program on the clients.
+    pub fn io500_program(&self) -> Option<&Path> {
+        self.io500_program.as_deref()
     }
 
     /// Whose caches are dropped before read and stat phases.
@@ -302,7 +336,8 @@ impl BenchPlan {
                 let knobs: Vec<String> =
                     p.options.changed().iter().map(|(k, v)| format!("{k} = {v}")).collect();
                 format!(
-                    "mpirun -np {tasks} io500 io500.ini  # datadir = {}{}{}",
+                    "mpirun -np {tasks} {} io500.ini  # datadir = {}{}{}",
+                    self.io500_program.as_deref().map_or("io500".into(), |p| p.display().to_string()),
                     dir.display(),
                     if knobs.is_empty() { "" } else { "; " },
                     knobs.join("; ")

@@ -2,6 +2,7 @@
 
 use crate::pb;
 use crate::pb::bench_phase_request::Phase as P;
+use pvfs_bench::io500::plan::{Io500Params, Options, Seeds};
 use pvfs_bench::launch::{Engine, Launcher, PairError};
 use pvfs_bench::params::{DataPacket, FindParams, IorParams, MdtestParams, Violation, Workload};
 use pvfs_bench::phase::{IorPhase, MdtestPhase, Phase};
@@ -202,6 +203,14 @@ pub enum RequestError {
     LongClientName(usize),
     #[error("workload.find: a find runs through the agents launcher, not under mpirun")]
     FindUnderMpi,
+    #[error(
+        "workload.io500.program = {0:?}: the io500 program is given by its absolute path of plain names, and its \
+         file is named io500"
+    )]
+    Io500Program(String),
+    /// The real io500 runs only as engine io500, and engine io500 runs only it.
+    #[error("program = {program}: {why}")]
+    Io500Pair { program: Engine, why: &'static str },
 }
 
 fn phase_from(value: i32) -> Result<Phase, RequestError> {
@@ -273,6 +282,7 @@ pub fn phase_request_to(req: &PhaseRequest, start_at: SystemTime) -> pb::BenchPh
             Engine::Builtin => pb::bench_phase_request::Engine::Builtin,
             Engine::Fio => pb::bench_phase_request::Engine::Fio,
             Engine::Ior => pb::bench_phase_request::Engine::Ior,
+            Engine::Io500 => pb::bench_phase_request::Engine::Io500,
         } as i32,
         stop_after: req.stop_after.unwrap_or(0),
     }
@@ -357,6 +367,7 @@ pub fn phase_request_from(
                     Ok(pb::bench_phase_request::Engine::Builtin) => Engine::Builtin,
                     Ok(pb::bench_phase_request::Engine::Fio) => Engine::Fio,
                     Ok(pb::bench_phase_request::Engine::Ior) => Engine::Ior,
+                    Ok(pb::bench_phase_request::Engine::Io500) => Engine::Io500,
                     Err(_) => return Err(RequestError::UnknownEngine(req.engine)),
                 },
                 Launcher::Agents,
@@ -377,13 +388,13 @@ pub fn phase_request_from(
 
 pub fn launch_request_to(req: &LaunchRequest) -> pb::LaunchRequest {
     pb::LaunchRequest {
-        // The real io500 under mpirun is `--engine io500` (to come); the built-in engine's IO500
-        // runs through the agents launcher, and goes as no workload, which the agent refuses.
+        // An IO500 goes as its knobs: the real io500's (`--engine io500`); the built-in
+        // engine's IO500 runs through the agents launcher, and the agent refuses it here.
         workload: match &req.workload {
             Workload::Ior(p) => Some(pb::launch_request::Workload::Ior(p.into())),
             Workload::Mdtest(p) => Some(pb::launch_request::Workload::Mdtest(p.into())),
             Workload::Find(p) => Some(pb::launch_request::Workload::Find(find_to(p))),
-            Workload::Io500(_) => None,
+            Workload::Io500(p) => Some(pb::launch_request::Workload::Io500(io500_to(req, &p.options))),
         },
         dir: req.dir.display().to_string(),
         hosts: req
@@ -396,19 +407,83 @@ pub fn launch_request_to(req: &LaunchRequest) -> pb::LaunchRequest {
             Engine::Builtin => pb::launch_request::Program::Builtin,
             Engine::Ior => pb::launch_request::Program::Ior,
             Engine::Fio => pb::launch_request::Program::Fio,
+            Engine::Io500 => pb::launch_request::Program::Io500,
         } as i32,
         mpi_ssh: req.mpi_ssh,
     }
+}
+
+fn io500_to(req: &LaunchRequest, o: &Options) -> pb::Io500Workload {
+    pb::Io500Workload {
+        stonewall_s: o.stonewall,
+        scc: o.scc,
+        ior_easy_transfer: o.ior_easy_transfer,
+        ior_easy_block: o.ior_easy_block,
+        ior_easy_file_per_proc: o.ior_easy_file_per_proc,
+        ior_hard_segments: o.ior_hard_segments,
+        mdtest_easy_files: o.mdtest_easy_files,
+        mdtest_hard_files: o.mdtest_hard_files,
+        program: req.io500_program.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+        drop_caches: req.drop_caches,
+    }
+}
+
+/// An IO500 from the wire: knobs above zero, and the program's path as the agent will look at
+/// it (absolute, plain names, the file named `io500`: not any program a caller names). The
+/// agent checks the file itself (its owner and modes) before it runs it.
+fn io500_from(w: pb::Io500Workload) -> Result<(Options, PathBuf, bool), RequestError> {
+    let zero = [
+        ("stonewall_s", u64::from(w.stonewall_s)),
+        ("ior_easy_transfer", w.ior_easy_transfer),
+        ("ior_easy_block", w.ior_easy_block),
+        ("ior_hard_segments", u64::from(w.ior_hard_segments)),
+        ("mdtest_easy_files", w.mdtest_easy_files),
+        ("mdtest_hard_files", w.mdtest_hard_files),
+    ]
+    .into_iter()
+    .find(|(_, v)| *v == 0);
+    if let Some((name, _)) = zero {
+        return Err(RequestError::Workload {
+            field: format!("workload.io500.{name}"),
+            violation: Violation::new(name, "must be above 0"),
+        });
+    }
+    let program = PathBuf::from(&w.program);
+    let plain = program.is_absolute()
+        && program.components().skip(1).all(|c| matches!(c, Component::Normal(_)))
+        && !w.program.ends_with('/')
+        && w.program.len() <= 4096
+        && !w.program.chars().any(char::is_control);
+    if !plain || program.file_name().is_none_or(|n| n != "io500") {
+        return Err(RequestError::Io500Program(w.program));
+    }
+    let options = Options {
+        stonewall: w.stonewall_s,
+        scc: w.scc,
+        ior_easy_transfer: w.ior_easy_transfer,
+        ior_easy_block: w.ior_easy_block,
+        ior_easy_file_per_proc: w.ior_easy_file_per_proc,
+        ior_hard_segments: w.ior_hard_segments,
+        mdtest_easy_files: w.mdtest_easy_files,
+        mdtest_hard_files: w.mdtest_hard_files,
+    };
+    Ok((options, program, w.drop_caches))
 }
 
 /// A launch request from the wire, checked before anything runs: the workload, the run's size
 /// (hosts x tasks per host, checked), an absolute run directory, and host names mpirun can
 /// take (no spaces, nothing a hostfile line could be split on). Each refusal names the field.
 pub fn launch_request_from(req: pb::LaunchRequest) -> Result<LaunchRequest, RequestError> {
+    let (mut io500_program, mut drop_caches) = (None, false);
     let workload = match req.workload.ok_or(RequestError::NoWorkload)? {
         pb::launch_request::Workload::Ior(p) => Workload::Ior(ior_from(p)?),
         pb::launch_request::Workload::Mdtest(p) => Workload::Mdtest(p.into()),
         pb::launch_request::Workload::Find(_) => return Err(RequestError::FindUnderMpi),
+        pb::launch_request::Workload::Io500(w) => {
+            let (options, program, drop) = io500_from(w)?;
+            (io500_program, drop_caches) = (Some(program), drop);
+            Workload::Io500(Io500Params { options, seeds: Seeds::default() })
+        }
     };
     workload.check().map_err(|v| workload_field(&workload, v))?;
     let dir = bench_dir("dir", &req.dir)?;
@@ -433,21 +508,41 @@ pub fn launch_request_from(req: pb::LaunchRequest) -> Result<LaunchRequest, Requ
             return Err(RequestError::LongClientName(h.name.len()));
         }
     }
+    let engine = runs(
+        match pb::launch_request::Program::try_from(req.program) {
+            Ok(pb::launch_request::Program::Builtin) => Engine::Builtin,
+            Ok(pb::launch_request::Program::Ior) => Engine::Ior,
+            Ok(pb::launch_request::Program::Fio) => Engine::Fio,
+            Ok(pb::launch_request::Program::Io500) => Engine::Io500,
+            Err(_) => return Err(RequestError::UnknownProgram(req.program)),
+        },
+        Launcher::Mpi,
+    )?;
+    match (engine, &workload) {
+        (Engine::Io500, Workload::Io500(_)) => {}
+        (Engine::Io500, _) => {
+            return Err(RequestError::Io500Pair {
+                program: engine,
+                why: "the io500 program runs an IO500 only",
+            });
+        }
+        (_, Workload::Io500(_)) => {
+            return Err(RequestError::Io500Pair {
+                program: engine,
+                why: "an IO500 under mpirun is the real io500's (program PROGRAM_IO500)",
+            });
+        }
+        _ => {}
+    }
     Ok(LaunchRequest {
-        engine: runs(
-            match pb::launch_request::Program::try_from(req.program) {
-                Ok(pb::launch_request::Program::Builtin) => Engine::Builtin,
-                Ok(pb::launch_request::Program::Ior) => Engine::Ior,
-                Ok(pb::launch_request::Program::Fio) => Engine::Fio,
-                Err(_) => return Err(RequestError::UnknownProgram(req.program)),
-            },
-            Launcher::Mpi,
-        )?,
+        engine,
         workload,
         dir,
         clients: req.hosts.into_iter().map(|h| (h.name, h.host)).collect(),
         tasks_per_client: req.tasks_per_host,
         mpi_ssh: req.mpi_ssh,
+        io500_program,
+        drop_caches,
     })
 }
 
@@ -556,6 +651,8 @@ mod tests {
             clients: vec![("n1".into(), "10.0.0.1".into())],
             tasks_per_client: 1,
             mpi_ssh: false,
+            io500_program: None,
+            drop_caches: false,
         };
         let err = launch_request_from(launch_request_to(&launch)).unwrap_err().to_string();
         assert_eq!(err, "workload.find: a find runs through the agents launcher, not under mpirun");
@@ -644,6 +741,8 @@ mod tests {
             clients: vec![("c1".into(), "10.0.0.5".into()), ("c2".into(), "client2.example".into())],
             tasks_per_client: 4,
             mpi_ssh: true,
+            io500_program: None,
+            drop_caches: false,
         };
         assert_eq!(launch_request_from(launch_request_to(&req)).unwrap(), req);
         // fio is no MPI program: the agent applies the pair rule `bench` applies.

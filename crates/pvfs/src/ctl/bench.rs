@@ -309,6 +309,8 @@ impl Lines {
                 output::print(&format!("{line}\n"))?;
             }
             BenchEvent::Launched { node, command, .. } => output::print(&format!("on {node}: {command}\n"))?,
+            // The real io500's figures and score are shown as their events, in io500's words.
+            BenchEvent::Output { text, stderr: false } if is_io500_figure(text) => {}
             BenchEvent::Output { text, .. } => output::print(&format!("  | {text}\n"))?,
             BenchEvent::CachesDropped { iteration, phase, nodes } => {
                 let freed: u64 =
@@ -334,6 +336,12 @@ impl Lines {
         }
         Ok(())
     }
+}
+
+/// Whether `text` is one of the real io500's lines that its events show again: a phase's
+/// figure, the score, a reason the run is invalid.
+fn is_io500_figure(text: &str) -> bool {
+    ["[RESULT]", "[      ]", "[SCORE ]", "ERROR INVALID"].iter().any(|p| text.starts_with(p))
 }
 
 /// An event's Unix seconds as a time.

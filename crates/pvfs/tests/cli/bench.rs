@@ -442,6 +442,130 @@ fn the_io500_preset_runs_every_stage_and_is_told_as_io500_tells_it() {
     assert_eq!(back["io500"]["score"]["valid"], false);
 }
 
+/// The real io500 that `cargo xtask vendor` (run by `cargo xtask ci`) built from the
+/// workplace's shared/vendor archives into target/vendor.
+fn real_io500() -> std::path::PathBuf {
+    let vendor = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/vendor");
+    let built = std::fs::read_dir(&vendor)
+        .into_iter()
+        .flatten()
+        .map(|e| e.unwrap().path())
+        .find(|d| d.join(".built").is_file() && d.join("io500/io500").is_file());
+    let dir = built.unwrap_or_else(|| {
+        panic!("no real io500 in {}: run `cargo xtask vendor` (cargo xtask ci does)", vendor.display())
+    });
+    std::fs::canonicalize(dir.join("io500/io500")).unwrap()
+}
+
+/// Issue 28: `--engine io500` runs the real io500 (built from its own sources) under real
+/// mpirun on the client, with the ini the agent wrote from the knobs; its figures arrive as
+/// they happen, are kept in the run's record with the time each ended, and are read back by
+/// `bench import` to the same score. A program the agent must not run as root is refused.
+#[test]
+fn engine_io500_runs_the_real_io500_under_mpirun_and_keeps_its_figures() {
+    let dir = TestDir::new();
+    let agents = agents(&dir, 1);
+    let io500 = real_io500();
+    let cluster = cluster(&dir, &agents.iter().collect::<Vec<_>>());
+    let toml = std::fs::read_to_string(&cluster).unwrap().replace(
+        "[bench]\n",
+        &format!("[bench]\nlauncher = \"mpi\"\nengine = \"io500\"\nio500 = \"{}\"\n", io500.display()),
+    );
+    std::fs::write(&cluster, toml).unwrap();
+    let knobs = [
+        "debug.stonewall-time=1",
+        "ior-easy.transferSize=64k",
+        "ior-easy.blockSize=2m",
+        "ior-hard.segmentCount=40",
+        "mdtest-easy.n=150",
+        "mdtest-hard.n=150",
+    ];
+    let mut args = vec!["bench", &cluster, "--preset", "io500", "--procs", "2", "--results", "res"];
+    for knob in &knobs {
+        args.extend(["--set", knob]);
+    }
+    let out = dir.ctl(&args);
+    let said = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}\n{}", text(&out.stderr));
+    // Each stage's start, and each figure once (io500's own line is not shown twice).
+    let started: Vec<&str> =
+        said.lines().filter_map(|l| l.strip_prefix("io500 ")?.strip_suffix(": started")).collect();
+    assert_eq!(started.len(), 13, "{said}");
+    assert_eq!((started[0], started[12]), ("ior-easy-write", "mdtest-hard-delete"));
+    let results: Vec<&str> = said.lines().filter(|l| l.starts_with("[RESULT]")).collect();
+    assert_eq!(results.len(), 12, "{said}");
+    assert!(said.contains("ERROR INVALID stonewall-time 1s != 300s"), "{said}");
+    let score_line = said.lines().find(|l| l.starts_with("[SCORE ] Bandwidth ")).expect(&said);
+    assert!(score_line.ends_with("[INVALID]"), "{score_line}");
+
+    let runs: Vec<_> =
+        std::fs::read_dir(dir.path().join("res")).unwrap().map(|e| e.unwrap().path()).collect();
+    let record: Value =
+        serde_json::from_str(&std::fs::read_to_string(runs[0].join("results.json")).unwrap()).unwrap();
+    assert_eq!((record["engine"].as_str(), record["launcher"].as_str()), (Some("io500"), Some("mpi")));
+    let run = &record["io500"];
+    assert_eq!(run["procs"], 2);
+    let phases = run["phases"].as_array().unwrap();
+    // io500 02091cf's standard run: the 13 stages and its unscored ior-rnd4K-easy-read.
+    assert_eq!(phases.len(), 14, "{run}");
+    let started_at = record["started"].as_f64().unwrap();
+    let mut last = started_at;
+    for p in phases {
+        let ended = p["ended"].as_f64().unwrap_or_else(|| panic!("{p}"));
+        assert!(ended >= last && ended <= record["finished"].as_f64().unwrap(), "{p}");
+        last = ended;
+    }
+    // The ini the agent wrote, in the run's directory: the knobs, the data and result places.
+    let data = std::path::Path::new(record["dir"].as_str().unwrap());
+    let ini = std::fs::read_to_string(data.join("io500.ini")).unwrap();
+    for line in
+        ["stonewall-time = 1", "blockSize = 2m", "segmentCount = 40", "n = 150", "drop-caches = FALSE"]
+    {
+        assert!(ini.lines().any(|l| l == line), "{line:?} in {ini}");
+    }
+    assert!(ini.contains(&format!("datadir = {}\n", data.display())), "{ini}");
+    // io500 ran in it: its own result files are there, and it removed its data.
+    assert!(data.join("io500-results/result_summary.txt").is_file());
+    let raw = std::fs::read_to_string(runs[0].join("raw/mpirun.out")).unwrap();
+    assert!(raw.contains("[RESULT]       ior-easy-write"), "{raw}");
+
+    // Kept as io500 tells it: bench import reads the run's io500/ back to the same score.
+    let written = runs[0].join("io500");
+    let imported = dir.ctl(&["bench", "import", written.to_str().unwrap(), "--results", "imp"]);
+    assert_eq!(imported.status.code(), Some(0), "{}", text(&imported.stderr));
+    let back: Vec<_> =
+        std::fs::read_dir(dir.path().join("imp")).unwrap().map(|e| e.unwrap().path()).collect();
+    let back: Value =
+        serde_json::from_str(&std::fs::read_to_string(back[0].join("results.json")).unwrap()).unwrap();
+    let micro = |v: &Value| (v.as_f64().unwrap() * 1e6).round();
+    for key in ["bandwidth", "metadata", "total"] {
+        assert_eq!(micro(&back["io500"]["score"][key]), micro(&run["score"][key]), "{key}");
+    }
+
+    // A copy anyone may replace is not run as root, and the agent says why.
+    let loose = dir.path().join("loose");
+    std::fs::create_dir_all(&loose).unwrap();
+    std::fs::copy(&io500, loose.join("io500")).unwrap();
+    std::fs::set_permissions(&loose, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let toml = std::fs::read_to_string(&cluster).unwrap().replace(
+        &format!("io500 = \"{}\"", io500.display()),
+        &format!("io500 = \"{}\"", loose.join("io500").display()),
+    );
+    std::fs::write(&cluster, toml).unwrap();
+    let out = dir.ctl(&args);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("is not run:") && err.contains("can be written by its group or others"), "{err}");
+
+    // Without [bench] io500, nothing runs and the file is named.
+    let toml = std::fs::read_to_string(&cluster).unwrap();
+    let toml: String = toml.lines().filter(|l| !l.starts_with("io500 =")).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&cluster, toml).unwrap();
+    let out = dir.ctl(&args);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("set [bench] io500 = PATH"), "{}", text(&out.stderr));
+}
+
 /// Issue 28: `--drop-caches all` syncs and drops every node's caches before each read (for
 /// real: the agents run as root here), says so, and keeps what each drop did in the phase's
 /// record; writes are not preceded by a drop. The mpi launcher is refused before anything runs.

@@ -231,7 +231,7 @@ fn a_sweep_is_its_points_each_resolved_as_a_run() {
 /// seeds drawn when the run is planned, the io500 command it stands for; any runner but the
 /// built-in engine through the agents is refused, naming the pair.
 #[test]
-fn the_io500_presets_take_ini_knobs_and_only_the_agents_builtin_runner() {
+fn the_io500_presets_take_ini_knobs_and_run_on_the_agents_or_as_the_real_io500() {
     let file = cluster("preset = \"io500\"\n[bench.params]\n\"debug.stonewall-time\" = \"30\"\n");
     let set = BenchFlags { set: vec!["mdtest-hard.n=5000".into()], ..flags() };
     let plan = BenchPlan::resolve(&file, &set, now()).unwrap();
@@ -261,9 +261,29 @@ fn the_io500_presets_take_ini_knobs_and_only_the_agents_builtin_runner() {
     let mpi = BenchFlags { launcher: Some(Launcher::Mpi), ..set.clone() };
     assert_eq!(
         refusal(&file, &mpi),
-        "the io500 presets run on the built-in engine through the agents launcher (engine builtin, launcher agents), \
-         not engine builtin under launcher mpi; the real io500 under mpirun is still to come"
+        "the io500 presets run on the built-in engine through the agents launcher (engine builtin, launcher agents) \
+         or as the real io500 under mpirun (engine io500, launcher mpi), not engine builtin under launcher mpi"
     );
+    // The real io500: where it is comes from the file, and only the io500 presets run on it.
+    let real = BenchFlags { engine: Some(Engine::Io500), ..mpi.clone() };
+    assert!(refusal(&file, &real).starts_with(
+        "engine io500 runs the real io500, and /etc/pvfs/cluster.toml does not say where it is: set [bench] io500 = PATH"
+    ));
+    let placed = cluster("preset = \"io500\"\nio500 = \"/opt/io500/io500\"\n");
+    let plan = BenchPlan::resolve(&placed, &real, now()).unwrap();
+    assert_eq!(plan.io500_program(), Some(Path::new("/opt/io500/io500")));
+    let (_base, run) = run_dir(&plan);
+    assert!(plan.equivalent(&run).starts_with("mpirun -np 2 /opt/io500/io500 io500.ini  # datadir = "));
+    let not_io500 = BenchFlags { preset: Some(Preset::Throughput), set: vec![], ..real.clone() };
+    assert_eq!(
+        refusal(&placed, &not_io500),
+        "engine io500 runs the io500 presets (--preset io500 or io500-scc), not preset throughput"
+    );
+    // io500 drops the caches itself, on its ranks: the clients' only.
+    let clients = BenchFlags { drop_caches: Some(DropCaches::Clients), ..real.clone() };
+    assert_eq!(BenchPlan::resolve(&placed, &clients, now()).unwrap().drop_caches(), DropCaches::Clients);
+    let all = BenchFlags { drop_caches: Some(DropCaches::All), ..real.clone() };
+    assert!(refusal(&placed, &all).starts_with("engine io500 drops caches with io500's own drop-caches"));
     let unknown = BenchFlags { set: vec!["ior-easy.blocksize=1m".into()], ..flags() };
     let err = refusal(&file, &unknown);
     assert!(
