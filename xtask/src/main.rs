@@ -10,6 +10,7 @@
 //! - `bench-ingest`: the coordinator following many simulated agents.
 //! - `bench-up`: a no-op `pvfsctl up` on many simulated nodes.
 //! - `bench-engine`: the built-in engine against fio.
+//! - `bench-io500`: `bench --preset io500` against the real io500.
 //! - `bench-flood`: an agent under connection and stream floods while a coordinator follows it.
 //! - `bench-serve-flood`: `pvfsctl serve`'s /metrics listener under a slowloris while scraped.
 //! - `fuzz`: the parsers' and writers' property tests, many more cases, for a set time.
@@ -19,6 +20,7 @@
 mod accuracy;
 mod bench;
 mod bench_bootstrap;
+mod bench_io500;
 // The CLI tests' WebDriver client (headless Chromium), shared by path: bench-ingest --browser.
 mod bench_flood;
 mod bootstrap;
@@ -95,6 +97,9 @@ enum Command {
     /// `pvfsctl serve` under a slowloris on its /metrics listener from many loopback
     /// addresses and from the scraper's own: scrapes answered, serve's CPU and RSS.
     BenchServeFlood(serve_flood::ServeFloodArgs),
+    /// The real io500 against `pvfsctl bench --preset io500` on the same file system, with the
+    /// same knobs: each phase and the score side by side, medians of interleaved rounds.
+    BenchIo500(bench_io500::Io500Args),
     /// Build the real io500, IOR, mdtest and pfind from shared/vendor into target/vendor
     /// (kept once built) and print the io500 program's path.
     Vendor,
@@ -123,6 +128,7 @@ fn main() -> ExitCode {
         Command::BenchServeFlood(args) => serve_flood::run(&args),
         Command::Fuzz(args) => fuzz::run(&args),
         Command::Vendor => vendor::run(),
+        Command::BenchIo500(args) => bench_io500::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

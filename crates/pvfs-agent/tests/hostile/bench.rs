@@ -404,6 +404,12 @@ async fn an_io500_program_the_agent_must_not_run_is_refused() {
     }
     let status = client.launch(zero).await.expect_err("refused");
     assert!(status.message().starts_with("workload.io500.mdtest_hard_files:"), "{}", status.message());
+    let mut forever = launch(Path::new("/opt/io500/io500"));
+    if let Some(pb::launch_request::Workload::Io500(w)) = &mut forever.workload {
+        w.stonewall_s = u32::MAX;
+    }
+    let status = client.launch(forever).await.expect_err("refused");
+    assert!(status.message().starts_with("workload.io500."), "{}", status.message());
     let mut builtin = launch(Path::new("/opt/io500/io500"));
     builtin.program = pb::launch_request::Program::Builtin as i32;
     let status = client.launch(builtin).await.expect_err("refused");

@@ -733,6 +733,35 @@ mod tests {
     }
 
     #[test]
+    fn an_io500_launch_carries_its_knobs_program_and_drops() {
+        let mut options = Options::default();
+        options.set("debug.stonewall-time", "30").unwrap();
+        options.set("ior-easy.filePerProc", "false").unwrap();
+        options.set("mdtest-hard.n", "777").unwrap();
+        let req = LaunchRequest {
+            engine: Engine::Io500,
+            workload: Workload::Io500(Io500Params { options, seeds: Seeds::default() }),
+            dir: "/mnt/gv0/pvfs-bench/run".into(),
+            clients: vec![("c1".into(), "10.0.0.5".into())],
+            tasks_per_client: 2,
+            mpi_ssh: false,
+            io500_program: Some("/opt/io500/io500".into()),
+            drop_caches: true,
+        };
+        assert_eq!(launch_request_from(launch_request_to(&req)).unwrap(), req);
+        // The knobs alone travel: seeds are io500's own to draw.
+        let seeded = LaunchRequest {
+            workload: Workload::Io500(Io500Params { seeds: Seeds::from(7), ..Io500Params::default() }),
+            ..req.clone()
+        };
+        let back = launch_request_from(launch_request_to(&seeded)).unwrap();
+        assert_eq!(back.workload, Workload::Io500(Io500Params::default()));
+        let ior = LaunchRequest { workload: Preset::Throughput.workload(), ..req.clone() };
+        let err = launch_request_from(launch_request_to(&ior)).unwrap_err().to_string();
+        assert_eq!(err, "program = io500: the io500 program runs an IO500 only");
+    }
+
+    #[test]
     fn launch_requests_round_trip_and_bad_hosts_are_refused() {
         let req = LaunchRequest {
             engine: Engine::Ior,
