@@ -9,7 +9,7 @@ use plotters::prelude::*;
 use pvfs_bench::phase::{IorPhase, Phase};
 use pvfs_bench::results::{self, PhaseRecord, Record, ResultsError, RunRecord};
 use pvfs_metrics::line::Columns;
-use pvfs_metrics::rates::NicColumn;
+use pvfs_metrics::rates::{DiskColumn, NicColumn};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -276,6 +276,7 @@ fn io500_section(md: &mut String, runs: &[RunData]) {
             );
         }
     }
+    io500_disks(md, &runs);
     *md += "\n| run | mode | ranks | bandwidth (GiB/s) | metadata (kIOPS) | score | valid |\n|---|---|---:|---:|---:|---:|---|\n";
     for (r, run) in &runs {
         let (bw, iops, total) = run.score.map_or(("–".into(), "–".into(), "–".into()), |s| {
@@ -405,6 +406,62 @@ fn num(v: Option<f64>) -> String {
 
 fn slug(name: &str) -> String {
     name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
+}
+
+/// Each IO500 phase's seconds over the nodes' disks, for the runs that know when each phase ended
+/// (pvfs's own, the built-in engine's or the real io500's under `--engine io500`; an import does
+/// not): what every node's disks read and wrote over the phase's time, from the run's
+/// per-second metrics, each second counted by its overlap with the phase.
+fn io500_disks(md: &mut String, runs: &[(&RunData, &pvfs_bench::io500::Io500Run)]) {
+    let mut rows = String::new();
+    for (r, run) in runs {
+        let Record::Run(record) = &r.record else { continue };
+        let Some(started) = record.started else { continue };
+        // Per node, every recorded second: (start, end, read bytes, written bytes).
+        let mut seconds: Vec<(f64, f64, f64, f64)> = Vec::new();
+        for node in record.metrics_seconds.keys() {
+            for line in results::metrics_lines(&r.dir, node) {
+                let results::MetricsLine::Second(line) = line else { continue };
+                let Some((start, end)) = line.span() else { continue };
+                let kib = |column| line.disks.values().map(|d| d.get(column).unwrap_or(0.0)).sum::<f64>();
+                let bytes = 1024.0 * line.interval_s;
+                seconds.push((
+                    start,
+                    end,
+                    kib(DiskColumn::RkBPerS) * bytes,
+                    kib(DiskColumn::WkBPerS) * bytes,
+                ));
+            }
+        }
+        if seconds.is_empty() {
+            continue;
+        }
+        for p in &run.phases {
+            let Some(end) = p.ended else { continue };
+            let start = end - p.result.seconds;
+            let (mut read, mut written) = (0.0, 0.0);
+            for (s, e, rd, wr) in &seconds {
+                let overlap = (e.min(end) - s.max(start)).max(0.0) / (e - s).max(1e-9);
+                read += overlap * rd;
+                written += overlap * wr;
+            }
+            let mib_s = |bytes: f64| bytes / 1048576.0 / p.result.seconds.max(1e-3);
+            rows += &format!(
+                "| `{}` | {} | {:.1} | {:.1} | {:.1} | {:.1} |\n",
+                r.name,
+                p.result.name,
+                start - started,
+                end - started,
+                mib_s(read),
+                mib_s(written)
+            );
+        }
+    }
+    if !rows.is_empty() {
+        *md += "\nEach phase's seconds (from the run's start) and what every node's disks read and wrote meanwhile, from the per-second metrics:\n\n";
+        *md += "| run | phase | from (s) | to (s) | disks read (MiB/s) | disks written (MiB/s) |\n|---|---|---:|---:|---:|---:|\n";
+        *md += &rows;
+    }
 }
 
 /// A client's share of one kind of phase.

@@ -542,6 +542,16 @@ fn engine_io500_runs_the_real_io500_under_mpirun_and_keeps_its_figures() {
         assert_eq!(micro(&back["io500"]["score"][key]), micro(&run["score"][key]), "{key}");
     }
 
+    // The report places each phase over the nodes' per-second metrics.
+    let report = dir.ctl(&["report", runs[0].to_str().unwrap(), "--out", "rep"]);
+    assert_eq!(report.status.code(), Some(0), "{}", text(&report.stderr));
+    let md = std::fs::read_to_string(dir.path().join("rep/report.md")).unwrap();
+    assert!(md.contains("| disks read (MiB/s) | disks written (MiB/s) |"), "{md}");
+    let row =
+        md.lines().find(|l| l.contains(" | ior-easy-write | ") && l.split('|').count() == 8).expect(&md);
+    let from: f64 = row.split('|').nth(3).unwrap().trim().parse().unwrap();
+    assert!(from >= 0.0, "{row}");
+
     // A copy anyone may replace is not run as root, and the agent says why.
     let loose = dir.path().join("loose");
     std::fs::create_dir_all(&loose).unwrap();
