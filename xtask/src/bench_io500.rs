@@ -59,6 +59,7 @@ pub fn run(args: &Io500Args) -> anyhow::Result<()> {
     for (key, value) in KNOBS {
         options.set(key, value)?;
     }
+    std::fs::create_dir_all(&dir)?;
     let demo = dir.join("demo");
     let _agent = start_agent(&binary, &demo)?;
     let cluster = demo.join("cluster.toml");

@@ -170,7 +170,23 @@ pub fn run(
     emit: &(dyn Fn(&PhaseLine) + Sync),
     answer: &(dyn Fn() -> Result<u64, engine::EngineError> + Sync),
 ) -> bool {
+    run_with(req, progress, emit, answer, engine::ROOM_MARGIN_PERCENT)
+}
+
+/// [`run`], a stonewalled write stopped when less than `margin` percent of its file system is
+/// free (a test asks for 100 %, which no file system has).
+fn run_with(
+    req: &PhaseRequest,
+    progress: &Progress,
+    emit: &(dyn Fn(&PhaseLine) + Sync),
+    answer: &(dyn Fn() -> Result<u64, engine::EngineError> + Sync),
+    margin: u64,
+) -> bool {
+    let guard = RoomGuard::of(req, margin);
     let report = |p: &Progress| {
+        if let Some(guard) = &guard {
+            guard.watch(p);
+        }
         emit(&PhaseLine::Progress {
             bytes: p.bytes.load(Ordering::Relaxed),
             ops: p.ops.load(Ordering::Relaxed),
@@ -184,15 +200,65 @@ pub fn run(
         engine::run_phase_across(req, progress, Some(&across))
     });
     match outcome {
-        Ok(results) => {
+        Ok(mut results) => {
             report(progress);
+            // A task stopped for room says so, not that nobody waited.
+            let full = guard
+                .as_ref()
+                .and_then(|g| g.stopped.lock().ok().and_then(|s| s.as_ref().map(ToString::to_string)));
+            if let Some(full) = full {
+                let stopped = engine::EngineError::Stopped.to_string();
+                for r in results.iter_mut().filter(|r| r.error.as_deref() == Some(stopped.as_str())) {
+                    r.error = Some(full.clone());
+                }
+            }
             results.iter().for_each(|r| emit(&PhaseLine::Task(r.into())));
             emit(&PhaseLine::Done);
             true
         }
         Err(error) => {
+            // A write stopped for room says so, not that nobody waited.
+            let error = match (error, guard.and_then(|g| g.stopped.into_inner().ok().flatten())) {
+                (engine::EngineError::Stopped, Some(full)) => full,
+                (error, _) => error,
+            };
             emit(&PhaseLine::Failed { error: truncate(&error.to_string(), MAX_LINE / 2) });
             false
+        }
+    }
+}
+
+/// The watch over a stonewalled IOR write's file system. Such a write is sized to outlast its
+/// deadline (io500's 9,920,000 MiB per task), so the agent does not refuse it up front for
+/// room; instead, every progress tick, the room left is read (`statfs`, what unprivileged
+/// writers may use) and the phase stopped when it falls under [`engine::ROOM_MARGIN_PERCENT`].
+struct RoomGuard {
+    dir: std::path::PathBuf,
+    margin: u64,
+    stopped: std::sync::Mutex<Option<engine::EngineError>>,
+}
+
+impl RoomGuard {
+    fn of(req: &PhaseRequest, margin: u64) -> Option<RoomGuard> {
+        let pvfs_bench::params::Workload::Ior(p) = &req.workload else { return None };
+        let write = req.phase == engine::Phase::Ior(engine::IorPhase::Write);
+        (write && p.deadline > 0).then(|| RoomGuard {
+            dir: req.dir.clone(),
+            margin,
+            stopped: std::sync::Mutex::new(None),
+        })
+    }
+
+    fn watch(&self, progress: &Progress) {
+        let Ok(stat) = nix::sys::statfs::statfs(&self.dir) else { return };
+        let block = u64::try_from(stat.block_size()).unwrap_or(0);
+        let (free, size) =
+            (stat.blocks_available().saturating_mul(block), stat.blocks().saturating_mul(block));
+        if u128::from(free) * 100 < u128::from(size) * u128::from(self.margin) {
+            if let Ok(mut stopped) = self.stopped.lock() {
+                stopped.get_or_insert(engine::EngineError::NoRoom { dir: self.dir.clone(), free, size });
+            }
+            progress.cancelled.store(true, Ordering::Relaxed);
         }
     }
 }
@@ -224,6 +290,34 @@ mod tests {
             iteration: 1,
             phase,
         }
+    }
+
+    /// A stonewalled write is stopped when its file system runs short of room, and says so
+    /// (a margin of 100 %, which no file system has, stands for a file system filling up).
+    #[test]
+    fn a_stonewalled_write_short_of_room_is_stopped_saying_why() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut req = request(&tmp.path().join("pvfs-bench/run"), Phase::Ior(IorPhase::Write));
+        // Sized to outlast its deadline, as io500's are; the watch stops it first.
+        req.workload.set_all([("t", "1m"), ("b", "64g"), ("D", "60"), ("i", "1")]).unwrap();
+        req.tasks = 1;
+        let lines = Mutex::new(Vec::new());
+        let emit = |l: &PhaseLine| lines.lock().unwrap().push(serde_json::to_string(l).unwrap());
+        let started = std::time::Instant::now();
+        assert!(run_with(&req, &Progress::default(), &emit, &no_answer, 100));
+        let lines = lines.into_inner().unwrap();
+        let failed = lines.iter().find(|l| l.contains("is down to")).expect(&format!("{lines:?}"));
+        assert!(
+            failed.contains("is down to") && failed.contains("a stonewalled write ends at its deadline"),
+            "{failed}"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "stopped by the watch, not the deadline"
+        );
+        // The same write with room to spare is not stopped by the watch: the deadline ends it.
+        req.workload.set_all([("b", "8m"), ("D", "1")]).unwrap();
+        assert!(run_with(&req, &Progress::default(), &|_| {}, &no_answer, 0));
     }
 
     #[test]

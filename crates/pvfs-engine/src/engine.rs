@@ -51,6 +51,16 @@ pub enum EngineError {
     /// The phase was cancelled: nobody waits for it any more (the coordinator went away).
     #[error("stopped: nobody is waiting for this phase any more")]
     Stopped,
+    /// A stonewalled write was stopped before it filled its file system (see `child::RoomGuard`).
+    #[error(
+        "stopped: the file system of {} is down to {} free of {} (under {ROOM_MARGIN_PERCENT} %); a stonewalled \
+         write ends at its deadline, not at its size, and this one would have filled it: use a shorter stonewall \
+         (D, debug.stonewall-time) or smaller sizes",
+        dir.display(),
+        pvfs_bench::params::format_bytes(*.free),
+        pvfs_bench::params::format_bytes(*.size)
+    )]
+    NoRoom { dir: PathBuf, free: u64, size: u64 },
     /// The transfer buffer could not be allocated (too large for this process, or no memory).
     #[error("cannot allocate a transfer buffer of {}: {why}", pvfs_bench::params::format_size(*.len))]
     Buffer { len: u64, why: String },
@@ -165,6 +175,10 @@ impl Progress {
         Ok(())
     }
 }
+
+/// What a write must leave free of its file system, in percent of its size (the agent's up-front
+/// check and the engine's watch of a stonewalled write use the same figure).
+pub const ROOM_MARGIN_PERCENT: u64 = 5;
 
 /// Runs `phase` while a thread hands `progress` to `report` every `every` (the engine's tasks
 /// update it as they go). The reporting thread ends with the phase.
