@@ -306,15 +306,12 @@ mod tests {
         let started = std::time::Instant::now();
         assert!(run_with(&req, &Progress::default(), &emit, &no_answer, 100));
         let lines = lines.into_inner().unwrap();
-        let failed = lines.iter().find(|l| l.contains("is down to")).expect(&format!("{lines:?}"));
+        let failed = lines.iter().find(|l| l.contains("is down to")).unwrap_or_else(|| panic!("{lines:?}"));
         assert!(
             failed.contains("is down to") && failed.contains("a stonewalled write ends at its deadline"),
             "{failed}"
         );
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(60),
-            "stopped by the watch, not the deadline"
-        );
+        assert!(started.elapsed() < Duration::from_secs(60), "stopped by the watch, not the deadline");
         // The same write with room to spare is not stopped by the watch: the deadline ends it.
         req.workload.set_all([("b", "8m"), ("D", "1")]).unwrap();
         assert!(run_with(&req, &Progress::default(), &|_| {}, &no_answer, 0));
