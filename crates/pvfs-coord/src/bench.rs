@@ -816,6 +816,8 @@ struct MpiJob {
     pending: BTreeMap<(u32, Phase), Vec<(String, TaskResult)>>,
     /// This phase's progress per rank.
     progress: BTreeMap<u32, (u64, u64)>,
+    /// This phase's progress per client as it arrived, for its first-done figures.
+    timeline: BTreeMap<String, summary::Progress>,
     task_errors: Vec<MpiError>,
     /// The first `error: …` a rank printed (a barrier timed out, the directory is missing).
     first_error: Option<String>,
@@ -960,6 +962,7 @@ impl MpiJob {
         match &line {
             RankLine::Started { iteration, phase, at_unix_ns } => {
                 self.progress.clear();
+                self.timeline.clear();
                 let at = unix(std::time::UNIX_EPOCH + Duration::from_nanos(*at_unix_ns));
                 let _ = events.send(BenchEvent::PhaseStarted { iteration: *iteration, phase: *phase, at });
             }
@@ -971,7 +974,9 @@ impl MpiJob {
                     .iter()
                     .filter(|(r, _)| self.owner(**r) == node)
                     .fold((0, 0), |a, (_, b)| (a.0 + b.0, a.1 + b.1));
-                let _ = events.send(BenchEvent::Progress { node, bytes, ops, time: unix(SystemTime::now()) });
+                let time = unix(SystemTime::now());
+                self.timeline.entry(node.clone()).or_default().push((time, bytes, ops));
+                let _ = events.send(BenchEvent::Progress { node, bytes, ops, time });
             }
             RankLine::Phase { iteration, phase, result: pvfs_engine::child::TaskLine { task: rank, .. } } => {
                 let Some(result) = line.task_result() else { return };
@@ -991,7 +996,10 @@ impl MpiJob {
                     tasks.sort_by_key(|(_, r)| r.task);
                     let results: Vec<TaskResult> = tasks.iter().map(|(_, r)| r.clone()).collect();
                     if let Some(totals) = engine::totals(key.1, &results) {
-                        let record = PhaseRecord::new(key.0, key.1, totals, &tasks);
+                        let mut record = PhaseRecord::new(key.0, key.1, totals, &tasks);
+                        let timeline: Vec<(String, summary::Progress)> =
+                            std::mem::take(&mut self.timeline).into_iter().collect();
+                        record.first_done = summary::first_done(&tasks, &timeline);
                         let _ = events.send(phase_done(&record));
                         outcome.phases.push(record);
                     }

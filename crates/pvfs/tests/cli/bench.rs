@@ -1266,6 +1266,13 @@ fn the_mpi_ranks_agree_a_wear_out_at_a_barrier() {
     let tasks = results["phases"][0]["tasks"].as_array().unwrap();
     let end = |task: u64| tasks.iter().find(|t| t["task"] == task).unwrap()["end"].as_f64().unwrap();
     assert!(end(1) > end(0), "the straggler went on after the stonewall to catch up");
+    // First done, from the ranks' progress lines: when rank 0 ended, rank 1 had not written
+    // all of its part; over that shorter time.
+    let phase = &results["phases"][0];
+    let first = &phase["first_done"];
+    let first_bytes = first["bytes"].as_u64().unwrap_or_else(|| panic!("{phase}"));
+    assert!(first_bytes < phase["bytes"].as_u64().unwrap(), "{first}");
+    assert!(first["seconds"].as_f64().unwrap() < phase["seconds"].as_f64().unwrap(), "{first}");
 }
 
 fn stand_in_ior(dir: &TestDir, output: &str, code: i32) -> std::path::PathBuf {
