@@ -1215,10 +1215,6 @@ fn the_mpi_launcher_runs_the_engine_as_ranks_under_real_mpirun() {
     assert_eq!(left, [std::ffi::OsString::from("mpi-hostfile")], "test files and barriers removed");
 }
 
-/// A stand-in for `ior`: IOR is not packaged in Debian and these machines reach no other
-/// source, so real IOR cannot run here. The script answers `ior -h` with IOR 4.1's real help
-/// and, as rank 0, prints a real IOR 4.1 output (or a real failed one) after recording its
-/// arguments. mpirun, the agent and the parsing are the real ones.
 /// Issue 28: the mpi launcher's ranks of the built-in engine agree a wear-out at a barrier of
 /// their own (IOR's Allreduce(MAX) made of files): rank 1 straggles (the debug build's test
 /// seam, passed from n1's agent through mpirun), and every rank writes the same count.
@@ -1275,6 +1271,71 @@ fn the_mpi_ranks_agree_a_wear_out_at_a_barrier() {
     assert!(first["seconds"].as_f64().unwrap() < phase["seconds"].as_f64().unwrap(), "{first}");
 }
 
+/// `--engine ior` with the real IOR and mdtest (hpc/ior 5fcf0ba, built by `cargo xtask vendor`
+/// beside the real io500) under real mpirun: the agent finds them on its PATH, reads IOR's
+/// version from its help, and their own reports are parsed into the run's summary.
+#[test]
+fn engine_ior_runs_the_real_ior_and_mdtest_under_mpirun() {
+    let dir = TestDir::new();
+    dir.pki();
+    let bin = real_io500().parent().unwrap().join("bin");
+    assert!(bin.join("ior").is_file() && bin.join("mdtest").is_file(), "{}", bin.display());
+    dir.issue_agent("n1", "127.0.0.1");
+    let agent = AgentProcess::start_with_path(&dir, "n1", "127.0.0.1", Some(&bin));
+    let cluster = cluster(&dir, &[&agent]);
+    let ior = ["t=256k", "b=4m", "i=2", "B=false"];
+    let mut args = vec!["bench", &cluster, "--launcher", "mpi", "--engine", "ior", "--json", "--procs", "2"];
+    for set in &ior {
+        args.extend(["--set", set]);
+    }
+    args.extend(["--results", "res"]);
+    let out = dir.ctl(&args);
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    let summary = lines(&out.stdout).pop().unwrap();
+    let rows = summary["ior"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{summary}");
+    for (row, op) in rows.iter().zip(["write", "read"]) {
+        assert_eq!((row["operation"].as_str(), row["tasks"].as_u64()), (Some(op), Some(2)), "{row}");
+        assert!(row["bw_mean_mib"].as_f64().unwrap() > 0.0, "{row}");
+    }
+    let run = dir.path().join(summary["results"].as_str().unwrap());
+    let raw = std::fs::read_to_string(run.join("raw/mpirun.out")).unwrap();
+    // IOR's own account of what it ran: the arguments the agent built.
+    assert!(raw.contains("Command line        : ior -w -r -C -i2 -t256k -b4m -F -o "), "{raw}");
+
+    // mdtest, the same way.
+    let out = dir.ctl(&[
+        "bench",
+        &cluster,
+        "--launcher",
+        "mpi",
+        "--engine",
+        "ior",
+        "--json",
+        "--preset",
+        "metadata",
+        "--procs",
+        "2",
+        "--set",
+        "I=20",
+        "--set",
+        "i=1",
+        "--results",
+        "res",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    let summary = lines(&out.stdout).pop().unwrap();
+    let rows = summary["mdtest"].as_array().unwrap();
+    let create =
+        rows.iter().find(|r| r["operation"] == "File creation").unwrap_or_else(|| panic!("{summary}"));
+    assert!(create["mean"].as_f64().unwrap() > 0.0, "{create}");
+}
+
+/// A stand-in for `ior`, for what the real one (run in
+/// `engine_ior_runs_the_real_ior_and_mdtest_under_mpirun`) cannot show: the exact arguments and
+/// each rank's oom_score_adj, recorded, and a failed IOR whose arguments the plan would have
+/// refused first. It answers `ior -h` with IOR 4.1's real help and, as rank 0, prints a real IOR
+/// 4.1 output (or a real failed one). mpirun, the agent and the parsing are the real ones.
 fn stand_in_ior(dir: &TestDir, output: &str, code: i32) -> std::path::PathBuf {
     let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../pvfs-bench/testdata/ior");
     let bin = dir.path().join("bin");
