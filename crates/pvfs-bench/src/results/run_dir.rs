@@ -149,6 +149,13 @@ impl RunDir {
         LineFile::create(self.raw_dir()?.join(MPIRUN_OUT))
     }
 
+    /// `raw/NAME`, written whole: a file the run's tool was given (the real io500's ini).
+    pub fn write_raw(&self, name: &str, text: &str) -> Result<PathBuf, ResultsError> {
+        let path = self.raw_dir()?.join(name);
+        write_atomic(&path, |out| out.write_all(text.as_bytes()))?;
+        Ok(path)
+    }
+
     /// The metrics directory, made before the run starts so that an interrupted run still has it.
     pub fn make_metrics_dir(&self) -> Result<(), ResultsError> {
         let dir = self.path.join(METRICS);

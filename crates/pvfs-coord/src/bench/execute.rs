@@ -10,6 +10,8 @@ use super::plan::BenchPlan;
 use super::{BenchOutcome, BenchSpec};
 use crate::dial::Dialer;
 use crate::stream::{Start, follow_cluster};
+use pvfs_bench::launch::Runner;
+use pvfs_bench::params::Workload;
 use pvfs_bench::request::DropCaches;
 use pvfs_bench::results::{self, BenchEvent, ResultsError, RunDir};
 use pvfs_config::{Cluster, Node};
@@ -45,6 +47,9 @@ pub enum ExecuteError {
     Metrics(#[from] MetricsError),
     #[error(transparent)]
     Task(#[from] tokio::task::JoinError),
+    /// The run's directory cannot go into the real io500's ini (said before anything runs).
+    #[error(transparent)]
+    Io500Ini(#[from] pvfs_bench::io500::ini::IniError),
 }
 
 /// Opens the run's results directory: a name of its own (a run of the same name in the same
@@ -112,6 +117,11 @@ pub async fn execute(
         DropCaches::Clients => clients.clone(),
         DropCaches::All => cluster.nodes.clone(),
     };
+    // The real io500's ini, as the agent writes it from the same knobs, kept with the results.
+    if let (Runner::MpiIo500, Workload::Io500(p)) = (plan.runner(), plan.workload()) {
+        let text = pvfs_bench::io500::ini::ini(&p.options, &dir, plan.drop_caches() != DropCaches::None)?;
+        run.write_raw("io500.ini", &text)?;
+    }
     let spec = BenchSpec {
         runner: plan.runner(),
         workload: plan.workload().clone(),

@@ -524,6 +524,8 @@ fn engine_io500_runs_the_real_io500_under_mpirun_and_keeps_its_figures() {
         assert!(ini.lines().any(|l| l == line), "{line:?} in {ini}");
     }
     assert!(ini.contains(&format!("datadir = {}\n", data.display())), "{ini}");
+    // The same ini is kept with the results.
+    assert_eq!(std::fs::read_to_string(runs[0].join("raw/io500.ini")).unwrap(), ini);
     // io500 ran in it: its own result files are there, and it removed its data.
     assert!(data.join("io500-results/result_summary.txt").is_file());
     let raw = std::fs::read_to_string(runs[0].join("raw/mpirun.out")).unwrap();
