@@ -27,18 +27,20 @@ const PACKAGES: [&str; 6] =
 /// Where the vendor archives are: `PVFS_VENDOR`, else the workplace's `shared/vendor` beside
 /// the repository.
 pub fn sources() -> anyhow::Result<PathBuf> {
-    let dir = match std::env::var_os("PVFS_VENDOR") {
-        Some(dir) => PathBuf::from(dir),
-        None => util::root().join("../shared/vendor"),
+    let candidates: Vec<PathBuf> = match std::env::var_os("PVFS_VENDOR") {
+        Some(dir) => vec![PathBuf::from(dir)],
+        // Beside the repository, as the workplace lays it out, or at the workplace's own place
+        // (a clone made elsewhere).
+        None => vec![util::root().join("../shared/vendor"), PathBuf::from("/work/shared/vendor")],
     };
-    if !dir.join(IO500).is_file() {
-        anyhow::bail!(
-            "{} has no {IO500}: the vendor archives (IOR, io500, pfind; see shared/vendor/MANIFEST.md) are \
+    match candidates.iter().find(|dir| dir.join(IO500).is_file()) {
+        Some(dir) => Ok(dir.clone()),
+        None => anyhow::bail!(
+            "no {IO500} in {}: the vendor archives (IOR, io500, pfind; see shared/vendor/MANIFEST.md) are \
              needed to build the real io500; set PVFS_VENDOR to their directory",
-            dir.display()
-        );
+            candidates.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(" or ")
+        ),
     }
-    Ok(dir)
 }
 
 /// The built tree: `io500/io500`, and `io500/bin/{ior,mdtest,pfind}`.

@@ -196,7 +196,8 @@ pub async fn command(req: &LaunchRequest, hostfile_path: &std::path::Path) -> Re
 /// file, by who can change it. The file (links followed) must be a regular, executable file
 /// owned by root or the agent's own user and writable by neither group nor others, and so
 /// must every directory above it and above the path as given (a link in a directory others can
-/// write could be turned to another program after this check). The path's name was checked on
+/// write could be turned to another program after this check), but for a root-owned sticky
+/// directory such as /tmp, where no one can rename or remove another's entry. The path's name was checked on
 /// the wire (`io500`); together they keep a coordinator's request from starting any other
 /// program as root.
 fn trusted_program(path: &std::path::Path) -> Result<(), LaunchError> {
@@ -215,7 +216,10 @@ fn trusted_program(path: &std::path::Path) -> Result<(), LaunchError> {
         if meta.uid() != 0 && meta.uid() != me {
             return Err(untrusted(format!("{} is owned by uid {}", what.display(), meta.uid())));
         }
-        if meta.mode() & 0o022 != 0 {
+        // A root-owned sticky directory (/tmp) lets others add names but not rename or remove
+        // another's: what lies below it is still only its owners' to change.
+        let sticky_root_dir = meta.is_dir() && meta.uid() == 0 && meta.mode() & 0o1000 != 0;
+        if meta.mode() & 0o022 != 0 && !sticky_root_dir {
             return Err(untrusted(format!(
                 "{} can be written by its group or others (mode {:o})",
                 what.display(),
@@ -478,6 +482,31 @@ mod tests {
         let req = LaunchRequest { mpi_ssh: false, ..req };
         let command = command(&req, Path::new("/mnt/gv0/run/mpi-hostfile")).await.unwrap();
         assert!(!command.args.contains(&"plm_rsh_args".to_owned()), "{command}");
+    }
+
+    /// Only a program no one else could have put there is run: under a root-owned sticky
+    /// directory (/tmp) a private directory is fine; a directory or file others can write is not.
+    #[test]
+    fn a_program_is_trusted_only_where_no_one_else_can_change_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode =
+            |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+        let tmp = tempfile::Builder::new().prefix("pvfs-trust").tempdir_in("/tmp").unwrap();
+        mode(tmp.path(), 0o755);
+        let program = tmp.path().join("io500");
+        std::fs::write(&program, "#!/bin/sh\n").unwrap();
+        mode(&program, 0o755);
+        trusted_program(&program).expect("a private directory under /tmp");
+        mode(&program, 0o775);
+        let err = trusted_program(&program).unwrap_err().to_string();
+        assert!(err.contains("can be written by its group or others (mode 775)"), "{err}");
+        mode(&program, 0o644);
+        assert!(trusted_program(&program).unwrap_err().to_string().contains("not executable"));
+        mode(&program, 0o755);
+        mode(tmp.path(), 0o777);
+        let err = trusted_program(&program).unwrap_err().to_string();
+        assert!(err.contains(&format!("{} can be written", tmp.path().display())), "{err}");
+        mode(tmp.path(), 0o755);
     }
 
     /// EL's openmpi package is installed off PATH: the message says so, not "not installed".
