@@ -19,6 +19,12 @@ const IO500: &str = "io500-02091cf.tar.gz";
 const IOR: &str = "ior-5fcf0ba.tar.gz";
 const PFIND: &str = "pfind-aaba722.tar.gz";
 
+/// io500's commit as its Makefile would print it (`git describe --abbrev=12`).
+const IO500_COMMIT: &str = "02091cf254d8";
+
+/// This recipe's revision, in the build's directory name: a changed recipe builds anew.
+const RECIPE: u32 = 2;
+
 /// Debian's packages the build needs: autotools for IOR, mpicc, `-lefence` (io500's
 /// Makefile links it).
 const PACKAGES: [&str; 6] =
@@ -46,7 +52,7 @@ pub fn sources() -> anyhow::Result<PathBuf> {
 /// The built tree: `io500/io500`, and `io500/bin/{ior,mdtest,pfind}`.
 pub fn built_dir() -> PathBuf {
     util::root().join("target/vendor").join(format!(
-        "{}+{}+{}",
+        "{}+{}+{}-r{RECIPE}",
         IO500.trim_end_matches(".tar.gz"),
         IOR.trim_end_matches(".tar.gz"),
         PFIND.trim_end_matches(".tar.gz")
@@ -82,7 +88,9 @@ pub fn build() -> anyhow::Result<PathBuf> {
     step(Command::new("./compile.sh").current_dir(build.join("pfind")))?;
     std::os::unix::fs::symlink(build.join("pfind/pfind"), top.join("bin/pfind"))
         .context("linking bin/pfind")?;
-    step(Command::new("make").arg(&jobs).current_dir(&top))?;
+    // io500's Makefile takes its version from `git describe`, which inside this repository
+    // would name pvfs's commit: the archive's own is given instead.
+    step(Command::new("make").arg(&jobs).arg(format!("VERSION={IO500_COMMIT}")).current_dir(&top))?;
     if !io500.is_file() {
         anyhow::bail!("io500's make finished but {} is missing", io500.display());
     }
