@@ -121,10 +121,8 @@ pub fn run(args: &Io500Args) -> anyhow::Result<()> {
                 b / a
             );
         }
-        let (a, b) = (
-            median(scores.get_mut(&(tasks, "io500")).unwrap()),
-            median(scores.get_mut(&(tasks, "pvfs")).unwrap()),
-        );
+        let mut score = |tool| scores.get_mut(&(tasks, tool)).map_or(f64::NAN, |v| median(v));
+        let (a, b) = (score("io500"), score("pvfs"));
         println!("{tasks:>5} {:<20} {a:>14.3} {b:>14.3} {:>8.3}", "SCORE", b / a);
     }
     Ok(())
@@ -137,9 +135,10 @@ fn unit(p: &PhaseResult) -> &'static str {
     }
 }
 
+/// The median; NaN (printed as such) for a phase a tool never reported.
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// `pvfsctl demo --agents 1 --hold` in `dir`, until its cluster is set up and its own
