@@ -373,6 +373,15 @@ pub async fn run(
                 if !send(pb::launch_event::Event::Alive(pb::Heartbeat {})).await {
                     return stop(&mut child).await;
                 }
+                // io500's writes end at their stonewall (up to a day), not at a size: its
+                // file system is watched every second and the job stopped short of filling it.
+                if req.engine == Engine::Io500
+                    && let Some(full) = crate::room::filling(&req.dir)
+                {
+                    tracing::warn!(dir = %req.dir.display(), error = %full, "io500 stopped: no room");
+                    stop(&mut child).await;
+                    return fail(full.to_string()).await;
+                }
                 continue;
             }
             () = shutdown.cancelled() => return stop(&mut child).await,

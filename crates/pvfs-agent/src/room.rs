@@ -42,6 +42,13 @@ pub enum RoomError {
         size: Bytes,
         margin: Bytes,
     },
+    /// A running job's file system fell under the margin (engine io500, whose writes end at
+    /// their stonewall, not at a size).
+    #[error(
+        "the file system of {dir} is down to {free} free of {size} (under {MARGIN_PERCENT} %): the run was stopped \
+         before it filled it; use a shorter stonewall (debug.stonewall-time) or smaller sizes"
+    )]
+    Filling { dir: PathBuf, free: Bytes, size: Bytes },
     #[error("cannot tell how much room {dir} has: {source}")]
     Statfs {
         dir: PathBuf,
@@ -110,6 +117,25 @@ pub fn check(dir: &Path, writes: Writes) -> Result<(), RoomError> {
     })
 }
 
+/// While a job runs: an error when `dir`'s file system has fallen under [`MARGIN_PERCENT`] free
+/// (a file system that cannot be asked is left to the job).
+pub fn filling(dir: &Path) -> Option<RoomError> {
+    let stat = nix::sys::statfs::statfs(existing(dir)).ok()?;
+    let block = u64::try_from(stat.block_size()).unwrap_or(0);
+    let free = stat.blocks_available().saturating_mul(block);
+    let size = stat.blocks().saturating_mul(block);
+    under_margin(free, size).then(|| RoomError::Filling {
+        dir: dir.to_owned(),
+        free: Bytes(free),
+        size: Bytes(size),
+    })
+}
+
+/// Whether `free` of `size` bytes is under [`MARGIN_PERCENT`].
+fn under_margin(free: u64, size: u64) -> bool {
+    u128::from(free) * 100 < u128::from(size) * u128::from(MARGIN_PERCENT)
+}
+
 /// `dir`, or the nearest of its ancestors that exists (the phase makes the rest).
 fn existing(dir: &Path) -> &Path {
     dir.ancestors().find(|a| a.exists()).unwrap_or(Path::new("/"))
@@ -127,6 +153,15 @@ pub fn ior_writes(params: &pvfs_bench::params::IorParams, client_tasks: u32, run
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_running_job_is_stopped_under_the_margin_only() {
+        assert!(under_margin(4, 100) && !under_margin(5, 100) && !under_margin(50, 100));
+        assert!(!under_margin(u64::MAX, u64::MAX) && under_margin(0, u64::MAX));
+        // This machine's own disk is not full: nothing to stop.
+        let dir = tempfile::tempdir().unwrap();
+        assert!(filling(dir.path()).is_none());
+    }
 
     #[test]
     fn a_phase_that_fits_passes_and_one_that_does_not_names_both_numbers() {
