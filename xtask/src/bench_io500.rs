@@ -110,7 +110,7 @@ pub fn run(args: &Io500Args) -> anyhow::Result<()> {
             let of = |runs: &[Vec<PhaseResult>]| {
                 let mut v: Vec<f64> =
                     runs.iter().filter_map(|r| r.iter().find(|p| p.name == name)).map(|p| p.value).collect();
-                median(&mut v)
+                util::median(&mut v)
             };
             let unit = real[0].iter().find(|p| p.name == name).map_or("", |p| unit(p));
             let (a, b) = (of(real), of(ours));
@@ -121,7 +121,7 @@ pub fn run(args: &Io500Args) -> anyhow::Result<()> {
                 b / a
             );
         }
-        let mut score = |tool| scores.get_mut(&(tasks, tool)).map_or(f64::NAN, |v| median(v));
+        let mut score = |tool| scores.get_mut(&(tasks, tool)).map_or(f64::NAN, |v| util::median(v));
         let (a, b) = (score("io500"), score("pvfs"));
         println!("{tasks:>5} {:<20} {a:>14.3} {b:>14.3} {:>8.3}", "SCORE", b / a);
     }
@@ -133,12 +133,6 @@ fn unit(p: &PhaseResult) -> &'static str {
         pvfs_bench::io500::Unit::GiBPerS => "GiB/s",
         pvfs_bench::io500::Unit::KIops => "kIOPS",
     }
-}
-
-/// The median; NaN (printed as such) for a phase a tool never reported.
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// `pvfsctl demo --agents 1 --hold` in `dir`, until its cluster is set up and its own

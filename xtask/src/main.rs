@@ -20,6 +20,7 @@
 mod accuracy;
 mod bench;
 mod bench_bootstrap;
+mod bench_engine;
 mod bench_io500;
 // The CLI tests' WebDriver client (headless Chromium), shared by path: bench-ingest --browser.
 mod bench_flood;
@@ -84,7 +85,7 @@ enum Command {
     /// Wall time of a no-op `pvfsctl up` on 20 and 1,000 simulated nodes.
     BenchUp(bench::UpArgs),
     /// The built-in engine against fio, same pattern, same file system.
-    BenchEngine(bench::EngineArgs),
+    BenchEngine(bench_engine::EngineArgs),
     /// Measure an idle agent's CPU and memory, and `pvfsctl nodes` latency against containers.
     BenchMesh(bench::Args),
     /// `pvfsctl bootstrap` on containers with and without one SSH connection per node: an
@@ -123,7 +124,7 @@ fn main() -> ExitCode {
         Command::BenchAgent(args) => bench::run_agent(&args),
         Command::BenchIngest(args) => bench::run_ingest(&args),
         Command::BenchUp(args) => bench::run_up(&args),
-        Command::BenchEngine(args) => bench::run_engine(&args),
+        Command::BenchEngine(args) => bench_engine::run(&args),
         Command::BenchFlood(args) => bench_flood::run(&args),
         Command::BenchServeFlood(args) => serve_flood::run(&args),
         Command::Fuzz(args) => fuzz::run(&args),

@@ -333,9 +333,14 @@ pub(crate) async fn run_engine(
             }
         };
         match PhaseLine::parse(&line) {
-            Some(PhaseLine::Progress { bytes, ops }) => {
+            Some(PhaseLine::Progress { bytes, ops, recent }) => {
                 progress.bytes.store(bytes, Ordering::Relaxed);
                 progress.ops.store(ops, Ordering::Relaxed);
+                // Bounded: a line is at most MAX_LINE, and the histogram it adds to at most
+                // the buckets of u64's range.
+                if let Ok(mut shared) = progress.recent.lock() {
+                    shared.add_buckets(&recent);
+                }
             }
             // Bounded: a task line per task of the request, no more.
             Some(task @ PhaseLine::Task { .. }) if tasks.len() < req.tasks as usize => {

@@ -38,6 +38,20 @@ enum FioError {
     Exited { args: String, code: Option<i32>, tail: String },
 }
 
+/// A phase's progress as the stream carries it: the counters so far, and the times of the
+/// operations finished since the last one.
+fn progress_event(progress: &pvfs_engine::engine::Progress) -> pb::BenchEvent {
+    use std::sync::atomic::Ordering::Relaxed;
+    let recent = progress.take_recent();
+    let event = pb::bench_event::Event::Progress(pb::BenchProgress {
+        bytes: progress.bytes.load(Relaxed),
+        ops: progress.ops.load(Relaxed),
+        recent_ns: recent.iter().map(|(ns, _)| *ns).collect(),
+        recent_count: recent.iter().map(|(_, n)| *n).collect(),
+    });
+    pb::BenchEvent { event: Some(event) }
+}
+
 /// One IOR phase of `req` as a fio run: one fio job per task, on IOR's file names.
 async fn run_fio(
     req: &pvfs_bench::request::PhaseRequest,
@@ -362,12 +376,7 @@ impl pb::agent_server::Agent for AgentService {
                         let _ = tx.send(Ok(pb::BenchEvent { event: Some(event) })).await;
                     }
                     _ = tick.tick() => {
-                        use std::sync::atomic::Ordering::Relaxed;
-                        let event = pb::bench_event::Event::Progress(pb::BenchProgress {
-                            bytes: progress.bytes.load(Relaxed),
-                            ops: progress.ops.load(Relaxed),
-                        });
-                        let _ = tx.try_send(Ok(pb::BenchEvent { event: Some(event) }));
+                        let _ = tx.try_send(Ok(progress_event(&progress)));
                         // The coordinator went away: the built-in engine stops at its next
                         // transfer (a write under way finishes). fio runs to its end.
                         if tx.is_closed() {
@@ -376,6 +385,11 @@ impl pb::agent_server::Agent for AgentService {
                     }
                 }
             };
+            // The operations finished since the last tick, so the run's latency timeline has
+            // every one (only when there are some: a phase's counters are in its result).
+            if progress.recent.lock().is_ok_and(|r| r.count() > 0) {
+                let _ = tx.send(Ok(progress_event(&progress))).await;
+            }
             let message = done.map(|tasks| pb::BenchEvent {
                 event: Some(pb::bench_event::Event::Done(pvfs_proto::convert::bench::phase_done_to(&tasks))),
             });

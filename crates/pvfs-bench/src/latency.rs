@@ -53,6 +53,28 @@ impl Recorder {
         }
     }
 
+    /// Another histogram merged into this one.
+    pub fn add(&mut self, other: &Recorder) {
+        // Both auto-resize, so the addition cannot be out of range; should it ever fail, the
+        // buckets one by one do the same.
+        if self.0.add(&other.0).is_err() {
+            self.add_buckets(&other.buckets());
+        }
+    }
+
+    /// Everything recorded so far, leaving this one empty (the same size, so a task that
+    /// hands its recent operations on many times a second allocates once).
+    pub fn take(&mut self) -> Recorder {
+        let taken = self.clone();
+        self.reset();
+        taken
+    }
+
+    /// Empties it, keeping its size.
+    pub fn reset(&mut self) {
+        self.0.reset();
+    }
+
     pub fn count(&self) -> u64 {
         self.0.len()
     }
@@ -85,6 +107,52 @@ pub fn merge<'a>(tasks: impl IntoIterator<Item = &'a [(u64, u64)]>) -> Recorder 
         all.add_buckets(buckets);
     }
     all
+}
+
+/// A phase's latency second by second: every client's operations that finished in one second
+/// of the phase (counted from its start, on the coordinator's clock), merged. Each client
+/// reports the operations finished since its last report about once a second; a report counts
+/// in the second it arrives in, so a second holds what the clients finished during roughly
+/// that second, and each operation is counted exactly once.
+#[derive(Debug)]
+pub struct Seconds {
+    /// The phase's start (Unix seconds).
+    origin: f64,
+    /// The second being gathered (0 is the phase's first) and what it holds so far.
+    open: Option<(u64, Recorder)>,
+}
+
+impl Seconds {
+    /// A phase's seconds, from `origin` (Unix seconds).
+    pub fn starting(origin: f64) -> Seconds {
+        Seconds { origin, open: None }
+    }
+
+    /// A client's recent operations, arrived at `time` (Unix seconds). When `time` is in a
+    /// later second than the one being gathered, that one is over: its start (Unix seconds)
+    /// and percentiles are returned.
+    pub fn add(&mut self, time: f64, buckets: &[(u64, u64)]) -> Option<(f64, Percentiles)> {
+        if buckets.is_empty() {
+            return None;
+        }
+        // A report from before the phase's start (clocks) or that makes no sense counts in
+        // its first second.
+        let since = time - self.origin;
+        let second = if since.is_finite() && since >= 0.0 { since as u64 } else { 0 };
+        let ended = match &self.open {
+            Some((open, _)) if second > *open => self.flush(),
+            _ => None,
+        };
+        let (_, merged) = self.open.get_or_insert_with(|| (second, Recorder::new()));
+        merged.add_buckets(buckets);
+        ended
+    }
+
+    /// The second being gathered, ended now (the phase is over); `None` when it holds nothing.
+    pub fn flush(&mut self) -> Option<(f64, Percentiles)> {
+        let (second, merged) = self.open.take()?;
+        Some((self.origin + second as f64, merged.percentiles()?))
+    }
 }
 
 /// What a phase's (or a client's) operations took, in nanoseconds, as fio and elbencho report
@@ -157,6 +225,49 @@ mod tests {
         // A travelled histogram is small: 20,000 values over 8 powers of two of range.
         assert!(whole.buckets().len() < 128 * 30, "{}", whole.buckets().len());
         assert_eq!(Recorder::new().percentiles(), None);
+    }
+
+    /// Reports arriving over three seconds of a phase begun at 99.5: each second's
+    /// percentiles are those of what arrived in it, ended by the first report of a later
+    /// second or by the phase's end.
+    #[test]
+    fn seconds_merge_what_arrived_in_each() {
+        let of = |values: &[u64]| {
+            let mut r = Recorder::new();
+            values.iter().for_each(|&v| r.record(v));
+            r.buckets()
+        };
+        let mut seconds = Seconds::starting(99.5);
+        assert_eq!(seconds.add(99.7, &of(&[1_000, 2_000])), None);
+        assert_eq!(seconds.add(100.4, &of(&[3_000])), None, "the same second of the phase");
+        assert_eq!(seconds.add(100.6, &[]), None, "nothing reported ends nothing");
+        let (start, first) = seconds.add(100.6, &of(&[50_000])).expect("the first second is over");
+        assert_eq!((start, first.count, first.min_ns), (99.5, 3, 1_000));
+        assert!(first.max_ns.abs_diff(3_000) <= 30, "within the 1 % kept: {first:?}");
+        // A report late from an earlier second (a slow client) counts in the open one.
+        assert_eq!(seconds.add(100.0, &of(&[60_000])), None);
+        let (start, last) = seconds.flush().expect("the phase ended");
+        assert_eq!((start, last.count), (100.5, 2));
+        assert!(last.min_ns >= 49_500 && last.max_ns <= 60_600, "{last:?}");
+        assert_eq!(seconds.flush(), None);
+        // A clock that makes no sense still has its operations counted, in the first second.
+        assert_eq!(seconds.add(f64::NAN, &of(&[1])), None);
+        assert_eq!(seconds.flush().map(|(s, p)| (s, p.count)), Some((99.5, 1)));
+        let mut early = Seconds::starting(200.0);
+        assert_eq!(early.add(150.0, &of(&[1])), None);
+        assert_eq!(early.flush().map(|(s, _)| s), Some(200.0), "a report from before the start");
+    }
+
+    #[test]
+    fn taking_leaves_an_empty_recorder_and_adding_merges() {
+        let mut r = Recorder::new();
+        (1..=100u64).for_each(|v| r.record(v * 1000));
+        let taken = r.take();
+        assert_eq!((taken.count(), r.count()), (100, 0));
+        r.record(7);
+        r.add(&taken);
+        assert_eq!(r.count(), 101);
+        assert_eq!(r.percentiles().unwrap().min_ns, 7);
     }
 
     #[test]

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 mod run_dir;
 pub use run_dir::{LineFile, RunDir, events_path, write_atomic};
 mod timeline;
-pub use timeline::{PhaseSpan, timeline};
+pub use timeline::{LatencySecond, PhaseSpan, latency_seconds, timeline};
 
 /// The version of `results.json` this code writes. Records from before the field existed
 /// have the same shape and read as version 1.
@@ -378,6 +378,22 @@ pub enum BenchEvent {
         bytes: u64,
         ops: u64,
         time: f64,
+        /// The times of the operations the client finished since its last progress, as
+        /// histogram buckets: merged into the run's [`BenchEvent::LatencySecond`]s, which
+        /// events.jsonl keeps instead (a client's buckets every second would be most of it).
+        #[serde(skip)]
+        recent: Vec<(u64, u64)>,
+    },
+    /// One second of a phase on the run's timeline: the percentiles of every operation the
+    /// clients finished in it (their reports that arrived in it, merged; `latency::Seconds`).
+    LatencySecond {
+        iteration: u32,
+        phase: Phase,
+        /// Unix seconds: the second's start on the coordinator's clock (the phase's start, plus
+        /// whole seconds).
+        at: f64,
+        #[serde(flatten)]
+        latency: crate::latency::Percentiles,
     },
     Launched {
         node: String,

@@ -607,6 +607,7 @@ async fn client_phase(
                     bytes: p.bytes,
                     ops: p.ops,
                     time,
+                    recent: p.recent_ns.into_iter().zip(p.recent_count).collect(),
                 });
             }
             Some(pb::bench_event::Event::Done(done)) => {
@@ -966,7 +967,7 @@ impl MpiJob {
                 let at = unix(std::time::UNIX_EPOCH + Duration::from_nanos(*at_unix_ns));
                 let _ = events.send(BenchEvent::PhaseStarted { iteration: *iteration, phase: *phase, at });
             }
-            RankLine::Progress { rank, bytes, ops } => {
+            RankLine::Progress { rank, bytes, ops, recent } => {
                 self.progress.insert(*rank, (*bytes, *ops));
                 let node = self.owner(*rank);
                 let (bytes, ops) = self
@@ -976,7 +977,8 @@ impl MpiJob {
                     .fold((0, 0), |a, (_, b)| (a.0 + b.0, a.1 + b.1));
                 let time = unix(SystemTime::now());
                 self.timeline.entry(node.clone()).or_default().push((time, bytes, ops));
-                let _ = events.send(BenchEvent::Progress { node, bytes, ops, time });
+                let recent = recent.clone();
+                let _ = events.send(BenchEvent::Progress { node, bytes, ops, time, recent });
             }
             RankLine::Phase { iteration, phase, result: pvfs_engine::child::TaskLine { task: rank, .. } } => {
                 let Some(result) = line.task_result() else { return };

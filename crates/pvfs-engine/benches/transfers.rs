@@ -19,7 +19,7 @@ fn transfers(c: &mut Criterion) {
             .expect("valid");
         group.throughput(Throughput::Bytes(2 * u64::from(tasks) * (64 << 20)));
         group.bench_function(format!("IOR write+read, {tasks} task(s) x 64m in {transfer} transfers"), |b| {
-            b.iter(|| black_box(pvfs_engine::local::run(&workload, dir.path(), tasks).expect("runs")))
+            b.iter(|| black_box(pvfs_engine::local::run(&workload, dir.path(), tasks, true).expect("runs")))
         });
     }
     group.finish();

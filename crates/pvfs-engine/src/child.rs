@@ -89,8 +89,14 @@ impl From<&TaskLine> for TaskResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "pvfs_phase_event", rename_all = "snake_case")]
 pub enum PhaseLine {
-    /// What this client's tasks moved so far in the phase.
-    Progress { bytes: u64, ops: u64 },
+    /// What this client's tasks moved so far in the phase, and the times of the operations
+    /// they finished since the last such line (histogram buckets, `pvfs_bench::latency`).
+    Progress {
+        bytes: u64,
+        ops: u64,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        recent: Vec<(u64, u64)>,
+    },
     /// One task's result.
     Task(TaskLine),
     /// The phase could not run at all (a bad request, its directory): no task lines follow.
@@ -190,6 +196,7 @@ fn run_with(
         emit(&PhaseLine::Progress {
             bytes: p.bytes.load(Ordering::Relaxed),
             ops: p.ops.load(Ordering::Relaxed),
+            recent: p.take_recent(),
         })
     };
     let across = |pairs: u64| {
@@ -334,6 +341,32 @@ mod tests {
         );
         assert!(tmp.path().join("pvfs-bench/run/ior.00000003").exists(), "the phase made its directory");
         assert_eq!(PhaseLine::parse("[warn] something else"), None);
+    }
+
+    /// The progress lines carry every operation's time exactly once, as the phase's task
+    /// lines do: the run's per-second latency adds up to its whole.
+    #[test]
+    fn progress_lines_carry_every_operations_time_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut req = request(&tmp.path().join("pvfs-bench/run"), Phase::Ior(IorPhase::Write));
+        req.workload.set_all([("t", "4k"), ("b", "4m")]).unwrap();
+        let lines = Mutex::new(Vec::new());
+        let emit = |l: &PhaseLine| lines.lock().unwrap().push(serde_json::to_string(l).unwrap());
+        assert!(run(&req, &Progress::default(), &emit, &no_answer));
+        let lines: Vec<PhaseLine> =
+            lines.into_inner().unwrap().iter().map(|l| PhaseLine::parse(l).unwrap()).collect();
+        let recent: Vec<&[(u64, u64)]> = lines
+            .iter()
+            .filter_map(|l| match l {
+                PhaseLine::Progress { recent, .. } => Some(recent.as_slice()),
+                _ => None,
+            })
+            .collect();
+        let tasks: Vec<TaskResult> = lines.iter().filter_map(PhaseLine::task_result).collect();
+        let whole = pvfs_bench::latency::merge(tasks.iter().map(|t| t.latency.as_slice()));
+        let seconds = pvfs_bench::latency::merge(recent);
+        assert_eq!(whole.count(), 2 * 1024, "two tasks of 1024 transfers");
+        assert_eq!(seconds.buckets(), whole.buckets(), "the same operations, the same times");
     }
 
     #[test]

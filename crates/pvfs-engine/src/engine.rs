@@ -164,15 +164,89 @@ pub struct Progress {
     /// Set when nobody waits for the phase any more (the coordinator went away): every task
     /// stops at its next transfer or item instead of loading the file system for nothing.
     pub cancelled: std::sync::atomic::AtomicBool,
+    /// The operations every task finished since the last report took, for the run's latency
+    /// second by second; each task hands its own on every [`HAND_EVERY`] ([`TaskLatency`]).
+    pub recent: std::sync::Mutex<pvfs_bench::latency::Recorder>,
 }
 
 impl Progress {
+    /// The operations finished since the last call, as histogram buckets (empty when none).
+    pub fn take_recent(&self) -> Vec<(u64, u64)> {
+        match self.recent.lock() {
+            Ok(mut recent) if recent.count() > 0 => recent.take().buckets(),
+            _ => Vec::new(),
+        }
+    }
+
     /// An error once the phase is cancelled; tasks check it before each transfer or item.
     pub fn check(&self) -> Result<(), EngineError> {
         if self.cancelled.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(EngineError::Stopped);
         }
         Ok(())
+    }
+}
+
+/// How often a task hands its recent operations' times to [`Progress::recent`]: a lock taken
+/// ten times a second per task, not once per operation, and a report never more than this
+/// behind.
+pub const HAND_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// A task's operation times: the phase's whole histogram (its result's `latency`), and the
+/// ones since it last handed them on for the per-second timeline.
+#[derive(Debug)]
+pub struct TaskLatency {
+    /// False when nothing is timed (`IorJob::timed`).
+    timed: bool,
+    whole: pvfs_bench::latency::Recorder,
+    recent: pvfs_bench::latency::Recorder,
+    handed: std::time::Instant,
+}
+
+impl TaskLatency {
+    pub fn new(timed: bool) -> TaskLatency {
+        TaskLatency {
+            timed,
+            whole: pvfs_bench::latency::Recorder::new(),
+            recent: pvfs_bench::latency::Recorder::new(),
+            handed: std::time::Instant::now(),
+        }
+    }
+
+    /// An operation begins: now, when timed.
+    pub fn begin(&self) -> Option<std::time::Instant> {
+        self.timed.then(std::time::Instant::now)
+    }
+
+    /// An operation, begun at `since`, ends now (nothing when untimed).
+    pub fn record(&mut self, since: Option<std::time::Instant>, progress: &Progress) {
+        let Some(since) = since else { return };
+        // One clock read for both the operation's time and the hand-over's.
+        let now = std::time::Instant::now();
+        let ns = u64::try_from(now.saturating_duration_since(since).as_nanos()).unwrap_or(u64::MAX);
+        self.whole.record(ns);
+        self.recent.record(ns);
+        if now.saturating_duration_since(self.handed) >= HAND_EVERY {
+            self.hand(progress, now);
+        }
+    }
+
+    fn hand(&mut self, progress: &Progress, now: std::time::Instant) {
+        self.handed = now;
+        if self.recent.count() == 0 {
+            return;
+        }
+        if let Ok(mut shared) = progress.recent.lock() {
+            shared.add(&self.recent);
+        }
+        self.recent.reset();
+    }
+
+    /// The task is over: what it has not handed on yet goes, and the whole histogram is its
+    /// result's.
+    pub fn finish(mut self, progress: &Progress) -> Vec<(u64, u64)> {
+        self.hand(progress, std::time::Instant::now());
+        self.whole.buckets()
     }
 }
 
@@ -290,6 +364,7 @@ pub fn run_phase_across(
                 iteration: req.iteration,
                 stop_after: req.stop_after,
                 pace: TEST_PACE.get().copied(),
+                timed: true,
             };
             match phase {
                 Phase::Ior(p) => Ok(run_ior_phase_across(&job, p, progress, across)),

@@ -128,6 +128,7 @@ fn job(req: &PhaseRequest) -> Result<crate::engine::IorJob, FioError> {
         iteration: req.iteration,
         stop_after: req.stop_after,
         pace: None,
+        timed: true,
     })
 }
 

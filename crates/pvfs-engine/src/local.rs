@@ -17,15 +17,36 @@ pub struct LocalRun {
     pub iterations: Vec<IorIteration>,
     pub ior: Vec<IorSummary>,
     pub mdtest: Vec<MdtestSummary>,
+    /// Each phase's latency over every task, in the order they ran (none untimed).
+    pub latency: Vec<PhaseLatency>,
 }
 
-/// Runs `workload` with `tasks` threads in `dir`. The first task error stops the run and is
-/// returned ([`EngineError::TaskFailed`], its text naming the file and operation).
-pub fn run(workload: &Workload, dir: &Path, tasks: u32) -> Result<LocalRun, EngineError> {
+/// One phase's latency in one iteration.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PhaseLatency {
+    pub iteration: u32,
+    /// Its row's name: `write`, `read`, `File creation`, ….
+    pub phase: &'static str,
+    #[serde(flatten)]
+    pub latency: pvfs_bench::latency::Percentiles,
+}
+
+/// Runs `workload` with `tasks` threads in `dir`, each IOR transfer timed unless `timed` is
+/// false (to measure what timing costs). The first task error stops the run and is returned
+/// ([`EngineError::TaskFailed`], its text naming the file and operation).
+pub fn run(workload: &Workload, dir: &Path, tasks: u32, timed: bool) -> Result<LocalRun, EngineError> {
     let progress = Progress::default();
-    let check = |phase: Phase, results: Vec<TaskResult>| -> Result<PhaseTotals, EngineError> {
+    let latency = std::cell::RefCell::new(Vec::new());
+    let check = |phase: Phase,
+                 iteration: u32,
+                 results: Vec<TaskResult>|
+     -> Result<PhaseTotals, EngineError> {
         if let Some((task, error)) = results.iter().find_map(|r| Some((r.task, r.error.clone()?))) {
             return Err(EngineError::TaskFailed { task, error });
+        }
+        let merged = pvfs_bench::latency::merge(results.iter().map(|r| r.latency.as_slice()));
+        if let Some(percentiles) = merged.percentiles() {
+            latency.borrow_mut().push(PhaseLatency { iteration, phase: phase.label(), latency: percentiles });
         }
         engine::totals(phase, &results).ok_or(EngineError::NoTask)
     };
@@ -44,6 +65,7 @@ pub fn run(workload: &Workload, dir: &Path, tasks: u32) -> Result<LocalRun, Engi
                     iteration,
                     stop_after: None,
                     pace: None,
+                    timed,
                 };
                 for (i, phase) in phases.iter().enumerate() {
                     // An IOR workload's schedule holds only IOR phases.
@@ -59,7 +81,7 @@ pub fn run(workload: &Workload, dir: &Path, tasks: u32) -> Result<LocalRun, Engi
                         // A stonewalled write's count is what the read reads back.
                         job.stop_after = pvfs_bench::request::stop_after(p, results.iter().map(|r| r.ops));
                     }
-                    let t = check(*phase, results)?;
+                    let t = check(*phase, iteration, results)?;
                     out.iterations.push(summary::ior_iteration(phase.label(), iteration.into(), &t, p));
                     per_phase[i].push(t);
                 }
@@ -93,7 +115,7 @@ pub fn run(workload: &Workload, dir: &Path, tasks: u32) -> Result<LocalRun, Engi
                     {
                         job.stop_after = carried;
                     }
-                    per_phase[i].push(check(Phase::Mdtest(*phase), results)?);
+                    per_phase[i].push(check(Phase::Mdtest(*phase), iteration, results)?);
                 }
             }
             for (phase, totals) in phases.iter().zip(&per_phase) {
@@ -101,6 +123,7 @@ pub fn run(workload: &Workload, dir: &Path, tasks: u32) -> Result<LocalRun, Engi
             }
         }
     }
+    out.latency = latency.into_inner();
     Ok(out)
 }
 
@@ -122,10 +145,24 @@ mod tests {
         std::fs::write(dir.path().join("ior.00000001"), vec![1u8; 4 << 20]).unwrap();
         let mut workload = pvfs_bench::params::Preset::Throughput.workload();
         workload.set_all([("t", "64k"), ("b", "256k"), ("i", "1"), ("B", "false")]).unwrap();
-        let run = run(&workload, dir.path(), 2).unwrap();
+        let run = run(&workload, dir.path(), 2, true).unwrap();
         assert_eq!(run.ior.len(), 2, "write and read rows");
         assert_eq!(std::fs::read(&elsewhere).unwrap(), b"not the benchmark's");
         let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(left, ["elsewhere"], "the run's own files are gone after it");
+    }
+
+    #[test]
+    fn every_transfer_is_timed_unless_the_run_is_untimed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut workload = pvfs_bench::params::Preset::Throughput.workload();
+        workload.set_all([("t", "64k"), ("b", "256k"), ("i", "2"), ("B", "false")]).unwrap();
+        let run = run(&workload, dir.path(), 2, true).unwrap();
+        // 2 tasks of 4 transfers, written and read, in each iteration.
+        let timed: Vec<(u32, &str, u64)> =
+            run.latency.iter().map(|l| (l.iteration, l.phase, l.latency.count)).collect();
+        assert_eq!(timed, [(0, "write", 8), (0, "read", 8), (1, "write", 8), (1, "read", 8)]);
+        let untimed = super::run(&workload, dir.path(), 2, false).unwrap();
+        assert_eq!((untimed.ior.len(), untimed.latency.len()), (2, 0), "the same run, nothing timed");
     }
 }

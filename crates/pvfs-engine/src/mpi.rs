@@ -38,8 +38,15 @@ pub const SHARED_LIMIT: Duration = Duration::from_secs(120);
 pub enum RankLine {
     /// Rank 0, as each phase starts (after the barrier).
     Started { iteration: u32, phase: Phase, at_unix_ns: u64 },
-    /// Once a second while a phase runs: what this rank moved in it so far.
-    Progress { rank: u32, bytes: u64, ops: u64 },
+    /// Once a second while a phase runs, and as it ends: what this rank moved in it so far,
+    /// and the times of the operations it finished since its last such line.
+    Progress {
+        rank: u32,
+        bytes: u64,
+        ops: u64,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        recent: Vec<(u64, u64)>,
+    },
     /// This rank's part of a phase is over: its task's result (the task is the rank).
     Phase {
         iteration: u32,
@@ -427,9 +434,13 @@ fn with_progress<T>(rank: u32, emit: &(dyn Fn(&RankLine) + Sync), phase: impl Fn
             rank,
             bytes: p.bytes.load(Ordering::Relaxed),
             ops: p.ops.load(Ordering::Relaxed),
+            recent: p.take_recent(),
         })
     };
-    engine::with_progress(&progress, Duration::from_secs(1), &report, || phase(&progress))
+    let out = engine::with_progress(&progress, Duration::from_secs(1), &report, || phase(&progress));
+    // The last operations' times, before the phase's result line.
+    report(&progress);
+    out
 }
 
 pub(crate) fn unix_ns(t: SystemTime) -> u64 {

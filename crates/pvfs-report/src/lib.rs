@@ -110,6 +110,7 @@ pub fn write(runs: &[PathBuf], out: &Path) -> Result<Written, ReportError> {
         let Some(phases) = r.run().map(|r| &r.phases[..]).filter(|p| !p.is_empty()) else { continue };
         written.charts.extend(fairness_section(&mut md, r, phases, out)?);
         latency_section(&mut md, r, phases);
+        written.charts.extend(timeline::section(&mut md, r, out)?);
         amplification_section(&mut md, r, phases);
     }
 
@@ -651,6 +652,8 @@ fn draw<DB: DrawingBackend>(
         .map_err(e)?;
     Ok(())
 }
+
+mod timeline;
 
 #[cfg(test)]
 mod tests;

@@ -750,6 +750,10 @@ pub struct EngineArgs {
     /// One JSON object with the summary rows instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Do not time each transfer (no latency percentiles): the same run without the clock
+    /// reads and histograms, to measure what they cost (`cargo xtask bench-engine`).
+    #[arg(long, conflicts_with = "mpi")]
+    pub untimed: bool,
     /// Run as one rank of an MPI job (started by mpirun, as the mpi launcher does): task RANK
     /// of SIZE from mpirun's environment, meeting the other ranks in DIR between phases, a JSON
     /// line per phase on standard output.

@@ -1,7 +1,8 @@
 //! A run's phases on the clock, read from its events.jsonl: when each phase started (every
 //! client at once) and ended, with its bandwidth and rate — what `serve`'s web view draws as
-//! bands over its charts. Only the phase lines are kept; a line that does not read (the last
-//! of an interrupted run) ends the reading, as what came before is whole.
+//! bands over its charts — and its latency second by second, which `report` charts. Only the
+//! lines asked for are parsed; a line that does not read (the last of an interrupted run) ends
+//! the reading, as what came before is whole.
 
 use super::{BenchEvent, ResultsError, run_dir};
 use crate::phase::Phase;
@@ -28,43 +29,68 @@ pub struct PhaseSpan {
 /// of one (its phase lines come first in each phase, so the timeline is whole up to there).
 const EVENTS_READ: u64 = 256 << 20;
 
-/// The phases of the run in `dir`, in the order they ran.
-pub fn timeline(dir: &Path) -> Result<Vec<PhaseSpan>, ResultsError> {
+/// One second of a run's latency: the percentiles of the operations every client finished in
+/// it (`BenchEvent::LatencySecond`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LatencySecond {
+    pub iteration: u32,
+    pub phase: Phase,
+    /// Unix seconds: the second's start (the phase's start, plus whole seconds).
+    pub at: f64,
+    pub latency: crate::latency::Percentiles,
+}
+
+/// Each event of the run in `dir` whose line holds `marker` (progress lines, most of the
+/// file, are skipped before they are parsed), in order, up to a line that does not read.
+fn each_event(dir: &Path, marker: &str, mut take: impl FnMut(BenchEvent)) -> Result<(), ResultsError> {
     let path = run_dir::events_path(dir);
     let file = std::fs::File::open(&path).map_err(|source| ResultsError::Read {
         path: path.clone(),
         dir: dir.to_owned(),
         source,
     })?;
-    let mut spans: Vec<PhaseSpan> = Vec::new();
     for line in std::io::BufReader::new(std::io::Read::take(file, EVENTS_READ)).lines() {
         let Ok(line) = line else { break };
-        // Progress lines are most of the file: skipped before they are parsed.
-        if !line.contains("\"phase_") {
+        if !line.contains(marker) {
             continue;
         }
         match serde_json::from_str::<BenchEvent>(&line) {
-            Ok(BenchEvent::PhaseStarted { iteration, phase, at }) => spans.push(PhaseSpan {
-                iteration,
-                phase,
-                start: at,
-                end: None,
-                bw_mib: None,
-                ops_per_sec: None,
-            }),
-            Ok(BenchEvent::PhaseDone { iteration, phase, totals, .. }) => {
-                if let Some(span) =
-                    spans.iter_mut().rev().find(|s| s.iteration == iteration && s.phase == phase)
-                {
-                    span.end = Some(span.start + totals.seconds);
-                    span.bw_mib = Some(totals.bw_mib);
-                    span.ops_per_sec = Some(totals.ops_per_sec);
-                }
-            }
-            Ok(_) => {}
+            Ok(event) => take(event),
             Err(_) => break,
         }
     }
+    Ok(())
+}
+
+/// The run's latency second by second, in order (none for a run from before they were kept,
+/// or of fio, which reports only at the end).
+pub fn latency_seconds(dir: &Path) -> Result<Vec<LatencySecond>, ResultsError> {
+    let mut seconds = Vec::new();
+    each_event(dir, "\"latency_second\"", |event| {
+        if let BenchEvent::LatencySecond { iteration, phase, at, latency } = event {
+            seconds.push(LatencySecond { iteration, phase, at, latency });
+        }
+    })?;
+    Ok(seconds)
+}
+
+/// The phases of the run in `dir`, in the order they ran.
+pub fn timeline(dir: &Path) -> Result<Vec<PhaseSpan>, ResultsError> {
+    let mut spans: Vec<PhaseSpan> = Vec::new();
+    each_event(dir, "\"phase_", |event| match event {
+        BenchEvent::PhaseStarted { iteration, phase, at } => {
+            spans.push(PhaseSpan { iteration, phase, start: at, end: None, bw_mib: None, ops_per_sec: None })
+        }
+        BenchEvent::PhaseDone { iteration, phase, totals, .. } => {
+            if let Some(span) = spans.iter_mut().rev().find(|s| s.iteration == iteration && s.phase == phase)
+            {
+                span.end = Some(span.start + totals.seconds);
+                span.bw_mib = Some(totals.bw_mib);
+                span.ops_per_sec = Some(totals.ops_per_sec);
+            }
+        }
+        _ => {}
+    })?;
     Ok(spans)
 }
 
@@ -89,6 +115,29 @@ mod tests {
         assert!(spans.windows(2).all(|p| p[0].end.is_some_and(|end| end <= p[1].start)), "{spans:?}");
     }
 
+    /// The seconds a run kept, in order, each in its phase; a torn last line ends them.
+    #[test]
+    fn a_runs_latency_seconds_are_read_from_its_events() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let second = |at: f64, p99: u64| {
+            format!(
+                "{{\"at\":{at},\"count\":10,\"event\":\"latency_second\",\"iteration\":0,\"max_ns\":{p99},\
+                 \"mean_ns\":5.0,\"min_ns\":1,\"p50_ns\":5,\"p90_ns\":9,\"p999_ns\":{p99},\"p99_ns\":{p99},\"phase\":\"write\"}}\n"
+            )
+        };
+        let text = format!(
+            "{{\"at\":10.0,\"event\":\"phase_started\",\"iteration\":0,\"phase\":\"write\"}}\n{}{}{}",
+            second(10.0, 100),
+            second(11.0, 900),
+            &second(12.0, 5)[..40]
+        );
+        std::fs::write(dir.path().join("events.jsonl"), text).expect("write");
+        let seconds = latency_seconds(dir.path()).expect("reads");
+        let got: Vec<(f64, u64, Phase)> = seconds.iter().map(|s| (s.at, s.latency.p99_ns, s.phase)).collect();
+        assert_eq!(got, [(10.0, 100, Phase::Ior(IorPhase::Write)), (11.0, 900, Phase::Ior(IorPhase::Write))]);
+        assert!(matches!(latency_seconds(&dir.path().join("nope")), Err(ResultsError::Read { .. })));
+    }
+
     #[test]
     fn a_phase_the_run_stopped_in_has_no_end_and_a_torn_last_line_ends_the_reading() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -102,6 +151,7 @@ mod tests {
         let spans = timeline(dir.path()).expect("reads");
         assert_eq!(spans.len(), 1);
         assert_eq!((spans[0].start, spans[0].end, spans[0].bw_mib), (10.0, None, None));
+        assert_eq!(latency_seconds(dir.path()).expect("reads"), [], "none kept in that run");
         assert!(matches!(timeline(&dir.path().join("nope")), Err(ResultsError::Read { .. })));
     }
 }

@@ -140,10 +140,17 @@ pub async fn execute(
     let mut events_file = run.events()?;
     // mpirun's output, as it comes: the tool's report (IOR's, mdtest's) and any error.
     let mut raw_output = None;
+    // The run's latency second by second, from the clients' recent operations.
+    let mut latency = LatencyTimeline::default();
     loop {
         tokio::select! {
             event = rx.recv() => {
                 let Some(event) = event else { break };
+                if let Some(second) = latency.take(&event) {
+                    let line = results::sorted(&second)?;
+                    events_file.line(&line)?;
+                    let _ = events.send(RunEvent::Bench { event: second, line });
+                }
                 let line = results::sorted(&event)?;
                 events_file.line(&line)?;
                 match &event {
@@ -181,6 +188,93 @@ pub async fn execute(
     Ok(outcome)
 }
 
+/// The run's latency on its timeline: each second of each phase, the merged percentiles of
+/// the clients' operations, told as [`BenchEvent::LatencySecond`]s.
+#[derive(Default)]
+struct LatencyTimeline {
+    phase: Option<(u32, pvfs_bench::phase::Phase, pvfs_bench::latency::Seconds)>,
+}
+
+impl LatencyTimeline {
+    /// The second `event` ends, if it ends one: a later second's report ends the one being
+    /// gathered, and a phase's end (or the next phase's start, after a failed one) its last.
+    fn take(&mut self, event: &BenchEvent) -> Option<BenchEvent> {
+        let (iteration, phase, seconds) = match event {
+            BenchEvent::PhaseStarted { iteration, phase, at } => {
+                let fresh = (*iteration, *phase, pvfs_bench::latency::Seconds::starting(*at));
+                let (iteration, phase, mut seconds) = self.phase.replace(fresh)?;
+                return second(iteration, phase, seconds.flush());
+            }
+            _ => self.phase.as_mut()?,
+        };
+        let ended = match event {
+            BenchEvent::Progress { time, recent, .. } => seconds.add(*time, recent),
+            BenchEvent::PhaseDone { .. } => seconds.flush(),
+            _ => None,
+        };
+        second(*iteration, *phase, ended)
+    }
+}
+
+fn second(
+    iteration: u32,
+    phase: pvfs_bench::phase::Phase,
+    ended: Option<(f64, pvfs_bench::latency::Percentiles)>,
+) -> Option<BenchEvent> {
+    let (at, latency) = ended?;
+    Some(BenchEvent::LatencySecond { iteration, phase, at, latency })
+}
+
 fn unix_ns(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pvfs_bench::phase::{IorPhase, Phase};
+
+    fn progress(time: f64, values: &[u64]) -> BenchEvent {
+        let mut r = pvfs_bench::latency::Recorder::new();
+        values.iter().for_each(|&v| r.record(v));
+        BenchEvent::Progress { node: "c1".into(), bytes: 0, ops: 0, time, recent: r.buckets() }
+    }
+
+    /// Each phase's seconds are told as they end, in that phase's name, counted from its
+    /// start; a phase's last second ends with it, and a phase that failed before its end
+    /// leaves its last second to the next phase's start.
+    #[test]
+    fn the_timeline_tells_each_phases_seconds_as_they_end() {
+        let (write, read) = (Phase::Ior(IorPhase::Write), Phase::Ior(IorPhase::Read));
+        let mut t = LatencyTimeline::default();
+        assert!(t.take(&progress(5.0, &[1_000])).is_none(), "no phase yet");
+        assert!(t.take(&BenchEvent::PhaseStarted { iteration: 0, phase: write, at: 10.5 }).is_none());
+        assert!(t.take(&progress(10.9, &[1_000, 2_000])).is_none());
+        assert!(t.take(&progress(11.2, &[3_000])).is_none(), "still the first second");
+        let Some(BenchEvent::LatencySecond { iteration: 0, phase, at, latency }) =
+            t.take(&progress(11.6, &[9_000]))
+        else {
+            panic!("the first second ends")
+        };
+        assert_eq!((phase, at, latency.count, latency.min_ns), (write, 10.5, 3, 1_000));
+        assert!(latency.max_ns.abs_diff(3_000) <= 30, "{latency:?}");
+        let done = BenchEvent::PhaseDone {
+            iteration: 0,
+            phase: write,
+            totals: Default::default(),
+            latency: None,
+            first_done: None,
+        };
+        let Some(BenchEvent::LatencySecond { at, latency, .. }) = t.take(&done) else {
+            panic!("its last second")
+        };
+        assert_eq!((at, latency.count), (11.5, 1));
+        assert!(t.take(&BenchEvent::PhaseStarted { iteration: 0, phase: read, at: 20.0 }).is_none());
+        assert!(t.take(&progress(20.5, &[7])).is_none());
+        let next = BenchEvent::PhaseStarted { iteration: 1, phase: write, at: 30.0 };
+        let Some(BenchEvent::LatencySecond { iteration: 0, phase, at, .. }) = t.take(&next) else {
+            panic!("the failed read's second")
+        };
+        assert_eq!((phase, at), (read, 20.0));
+    }
 }

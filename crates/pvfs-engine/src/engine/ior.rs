@@ -39,6 +39,9 @@ pub struct IorJob {
     /// A test seam: sleeps that make a straggler whose stonewall and wear-out can be watched.
     /// `None` outside tests.
     pub pace: Option<Pace>,
+    /// Whether each transfer is timed (its latency): always, but for `pvfs-agent engine
+    /// --untimed`, which is how `cargo xtask bench-engine` measures what the timing costs.
+    pub timed: bool,
 }
 
 /// A test seam's pace: every task sleeps `each` before each transfer, and task `task` sleeps
@@ -342,7 +345,7 @@ fn transfer_all(
     let file = open(dir, name, phase, p)?;
     let rdwr_start = SystemTime::now();
     let stamp = phase == IorPhase::Write && pattern::changes_per_transfer(p.packet);
-    let mut latency = pvfs_bench::latency::Recorder::new();
+    let mut latency = crate::engine::TaskLatency::new(job.timed);
     let mut one = |offset: u64, done: &mut TaskResult| -> Result<(), EngineError> {
         progress.check()?;
         if stamp {
@@ -350,7 +353,7 @@ fn transfer_all(
         }
         // Each transfer's own time: the call alone (and the test seam's pace, which stands
         // for a slow transfer).
-        let since = std::time::Instant::now();
+        let since = latency.begin();
         if let Some(pace) = job.pace {
             std::thread::sleep(pace.before(done.task, done.ops));
         }
@@ -358,7 +361,7 @@ fn transfer_all(
             IorPhase::Write => file.write_all_at(buffer.bytes(), offset).map(|()| buffer.len),
             IorPhase::Read => file.read_exact_at(buffer.bytes_mut(), offset).map(|()| buffer.len),
         };
-        latency.record(since.elapsed().as_nanos() as u64);
+        latency.record(since, progress);
         moved.map_err(|source| EngineError::Transfer {
             op: if phase == IorPhase::Write { "write" } else { "read" },
             len: buffer.len,
@@ -408,7 +411,7 @@ fn transfer_all(
             one(offset, done)?;
         }
     }
-    done.latency = latency.buckets();
+    done.latency = latency.finish(progress);
     if phase == IorPhase::Write && p.fsync {
         file.sync_all().map_err(|e| FileError::io("fsync", &path, e))?;
     }

@@ -138,7 +138,7 @@ struct Items<'a> {
     first_mismatch: Option<PathBuf>,
     progress: &'a Progress,
     result: &'a mut TaskResult,
-    latency: &'a mut pvfs_bench::latency::Recorder,
+    latency: &'a mut crate::engine::TaskLatency,
 }
 
 fn run_task(
@@ -151,7 +151,7 @@ fn run_task(
 ) -> TaskResult {
     let start = SystemTime::now();
     let mut r = TaskResult::begun(task, start);
-    let mut latency = pvfs_bench::latency::Recorder::new();
+    let mut latency = crate::engine::TaskLatency::new(true);
     let p = &job.params;
     let (owner, holder) = job.owners(task, phase);
     let mut write = Vec::new();
@@ -246,7 +246,7 @@ fn run_task(
     });
     r.end = SystemTime::now();
     r.error = outcome.err().map(|e| e.to_string());
-    r.latency = latency.buckets();
+    r.latency = latency.finish(progress);
     r
 }
 
@@ -263,7 +263,7 @@ impl Items<'_> {
     fn count(&mut self, since: Instant, bytes: u64) {
         self.result.ops += 1;
         self.result.bytes += bytes;
-        self.latency.record(since.elapsed().as_nanos() as u64);
+        self.latency.record(Some(since), self.progress);
         self.progress.ops.fetch_add(1, Ordering::Relaxed);
         self.progress.bytes.fetch_add(bytes, Ordering::Relaxed);
     }

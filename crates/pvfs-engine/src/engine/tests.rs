@@ -47,6 +47,7 @@ fn job(dir: &std::path::Path, params: IorParams, tasks: u32) -> IorJob {
         iteration: 0,
         stop_after: None,
         pace: None,
+        timed: true,
     }
 }
 

@@ -31,7 +31,7 @@ pub(crate) fn run(args: EngineArgs) -> anyhow::Result<u8> {
     anyhow::ensure!(args.dir.is_dir(), "{} is not a directory", args.dir.display());
     // The engine refuses symlinks on its way; here the user named the directory themselves.
     let dir = args.dir.canonicalize().with_context(|| format!("resolving {}", args.dir.display()))?;
-    let run = match pvfs_engine::local::run(&workload, &dir, args.tasks) {
+    let run = match pvfs_engine::local::run(&workload, &dir, args.tasks, !args.untimed) {
         Ok(run) => run,
         Err(err) => {
             output::error(&anyhow::anyhow!("{err}"));
@@ -40,7 +40,7 @@ pub(crate) fn run(args: EngineArgs) -> anyhow::Result<u8> {
     };
     if args.json {
         output::json(
-            &serde_json::json!({"ior": run.ior, "iterations": run.iterations, "mdtest": run.mdtest}),
+            &serde_json::json!({"ior": run.ior, "iterations": run.iterations, "mdtest": run.mdtest, "latency": run.latency}),
         )?;
         return Ok(exit::OK);
     }

@@ -232,6 +232,7 @@ async fn show(
                     match &event {
                         BenchEvent::PhaseStarted { iteration, phase, at } => watch.phase_started(format!("iteration {iteration} {phase}"), time(*at)),
                         BenchEvent::Progress { node, bytes, ops, .. } => watch.progress(node, *bytes, *ops),
+                        BenchEvent::LatencySecond { latency, .. } => watch.latency_second(*latency),
                         BenchEvent::PhaseDone { iteration, phase, totals, latency, first_done } => watch.phase_done(phase_line(*iteration, *phase, totals, latency.as_ref(), first_done.as_ref())),
                         BenchEvent::Launched { node, .. } => watch.phase_started(format!("mpirun on {node}"), SystemTime::now()),
                         BenchEvent::Io500Stage { stage, at } => watch.phase_started(format!("io500 {stage}"), time(*at)),
@@ -271,6 +272,8 @@ async fn show(
 #[derive(Default)]
 struct Lines {
     progress: BTreeMap<String, (u64, u64)>,
+    /// The last second's latency over every client, while a phase runs.
+    latency: Option<pvfs_bench::latency::Percentiles>,
     phase_start: Option<SystemTime>,
     last_line: Option<SystemTime>,
 }
@@ -280,6 +283,7 @@ impl Lines {
         match event {
             BenchEvent::PhaseStarted { iteration, phase, at } => {
                 self.progress.clear();
+                self.latency = None;
                 self.phase_start = Some(time(*at));
                 output::print(&format!("iteration {iteration} {phase}: started\n"))?;
             }
@@ -297,13 +301,18 @@ impl Lines {
                     self.progress.values().fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
                 let secs =
                     self.phase_start.map_or(1.0, |t| t.elapsed().unwrap_or_default().as_secs_f64()).max(1e-3);
+                let latency = self.latency.map_or_else(String::new, |l| {
+                    use pvfs_bench::latency::format_ns;
+                    format!("; last second p50 {}, p99 {}", format_ns(l.p50_ns), format_ns(l.p99_ns))
+                });
                 output::print(&format!(
-                    "  {secs:>6.1}s  {} moved, {:.1} MiB/s, {:.0} ops/s so far\n",
+                    "  {secs:>6.1}s  {} moved, {:.1} MiB/s, {:.0} ops/s so far{latency}\n",
                     output::bytes(bytes),
                     bytes as f64 / 1048576.0 / secs,
                     ops as f64 / secs
                 ))?;
             }
+            BenchEvent::LatencySecond { latency, .. } => self.latency = Some(*latency),
             BenchEvent::PhaseDone { iteration, phase, totals, latency, first_done } => {
                 let line = phase_line(*iteration, *phase, totals, latency.as_ref(), first_done.as_ref());
                 output::print(&format!("{line}\n"))?;

@@ -32,6 +32,8 @@ pub(crate) struct Watch {
     pub rate: (f64, f64),
     /// Aggregate MiB/s, one value per second, oldest first.
     pub chart: VecDeque<u64>,
+    /// The last second's latency over every client's operations, while a phase runs.
+    pub latency: Option<pvfs_bench::latency::Percentiles>,
     /// Results of finished phases, newest last.
     pub done: Vec<String>,
     pub nodes: Screen,
@@ -53,6 +55,7 @@ impl Watch {
             last: (0, 0, None),
             rate: (0.0, 0.0),
             chart: VecDeque::new(),
+            latency: None,
             done: Vec::new(),
             nodes: Screen {
                 title: "nodes".into(),
@@ -70,6 +73,11 @@ impl Watch {
         self.phase_started = Some(at);
         self.clients.clear();
         self.last = (0, 0, Some(at));
+        self.latency = None;
+    }
+
+    pub(crate) fn latency_second(&mut self, latency: pvfs_bench::latency::Percentiles) {
+        self.latency = Some(latency);
     }
 
     pub(crate) fn progress(&mut self, node: &str, bytes: u64, ops: u64) {
@@ -95,6 +103,7 @@ impl Watch {
         self.done.push(line);
         self.clients.clear();
         self.rate = (0.0, 0.0);
+        self.latency = None;
     }
 }
 
@@ -116,10 +125,19 @@ pub(crate) fn draw(frame: &mut Frame<'_>, w: &Watch) {
     let elapsed = w.run_started.elapsed().unwrap_or_default().as_secs_f64();
     let in_phase = w.phase_started.map_or(0.0, |t| t.elapsed().unwrap_or_default().as_secs_f64());
     let (bytes, ops) = w.clients.values().fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+    let latency = w.latency.map_or_else(String::new, |l| {
+        use pvfs_bench::latency::format_ns;
+        format!(
+            "   last second p50 {} p99 {} max {}",
+            format_ns(l.p50_ns),
+            format_ns(l.p99_ns),
+            format_ns(l.max_ns)
+        )
+    });
     let lines = vec![
         Line::from(w.title.clone()).style(Style::new().add_modifier(Modifier::BOLD)),
         Line::from(format!(
-            "{}  {in_phase:.0}s in phase, {elapsed:.0}s in all   now {:.1} MiB/s, {:.0} ops/s   phase so far {} MiB, {} ops   q: quit view",
+            "{}  {in_phase:.0}s in phase, {elapsed:.0}s in all   now {:.1} MiB/s, {:.0} ops/s{latency}   phase so far {} MiB, {} ops   q: quit view",
             w.phase,
             w.rate.0,
             w.rate.1,
@@ -163,10 +181,19 @@ mod tests {
         w.progress("c1", 300 << 20, 300);
         w.tick(t0 + Duration::from_secs(2));
         assert_eq!(w.rate, (150.0, 150.0), "300 MiB over 2 s");
+        let mut second = pvfs_bench::latency::Recorder::new();
+        [2_000_000, 3_000_000, 40_000_000].into_iter().for_each(|ns| second.record(ns));
+        w.latency_second(second.percentiles().unwrap());
+        let mut terminal = Terminal::new(TestBackend::new(200, 30)).unwrap();
+        let shown = |terminal: &mut Terminal<TestBackend>, w: &Watch| {
+            terminal.draw(|f| draw(f, w)).unwrap();
+            terminal.backend().buffer().content().iter().map(|c| c.symbol()).collect::<String>()
+        };
+        let text = shown(&mut terminal, &w);
+        assert!(text.contains("last second p50 3.00 ms p99 40.0 ms max 40.0 ms"), "{text}");
         w.phase_done("iteration 0 write: 150.00 MiB/s".into());
-        let mut terminal = Terminal::new(TestBackend::new(140, 30)).unwrap();
-        terminal.draw(|f| draw(f, &w)).unwrap();
-        let text: String = terminal.backend().buffer().content().iter().map(|c| c.symbol()).collect();
+        let text = shown(&mut terminal, &w);
+        assert!(!text.contains("last second"), "a finished phase has no last second: {text}");
         assert!(text.contains("bench w-throughput"), "{text}");
         assert!(text.contains("aggregate MiB/s") && text.contains("peak 150"), "{text}");
         assert!(text.contains("iteration 0 write: 150.00 MiB/s"), "{text}");

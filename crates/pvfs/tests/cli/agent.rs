@@ -228,3 +228,40 @@ fn a_label_from_the_wire_cannot_forge_log_lines() {
         assert!(!line.contains('\u{1b}') && !line.contains('\r'), "{line:?}");
     }
 }
+
+/// `pvfs-agent engine`, the built-in engine on this machine (what `cargo xtask bench-engine`
+/// measures): `--json` holds each phase's latency over every transfer; `--untimed` is the
+/// same run with nothing timed, which is how the timing's cost is measured.
+#[test]
+fn the_local_engine_reports_each_phases_latency_unless_untimed() {
+    let dir = TestDir::new();
+    std::fs::create_dir(dir.path().join("d")).unwrap();
+    let run = |extra: &[&str]| {
+        let out = dir
+            .command(&pvfs_agent())
+            .args(["engine", "--json", "--tasks", "2", "--dir", "d", "--set", "t=64k", "--set", "b=512k"])
+            .args(["--set", "i=1"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let timed = run(&[]);
+    let phases: Vec<(&str, u64)> = timed["latency"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["phase"].as_str().unwrap(), l["count"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(phases, [("write", 16), ("read", 16)], "2 tasks of 8 transfers: {timed}");
+    let write = &timed["latency"][0];
+    let ns = |k: &str| write[k].as_u64().unwrap();
+    assert!(ns("min_ns") > 0 && ns("min_ns") <= ns("p50_ns") && ns("p99_ns") <= ns("max_ns"), "{write}");
+    let untimed = run(&["--untimed"]);
+    assert_eq!(untimed["latency"], serde_json::json!([]), "{untimed}");
+    assert_eq!(untimed["ior"].as_array().map(Vec::len), Some(2), "the same rows: {untimed}");
+    let out =
+        dir.command(&pvfs_agent()).args(["engine", "--mpi", "--untimed", "--dir", "d"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "a rank is always timed: {}", text(&out.stderr));
+}

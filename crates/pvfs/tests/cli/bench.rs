@@ -278,6 +278,43 @@ fn wear_out_across_two_clients_brings_the_straggler_to_the_same_count() {
     assert!(ns(&latency["clients"]["n2"]["max_ns"]) >= 396_000_000, "{latency}");
     assert!(ns(&latency["clients"]["n1"]["max_ns"]) < ns(&latency["clients"]["n2"]["max_ns"]), "{latency}");
     assert_eq!(latency["max_ns"], latency["clients"]["n2"]["max_ns"]);
+    // The same transfers second by second on the run's timeline: every one counted in exactly
+    // one second, each second's no faster than the seam's 2 ms, and the straggler's 400 ms
+    // transfer the worst second's max.
+    let seconds: Vec<Value> = lines(&out.stdout)
+        .into_iter()
+        .filter(|e| e["event"] == "latency_second" && e["phase"] == "write")
+        .collect();
+    // (A write of ~1.4 s whose reports may all arrive within one second of the clock.)
+    assert!(!seconds.is_empty(), "the write has its seconds");
+    assert_eq!(seconds.iter().map(|s| ns(&s["count"])).sum::<u64>(), ns(&latency["count"]), "{seconds:?}");
+    assert!(seconds.iter().all(|s| ns(&s["min_ns"]) >= 1_980_000 && s["iteration"] == 0), "{seconds:?}");
+    // Whole seconds of the phase, from its start.
+    let start = lines(&out.stdout)
+        .into_iter()
+        .find(|e| e["event"] == "phase_started" && e["phase"] == "write")
+        .unwrap()["at"]
+        .as_f64()
+        .unwrap();
+    let into = |s: &Value| s["at"].as_f64().unwrap() - start;
+    assert!(
+        seconds.iter().all(|s| (into(s) - into(s).round()).abs() < 1e-6 && into(s) >= 0.0),
+        "{seconds:?}"
+    );
+    assert!(seconds.windows(2).all(|w| into(&w[0]) < into(&w[1])), "{seconds:?}");
+    assert_eq!(seconds.iter().map(|s| ns(&s["max_ns"])).max(), Some(ns(&latency["max_ns"])));
+    let kept = std::fs::read_to_string(run.join("events.jsonl")).unwrap();
+    assert_eq!(
+        kept.matches("\"latency_second\"").count(),
+        lines(&out.stdout).iter().filter(|e| e["event"] == "latency_second").count()
+    );
+    assert!(!kept.contains("\"recent\""), "a client's buckets are not kept, only the seconds");
+    let report = dir.ctl(&["report", run.to_str().unwrap(), "--out", "rep"]);
+    assert_eq!(report.status.code(), Some(0), "{}", text(&report.stderr));
+    let md = std::fs::read_to_string(dir.path().join("rep/report.md")).unwrap();
+    let row = format!("| 0 | write | {} | ", seconds.len());
+    assert!(md.contains("### Latency second by second") && md.contains(&row), "{row}: {md}");
+    assert!(md.contains("![latency per second](latency-seconds-"), "{md}");
 }
 
 /// Issue 28: mdtest's `-W` across two clients through their agents, as io500's mdtest-easy
@@ -1200,6 +1237,19 @@ fn the_mpi_launcher_runs_the_engine_as_ranks_under_real_mpirun() {
     let done: Vec<&Value> = events.iter().filter(|e| e["event"] == "phase_done").collect();
     assert_eq!(done.len(), 4, "write and read, two iterations: {events:?}");
     assert!(done.iter().all(|e| e["bytes"] == 4 << 20 && e["ops"] == 64), "{done:?}");
+    // Each rank's last progress line carries its last transfers' times: every phase's seconds
+    // hold all 64 transfers, before the phase's end.
+    for d in &done {
+        let at = events.iter().position(|e| std::ptr::eq(e, *d)).unwrap();
+        let counted: u64 = events[..at]
+            .iter()
+            .filter(|e| {
+                e["event"] == "latency_second" && e["iteration"] == d["iteration"] && e["phase"] == d["phase"]
+            })
+            .map(|e| e["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(counted, 64, "{d}: {events:?}");
+    }
     let summary = events.last().unwrap();
     assert_eq!(summary["ior"][0]["tasks"], 4);
     let run = dir.path().join(summary["results"].as_str().unwrap());
