@@ -1,10 +1,11 @@
 //! Reports over one or more runs, like the seed's: tables per run (servers, VM limit, write,
 //! read, efficiency), the scale-out figure across runs (bars against the VM limit, the seed's
 //! Fig. 13), per-client fairness (spread of bandwidth and completion time, seed 004's Fig. 9),
-//! and network bytes against application bytes from the per-second counters (seed 004's
-//! read-ahead amplification). Markdown, with every chart as SVG and PNG.
+//! network bytes against application bytes from the per-second counters (seed 004's
+//! read-ahead amplification), and each phase's latency, whole and second by second
+//! (`timeline`). Markdown, with every chart as SVG and PNG.
 
-use plotters::coord::Shift;
+use plotters::coord::{CoordTranslate, Shift};
 use plotters::prelude::*;
 use pvfs_bench::phase::{IorPhase, Phase};
 use pvfs_bench::results::{self, PhaseRecord, Record, ResultsError, RunRecord};
@@ -547,6 +548,49 @@ fn amplification(run: &RunData, phases: &[PhaseRecord]) -> Vec<(String, f64, f64
     out.into_iter().filter(|(_, (app, _))| *app > 0.0).map(|(op, (app, net))| (op, app, net)).collect()
 }
 
+/// A chart that draws itself on any plotters backend.
+trait Drawing {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
+}
+
+/// `what` drawn as `NAME.svg` and `NAME.png` (`size` pixels) in `out`; returns both files.
+fn render(
+    out: &Path,
+    name: &str,
+    size: (u32, u32),
+    what: &impl Drawing,
+) -> Result<Vec<PathBuf>, ReportError> {
+    // Registering twice is harmless; every chart registers so callers need not remember to.
+    let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
+    let svg = out.join(format!("{name}.svg"));
+    let png = out.join(format!("{name}.png"));
+    let err = |path: &Path, e: String| ReportError::Write { path: path.to_owned(), message: e };
+    {
+        let root = SVGBackend::new(&svg, size).into_drawing_area();
+        what.draw(&root).map_err(|e| err(&svg, e))?;
+        root.present().map_err(|e| err(&svg, e.to_string()))?;
+    }
+    {
+        let root = BitMapBackend::new(&png, size).into_drawing_area();
+        what.draw(&root).map_err(|e| err(&png, e))?;
+        root.present().map_err(|e| err(&png, e.to_string()))?;
+    }
+    Ok(vec![svg, png])
+}
+
+/// The series' legend, in the charts' one style.
+fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()
+        .map_err(|e| e.to_string())
+}
+
 /// Grouped bars, one group per category, with optional limit marks, as `NAME.svg` and
 /// `NAME.png` in `out`.
 fn chart(
@@ -558,22 +602,22 @@ fn chart(
     series: &[(&str, Vec<f64>, RGBColor)],
     limits: &[Option<f64>],
 ) -> Result<Vec<PathBuf>, ReportError> {
-    // Registering twice is harmless; every chart registers so callers need not remember to.
-    let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
-    let svg = out.join(format!("{name}.svg"));
-    let png = out.join(format!("{name}.png"));
-    let err = |path: &Path, e: String| ReportError::Write { path: path.to_owned(), message: e };
-    {
-        let root = SVGBackend::new(&svg, (900, 500)).into_drawing_area();
-        draw(&root, title, y_label, categories, series, limits).map_err(|e| err(&svg, e))?;
-        root.present().map_err(|e| err(&svg, e.to_string()))?;
+    render(out, name, (900, 500), &Bars { title, y_label, categories, series, limits })
+}
+
+struct Bars<'a> {
+    title: &'a str,
+    y_label: &'a str,
+    categories: &'a [String],
+    series: &'a [(&'a str, Vec<f64>, RGBColor)],
+    limits: &'a [Option<f64>],
+}
+
+impl Drawing for Bars<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let Bars { title, y_label, categories, series, limits } = *self;
+        draw(root, title, y_label, categories, series, limits)
     }
-    {
-        let root = BitMapBackend::new(&png, (900, 500)).into_drawing_area();
-        draw(&root, title, y_label, categories, series, limits).map_err(|e| err(&png, e))?;
-        root.present().map_err(|e| err(&png, e.to_string()))?;
-    }
-    Ok(vec![svg, png])
 }
 
 fn draw<DB: DrawingBackend>(
@@ -643,14 +687,7 @@ fn draw<DB: DrawingBackend>(
             ));
         root.draw(&Text::new(category.clone(), (x, y + 8), style)).map_err(e)?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()
-        .map_err(e)?;
-    Ok(())
+    legend(&mut chart)
 }
 
 mod timeline;

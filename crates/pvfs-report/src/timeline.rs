@@ -3,7 +3,7 @@
 //! of p50, p99 and max per second over the whole run with its phases marked — where a stall, a
 //! failover or a server's cache flush shows as a spike that the phase's percentiles average in.
 
-use super::{FONT, ReportError, RunData, slug};
+use super::{Drawing, ReportError, RunData, legend, render, slug};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use pvfs_bench::latency::format_ns;
@@ -85,7 +85,7 @@ fn median(values: &mut [u64]) -> u64 {
 /// Which of a second's figures a line draws.
 type Pick = fn(&LatencySecond) -> u64;
 
-/// p50, p99 and max per second (log scale, µs) over the run's seconds, each phase a band.
+/// p50, p99 and max per second (log scale) over the run's seconds, each phase a band.
 fn chart(
     out: &Path,
     name: &str,
@@ -93,21 +93,19 @@ fn chart(
     seconds: &[LatencySecond],
     spans: &[PhaseSpan],
 ) -> Result<Vec<PathBuf>, ReportError> {
-    let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
-    let svg = out.join(format!("{name}.svg"));
-    let png = out.join(format!("{name}.png"));
-    let err = |path: &Path, e: String| ReportError::Write { path: path.to_owned(), message: e };
-    {
-        let root = SVGBackend::new(&svg, (900, 450)).into_drawing_area();
-        draw(&root, title, seconds, spans).map_err(|e| err(&svg, e))?;
-        root.present().map_err(|e| err(&svg, e.to_string()))?;
+    render(out, name, (900, 450), &Chart { title, seconds, spans })
+}
+
+struct Chart<'a> {
+    title: &'a str,
+    seconds: &'a [LatencySecond],
+    spans: &'a [PhaseSpan],
+}
+
+impl Drawing for Chart<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        draw(root, self.title, self.seconds, self.spans)
     }
-    {
-        let root = BitMapBackend::new(&png, (900, 450)).into_drawing_area();
-        draw(&root, title, seconds, spans).map_err(|e| err(&png, e))?;
-        root.present().map_err(|e| err(&png, e.to_string()))?;
-    }
-    Ok(vec![svg, png])
 }
 
 fn draw<DB: DrawingBackend>(
@@ -189,12 +187,5 @@ fn draw<DB: DrawingBackend>(
             chart.draw_series(points.iter().map(|p| Circle::new(*p, 2, color.filled()))).map_err(e)?;
         }
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()
-        .map_err(e)?;
-    Ok(())
+    legend(&mut chart)
 }
