@@ -1,7 +1,8 @@
 //! `cargo xtask bench-io500`: the real io500 (built from shared/vendor by `xtask vendor`) and
 //! `pvfsctl bench --preset io500` (the built-in engine through a real agent) on the same file
 //! system, with the same knobs, at each task count, in interleaved rounds (the order turned
-//! each round); each phase's figure and the score side by side, medians and their ratio.
+//! each round); each phase's figure and the score side by side, medians, their ratio and its
+//! 95 % bootstrap interval, and whether that interval puts the phase within ±5 % of io500.
 //!
 //! The agent is `pvfsctl demo --agents 1 --hold`'s: one real agent on loopback over mTLS, whose
 //! mount directory is on this machine's disk; io500 writes in a directory beside the agent's
@@ -20,8 +21,9 @@ use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
 pub struct Io500Args {
-    /// Rounds of each tool at each task count (the median is reported).
-    #[arg(long, default_value_t = 3)]
+    /// Rounds of each tool at each task count (the median is reported, with a bootstrap
+    /// interval on each ratio).
+    #[arg(long, default_value_t = 5)]
     pub rounds: usize,
     /// Task counts: io500's ranks, and pvfs's tasks on the one client.
     #[arg(long, value_delimiter = ',', default_value = "1,2")]
@@ -101,31 +103,53 @@ pub fn run(args: &Io500Args) -> anyhow::Result<()> {
         args.stonewall,
         args.rounds
     );
-    println!("{:>5} {:<20} {:>14} {:>14} {:>8}", "tasks", "phase", "io500", "pvfs", "ratio");
+    println!(
+        "{:>5} {:<20} {:>14} {:>14} {:>8} {:>18}  {}",
+        "tasks", "phase", "io500", "pvfs", "ratio", "95 % interval", "within ±5 %?"
+    );
     for &tasks in &args.tasks {
         let real = &figures[&(tasks, "io500")];
         let ours = &figures[&(tasks, "pvfs")];
         let names: Vec<String> = real[0].iter().filter(|p| p.scored).map(|p| p.name.clone()).collect();
         for name in names {
-            let of = |runs: &[Vec<PhaseResult>]| {
-                let mut v: Vec<f64> =
-                    runs.iter().filter_map(|r| r.iter().find(|p| p.name == name)).map(|p| p.value).collect();
-                util::median(&mut v)
+            let of = |runs: &[Vec<PhaseResult>]| -> Vec<f64> {
+                runs.iter().filter_map(|r| r.iter().find(|p| p.name == name)).map(|p| p.value).collect()
             };
             let unit = real[0].iter().find(|p| p.name == name).map_or("", |p| unit(p));
             let (a, b) = (of(real), of(ours));
             println!(
-                "{tasks:>5} {name:<20} {:>14} {:>14} {:>8.3}",
-                format!("{a:.3} {unit}"),
-                format!("{b:.3}"),
-                b / a
+                "{tasks:>5} {name:<20} {:>14} {:>14} {}",
+                format!("{:.3} {unit}", util::median(&mut a.clone())),
+                format!("{:.3}", util::median(&mut b.clone())),
+                compared(&b, &a)
             );
         }
-        let mut score = |tool| scores.get_mut(&(tasks, tool)).map_or(f64::NAN, |v| util::median(v));
-        let (a, b) = (score("io500"), score("pvfs"));
-        println!("{tasks:>5} {:<20} {a:>14.3} {b:>14.3} {:>8.3}", "SCORE", b / a);
+        let (a, b) = (&scores[&(tasks, "io500")], &scores[&(tasks, "pvfs")]);
+        println!(
+            "{tasks:>5} {:<20} {:>14.3} {:>14.3} {}",
+            "SCORE",
+            util::median(&mut a.clone()),
+            util::median(&mut b.clone()),
+            compared(b, a)
+        );
     }
     Ok(())
+}
+
+/// pvfs's rounds against io500's: the ratio of medians, its 95 % bootstrap interval, and what
+/// the interval says of the ±5 % goal — inside, outside, or undecided (these rounds cannot
+/// tell).
+fn compared(pvfs: &[f64], io500: &[f64]) -> String {
+    let ratio = util::median(&mut pvfs.to_vec()) / util::median(&mut io500.to_vec());
+    let (lo, hi) = util::ratio_interval(pvfs, io500);
+    let verdict = if lo >= 0.95 && hi <= 1.05 {
+        "within"
+    } else if hi < 0.95 || lo > 1.05 {
+        "outside"
+    } else {
+        "undecided"
+    };
+    format!("{ratio:>8.3} {:>18}  {verdict}", format!("[{lo:.3}, {hi:.3}]"))
 }
 
 fn unit(p: &PhaseResult) -> &'static str {

@@ -6,7 +6,9 @@
 //! its size is the given one. io500's figure is the files scanned over the time taken.
 //!
 //! Directories are opened through their parent without following symlinks, and nothing is
-//! ever followed: a symlink is a file scanned, as pfind counts it.
+//! ever followed: a symlink is a file scanned, as pfind counts it. A match is looked at by its
+//! whole path, as pfind's `find_do_lstat` does (`Dir::stat_by_path`), so the lookups it costs
+//! are in the figure.
 //!
 //! Across clients ([`Share`]) the directories are split by a hash of their path below the
 //! root: each client scans the ones it owns, so every file is scanned once by the run. A
@@ -199,7 +201,8 @@ fn read(
             return Ok(());
         }
         if needs_stat {
-            let Ok(st) = dir.lstat_at(name) else {
+            // pfind looks at a match by its whole path from the root (`find_do_lstat`).
+            let Ok(st) = dir.stat_by_path(name_str()) else {
                 counts.errors += 1;
                 return Ok(());
             };

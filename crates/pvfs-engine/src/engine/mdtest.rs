@@ -289,7 +289,8 @@ impl Items<'_> {
             let mut bytes = 0;
             match self.phase {
                 MdtestPhase::DirCreate => dir.mkdir(&sub)?,
-                MdtestPhase::DirStat => drop(dir.stat(&sub)?),
+                // mdtest stats each item by its whole path (`Dir::stat_by_path`).
+                MdtestPhase::DirStat => drop(dir.stat_by_path(&sub)?),
                 MdtestPhase::DirRemove => dir.remove_dir(&sub)?,
                 MdtestPhase::FileCreate => {
                     let mut created = dir.create_new(&file, 0o644)?;
@@ -306,7 +307,7 @@ impl Items<'_> {
                         bytes = p.write_bytes;
                     }
                 }
-                MdtestPhase::FileStat => drop(dir.stat(&file)?),
+                MdtestPhase::FileStat => drop(dir.stat_by_path(&file)?),
                 MdtestPhase::FileRead => {
                     let mut opened = dir.open_read(&file, nix::fcntl::OFlag::empty())?;
                     let io = |e| FileError::io("read", dir.path().join(&file), e);
