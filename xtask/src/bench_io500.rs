@@ -104,8 +104,8 @@ pub fn run(args: &Io500Args) -> anyhow::Result<()> {
         args.rounds
     );
     println!(
-        "{:>5} {:<20} {:>14} {:>14} {:>8} {:>18}  {}",
-        "tasks", "phase", "io500", "pvfs", "ratio", "95 % interval", "within ±5 %?"
+        "{:>5} {:<20} {:>14} {:>14} {:>8} {:>18}  within ±5 %?",
+        "tasks", "phase", "io500", "pvfs", "ratio", "95 % interval"
     );
     for &tasks in &args.tasks {
         let real = &figures[&(tasks, "io500")];
