@@ -1,5 +1,6 @@
 //! Fuzzing the `/proc` readers: the sampler (diskstats, net/dev, stat, meminfo, loadavg), the
-//! rates between two samples, and the node facts (cpuinfo, meminfo, uptime, os-release). The
+//! rates between two samples, the node facts (cpuinfo, meminfo, uptime, os-release), and
+//! Lustre's stats and `lctl get_param` output (`lustre`). The
 //! agent reads these every second as root; a kernel of another version, a container's fake
 //! /proc or a broken file must give a sample or an error, never a panic, and never more than
 //! linear work.
@@ -152,6 +153,38 @@ proptest! {
     fn fuzz_proc_facts_random_bytes(which in 0..FACTS.len(), text in random_text()) {
         facts_of(which, &text);
     }
+
+    #[test]
+    fn fuzz_lustre_mutated_outputs(text in pvfs_host::testing::fuzz::mutated(lustre_corpus(), HOSTILE)) {
+        lustre_of(&text);
+    }
+
+    #[test]
+    fn fuzz_lustre_random_bytes(text in random_text()) {
+        lustre_of(&text);
+    }
+}
+
+/// The real `lctl get_param` outputs of the `lustre` tests.
+fn lustre_corpus() -> Vec<Vec<u8>> {
+    ["valid_valid.txt", "valid_ex8761-lctl.txt", "valid_lustre-2-14-0_client_llite_client.txt"]
+        .iter()
+        .map(|f| {
+            std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/lustre").join(f))
+                .unwrap()
+        })
+        .collect()
+}
+
+/// Every parameter is a piece of the text, in order, and every stats value reads or fails.
+fn lustre_of(text: &str) {
+    let params = crate::lustre::lctl_params(text);
+    assert!(params.windows(2).all(|w| w[0].line < w[1].line), "{params:?}");
+    for p in &params {
+        assert!(text.contains(p.name) && text.contains(p.value), "{p:?}");
+        let _ = crate::lustre::parse_stats(p.value);
+    }
+    let _ = crate::lustre::parse_stats(text);
 }
 
 /// A set of host files: (path under the root, contents).

@@ -10,6 +10,7 @@
 //!   `pvfsctl top --json` and `pvfs-agent metrics --json` print.
 //! - [`processes`]: the busiest processes by CPU and I/O, read only while a reader asks.
 //! - [`ring`]: the agent's bounded, compact history of samples, read by cursor.
+//! - [`lustre`]: Lustre's own counters in the kernel's text (stats files, `lctl get_param`).
 //! - [`ganglia`]: Ganglia's XML (gmond's host element and standard metrics), written by the
 //!   agent's gmond drop-in and by serve's gmetad interface.
 
@@ -18,6 +19,7 @@ pub mod facts;
 mod fuzz;
 pub mod ganglia;
 pub mod line;
+pub mod lustre;
 pub mod processes;
 pub mod rates;
 pub mod ring;
