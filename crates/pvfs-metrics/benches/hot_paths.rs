@@ -2,7 +2,7 @@
 //! open, read again from offset 0), turn two samples into iostat/sar rates, append the sample to
 //! the history ring and read it back by cursor; and what an agent does each second only while
 //! someone asks for its processes: scan every process's stat and io and pick the top 5 by CPU
-//! and by I/O. `cargo bench -p pvfs-metrics`.
+//! and by I/O; and parsing a Lustre server's counters. `cargo bench -p pvfs-metrics`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use pvfs_host::Root;
@@ -62,5 +62,25 @@ fn processes(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, sampling, rates, ring, processes);
+/// Lustre's counters as a server prints them (issue 29): a 2.14 server's 93 KB `lctl get_param`
+/// output with every export's stats, split into parameters and every stats parameter parsed —
+/// the figure to put beside lustre_collector's 2.8 ms for the same file (ARCHITECTURE.md).
+fn lustre(c: &mut Criterion) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/lustre/valid_lustre-2.14.0_ddn133_2.14.0_ddn133_exports.txt");
+    let text = std::fs::read_to_string(&path).expect("the exports fixture");
+    c.bench_function(&format!("lustre: a {} KB lctl output's parameters and stats", text.len() >> 10), |b| {
+        b.iter(|| {
+            let params = pvfs_metrics::lustre::lctl_params(black_box(&text));
+            let stats: Vec<_> = params
+                .iter()
+                .filter(|p| p.name.ends_with(".stats") || p.name.ends_with(".md_stats"))
+                .map(|p| pvfs_metrics::lustre::parse_stats(p.value))
+                .collect();
+            black_box((params.len(), stats))
+        })
+    });
+}
+
+criterion_group!(benches, sampling, rates, ring, processes, lustre);
 criterion_main!(benches);
