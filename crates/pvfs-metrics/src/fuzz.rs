@@ -167,13 +167,18 @@ proptest! {
 
 /// The real `lctl get_param` outputs of the `lustre` tests.
 fn lustre_corpus() -> Vec<Vec<u8>> {
-    ["valid_valid.txt", "valid_ex8761-lctl.txt", "valid_lustre-2-14-0_client_llite_client.txt"]
-        .iter()
-        .map(|f| {
-            std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/lustre").join(f))
-                .unwrap()
-        })
-        .collect()
+    [
+        "valid_valid.txt",
+        "valid_ex8761-lctl.txt",
+        "valid_lustre-2-14-0_client_llite_client.txt",
+        "brw_stats_with_data.txt",
+    ]
+    .iter()
+    .map(|f| {
+        std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/lustre").join(f))
+            .unwrap()
+    })
+    .collect()
 }
 
 /// Every parameter is a piece of the text, in order, and every stats value reads or fails.
@@ -183,8 +188,10 @@ fn lustre_of(text: &str) {
     for p in &params {
         assert!(text.contains(p.name) && text.contains(p.value), "{p:?}");
         let _ = crate::lustre::parse_stats(p.value);
+        let _ = crate::lustre::parse_brw_stats(p.value);
     }
     let _ = crate::lustre::parse_stats(text);
+    let _ = crate::lustre::parse_brw_stats(text);
 }
 
 /// A set of host files: (path under the root, contents).

@@ -6,6 +6,10 @@
 //!   `start_time` and `elapsed_time`) in `secs.nsecs` (`secs.usecs` before 2.12), then a line
 //!   per counter that has counted: `NAME COUNT samples [UNIT]`, with `MIN MAX SUM` for the
 //!   counters that keep them and `SUMSQUARE` for those that keep that too.
+//! - [`parse_brw_stats`]: an OSD's `brw_stats` (`osd-*.*.brw_stats`, lustre/osd-ldiskfs's
+//!   `brw_stats_show`): its times, then histograms of read and write RPCs and I/Os — pages per
+//!   bulk RPC, discontiguous pages and blocks, fragments, I/Os in flight, I/O time, I/O size,
+//!   block maps — each a titled table of `BUCKET: COUNT % CUM% | COUNT % CUM%` rows.
 //! - [`lctl_params`]: `lctl get_param`'s output split into its parameters: `NAME=VALUE` on
 //!   one line, or `NAME=` and the value on the lines after it (a stats file, brw_stats,
 //!   job_stats), up to the next parameter's line.
@@ -113,6 +117,118 @@ pub fn parse_stats(text: &str) -> Result<Stats, StatsError> {
         });
     }
     Ok(stats)
+}
+
+/// An OSD's brw_stats.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BrwStats {
+    pub snapshot_time: Option<f64>,
+    pub start_time: Option<f64>,
+    pub elapsed_time: Option<f64>,
+    /// Its tables in the kernel's order (one with no rows has no buckets).
+    pub histograms: Vec<BrwHistogram>,
+}
+
+/// One brw_stats table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrwHistogram {
+    /// lustre_collector's (and so lustrefs-exporter's) name for it: `pages`, `discont_pages`,
+    /// `discont_blocks`, `dio_frags`, `rpc_hist`, `io_time`, `disk_iosize`, `block_maps_msec`;
+    /// a table Lustre adds later is named by its title.
+    pub name: String,
+    /// As printed: `pages per bulk r/w`.
+    pub title: String,
+    /// What the rows count: `rpcs`, `ios`, `maps`.
+    pub unit: String,
+    pub buckets: Vec<BrwBucket>,
+}
+
+/// A row: the bucket (`1K` read as 1024) and the read and write counts in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BrwBucket {
+    pub name: u64,
+    pub read: u64,
+    pub write: u64,
+}
+
+/// The tables' titles and lustre_collector's names for them.
+const BRW_NAMES: [(&str, &str); 8] = [
+    ("pages per bulk r/w", "pages"),
+    ("discontiguous pages", "discont_pages"),
+    ("discontiguous blocks", "discont_blocks"),
+    ("disk fragmented I/Os", "dio_frags"),
+    ("disk I/Os in flight", "rpc_hist"),
+    ("I/O time (1/1000s)", "io_time"),
+    ("disk I/O size", "disk_iosize"),
+    ("block maps msec", "block_maps_msec"),
+];
+
+/// Reads one brw_stats file's text.
+pub fn parse_brw_stats(text: &str) -> Result<BrwStats, StatsError> {
+    let mut stats = BrwStats::default();
+    for (i, line) in text.lines().enumerate() {
+        let err = |why| StatsError { line: i + 1, text: line.to_owned(), why };
+        let trimmed = line.trim();
+        // Blank, and the `read | write` line above each table's title.
+        if trimmed.is_empty() || (trimmed.starts_with("read") && trimmed.ends_with("write")) {
+            continue;
+        }
+        let mut words = trimmed.split_ascii_whitespace();
+        let first = words.next().unwrap_or_default();
+        let time = match first {
+            "snapshot_time:" => Some(&mut stats.snapshot_time),
+            "start_time:" => Some(&mut stats.start_time),
+            "elapsed_time:" => Some(&mut stats.elapsed_time),
+            _ => None,
+        };
+        if let Some(slot) = time {
+            // `1688603042.553844832 secs.nsecs`, or before 2.15 `… (secs.nsecs)`.
+            let value = words.next().ok_or_else(|| err("a time without its value"))?;
+            *slot = Some(seconds(value).ok_or_else(|| err("a time that is not secs.fraction"))?);
+            continue;
+        }
+        // A title: `pages per bulk r/w     rpcs  % cum % |  rpcs        % cum %`.
+        if let Some(head) = trimmed.split('|').next().and_then(|h| h.trim_end().strip_suffix("% cum %")) {
+            let head = head.trim_end();
+            let (title, unit) = head
+                .rsplit_once(char::is_whitespace)
+                .ok_or_else(|| err("a table's title without its unit"))?;
+            let title = title.trim();
+            let name = BRW_NAMES.iter().find(|(t, _)| *t == title).map_or(title, |(_, n)| n);
+            stats.histograms.push(BrwHistogram {
+                name: name.to_owned(),
+                title: title.to_owned(),
+                unit: unit.to_owned(),
+                buckets: Vec::new(),
+            });
+            continue;
+        }
+        // A row: `1K:  0   0   0   |    8  88 100`.
+        let (label, rest) =
+            trimmed.split_once(':').ok_or_else(|| err("neither a time, a title nor a row"))?;
+        let name = bucket(label).ok_or_else(|| err("a bucket that is not a number (with K, M or G)"))?;
+        let (read, write) =
+            rest.split_once('|').ok_or_else(|| err("a row without `|` between read and write"))?;
+        let count = |side: &str| side.split_ascii_whitespace().next().and_then(|c| c.parse::<u64>().ok());
+        let (Some(read), Some(write)) = (count(read), count(write)) else {
+            return Err(err("a row whose read or write count is not a whole number"));
+        };
+        let table = stats.histograms.last_mut().ok_or_else(|| err("a row before any table's title"))?;
+        table.buckets.push(BrwBucket { name, read, write });
+    }
+    Ok(stats)
+}
+
+/// A bucket's label: `32`, `1K` (1024), `1M`, `2G`.
+fn bucket(label: &str) -> Option<u64> {
+    let label = label.trim();
+    let (digits, scale) = match label.as_bytes().last()? {
+        b'K' | b'k' => (&label[..label.len() - 1], 1u64 << 10),
+        b'M' | b'm' => (&label[..label.len() - 1], 1 << 20),
+        b'G' | b'g' => (&label[..label.len() - 1], 1 << 30),
+        _ => (label, 1),
+    };
+    digits.parse::<u64>().ok()?.checked_mul(scale)
 }
 
 /// `SECS.FRACTION` as seconds (the fraction's digits say its unit: 9 nanoseconds, 6 micro).
@@ -255,6 +371,72 @@ mod tests {
             .unwrap();
         let ioctl = parse_stats(client.value).unwrap().get("ioctl").cloned().unwrap();
         assert_eq!((ioctl.samples, ioctl.units.as_str(), ioctl.min), (114, "reqs", None), "a count alone");
+    }
+
+    /// brw_stats of Lustre 2.10 (`(secs.nsecs)`, tables with rows) and 2.15 (start and
+    /// elapsed times, empty tables): every table named as lustre_collector names it, each row's
+    /// bucket and counts.
+    #[test]
+    fn brw_stats_read_table_by_table() {
+        let with_data = parse_brw_stats(&fixture("brw_stats_with_data.txt")).unwrap();
+        assert!(with_data.snapshot_time.is_some_and(|t| (t - 1_534_158_712.738_772_9).abs() < 1e-6));
+        let names: Vec<&str> = with_data.histograms.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "pages",
+                "discont_pages",
+                "discont_blocks",
+                "dio_frags",
+                "rpc_hist",
+                "io_time",
+                "disk_iosize",
+                "block_maps_msec"
+            ]
+        );
+        let pages = &with_data.histograms[0];
+        assert_eq!((pages.title.as_str(), pages.unit.as_str()), ("pages per bulk r/w", "rpcs"));
+        assert_eq!(pages.buckets.last(), Some(&BrwBucket { name: 1024, read: 0, write: 8 }), "1K: 8 writes");
+        let size = &with_data.histograms[6];
+        assert_eq!(size.buckets[0], BrwBucket { name: 128 << 10, read: 0, write: 1 });
+        assert_eq!(size.buckets[3], BrwBucket { name: 1 << 20, read: 0, write: 32 });
+        let maps = &with_data.histograms[7];
+        assert_eq!(
+            (maps.unit.as_str(), maps.buckets[0]),
+            ("maps", BrwBucket { name: 1, read: 12689, write: 0 })
+        );
+        let empty = parse_brw_stats(&fixture("brw_stats_empty.txt")).unwrap();
+        assert!(
+            empty.histograms.iter().all(|h| h.buckets.is_empty()) && empty.histograms.len() >= 3,
+            "{empty:?}"
+        );
+        // A 2.15 server's, inside its lctl output.
+        let text = fixture("valid_valid.txt");
+        let ost =
+            lctl_params(&text).into_iter().find(|p| p.name == "osd-ldiskfs.ai400-OST0000.brw_stats").unwrap();
+        let brw = parse_brw_stats(ost.value).unwrap();
+        assert!(brw.start_time.is_some() && brw.elapsed_time.is_some(), "{brw:?}");
+        assert!(brw.histograms.iter().any(|h| !h.buckets.is_empty()), "{brw:?}");
+        // Every brw_stats of every server output reads.
+        for name in ["valid_valid.txt", "valid_ex8761-lctl.txt", "valid_params-6.2.0-r9.txt"] {
+            let text = fixture(name);
+            for p in lctl_params(&text).into_iter().filter(|p| p.name.ends_with(".brw_stats")) {
+                let brw = parse_brw_stats(p.value).unwrap_or_else(|e| panic!("{name}: {}: {e}", p.name));
+                assert!(brw.histograms.len() >= 3 && brw.snapshot_time.is_some(), "{name}: {}", p.name);
+            }
+        }
+        for (bad, why) in [
+            ("1X: 0 0 0 | 0 0 0", "a bucket that is not a number (with K, M or G)"),
+            ("1K: 0 0 0 0 0 0", "a row without `|` between read and write"),
+            ("4: x 0 0 | 0 0 0", "a row whose read or write count is not a whole number"),
+        ] {
+            let err = parse_brw_stats(&format!(
+                "pages per bulk r/w     rpcs  % cum % |  rpcs        % cum %\n{bad}\n"
+            ))
+            .unwrap_err();
+            assert_eq!((err.line, err.why), (2, why), "{bad}");
+        }
+        assert_eq!(parse_brw_stats("4: 1 0 0 | 0 0 0").unwrap_err().why, "a row before any table's title");
     }
 
     /// Lustre before 2.12 printed `secs.usecs`; a line out of the format is named with why.
