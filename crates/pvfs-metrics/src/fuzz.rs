@@ -189,6 +189,7 @@ fn lustre_of(text: &str) {
         assert!(text.contains(p.name) && text.contains(p.value), "{p:?}");
         let _ = crate::lustre::parse_stats(p.value);
         let _ = crate::lustre::parse_brw_stats(p.value);
+        let _ = crate::lustre::parse_recovery_status(p.value);
     }
     let _ = crate::lustre::parse_stats(text);
     let _ = crate::lustre::parse_brw_stats(text);

@@ -10,6 +10,9 @@
 //!   `brw_stats_show`): its times, then histograms of read and write RPCs and I/Os — pages per
 //!   bulk RPC, discontiguous pages and blocks, fragments, I/Os in flight, I/O time, I/O size,
 //!   block maps — each a titled table of `BUCKET: COUNT % CUM% | COUNT % CUM%` rows.
+//! - [`parse_recovery_status`]: a target's `recovery_status` (`KEY: VALUE` lines, as
+//!   `lprocfs_recovery_status_seq_show` prints them: `status: COMPLETE`, `RECOVERING`,
+//!   `WAITING_FOR_CLIENTS`, `INACTIVE`, and the clients and requests counted).
 //! - [`lctl_params`]: `lctl get_param`'s output split into its parameters: `NAME=VALUE` on
 //!   one line, or `NAME=` and the value on the lines after it (a stats file, brw_stats,
 //!   job_stats), up to the next parameter's line.
@@ -231,6 +234,61 @@ fn bucket(label: &str) -> Option<u64> {
     digits.parse::<u64>().ok()?.checked_mul(scale)
 }
 
+/// A target's recovery status: its state and every `KEY: VALUE` the kernel printed with it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RecoveryStatus {
+    /// `COMPLETE`, `RECOVERING`, `WAITING_FOR_CLIENTS`, `INACTIVE`, … as printed.
+    pub status: String,
+    /// The other lines, in order: `recovery_duration` → `150`, `completed_clients` → `4/8`, ….
+    pub fields: Vec<(String, String)>,
+}
+
+impl RecoveryStatus {
+    /// A field that is a whole number: `recovery_duration`, `time_remaining`, `replayed_requests`.
+    pub fn number(&self, key: &str) -> Option<u64> {
+        self.field(key)?.parse().ok()
+    }
+
+    /// A field of clients, `DONE/ALL`: `completed_clients`, `connected_clients`.
+    pub fn clients(&self, key: &str) -> Option<(u64, u64)> {
+        let (done, all) = self.field(key)?.split_once('/')?;
+        Some((done.trim().parse().ok()?, all.trim().parse().ok()?))
+    }
+
+    fn field(&self, key: &str) -> Option<&str> {
+        self.fields.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+}
+
+/// Reads one `recovery_status` value.
+pub fn parse_recovery_status(text: &str) -> Result<RecoveryStatus, StatsError> {
+    let mut status = RecoveryStatus::default();
+    for (i, line) in text.lines().enumerate() {
+        let err = |why| StatsError { line: i + 1, text: line.to_owned(), why };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (key, value) = line.split_once(':').ok_or_else(|| err("not a `KEY: VALUE` line"))?;
+        let (key, value) = (key.trim(), value.trim());
+        if key.is_empty() || key.contains(char::is_whitespace) {
+            return Err(err("not a `KEY: VALUE` line"));
+        }
+        if key == "status" {
+            status.status = value.to_owned();
+        } else {
+            status.fields.push((key.to_owned(), value.to_owned()));
+        }
+    }
+    if status.status.is_empty() {
+        return Err(StatsError {
+            line: 1,
+            text: text.lines().next().unwrap_or_default().to_owned(),
+            why: "no `status:` line",
+        });
+    }
+    Ok(status)
+}
+
 /// `SECS.FRACTION` as seconds (the fraction's digits say its unit: 9 nanoseconds, 6 micro).
 fn seconds(text: &str) -> Option<f64> {
     let (secs, fraction) = text.split_once('.').unwrap_or((text, "0"));
@@ -437,6 +495,37 @@ mod tests {
             assert_eq!((err.line, err.why), (2, why), "{bad}");
         }
         assert_eq!(parse_brw_stats("4: 1 0 0 | 0 0 0").unwrap_err().why, "a row before any table's title");
+    }
+
+    /// Recovery status, complete and waiting (the one-line form lctl prints for a target that
+    /// has only its status), each target's by its parameter.
+    #[test]
+    fn recovery_status_reads_its_state_and_counts() {
+        let text = fixture("recovery-waiting-for-clients.txt");
+        let targets: Vec<(&str, RecoveryStatus)> = lctl_params(&text)
+            .into_iter()
+            .map(|p| (p.name, parse_recovery_status(p.value).unwrap_or_else(|e| panic!("{}: {e}", p.name))))
+            .collect();
+        let of = |name: &str| &targets.iter().find(|(n, _)| *n == name).unwrap_or_else(|| panic!("{name}")).1;
+        let mdt = of("mdt.fs-MDT0000.recovery_status");
+        assert_eq!(mdt.status, "COMPLETE");
+        assert_eq!(
+            (mdt.number("recovery_duration"), mdt.clients("completed_clients")),
+            (Some(1760), Some((3, 7)))
+        );
+        assert_eq!(mdt.number("last_transno"), Some(4294967310));
+        assert_eq!(of("mdt.fs-MDT0002.recovery_status").status, "WAITING_FOR_CLIENTS");
+        assert_eq!(of("obdfilter.fs-OST0004.recovery_status").fields, []);
+        assert_eq!(targets.len(), 5);
+        let multiple = fixture("recovery-multiple.txt");
+        let all: Vec<RecoveryStatus> =
+            lctl_params(&multiple).iter().map(|p| parse_recovery_status(p.value).unwrap()).collect();
+        assert_eq!(all.len(), 3);
+        assert!(all.iter().all(|s| s.status == "COMPLETE" && s.clients("completed_clients").is_some()));
+        assert_eq!(all[2].field("IR"), Some("ENABLED"), "the last line, without its newline");
+        let err = parse_recovery_status("status: RECOVERING\ntime remaining 30\n").unwrap_err();
+        assert_eq!((err.line, err.why), (2, "not a `KEY: VALUE` line"));
+        assert_eq!(parse_recovery_status("recovery_start: 5\n").unwrap_err().why, "no `status:` line");
     }
 
     /// Lustre before 2.12 printed `secs.usecs`; a line out of the format is named with why.
