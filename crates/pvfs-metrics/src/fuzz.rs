@@ -193,6 +193,7 @@ fn lustre_of(text: &str) {
     }
     let _ = crate::lustre::parse_stats(text);
     let _ = crate::lustre::parse_brw_stats(text);
+    let _ = crate::lustre::parse_lnet_stats(text);
 }
 
 /// A set of host files: (path under the root, contents).

@@ -13,6 +13,8 @@
 //! - [`parse_recovery_status`]: a target's `recovery_status` (`KEY: VALUE` lines, as
 //!   `lprocfs_recovery_status_seq_show` prints them: `status: COMPLETE`, `RECOVERING`,
 //!   `WAITING_FOR_CLIENTS`, `INACTIVE`, and the clients and requests counted).
+//! - [`parse_lnet_stats`]: `lnetctl stats show`'s YAML: LNet's message and byte counters
+//!   (`send_count`, `recv_length`, `drop_count`, …) under `statistics:`.
 //! - [`lctl_params`]: `lctl get_param`'s output split into its parameters: `NAME=VALUE` on
 //!   one line, or `NAME=` and the value on the lines after it (a stats file, brw_stats,
 //!   job_stats), up to the next parameter's line.
@@ -289,6 +291,37 @@ pub fn parse_recovery_status(text: &str) -> Result<RecoveryStatus, StatsError> {
     Ok(status)
 }
 
+/// `lnetctl stats show`'s counters, by name, in its order.
+pub fn parse_lnet_stats(text: &str) -> Result<Vec<(String, u64)>, StatsError> {
+    let mut counters = Vec::new();
+    let mut inside = false;
+    for (i, line) in text.lines().enumerate() {
+        let err = |why| StatsError { line: i + 1, text: line.to_owned(), why };
+        if line.trim().is_empty() {
+            continue;
+        }
+        if !line.starts_with(char::is_whitespace) {
+            // A top-level key: the counters are under `statistics:` only.
+            inside = line.trim_end() == "statistics:";
+            continue;
+        }
+        if !inside {
+            continue;
+        }
+        let (key, value) = line.trim().split_once(':').ok_or_else(|| err("not a `key: value` line"))?;
+        let value = value.trim().parse::<u64>().map_err(|_| err("a counter that is not a whole number"))?;
+        counters.push((key.trim().to_owned(), value));
+    }
+    if counters.is_empty() {
+        return Err(StatsError {
+            line: 1,
+            text: text.lines().next().unwrap_or_default().to_owned(),
+            why: "no counters under `statistics:`",
+        });
+    }
+    Ok(counters)
+}
+
 /// `SECS.FRACTION` as seconds (the fraction's digits say its unit: 9 nanoseconds, 6 micro).
 fn seconds(text: &str) -> Option<f64> {
     let (secs, fraction) = text.split_once('.').unwrap_or((text, "0"));
@@ -526,6 +559,24 @@ mod tests {
         let err = parse_recovery_status("status: RECOVERING\ntime remaining 30\n").unwrap_err();
         assert_eq!((err.line, err.why), (2, "not a `KEY: VALUE` line"));
         assert_eq!(parse_recovery_status("recovery_start: 5\n").unwrap_err().why, "no `status:` line");
+    }
+
+    #[test]
+    fn lnet_counters_read_by_name() {
+        let counters = parse_lnet_stats(&fixture("lnetctl_stats.txt")).unwrap();
+        let of = |name: &str| counters.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+        assert_eq!(
+            (of("send_count"), of("recv_count"), of("drop_count")),
+            (Some(1110532), Some(1110512), Some(11))
+        );
+        assert_eq!((of("send_length"), of("drop_length")), (Some(261865376), Some(4832)));
+        assert_eq!(counters.first().map(|(n, _)| n.as_str()), Some("msgs_alloc"));
+        let err = parse_lnet_stats("statistics:\n    send_count: many\n").unwrap_err();
+        assert_eq!((err.line, err.why), (2, "a counter that is not a whole number"));
+        assert_eq!(
+            parse_lnet_stats("net:\n    - net type: lo\n").unwrap_err().why,
+            "no counters under `statistics:`"
+        );
     }
 
     /// Lustre before 2.12 printed `secs.usecs`; a line out of the format is named with why.
