@@ -63,10 +63,12 @@ impl Stats {
     }
 }
 
-/// A line of a stats file that is not in its format.
+/// A line of Lustre's output that is not in its format.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("line {line} of a Lustre stats file: {why}: {text:?}")]
+#[error("line {line} of {what}: {why}: {text:?}")]
 pub struct StatsError {
+    /// What was being read: `a Lustre stats file`, `brw_stats`, ….
+    pub what: &'static str,
     /// 1-based, within the text given.
     pub line: usize,
     pub text: String,
@@ -77,7 +79,7 @@ pub struct StatsError {
 pub fn parse_stats(text: &str) -> Result<Stats, StatsError> {
     let mut stats = Stats::default();
     for (i, line) in text.lines().enumerate() {
-        let err = |why| StatsError { line: i + 1, text: line.to_owned(), why };
+        let err = |why| StatsError { what: "a Lustre stats file", line: i + 1, text: line.to_owned(), why };
         let mut words = line.split_ascii_whitespace();
         let Some(name) = words.next() else { continue };
         let time = match name {
@@ -172,7 +174,7 @@ const BRW_NAMES: [(&str, &str); 8] = [
 pub fn parse_brw_stats(text: &str) -> Result<BrwStats, StatsError> {
     let mut stats = BrwStats::default();
     for (i, line) in text.lines().enumerate() {
-        let err = |why| StatsError { line: i + 1, text: line.to_owned(), why };
+        let err = |why| StatsError { what: "Lustre's brw_stats", line: i + 1, text: line.to_owned(), why };
         let trimmed = line.trim();
         // Blank, and the `read | write` line above each table's title.
         if trimmed.is_empty() || (trimmed.starts_with("read") && trimmed.ends_with("write")) {
@@ -264,9 +266,10 @@ impl RecoveryStatus {
 
 /// Reads one `recovery_status` value.
 pub fn parse_recovery_status(text: &str) -> Result<RecoveryStatus, StatsError> {
+    const WHAT: &str = "Lustre's recovery_status";
     let mut status = RecoveryStatus::default();
     for (i, line) in text.lines().enumerate() {
-        let err = |why| StatsError { line: i + 1, text: line.to_owned(), why };
+        let err = |why| StatsError { what: WHAT, line: i + 1, text: line.to_owned(), why };
         if line.trim().is_empty() {
             continue;
         }
@@ -283,6 +286,7 @@ pub fn parse_recovery_status(text: &str) -> Result<RecoveryStatus, StatsError> {
     }
     if status.status.is_empty() {
         return Err(StatsError {
+            what: WHAT,
             line: 1,
             text: text.lines().next().unwrap_or_default().to_owned(),
             why: "no `status:` line",
@@ -293,10 +297,11 @@ pub fn parse_recovery_status(text: &str) -> Result<RecoveryStatus, StatsError> {
 
 /// `lnetctl stats show`'s counters, by name, in its order.
 pub fn parse_lnet_stats(text: &str) -> Result<Vec<(String, u64)>, StatsError> {
+    const WHAT: &str = "`lnetctl stats show`";
     let mut counters = Vec::new();
     let mut inside = false;
     for (i, line) in text.lines().enumerate() {
-        let err = |why| StatsError { line: i + 1, text: line.to_owned(), why };
+        let err = |why| StatsError { what: WHAT, line: i + 1, text: line.to_owned(), why };
         if line.trim().is_empty() {
             continue;
         }
@@ -314,6 +319,7 @@ pub fn parse_lnet_stats(text: &str) -> Result<Vec<(String, u64)>, StatsError> {
     }
     if counters.is_empty() {
         return Err(StatsError {
+            what: WHAT,
             line: 1,
             text: text.lines().next().unwrap_or_default().to_owned(),
             why: "no counters under `statistics:`",
