@@ -235,14 +235,20 @@ impl Barrier {
     }
 }
 
-/// How often a barrier's arrival is tried again after ESTALE.
+/// How often a barrier's arrival is tried again after ESTALE (or ENOENT opening what mkdir
+/// said exists).
 const STALE_RETRIES: u32 = 5;
 
-/// ESTALE: GlusterFS's FUSE client answers it when another client has just made the same new
-/// directory (seen in the e2e: two ranks on two clients meeting in a new barrier directory).
-/// Looking the path up afresh, as NFS clients do, finds the directory.
+/// What GlusterFS's FUSE client answers when another client has just made the same new
+/// directory, both seen in the e2e (two ranks on two clients meeting in a new barrier
+/// directory): ESTALE, or ENOENT opening the directory that `mkdir` has just said exists (DHT
+/// makes a directory on one brick after another). Looking the path up afresh, as NFS clients
+/// do, finds the directory.
 fn is_stale(e: &FileError) -> bool {
-    matches!(e, FileError::Io { source, .. } if source.raw_os_error() == Some(nix::errno::Errno::ESTALE as i32))
+    use nix::errno::Errno;
+    matches!(e, FileError::Io { op, source, .. }
+        if source.raw_os_error() == Some(Errno::ESTALE as i32)
+            || (*op == "open" && source.raw_os_error() == Some(Errno::ENOENT as i32)))
 }
 
 impl Barrier {
@@ -481,11 +487,17 @@ pub fn engine_args(workload: &Workload, dir: &Path, tasks_per_client: u32) -> Ve
 mod tests {
     use super::*;
 
-    /// Only ESTALE is looked up again: any other failure of an arrival is said at once.
+    /// Only ESTALE, and ENOENT opening a directory just made, are looked up again: any other
+    /// failure of an arrival is said at once.
     #[test]
     fn only_a_stale_handle_is_tried_again() {
         let stale = FileError::io("mkdir", "/m/.pvfs-barrier/0-read", std::io::Error::from_raw_os_error(116));
         assert!(is_stale(&stale));
+        let unseen = FileError::io("open", "/m/.pvfs-barrier/0-write", std::io::Error::from_raw_os_error(2));
+        assert!(is_stale(&unseen), "a directory another client is still making");
+        let no_parent =
+            FileError::io("mkdir", "/m/.pvfs-barrier/0-write", std::io::Error::from_raw_os_error(2));
+        assert!(!is_stale(&no_parent));
         let denied = FileError::io("mkdir", "/m/.pvfs-barrier/0-read", std::io::Error::from_raw_os_error(13));
         assert!(!is_stale(&denied));
         assert!(!is_stale(&FileError::Symlink { op: "mkdir", path: "/m".into() }));
