@@ -44,14 +44,41 @@ pub struct Stat {
     pub sumsquare: Option<u64>,
 }
 
-/// A whole stats file.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Stats {
-    /// When it was read (Unix seconds, to about 0.1 µs in an f64), as the kernel says.
+/// The times a stats or brw_stats file opens with (Unix seconds, to about 0.1 µs in an f64).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Times {
+    /// When it was read, as the kernel says.
     pub snapshot_time: Option<f64>,
     /// When its counters started (2.15 on), and the seconds since.
     pub start_time: Option<f64>,
     pub elapsed_time: Option<f64>,
+}
+
+impl Times {
+    /// Reads `name VALUE …` into its time when `name` is one (`snapshot_time`, or
+    /// `snapshot_time:` as brw_stats writes it); `None` when it is not a time's line.
+    fn read<'a>(
+        &mut self,
+        name: &str,
+        mut words: impl Iterator<Item = &'a str>,
+    ) -> Option<Result<(), &'static str>> {
+        let slot = match name.trim_end_matches(':') {
+            "snapshot_time" => &mut self.snapshot_time,
+            "start_time" => &mut self.start_time,
+            "elapsed_time" => &mut self.elapsed_time,
+            _ => return None,
+        };
+        // `1688603042.554414847 secs.nsecs`, `secs.usecs` before 2.12, `(secs.nsecs)` in
+        // brw_stats before 2.15.
+        let Some(value) = words.next() else { return Some(Err("a time without its value")) };
+        Some(seconds(value).map(|t| *slot = Some(t)).ok_or("a time that is not secs.fraction"))
+    }
+}
+
+/// A whole stats file.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Stats {
+    pub times: Times,
     /// The counters that have counted (the kernel leaves out those at 0), in its order.
     pub counters: Vec<Stat>,
 }
@@ -82,16 +109,8 @@ pub fn parse_stats(text: &str) -> Result<Stats, StatsError> {
         let err = |why| StatsError { what: "a Lustre stats file", line: i + 1, text: line.to_owned(), why };
         let mut words = line.split_ascii_whitespace();
         let Some(name) = words.next() else { continue };
-        let time = match name {
-            "snapshot_time" => Some(&mut stats.snapshot_time),
-            "start_time" => Some(&mut stats.start_time),
-            "elapsed_time" => Some(&mut stats.elapsed_time),
-            _ => None,
-        };
-        if let Some(slot) = time {
-            // `1688603042.554414847 secs.nsecs` (or `secs.usecs`).
-            let value = words.next().ok_or_else(|| err("a time without its value"))?;
-            *slot = Some(seconds(value).ok_or_else(|| err("a time that is not secs.fraction"))?);
+        if let Some(read) = stats.times.read(name, &mut words) {
+            read.map_err(err)?;
             continue;
         }
         let samples =
@@ -129,9 +148,7 @@ pub fn parse_stats(text: &str) -> Result<Stats, StatsError> {
 /// An OSD's brw_stats.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct BrwStats {
-    pub snapshot_time: Option<f64>,
-    pub start_time: Option<f64>,
-    pub elapsed_time: Option<f64>,
+    pub times: Times,
     /// Its tables in the kernel's order (one with no rows has no buckets).
     pub histograms: Vec<BrwHistogram>,
 }
@@ -182,16 +199,8 @@ pub fn parse_brw_stats(text: &str) -> Result<BrwStats, StatsError> {
         }
         let mut words = trimmed.split_ascii_whitespace();
         let first = words.next().unwrap_or_default();
-        let time = match first {
-            "snapshot_time:" => Some(&mut stats.snapshot_time),
-            "start_time:" => Some(&mut stats.start_time),
-            "elapsed_time:" => Some(&mut stats.elapsed_time),
-            _ => None,
-        };
-        if let Some(slot) = time {
-            // `1688603042.553844832 secs.nsecs`, or before 2.15 `… (secs.nsecs)`.
-            let value = words.next().ok_or_else(|| err("a time without its value"))?;
-            *slot = Some(seconds(value).ok_or_else(|| err("a time that is not secs.fraction"))?);
+        if let Some(read) = stats.times.read(first, &mut words) {
+            read.map_err(err)?;
             continue;
         }
         // A title: `pages per bulk r/w     rpcs  % cum % |  rpcs        % cum %`.
@@ -408,9 +417,9 @@ mod tests {
         // An f64 keeps a Unix time to about 0.1 µs, which is all a second's rate needs.
         let near =
             |t: Option<f64>, secs: f64, fraction: f64| t.is_some_and(|t| (t - secs - fraction).abs() < 1e-6);
-        assert!(near(stats.snapshot_time, 1_688_603_042.0, 0.554_414_847), "{stats:?}");
-        assert!(near(stats.start_time, 1_688_526_475.0, 0.271_489_35), "{stats:?}");
-        assert!(near(stats.elapsed_time, 76_567.0, 0.282_925_497), "{stats:?}");
+        assert!(near(stats.times.snapshot_time, 1_688_603_042.0, 0.554_414_847), "{stats:?}");
+        assert!(near(stats.times.start_time, 1_688_526_475.0, 0.271_489_35), "{stats:?}");
+        assert!(near(stats.times.elapsed_time, 76_567.0, 0.282_925_497), "{stats:?}");
         let write = stats.get("write_bytes").unwrap();
         assert_eq!(
             (write.samples, write.units.as_str(), write.min, write.max, write.sum, write.sumsquare),
@@ -444,7 +453,7 @@ mod tests {
                 p.name.ends_with("stats") && !p.name.ends_with("brw_stats") && !p.name.ends_with("job_stats")
             }) {
                 let stats = parse_stats(p.value).unwrap_or_else(|e| panic!("{name}: {}: {e}", p.name));
-                assert!(stats.snapshot_time.is_some(), "{name}: {}", p.name);
+                assert!(stats.times.snapshot_time.is_some(), "{name}: {}", p.name);
                 for s in &stats.counters {
                     if let (Some(min), Some(max), Some(sum)) = (s.min, s.max, s.sum) {
                         assert!(min <= max && max <= sum, "{name}: {}: {s:?}", p.name);
@@ -476,7 +485,7 @@ mod tests {
     #[test]
     fn brw_stats_read_table_by_table() {
         let with_data = parse_brw_stats(&fixture("brw_stats_with_data.txt")).unwrap();
-        assert!(with_data.snapshot_time.is_some_and(|t| (t - 1_534_158_712.738_772_9).abs() < 1e-6));
+        assert!(with_data.times.snapshot_time.is_some_and(|t| (t - 1_534_158_712.738_772_9).abs() < 1e-6));
         let names: Vec<&str> = with_data.histograms.iter().map(|h| h.name.as_str()).collect();
         assert_eq!(
             names,
@@ -512,14 +521,14 @@ mod tests {
         let ost =
             lctl_params(&text).into_iter().find(|p| p.name == "osd-ldiskfs.ai400-OST0000.brw_stats").unwrap();
         let brw = parse_brw_stats(ost.value).unwrap();
-        assert!(brw.start_time.is_some() && brw.elapsed_time.is_some(), "{brw:?}");
+        assert!(brw.times.start_time.is_some() && brw.times.elapsed_time.is_some(), "{brw:?}");
         assert!(brw.histograms.iter().any(|h| !h.buckets.is_empty()), "{brw:?}");
         // Every brw_stats of every server output reads.
         for name in ["valid_valid.txt", "valid_ex8761-lctl.txt", "valid_params-6.2.0-r9.txt"] {
             let text = fixture(name);
             for p in lctl_params(&text).into_iter().filter(|p| p.name.ends_with(".brw_stats")) {
                 let brw = parse_brw_stats(p.value).unwrap_or_else(|e| panic!("{name}: {}: {e}", p.name));
-                assert!(brw.histograms.len() >= 3 && brw.snapshot_time.is_some(), "{name}: {}", p.name);
+                assert!(brw.histograms.len() >= 3 && brw.times.snapshot_time.is_some(), "{name}: {}", p.name);
             }
         }
         for (bad, why) in [
@@ -590,7 +599,7 @@ mod tests {
     fn older_times_read_and_a_bad_line_is_named() {
         let old = "snapshot_time             1409777887.590578 secs.usecs\nping                      12 samples [reqs]\n";
         let stats = parse_stats(old).unwrap();
-        assert_eq!(stats.snapshot_time, Some(1409777887.590578));
+        assert_eq!(stats.times.snapshot_time, Some(1409777887.590578));
         assert_eq!(stats.counters[0].samples, 12);
         for (text, why) in [
             ("read_bytes  x samples [bytes]", "no sample count"),
