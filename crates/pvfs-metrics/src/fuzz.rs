@@ -172,6 +172,7 @@ fn lustre_corpus() -> Vec<Vec<u8>> {
         "valid_ex8761-lctl.txt",
         "valid_lustre-2-14-0_client_llite_client.txt",
         "brw_stats_with_data.txt",
+        "job_stats_ost.txt",
     ]
     .iter()
     .map(|f| {
@@ -194,6 +195,20 @@ fn lustre_of(text: &str) {
     let _ = crate::lustre::parse_stats(text);
     let _ = crate::lustre::parse_brw_stats(text);
     let _ = crate::lustre::parse_lnet_stats(text);
+    // job_stats' reader ends, and names a line of the text when it fails.
+    let mut reader = crate::lustre::jobstats::JobReader::new(text.as_bytes());
+    let mut job = crate::lustre::jobstats::Job::default();
+    let lines = text.lines().count().max(1);
+    loop {
+        match reader.next_job(&mut job) {
+            Ok(true) => assert!(reader.jobs <= lines),
+            Ok(false) => break,
+            Err(e) => {
+                assert!((1..=lines + 1).contains(&e.line), "{e}");
+                break;
+            }
+        }
+    }
 }
 
 /// A set of host files: (path under the root, contents).

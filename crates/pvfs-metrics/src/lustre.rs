@@ -18,6 +18,8 @@
 //! - [`lctl_params`]: `lctl get_param`'s output split into its parameters: `NAME=VALUE` on
 //!   one line, or `NAME=` and the value on the lines after it (a stats file, brw_stats,
 //!   job_stats), up to the next parameter's line.
+//! - [`jobstats`]: a target's `job_stats`, a job at a time in memory that does not grow with
+//!   the jobs.
 //!
 //! The model is lustre_collector's (`Stat`: name, units, samples, min, max, sum, sumsquare),
 //! so a later exporter can name things as lustrefs-exporter does. Written here rather than
@@ -28,6 +30,8 @@
 //! a process per second where the kernel's files can be read directly; its library also
 //! pulls in clap, serde_yaml (deprecated) and an exact pin of `combine`. The formats are
 //! line-oriented and small; a line scan does them.
+
+pub mod jobstats;
 
 /// One counter of a stats file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -344,8 +348,11 @@ fn seconds(text: &str) -> Option<f64> {
     if fraction.is_empty() || !fraction.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    let fraction: f64 = format!("0.{fraction}").parse().ok()?;
-    Some(secs as f64 + fraction)
+    // Read without allocating (job_stats has three times per job, tens of thousands of jobs):
+    // the first 18 digits are more than an f64 keeps.
+    let digits = &fraction[..fraction.len().min(18)];
+    let numerator: u64 = digits.parse().ok()?;
+    Some(secs as f64 + numerator as f64 / 10f64.powi(digits.len() as i32))
 }
 
 /// One parameter of `lctl get_param`'s output.
