@@ -18,6 +18,8 @@
 //! - [`lctl_params`]: `lctl get_param`'s output split into its parameters: `NAME=VALUE` on
 //!   one line, or `NAME=` and the value on the lines after it (a stats file, brw_stats,
 //!   job_stats), up to the next parameter's line.
+//! - [`params`]: where lctl finds a parameter (sysfs, debugfs, procfs, in its order), so the
+//!   agent reads the kernel's files; [`node`]: a node's targets in one second from them.
 //! - [`jobstats`]: a target's `job_stats`, a job at a time in memory that does not grow with
 //!   the jobs.
 //!
@@ -32,6 +34,8 @@
 //! line-oriented and small; a line scan does them.
 
 pub mod jobstats;
+pub mod node;
+pub mod params;
 
 /// One counter of a stats file.
 #[derive(Debug, Clone, PartialEq, Eq)]

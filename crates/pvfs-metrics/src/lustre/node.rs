@@ -1,0 +1,291 @@
+//! What Lustre says of one node in one second: each target's counters, space and state, read
+//! from the kernel's files where lctl finds them ([`super::params`]).
+//!
+//! A server's targets: an OST's `obdfilter.T.stats`, an MDT's `mdt.T.md_stats`, each one's
+//! `num_exports` and `recovery_status`, and its OSD's `kbytes{total,free,avail}` and
+//! `files{total,free}` (the OSD is named as its target); a client's `llite.FS-INSTANCE.stats`;
+//! the node's `health_check`. These are what lustrefs-exporter reports per target, read every
+//! second. Per-export stats, brw_stats and job_stats are not read here: they grow with the
+//! clients and jobs, and are read when asked for (a benchmark's job id, an export's view).
+
+use super::params::{self, Found};
+use super::{Stat, StatsError, Times, parse_recovery_status, parse_stats};
+use pvfs_host::Root;
+
+/// What a target is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    Ost,
+    Mdt,
+    /// Another OSD's target (the MGS's).
+    Other,
+    /// A client's mount (`llite`).
+    Client,
+}
+
+impl Kind {
+    /// lustrefs-exporter's `component` label.
+    pub fn component(self) -> &'static str {
+        match self {
+            Kind::Ost => "ost",
+            Kind::Mdt => "mdt",
+            Kind::Other => "mgt",
+            Kind::Client => "client",
+        }
+    }
+
+    /// The other way round (the wire carries the label).
+    pub fn from_component(label: &str) -> Option<Kind> {
+        [Kind::Ost, Kind::Mdt, Kind::Other, Kind::Client].into_iter().find(|k| k.component() == label)
+    }
+}
+
+/// A target's space, from its OSD (KiB and inodes, as the kernel gives them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Space {
+    pub kbytes_total: u64,
+    pub kbytes_free: u64,
+    pub kbytes_avail: u64,
+    pub files_total: u64,
+    pub files_free: u64,
+}
+
+/// One target (or client mount) in one second.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Target {
+    pub kind: Option<Kind>,
+    /// `fs-OST0000`, `fs-MDT0000`, `MGS`, or a client's `fs-ffff8c2e4a5b6000`.
+    pub name: String,
+    pub times: Times,
+    /// Its stats' counters that have counted.
+    pub counters: Vec<Stat>,
+    pub space: Option<Space>,
+    /// Clients connected to it (`num_exports`).
+    pub exports: Option<u64>,
+    /// `COMPLETE`, `RECOVERING`, … (`recovery_status`'s `status`).
+    pub recovery: Option<String>,
+}
+
+impl Target {
+    /// The counter `name`, if it has counted.
+    pub fn counter(&self, name: &str) -> Option<&Stat> {
+        self.counters.iter().find(|s| s.name == name)
+    }
+}
+
+/// One node's Lustre in one second.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Snapshot {
+    /// `health_check`: `healthy`, else not (`NOT HEALTHY`, `LBUG`); `None` when absent.
+    pub healthy: Option<bool>,
+    /// Servers' targets by kind then name, then clients' mounts.
+    pub targets: Vec<Target>,
+    /// Files that did not read as their format says (the parameter and why); the rest of the
+    /// snapshot stands without them.
+    pub errors: Vec<String>,
+}
+
+impl Snapshot {
+    pub fn target(&self, name: &str) -> Option<&Target> {
+        self.targets.iter().find(|t| t.name == name)
+    }
+}
+
+/// Reads the node's Lustre; `None` when it has none ([`params::present`]).
+pub fn read(root: &Root) -> Option<Snapshot> {
+    if !params::present(root) {
+        return None;
+    }
+    let mut snapshot = Snapshot::default();
+    for (pattern, kind) in
+        [("obdfilter.*.stats", Kind::Ost), ("mdt.*.md_stats", Kind::Mdt), ("llite.*.stats", Kind::Client)]
+    {
+        for found in params::find(root, pattern) {
+            let Some(text) = params::read(root, &found) else { continue };
+            let i = target(&mut snapshot, second(&found), Some(kind));
+            match parse_stats(&text) {
+                Ok(stats) => {
+                    snapshot.targets[i].times = stats.times;
+                    snapshot.targets[i].counters = stats.counters;
+                }
+                Err(e) => snapshot.errors.push(error(&found, &e)),
+            }
+        }
+    }
+    for pattern in ["obdfilter.*.num_exports", "mdt.*.num_exports"] {
+        for found in params::find(root, pattern) {
+            match params::read(root, &found).map(|t| t.trim().parse::<u64>()) {
+                Some(Ok(n)) => {
+                    let i = target(&mut snapshot, second(&found), None);
+                    snapshot.targets[i].exports = Some(n);
+                }
+                Some(Err(_)) => snapshot.errors.push(format!("{}: not a whole number", found.name)),
+                None => {}
+            }
+        }
+    }
+    for pattern in ["obdfilter.*.recovery_status", "mdt.*.recovery_status"] {
+        for found in params::find(root, pattern) {
+            let Some(text) = params::read(root, &found) else { continue };
+            match parse_recovery_status(&text) {
+                Ok(status) => {
+                    let i = target(&mut snapshot, second(&found), None);
+                    snapshot.targets[i].recovery = Some(status.status);
+                }
+                Err(e) => snapshot.errors.push(error(&found, &e)),
+            }
+        }
+    }
+    read_space(root, &mut snapshot);
+    if let Some(found) = params::find(root, "health_check").into_iter().next()
+        && let Some(text) = params::read(root, &found)
+    {
+        snapshot.healthy = Some(text.trim() == "healthy");
+    }
+    for t in &mut snapshot.targets {
+        if t.kind.is_none() {
+            t.kind = Some(if t.name.contains("-OST") {
+                Kind::Ost
+            } else if t.name.contains("-MDT") {
+                Kind::Mdt
+            } else {
+                Kind::Other
+            });
+        }
+    }
+    snapshot.targets.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
+    Some(snapshot)
+}
+
+/// Each OSD's five space figures, on the target of its name.
+fn read_space(root: &Root, snapshot: &mut Snapshot) {
+    type Field = fn(&mut Space) -> &mut u64;
+    let fields: [(&str, Field); 5] = [
+        ("kbytestotal", |s| &mut s.kbytes_total),
+        ("kbytesfree", |s| &mut s.kbytes_free),
+        ("kbytesavail", |s| &mut s.kbytes_avail),
+        ("filestotal", |s| &mut s.files_total),
+        ("filesfree", |s| &mut s.files_free),
+    ];
+    for (file, field) in fields {
+        for found in params::find(root, &format!("osd-*.*.{file}")) {
+            match params::read(root, &found).map(|t| t.trim().parse::<u64>()) {
+                Some(Ok(n)) => {
+                    let i = target(snapshot, second(&found), None);
+                    *field(snapshot.targets[i].space.get_or_insert_with(Space::default)) = n;
+                }
+                Some(Err(_)) => snapshot.errors.push(format!("{}: not a whole number", found.name)),
+                None => {}
+            }
+        }
+    }
+}
+
+/// The index of target `name`, added when new; `kind`, when known, is set.
+fn target(snapshot: &mut Snapshot, name: &str, kind: Option<Kind>) -> usize {
+    match snapshot.targets.iter().position(|t| t.name == name) {
+        Some(i) => {
+            if kind.is_some() {
+                snapshot.targets[i].kind = kind;
+            }
+            i
+        }
+        None => {
+            snapshot.targets.push(Target { kind, name: name.to_owned(), ..Target::default() });
+            snapshot.targets.len() - 1
+        }
+    }
+}
+
+/// The target's name: the parameter's second component (`obdfilter.NAME.stats`).
+fn second(found: &Found) -> &str {
+    found.name.split('.').nth(1).unwrap_or_default()
+}
+
+fn error(found: &Found, e: &StatsError) -> String {
+    format!("{} ({}): {e}", found.name, found.path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lustre::lctl_params;
+
+    /// A server's real `lctl get_param` output laid out as a 2.15 kernel holds it: one-value
+    /// parameters in sysfs, multi-line ones in procfs.
+    fn tree_of(fixture: &str) -> (tempfile::TempDir, String) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/lustre").join(fixture);
+        let text = std::fs::read_to_string(path).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        for p in lctl_params(&text) {
+            let tree = if p.value.contains('\n') { "proc/fs/lustre" } else { "sys/fs/lustre" };
+            let file = dir.path().join(tree).join(p.name.replace('.', "/"));
+            // An export's NID has dots of its own; those parameters are not read here.
+            if p.name.contains(".exports.") {
+                continue;
+            }
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(&file, format!("{}\n", p.value.trim_end_matches('\n'))).unwrap();
+        }
+        (dir, text)
+    }
+
+    /// Read from the files, every target's figures are the ones lctl printed.
+    #[test]
+    fn a_servers_targets_read_from_the_kernels_files_as_lctl_printed_them() {
+        let (dir, text) = tree_of("valid_valid.txt");
+        let snapshot = read(&Root::at(dir.path())).expect("Lustre is there");
+        assert!(snapshot.errors.is_empty(), "{:?}", snapshot.errors);
+        assert_eq!(snapshot.healthy, Some(true));
+        let names: Vec<_> = snapshot.targets.iter().map(|t| (t.kind.unwrap(), t.name.as_str())).collect();
+        assert_eq!(
+            names,
+            [(Kind::Ost, "ai400-OST0000"), (Kind::Ost, "ai400-OST0001"), (Kind::Mdt, "ai400-MDT0000"),]
+        );
+        let params = lctl_params(&text);
+        let value = |name: &str| params.iter().find(|p| p.name == name).map(|p| p.value.trim()).unwrap();
+        let ost = snapshot.target("ai400-OST0000").unwrap();
+        let printed = parse_stats(value("obdfilter.ai400-OST0000.stats")).unwrap();
+        assert_eq!(ost.counters, printed.counters);
+        assert_eq!(ost.counter("write_bytes").and_then(|w| w.sum), Some(104857600000));
+        let space = ost.space.unwrap();
+        assert_eq!(space.kbytes_avail.to_string(), value("osd-ldiskfs.ai400-OST0000.kbytesavail"));
+        assert_eq!(space.files_free.to_string(), value("osd-ldiskfs.ai400-OST0000.filesfree"));
+        assert_eq!(
+            ost.exports.map(|n| n.to_string()).as_deref(),
+            Some(value("obdfilter.ai400-OST0000.num_exports"))
+        );
+        let mdt = snapshot.target("ai400-MDT0000").unwrap();
+        assert_eq!(mdt.counters, parse_stats(value("mdt.ai400-MDT0000.md_stats")).unwrap().counters);
+        assert_eq!(mdt.exports, Some(19));
+    }
+
+    /// A client's mounts; a node without Lustre is not read; a file that does not read is
+    /// named and the rest stands.
+    #[test]
+    fn a_client_a_node_without_lustre_and_a_bad_file() {
+        let (dir, _) = tree_of("valid_lustre-2-14-0_client_llite_client.txt");
+        let snapshot = read(&Root::at(dir.path())).unwrap();
+        assert_eq!(snapshot.targets.len(), 1);
+        let client = &snapshot.targets[0];
+        assert_eq!((client.kind, client.name.as_str()), (Some(Kind::Client), "ai400x2-ff47bce9ca35d800"));
+        assert_eq!(client.counter("open").map(|s| s.samples), Some(35955554));
+
+        assert_eq!(read(&Root::at(tempfile::tempdir().unwrap().path())), None);
+
+        let (dir, _) = tree_of("valid_valid.txt");
+        std::fs::write(dir.path().join("proc/fs/lustre/obdfilter/ai400-OST0001/stats"), "write_bytes lots\n")
+            .unwrap();
+        std::fs::write(dir.path().join("sys/fs/lustre/obdfilter/ai400-OST0001/num_exports"), "many\n")
+            .unwrap();
+        let snapshot = read(&Root::at(dir.path())).unwrap();
+        assert_eq!(snapshot.errors.len(), 2, "{:?}", snapshot.errors);
+        assert!(
+            snapshot.errors[0].contains("/proc/fs/lustre/obdfilter/ai400-OST0001/stats"),
+            "{:?}",
+            snapshot.errors
+        );
+        assert!(snapshot.target("ai400-OST0001").is_some_and(|t| t.counters.is_empty() && t.space.is_some()));
+        assert!(snapshot.target("ai400-OST0000").is_some_and(|t| !t.counters.is_empty()));
+    }
+}
