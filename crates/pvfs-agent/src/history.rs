@@ -1,9 +1,11 @@
 //! The agent's sample history: the sampler task writes it once a second; every `Metrics`
 //! stream reads it by cursor. Beside it, the per-process view: scanned with each sample only
 //! while some stream asks for it ([`ProcessDemand`]), the last few seconds' held by sequence
-//! number for the streams that asked.
+//! number for the streams that asked; and, on a node with Lustre, each second's Lustre
+//! snapshot, held the same way.
 
 use pvfs_host::Root;
+use pvfs_metrics::lustre::node::Snapshot;
 use pvfs_metrics::processes::{self, Process, ProcessScanner};
 use pvfs_metrics::rates::Rates;
 use pvfs_metrics::ring::{Next, Ring, Stamped};
@@ -33,7 +35,15 @@ pub struct History {
     demand: ProcessDemand,
     /// Process scans made (for tests and logs: none while nobody asks).
     scans: AtomicU64,
+    /// Lustre's seconds, by sequence number, on a node with Lustre; at most [`LUSTRE_SECONDS`].
+    /// The ring's compact encoding has no place for them (their shape is the node's targets),
+    /// so they are held beside it as processes are.
+    lustre: Mutex<VecDeque<(u64, Arc<Snapshot>)>>,
 }
+
+/// Seconds of Lustre held: a stream that falls a minute behind gets the older seconds without
+/// them (a gap in the per-target view, not in the node's).
+const LUSTRE_SECONDS: usize = 60;
 
 /// Seconds of processes held.
 const PROCESS_SECONDS: usize = 16;
@@ -106,6 +116,7 @@ impl History {
             processes: Mutex::new(VecDeque::new()),
             demand: ProcessDemand::default(),
             scans: AtomicU64::new(0),
+            lustre: Mutex::new(VecDeque::new()),
         })
     }
 
@@ -125,6 +136,12 @@ impl History {
         held.iter().rev().find(|(s, _)| *s == seq).map(|(_, p)| p.clone())
     }
 
+    /// Lustre's second with sample `seq` of the current epoch, if it is held.
+    pub fn lustre(&self, seq: u64) -> Option<Arc<Snapshot>> {
+        let held = self.lustre.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        held.iter().rev().find(|(s, _)| *s == seq).map(|(_, l)| l.clone())
+    }
+
     fn ring(&self) -> MutexGuard<'_, Ring> {
         // A panic while holding the lock leaves the ring consistent (every method finishes its
         // one change before it can fail), so a poisoned lock is still usable.
@@ -139,6 +156,13 @@ impl History {
     /// of the sample, so a stream that asked for processes always finds this second's.
     pub fn push_with(&self, sample: &Sample, processes: Option<Vec<Process>>) -> u64 {
         let seq = self.ring().push(sample);
+        if let Some(lustre) = &sample.lustre {
+            let mut held = self.lustre.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            if held.len() == LUSTRE_SECONDS {
+                held.pop_front();
+            }
+            held.push_back((seq, lustre.clone()));
+        }
         if let Some(processes) = processes {
             let mut held = self.processes.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             if held.len() == PROCESS_SECONDS {

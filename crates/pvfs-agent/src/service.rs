@@ -618,6 +618,7 @@ impl pb::agent_server::Agent for AgentService {
                     Next::Sample(stamped) => {
                         cursor = (stamped.epoch, stamped.seq);
                         let mut sample = pb::Sample::from(&*stamped);
+                        sample.lustre = history.lustre(stamped.seq).map(|l| pb::LustreSnapshot::from(&*l));
                         if let Some(asked) = &processes
                             && let Some(held) = history.processes(stamped.seq)
                         {

@@ -17,6 +17,7 @@
 //! written again; a column this version does not know is skipped (so that line is written
 //! back without it).
 
+use crate::lustre::node::TargetRates;
 use crate::processes::Process;
 use crate::rates::{Column, CpuColumn, DiskColumn, Group, LoadColumn, MemColumn, NicColumn, Rates, Value};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -54,6 +55,9 @@ pub struct SecondLine {
     pub interval_s: f64,
     /// ldavg-1, ldavg-5, ldavg-15.
     pub load: [f64; 3],
+    /// Each Lustre target's second, on a node with Lustre (absent on others).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lustre: Vec<TargetRates>,
     pub mem: Columns<MemColumn>,
     pub nics: BTreeMap<String, Columns<NicColumn>>,
     /// The node, in a benchmark's record and in `top`; absent from `pvfs-agent metrics`,
@@ -89,6 +93,7 @@ impl SecondLine {
                 .collect(),
             interval_s: rates.interval_s,
             load: [load.ldavg_1, load.ldavg_5, load.ldavg_15],
+            lustre: rates.lustre.clone(),
             mem: Columns::of(&rates.mem),
             nics: rates.nics.iter().map(|(name, nic)| (name.clone(), Columns::of(nic))).collect(),
             node: None,

@@ -13,6 +13,7 @@
 //! sar -u ALL, sar -r and sar -q print them, and which are the keys of the per-second JSON
 //! line ([`crate::line`]).
 
+use crate::lustre::node::TargetRates;
 use crate::sample::{CpuCounters, DiskCounters, Duplex, LoadCounters, MemCounters, NicCounters, Sample};
 use std::collections::BTreeMap;
 
@@ -49,6 +50,8 @@ pub struct Rates {
     pub cpu: CpuPercent,
     pub mem: MemStats,
     pub load: LoadStats,
+    /// Each Lustre target's, when both samples have Lustre's seconds.
+    pub lustre: Vec<TargetRates>,
 }
 
 impl Rates {
@@ -74,6 +77,10 @@ impl Rates {
             cpu: CpuPercent::between(&prev.cpu, &curr.cpu),
             mem: MemStats::from(&curr.mem),
             load: LoadStats::from(&curr.load),
+            lustre: match (&prev.lustre, &curr.lustre) {
+                (Some(p), Some(c)) => TargetRates::between(p, c, interval_s),
+                _ => Vec::new(),
+            },
         }
     }
 }

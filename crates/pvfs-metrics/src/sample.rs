@@ -12,6 +12,7 @@ use procfs_core::{DiskStat, FromBufRead, FromRead, LoadAverage};
 use pvfs_host::{Root, RootError};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Everything read at one moment.
@@ -27,6 +28,11 @@ pub struct Sample {
     pub cpu: CpuCounters,
     pub mem: MemCounters,
     pub load: LoadCounters,
+    /// What Lustre says of the node that second, on a node with Lustre. Not in the ring's
+    /// encoding: the agent holds the last few seconds' beside it, as it does processes, and
+    /// attaches them to the samples it sends.
+    #[serde(skip)]
+    pub lustre: Option<Arc<crate::lustre::node::Snapshot>>,
 }
 
 impl Sample {
@@ -220,7 +226,14 @@ pub struct Sampler {
     whole: HashMap<String, bool>,
     links: HashMap<String, (u32, Duplex, std::time::Instant)>,
     files: ProcFiles,
+    /// Samples until Lustre's trees are looked for again on a node that had none (0: look).
+    lustre_absent_for: u32,
 }
+
+/// How many samples a node without Lustre goes before it is looked for again: a mount of
+/// Lustre shows within this many seconds, and a node without it pays two `stat`s per
+/// half-minute, not per second.
+const LUSTRE_LOOK_EVERY: u32 = 30;
 
 /// The `/proc` files a sampler reads, each open once with the buffer its text is read into.
 ///
@@ -290,7 +303,14 @@ impl ProcFiles {
 
 impl Sampler {
     pub fn new(root: Root, filter: DeviceFilter) -> Sampler {
-        Sampler { root, filter, whole: HashMap::new(), links: HashMap::new(), files: ProcFiles::default() }
+        Sampler {
+            root,
+            filter,
+            whole: HashMap::new(),
+            links: HashMap::new(),
+            files: ProcFiles::default(),
+            lustre_absent_for: 0,
+        }
     }
 
     /// Speed (Mbit/s, 0 if none) and duplex of `nic`, from sysfs at most every LINK_REFRESH.
@@ -324,7 +344,21 @@ impl Sampler {
             cpu: self.read_cpu()?,
             mem: self.read_mem()?,
             load: self.read_load()?,
+            lustre: self.read_lustre().map(Arc::new),
         })
+    }
+
+    /// The node's Lustre this second, where it has any.
+    fn read_lustre(&mut self) -> Option<crate::lustre::node::Snapshot> {
+        if self.lustre_absent_for > 0 {
+            self.lustre_absent_for -= 1;
+            return None;
+        }
+        let snapshot = crate::lustre::node::read(&self.root);
+        if snapshot.is_none() {
+            self.lustre_absent_for = LUSTRE_LOOK_EVERY - 1;
+        }
+        snapshot
     }
 
     fn read_disks(&mut self) -> Result<Vec<DiskCounters>, SampleError> {

@@ -165,6 +165,7 @@ impl From<&Stamped> for pb::Sample {
             load: Some(pb::LoadCounters::from(&s.load)),
             // Attached per stream, for the streams that asked ([`processes_to_wire`]).
             processes: Vec::new(),
+            lustre: s.lustre.as_deref().map(pb::LustreSnapshot::from),
         }
     }
 }
@@ -193,6 +194,7 @@ impl From<pb::Sample> for Stamped {
                 cpu: p.cpu.map(Into::into).unwrap_or_default(),
                 mem: p.mem.map(Into::into).unwrap_or_default(),
                 load: p.load.map(Into::into).unwrap_or_default(),
+                lustre: p.lustre.map(|l| std::sync::Arc::new(l.into())),
             },
         }
     }
@@ -408,6 +410,7 @@ mod tests {
                 cpu: CpuCounters { user: 5, guest_nice: 6, ..Default::default() },
                 mem: MemCounters { total_kb: 7, swap_free_kb: 8, ..Default::default() },
                 load: LoadCounters { one: 0.52, five: 0.31, fifteen: 0.12, runnable: 3, tasks: 187 },
+                lustre: None,
             },
         };
         let wire = prost::Message::encode_to_vec(&pb::Sample::from(&stamped));
@@ -428,6 +431,7 @@ mod tests {
                 cpu: CpuCounters::default(),
                 mem: MemCounters::default(),
                 load: LoadCounters::default(),
+                lustre: None,
             },
         };
         let processes = vec![
@@ -469,6 +473,7 @@ mod tests {
 }
 
 pub mod bench;
+mod lustre;
 mod steps;
 pub use steps::{DecodeReason, StepDecodeError, steps_from_wire};
 

@@ -86,6 +86,7 @@ mod tests {
             cpu: CpuPercent { usr: 1.25, ..Default::default() },
             mem: MemStats { kbmemfree: 123456, memused_pct: 45.6, ..Default::default() },
             load: LoadStats { runq_sz: 2, plist_sz: 300, ldavg_1: 0.5, ldavg_5: 0.25, ldavg_15: 0.125 },
+            lustre: Vec::new(),
         }
     }
 

@@ -22,6 +22,7 @@ fn stamped(seq: u64, reads: u64, rx: u64) -> Box<Stamped> {
             cpu: CpuCounters { user: 100 * seq, idle: 100 * seq, ..Default::default() },
             mem: MemCounters { total_kb: 1024, ..Default::default() },
             load: Default::default(),
+            lustre: None,
         },
     })
 }

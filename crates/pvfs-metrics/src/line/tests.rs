@@ -164,6 +164,15 @@ fn a_line_of_rates_shows_only_the_devices_asked_for() {
         cpu: CpuPercent::default(),
         mem: MemStats::default(),
         load: LoadStats { runq_sz: 2, plist_sz: 300, ldavg_1: 0.5, ldavg_5: 0.25, ldavg_15: 0.125 },
+        lustre: vec![TargetRates {
+            component: "ost".into(),
+            exports: Some(4),
+            name: "fs-OST0000".into(),
+            ops_s: 100.0,
+            write_bytes_s: 419_430_400.0,
+            space_used_pct: Some(2.5),
+            ..Default::default()
+        }],
     };
     let line = SecondLine::of(&rates, &["sda".to_owned()]);
     assert_eq!(line.disks.keys().collect::<Vec<_>>(), ["sda"]);
@@ -172,4 +181,14 @@ fn a_line_of_rates_shows_only_the_devices_asked_for() {
     let json = serde_json::to_string(&line).unwrap();
     assert!(json.contains(r#""load":[0.5,0.25,0.125],"#), "{json}");
     assert!(json.contains(r#""tasks":{"plist-sz":300,"runq-sz":2},"#), "{json}");
+    // A Lustre server's targets, between `load` and `mem` as the keys sort, each target's keys
+    // sorted too, what it does not have left out; and read back the same.
+    assert!(
+        json.contains(concat!(
+            r#""load":[0.5,0.25,0.125],"lustre":[{"component":"ost","exports":4,"name":"fs-OST0000","#,
+            r#""ops_s":100.0,"read_bytes_s":0.0,"space_used_pct":2.5,"write_bytes_s":419430400.0}],"mem":"#
+        )),
+        "{json}"
+    );
+    assert_eq!(serde_json::from_str::<SecondLine>(&json).unwrap(), line);
 }

@@ -11,6 +11,7 @@
 use super::params::{self, Found};
 use super::{Stat, StatsError, Times, parse_recovery_status, parse_stats};
 use pvfs_host::Root;
+use serde::{Deserialize, Serialize};
 
 /// What a target is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -88,6 +89,79 @@ pub struct Snapshot {
 impl Snapshot {
     pub fn target(&self, name: &str) -> Option<&Target> {
         self.targets.iter().find(|t| t.name == name)
+    }
+}
+
+/// One target over one interval, as `top` shows it and a benchmark's record keeps it (ltop's
+/// columns): what it read and wrote, its operations, its clients, how full it is.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TargetRates {
+    // Fields in the byte order of their keys, as every line's are.
+    /// lustrefs-exporter's component: `ost`, `mdt`, `mgt`, `client`.
+    pub component: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exports: Option<u64>,
+    /// Inodes in use, % of its OSD's (`filesfree` of `filestotal`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inodes_used_pct: Option<f64>,
+    pub name: String,
+    /// Operations a second: an OST's or a client's reads and writes (their `read_bytes` and
+    /// `write_bytes` samples, one per RPC or call), an MDT's every md_stats operation.
+    pub ops_s: f64,
+    pub read_bytes_s: f64,
+    /// `recovery_status` when it is not `COMPLETE` (or `INACTIVE`, a target never recovering).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<String>,
+    /// Space in use, % as df counts it: used ÷ (used + available to users).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub space_used_pct: Option<f64>,
+    pub write_bytes_s: f64,
+}
+
+impl TargetRates {
+    /// Every target of `curr` over the `seconds` since `prev` (a target new in `curr`, or
+    /// whose counters went back — remounted — counts from zero).
+    pub fn between(prev: &Snapshot, curr: &Snapshot, seconds: f64) -> Vec<TargetRates> {
+        let t = if seconds > 0.0 { seconds } else { 0.01 };
+        curr.targets
+            .iter()
+            .map(|c| {
+                let p = prev.targets.iter().find(|p| p.name == c.name && p.kind == c.kind);
+                let delta = |f: &dyn Fn(&Target) -> u64| {
+                    let now = f(c);
+                    let before = p.map_or(0, f);
+                    (if now >= before { now - before } else { now }) as f64 / t
+                };
+                let sum_of =
+                    |name: &'static str| move |x: &Target| x.counter(name).and_then(|s| s.sum).unwrap_or(0);
+                let samples_of =
+                    |name: &'static str| move |x: &Target| x.counter(name).map_or(0, |s| s.samples);
+                let ops = if c.kind == Some(Kind::Mdt) {
+                    delta(&|x: &Target| x.counters.iter().map(|s| s.samples).sum())
+                } else {
+                    delta(&samples_of("read_bytes")) + delta(&samples_of("write_bytes"))
+                };
+                let space = c.space.filter(|s| s.kbytes_total > 0);
+                TargetRates {
+                    component: c.kind.map(Kind::component).unwrap_or_default().to_owned(),
+                    exports: c.exports,
+                    inodes_used_pct: space.filter(|s| s.files_total > 0).map(|s| {
+                        100.0 * s.files_total.saturating_sub(s.files_free) as f64 / s.files_total as f64
+                    }),
+                    name: c.name.clone(),
+                    ops_s: ops,
+                    read_bytes_s: delta(&sum_of("read_bytes")),
+                    recovery: c.recovery.clone().filter(|r| r != "COMPLETE" && r != "INACTIVE"),
+                    space_used_pct: space.map(|s| {
+                        let used = s.kbytes_total.saturating_sub(s.kbytes_free);
+                        let of = used + s.kbytes_avail;
+                        if of == 0 { 0.0 } else { 100.0 * used as f64 / of as f64 }
+                    }),
+                    write_bytes_s: delta(&sum_of("write_bytes")),
+                }
+            })
+            .collect()
     }
 }
 
@@ -258,6 +332,47 @@ mod tests {
         let mdt = snapshot.target("ai400-MDT0000").unwrap();
         assert_eq!(mdt.counters, parse_stats(value("mdt.ai400-MDT0000.md_stats")).unwrap().counters);
         assert_eq!(mdt.exports, Some(19));
+    }
+
+    /// Rates from two seconds: bytes and operations over the interval, space as df counts it,
+    /// a remounted target from zero, recovery shown only while it is under way.
+    #[test]
+    fn a_targets_rates_over_a_second() {
+        let (dir, _) = tree_of("valid_valid.txt");
+        let root = Root::at(dir.path());
+        let before = read(&root).unwrap();
+        let stats = dir.path().join("proc/fs/lustre/obdfilter/ai400-OST0000/stats");
+        let text = std::fs::read_to_string(&stats).unwrap();
+        // Half a second later: 50 more writes of 4 MiB.
+        let text = text.replace(
+            "write_bytes               25001 samples [bytes] 98304 4194304 104857600000",
+            "write_bytes               25051 samples [bytes] 98304 4194304 105067315200",
+        );
+        assert!(text.contains("25051"), "the fixture's line is as expected");
+        std::fs::write(&stats, text).unwrap();
+        std::fs::write(
+            dir.path().join("proc/fs/lustre/obdfilter/ai400-OST0001/recovery_status"),
+            "status: RECOVERING\n",
+        )
+        .unwrap();
+        let after = read(&root).unwrap();
+        let rates = TargetRates::between(&before, &after, 0.5);
+        let ost = rates.iter().find(|r| r.name == "ai400-OST0000").unwrap();
+        assert_eq!((ost.component.as_str(), ost.write_bytes_s, ost.ops_s), ("ost", 419_430_400.0, 100.0));
+        assert_eq!((ost.read_bytes_s, ost.exports, ost.recovery.as_deref()), (0.0, Some(5), None));
+        let space = after.target("ai400-OST0000").unwrap().space.unwrap();
+        let used = (space.kbytes_total - space.kbytes_free) as f64;
+        let pct = ost.space_used_pct.unwrap();
+        assert!((pct - 100.0 * used / (used + space.kbytes_avail as f64)).abs() < 1e-9 && pct > 0.0, "{pct}");
+        let other = rates.iter().find(|r| r.name == "ai400-OST0001").unwrap();
+        assert_eq!((other.ops_s, other.recovery.as_deref()), (0.0, Some("RECOVERING")));
+        // A remount: its counters start again, and count from zero.
+        let rates = TargetRates::between(&after, &before, 1.0);
+        let ost = rates.iter().find(|r| r.name == "ai400-OST0000").unwrap();
+        assert_eq!(ost.write_bytes_s, 104857600000.0);
+        let mdt =
+            TargetRates::between(&before, &before, 1.0).into_iter().find(|r| r.component == "mdt").unwrap();
+        assert_eq!(mdt.ops_s, 0.0);
     }
 
     /// A client's mounts; a node without Lustre is not read; a file that does not read is

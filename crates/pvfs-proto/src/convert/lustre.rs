@@ -1,0 +1,149 @@
+//! A node's Lustre second (`pvfs_metrics::lustre::node::Snapshot`) on the wire and back.
+
+use crate::pb;
+use pvfs_metrics::lustre::Stat;
+use pvfs_metrics::lustre::Times;
+use pvfs_metrics::lustre::node::{Kind, Snapshot, Space, Target};
+
+impl From<&Snapshot> for pb::LustreSnapshot {
+    fn from(s: &Snapshot) -> pb::LustreSnapshot {
+        pb::LustreSnapshot {
+            healthy: s.healthy,
+            targets: s.targets.iter().map(pb::LustreTarget::from).collect(),
+            errors: s.errors.clone(),
+        }
+    }
+}
+
+impl From<&Target> for pb::LustreTarget {
+    fn from(t: &Target) -> pb::LustreTarget {
+        pb::LustreTarget {
+            component: t.kind.map(Kind::component).unwrap_or_default().to_owned(),
+            name: t.name.clone(),
+            counters: t
+                .counters
+                .iter()
+                .map(|c| pb::LustreCounter {
+                    name: c.name.clone(),
+                    units: c.units.clone(),
+                    samples: c.samples,
+                    min: c.min,
+                    max: c.max,
+                    sum: c.sum,
+                    sumsquare: c.sumsquare,
+                })
+                .collect(),
+            space: t.space.map(|s| pb::LustreSpace {
+                kbytes_total: s.kbytes_total,
+                kbytes_free: s.kbytes_free,
+                kbytes_avail: s.kbytes_avail,
+                files_total: s.files_total,
+                files_free: s.files_free,
+            }),
+            exports: t.exports,
+            recovery: t.recovery.clone().unwrap_or_default(),
+            snapshot_time: t.times.snapshot_time.unwrap_or_default(),
+        }
+    }
+}
+
+impl From<pb::LustreSnapshot> for Snapshot {
+    fn from(s: pb::LustreSnapshot) -> Snapshot {
+        Snapshot {
+            healthy: s.healthy,
+            targets: s.targets.into_iter().map(Target::from).collect(),
+            errors: s.errors,
+        }
+    }
+}
+
+impl From<pb::LustreTarget> for Target {
+    fn from(t: pb::LustreTarget) -> Target {
+        Target {
+            // A component this coordinator does not know is shown without a kind.
+            kind: Kind::from_component(&t.component),
+            name: t.name,
+            times: Times {
+                snapshot_time: (t.snapshot_time > 0.0).then_some(t.snapshot_time),
+                ..Times::default()
+            },
+            counters: t
+                .counters
+                .into_iter()
+                .map(|c| Stat {
+                    name: c.name,
+                    units: c.units,
+                    samples: c.samples,
+                    min: c.min,
+                    max: c.max,
+                    sum: c.sum,
+                    sumsquare: c.sumsquare,
+                })
+                .collect(),
+            space: t.space.map(|s| Space {
+                kbytes_total: s.kbytes_total,
+                kbytes_free: s.kbytes_free,
+                kbytes_avail: s.kbytes_avail,
+                files_total: s.files_total,
+                files_free: s.files_free,
+            }),
+            exports: t.exports,
+            recovery: (!t.recovery.is_empty()).then_some(t.recovery),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message;
+
+    /// Every figure survives the wire, including the ones a target does not have.
+    #[test]
+    fn a_snapshot_survives_the_wire() {
+        let snapshot = Snapshot {
+            healthy: Some(false),
+            targets: vec![
+                Target {
+                    kind: Some(Kind::Ost),
+                    name: "fs-OST0000".into(),
+                    times: Times { snapshot_time: Some(1_688_603_042.5), ..Times::default() },
+                    counters: vec![
+                        Stat {
+                            name: "write_bytes".into(),
+                            units: "bytes".into(),
+                            samples: 25001,
+                            min: Some(98304),
+                            max: Some(4194304),
+                            sum: Some(104857600000),
+                            sumsquare: Some(439803838556274688),
+                        },
+                        Stat {
+                            name: "statfs".into(),
+                            units: "reqs".into(),
+                            samples: 7,
+                            min: None,
+                            max: None,
+                            sum: None,
+                            sumsquare: None,
+                        },
+                    ],
+                    space: Some(Space {
+                        kbytes_total: 10,
+                        kbytes_free: 9,
+                        kbytes_avail: 8,
+                        files_total: 7,
+                        files_free: 6,
+                    }),
+                    exports: Some(0),
+                    recovery: Some("RECOVERING".into()),
+                },
+                Target { kind: Some(Kind::Client), name: "fs-ffff".into(), ..Target::default() },
+            ],
+            errors: vec!["mdt.fs-MDT0000.md_stats: …".into()],
+        };
+        let wire = pb::LustreSnapshot::from(&snapshot).encode_to_vec();
+        let back = Snapshot::from(pb::LustreSnapshot::decode(wire.as_slice()).unwrap());
+        assert_eq!(back, snapshot);
+    }
+}
