@@ -177,6 +177,7 @@ pub fn visit(view: &ClusterView, rates: &[Option<Rates>], sink: &mut impl Sink) 
     write_cpu_counters(sink, view);
     write_memory_and_load(sink, view);
     write_rates(sink, view, rates);
+    lustre::write(sink, view);
 }
 
 /// Writes the exposition of `view`; `openmetrics` picks OpenMetrics 1.0 over text 0.0.4.
@@ -492,9 +493,13 @@ impl<E: FnMut(String) -> bool> Sink for Text<E> {
         if self.stopped {
             return false;
         }
-        // OpenMetrics names a counter family without its `_total` sample suffix.
-        let family =
-            if self.openmetrics && kind == "counter" { name.trim_end_matches("_total") } else { name };
+        // OpenMetrics names a counter family without its `_total` sample suffix, and a counter
+        // whose samples lack it (two of lustrefs-exporter's) is not one it can read: `unknown`.
+        let (family, kind) = match (self.openmetrics, kind) {
+            (true, "counter") if name.ends_with("_total") => (name.trim_end_matches("_total"), kind),
+            (true, "counter") => (name, "unknown"),
+            _ => (name, kind),
+        };
         let _ = writeln!(self.out, "# HELP {family} {}", help.replace('\\', r"\\").replace('\n', r"\n"));
         let _ = writeln!(self.out, "# TYPE {family} {kind}");
         true
@@ -556,6 +561,8 @@ impl<E> Text<E> {
         self.out.push('\n');
     }
 }
+
+mod lustre;
 
 #[cfg(test)]
 mod fuzz;

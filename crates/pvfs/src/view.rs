@@ -3,6 +3,7 @@
 //! `pvfsctl top` (every node).
 
 use pvfs_metrics::line::{ProcessLine, time_text};
+use pvfs_metrics::lustre::node::TargetRates;
 use pvfs_metrics::rates::{CpuColumn, DiskColumn, LoadColumn, MemColumn, NicColumn, Rates};
 
 /// iostat/sar-style tables: two decimals, right-aligned, one block per interval.
@@ -53,7 +54,41 @@ pub(crate) fn table(r: &Rates, devices: &[String]) -> String {
     out += &real(&LoadColumn::Ldavg1, l.ldavg_1);
     out += &real(&LoadColumn::Ldavg5, l.ldavg_5);
     out += &real(&LoadColumn::Ldavg15, l.ldavg_15);
-    out + "\n\n"
+    out += "\n";
+    if !r.lustre.is_empty() {
+        out += &target_table(&r.lustre);
+    }
+    out + "\n"
+}
+
+/// A Lustre node's targets over the second, as LLNL's ltop lays out its OST and MDT rows:
+/// MB/s read and written (10^6 bytes, as ltop), operations a second, clients connected, space
+/// and inodes in use; a recovery under way at the end of its row.
+pub(crate) fn target_table(targets: &[TargetRates]) -> String {
+    let mut out = format!(
+        "{:<20} {:<6} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7}\n",
+        "Target", "Kind", "rMB/s", "wMB/s", "IOPS", "Exports", "%Space", "%Inodes"
+    );
+    let figure = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"));
+    for t in targets {
+        let mut line = format!(
+            "{:<20} {:<6} {:>9.2} {:>9.2} {:>9.2} {:>7} {:>7} {:>7}",
+            t.name,
+            t.component,
+            t.read_bytes_s / 1e6,
+            t.write_bytes_s / 1e6,
+            t.ops_s,
+            t.exports.map_or_else(|| "-".to_owned(), |n| n.to_string()),
+            figure(t.space_used_pct),
+            figure(t.inodes_used_pct),
+        );
+        if let Some(recovery) = &t.recovery {
+            line += &format!("  {recovery}");
+        }
+        out += &line;
+        out += "\n";
+    }
+    out
 }
 
 /// A second's busiest processes as `pidstat -u -d` lays them out (kernel threads in brackets,
@@ -168,5 +203,43 @@ mod tests {
             r.load.runq_sz, r.load.plist_sz, r.load.ldavg_1, r.load.ldavg_5, r.load.ldavg_15
         );
         assert_eq!(table(r, devices), old);
+    }
+
+    /// A Lustre server's second ends with its targets, ltop's columns, MB of 10^6 bytes; what a
+    /// target does not have is `-`, a recovery under way is named.
+    #[test]
+    fn a_lustre_servers_table_ends_with_its_targets() {
+        let mut r = rates();
+        r.lustre = vec![
+            TargetRates {
+                component: "ost".into(),
+                exports: Some(4),
+                name: "fs-OST0000".into(),
+                ops_s: 100.0,
+                write_bytes_s: 419_430_400.0,
+                space_used_pct: Some(2.5),
+                inodes_used_pct: Some(0.125),
+                recovery: Some("RECOVERING".into()),
+                ..Default::default()
+            },
+            TargetRates {
+                component: "client".into(),
+                name: "fs-ffff".into(),
+                read_bytes_s: 1e6,
+                ..Default::default()
+            },
+        ];
+        let text = table(&r, &[]);
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines.iter().position(|l| l.starts_with("Target")).expect("a target table");
+        assert_eq!(
+            lines[at..].join("\n").trim_end(),
+            concat!(
+                "Target               Kind       rMB/s     wMB/s      IOPS Exports  %Space %Inodes\n",
+                "fs-OST0000           ost         0.00    419.43    100.00       4    2.50    0.12  RECOVERING\n",
+                "fs-ffff              client      1.00      0.00      0.00       -       -       -"
+            )
+        );
+        assert!(text.ends_with("-\n\n"), "a blank line after, as after every second");
     }
 }

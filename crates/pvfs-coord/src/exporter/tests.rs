@@ -185,3 +185,110 @@ fn the_exposition_in_pieces_is_the_whole_one_and_stops_when_told() {
     });
     assert_eq!(pieces, 3, "nothing more after the scraper went away");
 }
+
+/// A series of the text format: its name, its labels sorted, its value.
+type Series = (String, Vec<(String, String)>, String);
+
+/// The series of an exposition, without `# ` lines; `drop` labels left out.
+fn series(text: &str, drop: &[&str]) -> Vec<Series> {
+    text.lines()
+        .filter(|l| l.starts_with("lustre_"))
+        .map(|line| {
+            let (head, value) = line.rsplit_once(' ').unwrap();
+            let (name, labels) =
+                head.split_once('{').map_or((head, ""), |(n, l)| (n, l.trim_end_matches('}')));
+            let mut labels: Vec<(String, String)> = labels
+                .split("\",")
+                .filter(|l| !l.is_empty())
+                .map(|l| {
+                    let (k, v) = l.split_once("=\"").unwrap();
+                    (k.to_owned(), v.trim_end_matches('"').to_owned())
+                })
+                .filter(|(k, _)| !drop.contains(&k.as_str()))
+                .collect();
+            labels.sort();
+            (name.to_owned(), labels, value.to_owned())
+        })
+        .collect()
+}
+
+/// The same `lctl get_param` output read by pvfs and by lustrefs-exporter 0.12.6: every series
+/// it printed in the families pvfs exports is in pvfs's exposition with the same name, labels
+/// (beside pvfs's node and role) and value, and pvfs prints none of those families' series it
+/// did not. Its help and types too, but OpenMetrics' `unknown` for its counters without
+/// `_total`.
+#[test]
+fn lustre_targets_are_named_as_lustrefs_exporter_names_them() {
+    let families = [
+        "lustre_health_healthy",
+        "lustre_read_samples_total",
+        "lustre_read_minimum_size_bytes",
+        "lustre_read_maximum_size_bytes",
+        "lustre_read_bytes_total",
+        "lustre_write_samples_total",
+        "lustre_write_minimum_size_bytes",
+        "lustre_write_maximum_size_bytes",
+        "lustre_write_bytes_total",
+        "lustre_stats_total",
+        "lustre_client_stats",
+        "lustre_available_kilobytes",
+        "lustre_capacity_kilobytes",
+        "lustre_free_kilobytes",
+        "lustre_inodes_free",
+        "lustre_inodes_maximum",
+        "lustre_exports_total",
+    ];
+    let testdata = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/lustrefs-exporter");
+    let inputs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../pvfs-metrics/testdata/lustre");
+    let mut compared = 0;
+    for (input, theirs) in [
+        ("valid_valid.txt", "valid.txt.histsnap"),
+        ("valid_lustre-2-14-0_client_llite_client.txt", "llite_client.txt.histsnap"),
+    ] {
+        let lctl = std::fs::read_to_string(inputs.join(input)).unwrap();
+        let snapshot = pvfs_metrics::lustre::node::from_lctl(&lctl);
+        assert!(snapshot.errors.is_empty(), "{:?}", snapshot.errors);
+        let mut view = view();
+        let mut sample = stamped(3, 1500, 6_000_000);
+        sample.sample.lustre = Some(Arc::new(snapshot));
+        view.apply(StreamEvent::Sample { node: "oss00".into(), stamped: sample, processes: Vec::new() });
+        let ours = render(&view, false);
+        check_grammar(&ours);
+        let theirs_text = std::fs::read_to_string(testdata.join(theirs)).unwrap();
+        let theirs_text: String = theirs_text.lines().skip(4).map(|l| format!("{l}\n")).collect();
+        let pick = |all: Vec<Series>| -> Vec<Series> {
+            let mut picked: Vec<Series> =
+                all.into_iter().filter(|(n, _, _)| families.contains(&n.as_str())).collect();
+            picked.sort();
+            picked
+        };
+        let ours_series = pick(series(&ours, &["node", "role"]));
+        let theirs_series = pick(series(&theirs_text, &[]));
+        assert!(!theirs_series.is_empty(), "{theirs}");
+        assert_eq!(ours_series, theirs_series, "{input}");
+        compared += theirs_series.len();
+        // Their help and type lines for those families, word for word.
+        for line in theirs_text.lines().filter(|l| l.starts_with("# ")) {
+            let family = line.split(' ').nth(2).unwrap_or_default();
+            if families.contains(&family) {
+                assert!(ours.contains(&format!("{line}\n")), "{line}");
+            }
+        }
+        // Every node's series carries its node and role.
+        assert!(
+            ours.contains(r#"lustre_health_healthy{node="oss00",role="oss"} "#)
+                || !lctl.contains("health_check")
+        );
+        let openmetrics = render(&view, true);
+        assert!(!openmetrics.contains("# TYPE lustre_client_stats counter"), "no counter without _total");
+        if input.contains("client") {
+            assert!(openmetrics.contains("# TYPE lustre_client_stats unknown\n"), "{openmetrics}");
+        } else {
+            assert!(openmetrics.contains("# TYPE lustre_write_bytes counter\n"));
+            assert!(openmetrics.contains("# TYPE lustre_write_maximum_size_bytes unknown\n"));
+        }
+    }
+    assert!(compared >= 40, "{compared} series compared");
+    // A cluster without Lustre has none of these families.
+    assert!(!render(&view(), false).contains("lustre_"));
+}

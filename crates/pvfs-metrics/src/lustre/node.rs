@@ -8,7 +8,7 @@
 //! second. Per-export stats, brw_stats and job_stats are not read here: they grow with the
 //! clients and jobs, and are read when asked for (a benchmark's job id, an export's view).
 
-use super::params::{self, Found};
+use super::params;
 use super::{Stat, StatsError, Times, parse_recovery_status, parse_stats};
 use pvfs_host::Root;
 use serde::{Deserialize, Serialize};
@@ -165,56 +165,109 @@ impl TargetRates {
     }
 }
 
-/// Reads the node's Lustre; `None` when it has none ([`params::present`]).
+/// What each parameter read is to a snapshot.
+#[derive(Clone, Copy)]
+enum Part {
+    Stats(Kind),
+    Exports,
+    Recovery,
+    Space(fn(&mut Space) -> &mut u64),
+    Health,
+}
+
+/// The parameters read every second, in the order they are put together.
+const PARTS: [(&str, Part); 13] = [
+    ("obdfilter.*.stats", Part::Stats(Kind::Ost)),
+    ("mdt.*.md_stats", Part::Stats(Kind::Mdt)),
+    ("llite.*.stats", Part::Stats(Kind::Client)),
+    ("obdfilter.*.num_exports", Part::Exports),
+    ("mdt.*.num_exports", Part::Exports),
+    ("obdfilter.*.recovery_status", Part::Recovery),
+    ("mdt.*.recovery_status", Part::Recovery),
+    ("osd-*.*.kbytestotal", Part::Space(|s| &mut s.kbytes_total)),
+    ("osd-*.*.kbytesfree", Part::Space(|s| &mut s.kbytes_free)),
+    ("osd-*.*.kbytesavail", Part::Space(|s| &mut s.kbytes_avail)),
+    ("osd-*.*.filestotal", Part::Space(|s| &mut s.files_total)),
+    ("osd-*.*.filesfree", Part::Space(|s| &mut s.files_free)),
+    ("health_check", Part::Health),
+];
+
+/// Reads the node's Lustre from the kernel's files; `None` when it has none
+/// ([`params::present`]).
 pub fn read(root: &Root) -> Option<Snapshot> {
     if !params::present(root) {
         return None;
     }
-    let mut snapshot = Snapshot::default();
-    for (pattern, kind) in
-        [("obdfilter.*.stats", Kind::Ost), ("mdt.*.md_stats", Kind::Mdt), ("llite.*.stats", Kind::Client)]
-    {
+    let mut values = Vec::new();
+    for (pattern, part) in PARTS {
         for found in params::find(root, pattern) {
-            let Some(text) = params::read(root, &found) else { continue };
-            let i = target(&mut snapshot, second(&found), Some(kind));
-            match parse_stats(&text) {
-                Ok(stats) => {
-                    snapshot.targets[i].times = stats.times;
-                    snapshot.targets[i].counters = stats.counters;
-                }
-                Err(e) => snapshot.errors.push(error(&found, &e)),
+            // Gone since it was found (a target unmounted meanwhile): not this second's.
+            if let Some(text) = params::read(root, &found) {
+                values.push((part, found, text));
             }
         }
     }
-    for pattern in ["obdfilter.*.num_exports", "mdt.*.num_exports"] {
-        for found in params::find(root, pattern) {
-            match params::read(root, &found).map(|t| t.trim().parse::<u64>()) {
-                Some(Ok(n)) => {
-                    let i = target(&mut snapshot, second(&found), None);
+    Some(assemble(
+        values
+            .iter()
+            .map(|(part, found, text)| (*part, found.name.as_str(), found.path.as_str(), text.as_str())),
+    ))
+}
+
+/// The same snapshot from `lctl get_param`'s output of those parameters (where only lctl's
+/// output is at hand: a support bundle, a node the agent is not on). An error names the line.
+pub fn from_lctl(text: &str) -> Snapshot {
+    let params = super::lctl_params(text);
+    let mut values = Vec::new();
+    for (pattern, part) in PARTS {
+        for p in params.iter().filter(|p| params::name_matches(pattern, p.name)) {
+            values.push((part, p.name, format!("line {}", p.line), p.value));
+        }
+    }
+    assemble(values.iter().map(|(part, name, line, value)| (*part, *name, line.as_str(), *value)))
+}
+
+/// The parameters' values (what each is, its name, where it was read, its text) as a snapshot.
+fn assemble<'a>(values: impl Iterator<Item = (Part, &'a str, &'a str, &'a str)>) -> Snapshot {
+    let mut snapshot = Snapshot::default();
+    for (part, name, place, text) in values {
+        let target_name = name.split('.').nth(1).unwrap_or_default();
+        let number =
+            || text.trim().parse::<u64>().map_err(|_| format!("{name} ({place}): not a whole number"));
+        match part {
+            Part::Stats(kind) => {
+                let i = target(&mut snapshot, target_name, Some(kind));
+                match parse_stats(text) {
+                    Ok(stats) => {
+                        snapshot.targets[i].times = stats.times;
+                        snapshot.targets[i].counters = stats.counters;
+                    }
+                    Err(e) => snapshot.errors.push(error(name, place, &e)),
+                }
+            }
+            Part::Exports => match number() {
+                Ok(n) => {
+                    let i = target(&mut snapshot, target_name, None);
                     snapshot.targets[i].exports = Some(n);
                 }
-                Some(Err(_)) => snapshot.errors.push(format!("{}: not a whole number", found.name)),
-                None => {}
-            }
-        }
-    }
-    for pattern in ["obdfilter.*.recovery_status", "mdt.*.recovery_status"] {
-        for found in params::find(root, pattern) {
-            let Some(text) = params::read(root, &found) else { continue };
-            match parse_recovery_status(&text) {
+                Err(e) => snapshot.errors.push(e),
+            },
+            Part::Recovery => match parse_recovery_status(text) {
                 Ok(status) => {
-                    let i = target(&mut snapshot, second(&found), None);
+                    let i = target(&mut snapshot, target_name, None);
                     snapshot.targets[i].recovery = Some(status.status);
                 }
-                Err(e) => snapshot.errors.push(error(&found, &e)),
-            }
+                Err(e) => snapshot.errors.push(error(name, place, &e)),
+            },
+            Part::Space(field) => match number() {
+                Ok(n) => {
+                    let i = target(&mut snapshot, target_name, None);
+                    *field(snapshot.targets[i].space.get_or_insert_with(Space::default)) = n;
+                }
+                Err(e) => snapshot.errors.push(e),
+            },
+            Part::Health => snapshot.healthy = Some(text.trim() == "healthy"),
         }
-    }
-    read_space(root, &mut snapshot);
-    if let Some(found) = params::find(root, "health_check").into_iter().next()
-        && let Some(text) = params::read(root, &found)
-    {
-        snapshot.healthy = Some(text.trim() == "healthy");
     }
     for t in &mut snapshot.targets {
         if t.kind.is_none() {
@@ -228,31 +281,7 @@ pub fn read(root: &Root) -> Option<Snapshot> {
         }
     }
     snapshot.targets.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
-    Some(snapshot)
-}
-
-/// Each OSD's five space figures, on the target of its name.
-fn read_space(root: &Root, snapshot: &mut Snapshot) {
-    type Field = fn(&mut Space) -> &mut u64;
-    let fields: [(&str, Field); 5] = [
-        ("kbytestotal", |s| &mut s.kbytes_total),
-        ("kbytesfree", |s| &mut s.kbytes_free),
-        ("kbytesavail", |s| &mut s.kbytes_avail),
-        ("filestotal", |s| &mut s.files_total),
-        ("filesfree", |s| &mut s.files_free),
-    ];
-    for (file, field) in fields {
-        for found in params::find(root, &format!("osd-*.*.{file}")) {
-            match params::read(root, &found).map(|t| t.trim().parse::<u64>()) {
-                Some(Ok(n)) => {
-                    let i = target(snapshot, second(&found), None);
-                    *field(snapshot.targets[i].space.get_or_insert_with(Space::default)) = n;
-                }
-                Some(Err(_)) => snapshot.errors.push(format!("{}: not a whole number", found.name)),
-                None => {}
-            }
-        }
-    }
+    snapshot
 }
 
 /// The index of target `name`, added when new; `kind`, when known, is set.
@@ -271,13 +300,8 @@ fn target(snapshot: &mut Snapshot, name: &str, kind: Option<Kind>) -> usize {
     }
 }
 
-/// The target's name: the parameter's second component (`obdfilter.NAME.stats`).
-fn second(found: &Found) -> &str {
-    found.name.split('.').nth(1).unwrap_or_default()
-}
-
-fn error(found: &Found, e: &StatsError) -> String {
-    format!("{} ({}): {e}", found.name, found.path)
+fn error(name: &str, place: &str, e: &StatsError) -> String {
+    format!("{name} ({place}): {e}")
 }
 
 #[cfg(test)]
@@ -332,6 +356,26 @@ mod tests {
         let mdt = snapshot.target("ai400-MDT0000").unwrap();
         assert_eq!(mdt.counters, parse_stats(value("mdt.ai400-MDT0000.md_stats")).unwrap().counters);
         assert_eq!(mdt.exports, Some(19));
+    }
+
+    /// lctl's output of the same parameters gives the same snapshot as the files, on every
+    /// real output; a bad value is named by its line.
+    #[test]
+    fn lctls_output_gives_what_the_files_give() {
+        for fixture in [
+            "valid_valid.txt",
+            "valid_params-6.2.0-r9.txt",
+            "valid_ex8761-lctl.txt",
+            "valid_lustre-2-14-0_client_llite_client.txt",
+        ] {
+            let (dir, text) = tree_of(fixture);
+            let files = read(&Root::at(dir.path())).unwrap();
+            assert_eq!(from_lctl(&text), files, "{fixture}");
+            assert!(!files.targets.is_empty(), "{fixture}");
+        }
+        let bad = from_lctl("health_check=healthy\nobdfilter.fs-OST0000.num_exports=many\n");
+        assert_eq!(bad.errors, ["obdfilter.fs-OST0000.num_exports (line 2): not a whole number"]);
+        assert_eq!(bad.healthy, Some(true));
     }
 
     /// Rates from two seconds: bytes and operations over the interval, space as df counts it,

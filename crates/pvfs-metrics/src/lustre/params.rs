@@ -85,6 +85,19 @@ fn walk(root: &Root, dir: &str, parts: &[&str], names: &mut Vec<String>, out: &m
     }
 }
 
+/// Whether a dotted parameter name matches a pattern of [`find`]'s, component by component
+/// (`obdfilter.fs-OST0000.stats` matches `obdfilter.*.stats`).
+pub fn name_matches(pattern: &str, name: &str) -> bool {
+    let (mut globs, mut parts) = (pattern.split('.'), name.split('.'));
+    loop {
+        match (globs.next(), parts.next()) {
+            (None, None) => return true,
+            (Some(glob), Some(part)) if matches(glob, part) => {}
+            _ => return false,
+        }
+    }
+}
+
 /// Whether `name` matches `glob`, whose only special character is `*` (any run of characters,
 /// none included). Written out: the patterns are this crate's own, and a glob crate would
 /// walk paths itself, outside [`Root`].
@@ -118,6 +131,10 @@ mod tests {
         assert!(!matches("stats", "md_stats"));
         assert!(matches("a*b*c", "abc") && matches("a*b*c", "axxbyyc") && !matches("a*b*c", "acb"));
         assert!(!matches("ab*ba", "aba"), "the ends may not overlap");
+        assert!(name_matches("obdfilter.*.stats", "obdfilter.fs-OST0000.stats"));
+        assert!(!name_matches("obdfilter.*.stats", "obdfilter.fs-OST0000.exports.10.0.0.1@tcp.stats"));
+        assert!(!name_matches("obdfilter.*.stats", "obdfilter.fs-OST0000"));
+        assert!(name_matches("health_check", "health_check"));
     }
 
     /// A 2.15 server's layout: one-value parameters in sysfs, stats in procfs, brw_stats in

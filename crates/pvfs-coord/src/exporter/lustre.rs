@@ -1,0 +1,170 @@
+//! Lustre's targets as lustrefs-exporter names them (whamcloud/lustrefs-exporter 0.12.6:
+//! the same metric names, help, types and `component`/`operation`/`target` labels), so that
+//! Grafana dashboards made for it read pvfs's series unchanged; each series also has the
+//! `node` and `role` every pvfs series has (lustrefs-exporter runs one per server, and
+//! Prometheus tells them apart by `instance`). The figures are the kernel's cumulative
+//! counters of each node's newest second.
+//!
+//! Two of its counters are named without `_total` (`lustre_client_stats`, the maximum sizes):
+//! the text format keeps its type; OpenMetrics, which requires `_total` on a counter's
+//! samples, has them as `unknown` ([`super::Text`]).
+
+use super::{ClusterView, Sink};
+use pvfs_metrics::lustre::node::{Kind, Target};
+
+/// One family: for every node's every target `pick` gives, its labels beyond node and role,
+/// and its value.
+fn family<'v>(
+    w: &mut impl Sink,
+    view: &'v ClusterView,
+    (name, kind, help): (&str, &str, &str),
+    pick: impl Fn(&'v Target, &mut dyn FnMut(&[(&str, &str)], f64)),
+) {
+    w.family(name, kind, help, |f| {
+        for (node, v) in &view.nodes {
+            let Some(lustre) = v.last.as_ref().and_then(|s| s.sample.lustre.as_ref()) else { continue };
+            for target in &lustre.targets {
+                pick(target, &mut |labels, value| {
+                    let mut all: Vec<(&str, &str)> = vec![("node", node), ("role", &v.role)];
+                    all.extend_from_slice(labels);
+                    f.sample(name, &all, value);
+                });
+            }
+        }
+    });
+}
+
+/// Every Lustre family of `view` (none when no node has Lustre).
+pub(super) fn write(w: &mut impl Sink, view: &ClusterView) {
+    let any = view.nodes.values().any(|v| v.last.as_ref().is_some_and(|s| s.sample.lustre.is_some()));
+    if !any {
+        return;
+    }
+    w.family(
+        "lustre_health_healthy",
+        "gauge",
+        "Indicates whether the Lustre target is healthy or not. 1 is healthy, 0 is unhealthy.",
+        |f| {
+            for (node, v) in &view.nodes {
+                if let Some(healthy) =
+                    v.last.as_ref().and_then(|s| s.sample.lustre.as_ref()).and_then(|l| l.healthy)
+                {
+                    f.sample(
+                        "lustre_health_healthy",
+                        &[("node", node), ("role", &v.role)],
+                        if healthy { 1.0 } else { 0.0 },
+                    );
+                }
+            }
+        },
+    );
+    // An OST's reads and writes: the samples, sizes and bytes of its read_bytes and write_bytes.
+    for (counter, operation, what) in [("read_bytes", "read", "read"), ("write_bytes", "write", "written")] {
+        let ost = |t: &Target| t.kind == Some(Kind::Ost);
+        let names = [
+            (
+                format!("lustre_{operation}_samples_total"),
+                "counter",
+                format!("Total number of {operation}s that have been recorded."),
+            ),
+            (
+                format!("lustre_{operation}_minimum_size_bytes"),
+                "gauge",
+                format!("The minimum {operation} size in bytes."),
+            ),
+            (
+                format!("lustre_{operation}_maximum_size_bytes"),
+                "counter",
+                format!("The maximum {operation} size in bytes."),
+            ),
+            (
+                format!("lustre_{operation}_bytes_total"),
+                "counter",
+                format!("The total number of bytes that have been {what}."),
+            ),
+        ];
+        for (i, (name, kind, help)) in names.iter().enumerate() {
+            family(w, view, (name, kind, help), |t, emit| {
+                let Some(s) = t.counter(counter).filter(|_| ost(t)) else { return };
+                let value = match i {
+                    0 => Some(s.samples),
+                    1 => s.min,
+                    2 => s.max,
+                    _ => s.sum,
+                };
+                if let Some(value) = value {
+                    emit(
+                        &[("component", "ost"), ("operation", operation), ("target", &t.name)],
+                        value as f64,
+                    );
+                }
+            });
+        }
+    }
+    family(
+        w,
+        view,
+        ("lustre_stats_total", "counter", "Number of operations the filesystem has performed."),
+        |t, emit| {
+            if t.kind != Some(Kind::Mdt) {
+                return;
+            }
+            for s in &t.counters {
+                emit(&[("component", "mdt"), ("operation", &s.name), ("target", &t.name)], s.samples as f64);
+            }
+        },
+    );
+    family(w, view, ("lustre_client_stats", "counter", "Lustre client interface stats."), |t, emit| {
+        if t.kind != Some(Kind::Client) {
+            return;
+        }
+        for s in &t.counters {
+            emit(&[("operation", &s.name), ("target", &t.name)], s.samples as f64);
+        }
+    });
+    type SpaceField = fn(&pvfs_metrics::lustre::node::Space) -> u64;
+    let space: [(&str, &str, SpaceField); 5] = [
+        ("lustre_available_kilobytes", "Number of kilobytes readily available in the pool", |s| {
+            s.kbytes_avail
+        }),
+        ("lustre_capacity_kilobytes", "Capacity of the pool in kilobytes", |s| s.kbytes_total),
+        ("lustre_free_kilobytes", "Number of kilobytes allocated to the pool", |s| s.kbytes_free),
+        ("lustre_inodes_free", "The number of inodes (objects) available", |s| s.files_free),
+        ("lustre_inodes_maximum", "The maximum number of inodes (objects) the filesystem can hold", |s| {
+            s.files_total
+        }),
+    ];
+    for (name, help, field) in space {
+        family(w, view, (name, "gauge", help), |t, emit| {
+            if let (Some(s), Some(kind)) = (t.space, t.kind) {
+                emit(&[("component", kind.component()), ("target", &t.name)], field(&s) as f64);
+            }
+        });
+    }
+    family(
+        w,
+        view,
+        ("lustre_exports_total", "gauge", "Total number of times the pool has been exported"),
+        |t, emit| {
+            if let (Some(n), Some(kind)) = (t.exports, t.kind) {
+                emit(&[("component", kind.component()), ("target", &t.name)], n as f64);
+            }
+        },
+    );
+    // Not one of lustrefs-exporter's: a target's recovery as a state set, so that an alert
+    // can say which target has been recovering for how long.
+    family(
+        w,
+        view,
+        (
+            "pvfs_lustre_recovery_status",
+            "gauge",
+            "1 for the target's recovery_status status (COMPLETE, RECOVERING, WAITING_FOR_CLIENTS, INACTIVE, ...).",
+        ),
+        |t, emit| {
+            if let (Some(status), Some(kind)) = (&t.recovery, t.kind) {
+                emit(&[("component", kind.component()), ("status", status), ("target", &t.name)], 1.0);
+            }
+        },
+    );
+}
