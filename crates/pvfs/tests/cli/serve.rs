@@ -1014,3 +1014,155 @@ fn the_last_minutes_are_the_agents_seconds_as_top_printed_them() {
     assert!(compared > 50 * lines.len(), "only {compared} values compared");
     drop(agent);
 }
+
+/// A node's root for an agent (`--root`): this machine's /proc and /sys, and a Lustre server's
+/// trees laid out from a real `lctl get_param` output as a 2.15 kernel holds them (one-value
+/// parameters in /sys/fs/lustre, stats in /proc/fs/lustre).
+fn lustre_root(dir: &TestDir) -> std::path::PathBuf {
+    let root = dir.path().join("root");
+    for tree in ["proc", "sys"] {
+        let at = root.join(tree);
+        std::fs::create_dir_all(&at).unwrap();
+        for entry in std::fs::read_dir(format!("/{tree}")).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            if name != "fs" && !name.starts_with(|c: char| c.is_ascii_digit()) {
+                std::os::unix::fs::symlink(std::path::Path::new("/").join(tree).join(&name), at.join(&name))
+                    .unwrap();
+            }
+        }
+    }
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../pvfs-metrics/testdata/lustre/valid_valid.txt");
+    let lctl = std::fs::read_to_string(fixture).unwrap();
+    for p in pvfs_metrics::lustre::lctl_params(&lctl).into_iter().filter(|p| !p.name.contains(".exports.")) {
+        let tree = if p.value.contains('\n') { "proc/fs/lustre" } else { "sys/fs/lustre" };
+        let file = root.join(tree).join(p.name.replace('.', "/"));
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, format!("{}\n", p.value.trim_end_matches('\n'))).unwrap();
+    }
+    root
+}
+
+/// Bytes an OST has written at `t` (Unix seconds) while the test's writer runs: 50 MB/s in 4 MiB
+/// writes from the fixture's count on.
+const OST_RATE: f64 = 50e6;
+
+/// Keeps an OST's write counters moving at [`OST_RATE`] (the stats file replaced whole, every
+/// 20 ms, as the kernel's file always reads whole) until `stop`.
+fn ost_writer(
+    root: std::path::PathBuf,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let stats = root.join("proc/fs/lustre/obdfilter/ai400-OST0000/stats");
+        let original = std::fs::read_to_string(&stats).unwrap();
+        let line = original.lines().find(|l| l.starts_with("write_bytes")).unwrap().to_owned();
+        let start = unix_secs();
+        for _ in 0..3000 {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                return;
+            }
+            let bytes = ((unix_secs() - start) * OST_RATE) as u64;
+            let writes = bytes / (4 << 20);
+            let moved = format!(
+                "write_bytes               {} samples [bytes] 98304 4194304 {} 439803838556274688",
+                25001 + writes,
+                104857600000 + writes * (4 << 20)
+            );
+            let temporary = stats.with_extension("new");
+            std::fs::write(&temporary, original.replace(&line, &moved)).unwrap();
+            std::fs::rename(&temporary, &stats).unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    })
+}
+
+fn unix_secs() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64()
+}
+
+/// A Lustre server's agent (a real agent over mTLS, on a root holding a real server's Lustre
+/// files, one OST written at 50 MB/s): `top --json` shows its targets each second with the
+/// OST's write rate, and `serve`'s /metrics has them under lustrefs-exporter's names with the
+/// counters the agent read; a node without Lustre has neither.
+#[test]
+fn a_lustre_servers_targets_each_second_in_top_and_in_metrics() {
+    let dir = TestDir::new();
+    dir.pki();
+    dir.issue_agent("oss1", "127.0.0.1");
+    dir.issue_agent("n2", "127.0.0.1");
+    let root = lustre_root(&dir);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = ost_writer(root.clone(), stop.clone());
+    let oss = crate::util::AgentProcess::start_on(
+        &dir,
+        "oss1",
+        "127.0.0.1:0",
+        None,
+        &["--root", root.to_str().unwrap()],
+    );
+    let n2 = crate::util::AgentProcess::start(&dir, "n2", "127.0.0.1");
+    let cluster = cluster_file(
+        &dir,
+        &[("oss1", format!("127.0.0.1:{}", oss.port)), ("n2", format!("127.0.0.1:{}", n2.port))],
+    );
+    let cluster = cluster.to_str().unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+
+    let out = dir.ctl(&["top", cluster, "--json", "--count", "3"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let lines: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|v: &serde_json::Value| v["seq"].is_u64())
+        .collect();
+    let of = |node: &str| lines.iter().filter(|l| l["node"] == node).collect::<Vec<_>>();
+    assert_eq!((of("oss1").len(), of("n2").len()), (3, 3), "{}", text(&out.stdout));
+    assert!(of("n2").iter().all(|l| l.get("lustre").is_none()), "a node without Lustre has no targets");
+    for line in of("oss1") {
+        let targets = line["lustre"].as_array().expect("the server's targets");
+        let names: Vec<&str> = targets.iter().map(|t| t["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["ai400-OST0000", "ai400-OST0001", "ai400-MDT0000"], "{line}");
+        let ost = &targets[0];
+        let rate = ost["write_bytes_s"].as_f64().unwrap();
+        // 4 MiB steps over ~1 s: within one write and the writer's 20 ms of the rate.
+        assert!((rate - OST_RATE).abs() < 4.2e6 + OST_RATE * 0.05, "{rate} B/s: {line}");
+        assert!(ost["ops_s"].as_f64().unwrap() > 5.0, "{line}");
+        assert_eq!((ost["component"].as_str(), ost["exports"].as_u64()), (Some("ost"), Some(5)));
+        assert!(ost["space_used_pct"].as_f64().is_some_and(|p| p > 0.0 && p < 100.0), "{line}");
+        assert_eq!(targets[1]["write_bytes_s"].as_f64(), Some(0.0), "the other OST is idle");
+        assert_eq!(targets[2]["component"].as_str(), Some("mdt"));
+    }
+    let table = dir.ctl(&["top", cluster, "--count", "1"]);
+    let table = text(&table.stdout);
+    assert!(table.contains("Target ") && table.contains("ai400-OST0000        ost "), "{table}");
+
+    let serve = Serve::start(&dir, cluster);
+    // The exporter shows each node's newest second once it has arrived.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let body = loop {
+        let (status, body) = get(serve.addr, "/metrics");
+        assert_eq!(status, 200);
+        if body.contains("lustre_write_bytes_total{") || Instant::now() > deadline {
+            break body;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    let written = body
+        .lines()
+        .find(|l| l.starts_with("lustre_write_bytes_total{") && l.contains(r#"target="ai400-OST0000""#))
+        .unwrap_or_else(|| panic!("no OST writes in /metrics:\n{body}"));
+    assert!(written.contains(r#"node="oss1""#) && written.contains(r#"component="ost""#), "{written}");
+    let value: u64 = written.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(value > 104857600000 && (value - 104857600000) % (4 << 20) == 0, "{written}");
+    assert!(
+        body.contains(
+            r#"lustre_exports_total{node="oss1",role="server",component="ost",target="ai400-OST0001"} 4"#
+        ),
+        "{body}"
+    );
+    assert!(body.contains(r#"lustre_health_healthy{node="oss1",role="server"} 1"#));
+    assert!(!body.lines().any(|l| l.starts_with("lustre_") && l.contains(r#"node="n2""#)));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+}
