@@ -1154,7 +1154,7 @@ fn a_lustre_servers_targets_each_second_in_top_and_in_metrics() {
         .unwrap_or_else(|| panic!("no OST writes in /metrics:\n{body}"));
     assert!(written.contains(r#"node="oss1""#) && written.contains(r#"component="ost""#), "{written}");
     let value: u64 = written.rsplit(' ').next().unwrap().parse().unwrap();
-    assert!(value > 104857600000 && (value - 104857600000) % (4 << 20) == 0, "{written}");
+    assert!(value > 104857600000 && (value - 104857600000).is_multiple_of(4 << 20), "{written}");
     assert!(
         body.contains(
             r#"lustre_exports_total{node="oss1",role="server",component="ost",target="ai400-OST0001"} 4"#
