@@ -11,6 +11,8 @@
 //! - [`processes`]: the busiest processes by CPU and I/O, read only while a reader asks.
 //! - [`ring`]: the agent's bounded, compact history of samples, read by cursor.
 //! - [`lustre`]: Lustre's own counters in the kernel's text (stats files, `lctl get_param`).
+//! - [`gluster`]: GlusterFS's view of its bricks (`gluster --xml` status, profile, heal
+//!   summary) and this node's brick processes from glusterd's pid files and /proc.
 //! - [`ganglia`]: Ganglia's XML (gmond's host element and standard metrics), written by the
 //!   agent's gmond drop-in and by serve's gmetad interface.
 
@@ -18,6 +20,7 @@ pub mod facts;
 #[cfg(test)]
 mod fuzz;
 pub mod ganglia;
+pub mod gluster;
 pub mod line;
 pub mod lustre;
 pub mod processes;
