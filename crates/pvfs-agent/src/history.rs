@@ -1,15 +1,14 @@
 //! The agent's sample history: the sampler task writes it once a second; every `Metrics`
 //! stream reads it by cursor. Beside it, the per-process view: scanned with each sample only
 //! while some stream asks for it ([`ProcessDemand`]), the last few seconds' held by sequence
-//! number for the streams that asked; and, on a node with Lustre, each second's Lustre
-//! snapshot, held the same way.
+//! number for the streams that asked; and, on a node with Lustre targets or GlusterFS bricks,
+//! each second's view of them, held the same way.
 
 use pvfs_host::Root;
-use pvfs_metrics::lustre::node::Snapshot;
 use pvfs_metrics::processes::{self, Process, ProcessScanner};
 use pvfs_metrics::rates::Rates;
 use pvfs_metrics::ring::{Next, Ring, Stamped};
-use pvfs_metrics::sample::{DeviceFilter, Sample, Sampler, until_tick};
+use pvfs_metrics::sample::{DeviceFilter, FsSecond, Sample, Sampler, until_tick};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -35,15 +34,15 @@ pub struct History {
     demand: ProcessDemand,
     /// Process scans made (for tests and logs: none while nobody asks).
     scans: AtomicU64,
-    /// Lustre's seconds, by sequence number, on a node with Lustre; at most [`LUSTRE_SECONDS`].
-    /// The ring's compact encoding has no place for them (their shape is the node's targets),
-    /// so they are held beside it as processes are.
-    lustre: Mutex<VecDeque<(u64, Arc<Snapshot>)>>,
+    /// The file system's own seconds (Lustre targets, GlusterFS bricks), by sequence number, on
+    /// a node with them; at most [`FS_SECONDS`]. The ring's compact encoding has no place for
+    /// them (their shape is the node's targets), so they are held beside it as processes are.
+    fs: Mutex<VecDeque<(u64, Arc<FsSecond>)>>,
 }
 
-/// Seconds of Lustre held: a stream that falls a minute behind gets the older seconds without
-/// them (a gap in the per-target view, not in the node's).
-const LUSTRE_SECONDS: usize = 60;
+/// Seconds of the file system's view held: a stream that falls a minute behind gets the older
+/// seconds without it (a gap in the per-target view, not in the node's).
+const FS_SECONDS: usize = 60;
 
 /// Seconds of processes held.
 const PROCESS_SECONDS: usize = 16;
@@ -116,7 +115,7 @@ impl History {
             processes: Mutex::new(VecDeque::new()),
             demand: ProcessDemand::default(),
             scans: AtomicU64::new(0),
-            lustre: Mutex::new(VecDeque::new()),
+            fs: Mutex::new(VecDeque::new()),
         })
     }
 
@@ -136,9 +135,9 @@ impl History {
         held.iter().rev().find(|(s, _)| *s == seq).map(|(_, p)| p.clone())
     }
 
-    /// Lustre's second with sample `seq` of the current epoch, if it is held.
-    pub fn lustre(&self, seq: u64) -> Option<Arc<Snapshot>> {
-        let held = self.lustre.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    /// The file system's second with sample `seq` of the current epoch, if it is held.
+    pub fn fs(&self, seq: u64) -> Option<Arc<FsSecond>> {
+        let held = self.fs.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         held.iter().rev().find(|(s, _)| *s == seq).map(|(_, l)| l.clone())
     }
 
@@ -156,12 +155,12 @@ impl History {
     /// of the sample, so a stream that asked for processes always finds this second's.
     pub fn push_with(&self, sample: &Sample, processes: Option<Vec<Process>>) -> u64 {
         let seq = self.ring().push(sample);
-        if let Some(lustre) = &sample.lustre {
-            let mut held = self.lustre.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            if held.len() == LUSTRE_SECONDS {
+        if let Some(fs) = &sample.fs {
+            let mut held = self.fs.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            if held.len() == FS_SECONDS {
                 held.pop_front();
             }
-            held.push_back((seq, lustre.clone()));
+            held.push_back((seq, fs.clone()));
         }
         if let Some(processes) = processes {
             let mut held = self.processes.lock().unwrap_or_else(|poisoned| poisoned.into_inner());

@@ -618,7 +618,9 @@ impl pb::agent_server::Agent for AgentService {
                     Next::Sample(stamped) => {
                         cursor = (stamped.epoch, stamped.seq);
                         let mut sample = pb::Sample::from(&*stamped);
-                        sample.lustre = history.lustre(stamped.seq).map(|l| pb::LustreSnapshot::from(&*l));
+                        if let Some(fs) = history.fs(stamped.seq) {
+                            pvfs_proto::convert::fs_to_wire(&fs, &mut sample);
+                        }
                         if let Some(asked) = &processes
                             && let Some(held) = history.processes(stamped.seq)
                         {

@@ -23,6 +23,7 @@
 
 use pvfs_host::Root;
 use roxmltree::Node;
+use serde::{Deserialize, Serialize};
 
 /// An answer that is not what the command prints.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -316,6 +317,54 @@ pub struct LocalBrick {
     pub write_bytes: u64,
 }
 
+/// A brick of this node over one interval, as `top` shows it and a benchmark's record keeps it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BrickRates {
+    // Fields in the byte order of their keys, as every line's are.
+    pub path: String,
+    /// Bytes a second its glusterfsd read and wrote through system calls: its clients'
+    /// requests and replies and its files' data together (`rchar`, `wchar`).
+    pub rchar_s: f64,
+    /// Bytes a second it caused to be read from and written to storage (`read_bytes`,
+    /// `write_bytes`: what reached the disk, not the page cache).
+    pub read_bytes_s: f64,
+    pub up: bool,
+    pub volume: String,
+    pub wchar_s: f64,
+    pub write_bytes_s: f64,
+}
+
+impl BrickRates {
+    /// Every brick of `curr` over the `seconds` since `prev`. A brick whose process changed
+    /// (restarted) or is new counts from zero, as its new process's counters do; one that is
+    /// down has no rates.
+    pub fn between(prev: &[LocalBrick], curr: &[LocalBrick], seconds: f64) -> Vec<BrickRates> {
+        let t = if seconds > 0.0 { seconds } else { 0.01 };
+        curr.iter()
+            .map(|c| {
+                let p = prev.iter().find(|p| p.volume == c.volume && p.path == c.path && p.pid == c.pid);
+                let rate = |f: fn(&LocalBrick) -> u64| {
+                    if c.pid.is_none() {
+                        return 0.0;
+                    }
+                    let before = p.map_or(0, f);
+                    f(c).saturating_sub(before) as f64 / t
+                };
+                BrickRates {
+                    path: c.path.clone(),
+                    rchar_s: rate(|b| b.rchar),
+                    read_bytes_s: rate(|b| b.read_bytes),
+                    up: c.pid.is_some(),
+                    volume: c.volume.clone(),
+                    wchar_s: rate(|b| b.wchar),
+                    write_bytes_s: rate(|b| b.write_bytes),
+                }
+            })
+            .collect()
+    }
+}
+
 /// Where glusterd writes a brick process's pid (`-p` on its command line); `/var/run` is a
 /// link to it on every system that has systemd.
 const PID_DIR: &str = "/run/gluster/vols";
@@ -536,6 +585,39 @@ mod tests {
                 LocalBrick { volume: "fx".into(), path: "vm-srv-gb2".into(), ..LocalBrick::default() },
             ]
         );
+    }
+
+    /// A second's rates: bytes over the interval; a restarted brick (new pid) from zero; a
+    /// brick down, none.
+    #[test]
+    fn a_bricks_rates_over_a_second() {
+        let brick = |pid: Option<u32>, bytes: u64| LocalBrick {
+            volume: "gv0".into(),
+            path: "/bricks/b1".into(),
+            pid,
+            port: Some(49152),
+            rchar: bytes * 2,
+            wchar: bytes,
+            read_bytes: bytes / 4,
+            write_bytes: bytes,
+        };
+        let rates = BrickRates::between(&[brick(Some(7), 1000)], &[brick(Some(7), 3000)], 0.5);
+        assert_eq!(
+            rates,
+            [BrickRates {
+                path: "/bricks/b1".into(),
+                rchar_s: 8000.0,
+                read_bytes_s: 1000.0,
+                up: true,
+                volume: "gv0".into(),
+                wchar_s: 4000.0,
+                write_bytes_s: 4000.0,
+            }]
+        );
+        let restarted = BrickRates::between(&[brick(Some(7), 5000)], &[brick(Some(8), 1000)], 1.0);
+        assert_eq!(restarted[0].write_bytes_s, 1000.0);
+        let down = BrickRates::between(&[brick(Some(7), 5000)], &[brick(None, 0)], 1.0);
+        assert_eq!((down[0].up, down[0].write_bytes_s), (false, 0.0));
     }
 
     #[test]

@@ -17,6 +17,7 @@
 //! written again; a column this version does not know is skipped (so that line is written
 //! back without it).
 
+use crate::gluster::BrickRates;
 use crate::lustre::node::TargetRates;
 use crate::processes::Process;
 use crate::rates::{Column, CpuColumn, DiskColumn, Group, LoadColumn, MemColumn, NicColumn, Rates, Value};
@@ -49,6 +50,9 @@ pub struct DownLine {
 #[serde(default)]
 pub struct SecondLine {
     // Fields in the byte order of their keys, the order they are written in.
+    /// This node's GlusterFS bricks over the second, on a node with bricks (absent on others).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bricks: Vec<BrickRates>,
     pub cpu: Columns<CpuColumn>,
     /// The devices shown, by name (iostat's: those that have done I/O, or those asked for).
     pub disks: BTreeMap<String, Columns<DiskColumn>>,
@@ -84,6 +88,7 @@ impl SecondLine {
     pub fn of(rates: &Rates, devices: &[String]) -> SecondLine {
         let load = &rates.load;
         SecondLine {
+            bricks: rates.bricks.clone(),
             cpu: Columns::of(&rates.cpu),
             disks: rates
                 .disks

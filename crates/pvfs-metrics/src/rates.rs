@@ -13,6 +13,7 @@
 //! sar -u ALL, sar -r and sar -q print them, and which are the keys of the per-second JSON
 //! line ([`crate::line`]).
 
+use crate::gluster::BrickRates;
 use crate::lustre::node::TargetRates;
 use crate::sample::{CpuCounters, DiskCounters, Duplex, LoadCounters, MemCounters, NicCounters, Sample};
 use std::collections::BTreeMap;
@@ -52,6 +53,8 @@ pub struct Rates {
     pub load: LoadStats,
     /// Each Lustre target's, when both samples have Lustre's seconds.
     pub lustre: Vec<TargetRates>,
+    /// Each GlusterFS brick's of this node, when both samples have them.
+    pub bricks: Vec<BrickRates>,
 }
 
 impl Rates {
@@ -77,8 +80,15 @@ impl Rates {
             cpu: CpuPercent::between(&prev.cpu, &curr.cpu),
             mem: MemStats::from(&curr.mem),
             load: LoadStats::from(&curr.load),
-            lustre: match (&prev.lustre, &curr.lustre) {
+            lustre: match (
+                prev.fs.as_ref().and_then(|f| f.lustre.as_ref()),
+                curr.fs.as_ref().and_then(|f| f.lustre.as_ref()),
+            ) {
                 (Some(p), Some(c)) => TargetRates::between(p, c, interval_s),
+                _ => Vec::new(),
+            },
+            bricks: match (&prev.fs, &curr.fs) {
+                (Some(p), Some(c)) => BrickRates::between(&p.bricks, &c.bricks, interval_s),
                 _ => Vec::new(),
             },
         }

@@ -415,7 +415,7 @@ fn unflatten(layout: &Layout, v: &[u64]) -> Option<Sample> {
             },
         });
     }
-    Some(Sample { time_unix_ns: v[0], mono_ns: v[1], disks, nics, cpu, mem, load, lustre: None })
+    Some(Sample { time_unix_ns: v[0], mono_ns: v[1], disks, nics, cpu, mem, load, fs: None })
 }
 
 fn zigzag(v: i64) -> u64 {

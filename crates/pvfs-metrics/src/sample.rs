@@ -28,11 +28,18 @@ pub struct Sample {
     pub cpu: CpuCounters,
     pub mem: MemCounters,
     pub load: LoadCounters,
-    /// What Lustre says of the node that second, on a node with Lustre. Not in the ring's
-    /// encoding: the agent holds the last few seconds' beside it, as it does processes, and
-    /// attaches them to the samples it sends.
+    /// What the node's parallel file system says of itself that second, on a node with one.
+    /// Not in the ring's encoding: the agent holds the last minute's beside it, as it does
+    /// processes, and attaches them to the samples it sends.
     #[serde(skip)]
-    pub lustre: Option<Arc<crate::lustre::node::Snapshot>>,
+    pub fs: Option<Arc<FsSecond>>,
+}
+
+/// A file system's own view of a node in one second: its Lustre targets, its GlusterFS bricks.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FsSecond {
+    pub lustre: Option<crate::lustre::node::Snapshot>,
+    pub bricks: Vec<crate::gluster::LocalBrick>,
 }
 
 impl Sample {
@@ -226,14 +233,15 @@ pub struct Sampler {
     whole: HashMap<String, bool>,
     links: HashMap<String, (u32, Duplex, std::time::Instant)>,
     files: ProcFiles,
-    /// Samples until Lustre's trees are looked for again on a node that had none (0: look).
-    lustre_absent_for: u32,
+    /// Samples until a file system's own files are looked for again on a node that had none
+    /// (0: look).
+    fs_absent_for: u32,
 }
 
-/// How many samples a node without Lustre goes before it is looked for again: a mount of
-/// Lustre shows within this many seconds, and a node without it pays two `stat`s per
-/// half-minute, not per second.
-const LUSTRE_LOOK_EVERY: u32 = 30;
+/// How many samples a node without Lustre or GlusterFS bricks goes before they are looked for
+/// again: a new target or brick shows within this many seconds, and a node without either
+/// pays three `stat`s per half-minute, not per second.
+const FS_LOOK_EVERY: u32 = 30;
 
 /// The `/proc` files a sampler reads, each open once with the buffer its text is read into.
 ///
@@ -309,7 +317,7 @@ impl Sampler {
             whole: HashMap::new(),
             links: HashMap::new(),
             files: ProcFiles::default(),
-            lustre_absent_for: 0,
+            fs_absent_for: 0,
         }
     }
 
@@ -344,21 +352,25 @@ impl Sampler {
             cpu: self.read_cpu()?,
             mem: self.read_mem()?,
             load: self.read_load()?,
-            lustre: self.read_lustre().map(Arc::new),
+            fs: self.read_fs().map(Arc::new),
         })
     }
 
-    /// The node's Lustre this second, where it has any.
-    fn read_lustre(&mut self) -> Option<crate::lustre::node::Snapshot> {
-        if self.lustre_absent_for > 0 {
-            self.lustre_absent_for -= 1;
+    /// The node's Lustre targets and GlusterFS bricks this second, where it has any.
+    fn read_fs(&mut self) -> Option<FsSecond> {
+        if self.fs_absent_for > 0 {
+            self.fs_absent_for -= 1;
             return None;
         }
-        let snapshot = crate::lustre::node::read(&self.root);
-        if snapshot.is_none() {
-            self.lustre_absent_for = LUSTRE_LOOK_EVERY - 1;
+        let second = FsSecond {
+            lustre: crate::lustre::node::read(&self.root),
+            bricks: crate::gluster::local_bricks(&self.root),
+        };
+        if second.lustre.is_none() && second.bricks.is_empty() {
+            self.fs_absent_for = FS_LOOK_EVERY - 1;
+            return None;
         }
-        snapshot
+        Some(second)
     }
 
     fn read_disks(&mut self) -> Result<Vec<DiskCounters>, SampleError> {

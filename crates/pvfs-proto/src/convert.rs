@@ -10,7 +10,7 @@ use pvfs_metrics::facts::{
 use pvfs_metrics::processes::Process;
 use pvfs_metrics::ring::Stamped;
 use pvfs_metrics::sample::{
-    CpuCounters, DiskCounters, Duplex, LoadCounters, MemCounters, NicCounters, Sample,
+    CpuCounters, DiskCounters, Duplex, FsSecond, LoadCounters, MemCounters, NicCounters, Sample,
 };
 
 impl From<NodeInfo> for pb::NodeInfo {
@@ -153,7 +153,7 @@ impl From<pb::Nic> for Nic {
 impl From<&Stamped> for pb::Sample {
     fn from(st: &Stamped) -> pb::Sample {
         let s = &st.sample;
-        pb::Sample {
+        let mut sample = pb::Sample {
             epoch: st.epoch,
             seq: st.seq,
             time_unix_ns: s.time_unix_ns,
@@ -165,9 +165,20 @@ impl From<&Stamped> for pb::Sample {
             load: Some(pb::LoadCounters::from(&s.load)),
             // Attached per stream, for the streams that asked ([`processes_to_wire`]).
             processes: Vec::new(),
-            lustre: s.lustre.as_deref().map(pb::LustreSnapshot::from),
+            lustre: None,
+            bricks: Vec::new(),
+        };
+        if let Some(fs) = &s.fs {
+            fs_to_wire(fs, &mut sample);
         }
+        sample
     }
+}
+
+/// A node's file-system second on the wire (`Sample.lustre`, `Sample.bricks`).
+pub fn fs_to_wire(fs: &FsSecond, sample: &mut pb::Sample) {
+    sample.lustre = fs.lustre.as_ref().map(pb::LustreSnapshot::from);
+    sample.bricks = fs.bricks.iter().map(pb::GlusterBrick::from).collect();
 }
 
 /// A sample's processes on the wire (`Sample.processes`).
@@ -194,7 +205,12 @@ impl From<pb::Sample> for Stamped {
                 cpu: p.cpu.map(Into::into).unwrap_or_default(),
                 mem: p.mem.map(Into::into).unwrap_or_default(),
                 load: p.load.map(Into::into).unwrap_or_default(),
-                lustre: p.lustre.map(|l| std::sync::Arc::new(l.into())),
+                fs: (p.lustre.is_some() || !p.bricks.is_empty()).then(|| {
+                    std::sync::Arc::new(FsSecond {
+                        lustre: p.lustre.map(Into::into),
+                        bricks: p.bricks.into_iter().map(Into::into).collect(),
+                    })
+                }),
             },
         }
     }
@@ -410,7 +426,7 @@ mod tests {
                 cpu: CpuCounters { user: 5, guest_nice: 6, ..Default::default() },
                 mem: MemCounters { total_kb: 7, swap_free_kb: 8, ..Default::default() },
                 load: LoadCounters { one: 0.52, five: 0.31, fifteen: 0.12, runnable: 3, tasks: 187 },
-                lustre: None,
+                fs: None,
             },
         };
         let wire = prost::Message::encode_to_vec(&pb::Sample::from(&stamped));
@@ -431,7 +447,7 @@ mod tests {
                 cpu: CpuCounters::default(),
                 mem: MemCounters::default(),
                 load: LoadCounters::default(),
-                lustre: None,
+                fs: None,
             },
         };
         let processes = vec![

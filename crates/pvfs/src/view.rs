@@ -2,6 +2,7 @@
 //! `pvfs_metrics::line::SecondLine`). Shared by `pvfs-agent metrics` (this machine) and
 //! `pvfsctl top` (every node).
 
+use pvfs_metrics::gluster::BrickRates;
 use pvfs_metrics::line::{ProcessLine, time_text};
 use pvfs_metrics::lustre::node::TargetRates;
 use pvfs_metrics::rates::{CpuColumn, DiskColumn, LoadColumn, MemColumn, NicColumn, Rates};
@@ -58,7 +59,33 @@ pub(crate) fn table(r: &Rates, devices: &[String]) -> String {
     if !r.lustre.is_empty() {
         out += &target_table(&r.lustre);
     }
+    if !r.bricks.is_empty() {
+        out += &brick_table(&r.bricks);
+    }
     out + "\n"
+}
+
+/// A GlusterFS server's bricks over the second: each brick's process up or down, the bytes it
+/// read and wrote through system calls (its clients' and its files') and to storage, MB/s of
+/// 10^6 bytes.
+pub(crate) fn brick_table(bricks: &[BrickRates]) -> String {
+    let mut out = format!(
+        "{:<12} {:<24} {:>4} {:>9} {:>9} {:>9} {:>9}\n",
+        "Volume", "Brick", "Up", "rMB/s", "wMB/s", "diskrMB/s", "diskwMB/s"
+    );
+    for b in bricks {
+        out += &format!(
+            "{:<12} {:<24} {:>4} {:>9.2} {:>9.2} {:>9.2} {:>9.2}\n",
+            b.volume,
+            b.path,
+            if b.up { "Y" } else { "N" },
+            b.rchar_s / 1e6,
+            b.wchar_s / 1e6,
+            b.read_bytes_s / 1e6,
+            b.write_bytes_s / 1e6
+        );
+    }
+    out
 }
 
 /// A Lustre node's targets over the second, as LLNL's ltop lays out its OST and MDT rows:
@@ -122,6 +149,7 @@ mod tests {
             mem: MemStats { kbmemfree: 123456, memused_pct: 45.6, ..Default::default() },
             load: LoadStats { runq_sz: 2, plist_sz: 300, ldavg_1: 0.5, ldavg_5: 0.25, ldavg_15: 0.125 },
             lustre: Vec::new(),
+            bricks: Vec::new(),
         }
     }
 
@@ -241,5 +269,33 @@ mod tests {
             )
         );
         assert!(text.ends_with("-\n\n"), "a blank line after, as after every second");
+    }
+
+    /// A GlusterFS server's second ends with its bricks, a brick down shown `N`.
+    #[test]
+    fn a_gluster_servers_table_ends_with_its_bricks() {
+        let mut r = rates();
+        r.bricks = vec![
+            BrickRates {
+                path: "/bricks/b1".into(),
+                rchar_s: 2e6,
+                up: true,
+                volume: "gv0".into(),
+                wchar_s: 1e6,
+                write_bytes_s: 52_428_800.0,
+                ..Default::default()
+            },
+            BrickRates { path: "gfs1-bricks-b2".into(), volume: "gv0".into(), ..Default::default() },
+        ];
+        let text = table(&r, &[]);
+        let at = text.find("Volume").expect("a brick table");
+        assert_eq!(
+            &text[at..],
+            concat!(
+                "Volume       Brick                      Up     rMB/s     wMB/s diskrMB/s diskwMB/s\n",
+                "gv0          /bricks/b1                  Y      2.00      1.00      0.00     52.43\n",
+                "gv0          gfs1-bricks-b2              N      0.00      0.00      0.00      0.00\n\n"
+            )
+        );
     }
 }

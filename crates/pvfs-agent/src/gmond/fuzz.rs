@@ -90,7 +90,7 @@ fn sample(disk: String, nic: String, c: [u64; 8], load: f64, mono_ns: u64) -> Sa
             runnable: c[0] as u32,
             tasks: c[1] as u32,
         },
-        lustre: None,
+        fs: None,
     }
 }
 

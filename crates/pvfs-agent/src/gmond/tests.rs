@@ -39,7 +39,7 @@ fn stamped(seq: u64, read_sectors: u64) -> Stamped {
                 ..Default::default()
             },
             load: LoadCounters { one: 1.4, five: 1.14, fifteen: 0.5, runnable: 1, tasks: 96 },
-            lustre: None,
+            fs: None,
         },
     }
 }

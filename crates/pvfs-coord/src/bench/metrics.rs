@@ -150,7 +150,7 @@ mod tests {
                 cpu: CpuCounters { user: 100 * seq, idle: 100 * seq, ..Default::default() },
                 mem: MemCounters { total_kb: 1024, ..Default::default() },
                 load: Default::default(),
-                lustre: None,
+                fs: None,
             },
         })
     }

@@ -266,7 +266,7 @@ fn sample(disks: &[String], nics: &[String], c: [u64; 8], load: f64, seq: u64) -
                 runnable: c[0] as u32,
                 tasks: c[1] as u32,
             },
-            lustre: None,
+            fs: None,
         },
     })
 }

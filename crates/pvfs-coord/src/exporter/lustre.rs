@@ -22,7 +22,11 @@ fn family<'v>(
 ) {
     w.family(name, kind, help, |f| {
         for (node, v) in &view.nodes {
-            let Some(lustre) = v.last.as_ref().and_then(|s| s.sample.lustre.as_ref()) else { continue };
+            let Some(lustre) =
+                v.last.as_ref().and_then(|s| s.sample.fs.as_ref().and_then(|f| f.lustre.as_ref()))
+            else {
+                continue;
+            };
             for target in &lustre.targets {
                 pick(target, &mut |labels, value| {
                     let mut all: Vec<(&str, &str)> = vec![("node", node), ("role", &v.role)];
@@ -36,7 +40,10 @@ fn family<'v>(
 
 /// Every Lustre family of `view` (none when no node has Lustre).
 pub(super) fn write(w: &mut impl Sink, view: &ClusterView) {
-    let any = view.nodes.values().any(|v| v.last.as_ref().is_some_and(|s| s.sample.lustre.is_some()));
+    let any = view
+        .nodes
+        .values()
+        .any(|v| v.last.as_ref().is_some_and(|s| s.sample.fs.as_ref().is_some_and(|f| f.lustre.is_some())));
     if !any {
         return;
     }
@@ -46,8 +53,11 @@ pub(super) fn write(w: &mut impl Sink, view: &ClusterView) {
         "Indicates whether the Lustre target is healthy or not. 1 is healthy, 0 is unhealthy.",
         |f| {
             for (node, v) in &view.nodes {
-                if let Some(healthy) =
-                    v.last.as_ref().and_then(|s| s.sample.lustre.as_ref()).and_then(|l| l.healthy)
+                if let Some(healthy) = v
+                    .last
+                    .as_ref()
+                    .and_then(|s| s.sample.fs.as_ref().and_then(|f| f.lustre.as_ref()))
+                    .and_then(|l| l.healthy)
                 {
                     f.sample(
                         "lustre_health_healthy",

@@ -22,7 +22,7 @@ fn stamped(seq: u64, reads: u64, rx: u64) -> Box<Stamped> {
             cpu: CpuCounters { user: 100 * seq, idle: 100 * seq, ..Default::default() },
             mem: MemCounters { total_kb: 1024, ..Default::default() },
             load: Default::default(),
-            lustre: None,
+            fs: None,
         },
     })
 }
@@ -250,7 +250,8 @@ fn lustre_targets_are_named_as_lustrefs_exporter_names_them() {
         assert!(snapshot.errors.is_empty(), "{:?}", snapshot.errors);
         let mut view = view();
         let mut sample = stamped(3, 1500, 6_000_000);
-        sample.sample.lustre = Some(Arc::new(snapshot));
+        sample.sample.fs =
+            Some(Arc::new(pvfs_metrics::sample::FsSecond { lustre: Some(snapshot), bricks: Vec::new() }));
         view.apply(StreamEvent::Sample { node: "oss00".into(), stamped: sample, processes: Vec::new() });
         let ours = render(&view, false);
         check_grammar(&ours);

@@ -173,6 +173,13 @@ fn a_line_of_rates_shows_only_the_devices_asked_for() {
             space_used_pct: Some(2.5),
             ..Default::default()
         }],
+        bricks: vec![BrickRates {
+            path: "/bricks/b1".into(),
+            up: true,
+            volume: "gv0".into(),
+            write_bytes_s: 1048576.0,
+            ..Default::default()
+        }],
     };
     let line = SecondLine::of(&rates, &["sda".to_owned()]);
     assert_eq!(line.disks.keys().collect::<Vec<_>>(), ["sda"]);
@@ -187,6 +194,14 @@ fn a_line_of_rates_shows_only_the_devices_asked_for() {
         json.contains(concat!(
             r#""load":[0.5,0.25,0.125],"lustre":[{"component":"ost","exports":4,"name":"fs-OST0000","#,
             r#""ops_s":100.0,"read_bytes_s":0.0,"space_used_pct":2.5,"write_bytes_s":419430400.0}],"mem":"#
+        )),
+        "{json}"
+    );
+    // A GlusterFS server's bricks come first of all, as `bricks` sorts.
+    assert!(
+        json.starts_with(concat!(
+            r#"{"bricks":[{"path":"/bricks/b1","rchar_s":0.0,"read_bytes_s":0.0,"up":true,"volume":"gv0","#,
+            r#""wchar_s":0.0,"write_bytes_s":1048576.0}],"cpu":"#
         )),
         "{json}"
     );

@@ -71,7 +71,7 @@ mod tests {
             cpu: Default::default(),
             mem: Default::default(),
             load: Default::default(),
-            lustre: None,
+            fs: None,
         };
         Stamped { epoch, seq, sample }
     }

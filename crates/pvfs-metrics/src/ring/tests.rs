@@ -55,7 +55,7 @@ fn sample(i: u64, disks: &[&str]) -> Sample {
             runnable: 3,
             tasks: 187,
         },
-        lustre: None,
+        fs: None,
     }
 }
 

@@ -1,6 +1,9 @@
-//! A node's Lustre second (`pvfs_metrics::lustre::node::Snapshot`) on the wire and back.
+//! A node's file-system second on the wire and back: its Lustre targets
+//! (`pvfs_metrics::lustre::node::Snapshot`) and its GlusterFS bricks
+//! (`pvfs_metrics::gluster::LocalBrick`).
 
 use crate::pb;
+use pvfs_metrics::gluster::LocalBrick;
 use pvfs_metrics::lustre::Stat;
 use pvfs_metrics::lustre::Times;
 use pvfs_metrics::lustre::node::{Kind, Snapshot, Space, Target};
@@ -93,6 +96,37 @@ impl From<pb::LustreTarget> for Target {
     }
 }
 
+impl From<&LocalBrick> for pb::GlusterBrick {
+    fn from(b: &LocalBrick) -> pb::GlusterBrick {
+        pb::GlusterBrick {
+            volume: b.volume.clone(),
+            path: b.path.clone(),
+            pid: b.pid,
+            port: b.port.map(u32::from),
+            rchar: b.rchar,
+            wchar: b.wchar,
+            read_bytes: b.read_bytes,
+            write_bytes: b.write_bytes,
+        }
+    }
+}
+
+impl From<pb::GlusterBrick> for LocalBrick {
+    fn from(b: pb::GlusterBrick) -> LocalBrick {
+        LocalBrick {
+            volume: b.volume,
+            path: b.path,
+            pid: b.pid,
+            // A port that is not a port is not one.
+            port: b.port.and_then(|p| u16::try_from(p).ok()),
+            rchar: b.rchar,
+            wchar: b.wchar,
+            read_bytes: b.read_bytes,
+            write_bytes: b.write_bytes,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,5 +179,49 @@ mod tests {
         let wire = pb::LustreSnapshot::from(&snapshot).encode_to_vec();
         let back = Snapshot::from(pb::LustreSnapshot::decode(wire.as_slice()).unwrap());
         assert_eq!(back, snapshot);
+    }
+
+    /// A sample's bricks, one up and one down, and its Lustre, survive the wire beside it; a
+    /// sample without either has no file-system second after it either.
+    #[test]
+    fn a_samples_file_system_second_survives_the_wire() {
+        use pvfs_metrics::ring::Stamped;
+        use pvfs_metrics::sample::{FsSecond, Sample};
+        let fs = FsSecond {
+            lustre: Some(Snapshot { healthy: Some(true), ..Snapshot::default() }),
+            bricks: vec![
+                LocalBrick {
+                    volume: "gv0".into(),
+                    path: "/bricks/b1".into(),
+                    pid: Some(4893),
+                    port: Some(49152),
+                    rchar: 1,
+                    wchar: 2,
+                    read_bytes: 3,
+                    write_bytes: 4,
+                },
+                LocalBrick { volume: "gv0".into(), path: "gfs1-bricks-b2".into(), ..LocalBrick::default() },
+            ],
+        };
+        let mut stamped = Stamped {
+            epoch: 1,
+            seq: 2,
+            sample: Sample {
+                time_unix_ns: 3,
+                mono_ns: 4,
+                disks: Vec::new(),
+                nics: Vec::new(),
+                cpu: Default::default(),
+                mem: Default::default(),
+                load: Default::default(),
+                fs: Some(std::sync::Arc::new(fs.clone())),
+            },
+        };
+        let wire = pb::Sample::from(&stamped).encode_to_vec();
+        let back = Stamped::from(pb::Sample::decode(wire.as_slice()).unwrap());
+        assert_eq!(back.sample.fs.as_deref(), Some(&fs));
+        stamped.sample.fs = None;
+        let wire = pb::Sample::from(&stamped).encode_to_vec();
+        assert_eq!(Stamped::from(pb::Sample::decode(wire.as_slice()).unwrap()).sample.fs, None);
     }
 }

@@ -24,7 +24,7 @@ fn stamped(seq: u64) -> Stamped {
             cpu: CpuCounters { user: 60 * seq, idle: 40 * seq, ..Default::default() },
             mem: MemCounters { total_kb: 1000, free_kb: 250, ..Default::default() },
             load: LoadCounters { one: 1.5, five: 1.0, fifteen: 0.25, runnable: 2, tasks: 90 },
-            lustre: None,
+            fs: None,
         },
     }
 }
