@@ -15,8 +15,8 @@
 //!   `totalNumberOfEntries0` run into it, and no counts).
 //! - [`local_bricks`]: the brick processes of this node, from the pid files glusterd writes
 //!   (`/run/gluster/vols/VOL/HOST-BRICK.pid`) and each process's `/proc/PID/cmdline` and
-//!   `/proc/PID/io`: up or down, and the bytes it has read and written, every second, with no
-//!   call to glusterd and no profiling.
+//!   `/proc/PID/io`: up or down (a brick down named by glusterd's record of it), and the bytes
+//!   it has read and written, every second, with no call to glusterd and no profiling.
 //!
 //! In `--xml` mode the CLI exits 0 even when the operation failed; the answer's `opRet` says
 //! (-1 with `opErrstr`), and [`GlusterError::Failed`] carries it.
@@ -409,14 +409,33 @@ pub fn local_bricks(root: &Root) -> Vec<LocalBrick> {
                         }
                     }
                 }
-                // Down: the pid file's name is `HOST-PATH-WITH-DASHES.pid`, which cannot be
-                // turned back into the path for sure; it is named as it is.
-                None => brick.path = file.trim_end_matches(".pid").to_owned(),
+                // Down: named by glusterd's record of the brick its pid file is for.
+                None => {
+                    let stem = file.trim_end_matches(".pid");
+                    brick.path = recorded_path(root, &volume, stem).unwrap_or_else(|| stem.to_owned());
+                }
             }
             bricks.push(brick);
         }
     }
     bricks
+}
+
+/// glusterd's records of a volume's bricks (`/var/lib/glusterd/vols/VOL/bricks/HOST:-PATH`,
+/// `hostname=` and `path=` lines).
+const BRICK_INFO_DIR: &str = "/var/lib/glusterd/vols";
+
+/// The path of the brick whose pid file is `stem.pid`: glusterd names that file
+/// `HOST` then the path with each `/` made `-`, so the record whose hostname and path make
+/// `stem` is the brick's. `None` when no record does (the pid file's name is used instead).
+fn recorded_path(root: &Root, volume: &str, stem: &str) -> Option<String> {
+    let dir = format!("{BRICK_INFO_DIR}/{volume}/bricks");
+    root.list_dir(&dir).ok()?.into_iter().find_map(|file| {
+        let text = root.read_to_string(&format!("{dir}/{file}")).ok()?;
+        let field = |key: &str| text.lines().find_map(|l| l.strip_prefix(key)).map(str::trim);
+        let (host, path) = (field("hostname=")?, field("path=")?);
+        (format!("{host}{}", path.replace('/', "-")) == stem).then(|| path.to_owned())
+    })
 }
 
 /// What a brick process's command line says of it.
@@ -585,6 +604,13 @@ mod tests {
                 LocalBrick { volume: "fx".into(), path: "vm-srv-gb2".into(), ..LocalBrick::default() },
             ]
         );
+        // With glusterd's record of the brick, the one down is named by its path.
+        let info = std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/gluster/glusterd-brickinfo.txt"),
+        )
+        .unwrap();
+        put("/var/lib/glusterd/vols/fx/bricks/vm:-srv-gb2", &info);
+        assert_eq!(local_bricks(&root)[1].path, "/srv/gb2");
     }
 
     /// A second's rates: bytes over the interval; a restarted brick (new pid) from zero; a
