@@ -766,6 +766,38 @@ fn down_and_up_again(lab: &Lab, binary: &Path, cluster: &str, tls: &str, up: &Up
     Ok(())
 }
 
+/// Each server's brick of gv0, second by second in the bench's record (issue 29): up every
+/// second, and what its glusterfsd wrote through system calls over the run at least the 64 MiB
+/// the clients wrote (2 iterations of 2 tasks x 16 MiB; replica 2, so each brick takes all of
+/// it), its storage writes beside it.
+fn brick_counters(dir: &Path) -> anyhow::Result<()> {
+    for node in ["gfs1", "gfs2"] {
+        let metrics = std::fs::read_to_string(dir.join("metrics").join(format!("{node}.jsonl")))?;
+        let (mut seconds, mut wchar, mut disk) = (0, 0.0, 0.0);
+        for line in metrics.lines() {
+            let line: Value = serde_json::from_str(line)?;
+            let interval = line["interval_s"].as_f64().unwrap_or(0.0);
+            let bricks = line["bricks"].as_array().with_context(|| format!("{node}: a second without bricks: {line}"))?;
+            let brick = bricks
+                .iter()
+                .find(|b| b["volume"] == "gv0")
+                .with_context(|| format!("{node}: no brick of gv0 in {bricks:?}"))?;
+            ensure!(brick["up"] == true && brick["path"].as_str().is_some_and(|p| p.starts_with('/')), "{node}: {brick}");
+            seconds += 1;
+            wchar += brick["wchar_s"].as_f64().unwrap_or(0.0) * interval;
+            disk += brick["write_bytes_s"].as_f64().unwrap_or(0.0) * interval;
+        }
+        let mib = |b: f64| b / f64::from(1 << 20);
+        ensure!(mib(wchar) >= 64.0, "{node}: its brick wrote {:.1} MiB through system calls over {seconds} s", mib(wchar));
+        eprintln!(
+            "xtask e2e: {node}'s brick of gv0, {seconds} s: {:.1} MiB written through system calls, {:.1} MiB to storage",
+            mib(wchar),
+            mib(disk)
+        );
+    }
+    Ok(())
+}
+
 /// Part 7 of the scenario: `pvfsctl bench` with the built-in engine on the FUSE client, its
 /// report, and a client cut off the network mid-run.
 fn bench(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyhow::Result<()> {
@@ -798,6 +830,7 @@ fn bench(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyhow::Result<(
             .with_context(|| format!("no metrics for {node}"))?;
         ensure!(metrics.lines().count() >= 2, "{node}: {} seconds of metrics", metrics.lines().count());
     }
+    brick_counters(&dir)?;
     eprintln!(
         "xtask e2e: bench on the FUSE mount: write {:.1} MiB/s, read {:.1} MiB/s (2 tasks x 16 MiB, 2 iterations)",
         write["bw_mean_mib"].as_f64().unwrap_or(0.0),

@@ -233,15 +233,7 @@ pub struct Sampler {
     whole: HashMap<String, bool>,
     links: HashMap<String, (u32, Duplex, std::time::Instant)>,
     files: ProcFiles,
-    /// Samples until a file system's own files are looked for again on a node that had none
-    /// (0: look).
-    fs_absent_for: u32,
 }
-
-/// How many samples a node without Lustre or GlusterFS bricks goes before they are looked for
-/// again: a new target or brick shows within this many seconds, and a node without either
-/// pays three `stat`s per half-minute, not per second.
-const FS_LOOK_EVERY: u32 = 30;
 
 /// The `/proc` files a sampler reads, each open once with the buffer its text is read into.
 ///
@@ -317,7 +309,6 @@ impl Sampler {
             whole: HashMap::new(),
             links: HashMap::new(),
             files: ProcFiles::default(),
-            fs_absent_for: 0,
         }
     }
 
@@ -356,21 +347,16 @@ impl Sampler {
         })
     }
 
-    /// The node's Lustre targets and GlusterFS bricks this second, where it has any.
-    fn read_fs(&mut self) -> Option<FsSecond> {
-        if self.fs_absent_for > 0 {
-            self.fs_absent_for -= 1;
-            return None;
-        }
+    /// The node's Lustre targets and GlusterFS bricks this second, where it has any. Looked
+    /// for every second, so a target or brick shows the second it comes: on a node without
+    /// either that is three lookups that fail (`/sys/fs/lustre`, `/proc/fs/lustre`,
+    /// `/run/gluster/vols`), a few microseconds.
+    fn read_fs(&self) -> Option<FsSecond> {
         let second = FsSecond {
             lustre: crate::lustre::node::read(&self.root),
             bricks: crate::gluster::local_bricks(&self.root),
         };
-        if second.lustre.is_none() && second.bricks.is_empty() {
-            self.fs_absent_for = FS_LOOK_EVERY - 1;
-            return None;
-        }
-        Some(second)
+        (second.lustre.is_some() || !second.bricks.is_empty()).then_some(second)
     }
 
     fn read_disks(&mut self) -> Result<Vec<DiskCounters>, SampleError> {
