@@ -16,6 +16,7 @@
 //! - [`ganglia`]: Ganglia's XML (gmond's host element and standard metrics), written by the
 //!   agent's gmond drop-in and by serve's gmetad interface.
 
+pub mod beegfs;
 pub mod facts;
 #[cfg(test)]
 mod fuzz;
