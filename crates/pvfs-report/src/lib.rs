@@ -3,7 +3,8 @@
 //! Fig. 13), per-client fairness (spread of bandwidth and completion time, seed 004's Fig. 9),
 //! network bytes against application bytes from the per-second counters (seed 004's
 //! read-ahead amplification), and each phase's latency, whole and second by second
-//! (`timeline`). Markdown, with every chart as SVG and PNG.
+//! (`timeline`), and each phase's bytes by server target (`targets`: Lustre OSTs, GlusterFS
+//! bricks). Markdown, with every chart as SVG and PNG.
 
 use plotters::coord::{CoordTranslate, Shift};
 use plotters::prelude::*;
@@ -113,6 +114,7 @@ pub fn write(runs: &[PathBuf], out: &Path) -> Result<Written, ReportError> {
         latency_section(&mut md, r, phases);
         written.charts.extend(timeline::section(&mut md, r, out)?);
         amplification_section(&mut md, r, phases);
+        targets::section(&mut md, r, phases);
     }
 
     let path = out.join("report.md");
@@ -690,6 +692,7 @@ fn draw<DB: DrawingBackend>(
     legend(&mut chart)
 }
 
+mod targets;
 mod timeline;
 
 #[cfg(test)]

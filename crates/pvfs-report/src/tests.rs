@@ -152,3 +152,58 @@ fn a_results_directory_written_before_the_run_model_reads_to_the_same_numbers() 
     let report = std::fs::read_to_string(out.path().join("report.md")).unwrap();
     assert!(report.contains("demo-throughput-20261127T205944"), "{report}");
 }
+
+/// The servers' own counters by target over each phase: two OSTs and two bricks, their seconds
+/// over the write (1000..1002) and the read (1010..1011); a second half inside the phase counts
+/// half; the OSTs' bytes against the application's are judged within 1 %.
+#[test]
+fn each_phases_bytes_by_server_target() {
+    let base = tempfile::tempdir().unwrap();
+    let dir = run(base.path(), "one", 1);
+    let mib = 1048576.0;
+    // oss1: OST0000 takes 150 MiB of the write, OST0001 50 (one hot OST); the read's 200 MiB
+    // split evenly. Seconds end at the time shown.
+    let oss = |time: &str, w0: f64, w1: f64, r0: f64, r1: f64| {
+        json!({"time": time, "interval_s": 1.0, "lustre": [
+            {"component": "ost", "name": "fs-OST0000", "read_bytes_s": r0 * mib, "write_bytes_s": w0 * mib, "ops_s": 1.0},
+            {"component": "ost", "name": "fs-OST0001", "read_bytes_s": r1 * mib, "write_bytes_s": w1 * mib, "ops_s": 1.0},
+            {"component": "mdt", "name": "fs-MDT0000", "read_bytes_s": 0.0, "write_bytes_s": 0.0, "ops_s": 9.0}
+        ]})
+    };
+    let lines = [
+        oss("1970-01-01T00:16:41Z", 100.0, 25.0, 0.0, 0.0),
+        oss("1970-01-01T00:16:42Z", 50.0, 25.0, 0.0, 0.0),
+        // Half of this second (1001.5..1002.5) is in the write: 2 × 0.5 MiB more.
+        oss("1970-01-01T00:16:42.500Z", 1.0, 1.0, 0.0, 0.0),
+        oss("1970-01-01T00:16:51Z", 0.0, 0.0, 100.0, 100.0),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(dir.join("metrics/oss1.jsonl"), text).unwrap();
+    // A GlusterFS server's brick of a replica-2 volume: every byte of the write, twice over
+    // two servers.
+    let brick = json!({"time": "1970-01-01T00:16:42Z", "interval_s": 2.0, "bricks": [
+        {"path": "/bricks/b1", "rchar_s": 0.0, "read_bytes_s": 0.0, "up": true, "volume": "gv0", "wchar_s": 100.0 * mib, "write_bytes_s": 0.0}
+    ]});
+    std::fs::write(dir.join("metrics/gfs1.jsonl"), format!("{brick}\n")).unwrap();
+    let out = base.path().join("report");
+    let written = write(&[dir], &out).unwrap();
+    let md = std::fs::read_to_string(&written.markdown).unwrap();
+    assert!(md.contains("### Bytes by server target: `one`"), "{md}");
+    assert!(md.contains("| write | OST | fs-OST0000 | oss1 | 150.5 | 74.9 % |"), "{md}");
+    assert!(md.contains("| write | OST | fs-OST0001 | oss1 | 50.5 | 25.1 % |"), "{md}");
+    assert!(md.contains("| read | OST | fs-OST0000 | oss1 | 100.0 | 50.0 % |"), "{md}");
+    assert!(!md.contains("fs-MDT0000"), "an MDT moves no file data: {md}");
+    // 201 MiB of OST writes for 200: +0.5 %; the busiest OST 1.50 × the mean.
+    assert!(
+        md.contains("- write, OSTs: 201.0 MiB for the application's 200.0 MiB (the OSTs account for the phase within 1 %); busiest ÷ mean 1.50."),
+        "{md}"
+    );
+    assert!(md.contains("- read, OSTs: 200.0 MiB for the application's 200.0 MiB (the OSTs account for the phase within 1 %); busiest ÷ mean 1.00."), "{md}");
+    assert!(md.contains("| write | brick | gv0:/bricks/b1 | gfs1 | 200.0 | 100.0 % |"), "{md}");
+    assert!(
+        md.contains(
+            "- write, bricks: 200.0 MiB for the application's 200.0 MiB (1.00 bytes per application byte"
+        ),
+        "{md}"
+    );
+}
