@@ -13,6 +13,8 @@
 //! - [`lustre`]: Lustre's own counters in the kernel's text (stats files, `lctl get_param`).
 //! - [`gluster`]: GlusterFS's view of its bricks (`gluster --xml` status, profile, heal
 //!   summary) and this node's brick processes from glusterd's pid files and /proc.
+//! - [`beegfs`]: BeeGFS's servers' statistics and targets' state and space, as `beegfs-ctl`
+//!   (7.x) and `beegfs` (8) print them.
 //! - [`ganglia`]: Ganglia's XML (gmond's host element and standard metrics), written by the
 //!   agent's gmond drop-in and by serve's gmetad interface.
 
