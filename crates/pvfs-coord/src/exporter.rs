@@ -178,6 +178,7 @@ pub fn visit(view: &ClusterView, rates: &[Option<Rates>], sink: &mut impl Sink) 
     write_memory_and_load(sink, view);
     write_rates(sink, view, rates);
     lustre::write(sink, view);
+    gluster::write(sink, view);
 }
 
 /// Writes the exposition of `view`; `openmetrics` picks OpenMetrics 1.0 over text 0.0.4.
@@ -562,6 +563,7 @@ impl<E> Text<E> {
     }
 }
 
+mod gluster;
 mod lustre;
 
 #[cfg(test)]

@@ -82,5 +82,33 @@ fn lustre(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, sampling, rates, ring, processes, lustre);
+/// What the sampler adds each second on a Lustre server (issue 29): a 2.15 server's three
+/// targets read from their files where lctl finds them (each OST's stats, the MDT's md_stats,
+/// num_exports, recovery_status, the OSDs' space, health_check: 21 files, laid out in a
+/// temporary directory as the kernel holds them); and on a node without Lustre or GlusterFS,
+/// the lookups that find none.
+fn file_system_second(c: &mut Criterion) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/lustre/valid_valid.txt");
+    let text = std::fs::read_to_string(&path).expect("the server fixture");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    for p in pvfs_metrics::lustre::lctl_params(&text).into_iter().filter(|p| !p.name.contains(".exports.")) {
+        let tree = if p.value.contains('\n') { "proc/fs/lustre" } else { "sys/fs/lustre" };
+        let file = dir.path().join(tree).join(p.name.replace('.', "/"));
+        std::fs::create_dir_all(file.parent().expect("a parent")).expect("the tree");
+        std::fs::write(&file, format!("{}\n", p.value.trim_end_matches('\n'))).expect("a parameter");
+    }
+    let root = pvfs_host::Root::at(dir.path());
+    c.bench_function("lustre: a server's second (3 targets) from the kernel's files", |b| {
+        b.iter(|| black_box(pvfs_metrics::lustre::node::read(&root)))
+    });
+    let empty = tempfile::tempdir().expect("a temporary directory");
+    let none = pvfs_host::Root::at(empty.path());
+    c.bench_function("file systems: a node without Lustre or bricks", |b| {
+        b.iter(|| {
+            black_box((pvfs_metrics::lustre::node::read(&none), pvfs_metrics::gluster::local_bricks(&none)))
+        })
+    });
+}
+
+criterion_group!(benches, sampling, rates, ring, processes, lustre, file_system_second);
 criterion_main!(benches);

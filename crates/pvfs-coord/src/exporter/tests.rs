@@ -293,3 +293,45 @@ fn lustre_targets_are_named_as_lustrefs_exporter_names_them() {
     // A cluster without Lustre has none of these families.
     assert!(!render(&view(), false).contains("lustre_"));
 }
+
+/// A GlusterFS server's bricks, one up and one down: up or not, and the kernel's counters of
+/// the one running, by node, role, volume and brick; none on a cluster without bricks.
+#[test]
+fn gluster_bricks_by_node_volume_and_brick() {
+    use pvfs_metrics::gluster::LocalBrick;
+    let mut cluster = view();
+    let mut sample = stamped(3, 1500, 6_000_000);
+    let up = LocalBrick {
+        volume: "gv0".into(),
+        path: "/bricks/b1".into(),
+        pid: Some(4893),
+        port: Some(49152),
+        rchar: 22160428,
+        wchar: 22213982,
+        read_bytes: 24576,
+        write_bytes: 23179264,
+    };
+    let down = LocalBrick { volume: "gv0".into(), path: "/bricks/b2".into(), ..LocalBrick::default() };
+    sample.sample.fs =
+        Some(Arc::new(pvfs_metrics::sample::FsSecond { lustre: None, bricks: vec![up, down] }));
+    cluster.apply(StreamEvent::Sample { node: "oss00".into(), stamped: sample, processes: Vec::new() });
+    let text = render(&cluster, false);
+    check_grammar(&text);
+    let labels = |brick: &str| format!(r#"{{node="oss00",role="oss",volume="gv0",brick="{brick}"}}"#);
+    for line in [
+        format!("pvfs_gluster_brick_up{} 1", labels("/bricks/b1")),
+        format!("pvfs_gluster_brick_up{} 0", labels("/bricks/b2")),
+        format!("pvfs_gluster_brick_written_bytes_total{} 23179264", labels("/bricks/b1")),
+        format!("pvfs_gluster_brick_read_bytes_total{} 24576", labels("/bricks/b1")),
+        format!("pvfs_gluster_brick_syscall_read_bytes_total{} 22160428", labels("/bricks/b1")),
+        format!("pvfs_gluster_brick_syscall_written_bytes_total{} 22213982", labels("/bricks/b1")),
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
+    }
+    assert!(
+        !text.contains(&format!("pvfs_gluster_brick_written_bytes_total{}", labels("/bricks/b2"))),
+        "a brick down has no counters"
+    );
+    check_grammar(&render(&cluster, true).replace("# EOF\n", ""));
+    assert!(!render(&view(), false).contains("pvfs_gluster"));
+}
