@@ -97,12 +97,12 @@ fn file_system_second(c: &mut Criterion) {
         std::fs::create_dir_all(file.parent().expect("a parent")).expect("the tree");
         std::fs::write(&file, format!("{}\n", p.value.trim_end_matches('\n'))).expect("a parameter");
     }
-    let root = pvfs_host::Root::at(dir.path());
+    let root = Root::at(dir.path());
     c.bench_function("lustre: a server's second (3 targets) from the kernel's files", |b| {
         b.iter(|| black_box(pvfs_metrics::lustre::node::read(&root)))
     });
     let empty = tempfile::tempdir().expect("a temporary directory");
-    let none = pvfs_host::Root::at(empty.path());
+    let none = Root::at(empty.path());
     c.bench_function("file systems: a node without Lustre or bricks", |b| {
         b.iter(|| {
             black_box((pvfs_metrics::lustre::node::read(&none), pvfs_metrics::gluster::local_bricks(&none)))
