@@ -98,8 +98,13 @@ fn file_system_second(c: &mut Criterion) {
         std::fs::write(&file, format!("{}\n", p.value.trim_end_matches('\n'))).expect("a parameter");
     }
     let root = Root::at(dir.path());
-    c.bench_function("lustre: a server's second (3 targets) from the kernel's files", |b| {
+    c.bench_function("lustre: a server's second (3 targets), its files found afresh", |b| {
         b.iter(|| black_box(pvfs_metrics::lustre::node::read(&root)))
+    });
+    // The sampler's steady state: the files found once every FIND_EVERY seconds.
+    let mut reader = pvfs_metrics::lustre::node::Reader::default();
+    c.bench_function("lustre: a server's second (3 targets), as the sampler reads it", |b| {
+        b.iter(|| black_box(reader.read(&root)))
     });
     let empty = tempfile::tempdir().expect("a temporary directory");
     let none = Root::at(empty.path());

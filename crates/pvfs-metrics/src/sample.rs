@@ -233,6 +233,8 @@ pub struct Sampler {
     whole: HashMap<String, bool>,
     links: HashMap<String, (u32, Duplex, std::time::Instant)>,
     files: ProcFiles,
+    /// Lustre's files, found now and then and read every second.
+    lustre: crate::lustre::node::Reader,
 }
 
 /// The `/proc` files a sampler reads, each open once with the buffer its text is read into.
@@ -309,6 +311,7 @@ impl Sampler {
             whole: HashMap::new(),
             links: HashMap::new(),
             files: ProcFiles::default(),
+            lustre: crate::lustre::node::Reader::default(),
         }
     }
 
@@ -351,9 +354,9 @@ impl Sampler {
     /// for every second, so a target or brick shows the second it comes: on a node without
     /// either that is three lookups that fail (`/sys/fs/lustre`, `/proc/fs/lustre`,
     /// `/run/gluster/vols`), a few microseconds.
-    fn read_fs(&self) -> Option<FsSecond> {
+    fn read_fs(&mut self) -> Option<FsSecond> {
         let second = FsSecond {
-            lustre: crate::lustre::node::read(&self.root),
+            lustre: self.lustre.read(&self.root),
             bricks: crate::gluster::local_bricks(&self.root),
         };
         (second.lustre.is_some() || !second.bricks.is_empty()).then_some(second)

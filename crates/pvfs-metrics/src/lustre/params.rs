@@ -41,9 +41,20 @@ pub struct Found {
 /// The parameters matching `pattern` (dotted components, each a name or a glob of `*`), in
 /// lctl's order: tree by tree, names sorted within a directory; each name once.
 pub fn find(root: &Root, pattern: &str) -> Vec<Found> {
+    find_in(root, &trees(root), pattern)
+}
+
+/// Which of lctl's trees exist on this node, in its order: looked at once for many patterns
+/// ([`find_in`]), rather than once per pattern (most nodes have two or three of the eight).
+pub fn trees(root: &Root) -> Vec<&'static str> {
+    TREES.into_iter().filter(|t| root.is_dir(t)).collect()
+}
+
+/// [`find`] within `trees` (from [`trees`]).
+pub fn find_in(root: &Root, trees: &[&str], pattern: &str) -> Vec<Found> {
     let parts: Vec<&str> = pattern.split('.').collect();
     let mut found: Vec<Found> = Vec::new();
-    for tree in TREES {
+    for tree in trees {
         let mut here = Vec::new();
         walk(root, tree, &parts, &mut Vec::new(), &mut here);
         for f in here {
