@@ -767,9 +767,10 @@ fn down_and_up_again(lab: &Lab, binary: &Path, cluster: &str, tls: &str, up: &Up
 }
 
 /// Each server's brick of gv0, second by second in the bench's record (issue 29): up every
-/// second, and what its glusterfsd wrote through system calls over the run at least the 64 MiB
+/// second, and what its glusterfsd wrote through system calls over the run nearly the 64 MiB
 /// the clients wrote (2 iterations of 2 tasks x 16 MiB; replica 2, so each brick takes all of
-/// it), its storage writes beside it.
+/// it; 64.2 MiB measured, the files and its replies): at least 60, leaving a second the record
+/// might begin inside of. Its storage writes beside it.
 fn brick_counters(dir: &Path) -> anyhow::Result<()> {
     for node in ["gfs1", "gfs2"] {
         let metrics = std::fs::read_to_string(dir.join("metrics").join(format!("{node}.jsonl")))?;
@@ -788,7 +789,7 @@ fn brick_counters(dir: &Path) -> anyhow::Result<()> {
             disk += brick["write_bytes_s"].as_f64().unwrap_or(0.0) * interval;
         }
         let mib = |b: f64| b / f64::from(1 << 20);
-        ensure!(mib(wchar) >= 64.0, "{node}: its brick wrote {:.1} MiB through system calls over {seconds} s", mib(wchar));
+        ensure!(mib(wchar) >= 60.0, "{node}: its brick wrote {:.1} MiB through system calls over {seconds} s", mib(wchar));
         eprintln!(
             "xtask e2e: {node}'s brick of gv0, {seconds} s: {:.1} MiB written through system calls, {:.1} MiB to storage",
             mib(wchar),
