@@ -3,9 +3,10 @@
 //! Optional. `pvfs-agent --policy FILE` (or `PVFS_AGENT_POLICY`) names it; without the flag
 //! `/etc/pvfs/policy.toml` is read when it exists. The file can only narrow the built-in policy
 //! (`pvfs_policy`) or name a site's own mirrors and units; it can never switch a rule
-//! off. One key is a grant instead: `mpi_ssh = true` lets `[bench] mpi_ssh` give root ssh
-//! between the clients (refused by default, rule `mpi-ssh-off`), since only the operator of a
-//! node can decide that. Every mistake in it is reported with `file:line:col`, and the agent does not start.
+//! off. Two keys are grants instead, since only the operator of a node can decide them:
+//! `mpi_ssh = true` lets `[bench] mpi_ssh` give root ssh between the clients (refused by
+//! default, rule `mpi-ssh-off`), and `faults = true` lets `pvfsctl bench --fault` kill this
+//! node's bricks mid-run (rule `faults-off`). Every mistake in it is reported with `file:line:col`, and the agent does not start.
 
 use pvfs_policy::{Policy, Site};
 use serde::Deserialize;
@@ -36,6 +37,9 @@ struct PolicyFile {
     /// Let `[bench] mpi_ssh` install the cluster's MPI key: root ssh between the clients.
     #[serde(default)]
     mpi_ssh: bool,
+    /// Let `pvfsctl bench --fault` kill this node's GlusterFS bricks mid-run.
+    #[serde(default)]
+    faults: bool,
 }
 
 /// A policy file that cannot be used.
@@ -89,6 +93,7 @@ pub fn parse(path: &Path, source: &str) -> Result<Policy, PolicyFileError> {
         services: file.services.iter().map(|s| s.get_ref().clone()).collect(),
         refuse_unsigned: file.refuse_unsigned_repositories,
         mpi_ssh: file.mpi_ssh,
+        faults: file.faults,
     };
     Policy::new(site).map_err(|errors| {
         let problems = errors
@@ -141,7 +146,7 @@ mod tests {
         assert_eq!(
             problems("kinds = [\"mkfs\"]\ndevice = [\"/dev/sdc\"]\n"),
             "/etc/pvfs/policy.toml:2:1: unknown field `device`, expected one of `kinds`, `devices`, `data_roots`, \
-             `repositories`, `services`, `refuse_unsigned_repositories`, `mpi_ssh`"
+             `repositories`, `services`, `refuse_unsigned_repositories`, `mpi_ssh`, `faults`"
         );
         assert_eq!(
             problems(
@@ -168,6 +173,13 @@ mod tests {
         assert!(shown.contains("mpi ssh (root ssh between clients for mpirun): allowed"), "{shown}");
         let shown = problems("");
         assert!(shown.contains("mpi ssh (root ssh between clients for mpirun): refused"), "{shown}");
+    }
+
+    #[test]
+    fn faults_are_a_grant_the_file_makes_and_shows() {
+        let shown = problems("faults = true\n");
+        assert!(shown.contains("faults (bench --fault killing this node's bricks): allowed"), "{shown}");
+        assert!(problems("").contains("faults (bench --fault killing this node's bricks): refused"));
     }
 
     #[test]

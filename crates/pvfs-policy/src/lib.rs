@@ -196,7 +196,7 @@ mod values;
 
 pub use action::programs_of;
 use node::no_symlink;
-use values::{canonical, device_path, not_system, unit_name, url_chars};
+use values::{canonical, device_path, not_system, simple_name, unit_name, url_chars};
 
 /// Repository URL prefixes allowed by default: the upstreams the example cluster files (and
 /// the packages they install, such as centos-release-gluster and epel-release) use. Compared
@@ -315,6 +315,8 @@ pub struct Site {
     pub refuse_unsigned: bool,
     /// Allow `mpi-ssh` steps: root SSH between the clients for mpirun (default: refused).
     pub mpi_ssh: bool,
+    /// Allow `pvfsctl bench --fault` to kill this node's bricks mid-run (default: refused).
+    pub faults: bool,
 }
 
 /// A value in a site policy that cannot be used: which key, which entry, why.
@@ -337,6 +339,7 @@ pub struct Policy {
     services: BTreeSet<String>,
     refuse_unsigned: bool,
     mpi_ssh: bool,
+    faults: bool,
     /// The cluster's nodes as the unit's request names them (addresses, names, LNet
     /// addresses); `None` where no request is in hand (the coordinator's own pre-check).
     cluster_hosts: Option<BTreeSet<String>>,
@@ -352,6 +355,7 @@ impl Default for Policy {
             services: DEFAULT_SERVICES.iter().map(|s| (*s).to_owned()).collect(),
             refuse_unsigned: false,
             mpi_ssh: false,
+            faults: false,
             cluster_hosts: None,
         }
     }
@@ -361,8 +365,12 @@ impl Policy {
     /// The default policy narrowed by `site`; every unusable value is reported.
     pub fn new(site: Site) -> Result<Policy, Vec<SiteError>> {
         let mut errors = Vec::new();
-        let mut policy =
-            Policy { refuse_unsigned: site.refuse_unsigned, mpi_ssh: site.mpi_ssh, ..Policy::default() };
+        let mut policy = Policy {
+            refuse_unsigned: site.refuse_unsigned,
+            mpi_ssh: site.mpi_ssh,
+            faults: site.faults,
+            ..Policy::default()
+        };
         let mut err = |key: &'static str, index: usize, message: String| {
             errors.push(SiteError { key, index, message });
         };
@@ -455,6 +463,25 @@ impl Policy {
         ))
     }
 
+    /// Whether `pvfsctl bench --fault` may kill the brick `path` of GlusterFS volume `volume` on
+    /// this node: only where the site granted it (`faults-off`: a benchmark that takes a
+    /// server down on purpose is an operator's decision, as `mpi_ssh` is), the volume a gluster
+    /// volume name, the brick a data path (canonical, outside the system trees, under the
+    /// site's data roots).
+    pub fn check_fault_brick(&self, volume: &str, path: &str) -> Result<(), PolicyError> {
+        if !self.faults {
+            return Err(PolicyError::new(
+                "faults-off",
+                path,
+                "this node's policy does not let a benchmark inject faults (`pvfsctl bench --fault`)",
+                "that is a grant an operator makes on purpose: add `faults = true` to the agent's policy file \
+                 on each node a fault may hit",
+            ));
+        }
+        simple_name("gluster volume name", volume, 64, "")?;
+        self.data_path(path, "a brick")
+    }
+
     /// Whether a benchmark may run in `dir` on this node (`bench-dir`): see the module's rules.
     pub fn check_bench_dir(&self, dir: &str, root: &Root) -> Result<(), PolicyError> {
         self.data_path(dir, "a benchmark directory").map_err(|e| PolicyError {
@@ -509,6 +536,10 @@ impl Policy {
             format!(
                 "mpi ssh (root ssh between clients for mpirun): {}",
                 if self.mpi_ssh { "allowed" } else { "refused (mpi_ssh = true allows it)" }
+            ),
+            format!(
+                "faults (bench --fault killing this node's bricks): {}",
+                if self.faults { "allowed" } else { "refused (faults = true allows it)" }
             ),
         ]
     }

@@ -748,6 +748,7 @@ fn site_values_are_checked() {
         services: vec!["a b".into()],
         refuse_unsigned: false,
         mpi_ssh: false,
+        faults: false,
     })
     .unwrap_err();
     let keys: Vec<String> = errors.iter().map(|e| format!("{}[{}]", e.key, e.index)).collect();
@@ -1335,4 +1336,30 @@ fn firewall_opens_only_file_system_ports_in_two_forms() {
         mode: 0o644,
     };
     assert_eq!(policy.check_action("firewall", &write).map_err(|e| e.rule), Err("action-kind"));
+}
+
+/// A brick may be killed by `bench --fault` only where the site granted faults, and then only a
+/// brick by a data path of a volume by name.
+#[test]
+fn faults_are_a_grant_and_only_on_bricks() {
+    assert_eq!(Policy::default().check_fault_brick("gv0", "/bricks/b1").unwrap_err().rule, "faults-off");
+    let granted = Policy::new(Site { faults: true, ..Site::default() }).unwrap();
+    assert_eq!(granted.check_fault_brick("gv0", "/bricks/b1"), Ok(()));
+    for (volume, path) in [
+        ("gv0", "/etc"),
+        ("gv0", "/bricks/../etc/b1"),
+        ("gv0", "bricks/b1"),
+        ("gv0;reboot", "/bricks/b1"),
+        ("", "/bricks/b1"),
+        ("gv0", "/bricks/b1\n"),
+    ] {
+        assert!(granted.check_fault_brick(volume, path).is_err(), "{volume:?} {path:?}");
+    }
+    let narrowed =
+        Policy::new(Site { faults: true, data_roots: Some(vec!["/data".into()]), ..Site::default() })
+            .unwrap();
+    assert!(narrowed.check_fault_brick("gv0", "/bricks/b1").is_err(), "outside the site's data roots");
+    assert!(
+        granted.describe().iter().any(|l| l == "faults (bench --fault killing this node's bricks): allowed")
+    );
 }
