@@ -16,6 +16,7 @@ mod auth;
 mod build;
 mod caches;
 mod child;
+mod fault;
 mod handshake;
 // Public for its benchmark (`benches/gmond.rs`): the renderer and what it renders from.
 pub mod gmond;

@@ -688,6 +688,36 @@ impl pb::agent_server::Agent for AgentService {
         Ok(Response::new(pb::InfoResponse { node: Some(info.into()) }))
     }
 
+    async fn fault(&self, request: Request<pb::FaultRequest>) -> Result<Response<pb::FaultResponse>, Status> {
+        let pb::FaultRequest { kill_brick, undo } = request.into_inner();
+        let Some(pb::GlusterBrickFault { volume, path }) = kill_brick else {
+            return Err(Status::invalid_argument(
+                "a fault names what it does: kill_brick is the one this agent knows",
+            ));
+        };
+        if self.shutdown.is_cancelled() {
+            return Err(Status::unavailable("this agent is stopping; run again once it is back"));
+        }
+        let done = if undo {
+            crate::fault::restart_brick(&self.root, &SystemRunner, &self.policy, &volume, &path).await
+        } else {
+            crate::fault::kill_brick(&self.root, &self.policy, &volume, &path).await
+        };
+        match done {
+            Ok(done) => {
+                tracing::warn!(volume = %volume, brick = %path, undo, "{done}, as a benchmark's fault asked");
+                Ok(Response::new(pb::FaultResponse { done }))
+            }
+            Err(err) => {
+                tracing::warn!(volume = %volume, brick = %path, undo, error = %err, "fault refused or failed");
+                Err(match err {
+                    crate::fault::FaultError::Refused(e) => Status::permission_denied(e.to_string()),
+                    other => Status::failed_precondition(other.to_string()),
+                })
+            }
+        }
+    }
+
     async fn reboot(
         &self,
         request: Request<pb::RebootRequest>,

@@ -489,6 +489,7 @@ pub struct PolicyKeys {
     pub services: Option<Vec<String>>,
     pub refuse_unsigned_repositories: Option<bool>,
     pub mpi_ssh: Option<bool>,
+    pub faults: Option<bool>,
 }
 
 impl PolicyKeys {
@@ -504,6 +505,7 @@ impl PolicyKeys {
                 .refuse_unsigned_repositories
                 .or(under.refuse_unsigned_repositories),
             mpi_ssh: self.mpi_ssh.or(under.mpi_ssh),
+            faults: self.faults.or(under.faults),
         }
     }
 
@@ -523,6 +525,7 @@ impl PolicyKeys {
                 differ(&self.refuse_unsigned_repositories, &other.refuse_unsigned_repositories),
             ),
             ("mpi_ssh", differ(&self.mpi_ssh, &other.mpi_ssh)),
+            ("faults", differ(&self.faults, &other.faults)),
         ]
         .into_iter()
         .find_map(|(key, differs)| differs.then_some(key))
@@ -537,6 +540,7 @@ impl PolicyKeys {
             services: self.services.unwrap_or_default(),
             refuse_unsigned_repositories: self.refuse_unsigned_repositories.unwrap_or(false),
             mpi_ssh: self.mpi_ssh.unwrap_or(false),
+            faults: self.faults.unwrap_or(false),
         }
     }
 }
@@ -556,6 +560,10 @@ pub struct AgentPolicy {
     pub services: Vec<String>,
     pub refuse_unsigned_repositories: bool,
     pub mpi_ssh: bool,
+    /// Written only when granted, so a policy file for an agent that predates the key still
+    /// reads.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub faults: bool,
 }
 
 impl AgentPolicy {

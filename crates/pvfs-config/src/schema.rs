@@ -64,6 +64,9 @@ pub struct PolicyTable {
     pub refuse_unsigned_repositories: Option<Spanned<bool>>,
     /// The grant `[bench] mpi_ssh` needs on every client: root ssh between the clients.
     pub mpi_ssh: Option<Spanned<bool>>,
+    /// The grant `pvfsctl bench --fault` needs on every node a fault may hit: its bricks killed
+    /// mid-run.
+    pub faults: Option<Spanned<bool>>,
     /// `[policy.role.ROLE]`: only in `[policy]` itself.
     #[serde(default)]
     pub role: BTreeMap<String, Spanned<PolicyTable>>,

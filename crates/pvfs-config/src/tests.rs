@@ -1163,14 +1163,18 @@ data_roots = ["/data", "/mnt"]
 [policy.role.client]
 mpi_ssh = true
 data_roots = ["/mnt"]
+
+[policy.role.server]
+faults = true
 "#,
     );
     let c = parse(Path::new("/c/cluster.toml"), &src).unwrap();
     let server = c.policy_for(c.node("s1").unwrap()).unwrap();
-    assert!(!server.mpi_ssh && server.refuse_unsigned_repositories);
+    assert!(!server.mpi_ssh && server.refuse_unsigned_repositories && server.faults);
+    assert!(server.render(Path::new("/c/cluster.toml"), "s1").ends_with("mpi_ssh = false\nfaults = true\n"));
     assert_eq!(server.data_roots.as_deref(), Some(&["/data".to_owned(), "/mnt".to_owned()][..]));
     let client = c.policy_for(c.node("c1").unwrap()).unwrap();
-    assert!(client.mpi_ssh && client.refuse_unsigned_repositories);
+    assert!(client.mpi_ssh && client.refuse_unsigned_repositories && !client.faults);
     assert_eq!(client.data_roots.as_deref(), Some(&["/mnt".to_owned()][..]));
     // Only the keys a table sets are written; the file names where it came from.
     let text = client.render(Path::new("/c/cluster.toml"), "c1");
@@ -1215,7 +1219,7 @@ kinds = ["mount"]
             /etc/pvfs/cluster.toml:28:15: [policy] data_roots "/etc/pvfs" is a system tree: a data root must be outside /etc, /usr, /boot …
             /etc/pvfs/cluster.toml:28:28: [policy] data_roots "relative" is not an absolute path: give an absolute path without `.`/`..` components, `//` or a trailing `/`
             /etc/pvfs/cluster.toml:29:12: [policy] devices "sda" is not absolute: name a block device by its canonical path under /dev, e.g. /dev/disk/azure/scsi1/lun0
-            /etc/pvfs/cluster.toml:30:1: unknown key `nonsense` in [policy]; expected one of: kinds, devices, data_roots, repositories, services, refuse_unsigned_repositories, mpi_ssh, role
+            /etc/pvfs/cluster.toml:30:1: unknown key `nonsense` in [policy]; expected one of: kinds, devices, data_roots, repositories, services, refuse_unsigned_repositories, mpi_ssh, faults, role
             /etc/pvfs/cluster.toml:32:1: [policy.role.oss]: a glusterfs cluster has no oss nodes; its roles are server, client
             /etc/pvfs/cluster.toml:35:1: [policy.role.clients]: unknown role "clients"; roles are mgs, mds, oss, server, mgmtd, meta, storage, client
             /etc/pvfs/cluster.toml:38:1: node both has roles server and client, whose [policy.role.*] tables set `kinds` differently: set it in one of them, or in [policy] for both

@@ -1022,6 +1022,7 @@ impl Validator<'_> {
             services: list(self, "services", &t.services, any),
             refuse_unsigned_repositories: t.refuse_unsigned_repositories.as_ref().map(|b| *b.get_ref()),
             mpi_ssh: t.mpi_ssh.as_ref().map(|b| *b.get_ref()),
+            faults: t.faults.as_ref().map(|b| *b.get_ref()),
         }
     }
 

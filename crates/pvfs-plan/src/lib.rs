@@ -224,6 +224,7 @@ pub fn agent_policy(cluster: &Cluster, node: &Node) -> Option<Result<pvfs_policy
         services: p.services,
         refuse_unsigned: p.refuse_unsigned_repositories,
         mpi_ssh: p.mpi_ssh,
+        faults: p.faults,
     };
     Some(
         pvfs_policy::Policy::new(site)

@@ -11,6 +11,7 @@
 mod availability;
 mod bench;
 mod devices;
+mod faults;
 mod flood;
 mod harness;
 mod lifecycle;

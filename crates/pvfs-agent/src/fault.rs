@@ -1,0 +1,183 @@
+//! Faults a benchmark injects on this node (`pvfsctl bench --fault`), and their undoing.
+//!
+//! One kind so far: a GlusterFS brick killed as a crash kills it (SIGKILL to its `glusterfsd`,
+//! found by glusterd's pid file and checked by its command line, as the sampler finds it:
+//! `pvfs_metrics::gluster::local_bricks`), and brought back as an operator does (`gluster
+//! volume start VOL force`, which starts the volume's bricks that are not running). Both only
+//! where this node's policy file grants `faults = true`, and only for a brick by its data path
+//! (`Policy::check_fault_brick`): an agent that is root everywhere never kills a process on a
+//! coordinator's word otherwise.
+
+use pvfs_host::{Command, Root, Runner};
+use pvfs_policy::{Policy, PolicyError};
+use std::time::Duration;
+
+/// How long a killed brick's process is waited for to be gone.
+const GONE_WITHIN: Duration = Duration::from_secs(5);
+
+/// glusterd starts a volume's bricks in seconds; beyond this something is wrong.
+const START_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A fault that was not injected or not undone.
+#[derive(Debug, thiserror::Error)]
+pub enum FaultError {
+    #[error(transparent)]
+    Refused(#[from] PolicyError),
+    /// No such brick runs here (already down, another node's, a typo).
+    #[error("no running brick {path} of volume {volume} on this node{seen}")]
+    NoBrick { volume: String, path: String, seen: String },
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Kills the brick `path` of `volume`: its `glusterfsd` gets SIGKILL, and is waited for (bounded)
+/// to be gone. Returns what was done.
+pub async fn kill_brick(
+    root: &Root,
+    policy: &Policy,
+    volume: &str,
+    path: &str,
+) -> Result<String, FaultError> {
+    policy.check_fault_brick(volume, path)?;
+    let bricks = pvfs_metrics::gluster::local_bricks(root);
+    let Some(pid) = bricks.iter().find(|b| b.volume == volume && b.path == path).and_then(|b| b.pid) else {
+        let running: Vec<String> =
+            bricks.iter().filter(|b| b.pid.is_some()).map(|b| format!("{}:{}", b.volume, b.path)).collect();
+        let seen =
+            if running.is_empty() { String::new() } else { format!(" (running: {})", running.join(", ")) };
+        return Err(FaultError::NoBrick { volume: volume.to_owned(), path: path.to_owned(), seen });
+    };
+    let target = nix::unistd::Pid::from_raw(
+        i32::try_from(pid).map_err(|_| FaultError::Failed(format!("pid {pid} is not a process id")))?,
+    );
+    // The pid was read from glusterd's pid file and checked against the process's command
+    // line just above; between the two a brick that died and a pid reused within
+    // microseconds is not a case a benchmark's fault needs to close.
+    nix::sys::signal::kill(target, nix::sys::signal::Signal::SIGKILL)
+        .map_err(|e| FaultError::Failed(format!("kill -9 {pid} (brick {volume}:{path}): {e}")))?;
+    let proc = format!("/proc/{pid}/cmdline");
+    let deadline = tokio::time::Instant::now() + GONE_WITHIN;
+    // A killed process stays in /proc as a zombie until its parent (glusterd's, or init)
+    // reaps it; an empty command line says it has died.
+    while root.read_to_string(&proc).is_ok_and(|c| !c.is_empty()) {
+        if tokio::time::Instant::now() >= deadline {
+            return Err(FaultError::Failed(format!(
+                "brick {volume}:{path}'s glusterfsd {pid} still runs {GONE_WITHIN:?} after SIGKILL"
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(format!("killed glusterfsd {pid} of brick {volume}:{path}"))
+}
+
+/// Brings the killed brick back: `gluster volume start VOL force`, then checks it runs again.
+pub async fn restart_brick(
+    root: &Root,
+    runner: &impl Runner,
+    policy: &Policy,
+    volume: &str,
+    path: &str,
+) -> Result<String, FaultError> {
+    policy.check_fault_brick(volume, path)?;
+    let command = Command::new("gluster")
+        .args(["--mode=script", "volume", "start", volume, "force"])
+        .timeout(START_TIMEOUT);
+    let shown = command.to_string();
+    let out = runner.run_action(&command).await.map_err(|e| FaultError::Failed(e.to_string()))?;
+    if !out.success() {
+        let said = if out.stderr.trim().is_empty() { out.stdout.trim() } else { out.stderr.trim() };
+        return Err(FaultError::Failed(format!("{shown} failed ({:?}): {said}", out.code)));
+    }
+    let back = pvfs_metrics::gluster::local_bricks(root)
+        .into_iter()
+        .find(|b| b.volume == volume && b.path == path)
+        .and_then(|b| b.pid);
+    match back {
+        Some(pid) => Ok(format!("{shown}: brick {volume}:{path} runs again (glusterfsd {pid})")),
+        None => Err(FaultError::Failed(format!("{shown} succeeded but brick {volume}:{path} does not run"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pvfs_host::RecordedRunner;
+
+    /// A root whose /run/gluster/vols/gv0 names a brick process: `pid`'s command line as
+    /// glusterd starts one.
+    fn brick_root(pid: u32) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let put = |path: &str, bytes: &[u8]| {
+            let at = dir.path().join(path.trim_start_matches('/'));
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            std::fs::write(at, bytes).unwrap();
+        };
+        put("/run/gluster/vols/gv0/h-bricks-b1.pid", format!("{pid}\n").as_bytes());
+        put(
+            &format!("/proc/{pid}/cmdline"),
+            b"/usr/sbin/glusterfsd\0-s\0h\0--volfile-id\0gv0.h.bricks-b1\0-p\0/var/run/gluster/vols/gv0/h-bricks-b1.pid\0--brick-name\0/bricks/b1\0",
+        );
+        dir
+    }
+
+    fn granted() -> Policy {
+        Policy::new(pvfs_policy::Site { faults: true, ..pvfs_policy::Site::default() }).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_brick_is_killed_only_with_the_grant_and_only_if_it_runs() {
+        // A real process stands in for the brick: what is killed is what the pid file names.
+        let mut child = std::process::Command::new("sleep").arg("60").spawn().unwrap();
+        let dir = brick_root(child.id());
+        let root = Root::at(dir.path());
+        let refused = kill_brick(&root, &Policy::default(), "gv0", "/bricks/b1").await.unwrap_err();
+        assert!(matches!(&refused, FaultError::Refused(e) if e.rule == "faults-off"), "{refused}");
+        let missing = kill_brick(&root, &granted(), "gv0", "/bricks/b2").await.unwrap_err();
+        assert_eq!(
+            missing.to_string(),
+            "no running brick /bricks/b2 of volume gv0 on this node (running: gv0:/bricks/b1)"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "nothing killed yet");
+        // The stand-in's /proc entry is the test's file: it says the process is gone once
+        // emptied, as the kernel's does for a zombie.
+        let cmdline = dir.path().join(format!("proc/{}/cmdline", child.id()));
+        let emptier = {
+            let cmdline = cmdline.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                std::fs::write(cmdline, b"").unwrap();
+            })
+        };
+        let done = kill_brick(&root, &granted(), "gv0", "/bricks/b1").await.unwrap();
+        emptier.await.unwrap();
+        assert_eq!(done, format!("killed glusterfsd {} of brick gv0:/bricks/b1", child.id()));
+        let status = child.wait().unwrap();
+        assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(9), "SIGKILL, as a crash");
+    }
+
+    #[tokio::test]
+    async fn a_brick_is_brought_back_by_gluster_and_checked() {
+        let dir = brick_root(std::process::id());
+        let root = Root::at(dir.path());
+        let runner = RecordedRunner::new().record(
+            "gluster --mode=script volume start gv0 force",
+            0,
+            "volume start: gv0: success\n",
+            "",
+        );
+        let done = restart_brick(&root, &runner, &granted(), "gv0", "/bricks/b1").await.unwrap();
+        assert!(
+            done.ends_with(&format!("brick gv0:/bricks/b1 runs again (glusterfsd {})", std::process::id())),
+            "{done}"
+        );
+        let failing = RecordedRunner::new().record(
+            "gluster --mode=script volume start gv0 force",
+            1,
+            "",
+            "volume start: gv0: failed: Volume gv0 does not exist\n",
+        );
+        let err = restart_brick(&root, &failing, &granted(), "gv0", "/bricks/b1").await.unwrap_err();
+        assert!(err.to_string().contains("Volume gv0 does not exist"), "{err}");
+        assert!(restart_brick(&root, &runner, &Policy::default(), "gv0", "/bricks/b1").await.is_err());
+    }
+}

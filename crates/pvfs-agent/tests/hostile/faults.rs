@@ -1,0 +1,97 @@
+//! `Fault` asked of a node that did not grant it, or for something that is not a running brick
+//! at a data path: refused, naming the rule, and nothing killed. The brick is a real process
+//! (`sleep`) named by a glusterd pid file under the agent's root, so a kill the agent let
+//! through would be a real kill, seen by the test.
+
+use crate::harness::{Agent, Pki};
+use pvfs_host::Root;
+use pvfs_proto::pb;
+use tonic::Code;
+
+/// A root whose glusterd pid file names `pid` as brick /bricks/b1 of gv0; its /proc and /sys
+/// are this machine's (links to each entry), but `pid`'s command line, which says glusterfsd.
+fn brick_root(pid: u32) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let proc = dir.path().join("proc");
+    std::fs::create_dir_all(&proc).unwrap();
+    for entry in std::fs::read_dir("/proc").unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if !name.starts_with(|c: char| c.is_ascii_digit()) {
+            std::os::unix::fs::symlink(std::path::Path::new("/proc").join(&name), proc.join(&name)).unwrap();
+        }
+    }
+    std::os::unix::fs::symlink("/sys", dir.path().join("sys")).unwrap();
+    let put = |path: &str, bytes: &[u8]| {
+        let at = dir.path().join(path.trim_start_matches('/'));
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::fs::write(at, bytes).unwrap();
+    };
+    put("/run/gluster/vols/gv0/h-bricks-b1.pid", format!("{pid}\n").as_bytes());
+    put(
+        &format!("/proc/{pid}/cmdline"),
+        b"/usr/sbin/glusterfsd\0-s\0h\0-p\0/var/run/gluster/vols/gv0/h-bricks-b1.pid\0--brick-name\0/bricks/b1\0",
+    );
+    dir
+}
+
+fn kill(volume: &str, path: &str) -> pb::FaultRequest {
+    pb::FaultRequest {
+        kill_brick: Some(pb::GlusterBrickFault { volume: volume.into(), path: path.into() }),
+        undo: false,
+    }
+}
+
+/// The stand-in brick, killed when the test ends however it ends.
+struct Brick(std::process::Child);
+
+impl Drop for Brick {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn a_fault_is_refused_without_the_grant_and_for_anything_but_a_running_brick() {
+    let pki = Pki::new();
+    let mut brick = Brick(std::process::Command::new("sleep").arg("120").spawn().unwrap());
+    let dir = brick_root(brick.0.id());
+    let root = dir.path().to_owned();
+
+    // The built-in policy: no faults at all.
+    let agent = Agent::start_with(&pki, |s| s.root = Root::at(&root)).await;
+    let mut client = agent.connect().await;
+    let refused = client.fault(kill("gv0", "/bricks/b1")).await.unwrap_err();
+    assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
+    assert!(refused.message().contains("faults = true"), "{}", refused.message());
+    agent.assert_still_serving().await;
+    agent.stop().await;
+
+    // Granted: still only a brick by name and data path, and only one that runs.
+    let granted =
+        pvfs_policy::Policy::new(pvfs_policy::Site { faults: true, ..pvfs_policy::Site::default() }).unwrap();
+    let agent = Agent::start_with(&pki, |s| {
+        s.root = Root::at(&root);
+        s.policy = granted;
+    })
+    .await;
+    let mut client = agent.connect().await;
+    for (volume, path, code) in [
+        ("gv0", "/bricks/../bricks/b1", Code::PermissionDenied),
+        ("gv0", "bricks/b1", Code::PermissionDenied),
+        ("gv0", "/etc", Code::PermissionDenied),
+        ("gv0", "/proc/1", Code::PermissionDenied),
+        ("gv0;reboot", "/bricks/b1", Code::PermissionDenied),
+        ("gv0", "/bricks/b1\n", Code::PermissionDenied),
+        ("gv1", "/bricks/b1", Code::FailedPrecondition),
+        ("gv0", "/bricks/b2", Code::FailedPrecondition),
+    ] {
+        let status = client.fault(kill(volume, path)).await.unwrap_err();
+        assert_eq!(status.code(), code, "{volume:?} {path:?}: {status:?}");
+    }
+    let nothing = client.fault(pb::FaultRequest { kill_brick: None, undo: false }).await.unwrap_err();
+    assert_eq!(nothing.code(), Code::InvalidArgument, "{nothing:?}");
+    assert!(brick.0.try_wait().unwrap().is_none(), "the brick was never killed");
+    agent.assert_still_serving().await;
+    agent.stop().await;
+}
