@@ -18,6 +18,10 @@ const GONE_WITHIN: Duration = Duration::from_secs(5);
 /// glusterd starts a volume's bricks in seconds; beyond this something is wrong.
 const START_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// How long a brick `volume start force` started is waited for to run (glusterd answers once
+/// it has spawned the brick, which then writes its pid file and starts serving).
+const RUNNING_WITHIN: Duration = Duration::from_secs(10);
+
 /// A fault that was not injected or not undone.
 #[derive(Debug, thiserror::Error)]
 pub enum FaultError {
@@ -88,13 +92,21 @@ pub async fn restart_brick(
         let said = if out.stderr.trim().is_empty() { out.stdout.trim() } else { out.stderr.trim() };
         return Err(FaultError::Failed(format!("{shown} failed ({:?}): {said}", out.code)));
     }
-    let back = pvfs_metrics::gluster::local_bricks(root)
-        .into_iter()
-        .find(|b| b.volume == volume && b.path == path)
-        .and_then(|b| b.pid);
-    match back {
-        Some(pid) => Ok(format!("{shown}: brick {volume}:{path} runs again (glusterfsd {pid})")),
-        None => Err(FaultError::Failed(format!("{shown} succeeded but brick {volume}:{path} does not run"))),
+    let deadline = tokio::time::Instant::now() + RUNNING_WITHIN;
+    loop {
+        let back = pvfs_metrics::gluster::local_bricks(root)
+            .into_iter()
+            .find(|b| b.volume == volume && b.path == path)
+            .and_then(|b| b.pid);
+        if let Some(pid) = back {
+            return Ok(format!("{shown}: brick {volume}:{path} runs again (glusterfsd {pid})"));
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(FaultError::Failed(format!(
+                "{shown} succeeded but brick {volume}:{path} does not run {RUNNING_WITHIN:?} later"
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

@@ -439,6 +439,28 @@ pub enum BenchEvent {
         score: crate::io500::Score,
         invalid_reasons: Vec<String>,
     },
+    /// A fault `--fault` asked for: `injected`, `undone`, or `failed` (the agent refused or
+    /// could not), with what the node's agent said.
+    Fault {
+        node: String,
+        action: String,
+        /// Unix seconds, on the coordinator's clock.
+        at: f64,
+        detail: String,
+    },
+    /// What a fault did to its phase, once the phase is done: the rate before it, the seconds
+    /// with no operation finished from it on, and the seconds from it until the rate was back
+    /// to 90 % of that for the rest of the phase (`None`: not within the phase).
+    FaultMeasured {
+        node: String,
+        iteration: u32,
+        phase: Phase,
+        injected_at: f64,
+        undone_at: Option<f64>,
+        ops_per_s_before: f64,
+        stall_s: f64,
+        recovery_s: Option<f64>,
+    },
     /// The last line of `--json`: the run's summary rows, and where its results are.
     Summary {
         run: String,

@@ -9,6 +9,7 @@
 //! which ends every client's stream, and an agent stops a phase whose caller has gone.
 
 pub mod execute;
+pub mod fault;
 mod io500;
 pub mod metrics;
 pub mod plan;

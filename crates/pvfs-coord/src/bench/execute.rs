@@ -85,12 +85,14 @@ pub struct Run {
 /// `cluster` from one second before it starts (with its top `processes` processes by CPU and
 /// by I/O each second when `processes` > 0); each event goes to `events` (dropped when nobody
 /// listens). Returns the outcome once the final record is written.
+#[allow(clippy::too_many_arguments)]
 pub async fn execute(
     Run { plan, dir: run }: &Run,
     cluster: &Cluster,
     clients: Vec<Node>,
     dialer: &Dialer,
     processes: u32,
+    faults: Vec<super::fault::FaultPlan>,
     cancel: CancellationToken,
     events: mpsc::UnboundedSender<RunEvent>,
 ) -> Result<BenchOutcome, ExecuteError> {
@@ -142,14 +144,30 @@ pub async fn execute(
     let mut raw_output = None;
     // The run's latency second by second, from the clients' recent operations.
     let mut latency = LatencyTimeline::default();
+    // `--fault`: each started at its second of its phase, its agent's answers as events.
+    let (mut faults, mut fault_events) = super::fault::Faults::new(faults, dialer.clone());
+    // An event the coordinator makes (a latency second, a fault's), kept and told as the
+    // clients' are. A macro rather than a closure: the loop below writes to the same file.
+    macro_rules! keep {
+        ($event:expr) => {{
+            let event = $event;
+            let line = results::sorted(&event)?;
+            events_file.line(&line)?;
+            let _ = events.send(RunEvent::Bench { event, line });
+        }};
+    }
     loop {
         tokio::select! {
             event = rx.recv() => {
                 let Some(event) = event else { break };
                 if let Some(second) = latency.take(&event) {
-                    let line = results::sorted(&second)?;
-                    events_file.line(&line)?;
-                    let _ = events.send(RunEvent::Bench { event: second, line });
+                    for measured in faults.on_event(&second) {
+                        keep!(measured);
+                    }
+                    keep!(second);
+                }
+                for measured in faults.on_event(&event) {
+                    keep!(measured);
                 }
                 let line = results::sorted(&event)?;
                 events_file.line(&line)?;
@@ -168,12 +186,20 @@ pub async fn execute(
                 }
                 let _ = events.send(RunEvent::Bench { event, line });
             }
+            Some(fault) = fault_events.recv() => {
+                faults.on_fault(&fault);
+                keep!(fault);
+            }
             Some(second) = seconds.recv() => {
                 let _ = events.send(RunEvent::Second(second));
             }
         }
     }
     let outcome = work.await?;
+    // A fault still in place when the run ends (done, failed or stopped) is undone now.
+    for undone in faults.finish(&mut fault_events).await {
+        keep!(undone);
+    }
     let _ = events.send(RunEvent::Ended);
     // Let the metrics catch up with the run's last second: every node has recorded a second
     // ending at or after the run's end (or is down), bounded by METRICS_GRACE.

@@ -127,6 +127,11 @@ async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result
         bail!("{} has no node with role \"client\": the benchmark runs on clients", cluster.source.display());
     }
     let client_count = clients.len() as u32;
+    let faults = args
+        .fault
+        .iter()
+        .map(|spec| pvfs_coord::bench::fault::parse(spec, &cluster))
+        .collect::<Result<Vec<_>, _>>()?;
     let opened = execute::open(plan, &cluster, &path)?;
     let (plan, run) = (&opened.plan, &opened.dir);
     let equivalent = plan.equivalent(run);
@@ -156,7 +161,7 @@ async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result
     let (outcome, ()) = tokio::try_join!(
         async {
             Ok::<_, anyhow::Error>(
-                execute::execute(&opened, &cluster, clients, &dialer, processes, cancel, tx).await?,
+                execute::execute(&opened, &cluster, clients, &dialer, processes, faults, cancel, tx).await?,
             )
         },
         show(rx, screen, json),
@@ -238,6 +243,7 @@ async fn show(
                         BenchEvent::Io500Stage { stage, at } => watch.phase_started(format!("io500 {stage}"), time(*at)),
                         BenchEvent::Io500Result { result } => watch.phase_done(pvfs_bench::io500::assemble::result_line(result)),
                         BenchEvent::Io500Score { score, .. } => watch.phase_done(format!("[SCORE ] {score}")),
+                        BenchEvent::Fault { .. } | BenchEvent::FaultMeasured { .. } => watch.phase_done(fault_line(&event).unwrap_or_default()),
                         BenchEvent::CachesDropped { .. } | BenchEvent::Output { .. } | BenchEvent::Summary { .. } => {}
                     }
                 } else {
@@ -313,6 +319,11 @@ impl Lines {
                 ))?;
             }
             BenchEvent::LatencySecond { latency, .. } => self.latency = Some(*latency),
+            BenchEvent::Fault { .. } | BenchEvent::FaultMeasured { .. } => {
+                if let Some(line) = fault_line(event) {
+                    output::print(&format!("{line}\n"))?;
+                }
+            }
             BenchEvent::PhaseDone { iteration, phase, totals, latency, first_done } => {
                 let line = phase_line(*iteration, *phase, totals, latency.as_ref(), first_done.as_ref());
                 output::print(&format!("{line}\n"))?;
@@ -564,4 +575,25 @@ fn import_io500(source: &std::path::Path, args: &ImportArgs) -> anyhow::Result<u
         }
     }
     Ok(exit::OK)
+}
+
+/// A fault's line, as the plain view and `--watch` show it.
+fn fault_line(event: &BenchEvent) -> Option<String> {
+    match event {
+        BenchEvent::Fault { node, action, detail, .. } => {
+            Some(format!("fault on {node}: {action}: {detail}"))
+        }
+        BenchEvent::FaultMeasured {
+            node, iteration, phase, ops_per_s_before, stall_s, recovery_s, ..
+        } => {
+            let recovered = recovery_s.map_or_else(
+                || "not back to 90 % of it within the phase".to_owned(),
+                |s| format!("back to 90 % of it {s:.1} s after the fault"),
+            );
+            Some(format!(
+                "fault on {node}, iteration {iteration} {phase}: {ops_per_s_before:.0} ops/s before, {stall_s:.0} s with no operation finished, {recovered}"
+            ))
+        }
+        _ => None,
+    }
 }

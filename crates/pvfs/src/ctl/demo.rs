@@ -163,6 +163,7 @@ async fn show(
         json: false,
         watch: true,
         processes: None,
+        fault: Vec::new(),
         sweep: None,
         sweep_point: None,
     };

@@ -1856,3 +1856,128 @@ fn import_refuses_fifos_and_devices_at_once() {
         text(&out.stderr)
     );
 }
+
+/// A stand-in brick: a process whose command line is a brick's `glusterfsd` (the program name,
+/// `-p PIDFILE`, `--brick-name PATH`), so the agent finds it as it finds a real one; a shell
+/// loop under it, so SIGKILL ends it as a crash ends a brick.
+const STAND_IN_BRICK: &str = "exec -a /usr/sbin/glusterfsd bash -c 'while :; do sleep 1; done' \
+    -p /var/run/gluster/vols/gv0/s1-bricks-gv0.pid --brick-name /bricks/gv0";
+
+/// `--fault kill-brick=s1` on a real agent granted faults by its policy file: two seconds into
+/// the write its brick's process (a stand-in, found by glusterd's pid file under the agent's
+/// root) is killed with SIGKILL, a second later brought back by `gluster volume start gv0
+/// force` (a stand-in `gluster` that starts a new brick process), each told as an event with
+/// the agent's words; once the write is done, the fault is measured from the write's seconds
+/// (the file system here, a local directory, does not notice: no stall, no recovery time).
+#[test]
+fn a_fault_kills_a_brick_mid_phase_brings_it_back_and_is_measured() {
+    let dir = TestDir::new();
+    dir.pki();
+    dir.issue_agent("s1", "127.0.0.1");
+    dir.issue_agent("c1", "127.0.0.1");
+    // s1's root: this machine's /proc and /sys, and glusterd's pid file of the stand-in brick.
+    let root = dir.path().join("root");
+    let pid_file = root.join("run/gluster/vols/gv0/s1-bricks-gv0.pid");
+    std::fs::create_dir_all(pid_file.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink("/proc", root.join("proc")).unwrap();
+    std::os::unix::fs::symlink("/sys", root.join("sys")).unwrap();
+    let mut first = std::process::Command::new("bash").args(["-c", STAND_IN_BRICK]).spawn().unwrap();
+    std::fs::write(&pid_file, format!("{}\n", first.id())).unwrap();
+    // The stand-in `gluster`: `volume start gv0 force` starts the brick again, as glusterd does.
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let gluster = bin.join("gluster");
+    std::fs::write(
+        &gluster,
+        format!(
+            "#!/bin/bash\n[ \"$*\" = \"--mode=script volume start gv0 force\" ] || exit 64\n\
+             setsid bash -c \"{}\" </dev/null >/dev/null 2>&1 &\necho $! > {}\necho 'volume start: gv0: success'\n",
+            STAND_IN_BRICK.replace('"', "\\\""),
+            pid_file.display()
+        ),
+    )
+    .unwrap();
+    std::os::unix::fs::PermissionsExt::set_mode(
+        &mut std::fs::metadata(&gluster).unwrap().permissions(),
+        0o755,
+    );
+    std::fs::set_permissions(&gluster, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let policy = dir.write("s1-policy.toml", "faults = true\n");
+    let s1 = AgentProcess::start_on(
+        &dir,
+        "s1",
+        "127.0.0.1:0",
+        Some(&bin),
+        &["--root", root.to_str().unwrap(), "--policy", policy.to_str().unwrap()],
+    );
+    // The client's transfers take 100 ms each: a write of 40 of them lasts 4 s.
+    let c1 = AgentProcess::start_with_env(&dir, "c1", "127.0.0.1", &[("PVFS_TEST_ENGINE_PACE", "0,100,100")]);
+    std::fs::create_dir_all(dir.path().join("mnt")).unwrap();
+    let cluster = dir.write(
+        "cluster.toml",
+        &format!(
+            "[cluster]\nname = \"f\"\nkind = \"glusterfs\"\n[glusterfs]\nvolume = \"gv0\"\nmount = \"{0}/mnt\"\n\
+             [glusterfs.brick]\npath = \"/bricks\"\n\
+             [[node]]\nname = \"s1\"\naddress = \"127.0.0.1:{1}\"\nroles = [\"server\"]\ndisks = [\"/dev/pvfs-none\"]\n\
+             [[node]]\nname = \"c1\"\naddress = \"127.0.0.1:{2}\"\nroles = [\"client\"]\n",
+            dir.path().display(),
+            s1.port,
+            c1.port
+        ),
+    );
+    let out = dir.ctl(&[
+        "bench",
+        cluster.to_str().unwrap(),
+        "--json",
+        "--fault",
+        "kill-brick=s1,phase=write,at=2,for=1",
+        "--set",
+        "t=1m",
+        "--set",
+        "b=40m",
+        "--set",
+        "i=1",
+        "--results",
+        "res",
+    ]);
+    let events = lines(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}\n{events:?}", text(&out.stderr));
+    let faults: Vec<&Value> = events.iter().filter(|e| e["event"] == "fault").collect();
+    assert_eq!(faults.len(), 2, "{events:?}");
+    assert_eq!((faults[0]["node"].as_str(), faults[0]["action"].as_str()), (Some("s1"), Some("injected")));
+    assert_eq!(faults[0]["detail"], format!("killed glusterfsd {} of brick gv0:/bricks/gv0", first.id()));
+    assert_eq!(faults[1]["action"], "undone", "{:?}", faults[1]);
+    assert!(
+        faults[1]["detail"].as_str().unwrap().contains("brick gv0:/bricks/gv0 runs again (glusterfsd "),
+        "{:?}",
+        faults[1]
+    );
+    let gap = faults[1]["at"].as_f64().unwrap() - faults[0]["at"].as_f64().unwrap();
+    assert!((1.0..6.0).contains(&gap), "undone {gap} s after");
+    let phase_at =
+        events[events.iter().position(|e| e["event"] == "phase_started").unwrap()]["at"].as_f64().unwrap();
+    let into = faults[0]["at"].as_f64().unwrap() - phase_at;
+    assert!((2.0..3.5).contains(&into), "injected {into} s into the write");
+    // The first brick process died of SIGKILL; the one `gluster` started runs.
+    let status = first.wait().unwrap();
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(9));
+    let second: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    assert!(std::path::Path::new(&format!("/proc/{second}")).exists(), "the brick runs again");
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(second), nix::sys::signal::Signal::SIGKILL);
+    // Measured once the write was done: the write's rate before, nothing stalled here.
+    let started = events.iter().position(|e| e["event"] == "phase_started").unwrap();
+    let done = events.iter().position(|e| e["event"] == "phase_done").unwrap();
+    let measured = events.iter().position(|e| e["event"] == "fault_measured").expect("the fault measured");
+    assert!(started < measured && measured + 1 == done, "told just before the write's end: {events:?}");
+    let m = &events[measured];
+    assert_eq!((m["node"].as_str(), m["phase"].as_str()), (Some("s1"), Some("write")));
+    // The write's seconds before the fault: a client's report lands in the second it arrives
+    // in, so its first (3 transfers, the first taking 200 ms) is the phase's second second.
+    assert!(m["ops_per_s_before"].as_f64().unwrap() >= 3.0, "{m}");
+    assert!(m["undone_at"].as_f64().is_some(), "{m}");
+    assert_eq!((m["stall_s"].as_f64(), m["recovery_s"].as_f64()), (Some(0.0), Some(0.0)), "{m}");
+    // events.jsonl keeps them too.
+    let run = dir.path().join(events.last().unwrap()["results"].as_str().unwrap());
+    let kept = std::fs::read_to_string(run.join("events.jsonl")).unwrap();
+    assert_eq!(kept.lines().filter(|l| l.contains("\"event\":\"fault")).count(), 3, "{kept}");
+}

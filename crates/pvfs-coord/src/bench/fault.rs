@@ -1,0 +1,416 @@
+//! `pvfsctl bench --fault`: a server failure during a phase, at a second of it, for a while,
+//! then undone; and what it did to the phase, measured from the phase's own seconds.
+//!
+//! A fault is `kill-brick=NODE` (GlusterFS: the node's brick of the cluster's volume, killed as
+//! a crash kills it, brought back by `gluster volume start VOL force`), with `phase=` (its
+//! label: `write`, `read`; default `write`), `iteration=` (default 0), `at=` (seconds into the
+//! phase, default 5) and `for=` (seconds, default 10). The node's agent does both, and only
+//! where its policy file grants `faults = true`. A fault still in place when the run ends
+//! (finished, failed or stopped with Ctrl-C) is undone then.
+//!
+//! Measured per fault, from the phase's [`BenchEvent::LatencySecond`]s (every client's
+//! operations finished in each second): the rate before it (operations a second over the
+//! phase's whole seconds before the fault), the seconds with no operation finished from the
+//! fault on (the stall), and how long from the fault until the rate was back to 90 % of that
+//! and stayed there for the rest of the phase (`None`: not within the phase).
+
+use crate::dial::Dialer;
+use pvfs_bench::phase::Phase;
+use pvfs_bench::results::BenchEvent;
+use pvfs_config::{Cluster, KindSpec, Node, Role};
+use pvfs_proto::pb;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// The longest a fault may be asked to last, and the latest second it may start at: a fault is
+/// part of one phase, not a way to leave a server down.
+const MAX_SECONDS: u64 = 3600;
+
+/// A `--fault` that cannot be used, and what to write instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--fault {spec:?}: {problem}")]
+pub struct FaultSpecError {
+    pub spec: String,
+    pub problem: String,
+}
+
+/// A fault, as planned for one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FaultPlan {
+    /// The spec as given, to name it.
+    pub spec: String,
+    pub node: Node,
+    pub volume: String,
+    /// The brick's directory on the node.
+    pub path: String,
+    pub phase: Phase,
+    pub iteration: u32,
+    pub at: Duration,
+    pub duration: Duration,
+}
+
+/// Reads a `--fault` against the cluster: the node must be a GlusterFS server of it.
+pub fn parse(spec: &str, cluster: &Cluster) -> Result<FaultPlan, FaultSpecError> {
+    let bad = |problem: String| FaultSpecError { spec: spec.to_owned(), problem };
+    let (mut node, mut phase, mut iteration, mut at, mut duration) = (None, None, 0, 5, 10);
+    for item in spec.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (key, value) = item.split_once('=').ok_or_else(|| bad(format!("{item:?} is not KEY=VALUE")))?;
+        let seconds =
+            |what: &str| {
+                value.trim_end_matches('s').parse::<u64>().ok().filter(|s| *s <= MAX_SECONDS).ok_or_else(
+                    || bad(format!("{what} must be whole seconds, at most {MAX_SECONDS}: {value:?}")),
+                )
+            };
+        match key {
+            "kill-brick" => node = Some(value.to_owned()),
+            "phase" => {
+                phase = Some(
+                    serde_json::from_value::<Phase>(serde_json::Value::String(value.to_owned())).map_err(
+                        |_| {
+                            bad(format!("no phase is called {value:?}: use its label, such as write or read"))
+                        },
+                    )?,
+                )
+            }
+            "iteration" => {
+                iteration =
+                    value.parse().map_err(|_| bad(format!("iteration must be a number: {value:?}")))?
+            }
+            "at" => at = seconds("at")?,
+            "for" => duration = seconds("for")?,
+            _ => return Err(bad(format!("unknown key {key:?}: use kill-brick, phase, iteration, at, for"))),
+        }
+    }
+    let node = node.ok_or_else(|| bad("say what fails: kill-brick=NODE".into()))?;
+    if duration == 0 {
+        return Err(bad("for=0 is no fault: give it a duration in seconds".into()));
+    }
+    let KindSpec::Glusterfs { volume, brick, .. } = &cluster.spec else {
+        return Err(bad(format!(
+            "kill-brick needs a GlusterFS cluster, and {} is {}",
+            cluster.name, cluster.kind
+        )));
+    };
+    let found = cluster
+        .node(&node)
+        .ok_or_else(|| bad(format!("{node} is not a node of {}", cluster.source.display())))?;
+    if !found.has(Role::Server) {
+        return Err(bad(format!("{node} has no brick: it is not a server")));
+    }
+    Ok(FaultPlan {
+        spec: spec.to_owned(),
+        node: found.clone(),
+        volume: volume.clone(),
+        // As the plan makes it (pvfs-plan's gluster: the brick mount, then the volume).
+        path: brick.path.join(volume).display().to_string(),
+        phase: phase.unwrap_or(Phase::Ior(pvfs_bench::phase::IorPhase::Write)),
+        iteration,
+        at: Duration::from_secs(at),
+        duration: Duration::from_secs(duration),
+    })
+}
+
+/// What one fault's agent said, as the run's events keep it.
+fn fault_event(plan: &FaultPlan, action: &str, detail: String) -> BenchEvent {
+    BenchEvent::Fault {
+        node: plan.node.name.clone(),
+        action: action.to_owned(),
+        at: pvfs_bench::results::unix(std::time::SystemTime::now()),
+        detail,
+    }
+}
+
+/// Asks the node's agent to inject or undo `plan`'s fault.
+async fn ask(dialer: &Dialer, plan: &FaultPlan, undo: bool) -> Result<String, String> {
+    let mut conn = dialer.connect(&plan.node).await.map_err(|e| e.to_string())?;
+    let request = pb::FaultRequest {
+        kill_brick: Some(pb::GlusterBrickFault { volume: plan.volume.clone(), path: plan.path.clone() }),
+        undo,
+    };
+    match conn.agent.fault(request).await {
+        Ok(answer) => Ok(answer.into_inner().done),
+        Err(status) => Err(format!("{}: {}", plan.node.name, status.message())),
+    }
+}
+
+/// A run's faults as it goes: each started at its second of its phase, undone after its time
+/// (or at the end of the run), and measured when its phase is done.
+pub struct Faults {
+    plans: Vec<Slot>,
+    dialer: Dialer,
+    tx: mpsc::UnboundedSender<BenchEvent>,
+}
+
+struct Slot {
+    plan: FaultPlan,
+    /// Its task, once its phase has started.
+    task: Option<tokio::task::JoinHandle<()>>,
+    /// Unix seconds it was injected and undone, as its events said.
+    injected: Option<f64>,
+    undone: Option<f64>,
+    /// Its phase's seconds: (start, operations finished in it).
+    seconds: Vec<(f64, u64)>,
+    measured: bool,
+}
+
+impl Faults {
+    /// The run's faults, and where their tasks report what their agents said (each to be
+    /// handed back through [`Faults::on_fault`] and kept as the run's events).
+    pub fn new(plans: Vec<FaultPlan>, dialer: Dialer) -> (Faults, mpsc::UnboundedReceiver<BenchEvent>) {
+        let (tx, events) = mpsc::unbounded_channel();
+        let plans = plans
+            .into_iter()
+            .map(|plan| Slot {
+                plan,
+                task: None,
+                injected: None,
+                undone: None,
+                seconds: Vec::new(),
+                measured: false,
+            })
+            .collect();
+        (Faults { plans, dialer, tx }, events)
+    }
+
+    /// Takes in one of the run's events: a phase a fault waits for starts its schedule; the
+    /// phase's seconds are kept; its end measures the fault. Returns the measurements made.
+    pub fn on_event(&mut self, event: &BenchEvent) -> Vec<BenchEvent> {
+        let mut measured = Vec::new();
+        for slot in &mut self.plans {
+            let ours = |iteration: &u32, phase: &Phase| {
+                *iteration == slot.plan.iteration && *phase == slot.plan.phase
+            };
+            match event {
+                BenchEvent::PhaseStarted { iteration, phase, at }
+                    if ours(iteration, phase) && slot.task.is_none() =>
+                {
+                    let (plan, dialer, tx) = (slot.plan.clone(), self.dialer.clone(), self.tx.clone());
+                    // The phase's start is announced ahead of it (every client starts it then):
+                    // the fault's second counts from that start, not from the announcement.
+                    let now = pvfs_bench::results::unix(std::time::SystemTime::now());
+                    let wait = Duration::from_secs_f64((at + plan.at.as_secs_f64() - now).max(0.0));
+                    slot.task = Some(tokio::spawn(async move {
+                        tokio::time::sleep(wait).await;
+                        match ask(&dialer, &plan, false).await {
+                            Ok(done) => {
+                                let _ = tx.send(fault_event(&plan, "injected", done));
+                            }
+                            Err(why) => {
+                                let _ = tx.send(fault_event(&plan, "failed", why));
+                                return;
+                            }
+                        }
+                        tokio::time::sleep(plan.duration).await;
+                        let _ = tx.send(match ask(&dialer, &plan, true).await {
+                            Ok(done) => fault_event(&plan, "undone", done),
+                            Err(why) => fault_event(&plan, "failed", why),
+                        });
+                    }));
+                }
+                BenchEvent::LatencySecond { iteration, phase, at, latency } if ours(iteration, phase) => {
+                    slot.seconds.push((*at, latency.count));
+                }
+                BenchEvent::PhaseDone { iteration, phase, .. }
+                    if ours(iteration, phase) && !slot.measured =>
+                {
+                    slot.measured = true;
+                    if let Some(m) = measure(slot) {
+                        measured.push(m);
+                    }
+                }
+                _ => {}
+            }
+        }
+        measured
+    }
+
+    /// Takes in one of the faults' own events (from [`Faults::events`]).
+    pub fn on_fault(&mut self, fault: &BenchEvent) {
+        let BenchEvent::Fault { node, action, at, .. } = fault else { return };
+        if let Some(slot) = self.plans.iter_mut().find(|s| &s.plan.node.name == node) {
+            match action.as_str() {
+                "injected" => slot.injected = Some(*at),
+                "undone" => slot.undone = Some(*at),
+                _ => {}
+            }
+        }
+    }
+
+    /// The run is over: every fault's task stops, and a fault still in place is undone now.
+    /// Returns the events of what was undone (or could not be), after those the tasks had
+    /// left in `reported`.
+    pub async fn finish(&mut self, reported: &mut mpsc::UnboundedReceiver<BenchEvent>) -> Vec<BenchEvent> {
+        let mut events = Vec::new();
+        for slot in &mut self.plans {
+            if let Some(task) = slot.task.take() {
+                task.abort();
+                let _ = task.await;
+            }
+        }
+        // What the tasks said before they stopped.
+        while let Ok(e) = reported.try_recv() {
+            self.on_fault(&e);
+            events.push(e);
+        }
+        for slot in &mut self.plans {
+            if slot.injected.is_some() && slot.undone.is_none() {
+                let e = match ask(&self.dialer, &slot.plan, true).await {
+                    Ok(done) => fault_event(&slot.plan, "undone", format!("{done} (the run ended first)")),
+                    Err(why) => {
+                        fault_event(&slot.plan, "failed", format!("undoing it as the run ended: {why}"))
+                    }
+                };
+                if matches!(&e, BenchEvent::Fault { action, .. } if action == "undone") {
+                    slot.undone = Some(pvfs_bench::results::unix(std::time::SystemTime::now()));
+                }
+                events.push(e);
+            }
+        }
+        events
+    }
+}
+
+/// The fault's effect on its phase, from the phase's seconds; `None` when it was never
+/// injected within the phase.
+fn measure(slot: &Slot) -> Option<BenchEvent> {
+    let injected = slot.injected?;
+    let seconds = &slot.seconds;
+    // Whole seconds before the fault: the rate it is measured against.
+    let before: Vec<u64> =
+        seconds.iter().filter(|(start, _)| start + 1.0 <= injected).map(|(_, n)| *n).collect();
+    let pre = if before.is_empty() { 0.0 } else { before.iter().sum::<u64>() as f64 / before.len() as f64 };
+    let after: Vec<&(f64, u64)> = seconds.iter().filter(|(start, _)| start + 1.0 > injected).collect();
+    let stall = after.iter().filter(|(_, n)| *n == 0).count() as f64;
+    // Back once every later second of the phase is at 90 % of the rate before: the end of the
+    // last second below it.
+    let below = after.iter().rposition(|(_, n)| (*n as f64) < 0.9 * pre);
+    let recovery = match below {
+        None => Some(0.0),
+        Some(i) if i + 1 < after.len() => Some(after[i].0 + 1.0 - injected),
+        Some(_) => None,
+    };
+    Some(BenchEvent::FaultMeasured {
+        node: slot.plan.node.name.clone(),
+        iteration: slot.plan.iteration,
+        phase: slot.plan.phase,
+        injected_at: injected,
+        undone_at: slot.undone,
+        ops_per_s_before: pre,
+        stall_s: stall,
+        recovery_s: recovery,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pvfs_bench::phase::IorPhase;
+
+    fn cluster(kind: &str) -> Cluster {
+        let body = match kind {
+            "glusterfs" => {
+                "[glusterfs]\nvolume = \"gv0\"\nmount = \"/mnt/gv0\"\n[glusterfs.brick]\npath = \"/bricks\"\n"
+            }
+            _ => "[local]\nmount = \"/tmp/pvfs-t\"\n",
+        };
+        let toml = format!(
+            "[cluster]\nname = \"t\"\nkind = \"{kind}\"\n{body}\
+             [[node]]\nname = \"gfs1\"\naddress = \"127.0.0.1:1\"\nroles = [\"server\"]\ndisks = [\"/dev/sdb\"]\n\
+             [[node]]\nname = \"c1\"\naddress = \"127.0.0.1:2\"\nroles = [\"client\"]\n"
+        );
+        pvfs_config::parse(std::path::Path::new("/c/cluster.toml"), &toml).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_fault_is_read_against_the_cluster() {
+        let c = cluster("glusterfs");
+        let plan = parse("kill-brick=gfs1,phase=write,at=3,for=7s", &c).unwrap();
+        assert_eq!(
+            (plan.node.name.as_str(), plan.volume.as_str(), plan.path.as_str()),
+            ("gfs1", "gv0", "/bricks/gv0")
+        );
+        assert_eq!(
+            (plan.phase, plan.iteration, plan.at, plan.duration),
+            (Phase::Ior(IorPhase::Write), 0, Duration::from_secs(3), Duration::from_secs(7))
+        );
+        let read = parse("kill-brick=gfs1,phase=read,iteration=1", &c).unwrap();
+        assert_eq!(
+            (read.phase, read.iteration, read.at, read.duration),
+            (Phase::Ior(IorPhase::Read), 1, Duration::from_secs(5), Duration::from_secs(10))
+        );
+        for (spec, says) in [
+            ("phase=write", "say what fails: kill-brick=NODE"),
+            ("kill-brick=c1", "c1 has no brick: it is not a server"),
+            ("kill-brick=gfs9", "gfs9 is not a node of /c/cluster.toml"),
+            ("kill-brick=gfs1,phase=wrote", "no phase is called \"wrote\""),
+            ("kill-brick=gfs1,for=0", "for=0 is no fault"),
+            ("kill-brick=gfs1,at=99999", "at must be whole seconds, at most 3600"),
+            ("kill-brick=gfs1,node=x", "unknown key \"node\""),
+            ("kill-brick", "\"kill-brick\" is not KEY=VALUE"),
+        ] {
+            let err = parse(spec, &c).unwrap_err().to_string();
+            assert!(err.starts_with(&format!("--fault {spec:?}: ")) && err.contains(says), "{spec}: {err}");
+        }
+        let local = parse("kill-brick=gfs1", &cluster("local")).unwrap_err().to_string();
+        assert!(local.contains("kill-brick needs a GlusterFS cluster"), "{local}");
+    }
+
+    fn slot(injected: Option<f64>, seconds: &[(f64, u64)]) -> Slot {
+        let c = cluster("glusterfs");
+        Slot {
+            plan: parse("kill-brick=gfs1", &c).unwrap(),
+            task: None,
+            injected,
+            undone: injected.map(|t| t + 10.0),
+            seconds: seconds.to_vec(),
+            measured: false,
+        }
+    }
+
+    /// 100 ops a second, the fault at 103.5: a stall of two seconds, back at 90 % from the end
+    /// of 106's second; a fault that slowed nothing recovers at once; one the phase never got
+    /// over has no recovery; one never injected is not measured.
+    #[test]
+    fn a_faults_stall_and_recovery_from_its_phases_seconds() {
+        let seconds = [
+            (100.0, 100),
+            (101.0, 100),
+            (102.0, 100),
+            (103.0, 60),
+            (104.0, 0),
+            (105.0, 0),
+            (106.0, 50),
+            (107.0, 95),
+            (108.0, 100),
+        ];
+        let Some(BenchEvent::FaultMeasured {
+            ops_per_s_before,
+            stall_s,
+            recovery_s,
+            injected_at,
+            undone_at,
+            ..
+        }) = measure(&slot(Some(103.5), &seconds))
+        else {
+            panic!("measured")
+        };
+        assert_eq!(
+            (ops_per_s_before, stall_s, recovery_s, injected_at, undone_at),
+            (100.0, 2.0, Some(3.5), 103.5, Some(113.5))
+        );
+        let steady = [(100.0, 100), (101.0, 100), (102.0, 98), (103.0, 101)];
+        let Some(BenchEvent::FaultMeasured { stall_s, recovery_s, .. }) =
+            measure(&slot(Some(101.2), &steady))
+        else {
+            panic!("measured")
+        };
+        assert_eq!((stall_s, recovery_s), (0.0, Some(0.0)));
+        let never = [(100.0, 100), (101.0, 0), (102.0, 0)];
+        let Some(BenchEvent::FaultMeasured { recovery_s, stall_s, .. }) = measure(&slot(Some(101.0), &never))
+        else {
+            panic!("measured")
+        };
+        assert_eq!((stall_s, recovery_s), (2.0, None));
+        assert!(measure(&slot(None, &seconds)).is_none());
+    }
+}
