@@ -778,18 +778,27 @@ fn brick_counters(dir: &Path) -> anyhow::Result<()> {
         for line in metrics.lines() {
             let line: Value = serde_json::from_str(line)?;
             let interval = line["interval_s"].as_f64().unwrap_or(0.0);
-            let bricks = line["bricks"].as_array().with_context(|| format!("{node}: a second without bricks: {line}"))?;
+            let bricks = line["bricks"]
+                .as_array()
+                .with_context(|| format!("{node}: a second without bricks: {line}"))?;
             let brick = bricks
                 .iter()
                 .find(|b| b["volume"] == "gv0")
                 .with_context(|| format!("{node}: no brick of gv0 in {bricks:?}"))?;
-            ensure!(brick["up"] == true && brick["path"].as_str().is_some_and(|p| p.starts_with('/')), "{node}: {brick}");
+            ensure!(
+                brick["up"] == true && brick["path"].as_str().is_some_and(|p| p.starts_with('/')),
+                "{node}: {brick}"
+            );
             seconds += 1;
             wchar += brick["wchar_s"].as_f64().unwrap_or(0.0) * interval;
             disk += brick["write_bytes_s"].as_f64().unwrap_or(0.0) * interval;
         }
         let mib = |b: f64| b / f64::from(1 << 20);
-        ensure!(mib(wchar) >= 60.0, "{node}: its brick wrote {:.1} MiB through system calls over {seconds} s", mib(wchar));
+        ensure!(
+            mib(wchar) >= 60.0,
+            "{node}: its brick wrote {:.1} MiB through system calls over {seconds} s",
+            mib(wchar)
+        );
         eprintln!(
             "xtask e2e: {node}'s brick of gv0, {seconds} s: {:.1} MiB written through system calls, {:.1} MiB to storage",
             mib(wchar),
