@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 mod run_dir;
 pub use run_dir::{LineFile, RunDir, events_path, write_atomic};
 mod timeline;
-pub use timeline::{LatencySecond, PhaseSpan, latency_seconds, timeline};
+pub use timeline::{FaultSpan, LatencySecond, PhaseSpan, faults, latency_seconds, timeline};
 
 /// The version of `results.json` this code writes. Records from before the field existed
 /// have the same shape and read as version 1.

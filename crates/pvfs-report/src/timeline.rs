@@ -8,7 +8,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use pvfs_bench::latency::format_ns;
 use pvfs_bench::phase::Phase;
-use pvfs_bench::results::{self, LatencySecond, PhaseSpan};
+use pvfs_bench::results::{self, FaultSpan, LatencySecond, PhaseSpan};
 use std::path::{Path, PathBuf};
 
 /// One run's latency per second, and its chart's files; nothing for a run that has none
@@ -42,8 +42,34 @@ pub(super) fn section(md: &mut String, r: &RunData, out: &Path) -> Result<Vec<Pa
         );
     }
     *md += "\n";
+    let faults = results::faults(&r.dir).unwrap_or_default();
+    if !faults.is_empty() {
+        *md += "Faults (`--fault`), each measured from its phase's seconds: the rate before it, the seconds \
+                from it on with no operation finished, and how long until the rate was back to 90 % of the \
+                rate before for the rest of the phase (shaded red on the chart while in place).\n\n\
+                | node | iteration | phase | at (s into the phase) | for (s) | ops/s before | stall (s) | back to 90 % after (s) |\n\
+                |---|---:|---|---:|---:|---:|---:|---:|\n";
+        for f in &faults {
+            let start = span(&spans, f.iteration, f.phase).map_or(f.injected, |s| s.start);
+            *md += &format!(
+                "| {} | {} | {} | {:.1} | {} | {:.0} | {:.0} | {} |\n",
+                f.node,
+                f.iteration,
+                name(r, f.iteration, f.phase),
+                f.injected - start,
+                f.undone.map_or("still in place at the phase's end".to_owned(), |u| format!(
+                    "{:.1}",
+                    u - f.injected
+                )),
+                f.ops_per_s_before,
+                f.stall_s,
+                f.recovery_s.map_or("not within the phase".to_owned(), |s| format!("{s:.1}")),
+            );
+        }
+        *md += "\n";
+    }
     let name = format!("latency-seconds-{}", slug(&r.name));
-    let files = chart(out, &name, &format!("Latency per second, {}", r.name), &seconds, &spans)?;
+    let files = chart(out, &name, &format!("Latency per second, {}", r.name), &seconds, &spans, &faults)?;
     *md += &format!("![latency per second]({name}.svg)\n\n");
     Ok(files)
 }
@@ -92,19 +118,21 @@ fn chart(
     title: &str,
     seconds: &[LatencySecond],
     spans: &[PhaseSpan],
+    faults: &[FaultSpan],
 ) -> Result<Vec<PathBuf>, ReportError> {
-    render(out, name, (900, 450), &Chart { title, seconds, spans })
+    render(out, name, (900, 450), &Chart { title, seconds, spans, faults })
 }
 
 struct Chart<'a> {
     title: &'a str,
     seconds: &'a [LatencySecond],
     spans: &'a [PhaseSpan],
+    faults: &'a [FaultSpan],
 }
 
 impl Drawing for Chart<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
-        draw(root, self.title, self.seconds, self.spans)
+        draw(root, self.title, self.seconds, self.spans, self.faults)
     }
 }
 
@@ -113,6 +141,7 @@ fn draw<DB: DrawingBackend>(
     title: &str,
     seconds: &[LatencySecond],
     spans: &[PhaseSpan],
+    faults: &[FaultSpan],
 ) -> Result<(), String> {
     let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
     root.fill(&WHITE).map_err(e)?;
@@ -165,6 +194,23 @@ fn draw<DB: DrawingBackend>(
                 span.phase.label().to_owned(),
                 (from, high / 1.3),
                 ("sans-serif", 12).into_font(),
+            )))
+            .map_err(e)?;
+    }
+    // Each fault while in place, shaded red and named by its node.
+    for f in faults {
+        let (from, to) = (f.injected - origin, f.undone.unwrap_or(f.injected + 1.0) - origin);
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(from, low), (to.max(from + 0.2), high)],
+                RGBColor(255, 200, 200).filled(),
+            )))
+            .map_err(e)?;
+        chart
+            .draw_series(std::iter::once(Text::new(
+                format!("fault: {}", f.node),
+                (from, high / 2.0),
+                ("sans-serif", 12).into_font().color(&RED),
             )))
             .map_err(e)?;
     }

@@ -74,6 +74,50 @@ pub fn latency_seconds(dir: &Path) -> Result<Vec<LatencySecond>, ResultsError> {
     Ok(seconds)
 }
 
+/// One `--fault` of the run: when it was injected and undone (Unix seconds), and what it did to
+/// its phase (`BenchEvent::FaultMeasured`, once the phase was done).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FaultSpan {
+    pub node: String,
+    pub iteration: u32,
+    pub phase: Phase,
+    pub injected: f64,
+    pub undone: Option<f64>,
+    pub ops_per_s_before: f64,
+    pub stall_s: f64,
+    pub recovery_s: Option<f64>,
+}
+
+/// The run's measured faults, in order (none for a run without `--fault`).
+pub fn faults(dir: &Path) -> Result<Vec<FaultSpan>, ResultsError> {
+    let mut faults = Vec::new();
+    each_event(dir, "\"fault_measured\"", |event| {
+        if let BenchEvent::FaultMeasured {
+            node,
+            iteration,
+            phase,
+            injected_at,
+            undone_at,
+            ops_per_s_before,
+            stall_s,
+            recovery_s,
+        } = event
+        {
+            faults.push(FaultSpan {
+                node,
+                iteration,
+                phase,
+                injected: injected_at,
+                undone: undone_at,
+                ops_per_s_before,
+                stall_s,
+                recovery_s,
+            });
+        }
+    })?;
+    Ok(faults)
+}
+
 /// The phases of the run in `dir`, in the order they ran.
 pub fn timeline(dir: &Path) -> Result<Vec<PhaseSpan>, ResultsError> {
     let mut spans: Vec<PhaseSpan> = Vec::new();

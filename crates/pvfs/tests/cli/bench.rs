@@ -1980,4 +1980,19 @@ fn a_fault_kills_a_brick_mid_phase_brings_it_back_and_is_measured() {
     let run = dir.path().join(events.last().unwrap()["results"].as_str().unwrap());
     let kept = std::fs::read_to_string(run.join("events.jsonl")).unwrap();
     assert_eq!(kept.lines().filter(|l| l.contains("\"event\":\"fault")).count(), 3, "{kept}");
+    // The report's latency section names the fault and shades it on the chart.
+    let report = dir.path().join("report");
+    let out = dir.ctl(&["report", run.to_str().unwrap(), "--out", report.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| s1 | 0 | write | "))
+        .unwrap_or_else(|| panic!("no fault row:\n{md}"));
+    assert!(row.ends_with(" | 0 | 0.0 |"), "no stall, back at once: {row}");
+    let svg = std::fs::read_to_string(
+        report.join(format!("latency-seconds-{}.svg", run.file_name().unwrap().to_str().unwrap())),
+    )
+    .unwrap();
+    assert!(svg.contains("fault: s1"), "the chart marks the fault");
 }
