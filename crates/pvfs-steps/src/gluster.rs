@@ -523,8 +523,11 @@ pub(crate) async fn rebalance_status<R: Runner>(
     let (out, failed) = CliOutput::run(host, &["volume", "rebalance", volume, "status"], true).await?;
     let shown = format!("gluster --xml volume rebalance {volume} status");
     if let Some(errstr) = failed {
-        // glusterfs 10.3: opRet -1, "Rebalance not started for volume gv0."
-        if errstr.contains("not started") {
+        // glusterfs 10.3: opRet -1, "Rebalance not started for volume gv0."; and for a volume
+        // with no distribute subvolumes (a replica or disperse set of its own, one brick),
+        // which no rebalance ever runs on: "Volume gv1 is not a distribute volume or contains
+        // only 1 brick.\nNot performing rebalance".
+        if errstr.contains("not started") || errstr.contains("is not a distribute volume") {
             return Ok(Rebalance::NeverRun);
         }
         return Err(StepError::Command { command: shown, code: Some(-1), stderr: errstr, hint: None });

@@ -203,6 +203,7 @@ mod teardown_and_rebalance {
         include_str!("../../testdata/gluster-10.3/rebalance-fix-layout-in-progress.xml");
     const COMPLETED: &str = include_str!("../../testdata/gluster-10.3/rebalance-fix-layout-completed.xml");
     const NO_VOLUME: &str = include_str!("../../testdata/gluster-10.3/rebalance-no-such-volume.xml");
+    const REPLICATE: &str = include_str!("../../testdata/gluster-10.3/rebalance-replicate-volume.xml");
     const DELETED: &str = include_str!("../../testdata/gluster-10.3/volume-info-deleted.xml");
     const INFO_REAL: &str = include_str!("../../testdata/gluster-10.3/volume-info.xml");
     const PEERS_REAL: &str = include_str!("../../testdata/gluster-10.3/peer-status.xml");
@@ -237,6 +238,9 @@ mod teardown_and_rebalance {
                 )),
             ]
         );
+        // A replica-2 volume of two bricks: nothing to rebalance, ever (the e2e's `up` of one
+        // stopped at this gate before it was read so).
+        assert_eq!(rebalance(&[(1, REPLICATE)]).await, [Ok(Rebalance::NeverRun)]);
         let got = rebalance(&[(1, NO_VOLUME)]).await;
         assert_eq!(
             got,
