@@ -89,23 +89,25 @@ pub(crate) fn brick_table(bricks: &[BrickRates]) -> String {
 }
 
 /// A Lustre node's targets over the second, as LLNL's ltop lays out its OST and MDT rows:
-/// MB/s read and written (10^6 bytes, as ltop), operations a second, clients connected, space
-/// and inodes in use; a recovery under way at the end of its row.
+/// MB/s read and written (10^6 bytes, as ltop), operations a second, clients connected, locks
+/// granted, space and inodes in use; a recovery under way at the end of its row.
 pub(crate) fn target_table(targets: &[TargetRates]) -> String {
     let mut out = format!(
-        "{:<20} {:<6} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7}\n",
-        "Target", "Kind", "rMB/s", "wMB/s", "IOPS", "Exports", "%Space", "%Inodes"
+        "{:<20} {:<6} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7}\n",
+        "Target", "Kind", "rMB/s", "wMB/s", "IOPS", "Exports", "Locks", "%Space", "%Inodes"
     );
     let figure = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"));
     for t in targets {
+        let count = |n: Option<u64>| n.map_or_else(|| "-".to_owned(), |n| n.to_string());
         let mut line = format!(
-            "{:<20} {:<6} {:>9.2} {:>9.2} {:>9.2} {:>7} {:>7} {:>7}",
+            "{:<20} {:<6} {:>9.2} {:>9.2} {:>9.2} {:>7} {:>7} {:>7} {:>7}",
             t.name,
             t.component,
             t.read_bytes_s / 1e6,
             t.write_bytes_s / 1e6,
             t.ops_s,
-            t.exports.map_or_else(|| "-".to_owned(), |n| n.to_string()),
+            count(t.exports),
+            count(t.locks),
             figure(t.space_used_pct),
             figure(t.inodes_used_pct),
         );
@@ -242,6 +244,7 @@ mod tests {
             TargetRates {
                 component: "ost".into(),
                 exports: Some(4),
+                locks: Some(12),
                 name: "fs-OST0000".into(),
                 ops_s: 100.0,
                 write_bytes_s: 419_430_400.0,
@@ -263,9 +266,9 @@ mod tests {
         assert_eq!(
             lines[at..].join("\n").trim_end(),
             concat!(
-                "Target               Kind       rMB/s     wMB/s      IOPS Exports  %Space %Inodes\n",
-                "fs-OST0000           ost         0.00    419.43    100.00       4    2.50    0.12  RECOVERING\n",
-                "fs-ffff              client      1.00      0.00      0.00       -       -       -"
+                "Target               Kind       rMB/s     wMB/s      IOPS Exports   Locks  %Space %Inodes\n",
+                "fs-OST0000           ost         0.00    419.43    100.00       4      12    2.50    0.12  RECOVERING\n",
+                "fs-ffff              client      1.00      0.00      0.00       -       -       -       -"
             )
         );
         assert!(text.ends_with("-\n\n"), "a blank line after, as after every second");

@@ -161,6 +161,25 @@ pub(super) fn write(w: &mut impl Sink, view: &ClusterView) {
             }
         },
     );
+    type LockField = fn(&pvfs_metrics::lustre::node::Locks) -> Option<u64>;
+    let locks: [(&str, &str, &str, LockField); 4] = [
+        ("lustre_lock_count_total", "gauge", "Number of locks", |l| l.count),
+        ("lustre_lock_timeout_total", "counter", "Number of lock timeouts", |l| l.timeouts),
+        ("lustre_lock_contended_total", "gauge", "Number of contended locks", |l| l.contended),
+        (
+            "lustre_lock_contention_seconds_total",
+            "gauge",
+            "Time in seconds during which locks were contended",
+            |l| l.contention_seconds,
+        ),
+    ];
+    for (name, kind, help, field) in locks {
+        family(w, view, (name, kind, help), |t, emit| {
+            if let (Some(n), Some(kind)) = (field(&t.locks), t.kind) {
+                emit(&[("component", kind.component()), ("target", &t.name)], n as f64);
+            }
+        });
+    }
     // Not one of lustrefs-exporter's: a target's recovery as a state set, so that an alert
     // can say which target has been recovering for how long.
     family(

@@ -237,6 +237,10 @@ fn lustre_targets_are_named_as_lustrefs_exporter_names_them() {
         "lustre_inodes_free",
         "lustre_inodes_maximum",
         "lustre_exports_total",
+        "lustre_lock_count_total",
+        "lustre_lock_timeout_total",
+        "lustre_lock_contended_total",
+        "lustre_lock_contention_seconds_total",
     ];
     let testdata = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/lustrefs-exporter");
     let inputs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../pvfs-metrics/testdata/lustre");

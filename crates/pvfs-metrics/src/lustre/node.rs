@@ -51,6 +51,15 @@ pub struct Space {
     pub files_free: u64,
 }
 
+/// A server target's lock namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Locks {
+    pub count: Option<u64>,
+    pub timeouts: Option<u64>,
+    pub contended: Option<u64>,
+    pub contention_seconds: Option<u64>,
+}
+
 /// One target (or client mount) in one second.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Target {
@@ -63,6 +72,9 @@ pub struct Target {
     pub space: Option<Space>,
     /// Clients connected to it (`num_exports`).
     pub exports: Option<u64>,
+    /// Its lock namespace's (`ldlm.namespaces.{filter,mdt}-TARGET_UUID.*`): locks granted now,
+    /// lock timeouts so far, and its `contended_locks`/`contention_seconds` settings.
+    pub locks: Locks,
     /// `COMPLETE`, `RECOVERING`, … (`recovery_status`'s `status`).
     pub recovery: Option<String>,
 }
@@ -105,6 +117,9 @@ pub struct TargetRates {
     /// Inodes in use, % of its OSD's (`filesfree` of `filestotal`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inodes_used_pct: Option<f64>,
+    /// Locks its namespace has granted now (ltop's LOCKS).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub locks: Option<u64>,
     pub name: String,
     /// Operations a second: an OST's or a client's reads and writes (their `read_bytes` and
     /// `write_bytes` samples, one per RPC or call), an MDT's every md_stats operation.
@@ -149,6 +164,7 @@ impl TargetRates {
                     inodes_used_pct: space.filter(|s| s.files_total > 0).map(|s| {
                         100.0 * s.files_total.saturating_sub(s.files_free) as f64 / s.files_total as f64
                     }),
+                    locks: c.locks.count,
                     name: c.name.clone(),
                     ops_s: ops,
                     read_bytes_s: delta(&sum_of("read_bytes")),
@@ -172,11 +188,12 @@ enum Part {
     Exports,
     Recovery,
     Space(fn(&mut Space) -> &mut u64),
+    Locks(fn(&mut Locks) -> &mut Option<u64>),
     Health,
 }
 
 /// The parameters read every second, in the order they are put together.
-const PARTS: [(&str, Part); 13] = [
+const PARTS: [(&str, Part); 17] = [
     ("obdfilter.*.stats", Part::Stats(Kind::Ost)),
     ("mdt.*.md_stats", Part::Stats(Kind::Mdt)),
     ("llite.*.stats", Part::Stats(Kind::Client)),
@@ -189,6 +206,10 @@ const PARTS: [(&str, Part); 13] = [
     ("osd-*.*.kbytesavail", Part::Space(|s| &mut s.kbytes_avail)),
     ("osd-*.*.filestotal", Part::Space(|s| &mut s.files_total)),
     ("osd-*.*.filesfree", Part::Space(|s| &mut s.files_free)),
+    ("ldlm.namespaces.*.lock_count", Part::Locks(|l| &mut l.count)),
+    ("ldlm.namespaces.*.lock_timeouts", Part::Locks(|l| &mut l.timeouts)),
+    ("ldlm.namespaces.*.contended_locks", Part::Locks(|l| &mut l.contended)),
+    ("ldlm.namespaces.*.contention_seconds", Part::Locks(|l| &mut l.contention_seconds)),
     ("health_check", Part::Health),
 ];
 
@@ -302,6 +323,25 @@ fn assemble<'a>(values: impl Iterator<Item = (Part, &'a str, &'a str, &'a str)>)
                 }
                 Err(e) => snapshot.errors.push(e),
             },
+            Part::Locks(field) => {
+                // A server target's namespace: `filter-TARGET_UUID` (an OST), `mdt-TARGET_UUID`;
+                // the others (a client's `…-osc-…`, the MGS's and MGC's) are not a target's.
+                let namespace = name.split('.').nth(2).unwrap_or_default();
+                let Some((kind, target_name)) = namespace.strip_suffix("_UUID").and_then(|n| {
+                    n.strip_prefix("filter-")
+                        .map(|t| (Kind::Ost, t))
+                        .or_else(|| n.strip_prefix("mdt-").map(|t| (Kind::Mdt, t)))
+                }) else {
+                    continue;
+                };
+                match number() {
+                    Ok(n) => {
+                        let i = target(&mut snapshot, target_name, Some(kind));
+                        *field(&mut snapshot.targets[i].locks) = Some(n);
+                    }
+                    Err(e) => snapshot.errors.push(e),
+                }
+            }
             Part::Health => snapshot.healthy = Some(text.trim() == "healthy"),
         }
     }
@@ -392,6 +432,14 @@ mod tests {
         let mdt = snapshot.target("ai400-MDT0000").unwrap();
         assert_eq!(mdt.counters, parse_stats(value("mdt.ai400-MDT0000.md_stats")).unwrap().counters);
         assert_eq!(mdt.exports, Some(19));
+        assert_eq!(
+            (mdt.locks.count, mdt.locks.timeouts, mdt.locks.contended, mdt.locks.contention_seconds),
+            (Some(9), Some(0), Some(32), Some(2))
+        );
+        assert_eq!(
+            ost.locks.count.map(|n| n.to_string()).as_deref(),
+            Some(value("ldlm.namespaces.filter-ai400-OST0000_UUID.lock_count"))
+        );
     }
 
     /// A reader finds the files once and reads them each second: a counter that moved is
@@ -413,6 +461,8 @@ mod tests {
         std::fs::remove_dir_all(dir.path().join("proc/fs/lustre/obdfilter/ai400-OST0001")).unwrap();
         std::fs::remove_dir_all(dir.path().join("sys/fs/lustre/obdfilter/ai400-OST0001")).unwrap();
         std::fs::remove_dir_all(dir.path().join("sys/fs/lustre/osd-ldiskfs/ai400-OST0001")).unwrap();
+        std::fs::remove_dir_all(dir.path().join("sys/fs/lustre/ldlm/namespaces/filter-ai400-OST0001_UUID"))
+            .unwrap();
         reader.read(&root);
         let gone = reader.read(&root).unwrap();
         assert!(gone.target("ai400-OST0001").is_none(), "{:?}", gone.targets);

@@ -6,7 +6,7 @@ use crate::pb;
 use pvfs_metrics::gluster::LocalBrick;
 use pvfs_metrics::lustre::Stat;
 use pvfs_metrics::lustre::Times;
-use pvfs_metrics::lustre::node::{Kind, Snapshot, Space, Target};
+use pvfs_metrics::lustre::node::{Kind, Locks, Snapshot, Space, Target};
 
 impl From<&Snapshot> for pb::LustreSnapshot {
     fn from(s: &Snapshot) -> pb::LustreSnapshot {
@@ -46,6 +46,10 @@ impl From<&Target> for pb::LustreTarget {
             exports: t.exports,
             recovery: t.recovery.clone().unwrap_or_default(),
             snapshot_time: t.times.snapshot_time.unwrap_or_default(),
+            lock_count: t.locks.count,
+            lock_timeouts: t.locks.timeouts,
+            contended_locks: t.locks.contended,
+            contention_seconds: t.locks.contention_seconds,
         }
     }
 }
@@ -92,6 +96,12 @@ impl From<pb::LustreTarget> for Target {
             }),
             exports: t.exports,
             recovery: (!t.recovery.is_empty()).then_some(t.recovery),
+            locks: Locks {
+                count: t.lock_count,
+                timeouts: t.lock_timeouts,
+                contended: t.contended_locks,
+                contention_seconds: t.contention_seconds,
+            },
         }
     }
 }
@@ -171,6 +181,12 @@ mod tests {
                     }),
                     exports: Some(0),
                     recovery: Some("RECOVERING".into()),
+                    locks: Locks {
+                        count: Some(9),
+                        timeouts: Some(0),
+                        contended: Some(32),
+                        contention_seconds: None,
+                    },
                 },
                 Target { kind: Some(Kind::Client), name: "fs-ffff".into(), ..Target::default() },
             ],
