@@ -226,6 +226,8 @@ async fn show(
                             && let Some(row) = watch.nodes.row_mut(&s.node)
                         {
                             row.record(Summary::of(&s.rates, &s.devices));
+                            row.targets = s.rates.lustre.clone();
+                            row.bricks = s.rates.bricks.clone();
                         }
                         continue;
                     }

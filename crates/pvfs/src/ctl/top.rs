@@ -274,6 +274,8 @@ impl Sink {
                 if let Some(row) = screen.screen.row_mut(node) {
                     row.record(Summary::of(rates, devices));
                     row.processes = processes.to_vec();
+                    row.targets = rates.lustre.clone();
+                    row.bricks = rates.bricks.clone();
                 }
                 screen.screen.clock = time_text(rates.time_unix_ns);
                 Ok(())

@@ -1,13 +1,16 @@
 //! The full-screen `pvfsctl top`: a row per node, cluster totals, a 60-second sparkline per
 //! node, sortable; a node that stops answering turns red within three seconds. With
 //! `--processes`, a panel under the table lists the selected node's busiest processes (↑/↓
-//! select another node).
+//! select another node). When servers report their file system's own view, a panel lists
+//! every Lustre target and GlusterFS brick of the cluster, as ltop does.
 //!
 //! The screen is drawn from [`Screen`], which is plain data updated from the cluster's sample
 //! stream; [`draw`] renders it with ratatui, so tests render into a `TestBackend` and read the
 //! text back.
 
+use pvfs_metrics::gluster::BrickRates;
 use pvfs_metrics::line::ProcessLine;
+use pvfs_metrics::lustre::node::TargetRates;
 use pvfs_metrics::rates::Rates;
 use ratatui::Frame;
 use ratatui::crossterm::event::{self as term_event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -72,6 +75,9 @@ pub(crate) struct NodeRow {
     pub down: Option<String>,
     /// The node's busiest processes in the latest second (with `--processes`).
     pub processes: Vec<ProcessLine>,
+    /// Its Lustre targets and GlusterFS bricks over the latest second (a server's).
+    pub targets: Vec<TargetRates>,
+    pub bricks: Vec<BrickRates>,
 }
 
 impl NodeRow {
@@ -83,6 +89,8 @@ impl NodeRow {
             history: VecDeque::new(),
             down: None,
             processes: Vec::new(),
+            targets: Vec::new(),
+            bricks: Vec::new(),
         }
     }
 
@@ -297,6 +305,17 @@ pub(crate) fn draw_in(frame: &mut Frame<'_>, area: Rect, screen: &Screen) {
         draw_processes(frame, panel, name, screen.rows.iter().find(|r| &r.name == name));
     }
     frame.render_widget(Paragraph::new(help).style(Style::new().fg(Color::DarkGray)), foot);
+    // The file system's own view, when a server reports one: every target and brick of the
+    // cluster in one table, as ltop shows a file system's OSTs and MDTs, under the nodes'.
+    let targets: usize = screen.rows.iter().map(|r| r.targets.len() + r.bricks.len()).sum();
+    let body = if targets > 0 {
+        let height = (targets as u16 + 3).min(body.height / 2);
+        let [table, panel] = Layout::vertical([Constraint::Min(3), Constraint::Length(height)]).areas(body);
+        draw_targets(frame, panel, &screen.rows);
+        table
+    } else {
+        body
+    };
 
     let rows = screen.sorted();
     let mut table_rows: Vec<Row<'_>> = Vec::with_capacity(rows.len() + 1);
@@ -403,6 +422,71 @@ fn draw_processes(frame: &mut Frame<'_>, area: Rect, name: &str, row: Option<&No
                 .style(Style::new().add_modifier(Modifier::UNDERLINED)),
         )
         .block(Block::bordered().title(title))
+        .column_spacing(1);
+    frame.render_widget(table, area);
+}
+
+/// Every node's Lustre targets and GlusterFS bricks, as ltop's table: MB/s of 10^6 bytes,
+/// operations a second, clients, locks, space and inodes in use, a recovery under way; a
+/// brick's bytes through its process's system calls, `down` while its process is gone.
+fn draw_targets(frame: &mut Frame<'_>, area: Rect, rows: &[NodeRow]) {
+    let figure = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"));
+    let count = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), |v| v.to_string());
+    let mut lines = Vec::new();
+    for row in rows {
+        for t in &row.targets {
+            lines.push(Row::new([
+                t.name.clone(),
+                t.component.clone(),
+                row.name.clone(),
+                format!("{:.1}", t.read_bytes_s / 1e6),
+                format!("{:.1}", t.write_bytes_s / 1e6),
+                format!("{:.0}", t.ops_s),
+                count(t.exports),
+                count(t.locks),
+                figure(t.space_used_pct),
+                figure(t.inodes_used_pct),
+                t.recovery.clone().unwrap_or_default(),
+            ]));
+        }
+        for b in &row.bricks {
+            lines.push(Row::new([
+                format!("{}:{}", b.volume, b.path),
+                "brick".to_owned(),
+                row.name.clone(),
+                format!("{:.1}", b.rchar_s / 1e6),
+                format!("{:.1}", b.wchar_s / 1e6),
+                "-".to_owned(),
+                "-".to_owned(),
+                "-".to_owned(),
+                "-".to_owned(),
+                "-".to_owned(),
+                if b.up { String::new() } else { "down".to_owned() },
+            ]));
+        }
+    }
+    let widths = [
+        Constraint::Length(24),
+        Constraint::Length(6),
+        Constraint::Length(12),
+        Constraint::Length(8),
+        Constraint::Length(8),
+        Constraint::Length(8),
+        Constraint::Length(7),
+        Constraint::Length(7),
+        Constraint::Length(7),
+        Constraint::Length(7),
+        Constraint::Min(8),
+    ];
+    let table = Table::new(lines, widths)
+        .header(
+            Row::new([
+                "TARGET", "KIND", "NODE", "RD MB/s", "WR MB/s", "IOPS", "EXPORTS", "LOCKS", "%SPACE",
+                "%INODES", "",
+            ])
+            .style(Style::new().add_modifier(Modifier::UNDERLINED)),
+        )
+        .block(Block::bordered().title(" file system: targets and bricks "))
         .column_spacing(1);
     frame.render_widget(table, area);
 }
@@ -556,6 +640,64 @@ mod tests {
         assert!(!render_tall(&screen).contains("processes on"));
         assert!(!screen.key(press(KeyCode::Down)));
         assert_eq!(screen.selected, None);
+    }
+
+    /// A Lustre server's targets and a GlusterFS server's bricks, every one in one panel with
+    /// its node; none, no panel.
+    #[test]
+    fn the_file_systems_targets_in_a_panel() {
+        let mut oss = NodeRow::new("oss00", "server");
+        oss.record(summary(10.0, 5.0));
+        oss.targets = vec![TargetRates {
+            component: "ost".into(),
+            exports: Some(4),
+            locks: Some(12),
+            name: "fs-OST0000".into(),
+            ops_s: 100.0,
+            write_bytes_s: 419_430_400.0,
+            space_used_pct: Some(2.5),
+            recovery: Some("RECOVERING".into()),
+            ..TargetRates::default()
+        }];
+        let mut gfs = NodeRow::new("gfs2", "server");
+        gfs.record(summary(1.0, 1.0));
+        gfs.bricks = vec![BrickRates {
+            path: "/bricks/b1".into(),
+            volume: "gv0".into(),
+            up: false,
+            ..BrickRates::default()
+        }];
+        let screen = Screen {
+            title: "t".into(),
+            rows: vec![oss, gfs],
+            sort: SortKey::Name,
+            reverse: false,
+            clock: String::new(),
+            selected: None,
+        };
+        let mut terminal = Terminal::new(TestBackend::new(160, 20)).unwrap();
+        terminal.draw(|f| draw(f, &screen)).unwrap();
+        let buffer = terminal.backend().buffer().clone();
+        let text: Vec<String> = (0..buffer.area.height)
+            .map(|y| (0..buffer.area.width).map(|x| buffer[(x, y)].symbol().to_owned()).collect())
+            .collect();
+        let all = text.join("\n");
+        assert!(all.contains("file system: targets and bricks"), "{all}");
+        let ost = text.iter().find(|l| l.contains("fs-OST0000")).unwrap_or_else(|| panic!("{all}"));
+        for cell in ["ost", "oss00", "419.4", "100", "12", "2.5", "RECOVERING"] {
+            assert!(ost.contains(cell), "{cell} in {ost}");
+        }
+        let brick = text.iter().find(|l| l.contains("gv0:/bricks/b1")).unwrap_or_else(|| panic!("{all}"));
+        assert!(brick.contains("brick") && brick.contains("gfs2") && brick.contains("down"), "{brick}");
+        let plain = Screen { rows: vec![NodeRow::new("n1", "client")], ..screen };
+        let mut terminal = Terminal::new(TestBackend::new(160, 20)).unwrap();
+        terminal.draw(|f| draw(f, &plain)).unwrap();
+        let buffer = terminal.backend().buffer().clone();
+        let text: String = (0..buffer.area.height)
+            .flat_map(|y| (0..buffer.area.width).map(move |x| (x, y)))
+            .map(|(x, y)| buffer[(x, y)].symbol().to_owned())
+            .collect();
+        assert!(!text.contains("file system:"), "no panel without targets");
     }
 
     #[test]
