@@ -231,6 +231,47 @@ pub fn run_agent(args: &AgentArgs) -> anyhow::Result<()> {
     }
     drop(agent);
 
+    // The same, on a Lustre server: an agent whose root (`--root`, the testing aid) is this
+    // machine's /proc and /sys with a real 2.15 server's Lustre files laid out as its kernel
+    // holds them (three targets), so the file-system collector reads them every second.
+    let root = lustre_root(&dir)?;
+    let lustre_port = free_port()?;
+    std::fs::write(
+        dir.join("lustre-cluster.toml"),
+        format!(
+            "[cluster]\nname = \"bench\"\nkind = \"local\"\n[local]\nmount = \"/tmp\"\n[[node]]\nname = \"bench\"\naddress = \"127.0.0.1:{lustre_port}\"\nroles = [\"server\"]\n"
+        ),
+    )?;
+    let agent = KillOnDrop::spawn(
+        Command::new(&binary)
+            .args([
+                "agent",
+                "--name",
+                "bench",
+                "--listen",
+                &format!("127.0.0.1:{lustre_port}"),
+                "--tls-dir",
+                &tls_arg,
+            ])
+            .arg("--state-dir")
+            .arg(dir.join("state-lustre"))
+            .arg("--root")
+            .arg(&root),
+    )?;
+    let coordinator = KillOnDrop::spawn(
+        Command::new(&binary).args(["ctl", "top", "--json"]).arg(dir.join("lustre-cluster.toml")),
+    )?;
+    costs.push(measure(
+        "pvfs-agent +lustre",
+        "as the first, on a Lustre server's files (3 targets) read every second",
+        agent.pid(),
+        warmup,
+        window,
+        || Ok(()),
+    )?);
+    drop(coordinator);
+    drop(agent);
+
     // gmond on loopback with Debian's configuration (its default metric set and schedule).
     let udp = free_port()?;
     let tcp = free_port()?;
@@ -290,6 +331,48 @@ pub fn run_agent(args: &AgentArgs) -> anyhow::Result<()> {
         ours.peak_rss_mb / ne.peak_rss_mb
     );
     Ok(())
+}
+
+/// A root for an agent (`--root`): links to this machine's /proc and /sys entries, and a real
+/// Lustre 2.15 server's `lctl get_param` output (pvfs-metrics' testdata, from
+/// whamcloud/lustrefs-exporter) laid out as its kernel holds it: one-value parameters under
+/// /sys/fs/lustre, multi-line ones under /proc/fs/lustre. xtask links none of the workspace's
+/// crates, so lctl's `NAME=` lines are split here.
+fn lustre_root(dir: &std::path::Path) -> anyhow::Result<std::path::PathBuf> {
+    let root = dir.join("lustre-root");
+    for tree in ["proc", "sys"] {
+        let at = root.join(tree);
+        std::fs::create_dir_all(&at)?;
+        for entry in std::fs::read_dir(format!("/{tree}"))? {
+            let name = entry?.file_name().into_string().unwrap_or_default();
+            if name != "fs" && !name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit()) {
+                std::os::unix::fs::symlink(std::path::Path::new("/").join(tree).join(&name), at.join(&name))?;
+            }
+        }
+    }
+    let lctl =
+        std::fs::read_to_string(util::root().join("crates/pvfs-metrics/testdata/lustre/valid_valid.txt"))?;
+    let mut params: Vec<(String, String)> = Vec::new();
+    for line in lctl.lines() {
+        let is_name =
+            |n: &str| !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || "._-@:".contains(c));
+        match line.split_once('=') {
+            Some((name, value)) if is_name(name) => params.push((name.to_owned(), value.to_owned())),
+            _ => {
+                if let Some((_, value)) = params.last_mut() {
+                    value.push('\n');
+                    value.push_str(line);
+                }
+            }
+        }
+    }
+    for (name, value) in params.iter().filter(|(n, _)| !n.contains(".exports.")) {
+        let tree = if value.contains('\n') { "proc/fs/lustre" } else { "sys/fs/lustre" };
+        let file = root.join(tree).join(name.replace('.', "/"));
+        std::fs::create_dir_all(file.parent().context("a parameter's directory")?)?;
+        std::fs::write(&file, format!("{}\n", value.trim_start_matches('\n')))?;
+    }
+    Ok(root)
 }
 
 /// Debian's gmond.conf, kept as it is (its metric modules and collection schedule) except for
