@@ -195,11 +195,13 @@ pub async fn execute(
             }
         }
     }
-    let outcome = work.await?;
-    // A fault still in place when the run ends (done, failed or stopped) is undone now.
+    let outcome = work.await;
+    // A fault still in place when the run ends (done, failed, stopped, or its task lost) is
+    // undone now, before anything else can end this function.
     for undone in faults.finish(&mut fault_events).await {
         keep!(undone);
     }
+    let outcome = outcome?;
     let _ = events.send(RunEvent::Ended);
     // Let the metrics catch up with the run's last second: every node has recorded a second
     // ending at or after the run's end (or is down), bounded by METRICS_GRACE.
