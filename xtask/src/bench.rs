@@ -170,30 +170,8 @@ pub fn run_agent(args: &AgentArgs) -> anyhow::Result<()> {
         "--san",
         "127.0.0.1",
     ]))?;
-    let port = free_port()?;
-    std::fs::write(
-        dir.join("cluster.toml"),
-        format!(
-            "[cluster]\nname = \"bench\"\nkind = \"local\"\n[local]\nmount = \"/tmp\"\n[[node]]\nname = \"bench\"\naddress = \"127.0.0.1:{port}\"\nroles = [\"server\"]\n"
-        ),
-    )?;
-    let agent = KillOnDrop::spawn(
-        Command::new(&binary)
-            .args([
-                "agent",
-                "--name",
-                "bench",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--tls-dir",
-                &tls_arg,
-            ])
-            .arg("--state-dir")
-            .arg(dir.join("state")),
-    )?;
-    let coordinator = KillOnDrop::spawn(
-        Command::new(&binary).args(["ctl", "top", "--json"]).arg(dir.join("cluster.toml")),
-    )?;
+    let (agent, cluster) = start_agent(&binary, &dir, &tls_arg, "plain", &[])?;
+    let coordinator = KillOnDrop::spawn(Command::new(&binary).args(["ctl", "top", "--json"]).arg(&cluster))?;
     costs.push(measure(
         "pvfs-agent",
         "samples every 1 s, streamed live to pvfsctl over mTLS",
@@ -209,10 +187,7 @@ pub fn run_agent(args: &AgentArgs) -> anyhow::Result<()> {
     let help = util::capture(Command::new(&binary).args(["ctl", "top", "--help"]))?;
     if String::from_utf8_lossy(&help.stdout).contains("--processes") {
         let mut coordinator = KillOnDrop::spawn(
-            Command::new(&binary)
-                .args(["ctl", "top"])
-                .arg(dir.join("cluster.toml"))
-                .args(["--json", "--processes"]),
+            Command::new(&binary).args(["ctl", "top"]).arg(&cluster).args(["--json", "--processes"]),
         )?;
         costs.push(measure(
             "pvfs-agent +ps",
@@ -235,32 +210,9 @@ pub fn run_agent(args: &AgentArgs) -> anyhow::Result<()> {
     // machine's /proc and /sys with a real 2.15 server's Lustre files laid out as its kernel
     // holds them (three targets), so the file-system collector reads them every second.
     let root = lustre_root(&dir)?;
-    let lustre_port = free_port()?;
-    std::fs::write(
-        dir.join("lustre-cluster.toml"),
-        format!(
-            "[cluster]\nname = \"bench\"\nkind = \"local\"\n[local]\nmount = \"/tmp\"\n[[node]]\nname = \"bench\"\naddress = \"127.0.0.1:{lustre_port}\"\nroles = [\"server\"]\n"
-        ),
-    )?;
-    let agent = KillOnDrop::spawn(
-        Command::new(&binary)
-            .args([
-                "agent",
-                "--name",
-                "bench",
-                "--listen",
-                &format!("127.0.0.1:{lustre_port}"),
-                "--tls-dir",
-                &tls_arg,
-            ])
-            .arg("--state-dir")
-            .arg(dir.join("state-lustre"))
-            .arg("--root")
-            .arg(&root),
-    )?;
-    let coordinator = KillOnDrop::spawn(
-        Command::new(&binary).args(["ctl", "top", "--json"]).arg(dir.join("lustre-cluster.toml")),
-    )?;
+    let root = root.to_string_lossy().into_owned();
+    let (agent, cluster) = start_agent(&binary, &dir, &tls_arg, "lustre", &["--root", &root])?;
+    let coordinator = KillOnDrop::spawn(Command::new(&binary).args(["ctl", "top", "--json"]).arg(&cluster))?;
     costs.push(measure(
         "pvfs-agent +lustre",
         "as the first, on a Lustre server's files (3 targets) read every second",
@@ -331,6 +283,33 @@ pub fn run_agent(args: &AgentArgs) -> anyhow::Result<()> {
         ours.peak_rss_mb / ne.peak_rss_mb
     );
     Ok(())
+}
+
+/// An agent on a free loopback port, its state in `dir/state-NAME`, with `extra` flags; and a
+/// one-node cluster file naming it, for its follower.
+fn start_agent(
+    binary: &std::path::Path,
+    dir: &std::path::Path,
+    tls: &str,
+    name: &str,
+    extra: &[&str],
+) -> anyhow::Result<(KillOnDrop, std::path::PathBuf)> {
+    let port = free_port()?;
+    let cluster = dir.join(format!("cluster-{name}.toml"));
+    std::fs::write(
+        &cluster,
+        format!(
+            "[cluster]\nname = \"bench\"\nkind = \"local\"\n[local]\nmount = \"/tmp\"\n[[node]]\nname = \"bench\"\naddress = \"127.0.0.1:{port}\"\nroles = [\"server\"]\n"
+        ),
+    )?;
+    let agent = KillOnDrop::spawn(
+        Command::new(binary)
+            .args(["agent", "--name", "bench", "--listen", &format!("127.0.0.1:{port}"), "--tls-dir", tls])
+            .arg("--state-dir")
+            .arg(dir.join(format!("state-{name}")))
+            .args(extra),
+    )?;
+    Ok((agent, cluster))
 }
 
 /// A root for an agent (`--root`): links to this machine's /proc and /sys entries, and a real
