@@ -151,10 +151,16 @@ impl History {
         self.push_with(sample, None)
     }
 
-    /// Pushes `sample` with the processes scanned with it: both are in before any stream hears
-    /// of the sample, so a stream that asked for processes always finds this second's.
+    /// Pushes `sample` with the processes scanned with it: both are in before any stream can
+    /// see the sample, so a stream that asked for processes always finds this second's, and
+    /// every stream its file system's second. The ring stays locked until they are: a stream
+    /// reading a backlog (or just opened) finds new samples through the ring without waiting
+    /// for the "new sample" signal, and once found a sample's file system second that was not
+    /// yet held would be sent without it — a second without its bricks in the record (CI saw
+    /// it). Lock order: ring, then the others; nothing takes them the other way round.
     pub fn push_with(&self, sample: &Sample, processes: Option<Vec<Process>>) -> u64 {
-        let seq = self.ring().push(sample);
+        let mut ring = self.ring();
+        let seq = ring.push(sample);
         if let Some(fs) = &sample.fs {
             let mut held = self.fs.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             if held.len() == FS_SECONDS {
@@ -169,6 +175,7 @@ impl History {
             }
             held.push_back((seq, processes.into()));
         }
+        drop(ring);
         self.newest.send_replace(seq);
         seq
     }
@@ -332,5 +339,64 @@ mod tests {
         assert!(history.processes(newest).is_none());
         shutdown.cancel();
         sampler.await.unwrap();
+    }
+
+    /// A reader that finds a sample in the ring finds its file system second too: CI once
+    /// recorded a brick server's second without its bricks, because the ring was unlocked
+    /// before the second was held, and a stream reading a backlog (or just opened) took the
+    /// sample in between. A reader here spins on the ring (as such a stream does) while samples
+    /// are pushed as fast as it takes them; before the fix it found a few samples without it.
+    #[test]
+    fn a_sample_is_never_seen_without_its_file_system_second() {
+        use pvfs_metrics::sample::{CpuCounters, LoadCounters, MemCounters};
+        const SAMPLES: u64 = 5_000;
+        let history = History::new(1, 4096);
+        let fs = Arc::new(FsSecond { lustre: None, bricks: vec![Default::default()] });
+        let missing = AtomicU64::new(0);
+        // What the reader has seen: the next sample is pushed once it is waiting for it,
+        // spinning on the ring, so each push lands while they look (and none falls out of the
+        // 60 s the history holds file system seconds for).
+        let seen = [AtomicU64::new(0)];
+        std::thread::scope(|scope| {
+            for seen in &seen {
+                let (history, missing) = (&history, &missing);
+                scope.spawn(move || {
+                    let mut after = 0;
+                    while after < SAMPLES {
+                        match history.next_after(1, after) {
+                            Next::Sample(stamped) => {
+                                after = stamped.seq;
+                                if history.fs(stamped.seq).is_none() {
+                                    missing.fetch_add(1, Ordering::Relaxed);
+                                }
+                                seen.store(after, Ordering::Release);
+                            }
+                            Next::Gap { to, .. } => {
+                                after = to;
+                                seen.store(after, Ordering::Release);
+                            }
+                            Next::Pending => std::hint::spin_loop(),
+                        }
+                    }
+                });
+            }
+            for seq in 1..=SAMPLES {
+                while seen.iter().any(|s| s.load(Ordering::Acquire) + 1 < seq) {
+                    std::thread::yield_now();
+                }
+                let sample = Sample {
+                    time_unix_ns: seq * 1_000_000_000,
+                    mono_ns: seq * 1_000_000_000,
+                    disks: Vec::new(),
+                    nics: Vec::new(),
+                    cpu: CpuCounters::default(),
+                    mem: MemCounters::default(),
+                    load: LoadCounters::default(),
+                    fs: Some(fs.clone()),
+                };
+                history.push(&sample);
+            }
+        });
+        assert_eq!(missing.load(Ordering::Relaxed), 0, "samples seen without their file system second");
     }
 }
