@@ -158,9 +158,12 @@ pub fn run(binary: &Path, image: &str, work: &Path, keep: bool) -> anyhow::Resul
             .args(["--volume", "/sys/fs/cgroup:/sys/fs/cgroup:ro"])
             // Mounting XFS and FUSE, and glusterd's trusted.* xattrs, need CAP_SYS_ADMIN; the
             // default seccomp and AppArmor profiles forbid mount(2) even then.
+            // NET_ADMIN: `bench --fault cut-network` takes a node's interface down.
             .args([
                 "--cap-add",
                 "SYS_ADMIN",
+                "--cap-add",
+                "NET_ADMIN",
                 "--security-opt",
                 "seccomp=unconfined",
                 "--security-opt",
@@ -850,31 +853,35 @@ fn brick_fault(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyhow::Re
         wait_reachable(binary, cluster, tls, Duration::from_secs(60))
     };
     grant(true)?;
-    let out = capture(
-        Command::new(binary)
-            .args(["ctl", "bench", cluster, "--tls-dir", tls, "--json", "--results", &results])
-            .args([
-                "--procs",
-                "2",
-                "--fault",
-                "kill-brick=gfs2,phase=write,at=3,for=3",
-                "--set",
-                "t=4k",
-                "--set",
-                // 2 x 128 MiB: what the 512 MB bricks hold, however fast the writes go.
-                "b=128m",
-                "--set",
-                "random=true",
-                "--set",
-                "odirect=true",
-                "--set",
-                "deadline=10",
-                "--set",
-                "verify=true",
-                "--set",
-                "i=1",
-            ]),
-    )?;
+    let bench_with = |fault: &str| {
+        capture(
+            Command::new(binary)
+                .args(["ctl", "bench", cluster, "--tls-dir", tls, "--json", "--results", &results])
+                .args([
+                    "--procs",
+                    "2",
+                    "--fault",
+                    fault,
+                    "--set",
+                    "t=4k",
+                    "--set",
+                    // 2 x 128 MiB: what the 512 MB bricks hold, however fast the writes go.
+                    "b=128m",
+                    "--set",
+                    "random=true",
+                    "--set",
+                    "odirect=true",
+                    "--set",
+                    "deadline=10",
+                    "--set",
+                    "verify=true",
+                    "--set",
+                    "i=1",
+                ]),
+        )
+    };
+    let out = bench_with("kill-brick=gfs2,phase=write,at=3,for=3")?;
+    let cut = bench_with("cut-network=gfs2,phase=write,at=3,for=3")?;
     grant(false)?;
     let events = json_lines(&out.stdout)?;
     ensure!(
@@ -927,6 +934,66 @@ fn brick_fault(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyhow::Re
         measured["recovery_s"],
         states.iter().filter(|u| !**u).count(),
         states.len(),
+        timeline.join(", ")
+    );
+    network_cut(lab, &cut)
+}
+
+/// The second fault of [`brick_fault`]: gfs2 cut off the network (its eth0 down, the one the
+/// coordinator reaches it through) three seconds into the write for three seconds, and
+/// brought back by its own agent. The run goes on (the client waits for the replica, then
+/// carries on), every transfer reads back as written, the cut is told with when the interface
+/// was down and up, gfs2's interface is up afterwards and its agent's record of the cut gone.
+fn network_cut(lab: &Lab, out: &std::process::Output) -> anyhow::Result<()> {
+    let events = json_lines(&out.stdout)?;
+    ensure!(
+        out.status.success(),
+        "bench with gfs2 cut off the network failed: {}\n{events:?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let faults: Vec<&Value> = events.iter().filter(|e| e["event"] == "fault").collect();
+    ensure!(
+        faults.len() == 2 && faults[0]["action"] == "injected" && faults[1]["action"] == "undone",
+        "the cut's events: {faults:?}"
+    );
+    let (injected, undone) =
+        (faults[0]["at"].as_f64().unwrap_or(0.0), faults[1]["at"].as_f64().unwrap_or(0.0));
+    ensure!(
+        faults[0]["detail"].as_str().is_some_and(|d| d.starts_with("cutting eth0 for 3 s")),
+        "injected: {}",
+        faults[0]
+    );
+    let said = faults[1]["detail"].as_str().unwrap_or_default();
+    ensure!(
+        said.starts_with("eth0 was down from ")
+            && said.ends_with("brought back up by this agent at the end of the fault's time"),
+        "undone: {said}"
+    );
+    ensure!(
+        (2.5..6.0).contains(&(undone - injected)),
+        "eth0 down for {:.1} s: {faults:?}",
+        undone - injected
+    );
+    let measured = events.iter().find(|e| e["event"] == "fault_measured").context("the cut not measured")?;
+    let flags = lab.exec("gfs2", &["cat", "/sys/class/net/eth0/flags"])?;
+    let flags = u32::from_str_radix(flags.trim().trim_start_matches("0x"), 16)?;
+    ensure!(flags & 1 == 1, "gfs2's eth0 is not up after the run: flags {flags:#x}");
+    let left = lab.exec("gfs2", &["sh", "-c", "ls /run/pvfs-agent/cut 2>/dev/null || true"])?;
+    ensure!(left.trim().is_empty(), "gfs2's agent still records a cut: {left}");
+    let dir = PathBuf::from(events.last().context("no summary")?["results"].as_str().context("no results")?);
+    let metrics = std::fs::read_to_string(dir.join("metrics/gfs2.jsonl"))?;
+    let down = metrics.lines().filter(|l| l.contains("\"down\":true")).count();
+    let timeline: Vec<String> = events
+        .iter()
+        .filter(|e| e["event"] == "latency_second" && e["phase"] == "write")
+        .map(|e| format!("{:+.0}s {}", e["at"].as_f64().unwrap_or(0.0) - injected, e["count"]))
+        .collect();
+    eprintln!(
+        "xtask e2e: gfs2 cut off the network mid-write (eth0 down {:.1} s, back by its own agent): {} ops/s before, {} s with nothing finished, back to 90 % after {} s; gfs2's stream lost {down} time(s); operations a second from the cut: {}; every transfer read back as written",
+        undone - injected,
+        measured["ops_per_s_before"],
+        measured["stall_s"],
+        measured["recovery_s"],
         timeline.join(", ")
     );
     Ok(())

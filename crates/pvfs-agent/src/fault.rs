@@ -1,12 +1,15 @@
 //! Faults a benchmark injects on this node (`pvfsctl bench --fault`), and their undoing.
 //!
-//! One kind so far: a GlusterFS brick killed as a crash kills it (SIGKILL to its `glusterfsd`,
+//! Two kinds. The node cut off the network for a while ([`network`]: one interface down, and
+//! back up by the agent itself). And a GlusterFS brick killed as a crash kills it (SIGKILL to its `glusterfsd`,
 //! found by glusterd's pid file and checked by its command line, as the sampler finds it:
 //! `pvfs_metrics::gluster::local_bricks`), and brought back as an operator does (`gluster
 //! volume start VOL force`, which starts the volume's bricks that are not running). Both only
 //! where this node's policy file grants `faults = true`, and only for a brick by its data path
 //! (`Policy::check_fault_brick`): an agent that is root everywhere never kills a process on a
 //! coordinator's word otherwise.
+
+pub mod network;
 
 use pvfs_host::{Command, Root, Runner};
 use pvfs_policy::{Policy, PolicyError};
@@ -21,6 +24,11 @@ const START_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long a brick `volume start force` started is waited for to run (glusterd answers once
 /// it has spawned the brick, which then writes its pid file and starts serving).
 const RUNNING_WITHIN: Duration = Duration::from_secs(10);
+
+/// `t` in nanoseconds since the Unix epoch (0 before it).
+pub fn unix_ns(t: std::time::SystemTime) -> u64 {
+    t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos() as u64
+}
 
 /// A fault that was not injected or not undone.
 #[derive(Debug, thiserror::Error)]

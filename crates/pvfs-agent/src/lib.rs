@@ -276,11 +276,18 @@ pub async fn serve(
             background.clone(),
         ));
     }
+    // A network cut a previous agent process made and could not undo (it crashed, or was
+    // killed) is undone before anything else: the node must not stay off the network. Only on
+    // the machine's own root (an agent reading another root never cut anything).
+    if settings.root == Root::system() {
+        fault::network::restore_left(&settings.root, &pvfs_host::SystemRunner).await;
+    }
     let agent = AgentService::new(settings.name.clone(), settings.root.clone(), history, shutdown.clone())
         .with_policy(settings.policy.clone())
         .with_metrics_streams(streams)
         .with_revoked(revoked.clone());
     let units = agent.units();
+    let cuts = agent.cuts();
     health.set_serving::<pvfs_proto::pb::agent_server::AgentServer<AgentService>>().await;
 
     // As soon as shutdown starts systemd is told, and health turns NOT_SERVING, so a coordinator
@@ -328,6 +335,7 @@ pub async fn serve(
     // Units whose coordinator went away are not held by any stream; wait for them too.
     units.close();
     units.wait().await;
+    cuts.restore_all().await;
     announced.cancel();
     // It only notifies and sets two statuses: waiting for it cannot hang.
     if let Err(err) = on_shutdown.await {

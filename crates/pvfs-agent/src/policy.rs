@@ -178,8 +178,14 @@ mod tests {
     #[test]
     fn faults_are_a_grant_the_file_makes_and_shows() {
         let shown = problems("faults = true\n");
-        assert!(shown.contains("faults (bench --fault killing this node's bricks): allowed"), "{shown}");
-        assert!(problems("").contains("faults (bench --fault killing this node's bricks): refused"));
+        assert!(
+            shown.contains("faults (bench --fault killing this node's bricks, cutting its network): allowed"),
+            "{shown}"
+        );
+        assert!(
+            problems("")
+                .contains("faults (bench --fault killing this node's bricks, cutting its network): refused")
+        );
     }
 
     #[test]

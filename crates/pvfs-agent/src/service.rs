@@ -135,6 +135,8 @@ pub struct AgentService {
     wear_out: Arc<std::sync::Mutex<Option<WearSlot>>>,
     /// What `Apply` may do on this node.
     policy: Arc<pvfs_policy::Policy>,
+    /// The network cuts a benchmark's faults made, each undone by the agent itself.
+    cuts: Arc<crate::fault::network::Cuts>,
     /// The `Metrics` streams: at most so many at once, and how many are live.
     metrics_streams: crate::limits::StreamGauge,
     /// Units being decoded and checked on the blocking pool (see `apply`).
@@ -171,6 +173,7 @@ impl AgentService {
             wear_out: Arc::new(std::sync::Mutex::new(None)),
             units: TaskTracker::new(),
             policy: Arc::new(pvfs_policy::Policy::default()),
+            cuts: Arc::default(),
             metrics_streams: crate::limits::StreamGauge::default(),
             checking: Arc::new(tokio::sync::Semaphore::new(UNIT_CHECKS)),
             revoked: None,
@@ -180,6 +183,11 @@ impl AgentService {
     /// The tasks of the units being converged (the agent waits for them when it stops).
     pub(crate) fn units(&self) -> TaskTracker {
         self.units.clone()
+    }
+
+    /// The network cuts under way (the agent restores them when it stops).
+    pub(crate) fn cuts(&self) -> Arc<crate::fault::network::Cuts> {
+        self.cuts.clone()
     }
 
     /// The same service under `policy` instead of the built-in one.
@@ -689,27 +697,60 @@ impl pb::agent_server::Agent for AgentService {
     }
 
     async fn fault(&self, request: Request<pb::FaultRequest>) -> Result<Response<pb::FaultResponse>, Status> {
-        let pb::FaultRequest { kill_brick, undo } = request.into_inner();
-        let Some(pb::GlusterBrickFault { volume, path }) = kill_brick else {
-            return Err(Status::invalid_argument(
-                "a fault names what it does: kill_brick is the one this agent knows",
-            ));
-        };
+        // The address the request came in on: a cut without an interface takes that one's.
+        let local = request.local_addr().map(|a| a.ip());
+        let pb::FaultRequest { kill_brick, undo, cut_network } = request.into_inner();
         if self.shutdown.is_cancelled() {
             return Err(Status::unavailable("this agent is stopping; run again once it is back"));
         }
-        let done = if undo {
-            crate::fault::restart_brick(&self.root, &SystemRunner, &self.policy, &volume, &path).await
-        } else {
-            crate::fault::kill_brick(&self.root, &self.policy, &volume, &path).await
+        let now = || crate::fault::unix_ns(std::time::SystemTime::now());
+        let (what, done) = match (kill_brick, cut_network) {
+            (Some(pb::GlusterBrickFault { volume, path }), None) => {
+                let what = format!("brick {volume}:{path}");
+                let done = if undo {
+                    crate::fault::restart_brick(&self.root, &SystemRunner, &self.policy, &volume, &path).await
+                } else {
+                    crate::fault::kill_brick(&self.root, &self.policy, &volume, &path).await
+                };
+                (what, done.map(|done| (done, now())))
+            }
+            (None, Some(pb::NetworkFault { interface, seconds })) => {
+                let what = format!(
+                    "network interface {}",
+                    if interface.is_empty() { "(the request's)" } else { &interface }
+                );
+                let done = if undo {
+                    self.cuts.restore(&self.policy, &interface, local).await.map(|r| {
+                        let at = crate::fault::unix_ns(r.up_at);
+                        (r.describe(), at)
+                    })
+                } else {
+                    self.cuts
+                        .cut(&self.root, &SystemRunner, &self.policy, &interface, local, seconds)
+                        .map(|(interface, at)| {
+                            (
+                                format!(
+                                    "cutting {interface} for {seconds} s; this agent brings it back up at the end of that"
+                                ),
+                                crate::fault::unix_ns(at),
+                            )
+                        })
+                };
+                (what, done)
+            }
+            _ => {
+                return Err(Status::invalid_argument(
+                    "a fault names one thing it does: kill_brick or cut_network",
+                ));
+            }
         };
         match done {
-            Ok(done) => {
-                tracing::warn!(volume = %volume, brick = %path, undo, "{done}, as a benchmark's fault asked");
-                Ok(Response::new(pb::FaultResponse { done }))
+            Ok((done, at_unix_ns)) => {
+                tracing::warn!(fault = %what, undo, "{done}, as a benchmark's fault asked");
+                Ok(Response::new(pb::FaultResponse { done, at_unix_ns }))
             }
             Err(err) => {
-                tracing::warn!(volume = %volume, brick = %path, undo, error = %err, "fault refused or failed");
+                tracing::warn!(fault = %what, undo, error = %err, "fault refused or failed");
                 Err(match err {
                     crate::fault::FaultError::Refused(e) => Status::permission_denied(e.to_string()),
                     other => Status::failed_precondition(other.to_string()),

@@ -160,6 +160,13 @@
 //! opt-in, since it only takes the grant away: it rewrites `authorized_keys` and removes the two
 //! files, nothing else.
 //!
+//! **Faults** (`faults-off`, `name`, `fault-interface`): `pvfsctl bench --fault` takes a server
+//! down on purpose, so every fault is refused unless the agent's policy file says
+//! `faults = true`. A brick is killed only by its volume's name (by grammar) and its data path;
+//! a network cut names one interface by the kernel's grammar (at most 15 characters), never
+//! the loopback (`lo`: the node's own services, not its network), lasts 1 to 600 seconds, and
+//! is undone by the agent itself.
+//!
 //! **Firewall** (`firewall-port`, `name`): `firewall` opens only the ports pvfs's file systems
 //! listen on ([`FIREWALL_PORTS`]: Lustre's LNet 988/tcp, BeeGFS's 8003–8008 tcp and udp,
 //! glusterd's 24007–24008/tcp and the brick ports glusterd hands out, 49152–60999/tcp), each
@@ -295,6 +302,9 @@ pub const STEP_KINDS: &[&str] = &[
 
 /// The kind a site lists to let pvfs reboot its node into an installed kernel.
 pub const REBOOT: &str = "reboot";
+
+/// The longest a benchmark's fault may keep a node's network cut.
+pub const MAX_CUT_SECONDS: u32 = 600;
 
 /// A site's narrowing of the default policy (the agent's policy file). Every field left out
 /// keeps the default.
@@ -469,17 +479,48 @@ impl Policy {
     /// volume name, the brick a data path (canonical, outside the system trees, under the
     /// site's data roots).
     pub fn check_fault_brick(&self, volume: &str, path: &str) -> Result<(), PolicyError> {
-        if !self.faults {
-            return Err(PolicyError::new(
-                "faults-off",
-                path,
-                "this node's policy does not let a benchmark inject faults (`pvfsctl bench --fault`)",
-                "that is a grant an operator makes on purpose: add `faults = true` to the agent's policy file \
-                 on each node a fault may hit",
-            ));
-        }
+        self.faults_granted(path)?;
         simple_name("gluster volume name", volume, 64, "")?;
         self.data_path(path, "a brick")
+    }
+
+    /// Whether `pvfsctl bench --fault` may cut this node's network interface `interface` for
+    /// `seconds`: only where the site granted faults, an interface name by the kernel's
+    /// grammar (IFNAMSIZ: 15 characters), not the loopback, 1 to [`MAX_CUT_SECONDS`].
+    pub fn check_fault_network(&self, interface: &str, seconds: u32) -> Result<(), PolicyError> {
+        self.faults_granted(interface)?;
+        simple_name("network interface name", interface, 15, "")?;
+        if interface == "lo" {
+            return Err(PolicyError::new(
+                "fault-interface",
+                interface,
+                "lo is the node's loopback: taking it down breaks the node's own services, not its network",
+                "name the interface the cluster's traffic uses (eth0, ib0, ...), or leave it out to cut the \
+                 one the coordinator reaches the node through",
+            ));
+        }
+        if !(1..=MAX_CUT_SECONDS).contains(&seconds) {
+            return Err(PolicyError::new(
+                "fault-interface",
+                interface,
+                format!("a network cut of {seconds} s: it lasts 1 to {MAX_CUT_SECONDS} seconds"),
+                "give the fault a duration (for=SECONDS) within that",
+            ));
+        }
+        Ok(())
+    }
+
+    fn faults_granted(&self, value: &str) -> Result<(), PolicyError> {
+        if self.faults {
+            return Ok(());
+        }
+        Err(PolicyError::new(
+            "faults-off",
+            value,
+            "this node's policy does not let a benchmark inject faults (`pvfsctl bench --fault`)",
+            "that is a grant an operator makes on purpose: add `faults = true` to the agent's policy file \
+             on each node a fault may hit",
+        ))
     }
 
     /// Whether a benchmark may run in `dir` on this node (`bench-dir`): see the module's rules.
@@ -538,7 +579,7 @@ impl Policy {
                 if self.mpi_ssh { "allowed" } else { "refused (mpi_ssh = true allows it)" }
             ),
             format!(
-                "faults (bench --fault killing this node's bricks): {}",
+                "faults (bench --fault killing this node's bricks, cutting its network): {}",
                 if self.faults { "allowed" } else { "refused (faults = true allows it)" }
             ),
         ]

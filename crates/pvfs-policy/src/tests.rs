@@ -1360,6 +1360,29 @@ fn faults_are_a_grant_and_only_on_bricks() {
             .unwrap();
     assert!(narrowed.check_fault_brick("gv0", "/bricks/b1").is_err(), "outside the site's data roots");
     assert!(
-        granted.describe().iter().any(|l| l == "faults (bench --fault killing this node's bricks): allowed")
+        granted
+            .describe()
+            .iter()
+            .any(|l| l == "faults (bench --fault killing this node's bricks, cutting its network): allowed")
     );
+}
+
+/// A network cut only where faults are granted, of one interface by the kernel's grammar,
+/// never the loopback, for a bounded time.
+#[test]
+fn a_network_cut_is_a_grant_and_bounded() {
+    assert_eq!(Policy::default().check_fault_network("eth0", 10).unwrap_err().rule, "faults-off");
+    let granted = Policy::new(Site { faults: true, ..Site::default() }).unwrap();
+    for ok in ["eth0", "ib0", "ens5", "bond0.100", "enp0s31f6"] {
+        assert_eq!(granted.check_fault_network(ok, 10), Ok(()), "{ok}");
+    }
+    assert_eq!(granted.check_fault_network("eth0", 600), Ok(()));
+    assert_eq!(granted.check_fault_network("lo", 10).unwrap_err().rule, "fault-interface");
+    for (interface, seconds) in [("eth0", 0), ("eth0", 601), ("eth0", u32::MAX)] {
+        assert_eq!(granted.check_fault_network(interface, seconds).unwrap_err().rule, "fault-interface");
+    }
+    for bad in ["", "../eth0", "eth0;reboot", "eth0 up", "-eth0", "averyveryverylongname", "eth0\n", "eth/0"]
+    {
+        assert_eq!(granted.check_fault_network(bad, 10).unwrap_err().rule, "name", "{bad:?}");
+    }
 }

@@ -478,9 +478,11 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", num_args = 0..=1, require_equals = true, default_missing_value = "5",
           value_parser = clap::value_parser!(u32).range(1..=64))]
     pub processes: Option<u32>,
-    /// Kill a server's brick during a phase and bring it back, measuring the stall and the
-    /// recovery: `kill-brick=NODE[,phase=write][,iteration=0][,at=5][,for=10]` (seconds into
-    /// the phase, and for how long). Only on nodes whose agent policy file says `faults =
+    /// Fail something during a phase and undo it, measuring the stall and the recovery:
+    /// `kill-brick=NODE` (its GlusterFS brick) or `cut-network=NODE[,interface=IFACE]` (one
+    /// interface down, by default the one pvfs reaches the node through; the node's agent
+    /// brings it back up itself), then `[,phase=write][,iteration=0][,at=5][,for=10]` (seconds
+    /// into the phase, and for how long). Only on nodes whose agent policy file says `faults =
     /// true`; undone when the run ends, however it ends. Repeatable.
     #[arg(long, value_name = "SPEC")]
     pub fault: Vec<String>,

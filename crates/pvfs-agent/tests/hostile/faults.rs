@@ -1,5 +1,6 @@
 //! `Fault` asked of a node that did not grant it, or for something that is not a running brick
-//! at a data path: refused, naming the rule, and nothing killed. The brick is a real process
+//! at a data path or an interface it may cut: refused, naming the rule, and nothing killed or
+//! cut. The brick is a real process
 //! (`sleep`) named by a glusterd pid file under the agent's root, so a kill the agent let
 //! through would be a real kill, seen by the test.
 
@@ -38,7 +39,31 @@ fn kill(volume: &str, path: &str) -> pb::FaultRequest {
     pb::FaultRequest {
         kill_brick: Some(pb::GlusterBrickFault { volume: volume.into(), path: path.into() }),
         undo: false,
+        cut_network: None,
     }
+}
+
+fn cut(interface: &str, seconds: u32) -> pb::FaultRequest {
+    pb::FaultRequest {
+        kill_brick: None,
+        undo: false,
+        cut_network: Some(pb::NetworkFault { interface: interface.into(), seconds }),
+    }
+}
+
+/// This machine's interfaces and whether each is up (`IFF_UP` in its flags).
+fn interfaces() -> Vec<(String, bool)> {
+    let mut all: Vec<(String, bool)> = std::fs::read_dir("/sys/class/net")
+        .unwrap()
+        .map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            let flags = std::fs::read_to_string(format!("/sys/class/net/{name}/flags")).unwrap_or_default();
+            let flags = u32::from_str_radix(flags.trim().trim_start_matches("0x"), 16).unwrap_or(0);
+            (name, flags & 1 != 0)
+        })
+        .collect();
+    all.sort();
+    all
 }
 
 /// The stand-in brick, killed when the test ends however it ends.
@@ -62,6 +87,9 @@ async fn a_fault_is_refused_without_the_grant_and_for_anything_but_a_running_bri
     let agent = Agent::start_with(&pki, |s| s.root = Root::at(&root)).await;
     let mut client = agent.connect().await;
     let refused = client.fault(kill("gv0", "/bricks/b1")).await.unwrap_err();
+    assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
+    assert!(refused.message().contains("faults = true"), "{}", refused.message());
+    let refused = client.fault(cut("eth0", 5)).await.unwrap_err();
     assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
     assert!(refused.message().contains("faults = true"), "{}", refused.message());
     agent.assert_still_serving().await;
@@ -89,9 +117,44 @@ async fn a_fault_is_refused_without_the_grant_and_for_anything_but_a_running_bri
         let status = client.fault(kill(volume, path)).await.unwrap_err();
         assert_eq!(status.code(), code, "{volume:?} {path:?}: {status:?}");
     }
-    let nothing = client.fault(pb::FaultRequest { kill_brick: None, undo: false }).await.unwrap_err();
+    let nothing = client
+        .fault(pb::FaultRequest { kill_brick: None, undo: false, cut_network: None })
+        .await
+        .unwrap_err();
     assert_eq!(nothing.code(), Code::InvalidArgument, "{nothing:?}");
+    let both = pb::FaultRequest { cut_network: cut("eth0", 5).cut_network, ..kill("gv0", "/bricks/b1") };
+    let status = client.fault(both).await.unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
     assert!(brick.0.try_wait().unwrap().is_none(), "the brick was never killed");
+
+    // A network cut: by the grammar and bounds, never the loopback (the request came in on
+    // 127.0.0.1, so "" is lo too), and never by an agent reading another root than / — even
+    // for an interface this machine has.
+    let before = interfaces();
+    let real = before.iter().map(|(n, _)| n.as_str()).find(|n| *n != "lo").unwrap_or("eth0").to_owned();
+    for (interface, seconds, code) in [
+        ("", 5, Code::PermissionDenied),
+        ("lo", 5, Code::PermissionDenied),
+        ("../eth0", 5, Code::PermissionDenied),
+        ("eth0;reboot", 5, Code::PermissionDenied),
+        ("eth0 up", 5, Code::PermissionDenied),
+        ("-eth0", 5, Code::PermissionDenied),
+        ("a-name-too-long-for-linux", 5, Code::PermissionDenied),
+        (real.as_str(), 0, Code::PermissionDenied),
+        (real.as_str(), 601, Code::PermissionDenied),
+        (real.as_str(), u32::MAX, Code::PermissionDenied),
+        (real.as_str(), 5, Code::FailedPrecondition),
+    ] {
+        let status = client.fault(cut(interface, seconds)).await.unwrap_err();
+        assert_eq!(status.code(), code, "{interface:?} {seconds}: {status:?}");
+        if code == Code::FailedPrecondition {
+            assert!(status.message().contains("--root"), "{}", status.message());
+        }
+    }
+    let undo = client.fault(pb::FaultRequest { undo: true, ..cut(&real, 5) }).await.unwrap_err();
+    assert_eq!(undo.code(), Code::FailedPrecondition, "{undo:?}");
+    assert!(undo.message().contains("has not cut"), "{}", undo.message());
+    assert_eq!(interfaces(), before, "no interface changed");
     agent.assert_still_serving().await;
     agent.stop().await;
 }

@@ -2,11 +2,14 @@
 //! then undone; and what it did to the phase, measured from the phase's own seconds.
 //!
 //! A fault is `kill-brick=NODE` (GlusterFS: the node's brick of the cluster's volume, killed as
-//! a crash kills it, brought back by `gluster volume start VOL force`), with `phase=` (its
-//! label: `write`, `read`; default `write`), `iteration=` (default 0), `at=` (seconds into the
-//! phase, default 5) and `for=` (seconds, default 10). The node's agent does both, and only
-//! where its policy file grants `faults = true`. A fault still in place when the run ends
-//! (finished, failed or stopped with Ctrl-C) is undone then.
+//! a crash kills it, brought back by `gluster volume start VOL force`) or `cut-network=NODE`
+//! (any node of the cluster: one of its interfaces down, `interface=` or by default the one
+//! the coordinator reaches it through, brought back up by the node's agent itself when the
+//! time is over, since nothing reaches the node meanwhile), with `phase=` (its label: `write`,
+//! `read`; default `write`), `iteration=` (default 0), `at=` (seconds into the phase, default
+//! 5) and `for=` (seconds, default 10). The node's agent does both, and only where its policy
+//! file grants `faults = true`. A fault still in place when the run ends (finished, failed or
+//! stopped with Ctrl-C) is undone then; a cut's undoing waits for the node to be back.
 //!
 //! Measured per fault, from the phase's [`BenchEvent::LatencySecond`]s (every client's
 //! operations finished in each second): the rate before it (operations a second over the
@@ -26,6 +29,10 @@ use tokio::sync::mpsc;
 /// part of one phase, not a way to leave a server down.
 const MAX_SECONDS: u64 = 3600;
 
+/// The longest network cut the agents' policy allows (`pvfs_policy::MAX_CUT_SECONDS`, which a
+/// test checks this against): refused here already rather than by every agent.
+const MAX_CUT_SECONDS: u64 = 600;
+
 /// A `--fault` that cannot be used, and what to write instead.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("--fault {spec:?}: {problem}")]
@@ -34,25 +41,34 @@ pub struct FaultSpecError {
     pub problem: String,
 }
 
+/// What a fault does to its node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FaultKind {
+    /// Kills the node's brick of `volume`, whose directory is `path`.
+    KillBrick { volume: String, path: String },
+    /// Takes `interface` down (empty: the one the coordinator reaches the node through).
+    CutNetwork { interface: String },
+}
+
 /// A fault, as planned for one run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FaultPlan {
     /// The spec as given, to name it.
     pub spec: String,
     pub node: Node,
-    pub volume: String,
-    /// The brick's directory on the node.
-    pub path: String,
+    pub kind: FaultKind,
     pub phase: Phase,
     pub iteration: u32,
     pub at: Duration,
     pub duration: Duration,
 }
 
-/// Reads a `--fault` against the cluster: the node must be a GlusterFS server of it.
+/// Reads a `--fault` against the cluster: the node must be one of it (a GlusterFS server for
+/// `kill-brick`).
 pub fn parse(spec: &str, cluster: &Cluster) -> Result<FaultPlan, FaultSpecError> {
     let bad = |problem: String| FaultSpecError { spec: spec.to_owned(), problem };
     let (mut node, mut phase, mut iteration, mut at, mut duration) = (None, None, 0, 5, 10);
+    let (mut cut, mut interface) = (false, None);
     for item in spec.split(',').map(str::trim).filter(|i| !i.is_empty()) {
         let (key, value) = item.split_once('=').ok_or_else(|| bad(format!("{item:?} is not KEY=VALUE")))?;
         let seconds =
@@ -62,7 +78,15 @@ pub fn parse(spec: &str, cluster: &Cluster) -> Result<FaultPlan, FaultSpecError>
                 )
             };
         match key {
+            "kill-brick" | "cut-network" if node.is_some() => {
+                return Err(bad("one fault per --fault: give another --fault for the next".into()));
+            }
             "kill-brick" => node = Some(value.to_owned()),
+            "cut-network" => {
+                node = Some(value.to_owned());
+                cut = true;
+            }
+            "interface" => interface = Some(value.to_owned()),
             "phase" => {
                 phase = Some(
                     serde_json::from_value::<Phase>(serde_json::Value::String(value.to_owned())).map_err(
@@ -78,31 +102,47 @@ pub fn parse(spec: &str, cluster: &Cluster) -> Result<FaultPlan, FaultSpecError>
             }
             "at" => at = seconds("at")?,
             "for" => duration = seconds("for")?,
-            _ => return Err(bad(format!("unknown key {key:?}: use kill-brick, phase, iteration, at, for"))),
+            _ => {
+                return Err(bad(format!(
+                    "unknown key {key:?}: use kill-brick or cut-network, interface, phase, iteration, at, for"
+                )));
+            }
         }
     }
-    let node = node.ok_or_else(|| bad("say what fails: kill-brick=NODE".into()))?;
+    let node = node.ok_or_else(|| bad("say what fails: kill-brick=NODE or cut-network=NODE".into()))?;
     if duration == 0 {
         return Err(bad("for=0 is no fault: give it a duration in seconds".into()));
     }
-    let KindSpec::Glusterfs { volume, brick, .. } = &cluster.spec else {
-        return Err(bad(format!(
-            "kill-brick needs a GlusterFS cluster, and {} is {}",
-            cluster.name, cluster.kind
-        )));
-    };
     let found = cluster
         .node(&node)
         .ok_or_else(|| bad(format!("{node} is not a node of {}", cluster.source.display())))?;
-    if !found.has(Role::Server) {
-        return Err(bad(format!("{node} has no brick: it is not a server")));
-    }
+    let kind = if cut {
+        if duration > MAX_CUT_SECONDS {
+            return Err(bad(format!(
+                "a network cut lasts at most {MAX_CUT_SECONDS} seconds (for={duration})"
+            )));
+        }
+        FaultKind::CutNetwork { interface: interface.unwrap_or_default() }
+    } else {
+        if interface.is_some() {
+            return Err(bad("interface= goes with cut-network=NODE, not kill-brick".into()));
+        }
+        let KindSpec::Glusterfs { volume, brick, .. } = &cluster.spec else {
+            return Err(bad(format!(
+                "kill-brick needs a GlusterFS cluster, and {} is {}",
+                cluster.name, cluster.kind
+            )));
+        };
+        if !found.has(Role::Server) {
+            return Err(bad(format!("{node} has no brick: it is not a server")));
+        }
+        // As the plan makes it (pvfs-plan's gluster: the brick mount, then the volume).
+        FaultKind::KillBrick { volume: volume.clone(), path: brick.path.join(volume).display().to_string() }
+    };
     Ok(FaultPlan {
         spec: spec.to_owned(),
         node: found.clone(),
-        volume: volume.clone(),
-        // As the plan makes it (pvfs-plan's gluster: the brick mount, then the volume).
-        path: brick.path.join(volume).display().to_string(),
+        kind,
         phase: phase.unwrap_or(Phase::Ior(pvfs_bench::phase::IorPhase::Write)),
         iteration,
         at: Duration::from_secs(at),
@@ -110,25 +150,57 @@ pub fn parse(spec: &str, cluster: &Cluster) -> Result<FaultPlan, FaultSpecError>
     })
 }
 
-/// What one fault's agent said, as the run's events keep it.
-fn fault_event(plan: &FaultPlan, action: &str, detail: String) -> BenchEvent {
+/// What one fault's agent said, as the run's events keep it: `at` is when it took effect as
+/// the agent said (Unix seconds), or now.
+fn fault_event(plan: &FaultPlan, action: &str, (detail, at): (String, Option<f64>)) -> BenchEvent {
     BenchEvent::Fault {
         node: plan.node.name.clone(),
         action: action.to_owned(),
-        at: pvfs_bench::results::unix(std::time::SystemTime::now()),
+        at: at.unwrap_or_else(|| pvfs_bench::results::unix(std::time::SystemTime::now())),
         detail,
     }
 }
 
-/// Asks the node's agent to inject or undo `plan`'s fault.
-async fn ask(dialer: &Dialer, plan: &FaultPlan, undo: bool) -> Result<String, String> {
-    let mut conn = dialer.connect(&plan.node).await.map_err(|e| e.to_string())?;
-    let request = pb::FaultRequest {
-        kill_brick: Some(pb::GlusterBrickFault { volume: plan.volume.clone(), path: plan.path.clone() }),
-        undo,
+/// How long the undoing of a network cut waits for its node to be reachable again: the node's
+/// agent brings the interface up at the end of the fault's time by itself, and links, routes
+/// and the TLS handshake take a few seconds more.
+const BACK_WITHIN: Duration = Duration::from_secs(60);
+
+/// Asks the node's agent to inject or undo `plan`'s fault: what it did, and when it took
+/// effect (Unix seconds, when the agent said).
+async fn ask(dialer: &Dialer, plan: &FaultPlan, undo: bool) -> Result<(String, Option<f64>), String> {
+    let (kill_brick, cut_network) = match &plan.kind {
+        FaultKind::KillBrick { volume, path } => {
+            (Some(pb::GlusterBrickFault { volume: volume.clone(), path: path.clone() }), None)
+        }
+        FaultKind::CutNetwork { interface } => (
+            None,
+            Some(pb::NetworkFault {
+                interface: interface.clone(),
+                seconds: u32::try_from(plan.duration.as_secs()).unwrap_or(u32::MAX),
+            }),
+        ),
+    };
+    let request = pb::FaultRequest { kill_brick, undo, cut_network };
+    // A cut node answers its undoing once it is back on the network: until then, retried.
+    let patient = undo && matches!(plan.kind, FaultKind::CutNetwork { .. });
+    let deadline = tokio::time::Instant::now() + BACK_WITHIN;
+    let mut conn = loop {
+        match dialer.connect(&plan.node).await {
+            Ok(conn) => break conn,
+            Err(e) if patient && tokio::time::Instant::now() < deadline => {
+                tracing::debug!(node = %plan.node.name, error = %e, "waiting for the cut node to be back");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            Err(e) => return Err(e.to_string()),
+        }
     };
     match conn.agent.fault(request).await {
-        Ok(answer) => Ok(answer.into_inner().done),
+        Ok(answer) => {
+            let answer = answer.into_inner();
+            let at = (answer.at_unix_ns > 0).then(|| answer.at_unix_ns as f64 / 1e9);
+            Ok((answer.done, at))
+        }
         Err(status) => Err(format!("{}: {}", plan.node.name, status.message())),
     }
 }
@@ -196,14 +268,14 @@ impl Faults {
                                 let _ = tx.send(fault_event(&plan, "injected", done));
                             }
                             Err(why) => {
-                                let _ = tx.send(fault_event(&plan, "failed", why));
+                                let _ = tx.send(fault_event(&plan, "failed", (why, None)));
                                 return;
                             }
                         }
                         tokio::time::sleep(plan.duration).await;
                         let _ = tx.send(match ask(&dialer, &plan, true).await {
                             Ok(done) => fault_event(&plan, "undone", done),
-                            Err(why) => fault_event(&plan, "failed", why),
+                            Err(why) => fault_event(&plan, "failed", (why, None)),
                         });
                     }));
                 }
@@ -255,13 +327,19 @@ impl Faults {
         for slot in &mut self.plans {
             if slot.injected.is_some() && slot.undone.is_none() {
                 let e = match ask(&self.dialer, &slot.plan, true).await {
-                    Ok(done) => fault_event(&slot.plan, "undone", format!("{done} (the run ended first)")),
-                    Err(why) => {
-                        fault_event(&slot.plan, "failed", format!("undoing it as the run ended: {why}"))
+                    Ok((done, at)) => {
+                        fault_event(&slot.plan, "undone", (format!("{done} (the run ended first)"), at))
                     }
+                    Err(why) => fault_event(
+                        &slot.plan,
+                        "failed",
+                        (format!("undoing it as the run ended: {why}"), None),
+                    ),
                 };
-                if matches!(&e, BenchEvent::Fault { action, .. } if action == "undone") {
-                    slot.undone = Some(pvfs_bench::results::unix(std::time::SystemTime::now()));
+                if let BenchEvent::Fault { action, at, .. } = &e
+                    && action == "undone"
+                {
+                    slot.undone = Some(*at);
                 }
                 events.push(e);
             }
@@ -326,8 +404,8 @@ mod tests {
         let c = cluster("glusterfs");
         let plan = parse("kill-brick=gfs1,phase=write,at=3,for=7s", &c).unwrap();
         assert_eq!(
-            (plan.node.name.as_str(), plan.volume.as_str(), plan.path.as_str()),
-            ("gfs1", "gv0", "/bricks/gv0")
+            (plan.node.name.as_str(), &plan.kind),
+            ("gfs1", &FaultKind::KillBrick { volume: "gv0".into(), path: "/bricks/gv0".into() })
         );
         assert_eq!(
             (plan.phase, plan.iteration, plan.at, plan.duration),
@@ -339,7 +417,11 @@ mod tests {
             (Phase::Ior(IorPhase::Read), 1, Duration::from_secs(5), Duration::from_secs(10))
         );
         for (spec, says) in [
-            ("phase=write", "say what fails: kill-brick=NODE"),
+            ("phase=write", "say what fails: kill-brick=NODE or cut-network=NODE"),
+            ("kill-brick=gfs1,interface=eth0", "interface= goes with cut-network"),
+            ("cut-network=gfs1,for=601", "a network cut lasts at most 600 seconds"),
+            ("cut-network=gfs1,kill-brick=gfs1", "one fault per --fault"),
+            ("cut-network=c9", "c9 is not a node of /c/cluster.toml"),
             ("kill-brick=c1", "c1 has no brick: it is not a server"),
             ("kill-brick=gfs9", "gfs9 is not a node of /c/cluster.toml"),
             ("kill-brick=gfs1,phase=wrote", "no phase is called \"wrote\""),
@@ -353,6 +435,20 @@ mod tests {
         }
         let local = parse("kill-brick=gfs1", &cluster("local")).unwrap_err().to_string();
         assert!(local.contains("kill-brick needs a GlusterFS cluster"), "{local}");
+        // Any node of any cluster can be cut off, a client too.
+        let cut = parse("cut-network=c1,interface=ib0,at=2,for=3", &cluster("local")).unwrap();
+        assert_eq!(
+            (cut.node.name.as_str(), &cut.kind, cut.at, cut.duration),
+            (
+                "c1",
+                &FaultKind::CutNetwork { interface: "ib0".into() },
+                Duration::from_secs(2),
+                Duration::from_secs(3)
+            )
+        );
+        assert_eq!(MAX_CUT_SECONDS, u64::from(pvfs_policy::MAX_CUT_SECONDS));
+        let default = parse("cut-network=gfs1", &c).unwrap();
+        assert_eq!(default.kind, FaultKind::CutNetwork { interface: String::new() });
     }
 
     fn slot(injected: Option<f64>, seconds: &[(f64, u64)]) -> Slot {
