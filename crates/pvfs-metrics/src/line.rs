@@ -18,7 +18,7 @@
 //! back without it).
 
 use crate::gluster::BrickRates;
-use crate::lustre::node::TargetRates;
+use crate::lustre::node::{LnetRates, TargetRates};
 use crate::processes::Process;
 use crate::rates::{Column, CpuColumn, DiskColumn, Group, LoadColumn, MemColumn, NicColumn, Rates, Value};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -57,6 +57,9 @@ pub struct SecondLine {
     /// The devices shown, by name (iostat's: those that have done I/O, or those asked for).
     pub disks: BTreeMap<String, Columns<DiskColumn>>,
     pub interval_s: f64,
+    /// LNet's traffic over the second, on a node with Lustre (absent on others).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lnet: Option<LnetRates>,
     /// ldavg-1, ldavg-5, ldavg-15.
     pub load: [f64; 3],
     /// Each Lustre target's second, on a node with Lustre (absent on others).
@@ -97,6 +100,7 @@ impl SecondLine {
                 .map(|(name, disk)| (name.clone(), Columns::of(disk)))
                 .collect(),
             interval_s: rates.interval_s,
+            lnet: rates.lnet,
             load: [load.ldavg_1, load.ldavg_5, load.ldavg_15],
             lustre: rates.lustre.clone(),
             mem: Columns::of(&rates.mem),

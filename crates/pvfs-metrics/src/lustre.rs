@@ -14,7 +14,8 @@
 //!   `lprocfs_recovery_status_seq_show` prints them: `status: COMPLETE`, `RECOVERING`,
 //!   `WAITING_FOR_CLIENTS`, `INACTIVE`, and the clients and requests counted).
 //! - [`parse_lnet_stats`]: `lnetctl stats show`'s YAML: LNet's message and byte counters
-//!   (`send_count`, `recv_length`, `drop_count`, …) under `statistics:`.
+//!   (`send_count`, `recv_length`, `drop_count`, …) under `statistics:`; [`parse_lnet_proc_stats`]:
+//!   the same counters as the kernel's `stats` file holds them (what the agent reads).
 //! - [`lctl_params`]: `lctl get_param`'s output split into its parameters: `NAME=VALUE` on
 //!   one line, or `NAME=` and the value on the lines after it (a stats file, brw_stats,
 //!   job_stats), up to the next parameter's line.
@@ -312,6 +313,87 @@ pub fn parse_recovery_status(text: &str) -> Result<RecoveryStatus, StatsError> {
     Ok(status)
 }
 
+/// LNet's counters: messages and bytes this node has sent, received, routed and dropped since
+/// LNet started (or the counters were reset), and its messages in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LnetCounters {
+    /// Messages allocated now, and the most ever.
+    pub msgs_alloc: u64,
+    pub msgs_max: u64,
+    pub errors: u64,
+    pub send_count: u64,
+    pub recv_count: u64,
+    pub route_count: u64,
+    pub drop_count: u64,
+    pub send_length: u64,
+    pub recv_length: u64,
+    pub route_length: u64,
+    pub drop_length: u64,
+}
+
+impl LnetCounters {
+    /// The counters in the kernel's order, by the names `lnetctl stats show` gives them.
+    const NAMES: [&str; 11] = [
+        "msgs_alloc",
+        "msgs_max",
+        "errors",
+        "send_count",
+        "recv_count",
+        "route_count",
+        "drop_count",
+        "send_length",
+        "recv_length",
+        "route_length",
+        "drop_length",
+    ];
+
+    fn field(&mut self, i: usize) -> &mut u64 {
+        match i {
+            0 => &mut self.msgs_alloc,
+            1 => &mut self.msgs_max,
+            2 => &mut self.errors,
+            3 => &mut self.send_count,
+            4 => &mut self.recv_count,
+            5 => &mut self.route_count,
+            6 => &mut self.drop_count,
+            7 => &mut self.send_length,
+            8 => &mut self.recv_length,
+            9 => &mut self.route_length,
+            _ => &mut self.drop_length,
+        }
+    }
+
+    /// The same counters from `lnetctl stats show`'s (which has more: the health counters of
+    /// 2.12 and later, not kept here); `None` when one of the eleven is missing.
+    pub fn from_lnetctl(counters: &[(String, u64)]) -> Option<LnetCounters> {
+        let mut out = LnetCounters::default();
+        for (i, name) in Self::NAMES.iter().enumerate() {
+            *out.field(i) = counters.iter().find(|(n, _)| n == name)?.1;
+        }
+        Some(out)
+    }
+}
+
+/// LNet's `stats` file (`/sys/kernel/debug/lnet/stats`; `/proc/sys/lnet/stats` before 2.7),
+/// as `__proc_lnet_stats` (lnet/lnet/router_proc.c) prints it: one line of eleven numbers,
+/// `"%u %u %u %u %u %u %u %llu %llu %llu %llu"` — msgs_alloc, msgs_max, errors, send_count,
+/// recv_count, route_count, drop_count, then send, recv, route and drop lengths in bytes.
+/// The file is read for these counters rather than running `lnetctl stats show` every second.
+pub fn parse_lnet_proc_stats(text: &str) -> Result<LnetCounters, StatsError> {
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
+    let err = |why| StatsError { what: "LNet's stats file", line: 1, text: line.to_owned(), why };
+    let mut counters = LnetCounters::default();
+    let mut fields = line.split_ascii_whitespace();
+    for i in 0..LnetCounters::NAMES.len() {
+        let field = fields.next().ok_or_else(|| err("fewer than the eleven counters"))?;
+        *counters.field(i) = field.parse().map_err(|_| err("a counter that is not a whole number"))?;
+    }
+    if fields.next().is_some() {
+        return Err(err("more than the eleven counters"));
+    }
+    Ok(counters)
+}
+
 /// `lnetctl stats show`'s counters, by name, in its order.
 pub fn parse_lnet_stats(text: &str) -> Result<Vec<(String, u64)>, StatsError> {
     const WHAT: &str = "`lnetctl stats show`";
@@ -603,6 +685,36 @@ mod tests {
             parse_lnet_stats("net:\n    - net type: lo\n").unwrap_err().why,
             "no counters under `statistics:`"
         );
+    }
+
+    /// The kernel's one line of eleven counters, read in its order; the same counters as
+    /// `lnetctl stats show` names them.
+    #[test]
+    fn lnet_counters_from_the_kernels_file() {
+        let c = parse_lnet_proc_stats(&fixture("lnet_stats_proc.txt")).unwrap();
+        assert_eq!(
+            (c.msgs_alloc, c.msgs_max, c.errors, c.send_count, c.recv_count, c.route_count, c.drop_count),
+            (0, 1172, 0, 195805494, 204125982, 0, 16957)
+        );
+        assert_eq!(
+            (c.send_length, c.recv_length, c.route_length, c.drop_length),
+            (216828482753, 708781379083, 0, 3268048)
+        );
+        let named =
+            LnetCounters::from_lnetctl(&parse_lnet_stats(&fixture("lnetctl_stats.txt")).unwrap()).unwrap();
+        assert_eq!(
+            (named.msgs_max, named.send_count, named.recv_length, named.drop_length),
+            (39, 1110532, 254091008, 4832)
+        );
+        assert_eq!(LnetCounters::from_lnetctl(&[("send_count".into(), 1)]), None);
+        for (text, why) in [
+            ("0 1 2 3 4 5 6 7 8 9\n", "fewer than the eleven counters"),
+            ("0 1 2 3 4 5 6 7 8 9 10 11\n", "more than the eleven counters"),
+            ("0 1 2 3 4 5 -6 7 8 9 10\n", "a counter that is not a whole number"),
+            ("", "fewer than the eleven counters"),
+        ] {
+            assert_eq!(parse_lnet_proc_stats(text).unwrap_err().why, why, "{text:?}");
+        }
     }
 
     /// Lustre before 2.12 printed `secs.usecs`; a line out of the format is named with why.

@@ -14,7 +14,7 @@
 //! line ([`crate::line`]).
 
 use crate::gluster::BrickRates;
-use crate::lustre::node::TargetRates;
+use crate::lustre::node::{LnetRates, TargetRates};
 use crate::sample::{CpuCounters, DiskCounters, Duplex, LoadCounters, MemCounters, NicCounters, Sample};
 use std::collections::BTreeMap;
 
@@ -53,6 +53,8 @@ pub struct Rates {
     pub load: LoadStats,
     /// Each Lustre target's, when both samples have Lustre's seconds.
     pub lustre: Vec<TargetRates>,
+    /// LNet's, when both samples have its counters.
+    pub lnet: Option<LnetRates>,
     /// Each GlusterFS brick's of this node, when both samples have them.
     pub bricks: Vec<BrickRates>,
 }
@@ -86,6 +88,13 @@ impl Rates {
             ) {
                 (Some(p), Some(c)) => TargetRates::between(p, c, interval_s),
                 _ => Vec::new(),
+            },
+            lnet: match (
+                prev.fs.as_ref().and_then(|f| f.lustre.as_ref()),
+                curr.fs.as_ref().and_then(|f| f.lustre.as_ref()),
+            ) {
+                (Some(p), Some(c)) => LnetRates::between(p, c, interval_s),
+                _ => None,
             },
             bricks: match (&prev.fs, &curr.fs) {
                 (Some(p), Some(c)) => BrickRates::between(&p.bricks, &c.bricks, interval_s),

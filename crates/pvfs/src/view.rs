@@ -56,6 +56,9 @@ pub(crate) fn table(r: &Rates, devices: &[String]) -> String {
     out += &real(&LoadColumn::Ldavg5, l.ldavg_5);
     out += &real(&LoadColumn::Ldavg15, l.ldavg_15);
     out += "\n";
+    if let Some(lnet) = &r.lnet {
+        out += &lnet_line(lnet);
+    }
     if !r.lustre.is_empty() {
         out += &target_table(&r.lustre);
     }
@@ -63,6 +66,20 @@ pub(crate) fn table(r: &Rates, devices: &[String]) -> String {
         out += &brick_table(&r.bricks);
     }
     out + "\n"
+}
+
+/// LNet's traffic over the second, as `lnetctl stats show` counts it: MB/s (10^6 bytes) and
+/// messages a second sent and received, drops, messages in flight.
+pub(crate) fn lnet_line(l: &pvfs_metrics::lustre::node::LnetRates) -> String {
+    format!(
+        "lnet: send {:.1} MB/s {:.0} msg/s, recv {:.1} MB/s {:.0} msg/s, drop {:.0} msg/s, in flight {}\n",
+        l.send_bytes_s / 1e6,
+        l.send_msgs_s,
+        l.recv_bytes_s / 1e6,
+        l.recv_msgs_s,
+        l.drop_msgs_s,
+        l.msgs_alloc
+    )
 }
 
 /// A GlusterFS server's bricks over the second: each brick's process up or down, the bytes it
@@ -152,6 +169,7 @@ mod tests {
             load: LoadStats { runq_sz: 2, plist_sz: 300, ldavg_1: 0.5, ldavg_5: 0.25, ldavg_15: 0.125 },
             lustre: Vec::new(),
             bricks: Vec::new(),
+            lnet: None,
         }
     }
 
@@ -272,6 +290,27 @@ mod tests {
             )
         );
         assert!(text.ends_with("-\n\n"), "a blank line after, as after every second");
+        assert!(!text.contains("lnet:"), "no LNet line without LNet's counters");
+        r.lnet = Some(pvfs_metrics::lustre::node::LnetRates {
+            send_bytes_s: 2.5e9,
+            send_msgs_s: 2500.0,
+            recv_bytes_s: 1e6,
+            recv_msgs_s: 2500.0,
+            drop_msgs_s: 0.0,
+            msgs_alloc: 17,
+            ..Default::default()
+        });
+        let text = table(&r, &[]);
+        let lnet = text.lines().position(|l| l.starts_with("lnet:")).expect("an LNet line");
+        assert_eq!(
+            text.lines().nth(lnet),
+            Some("lnet: send 2500.0 MB/s 2500 msg/s, recv 1.0 MB/s 2500 msg/s, drop 0 msg/s, in flight 17")
+        );
+        assert_eq!(
+            text.lines().nth(lnet + 1).map(|l| l.starts_with("Target")),
+            Some(true),
+            "then the targets"
+        );
     }
 
     /// A GlusterFS server's second ends with its bricks, a brick down shown `N`.

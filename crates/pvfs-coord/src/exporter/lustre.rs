@@ -68,6 +68,39 @@ pub(super) fn write(w: &mut impl Sink, view: &ClusterView) {
             }
         },
     );
+    // LNet's traffic, lustrefs-exporter 0.12.6's six families (its lnet.rs): its byte counters
+    // are the node's, without labels, as these are; its message counters are labelled by
+    // `nid` there (each interface's, from `lnetctl net show -v`), while the kernel's file pvfs
+    // reads holds the node's total only, so these have no `nid` (a dashboard's sum over `nid`
+    // reads them the same).
+    type Lnet = pvfs_metrics::lustre::LnetCounters;
+    type Family = (&'static str, &'static str, fn(&Lnet) -> u64);
+    let lnet_families: [Family; 6] = [
+        ("lustre_send_count_total", "Total number of messages that have been sent", |l| l.send_count),
+        ("lustre_receive_count_total", "Total number of messages that have been received", |l| l.recv_count),
+        ("lustre_drop_count_total", "Total number of messages that have been dropped", |l| l.drop_count),
+        ("lustre_send_bytes_total", "Total number of bytes that have been sent", |l| l.send_length),
+        ("lustre_receive_bytes_total", "Total number of bytes that have been received", |l| l.recv_length),
+        ("lustre_drop_bytes_total", "Total number of bytes that have been dropped", |l| l.drop_length),
+    ];
+    for (name, help, value) in lnet_families {
+        let lnets: Vec<(&String, &str, Lnet)> = view
+            .nodes
+            .iter()
+            .filter_map(|(node, v)| {
+                let lnet = v.last.as_ref()?.sample.fs.as_ref()?.lustre.as_ref()?.lnet?;
+                Some((node, v.role.as_str(), lnet))
+            })
+            .collect();
+        if lnets.is_empty() {
+            continue;
+        }
+        w.family(name, "counter", help, |f| {
+            for (node, role, lnet) in &lnets {
+                f.sample(name, &[("node", node), ("role", role)], value(lnet) as f64);
+            }
+        });
+    }
     // An OST's reads and writes: the samples, sizes and bytes of its read_bytes and write_bytes.
     for (counter, operation, what) in [("read_bytes", "read", "read"), ("write_bytes", "write", "written")] {
         let ost = |t: &Target| t.kind == Some(Kind::Ost);

@@ -298,6 +298,47 @@ fn lustre_targets_are_named_as_lustrefs_exporter_names_them() {
     assert!(!render(&view(), false).contains("lustre_"));
 }
 
+/// LNet's counters under lustrefs-exporter 0.12.6's names and help (its `lnet.rs`, which its
+/// snapshots above do not exercise: they come from `lctl get_param`, without `lnetctl`), read
+/// from a real node's LNet stats file; OpenMetrics names the families without `_total`.
+#[test]
+fn lnet_traffic_is_named_as_lustrefs_exporter_names_it() {
+    let real = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../pvfs-metrics/testdata/lustre/lnet_stats_proc.txt"),
+    )
+    .unwrap();
+    let snapshot = pvfs_metrics::lustre::node::Snapshot {
+        lnet: Some(pvfs_metrics::lustre::parse_lnet_proc_stats(&real).unwrap()),
+        ..Default::default()
+    };
+    let mut view = view();
+    let mut sample = stamped(3, 1500, 6_000_000);
+    sample.sample.fs =
+        Some(Arc::new(pvfs_metrics::sample::FsSecond { lustre: Some(snapshot), bricks: Vec::new() }));
+    view.apply(StreamEvent::Sample { node: "oss00".into(), stamped: sample, processes: Vec::new() });
+    let text = render(&view, false);
+    check_grammar(&text);
+    for (name, help, value) in [
+        ("lustre_send_count_total", "Total number of messages that have been sent", "195805494"),
+        ("lustre_receive_count_total", "Total number of messages that have been received", "204125982"),
+        ("lustre_drop_count_total", "Total number of messages that have been dropped", "16957"),
+        ("lustre_send_bytes_total", "Total number of bytes that have been sent", "216828482753"),
+        ("lustre_receive_bytes_total", "Total number of bytes that have been received", "708781379083"),
+        ("lustre_drop_bytes_total", "Total number of bytes that have been dropped", "3268048"),
+    ] {
+        assert!(text.contains(&format!("# HELP {name} {help}\n# TYPE {name} counter\n")), "{name}:\n{text}");
+        assert!(
+            text.contains(&format!("{name}{{node=\"oss00\",role=\"oss\"}} {value}\n")),
+            "{name}:\n{text}"
+        );
+    }
+    let openmetrics = render(&view, true);
+    assert!(openmetrics.contains("# TYPE lustre_send_bytes counter\n"), "{openmetrics}");
+    // No LNet, no LNet families (the node's targets may still be there).
+    assert!(!render(&self::view(), false).contains("lustre_send"));
+}
+
 /// A GlusterFS server's bricks, one up and one down: up or not, and the kernel's counters of
 /// the one running, by node, role, volume and brick; none on a cluster without bricks.
 #[test]

@@ -180,6 +180,7 @@ fn a_line_of_rates_shows_only_the_devices_asked_for() {
             write_bytes_s: 1048576.0,
             ..Default::default()
         }],
+        lnet: Some(LnetRates { send_bytes_s: 2048.0, msgs_alloc: 3, ..Default::default() }),
     };
     let line = SecondLine::of(&rates, &["sda".to_owned()]);
     assert_eq!(line.disks.keys().collect::<Vec<_>>(), ["sda"]);
@@ -194,6 +195,14 @@ fn a_line_of_rates_shows_only_the_devices_asked_for() {
         json.contains(concat!(
             r#""load":[0.5,0.25,0.125],"lustre":[{"component":"ost","exports":4,"name":"fs-OST0000","#,
             r#""ops_s":100.0,"read_bytes_s":0.0,"space_used_pct":2.5,"write_bytes_s":419430400.0}],"mem":"#
+        )),
+        "{json}"
+    );
+    // LNet's second just before `load`, as `lnet` sorts.
+    assert!(
+        json.contains(concat!(
+            r#""lnet":{"drop_bytes_s":0.0,"drop_msgs_s":0.0,"msgs_alloc":3,"recv_bytes_s":0.0,"#,
+            r#""recv_msgs_s":0.0,"send_bytes_s":2048.0,"send_msgs_s":0.0},"load":"#
         )),
         "{json}"
     );

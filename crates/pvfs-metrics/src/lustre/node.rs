@@ -4,12 +4,15 @@
 //! A server's targets: an OST's `obdfilter.T.stats`, an MDT's `mdt.T.md_stats`, each one's
 //! `num_exports` and `recovery_status`, and its OSD's `kbytes{total,free,avail}` and
 //! `files{total,free}` (the OSD is named as its target); a client's `llite.FS-INSTANCE.stats`;
-//! the node's `health_check`. These are what lustrefs-exporter reports per target, read every
+//! the node's `health_check` and LNet's counters (its `stats` file: messages and bytes sent,
+//! received and dropped, what `lnetctl stats show` reports). These are what lustrefs-exporter reports per target, read every
 //! second. Per-export stats, brw_stats and job_stats are not read here: they grow with the
 //! clients and jobs, and are read when asked for (a benchmark's job id, an export's view).
 
 use super::params;
-use super::{Stat, StatsError, Times, parse_recovery_status, parse_stats};
+use super::{
+    LnetCounters, Stat, StatsError, Times, parse_lnet_proc_stats, parse_recovery_status, parse_stats,
+};
 use pvfs_host::Root;
 use serde::{Deserialize, Serialize};
 
@@ -93,6 +96,8 @@ pub struct Snapshot {
     pub healthy: Option<bool>,
     /// Servers' targets by kind then name, then clients' mounts.
     pub targets: Vec<Target>,
+    /// LNet's counters, where its `stats` file reads.
+    pub lnet: Option<LnetCounters>,
     /// Files that did not read as their format says (the parameter and why); the rest of the
     /// snapshot stands without them.
     pub errors: Vec<String>,
@@ -181,6 +186,43 @@ impl TargetRates {
     }
 }
 
+/// LNet over one interval: its traffic and drops a second, its messages in flight.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LnetRates {
+    // Fields in the byte order of their keys, as every line's are.
+    pub drop_bytes_s: f64,
+    pub drop_msgs_s: f64,
+    /// Messages allocated at the interval's end (LNet's in flight).
+    pub msgs_alloc: u64,
+    pub recv_bytes_s: f64,
+    pub recv_msgs_s: f64,
+    pub send_bytes_s: f64,
+    pub send_msgs_s: f64,
+}
+
+impl LnetRates {
+    /// LNet's rates between two snapshots that both have its counters (counters that went
+    /// back — LNet restarted, or reset by writing its file — count from zero).
+    pub fn between(prev: &Snapshot, curr: &Snapshot, seconds: f64) -> Option<LnetRates> {
+        let (p, c) = (prev.lnet?, curr.lnet?);
+        let t = if seconds > 0.0 { seconds } else { 0.01 };
+        let rate = |f: fn(&LnetCounters) -> u64| {
+            let (now, before) = (f(&c), f(&p));
+            (if now >= before { now - before } else { now }) as f64 / t
+        };
+        Some(LnetRates {
+            drop_bytes_s: rate(|x| x.drop_length),
+            drop_msgs_s: rate(|x| x.drop_count),
+            msgs_alloc: c.msgs_alloc,
+            recv_bytes_s: rate(|x| x.recv_length),
+            recv_msgs_s: rate(|x| x.recv_count),
+            send_bytes_s: rate(|x| x.send_length),
+            send_msgs_s: rate(|x| x.send_count),
+        })
+    }
+}
+
 /// What each parameter read is to a snapshot.
 #[derive(Debug, Clone, Copy)]
 enum Part {
@@ -190,10 +232,11 @@ enum Part {
     Space(fn(&mut Space) -> &mut u64),
     Locks(fn(&mut Locks) -> &mut Option<u64>),
     Health,
+    Lnet,
 }
 
 /// The parameters read every second, in the order they are put together.
-const PARTS: [(&str, Part); 17] = [
+const PARTS: [(&str, Part); 18] = [
     ("obdfilter.*.stats", Part::Stats(Kind::Ost)),
     ("mdt.*.md_stats", Part::Stats(Kind::Mdt)),
     ("llite.*.stats", Part::Stats(Kind::Client)),
@@ -211,7 +254,15 @@ const PARTS: [(&str, Part); 17] = [
     ("ldlm.namespaces.*.contended_locks", Part::Locks(|l| &mut l.contended)),
     ("ldlm.namespaces.*.contention_seconds", Part::Locks(|l| &mut l.contention_seconds)),
     ("health_check", Part::Health),
+    // Looked for in LNet's trees only (`trees_for`).
+    ("stats", Part::Lnet),
 ];
+
+/// The trees a part's parameter is looked for in: LNet's `stats` only in LNet's own trees
+/// (the name alone could be anything's).
+fn trees_for<'a>(part: Part, trees: &'a [&'static str]) -> Vec<&'a str> {
+    trees.iter().copied().filter(|t| !matches!(part, Part::Lnet) || t.ends_with("/lnet")).collect()
+}
 
 /// Reads the node's Lustre from the kernel's files; `None` when it has none
 /// ([`params::present`]). Finds the files afresh: the sampler keeps a [`Reader`] instead.
@@ -248,7 +299,7 @@ impl Reader {
             self.found = PARTS
                 .iter()
                 .flat_map(|(pattern, part)| {
-                    params::find_in(root, &trees, pattern).into_iter().map(|f| (*part, f))
+                    params::find_in(root, &trees_for(*part, &trees), pattern).into_iter().map(|f| (*part, f))
                 })
                 .collect();
             self.until_find = FIND_EVERY;
@@ -343,6 +394,10 @@ fn assemble<'a>(values: impl Iterator<Item = (Part, &'a str, &'a str, &'a str)>)
                 }
             }
             Part::Health => snapshot.healthy = Some(text.trim() == "healthy"),
+            Part::Lnet => match parse_lnet_proc_stats(text) {
+                Ok(counters) => snapshot.lnet = Some(counters),
+                Err(e) => snapshot.errors.push(error(name, place, &e)),
+            },
         }
     }
     for t in &mut snapshot.targets {
@@ -405,6 +460,45 @@ mod tests {
     }
 
     /// Read from the files, every target's figures are the ones lctl printed.
+    /// LNet's counters are read from its own tree (debugfs, as 2.7 and later hold them), a
+    /// `stats` file in Lustre's tree is not taken for them, and two seconds give its rates.
+    #[test]
+    fn lnets_counters_are_read_from_its_tree_and_give_rates() {
+        let (dir, _) = tree_of("valid_valid.txt");
+        let real = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/lustre/lnet_stats_proc.txt"),
+        )
+        .unwrap();
+        let lnet = dir.path().join("sys/kernel/debug/lnet/stats");
+        std::fs::create_dir_all(lnet.parent().unwrap()).unwrap();
+        std::fs::write(&lnet, &real).unwrap();
+        std::fs::write(dir.path().join("sys/fs/lustre/stats"), "not lnet's\n").unwrap();
+        let root = Root::at(dir.path());
+        let mut reader = Reader::default();
+        let first = reader.read(&root).unwrap();
+        assert_eq!(first.lnet.map(|l| (l.send_count, l.recv_length)), Some((195805494, 708781379083)));
+        assert!(first.errors.is_empty(), "{:?}", first.errors);
+        // A second later: 1,000 messages and 4 MiB more sent, 2 dropped.
+        let later = real
+            .replace("195805494", "195806494")
+            .replace("216828482753", &(216828482753u64 + (4 << 20)).to_string())
+            .replace(" 16957 ", " 16959 ");
+        std::fs::write(&lnet, later).unwrap();
+        let second = reader.read(&root).unwrap();
+        let rates = LnetRates::between(&first, &second, 1.0).unwrap();
+        assert_eq!(
+            (rates.send_msgs_s, rates.send_bytes_s, rates.drop_msgs_s, rates.recv_bytes_s),
+            (1000.0, 4194304.0, 2.0, 0.0)
+        );
+        // `lctl get_param stats` names it the same way.
+        let from = from_lctl(&format!("stats=\n{real}"));
+        assert_eq!(from.lnet, first.lnet);
+        // A node without LNet's file has no LNet rates.
+        std::fs::remove_file(&lnet).unwrap();
+        let gone = read(&root).unwrap();
+        assert_eq!((gone.lnet, LnetRates::between(&second, &gone, 1.0)), (None, None));
+    }
+
     #[test]
     fn a_servers_targets_read_from_the_kernels_files_as_lctl_printed_them() {
         let (dir, text) = tree_of("valid_valid.txt");

@@ -4,9 +4,9 @@
 
 use crate::pb;
 use pvfs_metrics::gluster::LocalBrick;
-use pvfs_metrics::lustre::Stat;
 use pvfs_metrics::lustre::Times;
 use pvfs_metrics::lustre::node::{Kind, Locks, Snapshot, Space, Target};
+use pvfs_metrics::lustre::{LnetCounters, Stat};
 
 impl From<&Snapshot> for pb::LustreSnapshot {
     fn from(s: &Snapshot) -> pb::LustreSnapshot {
@@ -14,6 +14,19 @@ impl From<&Snapshot> for pb::LustreSnapshot {
             healthy: s.healthy,
             targets: s.targets.iter().map(pb::LustreTarget::from).collect(),
             errors: s.errors.clone(),
+            lnet: s.lnet.map(|l| pb::LnetCounters {
+                msgs_alloc: l.msgs_alloc,
+                msgs_max: l.msgs_max,
+                errors: l.errors,
+                send_count: l.send_count,
+                recv_count: l.recv_count,
+                route_count: l.route_count,
+                drop_count: l.drop_count,
+                send_length: l.send_length,
+                recv_length: l.recv_length,
+                route_length: l.route_length,
+                drop_length: l.drop_length,
+            }),
         }
     }
 }
@@ -60,6 +73,19 @@ impl From<pb::LustreSnapshot> for Snapshot {
             healthy: s.healthy,
             targets: s.targets.into_iter().map(Target::from).collect(),
             errors: s.errors,
+            lnet: s.lnet.map(|l| LnetCounters {
+                msgs_alloc: l.msgs_alloc,
+                msgs_max: l.msgs_max,
+                errors: l.errors,
+                send_count: l.send_count,
+                recv_count: l.recv_count,
+                route_count: l.route_count,
+                drop_count: l.drop_count,
+                send_length: l.send_length,
+                recv_length: l.recv_length,
+                route_length: l.route_length,
+                drop_length: l.drop_length,
+            }),
         }
     }
 }
@@ -191,6 +217,19 @@ mod tests {
                 Target { kind: Some(Kind::Client), name: "fs-ffff".into(), ..Target::default() },
             ],
             errors: vec!["mdt.fs-MDT0000.md_stats: …".into()],
+            lnet: Some(LnetCounters {
+                msgs_alloc: 1,
+                msgs_max: 2,
+                errors: 3,
+                send_count: 4,
+                recv_count: 5,
+                route_count: 6,
+                drop_count: 7,
+                send_length: 8,
+                recv_length: 9,
+                route_length: 10,
+                drop_length: u64::MAX,
+            }),
         };
         let wire = pb::LustreSnapshot::from(&snapshot).encode_to_vec();
         let back = Snapshot::from(pb::LustreSnapshot::decode(wire.as_slice()).unwrap());
