@@ -352,7 +352,7 @@ impl Faults {
 /// injected within the phase.
 fn measure(slot: &Slot) -> Option<BenchEvent> {
     let injected = slot.injected?;
-    let seconds = &slot.seconds;
+    let seconds = &with_empty_seconds(&slot.seconds);
     // Whole seconds before the fault: the rate it is measured against.
     let before: Vec<u64> =
         seconds.iter().filter(|(start, _)| start + 1.0 <= injected).map(|(_, n)| *n).collect();
@@ -377,6 +377,24 @@ fn measure(slot: &Slot) -> Option<BenchEvent> {
         stall_s: stall,
         recovery_s: recovery,
     })
+}
+
+/// The phase's seconds in order, with those in which nothing finished put in: no latency
+/// second is told for a second without operations (a stall's seconds), yet they are the ones
+/// a fault is measured by. A second is missing where the next told one starts more than a
+/// second after it (they start a whole number of seconds from the phase's start).
+fn with_empty_seconds(told: &[(f64, u64)]) -> Vec<(f64, u64)> {
+    let mut sorted = told.to_vec();
+    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut all: Vec<(f64, u64)> = Vec::with_capacity(sorted.len());
+    for (start, count) in sorted {
+        if let Some(&(last, _)) = all.last() {
+            let missing = ((start - last).round() as i64 - 1).clamp(0, 3600);
+            all.extend((1..=missing).map(|k| (last + k as f64, 0)));
+        }
+        all.push((start, count));
+    }
+    all
 }
 
 #[cfg(test)]
@@ -508,5 +526,16 @@ mod tests {
         };
         assert_eq!((stall_s, recovery_s), (2.0, None));
         assert!(measure(&slot(None, &seconds)).is_none());
+        // The seconds with nothing finished are not told (no latency second is): a stall of
+        // two untold seconds is two seconds, as in the e2e's network cut.
+        let untold =
+            [(100.0, 100), (101.0, 100), (102.0, 100), (103.0, 60), (106.0, 50), (107.0, 95), (108.0, 100)];
+        let Some(BenchEvent::FaultMeasured { stall_s, recovery_s, .. }) =
+            measure(&slot(Some(103.5), &untold))
+        else {
+            panic!("measured")
+        };
+        assert_eq!((stall_s, recovery_s), (2.0, Some(3.5)));
+        assert_eq!(with_empty_seconds(&[(5.0, 1), (3.0, 2)]), [(3.0, 2), (4.0, 0), (5.0, 1)]);
     }
 }

@@ -1020,17 +1020,28 @@ fn the_last_minutes_are_the_agents_seconds_as_top_printed_them() {
 /// parameters in /sys/fs/lustre, stats in /proc/fs/lustre).
 fn lustre_root(dir: &TestDir) -> std::path::PathBuf {
     let root = dir.path().join("root");
-    for tree in ["proc", "sys"] {
+    // The machine's /proc and /sys, but their file-system trees (and /sys/kernel/debug, where
+    // LNet keeps its stats) the test's own.
+    for (tree, own) in [("proc", "fs"), ("sys", "fs"), ("sys/kernel", "debug")] {
         let at = root.join(tree);
         std::fs::create_dir_all(&at).unwrap();
         for entry in std::fs::read_dir(format!("/{tree}")).unwrap() {
             let name = entry.unwrap().file_name().into_string().unwrap();
-            if name != "fs" && !name.starts_with(|c: char| c.is_ascii_digit()) {
+            let taken = (tree == "sys" && name == "kernel") || name == own;
+            if !taken && !name.starts_with(|c: char| c.is_ascii_digit()) {
                 std::os::unix::fs::symlink(std::path::Path::new("/").join(tree).join(&name), at.join(&name))
                     .unwrap();
             }
         }
     }
+    let lnet = root.join("sys/kernel/debug/lnet/stats");
+    std::fs::create_dir_all(lnet.parent().unwrap()).unwrap();
+    std::fs::copy(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../pvfs-metrics/testdata/lustre/lnet_stats_proc.txt"),
+        &lnet,
+    )
+    .unwrap();
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../pvfs-metrics/testdata/lustre/valid_valid.txt");
     let lctl = std::fs::read_to_string(fixture).unwrap();
@@ -1047,8 +1058,9 @@ fn lustre_root(dir: &TestDir) -> std::path::PathBuf {
 /// writes from the fixture's count on.
 const OST_RATE: f64 = 50e6;
 
-/// Keeps an OST's write counters moving at [`OST_RATE`] (the stats file replaced whole, every
-/// 20 ms, as the kernel's file always reads whole) until `stop`.
+/// Keeps an OST's write counters moving at [`OST_RATE`], and LNet's received bytes with them
+/// (each file replaced whole, every 20 ms, as the kernel's files always read whole) until
+/// `stop`.
 fn ost_writer(
     root: std::path::PathBuf,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -1057,6 +1069,9 @@ fn ost_writer(
         let stats = root.join("proc/fs/lustre/obdfilter/ai400-OST0000/stats");
         let original = std::fs::read_to_string(&stats).unwrap();
         let line = original.lines().find(|l| l.starts_with("write_bytes")).unwrap().to_owned();
+        let lnet = root.join("sys/kernel/debug/lnet/stats");
+        let lnet_original = std::fs::read_to_string(&lnet).unwrap();
+        let lnet_temporary = lnet.with_extension("new");
         let start = unix_secs();
         for _ in 0..3000 {
             if stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -1072,6 +1087,12 @@ fn ost_writer(
             let temporary = stats.with_extension("new");
             std::fs::write(&temporary, original.replace(&line, &moved)).unwrap();
             std::fs::rename(&temporary, &stats).unwrap();
+            // What the OST wrote came in over LNet: its received bytes and messages move too.
+            let lnet_now = lnet_original
+                .replace("204125982", &(204125982 + writes).to_string())
+                .replace("708781379083", &(708781379083 + writes * (4 << 20)).to_string());
+            std::fs::write(&lnet_temporary, lnet_now).unwrap();
+            std::fs::rename(&lnet_temporary, &lnet).unwrap();
             std::thread::sleep(Duration::from_millis(20));
         }
     })
@@ -1132,10 +1153,16 @@ fn a_lustre_servers_targets_each_second_in_top_and_in_metrics() {
         assert!(ost["space_used_pct"].as_f64().is_some_and(|p| p > 0.0 && p < 100.0), "{line}");
         assert_eq!(targets[1]["write_bytes_s"].as_f64(), Some(0.0), "the other OST is idle");
         assert_eq!(targets[2]["component"].as_str(), Some("mdt"));
+        // LNet received what the OST wrote (the test moves both together).
+        let lnet = &line["lnet"];
+        let received = lnet["recv_bytes_s"].as_f64().unwrap();
+        assert!((received - OST_RATE).abs() < 4.2e6 + OST_RATE * 0.05, "{received} B/s: {line}");
+        assert_eq!(lnet["send_bytes_s"].as_f64(), Some(0.0), "{line}");
     }
     let table = dir.ctl(&["top", cluster, "--count", "1"]);
     let table = text(&table.stdout);
     assert!(table.contains("Target ") && table.contains("ai400-OST0000        ost "), "{table}");
+    assert!(table.contains("lnet: send 0.0 MB/s 0 msg/s, recv "), "{table}");
 
     let serve = Serve::start(&dir, cluster);
     // The exporter shows each node's newest second once it has arrived.
@@ -1162,7 +1189,53 @@ fn a_lustre_servers_targets_each_second_in_top_and_in_metrics() {
         "{body}"
     );
     assert!(body.contains(r#"lustre_health_healthy{node="oss1",role="server"} 1"#));
+    assert!(body.contains(r#"lustre_send_bytes_total{node="oss1",role="server"} 216828482753"#), "{body}");
     assert!(!body.lines().any(|l| l.starts_with("lustre_") && l.contains(r#"node="n2""#)));
+
+    // The web view's file-system tab: every target of the server with this second's rates,
+    // LNet's line, nothing of n2.
+    let browser = crate::util::Browser::start();
+    browser.go(&format!("http://{}/", serve.addr));
+    let read = "document.getElementById('v-fs').click();\n\
+        const rows = id => [...document.querySelectorAll(`#${id} tr`)].map(r => [...r.cells].map(c => c.textContent));\n\
+        return {targets: rows('fs-rows'), lnet: rows('lnet-rows'), status: document.getElementById('fs-status').textContent};";
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let shown = loop {
+        let shown = browser.run(read);
+        let ost_moving = shown["targets"]
+            .as_array()
+            .and_then(|rows| rows.iter().find(|r| r[1] == "ai400-OST0000"))
+            .and_then(|r| r[4].as_str()?.parse::<f64>().ok())
+            .is_some_and(|mb| mb > 0.0);
+        if ost_moving {
+            break shown;
+        }
+        assert!(Instant::now() < deadline, "the file-system view showed no OST writing within 15 s: {shown}");
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    browser.screenshot("serve-file-system");
+    let targets = shown["targets"].as_array().unwrap();
+    let names: Vec<(&str, &str, &str)> = targets
+        .iter()
+        .map(|r| (r[0].as_str().unwrap(), r[1].as_str().unwrap(), r[2].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("oss1", "ai400-OST0000", "ost"),
+            ("oss1", "ai400-OST0001", "ost"),
+            ("oss1", "ai400-MDT0000", "mdt")
+        ],
+        "{shown}"
+    );
+    let ost = &targets[0];
+    let written: f64 = ost[4].as_str().unwrap().parse().unwrap();
+    assert!((written - OST_RATE / 1e6).abs() < 4.2 + OST_RATE / 1e6 * 0.05, "{written} MB/s: {shown}");
+    assert_eq!((ost[6].as_str(), ost[10].as_str()), (Some("5"), Some("")), "exports, no recovery: {shown}");
+    let lnet = shown["lnet"].as_array().unwrap();
+    assert_eq!(lnet.len(), 1, "{shown}");
+    assert_eq!((lnet[0][0].as_str(), lnet[0][1].as_str()), (Some("oss1"), Some("0.00")), "{shown}");
+    assert_eq!(shown["status"], "", "{shown}");
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     writer.join().unwrap();
 }
