@@ -885,6 +885,8 @@ fn brick_fault(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyhow::Re
     let df = lab.exec("client1", &["sh", "-c", "rm -rf /mnt/gv1/pvfs-bench && df -m /mnt/gv1 | tail -1"])?;
     eprintln!("xtask e2e: gv1 before the network cut's run: {}", df.trim());
     let cut = bench_with("cut-network=gfs2,phase=write,at=3,for=3")?;
+    lab.exec("client1", &["rm", "-rf", "/mnt/gv1/pvfs-bench"])?;
+    let stopped = bench_with("stop-service=gfs2,unit=glusterd,phase=write,at=3,for=3")?;
     grant(false)?;
     let events = json_lines(&out.stdout)?;
     ensure!(
@@ -939,7 +941,36 @@ fn brick_fault(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyhow::Re
         states.len(),
         timeline.join(", ")
     );
-    network_cut(lab, &cut)
+    network_cut(lab, &cut)?;
+    service_stop(lab, &stopped)
+}
+
+/// The third fault of [`brick_fault`]: gfs2's glusterd stopped three seconds into the write for
+/// three seconds (`systemctl stop`, then `start`). glusterd manages the volume, not its data
+/// path: the bricks and the client's connections to them stay, so the run goes on; the fault's
+/// events say what systemctl left, and glusterd is active on gfs2 afterwards.
+fn service_stop(lab: &Lab, out: &std::process::Output) -> anyhow::Result<()> {
+    let events = json_lines(&out.stdout)?;
+    ensure!(
+        out.status.success(),
+        "bench with gfs2's glusterd stopped failed: {}\n{events:?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let faults: Vec<&Value> = events.iter().filter(|e| e["event"] == "fault").collect();
+    ensure!(
+        faults.len() == 2
+            && faults[0]["detail"] == "systemctl stop glusterd: glusterd is inactive"
+            && faults[1]["detail"] == "systemctl start glusterd: glusterd is active",
+        "the stop's events: {faults:?}"
+    );
+    let measured = events.iter().find(|e| e["event"] == "fault_measured").context("the stop not measured")?;
+    let active = lab.exec("gfs2", &["systemctl", "is-active", "glusterd"])?;
+    ensure!(active.trim() == "active", "gfs2's glusterd after the run: {active}");
+    eprintln!(
+        "xtask e2e: gfs2's glusterd stopped mid-write for 3 s and started again: {} ops/s before, {} s with nothing finished, back to 90 % after {} s; every transfer read back as written",
+        measured["ops_per_s_before"], measured["stall_s"], measured["recovery_s"]
+    );
+    Ok(())
 }
 
 /// The second fault of [`brick_fault`]: gfs2 cut off the network (its eth0 down, the one the

@@ -1,7 +1,8 @@
 //! Faults a benchmark injects on this node (`pvfsctl bench --fault`), and their undoing.
 //!
-//! Two kinds. The node cut off the network for a while ([`network`]: one interface down, and
-//! back up by the agent itself). And a GlusterFS brick killed as a crash kills it (SIGKILL to its `glusterfsd`,
+//! Three kinds. The node cut off the network for a while ([`network`]: one interface down, and
+//! back up by the agent itself). A service stopped as an operator stops it (`systemctl stop`,
+//! a unit pvfs manages) and started again. And a GlusterFS brick killed as a crash kills it (SIGKILL to its `glusterfsd`,
 //! found by glusterd's pid file and checked by its command line, as the sampler finds it:
 //! `pvfs_metrics::gluster::local_bricks`), and brought back as an operator does (`gluster
 //! volume start VOL force`, which starts the volume's bricks that are not running). Both only
@@ -118,6 +119,46 @@ pub async fn restart_brick(
     }
 }
 
+/// How long `systemctl` may take to stop or start a file system's daemon.
+const SYSTEMCTL_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Stops `unit` (`systemctl stop`) and checks it is no longer active; `start` starts it again
+/// and checks it is. Only a unit the policy lets a fault stop, and only on this machine: an
+/// agent reading another root (`--root`) never acts on the machine's services.
+pub async fn service(
+    root: &Root,
+    runner: &impl Runner,
+    policy: &Policy,
+    unit: &str,
+    start: bool,
+) -> Result<String, FaultError> {
+    policy.check_fault_service(unit)?;
+    if root.base() != std::path::Path::new("/") {
+        return Err(FaultError::Failed(format!(
+            "this agent reads {} as its root (--root), not this machine's: it does not stop or start \
+             the machine's {unit}",
+            root.base().display()
+        )));
+    }
+    let verb = if start { "start" } else { "stop" };
+    let command = Command::new("systemctl").args([verb, unit]).timeout(SYSTEMCTL_TIMEOUT);
+    let shown = command.to_string();
+    let out = runner.run_action(&command).await.map_err(|e| FaultError::Failed(e.to_string()))?;
+    if !out.success() {
+        return Err(FaultError::Failed(format!("{shown} failed ({:?}): {}", out.code, out.stderr.trim())));
+    }
+    // `is-active` exits 0 only for an active unit (and prints its state either way).
+    let state = runner
+        .run(&Command::new("systemctl").args(["is-active", unit]).timeout(SYSTEMCTL_TIMEOUT))
+        .await
+        .map_err(|e| FaultError::Failed(e.to_string()))?;
+    let now = state.stdout.trim();
+    if state.success() != start {
+        return Err(FaultError::Failed(format!("{shown} succeeded, but {unit} is {now} after it")));
+    }
+    Ok(format!("{shown}: {unit} is {now}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,6 +214,44 @@ mod tests {
         assert_eq!(done, format!("killed glusterfsd {} of brick gv0:/bricks/b1", child.id()));
         let status = child.wait().unwrap();
         assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(9), "SIGKILL, as a crash");
+    }
+
+    /// A service is stopped and started by systemctl and checked with `is-active`; a unit the
+    /// policy does not let a fault stop, or an agent on another root, runs nothing.
+    #[tokio::test]
+    async fn a_service_is_stopped_and_started_and_checked() {
+        let runner = RecordedRunner::new().record("systemctl stop glusterd", 0, "", "").record(
+            "systemctl is-active glusterd",
+            3,
+            "inactive\n",
+            "",
+        );
+        let done = service(&Root::system(), &runner, &granted(), "glusterd", false).await.unwrap();
+        assert_eq!(done, "systemctl stop glusterd: glusterd is inactive");
+        let runner = RecordedRunner::new().record("systemctl start glusterd", 0, "", "").record(
+            "systemctl is-active glusterd",
+            0,
+            "active\n",
+            "",
+        );
+        let done = service(&Root::system(), &runner, &granted(), "glusterd", true).await.unwrap();
+        assert_eq!(done, "systemctl start glusterd: glusterd is active");
+        // Started but not active: said, not taken for done.
+        let failing = RecordedRunner::new().record("systemctl start glusterd", 0, "", "").record(
+            "systemctl is-active glusterd",
+            3,
+            "failed\n",
+            "",
+        );
+        let err = service(&Root::system(), &failing, &granted(), "glusterd", true).await.unwrap_err();
+        assert!(err.to_string().ends_with("glusterd is failed after it"), "{err}");
+        let none = RecordedRunner::new();
+        assert!(service(&Root::system(), &none, &granted(), "sshd", false).await.is_err());
+        assert!(service(&Root::system(), &none, &Policy::default(), "glusterd", false).await.is_err());
+        let dir = tempfile::tempdir().unwrap();
+        let err = service(&Root::at(dir.path()), &none, &granted(), "glusterd", false).await.unwrap_err();
+        assert!(err.to_string().contains("--root"), "{err}");
+        assert!(none.calls().is_empty(), "{:?}", none.calls());
     }
 
     #[tokio::test]

@@ -179,12 +179,12 @@ mod tests {
     fn faults_are_a_grant_the_file_makes_and_shows() {
         let shown = problems("faults = true\n");
         assert!(
-            shown.contains("faults (bench --fault killing this node's bricks, cutting its network): allowed"),
+            shown.contains("faults (bench --fault killing this node's bricks, cutting its network, stopping its services): allowed"),
             "{shown}"
         );
         assert!(
             problems("")
-                .contains("faults (bench --fault killing this node's bricks, cutting its network): refused")
+                .contains("faults (bench --fault killing this node's bricks, cutting its network, stopping its services): refused")
         );
     }
 

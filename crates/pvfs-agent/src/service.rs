@@ -699,13 +699,17 @@ impl pb::agent_server::Agent for AgentService {
     async fn fault(&self, request: Request<pb::FaultRequest>) -> Result<Response<pb::FaultResponse>, Status> {
         // The address the request came in on: a cut without an interface takes that one's.
         let local = request.local_addr().map(|a| a.ip());
-        let pb::FaultRequest { kill_brick, undo, cut_network } = request.into_inner();
+        let pb::FaultRequest { kill_brick, undo, cut_network, stop_service } = request.into_inner();
         if self.shutdown.is_cancelled() {
             return Err(Status::unavailable("this agent is stopping; run again once it is back"));
         }
         let now = || crate::fault::unix_ns(std::time::SystemTime::now());
-        let (what, done) = match (kill_brick, cut_network) {
-            (Some(pb::GlusterBrickFault { volume, path }), None) => {
+        let (what, done) = match (kill_brick, cut_network, stop_service) {
+            (None, None, Some(pb::ServiceFault { unit })) => {
+                let done = crate::fault::service(&self.root, &SystemRunner, &self.policy, &unit, undo).await;
+                (format!("service {unit}"), done.map(|done| (done, now())))
+            }
+            (Some(pb::GlusterBrickFault { volume, path }), None, None) => {
                 let what = format!("brick {volume}:{path}");
                 let done = if undo {
                     crate::fault::restart_brick(&self.root, &SystemRunner, &self.policy, &volume, &path).await
@@ -714,7 +718,7 @@ impl pb::agent_server::Agent for AgentService {
                 };
                 (what, done.map(|done| (done, now())))
             }
-            (None, Some(pb::NetworkFault { interface, seconds })) => {
+            (None, Some(pb::NetworkFault { interface, seconds }), None) => {
                 let what = format!(
                     "network interface {}",
                     if interface.is_empty() { "(the request's)" } else { &interface }
@@ -740,7 +744,7 @@ impl pb::agent_server::Agent for AgentService {
             }
             _ => {
                 return Err(Status::invalid_argument(
-                    "a fault names one thing it does: kill_brick or cut_network",
+                    "a fault names one thing it does: kill_brick, cut_network or stop_service",
                 ));
             }
         };

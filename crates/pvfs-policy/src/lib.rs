@@ -165,7 +165,7 @@
 //! `faults = true`. A brick is killed only by its volume's name (by grammar) and its data path;
 //! a network cut names one interface by the kernel's grammar (at most 15 characters), never
 //! the loopback (`lo`: the node's own services, not its network), lasts 1 to 600 seconds, and
-//! is undone by the agent itself.
+//! is undone by the agent itself; a stopped service is a unit pvfs manages (`service-unit`).
 //!
 //! **Firewall** (`firewall-port`, `name`): `firewall` opens only the ports pvfs's file systems
 //! listen on ([`FIREWALL_PORTS`]: Lustre's LNet 988/tcp, BeeGFS's 8003–8008 tcp and udp,
@@ -510,6 +510,14 @@ impl Policy {
         Ok(())
     }
 
+    /// Whether `pvfsctl bench --fault` may stop the service `unit` on this node for a while:
+    /// only where the site granted faults, and only a unit pvfs manages (the `service-unit`
+    /// rule `up`'s service steps follow: the file systems' daemons, never sshd or the agent).
+    pub fn check_fault_service(&self, unit: &str) -> Result<(), PolicyError> {
+        self.faults_granted(unit)?;
+        self.service(unit)
+    }
+
     fn faults_granted(&self, value: &str) -> Result<(), PolicyError> {
         if self.faults {
             return Ok(());
@@ -579,7 +587,7 @@ impl Policy {
                 if self.mpi_ssh { "allowed" } else { "refused (mpi_ssh = true allows it)" }
             ),
             format!(
-                "faults (bench --fault killing this node's bricks, cutting its network): {}",
+                "faults (bench --fault killing this node's bricks, cutting its network, stopping its services): {}",
                 if self.faults { "allowed" } else { "refused (faults = true allows it)" }
             ),
         ]

@@ -1363,7 +1363,7 @@ fn faults_are_a_grant_and_only_on_bricks() {
         granted
             .describe()
             .iter()
-            .any(|l| l == "faults (bench --fault killing this node's bricks, cutting its network): allowed")
+            .any(|l| l == "faults (bench --fault killing this node's bricks, cutting its network, stopping its services): allowed")
     );
 }
 
@@ -1384,5 +1384,19 @@ fn a_network_cut_is_a_grant_and_bounded() {
     for bad in ["", "../eth0", "eth0;reboot", "eth0 up", "-eth0", "averyveryverylongname", "eth0\n", "eth/0"]
     {
         assert_eq!(granted.check_fault_network(bad, 10).unwrap_err().rule, "name", "{bad:?}");
+    }
+}
+
+/// A stopped service only where faults are granted, and only a unit pvfs manages.
+#[test]
+fn a_stopped_service_is_a_grant_and_a_unit_pvfs_manages() {
+    assert_eq!(Policy::default().check_fault_service("glusterd").unwrap_err().rule, "faults-off");
+    let granted = Policy::new(Site { faults: true, ..Site::default() }).unwrap();
+    for ok in ["glusterd", "glusterd.service", "beegfs-storage", "lnet"] {
+        assert_eq!(granted.check_fault_service(ok), Ok(()), "{ok}");
+    }
+    for bad in ["sshd", "pvfs-agent", "systemd-networkd", "glusterd;reboot", "../glusterd", "", "glusterd\n"]
+    {
+        assert!(granted.check_fault_service(bad).is_err(), "{bad:?}");
     }
 }

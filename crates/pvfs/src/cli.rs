@@ -479,7 +479,8 @@ pub struct BenchArgs {
           value_parser = clap::value_parser!(u32).range(1..=64))]
     pub processes: Option<u32>,
     /// Fail something during a phase and undo it, measuring the stall and the recovery:
-    /// `kill-brick=NODE` (its GlusterFS brick) or `cut-network=NODE[,interface=IFACE]` (one
+    /// `kill-brick=NODE` (its GlusterFS brick), `stop-service=NODE[,unit=UNIT]` (systemctl stop,
+    /// then start; glusterd by default on GlusterFS) or `cut-network=NODE[,interface=IFACE]` (one
     /// interface down, by default the one pvfs reaches the node through; the node's agent
     /// brings it back up itself), then `[,phase=write][,iteration=0][,at=5][,for=10]` (seconds
     /// into the phase, and for how long). Only on nodes whose agent policy file says `faults =

@@ -38,16 +38,14 @@ fn brick_root(pid: u32) -> tempfile::TempDir {
 fn kill(volume: &str, path: &str) -> pb::FaultRequest {
     pb::FaultRequest {
         kill_brick: Some(pb::GlusterBrickFault { volume: volume.into(), path: path.into() }),
-        undo: false,
-        cut_network: None,
+        ..pb::FaultRequest::default()
     }
 }
 
 fn cut(interface: &str, seconds: u32) -> pb::FaultRequest {
     pb::FaultRequest {
-        kill_brick: None,
-        undo: false,
         cut_network: Some(pb::NetworkFault { interface: interface.into(), seconds }),
+        ..pb::FaultRequest::default()
     }
 }
 
@@ -117,10 +115,7 @@ async fn a_fault_is_refused_without_the_grant_and_for_anything_but_a_running_bri
         let status = client.fault(kill(volume, path)).await.unwrap_err();
         assert_eq!(status.code(), code, "{volume:?} {path:?}: {status:?}");
     }
-    let nothing = client
-        .fault(pb::FaultRequest { kill_brick: None, undo: false, cut_network: None })
-        .await
-        .unwrap_err();
+    let nothing = client.fault(pb::FaultRequest::default()).await.unwrap_err();
     assert_eq!(nothing.code(), Code::InvalidArgument, "{nothing:?}");
     let both = pb::FaultRequest { cut_network: cut("eth0", 5).cut_network, ..kill("gv0", "/bricks/b1") };
     let status = client.fault(both).await.unwrap_err();
@@ -155,6 +150,26 @@ async fn a_fault_is_refused_without_the_grant_and_for_anything_but_a_running_bri
     assert_eq!(undo.code(), Code::FailedPrecondition, "{undo:?}");
     assert!(undo.message().contains("has not cut"), "{}", undo.message());
     assert_eq!(interfaces(), before, "no interface changed");
+
+    // A service: only a unit pvfs manages, and never by an agent reading another root.
+    let stop = |unit: &str| pb::FaultRequest {
+        stop_service: Some(pb::ServiceFault { unit: unit.into() }),
+        ..pb::FaultRequest::default()
+    };
+    for (unit, code) in [
+        ("sshd", Code::PermissionDenied),
+        ("pvfs-agent", Code::PermissionDenied),
+        ("glusterd;reboot", Code::PermissionDenied),
+        ("../glusterd", Code::PermissionDenied),
+        ("", Code::PermissionDenied),
+        ("glusterd", Code::FailedPrecondition),
+    ] {
+        let status = client.fault(stop(unit)).await.unwrap_err();
+        assert_eq!(status.code(), code, "{unit:?}: {status:?}");
+    }
+    let start = pb::FaultRequest { undo: true, ..stop("glusterd") };
+    let status = client.fault(start).await.unwrap_err();
+    assert!(status.message().contains("--root"), "{}", status.message());
     agent.assert_still_serving().await;
     agent.stop().await;
 }

@@ -2,7 +2,8 @@
 //! then undone; and what it did to the phase, measured from the phase's own seconds.
 //!
 //! A fault is `kill-brick=NODE` (GlusterFS: the node's brick of the cluster's volume, killed as
-//! a crash kills it, brought back by `gluster volume start VOL force`) or `cut-network=NODE`
+//! a crash kills it, brought back by `gluster volume start VOL force`), `stop-service=NODE`
+//! (`unit=`, glusterd by default on GlusterFS: `systemctl stop`, then `start`) or `cut-network=NODE`
 //! (any node of the cluster: one of its interfaces down, `interface=` or by default the one
 //! the coordinator reaches it through, brought back up by the node's agent itself when the
 //! time is over, since nothing reaches the node meanwhile), with `phase=` (its label: `write`,
@@ -48,6 +49,8 @@ pub enum FaultKind {
     KillBrick { volume: String, path: String },
     /// Takes `interface` down (empty: the one the coordinator reaches the node through).
     CutNetwork { interface: String },
+    /// Stops the systemd unit `unit`, then starts it again.
+    StopService { unit: String },
 }
 
 /// A fault, as planned for one run.
@@ -68,7 +71,7 @@ pub struct FaultPlan {
 pub fn parse(spec: &str, cluster: &Cluster) -> Result<FaultPlan, FaultSpecError> {
     let bad = |problem: String| FaultSpecError { spec: spec.to_owned(), problem };
     let (mut node, mut phase, mut iteration, mut at, mut duration) = (None, None, 0, 5, 10);
-    let (mut cut, mut interface) = (false, None);
+    let (mut cut, mut interface, mut stop, mut unit) = (false, None, false, None);
     for item in spec.split(',').map(str::trim).filter(|i| !i.is_empty()) {
         let (key, value) = item.split_once('=').ok_or_else(|| bad(format!("{item:?} is not KEY=VALUE")))?;
         let seconds =
@@ -78,7 +81,7 @@ pub fn parse(spec: &str, cluster: &Cluster) -> Result<FaultPlan, FaultSpecError>
                 )
             };
         match key {
-            "kill-brick" | "cut-network" if node.is_some() => {
+            "kill-brick" | "cut-network" | "stop-service" if node.is_some() => {
                 return Err(bad("one fault per --fault: give another --fault for the next".into()));
             }
             "kill-brick" => node = Some(value.to_owned()),
@@ -86,7 +89,12 @@ pub fn parse(spec: &str, cluster: &Cluster) -> Result<FaultPlan, FaultSpecError>
                 node = Some(value.to_owned());
                 cut = true;
             }
+            "stop-service" => {
+                node = Some(value.to_owned());
+                stop = true;
+            }
             "interface" => interface = Some(value.to_owned()),
+            "unit" => unit = Some(value.to_owned()),
             "phase" => {
                 phase = Some(
                     serde_json::from_value::<Phase>(serde_json::Value::String(value.to_owned())).map_err(
@@ -104,19 +112,42 @@ pub fn parse(spec: &str, cluster: &Cluster) -> Result<FaultPlan, FaultSpecError>
             "for" => duration = seconds("for")?,
             _ => {
                 return Err(bad(format!(
-                    "unknown key {key:?}: use kill-brick or cut-network, interface, phase, iteration, at, for"
+                    "unknown key {key:?}: use kill-brick, cut-network or stop-service, interface, unit, phase, \
+                     iteration, at, for"
                 )));
             }
         }
     }
-    let node = node.ok_or_else(|| bad("say what fails: kill-brick=NODE or cut-network=NODE".into()))?;
+    let node = node.ok_or_else(|| {
+        bad("say what fails: kill-brick=NODE, cut-network=NODE or stop-service=NODE".into())
+    })?;
     if duration == 0 {
         return Err(bad("for=0 is no fault: give it a duration in seconds".into()));
     }
     let found = cluster
         .node(&node)
         .ok_or_else(|| bad(format!("{node} is not a node of {}", cluster.source.display())))?;
-    let kind = if cut {
+    if interface.is_some() && !cut {
+        return Err(bad("interface= goes with cut-network=NODE".into()));
+    }
+    if unit.is_some() && !stop {
+        return Err(bad("unit= goes with stop-service=NODE".into()));
+    }
+    let kind = if stop {
+        // GlusterFS's one daemon is the default; another file system's names its unit (a
+        // BeeGFS server's beegfs-storage or beegfs-meta, lnet).
+        let unit = match (unit, &cluster.spec) {
+            (Some(unit), _) => unit,
+            (None, KindSpec::Glusterfs { .. }) => "glusterd".to_owned(),
+            (None, _) => {
+                return Err(bad(format!(
+                    "say which service: unit=UNIT (such as beegfs-storage or lnet; {} is {})",
+                    cluster.name, cluster.kind
+                )));
+            }
+        };
+        FaultKind::StopService { unit }
+    } else if cut {
         if duration > MAX_CUT_SECONDS {
             return Err(bad(format!(
                 "a network cut lasts at most {MAX_CUT_SECONDS} seconds (for={duration})"
@@ -124,9 +155,6 @@ pub fn parse(spec: &str, cluster: &Cluster) -> Result<FaultPlan, FaultSpecError>
         }
         FaultKind::CutNetwork { interface: interface.unwrap_or_default() }
     } else {
-        if interface.is_some() {
-            return Err(bad("interface= goes with cut-network=NODE, not kill-brick".into()));
-        }
         let KindSpec::Glusterfs { volume, brick, .. } = &cluster.spec else {
             return Err(bad(format!(
                 "kill-brick needs a GlusterFS cluster, and {} is {}",
@@ -169,19 +197,21 @@ const BACK_WITHIN: Duration = Duration::from_secs(60);
 /// Asks the node's agent to inject or undo `plan`'s fault: what it did, and when it took
 /// effect (Unix seconds, when the agent said).
 async fn ask(dialer: &Dialer, plan: &FaultPlan, undo: bool) -> Result<(String, Option<f64>), String> {
-    let (kill_brick, cut_network) = match &plan.kind {
+    let mut request = pb::FaultRequest { undo, ..pb::FaultRequest::default() };
+    match &plan.kind {
         FaultKind::KillBrick { volume, path } => {
-            (Some(pb::GlusterBrickFault { volume: volume.clone(), path: path.clone() }), None)
+            request.kill_brick = Some(pb::GlusterBrickFault { volume: volume.clone(), path: path.clone() });
         }
-        FaultKind::CutNetwork { interface } => (
-            None,
-            Some(pb::NetworkFault {
+        FaultKind::CutNetwork { interface } => {
+            request.cut_network = Some(pb::NetworkFault {
                 interface: interface.clone(),
                 seconds: u32::try_from(plan.duration.as_secs()).unwrap_or(u32::MAX),
-            }),
-        ),
-    };
-    let request = pb::FaultRequest { kill_brick, undo, cut_network };
+            });
+        }
+        FaultKind::StopService { unit } => {
+            request.stop_service = Some(pb::ServiceFault { unit: unit.clone() })
+        }
+    }
     // A cut node answers its undoing once it is back on the network: until then, retried.
     let patient = undo && matches!(plan.kind, FaultKind::CutNetwork { .. });
     let deadline = tokio::time::Instant::now() + BACK_WITHIN;
@@ -435,8 +465,9 @@ mod tests {
             (Phase::Ior(IorPhase::Read), 1, Duration::from_secs(5), Duration::from_secs(10))
         );
         for (spec, says) in [
-            ("phase=write", "say what fails: kill-brick=NODE or cut-network=NODE"),
+            ("phase=write", "say what fails: kill-brick=NODE, cut-network=NODE or stop-service=NODE"),
             ("kill-brick=gfs1,interface=eth0", "interface= goes with cut-network"),
+            ("kill-brick=gfs1,unit=glusterd", "unit= goes with stop-service"),
             ("cut-network=gfs1,for=601", "a network cut lasts at most 600 seconds"),
             ("cut-network=gfs1,kill-brick=gfs1", "one fault per --fault"),
             ("cut-network=c9", "c9 is not a node of /c/cluster.toml"),
@@ -467,6 +498,17 @@ mod tests {
         assert_eq!(MAX_CUT_SECONDS, u64::from(pvfs_policy::MAX_CUT_SECONDS));
         let default = parse("cut-network=gfs1", &c).unwrap();
         assert_eq!(default.kind, FaultKind::CutNetwork { interface: String::new() });
+        // A service: glusterd by default on GlusterFS, named elsewhere.
+        assert_eq!(
+            parse("stop-service=gfs1", &c).unwrap().kind,
+            FaultKind::StopService { unit: "glusterd".into() }
+        );
+        assert_eq!(
+            parse("stop-service=c1,unit=lnet", &cluster("local")).unwrap().kind,
+            FaultKind::StopService { unit: "lnet".into() }
+        );
+        let unnamed = parse("stop-service=c1", &cluster("local")).unwrap_err().to_string();
+        assert!(unnamed.contains("say which service: unit=UNIT"), "{unnamed}");
     }
 
     fn slot(injected: Option<f64>, seconds: &[(f64, u64)]) -> Slot {
