@@ -909,6 +909,16 @@ fn brick_fault(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyhow::Re
     let measured =
         events.iter().find(|e| e["event"] == "fault_measured").context("the fault not measured")?;
     ensure!(measured["ops_per_s_before"].as_f64().is_some_and(|r| r > 0.0), "measured: {measured}");
+    // The writes made while the brick was down are healed onto it: entries were pending, and
+    // none are left within the wait.
+    let healed = events.iter().find(|e| e["event"] == "fault_healed").context("the heal not followed")?;
+    ensure!(
+        healed["volume"] == "gv1"
+            && healed["pending_max"].as_u64().is_some_and(|n| n > 0)
+            && healed["healed_after_s"].as_f64().is_some()
+            && healed["split_brain"] == 0,
+        "healed: {healed}"
+    );
     let dir = PathBuf::from(events.last().context("no summary")?["results"].as_str().context("no results")?);
     // gfs2's brick down in its record while the fault lasted, up before and after.
     let metrics = std::fs::read_to_string(dir.join("metrics/gfs2.jsonl"))?;
@@ -933,10 +943,12 @@ fn brick_fault(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyhow::Re
         })
         .collect();
     eprintln!(
-        "xtask e2e: gfs2's brick of the replica-2 gv1 killed mid-write and brought back: {} ops/s before, {} s with nothing finished, back to 90 % after {} s; brick down for {} of {} recorded seconds; operations a second from the kill: {}; every transfer read back as written",
+        "xtask e2e: gfs2's brick of the replica-2 gv1 killed mid-write and brought back: {} ops/s before, {} s with nothing finished, back to 90 % after {} s; at most {} entries to heal, none left {:.1} s after the brick was back; brick down for {} of {} recorded seconds; operations a second from the kill: {}; every transfer read back as written",
         measured["ops_per_s_before"],
         measured["stall_s"],
         measured["recovery_s"],
+        healed["pending_max"],
+        healed["healed_after_s"].as_f64().unwrap_or(0.0),
         states.iter().filter(|u| !**u).count(),
         states.len(),
         timeline.join(", ")

@@ -119,6 +119,39 @@ pub async fn restart_brick(
     }
 }
 
+/// `heal info summary` asks every brick; on a large volume it takes a while.
+const HEAL_INFO_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How far `volume`'s heal has got: `gluster volume heal VOL info summary --xml`, each brick's
+/// entries pending, in split-brain and possibly healing. Read-only, but it runs gluster on a
+/// coordinator's word, so only where faults are granted (their measure is what asks).
+pub async fn heal_info(
+    root: &Root,
+    runner: &impl Runner,
+    policy: &Policy,
+    volume: &str,
+) -> Result<(String, Vec<pvfs_metrics::gluster::HealCount>), FaultError> {
+    policy.check_fault_heal(volume)?;
+    if root.base() != std::path::Path::new("/") {
+        return Err(FaultError::Failed(format!(
+            "this agent reads {} as its root (--root), not this machine's: it does not ask the \
+             machine's glusterd",
+            root.base().display()
+        )));
+    }
+    let command = Command::new("gluster")
+        .args(["--mode=script", "--xml", "volume", "heal", volume, "info", "summary"])
+        .timeout(HEAL_INFO_TIMEOUT);
+    let shown = command.to_string();
+    let out = runner.run(&command).await.map_err(|e| FaultError::Failed(e.to_string()))?;
+    // gluster answers in XML, with its own return code inside, whatever its exit status.
+    let bricks = pvfs_metrics::gluster::parse_heal_summary(&out.stdout).map_err(|e| {
+        FaultError::Failed(format!("{shown} ({:?}): {e}; it said: {}", out.code, out.stderr.trim()))
+    })?;
+    let entries: u64 = bricks.iter().filter_map(|b| b.total).sum();
+    Ok((format!("{entries} entries to heal on {volume}"), bricks))
+}
+
 /// How long `systemctl` may take to stop or start a file system's daemon.
 const SYSTEMCTL_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -252,6 +285,42 @@ mod tests {
         let err = service(&Root::at(dir.path()), &none, &granted(), "glusterd", false).await.unwrap_err();
         assert!(err.to_string().contains("--root"), "{err}");
         assert!(none.calls().is_empty(), "{:?}", none.calls());
+    }
+
+    /// A volume's heal as gluster's XML tells it (a real GlusterFS 10.3 answer), summed.
+    #[tokio::test]
+    async fn a_volumes_heal_is_asked_of_gluster_only_with_the_grant() {
+        let xml = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../pvfs-metrics/testdata/gluster/heal-summary-after-restart.xml"),
+        )
+        .unwrap();
+        let runner = RecordedRunner::new().record(
+            "gluster --mode=script --xml volume heal gv0 info summary",
+            0,
+            &xml,
+            "",
+        );
+        let (done, bricks) = heal_info(&Root::system(), &runner, &granted(), "gv0").await.unwrap();
+        let expected = pvfs_metrics::gluster::parse_heal_summary(&xml).unwrap();
+        let entries: u64 = expected.iter().filter_map(|b| b.total).sum();
+        assert_eq!(bricks, expected);
+        assert_eq!(done, format!("{entries} entries to heal on gv0"));
+        let none = RecordedRunner::new();
+        assert!(heal_info(&Root::system(), &none, &Policy::default(), "gv0").await.is_err());
+        assert!(heal_info(&Root::system(), &none, &granted(), "gv0;reboot").await.is_err());
+        let dir = tempfile::tempdir().unwrap();
+        let other = heal_info(&Root::at(dir.path()), &none, &granted(), "gv0").await.unwrap_err();
+        assert!(other.to_string().contains("--root"), "{other}");
+        assert!(none.calls().is_empty());
+        let garbled = RecordedRunner::new().record(
+            "gluster --mode=script --xml volume heal gv0 info summary",
+            1,
+            "",
+            "Connection failed. Please check if gluster daemon is operational.\n",
+        );
+        let err = heal_info(&Root::system(), &garbled, &granted(), "gv0").await.unwrap_err();
+        assert!(err.to_string().contains("gluster daemon is operational"), "{err}");
     }
 
     #[tokio::test]

@@ -699,9 +699,33 @@ impl pb::agent_server::Agent for AgentService {
     async fn fault(&self, request: Request<pb::FaultRequest>) -> Result<Response<pb::FaultResponse>, Status> {
         // The address the request came in on: a cut without an interface takes that one's.
         let local = request.local_addr().map(|a| a.ip());
-        let pb::FaultRequest { kill_brick, undo, cut_network, stop_service } = request.into_inner();
+        let pb::FaultRequest { kill_brick, undo, cut_network, stop_service, heal_of } = request.into_inner();
         if self.shutdown.is_cancelled() {
             return Err(Status::unavailable("this agent is stopping; run again once it is back"));
+        }
+        if !heal_of.is_empty() {
+            if kill_brick.is_some() || cut_network.is_some() || stop_service.is_some() || undo {
+                return Err(Status::invalid_argument("heal_of asks a volume's heal, alone"));
+            }
+            return match crate::fault::heal_info(&self.root, &SystemRunner, &self.policy, &heal_of).await {
+                Ok((done, bricks)) => Ok(Response::new(pb::FaultResponse {
+                    done,
+                    at_unix_ns: crate::fault::unix_ns(std::time::SystemTime::now()),
+                    heal: bricks
+                        .into_iter()
+                        .map(|b| pb::GlusterHeal {
+                            brick: b.brick,
+                            status: b.status,
+                            pending: b.pending,
+                            split_brain: b.split_brain,
+                            possibly_healing: b.possibly_healing,
+                            total: b.total,
+                        })
+                        .collect(),
+                })),
+                Err(crate::fault::FaultError::Refused(e)) => Err(Status::permission_denied(e.to_string())),
+                Err(other) => Err(Status::failed_precondition(other.to_string())),
+            };
         }
         let now = || crate::fault::unix_ns(std::time::SystemTime::now());
         let (what, done) = match (kill_brick, cut_network, stop_service) {
@@ -751,7 +775,7 @@ impl pb::agent_server::Agent for AgentService {
         match done {
             Ok((done, at_unix_ns)) => {
                 tracing::warn!(fault = %what, undo, "{done}, as a benchmark's fault asked");
-                Ok(Response::new(pb::FaultResponse { done, at_unix_ns }))
+                Ok(Response::new(pb::FaultResponse { done, at_unix_ns, heal: Vec::new() }))
             }
             Err(err) => {
                 tracing::warn!(fault = %what, undo, error = %err, "fault refused or failed");

@@ -444,7 +444,8 @@ pub enum BenchEvent {
     Fault {
         node: String,
         action: String,
-        /// Unix seconds, on the coordinator's clock.
+        /// Unix seconds: when it took effect as the node's agent said (its clock), or when the
+        /// coordinator heard of it.
         at: f64,
         detail: String,
     },
@@ -460,6 +461,20 @@ pub enum BenchEvent {
         ops_per_s_before: f64,
         stall_s: f64,
         recovery_s: Option<f64>,
+    },
+    /// A GlusterFS brick a fault killed, healed: its volume's entries pending heal were polled
+    /// (`gluster volume heal VOL info summary`) from the brick's return until none were left —
+    /// the time redundancy took to come back — or until pvfs stopped waiting (`healed_after_s`
+    /// `None`). `pending_max` is the most entries pending at once (summed over the bricks),
+    /// `split_brain` the most in split-brain.
+    FaultHealed {
+        node: String,
+        volume: String,
+        /// Unix seconds: when no entry was left, or when pvfs stopped waiting.
+        at: f64,
+        pending_max: u64,
+        split_brain: u64,
+        healed_after_s: Option<f64>,
     },
     /// The last line of `--json`: the run's summary rows, and where its results are.
     Summary {

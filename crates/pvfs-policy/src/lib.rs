@@ -518,6 +518,14 @@ impl Policy {
         self.service(unit)
     }
 
+    /// Whether a fault's measure may ask how far GlusterFS volume `volume`'s heal has got (it
+    /// runs `gluster volume heal VOL info summary`, which asks every brick): granted with
+    /// faults, a volume by name.
+    pub fn check_fault_heal(&self, volume: &str) -> Result<(), PolicyError> {
+        self.faults_granted(volume)?;
+        simple_name("gluster volume name", volume, 64, "")
+    }
+
     fn faults_granted(&self, value: &str) -> Result<(), PolicyError> {
         if self.faults {
             return Ok(());

@@ -46,13 +46,15 @@ pub(super) fn section(md: &mut String, r: &RunData, out: &Path) -> Result<Vec<Pa
     if !faults.is_empty() {
         *md += "Faults (`--fault`), each measured from its phase's seconds: the rate before it, the seconds \
                 from it on with no operation finished, and how long until the rate was back to 90 % of the \
-                rate before for the rest of the phase (shaded red on the chart while in place).\n\n\
-                | node | iteration | phase | at (s into the phase) | for (s) | ops/s before | stall (s) | back to 90 % after (s) |\n\
-                |---|---:|---|---:|---:|---:|---:|---:|\n";
+                rate before for the rest of the phase (shaded red on the chart while in place); for a \
+                killed GlusterFS brick, the most entries pending heal once it was back and how long until \
+                none were left.\n\n\
+                | node | iteration | phase | at (s into the phase) | for (s) | ops/s before | stall (s) | back to 90 % after (s) | pending heal (most) | healed after (s) |\n\
+                |---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n";
         for f in &faults {
             let start = span(&spans, f.iteration, f.phase).map_or(f.injected, |s| s.start);
             *md += &format!(
-                "| {} | {} | {} | {:.1} | {} | {:.0} | {:.0} | {} |\n",
+                "| {} | {} | {} | {:.1} | {} | {:.0} | {:.0} | {} | {} | {} |\n",
                 f.node,
                 f.iteration,
                 name(r, f.iteration, f.phase),
@@ -64,6 +66,9 @@ pub(super) fn section(md: &mut String, r: &RunData, out: &Path) -> Result<Vec<Pa
                 f.ops_per_s_before,
                 f.stall_s,
                 f.recovery_s.map_or("not within the phase".to_owned(), |s| format!("{s:.1}")),
+                f.heal.map_or("–".to_owned(), |(pending, _)| pending.to_string()),
+                f.heal.map_or("–".to_owned(), |(_, after)| after
+                    .map_or("not within the wait".to_owned(), |s| format!("{s:.1}"))),
             );
         }
         *md += "\n";

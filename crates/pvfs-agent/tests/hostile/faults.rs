@@ -90,6 +90,11 @@ async fn a_fault_is_refused_without_the_grant_and_for_anything_but_a_running_bri
     let refused = client.fault(cut("eth0", 5)).await.unwrap_err();
     assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
     assert!(refused.message().contains("faults = true"), "{}", refused.message());
+    let refused = client
+        .fault(pb::FaultRequest { heal_of: "gv0".into(), ..pb::FaultRequest::default() })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
     agent.assert_still_serving().await;
     agent.stop().await;
 
@@ -170,6 +175,19 @@ async fn a_fault_is_refused_without_the_grant_and_for_anything_but_a_running_bri
     let start = pb::FaultRequest { undo: true, ..stop("glusterd") };
     let status = client.fault(start).await.unwrap_err();
     assert!(status.message().contains("--root"), "{}", status.message());
+
+    // A volume's heal: a volume by name, alone, and never by an agent on another root.
+    let heal = |volume: &str| pb::FaultRequest { heal_of: volume.into(), ..pb::FaultRequest::default() };
+    for (request, code) in [
+        (heal("gv0;reboot"), Code::PermissionDenied),
+        (heal("../gv0"), Code::PermissionDenied),
+        (pb::FaultRequest { undo: true, ..heal("gv0") }, Code::InvalidArgument),
+        (pb::FaultRequest { heal_of: "gv0".into(), ..kill("gv0", "/bricks/b1") }, Code::InvalidArgument),
+        (heal("gv0"), Code::FailedPrecondition),
+    ] {
+        let status = client.fault(request.clone()).await.unwrap_err();
+        assert_eq!(status.code(), code, "{request:?}: {status:?}");
+    }
     agent.assert_still_serving().await;
     agent.stop().await;
 }

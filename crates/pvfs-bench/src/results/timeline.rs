@@ -86,12 +86,23 @@ pub struct FaultSpan {
     pub ops_per_s_before: f64,
     pub stall_s: f64,
     pub recovery_s: Option<f64>,
+    /// A killed brick's heal, once it was measured (`BenchEvent::FaultHealed`): the most
+    /// entries pending at once and the seconds from the brick's return until none were left
+    /// (`None` in it: not within the wait).
+    pub heal: Option<(u64, Option<f64>)>,
 }
 
 /// The run's measured faults, in order (none for a run without `--fault`).
 pub fn faults(dir: &Path) -> Result<Vec<FaultSpan>, ResultsError> {
-    let mut faults = Vec::new();
-    each_event(dir, "\"fault_measured\"", |event| {
+    let mut faults: Vec<FaultSpan> = Vec::new();
+    each_event(dir, "\"fault_", |event| {
+        // A heal is told after its fault's measure: the node's latest fault's.
+        if let BenchEvent::FaultHealed { node, pending_max, healed_after_s, .. } = &event {
+            if let Some(f) = faults.iter_mut().rev().find(|f| &f.node == node) {
+                f.heal = Some((*pending_max, *healed_after_s));
+            }
+            return;
+        }
         if let BenchEvent::FaultMeasured {
             node,
             iteration,
@@ -112,6 +123,7 @@ pub fn faults(dir: &Path) -> Result<Vec<FaultSpan>, ResultsError> {
                 ops_per_s_before,
                 stall_s,
                 recovery_s,
+                heal: None,
             });
         }
     })?;

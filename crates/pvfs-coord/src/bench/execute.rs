@@ -198,7 +198,8 @@ pub async fn execute(
     let outcome = work.await;
     // A fault still in place when the run ends (done, failed, stopped, or its task lost) is
     // undone now, before anything else can end this function.
-    for undone in faults.finish(&mut fault_events).await {
+    let interrupted = outcome.as_ref().is_ok_and(|o| o.interrupted());
+    for undone in faults.finish(&mut fault_events, interrupted).await {
         keep!(undone);
     }
     let outcome = outcome?;

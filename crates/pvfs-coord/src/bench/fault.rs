@@ -235,6 +235,58 @@ async fn ask(dialer: &Dialer, plan: &FaultPlan, undo: bool) -> Result<(String, O
     }
 }
 
+/// How often a killed brick's volume is asked how far its heal has got, once it is back.
+const HEAL_POLL: Duration = Duration::from_secs(2);
+
+/// How long a heal is followed from the brick's return; past it, the heal is told unfinished.
+const HEAL_WITHIN: Duration = Duration::from_secs(300);
+
+/// How long the end of a run waits for a heal still followed (not after Ctrl-C).
+const HEAL_WAIT_AT_END: Duration = Duration::from_secs(120);
+
+/// Follows `volume`'s heal from `back_at` (Unix seconds: the killed brick's return) until no
+/// entry needs healing on any brick, every brick answering — or [`HEAL_WITHIN`]: the event
+/// says how many entries were pending at most and when none were left.
+async fn follow_heal(dialer: &Dialer, plan: &FaultPlan, volume: &str, back_at: f64) -> BenchEvent {
+    let (mut most, mut split_most) = (0u64, 0u64);
+    let deadline = tokio::time::Instant::now() + HEAL_WITHIN;
+    let healed = loop {
+        if let Ok(bricks) = ask_heal(dialer, plan, volume).await {
+            let entries: u64 = bricks.iter().filter_map(|b| b.total).sum();
+            most = most.max(entries);
+            split_most = split_most.max(bricks.iter().filter_map(|b| b.split_brain).sum());
+            let all_answer = !bricks.is_empty() && bricks.iter().all(|b| b.status == "Connected");
+            if entries == 0 && all_answer {
+                break true;
+            }
+        }
+        // An answer that did not come (glusterd busy, the node slow) is asked again.
+        if tokio::time::Instant::now() >= deadline {
+            break false;
+        }
+        tokio::time::sleep(HEAL_POLL).await;
+    };
+    let now = pvfs_bench::results::unix(std::time::SystemTime::now());
+    BenchEvent::FaultHealed {
+        node: plan.node.name.clone(),
+        volume: volume.to_owned(),
+        at: now,
+        pending_max: most,
+        split_brain: split_most,
+        healed_after_s: healed.then(|| (now - back_at).max(0.0)),
+    }
+}
+
+/// Asks the node's agent how far `volume`'s heal has got.
+async fn ask_heal(dialer: &Dialer, plan: &FaultPlan, volume: &str) -> Result<Vec<pb::GlusterHeal>, String> {
+    let mut conn = dialer.connect(&plan.node).await.map_err(|e| e.to_string())?;
+    let request = pb::FaultRequest { heal_of: volume.to_owned(), ..pb::FaultRequest::default() };
+    match conn.agent.fault(request).await {
+        Ok(answer) => Ok(answer.into_inner().heal),
+        Err(status) => Err(format!("{}: {}", plan.node.name, status.message())),
+    }
+}
+
 /// A run's faults as it goes: each started at its second of its phase, undone after its time
 /// (or at the end of the run), and measured when its phase is done.
 pub struct Faults {
@@ -303,10 +355,19 @@ impl Faults {
                             }
                         }
                         tokio::time::sleep(plan.duration).await;
-                        let _ = tx.send(match ask(&dialer, &plan, true).await {
+                        let undone = match ask(&dialer, &plan, true).await {
                             Ok(done) => fault_event(&plan, "undone", done),
                             Err(why) => fault_event(&plan, "failed", (why, None)),
-                        });
+                        };
+                        let back_at = match &undone {
+                            BenchEvent::Fault { action, at, .. } if action == "undone" => Some(*at),
+                            _ => None,
+                        };
+                        let _ = tx.send(undone);
+                        // A killed brick is back: how long until its volume is whole again.
+                        if let (Some(back_at), FaultKind::KillBrick { volume, .. }) = (back_at, &plan.kind) {
+                            let _ = tx.send(follow_heal(&dialer, &plan, volume, back_at).await);
+                        }
                     }));
                 }
                 BenchEvent::LatencySecond { iteration, phase, at, latency } if ours(iteration, phase) => {
@@ -339,14 +400,29 @@ impl Faults {
     }
 
     /// The run is over: every fault's task stops, and a fault still in place is undone now.
-    /// Returns the events of what was undone (or could not be), after those the tasks had
-    /// left in `reported`.
-    pub async fn finish(&mut self, reported: &mut mpsc::UnboundedReceiver<BenchEvent>) -> Vec<BenchEvent> {
+    /// A killed brick's heal still followed is waited for (up to [`HEAL_WAIT_AT_END`]) unless
+    /// the run was `interrupted`, and one undone now is followed too. Returns the events of
+    /// what was undone (or could not be) and healed, after those the tasks had left in
+    /// `reported`.
+    pub async fn finish(
+        &mut self,
+        reported: &mut mpsc::UnboundedReceiver<BenchEvent>,
+        interrupted: bool,
+    ) -> Vec<BenchEvent> {
         let mut events = Vec::new();
+        // What the tasks have said so far: which faults are undone.
+        while let Ok(e) = reported.try_recv() {
+            self.on_fault(&e);
+            events.push(e);
+        }
         for slot in &mut self.plans {
-            if let Some(task) = slot.task.take() {
-                task.abort();
-                let _ = task.await;
+            if let Some(mut task) = slot.task.take() {
+                // Undone already: the task follows the heal, which is worth its wait.
+                let healing = slot.undone.is_some() && !interrupted;
+                if !healing || tokio::time::timeout(HEAL_WAIT_AT_END, &mut task).await.is_err() {
+                    task.abort();
+                    let _ = task.await;
+                }
             }
         }
         // What the tasks said before they stopped.
@@ -366,12 +442,21 @@ impl Faults {
                         (format!("undoing it as the run ended: {why}"), None),
                     ),
                 };
-                if let BenchEvent::Fault { action, at, .. } = &e
-                    && action == "undone"
-                {
-                    slot.undone = Some(*at);
-                }
+                let back_at = match &e {
+                    BenchEvent::Fault { action, at, .. } if action == "undone" => Some(*at),
+                    _ => None,
+                };
+                slot.undone = back_at.or(slot.undone);
                 events.push(e);
+                if let (Some(back_at), FaultKind::KillBrick { volume, .. }, false) =
+                    (back_at, &slot.plan.kind, interrupted)
+                {
+                    let plan = slot.plan.clone();
+                    let heal = follow_heal(&self.dialer, &plan, volume, back_at);
+                    if let Ok(healed) = tokio::time::timeout(HEAL_WAIT_AT_END, heal).await {
+                        events.push(healed);
+                    }
+                }
             }
         }
         events

@@ -245,7 +245,7 @@ async fn show(
                         BenchEvent::Io500Stage { stage, at } => watch.phase_started(format!("io500 {stage}"), time(*at)),
                         BenchEvent::Io500Result { result } => watch.phase_done(pvfs_bench::io500::assemble::result_line(result)),
                         BenchEvent::Io500Score { score, .. } => watch.phase_done(format!("[SCORE ] {score}")),
-                        BenchEvent::Fault { .. } | BenchEvent::FaultMeasured { .. } => watch.phase_done(fault_line(&event).unwrap_or_default()),
+                        BenchEvent::Fault { .. } | BenchEvent::FaultMeasured { .. } | BenchEvent::FaultHealed { .. } => watch.phase_done(fault_line(&event).unwrap_or_default()),
                         BenchEvent::CachesDropped { .. } | BenchEvent::Output { .. } | BenchEvent::Summary { .. } => {}
                     }
                 } else {
@@ -321,7 +321,7 @@ impl Lines {
                 ))?;
             }
             BenchEvent::LatencySecond { latency, .. } => self.latency = Some(*latency),
-            BenchEvent::Fault { .. } | BenchEvent::FaultMeasured { .. } => {
+            BenchEvent::Fault { .. } | BenchEvent::FaultMeasured { .. } | BenchEvent::FaultHealed { .. } => {
                 if let Some(line) = fault_line(event) {
                     output::print(&format!("{line}\n"))?;
                 }
@@ -594,6 +594,17 @@ fn fault_line(event: &BenchEvent) -> Option<String> {
             );
             Some(format!(
                 "fault on {node}, iteration {iteration} {phase}: {ops_per_s_before:.0} ops/s before, {stall_s:.0} s with no operation finished, {recovered}"
+            ))
+        }
+        BenchEvent::FaultHealed { node, volume, pending_max, split_brain, healed_after_s, .. } => {
+            let healed = healed_after_s.map_or_else(
+                || "entries still pending when pvfs stopped waiting".to_owned(),
+                |s| format!("none left {s:.1} s after the brick came back"),
+            );
+            let split =
+                if *split_brain > 0 { format!(", {split_brain} in split-brain") } else { String::new() };
+            Some(format!(
+                "heal of {volume} after the fault on {node}: at most {pending_max} entries pending{split}, {healed}"
             ))
         }
         _ => None,
