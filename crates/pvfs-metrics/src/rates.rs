@@ -96,9 +96,18 @@ impl Rates {
                 (Some(p), Some(c)) => LnetRates::between(p, c, interval_s),
                 _ => None,
             },
-            bricks: match (&prev.fs, &curr.fs) {
-                (Some(p), Some(c)) => BrickRates::between(&p.bricks, &c.bricks, interval_s),
-                _ => Vec::new(),
+            // A brick in `curr` is shown even when `prev` had none: its process started within
+            // the second (its pid file appears as it starts), and its counters, which start
+            // with it, are the second's. (CI once recorded a benchmark's first second without
+            // the bricks a volume started just before.) Lustre's counters run from a target's
+            // mount, so a target is only rated against a second that had it.
+            bricks: match &curr.fs {
+                Some(c) => BrickRates::between(
+                    prev.fs.as_ref().map_or(&[][..], |p| &p.bricks),
+                    &c.bricks,
+                    interval_s,
+                ),
+                None => Vec::new(),
             },
         }
     }

@@ -300,3 +300,39 @@ fn column_names_become_metric_names() {
     assert_eq!(metric_suffix("%rrqm"), "rrqm_percent");
     assert_eq!(metric_suffix("rxkB/s"), "rxkb_per_second");
 }
+
+/// A brick that started within the second (a volume started just before, the sample before
+/// had no bricks at all) is in the second's rates, counted from zero as its new process's
+/// counters are; a Lustre target is only rated against a second that had it (its counters
+/// run from its mount, not from the second).
+#[test]
+fn a_brick_new_within_the_second_is_shown_counted_from_zero() {
+    use crate::gluster::LocalBrick;
+    use crate::sample::FsSecond;
+    use std::sync::Arc;
+    let a = fake_root("", NET_DEV, "cpu  1000 10 300 8000 50 5 20 0 100 0\n");
+    let mut sampler = Sampler::new(pvfs_host::Root::at(a.path()), Default::default());
+    let mut before = sampler.sample().unwrap();
+    let mut after = sampler.sample().unwrap();
+    before.mono_ns = 10 * SEC;
+    after.mono_ns = 12 * SEC;
+    before.fs = None;
+    let brick = LocalBrick {
+        volume: "gv0".into(),
+        path: "/bricks/b1".into(),
+        pid: Some(4242),
+        wchar: 2 << 20,
+        ..LocalBrick::default()
+    };
+    let target = crate::lustre::node::Target { name: "fs-OST0000".into(), ..Default::default() };
+    after.fs = Some(Arc::new(FsSecond {
+        lustre: Some(crate::lustre::node::Snapshot { targets: vec![target], ..Default::default() }),
+        bricks: vec![brick],
+    }));
+    let r = Rates::between(&before, &after);
+    assert_eq!(r.bricks.len(), 1);
+    assert_eq!((r.bricks[0].up, r.bricks[0].wchar_s), (true, 1048576.0), "2 MiB over 2 s");
+    assert!(r.lustre.is_empty(), "a target is rated only against a second that had it");
+    // And a second after one without a file system: nothing.
+    assert!(Rates::between(&after, &before).bricks.is_empty());
+}
