@@ -1045,6 +1045,68 @@ fn network_cut(lab: &Lab, out: &std::process::Output) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `bench --gluster-profile` on gv0: GlusterFS's own profile of each phase, from real glusterd.
+/// Each phase's reading has both bricks (gv0 is distributed over gfs1 and gfs2); the write's
+/// bricks wrote the clients' 32 MiB between them, their busiest operation WRITE; the read's
+/// read it back; the profile is off again after the run (it was off before), and the report
+/// has the section.
+fn gluster_profile(lab: &Lab, binary: &Path, bench_cmd: &dyn Fn(&[&str]) -> Command) -> anyhow::Result<()> {
+    let out = capture(&mut bench_cmd(&[
+        "--procs",
+        "2",
+        "--set",
+        "t=1m",
+        "--set",
+        "b=16m",
+        "--set",
+        "i=1",
+        "--gluster-profile",
+    ]))?;
+    let events = json_lines(&out.stdout)?;
+    ensure!(
+        out.status.success(),
+        "bench --gluster-profile failed: {}\n{events:?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let profiles: Vec<&Value> = events.iter().filter(|e| e["event"] == "gluster_profile").collect();
+    let phase = |name: &str| profiles.iter().find(|p| p["phase"] == name).copied();
+    let (write, read) = (
+        phase("write").context("no profile of the write")?,
+        phase("read").context("no profile of the read")?,
+    );
+    let sum = |p: &Value, field: &str| -> u64 {
+        p["bricks"].as_array().map_or(0, |b| b.iter().filter_map(|b| b[field].as_u64()).sum())
+    };
+    ensure!(write["bricks"].as_array().is_some_and(|b| b.len() == 2), "write's profile: {write}");
+    ensure!(
+        sum(write, "write_bytes") >= 30 << 20,
+        "the bricks wrote {} bytes: {write}",
+        sum(write, "write_bytes")
+    );
+    ensure!(sum(read, "read_bytes") >= 30 << 20, "the bricks read {} bytes: {read}", sum(read, "read_bytes"));
+    let busiest = write["bricks"][0]["fops"][0]["name"].as_str().unwrap_or_default();
+    ensure!(busiest == "WRITE", "the write's busiest operation is {busiest:?}: {write}");
+    let stop = lab.exec("gfs1", &["sh", "-c", "gluster --mode=script volume profile gv0 stop 2>&1; true"])?;
+    ensure!(stop.contains("is not started"), "the profile is still on after the run: {stop}");
+    let dir =
+        PathBuf::from(events.last().context("no summary")?["results"].as_str().context("no results dir")?);
+    let report = lab.work.join("report-profile");
+    let made = capture(Command::new(binary).args(["ctl", "report"]).arg(&dir).arg("--out").arg(&report))?;
+    ensure!(made.status.success(), "report failed: {}", String::from_utf8_lossy(&made.stderr));
+    let md = std::fs::read_to_string(report.join("report.md"))?;
+    ensure!(md.contains("### GlusterFS profile: "), "report without the profile:\n{md}");
+    let top = &write["bricks"][0]["fops"][0];
+    eprintln!(
+        "xtask e2e: bench --gluster-profile: the write's bricks wrote {:.1} MiB, the read's read {:.1} MiB; busiest on {}: WRITE {} calls, mean {:.2} ms; profile off again after the run",
+        sum(write, "write_bytes") as f64 / f64::from(1 << 20),
+        sum(read, "read_bytes") as f64 / f64::from(1 << 20),
+        write["bricks"][0]["brick"].as_str().unwrap_or_default(),
+        top["hits"],
+        top["avg_ns"].as_f64().unwrap_or(0.0) / 1e6
+    );
+    Ok(())
+}
+
 /// Part 7 of the scenario: `pvfsctl bench` with the built-in engine on the FUSE client, its
 /// report, and a client cut off the network mid-run.
 fn bench(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyhow::Result<()> {
@@ -1093,6 +1155,7 @@ fn bench(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyhow::Result<(
         "report without network figures:\n{md}"
     );
     ensure!(report.join("scale-out.png").exists(), "no PNG chart in {}", report.display());
+    gluster_profile(lab, binary, &bench_cmd)?;
     brick_fault(lab, binary, cluster, tls)?;
     mpi(&bench_cmd)?;
     mpi_across_hosts(lab, binary, cluster, tls)?;

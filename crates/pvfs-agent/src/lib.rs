@@ -25,6 +25,7 @@ mod launch;
 pub mod limits;
 mod notify;
 pub mod policy;
+mod profile;
 mod reboot;
 pub mod room;
 mod service;

@@ -787,6 +787,75 @@ impl pb::agent_server::Agent for AgentService {
         }
     }
 
+    async fn gluster_profile(
+        &self,
+        request: Request<pb::GlusterProfileRequest>,
+    ) -> Result<Response<pb::GlusterProfileResponse>, Status> {
+        use crate::profile::{Action, ProfileError};
+        let pb::GlusterProfileRequest { volume, action } = request.into_inner();
+        let action = match pb::gluster_profile_request::Action::try_from(action) {
+            Ok(pb::gluster_profile_request::Action::Start) => Action::Start,
+            Ok(pb::gluster_profile_request::Action::Info) => Action::Info,
+            Ok(pb::gluster_profile_request::Action::Stop) => Action::Stop,
+            _ => return Err(Status::invalid_argument("a profile request says START, INFO or STOP")),
+        };
+        if self.shutdown.is_cancelled() {
+            return Err(Status::unavailable("this agent is stopping; run again once it is back"));
+        }
+        // The policy first, so a refusal names its rule wherever the agent runs.
+        if let Err(refused) = self.policy.check_gluster_profile(&volume) {
+            tracing::warn!(volume = %volume, rule = refused.rule, "gluster profile refused by the agent's policy");
+            return Err(Status::permission_denied(refused.to_string()));
+        }
+        if self.root.base() != std::path::Path::new("/") {
+            return Err(Status::failed_precondition(format!(
+                "this agent reads {} as its root (--root), not this machine's: it does not profile the \
+                 machine's volumes",
+                self.root.base().display()
+            )));
+        }
+        match crate::profile::profile(&SystemRunner, &self.policy, &volume, action).await {
+            Ok(answer) => {
+                if action != Action::Info {
+                    tracing::info!(volume = %volume, "{}, as a benchmark with --gluster-profile asked", answer.done);
+                }
+                Ok(Response::new(pb::GlusterProfileResponse {
+                    already_started: answer.already_started,
+                    bricks: answer
+                        .bricks
+                        .into_iter()
+                        .filter_map(|b| {
+                            let s = b.interval?;
+                            Some(pb::GlusterBrickProfile {
+                                brick: b.brick,
+                                duration_s: s.duration_s,
+                                read_bytes: s.read_bytes,
+                                write_bytes: s.write_bytes,
+                                fops: s
+                                    .fops
+                                    .into_iter()
+                                    .map(|f| pb::GlusterFop {
+                                        name: f.name,
+                                        hits: f.hits,
+                                        avg_latency_ns: f.avg_latency_ns,
+                                        min_latency_ns: f.min_latency_ns,
+                                        max_latency_ns: f.max_latency_ns,
+                                    })
+                                    .collect(),
+                            })
+                        })
+                        .collect(),
+                    done: answer.done,
+                }))
+            }
+            Err(ProfileError::Refused(e)) => {
+                tracing::warn!(volume = %volume, rule = e.rule, "gluster profile refused by the agent's policy");
+                Err(Status::permission_denied(e.to_string()))
+            }
+            Err(ProfileError::Failed(why)) => Err(Status::failed_precondition(why)),
+        }
+    }
+
     async fn reboot(
         &self,
         request: Request<pb::RebootRequest>,

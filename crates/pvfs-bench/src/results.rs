@@ -24,7 +24,9 @@ use std::path::{Path, PathBuf};
 mod run_dir;
 pub use run_dir::{LineFile, RunDir, events_path, write_atomic};
 mod timeline;
-pub use timeline::{FaultSpan, LatencySecond, PhaseSpan, faults, latency_seconds, timeline};
+pub use timeline::{
+    FaultSpan, LatencySecond, PhaseProfile, PhaseSpan, faults, gluster_profiles, latency_seconds, timeline,
+};
 
 /// The version of `results.json` this code writes. Records from before the field existed
 /// have the same shape and read as version 1.
@@ -476,6 +478,17 @@ pub enum BenchEvent {
         split_brain: u64,
         healed_after_s: Option<f64>,
     },
+    /// GlusterFS's own profile of the volume over one phase (`--gluster-profile`): what each
+    /// brick did from the phase's start to its end, as `gluster volume profile VOL info
+    /// incremental` told it.
+    GlusterProfile {
+        iteration: u32,
+        phase: Phase,
+        volume: String,
+        bricks: Vec<ProfiledBrick>,
+        /// Why the phase's reading could not be made (no bricks then).
+        error: Option<String>,
+    },
     /// The last line of `--json`: the run's summary rows, and where its results are.
     Summary {
         run: String,
@@ -484,6 +497,28 @@ pub enum BenchEvent {
         mdtest: Vec<MdtestSummary>,
         error: Option<String>,
     },
+}
+
+/// One brick's profile over a phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfiledBrick {
+    /// `host:/path`.
+    pub brick: String,
+    /// The seconds the brick's interval covers.
+    pub seconds: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    /// Each file operation called: its calls and latencies (ns), most called first.
+    pub fops: Vec<ProfiledFop>,
+}
+
+/// A file operation's calls and latencies on a brick over a phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfiledFop {
+    pub name: String,
+    pub hits: u64,
+    pub avg_ns: f64,
+    pub max_ns: f64,
 }
 
 /// An imported run's results.json: the parsed output as it is. Written in field order, straight

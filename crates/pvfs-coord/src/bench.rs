@@ -13,6 +13,7 @@ pub mod fault;
 mod io500;
 pub mod metrics;
 pub mod plan;
+pub mod profile;
 
 use crate::dial::{Connection, DialError, Dialer, from_status};
 use pvfs_bench::io500::plan::Stage;

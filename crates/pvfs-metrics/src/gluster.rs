@@ -100,6 +100,14 @@ fn answer<'a, 'i>(
     Ok(root)
 }
 
+/// A `gluster --xml` answer that carries nothing but whether it worked (`volume profile VOL
+/// start`, `stop`): `Ok` for `opRet` 0, else glusterd's words (`opErrstr`).
+pub fn parse_answer(xml: &str) -> Result<(), GlusterError> {
+    const WHAT: &str = "gluster --xml";
+    let doc = parse_xml(xml, WHAT)?;
+    answer(&doc, WHAT).map(|_| ())
+}
+
 fn parse_xml<'i>(xml: &'i str, what: &'static str) -> Result<roxmltree::Document<'i>, GlusterError> {
     roxmltree::Document::parse(xml).map_err(|e| GlusterError::NotXml { what, why: e.to_string() })
 }

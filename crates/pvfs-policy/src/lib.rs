@@ -518,6 +518,25 @@ impl Policy {
         self.service(unit)
     }
 
+    /// Whether a benchmark run with `--gluster-profile` may start, read and stop GlusterFS's
+    /// profile of `volume` (it sets the volume's diagnostics options, as `gluster volume
+    /// profile` does): a volume by name, where the site's kinds allow `gluster-volume`.
+    pub fn check_gluster_profile(&self, volume: &str) -> Result<(), PolicyError> {
+        if let Some(kinds) = &self.kinds
+            && !kinds.contains("gluster-volume")
+        {
+            return Err(PolicyError::new(
+                "kind-not-allowed",
+                "gluster-volume",
+                "this node's policy does not let pvfs change GlusterFS volumes (a profile sets a volume's \
+                 diagnostics options)",
+                "run the benchmark without --gluster-profile, or add \"gluster-volume\" to `kinds` in the \
+                 agent's policy file",
+            ));
+        }
+        simple_name("gluster volume name", volume, 64, "")
+    }
+
     /// Whether a fault's measure may ask how far GlusterFS volume `volume`'s heal has got (it
     /// runs `gluster volume heal VOL info summary`, which asks every brick): granted with
     /// faults, a volume by name.

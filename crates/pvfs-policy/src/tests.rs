@@ -1400,3 +1400,14 @@ fn a_stopped_service_is_a_grant_and_a_unit_pvfs_manages() {
         assert!(granted.check_fault_service(bad).is_err(), "{bad:?}");
     }
 }
+
+/// A volume's profile: a volume by name, where the site's kinds allow gluster-volume.
+#[test]
+fn a_gluster_profile_is_a_volume_by_name_where_gluster_volumes_are_allowed() {
+    assert_eq!(Policy::default().check_gluster_profile("gv0"), Ok(()));
+    for bad in ["", "gv0;reboot", "../gv0", "gv0 start", "-gv0"] {
+        assert!(Policy::default().check_gluster_profile(bad).is_err(), "{bad:?}");
+    }
+    let narrow = Policy::new(Site { kinds: Some(vec!["mount".into()]), ..Site::default() }).unwrap();
+    assert_eq!(narrow.check_gluster_profile("gv0").unwrap_err().rule, "kind-not-allowed");
+}

@@ -115,6 +115,7 @@ pub fn write(runs: &[PathBuf], out: &Path) -> Result<Written, ReportError> {
         written.charts.extend(timeline::section(&mut md, r, out)?);
         amplification_section(&mut md, r, phases);
         targets::section(&mut md, r, phases);
+        profile::section(&mut md, r);
     }
 
     let path = out.join("report.md");
@@ -692,6 +693,7 @@ fn draw<DB: DrawingBackend>(
     legend(&mut chart)
 }
 
+mod profile;
 mod targets;
 mod timeline;
 

@@ -207,3 +207,36 @@ fn each_phases_bytes_by_server_target() {
         "{md}"
     );
 }
+
+/// A run with `--gluster-profile` and a killed brick: each phase's profile per brick (bytes,
+/// calls, busiest operations), a phase whose reading failed says why, and the fault's heal is
+/// in its table.
+#[test]
+fn each_phases_gluster_profile_and_a_faults_heal() {
+    let base = tempfile::tempdir().unwrap();
+    let dir = run(base.path(), "one", 1);
+    let fop = |name: &str, hits: u64, avg_ns: f64, max_ns: f64| json!({"name": name, "hits": hits, "avg_ns": avg_ns, "max_ns": max_ns});
+    let events = [
+        json!({"event": "phase_started", "iteration": 0, "phase": "write", "at": 1000.0}),
+        json!({"event": "fault", "node": "gfs2", "action": "injected", "at": 1000.5, "detail": "killed glusterfsd 4 of brick gv0:/b"}),
+        json!({"event": "latency_second", "iteration": 0, "phase": "write", "at": 1000.0, "count": 100, "min_ns": 1000, "p50_ns": 2000, "p90_ns": 3000, "p99_ns": 4000, "p999_ns": 5000, "max_ns": 6000, "mean_ns": 2500.0}),
+        json!({"event": "fault_measured", "node": "gfs2", "iteration": 0, "phase": "write", "injected_at": 1000.5, "undone_at": 1001.5, "ops_per_s_before": 100.0, "stall_s": 0.0, "recovery_s": 0.0}),
+        json!({"event": "gluster_profile", "iteration": 0, "phase": "write", "volume": "gv0", "error": null, "bricks": [
+            {"brick": "gfs1:/bricks/gv0", "seconds": 3, "read_bytes": 0, "write_bytes": 209715200u64,
+             "fops": [fop("WRITE", 200, 1_500_000.0, 9_000_000.0), fop("FLUSH", 2, 40_000.0, 50_000.0), fop("LOOKUP", 1, 10_000.0, 10_000.0), fop("STATFS", 1, 5_000.0, 5_000.0)]}
+        ]}),
+        json!({"event": "fault_healed", "node": "gfs2", "volume": "gv0", "at": 1004.0, "pending_max": 31, "split_brain": 0, "healed_after_s": 2.5}),
+        json!({"event": "gluster_profile", "iteration": 0, "phase": "read", "volume": "gv0", "bricks": [], "error": "gfs1: glusterd is not running"}),
+    ];
+    let text: String = events.iter().map(|e| format!("{e}\n")).collect();
+    std::fs::write(dir.join("events.jsonl"), text).unwrap();
+    let out = base.path().join("report");
+    let md = std::fs::read_to_string(write(&[dir], &out).unwrap().markdown).unwrap();
+    assert!(md.contains("### GlusterFS profile: `one`"), "{md}");
+    assert!(
+        md.contains("| gfs1:/bricks/gv0 | 3 | 209.7 | 0.0 | 204 | WRITE 200 (1.500 / 9.000), FLUSH 2 (0.040 / 0.050), LOOKUP 1 (0.010 / 0.010) |"),
+        "{md}"
+    );
+    assert!(md.contains("Iteration 0, read (gv0): not read: gfs1: glusterd is not running"), "{md}");
+    assert!(md.contains("| 31 | 2.5 |"), "the heal in the fault's row: {md}");
+}

@@ -92,7 +92,7 @@ fn phases(seconds: &[LatencySecond]) -> Vec<((u32, Phase), Vec<&LatencySecond>)>
 }
 
 /// The phase's name as the run's other tables give it (an IO500 stage's with its stage).
-fn name(r: &RunData, iteration: u32, phase: Phase) -> String {
+pub(crate) fn name(r: &RunData, iteration: u32, phase: Phase) -> String {
     let records: Vec<_> = r
         .run()
         .map(|run| run.phases.iter().filter(|p| p.iteration == iteration && p.phase == phase).collect())

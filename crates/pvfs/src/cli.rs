@@ -487,6 +487,12 @@ pub struct BenchArgs {
     /// true`; undone when the run ends, however it ends. Repeatable.
     #[arg(long, value_name = "SPEC")]
     pub fault: Vec<String>,
+    /// Take GlusterFS's own profile of the volume over each phase (`gluster volume profile`:
+    /// every brick's file operations, calls and latencies, and bytes), started before the run
+    /// and stopped after it if it was off. Profiling times every call on every brick, so it is
+    /// on only when asked.
+    #[arg(long)]
+    pub gluster_profile: bool,
 }
 
 #[derive(Debug, Args)]

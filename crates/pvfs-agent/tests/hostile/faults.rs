@@ -191,3 +191,49 @@ async fn a_fault_is_refused_without_the_grant_and_for_anything_but_a_running_bri
     agent.assert_still_serving().await;
     agent.stop().await;
 }
+
+/// `GlusterProfile`: a volume by name and one of its three actions; refused where the site's
+/// kinds leave out gluster-volume; and an agent reading another root never runs gluster.
+#[tokio::test]
+async fn a_gluster_profile_is_refused_for_anything_but_a_volume_by_name() {
+    let pki = Pki::new();
+    // A root of this machine's /proc and /sys (the agent's Info reads them), not `/`.
+    let dir = brick_root(std::process::id());
+    let root = dir.path().to_owned();
+    let ask = |volume: &str, action: i32| pb::GlusterProfileRequest { volume: volume.into(), action };
+    let start = pb::gluster_profile_request::Action::Start as i32;
+    let agent = Agent::start_with(&pki, |s| s.root = Root::at(&root)).await;
+    let mut client = agent.connect().await;
+    for (request, code) in [
+        (ask("gv0;reboot", start), Code::PermissionDenied),
+        (ask("../gv0", start), Code::PermissionDenied),
+        (ask("", start), Code::PermissionDenied),
+        (ask("gv0", 0), Code::InvalidArgument),
+        (ask("gv0", 99), Code::InvalidArgument),
+        (ask("gv0", start), Code::FailedPrecondition),
+    ] {
+        let status = client.gluster_profile(request.clone()).await.unwrap_err();
+        assert_eq!(status.code(), code, "{request:?}: {status:?}");
+        if code == Code::FailedPrecondition {
+            assert!(status.message().contains("--root"), "{}", status.message());
+        }
+    }
+    agent.assert_still_serving().await;
+    agent.stop().await;
+
+    let narrow = pvfs_policy::Policy::new(pvfs_policy::Site {
+        kinds: Some(vec!["mount".into()]),
+        ..pvfs_policy::Site::default()
+    })
+    .unwrap();
+    let agent = Agent::start_with(&pki, |s| {
+        s.root = Root::at(&root);
+        s.policy = narrow;
+    })
+    .await;
+    let mut client = agent.connect().await;
+    let status = client.gluster_profile(ask("gv0", start)).await.unwrap_err();
+    assert_eq!(status.code(), Code::PermissionDenied, "{status:?}");
+    assert!(status.message().contains("gluster-volume"), "{}", status.message());
+    agent.stop().await;
+}

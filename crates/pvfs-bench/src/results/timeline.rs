@@ -130,6 +130,27 @@ pub fn faults(dir: &Path) -> Result<Vec<FaultSpan>, ResultsError> {
     Ok(faults)
 }
 
+/// One phase's GlusterFS profile, as the run kept it (`--gluster-profile`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PhaseProfile {
+    pub iteration: u32,
+    pub phase: Phase,
+    pub volume: String,
+    pub bricks: Vec<super::ProfiledBrick>,
+    pub error: Option<String>,
+}
+
+/// The run's GlusterFS profiles, a phase each, in order (none without `--gluster-profile`).
+pub fn gluster_profiles(dir: &Path) -> Result<Vec<PhaseProfile>, ResultsError> {
+    let mut out = Vec::new();
+    each_event(dir, "\"gluster_profile\"", |event| {
+        if let BenchEvent::GlusterProfile { iteration, phase, volume, bricks, error } = event {
+            out.push(PhaseProfile { iteration, phase, volume, bricks, error });
+        }
+    })?;
+    Ok(out)
+}
+
 /// The phases of the run in `dir`, in the order they ran.
 pub fn timeline(dir: &Path) -> Result<Vec<PhaseSpan>, ResultsError> {
     let mut spans: Vec<PhaseSpan> = Vec::new();

@@ -50,6 +50,17 @@ pub enum ExecuteError {
     /// The run's directory cannot go into the real io500's ini (said before anything runs).
     #[error(transparent)]
     Io500Ini(#[from] pvfs_bench::io500::ini::IniError),
+    /// `--gluster-profile` asked, and the volume's profile could not be started.
+    #[error(transparent)]
+    Profile(#[from] super::profile::ProfileError),
+}
+
+/// What a run does besides its phases: faults to inject (`--fault`), and GlusterFS's profile of
+/// the volume to take over each phase (`--gluster-profile`: the server asked and the volume).
+#[derive(Debug, Default)]
+pub struct Extras {
+    pub faults: Vec<super::fault::FaultPlan>,
+    pub gluster_profile: Option<(Node, String)>,
 }
 
 /// Opens the run's results directory: a name of its own (a run of the same name in the same
@@ -92,7 +103,7 @@ pub async fn execute(
     clients: Vec<Node>,
     dialer: &Dialer,
     processes: u32,
-    faults: Vec<super::fault::FaultPlan>,
+    Extras { faults, gluster_profile }: Extras,
     cancel: CancellationToken,
     events: mpsc::UnboundedSender<RunEvent>,
 ) -> Result<BenchOutcome, ExecuteError> {
@@ -134,6 +145,17 @@ pub async fn execute(
         drop_caches,
         io500_program: plan.io500_program().map(Path::to_owned),
     };
+    // GlusterFS's profile, started before the first phase: a refusal stops the run here.
+    let (mut profiler, mut profile_events) = match gluster_profile {
+        Some((node, volume)) => match super::profile::Profiler::start(node, volume, dialer.clone()).await {
+            Ok((p, e)) => (Some(p), Some(e)),
+            Err(e) => {
+                shutdown.cancel();
+                return Err(e.into());
+            }
+        },
+        None => (None, None),
+    };
     let (tx, mut rx) = mpsc::unbounded_channel();
     let work = {
         let dialer = dialer.clone();
@@ -169,6 +191,9 @@ pub async fn execute(
                 for measured in faults.on_event(&event) {
                     keep!(measured);
                 }
+                if let Some(p) = &profiler {
+                    p.on_event(&event);
+                }
                 let line = results::sorted(&event)?;
                 events_file.line(&line)?;
                 match &event {
@@ -190,6 +215,9 @@ pub async fn execute(
                 faults.on_fault(&fault);
                 keep!(fault);
             }
+            Some(profiled) = async { profile_events.as_mut()?.recv().await } => {
+                keep!(profiled);
+            }
             Some(second) = seconds.recv() => {
                 let _ = events.send(RunEvent::Second(second));
             }
@@ -201,6 +229,17 @@ pub async fn execute(
     let interrupted = outcome.as_ref().is_ok_and(|o| o.interrupted());
     for undone in faults.finish(&mut fault_events, interrupted).await {
         keep!(undone);
+    }
+    // The last phase's profile, then the profile stopped if this run started it.
+    if let Some(p) = &mut profiler {
+        if let Some(why) = p.finish().await {
+            tracing::warn!("{why}");
+        }
+        if let Some(events) = &mut profile_events {
+            while let Ok(profiled) = events.try_recv() {
+                keep!(profiled);
+            }
+        }
     }
     let outcome = outcome?;
     let _ = events.send(RunEvent::Ended);

@@ -132,6 +132,9 @@ async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result
         .iter()
         .map(|spec| pvfs_coord::bench::fault::parse(spec, &cluster))
         .collect::<Result<Vec<_>, _>>()?;
+    let gluster_profile =
+        if args.gluster_profile { Some(pvfs_coord::bench::profile::target(&cluster)?) } else { None };
+    let extras = execute::Extras { faults, gluster_profile };
     let opened = execute::open(plan, &cluster, &path)?;
     let (plan, run) = (&opened.plan, &opened.dir);
     let equivalent = plan.equivalent(run);
@@ -161,7 +164,7 @@ async fn run_point(args: BenchArgs, cancel: CancellationToken) -> anyhow::Result
     let (outcome, ()) = tokio::try_join!(
         async {
             Ok::<_, anyhow::Error>(
-                execute::execute(&opened, &cluster, clients, &dialer, processes, faults, cancel, tx).await?,
+                execute::execute(&opened, &cluster, clients, &dialer, processes, extras, cancel, tx).await?,
             )
         },
         show(rx, screen, json),
@@ -245,7 +248,7 @@ async fn show(
                         BenchEvent::Io500Stage { stage, at } => watch.phase_started(format!("io500 {stage}"), time(*at)),
                         BenchEvent::Io500Result { result } => watch.phase_done(pvfs_bench::io500::assemble::result_line(result)),
                         BenchEvent::Io500Score { score, .. } => watch.phase_done(format!("[SCORE ] {score}")),
-                        BenchEvent::Fault { .. } | BenchEvent::FaultMeasured { .. } | BenchEvent::FaultHealed { .. } => watch.phase_done(fault_line(&event).unwrap_or_default()),
+                        BenchEvent::Fault { .. } | BenchEvent::FaultMeasured { .. } | BenchEvent::FaultHealed { .. } | BenchEvent::GlusterProfile { .. } => watch.phase_done(fault_line(&event).unwrap_or_default()),
                         BenchEvent::CachesDropped { .. } | BenchEvent::Output { .. } | BenchEvent::Summary { .. } => {}
                     }
                 } else {
@@ -321,7 +324,10 @@ impl Lines {
                 ))?;
             }
             BenchEvent::LatencySecond { latency, .. } => self.latency = Some(*latency),
-            BenchEvent::Fault { .. } | BenchEvent::FaultMeasured { .. } | BenchEvent::FaultHealed { .. } => {
+            BenchEvent::Fault { .. }
+            | BenchEvent::FaultMeasured { .. }
+            | BenchEvent::FaultHealed { .. }
+            | BenchEvent::GlusterProfile { .. } => {
                 if let Some(line) = fault_line(event) {
                     output::print(&format!("{line}\n"))?;
                 }
@@ -579,9 +585,29 @@ fn import_io500(source: &std::path::Path, args: &ImportArgs) -> anyhow::Result<u
     Ok(exit::OK)
 }
 
-/// A fault's line, as the plain view and `--watch` show it.
+/// A fault's line (or a phase's GlusterFS profile's), as the plain view and `--watch` show it.
 fn fault_line(event: &BenchEvent) -> Option<String> {
     match event {
+        BenchEvent::GlusterProfile { iteration, phase, volume, bricks, error } => Some(match error {
+            Some(why) => format!("profile of {volume} over iteration {iteration} {phase}: not read: {why}"),
+            None => {
+                let each: Vec<String> = bricks
+                    .iter()
+                    .map(|b| {
+                        let top = b.fops.first().map_or_else(String::new, |f| {
+                            format!(", {} {} calls avg {:.2} ms", f.name, f.hits, f.avg_ns / 1e6)
+                        });
+                        format!(
+                            "{} w {:.1} MB r {:.1} MB{top}",
+                            b.brick,
+                            b.write_bytes as f64 / 1e6,
+                            b.read_bytes as f64 / 1e6
+                        )
+                    })
+                    .collect();
+                format!("profile of {volume} over iteration {iteration} {phase}: {}", each.join("; "))
+            }
+        }),
         BenchEvent::Fault { node, action, detail, .. } => {
             Some(format!("fault on {node}: {action}: {detail}"))
         }

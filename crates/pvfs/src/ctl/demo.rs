@@ -164,6 +164,7 @@ async fn show(
         watch: true,
         processes: None,
         fault: Vec::new(),
+        gluster_profile: false,
         sweep: None,
         sweep_point: None,
     };
