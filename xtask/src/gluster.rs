@@ -888,17 +888,7 @@ fn brick_fault(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyhow::Re
     lab.exec("client1", &["rm", "-rf", "/mnt/gv1/pvfs-bench"])?;
     let stopped = bench_with("stop-service=gfs2,unit=glusterd,phase=write,at=3,for=3")?;
     grant(false)?;
-    let events = json_lines(&out.stdout)?;
-    ensure!(
-        out.status.success(),
-        "bench with a brick killed failed: {}\n{events:?}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let faults: Vec<&Value> = events.iter().filter(|e| e["event"] == "fault").collect();
-    ensure!(
-        faults.len() == 2 && faults[0]["action"] == "injected" && faults[1]["action"] == "undone",
-        "the fault's events: {faults:?}"
-    );
+    let (events, faults) = fault_run(&out, "a brick killed")?;
     ensure!(
         faults[0]["detail"].as_str().is_some_and(
             |d| d.starts_with("killed glusterfsd ") && d.ends_with("of brick gv1:/bricks/brick1/gv1")
@@ -962,16 +952,9 @@ fn brick_fault(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyhow::Re
 /// path: the bricks and the client's connections to them stay, so the run goes on; the fault's
 /// events say what systemctl left, and glusterd is active on gfs2 afterwards.
 fn service_stop(lab: &Lab, out: &std::process::Output) -> anyhow::Result<()> {
-    let events = json_lines(&out.stdout)?;
+    let (events, faults) = fault_run(out, "gfs2's glusterd stopped")?;
     ensure!(
-        out.status.success(),
-        "bench with gfs2's glusterd stopped failed: {}\n{events:?}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let faults: Vec<&Value> = events.iter().filter(|e| e["event"] == "fault").collect();
-    ensure!(
-        faults.len() == 2
-            && faults[0]["detail"] == "systemctl stop glusterd: glusterd is inactive"
+        faults[0]["detail"] == "systemctl stop glusterd: glusterd is inactive"
             && faults[1]["detail"] == "systemctl start glusterd: glusterd is active",
         "the stop's events: {faults:?}"
     );
@@ -991,17 +974,7 @@ fn service_stop(lab: &Lab, out: &std::process::Output) -> anyhow::Result<()> {
 /// carries on), every transfer reads back as written, the cut is told with when the interface
 /// was down and up, gfs2's interface is up afterwards and its agent's record of the cut gone.
 fn network_cut(lab: &Lab, out: &std::process::Output) -> anyhow::Result<()> {
-    let events = json_lines(&out.stdout)?;
-    ensure!(
-        out.status.success(),
-        "bench with gfs2 cut off the network failed: {}\n{events:?}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let faults: Vec<&Value> = events.iter().filter(|e| e["event"] == "fault").collect();
-    ensure!(
-        faults.len() == 2 && faults[0]["action"] == "injected" && faults[1]["action"] == "undone",
-        "the cut's events: {faults:?}"
-    );
+    let (events, faults) = fault_run(out, "gfs2 cut off the network")?;
     let (injected, undone) =
         (faults[0]["at"].as_f64().unwrap_or(0.0), faults[1]["at"].as_f64().unwrap_or(0.0));
     ensure!(
@@ -1105,6 +1078,25 @@ fn gluster_profile(lab: &Lab, binary: &Path, bench_cmd: &dyn Fn(&[&str]) -> Comm
         top["avg_ns"].as_f64().unwrap_or(0.0) / 1e6
     );
     Ok(())
+}
+
+/// A run with one `--fault` that succeeded: its events, and the fault's two (`injected`, then
+/// `undone`).
+fn fault_run(out: &std::process::Output, what: &str) -> anyhow::Result<(Vec<Value>, [Value; 2])> {
+    let events = json_lines(&out.stdout)?;
+    ensure!(
+        out.status.success(),
+        "bench with {what} failed: {}\n{events:?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let faults: Vec<Value> = events.iter().filter(|e| e["event"] == "fault").cloned().collect();
+    let [injected, undone]: [Value; 2] =
+        faults.clone().try_into().map_err(|_| anyhow::anyhow!("{what}: the fault's events: {faults:?}"))?;
+    ensure!(
+        injected["action"] == "injected" && undone["action"] == "undone",
+        "{what}: the fault's events: {faults:?}"
+    );
+    Ok((events, [injected, undone]))
 }
 
 /// Part 7 of the scenario: `pvfsctl bench` with the built-in engine on the FUSE client, its

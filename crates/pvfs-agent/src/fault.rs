@@ -26,6 +26,19 @@ const START_TIMEOUT: Duration = Duration::from_secs(120);
 /// it has spawned the brick, which then writes its pid file and starts serving).
 const RUNNING_WITHIN: Duration = Duration::from_secs(10);
 
+/// Refuses what would act on this machine (`doing`: "stop or start the machine's glusterd")
+/// from an agent that reads another root than `/` (`--root`: tests, a chroot inspected): its
+/// view is of that root, what it would change is the machine's.
+pub(crate) fn on_this_machine(root: &Root, doing: &str) -> Result<(), String> {
+    if root.base() == std::path::Path::new("/") {
+        return Ok(());
+    }
+    Err(format!(
+        "this agent reads {} as its root (--root), not this machine's: it does not {doing}",
+        root.base().display()
+    ))
+}
+
 /// `t` in nanoseconds since the Unix epoch (0 before it).
 pub fn unix_ns(t: std::time::SystemTime) -> u64 {
     t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos() as u64
@@ -132,13 +145,7 @@ pub async fn heal_info(
     volume: &str,
 ) -> Result<(String, Vec<pvfs_metrics::gluster::HealCount>), FaultError> {
     policy.check_fault_heal(volume)?;
-    if root.base() != std::path::Path::new("/") {
-        return Err(FaultError::Failed(format!(
-            "this agent reads {} as its root (--root), not this machine's: it does not ask the \
-             machine's glusterd",
-            root.base().display()
-        )));
-    }
+    on_this_machine(root, "ask the machine's glusterd").map_err(FaultError::Failed)?;
     let command = Command::new("gluster")
         .args(["--mode=script", "--xml", "volume", "heal", volume, "info", "summary"])
         .timeout(HEAL_INFO_TIMEOUT);
@@ -166,13 +173,7 @@ pub async fn service(
     start: bool,
 ) -> Result<String, FaultError> {
     policy.check_fault_service(unit)?;
-    if root.base() != std::path::Path::new("/") {
-        return Err(FaultError::Failed(format!(
-            "this agent reads {} as its root (--root), not this machine's: it does not stop or start \
-             the machine's {unit}",
-            root.base().display()
-        )));
-    }
+    on_this_machine(root, &format!("stop or start the machine's {unit}")).map_err(FaultError::Failed)?;
     let verb = if start { "start" } else { "stop" };
     let command = Command::new("systemctl").args([verb, unit]).timeout(SYSTEMCTL_TIMEOUT);
     let shown = command.to_string();

@@ -807,13 +807,8 @@ impl pb::agent_server::Agent for AgentService {
             tracing::warn!(volume = %volume, rule = refused.rule, "gluster profile refused by the agent's policy");
             return Err(Status::permission_denied(refused.to_string()));
         }
-        if self.root.base() != std::path::Path::new("/") {
-            return Err(Status::failed_precondition(format!(
-                "this agent reads {} as its root (--root), not this machine's: it does not profile the \
-                 machine's volumes",
-                self.root.base().display()
-            )));
-        }
+        crate::fault::on_this_machine(&self.root, "profile the machine's volumes")
+            .map_err(Status::failed_precondition)?;
         match crate::profile::profile(&SystemRunner, &self.policy, &volume, action).await {
             Ok(answer) => {
                 if action != Action::Info {

@@ -94,13 +94,8 @@ impl Cuts {
     ) -> Result<(String, SystemTime), FaultError> {
         let interface = if interface.is_empty() { interface_of(local)? } else { interface.to_owned() };
         policy.check_fault_network(&interface, seconds)?;
-        if root.base() != std::path::Path::new("/") {
-            return Err(FaultError::Failed(format!(
-                "this agent reads {} as its root (--root), not this machine's: it does not take the \
-                 machine's interface {interface} down",
-                root.base().display()
-            )));
-        }
+        super::on_this_machine(root, &format!("take the machine's interface {interface} down"))
+            .map_err(FaultError::Failed)?;
         match is_up(root, &interface) {
             None => {
                 return Err(FaultError::Failed(format!(

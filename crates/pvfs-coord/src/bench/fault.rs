@@ -513,11 +513,13 @@ fn with_empty_seconds(told: &[(f64, u64)]) -> Vec<(f64, u64)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use pvfs_bench::phase::IorPhase;
 
-    fn cluster(kind: &str) -> Cluster {
+    /// A cluster of `kind` (`glusterfs`: volume gv0, bricks under /bricks; else `local`): a
+    /// server gfs1 and a client c1.
+    pub(crate) fn cluster(kind: &str) -> Cluster {
         let body = match kind {
             "glusterfs" => {
                 "[glusterfs]\nvolume = \"gv0\"\nmount = \"/mnt/gv0\"\n[glusterfs.brick]\npath = \"/bricks\"\n"

@@ -175,21 +175,7 @@ fn brick(b: pb::GlusterBrickProfile) -> ProfiledBrick {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn cluster(kind: &str) -> Cluster {
-        let body = match kind {
-            "glusterfs" => {
-                "[glusterfs]\nvolume = \"gv0\"\nmount = \"/mnt/gv0\"\n[glusterfs.brick]\npath = \"/bricks\"\n"
-            }
-            _ => "[local]\nmount = \"/tmp/pvfs-t\"\n",
-        };
-        let toml = format!(
-            "[cluster]\nname = \"t\"\nkind = \"{kind}\"\n{body}\
-             [[node]]\nname = \"c1\"\naddress = \"127.0.0.1:2\"\nroles = [\"client\"]\n\
-             [[node]]\nname = \"gfs1\"\naddress = \"127.0.0.1:1\"\nroles = [\"server\"]\ndisks = [\"/dev/sdb\"]\n"
-        );
-        pvfs_config::parse(std::path::Path::new("/c/cluster.toml"), &toml).unwrap_or_else(|e| panic!("{e}"))
-    }
+    use crate::bench::fault::tests::cluster;
 
     #[test]
     fn the_profile_is_the_volumes_asked_of_its_first_server() {
