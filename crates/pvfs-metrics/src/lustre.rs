@@ -22,7 +22,8 @@
 //! - [`params`]: where lctl finds a parameter (sysfs, debugfs, procfs, in its order), so the
 //!   agent reads the kernel's files; [`node`]: a node's targets in one second from them.
 //! - [`jobstats`]: a target's `job_stats`, a job at a time in memory that does not grow with
-//!   the jobs.
+//!   the jobs; [`jobid`]: the job id a client gives a process's I/O, worked out as its kernel
+//!   does (`jobid_var`, `jobid_name`).
 //!
 //! The model is lustre_collector's (`Stat`: name, units, samples, min, max, sum, sumsquare),
 //! so a later exporter can name things as lustrefs-exporter does. Written here rather than
@@ -34,6 +35,7 @@
 //! pulls in clap, serde_yaml (deprecated) and an exact pin of `combine`. The formats are
 //! line-oriented and small; a line scan does them.
 
+pub mod jobid;
 pub mod jobstats;
 pub mod node;
 pub mod params;
