@@ -231,6 +231,7 @@ async fn show(
                             row.record(Summary::of(&s.rates, &s.devices));
                             row.targets = s.rates.lustre.clone();
                             row.bricks = s.rates.bricks.clone();
+                            row.lnet = s.rates.lnet;
                         }
                         continue;
                     }

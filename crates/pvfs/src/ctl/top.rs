@@ -276,6 +276,7 @@ impl Sink {
                     row.processes = processes.to_vec();
                     row.targets = rates.lustre.clone();
                     row.bricks = rates.bricks.clone();
+                    row.lnet = rates.lnet;
                 }
                 screen.screen.clock = time_text(rates.time_unix_ns);
                 Ok(())

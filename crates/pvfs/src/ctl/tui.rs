@@ -78,6 +78,8 @@ pub(crate) struct NodeRow {
     /// Its Lustre targets and GlusterFS bricks over the latest second (a server's).
     pub targets: Vec<TargetRates>,
     pub bricks: Vec<BrickRates>,
+    /// LNet's traffic over the second, on a node with Lustre.
+    pub lnet: Option<pvfs_metrics::lustre::node::LnetRates>,
 }
 
 impl NodeRow {
@@ -91,6 +93,7 @@ impl NodeRow {
             processes: Vec::new(),
             targets: Vec::new(),
             bricks: Vec::new(),
+            lnet: None,
         }
     }
 
@@ -307,7 +310,8 @@ pub(crate) fn draw_in(frame: &mut Frame<'_>, area: Rect, screen: &Screen) {
     frame.render_widget(Paragraph::new(help).style(Style::new().fg(Color::DarkGray)), foot);
     // The file system's own view, when a server reports one: every target and brick of the
     // cluster in one table, as ltop shows a file system's OSTs and MDTs, under the nodes'.
-    let targets: usize = screen.rows.iter().map(|r| r.targets.len() + r.bricks.len()).sum();
+    let targets: usize =
+        screen.rows.iter().map(|r| r.targets.len() + r.bricks.len() + usize::from(r.lnet.is_some())).sum();
     let body = if targets > 0 {
         let height = (targets as u16 + 3).min(body.height / 2);
         let [table, panel] = Layout::vertical([Constraint::Min(3), Constraint::Length(height)]).areas(body);
@@ -428,7 +432,8 @@ fn draw_processes(frame: &mut Frame<'_>, area: Rect, name: &str, row: Option<&No
 
 /// Every node's Lustre targets and GlusterFS bricks, as ltop's table: MB/s of 10^6 bytes,
 /// operations a second, clients, locks, space and inodes in use, a recovery under way; a
-/// brick's bytes through its process's system calls, `down` while its process is gone.
+/// brick's bytes through its process's system calls, `down` while its process is gone; a
+/// Lustre node's LNet (received as read, sent as written, messages a second both ways, drops).
 fn draw_targets(frame: &mut Frame<'_>, area: Rect, rows: &[NodeRow]) {
     let figure = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"));
     let count = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), |v| v.to_string());
@@ -447,6 +452,21 @@ fn draw_targets(frame: &mut Frame<'_>, area: Rect, rows: &[NodeRow]) {
                 figure(t.space_used_pct),
                 figure(t.inodes_used_pct),
                 t.recovery.clone().unwrap_or_default(),
+            ]));
+        }
+        if let Some(l) = &row.lnet {
+            lines.push(Row::new([
+                "LNet".to_owned(),
+                "lnet".to_owned(),
+                row.name.clone(),
+                format!("{:.1}", l.recv_bytes_s / 1e6),
+                format!("{:.1}", l.send_bytes_s / 1e6),
+                format!("{:.0}", l.recv_msgs_s + l.send_msgs_s),
+                "-".to_owned(),
+                "-".to_owned(),
+                "-".to_owned(),
+                "-".to_owned(),
+                if l.drop_msgs_s > 0.0 { format!("{:.0} drops/s", l.drop_msgs_s) } else { String::new() },
             ]));
         }
         for b in &row.bricks {
@@ -642,8 +662,8 @@ mod tests {
         assert_eq!(screen.selected, None);
     }
 
-    /// A Lustre server's targets and a GlusterFS server's bricks, every one in one panel with
-    /// its node; none, no panel.
+    /// A Lustre server's targets and LNet and a GlusterFS server's bricks, every one in one
+    /// panel with its node; none, no panel.
     #[test]
     fn the_file_systems_targets_in_a_panel() {
         let mut oss = NodeRow::new("oss00", "server");
@@ -659,6 +679,13 @@ mod tests {
             recovery: Some("RECOVERING".into()),
             ..TargetRates::default()
         }];
+        oss.lnet = Some(pvfs_metrics::lustre::node::LnetRates {
+            recv_bytes_s: 419_430_400.0,
+            recv_msgs_s: 400.0,
+            send_msgs_s: 400.0,
+            drop_msgs_s: 3.0,
+            ..Default::default()
+        });
         let mut gfs = NodeRow::new("gfs2", "server");
         gfs.record(summary(1.0, 1.0));
         gfs.bricks = vec![BrickRates {
@@ -686,6 +713,10 @@ mod tests {
         let ost = text.iter().find(|l| l.contains("fs-OST0000")).unwrap_or_else(|| panic!("{all}"));
         for cell in ["ost", "oss00", "419.4", "100", "12", "2.5", "RECOVERING"] {
             assert!(ost.contains(cell), "{cell} in {ost}");
+        }
+        let lnet = text.iter().find(|l| l.contains("LNet")).unwrap_or_else(|| panic!("{all}"));
+        for cell in ["lnet", "oss00", "419.4", "800", "3 drops/s"] {
+            assert!(lnet.contains(cell), "{cell} in {lnet}");
         }
         let brick = text.iter().find(|l| l.contains("gv0:/bricks/b1")).unwrap_or_else(|| panic!("{all}"));
         assert!(brick.contains("brick") && brick.contains("gfs2") && brick.contains("down"), "{brick}");
