@@ -707,7 +707,7 @@ impl pb::agent_server::Agent for AgentService {
             if kill_brick.is_some() || cut_network.is_some() || stop_service.is_some() || undo {
                 return Err(Status::invalid_argument("heal_of asks a volume's heal, alone"));
             }
-            return match crate::fault::heal_info(&self.root, &SystemRunner, &self.policy, &heal_of).await {
+            return match crate::fault::heal_info(&SystemRunner, &self.policy, &heal_of).await {
                 Ok((done, bricks)) => Ok(Response::new(pb::FaultResponse {
                     done,
                     at_unix_ns: crate::fault::unix_ns(std::time::SystemTime::now()),

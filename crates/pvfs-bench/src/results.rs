@@ -477,6 +477,10 @@ pub enum BenchEvent {
         pending_max: u64,
         split_brain: u64,
         healed_after_s: Option<f64>,
+        /// Why the heal could not be followed (the volume has no replicas to heal from, the
+        /// agent refused): `healed_after_s` is `None` then.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
     },
     /// GlusterFS's own profile of the volume over one phase (`--gluster-profile`): what each
     /// brick did from the phase's start to its end, as `gluster volume profile VOL info

@@ -176,7 +176,8 @@ async fn a_fault_is_refused_without_the_grant_and_for_anything_but_a_running_bri
     let status = client.fault(start).await.unwrap_err();
     assert!(status.message().contains("--root"), "{}", status.message());
 
-    // A volume's heal: a volume by name, alone, and never by an agent on another root.
+    // A volume's heal: a volume by name, and alone (read-only: asked of the `gluster` on the
+    // agent's PATH, which answers nothing here).
     let heal = |volume: &str| pb::FaultRequest { heal_of: volume.into(), ..pb::FaultRequest::default() };
     for (request, code) in [
         (heal("gv0;reboot"), Code::PermissionDenied),

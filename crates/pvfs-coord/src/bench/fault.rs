@@ -250,17 +250,27 @@ const HEAL_WAIT_AT_END: Duration = Duration::from_secs(120);
 async fn follow_heal(dialer: &Dialer, plan: &FaultPlan, volume: &str, back_at: f64) -> BenchEvent {
     let (mut most, mut split_most) = (0u64, 0u64);
     let deadline = tokio::time::Instant::now() + HEAL_WITHIN;
+    let mut error = None;
     let healed = loop {
-        if let Ok(bricks) = ask_heal(dialer, plan, volume).await {
-            let entries: u64 = bricks.iter().filter_map(|b| b.total).sum();
-            most = most.max(entries);
-            split_most = split_most.max(bricks.iter().filter_map(|b| b.split_brain).sum());
-            let all_answer = !bricks.is_empty() && bricks.iter().all(|b| b.status == "Connected");
-            if entries == 0 && all_answer {
-                break true;
+        match ask_heal(dialer, plan, volume).await {
+            Ok(bricks) => {
+                let entries: u64 = bricks.iter().filter_map(|b| b.total).sum();
+                most = most.max(entries);
+                split_most = split_most.max(bricks.iter().filter_map(|b| b.split_brain).sum());
+                let all_answer = !bricks.is_empty() && bricks.iter().all(|b| b.status == "Connected");
+                if entries == 0 && all_answer {
+                    break true;
+                }
             }
+            // An answer that will not change (glusterd says the volume has nothing to heal
+            // from — a distributed volume — or the agent refuses): not followed further.
+            Err(Asked::Answered(why)) => {
+                error = Some(why);
+                break false;
+            }
+            // One that did not come (glusterd busy, the node slow) is asked again.
+            Err(Asked::Unanswered(why)) => tracing::debug!(volume, "heal not told yet: {why}"),
         }
-        // An answer that did not come (glusterd busy, the node slow) is asked again.
         if tokio::time::Instant::now() >= deadline {
             break false;
         }
@@ -274,16 +284,33 @@ async fn follow_heal(dialer: &Dialer, plan: &FaultPlan, volume: &str, back_at: f
         pending_max: most,
         split_brain: split_most,
         healed_after_s: healed.then(|| (now - back_at).max(0.0)),
+        error,
     }
 }
 
+/// Why a heal's question got no figures.
+enum Asked {
+    /// The agent answered, and its answer will not change by asking again.
+    Answered(String),
+    /// No answer: the node, its agent or glusterd did not answer in time.
+    Unanswered(String),
+}
+
 /// Asks the node's agent how far `volume`'s heal has got.
-async fn ask_heal(dialer: &Dialer, plan: &FaultPlan, volume: &str) -> Result<Vec<pb::GlusterHeal>, String> {
-    let mut conn = dialer.connect(&plan.node).await.map_err(|e| e.to_string())?;
+async fn ask_heal(dialer: &Dialer, plan: &FaultPlan, volume: &str) -> Result<Vec<pb::GlusterHeal>, Asked> {
+    let mut conn = dialer.connect(&plan.node).await.map_err(|e| Asked::Unanswered(e.to_string()))?;
     let request = pb::FaultRequest { heal_of: volume.to_owned(), ..pb::FaultRequest::default() };
     match conn.agent.fault(request).await {
         Ok(answer) => Ok(answer.into_inner().heal),
-        Err(status) => Err(format!("{}: {}", plan.node.name, status.message())),
+        Err(status) => {
+            let why = format!("{}: {}", plan.node.name, status.message());
+            Err(match status.code() {
+                tonic::Code::FailedPrecondition
+                | tonic::Code::PermissionDenied
+                | tonic::Code::InvalidArgument => Asked::Answered(why),
+                _ => Asked::Unanswered(why),
+            })
+        }
     }
 }
 

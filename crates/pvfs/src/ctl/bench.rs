@@ -623,6 +623,9 @@ fn fault_line(event: &BenchEvent) -> Option<String> {
                 "fault on {node}, iteration {iteration} {phase}: {ops_per_s_before:.0} ops/s before, {stall_s:.0} s with no operation finished, {recovered}"
             ))
         }
+        BenchEvent::FaultHealed { node, volume, error: Some(why), .. } => {
+            Some(format!("heal of {volume} after the fault on {node}: not followed: {why}"))
+        }
         BenchEvent::FaultHealed { node, volume, pending_max, split_brain, healed_after_s, .. } => {
             let healed = healed_after_s.map_or_else(
                 || "entries still pending when pvfs stopped waiting".to_owned(),

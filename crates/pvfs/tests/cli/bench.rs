@@ -1883,17 +1883,28 @@ fn a_fault_kills_a_brick_mid_phase_brings_it_back_and_is_measured() {
     std::os::unix::fs::symlink("/sys", root.join("sys")).unwrap();
     let mut first = std::process::Command::new("bash").args(["-c", STAND_IN_BRICK]).spawn().unwrap();
     std::fs::write(&pid_file, format!("{}\n", first.id())).unwrap();
-    // The stand-in `gluster`: `volume start gv0 force` starts the brick again, as glusterd does.
+    // The stand-in `gluster`: `volume start gv0 force` starts the brick again, as glusterd does;
+    // `heal info summary` answers as GlusterFS 10.3 did for a brick just back (8 entries
+    // pending, its real XML), then as it did once healed.
     let bin = dir.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let gluster = bin.join("gluster");
+    let testdata = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../pvfs-metrics/testdata/gluster");
+    let asked = dir.path().join("heal-asked");
     std::fs::write(
         &gluster,
         format!(
-            "#!/bin/bash\n[ \"$*\" = \"--mode=script volume start gv0 force\" ] || exit 64\n\
-             setsid bash -c \"{}\" </dev/null >/dev/null 2>&1 &\necho $! > {}\necho 'volume start: gv0: success'\n",
-            STAND_IN_BRICK.replace('"', "\\\""),
-            pid_file.display()
+            "#!/bin/bash\n\
+             if [ \"$*\" = \"--mode=script --xml volume heal gv0 info summary\" ]; then\n\
+               if [ -e {asked} ]; then cat {healed}; else touch {asked}; cat {pending}; fi; exit 0\n\
+             fi\n\
+             [ \"$*\" = \"--mode=script volume start gv0 force\" ] || exit 64\n\
+             setsid bash -c \"{brick}\" </dev/null >/dev/null 2>&1 &\necho $! > {pid}\necho 'volume start: gv0: success'\n",
+            asked = asked.display(),
+            healed = testdata.join("heal-summary.xml").display(),
+            pending = testdata.join("heal-summary-after-restart.xml").display(),
+            brick = STAND_IN_BRICK.replace('"', "\\\""),
+            pid = pid_file.display()
         ),
     )
     .unwrap();
@@ -1979,7 +1990,17 @@ fn a_fault_kills_a_brick_mid_phase_brings_it_back_and_is_measured() {
     // events.jsonl keeps them too.
     let run = dir.path().join(events.last().unwrap()["results"].as_str().unwrap());
     let kept = std::fs::read_to_string(run.join("events.jsonl")).unwrap();
-    assert_eq!(kept.lines().filter(|l| l.contains("\"event\":\"fault")).count(), 3, "{kept}");
+    assert_eq!(kept.lines().filter(|l| l.contains("\"event\":\"fault")).count(), 4, "{kept}");
+    // The brick's volume healed: 8 entries pending at first (the real answer's), none at the
+    // next question, 2 s later.
+    let healed = events.iter().find(|e| e["event"] == "fault_healed").expect("the heal followed");
+    assert_eq!(
+        (healed["volume"].as_str(), healed["pending_max"].as_u64()),
+        (Some("gv0"), Some(8)),
+        "{healed}"
+    );
+    let after = healed["healed_after_s"].as_f64().unwrap_or_else(|| panic!("{healed}"));
+    assert!((1.0..10.0).contains(&after), "{healed}");
     // The report's latency section names the fault and shades it on the chart.
     let report = dir.path().join("report");
     let out = dir.ctl(&["report", run.to_str().unwrap(), "--out", report.to_str().unwrap()]);
@@ -1989,7 +2010,7 @@ fn a_fault_kills_a_brick_mid_phase_brings_it_back_and_is_measured() {
         .lines()
         .find(|l| l.starts_with("| s1 | 0 | write | "))
         .unwrap_or_else(|| panic!("no fault row:\n{md}"));
-    assert!(row.ends_with(" | 0 | 0.0 |"), "no stall, back at once: {row}");
+    assert!(row.contains(" | 0 | 0.0 | 8 | "), "no stall, back at once, 8 entries healed: {row}");
     let svg = std::fs::read_to_string(
         report.join(format!("latency-seconds-{}.svg", run.file_name().unwrap().to_str().unwrap())),
     )
