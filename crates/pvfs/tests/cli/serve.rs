@@ -1153,10 +1153,15 @@ fn a_lustre_servers_targets_each_second_in_top_and_in_metrics() {
         assert!(ost["space_used_pct"].as_f64().is_some_and(|p| p > 0.0 && p < 100.0), "{line}");
         assert_eq!(targets[1]["write_bytes_s"].as_f64(), Some(0.0), "the other OST is idle");
         assert_eq!(targets[2]["component"].as_str(), Some("mdt"));
-        // LNet received what the OST wrote (the test moves both together).
+        // LNet received what the OST wrote (the test moves both together, a 4 MiB write at a
+        // time; the agent reads the two files one after the other, so on a loaded machine
+        // each second's two ends may see them one write apart: two writes in all).
         let lnet = &line["lnet"];
         let received = lnet["recv_bytes_s"].as_f64().unwrap();
-        assert!((received - OST_RATE).abs() < 4.2e6 + OST_RATE * 0.05, "{received} B/s: {line}");
+        assert!(
+            (received - rate).abs() < 2.0 * 4.2e6 + rate * 0.05,
+            "{received} B/s against the OST's {rate}: {line}"
+        );
         assert_eq!(lnet["send_bytes_s"].as_f64(), Some(0.0), "{line}");
     }
     let table = dir.ctl(&["top", cluster, "--count", "1"]);
