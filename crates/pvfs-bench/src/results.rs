@@ -25,7 +25,8 @@ mod run_dir;
 pub use run_dir::{LineFile, RunDir, events_path, write_atomic};
 mod timeline;
 pub use timeline::{
-    FaultSpan, LatencySecond, PhaseProfile, PhaseSpan, faults, gluster_profiles, latency_seconds, timeline,
+    FaultSpan, Heal, LatencySecond, PhaseProfile, PhaseSpan, faults, gluster_profiles, latency_seconds,
+    timeline,
 };
 
 /// The version of `results.json` this code writes. Records from before the field existed

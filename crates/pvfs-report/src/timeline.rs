@@ -66,9 +66,12 @@ pub(super) fn section(md: &mut String, r: &RunData, out: &Path) -> Result<Vec<Pa
                 f.ops_per_s_before,
                 f.stall_s,
                 f.recovery_s.map_or("not within the phase".to_owned(), |s| format!("{s:.1}")),
-                f.heal.map_or("–".to_owned(), |(pending, _)| pending.to_string()),
-                f.heal.map_or("–".to_owned(), |(_, after)| after
-                    .map_or("not within the wait".to_owned(), |s| format!("{s:.1}"))),
+                f.heal.as_ref().map_or("–".to_owned(), |h| h.pending_max.to_string()),
+                f.heal.as_ref().map_or("–".to_owned(), |h| match (&h.error, h.healed_after_s) {
+                    (Some(why), _) => format!("not followed: {}", why.replace('|', "/")),
+                    (None, Some(s)) => format!("{s:.1}"),
+                    (None, None) => "not within the wait".to_owned(),
+                }),
             );
         }
         *md += "\n";

@@ -86,10 +86,20 @@ pub struct FaultSpan {
     pub ops_per_s_before: f64,
     pub stall_s: f64,
     pub recovery_s: Option<f64>,
-    /// A killed brick's heal, once it was measured (`BenchEvent::FaultHealed`): the most
-    /// entries pending at once and the seconds from the brick's return until none were left
-    /// (`None` in it: not within the wait).
-    pub heal: Option<(u64, Option<f64>)>,
+    /// A killed brick's heal, once it was followed (`BenchEvent::FaultHealed`).
+    pub heal: Option<Heal>,
+}
+
+/// How a killed brick's volume healed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Heal {
+    /// The most entries pending at once.
+    pub pending_max: u64,
+    /// Seconds from the brick's return until none were left; `None`: not within the wait, or
+    /// not followed (`error`).
+    pub healed_after_s: Option<f64>,
+    /// Why it was not followed (glusterd's words).
+    pub error: Option<String>,
 }
 
 /// The run's measured faults, in order (none for a run without `--fault`).
@@ -97,9 +107,13 @@ pub fn faults(dir: &Path) -> Result<Vec<FaultSpan>, ResultsError> {
     let mut faults: Vec<FaultSpan> = Vec::new();
     each_event(dir, "\"fault_", |event| {
         // A heal is told after its fault's measure: the node's latest fault's.
-        if let BenchEvent::FaultHealed { node, pending_max, healed_after_s, .. } = &event {
+        if let BenchEvent::FaultHealed { node, pending_max, healed_after_s, error, .. } = &event {
             if let Some(f) = faults.iter_mut().rev().find(|f| &f.node == node) {
-                f.heal = Some((*pending_max, *healed_after_s));
+                f.heal = Some(Heal {
+                    pending_max: *pending_max,
+                    healed_after_s: *healed_after_s,
+                    error: error.clone(),
+                });
             }
             return;
         }
