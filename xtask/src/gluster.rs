@@ -822,16 +822,14 @@ fn brick_counters(dir: &Path) -> anyhow::Result<()> {
 /// meanwhile, and the per-second timeline around the fault is printed. The policy files go
 /// afterwards; gv1 stays (the scenario's later steps use gv0).
 fn brick_fault(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(cluster)?;
-    let replicated = text.replacen(
+    let fault_cluster = variant(
+        lab,
+        cluster,
+        "glusterfs-e2e-replica.toml",
         "[glusterfs]\nvolume = \"gv0\"\nmount = \"/mnt/gv0\"",
         "[glusterfs]\nvolume = \"gv1\"\nmount = \"/mnt/gv1\"\nlayout = \"replicate\"\nreplica = 2",
-        1,
-    );
-    ensure!(replicated.contains("volume = \"gv1\""), "no [glusterfs] volume gv0 to replace in {cluster}");
-    let fault_cluster = lab.work.join("glusterfs-e2e-replica.toml");
-    std::fs::write(&fault_cluster, replicated)?;
-    let fault_cluster = fault_cluster.to_string_lossy().into_owned();
+        "",
+    )?;
     let out = capture(Command::new(binary).args(["ctl", "up", &fault_cluster, "--tls-dir", tls, "--json"]))?;
     ensure!(
         out.status.success(),
@@ -1099,6 +1097,23 @@ fn fault_run(out: &std::process::Output, what: &str) -> anyhow::Result<(Vec<Valu
     Ok((events, [injected, undone]))
 }
 
+/// A variant of the scenario's cluster file, written to the lab's work directory as `name`:
+/// `from` replaced by `to` (which must be there), then `appended`. Returns its path.
+fn variant(
+    lab: &Lab,
+    cluster: &str,
+    name: &str,
+    from: &str,
+    to: &str,
+    appended: &str,
+) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(cluster)?;
+    ensure!(text.contains(from), "{cluster} has no {from:?} to make {name} from");
+    let path = lab.work.join(name);
+    std::fs::write(&path, text.replacen(from, to, 1) + appended)?;
+    Ok(path.to_string_lossy().into_owned())
+}
+
 /// Part 7 of the scenario: `pvfsctl bench` with the built-in engine on the FUSE client, its
 /// report, and a client cut off the network mid-run.
 fn bench(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyhow::Result<()> {
@@ -1237,17 +1252,14 @@ fn mpi(bench_cmd: &dyn Fn(&[&str]) -> Command) -> anyhow::Result<()> {
 /// host key in gfs2's known_hosts fails the run saying so; `up` repairs it.
 fn mpi_across_hosts(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyhow::Result<()> {
     const CLIENTS: [&str; 2] = ["gfs2", "client1"];
-    let text = std::fs::read_to_string(cluster)?;
-    let text = text.replacen(
+    let mpi_cluster = variant(
+        lab,
+        cluster,
+        "glusterfs-e2e-mpi.toml",
         "name = \"gfs2\"\naddress = \"10.213.250.12:7070\"\nroles = [\"server\"]",
         "name = \"gfs2\"\naddress = \"10.213.250.12:7070\"\nroles = [\"server\", \"client\"]",
-        1,
-    );
-    ensure!(text.contains("roles = [\"server\", \"client\"]"), "gfs2 not made a client in {cluster}");
-    let mpi_cluster = lab.work.join("glusterfs-e2e-mpi.toml");
-    let grant = "\n[bench]\nlauncher = \"mpi\"\nmpi_ssh = true\n\n[policy.role.client]\nmpi_ssh = true\n";
-    std::fs::write(&mpi_cluster, text + grant)?;
-    let mpi_cluster = mpi_cluster.to_string_lossy().into_owned();
+        "\n[bench]\nlauncher = \"mpi\"\nmpi_ssh = true\n\n[policy.role.client]\nmpi_ssh = true\n",
+    )?;
     // The grant is in the cluster file but not yet on the nodes: their agents, on the built-in
     // policy, refuse the unit (rule mpi-ssh-off) whatever the file says.
     let out = capture(Command::new(binary).args(["ctl", "up", &mpi_cluster, "--tls-dir", tls, "--json"]))?;

@@ -8,25 +8,31 @@ use pvfs_metrics::lustre::Times;
 use pvfs_metrics::lustre::node::{Kind, Locks, Snapshot, Space, Target};
 use pvfs_metrics::lustre::{LnetCounters, Stat};
 
+same_fields!(
+    LnetCounters,
+    pb::LnetCounters,
+    [
+        msgs_alloc,
+        msgs_max,
+        errors,
+        send_count,
+        recv_count,
+        route_count,
+        drop_count,
+        send_length,
+        recv_length,
+        route_length,
+        drop_length,
+    ]
+);
+
 impl From<&Snapshot> for pb::LustreSnapshot {
     fn from(s: &Snapshot) -> pb::LustreSnapshot {
         pb::LustreSnapshot {
             healthy: s.healthy,
             targets: s.targets.iter().map(pb::LustreTarget::from).collect(),
             errors: s.errors.clone(),
-            lnet: s.lnet.map(|l| pb::LnetCounters {
-                msgs_alloc: l.msgs_alloc,
-                msgs_max: l.msgs_max,
-                errors: l.errors,
-                send_count: l.send_count,
-                recv_count: l.recv_count,
-                route_count: l.route_count,
-                drop_count: l.drop_count,
-                send_length: l.send_length,
-                recv_length: l.recv_length,
-                route_length: l.route_length,
-                drop_length: l.drop_length,
-            }),
+            lnet: s.lnet.map(pb::LnetCounters::from),
         }
     }
 }
@@ -73,19 +79,7 @@ impl From<pb::LustreSnapshot> for Snapshot {
             healthy: s.healthy,
             targets: s.targets.into_iter().map(Target::from).collect(),
             errors: s.errors,
-            lnet: s.lnet.map(|l| LnetCounters {
-                msgs_alloc: l.msgs_alloc,
-                msgs_max: l.msgs_max,
-                errors: l.errors,
-                send_count: l.send_count,
-                recv_count: l.recv_count,
-                route_count: l.route_count,
-                drop_count: l.drop_count,
-                send_length: l.send_length,
-                recv_length: l.recv_length,
-                route_length: l.route_length,
-                drop_length: l.drop_length,
-            }),
+            lnet: s.lnet.map(LnetCounters::from),
         }
     }
 }
