@@ -261,6 +261,7 @@ pub(crate) async fn run_engine(
     progress: Arc<Progress>,
     cancel: CancellationToken,
     wear: Option<WearLink>,
+    env: Option<(String, String)>,
 ) -> Result<Vec<TaskResult>, EngineError> {
     static SEQ: AtomicU64 = AtomicU64::new(0);
     let died = |why: String| EngineError::Died(format!("the built-in engine on {node} {why}"));
@@ -278,8 +279,12 @@ pub(crate) async fn run_engine(
         argv = Argv { args: scoped, arg0: None };
     }
     let oom_before = oom_kills();
-    let mut child = argv
-        .command()
+    let mut command = argv.command();
+    // The variable a Lustre client reads its job id from (its jobid_var), set to the tag.
+    if let Some((var, value)) = env {
+        command.env(var, value);
+    }
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

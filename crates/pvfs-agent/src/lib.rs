@@ -21,6 +21,7 @@ mod handshake;
 // Public for its benchmark (`benches/gmond.rs`): the renderer and what it renders from.
 pub mod gmond;
 mod history;
+mod jobs;
 mod launch;
 pub mod limits;
 mod notify;

@@ -342,6 +342,7 @@ impl pb::agent_server::Agent for AgentService {
             _ => None,
         };
         let wear_slot = self.wear_out.clone();
+        let job = crate::jobs::of_phase(&self.root, &req);
         tokio::spawn(async move {
             let _guard = guard;
             tokio::select! {
@@ -360,8 +361,9 @@ impl pb::agent_server::Agent for AgentService {
                 _ => {
                     let (progress, cancel) = (progress.clone(), cancel.clone());
                     // Its own process: its memory, threads and crashes are not the agent's.
+                    let env = job.env.clone();
                     Box::pin(async move {
-                        crate::child::run_engine(&node, &req, memory_max, progress, cancel, wear)
+                        crate::child::run_engine(&node, &req, memory_max, progress, cancel, wear, env)
                             .await
                             .map_err(|e| {
                                 use crate::child::EngineError;
@@ -399,7 +401,9 @@ impl pb::agent_server::Agent for AgentService {
                 let _ = tx.send(Ok(progress_event(&progress))).await;
             }
             let message = done.map(|tasks| pb::BenchEvent {
-                event: Some(pb::bench_event::Event::Done(pvfs_proto::convert::bench::phase_done_to(&tasks))),
+                event: Some(pb::bench_event::Event::Done(pvfs_proto::convert::bench::phase_done_to(
+                    &tasks, &job.id,
+                ))),
             });
             if let Err(status) = &message {
                 tracing::warn!(phase = phase_name, error = %status.message(), "benchmark phase failed");
@@ -785,6 +789,38 @@ impl pb::agent_server::Agent for AgentService {
                 })
             }
         }
+    }
+
+    async fn lustre_jobs(
+        &self,
+        request: Request<pb::LustreJobsRequest>,
+    ) -> Result<Response<pb::LustreJobsResponse>, Status> {
+        let pb::LustreJobsRequest { job_ids } = request.into_inner();
+        crate::jobs::check_ids(&job_ids).map_err(Status::invalid_argument)?;
+        let root = self.root.clone();
+        // Reading a busy server's job_stats takes a while: off the runtime's threads.
+        let (jobs, errors) = tokio::task::spawn_blocking(move || crate::jobs::on_targets(&root, &job_ids))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?;
+        let jobs = jobs
+            .into_iter()
+            .map(|j| pb::LustreTargetJob {
+                kind: j.kind,
+                target: j.target,
+                job_id: j.job_id,
+                counters: j
+                    .counters
+                    .into_iter()
+                    .map(|c| pb::LustreJobCounter {
+                        name: c.name,
+                        unit: c.units,
+                        samples: c.samples,
+                        sum: c.sum.unwrap_or_default(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        Ok(Response::new(pb::LustreJobsResponse { jobs, errors }))
     }
 
     async fn gluster_profile(

@@ -28,6 +28,48 @@ pub struct PhaseRequest {
     /// phase after a stonewalled write gets from the write ([`stop_after`]), so that it reads
     /// what was written. `None`: every transfer of the block.
     pub stop_after: Option<u64>,
+    /// The name the built-in engine gives its task threads ([`job_tag`]), so that a Lustre
+    /// client whose `jobid_var` is `procname_uid` tags their I/O with a job id pvfs knows, and
+    /// the servers' `job_stats` tell what this phase did on each target. `None`: `task N`.
+    pub job_tag: Option<String>,
+}
+
+/// The longest job tag: a thread's name (its `comm`) holds 15 characters.
+pub const MAX_JOB_TAG: usize = 15;
+
+/// The tag a phase's tasks run under: `pv`, the run's `nonce` (its low 20 bits, 5 hex digits),
+/// the phase's code and the iteration (its last 6 digits) — one per phase of a run, so the
+/// servers' `job_stats` hold this phase's I/O under it and nothing else's (Lustre keeps a
+/// job's counters until it has been idle `job_cleanup_interval`, 600 s by default), within a
+/// thread name's 15 characters.
+pub fn job_tag(nonce: u32, iteration: u32, phase: Phase) -> String {
+    let code = match phase {
+        Phase::Ior(IorPhase::Write) => "w",
+        Phase::Ior(IorPhase::Read) => "r",
+        Phase::IorCleanup => "x",
+        Phase::Mdtest(m) => match m {
+            MdtestPhase::TreeCreate => "tc",
+            MdtestPhase::DirCreate => "dc",
+            MdtestPhase::DirStat => "ds",
+            MdtestPhase::DirRemove => "dr",
+            MdtestPhase::FileCreate => "fc",
+            MdtestPhase::FileStat => "fs",
+            MdtestPhase::FileRead => "fr",
+            MdtestPhase::FileRemove => "fx",
+            MdtestPhase::TreeRemove => "tr",
+        },
+        Phase::Find => "f",
+    };
+    format!("pv{:05x}{code}{}", nonce & 0xf_ffff, iteration % 1_000_000)
+}
+
+/// Whether the agent takes `tag` as its task threads' name: 1 to [`MAX_JOB_TAG`] letters,
+/// digits, `.`, `_` or `-`, not starting with `-` (it ends up in job ids, `ps` and logs, so
+/// nothing a shell or a terminal would read as more than a name).
+pub fn valid_job_tag(tag: &str) -> bool {
+    (1..=MAX_JOB_TAG).contains(&tag.len())
+        && !tag.starts_with('-')
+        && tag.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
 /// Which nodes drop their caches before a run's read and stat phases (`[bench] drop_caches`,
@@ -244,5 +286,24 @@ mod tests {
         let h = Hostfile::new(&clients, 2);
         assert_eq!(h.text, "10.0.0.1 slots=4\n10.0.0.2 slots=2\n");
         assert_eq!(h.owners, ["a", "a", "c", "c", "b", "b"]);
+    }
+
+    /// Every phase's tag is a valid thread name and differs from every other phase's of the
+    /// run, at the largest nonce and iteration too.
+    #[test]
+    fn job_tags_are_thread_names_one_per_phase() {
+        for (nonce, iteration) in [(0, 0), (0xabcde, 7), (u32::MAX, u32::MAX)] {
+            let tags: Vec<String> = Phase::ALL.iter().map(|&p| job_tag(nonce, iteration, p)).collect();
+            for tag in &tags {
+                assert!(valid_job_tag(tag), "{tag}");
+            }
+            let distinct: std::collections::BTreeSet<&String> = tags.iter().collect();
+            assert_eq!(distinct.len(), tags.len(), "{tags:?}");
+        }
+        assert_eq!(job_tag(0xabcde, 7, Phase::Ior(IorPhase::Write)), "pvabcdew7");
+        assert_ne!(job_tag(1, 0, Phase::Find), job_tag(2, 0, Phase::Find));
+        for bad in ["", "-pv", "pv 1", "pv;reboot", "pv/1", "0123456789abcdef", "pv\n"] {
+            assert!(!valid_job_tag(bad), "{bad:?}");
+        }
     }
 }

@@ -25,8 +25,8 @@ mod run_dir;
 pub use run_dir::{LineFile, RunDir, events_path, write_atomic};
 mod timeline;
 pub use timeline::{
-    FaultSpan, Heal, LatencySecond, PhaseProfile, PhaseSpan, faults, gluster_profiles, latency_seconds,
-    timeline,
+    FaultSpan, Heal, LatencySecond, PhaseJobs, PhaseProfile, PhaseSpan, faults, gluster_profiles,
+    latency_seconds, lustre_jobs, timeline,
 };
 
 /// The version of `results.json` this code writes. Records from before the field existed
@@ -258,6 +258,11 @@ pub struct PhaseRecord {
     /// (the agents launcher; absent elsewhere). The totals are the last-done ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_done: Option<crate::summary::FirstDone>,
+    /// The job id each client's Lustre client gave the phase's tasks, or why none: the
+    /// coordinator's, for reading the servers' job_stats (the record keeps the reading, a
+    /// [`BenchEvent::LustreJobs`], in events.jsonl).
+    #[serde(skip)]
+    pub lustre_job_ids: Vec<ClientJobId>,
 }
 
 impl PhaseRecord {
@@ -326,6 +331,7 @@ impl PhaseRecord {
             stage: None,
             found: (phase == Phase::Find).then(|| tasks.iter().map(|(_, t)| t.found).sum()),
             first_done: None,
+            lustre_job_ids: Vec::new(),
         }
     }
 }
@@ -494,6 +500,20 @@ pub enum BenchEvent {
         /// Why the phase's reading could not be made (no bricks then).
         error: Option<String>,
     },
+    /// A Lustre phase's own I/O per target, from the servers' `job_stats` (read once the phase
+    /// was done on every client): the job id each client's Lustre client gave the phase's
+    /// tasks (named for the phase), and what each OST and MDT counted under those ids.
+    LustreJobs {
+        iteration: u32,
+        phase: Phase,
+        /// Each client's id, or why it has none.
+        clients: Vec<ClientJobId>,
+        /// Each target that counted any of the ids, its counters summed over them.
+        targets: Vec<TargetJobStats>,
+        /// A server that could not be asked, or a target whose job_stats could not be read.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        errors: Vec<String>,
+    },
     /// The last line of `--json`: the run's summary rows, and where its results are.
     Summary {
         run: String,
@@ -502,6 +522,52 @@ pub enum BenchEvent {
         mdtest: Vec<MdtestSummary>,
         error: Option<String>,
     },
+}
+
+/// The job id a client's Lustre client gave a phase's tasks, or why it has none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientJobId {
+    pub node: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why_none: Option<String>,
+}
+
+/// What one Lustre target counted for a phase's job ids.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetJobStats {
+    /// The server whose agent read it.
+    pub node: String,
+    /// `obdfilter` (an OST) or `mdt`.
+    pub kind: String,
+    pub target: String,
+    /// Each counter with any samples: its samples (calls, or RPCs for `read_bytes` and
+    /// `write_bytes`) and its sum (bytes for those two, microseconds for most others).
+    pub counters: Vec<JobCounter>,
+}
+
+impl TargetJobStats {
+    /// A counter's samples and sum (zeros when the target has none).
+    pub fn counter(&self, name: &str) -> (u64, u64) {
+        self.counters.iter().find(|c| c.name == name).map_or((0, 0), |c| (c.samples, c.sum))
+    }
+
+    /// Operations other than reads and writes (opens, creates, getattrs, punches, …).
+    pub fn other_ops(&self) -> u64 {
+        self.counters
+            .iter()
+            .filter(|c| c.name != "read_bytes" && c.name != "write_bytes")
+            .map(|c| c.samples)
+            .sum()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobCounter {
+    pub name: String,
+    pub samples: u64,
+    pub sum: u64,
 }
 
 /// One brick's profile over a phase.

@@ -11,6 +11,7 @@
 pub mod execute;
 pub mod fault;
 mod io500;
+pub mod jobs;
 pub mod metrics;
 pub mod plan;
 pub mod profile;
@@ -61,6 +62,10 @@ pub struct BenchSpec {
     pub drop_caches: Vec<Node>,
     /// `--engine io500`: the io500 program on the clients (`[bench] io500`).
     pub io500_program: Option<PathBuf>,
+    /// A Lustre cluster's MDSs and OSSs ([`jobs::servers`]): with the built-in engine under
+    /// the agents launcher, each phase's tasks run under a job tag, and these are asked what
+    /// their targets counted for it. Empty: no tags, no readings.
+    pub lustre_servers: Vec<Node>,
 }
 
 /// A whole run.
@@ -251,6 +256,9 @@ pub async fn run(
     }
     let iterations = spec.workload.iterations();
     let phase_list = iteration_phases(&spec.workload);
+    let tagged =
+        !spec.lustre_servers.is_empty() && spec.runner.engine() == pvfs_bench::launch::Engine::Builtin;
+    let nonce = jobs::nonce();
     'run: for iteration in 0..iterations {
         // A stonewalled write's count, which the read reads back.
         let mut stop_after = None;
@@ -265,7 +273,8 @@ pub async fn run(
             if !dropped.is_empty() {
                 let _ = events.send(BenchEvent::CachesDropped { iteration, phase, nodes: dropped.clone() });
             }
-            let running = run_phase(spec, &connections, dialer, iteration, phase, stop_after, &events);
+            let tag = tagged.then(|| pvfs_bench::request::job_tag(nonce, iteration, phase));
+            let running = run_phase(spec, &connections, dialer, iteration, phase, stop_after, tag, &events);
             // Dropping the phase drops its JoinSet, which aborts every client's call and so
             // closes its stream: the agents stop their tasks.
             let result = tokio::select! {
@@ -280,6 +289,16 @@ pub async fn run(
                         stop_after = carried;
                     }
                     let _ = events.send(phase_done(&record));
+                    // What the servers counted for the phase's ids, read before the next
+                    // phase adds to the targets' other counters.
+                    if tagged {
+                        let ids = std::mem::take(&mut record.lustre_job_ids);
+                        let reading = jobs::read(dialer, &spec.lustre_servers, iteration, phase, ids);
+                        tokio::select! {
+                            event = reading => { let _ = events.send(event); }
+                            () = cancel.cancelled() => {}
+                        }
+                    }
                     outcome.phases.push(record);
                 }
                 Err(err) => {
@@ -292,7 +311,7 @@ pub async fn run(
         // from nothing again.
         if matches!(&spec.workload, Workload::Ior(p) if !p.keep)
             && let Err(failures) =
-                run_phase(spec, &connections, dialer, iteration, Phase::IorCleanup, None, &events).await
+                run_phase(spec, &connections, dialer, iteration, Phase::IorCleanup, None, None, &events).await
         {
             outcome.error = Some(BenchError::Phase { iteration, phase: Phase::IorCleanup, failures });
             break 'run;
@@ -416,7 +435,9 @@ fn summarize(spec: &BenchSpec, outcome: &mut BenchOutcome) {
 }
 
 /// One phase on every client at once; the barrier is waiting for all of them. Fails with
-/// every client's failure, sorted by their text.
+/// every client's failure, sorted by their text. With `job_tag`, the clients' tasks run under
+/// it and each client's job id comes back in the record.
+#[allow(clippy::too_many_arguments)]
 async fn run_phase(
     spec: &BenchSpec,
     connections: &[(Node, Connection)],
@@ -424,6 +445,7 @@ async fn run_phase(
     iteration: u32,
     phase: Phase,
     stop_after: Option<u64>,
+    job_tag: Option<String>,
     events: &mpsc::UnboundedSender<BenchEvent>,
 ) -> Result<PhaseRecord, Vec<ClientFailure>> {
     let at = SystemTime::now() + START_MARGIN;
@@ -443,6 +465,7 @@ async fn run_phase(
     let mut calls = JoinSet::new();
     for (i, (node, conn)) in connections.iter().enumerate() {
         let req = PhaseRequest {
+            job_tag: job_tag.clone(),
             stop_after,
             engine: spec.runner.engine(),
             workload: spec.workload.clone(),
@@ -467,6 +490,7 @@ async fn run_phase(
     let mut tasks = Vec::new();
     let mut progress = Vec::new();
     let mut failures = Vec::new();
+    let mut job_ids = Vec::new();
     loop {
         let joined = tokio::select! {
             joined = calls.join_next() => match joined {
@@ -499,8 +523,13 @@ async fn run_phase(
             calls.abort_all();
         }
         match joined {
-            Ok((node, Ok((results, reported)))) => {
+            Ok((node, Ok((results, reported, job_id)))) => {
                 progress.push((node.clone(), reported));
+                let (job_id, why_none) = match job_id {
+                    Ok(id) => (Some(id), None),
+                    Err(why) => (None, Some(why)),
+                };
+                job_ids.push(pvfs_bench::results::ClientJobId { node: node.clone(), job_id, why_none });
                 for r in results {
                     if let Some(error) = &r.error {
                         failures.push(ClientFailure::TaskFailed {
@@ -530,6 +559,8 @@ async fn run_phase(
     let totals = engine::totals(phase, &results).unwrap_or_default();
     let mut record = PhaseRecord::new(iteration, phase, totals, &tasks);
     record.first_done = summary::first_done(&tasks, &progress);
+    job_ids.sort_by_key(|c| connections.iter().position(|(n, _)| n.name == c.node));
+    record.lustre_job_ids = job_ids;
     Ok(record)
 }
 
@@ -575,7 +606,7 @@ async fn client_phase(
     timeout: Duration,
     events: &mpsc::UnboundedSender<BenchEvent>,
     said: Option<mpsc::UnboundedSender<u64>>,
-) -> Result<(Vec<TaskResult>, summary::Progress), ClientFailure> {
+) -> Result<(Vec<TaskResult>, summary::Progress, Result<String, String>), ClientFailure> {
     let mut reported = Vec::new();
     let call_failed = |status: tonic::Status| ClientFailure::Call {
         node: node.name.clone(),
@@ -613,7 +644,8 @@ async fn client_phase(
                 });
             }
             Some(pb::bench_event::Event::Done(done)) => {
-                return Ok((pvfs_proto::convert::bench::phase_done_from(done), reported));
+                let (tasks, job_id) = pvfs_proto::convert::bench::phase_done_from(done);
+                return Ok((tasks, reported, job_id));
             }
             Some(pb::bench_event::Event::Stonewalled(at)) => {
                 if let Some(said) = &said {

@@ -465,6 +465,7 @@ fn bench_spec(clients: Vec<Node>, dir: &Path) -> pvfs_coord::bench::BenchSpec {
         mpi_ssh: false,
         drop_caches: vec![],
         io500_program: None,
+        lustre_servers: vec![],
     }
 }
 

@@ -160,6 +160,9 @@ pub fn phase_args(req: &PhaseRequest) -> Vec<String> {
     if let Some(n) = req.stop_after {
         args.extend(["--stop-after".to_owned(), n.to_string()]);
     }
+    if let Some(tag) = &req.job_tag {
+        args.extend(["--job-tag".to_owned(), tag.clone()]);
+    }
     for (key, value) in req.workload.settings() {
         args.extend(["--set".to_owned(), format!("{key}={value}")]);
     }
@@ -286,6 +289,7 @@ mod tests {
         let mut workload = Preset::Throughput.workload();
         workload.set_all([("t", "64k"), ("b", "256k"), ("B", "false"), ("i", "2")]).unwrap();
         PhaseRequest {
+            job_tag: None,
             stop_after: None,
             engine: Engine::Builtin,
             workload,
@@ -390,7 +394,10 @@ mod tests {
     #[test]
     fn the_arguments_name_the_whole_request() {
         let req = request(std::path::Path::new("/mnt/gv0/pvfs-bench/r1"), Phase::Ior(IorPhase::Read));
+        let tagged = phase_args(&PhaseRequest { job_tag: Some("pv00001r1".into()), ..req.clone() }).join(" ");
+        assert!(tagged.contains(" --job-tag pv00001r1 "), "{tagged}");
         let args = phase_args(&req).join(" ");
+        assert!(!args.contains("--job-tag"), "{args}");
         assert!(
             args.starts_with(
                 "engine-phase --dir /mnt/gv0/pvfs-bench/r1 --phase ior-read --iteration 1 --first-task 2 --tasks 2 \

@@ -126,15 +126,21 @@ pub enum EngineError {
 
 /// Runs `run` for every task, one thread each, and returns their results in task order. A task
 /// whose thread could not be started (the process is out of threads or memory) or panicked is
-/// reported as a failed task rather than taking the phase, or the process, down.
-fn each_task(tasks: std::ops::Range<u32>, run: impl Fn(u32) -> TaskResult + Sync) -> Vec<TaskResult> {
+/// reported as a failed task rather than taking the phase, or the process, down. Each thread is
+/// named `name` (a Lustre client tags its I/O with its thread's name when `jobid_var` is
+/// `procname_uid`), or `task N` without one.
+fn each_task(
+    tasks: std::ops::Range<u32>,
+    name: Option<&str>,
+    run: impl Fn(u32) -> TaskResult + Sync,
+) -> Vec<TaskResult> {
     let run = &run;
     std::thread::scope(|scope| {
         let handles: Vec<_> = tasks
             .clone()
             .map(|task| {
                 std::thread::Builder::new()
-                    .name(format!("task {task}"))
+                    .name(name.map_or_else(|| format!("task {task}"), str::to_owned))
                     .spawn_scoped(scope, move || run(task))
             })
             .collect();
@@ -365,6 +371,7 @@ pub fn run_phase_across(
                 stop_after: req.stop_after,
                 pace: TEST_PACE.get().copied(),
                 timed: true,
+                thread_name: req.job_tag.clone(),
             };
             match phase {
                 Phase::Ior(p) => Ok(run_ior_phase_across(&job, p, progress, across)),
@@ -380,6 +387,7 @@ pub fn run_phase_across(
                 iteration: req.iteration,
                 stop_after: req.stop_after,
                 pace: TEST_PACE.get().copied(),
+                thread_name: req.job_tag.clone(),
             };
             Ok(run_mdtest_phase_across(&job, phase, progress, across))
         }

@@ -283,6 +283,7 @@ mod tests {
                 iteration: 0,
                 stop_after: None,
                 pace: None,
+                thread_name: None,
             };
             for phase in [MdtestPhase::TreeCreate, MdtestPhase::FileCreate] {
                 assert!(

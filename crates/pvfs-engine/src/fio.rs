@@ -129,6 +129,7 @@ fn job(req: &PhaseRequest) -> Result<crate::engine::IorJob, FioError> {
         stop_after: req.stop_after,
         pace: None,
         timed: true,
+        thread_name: None,
     })
 }
 
@@ -202,6 +203,7 @@ mod tests {
         workload.set("t", "1m").unwrap();
         workload.set("b", "256m").unwrap();
         PhaseRequest {
+            job_tag: None,
             stop_after: None,
             engine: pvfs_bench::launch::Engine::Fio,
             workload,

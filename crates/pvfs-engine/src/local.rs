@@ -66,6 +66,7 @@ pub fn run(workload: &Workload, dir: &Path, tasks: u32, timed: bool) -> Result<L
                     stop_after: None,
                     pace: None,
                     timed,
+                    thread_name: None,
                 };
                 for (i, phase) in phases.iter().enumerate() {
                     // An IOR workload's schedule holds only IOR phases.
@@ -107,6 +108,7 @@ pub fn run(workload: &Workload, dir: &Path, tasks: u32, timed: bool) -> Result<L
                     iteration,
                     stop_after: None,
                     pace: None,
+                    thread_name: None,
                 };
                 for (i, phase) in phases.iter().enumerate() {
                     let results = engine::run_mdtest_phase(&job, *phase, &progress);

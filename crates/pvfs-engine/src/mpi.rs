@@ -375,6 +375,7 @@ pub fn run_rank(job: &RankJob, emit: &(dyn Fn(&RankLine) + Sync)) -> Result<(), 
     )?;
     let iterations = job.workload.iterations();
     let request = |iteration, phase, stop_after| PhaseRequest {
+        job_tag: None,
         stop_after,
         engine: Engine::Builtin,
         workload: job.workload.clone(),

@@ -115,6 +115,7 @@ pub fn write(runs: &[PathBuf], out: &Path) -> Result<Written, ReportError> {
         written.charts.extend(timeline::section(&mut md, r, out)?);
         amplification_section(&mut md, r, phases);
         targets::section(&mut md, r, phases);
+        jobs::section(&mut md, r, phases);
         profile::section(&mut md, r);
     }
 
@@ -693,6 +694,7 @@ fn draw<DB: DrawingBackend>(
     legend(&mut chart)
 }
 
+mod jobs;
 mod profile;
 mod targets;
 mod timeline;

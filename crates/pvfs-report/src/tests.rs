@@ -241,6 +241,48 @@ fn each_phases_gluster_profile_and_a_faults_heal() {
     assert!(md.contains("| 31 | 2.5 |"), "the heal in the fault's row: {md}");
 }
 
+/// A Lustre run's job_stats readings: the write's two OSTs (one hot) and the MDT, each with its
+/// share; the OSTs' bytes against the application's within 1 %; the read 10 % short, said so;
+/// a client without an id and a server that could not be asked are named.
+#[test]
+fn each_phases_targets_by_job_id() {
+    let base = tempfile::tempdir().unwrap();
+    let dir = run(base.path(), "one", 1);
+    let mib: u64 = 1048576;
+    let ost = |name: &str, counter: &str, rpcs: u64, bytes: u64| {
+        json!({"node": "oss1", "kind": "obdfilter", "target": name,
+        "counters": [{"name": counter, "samples": rpcs, "sum": bytes}, {"name": "punch", "samples": 1, "sum": 30}]})
+    };
+    let mdt = json!({"node": "mds1", "kind": "mdt", "target": "fs-MDT0000",
+        "counters": [{"name": "open", "samples": 2, "sum": 0}, {"name": "close", "samples": 2, "sum": 0}]});
+    let events = [
+        json!({"event": "lustre_jobs", "iteration": 0, "phase": "write",
+            "clients": [{"node": "c1", "job_id": "pv0abc1w0.0"}, {"node": "c2", "job_id": "pv0abc1w0.0"}],
+            "targets": [ost("fs-OST0000", "write_bytes", 150, 150 * mib), ost("fs-OST0001", "write_bytes", 51, 51 * mib), mdt]}),
+        json!({"event": "lustre_jobs", "iteration": 0, "phase": "read",
+            "clients": [{"node": "c1", "job_id": "pv0abc1r0.0"}, {"node": "c2", "why_none": "no Lustre client on this node (no jobid_var)"}],
+            "targets": [ost("fs-OST0000", "read_bytes", 90, 90 * mib), ost("fs-OST0001", "read_bytes", 90, 90 * mib)],
+            "errors": ["oss2: no answer within 10 s"]}),
+    ];
+    let text: String = events.iter().map(|e| format!("{e}\n")).collect();
+    std::fs::write(dir.join("events.jsonl"), text).unwrap();
+    let md = std::fs::read_to_string(write(&[dir], &base.path().join("report")).unwrap().markdown).unwrap();
+    assert!(md.contains("### Lustre targets by job id: `one`"), "{md}");
+    assert!(md.contains("| write | 0 | fs-OST0000 | oss1 | 0.0 | 150.0 | 0 | 150 | 1 | 74.6 % |"), "{md}");
+    assert!(md.contains("| write | 0 | fs-OST0001 | oss1 | 0.0 | 51.0 | 0 | 51 | 1 | 25.4 % |"), "{md}");
+    assert!(md.contains("| write | 0 | fs-MDT0000 | mds1 | 0.0 | 0.0 | 0 | 0 | 4 | 100.0 % |"), "{md}");
+    assert!(
+        md.contains("- write (iteration 0), job pv0abc1w0.0: the OSTs counted 201.0 MiB for the application's 200.0 MiB (the OSTs account for the phase within 1 %); busiest ÷ mean 1.49."),
+        "{md}"
+    );
+    assert!(md.contains("(iteration 0), job pv0abc1r0.0: the OSTs counted 180.0 MiB for the application's 200.0 MiB (the OSTs' bytes differ from the application's by -10.0 %"), "{md}");
+    assert!(
+        md.contains("- read (iteration 0), c2: no job id: no Lustre client on this node (no jobid_var)."),
+        "{md}"
+    );
+    assert!(md.contains("- read (iteration 0): oss2: no answer within 10 s"), "{md}");
+}
+
 /// A fault whose heal glusterd would not tell (a distributed volume has nothing to heal from):
 /// its words in the fault's row, not a time.
 #[test]

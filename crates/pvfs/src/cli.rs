@@ -724,6 +724,9 @@ pub struct EnginePhaseArgs {
     /// Transfers each task makes at most (a read after a stonewalled write).
     #[arg(long)]
     pub stop_after: Option<u64>,
+    /// The task threads' name (a Lustre client's job id comes from it with `procname_uid`).
+    #[arg(long)]
+    pub job_tag: Option<String>,
     #[arg(long)]
     pub preset: String,
     /// Every parameter, as `engine --set` takes them.

@@ -18,6 +18,7 @@ use tonic::Code;
 /// A phase request a coordinator could send: 2 of 4 tasks, IOR's write, in `dir`.
 fn phase(dir: &Path, workload: Workload, phase: Phase) -> pb::BenchPhaseRequest {
     let req = PhaseRequest {
+        job_tag: None,
         stop_after: None,
         engine: Engine::Builtin,
         workload,

@@ -202,6 +202,7 @@ fn ior_write(dir: &Path, transfer: u64, block: u64) -> pb::BenchPhaseRequest {
     let Workload::Ior(mut ior) = Preset::Throughput.workload() else { unreachable!() };
     (ior.transfer, ior.block) = (transfer, block);
     let req = PhaseRequest {
+        job_tag: None,
         stop_after: None,
         engine: Engine::Builtin,
         workload: Workload::Ior(ior),

@@ -81,6 +81,7 @@ async fn a_reboot_is_refused_while_a_benchmark_runs() {
     let agent = Agent::start(&pki).await;
     let scratch = harness::scratch("reboot-bench");
     let req = PhaseRequest {
+        job_tag: None,
         stop_after: None,
         engine: Engine::Builtin,
         workload: Preset::Throughput.workload(),

@@ -17,6 +17,7 @@ fn phase(iteration: u32, phase: Phase, bw_mib: f64, ops_per_sec: f64) -> PhaseRe
         stage: None,
         found: None,
         first_done: None,
+        lustre_job_ids: vec![],
     }
 }
 

@@ -58,6 +58,7 @@ fn record() -> RunRecord {
             stage: None,
             found: None,
             first_done: None,
+            lustre_job_ids: vec![],
             iteration: 0,
             phase: Phase::Ior(IorPhase::Write),
             totals: PhaseTotals {
@@ -256,6 +257,7 @@ fn a_phase_record_keeps_iors_timers_when_known() {
         stage: None,
         found: None,
         first_done: None,
+        lustre_job_ids: vec![],
     };
     let text = sorted(&record).unwrap().to_string();
     assert_eq!(

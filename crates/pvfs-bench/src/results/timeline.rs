@@ -165,6 +165,28 @@ pub fn gluster_profiles(dir: &Path) -> Result<Vec<PhaseProfile>, ResultsError> {
     Ok(out)
 }
 
+/// One phase's I/O per Lustre target, from the servers' job_stats.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PhaseJobs {
+    pub iteration: u32,
+    pub phase: Phase,
+    pub clients: Vec<super::ClientJobId>,
+    pub targets: Vec<super::TargetJobStats>,
+    pub errors: Vec<String>,
+}
+
+/// The run's Lustre job_stats readings, a phase each, in order (none where no client has a
+/// Lustre client).
+pub fn lustre_jobs(dir: &Path) -> Result<Vec<PhaseJobs>, ResultsError> {
+    let mut out = Vec::new();
+    each_event(dir, "\"lustre_jobs\"", |event| {
+        if let BenchEvent::LustreJobs { iteration, phase, clients, targets, errors } = event {
+            out.push(PhaseJobs { iteration, phase, clients, targets, errors });
+        }
+    })?;
+    Ok(out)
+}
+
 /// The phases of the run in `dir`, in the order they ran.
 pub fn timeline(dir: &Path) -> Result<Vec<PhaseSpan>, ResultsError> {
     let mut spans: Vec<PhaseSpan> = Vec::new();

@@ -144,6 +144,7 @@ pub async fn execute(
         mpi_ssh: cluster.bench.mpi_ssh,
         drop_caches,
         io500_program: plan.io500_program().map(Path::to_owned),
+        lustre_servers: super::jobs::servers(cluster),
     };
     // GlusterFS's profile, started before the first phase: a refusal stops the run here.
     let (mut profiler, mut profile_events) = match gluster_profile {

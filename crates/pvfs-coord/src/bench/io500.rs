@@ -46,7 +46,7 @@ pub(super) async fn run(
             // io500 makes its timestamp file here; the find finds what changed after it, by the
             // file system's clock.
             let phase = Phase::Mdtest(MdtestPhase::TreeCreate);
-            match run_phase(&timestamp, &connections[..1], dialer, 0, phase, None, events).await {
+            match run_phase(&timestamp, &connections[..1], dialer, 0, phase, None, None, events).await {
                 Ok(mut record) => {
                     record.stage = Some(stage);
                     outcome.phases.push(record);
@@ -98,7 +98,7 @@ pub(super) async fn run(
                     events.send(BenchEvent::CachesDropped { iteration: 0, phase, nodes: dropped.clone() });
             }
             let stop_after = stage.family().and_then(|f| counts.get(&f).copied().flatten());
-            let running = run_phase(&sub, clients, dialer, 0, phase, stop_after, events);
+            let running = run_phase(&sub, clients, dialer, 0, phase, stop_after, None, events);
             let result = tokio::select! {
                 result = running => result.map_err(|failures| BenchError::Phase { iteration: 0, phase, failures }),
                 () = cancel.cancelled() => Err(BenchError::Interrupted { during: Some((0, phase)) }),
@@ -138,7 +138,8 @@ pub(super) async fn run(
     // io500 removes what its phases left; mdtest's files went with its delete stages.
     if outcome.error.is_none() {
         let phase = Phase::Mdtest(MdtestPhase::TreeRemove);
-        if let Err(failures) = run_phase(&timestamp, &connections[..1], dialer, 0, phase, None, events).await
+        if let Err(failures) =
+            run_phase(&timestamp, &connections[..1], dialer, 0, phase, None, None, events).await
         {
             outcome.error = Some(BenchError::Phase { iteration: 0, phase, failures });
         }
@@ -152,7 +153,7 @@ pub(super) async fn run(
             };
             let sub = BenchSpec { workload, dir: spec.dir.join(family.dir()), ..spec.clone() };
             if let Err(failures) =
-                run_phase(&sub, connections, dialer, 0, Phase::IorCleanup, None, events).await
+                run_phase(&sub, connections, dialer, 0, Phase::IorCleanup, None, None, events).await
             {
                 outcome.error = Some(BenchError::Phase { iteration: 0, phase: Phase::IorCleanup, failures });
                 break;

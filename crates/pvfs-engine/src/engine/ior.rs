@@ -42,6 +42,9 @@ pub struct IorJob {
     /// Whether each transfer is timed (its latency): always, but for `pvfs-agent engine
     /// --untimed`, which is how `cargo xtask bench-engine` measures what the timing costs.
     pub timed: bool,
+    /// The name of every task thread ([`pvfs_bench::request::PhaseRequest::job_tag`]); `None`:
+    /// `task N`.
+    pub thread_name: Option<String>,
 }
 
 /// A test seam's pace: every task sleeps `each` before each transfer, and task `task` sleeps
@@ -227,7 +230,7 @@ pub fn run_ior_phase_across(
         stop_after: job.stop_after,
         wear_out: job.params.wear_out.then_some(&wear_out),
     };
-    super::each_task(job.tasks.clone(), |task| match &dir {
+    super::each_task(job.tasks.clone(), job.thread_name.as_deref(), |task| match &dir {
         Ok(dir) => run_task(job, dir, phase, task, progress, &wall),
         Err(err) => super::failed(task, err),
     })

@@ -30,6 +30,8 @@ pub struct MdtestJob {
     /// The test seam of [`super::IorJob::pace`], for file creation: a straggler at the
     /// stonewall.
     pub pace: Option<super::Pace>,
+    /// The name of every task thread, as [`super::IorJob::thread_name`].
+    pub thread_name: Option<String>,
 }
 
 impl MdtestJob {
@@ -113,7 +115,7 @@ pub fn run_mdtest_phase_across(
     };
     let wear_out = WearOut::new(tasks as usize, agree);
     let wall = walled.then_some(&wear_out);
-    super::each_task(job.tasks.clone(), |task| match &dir {
+    super::each_task(job.tasks.clone(), job.thread_name.as_deref(), |task| match &dir {
         Ok(dir) => run_task(job, dir, phase, task, progress, wall),
         Err(err) => {
             if let Some(wall) = wall {

@@ -48,6 +48,7 @@ fn job(dir: &std::path::Path, params: IorParams, tasks: u32) -> IorJob {
         stop_after: None,
         pace: None,
         timed: true,
+        thread_name: None,
     }
 }
 
@@ -252,6 +253,7 @@ fn mdtest_phases_create_stat_read_and_remove_a_tree() {
         iteration: 0,
         stop_after: None,
         pace: None,
+        thread_name: None,
     };
     let phases = MdtestPhase::sequence(&params);
     assert_eq!(phases.len(), 9, "all of mdtest's phases when none is chosen");
@@ -309,6 +311,7 @@ fn mdtest_follows_no_planted_symlink() {
         iteration: 0,
         stop_after: None,
         pace: None,
+        thread_name: None,
     };
     let tree = run.join("test-dir.0-0/mdtest_tree.0");
     let r = run_mdtest_phase(&job, MdtestPhase::TreeCreate, &Progress::default());
@@ -380,6 +383,7 @@ fn a_cancelled_phase_stops_at_the_next_transfer() {
         iteration: 0,
         stop_after: None,
         pace: None,
+        thread_name: None,
     };
     let stopped = run_mdtest_phase(&md, MdtestPhase::FileCreate, &progress);
     assert!(stopped[0].error.is_some() && stopped[0].ops == 0, "{stopped:?}");
@@ -391,6 +395,7 @@ fn a_cancelled_phase_stops_at_the_next_transfer() {
 fn requests_it_cannot_run_are_refused_by_kind() {
     let dir = scratch();
     let req = PhaseRequest {
+        job_tag: None,
         stop_after: None,
         engine: Engine::Builtin,
         workload: pvfs_bench::params::Workload::Ior(ior(true)),
@@ -522,6 +527,49 @@ fn each_transfer_is_timed_into_the_tasks_histogram() {
     assert_eq!((task(0), task(1)), (20, 20));
 }
 
+/// Issue 29: with a job tag, every task thread is named it as the kernel sees the thread
+/// (`/proc/self/task/*/comm`, which a Lustre client with `jobid_var = procname_uid` reads as
+/// `%e`); without one, `task N`. Read while the tasks run (each transfer paced to 20 ms).
+#[test]
+fn task_threads_carry_the_job_tag_the_kernel_sees() {
+    fn names_while(run: impl FnOnce() + Send) -> std::collections::BTreeSet<String> {
+        let seen = std::sync::Mutex::new(std::collections::BTreeSet::new());
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    for entry in std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten() {
+                        if let Ok(comm) = std::fs::read_to_string(entry.path().join("comm")) {
+                            seen.lock().unwrap().insert(comm.trim_end().to_owned());
+                        }
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            });
+            run();
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        seen.into_inner().unwrap()
+    }
+    let dir = scratch();
+    let params = IorParams { transfer: 4 << 10, block: 40 << 10, segments: 1, fsync: false, ..ior(true) };
+    let slow = Pace { task: 0, first: Duration::ZERO, each: Duration::from_millis(20) };
+    let tagged = IorJob {
+        pace: Some(slow),
+        thread_name: Some("pvabcdew0".into()),
+        ..job(dir.path(), params.clone(), 2)
+    };
+    let names = names_while(|| {
+        let r = run_ior_phase(&tagged, IorPhase::Write, &Progress::default());
+        assert!(r.iter().all(|r| r.error.is_none()), "{r:?}");
+    });
+    assert!(names.contains("pvabcdew0"), "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("task ")), "{names:?}");
+    let untagged = IorJob { pace: Some(slow), ..job(dir.path(), params, 2) };
+    let names = names_while(|| drop(run_ior_phase(&untagged, IorPhase::Write, &Progress::default())));
+    assert!(names.contains("task 0") && names.contains("task 1"), "{names:?}");
+}
+
 /// An mdtest job of `tasks` tasks in `dir`, one directory (depth 0), files only.
 fn md_job(dir: &std::path::Path, params: MdtestParams, tasks: u32) -> MdtestJob {
     MdtestJob {
@@ -532,6 +580,7 @@ fn md_job(dir: &std::path::Path, params: MdtestParams, tasks: u32) -> MdtestJob 
         iteration: 0,
         stop_after: None,
         pace: None,
+        thread_name: None,
     }
 }
 

@@ -85,6 +85,59 @@ pub fn job_id(setting: &Setting, process: &Process<'_>) -> Option<String> {
     Some(id)
 }
 
+/// How a phase's task threads, all named `tag`, get a job id on this node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tagged {
+    /// The environment variable the client reads the id from (its `jobid_var`), which the
+    /// engine's process is started with, set to the tag.
+    pub env: Option<String>,
+    /// The id their I/O carries, or why there is none that is theirs alone.
+    pub id: Result<String, String>,
+}
+
+/// The job id a client with `setting` gives the I/O of task threads named `tag`, run by `uid`,
+/// `gid` on `nodename` in a process started with [`Tagged::env`] set to `tag`; refused when the
+/// id would not be the phase's alone: the client gives none, gives every process of the node
+/// the same (`nodelocal`, or a `jobid_name` without the tag in it), or gives each thread its
+/// own (`%p`: the kernel's `current->pid` is the thread's).
+pub fn tagged(setting: &Setting, tag: &str, uid: u32, gid: u32, nodename: &str) -> Tagged {
+    let env = match setting.var.as_str() {
+        "disable" | "procname_uid" | "nodelocal" | "session" => None,
+        var => Some(var.to_owned()),
+    };
+    let id = |comm: &str, pid: u32| {
+        let environment = env.as_ref().map(|_| comm);
+        job_id(setting, &Process { comm, pid, uid, gid, nodename, environment })
+    };
+    let id = match (id(tag, 1), id(tag, 2), id("pvfs-other", 1)) {
+        (None, ..) => {
+            Err(format!("the Lustre client's jobid_var is {:?}: its I/O carries no job id", setting.var))
+        }
+        (Some(a), Some(b), _) if a != b => Err(format!(
+            "the Lustre client's jobid_name {:?} gives each thread an id of its own (%p)",
+            setting.name
+        )),
+        (Some(a), _, Some(other)) if a == other => Err(format!(
+            "the Lustre client's jobid_var {:?} and jobid_name {:?} give every process of the node the id {a:?}: \
+             the servers cannot tell this phase's I/O from the rest",
+            setting.var, setting.name
+        )),
+        (Some(a), ..) if env.as_deref().is_some_and(|v| !env_name(v)) => Err(format!(
+            "the Lustre client's jobid_var {:?} is no environment variable a process can be started with \
+             (the id would be {a:?})",
+            setting.var
+        )),
+        (Some(a), ..) => Ok(a),
+    };
+    Tagged { env, id }
+}
+
+/// A name a process's environment can hold as a variable: `[A-Za-z_][A-Za-z0-9_]*`.
+fn env_name(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// `jobid_name_is_valid`: not one of Lustre's own threads.
 fn valid_comm(comm: &str) -> bool {
     !comm.is_empty() && !["ll_ping", "ptlrpc", "ldlm", "ll_sa"].iter().any(|r| comm.starts_with(r))
@@ -172,6 +225,27 @@ mod tests {
         assert_eq!(job_id(&setting("SLURM_JOB_ID", "%j.%H"), &p).as_deref(), Some("7781.c01"));
         // Lustre's own threads get none.
         assert_eq!(job_id(&setting("SLURM_JOB_ID", "%e"), &process("ptlrpcd_00", Some("1"))), None);
+    }
+
+    /// Each way a client can be set: the id the phase's tagged threads get, and the variable
+    /// the engine is started with, or why no id is the phase's alone.
+    #[test]
+    fn a_phases_tagged_threads_get_an_id_of_their_own_or_why_not() {
+        let of = |var: &str, name: &str| tagged(&setting(var, name), "pvabcdew0", 0, 0, "c01.example");
+        assert_eq!(of("procname_uid", "%e.%u"), Tagged { env: None, id: Ok("pvabcdew0.0".into()) });
+        assert_eq!(of("procname_uid", "%p"), Tagged { env: None, id: Ok("pvabcdew0.0".into()) }, "unused");
+        assert_eq!(
+            of("SLURM_JOB_ID", "%e.%u"),
+            Tagged { env: Some("SLURM_JOB_ID".into()), id: Ok("pvabcdew0".into()) }
+        );
+        assert_eq!(of("SLURM_JOB_ID", "%j.%H").id.as_deref(), Ok("pvabcdew0.c01"));
+        assert_eq!(of("session", "%e.%u").id.as_deref(), Ok("pvabcdew0.0"), "no session id: jobid_name");
+        let why = |var: &str, name: &str| of(var, name).id.unwrap_err();
+        assert!(why("disable", "%e.%u").contains("carries no job id"), "{}", why("disable", "%e.%u"));
+        assert!(why("nodelocal", "bench_%H").contains("every process of the node the id \"bench_c01\""));
+        assert!(why("session", "%H.%u").contains("every process of the node"));
+        assert!(why("session", "%e.%p").contains("(%p)"));
+        assert!(why("SLURM JOB", "%e").contains("no environment variable"));
     }
 
     /// A client's settings from the kernel's files (sysfs, as 2.9 and later hold them); the

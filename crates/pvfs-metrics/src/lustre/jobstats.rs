@@ -287,6 +287,64 @@ fn counter(name: &str, value: &str, slot: &mut Stat) -> Result<(), &'static str>
     Ok(())
 }
 
+/// One job's counters on one target, as [`of_ids`] found them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetJob {
+    /// `obdfilter` (an OST) or `mdt`.
+    pub kind: String,
+    pub target: String,
+    pub job_id: String,
+    /// The counters the kernel printed for it, zeros left out.
+    pub counters: Vec<Stat>,
+}
+
+/// The jobs `ids` on every target of the node (`obdfilter.*.job_stats`, `mdt.*.job_stats`,
+/// found where lctl finds them), in the targets' order. Each file is read a job at a time
+/// ([`JobReader`]), so what is kept grows with the ids asked for and the targets, never with
+/// the jobs a server holds. A file that cannot be read or parsed is named with why in the
+/// second list, and the other targets are still read.
+pub fn of_ids(root: &pvfs_host::Root, ids: &[&str]) -> (Vec<TargetJob>, Vec<String>) {
+    let (mut found, mut errors) = (Vec::new(), Vec::new());
+    if !super::params::present(root) {
+        return (found, errors);
+    }
+    let trees = super::params::trees(root);
+    for pattern in ["obdfilter.*.job_stats", "mdt.*.job_stats"] {
+        for param in super::params::find_in(root, &trees, pattern) {
+            let mut parts = param.name.splitn(3, '.');
+            let (Some(kind), Some(target)) = (parts.next(), parts.next()) else { continue };
+            let file = match std::fs::File::open(root.path(&param.path)) {
+                Ok(file) => file,
+                // Unmounted since it was found: nothing of it to tell.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    errors.push(format!("{}: {e}", param.path));
+                    continue;
+                }
+            };
+            let mut reader = JobReader::new(std::io::BufReader::new(file));
+            let mut job = Job::default();
+            loop {
+                match reader.next_job(&mut job) {
+                    Ok(false) => break,
+                    Ok(true) if ids.contains(&job.job_id.as_str()) => found.push(TargetJob {
+                        kind: kind.to_owned(),
+                        target: target.to_owned(),
+                        job_id: job.job_id.clone(),
+                        counters: job.counters().iter().filter(|c| c.samples > 0).cloned().collect(),
+                    }),
+                    Ok(true) => {}
+                    Err(e) => {
+                        errors.push(format!("{}: {e}", param.path));
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    (found, errors)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -421,5 +479,55 @@ mod tests {
             many_allocations <= few_allocations,
             "{many_allocations} allocations for 25,000 jobs, {few_allocations} for 100"
         );
+    }
+
+    /// A server's root holding each target's job_stats file as the kernel prints it (the
+    /// fixtures' lctl output split at its `PARAM=` lines): only the jobs asked for come back,
+    /// each with its target and its non-zero counters, OSTs before MDTs; a file that does
+    /// not parse is named and the others are still read; no Lustre, nothing.
+    #[test]
+    fn the_jobs_asked_for_are_found_on_every_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = pvfs_host::Root::at(dir.path());
+        assert_eq!(of_ids(&root, &["SLURM_JOB29"]), (vec![], vec![]));
+        for name in ["job_stats_ost.txt", "job_stats_mdt.txt"] {
+            let text = fixture(name);
+            let mut current: Option<std::path::PathBuf> = None;
+            for line in text.lines() {
+                if let Some((param, rest)) = line.split_once('=').filter(|(p, _)| p.ends_with(".job_stats")) {
+                    let (kind, target) = param.trim_end_matches(".job_stats").split_once('.').unwrap();
+                    let at = dir.path().join("proc/fs/lustre").join(kind).join(target);
+                    std::fs::create_dir_all(&at).unwrap();
+                    std::fs::write(at.join("job_stats"), format!("{rest}\n")).unwrap();
+                    current = Some(at.join("job_stats"));
+                    continue;
+                }
+                let path = current.as_ref().expect("a parameter first");
+                let mut file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+                std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes()).unwrap();
+            }
+        }
+        let all_ost = all(&fixture("job_stats_ost.txt"));
+        let id = all_ost.iter().find(|j| j.job_id == "SLURM_JOB29").unwrap();
+        let (jobs, errors) = of_ids(&root, &["SLURM_JOB29", "SLURM_JOB10:0:es18kxe-co-client", "not-there"]);
+        assert!(errors.is_empty(), "{errors:?}");
+        let on_ost: Vec<_> = jobs.iter().filter(|j| j.kind == "obdfilter").collect();
+        assert_eq!(on_ost.len(), 2, "{jobs:?}");
+        let j29 = on_ost.iter().find(|j| j.job_id == "SLURM_JOB29").unwrap();
+        assert_eq!(j29.target, "es01a-OST0001");
+        let nonzero: Vec<&Stat> = id.counters().iter().filter(|c| c.samples > 0).collect();
+        assert_eq!(j29.counters.iter().collect::<Vec<_>>(), nonzero);
+        assert!(j29.counters.iter().any(|c| c.name == "write_bytes" && c.sum == Some(204177408)));
+        let first_mdt = jobs.iter().position(|j| j.kind == "mdt");
+        assert!(first_mdt.is_none_or(|at| jobs[at..].iter().all(|j| j.kind == "mdt")), "{jobs:?}");
+        // A target whose file does not parse is named; the others are read.
+        let ost = dir.path().join("proc/fs/lustre/obdfilter/es01a-OST0001/job_stats");
+        let good = std::fs::read_to_string(&ost).unwrap();
+        std::fs::write(&ost, "job_stats:\n- job_id: x\n  write_bytes: { samples: lots }\n").unwrap();
+        let (jobs, errors) = of_ids(&root, &["SLURM_JOB29"]);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].contains("es01a-OST0001/job_stats"), "{errors:?}");
+        assert!(jobs.iter().all(|j| j.kind == "mdt"), "{jobs:?}");
+        std::fs::write(&ost, good).unwrap();
     }
 }

@@ -187,6 +187,11 @@ pub enum RequestError {
         end.map_or_else(|| "(past 2^32)".to_owned(), |e| e.to_string())
     )]
     NotAShare { first: u32, end: Option<u32>, total: u32 },
+    #[error(
+        "job_tag = {0:?}: a task thread's name is 1 to {max} letters, digits, '.', '_' or '-', not starting with '-'",
+        max = pvfs_bench::request::MAX_JOB_TAG
+    )]
+    JobTag(String),
     #[error("tasks_per_client = {0}: a client runs at most {max} tasks", max = pvfs_bench::params::limits::MAX_TASKS_PER_CLIENT)]
     TasksPerClient(u32),
     #[error("iteration = {iteration}: the workload has {iterations} iterations")]
@@ -285,6 +290,7 @@ pub fn phase_request_to(req: &PhaseRequest, start_at: SystemTime) -> pb::BenchPh
             Engine::Io500 => pb::bench_phase_request::Engine::Io500,
         } as i32,
         stop_after: req.stop_after.unwrap_or(0),
+        job_tag: req.job_tag.clone().unwrap_or_default(),
     }
 }
 
@@ -381,6 +387,11 @@ pub fn phase_request_from(
             iteration: req.iteration,
             phase: phase_from(req.phase)?,
             stop_after: (req.stop_after > 0).then_some(req.stop_after),
+            job_tag: match req.job_tag.as_str() {
+                "" => None,
+                tag if pvfs_bench::request::valid_job_tag(tag) => Some(tag.to_owned()),
+                tag => return Err(RequestError::JobTag(tag.to_owned())),
+            },
         },
         start,
     ))
@@ -547,10 +558,17 @@ pub fn launch_request_from(req: pb::LaunchRequest) -> Result<LaunchRequest, Requ
 }
 
 /// A client's end of a phase on the wire: its tasks' results without their histograms, and the
-/// histograms merged once (see `BenchPhaseDone`).
-pub fn phase_done_to(tasks: &[TaskResult]) -> pb::BenchPhaseDone {
+/// histograms merged once (see `BenchPhaseDone`), and the job id the node's Lustre client gave
+/// their I/O (or why it gave none pvfs knows).
+pub fn phase_done_to(tasks: &[TaskResult], job_id: &Result<String, String>) -> pb::BenchPhaseDone {
     let merged = pvfs_bench::latency::merge(tasks.iter().map(|t| t.latency.as_slice())).buckets();
+    let (job_id, job_id_note) = match job_id {
+        Ok(id) => (id.clone(), String::new()),
+        Err(why) => (String::new(), why.clone()),
+    };
     pb::BenchPhaseDone {
+        job_id,
+        job_id_note,
         tasks: tasks
             .iter()
             .map(|t| pb::TaskResult { latency_ns: vec![], latency_count: vec![], ..t.into() })
@@ -562,13 +580,18 @@ pub fn phase_done_to(tasks: &[TaskResult]) -> pb::BenchPhaseDone {
 
 /// A client's tasks from the wire: its merged histogram is carried on its first task (what
 /// is recorded is per client and per phase, so where a client's operations sit among its
-/// tasks changes nothing).
-pub fn phase_done_from(done: pb::BenchPhaseDone) -> Vec<TaskResult> {
+/// tasks changes nothing); and the client's job id, or why it has none.
+pub fn phase_done_from(done: pb::BenchPhaseDone) -> (Vec<TaskResult>, Result<String, String>) {
     let mut tasks: Vec<TaskResult> = done.tasks.into_iter().map(TaskResult::from).collect();
     if let Some(first) = tasks.first_mut() {
         first.latency.extend(done.latency_ns.into_iter().zip(done.latency_count));
     }
-    tasks
+    let job_id = match (done.job_id, done.job_id_note) {
+        (id, _) if !id.is_empty() => Ok(id),
+        (_, why) if !why.is_empty() => Err(why),
+        _ => Err("the client's agent did not say (an agent older than job ids)".to_owned()),
+    };
+    (tasks, job_id)
 }
 
 impl From<&TaskResult> for pb::TaskResult {
@@ -622,6 +645,7 @@ mod tests {
             newer: "timestamp/test-dir.0-0/mdtest_tree.0".into(),
         };
         let req = PhaseRequest {
+            job_tag: None,
             stop_after: None,
             engine: Engine::Builtin,
             workload: Workload::Find(find.clone()),
@@ -663,6 +687,7 @@ mod tests {
         // The IO500's stages travel as their own workloads (the whole is none: refused).
         for preset in Preset::ALL.into_iter().filter(|p| !matches!(p.workload(), Workload::Io500(_))) {
             let req = PhaseRequest {
+                job_tag: None,
                 stop_after: None,
                 engine: Engine::Fio,
                 workload: preset.workload(),
@@ -722,14 +747,25 @@ mod tests {
                 TaskResult { latency: r.buckets(), ..TaskResult::begun(task, time(1)) }
             })
             .collect();
-        let wire = phase_done_to(&tasks);
+        let wire = phase_done_to(&tasks, &Ok("pvabcdew0.0".into()));
         assert!(wire.encoded_len() < 1 << 20, "{} bytes", wire.encoded_len());
-        let back = phase_done_from(wire);
+        let (back, job_id) = phase_done_from(wire);
+        assert_eq!(job_id.as_deref(), Ok("pvabcdew0.0"));
         assert_eq!(back.len(), 4096);
         let merged =
             |t: &[TaskResult]| pvfs_bench::latency::merge(t.iter().map(|t| t.latency.as_slice())).buckets();
         assert_eq!(merged(&back), merged(&tasks));
         assert!(back[1..].iter().all(|t| t.latency.is_empty()));
+    }
+
+    /// A client's job id, or why it has none, comes back as it went; an agent that says
+    /// neither (one older than job ids) is told as such.
+    #[test]
+    fn a_clients_job_id_or_why_none_travels_with_its_end() {
+        let none = Err("no Lustre client on this node".to_owned());
+        assert_eq!(phase_done_from(phase_done_to(&[], &none)).1, none);
+        let silent = phase_done_from(pb::BenchPhaseDone::default()).1;
+        assert!(silent.is_err_and(|why| why.contains("did not say")));
     }
 
     #[test]
@@ -803,6 +839,7 @@ mod tests {
     fn oversized_and_overflowing_requests_name_the_field() {
         let good = phase_request_to(
             &PhaseRequest {
+                job_tag: None,
                 stop_after: None,
                 engine: Engine::Builtin,
                 workload: Preset::Throughput.workload(),
@@ -879,6 +916,7 @@ mod tests {
     fn bad_requests_are_refused_before_running() {
         let mut wire = phase_request_to(
             &PhaseRequest {
+                job_tag: None,
                 stop_after: None,
                 engine: Engine::Builtin,
                 workload: Preset::Throughput.workload(),

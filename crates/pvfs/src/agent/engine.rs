@@ -61,7 +61,11 @@ pub(crate) fn phase(args: EnginePhaseArgs) -> anyhow::Result<u8> {
     let workload = workload(&args.preset, &args.set)?;
     let phase =
         Phase::from_name(&args.phase).with_context(|| format!("--phase {:?}: no such phase", args.phase))?;
+    if let Some(tag) = args.job_tag.as_deref().filter(|t| !pvfs_bench::request::valid_job_tag(t)) {
+        anyhow::bail!("--job-tag {tag:?}: a task thread's name is 1 to 15 letters, digits, '.', '_' or '-'");
+    }
     let req = PhaseRequest {
+        job_tag: args.job_tag,
         stop_after: args.stop_after,
         engine: Engine::Builtin,
         workload,

@@ -249,7 +249,7 @@ async fn show(
                         BenchEvent::Io500Stage { stage, at } => watch.phase_started(format!("io500 {stage}"), time(*at)),
                         BenchEvent::Io500Result { result } => watch.phase_done(pvfs_bench::io500::assemble::result_line(result)),
                         BenchEvent::Io500Score { score, .. } => watch.phase_done(format!("[SCORE ] {score}")),
-                        BenchEvent::Fault { .. } | BenchEvent::FaultMeasured { .. } | BenchEvent::FaultHealed { .. } | BenchEvent::GlusterProfile { .. } => watch.phase_done(fault_line(&event).unwrap_or_default()),
+                        BenchEvent::Fault { .. } | BenchEvent::FaultMeasured { .. } | BenchEvent::FaultHealed { .. } | BenchEvent::GlusterProfile { .. } | BenchEvent::LustreJobs { .. } => watch.phase_done(fault_line(&event).unwrap_or_default()),
                         BenchEvent::CachesDropped { .. } | BenchEvent::Output { .. } | BenchEvent::Summary { .. } => {}
                     }
                 } else {
@@ -328,7 +328,8 @@ impl Lines {
             BenchEvent::Fault { .. }
             | BenchEvent::FaultMeasured { .. }
             | BenchEvent::FaultHealed { .. }
-            | BenchEvent::GlusterProfile { .. } => {
+            | BenchEvent::GlusterProfile { .. }
+            | BenchEvent::LustreJobs { .. } => {
                 if let Some(line) = fault_line(event) {
                     output::print(&format!("{line}\n"))?;
                 }
@@ -611,6 +612,39 @@ fn fault_line(event: &BenchEvent) -> Option<String> {
         }),
         BenchEvent::Fault { node, action, detail, .. } => {
             Some(format!("fault on {node}: {action}: {detail}"))
+        }
+        BenchEvent::LustreJobs { iteration, phase, clients, targets, errors } => {
+            let mut ids: Vec<&str> = clients.iter().filter_map(|c| c.job_id.as_deref()).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let mut parts: Vec<String> = targets
+                .iter()
+                .map(|t| {
+                    let (_, read) = t.counter("read_bytes");
+                    let (_, written) = t.counter("write_bytes");
+                    format!(
+                        "{} w {:.1} MB r {:.1} MB, {} other operations",
+                        t.target,
+                        written as f64 / 1e6,
+                        read as f64 / 1e6,
+                        t.other_ops()
+                    )
+                })
+                .collect();
+            if ids.is_empty() {
+                // Every client said why; one reason is enough on a line.
+                let why = clients.iter().find_map(|c| c.why_none.as_deref()).unwrap_or("no client said");
+                parts.push(format!("no job id: {why}"));
+            } else if targets.is_empty() {
+                parts.push("no target counted it".to_owned());
+            }
+            parts.extend(errors.iter().cloned());
+            let named = if ids.is_empty() {
+                "Lustre job stats".to_owned()
+            } else {
+                format!("Lustre job {}", ids.join(", "))
+            };
+            Some(format!("{named} over iteration {iteration} {phase}: {}", parts.join("; ")))
         }
         BenchEvent::FaultMeasured {
             node, iteration, phase, ops_per_s_before, stall_s, recovery_s, ..
