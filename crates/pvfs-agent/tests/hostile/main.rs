@@ -15,6 +15,7 @@ mod faults;
 mod flood;
 mod harness;
 mod lifecycle;
+mod lustre;
 mod places;
 mod policy;
 mod processes;

@@ -334,8 +334,10 @@ pub fn of_ids(root: &pvfs_host::Root, ids: &[&str]) -> (Vec<TargetJob>, Vec<Stri
                         counters: job.counters().iter().filter(|c| c.samples > 0).cloned().collect(),
                     }),
                     Ok(true) => {}
+                    // Where and why, not the line itself: the answer goes to a caller, and
+                    // what a root-only file holds is not for it to read.
                     Err(e) => {
-                        errors.push(format!("{}: {e}", param.path));
+                        errors.push(format!("{}: line {}: {}", param.path, e.line, e.why));
                         break;
                     }
                 }
@@ -526,7 +528,8 @@ mod tests {
         std::fs::write(&ost, "job_stats:\n- job_id: x\n  write_bytes: { samples: lots }\n").unwrap();
         let (jobs, errors) = of_ids(&root, &["SLURM_JOB29"]);
         assert_eq!(errors.len(), 1, "{errors:?}");
-        assert!(errors[0].contains("es01a-OST0001/job_stats"), "{errors:?}");
+        assert!(errors[0].contains("es01a-OST0001/job_stats: line 3: "), "{errors:?}");
+        assert!(!errors[0].contains("lots"), "the line itself is not told: {errors:?}");
         assert!(jobs.iter().all(|j| j.kind == "mdt"), "{jobs:?}");
         std::fs::write(&ost, good).unwrap();
     }

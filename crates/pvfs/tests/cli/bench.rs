@@ -2017,3 +2017,194 @@ fn a_fault_kills_a_brick_mid_phase_brings_it_back_and_is_measured() {
     .unwrap();
     assert!(svg.contains("fault: s1"), "the chart marks the fault");
 }
+
+/// A test's stand-in for a Lustre server's accounting: while `stop` is unset, looks on this
+/// machine for a thread named like a phase's tasks (`pv` + 5 hex digits + `code` + iteration,
+/// the engine's job tag), and when it finds one, writes `oss`'s OST job_stats as the server's
+/// kernel would hold it for that thread's I/O — its `procname_uid` id (`comm.uid`, the uid
+/// read from the thread's own status) with `bytes` under `counter` in 1 MiB RPCs. Returns the
+/// ids it wrote.
+fn lustre_accounting(
+    oss: std::path::PathBuf,
+    phases: Vec<(&'static str, &'static str, u64)>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<Vec<String>> {
+    std::thread::spawn(move || {
+        let mut written: Vec<String> = Vec::new();
+        let mut jobs = String::from("job_stats:\n");
+        // Bounded: 60 s of looking every 10 ms.
+        for _ in 0..6000 {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) || written.len() == phases.len() {
+                break;
+            }
+            for proc in std::fs::read_dir("/proc").unwrap().flatten() {
+                let Ok(threads) = std::fs::read_dir(proc.path().join("task")) else { continue };
+                for thread in threads.flatten() {
+                    let Ok(comm) = std::fs::read_to_string(thread.path().join("comm")) else { continue };
+                    let comm = comm.trim_end();
+                    let Some((_, counter, bytes)) = phases.iter().find(|(code, _, _)| {
+                        comm.len() == 8 + code.len()
+                            && comm.starts_with("pv")
+                            && comm[2..7].chars().all(|c| c.is_ascii_hexdigit())
+                            && comm[7..].strip_suffix('0') == Some(*code)
+                    }) else {
+                        continue;
+                    };
+                    let Ok(status) = std::fs::read_to_string(thread.path().join("status")) else { continue };
+                    // Uid: real, effective, saved, fs — the kernel's %u is the fs uid.
+                    let uid = status
+                        .lines()
+                        .find_map(|l| l.strip_prefix("Uid:"))
+                        .unwrap()
+                        .split_whitespace()
+                        .nth(3)
+                        .unwrap();
+                    let id = format!("{comm}.{uid}");
+                    if written.contains(&id) {
+                        continue;
+                    }
+                    jobs += &format!(
+                        "- job_id:          {id}\n  snapshot_time:   1800000000.000000000 secs.nsecs\n  \
+                         {counter}:     {{ samples: {}, unit: bytes, min: 1048576, max: 1048576, sum: {bytes}, sumsq: 0 }}\n",
+                        bytes >> 20
+                    );
+                    let file = oss.join("proc/fs/lustre/obdfilter/fs-OST0000/job_stats");
+                    let temporary = file.with_extension("new");
+                    std::fs::write(&temporary, &jobs).unwrap();
+                    std::fs::rename(&temporary, &file).unwrap();
+                    written.push(id);
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        written
+    })
+}
+
+/// Issue 29, benchmarks attributed to targets: on a Lustre cluster each phase's tasks run
+/// under a name of the phase's own; the client's agent (its root holding a Lustre client's
+/// `jobid_var = procname_uid`) reports the job id the kernel gives their I/O; the OSS's agent
+/// (its root holding the OST's job_stats, written by the test's stand-in for the server's
+/// kernel from the thread it saw) is asked for that id once the phase is done; the run tells
+/// it per target, keeps it, and `report` finds the OST's bytes equal to the application's.
+#[test]
+fn a_lustre_phases_bytes_are_read_from_the_servers_job_stats() {
+    let dir = TestDir::new();
+    dir.pki();
+    for name in ["oss1", "c1"] {
+        dir.issue_agent(name, "127.0.0.1");
+    }
+    // Each root: this machine's /proc and /sys entries, the file systems' trees its own.
+    let root = |name: &str| {
+        let root = dir.path().join(format!("root-{name}"));
+        for (tree, own) in [("proc", "fs"), ("sys", "fs")] {
+            let at = root.join(tree);
+            std::fs::create_dir_all(&at).unwrap();
+            for entry in std::fs::read_dir(format!("/{tree}")).unwrap() {
+                let entry = entry.unwrap().file_name().into_string().unwrap();
+                if entry != own && !entry.starts_with(|c: char| c.is_ascii_digit()) {
+                    std::os::unix::fs::symlink(
+                        std::path::Path::new("/").join(tree).join(&entry),
+                        at.join(&entry),
+                    )
+                    .unwrap();
+                }
+            }
+        }
+        root
+    };
+    let (oss_root, client_root) = (root("oss1"), root("c1"));
+    std::fs::create_dir_all(oss_root.join("proc/fs/lustre/obdfilter/fs-OST0000")).unwrap();
+    std::fs::write(oss_root.join("proc/fs/lustre/obdfilter/fs-OST0000/job_stats"), "job_stats:\n").unwrap();
+    std::fs::create_dir_all(client_root.join("sys/fs/lustre")).unwrap();
+    std::fs::write(client_root.join("sys/fs/lustre/jobid_var"), "procname_uid\n").unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // 8 MiB written, then read, by one task.
+    let accounting = lustre_accounting(
+        oss_root.clone(),
+        vec![("w", "write_bytes", 8 << 20), ("r", "read_bytes", 8 << 20)],
+        stop.clone(),
+    );
+    let oss = AgentProcess::start_with_args(
+        &dir,
+        "oss1",
+        "127.0.0.1",
+        None,
+        &["--root", oss_root.to_str().unwrap()],
+    );
+    // Each transfer takes 100 ms, so the stand-in sees the tasks' threads.
+    let c1 = AgentProcess::start_with_env_args(
+        &dir,
+        "c1",
+        "127.0.0.1",
+        &[("PVFS_TEST_ENGINE_PACE", "0,100,100")],
+        &["--root", client_root.to_str().unwrap()],
+    );
+    std::fs::create_dir_all(dir.path().join("mnt")).unwrap();
+    // The client's agent checks the run's directory under its root, where the engine (a
+    // process of its own) writes the real one: the mount is in both.
+    std::fs::create_dir_all(client_root.join(dir.path().join("mnt").strip_prefix("/").unwrap())).unwrap();
+    let cluster = dir.write(
+        "cluster.toml",
+        &format!(
+            "[cluster]\nname = \"l\"\nkind = \"lustre\"\n[lustre]\nfsname = \"fs\"\nmount = \"{0}/mnt\"\nlnet = \"tcp\"\n\
+             [[node]]\nname = \"oss1\"\naddress = \"127.0.0.1:{1}\"\nroles = [\"mgs\", \"mds\", \"oss\"]\ndisks = [\"/dev/pvfs-none\"]\n\
+             [[node]]\nname = \"c1\"\naddress = \"127.0.0.1:{2}\"\nroles = [\"client\"]\n",
+            dir.path().display(),
+            oss.port,
+            c1.port
+        ),
+    );
+    let out = dir.ctl(&[
+        "bench",
+        cluster.to_str().unwrap(),
+        "--json",
+        "--set",
+        "t=1m",
+        "--set",
+        "b=8m",
+        "--set",
+        "i=1",
+        "--results",
+        "res",
+    ]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let ids = accounting.join().unwrap();
+    let events = lines(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}\n{events:?}", text(&out.stderr));
+    assert_eq!(ids.len(), 2, "the stand-in saw the write's and the read's tasks: {ids:?}");
+    let readings: Vec<&Value> = events.iter().filter(|e| e["event"] == "lustre_jobs").collect();
+    assert_eq!(readings.len(), 2, "{events:?}");
+    for (reading, (phase, counter, id)) in
+        readings.iter().zip([("write", "write_bytes", &ids[0]), ("read", "read_bytes", &ids[1])])
+    {
+        assert_eq!(reading["phase"], phase, "{reading}");
+        // The client's agent worked out the id the stand-in derived from the thread itself.
+        assert_eq!(reading["clients"], serde_json::json!([{"node": "c1", "job_id": id}]), "{reading}");
+        assert_eq!(
+            reading["targets"],
+            serde_json::json!([{"node": "oss1", "kind": "obdfilter", "target": "fs-OST0000",
+                "counters": [{"name": counter, "samples": 8, "sum": 8 << 20}]}]),
+            "{reading}"
+        );
+        // Told right after the phase's end.
+        let at = events.iter().position(|e| std::ptr::eq(e, *reading)).unwrap();
+        assert_eq!(events[at - 1]["event"], "phase_done", "{events:?}");
+    }
+    // Kept with the run, and in the report: the OST accounts for the write.
+    let run = dir.path().join(events.last().unwrap()["results"].as_str().unwrap());
+    let kept = std::fs::read_to_string(run.join("events.jsonl")).unwrap();
+    assert_eq!(kept.lines().filter(|l| l.contains("\"event\":\"lustre_jobs\"")).count(), 2, "{kept}");
+    let report = dir.path().join("report");
+    let out = dir.ctl(&["report", run.to_str().unwrap(), "--out", report.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+    assert!(
+        md.contains(&format!("| write | 0 | fs-OST0000 | oss1 | 0.0 | 8.0 | 0 | 8 | 0 | 100.0 % |")),
+        "{md}"
+    );
+    assert!(
+        md.contains(&format!("- write (iteration 0), job {}: the OSTs counted 8.0 MiB for the application's 8.0 MiB (the OSTs account for the phase within 1 %)", ids[0])),
+        "{md}"
+    );
+}

@@ -140,9 +140,20 @@ impl AgentProcess {
 
     /// As [`AgentProcess::start`], with `env` in the agent's environment (and so its engine's).
     pub fn start_with_env(dir: &TestDir, name: &str, ip: &str, env: &[(&str, &str)]) -> AgentProcess {
+        AgentProcess::start_with_env_args(dir, name, ip, env, &[])
+    }
+
+    /// As [`AgentProcess::start_with_env`], with `extra` flags for the agent (`--root DIR`).
+    pub fn start_with_env_args(
+        dir: &TestDir,
+        name: &str,
+        ip: &str,
+        env: &[(&str, &str)],
+        extra: &[&str],
+    ) -> AgentProcess {
         let mut command = dir.command(&pvfs_agent());
         command.envs(env.iter().copied());
-        AgentProcess::spawn(dir, name, &format!("{ip}:0"), command, &[])
+        AgentProcess::spawn(dir, name, &format!("{ip}:0"), command, extra)
     }
 
     /// As [`AgentProcess::start`], under an open-file limit (soft and hard) of `nofile`, set by
