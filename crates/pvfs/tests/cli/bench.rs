@@ -2199,10 +2199,7 @@ fn a_lustre_phases_bytes_are_read_from_the_servers_job_stats() {
     let out = dir.ctl(&["report", run.to_str().unwrap(), "--out", report.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let md = std::fs::read_to_string(report.join("report.md")).unwrap();
-    assert!(
-        md.contains(&format!("| write | 0 | fs-OST0000 | oss1 | 0.0 | 8.0 | 0 | 8 | 0 | 100.0 % |")),
-        "{md}"
-    );
+    assert!(md.contains("| write | 0 | fs-OST0000 | oss1 | 0.0 | 8.0 | 0 | 8 | 0 | 100.0 % |"), "{md}");
     assert!(
         md.contains(&format!("- write (iteration 0), job {}: the OSTs counted 8.0 MiB for the application's 8.0 MiB (the OSTs account for the phase within 1 %)", ids[0])),
         "{md}"
