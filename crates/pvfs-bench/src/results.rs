@@ -470,6 +470,12 @@ pub enum BenchEvent {
         ops_per_s_before: f64,
         stall_s: f64,
         recovery_s: Option<f64>,
+        /// Tasks that failed in the phase (an I/O error the file system returned to a client:
+        /// the run stops there, as IOR does), and the first of their errors, naming its file.
+        #[serde(default, skip_serializing_if = "is_zero_u32")]
+        client_errors: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        first_error: Option<String>,
     },
     /// A GlusterFS brick a fault killed, healed: its volume's entries pending heal were polled
     /// (`gluster volume heal VOL info summary`) from the brick's return until none were left —
@@ -522,6 +528,10 @@ pub enum BenchEvent {
         mdtest: Vec<MdtestSummary>,
         error: Option<String>,
     },
+}
+
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The job id a client's Lustre client gave a phase's tasks, or why it has none.

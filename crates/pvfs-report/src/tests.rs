@@ -292,7 +292,7 @@ fn a_heal_not_followed_says_why() {
     let events = [
         json!({"event": "phase_started", "iteration": 0, "phase": "write", "at": 1000.0}),
         json!({"event": "latency_second", "iteration": 0, "phase": "write", "at": 1000.0, "count": 100, "min_ns": 1000, "p50_ns": 2000, "p90_ns": 3000, "p99_ns": 4000, "p999_ns": 5000, "max_ns": 6000, "mean_ns": 2500.0}),
-        json!({"event": "fault_measured", "node": "gfs2", "iteration": 0, "phase": "write", "injected_at": 1000.5, "undone_at": 1001.5, "ops_per_s_before": 100.0, "stall_s": 0.0, "recovery_s": 0.0}),
+        json!({"event": "fault_measured", "node": "gfs2", "iteration": 0, "phase": "write", "injected_at": 1000.5, "undone_at": 1001.5, "ops_per_s_before": 100.0, "stall_s": 0.0, "recovery_s": 0.0, "client_errors": 2, "first_error": "c1 task 0: write /mnt/gv0/f at 0: Input/output error | 5"}),
         json!({"event": "fault_healed", "node": "gfs2", "volume": "gv0", "at": 1002.0, "pending_max": 0, "split_brain": 0, "healed_after_s": null, "error": "gfs2: Volume gv0 is not of type replicate | disperse"}),
     ];
     let text: String = events.iter().map(|e| format!("{e}\n")).collect();
@@ -302,4 +302,5 @@ fn a_heal_not_followed_says_why() {
         md.contains("| 0 | not followed: gfs2: Volume gv0 is not of type replicate / disperse |"),
         "{md}"
     );
+    assert!(md.contains("| 2 (first: c1 task 0: write /mnt/gv0/f at 0: Input/output error / 5) |"), "the clients' errors: {md}");
 }

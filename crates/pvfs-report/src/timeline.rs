@@ -48,13 +48,14 @@ pub(super) fn section(md: &mut String, r: &RunData, out: &Path) -> Result<Vec<Pa
                 from it on with no operation finished, and how long until the rate was back to 90 % of the \
                 rate before for the rest of the phase (shaded red on the chart while in place); for a \
                 killed GlusterFS brick, the most entries pending heal once it was back and how long until \
-                none were left.\n\n\
-                | node | iteration | phase | at (s into the phase) | for (s) | ops/s before | stall (s) | back to 90 % after (s) | pending heal (most) | healed after (s) |\n\
-                |---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n";
+                none were left; the tasks that failed (a client's I/O error stops the run, as it stops IOR) \
+                and the first error.\n\n\
+                | node | iteration | phase | at (s into the phase) | for (s) | ops/s before | stall (s) | back to 90 % after (s) | client errors | pending heal (most) | healed after (s) |\n\
+                |---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|\n";
         for f in &faults {
             let start = span(&spans, f.iteration, f.phase).map_or(f.injected, |s| s.start);
             *md += &format!(
-                "| {} | {} | {} | {:.1} | {} | {:.0} | {:.0} | {} | {} | {} |\n",
+                "| {} | {} | {} | {:.1} | {} | {:.0} | {:.0} | {} | {} | {} | {} |\n",
                 f.node,
                 f.iteration,
                 name(r, f.iteration, f.phase),
@@ -66,6 +67,10 @@ pub(super) fn section(md: &mut String, r: &RunData, out: &Path) -> Result<Vec<Pa
                 f.ops_per_s_before,
                 f.stall_s,
                 f.recovery_s.map_or("not within the phase".to_owned(), |s| format!("{s:.1}")),
+                match &f.first_error {
+                    Some(first) => format!("{} (first: {})", f.client_errors, first.replace('|', "/")),
+                    None => f.client_errors.to_string(),
+                },
                 f.heal.as_ref().map_or("–".to_owned(), |h| h.pending_max.to_string()),
                 f.heal.as_ref().map_or("–".to_owned(), |h| match (&h.error, h.healed_after_s) {
                     (Some(why), _) => format!("not followed: {}", why.replace('|', "/")),

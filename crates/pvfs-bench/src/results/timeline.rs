@@ -86,6 +86,9 @@ pub struct FaultSpan {
     pub ops_per_s_before: f64,
     pub stall_s: f64,
     pub recovery_s: Option<f64>,
+    /// Tasks that failed in the phase, and the first one's error.
+    pub client_errors: u32,
+    pub first_error: Option<String>,
     /// A killed brick's heal, once it was followed (`BenchEvent::FaultHealed`).
     pub heal: Option<Heal>,
 }
@@ -126,6 +129,8 @@ pub fn faults(dir: &Path) -> Result<Vec<FaultSpan>, ResultsError> {
             ops_per_s_before,
             stall_s,
             recovery_s,
+            client_errors,
+            first_error,
         } = event
         {
             faults.push(FaultSpan {
@@ -137,6 +142,8 @@ pub fn faults(dir: &Path) -> Result<Vec<FaultSpan>, ResultsError> {
                 ops_per_s_before,
                 stall_s,
                 recovery_s,
+                client_errors,
+                first_error,
                 heal: None,
             });
         }

@@ -225,6 +225,24 @@ pub async fn execute(
         }
     }
     let outcome = work.await;
+    // A fault whose phase failed — its tasks' I/O errors stopped the run — is measured with
+    // them: what it cost the application beyond time.
+    if let Ok(BenchOutcome { error: Some(super::BenchError::Phase { iteration, phase, failures }), .. }) =
+        &outcome
+    {
+        let errors: Vec<String> = failures
+            .iter()
+            .filter_map(|f| match f {
+                super::ClientFailure::TaskFailed { node, task, error } => {
+                    Some(format!("{node} task {task}: {error}"))
+                }
+                _ => None,
+            })
+            .collect();
+        for measured in faults.on_phase_failed(*iteration, *phase, &errors) {
+            keep!(measured);
+        }
+    }
     // A fault still in place when the run ends (done, failed, stopped, or its task lost) is
     // undone now, before anything else can end this function.
     let interrupted = outcome.as_ref().is_ok_and(|o| o.interrupted());

@@ -404,11 +404,25 @@ impl Faults {
                     if ours(iteration, phase) && !slot.measured =>
                 {
                     slot.measured = true;
-                    if let Some(m) = measure(slot) {
+                    if let Some(m) = measure(slot, &[]) {
                         measured.push(m);
                     }
                 }
                 _ => {}
+            }
+        }
+        measured
+    }
+
+    /// The run stopped in `phase` of `iteration` because tasks failed (`errors`, one per failed
+    /// task): a fault of that phase is measured from its seconds so far, with the clients'
+    /// errors — what the fault cost the application beyond time.
+    pub fn on_phase_failed(&mut self, iteration: u32, phase: Phase, errors: &[String]) -> Vec<BenchEvent> {
+        let mut measured = Vec::new();
+        for slot in &mut self.plans {
+            if slot.plan.iteration == iteration && slot.plan.phase == phase && !slot.measured {
+                slot.measured = true;
+                measured.extend(measure(slot, errors));
             }
         }
         measured
@@ -492,7 +506,7 @@ impl Faults {
 
 /// The fault's effect on its phase, from the phase's seconds; `None` when it was never
 /// injected within the phase.
-fn measure(slot: &Slot) -> Option<BenchEvent> {
+fn measure(slot: &Slot, errors: &[String]) -> Option<BenchEvent> {
     let injected = slot.injected?;
     let seconds = &with_empty_seconds(&slot.seconds);
     // Whole seconds before the fault: the rate it is measured against.
@@ -518,6 +532,8 @@ fn measure(slot: &Slot) -> Option<BenchEvent> {
         ops_per_s_before: pre,
         stall_s: stall,
         recovery_s: recovery,
+        client_errors: u32::try_from(errors.len()).unwrap_or(u32::MAX),
+        first_error: errors.first().cloned(),
     })
 }
 
@@ -637,6 +653,10 @@ pub(crate) mod tests {
         }
     }
 
+    fn measure_all(slot: &Slot) -> Option<BenchEvent> {
+        measure(slot, &[])
+    }
+
     /// 100 ops a second, the fault at 103.5: a stall of two seconds, back at 90 % from the end
     /// of 106's second; a fault that slowed nothing recovers at once; one the phase never got
     /// over has no recovery; one never injected is not measured.
@@ -660,7 +680,7 @@ pub(crate) mod tests {
             injected_at,
             undone_at,
             ..
-        }) = measure(&slot(Some(103.5), &seconds))
+        }) = measure_all(&slot(Some(103.5), &seconds))
         else {
             panic!("measured")
         };
@@ -670,28 +690,67 @@ pub(crate) mod tests {
         );
         let steady = [(100.0, 100), (101.0, 100), (102.0, 98), (103.0, 101)];
         let Some(BenchEvent::FaultMeasured { stall_s, recovery_s, .. }) =
-            measure(&slot(Some(101.2), &steady))
+            measure_all(&slot(Some(101.2), &steady))
         else {
             panic!("measured")
         };
         assert_eq!((stall_s, recovery_s), (0.0, Some(0.0)));
         let never = [(100.0, 100), (101.0, 0), (102.0, 0)];
-        let Some(BenchEvent::FaultMeasured { recovery_s, stall_s, .. }) = measure(&slot(Some(101.0), &never))
+        let Some(BenchEvent::FaultMeasured { recovery_s, stall_s, .. }) =
+            measure_all(&slot(Some(101.0), &never))
         else {
             panic!("measured")
         };
         assert_eq!((stall_s, recovery_s), (2.0, None));
-        assert!(measure(&slot(None, &seconds)).is_none());
+        assert!(measure_all(&slot(None, &seconds)).is_none());
         // The seconds with nothing finished are not told (no latency second is): a stall of
         // two untold seconds is two seconds, as in the e2e's network cut.
         let untold =
             [(100.0, 100), (101.0, 100), (102.0, 100), (103.0, 60), (106.0, 50), (107.0, 95), (108.0, 100)];
         let Some(BenchEvent::FaultMeasured { stall_s, recovery_s, .. }) =
-            measure(&slot(Some(103.5), &untold))
+            measure_all(&slot(Some(103.5), &untold))
         else {
             panic!("measured")
         };
         assert_eq!((stall_s, recovery_s), (2.0, Some(3.5)));
         assert_eq!(with_empty_seconds(&[(5.0, 1), (3.0, 2)]), [(3.0, 2), (4.0, 0), (5.0, 1)]);
+    }
+
+    /// A phase the fault made fail (tasks got I/O errors, and the run stopped there): measured
+    /// from its seconds so far, with how many tasks failed and the first error; once only, and
+    /// only the fault of that phase.
+    #[test]
+    fn a_fault_whose_phase_failed_is_measured_with_the_clients_errors() {
+        let material = pvfs_tls::Material {
+            ca_pem: String::new(),
+            cert_pem: String::new(),
+            key_pem: String::new(),
+            ca_path: "ca.crt".into(),
+            cert_path: "pvfsctl.crt".into(),
+            key_path: "pvfsctl.key".into(),
+        };
+        let dialer = Dialer::new(crate::ClientSecurity::MutualTls(material), Duration::from_secs(5));
+        let (mut faults, _events) = Faults::new(vec![], dialer);
+        faults.plans.push(slot(Some(101.5), &[(100.0, 100), (101.0, 40)]));
+        let write = Phase::Ior(IorPhase::Write);
+        let errors = [
+            "c1 task 0: write /mnt/gv0/f.00000000 at 4194304: Transport endpoint is not connected".to_owned(),
+            "c2 task 1: …".to_owned(),
+        ];
+        assert!(faults.on_phase_failed(0, Phase::Ior(IorPhase::Read), &errors).is_empty(), "another phase's");
+        let measured = faults.on_phase_failed(0, write, &errors);
+        let [BenchEvent::FaultMeasured { client_errors, first_error, ops_per_s_before, .. }] = &measured[..]
+        else {
+            panic!("{measured:?}")
+        };
+        assert_eq!(
+            (*client_errors, first_error.as_deref(), *ops_per_s_before),
+            (2, Some(errors[0].as_str()), 100.0)
+        );
+        assert!(faults.on_phase_failed(0, write, &errors).is_empty(), "measured once");
+        // Kept in events.jsonl without the new fields when there were no errors.
+        let line =
+            pvfs_bench::results::sorted(&measure_all(&slot(Some(101.5), &[(100.0, 100)])).unwrap()).unwrap();
+        assert!(line.get("client_errors").is_none() && line.get("first_error").is_none(), "{line}");
     }
 }

@@ -647,14 +647,26 @@ fn fault_line(event: &BenchEvent) -> Option<String> {
             Some(format!("{named} over iteration {iteration} {phase}: {}", parts.join("; ")))
         }
         BenchEvent::FaultMeasured {
-            node, iteration, phase, ops_per_s_before, stall_s, recovery_s, ..
+            node,
+            iteration,
+            phase,
+            ops_per_s_before,
+            stall_s,
+            recovery_s,
+            client_errors,
+            first_error,
+            ..
         } => {
             let recovered = recovery_s.map_or_else(
                 || "not back to 90 % of it within the phase".to_owned(),
                 |s| format!("back to 90 % of it {s:.1} s after the fault"),
             );
+            let errors = match first_error {
+                Some(first) => format!("; {client_errors} tasks failed, the first: {first}"),
+                None => String::new(),
+            };
             Some(format!(
-                "fault on {node}, iteration {iteration} {phase}: {ops_per_s_before:.0} ops/s before, {stall_s:.0} s with no operation finished, {recovered}"
+                "fault on {node}, iteration {iteration} {phase}: {ops_per_s_before:.0} ops/s before, {stall_s:.0} s with no operation finished, {recovered}{errors}"
             ))
         }
         BenchEvent::FaultHealed { node, volume, error: Some(why), .. } => {
