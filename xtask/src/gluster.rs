@@ -838,6 +838,7 @@ fn brick_fault(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyhow::Re
         String::from_utf8_lossy(&out.stdout)
     );
     let results = lab.work.join("results").to_string_lossy().into_owned();
+    let base_cluster = cluster;
     let cluster = fault_cluster.as_str();
     let grant = |on: bool| -> anyhow::Result<()> {
         for node in ["gfs1", "gfs2"] {
@@ -885,7 +886,18 @@ fn brick_fault(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyhow::Re
     let cut = bench_with("cut-network=gfs2,phase=write,at=3,for=3")?;
     lab.exec("client1", &["rm", "-rf", "/mnt/gv1/pvfs-bench"])?;
     let stopped = bench_with("stop-service=gfs2,unit=glusterd,phase=write,at=3,for=3")?;
+    // gv0 is distributed: a file on the killed brick cannot be written until it is back, and
+    // the tasks writing one fail — the run stops there, and the fault's measure has them.
+    let lost = capture(
+        Command::new(binary)
+            .args(["ctl", "bench", base_cluster, "--tls-dir", tls, "--json", "--results", &results])
+            .args(["--procs", "8", "--fault", "kill-brick=gfs2,phase=write,at=2,for=2"])
+            .args(["--set", "t=4k", "--set", "b=32m", "--set", "odirect=true", "--set", "deadline=6"])
+            .args(["--set", "i=1"]),
+    )?;
+    lab.exec("client1", &["rm", "-rf", "/mnt/gv0/pvfs-bench"])?;
     grant(false)?;
+    distributed_fault(&lost)?;
     let (events, faults) = fault_run(&out, "a brick killed")?;
     ensure!(
         faults[0]["detail"].as_str().is_some_and(
@@ -943,6 +955,36 @@ fn brick_fault(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyhow::Re
     );
     network_cut(lab, &cut)?;
     service_stop(lab, &stopped)
+}
+
+/// The fourth fault of [`brick_fault`]: gfs2's brick of the distributed gv0 killed two seconds
+/// into a write of 8 tasks (a file each, spread over both bricks by name: that all eight land on
+/// gfs1 is 1 in 256), back two seconds later. The tasks whose files are on it get the FUSE
+/// client's error, the run stops with the phase (as IOR does), and the fault's measure says how
+/// many failed and the first error, naming its file.
+fn distributed_fault(out: &std::process::Output) -> anyhow::Result<()> {
+    let events = json_lines(&out.stdout)?;
+    ensure!(
+        !out.status.success(),
+        "a write to a killed brick of a distributed volume went through: {events:?}"
+    );
+    let faults: Vec<&Value> = events.iter().filter(|e| e["event"] == "fault").collect();
+    ensure!(
+        faults.iter().any(|f| f["action"] == "injected") && faults.iter().any(|f| f["action"] == "undone"),
+        "gv0's fault: {faults:?}"
+    );
+    let measured = events
+        .iter()
+        .find(|e| e["event"] == "fault_measured")
+        .context("the failed phase's fault not measured")?;
+    let errors = measured["client_errors"].as_u64().unwrap_or(0);
+    let first = measured["first_error"].as_str().unwrap_or_default();
+    ensure!((1..=8).contains(&errors) && first.contains("/mnt/gv0/pvfs-bench/"), "measured: {measured}");
+    eprintln!(
+        "xtask e2e: gfs2's brick of the distributed gv0 killed mid-write: {errors} of 8 tasks failed ({first}); {} ops/s before, {} s with nothing finished; the brick back after the run",
+        measured["ops_per_s_before"], measured["stall_s"]
+    );
+    Ok(())
 }
 
 /// The third fault of [`brick_fault`]: gfs2's glusterd stopped three seconds into the write for

@@ -302,5 +302,8 @@ fn a_heal_not_followed_says_why() {
         md.contains("| 0 | not followed: gfs2: Volume gv0 is not of type replicate / disperse |"),
         "{md}"
     );
-    assert!(md.contains("| 2 (first: c1 task 0: write /mnt/gv0/f at 0: Input/output error / 5) |"), "the clients' errors: {md}");
+    assert!(
+        md.contains("| 2 (first: c1 task 0: write /mnt/gv0/f at 0: Input/output error / 5) |"),
+        "the clients' errors: {md}"
+    );
 }
