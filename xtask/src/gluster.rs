@@ -895,9 +895,13 @@ fn brick_fault(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyhow::Re
             .args(["--set", "t=4k", "--set", "b=32m", "--set", "odirect=true", "--set", "deadline=6"])
             .args(["--set", "i=1"]),
     )?;
-    lab.exec("client1", &["rm", "-rf", "/mnt/gv0/pvfs-bench"])?;
-    grant(false)?;
     distributed_fault(&lost)?;
+    // The client reconnects to the brick a few seconds after it is back: its files go then.
+    lab.exec(
+        "client1",
+        &["sh", "-c", "for i in $(seq 30); do rm -rf /mnt/gv0/pvfs-bench 2>/dev/null && exit 0; sleep 1; done; rm -rf /mnt/gv0/pvfs-bench"],
+    )?;
+    grant(false)?;
     let (events, faults) = fault_run(&out, "a brick killed")?;
     ensure!(
         faults[0]["detail"].as_str().is_some_and(

@@ -313,6 +313,20 @@ fn explain_tls(err: &rustls::Error, address: &Address) -> String {
     }
 }
 
+/// A dialer whose certificates are never read: for tests of what holds one but dials nobody.
+#[cfg(test)]
+pub(crate) fn unused_dialer() -> Dialer {
+    let material = Material {
+        ca_pem: String::new(),
+        cert_pem: String::new(),
+        key_pem: String::new(),
+        ca_path: "ca.crt".into(),
+        cert_path: "pvfsctl.crt".into(),
+        key_path: "pvfsctl.key".into(),
+    };
+    Dialer::new(ClientSecurity::MutualTls(material), Duration::from_secs(5))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -238,15 +238,7 @@ mod tests {
         .unwrap()
         .nodes
         .remove(0);
-        let material = pvfs_tls::Material {
-            ca_pem: String::new(),
-            cert_pem: String::new(),
-            key_pem: String::new(),
-            ca_path: "ca.crt".into(),
-            cert_path: "pvfsctl.crt".into(),
-            key_path: "pvfsctl.key".into(),
-        };
-        let dialer = Dialer::new(crate::ClientSecurity::MutualTls(material), Duration::from_secs(5));
+        let dialer = crate::dial::unused_dialer();
         let (tx, _rx) = mpsc::channel(1);
         let dials = std::sync::Arc::new(tokio::sync::Semaphore::new(1));
         let future =

@@ -35,7 +35,7 @@ fn phase(dir: &Path, workload: Workload, phase: Phase) -> pb::BenchPhaseRequest 
 
 /// The throughput preset's write with 1 MiB blocks: small enough that the agent's room check
 /// passes on any machine the suite runs on.
-fn ior_write(dir: &Path) -> pb::BenchPhaseRequest {
+pub(crate) fn ior_write(dir: &Path) -> pb::BenchPhaseRequest {
     let Workload::Ior(mut ior) = Preset::Throughput.workload() else { unreachable!() };
     (ior.transfer, ior.block) = (1 << 20, 1 << 20);
     phase(dir, Workload::Ior(ior), Phase::Ior(IorPhase::Write))

@@ -5,13 +5,8 @@
 //! agent goes on serving.
 
 use crate::harness::{self, Agent, Pki, TIMEOUT};
-use pvfs_bench::launch::Engine;
-use pvfs_bench::params::{Preset, Workload};
-use pvfs_bench::phase::{IorPhase, Phase};
-use pvfs_bench::request::PhaseRequest;
 use pvfs_host::Root;
 use pvfs_proto::pb;
-use std::time::UNIX_EPOCH;
 use tonic::Code;
 
 fn ids(ids: &[&str]) -> pb::LustreJobsRequest {
@@ -106,26 +101,10 @@ async fn a_phase_whose_job_tag_is_no_thread_name_is_refused() {
     let pki = Pki::new();
     let agent = Agent::start(&pki).await;
     let scratch = harness::scratch("job-tag");
-    let dir = scratch.path().join("mnt/pvfs-bench/run");
-    let Workload::Ior(mut ior) = Preset::Throughput.workload() else { unreachable!() };
-    (ior.transfer, ior.block) = (1 << 20, 1 << 20);
-    let req = PhaseRequest {
-        job_tag: None,
-        stop_after: None,
-        engine: Engine::Builtin,
-        workload: Workload::Ior(ior),
-        dir,
-        first_task: 0,
-        tasks: 1,
-        total_tasks: 1,
-        tasks_per_client: 1,
-        iteration: 0,
-        phase: Phase::Ior(IorPhase::Write),
-    };
+    let write = crate::bench::ior_write(&scratch.path().join("mnt/pvfs-bench/run"));
     let mut client = agent.connect().await;
     for tag in ["-pv", "pv;reboot", "pv 1", "pv/../x", "0123456789abcdef", "pv\n"] {
-        let mut wire = pvfs_proto::convert::bench::phase_request_to(&req, UNIX_EPOCH);
-        wire.job_tag = tag.to_owned();
+        let wire = pb::BenchPhaseRequest { job_tag: tag.to_owned(), ..write.clone() };
         let status =
             tokio::time::timeout(TIMEOUT, client.bench_phase(wire)).await.expect("answered").unwrap_err();
         assert_eq!(status.code(), Code::InvalidArgument, "{tag:?}: {status:?}");

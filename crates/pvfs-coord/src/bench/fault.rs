@@ -721,15 +721,7 @@ pub(crate) mod tests {
     /// only the fault of that phase.
     #[test]
     fn a_fault_whose_phase_failed_is_measured_with_the_clients_errors() {
-        let material = pvfs_tls::Material {
-            ca_pem: String::new(),
-            cert_pem: String::new(),
-            key_pem: String::new(),
-            ca_path: "ca.crt".into(),
-            cert_path: "pvfsctl.crt".into(),
-            key_path: "pvfsctl.key".into(),
-        };
-        let dialer = Dialer::new(crate::ClientSecurity::MutualTls(material), Duration::from_secs(5));
+        let dialer = crate::dial::unused_dialer();
         let (mut faults, _events) = Faults::new(vec![], dialer);
         faults.plans.push(slot(Some(101.5), &[(100.0, 100), (101.0, 40)]));
         let write = Phase::Ior(IorPhase::Write);
