@@ -263,6 +263,82 @@ pub fn ior_text(run: IorRun<'_>, iterations: &[IorIteration], summaries: &[IorSu
 
 /// What `pvfs-agent engine` and `pvfsctl bench` print at the end of a run: IOR's or mdtest's
 /// tables as the tool prints them; nothing when no phase finished.
+/// The header lines IOR and mdtest print before their results, for the built-in engine's own
+/// output (`pvfs-agent engine`), so that `bench import` of it has its command: IOR's `Began`,
+/// `Command line`, `Machine` and `Path`, or mdtest's `-- started at … --`, `Command line used`
+/// and `Path`. The command is the IOR or mdtest run the engine's run stands for (IOR 4.1's
+/// flags, under `mpirun -np TASKS` so the task count is in it). No `IOR-x.y.z`/`mdtest-x.y.z`
+/// banner: the engine is neither, and an import would take the banner for their version.
+/// Times are UTC (the tools print local time).
+pub fn engine_header(
+    workload: &Workload,
+    tasks: u32,
+    dir: &std::path::Path,
+    machine: &str,
+    began: SystemTime,
+) -> String {
+    match workload {
+        Workload::Ior(p) => {
+            let args = crate::params::ior_args(
+                p,
+                crate::params::IorVersion(4, 1, 0),
+                &dir.join("ior").display().to_string(),
+            );
+            format!(
+                "Began               : {}\nCommand line        : mpirun -np {tasks} ior {}\nMachine             : {machine}\nPath                : {}\n\n",
+                ctime(began),
+                args.join(" "),
+                dir.display()
+            )
+        }
+        Workload::Mdtest(p) => format!(
+            "-- started at {} --\n\nCommand line used: mpirun -np {tasks} mdtest {}\nPath: {}\n\n",
+            mdtest_time(began),
+            crate::params::mdtest_args(p, &dir.display().to_string()).join(" "),
+            dir.display()
+        ),
+        Workload::Find(_) | Workload::Io500(_) => String::new(),
+    }
+}
+
+/// The line IOR and mdtest end with: `Finished            : …`, `-- finished at … --`.
+pub fn engine_footer(workload: &Workload, finished: SystemTime) -> String {
+    match workload {
+        Workload::Ior(_) => format!("Finished            : {}\n", ctime(finished)),
+        Workload::Mdtest(_) => format!("-- finished at {} --\n", mdtest_time(finished)),
+        Workload::Find(_) | Workload::Io500(_) => String::new(),
+    }
+}
+
+/// `ctime`'s form, as IOR's `CurrentTimeString` prints it: `Sun Nov  9 05:55:45 2026`.
+fn ctime(t: SystemTime) -> String {
+    let t = time::OffsetDateTime::from(t);
+    let weekday = &t.weekday().to_string()[..3];
+    let month = &t.month().to_string()[..3];
+    format!(
+        "{weekday} {month} {:>2} {:02}:{:02}:{:02} {}",
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.year()
+    )
+}
+
+/// mdtest's `%m/%d/%Y %H:%M:%S`.
+fn mdtest_time(t: SystemTime) -> String {
+    let t = time::OffsetDateTime::from(t);
+    format!(
+        "{:02}/{:02}/{} {:02}:{:02}:{:02}",
+        u8::from(t.month()),
+        t.day(),
+        t.year(),
+        t.hour(),
+        t.minute(),
+        t.second()
+    )
+}
+
 pub fn text(
     workload: &Workload,
     tasks: u32,
@@ -358,6 +434,34 @@ mod tests {
         assert_eq!((m.max, m.min, m.mean), (Some(200.0), Some(100.0), Some(150.0)));
         assert_eq!(format!("{:.3}", m.std.unwrap()), "70.711");
         assert_eq!(mdtest_summary("File creation", &[t(100.0, 1.0)]).unwrap().std, Some(0.0));
+    }
+    /// IOR's ctime form pads a one-digit day with a space; mdtest's is numeric; both in the
+    /// header and footer the engine prints, with the command it stands for.
+    #[test]
+    fn the_engines_header_dates_and_names_the_run_as_ior_and_mdtest_do() {
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_794_200_705);
+        let ior = crate::params::Preset::Throughput.workload();
+        let head = engine_header(&ior, 4, std::path::Path::new("/mnt/x"), "Linux c1", at);
+        assert!(
+            head.starts_with(
+                "Began               : Mon Nov  9 05:05:05 2026\nCommand line        : mpirun -np 4 ior -w -r"
+            ),
+            "{head}"
+        );
+        assert!(
+            head.contains("-o /mnt/x/ior\nMachine             : Linux c1\nPath                : /mnt/x\n"),
+            "{head}"
+        );
+        assert_eq!(engine_footer(&ior, at), "Finished            : Mon Nov  9 05:05:05 2026\n");
+        let md = crate::params::Preset::Metadata.workload();
+        let head = engine_header(&md, 2, std::path::Path::new("/mnt/x"), "Linux c1", at);
+        assert!(
+            head.starts_with(
+                "-- started at 11/09/2026 05:05:05 --\n\nCommand line used: mpirun -np 2 mdtest -C -T"
+            ),
+            "{head}"
+        );
+        assert_eq!(engine_footer(&md, at), "-- finished at 11/09/2026 05:05:05 --\n");
     }
 }
 

@@ -31,6 +31,7 @@ pub(crate) fn run(args: EngineArgs) -> anyhow::Result<u8> {
     anyhow::ensure!(args.dir.is_dir(), "{} is not a directory", args.dir.display());
     // The engine refuses symlinks on its way; here the user named the directory themselves.
     let dir = args.dir.canonicalize().with_context(|| format!("resolving {}", args.dir.display()))?;
+    let began = std::time::SystemTime::now();
     let run = match pvfs_engine::local::run(&workload, &dir, args.tasks, !args.untimed) {
         Ok(run) => run,
         Err(err) => {
@@ -44,8 +45,20 @@ pub(crate) fn run(args: EngineArgs) -> anyhow::Result<u8> {
         )?;
         return Ok(exit::OK);
     }
+    // The kernel's name for the machine, as IOR's `Machine` line has it (`uname -n`).
+    let machine = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let text = pvfs_bench::summary::text(&workload, tasks, tasks, &run.iterations, &run.ior, &run.mdtest);
-    output::print(&text)?;
+    output::print(&format!(
+        "{}{text}\n{}",
+        pvfs_bench::summary::engine_header(
+            &workload,
+            tasks,
+            &dir,
+            &format!("Linux {}", machine.trim()),
+            began
+        ),
+        pvfs_bench::summary::engine_footer(&workload, std::time::SystemTime::now())
+    ))?;
     Ok(exit::OK)
 }
 

@@ -229,6 +229,62 @@ fn a_label_from_the_wire_cannot_forge_log_lines() {
     }
 }
 
+/// Issue 30: the engine's own output carries IOR's and mdtest's header lines (`Began`,
+/// `Command line`, `Machine`, `Path` and `Finished`; `-- started at`, `Command line used`,
+/// `Path` and `-- finished at`), so `bench import` of it has the command the run stands for.
+#[test]
+fn the_local_engines_output_imports_with_its_command() {
+    let dir = TestDir::new();
+    for (preset, sets, command) in [
+        (
+            "throughput",
+            ["t=64k", "b=256k"],
+            "mpirun -np 2 ior -w -r --posix.odirect -C -i1 -t64k -b256k -F -o ",
+        ),
+        ("metadata", ["n=8", "z=1"], "mpirun -np 2 mdtest -C -T -i1 -n 8 -z 1 -b 4 -L -u -F -d "),
+    ] {
+        let run = dir.path().join(preset);
+        std::fs::create_dir(&run).unwrap();
+        let out = dir
+            .command(&pvfs_agent())
+            .args([
+                "engine",
+                "--tasks",
+                "2",
+                "--preset",
+                preset,
+                "--dir",
+                run.to_str().unwrap(),
+                "--set",
+                "i=1",
+            ])
+            .args(sets.iter().flat_map(|s| ["--set", s]))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let printed = text(&out.stdout);
+        let (first, last) = if preset == "throughput" {
+            ("Began               : ", "Finished            : ")
+        } else {
+            ("-- started at ", "-- finished at ")
+        };
+        assert!(printed.starts_with(first) && printed.lines().last().unwrap().starts_with(last), "{printed}");
+        let saved = dir.path().join(format!("{preset}.out"));
+        std::fs::write(&saved, &out.stdout).unwrap();
+        let imported =
+            dir.ctl(&["bench", "import", saved.to_str().unwrap(), "--results", "imports", "--json"]);
+        assert_eq!(imported.status.code(), Some(0), "{}", text(&imported.stderr));
+        let line: serde_json::Value = serde_json::from_slice(&imported.stdout).unwrap();
+        let canonical = run.canonicalize().unwrap();
+        let expected = if preset == "throughput" {
+            format!("{command}{}/ior", canonical.display())
+        } else {
+            format!("{command}{}", canonical.display())
+        };
+        assert_eq!(line["command"], expected, "{line}");
+    }
+}
+
 /// `pvfs-agent engine`, the built-in engine on this machine (what `cargo xtask bench-engine`
 /// measures): `--json` holds each phase's latency over every transfer; `--untimed` is the
 /// same run with nothing timed, which is how the timing's cost is measured.
