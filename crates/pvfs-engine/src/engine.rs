@@ -129,21 +129,33 @@ pub enum EngineError {
 /// reported as a failed task rather than taking the phase, or the process, down. Each thread is
 /// named `name` (a Lustre client tags its I/O with its thread's name when `jobid_var` is
 /// `procname_uid`), or `task N` without one.
+///
+/// No task begins before every task's thread is running: they meet at a barrier ([`Gate`]), as
+/// IOR's and mdtest's ranks meet at an `MPI_Barrier` before each phase's clock starts. Without it the first task's start, which a phase's time
+/// is counted from, would be a thread start or more ahead of the last task's — most of a
+/// phase as short as mdtest's tree creation of one directory.
 fn each_task(
     tasks: std::ops::Range<u32>,
     name: Option<&str>,
     run: impl Fn(u32) -> TaskResult + Sync,
 ) -> Vec<TaskResult> {
     let run = &run;
+    let gate = Gate::default();
+    let gate = &gate;
     std::thread::scope(|scope| {
         let handles: Vec<_> = tasks
             .clone()
             .map(|task| {
                 std::thread::Builder::new()
                     .name(name.map_or_else(|| format!("task {task}"), str::to_owned))
-                    .spawn_scoped(scope, move || run(task))
+                    .spawn_scoped(scope, move || {
+                        gate.wait();
+                        run(task)
+                    })
             })
             .collect();
+        // Every thread that could be started is: the tasks begin together once all are there.
+        gate.open(handles.iter().filter(|h| h.is_ok()).count());
         handles
             .into_iter()
             .zip(tasks)
@@ -153,6 +165,32 @@ fn each_task(
             })
             .collect()
     })
+}
+
+/// The tasks' start line, a barrier: no task passes until every task's thread that could be
+/// started is running and has arrived.
+#[derive(Default)]
+struct Gate {
+    /// Threads arrived, and how many were started (once the spawning thread knows).
+    state: std::sync::Mutex<(usize, Option<usize>)>,
+    changed: std::sync::Condvar,
+}
+
+impl Gate {
+    fn wait(&self) {
+        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        state.0 += 1;
+        self.changed.notify_all();
+        while state.1.is_none_or(|started| state.0 < started) {
+            state = self.changed.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    /// `started` threads were started: they pass once all have arrived.
+    fn open(&self, started: usize) {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).1 = Some(started);
+        self.changed.notify_all();
+    }
 }
 
 /// A task that did nothing and why (its error as the text a task result carries).

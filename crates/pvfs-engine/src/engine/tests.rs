@@ -570,6 +570,28 @@ fn task_threads_carry_the_job_tag_the_kernel_sees() {
     assert!(names.contains("task 0") && names.contains("task 1"), "{names:?}");
 }
 
+/// Issue 30: no task begins before every task's thread exists (IOR's and mdtest's ranks meet
+/// at a barrier before a phase's clock starts), so a phase's time, counted from the first
+/// task's start, never holds the other threads' creation: each of 16 tasks, as it begins,
+/// finds all 16 task threads running under their name (a thread names itself as it starts).
+#[test]
+fn every_task_begins_once_every_tasks_thread_exists() {
+    // Held after counting, so that no thread ends (and leaves the list) before all have counted.
+    let counted = std::sync::Barrier::new(16);
+    let seen: Vec<TaskResult> = each_task(0..16, Some("pvgate"), |task| {
+        let threads = std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .flatten()
+            .filter(|t| {
+                std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim_end() == "pvgate")
+            })
+            .count();
+        counted.wait();
+        TaskResult { ops: threads as u64, ..TaskResult::begun(task, SystemTime::now()) }
+    });
+    assert_eq!(seen.iter().map(|r| r.ops).collect::<Vec<_>>(), vec![16; 16]);
+}
+
 /// An mdtest job of `tasks` tasks in `dir`, one directory (depth 0), files only.
 fn md_job(dir: &std::path::Path, params: MdtestParams, tasks: u32) -> MdtestJob {
     MdtestJob {
