@@ -1251,6 +1251,96 @@ fn unix_time(text: &str) -> Option<i64> {
     Some(days * 86_400 + hour * 3600 + minute * 60 + second - offset)
 }
 
+// ---------------------------------------------------------------------------------------------
+// This node's servers, every second
+
+/// A BeeGFS server of this node, as its own files name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LocalServer {
+    /// [`NodeType::Storage`] or [`NodeType::Meta`].
+    pub node_type: NodeType,
+    /// Its numeric node ID (`NumNodeID`), which `beegfs-ctl --serverstats NUMID` and `beegfs
+    /// stats server storage:NUMID` select it by.
+    pub num_id: u32,
+}
+
+/// The BeeGFS storage and metadata servers of this node, from their own files and no call to
+/// anything: the directory each one's configuration names (`storeStorageDirectory`, the first
+/// of its comma-separated list, in /etc/beegfs/beegfs-storage.conf; `storeMetaDirectory` in
+/// beegfs-meta.conf) holds `nodeNumID`, its numeric ID as a decimal line, written once the
+/// server has registered with the management daemon (StorageTk, ThinkParQ/beegfs 7.4.7;
+/// 8.3.1 reads only that file). A server not yet registered has none, and is not listed.
+pub fn local_servers(root: &pvfs_host::Root) -> Vec<LocalServer> {
+    [
+        (NodeType::Storage, "/etc/beegfs/beegfs-storage.conf", "storeStorageDirectory"),
+        (NodeType::Meta, "/etc/beegfs/beegfs-meta.conf", "storeMetaDirectory"),
+    ]
+    .into_iter()
+    .filter_map(|(node_type, conf, key)| {
+        let text = root.read_to_string(conf).ok()?;
+        let dir = config_value(&text, key)?.split(',').next()?.trim().to_owned();
+        if !dir.starts_with('/') {
+            return None;
+        }
+        let num_id =
+            root.read_trimmed(&format!("{}/nodeNumID", dir.trim_end_matches('/'))).ok()?.parse().ok()?;
+        (num_id > 0).then_some(LocalServer { node_type, num_id })
+    })
+    .collect()
+}
+
+/// A `key = value` of a BeeGFS configuration file (`#` starts a comment).
+fn config_value<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    text.lines().find_map(|line| {
+        let line = line.split('#').next()?;
+        let (k, v) = line.split_once('=')?;
+        (k.trim() == key).then(|| v.trim()).filter(|v| !v.is_empty())
+    })
+}
+
+/// One of this node's servers in one second, as its own statistics tell it (values of that
+/// second, not counters: BeeGFS keeps them per second).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ServerSecond {
+    /// `storage` or `meta`.
+    pub kind: String,
+    pub num_id: u32,
+    /// The second, in Unix seconds, as the server stamped it.
+    pub time: i64,
+    pub requests: u64,
+    pub queued_requests: u64,
+    pub busy_workers: u64,
+    /// Bytes written to and read from its targets in the second (storage servers).
+    pub write_bytes: u64,
+    pub read_bytes: u64,
+}
+
+impl ServerSecond {
+    /// The newest second of `server` in a stretch of its statistics' output (the tables of
+    /// `beegfs-ctl --serverstats --interval=1 NUMID`, or the rows of `beegfs stats server
+    /// TYPE:NUMID --output ndjson`): its latest `time`; `None` when it holds none.
+    pub fn newest(server: LocalServer, text: &str, ctl: bool) -> Option<ServerSecond> {
+        let tables =
+            if ctl { parse_ctl_serverstats(text, server.node_type) } else { parse_stats_server(text) };
+        let rows = tables.ok()?.into_iter().flat_map(|t| t.rows);
+        let newest = rows.filter(|r| r.time.is_some()).max_by_key(|r| r.time)?;
+        Some(ServerSecond {
+            kind: match server.node_type {
+                NodeType::Meta => "meta",
+                _ => "storage",
+            }
+            .to_owned(),
+            num_id: server.num_id,
+            time: newest.time?,
+            requests: newest.requests().unwrap_or(0),
+            queued_requests: newest.queued_requests().unwrap_or(0),
+            busy_workers: newest.busy_workers().unwrap_or(0),
+            write_bytes: newest.disk_write_bytes().unwrap_or(0),
+            read_bytes: newest.disk_read_bytes().unwrap_or(0),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1810,5 +1900,74 @@ mod tests {
             let _ = parse_ctl_listtargets(&text, NodeType::Meta);
             let _ = parse_target_list(&text);
         }
+    }
+
+    /// A storage server's files (the configuration's first storage directory holds its
+    /// `nodeNumID`) and a metadata server's; one not registered yet (no `nodeNumID`) is not
+    /// listed, nor a node without BeeGFS.
+    #[test]
+    fn this_nodes_servers_are_found_by_their_own_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = pvfs_host::Root::at(dir.path());
+        assert!(local_servers(&root).is_empty());
+        let put = |path: &str, text: &str| {
+            let at = dir.path().join(path.trim_start_matches('/'));
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            std::fs::write(at, text).unwrap();
+        };
+        put(
+            "/etc/beegfs/beegfs-storage.conf",
+            "# storage\nsysMgmtdHost = mgmt01\nstoreStorageDirectory = /data/beegfs/t1, /data/beegfs/t2 # two targets\n",
+        );
+        put("/etc/beegfs/beegfs-meta.conf", "storeMetaDirectory = /data/beegfs/meta\n");
+        assert!(local_servers(&root).is_empty(), "neither registered yet");
+        put("/data/beegfs/t1/nodeNumID", "3\n");
+        put("/data/beegfs/t2/nodeNumID", "99\n");
+        assert_eq!(local_servers(&root), [LocalServer { node_type: NodeType::Storage, num_id: 3 }]);
+        put("/data/beegfs/meta/nodeNumID", "1\n");
+        assert_eq!(
+            local_servers(&root),
+            [
+                LocalServer { node_type: NodeType::Storage, num_id: 3 },
+                LocalServer { node_type: NodeType::Meta, num_id: 1 }
+            ]
+        );
+    }
+
+    /// A server's newest second in one round of `beegfs-ctl --serverstats --interval=1 NUMID`
+    /// (ModeIOStat's single-node history: the header, a row a second, oldest first) and in
+    /// `beegfs stats server storage:NUMID --output ndjson --raw` rows.
+    #[test]
+    fn a_servers_newest_second_from_either_tool() {
+        let storage = LocalServer { node_type: NodeType::Storage, num_id: 3 };
+        let mut round = format!(
+            "{:>11} {:>9} {:>9} {:>6} {:>6} {:>3}\n",
+            "time_index", "write_KiB", "read_KiB", "reqs", "qlen", "bsy"
+        );
+        for (t, w) in [(1_700_000_000, 1024), (1_700_000_001, 2048), (1_700_000_002, 4096)] {
+            round += &format!("{t:>11} {w:>9} {:>9} {:>6} {:>6} {:>3}\n", 8, 40, 1, 2);
+        }
+        let second = ServerSecond::newest(storage, &round, true).unwrap();
+        assert_eq!(
+            second,
+            ServerSecond {
+                kind: "storage".into(),
+                num_id: 3,
+                time: 1_700_000_002,
+                requests: 40,
+                queued_requests: 1,
+                busy_workers: 2,
+                write_bytes: 4096 * 1024,
+                read_bytes: 8 * 1024,
+            }
+        );
+        let ndjson = "{\"busy_workers\":\"3\",\"queue_length\":\"0\",\"read\":\"0\",\"received\":\"10\",\"requests\":\"9\",\"sent\":\"20\",\"time\":1748865802,\"written\":\"8192\"}\n\
+                      {\"busy_workers\":\"1\",\"queue_length\":\"0\",\"read\":\"0\",\"received\":\"10\",\"requests\":\"7\",\"sent\":\"20\",\"time\":1748865801,\"written\":\"4096\"}\n";
+        let second = ServerSecond::newest(storage, ndjson, false).unwrap();
+        assert_eq!(
+            (second.time, second.requests, second.write_bytes, second.busy_workers),
+            (1_748_865_802, 9, 8192, 3)
+        );
+        assert_eq!(ServerSecond::newest(storage, "", true), None);
     }
 }
