@@ -351,7 +351,7 @@ mod tests {
         use pvfs_metrics::sample::{CpuCounters, LoadCounters, MemCounters};
         const SAMPLES: u64 = 5_000;
         let history = History::new(1, 4096);
-        let fs = Arc::new(FsSecond { lustre: None, bricks: vec![Default::default()] });
+        let fs = Arc::new(FsSecond { lustre: None, bricks: vec![Default::default()], beegfs: Vec::new() });
         let missing = AtomicU64::new(0);
         // What the reader has seen: the next sample is pushed once it is waiting for it,
         // spinning on the ring, so each push lands while they look (and none falls out of the

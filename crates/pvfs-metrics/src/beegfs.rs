@@ -1300,19 +1300,25 @@ fn config_value<'a>(text: &'a str, key: &str) -> Option<&'a str> {
 
 /// One of this node's servers in one second, as its own statistics tell it (values of that
 /// second, not counters: BeeGFS keeps them per second).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct ServerSecond {
+    // Fields in the byte order of their keys, the order a second's line writes them in.
+    /// Worker threads busy when the second was taken.
+    pub busy_workers: u64,
     /// `storage` or `meta`.
     pub kind: String,
     pub num_id: u32,
+    /// Requests waiting when the second was taken.
+    pub queued_requests: u64,
+    /// Bytes read from its targets in the second (storage servers).
+    pub read_bytes: u64,
+    /// Requests processed in the second.
+    pub requests: u64,
     /// The second, in Unix seconds, as the server stamped it.
     pub time: i64,
-    pub requests: u64,
-    pub queued_requests: u64,
-    pub busy_workers: u64,
-    /// Bytes written to and read from its targets in the second (storage servers).
+    /// Bytes written to its targets in the second (storage servers).
     pub write_bytes: u64,
-    pub read_bytes: u64,
 }
 
 impl ServerSecond {

@@ -50,6 +50,9 @@ pub struct DownLine {
 #[serde(default)]
 pub struct SecondLine {
     // Fields in the byte order of their keys, the order they are written in.
+    /// This node's BeeGFS servers over the second, on a node with any (absent on others).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub beegfs: Vec<crate::beegfs::ServerSecond>,
     /// This node's GlusterFS bricks over the second, on a node with bricks (absent on others).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub bricks: Vec<BrickRates>,
@@ -91,6 +94,7 @@ impl SecondLine {
     pub fn of(rates: &Rates, devices: &[String]) -> SecondLine {
         let load = &rates.load;
         SecondLine {
+            beegfs: rates.beegfs.clone(),
             bricks: rates.bricks.clone(),
             cpu: Columns::of(&rates.cpu),
             disks: rates

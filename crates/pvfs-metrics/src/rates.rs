@@ -57,6 +57,9 @@ pub struct Rates {
     pub lnet: Option<LnetRates>,
     /// Each GlusterFS brick's of this node, when both samples have them.
     pub bricks: Vec<BrickRates>,
+    /// This node's BeeGFS servers' second (BeeGFS keeps per-second figures: the later sample's
+    /// as they are).
+    pub beegfs: Vec<crate::beegfs::ServerSecond>,
 }
 
 impl Rates {
@@ -109,6 +112,7 @@ impl Rates {
                 ),
                 None => Vec::new(),
             },
+            beegfs: curr.fs.as_ref().map_or_else(Vec::new, |c| c.beegfs.clone()),
         }
     }
 }

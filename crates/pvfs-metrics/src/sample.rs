@@ -40,6 +40,17 @@ pub struct Sample {
 pub struct FsSecond {
     pub lustre: Option<crate::lustre::node::Snapshot>,
     pub bricks: Vec<crate::gluster::LocalBrick>,
+    /// This node's BeeGFS servers' second, as their own statistics tell it: the agent reads
+    /// them from the servers' statistics commands as they print (`pvfs-agent`'s `beegfs`), so
+    /// a [`Sampler`] leaves them empty.
+    pub beegfs: Vec<crate::beegfs::ServerSecond>,
+}
+
+impl FsSecond {
+    /// Whether the node's file system said anything of itself this second.
+    pub fn is_empty(&self) -> bool {
+        self.lustre.is_none() && self.bricks.is_empty() && self.beegfs.is_empty()
+    }
 }
 
 impl Sample {
@@ -358,8 +369,9 @@ impl Sampler {
         let second = FsSecond {
             lustre: self.lustre.read(&self.root),
             bricks: crate::gluster::local_bricks(&self.root),
+            beegfs: Vec::new(),
         };
-        (second.lustre.is_some() || !second.bricks.is_empty()).then_some(second)
+        (!second.is_empty()).then_some(second)
     }
 
     fn read_disks(&mut self) -> Result<Vec<DiskCounters>, SampleError> {

@@ -167,6 +167,7 @@ impl From<&Stamped> for pb::Sample {
             processes: Vec::new(),
             lustre: None,
             bricks: Vec::new(),
+            beegfs: Vec::new(),
         };
         if let Some(fs) = &s.fs {
             fs_to_wire(fs, &mut sample);
@@ -175,10 +176,11 @@ impl From<&Stamped> for pb::Sample {
     }
 }
 
-/// A node's file-system second on the wire (`Sample.lustre`, `Sample.bricks`).
+/// A node's file-system second on the wire (`Sample.lustre`, `Sample.bricks`, `Sample.beegfs`).
 pub fn fs_to_wire(fs: &FsSecond, sample: &mut pb::Sample) {
     sample.lustre = fs.lustre.as_ref().map(pb::LustreSnapshot::from);
     sample.bricks = fs.bricks.iter().map(pb::GlusterBrick::from).collect();
+    sample.beegfs = fs.beegfs.iter().map(pb::BeegfsServerSecond::from).collect();
 }
 
 /// A sample's processes on the wire (`Sample.processes`).
@@ -205,10 +207,11 @@ impl From<pb::Sample> for Stamped {
                 cpu: p.cpu.map(Into::into).unwrap_or_default(),
                 mem: p.mem.map(Into::into).unwrap_or_default(),
                 load: p.load.map(Into::into).unwrap_or_default(),
-                fs: (p.lustre.is_some() || !p.bricks.is_empty()).then(|| {
+                fs: (p.lustre.is_some() || !p.bricks.is_empty() || !p.beegfs.is_empty()).then(|| {
                     std::sync::Arc::new(FsSecond {
                         lustre: p.lustre.map(Into::into),
                         bricks: p.bricks.into_iter().map(Into::into).collect(),
+                        beegfs: p.beegfs.into_iter().map(Into::into).collect(),
                     })
                 }),
             },
@@ -270,6 +273,11 @@ same_fields!(
     ]
 );
 same_fields!(LoadCounters, pb::LoadCounters, [one, five, fifteen, runnable, tasks]);
+same_fields!(
+    pvfs_metrics::beegfs::ServerSecond,
+    pb::BeegfsServerSecond,
+    [kind, num_id, time, requests, queued_requests, busy_workers, write_bytes, read_bytes]
+);
 
 impl From<&NicCounters> for pb::NicCounters {
     fn from(n: &NicCounters) -> pb::NicCounters {

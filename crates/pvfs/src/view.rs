@@ -65,7 +65,23 @@ pub(crate) fn table(r: &Rates, devices: &[String]) -> String {
     if !r.bricks.is_empty() {
         out += &brick_table(&r.bricks);
     }
+    out += &r.beegfs.iter().map(beegfs_line).collect::<String>();
     out + "\n"
+}
+
+/// A BeeGFS server of the node over the second, as its own statistics count it (`beegfs-ctl
+/// --serverstats`' columns): requests processed, queued and busy workers, and a storage
+/// server's MB/s (10^6 bytes) written to and read from its targets.
+pub(crate) fn beegfs_line(s: &pvfs_metrics::beegfs::ServerSecond) -> String {
+    let disk = if s.kind == "storage" {
+        format!(", write {:.1} MB/s, read {:.1} MB/s", s.write_bytes as f64 / 1e6, s.read_bytes as f64 / 1e6)
+    } else {
+        String::new()
+    };
+    format!(
+        "beegfs {} {}: {} req/s, {} queued, {} busy workers{disk}\n",
+        s.kind, s.num_id, s.requests, s.queued_requests, s.busy_workers
+    )
 }
 
 /// LNet's traffic over the second, as `lnetctl stats show` counts it: MB/s (10^6 bytes) and
@@ -170,6 +186,7 @@ mod tests {
             lustre: Vec::new(),
             bricks: Vec::new(),
             lnet: None,
+            beegfs: Vec::new(),
         }
     }
 
@@ -338,6 +355,41 @@ mod tests {
                 "gv0          /bricks/b1                  Y      2.00      1.00      0.00     52.43\n",
                 "gv0          gfs1-bricks-b2              N      0.00      0.00      0.00      0.00\n\n"
             )
+        );
+    }
+
+    /// A BeeGFS server's second ends with a line per server: a storage server's with its bytes,
+    /// a metadata server's without.
+    #[test]
+    fn a_beegfs_servers_second_ends_with_its_servers() {
+        use pvfs_metrics::beegfs::ServerSecond;
+        let mut r = rates();
+        r.beegfs = vec![
+            ServerSecond {
+                kind: "storage".into(),
+                num_id: 3,
+                requests: 880,
+                queued_requests: 3,
+                busy_workers: 12,
+                write_bytes: 104_857_600,
+                read_bytes: 12_288,
+                time: 1_700_000_000,
+            },
+            ServerSecond {
+                kind: "meta".into(),
+                num_id: 1,
+                requests: 1342,
+                busy_workers: 2,
+                ..Default::default()
+            },
+        ];
+        let text = table(&r, &[]);
+        assert!(
+            text.ends_with(concat!(
+                "beegfs storage 3: 880 req/s, 3 queued, 12 busy workers, write 104.9 MB/s, read 0.0 MB/s\n",
+                "beegfs meta 1: 1342 req/s, 0 queued, 2 busy workers\n\n"
+            )),
+            "{text}"
         );
     }
 }

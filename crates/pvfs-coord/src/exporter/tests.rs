@@ -254,8 +254,11 @@ fn lustre_targets_are_named_as_lustrefs_exporter_names_them() {
         assert!(snapshot.errors.is_empty(), "{:?}", snapshot.errors);
         let mut view = view();
         let mut sample = stamped(3, 1500, 6_000_000);
-        sample.sample.fs =
-            Some(Arc::new(pvfs_metrics::sample::FsSecond { lustre: Some(snapshot), bricks: Vec::new() }));
+        sample.sample.fs = Some(Arc::new(pvfs_metrics::sample::FsSecond {
+            lustre: Some(snapshot),
+            bricks: Vec::new(),
+            beegfs: Vec::new(),
+        }));
         view.apply(StreamEvent::Sample { node: "oss00".into(), stamped: sample, processes: Vec::new() });
         let ours = render(&view, false);
         check_grammar(&ours);
@@ -314,8 +317,11 @@ fn lnet_traffic_is_named_as_lustrefs_exporter_names_it() {
     };
     let mut view = view();
     let mut sample = stamped(3, 1500, 6_000_000);
-    sample.sample.fs =
-        Some(Arc::new(pvfs_metrics::sample::FsSecond { lustre: Some(snapshot), bricks: Vec::new() }));
+    sample.sample.fs = Some(Arc::new(pvfs_metrics::sample::FsSecond {
+        lustre: Some(snapshot),
+        bricks: Vec::new(),
+        beegfs: Vec::new(),
+    }));
     view.apply(StreamEvent::Sample { node: "oss00".into(), stamped: sample, processes: Vec::new() });
     let text = render(&view, false);
     check_grammar(&text);
@@ -357,8 +363,11 @@ fn gluster_bricks_by_node_volume_and_brick() {
         write_bytes: 23179264,
     };
     let down = LocalBrick { volume: "gv0".into(), path: "/bricks/b2".into(), ..LocalBrick::default() };
-    sample.sample.fs =
-        Some(Arc::new(pvfs_metrics::sample::FsSecond { lustre: None, bricks: vec![up, down] }));
+    sample.sample.fs = Some(Arc::new(pvfs_metrics::sample::FsSecond {
+        lustre: None,
+        bricks: vec![up, down],
+        beegfs: Vec::new(),
+    }));
     cluster.apply(StreamEvent::Sample { node: "oss00".into(), stamped: sample, processes: Vec::new() });
     let text = render(&cluster, false);
     check_grammar(&text);

@@ -181,6 +181,14 @@ fn a_line_of_rates_shows_only_the_devices_asked_for() {
             ..Default::default()
         }],
         lnet: Some(LnetRates { send_bytes_s: 2048.0, msgs_alloc: 3, ..Default::default() }),
+        beegfs: vec![crate::beegfs::ServerSecond {
+            kind: "storage".into(),
+            num_id: 3,
+            time: 1_700_000_000,
+            requests: 40,
+            write_bytes: 4096,
+            ..Default::default()
+        }],
     };
     let line = SecondLine::of(&rates, &["sda".to_owned()]);
     assert_eq!(line.disks.keys().collect::<Vec<_>>(), ["sda"]);
@@ -206,10 +214,13 @@ fn a_line_of_rates_shows_only_the_devices_asked_for() {
         )),
         "{json}"
     );
-    // A GlusterFS server's bricks come first of all, as `bricks` sorts.
+    // A BeeGFS server's second comes first of all, as `beegfs` sorts, its keys sorted; then a
+    // GlusterFS server's bricks.
     assert!(
         json.starts_with(concat!(
-            r#"{"bricks":[{"path":"/bricks/b1","rchar_s":0.0,"read_bytes_s":0.0,"up":true,"volume":"gv0","#,
+            r#"{"beegfs":[{"busy_workers":0,"kind":"storage","num_id":3,"queued_requests":0,"read_bytes":0,"#,
+            r#""requests":40,"time":1700000000,"write_bytes":4096}],"#,
+            r#""bricks":[{"path":"/bricks/b1","rchar_s":0.0,"read_bytes_s":0.0,"up":true,"volume":"gv0","#,
             r#""wchar_s":0.0,"write_bytes_s":1048576.0}],"cpu":"#
         )),
         "{json}"

@@ -251,6 +251,16 @@ mod tests {
                 },
                 LocalBrick { volume: "gv0".into(), path: "gfs1-bricks-b2".into(), ..LocalBrick::default() },
             ],
+            beegfs: vec![pvfs_metrics::beegfs::ServerSecond {
+                kind: "storage".into(),
+                num_id: 3,
+                time: 1_700_000_002,
+                requests: 40,
+                queued_requests: 1,
+                busy_workers: 2,
+                write_bytes: 4 << 20,
+                read_bytes: 8 << 10,
+            }],
         };
         let mut stamped = Stamped {
             epoch: 1,
