@@ -219,6 +219,8 @@ impl History {
 
 /// Samples the node on every `interval` boundary into `history` until `shutdown`.
 pub async fn run_sampler(history: Arc<History>, root: Root, interval: Duration, shutdown: CancellationToken) {
+    // BeeGFS's servers' own seconds, read from their tools as they print (none elsewhere).
+    let mut beegfs = crate::beegfs::Watch::new(root.clone());
     let mut sampler = Sampler::new(root, DeviceFilter::WholeDevices);
     // Exists only while some stream asks for processes: when the last one goes it is dropped
     // with its process table, so an agent nobody asks keeps no table and makes no scan. A new
@@ -249,7 +251,7 @@ pub async fn run_sampler(history: Arc<History>, root: Root, interval: Duration, 
         }
         match sample {
             Ok(sample) => {
-                history.push_with(&sample, processes);
+                history.push_with(&with_beegfs(sample, beegfs.seconds()), processes);
             }
             Err(err) => tracing::warn!(error = %err, "sample skipped"),
         }
@@ -258,6 +260,16 @@ pub async fn run_sampler(history: Arc<History>, root: Root, interval: Duration, 
             tracing::warn!(took_ms = took.as_millis() as u64, "sampling took long; samples may be late");
         }
     }
+}
+
+/// `sample` with this node's BeeGFS servers' second in its file-system second.
+fn with_beegfs(mut sample: Sample, servers: Vec<pvfs_metrics::beegfs::ServerSecond>) -> Sample {
+    if !servers.is_empty() {
+        let mut fs = sample.fs.as_deref().cloned().unwrap_or_default();
+        fs.beegfs = servers;
+        sample.fs = Some(Arc::new(fs));
+    }
+    sample
 }
 
 /// One scan of the node's processes, the top `n` by CPU and by I/O kept. On the blocking pool:

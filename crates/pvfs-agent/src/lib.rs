@@ -13,6 +13,7 @@
 //! waits, see `pvfs-agent`'s drain deadline).
 
 mod auth;
+mod beegfs;
 mod build;
 mod caches;
 mod child;

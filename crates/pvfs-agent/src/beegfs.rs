@@ -1,0 +1,310 @@
+//! BeeGFS's own statistics of this node's servers, every second.
+//!
+//! A BeeGFS storage or metadata server keeps its figures per second (requests processed and
+//! queued, busy workers, bytes to and from its targets), which only its tools read out: BeeGFS
+//! 7's `beegfs-ctl --serverstats` and BeeGFS 8's `beegfs stats server`. Starting one every
+//! second would cost a process start and a round trip to the management daemon each time, so
+//! the agent starts one per server for good, with `--interval` (each prints the server's last
+//! seconds every second), reads what it prints as it prints it, and hands the newest second to
+//! each sample ([`Watch::seconds`]).
+//!
+//! Found from the servers' own files (`pvfs_metrics::beegfs::local_servers`, every
+//! [`LOOK_EVERY`]); a tool that ends (the management daemon unreachable, the server gone) is
+//! started again at the next look. The tools are run where their packages install them
+//! (ThinkParQ/beegfs 7.4.7's `beegfs.spec` and `debian/rules`: `beegfs-utils`'
+//! `/opt/beegfs/sbin/beegfs-ctl`, linked from /usr/bin on EL and /usr/sbin on Debian;
+//! beegfs-go v8.4.0's `.goreleaser.yml`: `beegfs-tools`' `/opt/beegfs/sbin/beegfs`, linked from
+//! /usr/sbin), or found on PATH.
+
+use pvfs_host::Root;
+use pvfs_metrics::beegfs::{LocalServer, NodeType, ServerSecond};
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+
+/// How often the node's servers are looked for (and an ended tool started again).
+const LOOK_EVERY: Duration = Duration::from_secs(10);
+
+/// A server's figures older than this are not told: its tool has stopped printing.
+const STALE_AFTER: Duration = Duration::from_secs(5);
+
+/// The longest line kept (a statistics row is under 200 bytes); the most lines a round holds.
+const MAX_LINE: usize = 4096;
+const MAX_ROUND_LINES: usize = 256;
+
+/// BeeGFS 8's ndjson rows kept (one a second, the newest last).
+const NDJSON_ROWS: usize = 8;
+
+/// The statistics tools this node has.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tools {
+    /// BeeGFS 7's `beegfs-ctl`.
+    pub ctl: Option<PathBuf>,
+    /// BeeGFS 8's `beegfs`.
+    pub beegfs: Option<PathBuf>,
+}
+
+impl Tools {
+    /// Where the packages install them, else on PATH.
+    pub fn find() -> Tools {
+        let find = |name: &str| {
+            let packaged = Path::new("/opt/beegfs/sbin").join(name);
+            if packaged.is_file() {
+                return Some(packaged);
+            }
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+                .map(|dir| dir.join(name))
+                .find(|p| p.is_file())
+        };
+        Tools { ctl: find("beegfs-ctl"), beegfs: find("beegfs") }
+    }
+
+    /// The command that prints `server`'s seconds every second, and whether it is ctl's.
+    fn command(&self, server: LocalServer) -> Option<(PathBuf, Vec<String>, bool)> {
+        let kind = match server.node_type {
+            NodeType::Meta => "meta",
+            _ => "storage",
+        };
+        if let Some(ctl) = &self.ctl {
+            // A single server's history, the last 3 seconds each round (ModeIOStat).
+            let args = ["--serverstats", &format!("--nodetype={kind}"), "--interval=1", "--history=3"]
+                .iter()
+                .map(|s| (*s).to_owned())
+                .chain([server.num_id.to_string()])
+                .collect();
+            return Some((ctl.clone(), args, true));
+        }
+        let beegfs = self.beegfs.as_ref()?;
+        let args = ["stats", "server", &format!("{kind}:{}", server.num_id)]
+            .iter()
+            .chain(&["--interval", "1s", "--history", "3s", "--output", "ndjson", "--raw"])
+            .map(|s| (*s).to_owned())
+            .collect();
+        Some((beegfs.clone(), args, false))
+    }
+}
+
+/// What a server's tool printed last: its latest whole round, and when.
+#[derive(Default)]
+struct Latest {
+    text: String,
+    at: Option<Instant>,
+}
+
+/// One server's tool, running.
+struct Collector {
+    server: LocalServer,
+    ctl: bool,
+    latest: Arc<Mutex<Latest>>,
+    /// Owns the tool's process, which ends with it (`kill_on_drop`).
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// This node's BeeGFS servers, watched.
+pub struct Watch {
+    root: Root,
+    tools: Tools,
+    looked: Option<Instant>,
+    collectors: Vec<Collector>,
+}
+
+impl Watch {
+    pub fn new(root: Root) -> Watch {
+        Watch::with_tools(root, Tools::find())
+    }
+
+    /// A watch that runs `tools` (tests give it stand-ins).
+    pub fn with_tools(root: Root, tools: Tools) -> Watch {
+        Watch { root, tools, looked: None, collectors: Vec::new() }
+    }
+
+    /// Each of this node's servers' newest second (none on a node without BeeGFS servers, or
+    /// whose tools print nothing). Looks for the servers every [`LOOK_EVERY`], starting a
+    /// tool for each new one (and again for one whose tool ended); must run inside the
+    /// runtime.
+    pub fn seconds(&mut self) -> Vec<ServerSecond> {
+        if self.looked.is_none_or(|at| at.elapsed() >= LOOK_EVERY) {
+            self.looked = Some(Instant::now());
+            self.look();
+        }
+        self.collectors
+            .iter()
+            .filter_map(|c| {
+                let latest = c.latest.lock().unwrap_or_else(PoisonError::into_inner);
+                latest.at.filter(|at| at.elapsed() < STALE_AFTER)?;
+                ServerSecond::newest(c.server, &latest.text, c.ctl)
+            })
+            .collect()
+    }
+
+    fn look(&mut self) {
+        // Cheap where there is no BeeGFS: two configuration files that are not there.
+        let servers = pvfs_metrics::beegfs::local_servers(&self.root);
+        self.collectors.retain(|c| servers.contains(&c.server) && !c.task.is_finished());
+        for server in servers {
+            if self.collectors.iter().any(|c| c.server == server) {
+                continue;
+            }
+            let Some((program, args, ctl)) = self.tools.command(server) else { continue };
+            let latest = Arc::new(Mutex::new(Latest::default()));
+            let task = tokio::spawn(collect(program, args, ctl, latest.clone()));
+            self.collectors.push(Collector { server, ctl, latest, task });
+        }
+    }
+}
+
+/// Runs a server's tool and keeps its latest whole round in `latest` until it ends.
+async fn collect(program: PathBuf, args: Vec<String>, ctl: bool, latest: Arc<Mutex<Latest>>) {
+    let mut command = tokio::process::Command::new(&program);
+    command
+        .args(&args)
+        .env("LC_ALL", "C")
+        // ctl's `--interval` loop ends when its standard input is readable or closed
+        // (ModeIOStat's `waitForInput`): an open pipe nobody writes keeps it going.
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            tracing::warn!(program = %program.display(), error = %e, "BeeGFS statistics tool not started");
+            return;
+        }
+    };
+    let _stdin = child.stdin.take();
+    let Some(stdout) = child.stdout.take() else { return };
+    let mut out = BufReader::new(stdout);
+    let mut round: Vec<String> = Vec::new();
+    let mut rows: VecDeque<String> = VecDeque::new();
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        // Bounded: at most MAX_LINE bytes a line, the rest of a longer one dropped.
+        match (&mut out).take(MAX_LINE as u64).read_until(b'\n', &mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if buf.last() != Some(&b'\n') {
+            // Longer than a statistics line: skip to its end.
+            let mut rest = Vec::new();
+            while matches!((&mut out).take(MAX_LINE as u64).read_until(b'\n', &mut rest).await, Ok(n) if n > 0 && rest.last() != Some(&b'\n'))
+            {
+                rest.clear();
+            }
+            continue;
+        }
+        let line = String::from_utf8_lossy(&buf).trim_end().to_owned();
+        let publish = |text: String| {
+            *latest.lock().unwrap_or_else(PoisonError::into_inner) =
+                Latest { text, at: Some(Instant::now()) };
+        };
+        if ctl {
+            // ctl reprints the whole table each round, a blank line after it.
+            if line.trim().is_empty() {
+                if !round.is_empty() {
+                    publish(round.join("\n") + "\n");
+                    round.clear();
+                }
+            } else if round.len() < MAX_ROUND_LINES {
+                round.push(line);
+            }
+        } else if line.starts_with('{') {
+            // BeeGFS 8's ndjson: a row a line, whole in itself.
+            rows.push_back(line);
+            while rows.len() > NDJSON_ROWS {
+                rows.pop_front();
+            }
+            publish(rows.iter().map(|r| format!("{r}\n")).collect());
+        }
+    }
+    let status = child.wait().await;
+    tracing::warn!(program = %program.display(), status = ?status.ok(), "BeeGFS statistics tool ended; started again at the next look");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A root holding one storage server (ID 3) and a stand-in `beegfs-ctl` that prints as
+    /// ModeIOStat's single-server history does, each second until its standard input is
+    /// readable or closed; the arguments it expects or it exits 64.
+    fn storage_node() -> (tempfile::TempDir, Root, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let put = |path: &str, text: &str| {
+            let at = dir.path().join(path);
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            std::fs::write(at, text).unwrap();
+        };
+        put("etc/beegfs/beegfs-storage.conf", "storeStorageDirectory = /data/beegfs/t1\n");
+        put("data/beegfs/t1/nodeNumID", "3\n");
+        let ctl = dir.path().join("beegfs-ctl");
+        std::fs::write(&ctl, STAND_IN_CTL).unwrap();
+        std::fs::set_permissions(&ctl, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let root = Root::at(dir.path());
+        (dir, root, ctl)
+    }
+
+    /// ModeIOStat's layout: `%11s ` time_index, then storage's `%9s %9s %6s %6s %3s`, a row a
+    /// second, a blank line after each round.
+    pub(crate) const STAND_IN_CTL: &str = r#"#!/bin/bash
+[ "$*" = "--serverstats --nodetype=storage --interval=1 --history=3 3" ] || exit 64
+while :; do
+  now=$(date +%s)
+  printf '%11s %9s %9s %6s %6s %3s\n' time_index write_KiB read_KiB reqs qlen bsy
+  for t in $((now-2)) $((now-1)) $now; do printf '%11s %9s %9s %6s %6s %3s\n' $t 102400 4 880 3 12; done
+  echo
+  read -t 1 -n 1 _; [ $? -gt 128 ] || exit 0
+done
+"#;
+
+    /// The server's tool is started once found, its newest second told each time it is asked
+    /// (bounded wait for its first round), and it ends with the watch.
+    #[tokio::test]
+    async fn a_storage_servers_seconds_come_from_its_running_tool() {
+        let (_dir, root, ctl) = storage_node();
+        let mut watch = Watch::with_tools(root, Tools { ctl: Some(ctl), beegfs: None });
+        let mut seen = Vec::new();
+        for _ in 0..50 {
+            seen = watch.seconds();
+            if !seen.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let [second] = seen.as_slice() else { panic!("no second within 5 s: {seen:?}") };
+        let now =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+        assert_eq!(
+            (second.kind.as_str(), second.num_id, second.requests, second.write_bytes, second.read_bytes),
+            ("storage", 3, 880, 102_400 * 1024, 4 * 1024)
+        );
+        assert!((now - second.time).abs() <= 2, "the newest row: {} against {now}", second.time);
+        // The tool keeps running, printing a round a second, while the watch lives.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let later = watch.seconds();
+        assert!(later.first().is_some_and(|s| s.time > second.time), "{later:?} after {second:?}");
+        assert!(!watch.collectors[0].task.is_finished());
+    }
+
+    /// No BeeGFS server on the node, or no tool: nothing started, nothing told.
+    #[tokio::test]
+    async fn a_node_without_servers_or_tools_has_none() {
+        let empty = tempfile::tempdir().unwrap();
+        let mut watch =
+            Watch::with_tools(Root::at(empty.path()), Tools { ctl: Some("/bin/false".into()), beegfs: None });
+        assert!(watch.seconds().is_empty() && watch.collectors.is_empty());
+        let (_dir, root, _) = storage_node();
+        let mut watch = Watch::with_tools(root, Tools::default());
+        assert!(watch.seconds().is_empty() && watch.collectors.is_empty());
+    }
+}
