@@ -1247,3 +1247,109 @@ fn a_lustre_servers_targets_each_second_in_top_and_in_metrics() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     writer.join().unwrap();
 }
+
+/// A stand-in for BeeGFS 7's `beegfs-ctl --serverstats --interval=1` of one storage server,
+/// printed as ModeIOStat prints a single server's history (`%11s ` time_index, then `%9s %9s
+/// %6s %6s %3s`, a row a second, a blank line after each round) every second until its
+/// standard input is readable or closed; other arguments exit 64.
+const STAND_IN_BEEGFS_CTL: &str = r#"#!/bin/bash
+[ "$*" = "--serverstats --nodetype=storage --interval=1 --history=3 3" ] || exit 64
+while :; do
+  now=$(date +%s)
+  printf '%11s %9s %9s %6s %6s %3s\n' time_index write_KiB read_KiB reqs qlen bsy
+  for t in $((now-2)) $((now-1)) $now; do printf '%11s %9s %9s %6s %6s %3s\n' $t 102400 4 880 3 12; done
+  echo
+  read -t 1 -n 1 _; [ $? -gt 128 ] || exit 0
+done
+"#;
+
+/// Issue 29: a BeeGFS storage server's own figures every second. A real agent over mTLS on a
+/// root holding a storage server's files (its configuration and `nodeNumID`), with the
+/// server's statistics tool on its PATH (a stand-in printing as BeeGFS 7.4.7's does): `top
+/// --json` has the server's second in each line (its requests, queue, busy workers, bytes to
+/// and from its targets, the newest row's second), `top` a line for it; a node without BeeGFS
+/// has none.
+#[test]
+fn a_beegfs_servers_own_seconds_in_top() {
+    let dir = TestDir::new();
+    dir.pki();
+    dir.issue_agent("stor1", "127.0.0.1");
+    dir.issue_agent("n2", "127.0.0.1");
+    let root = dir.path().join("root");
+    for tree in ["proc", "sys"] {
+        std::os::unix::fs::symlink(format!("/{tree}"), root.join(tree))
+            .or_else(|_| {
+                std::fs::create_dir_all(&root)?;
+                std::os::unix::fs::symlink(format!("/{tree}"), root.join(tree))
+            })
+            .unwrap();
+    }
+    let put = |path: &str, text: &str| {
+        let at = root.join(path);
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::fs::write(at, text).unwrap();
+    };
+    put("etc/beegfs/beegfs-storage.conf", "storeStorageDirectory = /data/beegfs/t1\n");
+    put("data/beegfs/t1/nodeNumID", "3\n");
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("beegfs-ctl"), STAND_IN_BEEGFS_CTL).unwrap();
+    std::fs::set_permissions(bin.join("beegfs-ctl"), std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .unwrap();
+    let stor = crate::util::AgentProcess::start_on(
+        &dir,
+        "stor1",
+        "127.0.0.1:0",
+        Some(&bin),
+        &["--root", root.to_str().unwrap()],
+    );
+    let n2 = crate::util::AgentProcess::start(&dir, "n2", "127.0.0.1");
+    let cluster = cluster_file(
+        &dir,
+        &[("stor1", format!("127.0.0.1:{}", stor.port)), ("n2", format!("127.0.0.1:{}", n2.port))],
+    );
+    let cluster = cluster.to_str().unwrap();
+    // The tool's first round comes within a second or two of the agent's start.
+    std::thread::sleep(Duration::from_secs(3));
+    let out = dir.ctl(&["top", cluster, "--json", "--count", "3"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let lines: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|v: &serde_json::Value| v["seq"].is_u64())
+        .collect();
+    let of = |node: &str| lines.iter().filter(|l| l["node"] == node).collect::<Vec<_>>();
+    assert_eq!((of("stor1").len(), of("n2").len()), (3, 3), "{}", text(&out.stdout));
+    assert!(of("n2").iter().all(|l| l.get("beegfs").is_none()), "a node without BeeGFS has none");
+    for line in of("stor1") {
+        let [server] = line["beegfs"].as_array().expect("the server's second").as_slice() else {
+            panic!("one server: {line}")
+        };
+        assert_eq!(
+            (server["kind"].as_str(), server["num_id"].as_u64(), server["requests"].as_u64()),
+            (Some("storage"), Some(3), Some(880)),
+            "{line}"
+        );
+        assert_eq!(
+            (server["write_bytes"].as_u64(), server["read_bytes"].as_u64()),
+            (Some(102_400 * 1024), Some(4096))
+        );
+        assert_eq!(
+            (server["queued_requests"].as_u64(), server["busy_workers"].as_u64()),
+            (Some(3), Some(12))
+        );
+        // The newest row the tool printed: within a few seconds of the line's own time.
+        let line_s = humantime::parse_rfc3339(line["time"].as_str().unwrap())
+            .unwrap()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        let at = server["time"].as_i64().unwrap();
+        assert!((line_s - at).abs() <= 3, "the server's second {at}, the line's {line_s}");
+    }
+    let table = text(&dir.ctl(&["top", cluster, "--count", "1"]).stdout);
+    assert!(
+        table.contains("beegfs storage 3: 880 req/s, 3 queued, 12 busy workers, write 104.9 MB/s"),
+        "{table}"
+    );
+}
