@@ -1275,14 +1275,11 @@ fn a_beegfs_servers_own_seconds_in_top() {
     dir.pki();
     dir.issue_agent("stor1", "127.0.0.1");
     dir.issue_agent("n2", "127.0.0.1");
+    // The server's root: this machine's /proc and /sys, and its BeeGFS files.
     let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
     for tree in ["proc", "sys"] {
-        std::os::unix::fs::symlink(format!("/{tree}"), root.join(tree))
-            .or_else(|_| {
-                std::fs::create_dir_all(&root)?;
-                std::os::unix::fs::symlink(format!("/{tree}"), root.join(tree))
-            })
-            .unwrap();
+        std::os::unix::fs::symlink(format!("/{tree}"), root.join(tree)).unwrap();
     }
     let put = |path: &str, text: &str| {
         let at = root.join(path);
