@@ -179,6 +179,7 @@ pub fn visit(view: &ClusterView, rates: &[Option<Rates>], sink: &mut impl Sink) 
     write_rates(sink, view, rates);
     lustre::write(sink, view);
     gluster::write(sink, view);
+    beegfs::write(sink, view);
 }
 
 /// Writes the exposition of `view`; `openmetrics` picks OpenMetrics 1.0 over text 0.0.4.
@@ -563,6 +564,7 @@ impl<E> Text<E> {
     }
 }
 
+mod beegfs;
 mod gluster;
 mod lustre;
 

@@ -389,3 +389,41 @@ fn gluster_bricks_by_node_volume_and_brick() {
     check_grammar(&render(&cluster, true).replace("# EOF\n", ""));
     assert!(!render(&view(), false).contains("pvfs_gluster"));
 }
+
+/// A BeeGFS storage server's newest second as gauges, by node, role, kind and numeric ID;
+/// nothing of BeeGFS where no node has a server.
+#[test]
+fn beegfs_servers_by_node_kind_and_id() {
+    let mut cluster = view();
+    let mut sample = stamped(3, 1500, 6_000_000);
+    let server = pvfs_metrics::beegfs::ServerSecond {
+        kind: "storage".into(),
+        num_id: 3,
+        time: 1_700_000_000,
+        requests: 880,
+        queued_requests: 3,
+        busy_workers: 12,
+        write_bytes: 104_857_600,
+        read_bytes: 4096,
+    };
+    sample.sample.fs = Some(Arc::new(pvfs_metrics::sample::FsSecond {
+        lustre: None,
+        bricks: Vec::new(),
+        beegfs: vec![server],
+    }));
+    cluster.apply(StreamEvent::Sample { node: "oss00".into(), stamped: sample, processes: Vec::new() });
+    let text = render(&cluster, false);
+    check_grammar(&text);
+    let labels = r#"{node="oss00",role="oss",kind="storage",num_id="3"}"#;
+    for line in [
+        format!("pvfs_beegfs_requests{labels} 880"),
+        format!("pvfs_beegfs_queued_requests{labels} 3"),
+        format!("pvfs_beegfs_busy_workers{labels} 12"),
+        format!("pvfs_beegfs_written_bytes{labels} 104857600"),
+        format!("pvfs_beegfs_read_bytes{labels} 4096"),
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
+    }
+    check_grammar(&render(&cluster, true).replace("# EOF\n", ""));
+    assert!(!render(&view(), false).contains("pvfs_beegfs"));
+}
