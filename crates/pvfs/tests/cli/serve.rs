@@ -1349,4 +1349,49 @@ fn a_beegfs_servers_own_seconds_in_top() {
         table.contains("beegfs storage 3: 880 req/s, 3 queued, 12 busy workers, write 104.9 MB/s"),
         "{table}"
     );
+
+    // serve's /metrics has the server's gauges; its web view's file-system tab a row for it.
+    let serve = Serve::start(&dir, cluster);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let body = loop {
+        let (status, body) = get(serve.addr, "/metrics");
+        assert_eq!(status, 200);
+        if body.contains("pvfs_beegfs_requests{") || Instant::now() > deadline {
+            break body;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    let labels = r#"{node="stor1",role="server",kind="storage",num_id="3"}"#;
+    assert!(body.contains(&format!("pvfs_beegfs_requests{labels} 880")), "{body}");
+    assert!(body.contains(&format!("pvfs_beegfs_written_bytes{labels} 104857600")), "{body}");
+    let browser = crate::util::Browser::start();
+    browser.go(&format!("http://{}/", serve.addr));
+    let read = "document.getElementById('v-fs').click();\n\
+        return [...document.querySelectorAll('#fs-rows tr')].map(r => [...r.cells].map(c => c.textContent));";
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let row = loop {
+        let rows = browser.run(read);
+        if let Some(row) = rows.as_array().and_then(|rows| rows.iter().find(|r| r[2] == "beegfs-storage")) {
+            break row.clone();
+        }
+        assert!(Instant::now() < deadline, "no BeeGFS row in the file-system view within 15 s: {rows}");
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert_eq!(
+        row,
+        serde_json::json!([
+            "stor1",
+            "storage 3",
+            "beegfs-storage",
+            "0.00",
+            "104.86",
+            "880",
+            "–",
+            "–",
+            "–",
+            "–",
+            "3 queued, 12 busy"
+        ]),
+        "4 KiB read a second shows as 0.00 MB/s"
+    );
 }
