@@ -2010,7 +2010,10 @@ fn a_fault_kills_a_brick_mid_phase_brings_it_back_and_is_measured() {
         .lines()
         .find(|l| l.starts_with("| s1 | 0 | write | "))
         .unwrap_or_else(|| panic!("no fault row:\n{md}"));
-    assert!(row.contains(" | 0 | 0.0 | 8 | "), "no stall, back at once, 8 entries healed: {row}");
+    assert!(
+        row.contains(" | 0 | 0.0 | 0 | 8 | "),
+        "no stall, back at once, no client error, 8 entries healed: {row}"
+    );
     let svg = std::fs::read_to_string(
         report.join(format!("latency-seconds-{}.svg", run.file_name().unwrap().to_str().unwrap())),
     )
