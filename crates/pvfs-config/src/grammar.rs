@@ -123,7 +123,9 @@ pub(crate) fn md_device(path: &str) -> Result<(), String> {
 /// `snapshot` or `pvmove` and without the suffixes LVM uses for its own hidden volumes. Also
 /// not starting with `.`: the agent's policy refuses hidden names.
 pub(crate) fn lvm_name(what: &str, name: &str) -> Result<(), String> {
-    pvfs_host::grammar::lvm_name(name).map_err(|r| said(&format!("LVM {what} name"), r))
+    let check =
+        if what == "volume group" { pvfs_host::grammar::vg_name } else { pvfs_host::grammar::lvm_name };
+    check(name).map_err(|r| said(&format!("LVM {what} name"), r))
 }
 
 /// An lvcreate/pvcreate/vgcreate size: a number with an optional unit (`9216g`, `256K`,
@@ -342,7 +344,7 @@ mod tests {
         for (i, r) in ok.iter().enumerate() {
             assert!(r.is_ok(), "{i}: {r:?}");
         }
-        let refused: [Result<(), String>; 26] = [
+        let refused: [Result<(), String>; 27] = [
             node_name("-rf"),
             node_name("a\nb"),
             node_name(".hidden"),
@@ -353,6 +355,7 @@ mod tests {
             lvm_name("volume group", "-ffy"),
             lvm_name("logical volume", "lv\nx"),
             lvm_name("logical volume", "pool_tdata"),
+            lvm_name("volume group", "fd"),
             lvm_size("size", "1g;reboot", false),
             lvm_size("size", "95%FREE", false),
             package_name("-oDPkg::Pre-Invoke::=touch /tmp/x"),

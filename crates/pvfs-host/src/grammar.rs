@@ -40,12 +40,11 @@ pub fn no_control(value: &str) -> Result<(), Refusal> {
 /// A block device: a canonical absolute path under `/dev` (`/dev/sdc`,
 /// `/dev/disk/azure/scsi1/lun0`), not in one of `/dev`'s pseudo file systems.
 pub fn device_path(path: &str) -> Result<(), Refusal> {
-    const PSEUDO: [&str; 6] =
-        ["/dev/shm", "/dev/pts", "/dev/mqueue", "/dev/hugepages", "/dev/fd", "/dev/std"];
+    let first = path.strip_prefix("/dev/").map(|rest| rest.split('/').next().unwrap_or_default());
     let problem = match canonical_problem(path) {
         Some(problem) => problem,
-        None if !path.starts_with("/dev/") => "is not under /dev",
-        None if PSEUDO.iter().any(|p| path.starts_with(p)) => "is not a block device",
+        None if first.is_none() => "is not under /dev",
+        None if first.is_some_and(|f| DEV_PSEUDO.contains(&f)) => "is not a block device",
         None => return Ok(()),
     };
     Err(Refusal::new(
@@ -73,6 +72,54 @@ pub fn md_device(path: &str) -> Result<(), Refusal> {
         format!("{path:?} is not an md array"),
         "name it /dev/mdN (such as /dev/md0) or /dev/md/NAME",
     ))
+}
+
+/// `/dev`'s pseudo file systems and its links to a process's own descriptors: nothing under
+/// them is a block device.
+const DEV_PSEUDO: [&str; 8] = ["shm", "pts", "mqueue", "hugepages", "fd", "stdin", "stdout", "stderr"];
+
+/// Names every Linux system's `/dev` holds (devtmpfs and udev make them at boot), besides
+/// [`DEV_PSEUDO`]: lvm(8) "VALID NAMES" says a volume group "cannot be called anything that
+/// exists in /dev/ at the time of creation", since its volumes appear as `/dev/VG/LV`.
+const DEV_NAMES: [&str; 24] = [
+    "block",
+    "btrfs-control",
+    "bus",
+    "char",
+    "console",
+    "core",
+    "cpu",
+    "disk",
+    "dri",
+    "full",
+    "fuse",
+    "input",
+    "kmsg",
+    "log",
+    "loop-control",
+    "mapper",
+    "md",
+    "mem",
+    "net",
+    "null",
+    "ptmx",
+    "random",
+    "tty",
+    "zero",
+];
+
+/// A volume group name: an [`lvm_name`] that is not a name every system's `/dev` holds
+/// (lvm(8): a VG "cannot be called anything that exists in /dev/"; its volumes are
+/// `/dev/VG/LV`, which must be a block device's path).
+pub fn vg_name(name: &str) -> Result<(), Refusal> {
+    lvm_name(name)?;
+    if DEV_PSEUDO.contains(&name) || DEV_NAMES.contains(&name) {
+        return Err(Refusal::new(
+            format!("{name:?} is a name /dev already holds, which lvm(8) refuses for a volume group"),
+            "choose another name (its volumes appear as /dev/VG/LV)",
+        ));
+    }
+    Ok(())
 }
 
 /// An LVM volume group, thin pool or logical volume name, by lvm(8) "VALID NAMES": at most 127
@@ -218,8 +265,24 @@ mod tests {
     #[test]
     fn each_rule_takes_its_tools_forms_and_refuses_the_rest() {
         assert!(device_path("/dev/disk/azure/scsi1/lun0").is_ok());
-        for bad in ["sda", "/dev/../etc/shadow", "/dev/shm/x", "/etc/passwd", "/dev/sdc/", "/dev/sd\nc"] {
+        for bad in [
+            "sda",
+            "/dev/../etc/shadow",
+            "/dev/shm/x",
+            "/etc/passwd",
+            "/dev/sdc/",
+            "/dev/sd\nc",
+            "/dev/fd/3",
+            "/dev/stdin",
+        ] {
             assert!(device_path(bad).is_err(), "{bad}");
+        }
+        // A pseudo tree is a whole name under /dev, not a prefix of one.
+        assert!(device_path("/dev/stdata/lv").is_ok() && device_path("/dev/fdvg/lv").is_ok());
+        // A volume group is never a name /dev holds (lvm(8)): its volumes are /dev/VG/LV.
+        assert!(vg_name("vg_pvfs").is_ok() && vg_name("fdata").is_ok());
+        for bad in ["fd", "shm", "disk", "mapper", "stdout", "urandom", "-vg"] {
+            assert!(vg_name(bad).is_err(), "{bad}");
         }
         assert!(md_device("/dev/md0").is_ok() && md_device("/dev/md/data").is_ok());
         assert!(md_device("/dev/md/-x").is_err() && md_device("/dev/sdc").is_err());

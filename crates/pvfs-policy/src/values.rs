@@ -105,8 +105,11 @@ pub(crate) fn simple_name(what: &str, value: &str, max: usize, shown: &str) -> R
     ))
 }
 
+/// An LVM name; a volume group's also not one `/dev` holds ([`pvfs_host::grammar::vg_name`]).
 pub(crate) fn lvm_name(what: &str, value: &str) -> Result<(), PolicyError> {
-    pvfs_host::grammar::lvm_name(value).map_err(|r| {
+    let check =
+        if what == "volume group" { pvfs_host::grammar::vg_name } else { pvfs_host::grammar::lvm_name };
+    check(value).map_err(|r| {
         refused("name", value, pvfs_host::grammar::Refusal { problem: format!("{what} {}", r.problem), ..r })
     })
 }
