@@ -81,7 +81,7 @@ const DEV_PSEUDO: [&str; 8] = ["shm", "pts", "mqueue", "hugepages", "fd", "stdin
 /// Names every Linux system's `/dev` holds (devtmpfs and udev make them at boot), besides
 /// [`DEV_PSEUDO`]: lvm(8) "VALID NAMES" says a volume group "cannot be called anything that
 /// exists in /dev/ at the time of creation", since its volumes appear as `/dev/VG/LV`.
-const DEV_NAMES: [&str; 24] = [
+const DEV_NAMES: [&str; 25] = [
     "block",
     "btrfs-control",
     "bus",
@@ -105,6 +105,7 @@ const DEV_NAMES: [&str; 24] = [
     "ptmx",
     "random",
     "tty",
+    "urandom",
     "zero",
 ];
 
