@@ -235,9 +235,7 @@ async fn collect(program: PathBuf, args: Vec<String>, ctl: bool, latest: Arc<Mut
 mod tests {
     use super::*;
 
-    /// A root holding one storage server (ID 3) and a stand-in `beegfs-ctl` that prints as
-    /// ModeIOStat's single-server history does, each second until its standard input is
-    /// readable or closed; the arguments it expects or it exits 64.
+    /// A root holding one storage server (ID 3) and the stand-in `beegfs-ctl` ([`STAND_IN_CTL`]).
     fn storage_node() -> (tempfile::TempDir, Root, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let put = |path: &str, text: &str| {
@@ -254,18 +252,12 @@ mod tests {
         (dir, root, ctl)
     }
 
-    /// ModeIOStat's layout: `%11s ` time_index, then storage's `%9s %9s %6s %6s %3s`, a row a
-    /// second, a blank line after each round.
-    pub(crate) const STAND_IN_CTL: &str = r#"#!/bin/bash
-[ "$*" = "--serverstats --nodetype=storage --interval=1 --history=3 3" ] || exit 64
-while :; do
-  now=$(date +%s)
-  printf '%11s %9s %9s %6s %6s %3s\n' time_index write_KiB read_KiB reqs qlen bsy
-  for t in $((now-2)) $((now-1)) $now; do printf '%11s %9s %9s %6s %6s %3s\n' $t 102400 4 880 3 12; done
-  echo
-  read -t 1 -n 1 _; [ $? -gt 128 ] || exit 0
-done
-"#;
+    /// The stand-in `beegfs-ctl` both this and the CLI's BeeGFS test run (its header says how
+    /// it prints).
+    const STAND_IN_CTL: &str = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../pvfs-metrics/testdata/beegfs/stand-in-beegfs-ctl.sh"
+    ));
 
     /// The server's tool is started once found, its newest second told each time it is asked
     /// (bounded wait for its first round), and it ends with the watch.

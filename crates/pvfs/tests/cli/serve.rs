@@ -1248,20 +1248,12 @@ fn a_lustre_servers_targets_each_second_in_top_and_in_metrics() {
     writer.join().unwrap();
 }
 
-/// A stand-in for BeeGFS 7's `beegfs-ctl --serverstats --interval=1` of one storage server,
-/// printed as ModeIOStat prints a single server's history (`%11s ` time_index, then `%9s %9s
-/// %6s %6s %3s`, a row a second, a blank line after each round) every second until its
-/// standard input is readable or closed; other arguments exit 64.
-const STAND_IN_BEEGFS_CTL: &str = r#"#!/bin/bash
-[ "$*" = "--serverstats --nodetype=storage --interval=1 --history=3 3" ] || exit 64
-while :; do
-  now=$(date +%s)
-  printf '%11s %9s %9s %6s %6s %3s\n' time_index write_KiB read_KiB reqs qlen bsy
-  for t in $((now-2)) $((now-1)) $now; do printf '%11s %9s %9s %6s %6s %3s\n' $t 102400 4 880 3 12; done
-  echo
-  read -t 1 -n 1 _; [ $? -gt 128 ] || exit 0
-done
-"#;
+/// The stand-in for BeeGFS 7's `beegfs-ctl --serverstats --interval=1` of one storage server
+/// (its header says how it prints), shared with pvfs-agent's `beegfs` tests.
+const STAND_IN_BEEGFS_CTL: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../pvfs-metrics/testdata/beegfs/stand-in-beegfs-ctl.sh"
+));
 
 /// Issue 29: a BeeGFS storage server's own figures every second. A real agent over mTLS on a
 /// root holding a storage server's files (its configuration and `nodeNumID`), with the
