@@ -1130,15 +1130,9 @@ fn a_lustre_servers_targets_each_second_in_top_and_in_metrics() {
     let cluster = cluster.to_str().unwrap();
     std::thread::sleep(Duration::from_secs(2));
 
-    let out = dir.ctl(&["top", cluster, "--json", "--count", "3"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let lines: Vec<serde_json::Value> = text(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .filter(|v: &serde_json::Value| v["seq"].is_u64())
-        .collect();
+    let (lines, printed) = top_seconds(&dir, cluster, 3);
     let of = |node: &str| lines.iter().filter(|l| l["node"] == node).collect::<Vec<_>>();
-    assert_eq!((of("oss1").len(), of("n2").len()), (3, 3), "{}", text(&out.stdout));
+    assert_eq!((of("oss1").len(), of("n2").len()), (3, 3), "{printed}");
     assert!(of("n2").iter().all(|l| l.get("lustre").is_none()), "a node without Lustre has no targets");
     for line in of("oss1") {
         let targets = line["lustre"].as_array().expect("the server's targets");
@@ -1300,15 +1294,9 @@ fn a_beegfs_servers_own_seconds_in_top() {
     let cluster = cluster.to_str().unwrap();
     // The tool's first round comes within a second or two of the agent's start.
     std::thread::sleep(Duration::from_secs(3));
-    let out = dir.ctl(&["top", cluster, "--json", "--count", "3"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let lines: Vec<serde_json::Value> = text(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .filter(|v: &serde_json::Value| v["seq"].is_u64())
-        .collect();
+    let (lines, printed) = top_seconds(&dir, cluster, 3);
     let of = |node: &str| lines.iter().filter(|l| l["node"] == node).collect::<Vec<_>>();
-    assert_eq!((of("stor1").len(), of("n2").len()), (3, 3), "{}", text(&out.stdout));
+    assert_eq!((of("stor1").len(), of("n2").len()), (3, 3), "{printed}");
     assert!(of("n2").iter().all(|l| l.get("beegfs").is_none()), "a node without BeeGFS has none");
     for line in of("stor1") {
         let [server] = line["beegfs"].as_array().expect("the server's second").as_slice() else {
@@ -1386,4 +1374,18 @@ fn a_beegfs_servers_own_seconds_in_top() {
         ]),
         "4 KiB read a second shows as 0.00 MB/s"
     );
+}
+
+/// `top --json --count N` on `cluster`: its seconds' lines (those with a `seq`), and all it
+/// printed.
+fn top_seconds(dir: &TestDir, cluster: &str, count: u32) -> (Vec<serde_json::Value>, String) {
+    let out = dir.ctl(&["top", cluster, "--json", "--count", &count.to_string()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let printed = text(&out.stdout);
+    let lines = printed
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|v: &serde_json::Value| v["seq"].is_u64())
+        .collect();
+    (lines, printed)
 }
