@@ -803,7 +803,7 @@ async fn mpi_job(
         if let Some(err) = job.task_errors.first() {
             return Err(err.clone());
         }
-        if exited.code != 0 || !job.pending.is_empty() {
+        if exited.code != 0 || !job.pending.is_empty() || !job.early.is_empty() {
             return Err(MpiError::Mpirun { node: launcher.clone(), end, stderr_tail: job.stderr_tail });
         }
         return Ok(());
@@ -853,6 +853,12 @@ struct MpiJob {
     progress: BTreeMap<u32, (u64, u64)>,
     /// This phase's progress per client as it arrived, for its first-done figures.
     timeline: BTreeMap<String, summary::Progress>,
+    /// The phase whose start was told last, and whether its end has been told too.
+    current: Option<((u32, Phase), bool)>,
+    /// Lines of a later phase that arrived before every rank's end of the current one, and
+    /// when: told, in order, once it ends (mpirun keeps each rank's lines in order, not the
+    /// ranks' in step with each other).
+    early: Vec<(RankLine, SystemTime)>,
     task_errors: Vec<MpiError>,
     /// The first `error: …` a rank printed (a barrier timed out, the directory is missing).
     first_error: Option<String>,
@@ -988,20 +994,66 @@ impl MpiJob {
         self.owners.get(rank as usize).cloned().unwrap_or_else(|| format!("rank {rank}"))
     }
 
+    /// One rank's line, as it arrives.
     fn take(
         &mut self,
         line: RankLine,
         events: &mpsc::UnboundedSender<BenchEvent>,
         outcome: &mut BenchOutcome,
     ) {
+        // A failed task is the run's error whether or not its phase's start has arrived.
+        if let RankLine::Phase {
+            result: pvfs_engine::child::TaskLine { task: rank, error: Some(error), .. },
+            ..
+        } = &line
+        {
+            let node = self.owner(*rank);
+            self.task_errors.push(MpiError::TaskFailed { node, task: *rank, error: error.clone() });
+        }
+        self.take_at(line, SystemTime::now(), events, outcome);
+    }
+
+    /// Whether `line` must wait: a phase's start until the phase before it has ended, and a
+    /// rank's line of a phase until that phase's start has been told.
+    fn is_early(&self, line: &RankLine) -> bool {
+        match line {
+            RankLine::Started { .. } => matches!(self.current, Some((_, false))),
+            RankLine::Progress { iteration, phase, .. } | RankLine::Phase { iteration, phase, .. } => {
+                self.current.map(|(current, _)| current) != Some((*iteration, *phase))
+            }
+        }
+    }
+
+    /// The lines held back, in the order they arrived, now that a phase has started or ended:
+    /// those it was waiting for are told, the rest held again.
+    fn replay(&mut self, events: &mpsc::UnboundedSender<BenchEvent>, outcome: &mut BenchOutcome) {
+        for (line, arrived) in std::mem::take(&mut self.early) {
+            self.take_at(line, arrived, events, outcome);
+        }
+    }
+
+    /// `line`, which arrived at `arrived`: told now, or held until the phase before it ends.
+    fn take_at(
+        &mut self,
+        line: RankLine,
+        arrived: SystemTime,
+        events: &mpsc::UnboundedSender<BenchEvent>,
+        outcome: &mut BenchOutcome,
+    ) {
+        if self.is_early(&line) {
+            self.early.push((line, arrived));
+            return;
+        }
         match &line {
             RankLine::Started { iteration, phase, at_unix_ns } => {
                 self.progress.clear();
                 self.timeline.clear();
+                self.current = Some(((*iteration, *phase), false));
                 let at = unix(std::time::UNIX_EPOCH + Duration::from_nanos(*at_unix_ns));
                 let _ = events.send(BenchEvent::PhaseStarted { iteration: *iteration, phase: *phase, at });
+                self.replay(events, outcome);
             }
-            RankLine::Progress { rank, bytes, ops, recent } => {
+            RankLine::Progress { rank, bytes, ops, recent, .. } => {
                 self.progress.insert(*rank, (*bytes, *ops));
                 let node = self.owner(*rank);
                 let (bytes, ops) = self
@@ -1009,7 +1061,7 @@ impl MpiJob {
                     .iter()
                     .filter(|(r, _)| self.owner(**r) == node)
                     .fold((0, 0), |a, (_, b)| (a.0 + b.0, a.1 + b.1));
-                let time = unix(SystemTime::now());
+                let time = unix(arrived);
                 self.timeline.entry(node.clone()).or_default().push((time, bytes, ops));
                 let recent = recent.clone();
                 let _ = events.send(BenchEvent::Progress { node, bytes, ops, time, recent });
@@ -1017,13 +1069,6 @@ impl MpiJob {
             RankLine::Phase { iteration, phase, result: pvfs_engine::child::TaskLine { task: rank, .. } } => {
                 let Some(result) = line.task_result() else { return };
                 let node = self.owner(*rank);
-                if let Some(error) = &result.error {
-                    self.task_errors.push(MpiError::TaskFailed {
-                        node: node.clone(),
-                        task: *rank,
-                        error: error.clone(),
-                    });
-                }
                 let key = (*iteration, *phase);
                 let tasks = self.pending.entry(key).or_default();
                 tasks.push((node, result));
@@ -1038,6 +1083,12 @@ impl MpiJob {
                         record.first_done = summary::first_done(&tasks, &timeline);
                         let _ = events.send(phase_done(&record));
                         outcome.phases.push(record);
+                    }
+                    if let Some((current, ended)) = &mut self.current
+                        && *current == key
+                    {
+                        *ended = true;
+                        self.replay(events, outcome);
                     }
                 }
             }
@@ -1119,6 +1170,81 @@ mod tests {
         let tool =
             MpiError::Tool { tool: "IOR", node: "n1".into(), end: JobEnd::Exit(1), failure: "ERROR".into() };
         assert_eq!(tool.to_string(), "IOR under mpirun on n1 ended with exit 1: ERROR");
+    }
+
+    /// mpirun keeps each rank's lines in order but not the ranks' in step: rank 0's start of
+    /// the read (and its first read progress) arriving before rank 1's last write lines must
+    /// not put rank 1's last writes into the read. The read's lines wait for the write's end.
+    #[test]
+    fn a_phases_lines_that_arrive_before_the_last_phases_end_wait_for_it() {
+        let mut job = MpiJob { ranks: 2, owners: vec!["n1".into(), "n2".into()], ..Default::default() };
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut outcome = BenchOutcome::default();
+        let (write, read) = (Phase::Ior(IorPhase::Write), Phase::Ior(IorPhase::Read));
+        let progress = |phase, rank, bytes| RankLine::Progress {
+            iteration: 0,
+            phase,
+            rank,
+            bytes,
+            ops: bytes / 1024,
+            recent: vec![(1000, bytes / 1024)],
+        };
+        let done = |phase, task| RankLine::Phase {
+            iteration: 0,
+            phase,
+            result: pvfs_engine::child::TaskLine {
+                task,
+                start_unix_ns: 1_000_000_000,
+                end_unix_ns: 2_000_000_000,
+                bytes: 8192,
+                ops: 8,
+                error: None,
+                rdwr_unix_ns: None,
+                latency: vec![],
+                found: 0,
+            },
+        };
+        let started = |phase| RankLine::Started { iteration: 0, phase, at_unix_ns: 1_000_000_000 };
+        for line in [
+            progress(write, 1, 1024), // before the write's start: waits for it
+            started(write),
+            progress(write, 0, 8192),
+            done(write, 0),
+            started(read),
+            progress(read, 0, 4096),
+            progress(write, 1, 8192),
+            done(write, 1),
+            progress(read, 1, 2048),
+        ] {
+            job.take(line, &tx, &mut outcome);
+        }
+        drop(tx);
+        let mut told = Vec::new();
+        while let Ok(event) = rx.try_recv() {
+            told.push(match event {
+                BenchEvent::PhaseStarted { phase, .. } => format!("start {}", phase.label()),
+                BenchEvent::Progress { node, bytes, .. } => format!("{node} {bytes}"),
+                BenchEvent::PhaseDone { phase, totals, .. } => {
+                    format!("done {} {}", phase.label(), totals.bytes)
+                }
+                other => format!("{other:?}"),
+            });
+        }
+        assert_eq!(
+            told,
+            [
+                "start write",
+                "n2 1024",
+                "n1 8192",
+                "n2 8192",
+                "done write 16384",
+                "start read",
+                "n1 4096",
+                "n2 2048"
+            ]
+        );
+        assert!(job.early.is_empty() && job.pending.is_empty());
+        assert_eq!(outcome.phases.len(), 1);
     }
 
     /// A rank's failed task, from its line, is `TaskFailed` naming the client it ran on.

@@ -39,8 +39,13 @@ pub enum RankLine {
     /// Rank 0, as each phase starts (after the barrier).
     Started { iteration: u32, phase: Phase, at_unix_ns: u64 },
     /// Once a second while a phase runs, and as it ends: what this rank moved in it so far,
-    /// and the times of the operations it finished since its last such line.
+    /// and the times of the operations it finished since its last such line. It names its
+    /// phase: mpirun forwards each rank's lines in order, but not the ranks' in step with
+    /// each other, so rank 0's start of the next phase may arrive before another rank's last
+    /// line of this one.
     Progress {
+        iteration: u32,
+        phase: Phase,
         rank: u32,
         bytes: u64,
         ops: u64,
@@ -402,7 +407,7 @@ pub fn run_rank(job: &RankJob, emit: &(dyn Fn(&RankLine) + Sync)) -> Result<(), 
             let across = |pairs: u64| {
                 barrier.most(&wear_out, pairs).map_err(|e| EngineError::WearOut { error: e.to_string() })
             };
-            let results = with_progress(job.rank, emit, |progress| {
+            let results = with_progress((iteration, phase, job.rank), emit, |progress| {
                 engine::run_phase_across(&request(iteration, phase, stop_after), progress, Some(&across))
             })?;
             if let Some(carried) =
@@ -434,17 +439,23 @@ pub fn barrier_dir(dir: &Path) -> PathBuf {
 }
 
 /// Runs `phase` while a thread emits this rank's progress once a second.
-fn with_progress<T>(rank: u32, emit: &(dyn Fn(&RankLine) + Sync), phase: impl FnOnce(&Progress) -> T) -> T {
+fn with_progress<T>(
+    (iteration, phase, rank): (u32, Phase, u32),
+    emit: &(dyn Fn(&RankLine) + Sync),
+    run: impl FnOnce(&Progress) -> T,
+) -> T {
     let progress = Progress::default();
     let report = |p: &Progress| {
         emit(&RankLine::Progress {
+            iteration,
+            phase,
             rank,
             bytes: p.bytes.load(Ordering::Relaxed),
             ops: p.ops.load(Ordering::Relaxed),
             recent: p.take_recent(),
         })
     };
-    let out = engine::with_progress(&progress, Duration::from_secs(1), &report, || phase(&progress));
+    let out = engine::with_progress(&progress, Duration::from_secs(1), &report, || run(&progress));
     // The last operations' times, before the phase's result line.
     report(&progress);
     out

@@ -1250,6 +1250,16 @@ fn the_mpi_launcher_runs_the_engine_as_ranks_under_real_mpirun() {
             .sum();
         assert_eq!(counted, 64, "{d}: {events:?}");
     }
+    // Each phase is told whole before the next one starts, however mpirun interleaves the
+    // ranks' lines.
+    let order: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e["event"].as_str() {
+            Some(kind @ ("phase_started" | "phase_done")) => Some(kind),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(order, ["phase_started", "phase_done"].repeat(4), "{events:?}");
     let summary = events.last().unwrap();
     assert_eq!(summary["ior"][0]["tasks"], 4);
     let run = dir.path().join(summary["results"].as_str().unwrap());
