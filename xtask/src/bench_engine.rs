@@ -5,6 +5,7 @@
 //! rotates, each figure the median of its rounds with a bootstrap interval on each ratio; and
 //! the engine's latency percentiles beside fio's own completion-latency percentiles.
 
+use crate::engine_vs_real::{self, Tool, load_average};
 use crate::util::{self, median, ratio_interval, read};
 use anyhow::Context;
 use std::path::Path;
@@ -30,6 +31,42 @@ pub struct EngineArgs {
     /// processes (as IOR's ranks are), each with its own file.
     #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
     pub tasks: Vec<u32>,
+    /// What to measure the engine against: fio (the patterns above), and the real IOR and
+    /// mdtest (built from shared/vendor) on the same command lines (`--ior`, `--mdtest`).
+    #[arg(long, value_delimiter = ',', default_value = "fio,ior,mdtest")]
+    pub against: Vec<Against>,
+    /// IOR's command line for `--against ior` (without `-o`), run at each `--tasks` count.
+    #[arg(
+        long,
+        default_value = "-a POSIX -w -r -t 1m -b 256m -F --posix.odirect -i 1",
+        allow_hyphen_values = true
+    )]
+    pub ior: String,
+    /// mdtest's command line for `--against mdtest` (without `-d`), run with 2 tasks, as the
+    /// issue measured it.
+    #[arg(long, default_value = "-C -T -r -n 1000 -u -i 3", allow_hyphen_values = true)]
+    pub mdtest: String,
+    /// The engine's build: `release` (what the README's build makes) or `dist` (the shipped
+    /// binary: fat LTO, linked against glibc 2.17).
+    #[arg(long, value_enum, default_value = "release")]
+    pub build: Build,
+    /// Do not drop the page, dentry and inode caches before each run of the real-tool
+    /// comparisons (they are dropped by default, where this process may).
+    #[arg(long)]
+    pub keep_caches: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Against {
+    Fio,
+    Ior,
+    Mdtest,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Build {
+    Release,
+    Dist,
 }
 
 /// What one run of a contender measured, per operation (write, read).
@@ -57,12 +94,47 @@ enum Contender {
 /// the first task's start to the last one's end. fio's latency is its `clat` (the system
 /// call, for psync), the engine's each transfer's call.
 pub fn run(args: &EngineArgs) -> anyhow::Result<()> {
-    util::ensure_programs(&[("fio", "fio")])?;
     anyhow::ensure!(args.runs > 0, "--runs must be at least 1");
     anyhow::ensure!(args.tasks.iter().all(|&t| (1..=64).contains(&t)), "--tasks: each count must be 1..=64");
-    let binary = util::build_shipped()?;
+    let binary = match args.build {
+        Build::Dist => util::build_shipped()?,
+        Build::Release => {
+            util::step(util::cargo().args([
+                "build",
+                "--release",
+                "--locked",
+                "-p",
+                "pvfs",
+                "--bin",
+                "pvfs",
+            ]))?;
+            util::root().join("target/release/pvfs")
+        }
+    };
     let dir = args.dir.clone().unwrap_or_else(|| util::root().join("target/bench-engine"));
     std::fs::create_dir_all(&dir)?;
+    if args.against.contains(&Against::Fio) {
+        against_fio(args, &binary, &dir)?;
+    }
+    let real = [Against::Ior, Against::Mdtest].iter().any(|a| args.against.contains(a));
+    if real {
+        let real = engine_vs_real::Real::build()?;
+        if args.against.contains(&Against::Ior) {
+            for &tasks in &args.tasks {
+                engine_vs_real::compare(&binary, &real, Tool::Ior, tasks, &dir.join("ior"), args)?;
+            }
+        }
+        if args.against.contains(&Against::Mdtest) {
+            engine_vs_real::compare(&binary, &real, Tool::Mdtest, 2, &dir.join("mdtest"), args)?;
+        }
+    }
+    Ok(())
+}
+
+/// The engine (timed and untimed) and fio on the patterns above.
+fn against_fio(args: &EngineArgs, binary: &Path, dir: &Path) -> anyhow::Result<()> {
+    util::ensure_programs(&[("fio", "fio")])?;
+    let (binary, dir) = (binary.to_owned(), dir.to_owned());
     let patterns =
         [("sequential 1 MiB", "1m", &args.seq_size, false), ("random 4 KiB", "4k", &args.rand_size, true)];
     println!(
@@ -173,14 +245,6 @@ impl Row {
             us(&self.fio, |m| m.p99_us),
         );
     }
-}
-
-/// The 1-minute load average, as /proc/loadavg says it.
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
-        .unwrap_or_else(|| "?".into())
 }
 
 /// One write+read of the engine: each one's bandwidth and, timed, its percentiles.

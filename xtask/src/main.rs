@@ -9,7 +9,7 @@
 //! - `bench-agent`: pvfs-agent against gmond and node_exporter, side by side.
 //! - `bench-ingest`: the coordinator following many simulated agents.
 //! - `bench-up`: a no-op `pvfsctl up` on many simulated nodes.
-//! - `bench-engine`: the built-in engine against fio.
+//! - `bench-engine`: the built-in engine against fio, and the real IOR and mdtest.
 //! - `bench-io500`: `bench --preset io500` against the real io500.
 //! - `bench-flood`: an agent under connection and stream floods while a coordinator follows it.
 //! - `bench-serve-flood`: `pvfsctl serve`'s /metrics listener under a slowloris while scraped.
@@ -32,6 +32,7 @@ mod deb;
 mod dist;
 mod docker;
 mod e2e;
+mod engine_vs_real;
 mod fuzz;
 mod glibc;
 mod gluster;
@@ -84,7 +85,8 @@ enum Command {
     BenchIngest(bench::IngestArgs),
     /// Wall time of a no-op `pvfsctl up` on 20 and 1,000 simulated nodes.
     BenchUp(bench::UpArgs),
-    /// The built-in engine against fio, same pattern, same file system.
+    /// The built-in engine against fio, and against the real IOR and mdtest, on the same work
+    /// and file system.
     BenchEngine(bench_engine::EngineArgs),
     /// Measure an idle agent's CPU and memory, and `pvfsctl nodes` latency against containers.
     BenchMesh(bench::Args),

@@ -262,17 +262,19 @@ fn run_task(
             return super::failed(task, &err);
         }
     };
-    let start = SystemTime::now();
     if phase == IorPhase::Write {
         // IOR's signature is -G, else the repetition's start in seconds, which rank 0
         // broadcasts; each client's clock stands in for it (the pattern is the same kind
         // either way; a run that verifies always has -G, fixed when it was planned).
         let signature = match p.signature {
-            0 => start.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as u32),
+            0 => SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as u32),
             fixed => fixed,
         };
         pattern::generate(buffer.bytes_mut(), p.packet, signature, task);
     }
+    // The task's clock starts at its open, as IOR's open timer does: its buffer is allocated
+    // and filled before (IOR fills it before the repetition's timers too).
+    let start = SystemTime::now();
     let mut done = TaskResult::begun(task, start);
     let mut check = Check { owner, mismatches: 0, first: None };
     let outcome = transfer_all(

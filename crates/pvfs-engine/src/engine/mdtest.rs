@@ -113,17 +113,32 @@ pub fn run_mdtest_phase_across(
         Ok(agree) => (dir, agree),
         Err(err) => (dir.and_then(|_| Err(err)), across.unwrap_or(&|most| Ok(most))),
     };
+    // mdtest makes the iteration's directory before the barrier that starts the tree's clock,
+    // and removes it after the barrier that stops it: neither is in the tree rows' time.
+    let (dir, parent) = match dir {
+        Ok(dir) if phase == MdtestPhase::TreeCreate => match dir.create_dir(job.iteration_dir()) {
+            Ok(parent) => (Ok(dir), Some(parent)),
+            Err(err) => (Err(err.into()), None),
+        },
+        dir => (dir, None),
+    };
     let wear_out = WearOut::new(tasks as usize, agree);
     let wall = walled.then_some(&wear_out);
-    super::each_task(job.tasks.clone(), job.thread_name.as_deref(), |task| match &dir {
-        Ok(dir) => run_task(job, dir, phase, task, progress, wall),
+    let results = super::each_task(job.tasks.clone(), job.thread_name.as_deref(), |task| match &dir {
+        Ok(dir) => run_task(job, dir, parent.as_ref(), phase, task, progress, wall),
         Err(err) => {
             if let Some(wall) = wall {
                 wall.arrive(None);
             }
             super::failed(task, err)
         }
-    })
+    });
+    if let (Ok(dir), MdtestPhase::TreeRemove) = (&dir, phase) {
+        // Once empty: with -u on several clients, the last client's removal is the one that
+        // finds it so.
+        let _ = dir.remove_dir(&job.iteration_dir());
+    }
+    results
 }
 
 /// What a task does to the items of one directory, and what it has done.
@@ -143,9 +158,12 @@ struct Items<'a> {
     latency: &'a mut crate::engine::TaskLatency,
 }
 
+/// One task's part of `phase`; `parent` is the iteration's directory when the phase is the
+/// tree's creation (made before the tasks began).
 fn run_task(
     job: &MdtestJob,
     run_dir: &Dir,
+    parent: Option<&Dir>,
     phase: MdtestPhase,
     task: u32,
     progress: &Progress,
@@ -186,8 +204,14 @@ fn run_task(
         let tree = Tree { params: p, progress };
         match phase {
             MdtestPhase::TreeCreate if job.owns_tree(task) => {
-                let parent = run_dir.create_dir(job.iteration_dir())?;
+                let Some(parent) = parent else { return Err(EngineError::NoTask) };
                 let since = Instant::now();
+                if p.depth == 0 {
+                    // The tree is its root: made, not opened (mdtest's mkdir by path).
+                    parent.mkdir(&job.root_name(task))?;
+                    items.count(since, 0);
+                    return Ok(());
+                }
                 let root = parent.create_dir(job.root_name(task))?;
                 items.count(since, 0);
                 tree.create(&root, 0, &mut |since| items.count(since, 0))
@@ -199,8 +223,6 @@ fn run_task(
                 let since = Instant::now();
                 parent.remove_dir(&root)?;
                 items.count(since, 0);
-                // The per-iteration parent, once empty (the last task's removal wins).
-                let _ = run_dir.remove_dir(&job.iteration_dir());
                 Ok(())
             }
             MdtestPhase::TreeCreate | MdtestPhase::TreeRemove => Ok(()),

@@ -228,6 +228,61 @@ fn an_unwritable_directory_is_named() {
     assert!(err.contains("open ") && err.contains("/missing: No such file or directory"), "{err}");
 }
 
+/// IOR's open timer starts at the open (its buffer is allocated and filled before the
+/// repetition's timers): a write's open(s) holds opening the file, not filling a transfer's
+/// buffer with the pattern, which for 64 MiB takes far longer than any open here.
+#[test]
+fn a_writes_open_span_holds_the_open_not_the_buffers_fill() {
+    let dir = scratch();
+    let params = IorParams { transfer: 64 << 20, block: 64 << 20, segments: 1, fsync: false, ..ior(true) };
+    let mut buffer = vec![0u8; 64 << 20];
+    let began = std::time::Instant::now();
+    pattern::generate(&mut buffer, params.packet, 1, 0);
+    let fill = began.elapsed();
+    drop(buffer);
+    let job = job(dir.path(), params, 1);
+    let r = run_ior_phase(&job, IorPhase::Write, &Progress::default());
+    assert!(r[0].error.is_none(), "{r:?}");
+    let open = r[0].rdwr.unwrap().0.duration_since(r[0].start).unwrap();
+    assert!(open < fill / 4, "open(s) {open:?} holds more than the open: filling the buffer took {fill:?}");
+    remove_files(&job).unwrap();
+}
+
+/// mdtest makes the iteration's directory before the barrier that starts the tree's clock:
+/// the engine makes it before any task begins, so when it cannot be made every task says so,
+/// those that own no tree too (without `-u` only task 0 makes one).
+#[test]
+fn the_iteration_directory_is_made_before_the_trees_tasks_begin() {
+    let dir = scratch();
+    let params =
+        MdtestParams { unique_dir: false, depth: 0, items: 1, iterations: 2, ..MdtestParams::default() };
+    let job = MdtestJob {
+        params,
+        dir: dir.path().to_owned(),
+        tasks: 0..2,
+        total_tasks: 2,
+        iteration: 0,
+        stop_after: None,
+        pace: None,
+        thread_name: None,
+    };
+    let r = run_mdtest_phase(&job, MdtestPhase::TreeCreate, &Progress::default());
+    assert!(r.iter().all(|r| r.error.is_none()), "{r:?}");
+    assert_eq!(r.iter().map(|r| r.ops).collect::<Vec<_>>(), [1, 0], "the tree is its root, made by task 0");
+    assert!(dir.path().join("test-dir.0-0/mdtest_tree.0").is_dir());
+    // A file where the next iteration's directory goes.
+    std::fs::write(dir.path().join("test-dir.0-1"), "").unwrap();
+    let next = MdtestJob { iteration: 1, ..job.clone() };
+    let r = run_mdtest_phase(&next, MdtestPhase::TreeCreate, &Progress::default());
+    for task in &r {
+        let err = task.error.as_deref().unwrap_or_default();
+        assert!(err.contains("test-dir.0-1") && task.ops == 0, "task {}: {err:?}", task.task);
+    }
+    let removed = run_mdtest_phase(&job, MdtestPhase::TreeRemove, &Progress::default());
+    assert!(removed.iter().all(|r| r.error.is_none()), "{removed:?}");
+    assert!(!dir.path().join("test-dir.0-0").exists(), "removed after the tasks, once empty");
+}
+
 #[test]
 fn mdtest_phases_create_stat_read_and_remove_a_tree() {
     let dir = scratch();
