@@ -69,6 +69,34 @@ pub enum Build {
     Dist,
 }
 
+impl Build {
+    pub fn name(self) -> &'static str {
+        match self {
+            Build::Release => "release",
+            Build::Dist => "dist",
+        }
+    }
+}
+
+/// The pvfs binary of `build`, built now (cargo's own check when nothing changed).
+pub fn build(build: Build) -> anyhow::Result<std::path::PathBuf> {
+    match build {
+        Build::Dist => util::build_shipped(),
+        Build::Release => {
+            util::step(util::cargo().args([
+                "build",
+                "--release",
+                "--locked",
+                "-p",
+                "pvfs",
+                "--bin",
+                "pvfs",
+            ]))?;
+            Ok(util::root().join("target/release/pvfs"))
+        }
+    }
+}
+
 /// What one run of a contender measured, per operation (write, read).
 #[derive(Debug, Clone, Copy, Default)]
 struct Measured {
@@ -96,21 +124,7 @@ enum Contender {
 pub fn run(args: &EngineArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.runs > 0, "--runs must be at least 1");
     anyhow::ensure!(args.tasks.iter().all(|&t| (1..=64).contains(&t)), "--tasks: each count must be 1..=64");
-    let binary = match args.build {
-        Build::Dist => util::build_shipped()?,
-        Build::Release => {
-            util::step(util::cargo().args([
-                "build",
-                "--release",
-                "--locked",
-                "-p",
-                "pvfs",
-                "--bin",
-                "pvfs",
-            ]))?;
-            util::root().join("target/release/pvfs")
-        }
-    };
+    let binary = build(args.build)?;
     let dir = args.dir.clone().unwrap_or_else(|| util::root().join("target/bench-engine"));
     std::fs::create_dir_all(&dir)?;
     if args.against.contains(&Against::Fio) {

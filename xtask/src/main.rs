@@ -6,7 +6,7 @@
 //! - `e2e`: a real multi-host cluster in containers.
 //! - `accuracy`: `pvfs-agent metrics` against iostat and sar over the same seconds.
 //! - `bench-mesh`: idle agent footprint and `pvfsctl nodes` latency.
-//! - `bench-agent`: pvfs-agent against gmond and node_exporter, side by side.
+//! - `bench-agent`: pvfs-agent against gmond and node_exporter, in rounds over the same windows.
 //! - `bench-ingest`: the coordinator following many simulated agents.
 //! - `bench-up`: a no-op `pvfsctl up` on many simulated nodes.
 //! - `bench-engine`: the built-in engine against fio, and the real IOR and mdtest.
@@ -19,6 +19,7 @@
 
 mod accuracy;
 mod bench;
+mod bench_agent;
 mod bench_bootstrap;
 mod bench_engine;
 mod bench_io500;
@@ -79,7 +80,7 @@ enum Command {
     Accuracy,
     /// Measure pvfs-agent (streaming every second) against gmond and node_exporter: CPU and
     /// memory over the same window, and the ratios.
-    BenchAgent(bench::AgentArgs),
+    BenchAgent(bench_agent::AgentArgs),
     /// Measure `pvfsctl serve` following N simulated agents: CPU per 1,000 agents and the
     /// delay from sample time to arrival.
     BenchIngest(bench::IngestArgs),
@@ -123,7 +124,7 @@ fn main() -> ExitCode {
         Command::Accuracy => accuracy::run(),
         Command::BenchMesh(args) => bench::run(&args),
         Command::BenchBootstrap(args) => bench_bootstrap::run(&args),
-        Command::BenchAgent(args) => bench::run_agent(&args),
+        Command::BenchAgent(args) => bench_agent::run_agent(&args),
         Command::BenchIngest(args) => bench::run_ingest(&args),
         Command::BenchUp(args) => bench::run_up(&args),
         Command::BenchEngine(args) => bench_engine::run(&args),
