@@ -361,10 +361,10 @@ impl Sampler {
         })
     }
 
-    /// The node's Lustre targets and GlusterFS bricks this second, where it has any. Looked
-    /// for every second, so a target or brick shows the second it comes: on a node without
-    /// either that is three lookups that fail (`/sys/fs/lustre`, `/proc/fs/lustre`,
-    /// `/run/gluster/vols`), a few microseconds.
+    /// The node's Lustre targets and GlusterFS bricks this second, where it has any. Bricks
+    /// are looked for every second (one lookup that fails on a node without them,
+    /// `/run/gluster/vols`); Lustre's files every [`crate::lustre::node::FIND_EVERY`] seconds
+    /// (`/sys/fs/lustre`, `/proc/fs/lustre`), so a target shows within that time.
     fn read_fs(&mut self) -> Option<FsSecond> {
         let second = FsSecond {
             lustre: self.lustre.read(&self.root),

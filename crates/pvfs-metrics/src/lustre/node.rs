@@ -282,6 +282,8 @@ pub struct Reader {
     found: Vec<(Part, params::Found)>,
     /// Seconds until the files are found again (0: now).
     until_find: u32,
+    /// The last look found no Lustre on the node.
+    absent: bool,
 }
 
 /// Seconds between two findings of a Lustre node's files.
@@ -291,10 +293,19 @@ impl Reader {
     /// This second's snapshot; `None` when the node has no Lustre.
     pub fn read(&mut self, root: &Root) -> Option<Snapshot> {
         if self.until_find == 0 {
-            if !params::present(root) {
+            // Looked for again in FIND_EVERY seconds when absent, as a node's new target is:
+            // the two lookups every second were a fifteenth of an idle agent's CPU (perf).
+            self.absent = !params::present(root);
+            if self.absent {
                 self.found.clear();
-                return None;
+                self.until_find = FIND_EVERY;
             }
+        }
+        if self.absent {
+            self.until_find -= 1;
+            return None;
+        }
+        if self.until_find == 0 {
             let trees = params::trees(root);
             self.found = PARTS
                 .iter()
@@ -539,6 +550,26 @@ mod tests {
     /// A reader finds the files once and reads them each second: a counter that moved is
     /// read; a target that goes is gone the next second (its files are found again), one that
     /// comes is found within [`FIND_EVERY`] seconds.
+    /// A node without Lustre is looked at again every FIND_EVERY seconds, not every second;
+    /// Lustre's modules loaded meanwhile show within that time.
+    #[test]
+    fn a_node_without_lustre_is_looked_at_every_find_every_seconds() {
+        let (dir, _) = tree_of("valid_valid.txt");
+        let lustre = dir.path().join("sys/fs/lustre");
+        let (proc_lustre, away) = (dir.path().join("proc/fs/lustre"), dir.path().join("proc/fs/away"));
+        std::fs::rename(&lustre, dir.path().join("sys/fs/away")).unwrap();
+        std::fs::rename(&proc_lustre, &away).unwrap();
+        let root = Root::at(dir.path());
+        let mut reader = Reader::default();
+        assert!(reader.read(&root).is_none());
+        std::fs::rename(dir.path().join("sys/fs/away"), &lustre).unwrap();
+        std::fs::rename(&away, &proc_lustre).unwrap();
+        let looks: Vec<bool> = (0..FIND_EVERY).map(|_| reader.read(&root).is_some()).collect();
+        let mut want = vec![false; FIND_EVERY as usize];
+        want[FIND_EVERY as usize - 1] = true;
+        assert_eq!(looks, want, "not looked at until FIND_EVERY seconds after the last look");
+    }
+
     #[test]
     fn a_reader_reads_what_it_found_and_finds_again() {
         let (dir, _) = tree_of("valid_valid.txt");
