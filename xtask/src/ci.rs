@@ -52,54 +52,97 @@ pub fn run(no_e2e: bool) -> anyhow::Result<()> {
     if !has_jsonschema {
         util::ensure_packages(&["python3-jsonschema"])?;
     }
-    // The real io500 (and IOR, mdtest, pfind) from shared/vendor, which `--engine io500`'s
-    // tests run: ~30 s, before the build so a missing archive is said first.
-    crate::vendor::build()?;
-    free_disk("before the build");
-    if !util::have("cargo-nextest") {
-        step(cargo().args(["install", "--locked", "cargo-nextest"]))?;
-    }
-
-    step(cargo().args(["fmt", "--all", "--check"]))?;
-    // The Azure SDK (pvfs-azure, pvfs's `azure` feature) is checked in its own steps below, so
-    // that the workspace's checks build what the agent builds.
-    step(cargo().args([
-        "clippy",
-        "--workspace",
-        "--exclude",
-        "pvfs-azure",
-        "--all-targets",
-        "--locked",
-        "--",
-        "-D",
-        "warnings",
-    ]))?;
-    free_disk("after the build");
-    step(cargo().args([
-        "nextest",
-        "run",
-        "--workspace",
-        "--exclude",
-        "pvfs-azure",
-        "--locked",
-        "--no-fail-fast",
-    ]))?;
-    azure()?;
-    verify_unit()?;
-    crate::accuracy::run()?;
-    // Also installs zig (PyPI) and cargo-zigbuild (crates.io), pinned, when missing.
-    let dist = crate::dist::run()?;
-    lintian(&dist.deb)?;
-    crate::glibc::run_on_old_glibc(&dist.dir.join("bin/pvfs"))?;
-    if !no_e2e {
-        crate::e2e::run_with_binary(&dist.dir.join("bin/pvfs"), &crate::e2e::Args::default())?;
-    }
+    // Where the run's time goes, step by step (issue 30's CI time), told at the end whether
+    // it passed or not.
+    let mut clock = Clock::default();
+    let outcome = checks(no_e2e, &mut clock);
+    clock.tell();
+    outcome?;
     // The web view's tests leave screenshots of each view for a person to look at.
     let shots = util::root().join("target/screenshots");
     if let Ok(entries) = std::fs::read_dir(&shots) {
         eprintln!("xtask ci: {} screenshots of the web view in {}", entries.count(), shots.display());
     }
     eprintln!("xtask ci: all checks passed");
+    Ok(())
+}
+
+/// Each step's wall time, in the order they ran.
+#[derive(Default)]
+struct Clock {
+    steps: Vec<(&'static str, std::time::Duration)>,
+}
+
+impl Clock {
+    /// Runs `step`, keeping its time under `name`.
+    fn time<T>(&mut self, name: &'static str, step: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+        let started = std::time::Instant::now();
+        let out = step();
+        self.steps.push((name, started.elapsed()));
+        out
+    }
+
+    fn tell(&self) {
+        let total: f64 = self.steps.iter().map(|(_, d)| d.as_secs_f64()).sum();
+        eprintln!("xtask ci: where the time went ({:.1} min in all):", total / 60.0);
+        for (name, took) in &self.steps {
+            let s = took.as_secs_f64();
+            eprintln!("  {name:<34} {:>7.1} min {:>5.1} %", s / 60.0, 100.0 * s / total.max(1e-9));
+        }
+    }
+}
+
+/// The checks after the tools are in place, each timed by `clock`.
+fn checks(no_e2e: bool, clock: &mut Clock) -> anyhow::Result<()> {
+    // The real io500 (and IOR, mdtest, pfind) from shared/vendor, which `--engine io500`'s
+    // tests run: ~30 s, before the build so a missing archive is said first.
+    clock.time("vendor: io500, IOR, mdtest, pfind", crate::vendor::build)?;
+    free_disk("before the build");
+    if !util::have("cargo-nextest") {
+        clock
+            .time("install cargo-nextest", || step(cargo().args(["install", "--locked", "cargo-nextest"])))?;
+    }
+
+    clock.time("fmt", || step(cargo().args(["fmt", "--all", "--check"])))?;
+    // The Azure SDK (pvfs-azure, pvfs's `azure` feature) is checked in its own steps below, so
+    // that the workspace's checks build what the agent builds.
+    clock.time("clippy (builds the workspace)", || {
+        step(cargo().args([
+            "clippy",
+            "--workspace",
+            "--exclude",
+            "pvfs-azure",
+            "--all-targets",
+            "--locked",
+            "--",
+            "-D",
+            "warnings",
+        ]))
+    })?;
+    free_disk("after the build");
+    clock.time("nextest (build and run)", || {
+        step(cargo().args([
+            "nextest",
+            "run",
+            "--workspace",
+            "--exclude",
+            "pvfs-azure",
+            "--locked",
+            "--no-fail-fast",
+        ]))
+    })?;
+    clock.time("azure", azure)?;
+    clock.time("systemd unit", verify_unit)?;
+    clock.time("accuracy (against sysstat)", crate::accuracy::run)?;
+    // Also installs zig (PyPI) and cargo-zigbuild (crates.io), pinned, when missing.
+    let dist = clock.time("dist (fat LTO, glibc 2.17)", crate::dist::run)?;
+    clock.time("lintian", || lintian(&dist.deb))?;
+    clock.time("old glibc root", || crate::glibc::run_on_old_glibc(&dist.dir.join("bin/pvfs")))?;
+    if !no_e2e {
+        clock.time("e2e (containers)", || {
+            crate::e2e::run_with_binary(&dist.dir.join("bin/pvfs"), &crate::e2e::Args::default())
+        })?;
+    }
     Ok(())
 }
 
