@@ -452,6 +452,10 @@ pub enum BenchEvent {
     /// could not), with what the node's agent said.
     Fault {
         node: String,
+        /// The fault as `--fault` gave it (`kill-brick=gfs2,volume=gv0,at=3s`): which of a
+        /// node's faults this is, when it has several.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        spec: String,
         action: String,
         /// Unix seconds: when it took effect as the node's agent said (its clock), or when the
         /// coordinator heard of it.

@@ -183,6 +183,7 @@ pub fn parse(spec: &str, cluster: &Cluster) -> Result<FaultPlan, FaultSpecError>
 fn fault_event(plan: &FaultPlan, action: &str, (detail, at): (String, Option<f64>)) -> BenchEvent {
     BenchEvent::Fault {
         node: plan.node.name.clone(),
+        spec: plan.spec.clone(),
         action: action.to_owned(),
         at: at.unwrap_or_else(|| pvfs_bench::results::unix(std::time::SystemTime::now())),
         detail,
@@ -430,13 +431,23 @@ impl Faults {
 
     /// Takes in one of the faults' own events (from [`Faults::events`]).
     pub fn on_fault(&mut self, fault: &BenchEvent) {
-        let BenchEvent::Fault { node, action, at, .. } = fault else { return };
-        if let Some(slot) = self.plans.iter_mut().find(|s| &s.plan.node.name == node) {
-            match action.as_str() {
-                "injected" => slot.injected = Some(*at),
-                "undone" => slot.undone = Some(*at),
-                _ => {}
+        let BenchEvent::Fault { node, spec, action, at, .. } = fault else { return };
+        // Its own fault's: a node may have several (the same spec twice is taken in order).
+        let ours = |s: &&mut Slot| &s.plan.node.name == node && (spec.is_empty() || &s.plan.spec == spec);
+        match action.as_str() {
+            "injected" => {
+                if let Some(slot) = self.plans.iter_mut().filter(ours).find(|s| s.injected.is_none()) {
+                    slot.injected = Some(*at);
+                }
             }
+            "undone" => {
+                if let Some(slot) =
+                    self.plans.iter_mut().filter(ours).find(|s| s.injected.is_some() && s.undone.is_none())
+                {
+                    slot.undone = Some(*at);
+                }
+            }
+            _ => {}
         }
     }
 
@@ -651,6 +662,39 @@ pub(crate) mod tests {
             seconds: seconds.to_vec(),
             measured: false,
         }
+    }
+
+    /// Two faults on one node each take their own events: the second's injection does not
+    /// move the first's, and an undo goes to the fault injected and not yet undone.
+    #[test]
+    fn two_faults_on_one_node_each_keep_their_own_times() {
+        let c = cluster("glusterfs");
+        let dialer = crate::dial::unused_dialer();
+        let (mut faults, _events) = Faults::new(vec![], dialer);
+        for spec in ["kill-brick=gfs1,at=2", "stop-service=gfs1,at=20"] {
+            let plan = parse(spec, &c).unwrap();
+            faults.plans.push(Slot {
+                plan,
+                task: None,
+                injected: None,
+                undone: None,
+                seconds: vec![],
+                measured: false,
+            });
+        }
+        let event = |spec: &str, action: &str, at: f64| BenchEvent::Fault {
+            node: "gfs1".into(),
+            spec: spec.into(),
+            action: action.into(),
+            at,
+            detail: String::new(),
+        };
+        faults.on_fault(&event("kill-brick=gfs1,at=2", "injected", 102.0));
+        faults.on_fault(&event("kill-brick=gfs1,at=2", "undone", 105.0));
+        faults.on_fault(&event("stop-service=gfs1,at=20", "injected", 120.0));
+        faults.on_fault(&event("stop-service=gfs1,at=20", "undone", 123.0));
+        let times: Vec<_> = faults.plans.iter().map(|s| (s.injected, s.undone)).collect();
+        assert_eq!(times, [(Some(102.0), Some(105.0)), (Some(120.0), Some(123.0))]);
     }
 
     fn measure_all(slot: &Slot) -> Option<BenchEvent> {
