@@ -115,9 +115,13 @@ pub struct IngestArgs {
     /// Simulated agents.
     #[arg(long, default_value_t = 1000)]
     pub agents: u16,
-    /// Measurement window.
-    #[arg(long, default_value_t = 60)]
+    /// Each round's window.
+    #[arg(long, default_value_t = 30)]
     pub seconds: u64,
+    /// Rounds, one after another: each prints serve's and the simulators' CPU and the load
+    /// average; the figure is their median, with a bootstrap interval.
+    #[arg(long, default_value_t = 5)]
+    pub rounds: usize,
     /// Warm-up after every agent is streaming.
     #[arg(long, default_value_t = 10)]
     pub warmup: u64,
@@ -232,9 +236,24 @@ pub fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
     let store = dir.join("history").join("ingest.redb");
     let store_bytes = || std::fs::metadata(&store).map_or(0, |m| m.len());
     let store0 = store_bytes();
-    let (cpu0, sim0, t0) = (cpu_ns(coordinator.pid())?, sim_cpu()?, Instant::now());
-    std::thread::sleep(Duration::from_secs(args.seconds));
-    let (cpu1, sim1, wall) = (cpu_ns(coordinator.pid())?, sim_cpu()?, t0.elapsed().as_secs_f64());
+    anyhow::ensure!(args.rounds > 0, "--rounds must be at least 1");
+    let t0 = Instant::now();
+    // Per round: serve's and the simulators' CPU, % of one core.
+    let (mut serve_cpu, mut sim_cpu_pct) = (Vec::new(), Vec::new());
+    for round in 0..args.rounds {
+        let load = crate::engine_vs_real::load_average();
+        let (cpu0, sim0, r0) = (cpu_ns(coordinator.pid())?, sim_cpu()?, Instant::now());
+        std::thread::sleep(Duration::from_secs(args.seconds));
+        let (cpu1, sim1, wall) = (cpu_ns(coordinator.pid())?, sim_cpu()?, r0.elapsed().as_secs_f64());
+        let (cpu, sim) = ((cpu1 - cpu0) as f64 / 1e9 / wall * 100.0, (sim1 - sim0) as f64 / 1e9 / wall * 100.0);
+        println!(
+            "  round {round} (load {load}): serve {cpu:.2} % of a core ({:.3} % per 1,000 agents), simulators {sim:.1} %",
+            cpu / f64::from(n) * 1000.0
+        );
+        serve_cpu.push(cpu);
+        sim_cpu_pct.push(sim);
+    }
+    let wall = t0.elapsed().as_secs_f64();
     let store1 = store_bytes();
     let counted = before_at.elapsed().as_secs_f64();
     let after_text = scrape()?;
@@ -253,12 +272,18 @@ pub fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
 
     let window: Vec<(f64, f64)> = after.iter().zip(&before).map(|((le, a), (_, b))| (*le, a - b)).collect();
     let total = window.last().map_or(0.0, |(_, c)| *c);
-    let cpu_pct = (cpu1 - cpu0) as f64 / 1e9 / wall * 100.0;
-    let sim_pct = (sim1 - sim0) as f64 / 1e9 / wall * 100.0;
-    println!("\ncoordinator (pvfsctl serve) following {n} agents over mTLS, {wall:.0} s window:");
+    let cpu_pct = util::median(&mut serve_cpu.clone());
+    let sim_pct = util::median(&mut sim_cpu_pct);
+    // The median's own interval: the ratio of the rounds' median to a constant 1.
+    let (lo, hi) = util::ratio_interval(&serve_cpu, &[1.0]);
     println!(
-        "  CPU {cpu_pct:.1}% of one core = {:.1}% per 1,000 agents; RSS {rss:.1} MB (peak {peak:.1} MB)",
-        cpu_pct / f64::from(n) * 1000.0
+        "\ncoordinator (pvfsctl serve) following {n} agents over mTLS, {} rounds of {} s (median [95 % bootstrap interval]):",
+        args.rounds, args.seconds
+    );
+    println!(
+        "  CPU {cpu_pct:.1}% [{lo:.1}, {hi:.1}] of one core = {:.2}% per 1,000 agents; RSS {rss:.1} MB (peak {peak:.1} MB, {:.1} KB per agent)",
+        cpu_pct / f64::from(n) * 1000.0,
+        rss * 1024.0 / f64::from(n)
     );
     println!(
         "  samples received live: {total:.0} in {counted:.0} s ({:.0}/s); delay from sample time to arrival: p50 {:.1} ms, p99 {:.1} ms",
