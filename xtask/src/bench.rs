@@ -148,14 +148,7 @@ pub struct IngestArgs {
 pub fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
     util::ensure_programs(&[("curl", "curl")])?;
     let binary = util::build_shipped()?;
-    let dir = util::root().join("target/bench-ingest");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir)?;
-    let tls = dir.join("tls");
-    let tls_arg = tls.to_string_lossy().into_owned();
-    read(Command::new(&binary).args(["ctl", "ca", "init", "--dir", &tls_arg]))?;
-    read(Command::new(&binary).args(["ctl", "ca", "issue", "pvfsctl", "--dir", &tls_arg]))?;
-    read(Command::new(&binary).args(["ctl", "ca", "issue", "sim", "--dir", &tls_arg, "--san", "127.0.0.1"]))?;
+    let (dir, tls_arg) = util::bench_dir(&binary, "bench-ingest", &["sim"])?;
 
     let n = args.agents;
     let base = free_range(n)?;
@@ -245,7 +238,8 @@ pub fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
         let (cpu0, sim0, r0) = (cpu_ns(coordinator.pid())?, sim_cpu()?, Instant::now());
         std::thread::sleep(Duration::from_secs(args.seconds));
         let (cpu1, sim1, wall) = (cpu_ns(coordinator.pid())?, sim_cpu()?, r0.elapsed().as_secs_f64());
-        let (cpu, sim) = ((cpu1 - cpu0) as f64 / 1e9 / wall * 100.0, (sim1 - sim0) as f64 / 1e9 / wall * 100.0);
+        let (cpu, sim) =
+            ((cpu1 - cpu0) as f64 / 1e9 / wall * 100.0, (sim1 - sim0) as f64 / 1e9 / wall * 100.0);
         println!(
             "  round {round} (load {load}): serve {cpu:.2} % of a core ({:.3} % per 1,000 agents), simulators {sim:.1} %",
             cpu / f64::from(n) * 1000.0

@@ -13,7 +13,7 @@
 //! 95 % bootstrap interval: an interval that spans 1.0 is "undecided", not a ratio.
 
 use crate::bench::cpu_ns;
-use crate::util::{self, KillOnDrop, free_port, median, ratio_interval, read};
+use crate::util::{self, KillOnDrop, free_port, median, ratio_interval};
 use anyhow::Context;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -59,23 +59,7 @@ pub fn run_agent(args: &AgentArgs) -> anyhow::Result<()> {
         Some(binary) => (std::path::absolute(binary)?, "given"),
         None => (crate::bench_engine::build(args.build)?, args.build.name()),
     };
-    let dir = util::root().join("target/bench-agent");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir)?;
-    let tls = dir.join("tls");
-    let tls_arg = tls.to_string_lossy().into_owned();
-    read(Command::new(&binary).args(["ctl", "ca", "init", "--dir", &tls_arg]))?;
-    read(Command::new(&binary).args(["ctl", "ca", "issue", "pvfsctl", "--dir", &tls_arg]))?;
-    read(Command::new(&binary).args([
-        "ctl",
-        "ca",
-        "issue",
-        "bench",
-        "--dir",
-        &tls_arg,
-        "--san",
-        "127.0.0.1",
-    ]))?;
+    let (dir, tls_arg) = util::bench_dir(&binary, "bench-agent", &["bench"])?;
 
     // Every daemon and its driver, started once; they all run until the end.
     let mut keep = Vec::new();

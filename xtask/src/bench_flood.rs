@@ -14,7 +14,7 @@
 //! fresh coordinator connections opened at once each got an `Info` answered, and over the
 //! whole run the samples the coordinator lost (seconds missing from its stream; the goal is 0).
 
-use crate::util::{self, KillOnDrop, cargo, read, step};
+use crate::util::{self, KillOnDrop, cargo, step};
 use anyhow::{Context, bail};
 use pvfs_coord::stream::{Start, StreamEvent};
 use std::net::SocketAddr;
@@ -69,14 +69,7 @@ pub fn run(args: &FloodArgs) -> anyhow::Result<()> {
         }
         None => util::build_shipped()?,
     };
-    let dir = util::root().join("target/bench-flood");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir)?;
-    let tls = dir.join("tls");
-    let tls_arg = tls.to_string_lossy().into_owned();
-    read(Command::new(&binary).args(["ctl", "ca", "init", "--dir", &tls_arg]))?;
-    read(Command::new(&binary).args(["ctl", "ca", "issue", "pvfsctl", "--dir", &tls_arg]))?;
-    read(Command::new(&binary).args(["ctl", "ca", "issue", "n1", "--dir", &tls_arg, "--san", "127.0.0.1"]))?;
+    let (dir, tls_arg) = util::bench_dir(&binary, "bench-flood", &["n1"])?;
     let port = util::free_port()?;
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
     // The shell's ulimit sets the agent's descriptor limit (no unsafe pre_exec here either).

@@ -11,7 +11,7 @@
 //! The cluster has one node nobody answers for, so `/metrics` is small and what is measured is
 //! the listener, not the renderer (`cargo xtask bench-ingest` measures that).
 
-use crate::util::{self, KillOnDrop, cargo, read, step};
+use crate::util::{self, KillOnDrop, cargo, step};
 use anyhow::{Context, bail};
 use std::net::SocketAddr;
 use std::process::Command;
@@ -57,13 +57,7 @@ pub fn run(args: &ServeFloodArgs) -> anyhow::Result<()> {
             bail!("the open-file hard limit ({hard}) is too low for --n {}: raise it (ulimit -Hn)", args.n);
         }
     }
-    let dir = util::root().join("target/bench-serve-flood");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir)?;
-    let tls = dir.join("tls");
-    let tls_arg = tls.to_string_lossy().into_owned();
-    read(Command::new(&binary).args(["ctl", "ca", "init", "--dir", &tls_arg]))?;
-    read(Command::new(&binary).args(["ctl", "ca", "issue", "pvfsctl", "--dir", &tls_arg]))?;
+    let (dir, tls_arg) = util::bench_dir(&binary, "bench-serve-flood", &[])?;
     let cluster = dir.join("cluster.toml");
     // Port 1: nothing answers, so serve shows the node down and keeps trying once a second.
     std::fs::write(

@@ -173,3 +173,19 @@ pub fn ratio_interval(a: &[f64], b: &[f64]) -> (f64, f64) {
     ratios.sort_by(f64::total_cmp);
     (ratios[50], ratios[1949])
 }
+
+/// A fresh `target/NAME` for a benchmark, with a cluster CA made by `binary` in its `tls/`, a
+/// certificate for `pvfsctl`, and one for each of `agents` valid for 127.0.0.1. Returns the
+/// directory and the TLS directory's path as an argument.
+pub fn bench_dir(binary: &Path, name: &str, agents: &[&str]) -> anyhow::Result<(PathBuf, String)> {
+    let dir = root().join("target").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    let tls = dir.join("tls").to_string_lossy().into_owned();
+    read(Command::new(binary).args(["ctl", "ca", "init", "--dir", &tls]))?;
+    read(Command::new(binary).args(["ctl", "ca", "issue", "pvfsctl", "--dir", &tls]))?;
+    for agent in agents {
+        read(Command::new(binary).args(["ctl", "ca", "issue", agent, "--dir", &tls, "--san", "127.0.0.1"]))?;
+    }
+    Ok((dir, tls))
+}
