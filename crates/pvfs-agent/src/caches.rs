@@ -29,6 +29,12 @@ pub(crate) fn drop_caches(root: &Root) -> Result<Dropped, String> {
     let before = cached()?;
     let started = Instant::now();
     nix::unistd::sync();
+    // The test seam for a node whose write-back takes a while (debug builds only): the sync
+    // takes this much longer.
+    #[cfg(debug_assertions)]
+    if let Some(ms) = std::env::var("PVFS_TEST_SYNC_DELAY_MS").ok().and_then(|v| v.parse::<u64>().ok()) {
+        std::thread::sleep(std::time::Duration::from_millis(ms.min(60_000)));
+    }
     let path = root.path("/proc/sys/vm/drop_caches");
     std::fs::write(&path, "3\n").map_err(|e| {
         let hint = match e.kind() {

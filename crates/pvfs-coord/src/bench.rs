@@ -263,7 +263,7 @@ pub async fn run(
         // A stonewalled write's count, which the read reads back.
         let mut stop_after = None;
         for &phase in &phase_list {
-            let dropped = match drop_caches(spec, &connections, dialer, iteration, phase, &cancel).await {
+            let dropped = match drop_caches(spec, dialer, iteration, phase, &cancel).await {
                 Ok(dropped) => dropped,
                 Err(err) => {
                     outcome.error = Some(err);
@@ -322,13 +322,17 @@ pub async fn run(
     outcome
 }
 
+/// How long a node may take to sync and drop its caches: after a buffered write, dirty pages
+/// up to `vm.dirty_ratio` of its memory go to the file system first (tens of GB on a large
+/// client, at the file system's speed), where a request otherwise has the dialer's seconds.
+const DROP_CACHES_LIMIT: Duration = Duration::from_secs(15 * 60);
+
 /// Drops the caches of `spec.drop_caches` before `phase` when it is one that reads back (all
-/// at once, each node's call bounded by the dialer's timeout after its connection): what each
+/// at once, each node's call bounded by `DROP_CACHES_LIMIT` after its connection): what each
 /// drop did, or the first node that could not (the run stops: reads measured through a cache
 /// that was meant to be empty would be wrong).
 async fn drop_caches(
     spec: &BenchSpec,
-    connections: &[(Node, Connection)],
     dialer: &Dialer,
     iteration: u32,
     phase: Phase,
@@ -337,20 +341,19 @@ async fn drop_caches(
     if spec.drop_caches.is_empty() || !DropCaches::Clients.before(phase) {
         return Ok(Vec::new());
     }
+    // The drop syncs first, which after a buffered write can take the node minutes: its
+    // request gets a connection of its own, whose requests may take that long.
+    let dialer = dialer.with_request_timeout(DROP_CACHES_LIMIT);
     let mut calls = JoinSet::new();
     for node in &spec.drop_caches {
-        let known = connections.iter().find(|(n, _)| n.name == node.name).map(|(_, c)| c.clone());
         let (node, dialer) = (node.clone(), dialer.clone());
         calls.spawn(async move {
-            let mut conn = match known {
-                Some(conn) => conn,
-                None => dialer.connect(&node).await.map_err(|source| BenchError::DropCaches {
-                    iteration,
-                    phase,
-                    node: node.name.clone(),
-                    why: source.to_string(),
-                })?,
-            };
+            let mut conn = dialer.connect(&node).await.map_err(|source| BenchError::DropCaches {
+                iteration,
+                phase,
+                node: node.name.clone(),
+                why: source.to_string(),
+            })?;
             let answer = conn.agent.drop_caches(pb::DropCachesRequest {}).await.map_err(|status| {
                 BenchError::DropCaches {
                     iteration,

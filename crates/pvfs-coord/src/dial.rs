@@ -32,6 +32,9 @@ pub struct Dialer {
     /// configuration is, by every clone of the dialer).
     tls: Result<Arc<rustls::ClientConfig>, Arc<TlsConfigError>>,
     timeout: Duration,
+    /// What bounds each request on its connections (the timeout, unless a caller whose
+    /// request may take longer asks for more: [`Dialer::with_request_timeout`]).
+    requests: Duration,
 }
 
 /// An open connection to one agent.
@@ -105,11 +108,17 @@ impl Dialer {
     /// `timeout` bounds connecting and each request.
     pub fn new(security: ClientSecurity, timeout: Duration) -> Dialer {
         let ClientSecurity::MutualTls(material) = &security;
-        Dialer { tls: client_config(material).map_err(Arc::new), timeout }
+        Dialer { tls: client_config(material).map_err(Arc::new), timeout, requests: timeout }
     }
 
     pub fn timeout(&self) -> Duration {
         self.timeout
+    }
+
+    /// The same dialer, whose connections give each request up to `limit` (connecting is
+    /// still bounded by the timeout): for a request whose work on the node can take minutes.
+    pub fn with_request_timeout(&self, limit: Duration) -> Dialer {
+        Dialer { requests: limit, ..self.clone() }
     }
 
     /// Connects to `node`'s agent: TCP, TLS (both ways) and HTTP/2, within the timeout.
@@ -139,7 +148,7 @@ impl Dialer {
         let endpoint = Endpoint::from_shared(format!("http://{address}"))
             .map_err(|e| config_error(format!("bad address {address}: {e}")))?
             .connect_timeout(self.timeout)
-            .timeout(self.timeout);
+            .timeout(self.requests);
         // The host the agent's certificate must name is also the one to dial.
         Ok((endpoint, AgentConnector::new(tls, address.tls_name(), address.port, name)))
     }

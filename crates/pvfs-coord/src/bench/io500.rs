@@ -86,7 +86,7 @@ pub(super) async fn run(
         };
         let mut scored_record = None;
         for phase in phases {
-            let dropped = match drop_caches(spec, connections, dialer, 0, phase, cancel).await {
+            let dropped = match drop_caches(spec, dialer, 0, phase, cancel).await {
                 Ok(dropped) => dropped,
                 Err(err) => {
                     outcome.error = Some(err);

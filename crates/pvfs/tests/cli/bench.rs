@@ -625,14 +625,26 @@ fn engine_io500_runs_the_real_io500_under_mpirun_and_keeps_its_figures() {
 /// Issue 28: `--drop-caches all` syncs and drops every node's caches before each read (for
 /// real: the agents run as root here), says so, and keeps what each drop did in the phase's
 /// record; writes are not preceded by a drop. The mpi launcher is refused before anything runs.
+/// A sync that takes longer than the coordinator's request timeout (the agents' test seam
+/// makes it 3 s, the timeout is 2 s) is waited for: after a buffered write a node's write-back
+/// can take minutes.
 #[test]
 fn drop_caches_before_reads_is_done_on_every_node_and_recorded() {
     let dir = TestDir::new();
-    let agents = agents(&dir, 2);
+    dir.pki();
+    let agents: Vec<AgentProcess> = ["n1", "n2"]
+        .iter()
+        .map(|name| {
+            dir.issue_agent(name, "127.0.0.1");
+            AgentProcess::start_with_env(&dir, name, "127.0.0.1", &[("PVFS_TEST_SYNC_DELAY_MS", "3000")])
+        })
+        .collect();
     let cluster = cluster(&dir, &agents.iter().collect::<Vec<_>>());
     let out = dir.ctl(&[
         "bench",
         &cluster,
+        "--timeout",
+        "2s",
         "--procs",
         "1",
         "--set",
@@ -661,6 +673,7 @@ fn drop_caches_before_reads_is_done_on_every_node_and_recorded() {
     let drops = read["caches_dropped"].as_array().unwrap();
     let nodes: Vec<&str> = drops.iter().map(|d| d["node"].as_str().unwrap()).collect();
     assert_eq!(nodes, ["n1", "n2"]);
+    assert!(drops.iter().all(|d| d["seconds"].as_f64().unwrap() >= 3.0), "each sync took its 3 s: {drops:?}");
     // Both agents are on this machine and drop at once: at least one saw the cache shrink.
     assert!(
         drops.iter().any(|d| d["cached_after_kib"].as_u64() < d["cached_before_kib"].as_u64()),
