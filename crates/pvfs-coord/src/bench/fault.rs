@@ -190,6 +190,9 @@ fn fault_event(plan: &FaultPlan, action: &str, (detail, at): (String, Option<f64
     }
 }
 
+/// How long a node's agent may take to answer a fault's request (a unit's start or stop).
+const FAULT_REQUEST_LIMIT: Duration = Duration::from_secs(120);
+
 /// How long the undoing of a network cut waits for its node to be reachable again: the node's
 /// agent brings the interface up at the end of the fault's time by itself, and links, routes
 /// and the TLS handshake take a few seconds more.
@@ -198,6 +201,10 @@ const BACK_WITHIN: Duration = Duration::from_secs(60);
 /// Asks the node's agent to inject or undo `plan`'s fault: what it did, and when it took
 /// effect (Unix seconds, when the agent said).
 async fn ask(dialer: &Dialer, plan: &FaultPlan, undo: bool) -> Result<(String, Option<f64>), String> {
+    // The agent answers once the fault is in place or undone: `systemctl start` waits for the
+    // unit (systemd's start timeout is 90 s by default; glusterd took over 5 s in a loaded
+    // e2e), so the request may take longer than the dialer's seconds.
+    let dialer = dialer.with_request_timeout(FAULT_REQUEST_LIMIT);
     let mut request = pb::FaultRequest { undo, ..pb::FaultRequest::default() };
     match &plan.kind {
         FaultKind::KillBrick { volume, path } => {
