@@ -105,11 +105,14 @@ pub async fn restart_brick(
     path: &str,
 ) -> Result<String, FaultError> {
     policy.check_fault_brick(volume, path)?;
-    let command = Command::new("gluster")
-        .args(["--mode=script", "volume", "start", volume, "force"])
+    // Asked again while glusterd is busy: the brick's death sets off other transactions in the
+    // pool (the CI's e2e once saw "Another transaction is in progress" here).
+    let command = pvfs_steps::gluster_command(&["--mode=script", "volume", "start", volume, "force"])
         .timeout(START_TIMEOUT);
     let shown = command.to_string();
-    let out = runner.run_action(&command).await.map_err(|e| FaultError::Failed(e.to_string()))?;
+    let out = pvfs_host::run_while_busy(runner, &command, true)
+        .await
+        .map_err(|e| FaultError::Failed(e.to_string()))?;
     if !out.success() {
         let said = if out.stderr.trim().is_empty() { out.stdout.trim() } else { out.stderr.trim() };
         return Err(FaultError::Failed(format!("{shown} failed ({:?}): {said}", out.code)));
@@ -146,11 +149,13 @@ pub async fn heal_info(
     volume: &str,
 ) -> Result<(String, Vec<pvfs_metrics::gluster::HealCount>), FaultError> {
     policy.check_fault_heal(volume)?;
-    let command = Command::new("gluster")
-        .args(["--mode=script", "--xml", "volume", "heal", volume, "info", "summary"])
-        .timeout(HEAL_INFO_TIMEOUT);
+    let command =
+        pvfs_steps::gluster_command(&["--mode=script", "--xml", "volume", "heal", volume, "info", "summary"])
+            .timeout(HEAL_INFO_TIMEOUT);
     let shown = command.to_string();
-    let out = runner.run(&command).await.map_err(|e| FaultError::Failed(e.to_string()))?;
+    let out = pvfs_host::run_while_busy(runner, &command, false)
+        .await
+        .map_err(|e| FaultError::Failed(e.to_string()))?;
     // gluster answers in XML, with its own return code inside, whatever its exit status.
     let bricks = pvfs_metrics::gluster::parse_heal_summary(&out.stdout).map_err(|e| {
         FaultError::Failed(format!("{shown} ({:?}): {e}; it said: {}", out.code, out.stderr.trim()))
@@ -344,6 +349,19 @@ mod tests {
         );
         let err = restart_brick(&root, &failing, &granted(), "gv0", "/bricks/b1").await.unwrap_err();
         assert!(err.to_string().contains("Volume gv0 does not exist"), "{err}");
+        assert_eq!(failing.calls().len(), 1, "another failure is not asked again");
+        // glusterd busy with another node's transaction (glusterd-mgmt.c's words, as the CI's
+        // e2e met them): asked again until it answers.
+        let busy = RecordedRunner::new()
+            .record(
+                "gluster --mode=script volume start gv0 force",
+                1,
+                "",
+                "volume start: gv0: failed: Another transaction is in progress. Please try again after some time.\n",
+            )
+            .record("gluster --mode=script volume start gv0 force", 0, "volume start: gv0: success\n", "");
+        restart_brick(&root, &busy, &granted(), "gv0", "/bricks/b1").await.unwrap();
+        assert_eq!(busy.calls().len(), 2);
         assert!(restart_brick(&root, &runner, &Policy::default(), "gv0", "/bricks/b1").await.is_err());
     }
 }

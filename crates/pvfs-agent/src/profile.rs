@@ -4,7 +4,7 @@
 //! Profiling costs the bricks (every call is timed), so it is on only with the operator's
 //! consent — the flag — and only for a volume by name (`Policy::check_gluster_profile`).
 
-use pvfs_host::{Command, Runner};
+use pvfs_host::Runner;
 use pvfs_metrics::gluster::{BrickProfile, GlusterError};
 use pvfs_policy::{Policy, PolicyError};
 use std::time::Duration;
@@ -52,12 +52,14 @@ pub async fn profile(
         Action::Info => &["info", "incremental"],
         Action::Stop => &["stop"],
     };
-    let command = Command::new("gluster")
-        .args(["--mode=script", "--xml", "volume", "profile", volume])
-        .args(verb.iter().copied())
-        .timeout(PROFILE_TIMEOUT);
+    let command = pvfs_steps::gluster_command(
+        &[&["--mode=script", "--xml", "volume", "profile", volume], verb].concat(),
+    )
+    .timeout(PROFILE_TIMEOUT);
     let shown = command.to_string();
-    let out = runner.run_action(&command).await.map_err(|e| ProfileError::Failed(e.to_string()))?;
+    let out = pvfs_host::run_while_busy(runner, &command, true)
+        .await
+        .map_err(|e| ProfileError::Failed(e.to_string()))?;
     let failed = |e: GlusterError| {
         let said = out.stderr.trim();
         ProfileError::Failed(if said.is_empty() {

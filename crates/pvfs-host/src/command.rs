@@ -32,11 +32,37 @@ pub struct Command {
     /// Variables set for this command on top of the agent's environment (`LC_ALL=C` always).
     pub env: Vec<(String, String)>,
     pub timeout: Duration,
+    /// When the command's daemon may answer "busy, ask again" ([`Command::again_while_busy`]).
+    pub busy: Option<Busy>,
+}
+
+/// A daemon's answers that mean it is busy with another operation and asks to be asked again
+/// (glusterd while another node's transaction holds the pool's lock: "Another transaction is
+/// in progress. Please try again after some time."), and how long to keep asking.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Busy {
+    /// Any of these in the command's stdout or stderr says the daemon was busy.
+    pub says: &'static [&'static str],
+    /// How long after the first run the command is still run again.
+    pub within: Duration,
 }
 
 impl Command {
     pub fn new(program: impl Into<String>) -> Command {
-        Command { program: program.into(), args: Vec::new(), env: Vec::new(), timeout: DEFAULT_TIMEOUT }
+        Command {
+            program: program.into(),
+            args: Vec::new(),
+            env: Vec::new(),
+            timeout: DEFAULT_TIMEOUT,
+            busy: None,
+        }
+    }
+
+    /// Run through [`run_while_busy`], the command is run again while its answer holds one of
+    /// `says`, for up to `within` after its first run.
+    pub fn again_while_busy(mut self, says: &'static [&'static str], within: Duration) -> Command {
+        self.busy = Some(Busy { says, within });
+        self
     }
 
     pub fn arg(mut self, arg: impl Into<String>) -> Command {
@@ -148,6 +174,37 @@ pub trait Runner: Send + Sync {
     /// module's documentation). Runners that do not start processes treat both alike.
     fn run_action(&self, command: &Command) -> impl Future<Output = Result<Output, CommandError>> + Send {
         self.run(command)
+    }
+}
+
+/// The first pause before a busy daemon is asked again; each pause doubles, up to
+/// [`BUSY_PAUSE_MAX`].
+const BUSY_PAUSE: Duration = Duration::from_millis(500);
+const BUSY_PAUSE_MAX: Duration = Duration::from_secs(8);
+
+/// Runs `command` (as an action when `action`, else as a probe) and, while its answer says its
+/// daemon is busy ([`Command::again_while_busy`]), again after a pause, until it answers
+/// otherwise or the command's `within` has passed since the first run. Returns the last
+/// answer: one still busy at the end is the caller's failure to report, with the daemon's
+/// words. A command without `busy` runs once.
+pub async fn run_while_busy(
+    runner: &impl Runner,
+    command: &Command,
+    action: bool,
+) -> Result<Output, CommandError> {
+    let started = tokio::time::Instant::now();
+    let mut pause = BUSY_PAUSE;
+    loop {
+        let out = if action { runner.run_action(command).await? } else { runner.run(command).await? };
+        let Some(busy) = &command.busy else { return Ok(out) };
+        let said = busy.says.iter().find(|s| out.stdout.contains(**s) || out.stderr.contains(**s));
+        let Some(said) = said else { return Ok(out) };
+        if started.elapsed() + pause > busy.within {
+            return Ok(out);
+        }
+        tracing::info!(command = %command, "the daemon said \"{said}\": asking again in {pause:?}");
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(BUSY_PAUSE_MAX);
     }
 }
 
@@ -360,6 +417,53 @@ mod tests {
         assert_eq!(out.code, Some(3));
         assert_eq!(out.stdout, "out\n");
         assert_eq!(out.stderr_tail(1), "err");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_busy_daemon_is_asked_again_until_it_answers_or_time_is_up() {
+        const BUSY: &[&str] = &["Another transaction is in progress"];
+        let shown = "gluster --mode=script volume start gv0 force";
+        let command = Command::new("gluster")
+            .args(["--mode=script", "volume", "start", "gv0", "force"])
+            .again_while_busy(BUSY, Duration::from_secs(30));
+        let busy = "volume start: gv0: failed: Another transaction is in progress. Please try again after some time.\n";
+        let runner = RecordedRunner::new().record(shown, 1, "", busy).record(shown, 1, "", busy).record(
+            shown,
+            0,
+            "volume start: gv0: success\n",
+            "",
+        );
+        let started = tokio::time::Instant::now();
+        let out = run_while_busy(&runner, &command, true).await.unwrap();
+        assert!(out.success(), "{out:?}");
+        assert_eq!(runner.calls().len(), 3);
+        // Paused 0.5 s, then 1 s.
+        assert_eq!(started.elapsed(), Duration::from_millis(1500));
+
+        // Another failure is the answer at once.
+        let other = RecordedRunner::new().record(
+            shown,
+            1,
+            "",
+            "volume start: gv0: failed: Volume gv0 does not exist\n",
+        );
+        let out = run_while_busy(&other, &command, true).await.unwrap();
+        assert_eq!(out.code, Some(1));
+        assert_eq!(other.calls().len(), 1);
+
+        // Busy to the end: the last busy answer, once `within` would pass.
+        let always = RecordedRunner::new().record(shown, 1, "", busy);
+        let started = tokio::time::Instant::now();
+        let out = run_while_busy(&always, &command, true).await.unwrap();
+        assert!(out.stderr.contains("Another transaction"), "{out:?}");
+        assert!(started.elapsed() <= Duration::from_secs(30), "{:?}", started.elapsed());
+        assert!(started.elapsed() >= Duration::from_secs(20), "{:?}", started.elapsed());
+
+        // A command that does not name a busy answer runs once, whatever it says.
+        let once = Command::new("gluster").args(["--mode=script", "volume", "start", "gv0", "force"]);
+        let runner = RecordedRunner::new().record(shown, 1, "", busy);
+        run_while_busy(&runner, &once, true).await.unwrap();
+        assert_eq!(runner.calls().len(), 1);
     }
 
     #[tokio::test]

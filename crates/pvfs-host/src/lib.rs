@@ -21,5 +21,7 @@ mod root;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
-pub use command::{Command, CommandError, Output, RecordedRunner, Runner, SystemRunner};
+pub use command::{
+    Busy, Command, CommandError, Output, RecordedRunner, Runner, SystemRunner, run_while_busy,
+};
 pub use root::{Root, RootError};

@@ -299,7 +299,7 @@ async fn run<R: Runner>(
     on_command: &mut (impl FnMut(&CommandRecord) + Send),
 ) -> Result<String, StepError> {
     let started = Instant::now();
-    let out = host.runner.run_action(command).await;
+    let out = pvfs_host::run_while_busy(&host.runner, command, true).await;
     let shown = command.to_string();
     let code = out.as_ref().ok().and_then(|o| o.code);
     on_command(&CommandRecord { command: shown.clone(), code, duration: started.elapsed() });

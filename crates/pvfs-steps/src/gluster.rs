@@ -13,6 +13,26 @@ use std::time::Duration;
 /// glusterd answers in milliseconds; a volume create or start touches every brick's node.
 const GLUSTER_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// What glusterd answers while another operation holds the pool's lock (any node's: a volume
+/// start, a `volume status` or `profile` a monitoring tool runs). It asks to be asked again:
+/// "Another transaction is in progress [for VOL]. Please try again after some time." or
+/// "Another transaction could be in progress. …", also inside "Locking failed on PEER. …"
+/// (glusterfs' glusterd-mgmt.c, glusterd-syncop.c, glusterd-rpc-ops.c).
+pub const GLUSTERD_BUSY: &[&str] = &["Another transaction"];
+
+/// How long a busy glusterd is asked again: its transactions take seconds; a lock held longer
+/// is a stuck peer, which glusterd's own lock timer frees only after 3 minutes.
+const GLUSTERD_BUSY_WITHIN: Duration = Duration::from_secs(60);
+
+/// `gluster ARGS`, run again while glusterd says another transaction holds the pool's lock
+/// ([`pvfs_host::run_while_busy`]).
+pub fn gluster_command(args: &[&str]) -> Command {
+    Command::new("gluster")
+        .args(args.iter().copied())
+        .timeout(GLUSTER_TIMEOUT)
+        .again_while_busy(GLUSTERD_BUSY, GLUSTERD_BUSY_WITHIN)
+}
+
 /// The answer of `gluster --xml …`, parsed, with `opRet` checked.
 pub(crate) struct CliOutput {
     text: String,
@@ -26,8 +46,7 @@ impl CliOutput {
         args: &[&str],
         allow_failure: bool,
     ) -> Result<(CliOutput, Option<String>), StepError> {
-        let command =
-            Command::new("gluster").arg("--xml").args(args.iter().copied()).timeout(GLUSTER_TIMEOUT);
+        let command = gluster_command(&[&["--xml"], args].concat());
         let shown = command.to_string();
         let out = host.probe(command).await?;
         if !out.stdout.trim_start().starts_with("<?xml") && !out.stdout.trim_start().starts_with("<cliOutput")
@@ -126,11 +145,7 @@ impl GlusterPeers {
                 // so a probe repeated after a crash does no harm.
                 a.change(
                     format!("{peer} is not in the trusted pool"),
-                    Action::Run(
-                        Command::new("gluster")
-                            .args(["--mode=script", "peer", "probe", peer])
-                            .timeout(GLUSTER_TIMEOUT),
-                    ),
+                    Action::Run(gluster_command(&["--mode=script", "peer", "probe", peer])),
                 );
             }
         }
@@ -219,7 +234,7 @@ pub(crate) struct VolumeInfo {
 
 impl GlusterVolume {
     fn cli(&self, args: &[&str]) -> Command {
-        Command::new("gluster").arg("--mode=script").args(args.iter().copied()).timeout(GLUSTER_TIMEOUT)
+        gluster_command(&[&["--mode=script"], args].concat())
     }
 
     async fn info<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Option<VolumeInfo>, StepError> {
@@ -392,7 +407,7 @@ pub struct GlusterVolumeGone {
 
 impl GlusterVolumeGone {
     fn cli(&self, args: &[&str]) -> Command {
-        Command::new("gluster").arg("--mode=script").args(args.iter().copied()).timeout(GLUSTER_TIMEOUT)
+        gluster_command(&[&["--mode=script"], args].concat())
     }
 
     pub(crate) async fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
@@ -469,11 +484,7 @@ impl GlusterPeersDetached {
             if known.iter().any(|k| k.names.contains(peer)) {
                 a.change(
                     format!("{peer} is in the trusted pool"),
-                    Action::Run(
-                        Command::new("gluster")
-                            .args(["--mode=script", "peer", "detach", peer])
-                            .timeout(GLUSTER_TIMEOUT),
-                    ),
+                    Action::Run(gluster_command(&["--mode=script", "peer", "detach", peer])),
                 );
             }
         }

@@ -50,7 +50,10 @@ pub use exec::{CommandRecord, Failure, Outcome, StepEvent, UnitSummary, execute,
 pub use files::{ConfigKeys, Directory, File};
 pub use firewall::{FIREWALL_CMD, FirewallPorts, PortRange, Protocol};
 pub use gate::{Gate, GateKind};
-pub use gluster::{GlusterLayout, GlusterPeers, GlusterPeersDetached, GlusterVolume, GlusterVolumeGone};
+pub use gluster::{
+    GLUSTERD_BUSY, GlusterLayout, GlusterPeers, GlusterPeersDetached, GlusterVolume, GlusterVolumeGone,
+    gluster_command,
+};
 #[cfg(test)]
 pub(crate) use guard::Unguarded;
 pub use guard::{Guard, MadeDevices, PolicyError, StepRefused};
@@ -82,7 +85,10 @@ impl<R: Runner> NodeAccess<R> {
 
     /// Runs a probe: any exit code is an answer, only failing to run it is an error.
     pub(crate) async fn probe(&self, command: Command) -> Result<pvfs_host::Output, StepError> {
-        self.runner.run(&command).await.map_err(|err| StepError::Run { message: err.to_string() })
+        // Again while its daemon says it is busy, if the command says how it would.
+        pvfs_host::run_while_busy(&self.runner, &command, false)
+            .await
+            .map_err(|err| StepError::Run { message: err.to_string() })
     }
 
     /// Runs a probe that must exit 0.

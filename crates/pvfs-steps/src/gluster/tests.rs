@@ -162,6 +162,33 @@ async fn create_then_verify_runs_each_command_once() {
     assert_eq!(execute(&step, &host, &crate::Unguarded, false, |_| {}).await, Outcome::Ok { detail: None });
 }
 
+/// glusterd busy with another node's transaction answers a probe and a change alike with its
+/// lock's words (glusterd-syncop.c, glusterd-mgmt.c); both are asked again until it answers.
+#[tokio::test(start_paused = true)]
+async fn a_busy_glusterd_is_asked_again_by_probes_and_changes() {
+    const CREATE: &str = "gluster --mode=script volume create gv0 transport tcp 10.254.0.1:/bricks/n1/gv0 10.254.0.2:/bricks/n2/gv0";
+    let busy_xml = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<cliOutput><opRet>-1</opRet><opErrno>30802</opErrno><opErrstr>Another transaction is in progress for gv0. Please try again after some time.</opErrstr></cliOutput>
+"#;
+    let runner = RecordedRunner::new()
+        .record(INFO, 0, busy_xml, "")
+        .record(INFO, 0, ABSENT, "")
+        .record(INFO, 0, &info("Started", &[B1, B2]), "")
+        .record(CREATE, 1, "", "volume create: gv0: failed: Another transaction is in progress. Please try again after some time.\n")
+        .record(CREATE, 0, "volume create: gv0: success: please start the volume to access data\n", "")
+        .record("gluster --mode=script volume start gv0", 0, "volume start: gv0: success\n", "");
+    let (_d, host) = gluster_host(runner.clone());
+    let step = Step::GlusterVolume(volume(&[B1, B2]));
+    let mut ran = Vec::new();
+    let outcome =
+        execute(&step, &host, &crate::Unguarded, false, |c| ran.push((c.command.clone(), c.code))).await;
+    assert!(matches!(outcome, Outcome::Changed { .. }), "{outcome:?}");
+    assert_eq!(ran.len(), 2, "{ran:?}");
+    let calls = runner.calls();
+    assert_eq!(calls.iter().filter(|c| *c == CREATE).count(), 2, "{calls:?}");
+    assert_eq!(calls.iter().filter(|c| *c == INFO).count(), 3, "{calls:?}");
+}
+
 /// Answers recorded from Debian's glusterfs 10.3 in the e2e containers (after `pvfsctl up
 /// config/glusterfs-e2e.toml`): the converged cluster is in sync, step by step.
 #[tokio::test]
