@@ -10,14 +10,19 @@
 //!
 //! Found from the servers' own files (`pvfs_metrics::beegfs::local_servers`, every
 //! [`LOOK_EVERY`]); a tool that ends (the management daemon unreachable, the server gone) is
-//! started again at the next look. The tools are run where their packages install them
+//! started again at the next look.
+//!
+//! The node's targets too ([`Watch::targets`]): their space every second from the kernel
+//! (`statfs` of each target's directory, counted as the server counts it for `beegfs-df`), and
+//! their state — which only the management daemon knows — from `beegfs-ctl --listtargets
+//! --state` (`beegfs target list --state`) every [`LOOK_EVERY`], one short run per node type. The tools are run where their packages install them
 //! (ThinkParQ/beegfs 7.4.7's `beegfs.spec` and `debian/rules`: `beegfs-utils`'
 //! `/opt/beegfs/sbin/beegfs-ctl`, linked from /usr/bin on EL and /usr/sbin on Debian;
 //! beegfs-go v8.4.0's `.goreleaser.yml`: `beegfs-tools`' `/opt/beegfs/sbin/beegfs`, linked from
 //! /usr/sbin), or found on PATH.
 
 use pvfs_host::Root;
-use pvfs_metrics::beegfs::{LocalServer, NodeType, ServerSecond};
+use pvfs_metrics::beegfs::{LocalServer, LocalTarget, NodeType, ServerSecond, TargetSecond, TargetState};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -37,6 +42,16 @@ const MAX_ROUND_LINES: usize = 256;
 
 /// BeeGFS 8's ndjson rows kept (one a second, the newest last).
 const NDJSON_ROWS: usize = 8;
+
+/// How long a target listing may take (it asks the management daemon over the network).
+const LIST_TIMEOUT: Duration = Duration::from_secs(8);
+
+/// The management daemon's word on a target older than this is not told: its listing has
+/// failed (or hung) three looks running.
+const STATE_STALE_AFTER: Duration = Duration::from_secs(35);
+
+/// The most of a target listing read (a line a target, under 200 bytes each).
+const MAX_LISTING: usize = 1 << 20;
 
 /// The statistics tools this node has.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -63,7 +78,7 @@ impl Tools {
     }
 
     /// The command that prints `server`'s seconds every second, and whether it is ctl's.
-    fn command(&self, server: LocalServer) -> Option<(PathBuf, Vec<String>, bool)> {
+    fn command(&self, server: LocalServer) -> Option<ToolRun> {
         let kind = match server.node_type {
             NodeType::Meta => "meta",
             _ => "storage",
@@ -85,7 +100,31 @@ impl Tools {
             .collect();
         Some((beegfs.clone(), args, false))
     }
+
+    /// The command that lists `kind`'s targets with their states, and whether it is ctl's.
+    fn list_command(&self, kind: NodeType) -> Option<ToolRun> {
+        let kind = match kind {
+            NodeType::Meta => "meta",
+            _ => "storage",
+        };
+        if let Some(ctl) = &self.ctl {
+            let args = vec!["--listtargets".to_owned(), format!("--nodetype={kind}"), "--state".to_owned()];
+            return Some((ctl.clone(), args, true));
+        }
+        let beegfs = self.beegfs.as_ref()?;
+        let args = ["target", "list", "--node-type", kind, "--state", "--output", "ndjson", "--raw"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        Some((beegfs.clone(), args, false))
+    }
 }
+
+/// A program and its arguments, and whether it is BeeGFS 7's ctl.
+type ToolRun = (PathBuf, Vec<String>, bool);
+
+/// Each target's state as the management daemon last told it, and when.
+type States = Vec<(NodeType, u32, TargetState, Instant)>;
 
 /// What a server's tool printed last: its latest whole round, and when.
 #[derive(Default)]
@@ -109,12 +148,25 @@ impl Drop for Collector {
     }
 }
 
-/// This node's BeeGFS servers, watched.
+/// This node's BeeGFS servers and targets, watched.
 pub struct Watch {
     root: Root,
     tools: Tools,
     looked: Option<Instant>,
     collectors: Vec<Collector>,
+    /// The node's registered targets, as of the last look.
+    targets: Vec<LocalTarget>,
+    states: Arc<Mutex<States>>,
+    /// The listing of the targets' states under way, if any (one at a time).
+    listing: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        if let Some(listing) = &self.listing {
+            listing.abort();
+        }
+    }
 }
 
 impl Watch {
@@ -124,7 +176,15 @@ impl Watch {
 
     /// A watch that runs `tools` (tests give it stand-ins).
     pub fn with_tools(root: Root, tools: Tools) -> Watch {
-        Watch { root, tools, looked: None, collectors: Vec::new() }
+        Watch {
+            root,
+            tools,
+            looked: None,
+            collectors: Vec::new(),
+            targets: Vec::new(),
+            states: Arc::default(),
+            listing: None,
+        }
     }
 
     /// Each of this node's servers' newest second (none on a node without BeeGFS servers, or
@@ -146,8 +206,47 @@ impl Watch {
             .collect()
     }
 
+    /// Each of this node's targets now: its space (a `statfs` each), and its state as the
+    /// management daemon last said (empty when it has not, or not lately). Looks for the
+    /// targets every [`LOOK_EVERY`], as [`Watch::seconds`] does (whichever is asked first);
+    /// must run inside the runtime.
+    pub fn targets(&mut self) -> Vec<TargetSecond> {
+        if self.looked.is_none_or(|at| at.elapsed() >= LOOK_EVERY) {
+            self.looked = Some(Instant::now());
+            self.look();
+        }
+        if self.targets.is_empty() {
+            return Vec::new();
+        }
+        let states = self.states.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        self.targets
+            .iter()
+            .filter_map(|t| {
+                let state = states
+                    .iter()
+                    .find(|(kind, id, _, at)| {
+                        *kind == t.node_type && *id == t.id && at.elapsed() < STATE_STALE_AFTER
+                    })
+                    .map(|(_, _, state, _)| *state);
+                TargetSecond::measure(&self.root, t, state)
+            })
+            .collect()
+    }
+
     fn look(&mut self) {
         // Cheap where there is no BeeGFS: two configuration files that are not there.
+        self.targets = pvfs_metrics::beegfs::local_targets(&self.root);
+        if !self.targets.is_empty() && self.listing.as_ref().is_none_or(tokio::task::JoinHandle::is_finished)
+        {
+            let mut kinds: Vec<NodeType> = self.targets.iter().map(|t| t.node_type).collect();
+            kinds.dedup();
+            let commands: Vec<_> =
+                kinds.into_iter().filter_map(|k| Some((k, self.tools.list_command(k)?))).collect();
+            if !commands.is_empty() {
+                self.listing =
+                    Some(tokio::spawn(list_states(commands, self.targets.clone(), self.states.clone())));
+            }
+        }
         let servers = pvfs_metrics::beegfs::local_servers(&self.root);
         self.collectors.retain(|c| servers.contains(&c.server) && !c.task.is_finished());
         for server in servers {
@@ -158,6 +257,64 @@ impl Watch {
             let latest = Arc::new(Mutex::new(Latest::default()));
             let task = tokio::spawn(collect(program, args, ctl, latest.clone()));
             self.collectors.push(Collector { server, ctl, latest, task });
+        }
+    }
+}
+
+/// Lists the targets of each kind with their states (`commands`: a listing per node type) and
+/// keeps what the management daemon says of `targets` in `states`. A listing that fails,
+/// times out or does not parse is logged (at debug: the management daemon down is not the
+/// agent's trouble, and its targets' states then go stale) and changes nothing.
+async fn list_states(
+    commands: Vec<(NodeType, ToolRun)>,
+    targets: Vec<LocalTarget>,
+    states: Arc<Mutex<States>>,
+) {
+    for (kind, (program, args, ctl)) in commands {
+        let mut command = tokio::process::Command::new(&program);
+        command
+            .args(&args)
+            .env("LC_ALL", "C")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true);
+        let listed = async {
+            let mut child = command.spawn().map_err(|e| e.to_string())?;
+            let mut text = Vec::new();
+            if let Some(out) = child.stdout.take() {
+                out.take(MAX_LISTING as u64).read_to_end(&mut text).await.map_err(|e| e.to_string())?;
+            }
+            let status = child.wait().await.map_err(|e| e.to_string())?;
+            if !status.success() {
+                return Err(format!("exited with {status}"));
+            }
+            let text = String::from_utf8_lossy(&text);
+            let list = if ctl {
+                pvfs_metrics::beegfs::parse_ctl_listtargets(&text, kind)
+            } else {
+                pvfs_metrics::beegfs::parse_target_list(&text)
+            };
+            list.map_err(|e| e.to_string())
+        };
+        let list = match tokio::time::timeout(LIST_TIMEOUT, listed).await {
+            Ok(Ok(list)) => list,
+            Ok(Err(why)) => {
+                tracing::debug!(program = %program.display(), ?args, why, "BeeGFS target states not read");
+                continue;
+            }
+            Err(_) => {
+                tracing::debug!(program = %program.display(), ?args, "BeeGFS target listing timed out");
+                continue;
+            }
+        };
+        let now = Instant::now();
+        let mine: Vec<LocalTarget> = targets.iter().filter(|t| t.node_type == kind).cloned().collect();
+        let told = pvfs_metrics::beegfs::states_of(&list, &mine);
+        let mut states = states.lock().unwrap_or_else(PoisonError::into_inner);
+        for (kind, id, state) in told {
+            states.retain(|(k, i, _, _)| !(*k == kind && *i == id));
+            states.push((kind, id, state, now));
         }
     }
 }
@@ -245,6 +402,7 @@ mod tests {
         };
         put("etc/beegfs/beegfs-storage.conf", "storeStorageDirectory = /data/beegfs/t1\n");
         put("data/beegfs/t1/nodeNumID", "3\n");
+        put("data/beegfs/t1/targetNumID", "101\n");
         let ctl = dir.path().join("beegfs-ctl");
         std::fs::write(&ctl, STAND_IN_CTL).unwrap();
         std::fs::set_permissions(&ctl, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
@@ -288,6 +446,35 @@ mod tests {
         assert!(!watch.collectors[0].task.is_finished());
     }
 
+    /// The node's target is measured every time it is asked (its directory's `statfs`), and
+    /// its state is what the management daemon's listing says of it (bounded wait for the
+    /// first listing); another server's target in the listing is not told.
+    #[tokio::test]
+    async fn a_storage_targets_space_and_state_are_told() {
+        let (dir, root, ctl) = storage_node();
+        let mut watch = Watch::with_tools(root, Tools { ctl: Some(ctl), beegfs: None });
+        let mut seen = Vec::new();
+        for _ in 0..50 {
+            seen = watch.targets();
+            if seen.first().is_some_and(|t| !t.reachability.is_empty()) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let [target] = seen.as_slice() else { panic!("one target: {seen:?}") };
+        assert_eq!(
+            (target.kind.as_str(), target.id, target.path.as_str()),
+            ("storage", 101, "/data/beegfs/t1")
+        );
+        assert_eq!((target.reachability.as_str(), target.consistency.as_str()), ("online", "good"));
+        let st = nix::sys::statfs::statfs(dir.path()).unwrap();
+        assert_eq!(target.total_bytes, st.blocks() * st.block_size() as u64);
+        assert!(target.free_bytes <= target.total_bytes && target.total_inodes > 0, "{target:?}");
+        // The target's free space follows an override at once (read every second).
+        std::fs::write(dir.path().join("data/beegfs/t1/free_space.override"), "3G\n").unwrap();
+        assert_eq!(watch.targets()[0].free_bytes, 3 << 30);
+    }
+
     /// No BeeGFS server on the node, or no tool: nothing started, nothing told.
     #[tokio::test]
     async fn a_node_without_servers_or_tools_has_none() {
@@ -295,8 +482,13 @@ mod tests {
         let mut watch =
             Watch::with_tools(Root::at(empty.path()), Tools { ctl: Some("/bin/false".into()), beegfs: None });
         assert!(watch.seconds().is_empty() && watch.collectors.is_empty());
+        assert!(watch.targets().is_empty() && watch.listing.is_none());
         let (_dir, root, _) = storage_node();
         let mut watch = Watch::with_tools(root, Tools::default());
         assert!(watch.seconds().is_empty() && watch.collectors.is_empty());
+        // Without a tool the space is still told, the state is not.
+        let targets = watch.targets();
+        assert!(watch.listing.is_none());
+        assert_eq!(targets.iter().map(|t| (t.id, t.reachability.as_str())).collect::<Vec<_>>(), [(101, "")]);
     }
 }

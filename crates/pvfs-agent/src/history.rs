@@ -251,7 +251,8 @@ pub async fn run_sampler(history: Arc<History>, root: Root, interval: Duration, 
         }
         match sample {
             Ok(sample) => {
-                history.push_with(&with_beegfs(sample, beegfs.seconds()), processes);
+                let targets = beegfs.targets();
+                history.push_with(&with_beegfs(sample, beegfs.seconds(), targets), processes);
             }
             Err(err) => tracing::warn!(error = %err, "sample skipped"),
         }
@@ -262,11 +263,16 @@ pub async fn run_sampler(history: Arc<History>, root: Root, interval: Duration, 
     }
 }
 
-/// `sample` with this node's BeeGFS servers' second in its file-system second.
-fn with_beegfs(mut sample: Sample, servers: Vec<pvfs_metrics::beegfs::ServerSecond>) -> Sample {
-    if !servers.is_empty() {
+/// `sample` with this node's BeeGFS servers' and targets' second in its file-system second.
+fn with_beegfs(
+    mut sample: Sample,
+    servers: Vec<pvfs_metrics::beegfs::ServerSecond>,
+    targets: Vec<pvfs_metrics::beegfs::TargetSecond>,
+) -> Sample {
+    if !servers.is_empty() || !targets.is_empty() {
         let mut fs = sample.fs.as_deref().cloned().unwrap_or_default();
         fs.beegfs = servers;
+        fs.beegfs_targets = targets;
         sample.fs = Some(Arc::new(fs));
     }
     sample
@@ -363,7 +369,7 @@ mod tests {
         use pvfs_metrics::sample::{CpuCounters, LoadCounters, MemCounters};
         const SAMPLES: u64 = 5_000;
         let history = History::new(1, 4096);
-        let fs = Arc::new(FsSecond { lustre: None, bricks: vec![Default::default()], beegfs: Vec::new() });
+        let fs = Arc::new(FsSecond { bricks: vec![Default::default()], ..FsSecond::default() });
         let missing = AtomicU64::new(0);
         // What the reader has seen: the next sample is pushed once it is waiting for it,
         // spinning on the ring, so each push lands while they look (and none falls out of the

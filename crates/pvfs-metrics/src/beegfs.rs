@@ -634,7 +634,28 @@ pub enum Consistency {
     Bad,
 }
 
+impl Reachability {
+    /// The state as a line and the exporter name it: `online`, `probably-offline`, `offline`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Online => "online",
+            Self::ProbablyOffline => "probably-offline",
+            Self::Offline => "offline",
+        }
+    }
+}
+
 impl Consistency {
+    /// The state as a line and the exporter name it: `good`, `needs-resync`, `resyncing`, `bad`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Good => "good",
+            Self::NeedsResync => "needs-resync",
+            Self::Resyncing => "resyncing",
+            Self::Bad => "bad",
+        }
+    }
+
     /// `Good`, `Needs-resync`, `resyncing`, `Bad`.
     pub fn parse(word: &str) -> Option<Self> {
         Some(match word.trim().to_ascii_lowercase().as_str() {
@@ -1347,6 +1368,167 @@ impl ServerSecond {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// This node's targets, every second
+
+/// A BeeGFS target of this node, as its server's own files name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalTarget {
+    /// [`NodeType::Storage`] or [`NodeType::Meta`].
+    pub node_type: NodeType,
+    /// A storage target's numeric ID (`targetNumID`); a metadata server's node ID, which is
+    /// its target's (`beegfs-ctl --listtargets --nodetype=meta` lists it so).
+    pub id: u32,
+    /// Its directory on this node.
+    pub path: String,
+}
+
+/// This node's registered BeeGFS targets, from their servers' files only: every directory of
+/// `storeStorageDirectory` (comma-separated, /etc/beegfs/beegfs-storage.conf) that holds
+/// `targetNumID` — the target's numeric ID as a decimal line, written once the management
+/// daemon has mapped it (`App::preregisterTargets`, ThinkParQ/beegfs 8.3.1's
+/// storage/source/app/App.cpp; the name is StorageTk.h's `STORAGETK_TARGETNUMID_FILENAME`) —
+/// and the metadata server's `storeMetaDirectory` (beegfs-meta.conf) with its `nodeNumID`.
+pub fn local_targets(root: &pvfs_host::Root) -> Vec<LocalTarget> {
+    let num = |dir: &str, file: &str| -> Option<u32> {
+        let id: u32 =
+            root.read_trimmed(&format!("{}/{file}", dir.trim_end_matches('/'))).ok()?.parse().ok()?;
+        (id > 0).then_some(id)
+    };
+    let mut targets = Vec::new();
+    if let Ok(text) = root.read_to_string("/etc/beegfs/beegfs-storage.conf")
+        && let Some(dirs) = config_value(&text, "storeStorageDirectory")
+    {
+        for dir in dirs.split(',').map(str::trim).filter(|d| d.starts_with('/')) {
+            if let Some(id) = num(dir, "targetNumID") {
+                targets.push(LocalTarget { node_type: NodeType::Storage, id, path: dir.to_owned() });
+            }
+        }
+    }
+    if let Ok(text) = root.read_to_string("/etc/beegfs/beegfs-meta.conf")
+        && let Some(dir) =
+            config_value(&text, "storeMetaDirectory").map(str::trim).filter(|d| d.starts_with('/'))
+        && let Some(id) = num(dir, "nodeNumID")
+    {
+        targets.push(LocalTarget { node_type: NodeType::Meta, id, path: dir.to_owned() });
+    }
+    targets
+}
+
+/// One of this node's targets in one second: its space as its server reports it to the
+/// management daemon (and so to `beegfs-ctl --listtargets --spaceinfo` and `beegfs-df`), read
+/// here from the kernel, and its state as the management daemon last told it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct TargetSecond {
+    // Fields in the byte order of their keys, the order a second's line writes them in.
+    /// `good`, `needs-resync`, `resyncing` or `bad` ([`Consistency::name`]); empty while the
+    /// management daemon has not said.
+    pub consistency: String,
+    /// Free bytes and inodes, as the server counts them (see [`TargetSecond::measure`]).
+    pub free_bytes: u64,
+    pub free_inodes: u64,
+    pub id: u32,
+    /// `storage` or `meta`.
+    pub kind: String,
+    /// Its directory on the node.
+    pub path: String,
+    /// `online`, `probably-offline` or `offline` ([`Reachability::name`]); empty while the
+    /// management daemon has not said.
+    pub reachability: String,
+    pub total_bytes: u64,
+    pub total_inodes: u64,
+}
+
+impl TargetSecond {
+    /// `target`'s space now, counted as its server counts it (`StorageTk::statStoragePath`,
+    /// ThinkParQ/beegfs 8.3.1): `statfs` of its directory, total `f_blocks × f_bsize`, free
+    /// `f_bfree × f_bsize` (the server runs as root; on btrfs, whose free blocks count RAID redundancy, `f_bavail`), inodes `f_files` and
+    /// `f_ffree`; then, as `statStoragePathOverride` does, the free space and free inodes an
+    /// administrator wrote in the directory's `free_space.override` / `free_inodes.override`
+    /// (a number with an optional K, M, G, T or P suffix of powers of 1024). `None` when the
+    /// directory cannot be `statfs`ed (the server says -1 then).
+    pub fn measure(
+        root: &pvfs_host::Root,
+        target: &LocalTarget,
+        state: Option<TargetState>,
+    ) -> Option<TargetSecond> {
+        let st = nix::sys::statfs::statfs(&root.path(&target.path)).ok()?;
+        // `f_bsize` is a signed word in glibc's struct; a file system never says < 0.
+        let bsize = u64::try_from(st.block_size()).unwrap_or(0);
+        let free_blocks = if st.filesystem_type() == nix::sys::statfs::BTRFS_SUPER_MAGIC {
+            st.blocks_available()
+        } else {
+            st.blocks_free()
+        };
+        let read_override = |file: &str| {
+            let text = root.read_to_string(&format!("{}/{file}", target.path.trim_end_matches('/'))).ok()?;
+            parse_override(text.lines().next()?)
+        };
+        let (reachability, consistency) = state.unwrap_or_default();
+        Some(TargetSecond {
+            consistency: consistency.map_or("", Consistency::name).to_owned(),
+            free_bytes: read_override("free_space.override").unwrap_or(free_blocks.saturating_mul(bsize)),
+            free_inodes: read_override("free_inodes.override").unwrap_or(st.files_free()),
+            id: target.id,
+            kind: match target.node_type {
+                NodeType::Meta => "meta",
+                _ => "storage",
+            }
+            .to_owned(),
+            path: target.path.clone(),
+            reachability: reachability.map_or("", Reachability::name).to_owned(),
+            total_bytes: st.blocks().saturating_mul(bsize),
+            total_inodes: st.files(),
+        })
+    }
+}
+
+/// A free-space override's first line as `UnitTk::strHumanToInt64` reads it: digits with an
+/// optional K, M, G, T or P (either case) for that power of 1024. `None` for anything else
+/// (BeeGFS would read the leading digits of it, or 0; pvfs reports the kernel's figure rather
+/// than guess).
+fn parse_override(line: &str) -> Option<u64> {
+    let line = line.trim();
+    let (digits, shift) = match line.char_indices().last()? {
+        (at, c) if c.is_ascii_alphabetic() => {
+            let shift = match c.to_ascii_uppercase() {
+                'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                'T' => 40,
+                'P' => 50,
+                _ => return None,
+            };
+            (&line[..at], shift)
+        }
+        _ => (line, 0),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<u64>().ok()?.checked_mul(1 << shift)
+}
+
+/// A target's reachability and consistency as the management daemon says them (either left
+/// out of a listing is `None`).
+pub type TargetState = (Option<Reachability>, Option<Consistency>);
+
+/// The management daemon's state of each of `targets` in a listing of them (`beegfs-ctl
+/// --listtargets --state`, `beegfs target list --state`), by kind and ID.
+pub fn states_of(list: &TargetList, targets: &[LocalTarget]) -> Vec<(NodeType, u32, TargetState)> {
+    targets
+        .iter()
+        .filter_map(|local| {
+            let listed = list
+                .targets
+                .iter()
+                .find(|t| u32::from(t.id) == local.id && t.node_type.is_none_or(|k| k == local.node_type))?;
+            Some((local.node_type, local.id, (listed.reachability, listed.consistency)))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1418,6 +1600,116 @@ mod tests {
             );
         }
         text
+    }
+
+    /// A storage server with two targets (one not yet mapped) and a metadata server, laid out
+    /// as their files are; each target's space read as its server reads it, and compared with
+    /// coreutils' `stat -f` of the same directory.
+    #[test]
+    fn a_nodes_targets_are_found_in_their_servers_files_and_measured_as_the_server_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let put = |path: &str, text: &str| {
+            let at = dir.path().join(path);
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            std::fs::write(at, text).unwrap();
+        };
+        put(
+            "etc/beegfs/beegfs-storage.conf",
+            "# storeStorageDirectory = /old\nstoreStorageDirectory = /data/t1, /data/t2 ,/data/t3\n",
+        );
+        put("data/t1/targetNumID", "101\n");
+        put("data/t1/nodeNumID", "1\n");
+        put("data/t2/targetID", "not-yet-mapped\n");
+        put("data/t3/targetNumID", "103\n");
+        put("data/t3/free_space.override", "5G\n");
+        put("data/t3/free_inodes.override", "1000\n");
+        put("etc/beegfs/beegfs-meta.conf", "storeMetaDirectory = /data/meta\n");
+        put("data/meta/nodeNumID", "7\n");
+        let root = pvfs_host::Root::at(dir.path());
+        let targets = local_targets(&root);
+        let found: Vec<(NodeType, u32, &str)> =
+            targets.iter().map(|t| (t.node_type, t.id, t.path.as_str())).collect();
+        assert_eq!(
+            found,
+            [
+                (NodeType::Storage, 101, "/data/t1"),
+                (NodeType::Storage, 103, "/data/t3"),
+                (NodeType::Meta, 7, "/data/meta")
+            ]
+        );
+
+        let t1 = TargetSecond::measure(&root, &targets[0], None).unwrap();
+        let stat = std::process::Command::new("stat")
+            .args(["-f", "-c", "%b %s %f %c %d"])
+            .arg(dir.path().join("data/t1"))
+            .output()
+            .unwrap();
+        let f: Vec<u64> =
+            String::from_utf8(stat.stdout).unwrap().split_whitespace().map(|v| v.parse().unwrap()).collect();
+        let [blocks, bsize, bfree, files, ffree] = f[..] else { panic!("stat -f said {f:?}") };
+        assert_eq!((t1.total_bytes, t1.total_inodes), (blocks * bsize, files));
+        // Other processes write to this file system between the two readings.
+        let near = |a: u64, b: u64, by: u64| a.abs_diff(b) <= by;
+        assert!(near(t1.free_bytes, bfree * bsize, 64 << 20), "{} against {}", t1.free_bytes, bfree * bsize);
+        assert!(near(t1.free_inodes, ffree, 1000), "{} against {ffree}", t1.free_inodes);
+        assert_eq!(
+            (t1.kind.as_str(), t1.id, t1.reachability.as_str(), t1.consistency.as_str()),
+            ("storage", 101, "", "")
+        );
+
+        // The administrator's overrides win, as they do in the server's report.
+        let state = Some((Some(Reachability::Online), Some(Consistency::NeedsResync)));
+        let t3 = TargetSecond::measure(&root, &targets[1], state).unwrap();
+        assert_eq!((t3.free_bytes, t3.free_inodes), (5 << 30, 1000));
+        assert_eq!((t3.reachability.as_str(), t3.consistency.as_str()), ("online", "needs-resync"));
+        assert_eq!(t3.total_bytes, t1.total_bytes, "the override changes only the free figures");
+
+        // A directory gone: not measured.
+        std::fs::remove_dir_all(dir.path().join("data/meta")).unwrap();
+        assert_eq!(TargetSecond::measure(&root, &targets[2], None), None);
+        // No configuration: no targets.
+        assert!(local_targets(&pvfs_host::Root::at(dir.path().join("data"))).is_empty());
+    }
+
+    #[test]
+    fn an_override_is_read_as_beegfs_reads_it() {
+        for (line, want) in [
+            ("100", Some(100)),
+            ("5G", Some(5 << 30)),
+            ("5g", Some(5 << 30)),
+            ("2k", Some(2048)),
+            ("3M", Some(3 << 20)),
+            ("1T", Some(1 << 40)),
+            ("1p", Some(1 << 50)),
+            (" 7 ", Some(7)),
+            ("", None),
+            ("G", None),
+            ("5E", None),
+            ("-5G", None),
+            ("1.5G", None),
+            ("99999999999999999999", None),
+            ("99999999999P", None),
+        ] {
+            assert_eq!(parse_override(line), want, "{line:?}");
+        }
+    }
+
+    /// The management daemon's state of this node's targets, from ctl's listing of all of
+    /// them (another node's and the other kind's left out).
+    #[test]
+    fn a_listings_states_are_matched_to_the_nodes_targets() {
+        let text = ctl_targets(&[
+            (101, "Online", "Good", ["1.0", "1.0", "100", "1.0", "1.0", "100"], "1"),
+            (102, "Offline", "Needs-resync", ["1.0", "1.0", "100", "1.0", "1.0", "100"], "2"),
+            (7, "Probably-offline", "Good", ["1.0", "1.0", "100", "1.0", "1.0", "100"], "1"),
+        ]);
+        let list = parse_ctl_listtargets(&text, NodeType::Storage).unwrap();
+        let local = |node_type, id| LocalTarget { node_type, id, path: "/d".into() };
+        let mine = [local(NodeType::Storage, 102), local(NodeType::Meta, 7), local(NodeType::Storage, 104)];
+        assert_eq!(
+            states_of(&list, &mine),
+            [(NodeType::Storage, 102, (Some(Reachability::Offline), Some(Consistency::NeedsResync)))]
+        );
     }
 
     #[test]

@@ -53,6 +53,9 @@ pub struct SecondLine {
     /// This node's BeeGFS servers over the second, on a node with any (absent on others).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub beegfs: Vec<crate::beegfs::ServerSecond>,
+    /// This node's BeeGFS targets' space and state, on a node with any (absent on others).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub beegfs_targets: Vec<crate::beegfs::TargetSecond>,
     /// This node's GlusterFS bricks over the second, on a node with bricks (absent on others).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub bricks: Vec<BrickRates>,
@@ -95,6 +98,7 @@ impl SecondLine {
         let load = &rates.load;
         SecondLine {
             beegfs: rates.beegfs.clone(),
+            beegfs_targets: rates.beegfs_targets.clone(),
             bricks: rates.bricks.clone(),
             cpu: Columns::of(&rates.cpu),
             disks: rates

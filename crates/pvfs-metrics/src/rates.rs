@@ -60,6 +60,8 @@ pub struct Rates {
     /// This node's BeeGFS servers' second (BeeGFS keeps per-second figures: the later sample's
     /// as they are).
     pub beegfs: Vec<crate::beegfs::ServerSecond>,
+    /// This node's BeeGFS targets' space and state (the later sample's).
+    pub beegfs_targets: Vec<crate::beegfs::TargetSecond>,
 }
 
 impl Rates {
@@ -113,6 +115,7 @@ impl Rates {
                 None => Vec::new(),
             },
             beegfs: curr.fs.as_ref().map_or_else(Vec::new, |c| c.beegfs.clone()),
+            beegfs_targets: curr.fs.as_ref().map_or_else(Vec::new, |c| c.beegfs_targets.clone()),
         }
     }
 }

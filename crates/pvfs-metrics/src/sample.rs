@@ -44,12 +44,17 @@ pub struct FsSecond {
     /// them from the servers' statistics commands as they print (`pvfs-agent`'s `beegfs`), so
     /// a [`Sampler`] leaves them empty.
     pub beegfs: Vec<crate::beegfs::ServerSecond>,
+    /// This node's BeeGFS targets' space and state (`pvfs-agent`'s `beegfs` too).
+    pub beegfs_targets: Vec<crate::beegfs::TargetSecond>,
 }
 
 impl FsSecond {
     /// Whether the node's file system said anything of itself this second.
     pub fn is_empty(&self) -> bool {
-        self.lustre.is_none() && self.bricks.is_empty() && self.beegfs.is_empty()
+        self.lustre.is_none()
+            && self.bricks.is_empty()
+            && self.beegfs.is_empty()
+            && self.beegfs_targets.is_empty()
     }
 }
 
@@ -370,6 +375,7 @@ impl Sampler {
             lustre: self.lustre.read(&self.root),
             bricks: crate::gluster::local_bricks(&self.root),
             beegfs: Vec::new(),
+            beegfs_targets: Vec::new(),
         };
         (!second.is_empty()).then_some(second)
     }

@@ -168,6 +168,7 @@ impl From<&Stamped> for pb::Sample {
             lustre: None,
             bricks: Vec::new(),
             beegfs: Vec::new(),
+            beegfs_targets: Vec::new(),
         };
         if let Some(fs) = &s.fs {
             fs_to_wire(fs, &mut sample);
@@ -181,6 +182,7 @@ pub fn fs_to_wire(fs: &FsSecond, sample: &mut pb::Sample) {
     sample.lustre = fs.lustre.as_ref().map(pb::LustreSnapshot::from);
     sample.bricks = fs.bricks.iter().map(pb::GlusterBrick::from).collect();
     sample.beegfs = fs.beegfs.iter().map(pb::BeegfsServerSecond::from).collect();
+    sample.beegfs_targets = fs.beegfs_targets.iter().map(pb::BeegfsTargetSecond::from).collect();
 }
 
 /// A sample's processes on the wire (`Sample.processes`).
@@ -207,11 +209,16 @@ impl From<pb::Sample> for Stamped {
                 cpu: p.cpu.map(Into::into).unwrap_or_default(),
                 mem: p.mem.map(Into::into).unwrap_or_default(),
                 load: p.load.map(Into::into).unwrap_or_default(),
-                fs: (p.lustre.is_some() || !p.bricks.is_empty() || !p.beegfs.is_empty()).then(|| {
+                fs: (p.lustre.is_some()
+                    || !p.bricks.is_empty()
+                    || !p.beegfs.is_empty()
+                    || !p.beegfs_targets.is_empty())
+                .then(|| {
                     std::sync::Arc::new(FsSecond {
                         lustre: p.lustre.map(Into::into),
                         bricks: p.bricks.into_iter().map(Into::into).collect(),
                         beegfs: p.beegfs.into_iter().map(Into::into).collect(),
+                        beegfs_targets: p.beegfs_targets.into_iter().map(Into::into).collect(),
                     })
                 }),
             },
@@ -277,6 +284,11 @@ same_fields!(
     pvfs_metrics::beegfs::ServerSecond,
     pb::BeegfsServerSecond,
     [kind, num_id, time, requests, queued_requests, busy_workers, write_bytes, read_bytes]
+);
+same_fields!(
+    pvfs_metrics::beegfs::TargetSecond,
+    pb::BeegfsTargetSecond,
+    [kind, id, path, total_bytes, free_bytes, total_inodes, free_inodes, reachability, consistency]
 );
 
 impl From<&NicCounters> for pb::NicCounters {

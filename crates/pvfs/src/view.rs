@@ -66,7 +66,35 @@ pub(crate) fn table(r: &Rates, devices: &[String]) -> String {
         out += &brick_table(&r.bricks);
     }
     out += &r.beegfs.iter().map(beegfs_line).collect::<String>();
+    out += &r.beegfs_targets.iter().map(beegfs_target_line).collect::<String>();
     out + "\n"
+}
+
+/// A BeeGFS target of the node: its space used and free as its server counts it (what
+/// `beegfs-df` shows; GiB are 2^30 bytes, as beegfs-df prints them), its inodes, and its state
+/// as the management daemon last said it (left out while not known).
+pub(crate) fn beegfs_target_line(t: &pvfs_metrics::beegfs::TargetSecond) -> String {
+    const GIB: f64 = (1u64 << 30) as f64;
+    let used_pct = if t.total_bytes > 0 {
+        100.0 * t.total_bytes.saturating_sub(t.free_bytes) as f64 / t.total_bytes as f64
+    } else {
+        0.0
+    };
+    let state = [t.reachability.as_str(), t.consistency.as_str()]
+        .iter()
+        .filter(|s| !s.is_empty())
+        .map(|s| format!(", {s}"))
+        .collect::<String>();
+    format!(
+        "beegfs {} target {} ({}): {used_pct:.1} % used, {:.1} of {:.1} GiB free, {} of {} inodes free{state}\n",
+        t.kind,
+        t.id,
+        t.path,
+        t.free_bytes as f64 / GIB,
+        t.total_bytes as f64 / GIB,
+        t.free_inodes,
+        t.total_inodes,
+    )
 }
 
 /// A BeeGFS server of the node over the second, as its own statistics count it (`beegfs-ctl
@@ -187,6 +215,7 @@ mod tests {
             bricks: Vec::new(),
             lnet: None,
             beegfs: Vec::new(),
+            beegfs_targets: Vec::new(),
         }
     }
 
@@ -359,7 +388,7 @@ mod tests {
     }
 
     /// A BeeGFS server's second ends with a line per server: a storage server's with its bytes,
-    /// a metadata server's without.
+    /// a metadata server's without; then a line per target, its state only once known.
     #[test]
     fn a_beegfs_servers_second_ends_with_its_servers() {
         use pvfs_metrics::beegfs::ServerSecond;
@@ -383,11 +412,32 @@ mod tests {
                 ..Default::default()
             },
         ];
+        r.beegfs_targets = vec![
+            pvfs_metrics::beegfs::TargetSecond {
+                consistency: "needs-resync".into(),
+                free_bytes: 3 << 30,
+                free_inodes: 1000,
+                id: 101,
+                kind: "storage".into(),
+                path: "/data/t1".into(),
+                reachability: "online".into(),
+                total_bytes: 4 << 30,
+                total_inodes: 5000,
+            },
+            pvfs_metrics::beegfs::TargetSecond {
+                id: 1,
+                kind: "meta".into(),
+                path: "/data/meta".into(),
+                ..Default::default()
+            },
+        ];
         let text = table(&r, &[]);
         assert!(
             text.ends_with(concat!(
                 "beegfs storage 3: 880 req/s, 3 queued, 12 busy workers, write 104.9 MB/s, read 0.0 MB/s\n",
-                "beegfs meta 1: 1342 req/s, 0 queued, 2 busy workers\n\n"
+                "beegfs meta 1: 1342 req/s, 0 queued, 2 busy workers\n",
+                "beegfs storage target 101 (/data/t1): 25.0 % used, 3.0 of 4.0 GiB free, 1000 of 5000 inodes free, online, needs-resync\n",
+                "beegfs meta target 1 (/data/meta): 0.0 % used, 0.0 of 0.0 GiB free, 0 of 0 inodes free\n\n"
             )),
             "{text}"
         );

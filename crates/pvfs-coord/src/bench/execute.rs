@@ -27,10 +27,11 @@ const METRICS_GRACE: Duration = Duration::from_secs(5);
 /// What a run reports while it goes.
 #[derive(Debug, Clone)]
 pub enum RunEvent {
-    /// A benchmark event with the line `events.jsonl` keeps for it (keys sorted).
-    Bench { event: BenchEvent, line: serde_json::Value },
+    /// A benchmark event with the line `events.jsonl` keeps for it (keys sorted). Both variants
+    /// boxed: each is hundreds of bytes, and most events are the other kind.
+    Bench { event: Box<BenchEvent>, line: serde_json::Value },
     /// A node's recorded second.
-    Second(NodeSecond),
+    Second(Box<NodeSecond>),
     /// The run is over; its metrics are being waited for, then the results written.
     Ended,
 }
@@ -176,7 +177,7 @@ pub async fn execute(
             let event = $event;
             let line = results::sorted(&event)?;
             events_file.line(&line)?;
-            let _ = events.send(RunEvent::Bench { event, line });
+            let _ = events.send(RunEvent::Bench { event: Box::new(event), line });
         }};
     }
     loop {
@@ -210,7 +211,7 @@ pub async fn execute(
                     }
                     _ => {}
                 }
-                let _ = events.send(RunEvent::Bench { event, line });
+                let _ = events.send(RunEvent::Bench { event: Box::new(event), line });
             }
             Some(fault) = fault_events.recv() => {
                 faults.on_fault(&fault);
@@ -220,7 +221,7 @@ pub async fn execute(
                 keep!(profiled);
             }
             Some(second) = seconds.recv() => {
-                let _ = events.send(RunEvent::Second(second));
+                let _ = events.send(RunEvent::Second(Box::new(second)));
             }
         }
     }

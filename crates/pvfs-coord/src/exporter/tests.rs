@@ -258,6 +258,7 @@ fn lustre_targets_are_named_as_lustrefs_exporter_names_them() {
             lustre: Some(snapshot),
             bricks: Vec::new(),
             beegfs: Vec::new(),
+            beegfs_targets: Vec::new(),
         }));
         view.apply(StreamEvent::Sample { node: "oss00".into(), stamped: sample, processes: Vec::new() });
         let ours = render(&view, false);
@@ -321,6 +322,7 @@ fn lnet_traffic_is_named_as_lustrefs_exporter_names_it() {
         lustre: Some(snapshot),
         bricks: Vec::new(),
         beegfs: Vec::new(),
+        beegfs_targets: Vec::new(),
     }));
     view.apply(StreamEvent::Sample { node: "oss00".into(), stamped: sample, processes: Vec::new() });
     let text = render(&view, false);
@@ -367,6 +369,7 @@ fn gluster_bricks_by_node_volume_and_brick() {
         lustre: None,
         bricks: vec![up, down],
         beegfs: Vec::new(),
+        beegfs_targets: Vec::new(),
     }));
     cluster.apply(StreamEvent::Sample { node: "oss00".into(), stamped: sample, processes: Vec::new() });
     let text = render(&cluster, false);
@@ -406,14 +409,42 @@ fn beegfs_servers_by_node_kind_and_id() {
         write_bytes: 104_857_600,
         read_bytes: 4096,
     };
+    let target = |id: u32, reachability: &str, consistency: &str| pvfs_metrics::beegfs::TargetSecond {
+        consistency: consistency.into(),
+        free_bytes: 3 << 30,
+        free_inodes: 1000,
+        id,
+        kind: "storage".into(),
+        path: format!("/data/t{id}"),
+        reachability: reachability.into(),
+        total_bytes: 8 << 30,
+        total_inodes: 5000,
+    };
     sample.sample.fs = Some(Arc::new(pvfs_metrics::sample::FsSecond {
         lustre: None,
         bricks: Vec::new(),
         beegfs: vec![server],
+        beegfs_targets: vec![target(101, "probably-offline", "needs-resync"), target(102, "", "")],
     }));
     cluster.apply(StreamEvent::Sample { node: "oss00".into(), stamped: sample, processes: Vec::new() });
     let text = render(&cluster, false);
     check_grammar(&text);
+    let t101 = r#"node="oss00",role="oss",kind="storage",target_id="101",path="/data/t101""#;
+    let t102 = r#"node="oss00",role="oss",kind="storage",target_id="102",path="/data/t102""#;
+    for line in [
+        format!("pvfs_beegfs_target_capacity_bytes{{{t101}}} 8589934592"),
+        format!("pvfs_beegfs_target_free_bytes{{{t101}}} 3221225472"),
+        format!("pvfs_beegfs_target_inodes{{{t102}}} 5000"),
+        format!("pvfs_beegfs_target_free_inodes{{{t102}}} 1000"),
+        format!("pvfs_beegfs_target_reachability{{{t101},state=\"online\"}} 0"),
+        format!("pvfs_beegfs_target_reachability{{{t101},state=\"probably-offline\"}} 1"),
+        format!("pvfs_beegfs_target_reachability{{{t101},state=\"offline\"}} 0"),
+        format!("pvfs_beegfs_target_consistency{{{t101},state=\"needs-resync\"}} 1"),
+        format!("pvfs_beegfs_target_consistency{{{t101},state=\"good\"}} 0"),
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
+    }
+    assert!(!text.contains(&format!("{{{t102},state=")), "a state not known is not exported:\n{text}");
     let labels = r#"{node="oss00",role="oss",kind="storage",num_id="3"}"#;
     for line in [
         format!("pvfs_beegfs_requests{labels} 880"),

@@ -189,6 +189,17 @@ fn a_line_of_rates_shows_only_the_devices_asked_for() {
             write_bytes: 4096,
             ..Default::default()
         }],
+        beegfs_targets: vec![crate::beegfs::TargetSecond {
+            consistency: "good".into(),
+            free_bytes: 1024,
+            free_inodes: 7,
+            id: 101,
+            kind: "storage".into(),
+            path: "/data/t1".into(),
+            reachability: "online".into(),
+            total_bytes: 4096,
+            total_inodes: 9,
+        }],
     };
     let line = SecondLine::of(&rates, &["sda".to_owned()]);
     assert_eq!(line.disks.keys().collect::<Vec<_>>(), ["sda"]);
@@ -214,12 +225,14 @@ fn a_line_of_rates_shows_only_the_devices_asked_for() {
         )),
         "{json}"
     );
-    // A BeeGFS server's second comes first of all, as `beegfs` sorts, its keys sorted; then a
-    // GlusterFS server's bricks.
+    // A BeeGFS server's second comes first of all, as `beegfs` sorts, its keys sorted; then its
+    // targets; then a GlusterFS server's bricks.
     assert!(
         json.starts_with(concat!(
             r#"{"beegfs":[{"busy_workers":0,"kind":"storage","num_id":3,"queued_requests":0,"read_bytes":0,"#,
             r#""requests":40,"time":1700000000,"write_bytes":4096}],"#,
+            r#""beegfs_targets":[{"consistency":"good","free_bytes":1024,"free_inodes":7,"id":101,"#,
+            r#""kind":"storage","path":"/data/t1","reachability":"online","total_bytes":4096,"total_inodes":9}],"#,
             r#""bricks":[{"path":"/bricks/b1","rchar_s":0.0,"read_bytes_s":0.0,"up":true,"volume":"gv0","#,
             r#""wchar_s":0.0,"write_bytes_s":1048576.0}],"cpu":"#
         )),

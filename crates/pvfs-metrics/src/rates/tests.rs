@@ -329,6 +329,7 @@ fn a_brick_new_within_the_second_is_shown_counted_from_zero() {
         lustre: Some(crate::lustre::node::Snapshot { targets: vec![target], ..Default::default() }),
         bricks: vec![brick],
         beegfs: Vec::new(),
+        beegfs_targets: Vec::new(),
     }));
     let r = Rates::between(&before, &after);
     assert_eq!(r.bricks.len(), 1);

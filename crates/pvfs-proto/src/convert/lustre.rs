@@ -261,6 +261,17 @@ mod tests {
                 write_bytes: 4 << 20,
                 read_bytes: 8 << 10,
             }],
+            beegfs_targets: vec![pvfs_metrics::beegfs::TargetSecond {
+                consistency: "good".into(),
+                free_bytes: 1 << 30,
+                free_inodes: 7,
+                id: 101,
+                kind: "storage".into(),
+                path: "/data/t1".into(),
+                reachability: "online".into(),
+                total_bytes: 2 << 30,
+                total_inodes: 9,
+            }],
         };
         let mut stamped = Stamped {
             epoch: 1,

@@ -223,7 +223,7 @@ async fn show(
         tokio::select! {
             event = events.recv() => {
                 let (event, line) = match event {
-                    Some(RunEvent::Bench { event, line }) => (event, line),
+                    Some(RunEvent::Bench { event, line }) => (*event, line),
                     Some(RunEvent::Second(s)) => {
                         if let Some((_, watch)) = &mut screen
                             && let Some(row) = watch.nodes.row_mut(&s.node)

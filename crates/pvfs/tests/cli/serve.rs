@@ -1253,8 +1253,8 @@ const STAND_IN_BEEGFS_CTL: &str = include_str!(concat!(
 /// root holding a storage server's files (its configuration and `nodeNumID`), with the
 /// server's statistics tool on its PATH (a stand-in printing as BeeGFS 7.4.7's does): `top
 /// --json` has the server's second in each line (its requests, queue, busy workers, bytes to
-/// and from its targets, the newest row's second), `top` a line for it; a node without BeeGFS
-/// has none.
+/// and from its targets, the newest row's second) and its target's space and state, `top` a
+/// line for each, `serve` their gauges and rows; a node without BeeGFS has none.
 #[test]
 fn a_beegfs_servers_own_seconds_in_top() {
     let dir = TestDir::new();
@@ -1274,6 +1274,7 @@ fn a_beegfs_servers_own_seconds_in_top() {
     };
     put("etc/beegfs/beegfs-storage.conf", "storeStorageDirectory = /data/beegfs/t1\n");
     put("data/beegfs/t1/nodeNumID", "3\n");
+    put("data/beegfs/t1/targetNumID", "101\n");
     let bin = dir.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     std::fs::write(bin.join("beegfs-ctl"), STAND_IN_BEEGFS_CTL).unwrap();
@@ -1323,10 +1324,33 @@ fn a_beegfs_servers_own_seconds_in_top() {
             .as_secs() as i64;
         let at = server["time"].as_i64().unwrap();
         assert!((line_s - at).abs() <= 3, "the server's second {at}, the line's {line_s}");
+        // Its target: the space of its directory's file system, counted as the server counts
+        // it, and the state the management daemon's listing gives it (the stand-in's).
+        let [target] = line["beegfs_targets"].as_array().expect("the server's target").as_slice() else {
+            panic!("one target: {line}")
+        };
+        let st = nix::sys::statfs::statfs(&root).unwrap();
+        assert_eq!(
+            (target["kind"].as_str(), target["id"].as_u64(), target["path"].as_str()),
+            (Some("storage"), Some(101), Some("/data/beegfs/t1")),
+            "{line}"
+        );
+        assert_eq!(target["total_bytes"].as_u64(), Some(st.blocks() * st.block_size() as u64), "{line}");
+        assert_eq!(target["total_inodes"].as_u64(), Some(st.files()), "{line}");
+        assert_eq!(
+            (target["reachability"].as_str(), target["consistency"].as_str()),
+            (Some("online"), Some("good")),
+            "{line}"
+        );
     }
     let table = text(&dir.ctl(&["top", cluster, "--count", "1"]).stdout);
     assert!(
         table.contains("beegfs storage 3: 880 req/s, 3 queued, 12 busy workers, write 104.9 MB/s"),
+        "{table}"
+    );
+    assert!(
+        table.lines().any(|l| l.starts_with("beegfs storage target 101 (/data/beegfs/t1): ")
+            && l.ends_with(" inodes free, online, good")),
         "{table}"
     );
 
@@ -1344,6 +1368,12 @@ fn a_beegfs_servers_own_seconds_in_top() {
     let labels = r#"{node="stor1",role="server",kind="storage",num_id="3"}"#;
     assert!(body.contains(&format!("pvfs_beegfs_requests{labels} 880")), "{body}");
     assert!(body.contains(&format!("pvfs_beegfs_written_bytes{labels} 104857600")), "{body}");
+    let target = r#"node="stor1",role="server",kind="storage",target_id="101",path="/data/beegfs/t1""#;
+    assert!(
+        body.contains(&format!("pvfs_beegfs_target_reachability{{{target},state=\"online\"}} 1")),
+        "{body}"
+    );
+    assert!(body.contains(&format!("pvfs_beegfs_target_capacity_bytes{{{target}}} ")), "{body}");
     let browser = crate::util::Browser::start();
     browser.go(&format!("http://{}/", serve.addr));
     let read = "document.getElementById('v-fs').click();\n\
@@ -1374,6 +1404,17 @@ fn a_beegfs_servers_own_seconds_in_top() {
         ]),
         "4 KiB read a second shows as 0.00 MB/s"
     );
+    let rows = browser.run(read);
+    let target = rows.as_array().and_then(|rows| rows.iter().find(|r| r[2] == "beegfs-target")).cloned();
+    let target = target.unwrap_or_else(|| panic!("no BeeGFS target row: {rows}"));
+    assert_eq!(
+        (&target[0], &target[1], &target[10]),
+        (&"stor1".into(), &"storage target 101".into(), &"online, good".into())
+    );
+    let used: f64 = target[8].as_str().unwrap().parse().unwrap();
+    let st = nix::sys::statfs::statfs(&root).unwrap();
+    let want = 100.0 * (st.blocks() - st.blocks_free()) as f64 / st.blocks() as f64;
+    assert!((used - want).abs() <= 1.0, "%space {used} against statfs's {want}: {target}");
 }
 
 /// `top --json --count N` on `cluster`: its seconds' lines (those with a `seq`), and all it
