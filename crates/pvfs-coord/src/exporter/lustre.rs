@@ -229,4 +229,76 @@ pub(super) fn write(w: &mut impl Sink, view: &ClusterView) {
             }
         },
     );
+    // Each OSD's brw_stats tables, a series per bucket and direction, as lustrefs-exporter
+    // 0.12.6's brw_stats.rs names them (each table by lustre_collector's name for it; its help
+    // texts as its snapshots print them). Counters, all of them, as there: "in flight" counts
+    // the I/Os that found that many in flight. Tables Lustre adds later (2.16's I/O times per
+    // size) are not exported until their names are known.
+    let brw: [(&str, &str, &str); 8] = [
+        (
+            "disk_iosize",
+            "lustre_disk_io_total",
+            "Total number of operations the filesystem has performed for the given size. 'size' label represents 'Disk I/O size', the size of each I/O operation",
+        ),
+        (
+            "rpc_hist",
+            "lustre_disk_io",
+            "Current number of I/O operations that are processing during the snapshot. 'size' label represents 'Disk I/Os in flight', the number of disk I/Os currently pending.",
+        ),
+        (
+            "pages",
+            "lustre_pages_per_bulk_rw_total",
+            "Total number of pages per block RPC. 'size' label represents 'Pages per bulk r/w', the number of pages per RPC request",
+        ),
+        (
+            "discont_pages",
+            "lustre_discontiguous_pages_total",
+            "Total number of logical discontinuities per RPC. 'size' label represents 'Discontiguous pages', the number of discontinuities in the logical file offset of each page in a single RPC.",
+        ),
+        (
+            "dio_frags",
+            "lustre_dio_frags",
+            "Current disk IO fragmentation for the given size. 'size' label represents 'Disk fragmented I/Os', the number of I/Os that were not written entirely sequentially.",
+        ),
+        (
+            "discont_blocks",
+            "lustre_discontiguous_blocks_total",
+            "'size' label represents 'Discontiguous blocks', the number of discontinuities in the physical block allocation in the file system for a single RPC",
+        ),
+        (
+            "io_time",
+            "lustre_io_time_milliseconds_total",
+            "Total time in milliseconds the filesystem has spent processing various object sizes. 'size' label represents 'I/O time (1/1000s)', the amount of time for each I/O operation to complete.",
+        ),
+        ("block_maps_msec", "lustre_block_maps_milliseconds_total", "Number of block maps in milliseconds"),
+    ];
+    let any_brw = view.nodes.values().any(|v| {
+        v.last
+            .as_ref()
+            .and_then(|s| s.sample.fs.as_ref())
+            .and_then(|f| f.lustre.as_ref())
+            .is_some_and(|l| l.targets.iter().any(|t| !t.brw.is_empty()))
+    });
+    if !any_brw {
+        return;
+    }
+    for (table, name, help) in brw {
+        family(w, view, (name, "counter", help), |t, emit| {
+            let (Some(kind), Some(h)) = (t.kind, t.brw.iter().find(|h| h.name == table)) else { return };
+            for b in &h.buckets {
+                let size = b.name.to_string();
+                for (operation, n) in [("read", b.read), ("write", b.write)] {
+                    emit(
+                        &[
+                            ("component", kind.component()),
+                            ("operation", operation),
+                            ("target", &t.name),
+                            ("size", &size),
+                        ],
+                        n as f64,
+                    );
+                }
+            }
+        });
+    }
 }

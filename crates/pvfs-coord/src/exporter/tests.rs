@@ -241,6 +241,15 @@ fn lustre_targets_are_named_as_lustrefs_exporter_names_them() {
         "lustre_lock_timeout_total",
         "lustre_lock_contended_total",
         "lustre_lock_contention_seconds_total",
+        // Each OSD's brw_stats.
+        "lustre_disk_io_total",
+        "lustre_disk_io",
+        "lustre_pages_per_bulk_rw_total",
+        "lustre_discontiguous_pages_total",
+        "lustre_dio_frags",
+        "lustre_discontiguous_blocks_total",
+        "lustre_io_time_milliseconds_total",
+        "lustre_block_maps_milliseconds_total",
     ];
     let testdata = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/lustrefs-exporter");
     let inputs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../pvfs-metrics/testdata/lustre");

@@ -5,13 +5,16 @@
 //! `num_exports` and `recovery_status`, and its OSD's `kbytes{total,free,avail}` and
 //! `files{total,free}` (the OSD is named as its target); a client's `llite.FS-INSTANCE.stats`;
 //! the node's `health_check` and LNet's counters (its `stats` file: messages and bytes sent,
-//! received and dropped, what `lnetctl stats show` reports). These are what lustrefs-exporter reports per target, read every
-//! second. Per-export stats, brw_stats and job_stats are not read here: they grow with the
-//! clients and jobs, and are read when asked for (a benchmark's job id, an export's view).
+//! received and dropped, what `lnetctl stats show` reports); each OSD's `brw_stats` (its
+//! histograms of RPC sizes, fragmentation, I/Os in flight, I/O times and sizes, a fixed few
+//! dozen rows each). These are what lustrefs-exporter reports per target, read every second.
+//! Per-export stats and job_stats are not read here: they grow with the clients and jobs, and
+//! are read when asked for (a benchmark's job id, an export's view).
 
 use super::params;
 use super::{
-    LnetCounters, Stat, StatsError, Times, parse_lnet_proc_stats, parse_recovery_status, parse_stats,
+    BrwHistogram, LnetCounters, Stat, StatsError, Times, parse_brw_stats, parse_lnet_proc_stats,
+    parse_recovery_status, parse_stats,
 };
 use pvfs_host::Root;
 use serde::{Deserialize, Serialize};
@@ -80,6 +83,9 @@ pub struct Target {
     pub locks: Locks,
     /// `COMPLETE`, `RECOVERING`, … (`recovery_status`'s `status`).
     pub recovery: Option<String>,
+    /// Its OSD's `brw_stats` tables, cumulative since the OSD started or they were cleared
+    /// (a server target's; empty where the kernel keeps none).
+    pub brw: Vec<BrwHistogram>,
 }
 
 impl Target {
@@ -233,10 +239,11 @@ enum Part {
     Locks(fn(&mut Locks) -> &mut Option<u64>),
     Health,
     Lnet,
+    Brw,
 }
 
 /// The parameters read every second, in the order they are put together.
-const PARTS: [(&str, Part); 18] = [
+const PARTS: [(&str, Part); 19] = [
     ("obdfilter.*.stats", Part::Stats(Kind::Ost)),
     ("mdt.*.md_stats", Part::Stats(Kind::Mdt)),
     ("llite.*.stats", Part::Stats(Kind::Client)),
@@ -254,6 +261,8 @@ const PARTS: [(&str, Part); 18] = [
     ("ldlm.namespaces.*.contended_locks", Part::Locks(|l| &mut l.contended)),
     ("ldlm.namespaces.*.contention_seconds", Part::Locks(|l| &mut l.contention_seconds)),
     ("health_check", Part::Health),
+    // In debugfs on 2.15 and later (`params::TREES`), in procfs before.
+    ("osd-*.*.brw_stats", Part::Brw),
     // Looked for in LNet's trees only (`trees_for`).
     ("stats", Part::Lnet),
 ];
@@ -405,6 +414,13 @@ fn assemble<'a>(values: impl Iterator<Item = (Part, &'a str, &'a str, &'a str)>)
                 }
             }
             Part::Health => snapshot.healthy = Some(text.trim() == "healthy"),
+            Part::Brw => match parse_brw_stats(text) {
+                Ok(brw) => {
+                    let i = target(&mut snapshot, target_name, None);
+                    snapshot.targets[i].brw = brw.histograms;
+                }
+                Err(e) => snapshot.errors.push(error(name, place, &e)),
+            },
             Part::Lnet => match parse_lnet_proc_stats(text) {
                 Ok(counters) => snapshot.lnet = Some(counters),
                 Err(e) => snapshot.errors.push(error(name, place, &e)),
@@ -545,6 +561,28 @@ mod tests {
             ost.locks.count.map(|n| n.to_string()).as_deref(),
             Some(value("ldlm.namespaces.filter-ai400-OST0000_UUID.lock_count"))
         );
+        // Each OSD's brw_stats, its tables as printed; lctl's output reads the same.
+        for t in ["ai400-OST0000", "ai400-OST0001", "ai400-MDT0000"] {
+            let printed = parse_brw_stats(value(&format!("osd-ldiskfs.{t}.brw_stats"))).unwrap();
+            assert_eq!(snapshot.target(t).unwrap().brw, printed.histograms, "{t}");
+            assert_eq!(from_lctl(&text).target(t).unwrap().brw, printed.histograms, "{t}");
+        }
+        let sizes = ost.brw.iter().find(|h| h.name == "disk_iosize").expect("disk I/O size");
+        assert!(sizes.buckets.iter().any(|b| b.write > 0), "{sizes:?}");
+        // On 2.15 and later brw_stats is in debugfs: found there the same.
+        let from = dir.path().join("proc/fs/lustre/osd-ldiskfs/ai400-OST0000/brw_stats");
+        let to = dir.path().join("sys/kernel/debug/lustre/osd-ldiskfs/ai400-OST0000/brw_stats");
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::rename(&from, &to).unwrap();
+        let again = read(&Root::at(dir.path())).unwrap();
+        assert_eq!(again.target("ai400-OST0000").unwrap().brw, ost.brw);
+        // One that does not read as brw_stats is named, and the rest stands.
+        std::fs::write(&to, "snapshot_time: 1.0 secs.nsecs\nnot a row\n").unwrap();
+        let bad = read(&Root::at(dir.path())).unwrap();
+        assert!(bad.target("ai400-OST0000").unwrap().brw.is_empty());
+        assert_eq!(bad.errors.len(), 1, "{:?}", bad.errors);
+        assert!(bad.errors[0].starts_with("osd-ldiskfs.ai400-OST0000.brw_stats ("), "{:?}", bad.errors);
+        assert!(!bad.target("ai400-OST0001").unwrap().brw.is_empty());
     }
 
     /// A reader finds the files once and reads them each second: a counter that moved is
@@ -586,6 +624,7 @@ mod tests {
         std::fs::remove_dir_all(dir.path().join("proc/fs/lustre/obdfilter/ai400-OST0001")).unwrap();
         std::fs::remove_dir_all(dir.path().join("sys/fs/lustre/obdfilter/ai400-OST0001")).unwrap();
         std::fs::remove_dir_all(dir.path().join("sys/fs/lustre/osd-ldiskfs/ai400-OST0001")).unwrap();
+        std::fs::remove_dir_all(dir.path().join("proc/fs/lustre/osd-ldiskfs/ai400-OST0001")).unwrap();
         std::fs::remove_dir_all(dir.path().join("sys/fs/lustre/ldlm/namespaces/filter-ai400-OST0001_UUID"))
             .unwrap();
         reader.read(&root);

@@ -6,7 +6,7 @@ use crate::pb;
 use pvfs_metrics::gluster::LocalBrick;
 use pvfs_metrics::lustre::Times;
 use pvfs_metrics::lustre::node::{Kind, Locks, Snapshot, Space, Target};
-use pvfs_metrics::lustre::{LnetCounters, Stat};
+use pvfs_metrics::lustre::{BrwBucket, BrwHistogram, LnetCounters, Stat};
 
 same_fields!(
     LnetCounters,
@@ -69,6 +69,20 @@ impl From<&Target> for pb::LustreTarget {
             lock_timeouts: t.locks.timeouts,
             contended_locks: t.locks.contended,
             contention_seconds: t.locks.contention_seconds,
+            brw: t
+                .brw
+                .iter()
+                .map(|h| pb::LustreBrwHistogram {
+                    name: h.name.clone(),
+                    title: h.title.clone(),
+                    unit: h.unit.clone(),
+                    buckets: h
+                        .buckets
+                        .iter()
+                        .map(|b| pb::LustreBrwBucket { bucket: b.name, read: b.read, write: b.write })
+                        .collect(),
+                })
+                .collect(),
         }
     }
 }
@@ -122,6 +136,20 @@ impl From<pb::LustreTarget> for Target {
                 contended: t.contended_locks,
                 contention_seconds: t.contention_seconds,
             },
+            brw: t
+                .brw
+                .into_iter()
+                .map(|h| BrwHistogram {
+                    name: h.name,
+                    title: h.title,
+                    unit: h.unit,
+                    buckets: h
+                        .buckets
+                        .into_iter()
+                        .map(|b| BrwBucket { name: b.bucket, read: b.read, write: b.write })
+                        .collect(),
+                })
+                .collect(),
         }
     }
 }
@@ -207,6 +235,23 @@ mod tests {
                         contended: Some(32),
                         contention_seconds: None,
                     },
+                    brw: vec![
+                        BrwHistogram {
+                            name: "disk_iosize".into(),
+                            title: "disk I/O size".into(),
+                            unit: "ios".into(),
+                            buckets: vec![
+                                BrwBucket { name: 4096, read: 1, write: 2 },
+                                BrwBucket { name: 1 << 20, read: 0, write: u64::MAX },
+                            ],
+                        },
+                        BrwHistogram {
+                            name: "pages".into(),
+                            title: "pages per bulk r/w".into(),
+                            unit: "rpcs".into(),
+                            buckets: Vec::new(),
+                        },
+                    ],
                 },
                 Target { kind: Some(Kind::Client), name: "fs-ffff".into(), ..Target::default() },
             ],
