@@ -271,14 +271,7 @@ async fn list_states(
     states: Arc<Mutex<States>>,
 ) {
     for (kind, (program, args, ctl)) in commands {
-        let mut command = tokio::process::Command::new(&program);
-        command
-            .args(&args)
-            .env("LC_ALL", "C")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true);
+        let mut command = tool(&program, &args, Stdio::null());
         let listed = async {
             let mut child = command.spawn().map_err(|e| e.to_string())?;
             let mut text = Vec::new();
@@ -319,18 +312,25 @@ async fn list_states(
     }
 }
 
-/// Runs a server's tool and keeps its latest whole round in `latest` until it ends.
-async fn collect(program: PathBuf, args: Vec<String>, ctl: bool, latest: Arc<Mutex<Latest>>) {
-    let mut command = tokio::process::Command::new(&program);
+/// A BeeGFS tool's process as the agent runs one: its output in English, read from a pipe, its
+/// errors dropped, killed with its handle.
+fn tool(program: &Path, args: &[String], stdin: Stdio) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(program);
     command
-        .args(&args)
+        .args(args)
         .env("LC_ALL", "C")
-        // ctl's `--interval` loop ends when its standard input is readable or closed
-        // (ModeIOStat's `waitForInput`): an open pipe nobody writes keeps it going.
-        .stdin(Stdio::piped())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .kill_on_drop(true);
+    command
+}
+
+/// Runs a server's tool and keeps its latest whole round in `latest` until it ends.
+async fn collect(program: PathBuf, args: Vec<String>, ctl: bool, latest: Arc<Mutex<Latest>>) {
+    // ctl's `--interval` loop ends when its standard input is readable or closed (ModeIOStat's
+    // `waitForInput`): an open pipe nobody writes keeps it going.
+    let mut command = tool(&program, &args, Stdio::piped());
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
