@@ -238,8 +238,13 @@ impl Watch {
         self.targets = pvfs_metrics::beegfs::local_targets(&self.root);
         if !self.targets.is_empty() && self.listing.as_ref().is_none_or(tokio::task::JoinHandle::is_finished)
         {
-            let mut kinds: Vec<NodeType> = self.targets.iter().map(|t| t.node_type).collect();
-            kinds.dedup();
+            // Each node type once, whatever order the targets are in.
+            let mut kinds: Vec<NodeType> = Vec::new();
+            for t in &self.targets {
+                if !kinds.contains(&t.node_type) {
+                    kinds.push(t.node_type);
+                }
+            }
             let commands: Vec<_> =
                 kinds.into_iter().filter_map(|k| Some((k, self.tools.list_command(k)?))).collect();
             if !commands.is_empty() {
