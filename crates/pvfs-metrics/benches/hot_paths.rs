@@ -106,6 +106,34 @@ fn file_system_second(c: &mut Criterion) {
     c.bench_function("lustre: a server's second (3 targets), as the sampler reads it", |b| {
         b.iter(|| black_box(reader.read(&root)))
     });
+    // The same server with a thousand clients' exports (a third of them on each target, each
+    // file a real 2.14 export's): every one read each second, each target's busiest kept.
+    let exports = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/lustre/valid_lustre-2.14.0_ddn133_2.14.0_ddn133_exports.txt");
+    let exports = std::fs::read_to_string(&exports).expect("the exports fixture");
+    let params = pvfs_metrics::lustre::lctl_params(&exports);
+    let of = |name: &str| params.iter().find(|p| p.name == name).expect("an export's stats").value;
+    let ost = of("obdfilter.ai400x2-OST0000.exports.192.168.0.100@o2ib.stats");
+    let mdt = of("mdt.ai400x2-MDT0000.exports.192.168.0.100@o2ib.stats");
+    for (component, target, text, count) in [
+        ("obdfilter", "ai400-OST0000", ost, 334),
+        ("obdfilter", "ai400-OST0001", ost, 333),
+        ("mdt", "ai400-MDT0000", mdt, 333),
+    ] {
+        for i in 0..count {
+            let file = dir.path().join(format!(
+                "proc/fs/lustre/{component}/{target}/exports/10.1.{}.{}@o2ib/stats",
+                i / 250,
+                i % 250
+            ));
+            std::fs::create_dir_all(file.parent().expect("a parent")).expect("the tree");
+            std::fs::write(&file, text).expect("an export");
+        }
+    }
+    let mut reader = pvfs_metrics::lustre::node::Reader::default();
+    c.bench_function("lustre: a server's second (3 targets, 1,000 exports), as the sampler reads it", |b| {
+        b.iter(|| black_box(reader.read(&root)))
+    });
     let empty = tempfile::tempdir().expect("a temporary directory");
     let none = Root::at(empty.path());
     c.bench_function("file systems: a node without Lustre or bricks", |b| {

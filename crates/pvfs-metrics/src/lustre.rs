@@ -35,6 +35,7 @@
 //! pulls in clap, serde_yaml (deprecated) and an exact pin of `combine`. The formats are
 //! line-oriented and small; a line scan does them.
 
+pub mod exports;
 pub mod jobid;
 pub mod jobstats;
 pub mod node;
@@ -115,12 +116,46 @@ pub struct StatsError {
 
 /// Reads one stats file's text (the value of a `…stats=` parameter, or the file itself).
 pub fn parse_stats(text: &str) -> Result<Stats, StatsError> {
-    let mut stats = Stats::default();
+    let mut counters = Vec::new();
+    let times = visit_stats(text, |c| {
+        counters.push(Stat {
+            name: c.name.to_owned(),
+            units: c.units.to_owned(),
+            samples: c.samples,
+            min: c.min,
+            max: c.max,
+            sum: c.sum,
+            sumsquare: c.sumsquare,
+        })
+    })?;
+    Ok(Stats { times, counters })
+}
+
+/// One counter's line of a stats file, borrowed from its text.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CounterLine<'a> {
+    pub name: &'a str,
+    pub units: &'a str,
+    pub samples: u64,
+    pub min: Option<u64>,
+    pub max: Option<u64>,
+    pub sum: Option<u64>,
+    pub sumsquare: Option<u64>,
+}
+
+/// Reads a stats file's lines, giving each counter to `each` as it is read (nothing allocated
+/// but on an error: a server's thousands of export files are read this way each second, and
+/// only the few kept are made into [`Stat`]s); returns its times.
+pub(crate) fn visit_stats<'a>(
+    text: &'a str,
+    mut each: impl FnMut(CounterLine<'a>),
+) -> Result<Times, StatsError> {
+    let mut times = Times::default();
     for (i, line) in text.lines().enumerate() {
         let err = |why| StatsError { what: "a Lustre stats file", line: i + 1, text: line.to_owned(), why };
         let mut words = line.split_ascii_whitespace();
         let Some(name) = words.next() else { continue };
-        if let Some(read) = stats.times.read(name, &mut words) {
+        if let Some(read) = times.read(name, &mut words) {
             read.map_err(err)?;
             continue;
         }
@@ -134,26 +169,26 @@ pub fn parse_stats(text: &str) -> Result<Stats, StatsError> {
             .and_then(|w| w.strip_prefix('['))
             .and_then(|w| w.strip_suffix(']'))
             .ok_or_else(|| err("no [unit] after `samples`"))?;
-        let numbers: Vec<u64> = words
-            .map(|w| w.parse::<u64>().map_err(|_| err("a figure that is not a whole number")))
-            .collect::<Result<_, _>>()?;
-        let (min, max, sum, sumsquare) = match numbers[..] {
-            [] => (None, None, None, None),
-            [min, max, sum] => (Some(min), Some(max), Some(sum), None),
-            [min, max, sum, sq] => (Some(min), Some(max), Some(sum), Some(sq)),
+        let mut numbers = [0u64; 4];
+        let mut count = 0;
+        for w in words {
+            let n = w.parse::<u64>().map_err(|_| err("a figure that is not a whole number"))?;
+            if count == numbers.len() {
+                count += 1;
+                break;
+            }
+            numbers[count] = n;
+            count += 1;
+        }
+        let (min, max, sum, sumsquare) = match (count, numbers) {
+            (0, _) => (None, None, None, None),
+            (3, [min, max, sum, _]) => (Some(min), Some(max), Some(sum), None),
+            (4, [min, max, sum, sq]) => (Some(min), Some(max), Some(sum), Some(sq)),
             _ => return Err(err("neither none, three (min max sum) nor four figures after the unit")),
         };
-        stats.counters.push(Stat {
-            name: name.to_owned(),
-            units: units.to_owned(),
-            samples,
-            min,
-            max,
-            sum,
-            sumsquare,
-        });
+        each(CounterLine { name, units, samples, min, max, sum, sumsquare });
     }
-    Ok(stats)
+    Ok(times)
 }
 
 /// An OSD's brw_stats.

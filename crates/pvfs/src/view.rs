@@ -151,7 +151,8 @@ pub(crate) fn brick_table(bricks: &[BrickRates]) -> String {
 
 /// A Lustre node's targets over the second, as LLNL's ltop lays out its OST and MDT rows:
 /// MB/s read and written (10^6 bytes, as ltop), operations a second, clients connected, locks
-/// granted, space and inodes in use; a recovery under way at the end of its row.
+/// granted, space and inodes in use; a recovery under way at the end of its row; under each,
+/// its busiest clients by NID (from their exports' stats).
 pub(crate) fn target_table(targets: &[TargetRates]) -> String {
     let mut out = format!(
         "{:<20} {:<6} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7}\n",
@@ -177,9 +178,23 @@ pub(crate) fn target_table(targets: &[TargetRates]) -> String {
         }
         out += &line;
         out += "\n";
+        // Which clients keep it busy: its busiest exports that moved, under it.
+        for c in t.active_clients(CLIENTS_SHOWN) {
+            out += &format!(
+                "  {:<18} {:<6} {:>9.2} {:>9.2} {:>9.2}\n",
+                c.nid,
+                "client",
+                c.read_bytes_s / 1e6,
+                c.write_bytes_s / 1e6,
+                c.ops_s
+            );
+        }
     }
     out
 }
+
+/// Clients shown under each target, busiest first.
+pub(crate) const CLIENTS_SHOWN: usize = 3;
 
 /// A second's busiest processes as `pidstat -u -d` lays them out (kernel threads in brackets,
 /// as ps shows them); a blank line after.
@@ -196,6 +211,7 @@ pub(crate) fn process_table(processes: &[ProcessLine]) -> String {
 mod tests {
     use super::*;
     use pvfs_metrics::line::SecondLine;
+    use pvfs_metrics::lustre::node::ClientRates;
     use pvfs_metrics::rates::{CpuPercent, DiskRates, LoadStats, MemStats, NicRates};
 
     fn rates() -> Rates {
@@ -315,6 +331,15 @@ mod tests {
                 space_used_pct: Some(2.5),
                 inodes_used_pct: Some(0.125),
                 recovery: Some("RECOVERING".into()),
+                clients: vec![
+                    ClientRates {
+                        nid: "192.168.0.100@o2ib".into(),
+                        ops_s: 60.0,
+                        write_bytes_s: 251_658_240.0,
+                        ..Default::default()
+                    },
+                    ClientRates { nid: "0@lo".into(), ..Default::default() },
+                ],
                 ..Default::default()
             },
             TargetRates {
@@ -332,6 +357,7 @@ mod tests {
             concat!(
                 "Target               Kind       rMB/s     wMB/s      IOPS Exports   Locks  %Space %Inodes\n",
                 "fs-OST0000           ost         0.00    419.43    100.00       4      12    2.50    0.12  RECOVERING\n",
+                "  192.168.0.100@o2ib client      0.00    251.66     60.00\n",
                 "fs-ffff              client      1.00      0.00      0.00       -       -       -       -"
             )
         );

@@ -229,6 +229,49 @@ pub(super) fn write(w: &mut impl Sink, view: &ClusterView) {
             }
         },
     );
+    // Each target's busiest clients' exports (every one of them from an `lctl get_param`
+    // output; the busiest few each second from an agent: an idle client's series pauses, and
+    // a rate over the counters it has is still right), as lustrefs-exporter 0.12.6's stats.rs
+    // exports every export: each counter's samples, its sum of bytes, and its sum of `usecs`
+    // under `_milliseconds` (its name; the value is the kernel's microseconds, as there, so
+    // dashboards made for it read the same figures).
+    type ExportPick = fn(&pvfs_metrics::lustre::Stat) -> Option<u64>;
+    let export_families: [(&str, &str, ExportPick); 3] = [
+        (
+            "lustre_client_export_bytes_total",
+            "Accumulated bytes per operation the target has performed per export.",
+            |s| s.sum.filter(|_| s.units == "bytes"),
+        ),
+        (
+            "lustre_client_export_milliseconds_total",
+            "Accumulated latency per operations the target has performed per export.",
+            |s| s.sum.filter(|_| s.units == "usecs"),
+        ),
+        ("lustre_client_export_stats", "Number of operations the target has performed per export.", |s| {
+            Some(s.samples)
+        }),
+    ];
+    for (name, help, value) in export_families {
+        family(w, view, (name, "counter", help), |t, emit| {
+            let Some(kind) = t.kind else { return };
+            for e in &t.busiest_exports {
+                for s in &e.counters {
+                    if let Some(v) = value(s) {
+                        emit(
+                            &[
+                                ("component", kind.component()),
+                                ("target", &t.name),
+                                ("nid", &e.nid),
+                                ("name", &s.name),
+                                ("units", &s.units),
+                            ],
+                            v as f64,
+                        );
+                    }
+                }
+            }
+        });
+    }
     // Each OSD's brw_stats tables, a series per bucket and direction, as lustrefs-exporter
     // 0.12.6's brw_stats.rs names them (each table by lustre_collector's name for it; its help
     // texts as its snapshots print them). Counters, all of them, as there: "in flight" counts

@@ -8,9 +8,11 @@
 //! received and dropped, what `lnetctl stats show` reports); each OSD's `brw_stats` (its
 //! histograms of RPC sizes, fragmentation, I/Os in flight, I/O times and sizes, a fixed few
 //! dozen rows each). These are what lustrefs-exporter reports per target, read every second.
-//! Per-export stats and job_stats are not read here: they grow with the clients and jobs, and
-//! are read when asked for (a benchmark's job id, an export's view).
+//! Each export's stats (a client's share of a target) are read every second too, and only the
+//! busiest few of each target kept ([`super::exports`]); job_stats grow with the jobs, and are
+//! read when asked for (a benchmark's job id).
 
+use super::exports::{self, Export};
 use super::params;
 use super::{
     BrwHistogram, LnetCounters, Stat, StatsError, Times, parse_brw_stats, parse_lnet_proc_stats,
@@ -86,6 +88,9 @@ pub struct Target {
     /// Its OSD's `brw_stats` tables, cumulative since the OSD started or they were cleared
     /// (a server target's; empty where the kernel keeps none).
     pub brw: Vec<BrwHistogram>,
+    /// Its busiest clients' exports this second, busiest first ([`exports::BUSIEST`] at most
+    /// when read every second; all of them from an `lctl get_param` output).
+    pub busiest_exports: Vec<Export>,
 }
 
 impl Target {
@@ -121,6 +126,9 @@ impl Snapshot {
 #[serde(default)]
 pub struct TargetRates {
     // Fields in the byte order of their keys, as every line's are.
+    /// Its busiest clients over the interval (those its agent could rate), busiest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub clients: Vec<ClientRates>,
     /// lustrefs-exporter's component: `ost`, `mdt`, `mgt`, `client`.
     pub component: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -146,6 +154,12 @@ pub struct TargetRates {
 }
 
 impl TargetRates {
+    /// Its busiest clients that did something over the interval, `n` at most (what `top` shows
+    /// under the target).
+    pub fn active_clients(&self, n: usize) -> impl Iterator<Item = &ClientRates> {
+        self.clients.iter().filter(|c| c.ops_s > 0.0 || c.read_bytes_s > 0.0 || c.write_bytes_s > 0.0).take(n)
+    }
+
     /// Every target of `curr` over the `seconds` since `prev` (a target new in `curr`, or
     /// whose counters went back — remounted — counts from zero).
     pub fn between(prev: &Snapshot, curr: &Snapshot, seconds: f64) -> Vec<TargetRates> {
@@ -170,6 +184,18 @@ impl TargetRates {
                 };
                 let space = c.space.filter(|s| s.kbytes_total > 0);
                 TargetRates {
+                    clients: c
+                        .busiest_exports
+                        .iter()
+                        .filter_map(|e| {
+                            e.rates.map(|r| ClientRates {
+                                nid: e.nid.clone(),
+                                ops_s: r.ops_s,
+                                read_bytes_s: r.read_bytes_s,
+                                write_bytes_s: r.write_bytes_s,
+                            })
+                        })
+                        .collect(),
                     component: c.kind.map(Kind::component).unwrap_or_default().to_owned(),
                     exports: c.exports,
                     inodes_used_pct: space.filter(|s| s.files_total > 0).map(|s| {
@@ -190,6 +216,18 @@ impl TargetRates {
             })
             .collect()
     }
+}
+
+/// One client of a target over one interval, from its export's stats (as its agent rated them).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ClientRates {
+    // Fields in the byte order of their keys, as every line's are.
+    /// The client's NID: `192.168.0.100@o2ib`.
+    pub nid: String,
+    pub ops_s: f64,
+    pub read_bytes_s: f64,
+    pub write_bytes_s: f64,
 }
 
 /// LNet over one interval: its traffic and drops a second, its messages in flight.
@@ -243,12 +281,13 @@ enum Part {
 }
 
 /// The parameters read every second, in the order they are put together.
-const PARTS: [(&str, Part); 19] = [
+const PARTS: [(&str, Part); 20] = [
     ("obdfilter.*.stats", Part::Stats(Kind::Ost)),
     ("mdt.*.md_stats", Part::Stats(Kind::Mdt)),
     ("llite.*.stats", Part::Stats(Kind::Client)),
     ("obdfilter.*.num_exports", Part::Exports),
     ("mdt.*.num_exports", Part::Exports),
+    ("mgs.*.num_exports", Part::Exports),
     ("obdfilter.*.recovery_status", Part::Recovery),
     ("mdt.*.recovery_status", Part::Recovery),
     ("osd-*.*.kbytestotal", Part::Space(|s| &mut s.kbytes_total)),
@@ -289,6 +328,10 @@ pub fn read(root: &Root) -> Option<Snapshot> {
 #[derive(Debug, Default)]
 pub struct Reader {
     found: Vec<(Part, params::Found)>,
+    /// Each export's stats file (at most [`exports::MAX_FILES`]), and how many more there were.
+    exports_found: Vec<params::Found>,
+    exports_beyond: usize,
+    tracker: exports::Tracker,
     /// Seconds until the files are found again (0: now).
     until_find: u32,
     /// The last look found no Lustre on the node.
@@ -307,6 +350,7 @@ impl Reader {
             self.absent = !params::present(root);
             if self.absent {
                 self.found.clear();
+                self.exports_found.clear();
                 self.until_find = FIND_EVERY;
             }
         }
@@ -322,6 +366,13 @@ impl Reader {
                     params::find_in(root, &trees_for(*part, &trees), pattern).into_iter().map(|f| (*part, f))
                 })
                 .collect();
+            let mut exports: Vec<params::Found> = ["obdfilter.*.exports.*.stats", "mdt.*.exports.*.stats"]
+                .iter()
+                .flat_map(|pattern| params::find_in(root, &trees, pattern))
+                .collect();
+            self.exports_beyond = exports.len().saturating_sub(exports::MAX_FILES);
+            exports.truncate(exports::MAX_FILES);
+            self.exports_found = exports;
             self.until_find = FIND_EVERY;
         }
         self.until_find -= 1;
@@ -334,11 +385,27 @@ impl Reader {
                 None => self.until_find = 0,
             }
         }
-        Some(assemble(
+        let mut snapshot = assemble(
             values
                 .iter()
                 .map(|(part, found, text)| (*part, found.name.as_str(), found.path.as_str(), text.as_str())),
-        ))
+        );
+        // Each export's file read and dropped in turn: only each target's busiest are kept.
+        let files = self.exports_found.iter().filter_map(|found| {
+            let (target, kind, nid) = exports::parse_name(&found.name)?;
+            // One gone (a client evicted) is simply not this second's.
+            Some((target, kind, nid, params::read(root, found)?))
+        });
+        let busiest = exports::round(&mut self.tracker, exports::BUSIEST, files, &mut snapshot.errors);
+        attach(&mut snapshot, busiest);
+        if self.exports_beyond > 0 {
+            snapshot.errors.push(format!(
+                "{} exports' stats not read: at most {} are read a second",
+                self.exports_beyond,
+                exports::MAX_FILES
+            ));
+        }
+        Some(snapshot)
     }
 }
 
@@ -352,7 +419,26 @@ pub fn from_lctl(text: &str) -> Snapshot {
             values.push((part, p.name, format!("line {}", p.line), p.value));
         }
     }
-    assemble(values.iter().map(|(part, name, line, value)| (*part, *name, line.as_str(), *value)))
+    let mut snapshot =
+        assemble(values.iter().map(|(part, name, line, value)| (*part, *name, line.as_str(), *value)));
+    // Every export of the output, each target's busiest first (a dump has no second before it
+    // to rate against, so by bytes in all).
+    let files = params.iter().filter_map(|p| {
+        let (target, kind, nid) = exports::parse_name(p.name)?;
+        Some((target, kind, nid, p.value.to_owned()))
+    });
+    let all = exports::round(&mut exports::Tracker::default(), usize::MAX, files, &mut snapshot.errors);
+    attach(&mut snapshot, all);
+    snapshot
+}
+
+/// Gives each target its busiest exports (a target known only by its exports is not made up).
+fn attach(snapshot: &mut Snapshot, mut busiest: std::collections::HashMap<String, Vec<Export>>) {
+    for t in &mut snapshot.targets {
+        if let Some(exports) = busiest.remove(&t.name) {
+            t.busiest_exports = exports;
+        }
+    }
 }
 
 /// The parameters' values (what each is, its name, where it was read, its text) as a snapshot.
@@ -475,10 +561,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for p in lctl_params(&text) {
             let tree = if p.value.contains('\n') { "proc/fs/lustre" } else { "sys/fs/lustre" };
-            let file = dir.path().join(tree).join(p.name.replace('.', "/"));
-            // An export's NID has dots of its own; those parameters are not read here.
+            let mut file = dir.path().join(tree).join(p.name.replace('.', "/"));
+            // An export's NID has dots of its own: its directory is named by the whole NID.
             if p.name.contains(".exports.") {
-                continue;
+                let Some((target, kind, nid)) = exports::parse_name(p.name) else { continue };
+                let component = if kind == Kind::Ost { "obdfilter" } else { "mdt" };
+                file = dir
+                    .path()
+                    .join("proc/fs/lustre")
+                    .join(component)
+                    .join(target)
+                    .join("exports")
+                    .join(nid)
+                    .join("stats");
             }
             std::fs::create_dir_all(file.parent().unwrap()).unwrap();
             std::fs::write(&file, format!("{}\n", p.value.trim_end_matches('\n'))).unwrap();
@@ -665,6 +760,72 @@ mod tests {
         let bad = from_lctl("health_check=healthy\nobdfilter.fs-OST0000.num_exports=many\n");
         assert_eq!(bad.errors, ["obdfilter.fs-OST0000.num_exports (line 2): not a whole number"]);
         assert_eq!(bad.healthy, Some(true));
+    }
+
+    /// A server with 21 clients (a real 2.14 server's output laid out as its kernel's files):
+    /// each target keeps its busiest exports, by bytes in all the first second, whole as lctl
+    /// printed them; the next second the client that wrote is first, rated by the kernel's
+    /// times, and shown as the target's busiest client; a client evicted is forgotten.
+    #[test]
+    fn each_target_keeps_its_busiest_clients_exports_every_second() {
+        let fixture = "valid_lustre-2.14.0_ddn133_2.14.0_ddn133_exports.txt";
+        let (dir, text) = tree_of(fixture);
+        let root = Root::at(dir.path());
+        let mut reader = Reader::default();
+        let first = reader.read(&root).unwrap();
+        assert!(first.errors.is_empty(), "{:?}", first.errors);
+        let all = from_lctl(&text);
+        for name in ["ai400x2-MDT0000", "ai400x2-OST0000", "ai400x2-OST0001"] {
+            let (read, dumped) = (first.target(name).unwrap(), all.target(name).unwrap());
+            assert_eq!(dumped.busiest_exports.len(), 21, "{name}: every export of the output");
+            assert_eq!(read.busiest_exports.len(), exports::BUSIEST, "{name}");
+            assert_eq!(read.busiest_exports[..], dumped.busiest_exports[..exports::BUSIEST], "{name}");
+            assert!(read.busiest_exports.iter().all(|e| e.rates.is_none()));
+        }
+        let ost = &all.target("ai400x2-OST0000").unwrap().busiest_exports;
+        let bytes = |e: &Export| {
+            ["read_bytes", "write_bytes"]
+                .iter()
+                .filter_map(|n| e.counters.iter().find(|s| s.name == *n)?.sum)
+                .sum::<u64>()
+        };
+        assert!(ost.windows(2).all(|w| bytes(&w[0]) >= bytes(&w[1])), "busiest first");
+        // A second later 0@lo (the least busy OST export) wrote 8 MiB in 2 RPCs; .103 is evicted.
+        let stats = dir.path().join("proc/fs/lustre/obdfilter/ai400x2-OST0000/exports/0@lo/stats");
+        let was = std::fs::read_to_string(&stats).unwrap();
+        let time: f64 = was.split_whitespace().nth(1).unwrap().parse().unwrap();
+        std::fs::write(
+            &stats,
+            format!(
+                "snapshot_time {:.9} secs.nsecs\nwrite_bytes 2 samples [bytes] 4194304 4194304 8388608\n",
+                time + 1.0
+            ),
+        )
+        .unwrap();
+        std::fs::remove_dir_all(
+            dir.path().join("proc/fs/lustre/obdfilter/ai400x2-OST0000/exports/192.168.0.103@o2ib"),
+        )
+        .unwrap();
+        let second = reader.read(&root).unwrap();
+        assert!(second.errors.is_empty(), "{:?}", second.errors);
+        let busiest = &second.target("ai400x2-OST0000").unwrap().busiest_exports;
+        assert_eq!(busiest[0].nid, "0@lo");
+        let r = busiest[0].rates.unwrap();
+        assert_eq!((r.write_bytes_s, r.ops_s), (8388608.0, 2.0));
+        assert!(busiest.iter().all(|e| e.nid != "192.168.0.103@o2ib"));
+        let rates = TargetRates::between(&first, &second, 1.0);
+        let ost = rates.iter().find(|t| t.name == "ai400x2-OST0000").unwrap();
+        let moved: Vec<&ClientRates> = ost.active_clients(3).collect();
+        assert_eq!(moved.len(), 1, "{moved:?}");
+        assert_eq!((moved[0].nid.as_str(), moved[0].write_bytes_s), ("0@lo", 8388608.0));
+        // Its line names the client.
+        let line = serde_json::to_string(ost).unwrap();
+        assert!(
+            line.starts_with(
+                r#"{"clients":[{"nid":"0@lo","ops_s":2.0,"read_bytes_s":0.0,"write_bytes_s":8388608.0}"#
+            ),
+            "{line}"
+        );
     }
 
     /// Rates from two seconds: bytes and operations over the interval, space as df counts it,

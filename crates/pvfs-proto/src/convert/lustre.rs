@@ -5,6 +5,7 @@
 use crate::pb;
 use pvfs_metrics::gluster::LocalBrick;
 use pvfs_metrics::lustre::Times;
+use pvfs_metrics::lustre::exports::{Export, ExportRates};
 use pvfs_metrics::lustre::node::{Kind, Locks, Snapshot, Space, Target};
 use pvfs_metrics::lustre::{BrwBucket, BrwHistogram, LnetCounters, Stat};
 
@@ -42,19 +43,7 @@ impl From<&Target> for pb::LustreTarget {
         pb::LustreTarget {
             component: t.kind.map(Kind::component).unwrap_or_default().to_owned(),
             name: t.name.clone(),
-            counters: t
-                .counters
-                .iter()
-                .map(|c| pb::LustreCounter {
-                    name: c.name.clone(),
-                    units: c.units.clone(),
-                    samples: c.samples,
-                    min: c.min,
-                    max: c.max,
-                    sum: c.sum,
-                    sumsquare: c.sumsquare,
-                })
-                .collect(),
+            counters: t.counters.iter().map(counter_to_wire).collect(),
             space: t.space.map(|s| pb::LustreSpace {
                 kbytes_total: s.kbytes_total,
                 kbytes_free: s.kbytes_free,
@@ -83,7 +72,44 @@ impl From<&Target> for pb::LustreTarget {
                         .collect(),
                 })
                 .collect(),
+            busiest_exports: t
+                .busiest_exports
+                .iter()
+                .map(|e| pb::LustreExport {
+                    nid: e.nid.clone(),
+                    counters: e.counters.iter().map(counter_to_wire).collect(),
+                    rates: e.rates.map(|r| pb::LustreExportRates {
+                        read_bytes_s: r.read_bytes_s,
+                        write_bytes_s: r.write_bytes_s,
+                        ops_s: r.ops_s,
+                    }),
+                })
+                .collect(),
         }
+    }
+}
+
+fn counter_to_wire(c: &Stat) -> pb::LustreCounter {
+    pb::LustreCounter {
+        name: c.name.clone(),
+        units: c.units.clone(),
+        samples: c.samples,
+        min: c.min,
+        max: c.max,
+        sum: c.sum,
+        sumsquare: c.sumsquare,
+    }
+}
+
+fn counter_from_wire(c: pb::LustreCounter) -> Stat {
+    Stat {
+        name: c.name,
+        units: c.units,
+        samples: c.samples,
+        min: c.min,
+        max: c.max,
+        sum: c.sum,
+        sumsquare: c.sumsquare,
     }
 }
 
@@ -108,19 +134,7 @@ impl From<pb::LustreTarget> for Target {
                 snapshot_time: (t.snapshot_time > 0.0).then_some(t.snapshot_time),
                 ..Times::default()
             },
-            counters: t
-                .counters
-                .into_iter()
-                .map(|c| Stat {
-                    name: c.name,
-                    units: c.units,
-                    samples: c.samples,
-                    min: c.min,
-                    max: c.max,
-                    sum: c.sum,
-                    sumsquare: c.sumsquare,
-                })
-                .collect(),
+            counters: t.counters.into_iter().map(counter_from_wire).collect(),
             space: t.space.map(|s| Space {
                 kbytes_total: s.kbytes_total,
                 kbytes_free: s.kbytes_free,
@@ -148,6 +162,19 @@ impl From<pb::LustreTarget> for Target {
                         .into_iter()
                         .map(|b| BrwBucket { name: b.bucket, read: b.read, write: b.write })
                         .collect(),
+                })
+                .collect(),
+            busiest_exports: t
+                .busiest_exports
+                .into_iter()
+                .map(|e| Export {
+                    nid: e.nid,
+                    counters: e.counters.into_iter().map(counter_from_wire).collect(),
+                    rates: e.rates.map(|r| ExportRates {
+                        read_bytes_s: r.read_bytes_s,
+                        write_bytes_s: r.write_bytes_s,
+                        ops_s: r.ops_s,
+                    }),
                 })
                 .collect(),
         }
@@ -251,6 +278,22 @@ mod tests {
                             unit: "rpcs".into(),
                             buckets: Vec::new(),
                         },
+                    ],
+                    busiest_exports: vec![
+                        Export {
+                            nid: "192.168.0.100@o2ib".into(),
+                            counters: vec![Stat {
+                                name: "read_bytes".into(),
+                                units: "bytes".into(),
+                                samples: 3,
+                                min: Some(1),
+                                max: Some(2),
+                                sum: Some(4),
+                                sumsquare: None,
+                            }],
+                            rates: Some(ExportRates { read_bytes_s: 1.5, write_bytes_s: 0.0, ops_s: 2.0 }),
+                        },
+                        Export { nid: "0@lo".into(), counters: Vec::new(), rates: None },
                     ],
                 },
                 Target { kind: Some(Kind::Client), name: "fs-ffff".into(), ..Target::default() },

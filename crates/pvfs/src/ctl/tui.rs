@@ -310,8 +310,15 @@ pub(crate) fn draw_in(frame: &mut Frame<'_>, area: Rect, screen: &Screen) {
     frame.render_widget(Paragraph::new(help).style(Style::new().fg(Color::DarkGray)), foot);
     // The file system's own view, when a server reports one: every target and brick of the
     // cluster in one table, as ltop shows a file system's OSTs and MDTs, under the nodes'.
-    let targets: usize =
-        screen.rows.iter().map(|r| r.targets.len() + r.bricks.len() + usize::from(r.lnet.is_some())).sum();
+    let targets: usize = screen
+        .rows
+        .iter()
+        .map(|r| {
+            let clients: usize =
+                r.targets.iter().map(|t| t.active_clients(crate::view::CLIENTS_SHOWN).count()).sum();
+            r.targets.len() + clients + r.bricks.len() + usize::from(r.lnet.is_some())
+        })
+        .sum();
     let body = if targets > 0 {
         let height = (targets as u16 + 3).min(body.height / 2);
         let [table, panel] = Layout::vertical([Constraint::Min(3), Constraint::Length(height)]).areas(body);
@@ -453,6 +460,22 @@ fn draw_targets(frame: &mut Frame<'_>, area: Rect, rows: &[NodeRow]) {
                 figure(t.inodes_used_pct),
                 t.recovery.clone().unwrap_or_default(),
             ]));
+            // Its busiest clients that moved, under it.
+            for c in t.active_clients(crate::view::CLIENTS_SHOWN) {
+                lines.push(Row::new([
+                    format!("  {}", c.nid),
+                    "client".to_owned(),
+                    row.name.clone(),
+                    format!("{:.1}", c.read_bytes_s / 1e6),
+                    format!("{:.1}", c.write_bytes_s / 1e6),
+                    format!("{:.0}", c.ops_s),
+                    "-".to_owned(),
+                    "-".to_owned(),
+                    "-".to_owned(),
+                    "-".to_owned(),
+                    String::new(),
+                ]));
+            }
         }
         if let Some(l) = &row.lnet {
             lines.push(Row::new([
@@ -677,6 +700,12 @@ mod tests {
             write_bytes_s: 419_430_400.0,
             space_used_pct: Some(2.5),
             recovery: Some("RECOVERING".into()),
+            clients: vec![pvfs_metrics::lustre::node::ClientRates {
+                nid: "192.168.0.100@o2ib".into(),
+                write_bytes_s: 251_658_240.0,
+                ops_s: 60.0,
+                ..Default::default()
+            }],
             ..TargetRates::default()
         }];
         oss.lnet = Some(pvfs_metrics::lustre::node::LnetRates {
@@ -713,6 +742,11 @@ mod tests {
         let ost = text.iter().find(|l| l.contains("fs-OST0000")).unwrap_or_else(|| panic!("{all}"));
         for cell in ["ost", "oss00", "419.4", "100", "12", "2.5", "RECOVERING"] {
             assert!(ost.contains(cell), "{cell} in {ost}");
+        }
+        let client =
+            text.iter().find(|l| l.contains("192.168.0.100@o2ib")).unwrap_or_else(|| panic!("{all}"));
+        for cell in ["client", "oss00", "251.7", "60"] {
+            assert!(client.contains(cell), "{cell} in {client}");
         }
         let lnet = text.iter().find(|l| l.contains("LNet")).unwrap_or_else(|| panic!("{all}"));
         for cell in ["lnet", "oss00", "419.4", "800", "3 drops/s"] {

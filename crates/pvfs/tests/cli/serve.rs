@@ -1051,16 +1051,39 @@ fn lustre_root(dir: &TestDir) -> std::path::PathBuf {
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
         std::fs::write(&file, format!("{}\n", p.value.trim_end_matches('\n'))).unwrap();
     }
+    // Two clients' exports of the OST written (the writer moves the first's), as the kernel
+    // names each export's directory: by the client's whole NID.
+    for nid in [WRITER_NID, IDLE_NID] {
+        let stats = root.join("proc/fs/lustre/obdfilter/ai400-OST0000/exports").join(nid).join("stats");
+        std::fs::create_dir_all(stats.parent().unwrap()).unwrap();
+        std::fs::write(&stats, export_stats(unix_secs(), 0)).unwrap();
+    }
     root
+}
+
+/// The client whose writes the test's writer makes, and one that does nothing.
+const WRITER_NID: &str = "10.0.0.1@tcp";
+const IDLE_NID: &str = "10.0.0.2@tcp";
+
+/// An OST export's stats file read at `at` (Unix seconds) after `writes` 4 MiB writes, as
+/// `lprocfs_stats_seq_show` prints it.
+fn export_stats(at: f64, writes: u64) -> String {
+    format!(
+        "snapshot_time             {at:.9} secs.nsecs\n\
+         write_bytes               {} samples [bytes] 4194304 4194304 {}\n\
+         statfs                    3 samples [usecs] 1 4 7 21\n",
+        1 + writes,
+        (1 + writes) * (4 << 20)
+    )
 }
 
 /// Bytes an OST has written at `t` (Unix seconds) while the test's writer runs: 50 MB/s in 4 MiB
 /// writes from the fixture's count on.
 const OST_RATE: f64 = 50e6;
 
-/// Keeps an OST's write counters moving at [`OST_RATE`], and LNet's received bytes with them
-/// (each file replaced whole, every 20 ms, as the kernel's files always read whole) until
-/// `stop`.
+/// Keeps an OST's write counters moving at [`OST_RATE`], and LNet's received bytes and the
+/// writing client's export with them (each file replaced whole, every 20 ms, as the kernel's
+/// files always read whole) until `stop`.
 fn ost_writer(
     root: std::path::PathBuf,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -1072,6 +1095,11 @@ fn ost_writer(
         let lnet = root.join("sys/kernel/debug/lnet/stats");
         let lnet_original = std::fs::read_to_string(&lnet).unwrap();
         let lnet_temporary = lnet.with_extension("new");
+        let export =
+            root.join("proc/fs/lustre/obdfilter/ai400-OST0000/exports").join(WRITER_NID).join("stats");
+        let export_temporary = export.with_extension("new");
+        let idle = export.parent().unwrap().with_file_name(IDLE_NID).join("stats");
+        let idle_temporary = idle.with_extension("new");
         let start = unix_secs();
         for _ in 0..3000 {
             if stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -1093,6 +1121,11 @@ fn ost_writer(
                 .replace("708781379083", &(708781379083 + writes * (4 << 20)).to_string());
             std::fs::write(&lnet_temporary, lnet_now).unwrap();
             std::fs::rename(&lnet_temporary, &lnet).unwrap();
+            std::fs::write(&export_temporary, export_stats(unix_secs(), writes)).unwrap();
+            std::fs::rename(&export_temporary, &export).unwrap();
+            // The idle client's export reads the same but for its time, as the kernel's does.
+            std::fs::write(&idle_temporary, export_stats(unix_secs(), 0)).unwrap();
+            std::fs::rename(&idle_temporary, &idle).unwrap();
             std::thread::sleep(Duration::from_millis(20));
         }
     })
@@ -1145,6 +1178,15 @@ fn a_lustre_servers_targets_each_second_in_top_and_in_metrics() {
         assert!(ost["ops_s"].as_f64().unwrap() > 5.0, "{line}");
         assert_eq!((ost["component"].as_str(), ost["exports"].as_u64()), (Some("ost"), Some(5)));
         assert!(ost["space_used_pct"].as_f64().is_some_and(|p| p > 0.0 && p < 100.0), "{line}");
+        // Its busiest client is the one writing, at the OST's rate; the idle one after it.
+        let clients = ost["clients"].as_array().expect("the OST's clients");
+        assert_eq!(clients[0]["nid"].as_str(), Some(WRITER_NID), "{line}");
+        let by_client = clients[0]["write_bytes_s"].as_f64().unwrap();
+        assert!((by_client - OST_RATE).abs() < 4.2e6 + OST_RATE * 0.05, "{by_client} B/s: {line}");
+        assert_eq!(
+            (clients[1]["nid"].as_str(), clients[1]["ops_s"].as_f64()),
+            (Some("10.0.0.2@tcp"), Some(0.0))
+        );
         assert_eq!(targets[1]["write_bytes_s"].as_f64(), Some(0.0), "the other OST is idle");
         assert_eq!(targets[2]["component"].as_str(), Some("mdt"));
         // LNet received what the OST wrote (the test moves both together, a 4 MiB write at a
@@ -1162,6 +1204,11 @@ fn a_lustre_servers_targets_each_second_in_top_and_in_metrics() {
     let table = text(&table.stdout);
     assert!(table.contains("Target ") && table.contains("ai400-OST0000        ost "), "{table}");
     assert!(table.contains("lnet: send 0.0 MB/s 0 msg/s, recv "), "{table}");
+    assert!(
+        table.contains(&format!("\n  {WRITER_NID:<18} client ")),
+        "the writing client under its OST: {table}"
+    );
+    assert!(!table.contains("10.0.0.2@tcp"), "an idle client is not shown: {table}");
 
     let serve = Serve::start(&dir, cluster);
     // The exporter shows each node's newest second once it has arrived.
@@ -1188,6 +1235,25 @@ fn a_lustre_servers_targets_each_second_in_top_and_in_metrics() {
         "{body}"
     );
     assert!(body.contains(r#"lustre_health_healthy{node="oss1",role="server"} 1"#));
+    // Each client's export under lustrefs-exporter's names: the writer's bytes as the agent read them.
+    let exported = body
+        .lines()
+        .find(|l| {
+            l.starts_with("lustre_client_export_bytes_total{")
+                && l.contains(&format!(r#"nid="{WRITER_NID}""#))
+                && l.contains(r#"name="write_bytes""#)
+        })
+        .unwrap_or_else(|| panic!("no export of the writer in /metrics:\n{body}"));
+    assert!(
+        exported.contains(r#"target="ai400-OST0000""#) && exported.contains(r#"units="bytes""#),
+        "{exported}"
+    );
+    let value: u64 = exported.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(value >= 4 << 20 && value.is_multiple_of(4 << 20), "{exported}");
+    assert!(
+        body.contains(r#"lustre_client_export_stats{node="oss1",role="server",component="ost",target="ai400-OST0000",nid="10.0.0.2@tcp",name="statfs",units="usecs"} 3"#),
+        "{body}"
+    );
     assert!(body.contains(r#"lustre_send_bytes_total{node="oss1",role="server"} 216828482753"#), "{body}");
     assert!(!body.lines().any(|l| l.starts_with("lustre_") && l.contains(r#"node="n2""#)));
 
@@ -1221,17 +1287,22 @@ fn a_lustre_servers_targets_each_second_in_top_and_in_metrics() {
         .iter()
         .map(|r| (r[0].as_str().unwrap(), r[1].as_str().unwrap(), r[2].as_str().unwrap()))
         .collect();
+    let writer_row = format!("  ai400-OST0000 ← {WRITER_NID}");
     assert_eq!(
         names,
         [
             ("oss1", "ai400-OST0000", "ost"),
+            ("oss1", writer_row.as_str(), "client"),
             ("oss1", "ai400-OST0001", "ost"),
             ("oss1", "ai400-MDT0000", "mdt")
         ],
         "{shown}"
     );
+    let by_client: f64 = targets[1][4].as_str().unwrap().parse().unwrap();
+    assert!((by_client - OST_RATE / 1e6).abs() < 4.2 + OST_RATE / 1e6 * 0.05, "{by_client} MB/s: {shown}");
     let ost = targets[0];
     let written: f64 = ost[4].as_str().unwrap().parse().unwrap();
+    // (its client's row, checked above, follows it)
     assert!((written - OST_RATE / 1e6).abs() < 4.2 + OST_RATE / 1e6 * 0.05, "{written} MB/s: {shown}");
     assert_eq!((ost[6].as_str(), ost[10].as_str()), (Some("5"), Some("")), "exports, no recovery: {shown}");
     let lnet = shown["lnet"].as_array().unwrap();
