@@ -144,6 +144,24 @@ pub fn carried(workload: &Workload, phase: Phase, ops: impl IntoIterator<Item = 
     }
 }
 
+/// What each task of `phase` is to do when its work has a fixed size: its transfers (IOR) or
+/// items (mdtest's directory and file phases), and for IOR their bytes. `None` for a
+/// stonewalled phase (it runs until its deadline), a tree phase, or another workload.
+pub fn planned_per_task(workload: &Workload, phase: Phase) -> Option<(u64, Option<u64>)> {
+    match (workload, phase) {
+        (Workload::Ior(p), Phase::Ior(_)) if p.deadline == 0 => {
+            let ops = (p.block / p.transfer.max(1)).checked_mul(u64::from(p.segments))?;
+            Some((ops, ops.checked_mul(p.transfer)))
+        }
+        (Workload::Mdtest(p), Phase::Mdtest(m))
+            if p.deadline == 0 && !matches!(m, MdtestPhase::TreeCreate | MdtestPhase::TreeRemove) =>
+        {
+            Some((p.items_per_task()?, None))
+        }
+        _ => None,
+    }
+}
+
 /// Whether `phase` of `workload` agrees a count across every task of the run at its
 /// stonewall (IOR's wear-out; mdtest's `-W`, which always does), and if so the most a task can
 /// make: what an agent accepts as the run's answer.
@@ -286,6 +304,28 @@ mod tests {
         let h = Hostfile::new(&clients, 2);
         assert_eq!(h.text, "10.0.0.1 slots=4\n10.0.0.2 slots=2\n");
         assert_eq!(h.owners, ["a", "a", "c", "c", "b", "b"]);
+    }
+
+    /// A task's work: IOR's transfers and bytes (block ÷ transfer × segments), mdtest's items in
+    /// its directory and file phases (not its tree's), nothing for a stonewalled phase.
+    #[test]
+    fn a_tasks_planned_work() {
+        use crate::params::{IorParams, MdtestParams};
+        let ior = IorParams { transfer: 4096, block: 32 << 20, segments: 2, ..IorParams::default() };
+        let write = Phase::Ior(IorPhase::Write);
+        assert_eq!(planned_per_task(&Workload::Ior(ior.clone()), write), Some((16384, Some(64 << 20))));
+        let stonewalled = IorParams { deadline: 6, ..ior };
+        assert_eq!(planned_per_task(&Workload::Ior(stonewalled), write), None);
+        let md = MdtestParams { items: 1000, depth: 0, branch: 1, ..MdtestParams::default() };
+        let items = md.items_per_task();
+        assert!(items.is_some_and(|n| n > 0));
+        let mdtest = Workload::Mdtest(md);
+        assert_eq!(
+            planned_per_task(&mdtest, Phase::Mdtest(MdtestPhase::FileCreate)),
+            items.map(|n| (n, None))
+        );
+        assert_eq!(planned_per_task(&mdtest, Phase::Mdtest(MdtestPhase::TreeCreate)), None);
+        assert_eq!(planned_per_task(&mdtest, write), None);
     }
 
     /// Every phase's tag is a valid thread name and differs from every other phase's of the

@@ -480,6 +480,15 @@ pub enum BenchEvent {
         client_errors: u32,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         first_error: Option<String>,
+        /// What the failed tasks were to do and did not: their transfers (items for mdtest)
+        /// not done, the failing one included, and their bytes (IOR). Nothing is retried — the
+        /// engine, as IOR, stops a task at its first error — so this is what the application
+        /// lost. `None` when no task failed, or when a task's work has no fixed size (a
+        /// stonewalled phase runs until its deadline).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ops_lost: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bytes_lost: Option<u64>,
     },
     /// A GlusterFS brick a fault killed, healed: its volume's entries pending heal were polled
     /// (`gluster volume heal VOL info summary`) from the brick's return until none were left —

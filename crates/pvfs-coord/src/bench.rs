@@ -154,9 +154,10 @@ pub enum ClientFailure {
     /// The client's stream ended without the phase's result.
     #[error("client {node}: the client ended the phase without a result")]
     NoResult { node: String },
-    /// A task on the client failed; `error` is the task's own text (from the agent).
+    /// A task on the client failed; `error` is the task's own text (from the agent); `ops`
+    /// and `bytes` what it had done before (transfers or items, and bytes).
     #[error("client {node}, task {task}: {error}")]
-    TaskFailed { node: String, task: u32, error: String },
+    TaskFailed { node: String, task: u32, error: String, ops: u64, bytes: u64 },
     /// The coordinator's own task for the client failed (a panic).
     #[error("internal error: {message}")]
     Internal { message: String },
@@ -539,6 +540,8 @@ async fn run_phase(
                             node: node.clone(),
                             task: r.task,
                             error: error.clone(),
+                            ops: r.ops,
+                            bytes: r.bytes,
                         });
                     }
                     tasks.push((node.clone(), r));
@@ -1114,7 +1117,13 @@ mod tests {
             silent: SILENCE_LIMIT,
             after: Duration::from_secs_f64(41.6),
         };
-        let task = ClientFailure::TaskFailed { node: "n1".into(), task: 3, error: "open /x: denied".into() };
+        let task = ClientFailure::TaskFailed {
+            node: "n1".into(),
+            task: 3,
+            error: "open /x: denied".into(),
+            ops: 0,
+            bytes: 0,
+        };
         let broken = ClientFailure::Call {
             node: "n3".into(),
             source: DialError { kind: FailureKind::Lost, message: "the connection broke".into() },

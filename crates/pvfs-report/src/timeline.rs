@@ -49,13 +49,14 @@ pub(super) fn section(md: &mut String, r: &RunData, out: &Path) -> Result<Vec<Pa
                 rate before for the rest of the phase (shaded red on the chart while in place); for a \
                 killed GlusterFS brick, the most entries pending heal once it was back and how long until \
                 none were left; the tasks that failed (a client's I/O error stops the run, as it stops IOR) \
-                and the first error.\n\n\
-                | node | iteration | phase | at (s into the phase) | for (s) | ops/s before | stall (s) | back to 90 % after (s) | client errors | pending heal (most) | healed after (s) |\n\
-                |---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|\n";
+                and the first error, and what those tasks were to do and did not (nothing is retried: \
+                each failed task stops at its error, so this is what the application lost).\n\n\
+                | node | iteration | phase | at (s into the phase) | for (s) | ops/s before | stall (s) | back to 90 % after (s) | client errors | lost (not done) | pending heal (most) | healed after (s) |\n\
+                |---|---:|---|---:|---:|---:|---:|---:|---|---|---:|---:|\n";
         for f in &faults {
             let start = span(&spans, f.iteration, f.phase).map_or(f.injected, |s| s.start);
             *md += &format!(
-                "| {} | {} | {} | {:.1} | {} | {:.0} | {:.0} | {} | {} | {} | {} |\n",
+                "| {} | {} | {} | {:.1} | {} | {:.0} | {:.0} | {} | {} | {} | {} | {} |\n",
                 f.node,
                 f.iteration,
                 name(r, f.iteration, f.phase),
@@ -70,6 +71,13 @@ pub(super) fn section(md: &mut String, r: &RunData, out: &Path) -> Result<Vec<Pa
                 match &f.first_error {
                     Some(first) => format!("{} (first: {})", f.client_errors, first.replace('|', "/")),
                     None => f.client_errors.to_string(),
+                },
+                match (f.ops_lost, f.bytes_lost) {
+                    (Some(ops), Some(bytes)) =>
+                        format!("{ops} transfers, {:.1} MiB", bytes as f64 / 1048576.0),
+                    (Some(ops), None) => format!("{ops} operations"),
+                    _ if f.client_errors == 0 => "none".to_owned(),
+                    _ => "– (no fixed size: a stonewalled phase)".to_owned(),
                 },
                 f.heal.as_ref().map_or("–".to_owned(), |h| h.pending_max.to_string()),
                 f.heal.as_ref().map_or("–".to_owned(), |h| match (&h.error, h.healed_after_s) {

@@ -89,6 +89,9 @@ pub struct FaultSpan {
     /// Tasks that failed in the phase, and the first one's error.
     pub client_errors: u32,
     pub first_error: Option<String>,
+    /// The failed tasks' transfers (items) and bytes not done (`BenchEvent::FaultMeasured`).
+    pub ops_lost: Option<u64>,
+    pub bytes_lost: Option<u64>,
     /// A killed brick's heal, once it was followed (`BenchEvent::FaultHealed`).
     pub heal: Option<Heal>,
 }
@@ -131,6 +134,8 @@ pub fn faults(dir: &Path) -> Result<Vec<FaultSpan>, ResultsError> {
             recovery_s,
             client_errors,
             first_error,
+            ops_lost,
+            bytes_lost,
         } = event
         {
             faults.push(FaultSpan {
@@ -144,6 +149,8 @@ pub fn faults(dir: &Path) -> Result<Vec<FaultSpan>, ResultsError> {
                 recovery_s,
                 client_errors,
                 first_error,
+                ops_lost,
+                bytes_lost,
                 heal: None,
             });
         }

@@ -234,13 +234,16 @@ pub async fn execute(
         let errors: Vec<String> = failures
             .iter()
             .filter_map(|f| match f {
-                super::ClientFailure::TaskFailed { node, task, error } => {
+                super::ClientFailure::TaskFailed { node, task, error, .. } => {
                     Some(format!("{node} task {task}: {error}"))
                 }
                 _ => None,
             })
             .collect();
-        for measured in faults.on_phase_failed(*iteration, *phase, &errors) {
+        // What the failed tasks were to do and did not (each stopped at its first error).
+        let planned = pvfs_bench::request::planned_per_task(plan.workload(), *phase);
+        let lost = super::fault::Lost::of(failures, planned);
+        for measured in faults.on_phase_failed(*iteration, *phase, &errors, lost) {
             keep!(measured);
         }
     }

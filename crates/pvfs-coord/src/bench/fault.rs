@@ -412,7 +412,7 @@ impl Faults {
                     if ours(iteration, phase) && !slot.measured =>
                 {
                     slot.measured = true;
-                    if let Some(m) = measure(slot, &[]) {
+                    if let Some(m) = measure(slot, &[], Lost::default()) {
                         measured.push(m);
                     }
                 }
@@ -425,12 +425,19 @@ impl Faults {
     /// The run stopped in `phase` of `iteration` because tasks failed (`errors`, one per failed
     /// task): a fault of that phase is measured from its seconds so far, with the clients'
     /// errors — what the fault cost the application beyond time.
-    pub fn on_phase_failed(&mut self, iteration: u32, phase: Phase, errors: &[String]) -> Vec<BenchEvent> {
+    /// `lost` is what the failed tasks were to do and did not.
+    pub fn on_phase_failed(
+        &mut self,
+        iteration: u32,
+        phase: Phase,
+        errors: &[String],
+        lost: Lost,
+    ) -> Vec<BenchEvent> {
         let mut measured = Vec::new();
         for slot in &mut self.plans {
             if slot.plan.iteration == iteration && slot.plan.phase == phase && !slot.measured {
                 slot.measured = true;
-                measured.extend(measure(slot, errors));
+                measured.extend(measure(slot, errors, lost));
             }
         }
         measured
@@ -522,9 +529,35 @@ impl Faults {
     }
 }
 
+/// What a phase's failed tasks were to do and did not: their transfers (items) and bytes not
+/// done, the failing one included; `None` where the work had no fixed size.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Lost {
+    pub ops: Option<u64>,
+    pub bytes: Option<u64>,
+}
+
+impl Lost {
+    /// What the failed tasks among `failures` were to do — `planned` each, transfers (items)
+    /// and bytes, from `pvfs_bench::request::planned_per_task` — and had not done when they
+    /// stopped at their error.
+    pub fn of(failures: &[super::ClientFailure], planned: Option<(u64, Option<u64>)>) -> Lost {
+        let Some((planned_ops, planned_bytes)) = planned else { return Lost::default() };
+        let mut lost = Lost { ops: Some(0), bytes: planned_bytes.map(|_| 0) };
+        for f in failures {
+            if let super::ClientFailure::TaskFailed { ops, bytes, .. } = f {
+                lost.ops = lost.ops.map(|n| n.saturating_add(planned_ops.saturating_sub(*ops)));
+                lost.bytes =
+                    lost.bytes.zip(planned_bytes).map(|(n, b)| n.saturating_add(b.saturating_sub(*bytes)));
+            }
+        }
+        lost
+    }
+}
+
 /// The fault's effect on its phase, from the phase's seconds; `None` when it was never
 /// injected within the phase.
-fn measure(slot: &Slot, errors: &[String]) -> Option<BenchEvent> {
+fn measure(slot: &Slot, errors: &[String], lost: Lost) -> Option<BenchEvent> {
     let injected = slot.injected?;
     let seconds = &with_empty_seconds(&slot.seconds);
     // Whole seconds before the fault: the rate it is measured against.
@@ -552,6 +585,8 @@ fn measure(slot: &Slot, errors: &[String]) -> Option<BenchEvent> {
         recovery_s: recovery,
         client_errors: u32::try_from(errors.len()).unwrap_or(u32::MAX),
         first_error: errors.first().cloned(),
+        ops_lost: lost.ops,
+        bytes_lost: lost.bytes,
     })
 }
 
@@ -705,7 +740,7 @@ pub(crate) mod tests {
     }
 
     fn measure_all(slot: &Slot) -> Option<BenchEvent> {
-        measure(slot, &[])
+        measure(slot, &[], Lost::default())
     }
 
     /// 100 ops a second, the fault at 103.5: a stall of two seconds, back at 90 % from the end
@@ -767,6 +802,29 @@ pub(crate) mod tests {
         assert_eq!(with_empty_seconds(&[(5.0, 1), (3.0, 2)]), [(3.0, 2), (4.0, 0), (5.0, 1)]);
     }
 
+    /// What failed tasks did not do: their planned work less what they had done, summed; the
+    /// clients' other failures count nothing; no planned size, no figure.
+    #[test]
+    fn what_failed_tasks_did_not_do_is_lost() {
+        use super::super::ClientFailure;
+        let failed = |ops, bytes| ClientFailure::TaskFailed {
+            node: "c1".into(),
+            task: 0,
+            error: "write: Transport endpoint is not connected".into(),
+            ops,
+            bytes,
+        };
+        let failures = [failed(100, 100 * 4096), failed(0, 0), ClientFailure::NoResult { node: "c2".into() }];
+        let planned = Some((8192, Some(8192 * 4096)));
+        assert_eq!(
+            Lost::of(&failures, planned),
+            Lost { ops: Some(8092 + 8192), bytes: Some((8092 + 8192) * 4096) }
+        );
+        assert_eq!(Lost::of(&failures, Some((1000, None))), Lost { ops: Some(900 + 1000), bytes: None });
+        assert_eq!(Lost::of(&failures, None), Lost::default());
+        assert_eq!(Lost::of(&[], planned), Lost { ops: Some(0), bytes: Some(0) });
+    }
+
     /// A phase the fault made fail (tasks got I/O errors, and the run stopped there): measured
     /// from its seconds so far, with how many tasks failed and the first error; once only, and
     /// only the fault of that phase.
@@ -780,9 +838,22 @@ pub(crate) mod tests {
             "c1 task 0: write /mnt/gv0/f.00000000 at 4194304: Transport endpoint is not connected".to_owned(),
             "c2 task 1: …".to_owned(),
         ];
-        assert!(faults.on_phase_failed(0, Phase::Ior(IorPhase::Read), &errors).is_empty(), "another phase's");
-        let measured = faults.on_phase_failed(0, write, &errors);
-        let [BenchEvent::FaultMeasured { client_errors, first_error, ops_per_s_before, .. }] = &measured[..]
+        let lost = Lost { ops: Some(1500), bytes: Some(1500 * 4096) };
+        assert!(
+            faults.on_phase_failed(0, Phase::Ior(IorPhase::Read), &errors, lost).is_empty(),
+            "another phase's"
+        );
+        let measured = faults.on_phase_failed(0, write, &errors, lost);
+        let [
+            BenchEvent::FaultMeasured {
+                client_errors,
+                first_error,
+                ops_per_s_before,
+                ops_lost,
+                bytes_lost,
+                ..
+            },
+        ] = &measured[..]
         else {
             panic!("{measured:?}")
         };
@@ -790,10 +861,13 @@ pub(crate) mod tests {
             (*client_errors, first_error.as_deref(), *ops_per_s_before),
             (2, Some(errors[0].as_str()), 100.0)
         );
-        assert!(faults.on_phase_failed(0, write, &errors).is_empty(), "measured once");
+        assert_eq!((*ops_lost, *bytes_lost), (Some(1500), Some(1500 * 4096)));
+        assert!(faults.on_phase_failed(0, write, &errors, lost).is_empty(), "measured once");
         // Kept in events.jsonl without the new fields when there were no errors.
         let line =
             pvfs_bench::results::sorted(&measure_all(&slot(Some(101.5), &[(100.0, 100)])).unwrap()).unwrap();
-        assert!(line.get("client_errors").is_none() && line.get("first_error").is_none(), "{line}");
+        for absent in ["client_errors", "first_error", "ops_lost", "bytes_lost"] {
+            assert!(line.get(absent).is_none(), "{line}");
+        }
     }
 }

@@ -587,6 +587,18 @@ fn import_io500(source: &std::path::Path, args: &ImportArgs) -> anyhow::Result<u
     Ok(exit::OK)
 }
 
+/// What a fault's failed tasks did not do, as a run's line says it (empty when nothing was
+/// lost, or the work had no fixed size); nothing is retried, so it is the application's loss.
+fn lost_text(ops: Option<u64>, bytes: Option<u64>) -> String {
+    match (ops, bytes) {
+        (Some(ops), Some(bytes)) if ops > 0 => {
+            format!("; {ops} transfers ({:.1} MiB) not done by them, none retried", bytes as f64 / 1048576.0)
+        }
+        (Some(ops), None) if ops > 0 => format!("; {ops} operations not done by them, none retried"),
+        _ => String::new(),
+    }
+}
+
 /// A fault's line (or a phase's GlusterFS profile's), as the plain view and `--watch` show it.
 fn fault_line(event: &BenchEvent) -> Option<String> {
     match event {
@@ -655,6 +667,8 @@ fn fault_line(event: &BenchEvent) -> Option<String> {
             recovery_s,
             client_errors,
             first_error,
+            ops_lost,
+            bytes_lost,
             ..
         } => {
             let recovered = recovery_s.map_or_else(
@@ -665,6 +679,7 @@ fn fault_line(event: &BenchEvent) -> Option<String> {
                 Some(first) => format!("; {client_errors} tasks failed, the first: {first}"),
                 None => String::new(),
             };
+            let errors = errors + &lost_text(*ops_lost, *bytes_lost);
             Some(format!(
                 "fault on {node}, iteration {iteration} {phase}: {ops_per_s_before:.0} ops/s before, {stall_s:.0} s with no operation finished, {recovered}{errors}"
             ))
@@ -684,5 +699,45 @@ fn fault_line(event: &BenchEvent) -> Option<String> {
             ))
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pvfs_bench::phase::{IorPhase, Phase};
+
+    /// A fault's line: the rate before, the stall, the recovery, and when tasks failed, how
+    /// many, the first error and what they did not do.
+    #[test]
+    fn a_faults_measure_is_told_with_what_its_failed_tasks_lost() {
+        let measured = |ops_lost, bytes_lost| BenchEvent::FaultMeasured {
+            node: "gfs2".into(),
+            iteration: 0,
+            phase: Phase::Ior(IorPhase::Write),
+            injected_at: 100.0,
+            undone_at: Some(102.0),
+            ops_per_s_before: 10783.0,
+            stall_s: 0.0,
+            recovery_s: None,
+            client_errors: 4,
+            first_error: Some("client1 task 1: write …: Transport endpoint is not connected".into()),
+            ops_lost,
+            bytes_lost,
+        };
+        let line = fault_line(&measured(Some(20480), Some(20480 * 4096))).unwrap();
+        assert_eq!(
+            line,
+            "fault on gfs2, iteration 0 write: 10783 ops/s before, 0 s with no operation finished, not back to 90 % \
+             of it within the phase; 4 tasks failed, the first: client1 task 1: write …: Transport endpoint is not \
+             connected; 20480 transfers (80.0 MiB) not done by them, none retried"
+        );
+        let no_size = fault_line(&measured(None, None)).unwrap();
+        assert!(no_size.ends_with("Transport endpoint is not connected"), "{no_size}");
+        assert!(
+            fault_line(&measured(Some(7), None))
+                .unwrap()
+                .ends_with("; 7 operations not done by them, none retried")
+        );
     }
 }

@@ -2034,7 +2034,7 @@ fn a_fault_kills_a_brick_mid_phase_brings_it_back_and_is_measured() {
         .find(|l| l.starts_with("| s1 | 0 | write | "))
         .unwrap_or_else(|| panic!("no fault row:\n{md}"));
     assert!(
-        row.contains(" | 0 | 0.0 | 0 | 8 | "),
+        row.contains(" | 0 | 0.0 | 0 | none | 8 | "),
         "no stall, back at once, no client error, 8 entries healed: {row}"
     );
     let svg = std::fs::read_to_string(
