@@ -5,7 +5,10 @@
 //! Every daemon runs for the whole benchmark, each driven as in production: the agent sampling
 //! every second and streaming to a follower (`pvfsctl top --json`, over mTLS), a second agent
 //! whose follower also asks for its processes (`top --processes`), a third on a Lustre
-//! server's files (a root holding a real 2.15 server's parameters). After a warm-up, each round
+//! server's files (a root holding a real 2.15 server's parameters), a fourth on a BeeGFS
+//! storage server's (its configuration and IDs, and a stand-in `beegfs-ctl` on its PATH printing
+//! as BeeGFS 7.4.7's does: the agent's reading and parsing are measured, the stand-in's own CPU
+//! is its process's, not the agent's). After a warm-up, each round
 //! measures all of them over the same window (CPU from /proc/PID/task/*/schedstat, RSS and its
 //! anonymous part every second), so whatever else the machine does in a round weighs on every
 //! daemon alike; each round is printed with the load average. Then per daemon the median over
@@ -95,6 +98,25 @@ pub fn run_agent(args: &AgentArgs) -> anyhow::Result<()> {
         rounds: Vec::new(),
     });
     keep.push(agent);
+    let root = beegfs_root(&dir)?;
+    let path = format!("{}:{}", dir.join("beegfs-bin").display(), std::env::var("PATH").unwrap_or_default());
+    let (agent, cluster) = start_agent_with(
+        &binary,
+        &dir,
+        &tls_arg,
+        "beegfs",
+        &["--root", &root.to_string_lossy()],
+        &[("PATH", &path)],
+    )?;
+    keep.push(KillOnDrop::spawn(Command::new(&binary).args(["ctl", "top", "--json"]).arg(&cluster))?);
+    daemons.push(Daemon {
+        name: "pvfs-agent +beegfs",
+        load: "as the first, on a BeeGFS storage server (its statistics every second, its target's space every second and state every 10 s)",
+        pid: agent.pid(),
+        rounds: Vec::new(),
+    });
+    keep.push(agent);
+    let ours_count = daemons.len();
     // gmond on loopback with Debian's configuration (its default metric set and schedule).
     let (udp, tcp) = (free_port()?, free_port()?);
     let conf = gmond_loopback_conf(&std::fs::read_to_string("/etc/ganglia/gmond.conf")?, udp, tcp);
@@ -202,7 +224,7 @@ pub fn run_agent(args: &AgentArgs) -> anyhow::Result<()> {
     }
     let ours = &daemons[0];
     println!("\npvfs-agent ÷ (median, [95 % bootstrap interval]; \"undecided\" where it spans 1.0):");
-    for other in &daemons[3..] {
+    for other in &daemons[ours_count..] {
         for (what, f) in [
             ("CPU", (|r: &(f64, f64, f64)| r.0) as fn(&(f64, f64, f64)) -> f64),
             ("peak RSS", |r| r.1),
@@ -246,6 +268,18 @@ fn start_agent(
     name: &str,
     extra: &[&str],
 ) -> anyhow::Result<(KillOnDrop, std::path::PathBuf)> {
+    start_agent_with(binary, dir, tls, name, extra, &[])
+}
+
+/// [`start_agent`] with `env` set for the agent.
+fn start_agent_with(
+    binary: &std::path::Path,
+    dir: &std::path::Path,
+    tls: &str,
+    name: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> anyhow::Result<(KillOnDrop, std::path::PathBuf)> {
     let port = free_port()?;
     let cluster = dir.join(format!("cluster-{name}.toml"));
     std::fs::write(
@@ -259,9 +293,42 @@ fn start_agent(
             .args(["agent", "--name", "bench", "--listen", &format!("127.0.0.1:{port}"), "--tls-dir", tls])
             .arg("--state-dir")
             .arg(dir.join(format!("state-{name}")))
-            .args(extra),
+            .args(extra)
+            .envs(env.iter().copied()),
     )?;
     Ok((agent, cluster))
+}
+
+/// A root for an agent on a BeeGFS storage server: this machine's /proc and /sys, the server's
+/// configuration naming its storage directory, the IDs its server and management daemon wrote
+/// there (`nodeNumID` 3, `targetNumID` 101); and beside it `beegfs-bin/beegfs-ctl`, the stand-in
+/// pvfs-metrics' tests use (its header says how it prints).
+fn beegfs_root(dir: &std::path::Path) -> anyhow::Result<std::path::PathBuf> {
+    let root = dir.join("beegfs-root");
+    std::fs::create_dir_all(&root)?;
+    for tree in ["proc", "sys"] {
+        let link = root.join(tree);
+        if !link.exists() {
+            std::os::unix::fs::symlink(format!("/{tree}"), link)?;
+        }
+    }
+    for (path, text) in [
+        ("etc/beegfs/beegfs-storage.conf", "storeStorageDirectory = /data/beegfs/t1\n"),
+        ("data/beegfs/t1/nodeNumID", "3\n"),
+        ("data/beegfs/t1/targetNumID", "101\n"),
+    ] {
+        let at = root.join(path);
+        std::fs::create_dir_all(at.parent().context("a directory")?)?;
+        std::fs::write(at, text)?;
+    }
+    let bin = dir.join("beegfs-bin");
+    std::fs::create_dir_all(&bin)?;
+    std::fs::copy(
+        util::root().join("crates/pvfs-metrics/testdata/beegfs/stand-in-beegfs-ctl.sh"),
+        bin.join("beegfs-ctl"),
+    )?;
+    std::fs::set_permissions(bin.join("beegfs-ctl"), std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+    Ok(root)
 }
 
 /// A root for an agent (`--root`): links to this machine's /proc and /sys entries, and a real

@@ -203,8 +203,10 @@ pub struct BrwStats {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BrwHistogram {
     /// lustre_collector's (and so lustrefs-exporter's) name for it: `pages`, `discont_pages`,
-    /// `discont_blocks`, `dio_frags`, `rpc_hist`, `io_time`, `disk_iosize`, `block_maps_msec`;
-    /// a table Lustre adds later is named by its title.
+    /// `discont_blocks`, `dio_frags`, `rpc_hist`, `io_time`, `disk_iosize`, `block_maps_msec`,
+    /// and the I/O time of one I/O size, `4K I/O time (1/1000s)`, `io_time_4096` (its size in
+    /// bytes, as lustre_collector 0.12.6's `size_to_time` names it); a table Lustre adds later
+    /// is named by its title.
     pub name: String,
     /// As printed: `pages per bulk r/w`.
     pub title: String,
@@ -256,9 +258,16 @@ pub fn parse_brw_stats(text: &str) -> Result<BrwStats, StatsError> {
                 .rsplit_once(char::is_whitespace)
                 .ok_or_else(|| err("a table's title without its unit"))?;
             let title = title.trim();
-            let name = BRW_NAMES.iter().find(|(t, _)| *t == title).map_or(title, |(_, n)| n);
+            let sized = title
+                .strip_suffix(" I/O time (1/1000s)")
+                .and_then(bucket)
+                .map(|size| format!("io_time_{size}"));
+            let name = match sized {
+                Some(name) => name,
+                None => BRW_NAMES.iter().find(|(t, _)| *t == title).map_or(title, |(_, n)| n).to_owned(),
+            };
             stats.histograms.push(BrwHistogram {
-                name: name.to_owned(),
+                name,
                 title: title.to_owned(),
                 unit: unit.to_owned(),
                 buckets: Vec::new(),
@@ -641,6 +650,17 @@ mod tests {
             (maps.unit.as_str(), maps.buckets[0]),
             ("maps", BrwBucket { name: 1, read: 12689, write: 0 })
         );
+        // The I/O time of one I/O size (Lustre 2.16's tables), named with the size in bytes as
+        // lustre_collector's `size_to_time` names it (its test's header).
+        let sized = parse_brw_stats(
+            "4K I/O time (1/1000s)     ios   % cum % |  ios         % cum %\n1:  3 75 75 | 1 100 100\n2:  1 25 100 | 0 0 100\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (sized.histograms[0].name.as_str(), sized.histograms[0].title.as_str()),
+            ("io_time_4096", "4K I/O time (1/1000s)")
+        );
+        assert_eq!(sized.histograms[0].buckets[1], BrwBucket { name: 2, read: 1, write: 0 });
         let empty = parse_brw_stats(&fixture("brw_stats_empty.txt")).unwrap();
         assert!(
             empty.histograms.iter().all(|h| h.buckets.is_empty()) && empty.histograms.len() >= 3,

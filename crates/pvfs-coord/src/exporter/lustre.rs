@@ -275,8 +275,9 @@ pub(super) fn write(w: &mut impl Sink, view: &ClusterView) {
     // Each OSD's brw_stats tables, a series per bucket and direction, as lustrefs-exporter
     // 0.12.6's brw_stats.rs names them (each table by lustre_collector's name for it; its help
     // texts as its snapshots print them). Counters, all of them, as there: "in flight" counts
-    // the I/Os that found that many in flight. Tables Lustre adds later (2.16's I/O times per
-    // size) are not exported until their names are known.
+    // the I/Os that found that many in flight. Lustre 2.16's I/O time of each I/O size
+    // (`io_time_SIZE`) goes into `lustre_io_time_milliseconds_total` with the size in bytes as
+    // its `opsize`, as there.
     let brw: [(&str, &str, &str); 8] = [
         (
             "disk_iosize",
@@ -327,19 +328,21 @@ pub(super) fn write(w: &mut impl Sink, view: &ClusterView) {
     }
     for (table, name, help) in brw {
         family(w, view, (name, "counter", help), |t, emit| {
-            let (Some(kind), Some(h)) = (t.kind, t.brw.iter().find(|h| h.name == table)) else { return };
-            for b in &h.buckets {
-                let size = b.name.to_string();
-                for (operation, n) in [("read", b.read), ("write", b.write)] {
-                    emit(
-                        &[
-                            ("component", kind.component()),
-                            ("operation", operation),
-                            ("target", &t.name),
-                            ("size", &size),
-                        ],
-                        n as f64,
-                    );
+            let Some(kind) = t.kind else { return };
+            for h in &t.brw {
+                let opsize = match h.name.strip_prefix("io_time_") {
+                    Some(opsize) if table == "io_time" => Some(opsize),
+                    _ if h.name == table => None,
+                    _ => continue,
+                };
+                for b in &h.buckets {
+                    let size = b.name.to_string();
+                    for (operation, n) in [("read", b.read), ("write", b.write)] {
+                        let mut labels = vec![("component", kind.component()), ("operation", operation)];
+                        labels.extend(opsize.map(|o| ("opsize", o)));
+                        labels.extend([("target", t.name.as_str()), ("size", size.as_str())]);
+                        emit(&labels, n as f64);
+                    }
                 }
             }
         });

@@ -324,6 +324,49 @@ fn lustre_targets_are_named_as_lustrefs_exporter_names_them() {
     assert!(!render(&view(), false).contains("lustre_"));
 }
 
+/// Lustre 2.16's I/O time of each I/O size goes where lustrefs-exporter 0.12.6 puts it: into
+/// `lustre_io_time_milliseconds_total`, its size in bytes as `opsize` (its brw_stats.rs).
+#[test]
+fn an_io_sizes_io_time_is_exported_with_its_opsize() {
+    let brw = pvfs_metrics::lustre::parse_brw_stats(
+        "I/O time (1/1000s)     ios   % cum % |  ios         % cum %\n1:  5 100 100 | 0 0 0\n\n\
+         4K I/O time (1/1000s)     ios   % cum % |  ios         % cum %\n1:  3 75 75 | 1 100 100\n",
+    )
+    .unwrap();
+    let snapshot = pvfs_metrics::lustre::node::Snapshot {
+        targets: vec![pvfs_metrics::lustre::node::Target {
+            kind: Some(pvfs_metrics::lustre::node::Kind::Ost),
+            name: "fs-OST0000".into(),
+            brw: brw.histograms,
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let mut view = view();
+    let mut sample = stamped(3, 1500, 6_000_000);
+    sample.sample.fs = Some(Arc::new(pvfs_metrics::sample::FsSecond {
+        lustre: Some(snapshot),
+        bricks: Vec::new(),
+        beegfs: Vec::new(),
+        beegfs_targets: Vec::new(),
+    }));
+    view.apply(StreamEvent::Sample { node: "oss00".into(), stamped: sample, processes: Vec::new() });
+    let text = render(&view, false);
+    check_grammar(&text);
+    let series: Vec<&str> =
+        text.lines().filter(|l| l.starts_with("lustre_io_time_milliseconds_total{")).collect();
+    assert_eq!(
+        series,
+        [
+            r#"lustre_io_time_milliseconds_total{node="oss00",role="oss",component="ost",operation="read",target="fs-OST0000",size="1"} 5"#,
+            r#"lustre_io_time_milliseconds_total{node="oss00",role="oss",component="ost",operation="write",target="fs-OST0000",size="1"} 0"#,
+            r#"lustre_io_time_milliseconds_total{node="oss00",role="oss",component="ost",operation="read",opsize="4096",target="fs-OST0000",size="1"} 3"#,
+            r#"lustre_io_time_milliseconds_total{node="oss00",role="oss",component="ost",operation="write",opsize="4096",target="fs-OST0000",size="1"} 1"#,
+        ],
+        "{text}"
+    );
+}
+
 /// LNet's counters under lustrefs-exporter 0.12.6's names and help (its `lnet.rs`, which its
 /// snapshots above do not exercise: they come from `lctl get_param`, without `lnetctl`), read
 /// from a real node's LNet stats file; OpenMetrics names the families without `_total`.
