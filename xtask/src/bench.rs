@@ -139,6 +139,10 @@ pub struct IngestArgs {
     /// and what Prometheus took in, beside serve's CPU.
     #[arg(long)]
     pub remote_write: bool,
+    /// The build measured: `dist` (the shipped binary: fat LTO, glibc 2.17) or `release`
+    /// (what the README's build makes).
+    #[arg(long, value_enum, default_value = "dist")]
+    pub build: crate::bench_engine::Build,
 }
 
 /// `cargo xtask bench-ingest`: `pvfsctl serve` following N simulated agents (one process
@@ -147,7 +151,8 @@ pub struct IngestArgs {
 /// time to arrival, from the coordinator's own `pvfs_ingest_delay_seconds` histogram.
 pub fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
     util::ensure_programs(&[("curl", "curl")])?;
-    let binary = util::build_shipped()?;
+    let binary = crate::bench_engine::build(args.build)?;
+    eprintln!("xtask bench-ingest: {} ({} build)", binary.display(), args.build.name());
     let (dir, tls_arg) = util::bench_dir(&binary, "bench-ingest", &["sim"])?;
 
     let n = args.agents;
