@@ -324,6 +324,23 @@ fn lustre_targets_are_named_as_lustrefs_exporter_names_them() {
     assert!(!render(&view(), false).contains("lustre_"));
 }
 
+/// A view of one node, oss00, whose second holds `snapshot`, and its exposition (its grammar
+/// checked).
+fn lustre_view(snapshot: pvfs_metrics::lustre::node::Snapshot) -> (ClusterView, String) {
+    let mut view = view();
+    let mut sample = stamped(3, 1500, 6_000_000);
+    sample.sample.fs = Some(Arc::new(pvfs_metrics::sample::FsSecond {
+        lustre: Some(snapshot),
+        bricks: Vec::new(),
+        beegfs: Vec::new(),
+        beegfs_targets: Vec::new(),
+    }));
+    view.apply(StreamEvent::Sample { node: "oss00".into(), stamped: sample, processes: Vec::new() });
+    let text = render(&view, false);
+    check_grammar(&text);
+    (view, text)
+}
+
 /// Lustre 2.16's I/O time of each I/O size goes where lustrefs-exporter 0.12.6 puts it: into
 /// `lustre_io_time_milliseconds_total`, its size in bytes as `opsize` (its brw_stats.rs).
 #[test]
@@ -342,17 +359,7 @@ fn an_io_sizes_io_time_is_exported_with_its_opsize() {
         }],
         ..Default::default()
     };
-    let mut view = view();
-    let mut sample = stamped(3, 1500, 6_000_000);
-    sample.sample.fs = Some(Arc::new(pvfs_metrics::sample::FsSecond {
-        lustre: Some(snapshot),
-        bricks: Vec::new(),
-        beegfs: Vec::new(),
-        beegfs_targets: Vec::new(),
-    }));
-    view.apply(StreamEvent::Sample { node: "oss00".into(), stamped: sample, processes: Vec::new() });
-    let text = render(&view, false);
-    check_grammar(&text);
+    let (_, text) = lustre_view(snapshot);
     let series: Vec<&str> =
         text.lines().filter(|l| l.starts_with("lustre_io_time_milliseconds_total{")).collect();
     assert_eq!(
@@ -381,17 +388,7 @@ fn lnet_traffic_is_named_as_lustrefs_exporter_names_it() {
         lnet: Some(pvfs_metrics::lustre::parse_lnet_proc_stats(&real).unwrap()),
         ..Default::default()
     };
-    let mut view = view();
-    let mut sample = stamped(3, 1500, 6_000_000);
-    sample.sample.fs = Some(Arc::new(pvfs_metrics::sample::FsSecond {
-        lustre: Some(snapshot),
-        bricks: Vec::new(),
-        beegfs: Vec::new(),
-        beegfs_targets: Vec::new(),
-    }));
-    view.apply(StreamEvent::Sample { node: "oss00".into(), stamped: sample, processes: Vec::new() });
-    let text = render(&view, false);
-    check_grammar(&text);
+    let (view, text) = lustre_view(snapshot);
     for (name, help, value) in [
         ("lustre_send_count_total", "Total number of messages that have been sent", "195805494"),
         ("lustre_receive_count_total", "Total number of messages that have been received", "204125982"),
