@@ -169,18 +169,41 @@ fn each_task(
 
 /// The tasks' start line, a barrier: no task passes until every task's thread that could be
 /// started is running and has arrived.
+///
+/// A task that has arrived polls for the gate to open before it sleeps, as Open MPI's
+/// shared-memory `MPI_Barrier` polls: a condition variable wakes its sleepers one after another,
+/// tens of microseconds apart each on a 2-core machine, and that skew between the tasks' starts
+/// was in every phase's time — IOR's `open(s)` column, a read's open of 2 tasks measured at 5×
+/// IOR's (`xtask bench-engine --against ior`). The polling yields the CPU between looks, so the
+/// threads still being started are not held up, and gives up after [`Gate::POLL`].
 #[derive(Default)]
 struct Gate {
     /// Threads arrived, and how many were started (once the spawning thread knows).
     state: std::sync::Mutex<(usize, Option<usize>)>,
     changed: std::sync::Condvar,
+    /// Set, under the lock, once every started thread has arrived: what the pollers look at.
+    passed: std::sync::atomic::AtomicBool,
 }
 
 impl Gate {
+    /// How long an arrived task polls before it sleeps: past any phase's thread starts (about
+    /// 50 µs each), short beside any phase.
+    const POLL: std::time::Duration = std::time::Duration::from_millis(20);
+
     fn wait(&self) {
+        {
+            let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            state.0 += 1;
+            self.pass_if_all_here(&state);
+        }
+        let until = std::time::Instant::now() + Self::POLL;
+        while std::time::Instant::now() < until {
+            if self.passed.load(std::sync::atomic::Ordering::Acquire) {
+                return;
+            }
+            std::thread::yield_now();
+        }
         let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        state.0 += 1;
-        self.changed.notify_all();
         while state.1.is_none_or(|started| state.0 < started) {
             state = self.changed.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner);
         }
@@ -188,8 +211,17 @@ impl Gate {
 
     /// `started` threads were started: they pass once all have arrived.
     fn open(&self, started: usize) {
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).1 = Some(started);
-        self.changed.notify_all();
+        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        state.1 = Some(started);
+        self.pass_if_all_here(&state);
+    }
+
+    /// Opens the gate when every started thread is here (the lock held).
+    fn pass_if_all_here(&self, state: &(usize, Option<usize>)) {
+        if state.1.is_some_and(|started| state.0 >= started) {
+            self.passed.store(true, std::sync::atomic::Ordering::Release);
+            self.changed.notify_all();
+        }
     }
 }
 

@@ -235,9 +235,12 @@ impl Dir {
         if !meta.file_type().is_file() {
             return Err(FileError::NotRegular { op: what, path });
         }
-        let status = nix::fcntl::fcntl(&file, FcntlArg::F_GETFL).map_err(|e| explain("fcntl", &path, e))?;
-        let blocking = OFlag::from_bits_truncate(status) - OFlag::O_NONBLOCK;
-        nix::fcntl::fcntl(&file, FcntlArg::F_SETFL(blocking)).map_err(|e| explain("fcntl", &path, e))?;
+        // The status flags are the ones asked for (F_SETFL takes only those — O_DIRECT,
+        // O_APPEND, O_NONBLOCK, … — and ignores the access mode and creation flags among
+        // `flags`), so no F_GETFL is needed to know them: an open is three system calls, not
+        // four (IOR's `open(s)` is one `open`; `xtask bench-engine --against ior`).
+        nix::fcntl::fcntl(&file, FcntlArg::F_SETFL(flags - OFlag::O_NONBLOCK))
+            .map_err(|e| explain("fcntl", &path, e))?;
         Ok(file)
     }
 
@@ -467,6 +470,12 @@ mod tests {
         let r = dir.open_read("ior", OFlag::empty()).unwrap();
         let flags = OFlag::from_bits_truncate(nix::fcntl::fcntl(&r, FcntlArg::F_GETFL).unwrap());
         assert!(!flags.contains(OFlag::O_NONBLOCK));
+        // The status flags asked for stay once O_NONBLOCK is cleared (set without reading them
+        // back first), and so does the access mode.
+        let w = dir.open_write("ior", OFlag::O_APPEND).unwrap();
+        let flags = OFlag::from_bits_truncate(nix::fcntl::fcntl(&w, FcntlArg::F_GETFL).unwrap());
+        assert!(flags.contains(OFlag::O_APPEND) && !flags.contains(OFlag::O_NONBLOCK), "{flags:?}");
+        assert_eq!(flags & OFlag::O_ACCMODE, OFlag::O_WRONLY, "{flags:?}");
         dir.remove_file("ior", false).unwrap();
         dir.remove_file("ior", true).unwrap();
         // Removing a symlink removes the link, not its target.
