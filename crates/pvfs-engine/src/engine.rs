@@ -130,14 +130,17 @@ pub enum EngineError {
 /// named `name` (a Lustre client tags its I/O with its thread's name when `jobid_var` is
 /// `procname_uid`), or `task N` without one.
 ///
-/// No task begins before every task's thread is running: they meet at a barrier ([`Gate`]), as
-/// IOR's and mdtest's ranks meet at an `MPI_Barrier` before each phase's clock starts. Without it the first task's start, which a phase's time
-/// is counted from, would be a thread start or more ahead of the last task's — most of a
-/// phase as short as mdtest's tree creation of one directory.
+/// No task begins before every task's thread is running and ready: each calls [`Ready::wait`]
+/// once its own preparation is done (its buffer, its offsets), just before its clock starts,
+/// and they meet there ([`Gate`]), as IOR's and mdtest's ranks meet at an `MPI_Barrier` right
+/// before each phase's timers. Without it the first task's start, which a phase's time is
+/// counted from, would be a thread start or a buffer's allocation ahead of the last task's —
+/// most of a phase as short as mdtest's tree creation of one directory, or of IOR's `open(s)`.
+/// A task that returns without waiting (it failed first) arrives as it ends.
 fn each_task(
     tasks: std::ops::Range<u32>,
     name: Option<&str>,
-    run: impl Fn(u32) -> TaskResult + Sync,
+    run: impl Fn(u32, &Ready<'_>) -> TaskResult + Sync,
 ) -> Vec<TaskResult> {
     let run = &run;
     let gate = Gate::default();
@@ -149,8 +152,10 @@ fn each_task(
                 std::thread::Builder::new()
                     .name(name.map_or_else(|| format!("task {task}"), str::to_owned))
                     .spawn_scoped(scope, move || {
-                        gate.wait();
-                        run(task)
+                        let ready = Ready { gate, arrived: std::cell::Cell::new(false) };
+                        let result = run(task, &ready);
+                        ready.wait();
+                        result
                     })
             })
             .collect();
@@ -165,6 +170,22 @@ fn each_task(
             })
             .collect()
     })
+}
+
+/// A task's place at the start line ([`each_task`]).
+pub(crate) struct Ready<'g> {
+    gate: &'g Gate,
+    arrived: std::cell::Cell<bool>,
+}
+
+impl Ready<'_> {
+    /// Arrives at the start line and waits for every other task there; once only (later calls
+    /// return at once).
+    pub(crate) fn wait(&self) {
+        if !self.arrived.replace(true) {
+            self.gate.wait();
+        }
+    }
 }
 
 /// The tasks' start line, a barrier: no task passes until every task's thread that could be

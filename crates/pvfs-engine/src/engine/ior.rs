@@ -230,8 +230,8 @@ pub fn run_ior_phase_across(
         stop_after: job.stop_after,
         wear_out: job.params.wear_out.then_some(&wear_out),
     };
-    super::each_task(job.tasks.clone(), job.thread_name.as_deref(), |task| match &dir {
-        Ok(dir) => run_task(job, dir, phase, task, progress, &wall),
+    super::each_task(job.tasks.clone(), job.thread_name.as_deref(), |task, ready| match &dir {
+        Ok(dir) => run_task(job, dir, phase, task, progress, &wall, ready),
         Err(err) => super::failed(task, err),
     })
 }
@@ -243,6 +243,7 @@ fn run_task(
     task: u32,
     progress: &Progress,
     wall: &Stonewall<'_>,
+    ready: &super::Ready<'_>,
 ) -> TaskResult {
     let p = &job.params;
     // -C: read what a task on another client wrote, so this client's cache cannot serve it.
@@ -273,7 +274,9 @@ fn run_task(
         pattern::generate(buffer.bytes_mut(), p.packet, signature, task);
     }
     // The task's clock starts at its open, as IOR's open timer does: its buffer is allocated
-    // and filled before (IOR fills it before the repetition's timers too).
+    // and filled before (IOR fills it before the repetition's timers too), and the tasks meet
+    // first, as IOR's ranks meet at the barrier before their open timers.
+    ready.wait();
     let start = SystemTime::now();
     let mut done = TaskResult::begun(task, start);
     let mut check = Check { owner, mismatches: 0, first: None };

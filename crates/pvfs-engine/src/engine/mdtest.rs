@@ -124,8 +124,8 @@ pub fn run_mdtest_phase_across(
     };
     let wear_out = WearOut::new(tasks as usize, agree);
     let wall = walled.then_some(&wear_out);
-    let results = super::each_task(job.tasks.clone(), job.thread_name.as_deref(), |task| match &dir {
-        Ok(dir) => run_task(job, dir, parent.as_ref(), phase, task, progress, wall),
+    let results = super::each_task(job.tasks.clone(), job.thread_name.as_deref(), |task, ready| match &dir {
+        Ok(dir) => run_task(job, dir, parent.as_ref(), (phase, task), progress, wall, ready),
         Err(err) => {
             if let Some(wall) = wall {
                 wall.arrive(None);
@@ -164,13 +164,11 @@ fn run_task(
     job: &MdtestJob,
     run_dir: &Dir,
     parent: Option<&Dir>,
-    phase: MdtestPhase,
-    task: u32,
+    (phase, task): (MdtestPhase, u32),
     progress: &Progress,
     wall: Option<&WearOut<'_>>,
+    ready: &super::Ready<'_>,
 ) -> TaskResult {
-    let start = SystemTime::now();
-    let mut r = TaskResult::begun(task, start);
     let mut latency = crate::engine::TaskLatency::new(true);
     let p = &job.params;
     let (owner, holder) = job.owners(task, phase);
@@ -187,6 +185,11 @@ fn run_task(
         MdtestPhase::FileRead => vec![0u8; 4096],
         _ => Vec::new(),
     };
+    // The clock starts once every task is ready, as mdtest's phase timers start after a
+    // barrier: the buffers above are made before it.
+    ready.wait();
+    let start = SystemTime::now();
+    let mut r = TaskResult::begun(task, start);
     let mut items = Items {
         job,
         phase,

@@ -625,6 +625,30 @@ fn task_threads_carry_the_job_tag_the_kernel_sees() {
     assert!(names.contains("task 0") && names.contains("task 1"), "{names:?}");
 }
 
+/// A task that returns before it is ready (it failed first) arrives as it ends: the others
+/// pass the start line and finish, and every task that waited began after every other had
+/// arrived or ended.
+#[test]
+fn a_task_that_fails_before_the_start_line_holds_no_one() {
+    let arrived = std::sync::atomic::AtomicUsize::new(0);
+    let seen: Vec<TaskResult> = each_task(0..4, None, |task, ready| {
+        if task == 2 {
+            arrived.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            return failed(task, &EngineError::NoTask);
+        }
+        arrived.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        ready.wait();
+        ready.wait();
+        let at_start = arrived.load(std::sync::atomic::Ordering::SeqCst);
+        TaskResult { ops: at_start as u64, ..TaskResult::begun(task, SystemTime::now()) }
+    });
+    assert_eq!(seen.len(), 4);
+    assert!(seen[2].error.is_some());
+    for r in seen.iter().filter(|r| r.task != 2) {
+        assert_eq!(r.ops, 4, "task {} began before every task had arrived", r.task);
+    }
+}
+
 /// Issue 30: no task begins before every task's thread exists (IOR's and mdtest's ranks meet
 /// at a barrier before a phase's clock starts), so a phase's time, counted from the first
 /// task's start, never holds the other threads' creation: each of 16 tasks, as it begins,
@@ -633,7 +657,8 @@ fn task_threads_carry_the_job_tag_the_kernel_sees() {
 fn every_task_begins_once_every_tasks_thread_exists() {
     // Held after counting, so that no thread ends (and leaves the list) before all have counted.
     let counted = std::sync::Barrier::new(16);
-    let seen: Vec<TaskResult> = each_task(0..16, Some("pvgate"), |task| {
+    let seen: Vec<TaskResult> = each_task(0..16, Some("pvgate"), |task, ready| {
+        ready.wait();
         let threads = std::fs::read_dir("/proc/self/task")
             .unwrap()
             .flatten()
