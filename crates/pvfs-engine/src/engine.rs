@@ -152,10 +152,10 @@ fn each_task(
                 std::thread::Builder::new()
                     .name(name.map_or_else(|| format!("task {task}"), str::to_owned))
                     .spawn_scoped(scope, move || {
+                        // A task that ends without waiting, by an error or a panic, arrives as
+                        // its `Ready` drops.
                         let ready = Ready { gate, arrived: std::cell::Cell::new(false) };
-                        let result = run(task, &ready);
-                        ready.wait();
-                        result
+                        run(task, &ready)
                     })
             })
             .collect();
@@ -183,7 +183,18 @@ impl Ready<'_> {
     /// return at once).
     pub(crate) fn wait(&self) {
         if !self.arrived.replace(true) {
+            self.gate.arrive();
             self.gate.wait();
+        }
+    }
+}
+
+impl Drop for Ready<'_> {
+    /// A task that never waited (it failed, or panicked, before its start) arrives as it ends,
+    /// without waiting: the others must not wait for it for ever.
+    fn drop(&mut self) {
+        if !self.arrived.replace(true) {
+            self.gate.arrive();
         }
     }
 }
@@ -211,12 +222,15 @@ impl Gate {
     /// 50 µs each), short beside any phase.
     const POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
+    /// One more task is here.
+    fn arrive(&self) {
+        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        state.0 += 1;
+        self.pass_if_all_here(&state);
+    }
+
+    /// Waits for every started task to have arrived.
     fn wait(&self) {
-        {
-            let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            state.0 += 1;
-            self.pass_if_all_here(&state);
-        }
         let until = std::time::Instant::now() + Self::POLL;
         while std::time::Instant::now() < until {
             if self.passed.load(std::sync::atomic::Ordering::Acquire) {

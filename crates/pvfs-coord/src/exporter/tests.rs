@@ -266,17 +266,7 @@ fn lustre_targets_are_named_as_lustrefs_exporter_names_them() {
         let lctl = std::fs::read_to_string(inputs.join(input)).unwrap();
         let snapshot = pvfs_metrics::lustre::node::from_lctl(&lctl);
         assert!(snapshot.errors.is_empty(), "{:?}", snapshot.errors);
-        let mut view = view();
-        let mut sample = stamped(3, 1500, 6_000_000);
-        sample.sample.fs = Some(Arc::new(pvfs_metrics::sample::FsSecond {
-            lustre: Some(snapshot),
-            bricks: Vec::new(),
-            beegfs: Vec::new(),
-            beegfs_targets: Vec::new(),
-        }));
-        view.apply(StreamEvent::Sample { node: "oss00".into(), stamped: sample, processes: Vec::new() });
-        let ours = render(&view, false);
-        check_grammar(&ours);
+        let (view, ours) = lustre_view(snapshot);
         let theirs_text = std::fs::read_to_string(testdata.join(theirs)).unwrap();
         let theirs_text: String = theirs_text.lines().skip(4).map(|l| format!("{l}\n")).collect();
         let pick = |all: Vec<Series>| -> Vec<Series> {

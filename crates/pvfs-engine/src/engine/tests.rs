@@ -625,9 +625,9 @@ fn task_threads_carry_the_job_tag_the_kernel_sees() {
     assert!(names.contains("task 0") && names.contains("task 1"), "{names:?}");
 }
 
-/// A task that returns before it is ready (it failed first) arrives as it ends: the others
-/// pass the start line and finish, and every task that waited began after every other had
-/// arrived or ended.
+/// A task that returns before it is ready (it failed first, or panicked) arrives as it ends:
+/// the others pass the start line and finish, and every task that waited began after every
+/// other had arrived or ended.
 #[test]
 fn a_task_that_fails_before_the_start_line_holds_no_one() {
     let arrived = std::sync::atomic::AtomicUsize::new(0);
@@ -644,6 +644,16 @@ fn a_task_that_fails_before_the_start_line_holds_no_one() {
     });
     assert_eq!(seen.len(), 4);
     assert!(seen[2].error.is_some());
+    // One that panics before its start arrives as it unwinds: the others still begin.
+    let unwound: Vec<TaskResult> = each_task(0..3, None, |task, ready| {
+        if task == 1 {
+            panic!("a task's bug before its start");
+        }
+        ready.wait();
+        TaskResult::begun(task, SystemTime::now())
+    });
+    assert!(matches!(unwound[1].error.as_deref(), Some(e) if e.contains("panicked")), "{:?}", unwound[1]);
+    assert!(unwound[0].error.is_none() && unwound[2].error.is_none());
     for r in seen.iter().filter(|r| r.task != 2) {
         assert_eq!(r.ops, 4, "task {} began before every task had arrived", r.task);
     }
