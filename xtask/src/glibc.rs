@@ -14,11 +14,12 @@
 //!   mirror still carries ([`OLD_SUITE`]), with that release's older glibc (a real EL7 cannot
 //!   be made from Debian's mirrors).
 //!
-//! The tools are pinned and installed here when missing: zig from PyPI's `ziglang` (in a
-//! virtual environment under `target/`, so no system Python is touched) and cargo-zigbuild
-//! from crates.io.
+//! The tools are pinned and installed here when missing, both from PyPI into one virtual
+//! environment under `target/` (so no system Python is touched): zig as `ziglang`, and
+//! cargo-zigbuild as its authors' own prebuilt wheel (`cargo install` compiled it on every
+//! fresh CI machine: 3 min 45 s of CPU for a tool that wraps the linker).
 
-use crate::util::{self, capture, cargo, read, step};
+use crate::util::{self, capture, read, step};
 use anyhow::{Context, bail, ensure};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -27,7 +28,7 @@ use std::process::Command;
 pub const FLOOR: [u32; 2] = [2, 17];
 /// `pip install ziglang==…`. zig 0.16's glibc stubs and cargo-zigbuild's CI agree on it.
 const ZIGLANG: &str = "0.16.0";
-/// `cargo install --locked cargo-zigbuild --version …`.
+/// `pip install cargo-zigbuild==…` (the same release as on crates.io).
 const CARGO_ZIGBUILD: &str = "0.24.1";
 /// The oldest Debian release deb.debian.org still carries (glibc 2.31, older than any
 /// release this project builds on: Debian 12 has 2.36). Jessie (2.19) and stretch (2.24) are
@@ -42,26 +43,40 @@ pub fn target() -> String {
 
 /// A `cargo zigbuild` command, the tools installed first when missing.
 pub fn zigbuild() -> anyhow::Result<Command> {
-    let python = ensure_zig()?;
-    ensure_cargo_zigbuild()?;
-    let mut cmd = cargo();
+    let venv = ensure_tools()?;
+    // The environment's own cargo-zigbuild, run as cargo runs a subcommand (`cargo zigbuild`
+    // would look in ~/.cargo/bin first, where another version may be), with the cargo that
+    // runs xtask.
+    let mut cmd = Command::new(venv.join("bin/cargo-zigbuild"));
+    cmd.arg("zigbuild").current_dir(util::root());
+    if let Some(cargo) = std::env::var_os("CARGO") {
+        cmd.env("CARGO", cargo);
+    }
     // cargo-zigbuild runs `python3 -m ziglang` when no `zig` is on PATH; this one has it.
-    cmd.arg("zigbuild").env("CARGO_ZIGBUILD_PYTHON_PATH", python);
+    cmd.env("CARGO_ZIGBUILD_PYTHON_PATH", venv.join("bin/python3"));
     Ok(cmd)
 }
 
-/// The virtual environment's Python, with `ziglang` at [`ZIGLANG`] installed in it.
-fn ensure_zig() -> anyhow::Result<PathBuf> {
+/// The tools' virtual environment, with `ziglang` at [`ZIGLANG`] and `cargo-zigbuild` at
+/// [`CARGO_ZIGBUILD`] installed in it.
+fn ensure_tools() -> anyhow::Result<PathBuf> {
     let venv = util::root().join("target/tools/ziglang");
     let python = venv.join("bin/python3");
-    let version = |python: &Path| {
-        capture(Command::new(python).args(["-m", "ziglang", "version"]))
+    let zig = || {
+        capture(Command::new(&python).args(["-m", "ziglang", "version"]))
             .ok()
             .filter(|o| o.status.success())
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
     };
-    if version(&python).as_deref() == Some(ZIGLANG) {
-        return Ok(python);
+    let zigbuild = || {
+        capture(Command::new(venv.join("bin/cargo-zigbuild")).arg("--version"))
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+    let pinned = |v: Option<String>| v.is_some_and(|v| v.split_whitespace().any(|w| w == CARGO_ZIGBUILD));
+    if zig().as_deref() == Some(ZIGLANG) && pinned(zigbuild()) {
+        return Ok(venv);
     }
     if !util::have("python3") {
         util::ensure_programs(&[("python3", "python3")])?;
@@ -74,22 +89,14 @@ fn ensure_zig() -> anyhow::Result<PathBuf> {
     step(
         Command::new(venv.join("bin/pip"))
             .args(["install", "--quiet", "--disable-pip-version-check"])
-            .arg(format!("ziglang=={ZIGLANG}")),
+            .arg(format!("ziglang=={ZIGLANG}"))
+            .arg(format!("cargo-zigbuild=={CARGO_ZIGBUILD}")),
     )?;
-    let got = version(&python);
+    let got = zig();
     ensure!(got.as_deref() == Some(ZIGLANG), "ziglang {ZIGLANG} installed, but zig says {got:?}");
-    Ok(python)
-}
-
-fn ensure_cargo_zigbuild() -> anyhow::Result<()> {
-    let installed = capture(Command::new("cargo-zigbuild").arg("--version"))
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
-    if installed.is_some_and(|v| v.split_whitespace().any(|w| w == CARGO_ZIGBUILD)) {
-        return Ok(());
-    }
-    step(cargo().args(["install", "--locked", "cargo-zigbuild", "--version", CARGO_ZIGBUILD]))
+    let got = zigbuild();
+    ensure!(pinned(got.clone()), "cargo-zigbuild {CARGO_ZIGBUILD} installed, but it says {got:?}");
+    Ok(venv)
 }
 
 /// The newest glibc symbol version in `objdump -T`'s listing, e.g. `[2, 17]`.
@@ -195,7 +202,7 @@ tail -n 3 demo.log
 }
 
 /// `target/old-glibc/OLD_SUITE`, debootstrapped (minbase) the first time.
-fn old_root() -> anyhow::Result<PathBuf> {
+pub fn old_root() -> anyhow::Result<PathBuf> {
     let root = util::root().join("target/old-glibc").join(OLD_SUITE);
     let done = root.join(".pvfs-debootstrap-done");
     if done.exists() {
