@@ -37,7 +37,8 @@ pub struct AgentArgs {
     #[arg(long, value_enum, default_value = "dist")]
     pub build: crate::bench_engine::Build,
     /// Measure this pvfs binary instead of building the tree's (another branch's build, to
-    /// compare before and after).
+    /// compare before and after); the agents run from the `pvfs-agent` program beside it when
+    /// there is one (a build that has it), else from it.
     #[arg(long, value_name = "PATH", conflicts_with = "build")]
     pub binary: Option<std::path::PathBuf>,
 }
@@ -156,7 +157,7 @@ pub fn run_agent(args: &AgentArgs) -> anyhow::Result<()> {
     };
     eprintln!(
         "xtask bench-agent: {} ({build} build): {}s warm-up, then {} rounds of {}s",
-        binary.display(),
+        util::agent_beside(&binary).display(),
         args.warmup,
         args.rounds,
         args.seconds
@@ -288,9 +289,13 @@ fn start_agent_with(
             "[cluster]\nname = \"bench\"\nkind = \"local\"\n[local]\nmount = \"/tmp\"\n[[node]]\nname = \"bench\"\naddress = \"127.0.0.1:{port}\"\nroles = [\"server\"]\n"
         ),
     )?;
+    // The agent's own program, as the package and bootstrap install it (or `binary` itself
+    // when a given build has none beside it).
+    let program = util::agent_beside(binary);
     let agent = KillOnDrop::spawn(
-        Command::new(binary)
-            .args(["agent", "--name", "bench", "--listen", &format!("127.0.0.1:{port}"), "--tls-dir", tls])
+        Command::new(&program)
+            .args(util::agent_args(&program))
+            .args(["--name", "bench", "--listen", &format!("127.0.0.1:{port}"), "--tls-dir", tls])
             .arg("--state-dir")
             .arg(dir.join(format!("state-{name}")))
             .args(extra)

@@ -91,6 +91,8 @@ pub fn build(build: Build) -> anyhow::Result<std::path::PathBuf> {
                 "pvfs",
                 "--bin",
                 "pvfs",
+                "--bin",
+                "pvfs-agent",
             ]))?;
             Ok(util::root().join("target/release/pvfs"))
         }

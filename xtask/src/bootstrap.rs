@@ -394,8 +394,11 @@ fn switch_routes(lab: &Lab, ctx: &Ctx, work: &Path) -> anyhow::Result<()> {
     );
     let ready = find(&events, "ready", node).context("node3 never answered")?;
     eprintln!("xtask e2e: node3 on the package: {ready}");
-    ensure!(ready["executable"] == "/usr/bin/pvfs", "the agent answering is not the package's: {ready}");
-    ensure!(running_exe(lab)? == "/usr/bin/pvfs", "systemd runs {}", running_exe(lab)?);
+    ensure!(
+        ready["executable"] == "/usr/bin/pvfs-agent",
+        "the agent answering is not the package's: {ready}"
+    );
+    ensure!(running_exe(lab)? == "/usr/bin/pvfs-agent", "systemd runs {}", running_exe(lab)?);
     ensure!(unit(lab)? == "/lib/systemd/system/pvfs-agent.service", "the unit is {}", unit(lab)?);
     for gone in ["/usr/local/bin/pvfs-agent", "/etc/systemd/system/pvfs-agent.service"] {
         ensure!(lab.exec(node, &["test", "-e", gone]).is_err(), "{gone} is still on node3");
@@ -420,7 +423,7 @@ fn switch_routes(lab: &Lab, ctx: &Ctx, work: &Path) -> anyhow::Result<()> {
     ensure!(unit(lab)? == "/etc/systemd/system/pvfs-agent.service", "the unit is {}", unit(lab)?);
     let status = lab.exec(node, &["sh", "-c", "dpkg-query -W -f '${Status}' pvfs 2>/dev/null; true"])?;
     ensure!(!status.ends_with(" installed"), "the package is still installed: {status}");
-    for gone in ["/usr/bin/pvfs", "/var/cache/pvfs/pvfs.deb"] {
+    for gone in ["/usr/bin/pvfs", "/usr/bin/pvfs-agent", "/var/cache/pvfs/pvfs.deb"] {
         ensure!(lab.exec(node, &["test", "-e", gone]).is_err(), "{gone} is still on node3");
     }
     ensure!(lab.exec(node, &["systemctl", "is-enabled", "pvfs-agent"])?.trim() == "enabled");

@@ -3,8 +3,8 @@
 //! reading the built file back with `dpkg-deb --info/--contents`.
 //!
 //! What goes where (Debian 12's paths):
-//! - `/usr/bin/pvfs` (stripped), with `pvfsctl` and `pvfs-agent` as symlinks to it (the name picks the
-//!   personality);
+//! - `/usr/bin/pvfs` (stripped), with `pvfsctl` a symlink to it (the name picks the
+//!   personality), and `/usr/bin/pvfs-agent` (stripped), the agent's own program;
 //! - `/lib/systemd/system/pvfs-agent.service`: config/pvfs-agent.service with the binary at
 //!   `/usr/bin` (a package never installs into `/usr/local`);
 //! - `/etc/pvfs/agent.env`, a conffile (an administrator's edits survive upgrades), in a 0700
@@ -39,6 +39,9 @@ pub enum Compression {
 /// What goes into the package.
 pub struct Inputs<'a> {
     pub binary: &'a Path,
+    /// The agent's program: `pvfs-agent` of the same build, or `binary` itself (which runs as
+    /// the agent by that name).
+    pub agent: &'a Path,
     /// A directory with `completions/` and `man/` as `pvfsctl generate --out` writes them.
     pub generated: &'a Path,
     pub version: &'a str,
@@ -60,18 +63,18 @@ pub fn build(inputs: &Inputs<'_>, work: &Path, out_dir: &Path) -> anyhow::Result
     let bin = pkg.join("usr/bin");
     mkdir(&bin)?;
     copy(inputs.binary, &bin.join("pvfs"), 0o755)?;
+    copy(inputs.agent, &bin.join("pvfs-agent"), 0o755)?;
     // Stripped as dh_strip strips executables (Debian policy 10.1): the package carries no
     // debug sections. Panic messages keep their file:line (those are data, not debug info);
-    // the tarball's binary keeps its line tables for symbolised backtraces.
-    step(
-        Command::new("strip")
-            .args(["--remove-section=.comment", "--remove-section=.note"])
-            .arg(bin.join("pvfs")),
-    )?;
-    for link in ["pvfsctl", "pvfs-agent"] {
-        std::os::unix::fs::symlink("pvfs", bin.join(link))
-            .with_context(|| format!("linking usr/bin/{link}"))?;
+    // the tarball's binaries keep their line tables for symbolised backtraces.
+    for program in ["pvfs", "pvfs-agent"] {
+        step(
+            Command::new("strip")
+                .args(["--remove-section=.comment", "--remove-section=.note"])
+                .arg(bin.join(program)),
+        )?;
     }
+    std::os::unix::fs::symlink("pvfs", bin.join("pvfsctl")).context("linking usr/bin/pvfsctl")?;
 
     let unit = std::fs::read_to_string(repo.join("config/pvfs-agent.service"))
         .context("reading config/pvfs-agent.service")?;
@@ -109,7 +112,7 @@ pub fn build(inputs: &Inputs<'_>, work: &Path, out_dir: &Path) -> anyhow::Result
         copy(&repo.join("packaging/deb").join(script), &control_dir.join(script), 0o755)?;
     }
     write(&control_dir.join("conffiles"), &format!("{CONFFILE}\n"), 0o644)?;
-    let depends = shlib_depends(work, &bin.join("pvfs"), inputs.glibc)?;
+    let depends = shlib_depends(work, &[bin.join("pvfs"), bin.join("pvfs-agent")], inputs.glibc)?;
     let control = control(inputs.version, &arch, &depends, installed_size(&pkg)?);
     write(&control_dir.join("control"), &control, 0o644)?;
     write(&control_dir.join("md5sums"), &md5sums(&pkg)?, 0o644)?;
@@ -134,8 +137,15 @@ pub fn build_from_binary(binary: &Path, work: &Path) -> anyhow::Result<PathBuf> 
     step(Command::new(binary).args(["ctl", "generate", "--out"]).arg(&generated))?;
     let version = crate::dist::version(&util::root())?;
     let glibc = Glibc::Any;
-    let inputs =
-        Inputs { binary, generated: &generated, version: &version, compression: Compression::Fast, glibc };
+    let agent = util::agent_beside(binary);
+    let inputs = Inputs {
+        binary,
+        agent: &agent,
+        generated: &generated,
+        version: &version,
+        compression: Compression::Fast,
+        glibc,
+    };
     let deb = build(&inputs, &work.join("tree"), work)?;
     check(&deb, &version, glibc)?;
     Ok(deb)
@@ -227,15 +237,22 @@ pub fn architecture() -> anyhow::Result<String> {
 /// glibc 2.17's headers (zig), and its Rust code passes sysconf only constants glibc 2.17 has
 /// (`_SC_PAGESIZE`, `_SC_CLK_TCK`, `_SC_NPROCESSORS_ONLN`, `_SC_HOST_NAME_MAX` …; std sizes its
 /// signal stacks with `getauxval(AT_MINSIGSTKSZ)`), so that forced minimum does not apply.
-fn shlib_depends(work: &Path, binary: &Path, glibc: Glibc) -> anyhow::Result<String> {
+fn shlib_depends(work: &Path, binaries: &[PathBuf], glibc: Glibc) -> anyhow::Result<String> {
     write(&work.join("debian/control"), "Source: pvfs\n\nPackage: pvfs\nArchitecture: any\n", 0o644)?;
-    let out = read(Command::new("dpkg-shlibdeps").current_dir(work).args(["-O", "-e"]).arg(binary))
-        .context("computing Depends (dpkg-shlibdeps is in dpkg-dev)")?;
+    let mut cmd = Command::new("dpkg-shlibdeps");
+    cmd.current_dir(work).arg("-O");
+    for binary in binaries {
+        cmd.arg("-e").arg(binary);
+    }
+    let out = read(&mut cmd).context("computing Depends (dpkg-shlibdeps is in dpkg-dev)")?;
     let depends = parse_shlibdeps(&out)?;
     match glibc {
         Glibc::Any => Ok(depends),
         Glibc::Shipped => {
-            let needed = crate::glibc::check_floor(binary)?;
+            let mut needed = Vec::new();
+            for binary in binaries {
+                needed = needed.max(crate::glibc::check_floor(binary)?);
+            }
             let lowered = with_libc6_minimum(&depends, &join(&needed));
             eprintln!("xtask deb: dpkg-shlibdeps says {depends}; the binary's symbols need {lowered}");
             Ok(lowered)
@@ -448,7 +465,7 @@ pub fn check(deb: &Path, version: &str, rule: Glibc) -> anyhow::Result<()> {
     let mut want: Vec<(String, &str, Option<&str>)> = vec![
         ("/usr/bin/pvfs".into(), "-rwxr-xr-x", None),
         ("/usr/bin/pvfsctl".into(), "lrwxrwxrwx", Some("pvfs")),
-        ("/usr/bin/pvfs-agent".into(), "lrwxrwxrwx", Some("pvfs")),
+        ("/usr/bin/pvfs-agent".into(), "-rwxr-xr-x", None),
         (format!("/{UNIT_PATH}"), "-rw-r--r--", None),
         ("/etc/pvfs/".into(), "drwx------", None),
         (CONFFILE.into(), "-rw-r--r--", None),
@@ -511,18 +528,21 @@ pub fn check(deb: &Path, version: &str, rule: Glibc) -> anyhow::Result<()> {
         "the packaged unit does not start /usr/bin/pvfs-agent:\n{unit}"
     );
     ensure!(unit.contains("EnvironmentFile=-/etc/pvfs/agent.env"), "the unit does not read {CONFFILE}");
-    let sections = read(Command::new("readelf").args(["-S", "-W"]).arg(unpacked.join("usr/bin/pvfs")))?;
-    ensure!(
-        !sections.contains(".debug_info")
-            && !sections.contains(".debug_line")
-            && !sections.contains(".symtab"),
-        "the packaged binary is not stripped:\n{sections}"
-    );
-    let packaged = unpacked.join("usr/bin/pvfs");
-    let glibc = match rule {
-        Glibc::Shipped => crate::glibc::check_floor(&packaged)?,
-        Glibc::Any => crate::glibc::needed_by(&packaged)?,
-    };
+    let mut glibc = Vec::new();
+    for program in ["pvfs", "pvfs-agent"] {
+        let packaged = unpacked.join("usr/bin").join(program);
+        let sections = read(Command::new("readelf").args(["-S", "-W"]).arg(&packaged))?;
+        ensure!(
+            !sections.contains(".debug_info")
+                && !sections.contains(".debug_line")
+                && !sections.contains(".symtab"),
+            "the packaged /usr/bin/{program} is not stripped:\n{sections}"
+        );
+        glibc = glibc.max(match rule {
+            Glibc::Shipped => crate::glibc::check_floor(&packaged)?,
+            Glibc::Any => crate::glibc::needed_by(&packaged)?,
+        });
+    }
     let depends = field("Depends")?;
     let declared =
         libc6_minimum(&depends).with_context(|| format!("Depends has no libc6 (>= …): {depends}"))?;
@@ -634,12 +654,12 @@ mod tests {
         let text = "\
 drwx------ root/root         0 2026-11-26 14:02 ./etc/pvfs/
 -rw-r--r-- root/root      1234 2026-11-26 14:02 ./etc/pvfs/agent.env
-lrwxrwxrwx root/root         0 2026-11-26 14:02 ./usr/bin/pvfs-agent -> pvfs
+lrwxrwxrwx root/root         0 2026-11-26 14:02 ./usr/bin/pvfsctl -> pvfs
 ";
         let entries = parse_contents(text).unwrap();
         assert_eq!(entries["/etc/pvfs/"].mode, "drwx------");
         assert_eq!(entries["/etc/pvfs/agent.env"].size, 1234);
-        assert_eq!(entries["/usr/bin/pvfs-agent"].link.as_deref(), Some("pvfs"));
+        assert_eq!(entries["/usr/bin/pvfsctl"].link.as_deref(), Some("pvfs"));
         assert!(parse_contents("-rw-r--r-- root/root").is_err());
     }
 
@@ -660,6 +680,8 @@ lrwxrwxrwx root/root         0 2026-11-26 14:02 ./usr/bin/pvfs-agent -> pvfs
         let binary = std::env::current_exe().unwrap();
         let inputs = Inputs {
             binary: &binary,
+            // A second real ELF for the agent's program, so each is placed and stripped apart.
+            agent: Path::new("/bin/true"),
             generated: &generated,
             version: "9.8.7",
             compression: Compression::Fast,

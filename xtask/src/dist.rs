@@ -18,14 +18,17 @@ pub struct Dist {
 /// Debian package (checked by reading it back).
 pub fn run() -> anyhow::Result<Dist> {
     let binary = util::build_shipped()?;
-    // Before anything is packaged: the binary starts on EL7's glibc, or nothing ships.
-    let glibc = crate::glibc::check_floor(&binary)?;
-    eprintln!(
-        "xtask dist: {} needs GLIBC_{} at most (EL7 has {})",
-        binary.display(),
-        crate::glibc::join(&glibc),
-        crate::glibc::join(&crate::glibc::FLOOR)
-    );
+    let agent = binary.with_file_name("pvfs-agent");
+    // Before anything is packaged: both programs start on EL7's glibc, or nothing ships.
+    for program in [&binary, &agent] {
+        let glibc = crate::glibc::check_floor(program)?;
+        eprintln!(
+            "xtask dist: {} needs GLIBC_{} at most (EL7 has {})",
+            program.display(),
+            crate::glibc::join(&glibc),
+            crate::glibc::join(&crate::glibc::FLOOR)
+        );
+    }
     let root = util::root();
     let version = version(&root)?;
     let arch = std::env::consts::ARCH;
@@ -37,10 +40,10 @@ pub fn run() -> anyhow::Result<Dist> {
     let bin = out.join("bin");
     mkdir(&bin)?;
     copy(&binary, &bin.join("pvfs"))?;
-    // One program, three names: the name picks the personality.
-    for link in ["pvfsctl", "pvfs-agent"] {
-        std::os::unix::fs::symlink("pvfs", bin.join(link)).with_context(|| format!("linking bin/{link}"))?;
-    }
+    // `pvfs` answers to `pvfsctl` too (the name picks the personality); the agent is its own
+    // program, a third the size, which is what nodes run.
+    std::os::unix::fs::symlink("pvfs", bin.join("pvfsctl")).context("linking bin/pvfsctl")?;
+    copy(&agent, &bin.join("pvfs-agent"))?;
     mkdir(&out.join("systemd"))?;
     copy(&root.join("config/pvfs-agent.service"), &out.join("systemd/pvfs-agent.service"))?;
     copy(&root.join("config/pvfs-agent.env"), &out.join("systemd/agent.env"))?;
@@ -65,6 +68,7 @@ pub fn run() -> anyhow::Result<Dist> {
     // The package is made from the same binary and generated files as the tarball.
     let inputs = crate::deb::Inputs {
         binary: &bin.join("pvfs"),
+        agent: &bin.join("pvfs-agent"),
         generated: &out,
         version: &version,
         compression: crate::deb::Compression::Release,

@@ -155,8 +155,13 @@ pub fn run_on_old_glibc(binary: &Path) -> anyhow::Result<()> {
     }
     std::fs::create_dir_all(work.join("bin"))?;
     std::fs::copy(binary, work.join("bin/pvfs")).context("copying the binary into the old root")?;
-    for link in ["pvfsctl", "pvfs-agent"] {
-        std::os::unix::fs::symlink("pvfs", work.join("bin").join(link))?;
+    std::os::unix::fs::symlink("pvfs", work.join("bin/pvfsctl"))?;
+    // The agent's own program when the build has one (dist's), else the same program's name.
+    let agent = util::agent_beside(binary);
+    if agent == binary {
+        std::os::unix::fs::symlink("pvfs", work.join("bin/pvfs-agent"))?;
+    } else {
+        std::fs::copy(&agent, work.join("bin/pvfs-agent")).context("copying the agent into the old root")?;
     }
     std::fs::create_dir_all(work.join("examples"))?;
     for entry in std::fs::read_dir(util::root().join("config"))? {

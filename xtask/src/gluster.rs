@@ -249,8 +249,8 @@ test ! -e /var/lib/pvfs && test ! -e /etc/systemd/system/multi-user.target.wants
 
 /// How the agents get onto the nodes: as an operator installs them on fresh hosts, with
 /// `pvfsctl bootstrap` over real SSH (sshd in every container, host keys verified; the test's
-/// keys from `sshlab`). Every node but [`DEB_NODE`] gets `binary` (`--from`: the dist tarball's
-/// binary under `cargo xtask ci`), [`DEB_NODE`] the .deb (`--deb`: `dpkg -i` on the node); the
+/// keys from `sshlab`). Every node but [`DEB_NODE`] gets the agent's program beside `binary`
+/// (`--from`: the dist tarball's `bin/pvfs-agent` under `cargo xtask ci`), [`DEB_NODE`] the .deb (`--deb`: `dpkg -i` on the node); the
 /// certificates are issued by bootstrap from the CA. Then `nodes` answers for all, a second
 /// bootstrap changes nothing (its time is printed), and a node whose host key is not the one in
 /// known_hosts is refused, named, and left alone.
@@ -274,7 +274,8 @@ fn install_agents(lab: &Lab, binary: &Path, deb: &Path, cluster: &str, tls: &str
         Ok(Bootstrapped { code: out.status.code(), events, stderr, took: started.elapsed() })
     };
     let binary_nodes: Vec<&str> = NODES.iter().map(|n| n.0).filter(|n| *n != DEB_NODE).collect();
-    let binary_arg = binary.to_string_lossy().into_owned();
+    // The agent's own program beside the binary (dist's), as bootstrap would pick it itself.
+    let binary_arg = crate::util::agent_beside(binary).to_string_lossy().into_owned();
     let deb_arg = deb.to_string_lossy().into_owned();
     let from_binary = ["--from", binary_arg.as_str()];
     let from_deb = ["--deb", deb_arg.as_str()];
@@ -300,7 +301,8 @@ fn install_agents(lab: &Lab, binary: &Path, deb: &Path, cluster: &str, tls: &str
     for (name, _, _) in NODES {
         ensure!(lab.exec(name, &["stat", "-c", "%a", &format!("/etc/pvfs/tls/{name}.key")])?.trim() == "600");
         ensure!(lab.exec(name, &["systemctl", "is-enabled", "pvfs-agent"])?.trim() == "enabled");
-        // Which installation runs: the package's /usr/bin/pvfs, or the binary bootstrap copied.
+        // Which installation runs: the package's /usr/bin/pvfs-agent, or the binary bootstrap
+        // copied.
         let exe = lab.exec(
             name,
             &["sh", "-c", "readlink /proc/$(systemctl show -p MainPID --value pvfs-agent)/exe"],
@@ -321,7 +323,7 @@ fn install_agents(lab: &Lab, binary: &Path, deb: &Path, cluster: &str, tls: &str
         ensure!(stamps.starts_with(&format!("{big} ")), "{name}: bootstrap's stamps: {stamps}");
         if name == DEB_NODE {
             ensure!(
-                exe.trim() == "/usr/bin/pvfs" && package == "install ok installed",
+                exe.trim() == "/usr/bin/pvfs-agent" && package == "install ok installed",
                 "{name}: runs {exe:?}, package {package:?}"
             );
             // The environment file is bootstrap's, and still the package's conffile (dpkg keeps
@@ -1332,7 +1334,8 @@ fn mpi_across_hosts(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyho
     // .deb, client1 the binary), and restarts the agent to read it.
     let ssh_config = lab.work.join("ssh/ssh_config").to_string_lossy().into_owned();
     let deb = lab.deb.to_string_lossy().into_owned();
-    let binary_arg = binary.to_string_lossy().into_owned();
+    // The agent's own program beside the binary (dist's), as bootstrap would pick it itself.
+    let binary_arg = crate::util::agent_beside(binary).to_string_lossy().into_owned();
     for (node, from) in [("gfs2", ["--deb", deb.as_str()]), ("client1", ["--from", binary_arg.as_str()])] {
         let out = capture(
             Command::new(binary)

@@ -43,9 +43,10 @@ pub fn capture(cmd: &mut Command) -> anyhow::Result<Output> {
     cmd.stdin(Stdio::null()).output().with_context(|| format!("cannot start `{}`", shown(cmd)))
 }
 
-/// Builds the binary as it ships (cargo profile `dist`: fat LTO, one codegen unit; linked by
-/// zig against glibc 2.17, see `glibc`) and returns its path,
-/// `target/x86_64-unknown-linux-gnu/dist/pvfs`: what `dist` packages and the benchmarks measure.
+/// Builds the binaries as they ship (cargo profile `dist`: fat LTO, one codegen unit; linked by
+/// zig against glibc 2.17, see `glibc`) and returns the path of `pvfs`,
+/// `target/x86_64-unknown-linux-gnu/dist/pvfs`, with `pvfs-agent` beside it ([`agent_beside`]):
+/// what `dist` packages and the benchmarks measure.
 pub fn build_shipped() -> anyhow::Result<PathBuf> {
     let target = crate::glibc::target();
     let with_glibc = format!("{target}.{}", crate::glibc::join(&crate::glibc::FLOOR));
@@ -60,12 +61,31 @@ pub fn build_shipped() -> anyhow::Result<PathBuf> {
         "pvfs",
         "--bin",
         "pvfs",
+        "--bin",
+        "pvfs-agent",
         "--target",
         &with_glibc,
     ]))?;
     eprintln!("xtask: the shipped binary built in {:.0}s", started.elapsed().as_secs_f64());
     // cargo-zigbuild strips the glibc suffix: the directory is the plain target's.
     Ok(root().join("target").join(target).join("dist/pvfs"))
+}
+
+/// The agent's own program beside `binary` (a `pvfs` of dist's directory, of cargo's, of an
+/// installation), when there is one: else `binary` itself, which runs as the agent when named
+/// `pvfs-agent` or given `agent`. See [`agent_args`].
+pub fn agent_beside(binary: &Path) -> PathBuf {
+    let beside = binary.with_file_name("pvfs-agent");
+    match std::fs::symlink_metadata(&beside) {
+        Ok(meta) if meta.is_file() => beside,
+        _ => binary.to_owned(),
+    }
+}
+
+/// The arguments before the agent's own for `agent` (from [`agent_beside`]): `agent` when it
+/// is the whole program run by another name, none when it is the agent's.
+pub fn agent_args(agent: &Path) -> &'static [&'static str] {
+    if agent.file_name().is_some_and(|n| n == "pvfs-agent") { &[] } else { &["agent"] }
 }
 
 pub fn cargo() -> Command {

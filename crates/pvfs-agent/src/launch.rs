@@ -14,8 +14,8 @@
 //! path (the .deb installs /usr/bin/pvfs-agent, the tarball /usr/local/bin/pvfs-agent). So the
 //! built-in engine's ranks are started as the bare name `pvfs-agent`, which Open MPI looks up
 //! in each node's PATH (`orte_util_check_context_app`, on the node that starts the rank) —
-//! when that name on this client's PATH is this very program (through links: the .deb's is a
-//! link to /usr/bin/pvfs), so the local ranks run the agent's own code. Otherwise (the multi-call `pvfs`, a build tree) this program's absolute
+//! when that name on this client's PATH is this very program (through links: an older .deb's
+//! was a link to /usr/bin/pvfs), so the local ranks run the agent's own code. Otherwise (the multi-call `pvfs`, a build tree) this program's absolute
 //! path is given, which is right on one client and needs the same path on the others.
 
 use pvfs_bench::launch::{Engine, PairError};
@@ -124,8 +124,8 @@ fn by_name(path: Option<std::ffi::OsString>, exe: &std::path::Path) -> bool {
     let on_path = path.and_then(|paths| {
         std::env::split_paths(&paths).map(|dir| dir.join(ENGINE_NAME)).find(|p| p.is_file())
     });
-    // Followed through links: the .deb's /usr/bin/pvfs-agent is a link to /usr/bin/pvfs, and
-    // argv[0] `pvfs-agent` picks the agent's personality either way.
+    // Followed through links: an older .deb's /usr/bin/pvfs-agent was a link to /usr/bin/pvfs,
+    // and argv[0] `pvfs-agent` picks the agent's personality either way.
     on_path.is_some_and(|found| same_file(&found, exe))
 }
 
@@ -438,7 +438,7 @@ mod tests {
     use super::*;
     use std::path::Path;
 
-    /// The .deb (`/usr/bin/pvfs-agent` a link to `/usr/bin/pvfs`) and the tarball
+    /// An older .deb (`/usr/bin/pvfs-agent` a link to `/usr/bin/pvfs`) and the tarball
     /// (`/usr/local/bin/pvfs-agent` the program itself) both start ranks as `pvfs-agent`; a
     /// `pvfs-agent` on PATH that is another program (a stale install) is not used.
     #[test]

@@ -61,10 +61,11 @@ pub const SERVICE: &str = "pvfs-agent";
 pub const REMOTE_DEB: &str = "/var/cache/pvfs/pvfs.deb";
 /// The Debian package's name (`cargo xtask dist`'s .deb).
 pub const PACKAGE: &str = "pvfs";
-/// The package's binary, which its `/usr/bin/pvfs-agent` links to (`xtask/src/deb.rs`): what a
-/// package's agent runs. Its unit is `/lib/systemd/system/pvfs-agent.service`, overridden by
+/// The package's agent program (`xtask/src/deb.rs`; in packages before the agent had a program
+/// of its own, a link to `/usr/bin/pvfs`, which `sha256sum` follows): what a package's agent
+/// runs. Its unit is `/lib/systemd/system/pvfs-agent.service`, overridden by
 /// [`REMOTE_UNIT`] when both are there, which is why a node holds one route's files only.
-pub const PACKAGE_BINARY: &str = "/usr/bin/pvfs";
+pub const PACKAGE_BINARY: &str = "/usr/bin/pvfs-agent";
 /// Bootstrap's record of the big files it installed (the binary, the package): per file, its
 /// SHA-256 and the identity `stat` gave it then ([`STAMP_FORMAT`]). A later run reads the
 /// identity (a `stat`, instant) instead of hashing hundreds of megabytes on every node; a file
@@ -1152,8 +1153,8 @@ fn no_systemd(node: &str) -> String {
 /// The agent a node holds once bootstrap is done with it, by route.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Installed {
-    /// The file systemd starts, resolved (`/usr/local/bin/pvfs-agent`, or the package's
-    /// `/usr/bin/pvfs`, which its `pvfs-agent` links to).
+    /// The file systemd starts (`/usr/local/bin/pvfs-agent`, or the package's
+    /// `/usr/bin/pvfs-agent`).
     pub executable: String,
     /// Its SHA-256.
     pub sha256: Option<String>,
@@ -1185,7 +1186,7 @@ async fn installed(remote: &Remote<'_>, files: &[Wanted]) -> Result<Installed, N
     Ok(Installed { executable: REMOTE_BINARY.into(), sha256, package_version: None })
 }
 
-/// `sha256sum /usr/bin/pvfs` and the package's version, for [`parse_package_binary`].
+/// `sha256sum /usr/bin/pvfs-agent` and the package's version, for [`parse_package_binary`].
 pub fn package_binary_script() -> Script {
     Script::new()
         .cmd(&["sha256sum", "--", PACKAGE_BINARY])

@@ -785,7 +785,7 @@ fn switching_routes_removes_the_other_routes_agent() {
 #[test]
 fn the_packages_binary_is_read_by_its_hash_and_version() {
     let (sum, version) = parse_package_binary(
-        "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08  /usr/bin/pvfs\nversion 0.1.0\n",
+        "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08  /usr/bin/pvfs-agent\nversion 0.1.0\n",
     );
     assert_eq!(sum.as_deref(), Some("9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"));
     assert_eq!(version.as_deref(), Some("0.1.0"));
@@ -815,7 +815,7 @@ fn the_running_agent_must_be_the_installed_build() {
         package_version: Some("0.1.0".into()),
     };
     let old = Running { executable: "/usr/local/bin/pvfs-agent (deleted)".into(), ..running.clone() };
-    expect![[r#"node n1: the agent answering is not the one installed: it runs pvfs-agent 0.1.0 from /usr/local/bin/pvfs-agent (deleted) (build 9f86d081884c…), and what was installed is /usr/bin/pvfs (build 60303ae22b99…, package pvfs 0.1.0). Another pvfs-agent serves its port: see `systemctl cat pvfs-agent` (a drop-in or another unit) and `ss -ltnp` on the node, stop it, and run bootstrap again"#]]
+    expect![[r#"node n1: the agent answering is not the one installed: it runs pvfs-agent 0.1.0 from /usr/local/bin/pvfs-agent (deleted) (build 9f86d081884c…), and what was installed is /usr/bin/pvfs-agent (build 60303ae22b99…, package pvfs 0.1.0). Another pvfs-agent serves its port: see `systemctl cat pvfs-agent` (a drop-in or another unit) and `ss -ltnp` on the node, stop it, and run bootstrap again"#]]
         .assert_eq(&mismatch("n1", &package, &old).unwrap());
     // The right build with another version than the package says: refused too.
     let same = Running { build: package.sha256.clone().unwrap(), version: "0.0.9".into(), ..running.clone() };

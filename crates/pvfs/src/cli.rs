@@ -227,7 +227,9 @@ pub struct BootstrapArgs {
     /// Run the commands on the nodes through `sudo -n` (for a login that is not root).
     #[arg(long)]
     pub sudo: bool,
-    /// Install this pvfs binary (e.g. from a dist tarball) instead of the running one.
+    /// Install this binary as the agent (e.g. `bin/pvfs-agent` from a dist tarball). By
+    /// default: the `pvfs-agent` program beside this one, else this program itself (which runs
+    /// as the agent under that name).
     #[arg(long, value_name = "PATH")]
     pub from: Option<PathBuf>,
     /// Install this .deb (`cargo xtask dist`'s) with `dpkg -i` on nodes that have dpkg; the

@@ -1,5 +1,6 @@
-//! `pvfs-agent`: see the `pvfs` crate; the personality comes from the name the program is run as.
+//! `pvfs-agent`: the node daemon on its own (see `pvfs::agent_main`), a third the code of
+//! `pvfs`, which runs as the agent too when named `pvfs-agent`.
 
 fn main() -> std::process::ExitCode {
-    pvfs::main()
+    pvfs::agent_main()
 }
