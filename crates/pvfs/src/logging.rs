@@ -135,30 +135,19 @@ impl fmt::Debug for Escaped<'_> {
     }
 }
 
-/// Writes through to a formatter, escaping as it goes (no copy of the value is made).
+/// Writes through to a formatter, escaping as it goes (a piece is copied only when it has
+/// something to escape).
 struct EscapingWriter<'a, 'b>(&'a mut fmt::Formatter<'b>);
 
 impl fmt::Write for EscapingWriter<'_, '_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
-        let mut rest = s;
-        while let Some(at) = rest.find(needs_escape) {
-            self.0.write_str(&rest[..at])?;
-            let c = rest[at..].chars().next().unwrap_or_default();
-            match c {
-                '\n' => self.0.write_str("\\n")?,
-                '\r' => self.0.write_str("\\r")?,
-                '\t' => self.0.write_str("\\t")?,
-                c => write!(self.0, "\\u{{{:x}}}", u32::from(c))?,
-            }
-            rest = &rest[at + c.len_utf8()..];
-        }
-        self.0.write_str(rest)
+        self.0.write_str(&crate::output::escaped(s, &[]))
     }
 }
 
 /// C0 and C1 controls and DEL (`\n`, `\r`, ESC …), the Unicode line and paragraph separators,
 /// and the bidirectional embeddings, overrides and isolates.
-fn needs_escape(c: char) -> bool {
+pub(crate) fn needs_escape(c: char) -> bool {
     c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 

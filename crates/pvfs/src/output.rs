@@ -2,13 +2,27 @@
 //!
 //! A closed stdout (`pvfsctl nodes | head -1`) is not an error: writes report it as a broken
 //! pipe and `main` exits quietly.
+//!
+//! Text for a person goes through [`printable`] on its way out: much of it is what agents
+//! sent (their errors, their nodes' process names, Lustre target and client names, brick
+//! paths), and a process's name is anyone's on that node to choose. A terminal takes ESC's
+//! sequences as commands (retitle the window, move the cursor, rewrite what was shown), so
+//! none reaches it unescaped; names in table rows also go through [`name`], so that a
+//! newline in one cannot make a row of its own. JSON is written as serde_json writes it
+//! (control characters escaped), for the scripts that read it.
 
 #![allow(clippy::print_stderr)]
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::io::Write;
 
-/// Writes `text` to stdout.
+/// Writes `text` to stdout, [`printable`].
 pub(crate) fn print(text: &str) -> std::io::Result<()> {
+    write_out(&printable(text))
+}
+
+fn write_out(text: &str) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
     out.flush()
@@ -18,17 +32,53 @@ pub(crate) fn print(text: &str) -> std::io::Result<()> {
 pub(crate) fn json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     let mut line = serde_json::to_string(value)?;
     line.push('\n');
-    Ok(print(&line)?)
+    Ok(write_out(&line)?)
 }
 
-/// A message for the operator (progress, warnings, per-item failures) on stderr.
+/// A message for the operator (progress, warnings, per-item failures) on stderr, [`printable`].
 pub(crate) fn note(text: &str) {
-    eprintln!("{text}");
+    eprintln!("{}", printable(text));
 }
 
-/// The final error of a command, with its chain of causes.
+/// The final error of a command, with its chain of causes, [`printable`].
 pub(crate) fn error(err: &anyhow::Error) {
-    eprintln!("error: {}", chain(err));
+    eprintln!("error: {}", printable(&chain(err)));
+}
+
+/// `text` as it may reach a terminal: every character that could move the cursor, rewrite or
+/// reorder what is shown — the C0 and C1 controls but newline and tab, DEL, and so ESC and
+/// every sequence it starts, the Unicode line separators, the bidirectional overrides — as an
+/// escape (`\r`, `\u{1b}`), the way the log writes them.
+pub(crate) fn printable(text: &str) -> Cow<'_, str> {
+    escaped(text, &['\n', '\t'])
+}
+
+/// A name an agent sent, for a cell of a table: as [`printable`], newlines and tabs escaped
+/// too.
+pub(crate) fn name(text: &str) -> Cow<'_, str> {
+    escaped(text, &[])
+}
+
+/// `text` with every character [`crate::logging::needs_escape`] names but those in `keep`
+/// written as an escape; borrowed when there is none.
+pub(crate) fn escaped<'a>(text: &'a str, keep: &[char]) -> Cow<'a, str> {
+    let escape = |c: char| !keep.contains(&c) && crate::logging::needs_escape(c);
+    if !text.contains(escape) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            c if !escape(c) => out.push(c),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c => {
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+            }
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// `err: cause: cause's cause`, as `{:#}` prints it, but leaving out a cause that the message
@@ -102,6 +152,21 @@ mod tests {
         let text = super::chain(&err);
         assert_eq!(text.matches(&io().to_string()).count(), 1, "{text}");
         assert!(text.ends_with("`pvfsctl ca issue NAME --dir DIR`)"), "{text}");
+    }
+
+    /// What a process on a node may call itself (prctl's PR_SET_NAME takes any bytes but NUL)
+    /// reaches the terminal as text: an OSC that would retitle the window, a CSI that would
+    /// clear the line, a carriage return, a bidirectional override; lines stay lines.
+    #[test]
+    fn what_a_terminal_would_obey_is_printed_as_escapes() {
+        let sent = "ok\n\u{1b}]0;owned\u{7}\u{1b}[2K\rfake\u{202e}txt\tcol\u{9b}31m";
+        let shown = super::printable(sent);
+        assert_eq!(shown, "ok\n\\u{1b}]0;owned\\u{7}\\u{1b}[2K\\rfake\\u{202e}txt\tcol\\u{9b}31m");
+        assert!(!shown.contains(|c: char| c.is_control() && c != '\n' && c != '\t'), "{shown}");
+        // A name in a row: its newline and tab escaped too.
+        assert_eq!(super::name("a\nb\tc"), "a\\nb\\tc");
+        // Nothing to escape: the text itself, not a copy.
+        assert!(matches!(super::printable("sda 12.5 µs ümlaut"), std::borrow::Cow::Borrowed(_)));
     }
 
     #[test]

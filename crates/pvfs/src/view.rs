@@ -7,6 +7,10 @@ use pvfs_metrics::line::{ProcessLine, time_text};
 use pvfs_metrics::lustre::node::TargetRates;
 use pvfs_metrics::rates::{CpuColumn, DiskColumn, LoadColumn, MemColumn, NicColumn, Rates};
 
+// Every name below came from an agent (its kernel's, its file systems', its processes'):
+// each goes through `output::name`, so that none writes to the terminal or makes a row.
+use crate::output::name;
+
 /// iostat/sar-style tables: two decimals, right-aligned, one block per interval.
 pub(crate) fn table(r: &Rates, devices: &[String]) -> String {
     let mut out = format!("{}  ({:.2} s)\n", time_text(r.time_unix_ns), r.interval_s);
@@ -25,12 +29,12 @@ pub(crate) fn table(r: &Rates, devices: &[String]) -> String {
         line + "\n"
     };
     out += &header("Device", &DiskColumn::ALL.map(DiskColumn::name));
-    for (name, d) in r.disks.iter().filter(|(name, _)| devices.contains(name)) {
-        out += &row(name, &DiskColumn::ALL.map(|c| d.get(c)));
+    for (device, d) in r.disks.iter().filter(|(device, _)| devices.contains(device)) {
+        out += &row(&name(device), &DiskColumn::ALL.map(|c| d.get(c)));
     }
     out += &header("IFACE", &NicColumn::ALL.map(NicColumn::name));
-    for (name, n) in &r.nics {
-        out += &row(name, &NicColumn::ALL.map(|c| n.get(c)));
+    for (iface, n) in &r.nics {
+        out += &row(&name(iface), &NicColumn::ALL.map(|c| n.get(c)));
     }
     out += &header("CPU", &CpuColumn::ALL.map(CpuColumn::name));
     out += &row("all", &CpuColumn::ALL.map(|c| r.cpu.get(c)));
@@ -83,13 +87,13 @@ pub(crate) fn beegfs_target_line(t: &pvfs_metrics::beegfs::TargetSecond) -> Stri
     let state = [t.reachability.as_str(), t.consistency.as_str()]
         .iter()
         .filter(|s| !s.is_empty())
-        .map(|s| format!(", {s}"))
+        .map(|s| format!(", {}", name(s)))
         .collect::<String>();
     format!(
         "beegfs {} target {} ({}): {used_pct:.1} % used, {:.1} of {:.1} GiB free, {} of {} inodes free{state}\n",
-        t.kind,
+        name(&t.kind),
         t.id,
-        t.path,
+        name(&t.path),
         t.free_bytes as f64 / GIB,
         t.total_bytes as f64 / GIB,
         t.free_inodes,
@@ -108,7 +112,11 @@ pub(crate) fn beegfs_line(s: &pvfs_metrics::beegfs::ServerSecond) -> String {
     };
     format!(
         "beegfs {} {}: {} req/s, {} queued, {} busy workers{disk}\n",
-        s.kind, s.num_id, s.requests, s.queued_requests, s.busy_workers
+        name(&s.kind),
+        s.num_id,
+        s.requests,
+        s.queued_requests,
+        s.busy_workers
     )
 }
 
@@ -137,8 +145,8 @@ pub(crate) fn brick_table(bricks: &[BrickRates]) -> String {
     for b in bricks {
         out += &format!(
             "{:<12} {:<24} {:>4} {:>9.2} {:>9.2} {:>9.2} {:>9.2}\n",
-            b.volume,
-            b.path,
+            name(&b.volume),
+            name(&b.path),
             if b.up { "Y" } else { "N" },
             b.rchar_s / 1e6,
             b.wchar_s / 1e6,
@@ -163,8 +171,8 @@ pub(crate) fn target_table(targets: &[TargetRates]) -> String {
         let count = |n: Option<u64>| n.map_or_else(|| "-".to_owned(), |n| n.to_string());
         let mut line = format!(
             "{:<20} {:<6} {:>9.2} {:>9.2} {:>9.2} {:>7} {:>7} {:>7} {:>7}",
-            t.name,
-            t.component,
+            name(&t.name),
+            name(&t.component),
             t.read_bytes_s / 1e6,
             t.write_bytes_s / 1e6,
             t.ops_s,
@@ -174,7 +182,7 @@ pub(crate) fn target_table(targets: &[TargetRates]) -> String {
             figure(t.inodes_used_pct),
         );
         if let Some(recovery) = &t.recovery {
-            line += &format!("  {recovery}");
+            line += &format!("  {}", name(recovery));
         }
         out += &line;
         out += "\n";
@@ -182,7 +190,7 @@ pub(crate) fn target_table(targets: &[TargetRates]) -> String {
         for c in t.active_clients(CLIENTS_SHOWN) {
             out += &format!(
                 "  {:<18} {:<6} {:>9.2} {:>9.2} {:>9.2}\n",
-                c.nid,
+                name(&c.nid),
                 "client",
                 c.read_bytes_s / 1e6,
                 c.write_bytes_s / 1e6,
@@ -201,8 +209,9 @@ pub(crate) const CLIENTS_SHOWN: usize = 3;
 pub(crate) fn process_table(processes: &[ProcessLine]) -> String {
     let mut out = format!("{:>8} {:>9} {:>9} {:>9}  Command\n", "PID", "%CPU", "kB_rd/s", "kB_wr/s");
     for p in processes {
-        let name = if p.kernel { format!("[{}]", p.name) } else { p.name.clone() };
-        out += &format!("{:>8} {:>9.2} {:>9.2} {:>9.2}  {name}\n", p.pid, p.cpu, p.kb_rd_s, p.kb_wr_s);
+        let shown = name(&p.name);
+        let shown = if p.kernel { format!("[{shown}]") } else { shown.into_owned() };
+        out += &format!("{:>8} {:>9.2} {:>9.2} {:>9.2}  {shown}\n", p.pid, p.cpu, p.kb_rd_s, p.kb_wr_s);
     }
     out + "\n"
 }
@@ -467,5 +476,28 @@ mod tests {
             )),
             "{text}"
         );
+    }
+
+    /// A process's name is its owner's to choose, and an agent's names are the agent's: none
+    /// reaches the terminal as a command or makes a row of its own in plain `top`.
+    #[test]
+    fn names_from_the_nodes_are_shown_escaped_one_row_each() {
+        let evil = "x\u{1b}]0;owned\u{7}\nINFO fake row\r";
+        let processes = [ProcessLine { pid: 7, name: evil.into(), ..Default::default() }];
+        let text = process_table(&processes);
+        // The header and the process's one row (and the blank line after the table).
+        assert_eq!(text.lines().filter(|l| !l.is_empty()).count(), 2, "{text}");
+        assert!(text.contains(r"x\u{1b}]0;owned\u{7}\nINFO fake row\r"), "{text}");
+        let mut r = rates();
+        r.disks.insert(evil.into(), DiskRates::default());
+        r.lustre = vec![TargetRates {
+            name: evil.into(),
+            clients: vec![ClientRates { nid: evil.into(), ops_s: 1.0, ..Default::default() }],
+            ..Default::default()
+        }];
+        let text = table(&r, &[evil.to_owned()]);
+        assert!(!text.contains(|c: char| c.is_control() && c != '\n'), "{text}");
+        assert_eq!(text.matches("INFO fake row").count(), 3, "{text}");
+        assert!(!text.lines().any(|l| l.starts_with("INFO")), "{text}");
     }
 }
