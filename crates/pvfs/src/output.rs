@@ -59,10 +59,10 @@ pub(crate) fn name(text: &str) -> Cow<'_, str> {
     escaped(text, &[])
 }
 
-/// `text` with every character [`crate::logging::needs_escape`] names but those in `keep`
+/// `text` with every character [`needs_escape`] names but those in `keep`
 /// written as an escape; borrowed when there is none.
 pub(crate) fn escaped<'a>(text: &'a str, keep: &[char]) -> Cow<'a, str> {
-    let escape = |c: char| !keep.contains(&c) && crate::logging::needs_escape(c);
+    let escape = |c: char| !keep.contains(&c) && needs_escape(c);
     if !text.contains(escape) {
         return Cow::Borrowed(text);
     }
@@ -121,6 +121,12 @@ pub(crate) fn bytes(n: u64) -> String {
     } else {
         format!("{value:.1} {}", UNITS[unit])
     }
+}
+
+/// C0 and C1 controls and DEL (`\n`, `\r`, ESC …), the Unicode line and paragraph separators,
+/// and the bidirectional embeddings, overrides and isolates.
+fn needs_escape(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 #[cfg(test)]
