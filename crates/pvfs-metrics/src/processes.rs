@@ -160,24 +160,41 @@ mod tests {
     /// The real /proc: this test process is listed, and so are kernel threads, marked as such.
     #[test]
     fn a_scan_lists_this_process_and_kernel_threads() {
-        let spin = |ms| {
-            let until = Instant::now() + std::time::Duration::from_millis(ms);
+        // Busy for `ms` of this thread's own CPU time (the kernel's count in schedstat, ns),
+        // not of the wall clock: on a machine running other tests beside this one a wall-clock
+        // spin may get a small share of a core, and the process's CPU % with it.
+        let cpu_ns = || -> u64 {
+            let stat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
+            stat.split_whitespace().next().unwrap().parse().unwrap()
+        };
+        let spin = |ms: u64| {
+            let until = cpu_ns() + ms * 1_000_000;
             let mut spins = 0u64;
-            while Instant::now() < until {
-                spins = std::hint::black_box(spins.wrapping_add(1));
+            while cpu_ns() < until {
+                for _ in 0..10_000 {
+                    spins = std::hint::black_box(spins.wrapping_add(1));
+                }
             }
         };
         // sysinfo computes no CPU % for a process whose baseline shows no CPU time at all, so
         // this one has used some before the first scan.
         spin(50);
         let mut scanner = ProcessScanner::new().unwrap();
+        let started = Instant::now();
         let first = scanner.scan();
         assert!(first.iter().all(|p| p.cpu_percent == 0.0 && p.io_bytes_per_s() == 0), "a baseline");
         // Busy for a while so that the second scan sees CPU time.
         spin(300);
         let second = scanner.scan();
+        let window = started.elapsed();
         let me = second.iter().find(|p| p.pid == std::process::id()).expect("this process is listed");
-        assert!(me.cpu_percent > 10.0, "{me:?}");
+        // At least the 300 ms spun over the time between the scans (which is within `window`),
+        // less a tick of /proc/PID/stat's 10 ms resolution at each end.
+        let least = 280.0 / window.as_secs_f32() / 10.0;
+        assert!(
+            me.cpu_percent >= least && me.cpu_percent > 0.0,
+            "{me:?}, at least {least} % over {window:?}"
+        );
         assert!(!me.kernel);
         // Outside a PID namespace, pid 2 is kthreadd, the parent of every kernel thread.
         if std::fs::read_to_string("/proc/2/comm").is_ok_and(|c| c.trim() == "kthreadd") {
