@@ -125,7 +125,7 @@ pub(crate) fn bytes(n: u64) -> String {
 
 /// C0 and C1 controls and DEL (`\n`, `\r`, ESC …), the Unicode line and paragraph separators,
 /// and the bidirectional embeddings, overrides and isolates.
-fn needs_escape(c: char) -> bool {
+pub(crate) fn needs_escape(c: char) -> bool {
     c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 

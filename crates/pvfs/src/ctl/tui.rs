@@ -267,6 +267,22 @@ fn numbers(s: &Summary) -> [String; 9] {
 /// Renders the screen into `frame`.
 pub(crate) fn draw(frame: &mut Frame<'_>, screen: &Screen) {
     draw_in(frame, frame.area(), screen);
+    keep_printable(frame);
+}
+
+/// Takes out of every cell of `frame` what a terminal would obey rather than show. ratatui
+/// leaves out control characters itself, but not the Unicode line separators or the
+/// bidirectional embeddings, overrides and isolates (format characters, no width of their
+/// own, so ratatui joins them to the cell before): a name from a node (a process, a device, a
+/// brick, an error) carrying U+202E would reverse the rest of the line on the screen. The last
+/// thing each draw does, so no text reaches the terminal without passing here.
+pub(crate) fn keep_printable(frame: &mut Frame<'_>) {
+    for cell in &mut frame.buffer_mut().content {
+        if cell.symbol().contains(crate::output::needs_escape) {
+            let kept: String = cell.symbol().chars().filter(|&c| !crate::output::needs_escape(c)).collect();
+            cell.set_symbol(if kept.is_empty() { " " } else { &kept });
+        }
+    }
 }
 
 /// Renders the screen into `area` of `frame` (`bench --watch` puts its own panel above).
@@ -790,5 +806,48 @@ mod tests {
         assert!(screen.key(press(KeyCode::Char('q'))));
         assert!(screen.key(press(KeyCode::Esc)));
         assert!(screen.key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)));
+    }
+
+    /// What a node names (a process, an error) reaches the terminal without the characters
+    /// that would make it reorder or break the screen's lines, and still reads as sent.
+    #[test]
+    fn names_from_the_nodes_reach_the_screen_without_bidi_overrides_or_separators() {
+        let mut a = NodeRow::new("oss00", "oss");
+        a.record(summary(100.0, 50.0));
+        a.processes = vec![ProcessLine {
+            pid: 4242,
+            name: "\u{202e}dsfsretsulg\u{2066}x\u{2069}".into(),
+            cpu: 87.5,
+            kb_rd_s: 0.0,
+            kb_wr_s: 1.0,
+            kernel: false,
+        }];
+        let mut b = NodeRow::new("oss01", "oss");
+        b.down = Some("agent says: \u{202b}refused\u{202c}\u{2028}next".into());
+        let screen = Screen {
+            title: "cluster \u{202d}lustrefs".into(),
+            rows: vec![a, b],
+            sort: SortKey::Name,
+            reverse: false,
+            clock: String::new(),
+            selected: Some("oss00".into()),
+        };
+        let mut terminal = Terminal::new(TestBackend::new(160, 20)).unwrap();
+        terminal.draw(|f| draw(f, &screen)).unwrap();
+        let buffer = terminal.backend().buffer();
+        let obeyed: Vec<_> = buffer
+            .content
+            .iter()
+            .filter(|cell| cell.symbol().contains(crate::output::needs_escape))
+            .map(|cell| cell.symbol().escape_unicode().to_string())
+            .collect();
+        assert!(obeyed.is_empty(), "cells a terminal would obey: {obeyed:?}");
+        let text = (0..buffer.area.height)
+            .map(|y| (0..buffer.area.width).map(|x| buffer[(x, y)].symbol().to_owned()).collect::<String>())
+            .collect::<Vec<_>>()
+            .join("\n");
+        for shown in ["dsfsretsulgx", "refused", "cluster lustrefs"] {
+            assert!(text.contains(shown), "{shown:?} is not on the screen:\n{text}");
+        }
     }
 }

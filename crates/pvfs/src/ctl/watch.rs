@@ -159,6 +159,7 @@ pub(crate) fn draw(frame: &mut Frame<'_>, w: &Watch) {
     let shown: Vec<Line<'_>> = w.done.iter().rev().take(4).rev().map(|l| Line::from(l.as_str())).collect();
     frame.render_widget(Paragraph::new(shown).block(Block::bordered().title(" finished phases ")), results);
     tui::draw_in(frame, nodes, &w.nodes);
+    tui::keep_printable(frame);
 }
 
 #[cfg(test)]
