@@ -21,7 +21,7 @@
 //! the shift only touches the two ends, so a formula difference shows and jitter does not.
 //! The worst single second is printed too, for the record.
 
-use crate::util::{self, KillOnDrop, capture, cargo, read, step};
+use crate::util::{self, KillOnDrop, capture, read, step};
 use anyhow::{Context, ensure};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -94,8 +94,7 @@ pub fn run() -> anyhow::Result<()> {
         ("fio", "fio"),
         ("losetup", "mount"),
     ])?;
-    step(cargo().args(["build", "--locked", "-p", "pvfs", "--bin", "pvfs-agent"]))?;
-    let agent = util::root().join("target/debug/pvfs-agent");
+    let agent = util::debug_agent()?;
     let work = util::root().join("target/accuracy");
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work)?;

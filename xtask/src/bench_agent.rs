@@ -157,7 +157,7 @@ pub fn run_agent(args: &AgentArgs) -> anyhow::Result<()> {
     };
     eprintln!(
         "xtask bench-agent: {} ({build} build): {}s warm-up, then {} rounds of {}s",
-        util::agent_beside(&binary).display(),
+        pvfs_host::paths::agent_program(&binary).display(),
         args.warmup,
         args.rounds,
         args.seconds
@@ -291,7 +291,7 @@ fn start_agent_with(
     )?;
     // The agent's own program, as the package and bootstrap install it (or `binary` itself
     // when a given build has none beside it).
-    let program = util::agent_beside(binary);
+    let program = pvfs_host::paths::agent_program(binary);
     let agent = KillOnDrop::spawn(
         Command::new(&program)
             .args(util::agent_args(&program))

@@ -246,11 +246,8 @@ fn free_disk(when: &str) {
 /// /usr/local/bin that only this command sees), so the machine is left as it was. Any
 /// warning fails the check, not only errors.
 fn verify_unit() -> anyhow::Result<()> {
-    // The agent nextest has just built, in its feature set (`-p pvfs --bin pvfs-agent` alone
-    // resolves its dependencies' features without the dev-dependencies', and rebuilt them:
-    // 1.6 min of CI's), so this build finds it fresh.
-    step(cargo().args(["build", "--locked", "--workspace", "--exclude", "pvfs-azure", "--tests"]))?;
-    let agent = util::root().join("target/debug/pvfs-agent");
+    // The agent nextest has just built, in its feature set.
+    let agent = util::debug_agent()?;
     let unit = util::root().join("config/pvfs-agent.service");
     let script = format!(
         "mount -t tmpfs tmpfs /usr/local/bin && cp '{}' /usr/local/bin/pvfs-agent && systemd-analyze verify --man=no '{}'",

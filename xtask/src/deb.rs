@@ -137,7 +137,7 @@ pub fn build_from_binary(binary: &Path, work: &Path) -> anyhow::Result<PathBuf> 
     step(Command::new(binary).args(["ctl", "generate", "--out"]).arg(&generated))?;
     let version = crate::dist::version(&util::root())?;
     let glibc = Glibc::Any;
-    let agent = util::agent_beside(binary);
+    let agent = pvfs_host::paths::agent_program(binary);
     let inputs = Inputs {
         binary,
         agent: &agent,

@@ -79,7 +79,7 @@ impl Env {
                 std::fs::copy(tls.join(&file), node_tls.join(&file))
                     .with_context(|| format!("copying {file}"))?;
             }
-            lab.start_agent(&image, &name, &ip, &util::agent_beside(binary), &node_tls)?;
+            lab.start_agent(&image, &name, &ip, &pvfs_host::paths::agent_program(binary), &node_tls)?;
             toml += &format!(
                 "\n[[node]]\nname = \"{name}\"\naddress = \"{ip}:7070\"\nroles = [\"server\", \"client\"]\n"
             );

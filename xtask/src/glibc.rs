@@ -157,7 +157,7 @@ pub fn run_on_old_glibc(binary: &Path) -> anyhow::Result<()> {
     std::fs::copy(binary, work.join("bin/pvfs")).context("copying the binary into the old root")?;
     std::os::unix::fs::symlink("pvfs", work.join("bin/pvfsctl"))?;
     // The agent's own program when the build has one (dist's), else the same program's name.
-    let agent = util::agent_beside(binary);
+    let agent = pvfs_host::paths::agent_program(binary);
     if agent == binary {
         std::os::unix::fs::symlink("pvfs", work.join("bin/pvfs-agent"))?;
     } else {

@@ -275,7 +275,7 @@ fn install_agents(lab: &Lab, binary: &Path, deb: &Path, cluster: &str, tls: &str
     };
     let binary_nodes: Vec<&str> = NODES.iter().map(|n| n.0).filter(|n| *n != DEB_NODE).collect();
     // The agent's own program beside the binary (dist's), as bootstrap would pick it itself.
-    let binary_arg = crate::util::agent_beside(binary).to_string_lossy().into_owned();
+    let binary_arg = pvfs_host::paths::agent_program(binary).to_string_lossy().into_owned();
     let deb_arg = deb.to_string_lossy().into_owned();
     let from_binary = ["--from", binary_arg.as_str()];
     let from_deb = ["--deb", deb_arg.as_str()];
@@ -1335,7 +1335,7 @@ fn mpi_across_hosts(lab: &Lab, binary: &Path, cluster: &str, tls: &str) -> anyho
     let ssh_config = lab.work.join("ssh/ssh_config").to_string_lossy().into_owned();
     let deb = lab.deb.to_string_lossy().into_owned();
     // The agent's own program beside the binary (dist's), as bootstrap would pick it itself.
-    let binary_arg = crate::util::agent_beside(binary).to_string_lossy().into_owned();
+    let binary_arg = pvfs_host::paths::agent_program(binary).to_string_lossy().into_owned();
     for (node, from) in [("gfs2", ["--deb", deb.as_str()]), ("client1", ["--from", binary_arg.as_str()])] {
         let out = capture(
             Command::new(binary)

@@ -45,7 +45,7 @@ pub fn capture(cmd: &mut Command) -> anyhow::Result<Output> {
 
 /// Builds the binaries as they ship (cargo profile `dist`: fat LTO, one codegen unit; linked by
 /// zig against glibc 2.17, see `glibc`) and returns the path of `pvfs`,
-/// `target/x86_64-unknown-linux-gnu/dist/pvfs`, with `pvfs-agent` beside it ([`agent_beside`]):
+/// `target/x86_64-unknown-linux-gnu/dist/pvfs`, with `pvfs-agent` beside it (`pvfs_host::paths::agent_program`):
 /// what `dist` packages and the benchmarks measure.
 pub fn build_shipped() -> anyhow::Result<PathBuf> {
     let target = crate::glibc::target();
@@ -71,21 +71,19 @@ pub fn build_shipped() -> anyhow::Result<PathBuf> {
     Ok(root().join("target").join(target).join("dist/pvfs"))
 }
 
-/// The agent's own program beside `binary` (a `pvfs` of dist's directory, of cargo's, of an
-/// installation), when there is one: else `binary` itself, which runs as the agent when named
-/// `pvfs-agent` or given `agent`. See [`agent_args`].
-pub fn agent_beside(binary: &Path) -> PathBuf {
-    let beside = binary.with_file_name("pvfs-agent");
-    match std::fs::symlink_metadata(&beside) {
-        Ok(meta) if meta.is_file() => beside,
-        _ => binary.to_owned(),
-    }
-}
-
-/// The arguments before the agent's own for `agent` (from [`agent_beside`]): `agent` when it
+/// The arguments before the agent's own for `agent` (from `pvfs_host::paths::agent_program`): `agent` when it
 /// is the whole program run by another name, none when it is the agent's.
 pub fn agent_args(agent: &Path) -> &'static [&'static str] {
     if agent.file_name().is_some_and(|n| n == "pvfs-agent") { &[] } else { &["agent"] }
+}
+
+/// `target/debug/pvfs-agent`, built as the workspace's tests build it (`--workspace --exclude
+/// pvfs-azure --tests`): right after `cargo nextest run` a no-op, where `-p pvfs --bin
+/// pvfs-agent` alone resolves its dependencies' features without the dev-dependencies' and
+/// rebuilds them (39 s of CI's, on its critical path).
+pub fn debug_agent() -> anyhow::Result<PathBuf> {
+    step(cargo().args(["build", "--locked", "--workspace", "--exclude", "pvfs-azure", "--tests"]))?;
+    Ok(root().join("target/debug/pvfs-agent"))
 }
 
 pub fn cargo() -> Command {

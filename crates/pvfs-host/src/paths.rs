@@ -211,8 +211,38 @@ fn place_problem(tool: Tool, place: Place, path: &str) -> Option<String> {
     })
 }
 
+/// The agent's own program for the pvfs program at `exe`: the `pvfs-agent` installed beside it
+/// (the package's, the tarball's, cargo's), which is the agent alone and maps a third of the
+/// pages; else `exe` itself, which runs as the agent when named `pvfs-agent` or given `agent`.
+/// A `pvfs-agent` that is a link (to `pvfs`, as an older layout had it) is the same program as
+/// `exe`, so `exe` is taken. What bootstrap installs when not told, and what xtask's labs run.
+pub fn agent_program(exe: &std::path::Path) -> std::path::PathBuf {
+    let beside = exe.with_file_name("pvfs-agent");
+    match std::fs::symlink_metadata(&beside) {
+        Ok(meta) if meta.is_file() && beside != exe => beside,
+        _ => exe.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_agent_program_beside_this_one_is_the_agent_when_there_is_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let pvfs = dir.path().join("pvfs");
+        std::fs::write(&pvfs, "the whole program").unwrap();
+        // Alone, or beside a link to itself: this program.
+        assert_eq!(agent_program(&pvfs), pvfs);
+        std::os::unix::fs::symlink("pvfs", dir.path().join("pvfs-agent")).unwrap();
+        assert_eq!(agent_program(&pvfs), pvfs);
+        // Beside the agent's own program: that one; and that one is its own agent.
+        std::fs::remove_file(dir.path().join("pvfs-agent")).unwrap();
+        std::fs::write(dir.path().join("pvfs-agent"), "the agent alone").unwrap();
+        assert_eq!(agent_program(&pvfs), dir.path().join("pvfs-agent"));
+        let agent = dir.path().join("pvfs-agent");
+        assert_eq!(agent_program(&agent), agent);
+    }
+
     use super::*;
 
     fn refused(tool: Tool, key: &str, value: &str) -> String {

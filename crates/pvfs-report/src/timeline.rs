@@ -72,12 +72,10 @@ pub(super) fn section(md: &mut String, r: &RunData, out: &Path) -> Result<Vec<Pa
                     Some(first) => format!("{} (first: {})", f.client_errors, first.replace('|', "/")),
                     None => f.client_errors.to_string(),
                 },
-                match (f.ops_lost, f.bytes_lost) {
-                    (Some(ops), Some(bytes)) =>
-                        format!("{ops} transfers, {:.1} MiB", bytes as f64 / 1048576.0),
-                    (Some(ops), None) => format!("{ops} operations"),
-                    _ if f.client_errors == 0 => "none".to_owned(),
-                    _ => "– (no fixed size: a stonewalled phase)".to_owned(),
+                match results::lost_work(f.ops_lost, f.bytes_lost) {
+                    Some(lost) => lost,
+                    None if f.client_errors == 0 || f.ops_lost == Some(0) => "none".to_owned(),
+                    None => "– (no fixed size: a stonewalled phase)".to_owned(),
                 },
                 f.heal.as_ref().map_or("–".to_owned(), |h| h.pending_max.to_string()),
                 f.heal.as_ref().map_or("–".to_owned(), |h| match (&h.error, h.healed_after_s) {

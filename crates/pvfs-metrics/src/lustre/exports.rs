@@ -56,7 +56,7 @@ impl Totals {
             "write_bytes" => self.write_bytes = self.write_bytes.saturating_add(c.sum.unwrap_or(0)),
             _ => {}
         }
-        if kind == Kind::Mdt || matches!(c.name, "read_bytes" | "write_bytes") {
+        if kind.counts_as_op(c.name) {
             self.ops = self.ops.saturating_add(c.samples);
         }
     }

@@ -47,6 +47,14 @@ impl Kind {
     pub fn from_component(label: &str) -> Option<Kind> {
         [Kind::Ost, Kind::Mdt, Kind::Other, Kind::Client].into_iter().find(|k| k.component() == label)
     }
+
+    /// Whether a stats counter's samples are operations of a target of this kind, as ltop
+    /// counts them: on an MDT every request (open, close, mknod, getattr …); elsewhere the
+    /// reads and writes (an OST's `statfs`, `get_info` and `setattr` move no data). A target's
+    /// ops/s and each of its clients' ([`crate::lustre::exports`]) are counted by this rule.
+    pub fn counts_as_op(self, counter: &str) -> bool {
+        self == Kind::Mdt || matches!(counter, "read_bytes" | "write_bytes")
+    }
 }
 
 /// A target's space, from its OSD (KiB and inodes, as the kernel gives them).
@@ -175,13 +183,10 @@ impl TargetRates {
                 };
                 let sum_of =
                     |name: &'static str| move |x: &Target| x.counter(name).and_then(|s| s.sum).unwrap_or(0);
-                let samples_of =
-                    |name: &'static str| move |x: &Target| x.counter(name).map_or(0, |s| s.samples);
-                let ops = if c.kind == Some(Kind::Mdt) {
-                    delta(&|x: &Target| x.counters.iter().map(|s| s.samples).sum())
-                } else {
-                    delta(&samples_of("read_bytes")) + delta(&samples_of("write_bytes"))
-                };
+                let kind = c.kind.unwrap_or(Kind::Other);
+                let ops = delta(&|x: &Target| {
+                    x.counters.iter().filter(|s| kind.counts_as_op(&s.name)).map(|s| s.samples).sum()
+                });
                 let space = c.space.filter(|s| s.kbytes_total > 0);
                 TargetRates {
                     clients: c

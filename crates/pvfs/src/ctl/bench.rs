@@ -590,13 +590,8 @@ fn import_io500(source: &std::path::Path, args: &ImportArgs) -> anyhow::Result<u
 /// What a fault's failed tasks did not do, as a run's line says it (empty when nothing was
 /// lost, or the work had no fixed size); nothing is retried, so it is the application's loss.
 fn lost_text(ops: Option<u64>, bytes: Option<u64>) -> String {
-    match (ops, bytes) {
-        (Some(ops), Some(bytes)) if ops > 0 => {
-            format!("; {ops} transfers ({:.1} MiB) not done by them, none retried", bytes as f64 / 1048576.0)
-        }
-        (Some(ops), None) if ops > 0 => format!("; {ops} operations not done by them, none retried"),
-        _ => String::new(),
-    }
+    results::lost_work(ops, bytes)
+        .map_or_else(String::new, |lost| format!("; {lost} not done by them, none retried"))
 }
 
 /// A fault's line (or a phase's GlusterFS profile's), as the plain view and `--watch` show it.

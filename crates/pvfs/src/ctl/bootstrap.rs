@@ -26,7 +26,9 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<u8> {
     let tls_dir = args.connect.tls_dir.clone().unwrap_or_else(|| cluster.tls_dir.clone());
     let binary_path = match &args.from {
         Some(path) => path.clone(),
-        None => agent_program(&std::env::current_exe().context("finding this program's own binary")?),
+        None => pvfs_host::paths::agent_program(
+            &std::env::current_exe().context("finding this program's own binary")?,
+        ),
     };
     let binary = Wanted::file("binary", bootstrap::REMOTE_BINARY.into(), 0o755, &binary_path)?;
     // Each node's machine and glibc are checked against this binary's before anything is
@@ -275,19 +277,6 @@ impl<'a> Line<'a> {
     }
 }
 
-/// What bootstrap installs as the agent when not told: the `pvfs-agent` program installed
-/// beside `exe` (the package's, the tarball's, cargo's), which is the agent alone and maps a
-/// third of the pages; else `exe` itself, which runs as the agent under that name. A
-/// `pvfs-agent` that is a link (to `pvfs`, as an older layout had it) is the same program as
-/// `exe`, so `exe` is taken.
-fn agent_program(exe: &std::path::Path) -> std::path::PathBuf {
-    let beside = exe.with_file_name("pvfs-agent");
-    match std::fs::symlink_metadata(&beside) {
-        Ok(meta) if meta.is_file() && beside != exe => beside,
-        _ => exe.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -338,20 +327,5 @@ services = ["chronyd"]
         let server = pvfs_plan::agent_policy(&cluster, cluster.node("s1").unwrap()).unwrap().unwrap();
         let client = pvfs_plan::agent_policy(&cluster, cluster.node("c1").unwrap()).unwrap().unwrap();
         assert_ne!(server, client);
-    }
-
-    #[test]
-    fn the_agent_program_beside_this_one_is_installed_when_there_is_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let pvfs = dir.path().join("pvfs");
-        std::fs::write(&pvfs, "the whole program").unwrap();
-        // Alone, or beside a link to itself: this program.
-        assert_eq!(super::agent_program(&pvfs), pvfs);
-        std::os::unix::fs::symlink("pvfs", dir.path().join("pvfs-agent")).unwrap();
-        assert_eq!(super::agent_program(&pvfs), pvfs);
-        // Beside the agent's own program: that one.
-        std::fs::remove_file(dir.path().join("pvfs-agent")).unwrap();
-        std::fs::write(dir.path().join("pvfs-agent"), "the agent alone").unwrap();
-        assert_eq!(super::agent_program(&pvfs), dir.path().join("pvfs-agent"));
     }
 }
