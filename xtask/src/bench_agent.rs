@@ -162,6 +162,7 @@ pub fn run_agent(args: &AgentArgs) -> anyhow::Result<()> {
         args.rounds,
         args.seconds
     );
+    eprintln!("xtask bench-agent: this machine: {}", machine_load_of_a_sample()?);
     let until = Instant::now() + Duration::from_secs(args.warmup);
     while Instant::now() < until {
         drive();
@@ -376,6 +377,29 @@ fn lustre_root(dir: &std::path::Path) -> anyhow::Result<std::path::PathBuf> {
         std::fs::write(&file, format!("{}\n", value.trim_start_matches('\n')))?;
     }
     Ok(root)
+}
+
+/// What the agent's every second reads and sends on this machine, which its CPU follows: the
+/// kernel formats every line of /proc/diskstats on each read (a machine that has run the test
+/// suite lists 120 loop devices that did I/O once; measured here, the agent at 0.075 % of a
+/// core with them against 0.048 % with a diskstats of 10 lines), and every device that has done
+/// I/O since boot is parsed, encoded and sent, as iostat lists it.
+fn machine_load_of_a_sample() -> anyhow::Result<String> {
+    let diskstats = std::fs::read_to_string("/proc/diskstats")?;
+    let with_io = diskstats
+        .lines()
+        .filter(|l| l.split_whitespace().skip(3).any(|f| f != "0"))
+        .filter(|l| {
+            l.split_whitespace()
+                .nth(2)
+                .is_some_and(|name| std::path::Path::new("/sys/block").join(name).exists())
+        })
+        .count();
+    let nics = std::fs::read_to_string("/proc/net/dev")?.lines().skip(2).count();
+    Ok(format!(
+        "/proc/diskstats {} lines, {with_io} whole devices with I/O since boot (each in every sample); {nics} NICs",
+        diskstats.lines().count()
+    ))
 }
 
 /// Debian's gmond.conf, kept as it is (its metric modules and collection schedule) except for
