@@ -385,20 +385,14 @@ fn lustre_root(dir: &std::path::Path) -> anyhow::Result<std::path::PathBuf> {
 /// core with them against 0.048 % with a diskstats of 10 lines), and every device that has done
 /// I/O since boot is parsed, encoded and sent, as iostat lists it.
 fn machine_load_of_a_sample() -> anyhow::Result<String> {
-    let diskstats = std::fs::read_to_string("/proc/diskstats")?;
-    let with_io = diskstats
-        .lines()
-        .filter(|l| l.split_whitespace().skip(3).any(|f| f != "0"))
-        .filter(|l| {
-            l.split_whitespace()
-                .nth(2)
-                .is_some_and(|name| std::path::Path::new("/sys/block").join(name).exists())
-        })
-        .count();
-    let nics = std::fs::read_to_string("/proc/net/dev")?.lines().skip(2).count();
+    use pvfs_metrics::sample::{DeviceFilter, Sampler};
+    // The agent's own sampler, so the devices counted are the ones it sends.
+    let sample = Sampler::new(pvfs_host::Root::system(), DeviceFilter::WholeDevices).sample()?;
+    let lines = std::fs::read_to_string("/proc/diskstats")?.lines().count();
     Ok(format!(
-        "/proc/diskstats {} lines, {with_io} whole devices with I/O since boot (each in every sample); {nics} NICs",
-        diskstats.lines().count()
+        "/proc/diskstats {lines} lines, {} whole devices with I/O since boot (each in every sample); {} NICs",
+        sample.disks.len(),
+        sample.nics.len()
     ))
 }
 

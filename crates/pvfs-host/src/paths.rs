@@ -226,6 +226,8 @@ pub fn agent_program(exe: &std::path::Path) -> std::path::PathBuf {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn the_agent_program_beside_this_one_is_the_agent_when_there_is_one() {
         let dir = tempfile::tempdir().unwrap();
@@ -242,8 +244,6 @@ mod tests {
         let agent = dir.path().join("pvfs-agent");
         assert_eq!(agent_program(&agent), agent);
     }
-
-    use super::*;
 
     fn refused(tool: Tool, key: &str, value: &str) -> String {
         setting_paths(tool, key, value).expect_err(&format!("{key} = {value} must be refused"))
