@@ -1,4 +1,5 @@
-//! Fuzzing the `/proc` readers: the sampler (diskstats, net/dev, stat, meminfo, loadavg), the
+//! Fuzzing the `/proc` readers: the sampler (diskstats, partitions and the devices' sysfs stat
+//! files, net/dev, stat, meminfo, loadavg), the
 //! rates between two samples, the node facts (cpuinfo, meminfo, uptime, os-release), and
 //! Lustre's stats and `lctl get_param` output (`lustre`). The
 //! agent reads these every second as root; a kernel of another version, a container's fake
@@ -33,6 +34,16 @@ const PROC: &[(&str, &str)] = &[
     ),
     ("proc/meminfo", include_str!("../testdata/meminfo-debian12-6.18.txt")),
     ("proc/loadavg", "0.52 0.31 0.12 3/187 4242\n"),
+    // What the sampler reads between finds of the devices (`sample::disks`).
+    (
+        "proc/partitions",
+        "major minor  #blocks  name\n\n   8        0  488386584 sda\n   8        1  488385536 sda1\n",
+    ),
+    ("sys/class/block/sda/size", "976773168\n"),
+    (
+        "sys/class/block/sda/stat",
+        "    5400      120   431000     2300     8800      900  1200000    45000        0    30000    47300        0        0        0        0      700      800\n",
+    ),
 ];
 
 /// The facts' files (the facts tests' Debian 12 recordings).

@@ -426,9 +426,16 @@ columns! {
 }
 
 impl From<&MemCounters> for MemStats {
-    /// sysstat: used = total − (free + buffers + cached + slab), never below 0.
+    /// sysstat: used = total − (free + buffers + cached + slab), never below 0. Sums
+    /// saturate: the counters also arrive from agents over the wire, and a hostile or broken
+    /// one must not panic the coordinator (found by `fuzz_proc_sampler_mutated_files`).
     fn from(m: &MemCounters) -> MemStats {
-        let not_used = (m.free_kb + m.buffers_kb + m.cached_kb + m.slab_kb).min(m.total_kb);
+        let not_used = m
+            .free_kb
+            .saturating_add(m.buffers_kb)
+            .saturating_add(m.cached_kb)
+            .saturating_add(m.slab_kb)
+            .min(m.total_kb);
         let pct = |part: u64, whole: u64| if whole == 0 { 0.0 } else { part as f64 / whole as f64 * 100.0 };
         MemStats {
             kbmemfree: m.free_kb,
@@ -438,7 +445,7 @@ impl From<&MemCounters> for MemStats {
             kbbuffers: m.buffers_kb,
             kbcached: m.cached_kb,
             kbcommit: m.committed_as_kb,
-            commit_pct: pct(m.committed_as_kb, m.total_kb + m.swap_total_kb),
+            commit_pct: pct(m.committed_as_kb, m.total_kb.saturating_add(m.swap_total_kb)),
             kbactive: m.active_kb,
             kbinact: m.inactive_kb,
             kbdirty: m.dirty_kb,

@@ -15,6 +15,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+mod disks;
+
 /// Everything read at one moment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
@@ -234,19 +236,21 @@ pub enum DeviceFilter {
 /// renegotiates.
 const LINK_REFRESH: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// Reads samples under a root, remembering which device names are whole devices (so that
-/// `/sys/block` is not checked every second) and each NIC's link speed and duplex.
+/// Reads samples under a root, remembering which block devices to read and how (see
+/// [`disks`]) and each NIC's link speed and duplex.
 ///
 /// The `/proc` files it reads every second stay open between samples (`files`), and each
 /// sample reads them again from offset 0: procfs regenerates a file's text on every read from
 /// the start, so the counters are as fresh as with a new open. Opening them once means a
 /// sample needs no new descriptor, so a process out of descriptors (a connection flood at
 /// `RLIMIT_NOFILE`) still samples every second — what the agent's monitoring must never lose.
+/// (The devices' stat files are held the same way; finding the devices opens new ones, and
+/// a find that cannot reads the sample from diskstats, whose descriptor is held.)
 #[derive(Debug)]
 pub struct Sampler {
     root: Root,
     filter: DeviceFilter,
-    whole: HashMap<String, bool>,
+    disks: disks::Disks,
     links: HashMap<String, (u32, Duplex, std::time::Instant)>,
     files: ProcFiles,
     /// Lustre's files, found now and then and read every second.
@@ -324,7 +328,7 @@ impl Sampler {
         Sampler {
             root,
             filter,
-            whole: HashMap::new(),
+            disks: disks::Disks::default(),
             links: HashMap::new(),
             files: ProcFiles::default(),
             lustre: crate::lustre::node::Reader::default(),
@@ -381,53 +385,7 @@ impl Sampler {
     }
 
     fn read_disks(&mut self) -> Result<Vec<DiskCounters>, SampleError> {
-        const PATH: &str = "/proc/diskstats";
-        let text = self.files.read(&self.root, PATH)?;
-        let mut disks = Vec::new();
-        for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            // Only the devices kept are parsed: a node's diskstats lists every partition and
-            // loop device, and parsing, encoding and sending each one every second was a
-            // fifth of the agent's CPU (perf: 62 lines, 2 of them devices that ever did I/O).
-            // The name is the third field.
-            let whole = self.filter == DeviceFilter::WholeDevices;
-            let mut fields = line.split_whitespace();
-            let keep = match fields.nth(2) {
-                // By default a device that never did any I/O is left out, as iostat leaves it
-                // out: its counters are all zero. When it starts, its first sample is rated
-                // against zero, which is what its counters were (`Rates::between`).
-                Some(_) if whole && fields.all(|f| f == "0") => false,
-                Some(name) => Self::keeps(&self.filter, &mut self.whole, &self.root, name),
-                // Too short to name a device: the parser says what is wrong with it.
-                None => true,
-            };
-            if keep {
-                let stat = DiskStat::from_line(line).map_err(|e| parse(PATH, e))?;
-                let counters = DiskCounters::from_stat(stat);
-                if whole && counters.total_ios() == 0 {
-                    continue;
-                }
-                disks.push(counters);
-            }
-        }
-        Ok(disks)
-    }
-
-    /// Whether the device `name` of diskstats is one a sampler with `filter` reports (`whole`
-    /// remembers which names are whole devices, `root` says).
-    fn keeps(filter: &DeviceFilter, whole: &mut HashMap<String, bool>, root: &Root, name: &str) -> bool {
-        match filter {
-            DeviceFilter::Named(names) => names.iter().any(|n| n == name),
-            // Looked up before inserting: the name is copied once per device, not per sample.
-            DeviceFilter::WholeDevices => match whole.get(name) {
-                Some(&is_whole) => is_whole,
-                None => {
-                    // sysfs spells '/' in device names (cciss/c0d0) as '!'.
-                    let is_whole = root.exists(&format!("/sys/block/{}", name.replace('/', "!")));
-                    whole.insert(name.to_owned(), is_whole);
-                    is_whole
-                }
-            },
-        }
+        self.disks.read(&self.root, &mut self.files, &self.filter)
     }
 
     fn read_nics(&mut self) -> Result<Vec<NicCounters>, SampleError> {

@@ -200,6 +200,24 @@ fn memory_follows_sar_r() {
     assert_eq!(s.commit_pct, 50.0); // 750 of RAM + swap
 }
 
+/// Memory counters near `u64::MAX` (a broken agent's, sent over the wire) give figures, not a
+/// panic: the sums saturate.
+#[test]
+fn memory_counters_near_the_top_of_u64_do_not_overflow() {
+    let m = MemCounters {
+        total_kb: u64::MAX,
+        free_kb: u64::MAX - 1,
+        buffers_kb: 2,
+        cached_kb: u64::MAX,
+        swap_total_kb: 5,
+        committed_as_kb: u64::MAX,
+        ..MemCounters::default()
+    };
+    let s = MemStats::from(&m);
+    assert_eq!(s.kbmemused, 0);
+    assert_eq!(s.commit_pct, 100.0);
+}
+
 /// Writes a fake /proc and /sys for the sampler.
 fn fake_root(diskstats: &str, net_dev: &str, stat: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
