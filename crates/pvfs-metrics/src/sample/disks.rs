@@ -3,25 +3,29 @@
 //! `/proc/diskstats` is the kernel formatting a line for every disk it knows, every time it is
 //! read, and a disk it knows is not one that can do I/O: a loop device that was attached, used
 //! and detached keeps its line (size 0, counters frozen, "did I/O since boot") until reboot.
-//! A machine that has run this project's tests lists 120 of them, and reading diskstats there
-//! took 97 µs against 17 µs for what this module reads instead (`perf`-free measure: a C loop
-//! of whole reads, 112 lines); the agent's CPU at 1 s was a third higher there than on a fresh
-//! machine of the same kind (issue 30's notes).
+//! A machine that has run this project's tests lists 120 of them; a whole read of diskstats
+//! there took 97 µs, against 1.7 µs for one device's stat file and under 1 µs for a `recv`
+//! that finds no event (a C loop of reads, 112 lines), and the agent's CPU at 1 s was a third
+//! higher there than on a fresh machine of the same kind (issue 30's notes).
 //!
-//! So diskstats is read to *find* the devices: at the first sample, every [`REFIND_EVERY`],
-//! and within the second a block device is added, removed, attached, detached or resized —
-//! which the kernel announces to every listener of its device events (`NETLINK_KOBJECT_UEVENT`,
-//! what udev hears; one non-blocking `recv` a second, [`Events`]). Where those cannot be heard
-//! (a root that is not this machine's, a socket refused), `/proc/partitions` is read each
-//! second instead and compared with its text at the find: it lists the devices with a size,
-//! so it changes on the same events, at the cost of the kernel walking every block device (a
-//! tenth of an idle agent's CPU on a machine with 120 of them, by perf). Between finds, each device with a size
-//! is read from its own `/sys/class/block/NAME/stat` (the same fields as its diskstats line,
-//! without major, minor and name), held open and read with one `pread`; a device without a
-//! size cannot do I/O, so the counters diskstats gave for it are sent again unread — which
-//! keeps a sample what it was (iostat's list: every device that did I/O since boot), so a
-//! loop device attached again is rated against its own counters, not against zero. A device
-//! with a size that never did I/O is read too, and shows in the second its first I/O lands.
+//! So diskstats is read to *find* the devices: at the first sample, within the second a block
+//! device is added, removed, attached, detached or resized — which the kernel announces to
+//! every listener of its device events (`NETLINK_KOBJECT_UEVENT`, what udev hears; one
+//! non-blocking `recv` a second, [`Events`]) — and every [`REFIND_HEARING`] as a last resort.
+//! Where those events cannot be heard (a root that is not this machine's, a socket refused),
+//! `/proc/partitions` is read each second instead and compared with its text at the find, and
+//! diskstats every [`REFIND_EVERY`]: partitions lists the devices with a size, so it changes on
+//! the same events, at the cost of the kernel walking every block device (a tenth of an idle
+//! agent's CPU on a machine with 120 of them, by perf).
+//!
+//! Between finds, each device with a size is read from its own `/sys/class/block/NAME/stat`
+//! (the same fields as its diskstats line, without major, minor and name), held open and read
+//! with one `pread`; a device without a size cannot do I/O, so the counters diskstats gave for
+//! it are sent again unread — which keeps a sample what it was (iostat's list: every device
+//! that did I/O since boot), so a loop device attached again is rated against its own
+//! counters, not against zero (sending them still costs: with 111 such devices, about
+//! 8 % of the agent's CPU, measured by leaving them out). A device with a size that never
+//! did I/O is read too, and shows in the second its first I/O lands.
 //!
 //! Where any of it cannot be used (a root without sysfs, a stat file that will not open or
 //! parse, no descriptors left), the sample is read from diskstats as before, and the next one
@@ -40,6 +44,11 @@ use std::time::{Duration, Instant};
 /// `/proc/partitions` does not show (a kernel that hides some devices there: Linux 3.10
 /// leaves out removable ones without partitions).
 pub(super) const REFIND_EVERY: Duration = Duration::from_secs(10);
+
+/// The same where the kernel's events are heard: it announces every block device's changes,
+/// those it leaves out of /proc/partitions too, and a lost message is seen as lost; the finds
+/// are then only a last resort.
+const REFIND_HEARING: Duration = Duration::from_secs(60);
 
 const DISKSTATS: &str = "/proc/diskstats";
 const PARTITIONS: &str = "/proc/partitions";
@@ -111,7 +120,8 @@ impl Disks {
         filter: &DeviceFilter,
     ) -> Option<Vec<DiskCounters>> {
         use std::os::unix::fs::FileExt;
-        if self.found_at?.elapsed() >= REFIND_EVERY {
+        let hearing = matches!(self.events, Some(Some(_)));
+        if self.found_at?.elapsed() >= if hearing { REFIND_HEARING } else { REFIND_EVERY } {
             return None;
         }
         match &mut self.events {
@@ -377,7 +387,7 @@ fn stat_counters(name: &str, text: &[u8]) -> Option<DiskCounters> {
 
 #[cfg(test)]
 mod tests {
-    use super::{DeviceFilter, Disks, REFIND_EVERY};
+    use super::{DeviceFilter, Disks, REFIND_EVERY, REFIND_HEARING};
     use crate::sample::{DiskCounters, ProcFiles};
     use procfs_core::DiskStat;
     use pvfs_host::Root;
@@ -614,7 +624,7 @@ mod tests {
             sample.into_iter().find(|d| d.name == name && d.wr_ios > 0)
         });
         assert!(shown.is_some(), "{name} not in the samples 4 s after it was attached and written");
-        assert!(started.elapsed() < REFIND_EVERY);
+        assert!(started.elapsed() < REFIND_HEARING);
     }
 
     /// On this machine's kernel: between finds, every device's counters lie between
