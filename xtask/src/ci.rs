@@ -28,6 +28,9 @@ pub fn run(no_e2e: bool) -> anyhow::Result<()> {
         // and Debian's own linter on the result.
         ("dpkg-shlibdeps", "dpkg-dev"),
         ("objdump", "binutils"),
+        // The tarball's programs with their line tables moved beside them, and checked.
+        ("objcopy", "binutils"),
+        ("addr2line", "binutils"),
         ("lintian", "lintian"),
         // The node image, and the older Debian root the shipped binary is run in.
         ("debootstrap", "debootstrap"),
