@@ -9,7 +9,10 @@
 //! Storage: every sample is flattened to a list of u64 values (counters, gauges, clocks) under
 //! a shared *layout* (the device and interface names, which rarely change). Each entry stores
 //! its values as LEB128 varints of the zigzag difference from the previous entry with the same
-//! layout; most counters move by little or nothing in a second, so most values take one byte.
+//! layout; most counters move by little or nothing in a second, so most values take one byte,
+//! and a run of zeros (an idle device's every counter, a detached loop device's forever: a
+//! machine that ran the tests keeps 111 of them) takes two, a zero byte then the run's length
+//! less one (a varint's first byte is zero only for 0 itself, so nothing else starts so).
 //! Every [`KEYFRAME_EVERY`]th entry stores full values, so reading any entry decodes at most
 //! that many. (A general-purpose compressor would do worse on 100-byte records and cost more
 //! CPU; the format is local to this process and never leaves it.)
@@ -55,6 +58,13 @@ pub enum Next {
 struct Layout {
     disks: Vec<String>,
     nics: Vec<String>,
+}
+
+impl Layout {
+    /// How many values a sample of this layout flattens to.
+    fn values(&self) -> usize {
+        FIXED_VALUES + self.disks.len() * DISK_VALUES + self.nics.len() * NIC_VALUES
+    }
 }
 
 #[derive(Debug)]
@@ -121,21 +131,17 @@ impl Ring {
             }
             _ => None,
         };
-        let mut bytes = Vec::with_capacity(values.len() + 8);
-        for (i, v) in values.iter().enumerate() {
-            let delta = match base {
-                Some(prev) => v.wrapping_sub(prev[i]) as i64,
-                None => *v as i64,
-            };
-            put_varint(&mut bytes, zigzag(delta));
-        }
         let keyframe = base.is_none();
+        let bytes = encode(values.iter().enumerate().map(|(i, v)| match base {
+            Some(prev) => zigzag(v.wrapping_sub(prev[i]) as i64),
+            None => zigzag(*v as i64),
+        }));
         self.entries.push_back(Entry {
             seq,
             time_unix_ns: sample.time_unix_ns,
             layout: layout.clone(),
             keyframe,
-            bytes: bytes.into(),
+            bytes,
         });
         self.last = Some((layout, values));
         // Evict after appending, so the new entry is rewritten in full if it was the oldest's
@@ -198,25 +204,29 @@ impl Ring {
         }
         let mut values: Vec<u64> = Vec::new();
         for entry in self.entries.range(start..=index) {
-            let mut pos = 0;
-            let mut i = 0;
+            let count = entry.layout.values();
             if entry.keyframe {
                 values.clear();
+                values.resize(count, 0);
             }
+            let mut i = 0usize;
+            let mut pos = 0;
             while pos < entry.bytes.len() {
                 let (raw, used) = get_varint(&entry.bytes[pos..])?;
                 pos += used;
-                let delta = unzigzag(raw);
-                if entry.keyframe {
-                    values.push(delta as u64);
-                } else {
-                    let v = values.get_mut(i)?;
-                    *v = v.wrapping_add(delta as u64);
+                if raw == 0 {
+                    // A run of zeros: nothing changes (a keyframe's values start at 0).
+                    let (less_one, used) = get_varint(&entry.bytes[pos..])?;
+                    pos += used;
+                    i = usize::try_from(less_one).ok().and_then(|n| i.checked_add(n)?.checked_add(1))?;
+                    continue;
                 }
+                let v = values.get_mut(i)?;
+                *v = v.wrapping_add(unzigzag(raw) as u64);
                 i += 1;
             }
-            // A delta entry holds exactly its keyframe's number of values.
-            if i != values.len() {
+            // Every entry holds exactly its layout's number of values.
+            if i != count || values.len() != count {
                 return None;
             }
         }
@@ -234,12 +244,8 @@ impl Ring {
             // Its values straight from the encoded form: no sample is rebuilt to be flattened
             // again (this runs on every push once the ring is full).
             if let Some(values) = self.values_at(1) {
-                let mut bytes = Vec::with_capacity(values.len() * 3);
-                for v in values {
-                    put_varint(&mut bytes, zigzag(v as i64));
-                }
                 let second = &mut self.entries[1];
-                second.bytes = bytes.into();
+                second.bytes = encode(values.into_iter().map(|v| zigzag(v as i64)));
                 second.keyframe = true;
             }
         }
@@ -328,7 +334,7 @@ fn flatten(s: &Sample) -> (Layout, Vec<u64>) {
 }
 
 fn unflatten(layout: &Layout, v: &[u64]) -> Option<Sample> {
-    if v.len() != FIXED_VALUES + layout.disks.len() * DISK_VALUES + layout.nics.len() * NIC_VALUES {
+    if v.len() != layout.values() {
         return None;
     }
     let cpu = CpuCounters {
@@ -416,6 +422,30 @@ fn unflatten(layout: &Layout, v: &[u64]) -> Option<Sample> {
         });
     }
     Some(Sample { time_unix_ns: v[0], mono_ns: v[1], disks, nics, cpu, mem, load, fs: None })
+}
+
+/// Zigzagged values (or differences) as varints, each run of zeros as a zero byte and the
+/// run's length less one.
+fn encode(values: impl Iterator<Item = u64>) -> Box<[u8]> {
+    let mut bytes = Vec::new();
+    let mut zeros = 0u64;
+    for v in values {
+        if v == 0 {
+            zeros += 1;
+            continue;
+        }
+        if zeros > 0 {
+            bytes.push(0);
+            put_varint(&mut bytes, zeros - 1);
+            zeros = 0;
+        }
+        put_varint(&mut bytes, v);
+    }
+    if zeros > 0 {
+        bytes.push(0);
+        put_varint(&mut bytes, zeros - 1);
+    }
+    bytes.into()
 }
 
 fn zigzag(v: i64) -> u64 {
