@@ -284,25 +284,7 @@ fn flatten(s: &Sample) -> (Layout, Vec<u64>) {
         u64::from(l.tasks),
     ]);
     for d in &s.disks {
-        v.extend([
-            d.rd_ios,
-            d.rd_merges,
-            d.rd_sectors,
-            d.rd_ticks,
-            d.wr_ios,
-            d.wr_merges,
-            d.wr_sectors,
-            d.wr_ticks,
-            d.ios_pgr,
-            d.tot_ticks,
-            d.rq_ticks,
-            d.dc_ios,
-            d.dc_merges,
-            d.dc_sectors,
-            d.dc_ticks,
-            d.fl_ios,
-            d.fl_ticks,
-        ]);
+        v.extend(d.fields());
     }
     for n in &s.nics {
         let duplex = match n.duplex {
@@ -375,26 +357,7 @@ fn unflatten(layout: &Layout, v: &[u64]) -> Option<Sample> {
     for name in &layout.disks {
         let d = &v[at..at + DISK_VALUES];
         at += DISK_VALUES;
-        disks.push(DiskCounters {
-            name: name.clone(),
-            rd_ios: d[0],
-            rd_merges: d[1],
-            rd_sectors: d[2],
-            rd_ticks: d[3],
-            wr_ios: d[4],
-            wr_merges: d[5],
-            wr_sectors: d[6],
-            wr_ticks: d[7],
-            ios_pgr: d[8],
-            tot_ticks: d[9],
-            rq_ticks: d[10],
-            dc_ios: d[11],
-            dc_merges: d[12],
-            dc_sectors: d[13],
-            dc_ticks: d[14],
-            fl_ios: d[15],
-            fl_ticks: d[16],
-        });
+        disks.push(DiskCounters::from_fields(name.clone(), d.try_into().ok()?));
     }
     let mut nics = Vec::with_capacity(layout.nics.len());
     for name in &layout.nics {

@@ -111,6 +111,54 @@ impl DiskCounters {
         self.rd_ios.saturating_add(self.wr_ios).saturating_add(self.dc_ios).saturating_add(self.fl_ios)
     }
 
+    /// The kernel's fields after the name, in its order (a line of `/proc/diskstats`, a
+    /// `/sys/block/DEV/stat` file), 0 for those an older kernel does not write.
+    pub fn from_fields(name: String, f: [u64; 17]) -> DiskCounters {
+        DiskCounters {
+            name,
+            rd_ios: f[0],
+            rd_merges: f[1],
+            rd_sectors: f[2],
+            rd_ticks: f[3],
+            wr_ios: f[4],
+            wr_merges: f[5],
+            wr_sectors: f[6],
+            wr_ticks: f[7],
+            ios_pgr: f[8],
+            tot_ticks: f[9],
+            rq_ticks: f[10],
+            dc_ios: f[11],
+            dc_merges: f[12],
+            dc_sectors: f[13],
+            dc_ticks: f[14],
+            fl_ios: f[15],
+            fl_ticks: f[16],
+        }
+    }
+
+    /// The counters in the kernel's order ([`DiskCounters::from_fields`]'s).
+    pub fn fields(&self) -> [u64; 17] {
+        [
+            self.rd_ios,
+            self.rd_merges,
+            self.rd_sectors,
+            self.rd_ticks,
+            self.wr_ios,
+            self.wr_merges,
+            self.wr_sectors,
+            self.wr_ticks,
+            self.ios_pgr,
+            self.tot_ticks,
+            self.rq_ticks,
+            self.dc_ios,
+            self.dc_merges,
+            self.dc_sectors,
+            self.dc_ticks,
+            self.fl_ios,
+            self.fl_ticks,
+        ]
+    }
+
     fn from_stat(stat: DiskStat) -> DiskCounters {
         DiskCounters {
             name: stat.name,

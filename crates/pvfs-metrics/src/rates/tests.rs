@@ -7,27 +7,9 @@ use crate::sample::{Sample, Sampler};
 
 const SEC: u64 = 1_000_000_000;
 
+/// A device's counters from its diskstats fields, in the kernel's order.
 fn disk(name: &str, f: [u64; 17]) -> DiskCounters {
-    DiskCounters {
-        name: name.into(),
-        rd_ios: f[0],
-        rd_merges: f[1],
-        rd_sectors: f[2],
-        rd_ticks: f[3],
-        wr_ios: f[4],
-        wr_merges: f[5],
-        wr_sectors: f[6],
-        wr_ticks: f[7],
-        ios_pgr: f[8],
-        tot_ticks: f[9],
-        rq_ticks: f[10],
-        dc_ios: f[11],
-        dc_merges: f[12],
-        dc_sectors: f[13],
-        dc_ticks: f[14],
-        fl_ios: f[15],
-        fl_ticks: f[16],
-    }
+    DiskCounters::from_fields(name.into(), f)
 }
 
 #[test]
