@@ -385,18 +385,12 @@ fn lustre_root(dir: &std::path::Path) -> anyhow::Result<std::path::PathBuf> {
 /// /proc/diskstats, whose every line the kernel formats on each read: a machine that has run
 /// the test suite lists 120 loop devices that did I/O once and were detached).
 fn machine_load_of_a_sample() -> anyhow::Result<String> {
-    use pvfs_metrics::sample::{DeviceFilter, Sampler};
-    // The agent's own sampler, so the devices counted are the ones it sends.
-    let sample = Sampler::new(pvfs_host::Root::system(), DeviceFilter::WholeDevices).sample()?;
+    use pvfs_metrics::sample::{DeviceFilter, Sampler, has_size};
+    let root = pvfs_host::Root::system();
+    // The agent's own sampler and rule, so the devices counted are the ones it sends and reads.
+    let sample = Sampler::new(root.clone(), DeviceFilter::WholeDevices).sample()?;
     let lines = std::fs::read_to_string("/proc/diskstats")?.lines().count();
-    let sized = sample
-        .disks
-        .iter()
-        .filter(|d| {
-            let size = format!("/sys/class/block/{}/size", d.name.replace('/', "!"));
-            std::fs::read_to_string(size).is_ok_and(|s| s.trim() != "0")
-        })
-        .count();
+    let sized = sample.disks.iter().filter(|d| has_size(&root, &d.name) == Some(true)).count();
     Ok(format!(
         "/proc/diskstats {lines} lines, {} whole devices with I/O since boot (each in every sample; {sized} with a size, \
          read each second); {} NICs",

@@ -531,7 +531,7 @@ pub fn check(deb: &Path, version: &str, rule: Glibc) -> anyhow::Result<()> {
     let mut glibc = Vec::new();
     for program in ["pvfs", "pvfs-agent"] {
         let packaged = unpacked.join("usr/bin").join(program);
-        let sections = read(Command::new("readelf").args(["-S", "-W"]).arg(&packaged))?;
+        let sections = util::sections(&packaged)?;
         ensure!(
             !sections.contains(".debug_info")
                 && !sections.contains(".debug_line")

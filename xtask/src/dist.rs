@@ -114,9 +114,7 @@ fn split_line_tables(bin: &Path, program: &str) -> anyhow::Result<()> {
             .arg(format!("--add-gnu-debuglink={}", debug.display()))
             .arg(&path),
     )?;
-    let sections =
-        |file: &Path| read(Command::new("readelf").arg("--section-headers").arg("--wide").arg(file));
-    let (kept, moved) = (sections(&path)?, sections(&debug)?);
+    let (kept, moved) = (util::sections(&path)?, util::sections(&debug)?);
     anyhow::ensure!(
         !kept.contains(".debug_line") && kept.contains(".gnu_debuglink") && moved.contains(".debug_line"),
         "{program}'s line tables were not moved to {}:\n{kept}\n{moved}",

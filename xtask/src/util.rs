@@ -38,6 +38,11 @@ pub fn read(cmd: &mut Command) -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// An ELF file's section headers as `readelf -S -W` lists them (what is stripped, what is not).
+pub fn sections(file: &Path) -> anyhow::Result<String> {
+    read(Command::new("readelf").args(["-S", "-W"]).arg(file))
+}
+
 /// Runs `cmd`, capturing everything, whatever its exit status.
 pub fn capture(cmd: &mut Command) -> anyhow::Result<Output> {
     cmd.stdin(Stdio::null()).output().with_context(|| format!("cannot start `{}`", shown(cmd)))

@@ -17,6 +17,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 mod disks;
 
+pub use disks::has_size;
+
 /// Everything read at one moment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sample {

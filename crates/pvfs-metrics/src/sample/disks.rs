@@ -320,15 +320,21 @@ fn sysfs_name(name: &str) -> String {
     name.replace('/', "!")
 }
 
+/// Whether the block device `name` (a whole device or a partition) has a size, by sysfs
+/// (`None` when sysfs cannot say): one without cannot do I/O, and a sampler reads it only when
+/// it finds the devices.
+pub fn has_size(root: &Root, name: &str) -> Option<bool> {
+    let sectors = root.read_trimmed(&format!("/sys/class/block/{}/size", sysfs_name(name))).ok()?;
+    Some(sectors.parse::<u64>().ok()? > 0)
+}
+
 /// The device's stat file, open, when it has a size (`Some(None)` when its size is 0), or
 /// `None` when sysfs cannot say.
 fn held(root: &Root, name: &str) -> Option<Option<File>> {
-    let dir = format!("/sys/class/block/{}", sysfs_name(name));
-    let sectors = root.read_trimmed(&format!("{dir}/size")).ok()?.parse::<u64>().ok()?;
-    if sectors == 0 {
+    if !has_size(root, name)? {
         return Some(None);
     }
-    File::open(root.path(&format!("{dir}/stat"))).ok().map(Some)
+    File::open(root.path(&format!("/sys/class/block/{}/stat", sysfs_name(name)))).ok().map(Some)
 }
 
 /// A device's counters from its sysfs stat file: diskstats' fields after the name, 11 of them
