@@ -982,7 +982,8 @@ fn distributed_fault(out: &std::process::Output) -> anyhow::Result<()> {
     let faults: Vec<&Value> = events.iter().filter(|e| e["event"] == "fault").collect();
     ensure!(
         faults.iter().any(|f| f["action"] == "injected") && faults.iter().any(|f| f["action"] == "undone"),
-        "gv0's fault: {faults:?}"
+        "gv0's fault: {faults:?}; the run said: {}",
+        String::from_utf8_lossy(&out.stderr).trim()
     );
     let measured = events
         .iter()
