@@ -185,6 +185,15 @@ fn run_task(
         MdtestPhase::FileRead => vec![0u8; 4096],
         _ => Vec::new(),
     };
+    // The directories the task works in are opened before its clock too: mdtest names them by
+    // path in each call, so finding them is no part of its rows — and removing a tree of depth
+    // 0 is then one rmdir in the clock, as mdtest's is (with the iteration's directory and the
+    // root opened inside it, the engine's tree removal was 0.47× mdtest's on tmpfs). They are
+    // closed after the clock stops.
+    let (dir, open_error) = match task_dir(job, run_dir, phase, task, holder) {
+        Ok(dir) => (dir, None),
+        Err(err) => (None, Some(err)),
+    };
     // The clock starts once every task is ready, as mdtest's phase timers start after a
     // barrier: the buffers above are made before it.
     ready.wait();
@@ -204,6 +213,9 @@ fn run_task(
     };
     let mut arrived = false;
     let outcome = (|| -> Result<(), EngineError> {
+        if let Some(err) = open_error {
+            return Err(err);
+        }
         let tree = Tree { params: p, progress };
         match phase {
             MdtestPhase::TreeCreate if job.owns_tree(task) => {
@@ -220,9 +232,11 @@ fn run_task(
                 tree.create(&root, 0, &mut |since| items.count(since, 0))
             }
             MdtestPhase::TreeRemove if job.owns_tree(task) => {
+                let Some(parent) = &dir else { return Err(EngineError::NoTask) };
                 let root = job.root_name(task);
-                let parent = run_dir.open_dir(Path::new(&job.iteration_dir()))?;
-                tree.remove(&parent.open_dir(Path::new(&root))?, 0, &mut |since| items.count(since, 0))?;
+                if p.depth > 0 {
+                    tree.remove(&parent.open_dir(Path::new(&root))?, 0, &mut |since| items.count(since, 0))?;
+                }
                 let since = Instant::now();
                 parent.remove_dir(&root)?;
                 items.count(since, 0);
@@ -230,21 +244,21 @@ fn run_task(
             }
             MdtestPhase::TreeCreate | MdtestPhase::TreeRemove => Ok(()),
             _ => {
-                let root = run_dir.open_dir(&Path::new(&job.iteration_dir()).join(job.root_name(holder)))?;
+                let Some(root) = &dir else { return Err(EngineError::NoTask) };
                 let per_dir = p.items_per_dir().unwrap_or(0); // bounded by the job's check
                 if let Some(wall) = wall {
                     // mdtest's stonewall: one directory (depth 0, the workload's check), files
                     // made until the deadline, then as many as the most any task made.
                     let deadline = Duration::from_secs(p.deadline.into());
-                    let made = items.run(&root, 0..per_dir, Some(Instant::now() + deadline))?;
+                    let made = items.run(root, 0..per_dir, Some(Instant::now() + deadline))?;
                     arrived = true;
                     let most = wall.agree(Some(made), progress)?;
-                    items.run(&root, made..most.min(per_dir), None)?;
+                    items.run(root, made..most.min(per_dir), None)?;
                     return Ok(());
                 }
                 let stop = job.stop_after.filter(|_| is_file_phase(phase));
                 let mut budget = stop.unwrap_or(u64::MAX);
-                tree.each_item_dir(&root, 0, 0, &mut |dir, index| {
+                tree.each_item_dir(root, 0, 0, &mut |dir, index| {
                     let first = index * per_dir; // bounded: at most MAX_TREE_DIRS × items per dir
                     let n = per_dir.min(budget);
                     budget -= n;
@@ -275,6 +289,26 @@ fn run_task(
     r.error = outcome.err().map(|e| e.to_string());
     r.latency = latency.finish(progress);
     r
+}
+
+/// The directory `task` works in during `phase`, opened before its clock starts: the
+/// iteration's directory for a tree's removal, the root of `holder`'s tree for the items'
+/// phases; none for a tree's creation (its parent is made before the tasks begin) or for a
+/// task that owns no tree.
+fn task_dir(
+    job: &MdtestJob,
+    run_dir: &Dir,
+    phase: MdtestPhase,
+    task: u32,
+    holder: u32,
+) -> Result<Option<Dir>, EngineError> {
+    let rel = match phase {
+        MdtestPhase::TreeCreate => return Ok(None),
+        MdtestPhase::TreeRemove if !job.owns_tree(task) => return Ok(None),
+        MdtestPhase::TreeRemove => PathBuf::from(job.iteration_dir()),
+        _ => Path::new(&job.iteration_dir()).join(job.root_name(holder)),
+    };
+    Ok(Some(run_dir.open_dir(&rel)?))
 }
 
 /// The phases of files, which a stonewalled creation's count stops.
