@@ -210,8 +210,10 @@ impl Dir {
     /// as `O_DIRECT`. A symlink, a device, a FIFO or a file with other hard links is refused.
     pub fn open_write(&self, name: &str, extra: OFlag) -> Result<File, FileError> {
         let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | extra;
-        let file = self.open_checked(name, flags, "open")?;
-        let links = file.metadata().map_err(|e| FileError::io("stat", self.path.join(name), e))?.nlink();
+        // The links are the open's own stat's: a second one was a fourth system call in
+        // IOR's `open(s)`, where IOR makes one.
+        let (file, meta) = self.open_checked(name, flags, "open")?;
+        let links = meta.nlink();
         if links > 1 {
             return Err(FileError::HardLinks { path: self.path.join(name), links });
         }
@@ -222,11 +224,18 @@ impl Dir {
     /// cannot make the open hang).
     pub fn open_read(&self, name: &str, extra: OFlag) -> Result<File, FileError> {
         self.open_checked(name, OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | extra, "open")
+            .map(|(file, _)| file)
     }
 
     /// Opens with `O_NONBLOCK` (so a FIFO planted at the name cannot block the open), checks
-    /// that a plain file was opened, then clears `O_NONBLOCK` for the I/O itself.
-    fn open_checked(&self, name: &str, flags: OFlag, what: &'static str) -> Result<File, FileError> {
+    /// that a plain file was opened, then clears `O_NONBLOCK` for the I/O itself. Returns the
+    /// file and what its stat said.
+    fn open_checked(
+        &self,
+        name: &str,
+        flags: OFlag,
+        what: &'static str,
+    ) -> Result<(File, std::fs::Metadata), FileError> {
         let path = self.path.join(name);
         let fd = openat(&self.fd, name, flags | OFlag::O_NONBLOCK, Mode::from_bits_truncate(0o644))
             .map_err(|e| explain(what, &path, e))?;
@@ -241,7 +250,7 @@ impl Dir {
         // four (IOR's `open(s)` is one `open`; `xtask bench-engine --against ior`).
         nix::fcntl::fcntl(&file, FcntlArg::F_SETFL(flags - OFlag::O_NONBLOCK))
             .map_err(|e| explain("fcntl", &path, e))?;
-        Ok(file)
+        Ok((file, meta))
     }
 
     /// `lstat` of `name` here: what it is, never what a symlink points at.
