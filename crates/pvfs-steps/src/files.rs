@@ -16,13 +16,22 @@ pub struct Directory {
 impl Directory {
     pub(crate) fn assess<R: Runner>(&self, host: &NodeAccess<R>) -> Result<Assessment, StepError> {
         let mut a = Assessment::in_sync();
-        if host.root.is_dir(&self.path) {
-            return Ok(a);
-        }
-        if host.root.exists(&self.path) {
-            return Err(StepError::Refused {
-                reason: format!("{} exists and is not a directory; move it away, then run again", self.path),
-            });
+        // One look, not two: another node's agent on the same host (the demo's, a local
+        // cluster's shared mount point) may make the directory between an "is it a directory?"
+        // and an "does it exist?", and the second answer alone read as a file in the way
+        // (seen in CI's demo on bullseye).
+        match std::fs::metadata(host.root.path(&self.path)) {
+            Ok(meta) if meta.is_dir() => return Ok(a),
+            Ok(_) => {
+                return Err(StepError::Refused {
+                    reason: format!(
+                        "{} exists and is not a directory; move it away, then run again",
+                        self.path
+                    ),
+                });
+            }
+            // Missing, or unreachable (a file where a parent should be): making it says why.
+            Err(_) => {}
         }
         a.change(
             format!("{} does not exist", self.path),
@@ -158,6 +167,45 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let host = NodeAccess::new(Root::at(dir.path()), RecordedRunner::new());
         (dir, host)
+    }
+
+    /// A directory there (or one made by another agent on the same host since) is in sync; a
+    /// file there is refused, naming it; a missing one is made. Several agents of one host
+    /// making the same directory at once each end with it made, none refusing.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_directory_is_made_once_and_a_file_in_its_way_is_refused() {
+        let (_dir, host) = host();
+        let step = |path: &str| Step::Directory(Directory { path: path.into(), mode: 0o755 });
+        assert!(matches!(
+            execute(&step("/srv/mnt"), &host, &crate::Unguarded, false, |_| {}).await,
+            Outcome::Changed { .. }
+        ));
+        assert_eq!(
+            execute(&step("/srv/mnt"), &host, &crate::Unguarded, false, |_| {}).await,
+            Outcome::Ok { detail: None }
+        );
+        host.root.write_atomic("/srv/file", b"x", 0o644).unwrap();
+        let refused = execute(&step("/srv/file"), &host, &crate::Unguarded, false, |_| {}).await;
+        assert!(format!("{refused:?}").contains("/srv/file exists and is not a directory"), "{refused:?}");
+        let host = std::sync::Arc::new(host);
+        for round in 0..20 {
+            let path = format!("/srv/shared{round}");
+            let runs: Vec<_> = (0..4)
+                .map(|_| {
+                    let (host, step) = (host.clone(), step(&path));
+                    tokio::spawn(
+                        async move { execute(&step, &*host, &crate::Unguarded, false, |_| {}).await },
+                    )
+                })
+                .collect();
+            for run in runs {
+                let outcome = run.await.unwrap();
+                assert!(
+                    matches!(outcome, Outcome::Changed { .. } | Outcome::Ok { .. }),
+                    "{path}: {outcome:?}"
+                );
+            }
+        }
     }
 
     #[tokio::test]
